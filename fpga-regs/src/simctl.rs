@@ -1,0 +1,259 @@
+//! The simulator's control file (`sim.ctl`). **Not part of the hardware.**
+//!
+//! The model keeps the device's MMIO surface byte-identical to the hardware
+//! layout; everything the simulation needs beyond it (who may run, simulated
+//! clocks, the host-cost table, doorbell timestamps) lives in this separate
+//! file beside the node files. A process that finds `sim.ctl` next to the
+//! device file it opened knows it is simulated and attaches as an *actor*.
+//!
+//! Scheduling (DESIGN §3, after SimGrid's maestro): exactly one party runs at
+//! a time, either the model or one actor. An actor runs until it *yields*:
+//! `WAIT` (a poll found nothing; the actor sleeps until an event touches its
+//! slot, and its clock jumps to that event) or `SYNC` (its clock passed the
+//! horizon the model gave it; it resumes when it is again the lowest clock).
+//! Hand-offs use one shared futex word per party (`go`): the granter bumps it
+//! and wakes the sleeper if its `sleeping` flag is set.
+
+use core::mem::size_of;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use crate::ur::CQ_DEPTH;
+
+/// Magic at the start of the control file: "DNSIMCTL".
+pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
+/// Control-file layout version.
+pub const VERSION: u32 = 1;
+/// Maximum number of actors (attached processes) per cluster.
+pub const MAX_ACTORS: usize = 256;
+/// File name of the control file inside a cluster directory.
+pub const FILE_NAME: &str = "sim.ctl";
+
+/// File name of node `n`'s MMIO surface inside a cluster directory.
+pub fn node_file_name(node: u16) -> String {
+    format!("node{node}.mmio")
+}
+
+/// Simulated time is kept in picoseconds.
+pub const PS_PER_NS: u64 = 1000;
+
+macro_rules! host_costs {
+    ($( $(#[doc = $doc:literal])* $name:ident = $idx:literal, $key:literal; )*) => {
+        /// Host-side costs, charged by the host software in simulation.
+        ///
+        /// Values are picoseconds per event, except `CopyByte`, in femtoseconds
+        /// per byte. The model fills them in from the host profile.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum HostCost { $( $(#[doc = $doc])* $name = $idx, )* }
+
+        impl HostCost {
+            /// Every cost.
+            pub const ALL: &'static [HostCost] = &[$(HostCost::$name),*];
+            /// Key in profile JSON files.
+            pub fn key(self) -> &'static str { match self { $(HostCost::$name => $key,)* } }
+            /// What it charges for.
+            pub fn doc(self) -> &'static str { match self { $(HostCost::$name => concat!($($doc),*),)* } }
+        }
+    };
+}
+
+host_costs! {
+    /// One uncached 8-byte load from UR, LLCM or PW.
+    UcRead = 0, "uc_read_ns";
+    /// One uncached 8-byte store to UR or LLCM.
+    UcWrite = 1, "uc_write_ns";
+    /// One write-combined 64-byte burst to WW (partial lines cost a whole burst).
+    WcLine = 2, "wc_line_ns";
+    /// Draining the write-combining buffers before a doorbell (sfence).
+    WcFlush = 3, "wc_flush_ns";
+    /// One byte copied between host buffers (femtoseconds).
+    CopyByte = 4, "copy_ns_per_byte";
+    /// Entering and leaving one MPI-layer call.
+    MpiCall = 5, "mpi_call_ns";
+    /// One ADI operation: building or parsing a control packet, dispatching it.
+    AdiOp = 6, "adi_op_ns";
+    /// Creating and completing one request object.
+    Request = 7, "request_ns";
+    /// Examining one queue element while matching.
+    MatchStep = 8, "match_step_ns";
+    /// One pass of the progress engine that finds work.
+    Progress = 9, "progress_ns";
+}
+
+/// Number of slots in the cost table.
+pub const COST_SLOTS: usize = 16;
+
+/// Header flags.
+pub mod flags {
+    /// The model has initialised every file and accepts attaches.
+    pub const READY: u32 = 1 << 0;
+    /// The model is shutting down; actors get `RESULT_SHUTDOWN`.
+    pub const SHUTDOWN: u32 = 1 << 1;
+    /// The model found every live actor waiting with nothing in flight.
+    pub const DEADLOCK: u32 = 1 << 2;
+}
+
+/// Actor states.
+pub mod state {
+    /// Record unused.
+    pub const FREE: u32 = 0;
+    /// An actor has claimed the record and waits for the model to admit it.
+    pub const ATTACHING: u32 = 1;
+    /// The actor holds the token.
+    pub const RUNNING: u32 = 2;
+    /// The actor handed the token back; its `request` says why.
+    pub const YIELDED: u32 = 3;
+    /// Admitted and runnable, waiting for its turn (model-side).
+    pub const RUNNABLE: u32 = 4;
+    /// Waiting for an event that touches its slot (model-side).
+    pub const WAITING: u32 = 5;
+    /// Detached normally.
+    pub const EXITED: u32 = 6;
+    /// The process disappeared without detaching.
+    pub const DEAD: u32 = 7;
+}
+
+/// Why an actor yields.
+pub mod request {
+    /// Resume me when I am again the lowest clock (my clock passed the horizon).
+    pub const SYNC: u32 = 1;
+    /// A poll found nothing: resume me when an event touches my slot.
+    pub const WAIT: u32 = 2;
+    /// I am leaving.
+    pub const DETACH: u32 = 3;
+}
+
+/// What the model tells an actor when it grants the token.
+pub mod result {
+    /// Carry on.
+    pub const OK: u32 = 0;
+    /// Nothing can ever wake you: every live actor waits and nothing is in flight.
+    pub const DEADLOCK: u32 = 1;
+    /// The simulator is shutting down.
+    pub const SHUTDOWN: u32 = 2;
+    /// The attach was refused (slot in use or out of range); see the header message.
+    pub const REFUSED: u32 = 3;
+}
+
+/// The control file header (one page).
+#[repr(C)]
+pub struct CtlHeader {
+    /// [`MAGIC`].
+    pub magic: AtomicU64,
+    /// [`VERSION`].
+    pub version: AtomicU32,
+    /// Nodes in the cluster.
+    pub nodes: AtomicU32,
+    /// Slots per node.
+    pub slots: AtomicU32,
+    /// Actor records in the file.
+    pub max_actors: AtomicU32,
+    /// Actors the job expects (0 = open-ended; deadlock detection needs a count).
+    pub expected_actors: AtomicU32,
+    /// [`flags`].
+    pub flags: AtomicU32,
+    /// Futex word the model sleeps on; actors bump it after yielding or attaching.
+    pub model_go: AtomicU32,
+    /// Non-zero while the model sleeps in the kernel.
+    pub model_sleeping: AtomicU32,
+    /// Serialises attaches between processes.
+    pub attach_lock: AtomicU32,
+    /// The model's process id.
+    pub model_pid: AtomicU32,
+    /// Latest simulated time the model has processed (ps).
+    pub sim_time: AtomicU64,
+    /// Host costs, indexed by [`HostCost`].
+    pub costs: [AtomicU64; COST_SLOTS],
+    /// Host profile name, NUL-padded UTF-8.
+    pub profile_name: [AtomicU64; 8],
+    /// Last message from the model (deadlock report, refusal reason), NUL-padded UTF-8.
+    pub message: [AtomicU64; 64],
+    _pad: [u8; 4096 - 8 - 4 * 10 - 8 - 8 * COST_SLOTS - 64 - 512],
+}
+
+/// One actor record.
+#[repr(C)]
+pub struct ActorRecord {
+    /// Futex word the actor sleeps on; the model bumps it to grant the token.
+    pub go: AtomicU32,
+    /// Non-zero while the actor sleeps in the kernel.
+    pub sleeping: AtomicU32,
+    /// [`state`].
+    pub state: AtomicU32,
+    /// [`request`] of the last yield.
+    pub request: AtomicU32,
+    /// The actor's simulated clock (ps): written by the actor when it yields, by the model when it grants.
+    pub clock: AtomicU64,
+    /// Run without yielding while the clock stays at or below this (ps).
+    pub horizon: AtomicU64,
+    /// Node the actor drives.
+    pub node: AtomicU32,
+    /// Slot the actor drives.
+    pub slot: AtomicU32,
+    /// Process id.
+    pub pid: AtomicU32,
+    /// [`result`] of the last grant.
+    pub result: AtomicU32,
+    /// Number of grants (statistics).
+    pub grants: AtomicU64,
+    /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
+    pub db_time: [AtomicU64; CQ_DEPTH],
+    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH],
+}
+
+const _: () = assert!(size_of::<CtlHeader>() == 4096);
+const _: () = assert!(size_of::<ActorRecord>() == 512);
+
+/// Byte offset of actor record `i`.
+pub const fn actor_offset(i: usize) -> usize {
+    size_of::<CtlHeader>() + i * size_of::<ActorRecord>()
+}
+
+/// Size of the control file.
+pub const fn file_size(max_actors: usize) -> usize {
+    actor_offset(max_actors)
+}
+
+/// Write a string into a NUL-padded word array (truncating at a char boundary).
+pub fn store_str(dst: &[AtomicU64], s: &str) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let cap = dst.len() * 8;
+    let mut end = s.len().min(cap);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut bytes = vec![0u8; cap];
+    bytes[..end].copy_from_slice(&s.as_bytes()[..end]);
+    for (w, chunk) in dst.iter().zip(bytes.chunks_exact(8)) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(chunk);
+        w.store(u64::from_le_bytes(a), Relaxed);
+    }
+}
+
+/// Read a string written by [`store_str`].
+pub fn load_str(src: &[AtomicU64]) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let bytes: Vec<u8> = src
+        .iter()
+        .flat_map(|w| w.load(Relaxed).to_le_bytes())
+        .collect();
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_round_trip_and_truncate() {
+        let words: Vec<AtomicU64> = (0..2).map(|_| AtomicU64::new(0)).collect();
+        store_str(&words, "hello");
+        assert_eq!(load_str(&words), "hello");
+        store_str(&words, "0123456789abcdefXYZ");
+        assert_eq!(load_str(&words), "0123456789abcdef");
+        store_str(&words, "0123456789abcdeé");
+        assert_eq!(load_str(&words), "0123456789abcde");
+    }
+}
