@@ -95,7 +95,7 @@ pub mod size_ctrl {
 
 /// Bytes a payload of `len` bytes occupies in a ring.
 pub const fn record_len(len: u64) -> u64 {
-    (len + RING_ALIGN - 1) / RING_ALIGN * RING_ALIGN
+    len.div_ceil(RING_ALIGN) * RING_ALIGN
 }
 
 /// A decoded ring entry (as the controller evaluates it).
