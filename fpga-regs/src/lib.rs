@@ -20,6 +20,7 @@ pub mod export;
 pub mod layout;
 pub mod llcm;
 pub mod meta;
+pub mod mmio;
 pub mod packet;
 pub mod simctl;
 pub mod spec;

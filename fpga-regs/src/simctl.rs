@@ -160,6 +160,9 @@ pub struct CtlHeader {
     pub attach_lock: AtomicU32,
     /// The model's process id.
     pub model_pid: AtomicU32,
+    /// Bumped by every attaching actor, so the model rescans records only then.
+    pub attach_seq: AtomicU32,
+    _pad0: AtomicU32,
     /// Latest simulated time the model has processed (ps).
     pub sim_time: AtomicU64,
     /// Host costs, indexed by [`HostCost`].
@@ -168,7 +171,7 @@ pub struct CtlHeader {
     pub profile_name: [AtomicU64; 8],
     /// Last message from the model (deadlock report, refusal reason), NUL-padded UTF-8.
     pub message: [AtomicU64; 64],
-    _pad: [u8; 4096 - 8 - 4 * 10 - 8 - 8 * COST_SLOTS - 64 - 512],
+    _pad: [u8; 4096 - 8 - 4 * 12 - 8 - 8 * COST_SLOTS - 64 - 512],
 }
 
 /// One actor record.
@@ -255,5 +258,77 @@ mod tests {
         assert_eq!(load_str(&words), "0123456789abcdef");
         store_str(&words, "0123456789abcdeé");
         assert_eq!(load_str(&words), "0123456789abcde");
+    }
+}
+
+/// Hand-off primitives on the control file's futex words.
+pub mod handoff {
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    use std::time::{Duration, Instant};
+
+    use linux_futex::{AsFutex, Shared};
+
+    /// How long a waiter spins before sleeping in the kernel. Hand-offs in a
+    /// busy simulation take a few microseconds, far less than a futex round
+    /// trip on a loaded machine; an idle party stops spinning quickly and
+    /// then costs nothing.
+    pub const SPIN: Duration = Duration::from_micros(50);
+
+    /// Bump `word` and wake its sleeper, if any.
+    pub fn wake(word: &AtomicU32, sleeping: &AtomicU32) {
+        word.fetch_add(1, SeqCst);
+        if sleeping.load(SeqCst) != 0 {
+            let futex: &linux_futex::Futex<Shared> = word.as_futex();
+            futex.wake(i32::MAX);
+        }
+    }
+
+    /// Wait until `word` differs from `old`: spin for `spin`, then sleep.
+    /// Returns `false` if `timeout` passed first.
+    pub fn wait_change(
+        word: &AtomicU32,
+        sleeping: &AtomicU32,
+        old: u32,
+        spin: Duration,
+        timeout: Option<Duration>,
+    ) -> bool {
+        let start = Instant::now();
+        let mut i = 0u32;
+        while word.load(SeqCst) == old {
+            i = i.wrapping_add(1);
+            if i % 64 == 0 {
+                let waited = start.elapsed();
+                if waited >= spin {
+                    break;
+                }
+                if i % 1024 == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            if word.load(SeqCst) != old {
+                return true;
+            }
+            let remaining = match timeout {
+                Some(t) => match t.checked_sub(start.elapsed()) {
+                    Some(r) if !r.is_zero() => Some(r),
+                    _ => return false,
+                },
+                None => None,
+            };
+            sleeping.store(1, SeqCst);
+            if word.load(SeqCst) != old {
+                sleeping.store(0, SeqCst);
+                return true;
+            }
+            let futex: &linux_futex::Futex<Shared> = word.as_futex();
+            let _ = match remaining {
+                Some(r) => futex.wait_for(old, r).map_err(|_| ()),
+                None => futex.wait(old).map_err(|_| ()),
+            };
+            sleeping.store(0, SeqCst);
+        }
     }
 }

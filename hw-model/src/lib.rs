@@ -1,1 +1,27 @@
+//! # hw-model — a cycle-approximate DIMMnet-2 cluster
+//!
+//! N nodes × S slots of DIMMnet-2 (seed 004 §2) and the InfiniBand fabric
+//! between them, in deterministic simulated time. Each node's MMIO surface is
+//! a file laid out exactly as `fpga-regs` says, so any process maps a slot the
+//! way it would map the real card; the `driver` crate does exactly that.
+//!
+//! * [`model`] — the device: command engines, SO-DIMM, rings, links.
+//! * [`cluster`] — files, control file and the scheduler (one party runs at a time).
+//! * [`profile`] — host profiles (`p4-2003`, `modern`, or JSON).
+//! * [`trace`] — Chrome trace-event output.
+//! * [`harness`] — run a cluster in a thread and drive it from test code.
+//! * [`probe`] and [`fuzz`] — the `dimmnet-sim probe` and `fuzz` commands.
 
+#![warn(missing_docs)]
+
+pub mod cluster;
+pub mod harness;
+pub mod model;
+pub mod profile;
+pub mod time;
+pub mod trace;
+
+pub use cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
+pub use model::{Model, ModelConfig};
+pub use profile::HostProfile;
+pub use time::SimTime;

@@ -1,0 +1,716 @@
+//! The device: map one slot, typed register access, commands, completions.
+//!
+//! A process maps only its own slot (seed 004 §2): UR and LLCM uncached, WW
+//! write-combining, PW uncached, each as its own mapping at
+//! `slot * SLOT_STRIDE + region offset`. The same code maps a real character
+//! device or a simulator node file; only the [`Platform`] differs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering::SeqCst};
+
+use fpga_regs::layout::{self, Region, SLOT_STRIDE};
+use fpga_regs::mmio::Mapping;
+use fpga_regs::simctl::{self, HostCost};
+use fpga_regs::ur::{
+    self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES,
+};
+use fpga_regs::{Command, ErrorCode, Opcode, Peer};
+use volatile_register::RW;
+
+use crate::error::DriverError;
+use crate::platform::{Hardware, Platform, SimActor};
+
+/// Facts read from the slot's capability registers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// This process's node and slot.
+    pub me: Peer,
+    /// Nodes in the fabric.
+    pub nodes: u16,
+    /// Slots per node.
+    pub slots: u16,
+    /// Absolute SO-DIMM address of this slot's partition.
+    pub sodimm_base: u64,
+    /// Size of the partition.
+    pub sodimm_size: u64,
+    /// Capabilities.
+    pub caps: Caps,
+    /// Largest IVS/BOTF payload.
+    pub max_payload: u32,
+    /// Register map version (major, minor).
+    pub version: (u16, u16),
+}
+
+/// A posted command, to be waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket(pub u64);
+
+/// A completed command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Sequence number.
+    pub seq: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// Error registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorStatus {
+    /// Errors reported since reset.
+    pub count: u64,
+    /// The most recent one.
+    pub last: Option<ErrorCode>,
+    /// Sequence number (low 32 bits) of the most recent failed command.
+    pub last_seq: Option<u32>,
+    /// Errors not yet acknowledged.
+    pub unacknowledged: u64,
+}
+
+/// Options for [`Device::open_with`].
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// Slot to map.
+    pub slot: u16,
+    /// Simulator actor record to take (the MPI rank), for a start-up-order
+    /// independent schedule. Ignored on hardware.
+    pub actor: Option<u32>,
+}
+
+struct RingLocal {
+    base: u64,
+    size: u64,
+    nra: u64,
+}
+
+/// One mapped slot of a DIMMnet-2 device.
+pub struct Device {
+    path: PathBuf,
+    ur: Mapping,
+    llcm: Mapping,
+    ww: Mapping,
+    pw: Mapping,
+    info: DeviceInfo,
+    platform: Platform,
+    posted: u64,
+    outstanding: BTreeMap<u64, Opcode>,
+    reaped: BTreeMap<u64, (Opcode, CompletionResult)>,
+    ww_dirty: bool,
+    rings: BTreeMap<usize, RingLocal>,
+}
+
+// SAFETY (for every call below): the register lives in a mapping owned by
+// the Device for its whole lifetime, and any u64 is a valid value for the
+// memory; what the value means is the device's business (it validates it).
+fn reg_write(reg: &RW<u64>, value: u64) {
+    // SAFETY: see above; volatile-register marks writes unsafe only because
+    // device registers can have side effects, which ours (MMIO) are meant to.
+    unsafe { reg.write(value) }
+}
+
+impl Device {
+    /// Open `path` (a device node, or a simulator node file) and map `slot`.
+    pub fn open(path: impl AsRef<Path>, slot: u16) -> Result<Device, DriverError> {
+        Device::open_with(path, &OpenOptions { slot, actor: None })
+    }
+
+    /// Open with options.
+    pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Device, DriverError> {
+        let path = path.as_ref().to_path_buf();
+        let open_err = |reason: String| DriverError::Open {
+            path: path.display().to_string(),
+            reason,
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| open_err(e.to_string()))?;
+        if opts.slot as usize >= layout::MAX_SLOTS {
+            return Err(DriverError::Invalid(format!(
+                "slot {} is beyond the largest slot number {}",
+                opts.slot,
+                layout::MAX_SLOTS - 1
+            )));
+        }
+        let base = opts.slot as u64 * SLOT_STRIDE as u64;
+        if let Ok(meta) = file.metadata() {
+            if meta.is_file() && meta.len() < base + SLOT_STRIDE as u64 {
+                return Err(open_err(format!(
+                    "slot {} is not in this device (file has {} slots)",
+                    opts.slot,
+                    meta.len() / SLOT_STRIDE as u64
+                )));
+            }
+        }
+        let map = |r: Region| {
+            Mapping::map(&file, &path, base + r.offset() as u64, r.size())
+                .map_err(|e| open_err(e.to_string()))
+        };
+        let (ur_map, llcm, ww, pw) = (
+            map(Region::Ur)?,
+            map(Region::Llcm)?,
+            map(Region::Ww)?,
+            map(Region::Pw)?,
+        );
+        let regs = ur_map
+            .block::<UserRegs>(0)
+            .map_err(|e| open_err(e.to_string()))?;
+        let id = regs.id.read();
+        let incompatible = |reason: String| DriverError::Incompatible {
+            path: path.display().to_string(),
+            reason,
+        };
+        if ur::id::MAGIC.get(id) != ur::MAGIC as u64 {
+            return Err(incompatible(format!(
+                "bad magic {:#x} in UR ID (expected {:#x})",
+                ur::id::MAGIC.get(id),
+                ur::MAGIC
+            )));
+        }
+        let major = ur::id::MAJOR.get(id) as u16;
+        if major != ur::VERSION_MAJOR {
+            return Err(incompatible(format!(
+                "register map version {major}.x, this driver speaks {}.x",
+                ur::VERSION_MAJOR
+            )));
+        }
+        let topo = Topology::decode(regs.topology.read());
+        let caps = Caps::from_bits_truncate(ur::caps::FLAGS.get(regs.caps.read()) as u32);
+        let info = DeviceInfo {
+            me: Peer::new(topo.node, topo.slot),
+            nodes: topo.nodes,
+            slots: topo.slots,
+            sodimm_base: regs.sodimm_base.read(),
+            sodimm_size: regs.sodimm_size.read(),
+            caps,
+            max_payload: ur::limits::MAX_PAYLOAD.get(regs.limits.read()) as u32,
+            version: (major, ur::id::MINOR.get(id) as u16),
+        };
+        let sim_dir = path
+            .parent()
+            .map(|p| p.join(simctl::FILE_NAME))
+            .filter(|p| p.exists());
+        let platform = match sim_dir {
+            Some(ctl) if caps.contains(Caps::SIMULATED) => {
+                let dir = ctl.parent().unwrap_or(Path::new("."));
+                Platform::Simulated(SimActor::attach(dir, topo.node, topo.slot, opts.actor)?)
+            }
+            _ => Platform::Hardware(Hardware::new()),
+        };
+        let mut dev = Device {
+            path,
+            ur: ur_map,
+            llcm,
+            ww,
+            pw,
+            info,
+            platform,
+            posted: 0,
+            outstanding: BTreeMap::new(),
+            reaped: BTreeMap::new(),
+            ww_dirty: false,
+            rings: BTreeMap::new(),
+        };
+        // A freshly attached slot starts at zero; on hardware, continue from
+        // whatever the previous owner left (the doorbell is monotonic).
+        dev.posted = dev.regs().doorbell.read();
+        Ok(dev)
+    }
+
+    fn regs(&self) -> &UserRegs {
+        // Mapped and checked in `open_with`.
+        self.ur.block::<UserRegs>(0).expect("UR mapped at open")
+    }
+
+    /// Facts about this slot.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The device path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The platform (hardware or simulator actor).
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// Charge host work to the simulated clock (no-op on hardware).
+    #[inline]
+    pub fn charge(&self, cost: HostCost, n: u64) {
+        self.platform.charge(cost, n);
+    }
+
+    /// Simulated time in picoseconds (`None` on hardware).
+    pub fn now_ps(&self) -> Option<u64> {
+        self.platform.now_ps()
+    }
+
+    /// Before a round of polls: in simulation, catch up with the model if
+    /// this process ran past its horizon.
+    pub fn observe(&self) -> Result<(), DriverError> {
+        self.platform.observe()
+    }
+
+    /// A round of polls found nothing: block until something may have
+    /// changed (simulation) or spin once (hardware).
+    pub fn idle(&self) -> Result<(), DriverError> {
+        self.platform.idle()
+    }
+
+    /// Note that a wait ended (resets the hardware wait timeout).
+    pub fn progressed(&self) {
+        self.platform.progressed();
+    }
+
+    #[inline]
+    fn uc_read(&self, reg: &volatile_register::RO<u64>) -> u64 {
+        self.platform.charge(HostCost::UcRead, 1);
+        reg.read()
+    }
+
+    #[inline]
+    fn uc_write(&self, reg: &RW<u64>, v: u64) {
+        self.platform.charge(HostCost::UcWrite, 1);
+        reg_write(reg, v);
+    }
+
+    // ---- windows ------------------------------------------------------------
+
+    /// Write `data` into WW at `off` (write-combined: charged per 64-byte line).
+    pub fn write_ww(&mut self, off: usize, data: &[u8]) -> Result<(), DriverError> {
+        check_range("WW", off, data.len(), layout::WW_SIZE)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let lines = (off % 64 + data.len()).div_ceil(64) as u64;
+        self.platform.charge(HostCost::WcLine, lines);
+        self.ww
+            .write_bytes(off, data)
+            .map_err(|e| DriverError::Invalid(e.to_string()))?;
+        self.ww_dirty = true;
+        Ok(())
+    }
+
+    /// Read `buf.len()` bytes from PW at `off` (uncached: charged per 8 bytes).
+    pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
+        check_range("PW", off, buf.len(), layout::PW_SIZE)?;
+        self.platform
+            .charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
+        self.pw
+            .read_bytes(off, buf)
+            .map_err(|e| DriverError::Invalid(e.to_string()))
+    }
+
+    /// Read a 64-bit word of LLCM scratch or ring table (uncached).
+    pub fn read_llcm(&self, off: usize) -> Result<u64, DriverError> {
+        self.platform.charge(HostCost::UcRead, 1);
+        self.llcm
+            .read_u64(off)
+            .map_err(|e| DriverError::Invalid(e.to_string()))
+    }
+
+    /// Write a 64-bit word of LLCM (uncached).
+    pub fn write_llcm(&self, off: usize, v: u64) -> Result<(), DriverError> {
+        self.platform.charge(HostCost::UcWrite, 1);
+        self.llcm
+            .write_u64(off, v)
+            .map_err(|e| DriverError::Invalid(e.to_string()))
+    }
+
+    /// Raw access to the slot for fuzzing: write `value` at byte `off` of
+    /// `region`. Bypasses every check the typed API makes; the device must
+    /// cope. Charged like any uncached (or write-combined) store.
+    pub fn poke(&mut self, region: Region, off: usize, value: u64) -> Result<(), DriverError> {
+        let map = match region {
+            Region::Ur => &self.ur,
+            Region::Llcm => &self.llcm,
+            Region::Ww => &self.ww,
+            Region::Pw => &self.pw,
+        };
+        let cost = if region == Region::Ww {
+            HostCost::WcLine
+        } else {
+            HostCost::UcWrite
+        };
+        self.platform.charge(cost, 1);
+        map.write_u64(off & !7, value)
+            .map_err(|e| DriverError::Invalid(e.to_string()))?;
+        if region == Region::Ur && (off & !7) == ur::off::DOORBELL {
+            // Tell the simulator when the (possibly garbage) doorbell was rung.
+            let v = value.min(self.posted + CQ_DEPTH as u64);
+            if v > self.posted {
+                self.platform.doorbell(self.posted, v - self.posted);
+            }
+        }
+        Ok(())
+    }
+
+    /// Raw read of a 64-bit word of `region`.
+    pub fn peek(&self, region: Region, off: usize) -> Result<u64, DriverError> {
+        let map = match region {
+            Region::Ur => &self.ur,
+            Region::Llcm => &self.llcm,
+            Region::Ww => &self.ww,
+            Region::Pw => &self.pw,
+        };
+        self.platform.charge(HostCost::UcRead, 1);
+        map.read_u64(off & !7)
+            .map_err(|e| DriverError::Invalid(e.to_string()))
+    }
+
+    // ---- commands -----------------------------------------------------------
+
+    /// Post a command. Blocks only while all 32 queue entries are in use.
+    pub fn submit(&mut self, cmd: &Command) -> Result<Ticket, DriverError> {
+        let seq = self.posted;
+        // Entry seq % 32 may be rewritten once command seq - 32 has ended.
+        while let Some((&oldest, _)) = self.outstanding.first_key_value() {
+            if oldest + CQ_DEPTH as u64 > seq {
+                break;
+            }
+            self.reap_blocking(oldest)?;
+        }
+        let words = cmd.encode();
+        let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
+        let slot = &regs.descriptors[seq as usize % CQ_DEPTH];
+        for (reg, w) in slot.words.iter().zip(words) {
+            self.uc_write(reg, w);
+        }
+        self.ring_doorbell(seq + 1);
+        self.outstanding.insert(seq, cmd.opcode());
+        self.posted = seq + 1;
+        Ok(Ticket(seq))
+    }
+
+    fn ring_doorbell(&mut self, value: u64) {
+        if self.ww_dirty {
+            // Drain write-combining buffers so the device sees WW before the doorbell.
+            self.platform.charge(HostCost::WcFlush, 1);
+            self.ww_dirty = false;
+        }
+        fence(SeqCst);
+        let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
+        self.uc_write(&regs.doorbell, value);
+        self.platform.doorbell(value - 1, 1);
+    }
+
+    fn read_completion(&self, seq: u64) -> Option<CompletionResult> {
+        let regs = self.regs();
+        let e = &regs.completions[seq as usize % CQ_DEPTH];
+        if self.uc_read(&e.done) != seq + 1 {
+            return None;
+        }
+        Some(CompletionResult::decode(self.uc_read(&e.result)))
+    }
+
+    fn reap_blocking(&mut self, seq: u64) -> Result<(), DriverError> {
+        let r = self.poll(|d| d.read_completion(seq))?;
+        if let Some(op) = self.outstanding.remove(&seq) {
+            self.reaped.insert(seq, (op, r));
+        }
+        Ok(())
+    }
+
+    fn finish(seq: u64, op: Opcode, r: CompletionResult) -> Result<Completion, DriverError> {
+        match ErrorCode::from_raw(r.status) {
+            Some(ErrorCode::Ok) => Ok(Completion {
+                seq,
+                bytes: r.bytes,
+            }),
+            Some(code) => Err(DriverError::device(op, seq, code)),
+            None => Err(DriverError::UnknownStatus { seq, raw: r.status }),
+        }
+    }
+
+    /// Poll `f` until it yields a value, letting the device progress between polls.
+    pub fn poll<T>(&self, mut f: impl FnMut(&Device) -> Option<T>) -> Result<T, DriverError> {
+        loop {
+            self.platform.observe()?;
+            if let Some(v) = f(self) {
+                self.platform.progressed();
+                return Ok(v);
+            }
+            self.platform.idle()?;
+        }
+    }
+
+    /// Wait for a command to end. A refused command is an error.
+    pub fn wait(&mut self, t: Ticket) -> Result<Completion, DriverError> {
+        if let Some((op, r)) = self.reaped.remove(&t.0) {
+            return Device::finish(t.0, op, r);
+        }
+        let Some(&op) = self.outstanding.get(&t.0) else {
+            return Err(DriverError::UnknownTicket(t.0));
+        };
+        let r = self.poll(|d| d.read_completion(t.0))?;
+        self.outstanding.remove(&t.0);
+        Device::finish(t.0, op, r)
+    }
+
+    /// Check once whether a command has ended (`Ok(None)`: not yet).
+    pub fn try_wait(&mut self, t: Ticket) -> Result<Option<Completion>, DriverError> {
+        if let Some((op, r)) = self.reaped.remove(&t.0) {
+            return Device::finish(t.0, op, r).map(Some);
+        }
+        let Some(&op) = self.outstanding.get(&t.0) else {
+            return Err(DriverError::UnknownTicket(t.0));
+        };
+        self.platform.observe()?;
+        match self.read_completion(t.0) {
+            None => Ok(None),
+            Some(r) => {
+                self.outstanding.remove(&t.0);
+                Device::finish(t.0, op, r).map(Some)
+            }
+        }
+    }
+
+    /// Post a command and wait for it.
+    pub fn run(&mut self, cmd: &Command) -> Result<Completion, DriverError> {
+        let t = self.submit(cmd)?;
+        self.wait(t)
+    }
+
+    /// Commands posted and not yet waited for.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len() + self.reaped.len()
+    }
+
+    // ---- status and errors --------------------------------------------------
+
+    /// The error registers.
+    pub fn errors(&self) -> ErrorStatus {
+        let regs = self.regs();
+        let count = self.uc_read(&regs.error_count);
+        let last = self.uc_read(&regs.last_error);
+        let ack = regs.error_ack.read();
+        self.platform.charge(HostCost::UcRead, 1);
+        ErrorStatus {
+            count,
+            last: (count > 0)
+                .then(|| ErrorCode::from_raw(ur::last_error::CODE.get(last) as u16))
+                .flatten(),
+            last_seq: (ur::last_error::HAS_SEQ.get(last) == 1)
+                .then_some(ur::last_error::SEQ.get(last) as u32),
+            unacknowledged: count.saturating_sub(ack),
+        }
+    }
+
+    /// Acknowledge every error reported so far (clears `STATUS.ERROR`).
+    pub fn ack_errors(&self) {
+        let regs = self.regs();
+        let count = self.uc_read(&regs.error_count);
+        self.uc_write(&regs.error_ack, count);
+    }
+
+    /// The STATUS register.
+    pub fn status(&self) -> ur::Status {
+        ur::Status::from_bits_truncate(self.uc_read(&self.regs().status))
+    }
+
+    /// Read a UR register by offset (diagnostics).
+    pub fn read_ur(&self, off: usize) -> u64 {
+        self.platform.charge(HostCost::UcRead, 1);
+        self.ur.read_u64(off & !7).unwrap_or(0)
+    }
+
+    // ---- exposure -----------------------------------------------------------
+
+    /// Let remote RVS (`REMOTE_WRITE`) / RVL (`REMOTE_READ`) touch
+    /// `[base, base+size)` of this slot's partition, in exposure entry `index`.
+    pub fn expose(
+        &self,
+        index: usize,
+        base: u64,
+        size: u32,
+        perm: ExposePerm,
+    ) -> Result<(), DriverError> {
+        if index >= EXPOSE_ENTRIES {
+            return Err(DriverError::Invalid(format!(
+                "exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})"
+            )));
+        }
+        self.check_partition(base, size as u64)?;
+        let e = &self.regs().expose[index];
+        self.uc_write(&e.size_perm, 0);
+        self.uc_write(&e.base, base);
+        self.uc_write(
+            &e.size_perm,
+            ur::expose::PERM.set(ur::expose::SIZE.set(0, size as u64), perm.bits()),
+        );
+        Ok(())
+    }
+
+    /// Withdraw exposure entry `index`.
+    pub fn unexpose(&self, index: usize) -> Result<(), DriverError> {
+        if index >= EXPOSE_ENTRIES {
+            return Err(DriverError::Invalid(format!(
+                "exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})"
+            )));
+        }
+        self.uc_write(&self.regs().expose[index].size_perm, 0);
+        Ok(())
+    }
+
+    /// Check that a range lies in this slot's partition.
+    pub fn check_partition(&self, base: u64, len: u64) -> Result<(), DriverError> {
+        let lo = self.info.sodimm_base;
+        let hi = lo + self.info.sodimm_size;
+        if base < lo || base.checked_add(len).is_none_or(|e| e > hi) {
+            return Err(DriverError::Invalid(format!(
+                "SO-DIMM range {base:#x}+{len:#x} is outside this slot's partition {lo:#x}..{hi:#x}"
+            )));
+        }
+        Ok(())
+    }
+
+    // ---- IVS rings ------------------------------------------------------------
+
+    fn source_index(&self, src: Peer) -> Result<usize, DriverError> {
+        if src.node >= self.info.nodes || src.slot >= self.info.slots {
+            return Err(DriverError::Invalid(format!(
+                "{src} is not in this {}x{} fabric",
+                self.info.nodes, self.info.slots
+            )));
+        }
+        Ok(layout::source_index(src.node, src.slot, self.info.slots))
+    }
+
+    /// Set up and enable the ring for messages from `src` at
+    /// `[base, base+size)` of this slot's SO-DIMM (seed 004 §2, IPUSH).
+    pub fn ring_setup(&mut self, src: Peer, base: u64, size: u32) -> Result<(), DriverError> {
+        let idx = self.source_index(src)?;
+        if size == 0
+            || size as u64 % fpga_regs::llcm::RING_ALIGN != 0
+            || base % fpga_regs::llcm::RING_ALIGN != 0
+        {
+            return Err(DriverError::Invalid(format!(
+                "ring base {base:#x} and size {size} must be non-zero multiples of 8"
+            )));
+        }
+        self.check_partition(base, size as u64)?;
+        let e = fpga_regs::llcm::off::ring(idx);
+        use fpga_regs::llcm::{off, RingState};
+        self.write_llcm(e + off::RING_SIZE_CTRL, RingState::size_ctrl(size, false))?;
+        self.write_llcm(e + off::RING_NWA, 0)?;
+        self.write_llcm(e + off::RING_NRA, 0)?;
+        self.write_llcm(e + off::RING_BASE, base)?;
+        self.write_llcm(e + off::RING_SIZE_CTRL, RingState::size_ctrl(size, true))?;
+        self.rings.insert(
+            idx,
+            RingLocal {
+                base,
+                size: size as u64,
+                nra: 0,
+            },
+        );
+        Ok(())
+    }
+
+    fn ring(&self, src: Peer) -> Result<(usize, &RingLocal), DriverError> {
+        let idx = self.source_index(src)?;
+        self.rings
+            .get(&idx)
+            .map(|r| (idx, r))
+            .ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))
+    }
+
+    /// Bytes appended to `src`'s ring and not yet consumed (one uncached read of NWA).
+    pub fn ring_available(&self, src: Peer) -> Result<u64, DriverError> {
+        let (idx, r) = self.ring(src)?;
+        let nwa =
+            self.read_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA)?;
+        Ok(nwa.wrapping_sub(r.nra).min(r.size))
+    }
+
+    /// Copy `len` ring bytes starting `skip` bytes past NRA into PW at
+    /// `pw_off` with VL (two VLs when the range wraps). Does not consume.
+    pub fn ring_load(
+        &mut self,
+        src: Peer,
+        skip: u64,
+        len: u64,
+        pw_off: u32,
+    ) -> Result<(), DriverError> {
+        let (_, r) = self.ring(src)?;
+        if len == 0 {
+            return Ok(());
+        }
+        if skip + len > r.size {
+            return Err(DriverError::Invalid(format!(
+                "ring read of {len} bytes at +{skip} exceeds the {}-byte ring",
+                r.size
+            )));
+        }
+        let pos = (r.nra + skip) % r.size;
+        let first = (r.size - pos).min(len);
+        let (base, size) = (r.base, r.size);
+        let _ = size;
+        let cmd1 = Command::Vl {
+            src: fpga_regs::Pattern::Contiguous {
+                addr: base + pos,
+                len: first as u32,
+            },
+            pw_off,
+        };
+        let t1 = self.submit(&cmd1)?;
+        let t2 = if first < len {
+            let cmd2 = Command::Vl {
+                src: fpga_regs::Pattern::Contiguous {
+                    addr: base,
+                    len: (len - first) as u32,
+                },
+                pw_off: pw_off + first as u32,
+            };
+            Some(self.submit(&cmd2)?)
+        } else {
+            None
+        };
+        self.wait(t1)?;
+        if let Some(t2) = t2 {
+            self.wait(t2)?;
+        }
+        Ok(())
+    }
+
+    /// Advance `src`'s NRA by `bytes` (rounded up to the 8-byte record alignment).
+    pub fn ring_consume(&mut self, src: Peer, bytes: u64) -> Result<(), DriverError> {
+        let idx = self.source_index(src)?;
+        let r = self
+            .rings
+            .get_mut(&idx)
+            .ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))?;
+        r.nra += fpga_regs::llcm::record_len(bytes);
+        let nra = r.nra;
+        self.write_llcm(
+            fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NRA,
+            nra,
+        )
+    }
+
+    /// The host's NRA for `src`'s ring.
+    pub fn ring_nra(&self, src: Peer) -> Result<u64, DriverError> {
+        Ok(self.ring(src)?.1.nra)
+    }
+
+    /// Leave the simulator explicitly (also happens on drop).
+    pub fn detach(&self) {
+        if let Platform::Simulated(a) = &self.platform {
+            a.detach();
+        }
+    }
+}
+
+fn check_range(what: &str, off: usize, len: usize, size: usize) -> Result<(), DriverError> {
+    if off.checked_add(len).is_none_or(|e| e > size) {
+        return Err(DriverError::Invalid(format!(
+            "{what} range {off:#x}+{len:#x} exceeds the {size}-byte window"
+        )));
+    }
+    Ok(())
+}

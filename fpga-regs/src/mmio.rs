@@ -1,0 +1,172 @@
+//! Mapped memory shared between processes: the device's MMIO surface (a
+//! character device on hardware, a file in simulation) and the simulator's
+//! control file.
+//!
+//! Access goes through raw pointers, never through `&[u8]`, because another
+//! process (or the device) may change the memory at any time. Register blocks
+//! are handed out as `&T` only for types whose every field is a volatile or
+//! atomic cell ([`MmioBlock`]), which is sound for memory that changes
+//! underneath. This module holds the crate's only `unsafe` code.
+
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+/// Errors mapping or addressing shared memory.
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    /// The file could not be opened or mapped.
+    #[error("cannot map {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// An access fell outside the mapping.
+    #[error("access at offset {offset:#x} (+{len}) is outside the {size:#x}-byte mapping")]
+    OutOfRange {
+        /// Offset requested.
+        offset: usize,
+        /// Length requested.
+        len: usize,
+        /// Mapping size.
+        size: usize,
+    },
+}
+
+/// A shared, writable mapping of part of a file.
+pub struct Mapping {
+    raw: MmapRaw,
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("len", &self.raw.len())
+            .finish()
+    }
+}
+
+/// Marker for `#[repr(C)]` blocks made only of volatile or atomic cells, so
+/// that a shared reference to mapped memory is sound while others write it.
+///
+/// # Safety
+/// Implementors must be `#[repr(C)]`, valid for every bit pattern, and
+/// contain only `UnsafeCell`-based fields (volatile-register cells, atomics)
+/// or padding that is never read.
+pub unsafe trait MmioBlock {}
+
+// SAFETY: every field is a volatile-register cell (VolatileCell = UnsafeCell)
+// or an unread padding array; all bit patterns are valid u64s.
+unsafe impl MmioBlock for crate::ur::UserRegs {}
+// SAFETY: as above.
+unsafe impl MmioBlock for crate::llcm::Llcm {}
+// SAFETY: atomics and unread padding only.
+unsafe impl MmioBlock for crate::simctl::CtlHeader {}
+// SAFETY: atomics and unread padding only.
+unsafe impl MmioBlock for crate::simctl::ActorRecord {}
+
+impl Mapping {
+    /// Map `len` bytes of `file` starting at `offset` (a multiple of the page size).
+    pub fn map(file: &File, path: &Path, offset: u64, len: usize) -> Result<Mapping, MapError> {
+        let raw = MmapOptions::new()
+            .offset(offset)
+            .len(len)
+            .map_raw(file)
+            .map_err(|source| MapError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(Mapping { raw })
+    }
+
+    /// Open `path` read-write and map `len` bytes at `offset`.
+    pub fn open(path: &Path, offset: u64, len: usize) -> Result<Mapping, MapError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|source| MapError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Mapping::map(&file, path, offset, len)
+    }
+
+    /// Mapping length.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the mapping is empty.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() == 0
+    }
+
+    fn check(&self, offset: usize, len: usize, align: usize) -> Result<*mut u8, MapError> {
+        let size = self.raw.len();
+        let end = offset.checked_add(len);
+        if end.is_none_or(|e| e > size) || offset % align != 0 {
+            return Err(MapError::OutOfRange { offset, len, size });
+        }
+        // The mapping is page-aligned, so `offset % align == 0` gives an aligned pointer.
+        Ok(self.raw.as_mut_ptr().wrapping_add(offset))
+    }
+
+    /// A register block at `offset`.
+    pub fn block<T: MmioBlock>(&self, offset: usize) -> Result<&T, MapError> {
+        let p = self.check(offset, std::mem::size_of::<T>(), std::mem::align_of::<T>())?;
+        // SAFETY: `p` is in bounds and aligned (checked); the memory stays
+        // mapped for the lifetime of `self`; `T: MmioBlock` is valid for any
+        // bits and made of interior-mutable cells, so shared access is sound
+        // even while other processes write the memory.
+        Ok(unsafe { &*(p as *const T) })
+    }
+
+    /// Volatile 64-bit load at `offset` (8-byte aligned).
+    pub fn read_u64(&self, offset: usize) -> Result<u64, MapError> {
+        let p = self.check(offset, 8, 8)?;
+        // SAFETY: in bounds and aligned (checked); volatile because the value
+        // may be changed by another process or by the device.
+        Ok(unsafe { std::ptr::read_volatile(p as *const u64) })
+    }
+
+    /// Volatile 64-bit store at `offset` (8-byte aligned).
+    pub fn write_u64(&self, offset: usize, value: u64) -> Result<(), MapError> {
+        let p = self.check(offset, 8, 8)?;
+        // SAFETY: in bounds and aligned (checked); volatile so the store
+        // reaches the device or the other process.
+        unsafe { std::ptr::write_volatile(p as *mut u64, value) };
+        Ok(())
+    }
+
+    /// Copy `dst.len()` bytes from `offset` into `dst`.
+    pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), MapError> {
+        let p = self.check(offset, dst.len(), 1)?;
+        // SAFETY: the source range is in bounds (checked) and cannot overlap
+        // `dst`, which is ordinary Rust memory. Concurrent writers are
+        // excluded by the simulator's token or, on hardware, by the command
+        // protocol (PW is read only after the command completed).
+        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copy `src` to `offset`.
+    pub fn write_bytes(&self, offset: usize, src: &[u8]) -> Result<(), MapError> {
+        let p = self.check(offset, src.len(), 1)?;
+        // SAFETY: the destination range is in bounds (checked) and cannot
+        // overlap `src`, which is ordinary Rust memory.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    /// Fill `len` bytes at `offset` with `byte`.
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<(), MapError> {
+        let p = self.check(offset, len, 1)?;
+        // SAFETY: the range is in bounds (checked).
+        unsafe { std::ptr::write_bytes(p, byte, len) };
+        Ok(())
+    }
+}

@@ -1,0 +1,627 @@
+//! A running simulated cluster: the node files, the control file, and the
+//! scheduler that decides who runs (DESIGN §3).
+//!
+//! Exactly one party runs at a time, the model or one actor (a host process
+//! attached to a slot). The next to run is always the lowest simulated
+//! clock: pending device events before any actor whose clock is not earlier,
+//! actors in `(clock, index)` order. An actor runs until it yields (`WAIT`:
+//! its poll found nothing; `SYNC`: its clock passed the horizon it was given),
+//! so every read it makes sees the device as of its own clock, and the whole
+//! run is a deterministic function of the programs and their inputs — like
+//! SimGrid's maestro. A waiting actor costs no simulated time: its clock
+//! jumps to the event that wakes it. When nothing can run and nothing is in
+//! flight while actors wait, the run is deadlocked and they are told so.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::time::Duration;
+
+use fpga_regs::layout;
+use fpga_regs::mmio::Mapping;
+use fpga_regs::simctl::{
+    self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS,
+};
+use fpga_regs::ur::CQ_DEPTH;
+
+use crate::model::{Model, ModelConfig, ModelError, Stats};
+use crate::profile::HostProfile;
+use crate::time::SimTime;
+use crate::trace::Trace;
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Directory for the node files and the control file (created if missing).
+    pub dir: PathBuf,
+    /// Nodes.
+    pub nodes: u16,
+    /// Slots per node.
+    pub slots: u16,
+    /// SO-DIMM partition per slot in bytes.
+    pub partition_size: u64,
+    /// Host profile.
+    pub profile: HostProfile,
+    /// Chrome trace output.
+    pub trace: Option<PathBuf>,
+    /// Number of actors the job expects. With a count, nobody runs until all
+    /// have attached (so the schedule does not depend on start-up order), the
+    /// run ends when all have detached, and deadlocks are reported.
+    pub expected_actors: u32,
+}
+
+impl ClusterConfig {
+    /// A cluster in `dir` with the default partition size and the `p4-2003` profile.
+    pub fn new(dir: impl Into<PathBuf>, nodes: u16, slots: u16) -> ClusterConfig {
+        ClusterConfig {
+            dir: dir.into(),
+            nodes,
+            slots,
+            partition_size: layout::DEFAULT_PARTITION_SIZE,
+            profile: HostProfile::p4_2003(),
+            trace: None,
+            expected_actors: 0,
+        }
+    }
+}
+
+/// Errors running a cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// Building the model failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// Mapping the control file failed.
+    #[error(transparent)]
+    Map(#[from] fpga_regs::mmio::MapError),
+    /// File system error.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was attempted.
+        what: &'static str,
+        /// Path.
+        path: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// The directory already holds a running cluster.
+    #[error("{0} already holds a simulator control file; another simulator may be using it (remove the directory if it is stale)")]
+    Busy(String),
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunReport {
+    /// Simulated time of the last event or actor action.
+    pub sim_time_ps: u64,
+    /// Device statistics.
+    pub stats: Stats,
+    /// Actor grants (scheduler hand-offs).
+    pub grants: u64,
+    /// Deadlocks reported.
+    pub deadlocks: u64,
+    /// Actors that died without detaching.
+    pub dead_actors: Vec<u32>,
+    /// Trace events written.
+    pub trace_events: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Local {
+    Free,
+    Runnable,
+    Waiting,
+    Exited,
+    Dead,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Actor {
+    state: Local,
+    node: u16,
+    slot: u16,
+    pid: u32,
+    clock: SimTime,
+    grant_clock: SimTime,
+    /// Result to hand over at the next grant.
+    pending_result: u32,
+}
+
+/// A cluster: files plus scheduler.
+pub struct Cluster {
+    cfg: ClusterConfig,
+    model: Model,
+    ctl: Mapping,
+    actors: Vec<Actor>,
+    by_slot: Vec<Option<usize>>,
+    attached_ever: u32,
+    attach_seq_seen: u32,
+    grants: u64,
+    deadlocks: u64,
+    dead: Vec<u32>,
+    created_dir: bool,
+    files: Vec<PathBuf>,
+    last_time: SimTime,
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ClusterError + 'a {
+    move |source| ClusterError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    if pid == 0 || pid == std::process::id() {
+        return true;
+    }
+    // SAFETY: kill with signal 0 performs only the existence/permission
+    // check and sends nothing.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl Cluster {
+    /// Create the files and initialise the device and the control file.
+    pub fn create(cfg: ClusterConfig) -> Result<Cluster, ClusterError> {
+        let model_cfg = ModelConfig {
+            nodes: cfg.nodes,
+            slots: cfg.slots,
+            partition_size: cfg.partition_size,
+            timing: cfg.profile.device.clone(),
+        };
+        model_cfg.validate()?;
+        if cfg.expected_actors as usize > MAX_ACTORS {
+            return Err(ModelError::Shape(format!("at most {MAX_ACTORS} actors")).into());
+        }
+        let created_dir = !cfg.dir.exists();
+        std::fs::create_dir_all(&cfg.dir).map_err(io("cannot create directory", &cfg.dir))?;
+        let ctl_path = cfg.dir.join(simctl::FILE_NAME);
+        if ctl_path.exists() {
+            if let Ok(old) = Mapping::open(&ctl_path, 0, 4096) {
+                if let Ok(h) = old.block::<CtlHeader>(0) {
+                    let pid = h.model_pid.load(SeqCst);
+                    if h.magic.load(SeqCst) == simctl::MAGIC
+                        && pid != 0
+                        && pid_alive(pid)
+                        && pid != std::process::id()
+                    {
+                        return Err(ClusterError::Busy(cfg.dir.display().to_string()));
+                    }
+                }
+            }
+        }
+        let mut model = Model::create(model_cfg, &cfg.dir)?;
+        let mut files: Vec<PathBuf> = (0..cfg.nodes)
+            .map(|n| cfg.dir.join(simctl::node_file_name(n)))
+            .collect();
+        if let Some(path) = &cfg.trace {
+            let t = Trace::create(path, cfg.nodes, cfg.slots)
+                .map_err(io("cannot create trace", path))?;
+            model.set_trace(t);
+        }
+        let size = simctl::file_size(MAX_ACTORS);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&ctl_path)
+            .map_err(io("cannot create", &ctl_path))?;
+        file.set_len(size as u64)
+            .map_err(io("cannot size", &ctl_path))?;
+        let ctl = Mapping::map(&file, &ctl_path, 0, size)?;
+        files.push(ctl_path);
+        {
+            let h = ctl.block::<CtlHeader>(0)?;
+            h.version.store(simctl::VERSION, SeqCst);
+            h.nodes.store(cfg.nodes as u32, SeqCst);
+            h.slots.store(cfg.slots as u32, SeqCst);
+            h.max_actors.store(MAX_ACTORS as u32, SeqCst);
+            h.expected_actors.store(cfg.expected_actors, SeqCst);
+            h.model_pid.store(std::process::id(), SeqCst);
+            for (slot, v) in h.costs.iter().zip(cfg.profile.cost_table()) {
+                slot.store(v, SeqCst);
+            }
+            simctl::store_str(&h.profile_name, &cfg.profile.name);
+            h.magic.store(simctl::MAGIC, SeqCst);
+            h.flags.store(simctl::flags::READY, SeqCst);
+        }
+        let actor = Actor {
+            state: Local::Free,
+            node: 0,
+            slot: 0,
+            pid: 0,
+            clock: SimTime::ZERO,
+            grant_clock: SimTime::ZERO,
+            pending_result: result::OK,
+        };
+        let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
+        Ok(Cluster {
+            cfg,
+            model,
+            ctl,
+            actors: vec![actor; MAX_ACTORS],
+            by_slot,
+            attached_ever: 0,
+            attach_seq_seen: 0,
+            grants: 0,
+            deadlocks: 0,
+            dead: Vec::new(),
+            created_dir,
+            files,
+            last_time: SimTime::ZERO,
+        })
+    }
+
+    /// The cluster directory.
+    pub fn dir(&self) -> &Path {
+        &self.cfg.dir
+    }
+
+    /// The device model (for inspection after or between runs).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Mutable access to the model (test set-up).
+    pub fn model_mut(&mut self) -> &mut Model {
+        &mut self.model
+    }
+
+    fn header(&self) -> &CtlHeader {
+        // The control file is at least one header long (created above).
+        self.ctl
+            .block::<CtlHeader>(0)
+            .expect("control header is mapped")
+    }
+
+    fn record(&self, i: usize) -> &ActorRecord {
+        self.ctl
+            .block::<ActorRecord>(simctl::actor_offset(i))
+            .expect("actor records are mapped")
+    }
+
+    fn set_message(&self, msg: &str) {
+        simctl::store_str(&self.header().message, msg);
+    }
+
+    /// Run until `stop` is set or, with an expected actor count, until every
+    /// expected actor has attached and left.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<RunReport, ClusterError> {
+        loop {
+            if stop.load(SeqCst) {
+                self.shutdown();
+                break;
+            }
+            self.admit();
+            if self.job_finished() {
+                break;
+            }
+            let started =
+                self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
+            let next_ev = self.model.next_event_time();
+            let pick = if started {
+                self.lowest_runnable()
+            } else {
+                None
+            };
+            let event_first = match (next_ev, pick) {
+                (Some(te), Some(i)) => te <= self.actors[i].clock,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if event_first {
+                if let Some(t) = self.model.step() {
+                    self.last_time = self.last_time.max(t);
+                    self.wake_touched(t);
+                }
+            } else if let Some(i) = pick {
+                self.run_actor(i);
+            } else if started && self.cfg.expected_actors > 0 && self.is_deadlocked() {
+                self.declare_deadlock();
+            } else {
+                self.idle(stop);
+            }
+        }
+        Ok(self.report())
+    }
+
+    fn report(&self) -> RunReport {
+        RunReport {
+            sim_time_ps: self.last_time.max(self.model.now()).0,
+            stats: self.model.stats().clone(),
+            grants: self.grants,
+            deadlocks: self.deadlocks,
+            dead_actors: self.dead.clone(),
+            trace_events: self.model.trace.as_ref().map_or(0, |t| t.events()),
+        }
+    }
+
+    /// Finish the trace (if any) and return the report.
+    pub fn finish(&mut self) -> Result<RunReport, ClusterError> {
+        let report = self.report();
+        if let Some(t) = self.model.take_trace() {
+            let path = self.cfg.trace.clone().unwrap_or_default();
+            t.finish().map_err(io("cannot write trace", &path))?;
+        }
+        Ok(report)
+    }
+
+    fn job_finished(&self) -> bool {
+        self.cfg.expected_actors > 0
+            && self.attached_ever >= self.cfg.expected_actors
+            && self
+                .actors
+                .iter()
+                .all(|a| matches!(a.state, Local::Free | Local::Exited | Local::Dead))
+    }
+
+    fn lowest_runnable(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, a) in self.actors.iter().enumerate() {
+            if a.state == Local::Runnable && best.is_none_or(|b| a.clock < self.actors[b].clock) {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
+    /// Admit actors that asked to attach.
+    fn admit(&mut self) {
+        let seq = self.header().attach_seq.load(SeqCst);
+        if seq == self.attach_seq_seen {
+            return;
+        }
+        self.attach_seq_seen = seq;
+        for i in 0..MAX_ACTORS {
+            let rec = self.record(i);
+            if rec.state.load(SeqCst) != state::ATTACHING {
+                continue;
+            }
+            let node = rec.node.load(SeqCst);
+            let slot = rec.slot.load(SeqCst);
+            let pid = rec.pid.load(SeqCst);
+            let refuse = if node >= self.cfg.nodes as u32 || slot >= self.cfg.slots as u32 {
+                Some(format!(
+                    "node {node} slot {slot} does not exist (cluster is {} nodes x {} slots)",
+                    self.cfg.nodes, self.cfg.slots
+                ))
+            } else {
+                let key = node as usize * self.cfg.slots as usize + slot as usize;
+                match self.by_slot[key] {
+                    Some(j) if matches!(self.actors[j].state, Local::Runnable | Local::Waiting) => {
+                        Some(format!(
+                            "node {node} slot {slot} is in use by process {}",
+                            self.actors[j].pid
+                        ))
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(msg) = refuse {
+                self.set_message(&msg);
+                let rec = self.record(i);
+                rec.result.store(result::REFUSED, SeqCst);
+                rec.state.store(state::FREE, SeqCst);
+                handoff::wake(&rec.go, &rec.sleeping);
+                continue;
+            }
+            let (node, slot) = (node as u16, slot as u16);
+            self.model.reset_slot(node, slot);
+            let _ = self.model.take_touched();
+            let key = node as usize * self.cfg.slots as usize + slot as usize;
+            self.by_slot[key] = Some(i);
+            let clock = if self.cfg.expected_actors > 0 {
+                SimTime::ZERO
+            } else {
+                self.last_time.max(self.model.now())
+            };
+            self.actors[i] = Actor {
+                state: Local::Runnable,
+                node,
+                slot,
+                pid,
+                clock,
+                grant_clock: clock,
+                pending_result: result::OK,
+            };
+            self.attached_ever += 1;
+            self.record(i).state.store(state::RUNNABLE, SeqCst);
+        }
+    }
+
+    /// The horizon of actor `i`: it may run without syncing while its clock
+    /// stays at or below the next event and every other runnable actor.
+    fn horizon(&self, i: usize) -> SimTime {
+        let mut h = self.model.next_event_time().unwrap_or(SimTime::NEVER);
+        for (j, a) in self.actors.iter().enumerate() {
+            if j != i && a.state == Local::Runnable {
+                h = h.min(a.clock);
+            }
+        }
+        h
+    }
+
+    fn run_actor(&mut self, i: usize) {
+        let horizon = self.horizon(i);
+        let a = self.actors[i];
+        let res = a.pending_result;
+        self.actors[i].pending_result = result::OK;
+        self.actors[i].grant_clock = a.clock;
+        self.grants += 1;
+        let h = self.header();
+        let rec = self.record(i);
+        rec.clock.store(a.clock.0, SeqCst);
+        rec.horizon.store(horizon.0, SeqCst);
+        rec.result.store(res, SeqCst);
+        rec.grants.fetch_add(1, SeqCst);
+        rec.state.store(state::RUNNING, SeqCst);
+        handoff::wake(&rec.go, &rec.sleeping);
+        // Wait for the actor to hand the token back.
+        loop {
+            let seen = h.model_go.load(SeqCst);
+            if rec.state.load(SeqCst) == state::YIELDED {
+                break;
+            }
+            if !handoff::wait_change(
+                &h.model_go,
+                &h.model_sleeping,
+                seen,
+                handoff::SPIN,
+                Some(Duration::from_millis(100)),
+            ) && !pid_alive(a.pid)
+            {
+                self.mark_dead(i);
+                return;
+            }
+        }
+        self.handle_yield(i);
+    }
+
+    fn handle_yield(&mut self, i: usize) {
+        let a = self.actors[i];
+        let rec = self.record(i);
+        let req = rec.request.load(SeqCst);
+        let clock = SimTime(rec.clock.load(SeqCst)).max(a.grant_clock);
+        let db: Vec<u64> = rec.db_time.iter().map(|t| t.load(SeqCst)).collect();
+        let grant = a.grant_clock;
+        self.model.doorbell(a.node, a.slot, clock, |seq| {
+            SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock)
+        });
+        self.model.host_activity(a.node, a.slot, clock);
+        self.last_time = self.last_time.max(clock);
+        self.actors[i].clock = clock;
+        let (local, shared) = match req {
+            request::DETACH => (Local::Exited, state::EXITED),
+            request::WAIT => (Local::Waiting, state::WAITING),
+            _ => (Local::Runnable, state::RUNNABLE),
+        };
+        self.actors[i].state = local;
+        self.record(i).state.store(shared, SeqCst);
+        self.wake_touched(clock);
+    }
+
+    /// Make waiting actors whose slots changed runnable at `max(their clock, t)`.
+    fn wake_touched(&mut self, t: SimTime) {
+        for (n, s) in self.model.take_touched() {
+            let key = n as usize * self.cfg.slots as usize + s as usize;
+            if let Some(i) = self.by_slot.get(key).copied().flatten() {
+                if self.actors[i].state == Local::Waiting {
+                    self.actors[i].state = Local::Runnable;
+                    self.actors[i].clock = self.actors[i].clock.max(t);
+                    self.record(i).state.store(state::RUNNABLE, SeqCst);
+                }
+            }
+        }
+    }
+
+    fn is_deadlocked(&self) -> bool {
+        self.actors.iter().any(|a| a.state == Local::Waiting)
+    }
+
+    fn declare_deadlock(&mut self) {
+        self.deadlocks += 1;
+        let mut waiting = Vec::new();
+        let mut gone = Vec::new();
+        for (i, a) in self.actors.iter().enumerate() {
+            match a.state {
+                Local::Waiting => {
+                    waiting.push(format!("actor {i} (node {} slot {})", a.node, a.slot))
+                }
+                Local::Exited => gone.push(format!("actor {i} exited")),
+                Local::Dead => gone.push(format!("actor {i} died")),
+                _ => {}
+            }
+        }
+        let held = if self.model.has_held_packets() {
+            "; some IVS packets are held by full rings"
+        } else {
+            ""
+        };
+        let msg = format!(
+            "deadlock at {}: {} waiting and nothing is in flight{}{}",
+            self.last_time,
+            waiting.join(", "),
+            if gone.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", gone.join(", "))
+            },
+            held
+        );
+        self.set_message(&msg);
+        self.header()
+            .flags
+            .fetch_or(simctl::flags::DEADLOCK, SeqCst);
+        for i in 0..self.actors.len() {
+            if self.actors[i].state == Local::Waiting {
+                self.actors[i].state = Local::Runnable;
+                self.actors[i].pending_result = result::DEADLOCK;
+                self.record(i).state.store(state::RUNNABLE, SeqCst);
+            }
+        }
+    }
+
+    fn mark_dead(&mut self, i: usize) {
+        self.actors[i].state = Local::Dead;
+        self.dead.push(i as u32);
+        self.record(i).state.store(state::DEAD, SeqCst);
+    }
+
+    /// Nothing to do: sleep until an actor attaches (or a timeout, to check
+    /// that waiting actors are still alive and whether to stop).
+    fn idle(&mut self, stop: &AtomicBool) {
+        let h = self.header();
+        let seen = h.model_go.load(SeqCst);
+        if h.attach_seq.load(SeqCst) != self.attach_seq_seen || stop.load(SeqCst) {
+            return;
+        }
+        let woke = handoff::wait_change(
+            &h.model_go,
+            &h.model_sleeping,
+            seen,
+            Duration::ZERO,
+            Some(Duration::from_millis(100)),
+        );
+        if !woke {
+            for i in 0..self.actors.len() {
+                let a = self.actors[i];
+                if matches!(a.state, Local::Runnable | Local::Waiting) && !pid_alive(a.pid) {
+                    self.mark_dead(i);
+                }
+            }
+        }
+    }
+
+    /// Release every live actor with a shutdown result.
+    fn shutdown(&mut self) {
+        self.header()
+            .flags
+            .fetch_or(simctl::flags::SHUTDOWN, SeqCst);
+        for i in 0..self.actors.len() {
+            let rec = self.record(i);
+            let st = rec.state.load(SeqCst);
+            if matches!(st, state::RUNNABLE | state::WAITING | state::ATTACHING) {
+                rec.result.store(result::SHUTDOWN, SeqCst);
+                rec.state.store(state::RUNNING, SeqCst);
+                handoff::wake(&rec.go, &rec.sleeping);
+            }
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown();
+        if let Ok(h) = self.ctl.block::<CtlHeader>(0) {
+            h.model_pid.store(0, SeqCst);
+        }
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+        if self.created_dir {
+            let _ = std::fs::remove_dir(&self.cfg.dir);
+        }
+    }
+}

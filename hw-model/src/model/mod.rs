@@ -1,0 +1,796 @@
+//! The cycle-approximate device model: N nodes × S slots, their command
+//! engines, SO-DIMM ports and links, and the events that move data.
+//!
+//! The model is a discrete-event simulation: every operation reserves the
+//! resources it uses ([`Timeline`]s in device cycles) and schedules its
+//! effects as events; events are processed strictly in `(time, sequence)`
+//! order, so the same inputs always give the same results and the same trace.
+//! The host side is not simulated here: host processes (actors) read and write
+//! the MMIO surface directly, and the scheduler ([`crate::sched`]) tells the
+//! model when they rang a doorbell or may have advanced a ring pointer.
+//!
+//! What is modelled (seed 004 §2): VL, VS, RVL, RVS, IVS and BOTF with the
+//! contiguous, stride, list and packed-list modes; per-source IVS rings with
+//! backpressure (a full ring holds the packet, never drops or overwrites);
+//! protection of SO-DIMM partitions and of remote memory (exposure table).
+//! What is approximated (ours): data is sampled when a command starts; a
+//! multi-packet RVS/RVL transfer takes effect when its last packet arrives;
+//! held packets wait in per-source queues without blocking the link.
+
+mod exec;
+mod rx;
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::path::Path;
+
+use fpga_regs::layout::{self, Region, SLOT_STRIDE};
+use fpga_regs::mmio::Mapping;
+use fpga_regs::ur::{self, Caps, Status, CQ_DEPTH};
+use fpga_regs::{ErrorCode, Opcode, Peer};
+
+use crate::profile::DeviceTiming;
+use crate::time::{SimTime, Timeline};
+use crate::trace::{Arg, Trace};
+
+/// Shape of a cluster.
+#[derive(Clone, Debug)]
+pub struct ModelConfig {
+    /// Number of nodes.
+    pub nodes: u16,
+    /// Slots (processes) per node.
+    pub slots: u16,
+    /// SO-DIMM bytes per slot.
+    pub partition_size: u64,
+    /// Device timing.
+    pub timing: DeviceTiming,
+}
+
+/// Errors building a model.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The shape is not supported.
+    #[error("invalid cluster shape: {0}")]
+    Shape(String),
+    /// A file could not be created or mapped.
+    #[error("{0}")]
+    Map(#[from] fpga_regs::mmio::MapError),
+    /// I/O error creating files.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+}
+
+impl ModelConfig {
+    /// Check the shape against the register map's limits.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let shape = |m: String| Err(ModelError::Shape(m));
+        if self.nodes == 0 || self.nodes as usize > layout::MAX_NODES {
+            return shape(format!("--nodes must be 1..={}", layout::MAX_NODES));
+        }
+        if self.slots == 0 || self.slots as usize > layout::MAX_SLOTS {
+            return shape(format!("--slots must be 1..={}", layout::MAX_SLOTS));
+        }
+        if self.nodes as usize * self.slots as usize > layout::MAX_SOURCES {
+            return shape(format!(
+                "nodes x slots must be at most {} (one IVS ring per source)",
+                layout::MAX_SOURCES
+            ));
+        }
+        if self.partition_size < 1 << 20
+            || self.partition_size % layout::PAGE_SIZE as u64 != 0
+            || self.partition_size > 1 << 32
+        {
+            return shape(
+                "the SO-DIMM partition must be a page multiple between 1 MiB and 4 GiB".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Counters describing a run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Stats {
+    /// Events processed.
+    pub events: u64,
+    /// Commands completed.
+    pub commands: u64,
+    /// Commands refused.
+    pub errors: u64,
+    /// Packets sent over links or loopback.
+    pub packets: u64,
+    /// IVS packets that had to wait for ring space.
+    pub held: u64,
+}
+
+/// Where a command's data lands when it completes.
+#[derive(Debug)]
+pub(crate) enum Deposit {
+    /// Into PW at an offset.
+    Pw { off: u32, data: Vec<u8> },
+    /// Into local SO-DIMM, scattered over segments.
+    SoDimm {
+        segments: Vec<(u64, u32)>,
+        data: Vec<u8>,
+    },
+}
+
+/// What a packet carries (the model's internal form of the header + payload).
+#[derive(Debug)]
+pub(crate) enum PacketKind {
+    Ivs {
+        data: Vec<u8>,
+    },
+    Rvs {
+        segments: Vec<(u64, u32)>,
+        data: Vec<u8>,
+    },
+    RvlRequest {
+        segments: Vec<(u64, u32)>,
+        reply: fpga_regs::Near,
+    },
+    RvlResponse {
+        data: Vec<u8>,
+        reply: fpga_regs::Near,
+    },
+    Ack {
+        bytes: u64,
+    },
+    Nack {
+        code: ErrorCode,
+    },
+}
+
+impl PacketKind {
+    fn payload_len(&self) -> u64 {
+        match self {
+            PacketKind::Ivs { data }
+            | PacketKind::Rvs { data, .. }
+            | PacketKind::RvlResponse { data, .. } => data.len() as u64,
+            PacketKind::RvlRequest { segments, .. } => 16 + 8 * segments.len() as u64,
+            PacketKind::Ack { .. } | PacketKind::Nack { .. } => 0,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            PacketKind::Ivs { .. } => "IVS",
+            PacketKind::Rvs { .. } => "RVS",
+            PacketKind::RvlRequest { .. } => "RVL req",
+            PacketKind::RvlResponse { .. } => "RVL resp",
+            PacketKind::Ack { .. } => "ACK",
+            PacketKind::Nack { .. } => "NACK",
+        }
+    }
+}
+
+/// A packet in flight.
+#[derive(Debug)]
+pub(crate) struct Packet {
+    pub src: Peer,
+    pub dst: Peer,
+    /// Command sequence number at the source that this packet belongs to.
+    pub seq: u64,
+    /// Generation of the source slot when the command was issued.
+    pub gen: u64,
+    pub kind: PacketKind,
+}
+
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// The command engine of a slot may fetch its next descriptor.
+    Fetch { node: u16, slot: u16 },
+    /// A command ends.
+    Complete {
+        node: u16,
+        slot: u16,
+        seq: u64,
+        gen: u64,
+        status: ErrorCode,
+        bytes: u64,
+        deposit: Option<Deposit>,
+    },
+    /// A packet reaches its destination controller.
+    Arrive(Packet),
+    /// An accepted IVS record is in SO-DIMM: publish NWA and acknowledge.
+    RingCommit {
+        node: u16,
+        slot: u16,
+        source: usize,
+        len: u64,
+        record: u64,
+        ack: Packet,
+    },
+}
+
+struct Scheduled {
+    time: SimTime,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.time, self.seq).cmp(&(o.time, o.seq))
+    }
+}
+
+/// A command fetched and not yet complete.
+#[derive(Debug)]
+pub(crate) struct Inflight {
+    pub op: Opcode,
+    pub start: SimTime,
+}
+
+/// An IVS packet waiting for ring space.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub pkt: Packet,
+    pub since: SimTime,
+}
+
+/// Per-slot controller state.
+#[derive(Debug, Default)]
+pub(crate) struct SlotState {
+    pub posted: u64,
+    pub fetched: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub issue_time: [SimTime; CQ_DEPTH],
+    pub fetch_pending: bool,
+    pub stalled: bool,
+    pub bad_doorbell: Option<u64>,
+    pub inflight: BTreeMap<u64, Inflight>,
+    pub engine: Timeline,
+    /// Per source: IVS packets waiting for ring space, in arrival order.
+    pub held: BTreeMap<usize, VecDeque<Held>>,
+    /// Per source: bytes accepted into the ring but not yet published in NWA.
+    pub pending_ring: BTreeMap<usize, u64>,
+    pub rx_refused: u64,
+    pub rx_accepted: u64,
+    pub generation: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct NodeState {
+    pub slots: Vec<SlotState>,
+    pub tx: Timeline,
+    pub rx: Timeline,
+    pub sodimm_port: Timeline,
+}
+
+/// The model of a whole cluster.
+pub struct Model {
+    pub(crate) cfg: ModelConfig,
+    pub(crate) mmio: Vec<Mapping>,
+    pub(crate) sodimm: Vec<memmap2::MmapMut>,
+    pub(crate) nodes: Vec<NodeState>,
+    events: BinaryHeap<Reverse<Scheduled>>,
+    next_seq: u64,
+    now: SimTime,
+    touched: Vec<(u16, u16)>,
+    pub(crate) trace: Option<Trace>,
+    pub(crate) stats: Stats,
+}
+
+impl Model {
+    /// Build a model whose MMIO surfaces are the files `mmio_paths[n]`
+    /// (created and sized here), and initialise every slot's read-only registers.
+    pub fn create(cfg: ModelConfig, dir: &Path) -> Result<Model, ModelError> {
+        cfg.validate()?;
+        let size = layout::node_mmio_size(cfg.slots as usize);
+        let mut mmio = Vec::new();
+        let mut sodimm = Vec::new();
+        for n in 0..cfg.nodes {
+            let path = dir.join(fpga_regs::simctl::node_file_name(n));
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|source| ModelError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            file.set_len(size as u64).map_err(|source| ModelError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            mmio.push(Mapping::map(&file, &path, 0, size)?);
+            let bytes = cfg.partition_size as usize * cfg.slots as usize;
+            let anon = memmap2::MmapOptions::new()
+                .len(bytes)
+                .map_anon()
+                .map_err(|source| ModelError::Io {
+                    path: "anonymous SO-DIMM memory".into(),
+                    source,
+                })?;
+            sodimm.push(anon);
+        }
+        let nodes = (0..cfg.nodes)
+            .map(|_| NodeState {
+                slots: (0..cfg.slots).map(|_| SlotState::default()).collect(),
+                ..Default::default()
+            })
+            .collect();
+        let mut m = Model {
+            cfg,
+            mmio,
+            sodimm,
+            nodes,
+            events: BinaryHeap::new(),
+            next_seq: 0,
+            now: SimTime::ZERO,
+            touched: Vec::new(),
+            trace: None,
+            stats: Stats::default(),
+        };
+        for n in 0..m.cfg.nodes {
+            for s in 0..m.cfg.slots {
+                m.init_slot_registers(n, s);
+            }
+        }
+        Ok(m)
+    }
+
+    /// Attach a trace writer.
+    pub fn set_trace(&mut self, trace: Trace) {
+        self.trace = Some(trace);
+    }
+
+    /// Take the trace writer back (to finish it).
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        self.trace.take()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// Run statistics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Time of the last processed event.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Time of the next pending event.
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.events.peek().map(|Reverse(s)| s.time)
+    }
+
+    /// Whether anything is in flight or scheduled.
+    pub fn is_idle(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Whether some IVS packet is held by backpressure anywhere.
+    pub fn has_held_packets(&self) -> bool {
+        self.nodes.iter().any(|n| {
+            n.slots
+                .iter()
+                .any(|s| s.held.values().any(|q| !q.is_empty()))
+        })
+    }
+
+    /// Slots whose host-visible state changed since the last call.
+    pub fn take_touched(&mut self) -> Vec<(u16, u16)> {
+        std::mem::take(&mut self.touched)
+    }
+
+    pub(crate) fn touch(&mut self, node: u16, slot: u16) {
+        if !self.touched.contains(&(node, slot)) {
+            self.touched.push((node, slot));
+        }
+    }
+
+    pub(crate) fn schedule(&mut self, time: SimTime, event: Event) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.events.push(Reverse(Scheduled {
+            time: time.max(self.now),
+            seq,
+            event,
+        }));
+    }
+
+    /// Process the next event, if any. Returns its time.
+    pub fn step(&mut self) -> Option<SimTime> {
+        let Reverse(s) = self.events.pop()?;
+        self.now = s.time;
+        self.stats.events += 1;
+        match s.event {
+            Event::Fetch { node, slot } => self.fetch(node, slot, s.time),
+            Event::Complete {
+                node,
+                slot,
+                seq,
+                gen,
+                status,
+                bytes,
+                deposit,
+            } => self.complete(node, slot, seq, gen, status, bytes, deposit, s.time),
+            Event::Arrive(pkt) => self.arrive(pkt, s.time),
+            Event::RingCommit {
+                node,
+                slot,
+                source,
+                len,
+                record,
+                ack,
+            } => self.ring_commit(node, slot, source, len, record, ack, s.time),
+        }
+        Some(s.time)
+    }
+
+    /// Process every event at or before `t`.
+    pub fn run_until(&mut self, t: SimTime) {
+        while self.next_event_time().is_some_and(|e| e <= t) {
+            self.step();
+        }
+    }
+
+    // ---- MMIO helpers -------------------------------------------------------
+
+    pub(crate) fn ur_off(slot: u16, reg: usize) -> usize {
+        slot as usize * SLOT_STRIDE + layout::UR_OFFSET + reg
+    }
+
+    pub(crate) fn region_off(slot: u16, region: Region, off: usize) -> usize {
+        slot as usize * SLOT_STRIDE + region.offset() + off
+    }
+
+    /// Read a UR register of a slot (the model's own view).
+    pub fn read_ur(&self, node: u16, slot: u16, reg: usize) -> u64 {
+        // Offsets are computed from validated node/slot numbers and register
+        // constants, so they are always inside the mapping.
+        self.mmio[node as usize]
+            .read_u64(Model::ur_off(slot, reg))
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn write_ur(&self, node: u16, slot: u16, reg: usize, v: u64) {
+        let _ = self.mmio[node as usize].write_u64(Model::ur_off(slot, reg), v);
+    }
+
+    fn init_slot_registers(&mut self, n: u16, s: u16) {
+        let cfg = &self.cfg;
+        let caps = Caps::VECTOR_LOCAL
+            | Caps::VECTOR_REMOTE
+            | Caps::IVS
+            | Caps::BOTF
+            | Caps::MODE_STRIDE
+            | Caps::MODE_LIST
+            | Caps::MODE_PACKED_LIST
+            | Caps::SIMULATED;
+        let caps_word = ur::caps::EXPOSE_ENTRIES.set(
+            ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),
+            ur::EXPOSE_ENTRIES as u64,
+        );
+        let limits = ur::limits::RING_ENTRIES.set(
+            ur::limits::MAX_PAYLOAD.set(0, ur::MAX_PAYLOAD as u64),
+            layout::MAX_SOURCES as u64,
+        );
+        let topo = ur::Topology {
+            node: n,
+            slot: s,
+            nodes: cfg.nodes,
+            slots: cfg.slots,
+        }
+        .encode();
+        let base = self.partition_base(s);
+        let size = cfg.partition_size;
+        let clock = (cfg.timing.clock_mhz * 1e6).round() as u64;
+        for (reg, v) in [
+            (ur::off::ID, ur::id_value()),
+            (ur::off::TOPOLOGY, topo),
+            (ur::off::CAPS, caps_word),
+            (ur::off::SODIMM_BASE, base),
+            (ur::off::SODIMM_SIZE, size),
+            (ur::off::LIMITS, limits),
+            (ur::off::CLOCK_HZ, clock),
+        ] {
+            self.write_ur(n, s, reg, v);
+        }
+    }
+
+    /// Absolute SO-DIMM base address of a slot's partition.
+    pub fn partition_base(&self, slot: u16) -> u64 {
+        slot as u64 * self.cfg.partition_size
+    }
+
+    /// Reset a slot for a new process: clear its registers, windows, LLCM and
+    /// SO-DIMM partition, drop held packets and forget its in-flight commands.
+    pub fn reset_slot(&mut self, node: u16, slot: u16) {
+        let map = &self.mmio[node as usize];
+        let _ = map.fill(slot as usize * SLOT_STRIDE, SLOT_STRIDE, 0);
+        let base = self.partition_base(slot) as usize;
+        let len = self.cfg.partition_size as usize;
+        let mem = &mut self.sodimm[node as usize];
+        // Return the partition's pages to the OS: they read back as zeros
+        // without being touched (private anonymous mapping).
+        // SAFETY: `base..base+len` lies inside the mapping (partition of a
+        // validated slot); MADV_DONTNEED on a private anonymous mapping only
+        // replaces the pages with zero-fill-on-demand ones, and no reference
+        // into this memory is held across the call.
+        let advised =
+            unsafe { mem.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, base, len) };
+        if advised.is_err() {
+            mem[base..base + len].fill(0);
+        }
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        let gen = st.generation + 1;
+        *st = SlotState {
+            generation: gen,
+            ..Default::default()
+        };
+        self.init_slot_registers(node, slot);
+        self.touch(node, slot);
+    }
+
+    // ---- doorbells and host activity ---------------------------------------
+
+    /// The host of `(node, slot)` may have written DOORBELL. `issue_time`
+    /// gives the simulated time at which each newly posted command was
+    /// rung; `now` is the host's clock when it handed control back.
+    pub fn doorbell(
+        &mut self,
+        node: u16,
+        slot: u16,
+        now: SimTime,
+        issue_time: impl Fn(u64) -> SimTime,
+    ) {
+        let db = self.read_ur(node, slot, ur::off::DOORBELL);
+        let st = &self.nodes[node as usize].slots[slot as usize];
+        if db == st.posted {
+            return;
+        }
+        let valid = db > st.posted && db - st.fetched <= CQ_DEPTH as u64;
+        if !valid {
+            if st.bad_doorbell != Some(db) {
+                self.nodes[node as usize].slots[slot as usize].bad_doorbell = Some(db);
+                self.report_error(node, slot, ErrorCode::DoorbellInvalid, None, now);
+                self.update_status(node, slot);
+            }
+            return;
+        }
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        st.bad_doorbell = None;
+        for seq in st.posted..db {
+            st.issue_time[seq as usize % CQ_DEPTH] = issue_time(seq);
+        }
+        st.posted = db;
+        self.update_status(node, slot);
+        self.kick_fetch(node, slot);
+    }
+
+    fn kick_fetch(&mut self, node: u16, slot: u16) {
+        let fetch = self.cfg.timing.cycles(self.cfg.timing.fetch_cycles);
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        if st.fetch_pending || st.fetched >= st.posted {
+            return;
+        }
+        st.fetch_pending = true;
+        let t = (st.issue_time[st.fetched as usize % CQ_DEPTH] + fetch).max(st.engine.free_at());
+        self.schedule(t, Event::Fetch { node, slot });
+    }
+
+    /// The host of `(node, slot)` ran until `now`: it may have advanced ring
+    /// read pointers (accept held packets) or acknowledged errors.
+    pub fn host_activity(&mut self, node: u16, slot: u16, now: SimTime) {
+        self.update_status(node, slot);
+        let sources: Vec<usize> = self.nodes[node as usize].slots[slot as usize]
+            .held
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        for src in sources {
+            self.drain_held(node, slot, src, now);
+        }
+    }
+
+    pub(crate) fn update_status(&self, node: u16, slot: u16) {
+        let st = &self.nodes[node as usize].slots[slot as usize];
+        let ack = self.read_ur(node, slot, ur::off::ERROR_ACK);
+        let mut status = Status::empty();
+        if ack != st.errors {
+            status |= Status::ERROR;
+        }
+        if !st.inflight.is_empty() || st.fetched < st.posted {
+            status |= Status::BUSY;
+        }
+        let held: u64 = st.held.values().map(|q| q.len() as u64).sum();
+        if held > 0 {
+            status |= Status::RX_HELD;
+        }
+        if st.bad_doorbell.is_some() {
+            status |= Status::DOORBELL_INVALID;
+        }
+        self.write_ur(node, slot, ur::off::STATUS, status.bits());
+        self.write_ur(node, slot, ur::off::RX_HELD, held);
+        self.write_ur(node, slot, ur::off::INFLIGHT, st.inflight.len() as u64);
+    }
+
+    pub(crate) fn report_error(
+        &mut self,
+        node: u16,
+        slot: u16,
+        code: ErrorCode,
+        seq: Option<u64>,
+        at: SimTime,
+    ) {
+        self.stats.errors += 1;
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        st.errors += 1;
+        let errors = st.errors;
+        let mut w = ur::last_error::CODE.set(0, code as u64);
+        if let Some(seq) = seq {
+            w = ur::last_error::HAS_SEQ.set(w, 1);
+            w = ur::last_error::SEQ.set(w, seq & 0xffff_ffff);
+        }
+        self.write_ur(node, slot, ur::off::LAST_ERROR, w);
+        self.write_ur(node, slot, ur::off::ERROR_COUNT, errors);
+        if let Some(t) = self.trace.as_mut() {
+            t.instant(
+                code.name(),
+                "error",
+                node as u32,
+                slot as u32,
+                at,
+                &[("seq", Arg::U(seq.unwrap_or(u64::MAX)))],
+            );
+        }
+        self.touch(node, slot);
+    }
+
+    // ---- completion ---------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        node: u16,
+        slot: u16,
+        seq: u64,
+        gen: u64,
+        status: ErrorCode,
+        bytes: u64,
+        deposit: Option<Deposit>,
+        t: SimTime,
+    ) {
+        if self.nodes[node as usize].slots[slot as usize].generation != gen {
+            return; // the process that issued it is gone
+        }
+        if let Some(d) = deposit {
+            match d {
+                Deposit::Pw { off, data } => {
+                    let _ = self.mmio[node as usize]
+                        .write_bytes(Model::region_off(slot, Region::Pw, off as usize), &data);
+                }
+                Deposit::SoDimm { segments, data } => self.scatter(node, &segments, &data),
+            }
+        }
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        let Some(inf) = st.inflight.remove(&seq) else {
+            return;
+        };
+        st.completed += 1;
+        let completed = st.completed;
+        let was_stalled = std::mem::take(&mut st.stalled);
+        let idx = seq as usize % CQ_DEPTH;
+        let base = ur::off::COMPLETIONS + idx * ur::off::COMPLETION_STRIDE;
+        let result = ur::CompletionResult {
+            status: status as u16,
+            bytes,
+        }
+        .encode();
+        self.write_ur(node, slot, base + 8, result);
+        self.write_ur(node, slot, base, seq + 1);
+        self.write_ur(node, slot, ur::off::CMD_COMPLETED, completed);
+        self.stats.commands += 1;
+        if status != ErrorCode::Ok {
+            self.report_error(node, slot, status, Some(seq), t);
+        }
+        self.update_status(node, slot);
+        if let Some(tr) = self.trace.as_mut() {
+            let name = if status == ErrorCode::Ok {
+                format!("{} {}B", inf.op.name(), bytes)
+            } else {
+                format!("{} {}", inf.op.name(), status.name())
+            };
+            tr.span(
+                &name,
+                "cmd",
+                node as u32,
+                slot as u32,
+                inf.start,
+                t,
+                &[("seq", Arg::U(seq)), ("bytes", Arg::U(bytes))],
+            );
+        }
+        self.touch(node, slot);
+        if was_stalled {
+            let st = &mut self.nodes[node as usize].slots[slot as usize];
+            st.fetch_pending = true;
+            self.schedule(t, Event::Fetch { node, slot });
+        }
+    }
+
+    // ---- SO-DIMM access -----------------------------------------------------
+
+    /// Gather validated segments (anything out of range reads as zeros:
+    /// callers validate first, this only keeps a bug from panicking).
+    pub(crate) fn gather(&self, node: u16, segments: &[(u64, u32)]) -> Vec<u8> {
+        let mem = &self.sodimm[node as usize];
+        let mut out = Vec::with_capacity(segments.iter().map(|s| s.1 as usize).sum());
+        for &(a, l) in segments {
+            match mem.get(a as usize..a as usize + l as usize) {
+                Some(src) => out.extend_from_slice(src),
+                None => out.resize(out.len() + l as usize, 0),
+            }
+        }
+        out
+    }
+
+    /// Scatter `data` over validated segments (out-of-range parts are skipped).
+    pub(crate) fn scatter(&mut self, node: u16, segments: &[(u64, u32)], data: &[u8]) {
+        let mem = &mut self.sodimm[node as usize];
+        let mut pos = 0usize;
+        for &(a, l) in segments {
+            let l = l as usize;
+            if let (Some(dst), Some(src)) = (
+                mem.get_mut(a as usize..a as usize + l),
+                data.get(pos..pos + l),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            pos += l;
+        }
+    }
+
+    /// Read SO-DIMM bytes directly (for tests and invariant checks).
+    pub fn sodimm(&self, node: u16) -> &[u8] {
+        &self.sodimm[node as usize]
+    }
+
+    /// Write SO-DIMM bytes directly (test set-up only; a host cannot do this).
+    pub fn sodimm_mut(&mut self, node: u16) -> &mut [u8] {
+        &mut self.sodimm[node as usize]
+    }
+
+    /// The MMIO surface of a node.
+    pub fn mmio(&self, node: u16) -> &Mapping {
+        &self.mmio[node as usize]
+    }
+
+    /// Time for one SO-DIMM pass over `segments`.
+    pub(crate) fn sodimm_time(&self, segments: &[(u64, u32)]) -> SimTime {
+        let t = &self.cfg.timing;
+        let mut c = 0u64;
+        for s in segments {
+            c += t.sodimm_latency_cycles + (s.1 as u64).div_ceil(t.sodimm_bytes_per_cycle);
+        }
+        t.cycles(c.max(1))
+    }
+}

@@ -1,0 +1,439 @@
+//! The network side: sending packets over links, and what a receiving
+//! controller does with each packet TYPE (seed 004 §2): IVS appends to the
+//! source's ring or waits for room, RVS/RVL touch exposed SO-DIMM only,
+//! responses and acknowledgements complete the issuing command.
+
+use fpga_regs::layout::{self, Region};
+use fpga_regs::llcm::{self, record_len, RingState};
+use fpga_regs::packet::HEADER_LEN;
+use fpga_regs::ur::{self, ExposePerm};
+use fpga_regs::{ErrorCode, Near};
+
+use super::{Deposit, Event, Held, Model, Packet, PacketKind};
+use crate::time::SimTime;
+use crate::trace::{Arg, TID_LINK_RX, TID_LINK_TX};
+
+impl Model {
+    /// Put a packet on the wire at `ready` and schedule its arrival.
+    pub(super) fn send(&mut self, ready: SimTime, pkt: Packet) {
+        let t = self.cfg.timing.clone();
+        let payload = pkt.kind.payload_len();
+        self.stats.packets += 1;
+        let arrive = if pkt.src.node == pkt.dst.node {
+            ready
+                + t.cycles(t.loopback_cycles)
+                + t.xfer(payload + HEADER_LEN as u64, t.window_bytes_per_cycle)
+        } else {
+            let frags = payload.div_ceil(t.mtu_bytes).max(1);
+            let wire = payload + frags * (HEADER_LEN as u64 + t.wire_overhead_bytes);
+            let ser = t.xfer(wire, t.link_bytes_per_cycle);
+            let (s0, s1) = self.nodes[pkt.src.node as usize]
+                .tx
+                .reserve(ready + t.cycles(t.nic_tx_cycles), ser);
+            let hops = t.link_latency_cycles
+                + if self.cfg.nodes > 2 {
+                    t.switch_latency_cycles
+                } else {
+                    0
+                };
+            let lat = t.cycles(hops);
+            let (r0, r1) = self.nodes[pkt.dst.node as usize].rx.reserve(s0 + lat, ser);
+            if let Some(tr) = self.trace.as_mut() {
+                let name = format!(
+                    "{} {}B -> n{}.s{}",
+                    pkt.kind.name(),
+                    payload,
+                    pkt.dst.node,
+                    pkt.dst.slot
+                );
+                let args = [
+                    ("src_slot", Arg::U(pkt.src.slot as u64)),
+                    ("seq", Arg::U(pkt.seq)),
+                    ("wire_bytes", Arg::U(wire)),
+                ];
+                tr.span(
+                    &name,
+                    "pkt",
+                    pkt.src.node as u32,
+                    TID_LINK_TX,
+                    s0,
+                    s1,
+                    &args,
+                );
+                let name = format!(
+                    "{} {}B <- n{}.s{}",
+                    pkt.kind.name(),
+                    payload,
+                    pkt.src.node,
+                    pkt.src.slot
+                );
+                tr.span(
+                    &name,
+                    "pkt",
+                    pkt.dst.node as u32,
+                    TID_LINK_RX,
+                    r0,
+                    r1,
+                    &args,
+                );
+            }
+            r1.max(s1 + lat) + t.cycles(t.nic_rx_cycles)
+        };
+        self.schedule(arrive, Event::Arrive(pkt));
+    }
+
+    /// Answer a packet from its destination back to its source.
+    fn reply(&mut self, at: SimTime, pkt: &Packet, kind: PacketKind) {
+        let answer = Packet {
+            src: pkt.dst,
+            dst: pkt.src,
+            seq: pkt.seq,
+            gen: pkt.gen,
+            kind,
+        };
+        self.send(at, answer);
+    }
+
+    fn refuse(&mut self, pkt: Packet, code: ErrorCode, t: SimTime) {
+        let (n, s) = (pkt.dst.node, pkt.dst.slot);
+        let st = &mut self.nodes[n as usize].slots[s as usize];
+        st.rx_refused += 1;
+        let refused = st.rx_refused;
+        self.write_ur(n, s, ur::off::RX_REFUSED, refused);
+        self.touch(n, s);
+        let at = t + self.cfg.timing.cycles(self.cfg.timing.status_write_cycles);
+        self.reply(at, &pkt, PacketKind::Nack { code });
+    }
+
+    pub(super) fn arrive(&mut self, pkt: Packet, t: SimTime) {
+        let timing = self.cfg.timing.clone();
+        let status = timing.cycles(timing.status_write_cycles);
+        match pkt.kind {
+            PacketKind::Ivs { .. } => self.ivs_arrive(pkt, t),
+            PacketKind::Rvs { ref segments, .. } => {
+                if let Err(code) = self.check_exposed(
+                    pkt.dst.node,
+                    pkt.dst.slot,
+                    segments,
+                    ExposePerm::REMOTE_WRITE,
+                ) {
+                    return self.refuse(pkt, code, t);
+                }
+                let PacketKind::Rvs { segments, data } = &pkt.kind else {
+                    return;
+                };
+                let bytes = data.len() as u64;
+                self.scatter(pkt.dst.node, segments, data);
+                let dur = self.sodimm_time(segments);
+                let (_, end) = self.nodes[pkt.dst.node as usize]
+                    .sodimm_port
+                    .reserve(t, dur);
+                self.reply(end + status, &pkt, PacketKind::Ack { bytes });
+            }
+            PacketKind::RvlRequest {
+                ref segments,
+                reply,
+            } => {
+                if let Err(code) = self.check_exposed(
+                    pkt.dst.node,
+                    pkt.dst.slot,
+                    segments,
+                    ExposePerm::REMOTE_READ,
+                ) {
+                    return self.refuse(pkt, code, t);
+                }
+                let data = self.gather(pkt.dst.node, segments);
+                let dur = self.sodimm_time(segments);
+                let (_, end) = self.nodes[pkt.dst.node as usize]
+                    .sodimm_port
+                    .reserve(t, dur);
+                self.reply(end, &pkt, PacketKind::RvlResponse { data, reply });
+            }
+            PacketKind::RvlResponse { data, reply } => {
+                let bytes = data.len() as u64;
+                let deposit = match reply {
+                    Near::Window(off) => Deposit::Pw { off, data },
+                    Near::SoDimm(addr) => Deposit::SoDimm {
+                        segments: vec![(addr, bytes as u32)],
+                        data,
+                    },
+                };
+                let done = t + timing.xfer(bytes, timing.window_bytes_per_cycle) + status;
+                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
+                self.schedule(
+                    done,
+                    Event::Complete {
+                        node,
+                        slot,
+                        seq: pkt.seq,
+                        gen: pkt.gen,
+                        status: ErrorCode::Ok,
+                        bytes,
+                        deposit: Some(deposit),
+                    },
+                );
+            }
+            PacketKind::Ack { bytes } => {
+                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
+                self.schedule(
+                    t + status,
+                    Event::Complete {
+                        node,
+                        slot,
+                        seq: pkt.seq,
+                        gen: pkt.gen,
+                        status: ErrorCode::Ok,
+                        bytes,
+                        deposit: None,
+                    },
+                );
+            }
+            PacketKind::Nack { code } => {
+                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
+                self.schedule(
+                    t + status,
+                    Event::Complete {
+                        node,
+                        slot,
+                        seq: pkt.seq,
+                        gen: pkt.gen,
+                        status: code,
+                        bytes: 0,
+                        deposit: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Every non-empty segment must lie inside one exposure entry of the
+    /// target slot that has `perm` and itself lies inside that slot's partition.
+    fn check_exposed(
+        &self,
+        node: u16,
+        slot: u16,
+        segments: &[(u64, u32)],
+        perm: ExposePerm,
+    ) -> Result<(), ErrorCode> {
+        let mut entries = Vec::with_capacity(ur::EXPOSE_ENTRIES);
+        for i in 0..ur::EXPOSE_ENTRIES {
+            let off = ur::off::EXPOSE + i * ur::off::EXPOSE_STRIDE;
+            let base = self.read_ur(node, slot, off);
+            let sp = self.read_ur(node, slot, off + 8);
+            let size = ur::expose::SIZE.get(sp);
+            let p = ExposePerm::from_bits_truncate(ur::expose::PERM.get(sp));
+            if size > 0 && p.contains(perm) && self.check_partition(slot, base, size).is_ok() {
+                entries.push((base, base + size));
+            }
+        }
+        for &(a, l) in segments {
+            if l == 0 {
+                continue;
+            }
+            let end = a.checked_add(l as u64).ok_or(ErrorCode::NotExposed)?;
+            if !entries.iter().any(|&(b, e)| a >= b && end <= e) {
+                return Err(ErrorCode::NotExposed);
+            }
+        }
+        Ok(())
+    }
+
+    fn ring_offset(slot: u16, source: usize) -> usize {
+        Model::region_off(slot, Region::Llcm, llcm::off::ring(source))
+    }
+
+    fn ring_state(&self, node: u16, slot: u16, source: usize) -> RingState {
+        let base = Model::ring_offset(slot, source);
+        let map = &self.mmio[node as usize];
+        let w = |i: usize| map.read_u64(base + 8 * i).unwrap_or(0);
+        RingState::decode([w(0), w(1), w(2), w(3)])
+    }
+
+    /// Whether a record of `len` payload bytes fits now (`Ok(false)`: wait).
+    fn ring_room(&self, node: u16, slot: u16, source: usize, len: u64) -> Result<bool, ErrorCode> {
+        let r = self.ring_state(node, slot, source);
+        if !r.enabled {
+            return Err(ErrorCode::RingDisabled);
+        }
+        if r.size == 0
+            || r.size % llcm::RING_ALIGN != 0
+            || r.base % llcm::RING_ALIGN != 0
+            || self.check_partition(slot, r.base, r.size).is_err()
+        {
+            return Err(ErrorCode::RingInvalid);
+        }
+        let used = r.used().ok_or(ErrorCode::RingInvalid)?;
+        let record = record_len(len);
+        if record > r.size {
+            return Err(ErrorCode::TooLarge);
+        }
+        let pending = self.nodes[node as usize].slots[slot as usize]
+            .pending_ring
+            .get(&source)
+            .copied()
+            .unwrap_or(0);
+        Ok(used + pending + record <= r.size)
+    }
+
+    fn ivs_arrive(&mut self, pkt: Packet, t: SimTime) {
+        let (n, s) = (pkt.dst.node, pkt.dst.slot);
+        let source = layout::source_index(pkt.src.node, pkt.src.slot, self.cfg.slots);
+        let len = match &pkt.kind {
+            PacketKind::Ivs { data } => data.len() as u64,
+            _ => return,
+        };
+        let queued = self.nodes[n as usize].slots[s as usize]
+            .held
+            .get(&source)
+            .is_some_and(|q| !q.is_empty());
+        let room = if queued {
+            Ok(false)
+        } else {
+            self.ring_room(n, s, source, len)
+        };
+        match room {
+            Err(code) => self.refuse(pkt, code, t),
+            Ok(true) => self.ring_accept(pkt, source, t),
+            Ok(false) => {
+                self.stats.held += 1;
+                self.nodes[n as usize].slots[s as usize]
+                    .held
+                    .entry(source)
+                    .or_default()
+                    .push_back(Held { pkt, since: t });
+                if let Some(tr) = self.trace.as_mut() {
+                    tr.instant(
+                        "ring full: packet held",
+                        "ring",
+                        n as u32,
+                        s as u32,
+                        t,
+                        &[("source", Arg::U(source as u64))],
+                    );
+                }
+                self.update_status(n, s);
+                self.touch(n, s);
+            }
+        }
+    }
+
+    /// Write the record into the ring and publish it once it is in SO-DIMM.
+    fn ring_accept(&mut self, pkt: Packet, source: usize, t: SimTime) {
+        let (n, s) = (pkt.dst.node, pkt.dst.slot);
+        let PacketKind::Ivs { data } = &pkt.kind else {
+            return;
+        };
+        let len = data.len() as u64;
+        let record = record_len(len);
+        let r = self.ring_state(n, s, source);
+        let pending = self.nodes[n as usize].slots[s as usize]
+            .pending_ring
+            .entry(source)
+            .or_insert(0);
+        let at = r.nwa + *pending;
+        *pending += record;
+        // Copy with wrap-around, zero padding included.
+        let mut rec = data.clone();
+        rec.resize(record as usize, 0);
+        let first = (r.size - r.pos(at)).min(record) as usize;
+        let mem = &mut self.sodimm[n as usize];
+        let p0 = (r.base + r.pos(at)) as usize;
+        mem[p0..p0 + first].copy_from_slice(&rec[..first]);
+        if first < rec.len() {
+            let b = r.base as usize;
+            mem[b..b + rec.len() - first].copy_from_slice(&rec[first..]);
+        }
+        let timing = self.cfg.timing.clone();
+        let dur = timing.cycles(timing.sodimm_latency_cycles)
+            + timing.xfer(record, timing.sodimm_bytes_per_cycle);
+        let (_, end) = self.nodes[n as usize].sodimm_port.reserve(t, dur);
+        let commit = end + timing.cycles(timing.status_write_cycles);
+        let ack = Packet {
+            src: pkt.dst,
+            dst: pkt.src,
+            seq: pkt.seq,
+            gen: pkt.gen,
+            kind: PacketKind::Ack { bytes: len },
+        };
+        self.schedule(
+            commit,
+            Event::RingCommit {
+                node: n,
+                slot: s,
+                source,
+                len,
+                record,
+                ack,
+            },
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ring_commit(
+        &mut self,
+        node: u16,
+        slot: u16,
+        source: usize,
+        _len: u64,
+        record: u64,
+        ack: Packet,
+        t: SimTime,
+    ) {
+        let st = &mut self.nodes[node as usize].slots[slot as usize];
+        if let Some(p) = st.pending_ring.get_mut(&source) {
+            *p = p.saturating_sub(record);
+        }
+        st.rx_accepted += 1;
+        let accepted = st.rx_accepted;
+        let off = Model::ring_offset(slot, source) + llcm::off::RING_NWA;
+        let map = &self.mmio[node as usize];
+        let nwa = map.read_u64(off).unwrap_or(0).wrapping_add(record);
+        let _ = map.write_u64(off, nwa);
+        self.write_ur(node, slot, ur::off::RX_ACCEPTED, accepted);
+        if let Some(tr) = self.trace.as_mut() {
+            let nra = self.mmio[node as usize]
+                .read_u64(Model::ring_offset(slot, source) + llcm::off::RING_NRA)
+                .unwrap_or(0);
+            tr.counter(
+                &format!("ring s{slot}<-src{source}"),
+                node as u32,
+                t,
+                &[("nwa", nwa), ("nra", nra)],
+            );
+        }
+        self.touch(node, slot);
+        self.send(t, ack);
+    }
+
+    /// Accept held packets of `source` that now fit, in arrival order.
+    pub(super) fn drain_held(&mut self, node: u16, slot: u16, source: usize, now: SimTime) {
+        loop {
+            let st = &self.nodes[node as usize].slots[slot as usize];
+            let Some(front) = st.held.get(&source).and_then(|q| q.front()) else {
+                break;
+            };
+            let len = match &front.pkt.kind {
+                PacketKind::Ivs { data } => data.len() as u64,
+                _ => 0,
+            };
+            let since = front.since;
+            let room = self.ring_room(node, slot, source, len);
+            if room == Ok(false) {
+                break;
+            }
+            let Some(held) = self.nodes[node as usize].slots[slot as usize]
+                .held
+                .get_mut(&source)
+                .and_then(|q| q.pop_front())
+            else {
+                break;
+            };
+            let at = now.max(since).max(self.now());
+            match room {
+                Ok(_) => self.ring_accept(held.pkt, source, at),
+                Err(code) => self.refuse(held.pkt, code, at),
+            }
+        }
+        self.update_status(node, slot);
+    }
+}

@@ -1,0 +1,355 @@
+//! Host profiles: what the host side costs (uncached reads, write-combined
+//! bursts, copies, library work) and the device timing, loaded from JSON.
+//!
+//! Two profiles are built in:
+//!
+//! * `p4-2003` — the paper's host (seed 004 Table 1: Pentium 4 2.6 GHz,
+//!   PC1600 DDR, WW write-combining, PW uncachable, DIMMnet-2 FPGA at
+//!   100 MHz, InfiniBand 4X). Calibrated on Table 2; see `docs/CALIBRATION.md`.
+//! * `modern` — a present-day host with the same device, for what-if runs.
+//!
+//! Any other profile is a JSON file with the same fields (unknown fields are
+//! refused, so a typo is an error rather than a silently ignored setting).
+
+use serde::{Deserialize, Serialize};
+
+use fpga_regs::simctl::{HostCost, COST_SLOTS};
+
+use crate::time::SimTime;
+
+/// Host-side costs, in nanoseconds (copies in ns per byte).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCosts {
+    /// One uncached 8-byte load from UR, LLCM or PW.
+    pub uc_read_ns: f64,
+    /// One uncached 8-byte store to UR or LLCM.
+    pub uc_write_ns: f64,
+    /// One write-combined 64-byte burst into WW.
+    pub wc_line_ns: f64,
+    /// Draining write-combining buffers before a doorbell (sfence).
+    pub wc_flush_ns: f64,
+    /// Host memory copy, per byte.
+    pub copy_ns_per_byte: f64,
+    /// One MPI-layer call (entry, argument checks, exit).
+    pub mpi_call_ns: f64,
+    /// One ADI operation (build or parse a control packet, dispatch it).
+    pub adi_op_ns: f64,
+    /// Creating and completing one request.
+    pub request_ns: f64,
+    /// Examining one queue element while matching.
+    pub match_step_ns: f64,
+    /// One progress-engine pass that finds work.
+    pub progress_ns: f64,
+}
+
+/// Device timing, in device cycles unless the name says otherwise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceTiming {
+    /// Controller clock (seed 004 Table 1: 100 MHz).
+    pub clock_mhz: f64,
+    /// Doorbell to decoded descriptor.
+    pub fetch_cycles: u64,
+    /// Command engine work per command after decode.
+    pub exec_cycles: u64,
+    /// WW/PW internal data path, bytes per cycle.
+    pub window_bytes_per_cycle: u64,
+    /// SO-DIMM access latency per contiguous segment.
+    pub sodimm_latency_cycles: u64,
+    /// SO-DIMM bandwidth, bytes per cycle (64-bit DDR at 100 MHz = 16).
+    pub sodimm_bytes_per_cycle: u64,
+    /// Network-side send processing per packet (transport layer in the FPGA).
+    pub nic_tx_cycles: u64,
+    /// Network-side receive processing per packet.
+    pub nic_rx_cycles: u64,
+    /// Link data rate, bytes per cycle (InfiniBand 4X SDR: 8 Gb/s = 10 B per 10 ns).
+    pub link_bytes_per_cycle: u64,
+    /// Link latency: SerDes on both sides plus the cable.
+    pub link_latency_cycles: u64,
+    /// Extra latency through the switch (fabrics of more than two nodes).
+    pub switch_latency_cycles: u64,
+    /// Bytes of link-level framing per packet (InfiniBand LRH+BTH+ICRC+VCRC = 26).
+    pub wire_overhead_bytes: u64,
+    /// Largest packet payload on the wire; longer RVS/RVL transfers are split.
+    pub mtu_bytes: u64,
+    /// Same-node delivery through the controller.
+    pub loopback_cycles: u64,
+    /// Writing a completion entry or a ring pointer into UR/LLCM.
+    pub status_write_cycles: u64,
+}
+
+impl Default for DeviceTiming {
+    fn default() -> Self {
+        DeviceTiming {
+            clock_mhz: 100.0,
+            fetch_cycles: 4,
+            exec_cycles: 2,
+            window_bytes_per_cycle: 16,
+            sodimm_latency_cycles: 8,
+            sodimm_bytes_per_cycle: 16,
+            nic_tx_cycles: 56,
+            nic_rx_cycles: 56,
+            link_bytes_per_cycle: 10,
+            link_latency_cycles: 10,
+            switch_latency_cycles: 20,
+            wire_overhead_bytes: 26,
+            mtu_bytes: 2048,
+            loopback_cycles: 8,
+            status_write_cycles: 2,
+        }
+    }
+}
+
+impl DeviceTiming {
+    /// Length of one device cycle.
+    pub fn cycle(&self) -> SimTime {
+        SimTime::from_ns(1000.0 / self.clock_mhz)
+    }
+
+    /// `n` cycles.
+    pub fn cycles(&self, n: u64) -> SimTime {
+        SimTime(self.cycle().0.saturating_mul(n))
+    }
+
+    /// Cycles to move `bytes` at `per_cycle` bytes per cycle.
+    pub fn xfer(&self, bytes: u64, per_cycle: u64) -> SimTime {
+        self.cycles(bytes.div_ceil(per_cycle.max(1)))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !(self.clock_mhz.is_finite() && self.clock_mhz > 0.0) {
+            return Err("device.clock_mhz must be a positive number".into());
+        }
+        for (name, v) in [
+            ("window_bytes_per_cycle", self.window_bytes_per_cycle),
+            ("sodimm_bytes_per_cycle", self.sodimm_bytes_per_cycle),
+            ("link_bytes_per_cycle", self.link_bytes_per_cycle),
+            ("mtu_bytes", self.mtu_bytes),
+        ] {
+            if v == 0 {
+                return Err(format!("device.{name} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A complete host profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostProfile {
+    /// Short name.
+    pub name: String,
+    /// What host it describes and how it was calibrated.
+    #[serde(default)]
+    pub description: String,
+    /// Host costs.
+    pub host: HostCosts,
+    /// Device timing (defaults to the DIMMnet-2 FPGA prototype).
+    #[serde(default)]
+    pub device: DeviceTiming,
+}
+
+/// Errors loading a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// Neither a built-in name nor a readable file.
+    #[error("no built-in profile named {0:?} and no such file (built-ins: p4-2003, modern)")]
+    NotFound(String),
+    /// The file could not be read.
+    #[error("cannot read profile {path}: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// The JSON is malformed or has unknown/missing fields.
+    #[error("profile {path} is not valid: {source}")]
+    Json {
+        /// File.
+        path: String,
+        /// Parser error.
+        source: serde_json::Error,
+    },
+    /// A value is out of range.
+    #[error("profile {path}: {msg}")]
+    Invalid {
+        /// File or name.
+        path: String,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+impl HostProfile {
+    /// The paper's host (seed 004 Table 1), calibrated on Table 2.
+    ///
+    /// Fitted: `uc_read_ns` on row 4 (VL 128 B = 0.68 us) and
+    /// `nic_tx_cycles = nic_rx_cycles` on row 3 (BOTF/IVS 32 B = 2.04 us);
+    /// `mpi_call_ns`, `adi_op_ns` and `request_ns` on rows 1 and 5. Every
+    /// other value is a hardware fact or an estimate for that machine.
+    pub fn p4_2003() -> HostProfile {
+        HostProfile {
+            name: "p4-2003".into(),
+            description: "Pentium 4 2.6 GHz, VIA VT8751A, PC1600 DDR; DIMMnet-2 FPGA 100 MHz; InfiniBand 4X 2 m (seed 004 Table 1)".into(),
+            host: HostCosts {
+                uc_read_ns: 120.0,
+                uc_write_ns: 25.0,
+                wc_line_ns: 40.0,
+                wc_flush_ns: 30.0,
+                copy_ns_per_byte: 1.0,
+                mpi_call_ns: 300.0,
+                adi_op_ns: 150.0,
+                request_ns: 100.0,
+                match_step_ns: 10.0,
+                progress_ns: 20.0,
+            },
+            device: DeviceTiming::default(),
+        }
+    }
+
+    /// A present-day host driving the same device.
+    pub fn modern() -> HostProfile {
+        HostProfile {
+            name: "modern".into(),
+            description:
+                "present-day x86-64 host (DDR4/DDR5 memory bus) with the same DIMMnet-2 device"
+                    .into(),
+            host: HostCosts {
+                uc_read_ns: 70.0,
+                uc_write_ns: 5.0,
+                wc_line_ns: 6.0,
+                wc_flush_ns: 10.0,
+                copy_ns_per_byte: 0.05,
+                mpi_call_ns: 15.0,
+                adi_op_ns: 10.0,
+                request_ns: 8.0,
+                match_step_ns: 1.0,
+                progress_ns: 3.0,
+            },
+            device: DeviceTiming::default(),
+        }
+    }
+
+    /// Names of the built-in profiles.
+    pub const BUILT_IN: [&'static str; 2] = ["p4-2003", "modern"];
+
+    /// A built-in profile by name.
+    pub fn built_in(name: &str) -> Option<HostProfile> {
+        match name {
+            "p4-2003" => Some(HostProfile::p4_2003()),
+            "modern" => Some(HostProfile::modern()),
+            _ => None,
+        }
+    }
+
+    /// A built-in profile, or else a JSON file.
+    pub fn load(name_or_path: &str) -> Result<HostProfile, ProfileError> {
+        if let Some(p) = HostProfile::built_in(name_or_path) {
+            return Ok(p);
+        }
+        let path = std::path::Path::new(name_or_path);
+        if !path.exists() {
+            return Err(ProfileError::NotFound(name_or_path.into()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: name_or_path.into(),
+            source,
+        })?;
+        let p: HostProfile = serde_json::from_str(&text).map_err(|source| ProfileError::Json {
+            path: name_or_path.into(),
+            source,
+        })?;
+        p.validate().map_err(|msg| ProfileError::Invalid {
+            path: name_or_path.into(),
+            msg,
+        })?;
+        Ok(p)
+    }
+
+    /// Check every value is usable.
+    pub fn validate(&self) -> Result<(), String> {
+        let h = &self.host;
+        for (name, v) in [
+            ("uc_read_ns", h.uc_read_ns),
+            ("uc_write_ns", h.uc_write_ns),
+            ("wc_line_ns", h.wc_line_ns),
+            ("wc_flush_ns", h.wc_flush_ns),
+            ("copy_ns_per_byte", h.copy_ns_per_byte),
+            ("mpi_call_ns", h.mpi_call_ns),
+            ("adi_op_ns", h.adi_op_ns),
+            ("request_ns", h.request_ns),
+            ("match_step_ns", h.match_step_ns),
+            ("progress_ns", h.progress_ns),
+        ] {
+            if !(v.is_finite() && (0.0..1e9).contains(&v)) {
+                return Err(format!(
+                    "host.{name} = {v} must be a finite number of ns in [0, 1e9)"
+                ));
+            }
+        }
+        self.device.validate()
+    }
+
+    /// The cost table written into the control file (ps; copies in fs per byte).
+    pub fn cost_table(&self) -> [u64; COST_SLOTS] {
+        let h = &self.host;
+        let ps = |ns: f64| (ns * 1000.0).round() as u64;
+        let mut t = [0u64; COST_SLOTS];
+        for c in HostCost::ALL {
+            t[*c as usize] = match c {
+                HostCost::UcRead => ps(h.uc_read_ns),
+                HostCost::UcWrite => ps(h.uc_write_ns),
+                HostCost::WcLine => ps(h.wc_line_ns),
+                HostCost::WcFlush => ps(h.wc_flush_ns),
+                HostCost::CopyByte => (h.copy_ns_per_byte * 1e6).round() as u64,
+                HostCost::MpiCall => ps(h.mpi_call_ns),
+                HostCost::AdiOp => ps(h.adi_op_ns),
+                HostCost::Request => ps(h.request_ns),
+                HostCost::MatchStep => ps(h.match_step_ns),
+                HostCost::Progress => ps(h.progress_ns),
+            };
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_validate_and_round_trip_through_json() {
+        for name in HostProfile::BUILT_IN {
+            let p = HostProfile::built_in(name).unwrap();
+            p.validate().unwrap();
+            let json = serde_json::to_string(&p).unwrap();
+            let back: HostProfile = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, p);
+        }
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_refused() {
+        let mut v = serde_json::to_value(HostProfile::modern()).unwrap();
+        v["host"]["uc_raed_ns"] = 1.0.into();
+        assert!(serde_json::from_value::<HostProfile>(v).is_err());
+        let mut p = HostProfile::modern();
+        p.host.uc_read_ns = f64::NAN;
+        assert!(p.validate().is_err());
+        p = HostProfile::modern();
+        p.device.link_bytes_per_cycle = 0;
+        assert!(p.validate().is_err());
+        assert!(matches!(
+            HostProfile::load("no-such-profile"),
+            Err(ProfileError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn one_cycle_is_ten_ns_at_100_mhz() {
+        assert_eq!(DeviceTiming::default().cycle(), SimTime(10_000));
+    }
+}
