@@ -12,9 +12,7 @@ use std::sync::atomic::{fence, Ordering::SeqCst};
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
 use fpga_regs::mmio::Mapping;
 use fpga_regs::simctl::{self, HostCost};
-use fpga_regs::ur::{
-    self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES,
-};
+use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
 use volatile_register::RW;
 
@@ -94,8 +92,8 @@ pub struct Device {
     info: DeviceInfo,
     platform: Platform,
     posted: u64,
-    outstanding: BTreeMap<u64, Opcode>,
-    reaped: BTreeMap<u64, (Opcode, CompletionResult)>,
+    outstanding: BTreeMap<u64, &'static str>,
+    reaped: BTreeMap<u64, (&'static str, CompletionResult)>,
     ww_dirty: bool,
     rings: BTreeMap<usize, RingLocal>,
 }
@@ -118,15 +116,9 @@ impl Device {
     /// Open with options.
     pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Device, DriverError> {
         let path = path.as_ref().to_path_buf();
-        let open_err = |reason: String| DriverError::Open {
-            path: path.display().to_string(),
-            reason,
-        };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| open_err(e.to_string()))?;
+        let open_err = |reason: String| DriverError::Open { path: path.display().to_string(), reason };
+        let file =
+            std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| open_err(e.to_string()))?;
         if opts.slot as usize >= layout::MAX_SLOTS {
             return Err(DriverError::Invalid(format!(
                 "slot {} is beyond the largest slot number {}",
@@ -145,23 +137,12 @@ impl Device {
             }
         }
         let map = |r: Region| {
-            Mapping::map(&file, &path, base + r.offset() as u64, r.size())
-                .map_err(|e| open_err(e.to_string()))
+            Mapping::map(&file, &path, base + r.offset() as u64, r.size()).map_err(|e| open_err(e.to_string()))
         };
-        let (ur_map, llcm, ww, pw) = (
-            map(Region::Ur)?,
-            map(Region::Llcm)?,
-            map(Region::Ww)?,
-            map(Region::Pw)?,
-        );
-        let regs = ur_map
-            .block::<UserRegs>(0)
-            .map_err(|e| open_err(e.to_string()))?;
+        let (ur_map, llcm, ww, pw) = (map(Region::Ur)?, map(Region::Llcm)?, map(Region::Ww)?, map(Region::Pw)?);
+        let regs = ur_map.block::<UserRegs>(0).map_err(|e| open_err(e.to_string()))?;
         let id = regs.id.read();
-        let incompatible = |reason: String| DriverError::Incompatible {
-            path: path.display().to_string(),
-            reason,
-        };
+        let incompatible = |reason: String| DriverError::Incompatible { path: path.display().to_string(), reason };
         if ur::id::MAGIC.get(id) != ur::MAGIC as u64 {
             return Err(incompatible(format!(
                 "bad magic {:#x} in UR ID (expected {:#x})",
@@ -188,10 +169,7 @@ impl Device {
             max_payload: ur::limits::MAX_PAYLOAD.get(regs.limits.read()) as u32,
             version: (major, ur::id::MINOR.get(id) as u16),
         };
-        let sim_dir = path
-            .parent()
-            .map(|p| p.join(simctl::FILE_NAME))
-            .filter(|p| p.exists());
+        let sim_dir = path.parent().map(|p| p.join(simctl::FILE_NAME)).filter(|p| p.exists());
         let platform = match sim_dir {
             Some(ctl) if caps.contains(Caps::SIMULATED) => {
                 let dir = ctl.parent().unwrap_or(Path::new("."));
@@ -245,6 +223,30 @@ impl Device {
         self.platform.charge(cost, n);
     }
 
+    /// Account for `ns` nanoseconds of application work in simulated time
+    /// (no-op on hardware), then let earlier-clocked processes catch up.
+    pub fn compute(&self, ns: f64) -> Result<(), DriverError> {
+        self.platform.advance((ns.max(0.0) * 1000.0) as u64);
+        self.platform.observe()
+    }
+
+    /// Re-synchronise with the device after raw [`Device::poke`]s of
+    /// DOORBELL: wait until every fetched command has ended, then continue
+    /// from the device's fetch count. Outstanding tickets are forgotten.
+    pub fn resync(&mut self) -> Result<(), DriverError> {
+        self.outstanding.clear();
+        self.reaped.clear();
+        let fetched = self.poll(|d| {
+            let fetched = d.read_ur(ur::off::CMD_FETCHED);
+            let done = d.read_ur(ur::off::CMD_COMPLETED);
+            (done == fetched && !d.status().contains(ur::Status::BUSY)).then_some(fetched)
+        })?;
+        self.posted = fetched;
+        let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
+        self.uc_write(&regs.doorbell, fetched);
+        Ok(())
+    }
+
     /// Simulated time in picoseconds (`None` on hardware).
     pub fn now_ps(&self) -> Option<u64> {
         self.platform.now_ps()
@@ -289,9 +291,7 @@ impl Device {
         }
         let lines = (off % 64 + data.len()).div_ceil(64) as u64;
         self.platform.charge(HostCost::WcLine, lines);
-        self.ww
-            .write_bytes(off, data)
-            .map_err(|e| DriverError::Invalid(e.to_string()))?;
+        self.ww.write_bytes(off, data).map_err(|e| DriverError::Invalid(e.to_string()))?;
         self.ww_dirty = true;
         Ok(())
     }
@@ -299,27 +299,20 @@ impl Device {
     /// Read `buf.len()` bytes from PW at `off` (uncached: charged per 8 bytes).
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
-        self.platform
-            .charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
-        self.pw
-            .read_bytes(off, buf)
-            .map_err(|e| DriverError::Invalid(e.to_string()))
+        self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
+        self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     /// Read a 64-bit word of LLCM scratch or ring table (uncached).
     pub fn read_llcm(&self, off: usize) -> Result<u64, DriverError> {
         self.platform.charge(HostCost::UcRead, 1);
-        self.llcm
-            .read_u64(off)
-            .map_err(|e| DriverError::Invalid(e.to_string()))
+        self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     /// Write a 64-bit word of LLCM (uncached).
     pub fn write_llcm(&self, off: usize, v: u64) -> Result<(), DriverError> {
         self.platform.charge(HostCost::UcWrite, 1);
-        self.llcm
-            .write_u64(off, v)
-            .map_err(|e| DriverError::Invalid(e.to_string()))
+        self.llcm.write_u64(off, v).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     /// Raw access to the slot for fuzzing: write `value` at byte `off` of
@@ -332,14 +325,9 @@ impl Device {
             Region::Ww => &self.ww,
             Region::Pw => &self.pw,
         };
-        let cost = if region == Region::Ww {
-            HostCost::WcLine
-        } else {
-            HostCost::UcWrite
-        };
+        let cost = if region == Region::Ww { HostCost::WcLine } else { HostCost::UcWrite };
         self.platform.charge(cost, 1);
-        map.write_u64(off & !7, value)
-            .map_err(|e| DriverError::Invalid(e.to_string()))?;
+        map.write_u64(off & !7, value).map_err(|e| DriverError::Invalid(e.to_string()))?;
         if region == Region::Ur && (off & !7) == ur::off::DOORBELL {
             // Tell the simulator when the (possibly garbage) doorbell was rung.
             let v = value.min(self.posted + CQ_DEPTH as u64);
@@ -359,14 +347,24 @@ impl Device {
             Region::Pw => &self.pw,
         };
         self.platform.charge(HostCost::UcRead, 1);
-        map.read_u64(off & !7)
-            .map_err(|e| DriverError::Invalid(e.to_string()))
+        map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     // ---- commands -----------------------------------------------------------
 
     /// Post a command. Blocks only while all 32 queue entries are in use.
     pub fn submit(&mut self, cmd: &Command) -> Result<Ticket, DriverError> {
+        self.post(cmd.encode(), cmd.opcode().name())
+    }
+
+    /// Post raw descriptor words as they are (for fuzzing the device's
+    /// decoder); the device refuses anything malformed with an error status.
+    pub fn submit_raw(&mut self, words: [u64; 8]) -> Result<Ticket, DriverError> {
+        let name = Opcode::from_raw(words[0] as u8).map_or("RAW", Opcode::name);
+        self.post(words, name)
+    }
+
+    fn post(&mut self, words: [u64; 8], name: &'static str) -> Result<Ticket, DriverError> {
         let seq = self.posted;
         // Entry seq % 32 may be rewritten once command seq - 32 has ended.
         while let Some((&oldest, _)) = self.outstanding.first_key_value() {
@@ -375,14 +373,13 @@ impl Device {
             }
             self.reap_blocking(oldest)?;
         }
-        let words = cmd.encode();
         let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
         let slot = &regs.descriptors[seq as usize % CQ_DEPTH];
         for (reg, w) in slot.words.iter().zip(words) {
             self.uc_write(reg, w);
         }
         self.ring_doorbell(seq + 1);
-        self.outstanding.insert(seq, cmd.opcode());
+        self.outstanding.insert(seq, name);
         self.posted = seq + 1;
         Ok(Ticket(seq))
     }
@@ -416,13 +413,10 @@ impl Device {
         Ok(())
     }
 
-    fn finish(seq: u64, op: Opcode, r: CompletionResult) -> Result<Completion, DriverError> {
+    fn finish(seq: u64, op: &'static str, r: CompletionResult) -> Result<Completion, DriverError> {
         match ErrorCode::from_raw(r.status) {
-            Some(ErrorCode::Ok) => Ok(Completion {
-                seq,
-                bytes: r.bytes,
-            }),
-            Some(code) => Err(DriverError::device(op, seq, code)),
+            Some(ErrorCode::Ok) => Ok(Completion { seq, bytes: r.bytes }),
+            Some(code) => Err(DriverError::Device { op, seq, code }),
             None => Err(DriverError::UnknownStatus { seq, raw: r.status }),
         }
     }
@@ -492,11 +486,8 @@ impl Device {
         self.platform.charge(HostCost::UcRead, 1);
         ErrorStatus {
             count,
-            last: (count > 0)
-                .then(|| ErrorCode::from_raw(ur::last_error::CODE.get(last) as u16))
-                .flatten(),
-            last_seq: (ur::last_error::HAS_SEQ.get(last) == 1)
-                .then_some(ur::last_error::SEQ.get(last) as u32),
+            last: (count > 0).then(|| ErrorCode::from_raw(ur::last_error::CODE.get(last) as u16)).flatten(),
+            last_seq: (ur::last_error::HAS_SEQ.get(last) == 1).then_some(ur::last_error::SEQ.get(last) as u32),
             unacknowledged: count.saturating_sub(ack),
         }
     }
@@ -523,35 +514,22 @@ impl Device {
 
     /// Let remote RVS (`REMOTE_WRITE`) / RVL (`REMOTE_READ`) touch
     /// `[base, base+size)` of this slot's partition, in exposure entry `index`.
-    pub fn expose(
-        &self,
-        index: usize,
-        base: u64,
-        size: u32,
-        perm: ExposePerm,
-    ) -> Result<(), DriverError> {
+    pub fn expose(&self, index: usize, base: u64, size: u32, perm: ExposePerm) -> Result<(), DriverError> {
         if index >= EXPOSE_ENTRIES {
-            return Err(DriverError::Invalid(format!(
-                "exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})"
-            )));
+            return Err(DriverError::Invalid(format!("exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})")));
         }
         self.check_partition(base, size as u64)?;
         let e = &self.regs().expose[index];
         self.uc_write(&e.size_perm, 0);
         self.uc_write(&e.base, base);
-        self.uc_write(
-            &e.size_perm,
-            ur::expose::PERM.set(ur::expose::SIZE.set(0, size as u64), perm.bits()),
-        );
+        self.uc_write(&e.size_perm, ur::expose::PERM.set(ur::expose::SIZE.set(0, size as u64), perm.bits()));
         Ok(())
     }
 
     /// Withdraw exposure entry `index`.
     pub fn unexpose(&self, index: usize) -> Result<(), DriverError> {
         if index >= EXPOSE_ENTRIES {
-            return Err(DriverError::Invalid(format!(
-                "exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})"
-            )));
+            return Err(DriverError::Invalid(format!("exposure entry {index} does not exist (0..{EXPOSE_ENTRIES})")));
         }
         self.uc_write(&self.regs().expose[index].size_perm, 0);
         Ok(())
@@ -585,10 +563,7 @@ impl Device {
     /// `[base, base+size)` of this slot's SO-DIMM (seed 004 §2, IPUSH).
     pub fn ring_setup(&mut self, src: Peer, base: u64, size: u32) -> Result<(), DriverError> {
         let idx = self.source_index(src)?;
-        if size == 0
-            || size as u64 % fpga_regs::llcm::RING_ALIGN != 0
-            || base % fpga_regs::llcm::RING_ALIGN != 0
-        {
+        if size == 0 || size as u64 % fpga_regs::llcm::RING_ALIGN != 0 || base % fpga_regs::llcm::RING_ALIGN != 0 {
             return Err(DriverError::Invalid(format!(
                 "ring base {base:#x} and size {size} must be non-zero multiples of 8"
             )));
@@ -601,14 +576,7 @@ impl Device {
         self.write_llcm(e + off::RING_NRA, 0)?;
         self.write_llcm(e + off::RING_BASE, base)?;
         self.write_llcm(e + off::RING_SIZE_CTRL, RingState::size_ctrl(size, true))?;
-        self.rings.insert(
-            idx,
-            RingLocal {
-                base,
-                size: size as u64,
-                nra: 0,
-            },
-        );
+        self.rings.insert(idx, RingLocal { base, size: size as u64, nra: 0 });
         Ok(())
     }
 
@@ -623,20 +591,13 @@ impl Device {
     /// Bytes appended to `src`'s ring and not yet consumed (one uncached read of NWA).
     pub fn ring_available(&self, src: Peer) -> Result<u64, DriverError> {
         let (idx, r) = self.ring(src)?;
-        let nwa =
-            self.read_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA)?;
+        let nwa = self.read_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA)?;
         Ok(nwa.wrapping_sub(r.nra).min(r.size))
     }
 
     /// Copy `len` ring bytes starting `skip` bytes past NRA into PW at
     /// `pw_off` with VL (two VLs when the range wraps). Does not consume.
-    pub fn ring_load(
-        &mut self,
-        src: Peer,
-        skip: u64,
-        len: u64,
-        pw_off: u32,
-    ) -> Result<(), DriverError> {
+    pub fn ring_load(&mut self, src: Peer, skip: u64, len: u64, pw_off: u32) -> Result<(), DriverError> {
         let (_, r) = self.ring(src)?;
         if len == 0 {
             return Ok(());
@@ -651,20 +612,11 @@ impl Device {
         let first = (r.size - pos).min(len);
         let (base, size) = (r.base, r.size);
         let _ = size;
-        let cmd1 = Command::Vl {
-            src: fpga_regs::Pattern::Contiguous {
-                addr: base + pos,
-                len: first as u32,
-            },
-            pw_off,
-        };
+        let cmd1 = Command::Vl { src: fpga_regs::Pattern::Contiguous { addr: base + pos, len: first as u32 }, pw_off };
         let t1 = self.submit(&cmd1)?;
         let t2 = if first < len {
             let cmd2 = Command::Vl {
-                src: fpga_regs::Pattern::Contiguous {
-                    addr: base,
-                    len: (len - first) as u32,
-                },
+                src: fpga_regs::Pattern::Contiguous { addr: base, len: (len - first) as u32 },
                 pw_off: pw_off + first as u32,
             };
             Some(self.submit(&cmd2)?)
@@ -681,16 +633,10 @@ impl Device {
     /// Advance `src`'s NRA by `bytes` (rounded up to the 8-byte record alignment).
     pub fn ring_consume(&mut self, src: Peer, bytes: u64) -> Result<(), DriverError> {
         let idx = self.source_index(src)?;
-        let r = self
-            .rings
-            .get_mut(&idx)
-            .ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))?;
+        let r = self.rings.get_mut(&idx).ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))?;
         r.nra += fpga_regs::llcm::record_len(bytes);
         let nra = r.nra;
-        self.write_llcm(
-            fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NRA,
-            nra,
-        )
+        self.write_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NRA, nra)
     }
 
     /// The host's NRA for `src`'s ring.
@@ -708,9 +654,7 @@ impl Device {
 
 fn check_range(what: &str, off: usize, len: usize, size: usize) -> Result<(), DriverError> {
     if off.checked_add(len).is_none_or(|e| e > size) {
-        return Err(DriverError::Invalid(format!(
-            "{what} range {off:#x}+{len:#x} exceeds the {size}-byte window"
-        )));
+        return Err(DriverError::Invalid(format!("{what} range {off:#x}+{len:#x} exceeds the {size}-byte window")));
     }
     Ok(())
 }

@@ -44,9 +44,7 @@ pub enum DriverError {
         code: ErrorCode,
     },
     /// The device reported a status value no version of the map defines.
-    #[error(
-        "command #{seq} completed with unknown status {raw}; is the driver older than the device?"
-    )]
+    #[error("command #{seq} completed with unknown status {raw}; is the driver older than the device?")]
     UnknownStatus {
         /// Sequence number.
         seq: u64,
@@ -67,10 +65,14 @@ pub enum DriverError {
 impl DriverError {
     /// Convenience constructor for refusals.
     pub fn device(op: Opcode, seq: u64, code: ErrorCode) -> DriverError {
-        DriverError::Device {
-            op: op.name(),
-            seq,
-            code,
+        DriverError::Device { op: op.name(), seq, code }
+    }
+
+    /// The device's error code, if the device refused a command.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            DriverError::Device { code, .. } => Some(*code),
+            _ => None,
         }
     }
 }

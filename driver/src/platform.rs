@@ -41,10 +41,7 @@ pub struct Hardware {
 impl Hardware {
     /// A hardware platform with the default wait timeout.
     pub fn new() -> Hardware {
-        Hardware {
-            wait_started: Cell::new(None),
-            timeout: HW_WAIT_TIMEOUT,
-        }
+        Hardware { wait_started: Cell::new(None), timeout: HW_WAIT_TIMEOUT }
     }
 }
 
@@ -60,6 +57,14 @@ impl Platform {
     pub fn charge(&self, cost: HostCost, n: u64) {
         if let Platform::Simulated(a) = self {
             a.charge(cost, n);
+        }
+    }
+
+    /// Advance the simulated clock by `ps` picoseconds of host work that is
+    /// not modelled otherwise (application computation). No-op on hardware.
+    pub fn advance(&self, ps: u64) {
+        if let Platform::Simulated(a) = self {
+            a.clock.set(a.clock.get() + ps);
         }
     }
 
@@ -156,22 +161,12 @@ impl SimActor {
     /// Attach to the simulator whose control file is in `dir`, driving
     /// `(node, slot)`. With `index`, take that actor record (e.g. the MPI
     /// rank) so the schedule does not depend on start-up order.
-    pub fn attach(
-        dir: &Path,
-        node: u16,
-        slot: u16,
-        index: Option<u32>,
-    ) -> Result<SimActor, DriverError> {
+    pub fn attach(dir: &Path, node: u16, slot: u16, index: Option<u32>) -> Result<SimActor, DriverError> {
         let path = dir.join(simctl::FILE_NAME);
-        let ctl = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS))
-            .map_err(|e| gone(&e.to_string()))?;
+        let ctl = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS)).map_err(|e| gone(&e.to_string()))?;
         let deadline = Instant::now() + ATTACH_TIMEOUT;
-        let header = ctl
-            .block::<CtlHeader>(0)
-            .map_err(|e| gone(&e.to_string()))?;
-        while header.magic.load(SeqCst) != simctl::MAGIC
-            || header.flags.load(SeqCst) & simctl::flags::READY == 0
-        {
+        let header = ctl.block::<CtlHeader>(0).map_err(|e| gone(&e.to_string()))?;
+        while header.magic.load(SeqCst) != simctl::MAGIC || header.flags.load(SeqCst) & simctl::flags::READY == 0 {
             if Instant::now() > deadline {
                 return Err(gone("the control file never became ready"));
             }
@@ -198,41 +193,25 @@ impl SimActor {
 
         // Claim a record under the attach lock.
         let me = std::process::id();
-        while header
-            .attach_lock
-            .compare_exchange(0, me, SeqCst, SeqCst)
-            .is_err()
-        {
+        while header.attach_lock.compare_exchange(0, me, SeqCst, SeqCst).is_err() {
             let holder = header.attach_lock.load(SeqCst);
             if holder != 0 && !model_alive(holder) {
-                let _ = header
-                    .attach_lock
-                    .compare_exchange(holder, 0, SeqCst, SeqCst);
+                let _ = header.attach_lock.compare_exchange(holder, 0, SeqCst, SeqCst);
             }
             if Instant::now() > deadline {
                 return Err(gone("could not take the attach lock"));
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        let claimable = |r: &ActorRecord| {
-            matches!(
-                r.state.load(SeqCst),
-                state::FREE | state::EXITED | state::DEAD
-            )
-        };
+        let claimable = |r: &ActorRecord| matches!(r.state.load(SeqCst), state::FREE | state::EXITED | state::DEAD);
         let chosen = match index {
             Some(i) if (i as usize) < MAX_ACTORS => {
-                let r = ctl
-                    .block::<ActorRecord>(simctl::actor_offset(i as usize))
-                    .map_err(|e| gone(&e.to_string()))?;
+                let r = ctl.block::<ActorRecord>(simctl::actor_offset(i as usize)).map_err(|e| gone(&e.to_string()))?;
                 claimable(r).then_some(i as usize)
             }
             Some(_) => None,
-            None => (0..MAX_ACTORS).find(|&i| {
-                ctl.block::<ActorRecord>(simctl::actor_offset(i))
-                    .map(claimable)
-                    .unwrap_or(false)
-            }),
+            None => (0..MAX_ACTORS)
+                .find(|&i| ctl.block::<ActorRecord>(simctl::actor_offset(i)).map(claimable).unwrap_or(false)),
         };
         let Some(idx) = chosen else {
             header.attach_lock.store(0, SeqCst);
@@ -241,9 +220,7 @@ impl SimActor {
                 None => "no free actor record".into(),
             }));
         };
-        let rec = ctl
-            .block::<ActorRecord>(simctl::actor_offset(idx))
-            .map_err(|e| gone(&e.to_string()))?;
+        let rec = ctl.block::<ActorRecord>(simctl::actor_offset(idx)).map_err(|e| gone(&e.to_string()))?;
         rec.node.store(node as u32, SeqCst);
         rec.slot.store(slot as u32, SeqCst);
         rec.pid.store(me, SeqCst);
@@ -275,9 +252,7 @@ impl SimActor {
     }
 
     fn record(&self) -> &ActorRecord {
-        self.ctl
-            .block::<ActorRecord>(simctl::actor_offset(self.index))
-            .expect("mapped at attach")
+        self.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).expect("mapped at attach")
     }
 
     /// Name of the host profile the simulator uses.
@@ -303,11 +278,7 @@ impl SimActor {
     #[inline]
     fn charge(&self, cost: HostCost, n: u64) {
         let per = self.costs[cost as usize];
-        let add = if cost == HostCost::CopyByte {
-            (per * n).div_ceil(1000)
-        } else {
-            per * n
-        };
+        let add = if cost == HostCost::CopyByte { (per * n).div_ceil(1000) } else { per * n };
         self.clock.set(self.clock.get() + add);
     }
 
@@ -354,13 +325,7 @@ impl SimActor {
         let header = self.header();
         let rec = self.record();
         loop {
-            if handoff::wait_change(
-                &rec.go,
-                &rec.sleeping,
-                go,
-                handoff::SPIN,
-                Some(Duration::from_millis(250)),
-            ) {
+            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN, Some(Duration::from_millis(250))) {
                 break;
             }
             if !model_alive(header.model_pid.load(SeqCst)) {
@@ -378,9 +343,7 @@ impl SimActor {
             }
             result::REFUSED => {
                 self.detached.set(true);
-                Err(DriverError::AttachRefused(simctl::load_str(
-                    &header.message,
-                )))
+                Err(DriverError::AttachRefused(simctl::load_str(&header.message)))
             }
             other => Err(gone(&format!("unknown scheduler result {other}"))),
         }

@@ -57,14 +57,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// All opcodes.
-    pub const ALL: [Opcode; 6] = [
-        Opcode::Vl,
-        Opcode::Vs,
-        Opcode::Rvl,
-        Opcode::Rvs,
-        Opcode::Ivs,
-        Opcode::Botf,
-    ];
+    pub const ALL: [Opcode; 6] = [Opcode::Vl, Opcode::Vs, Opcode::Rvl, Opcode::Rvs, Opcode::Ivs, Opcode::Botf];
 
     /// Decode a raw opcode.
     pub fn from_raw(raw: u8) -> Option<Opcode> {
@@ -116,12 +109,8 @@ pub enum VectorMode {
 
 impl VectorMode {
     /// All modes.
-    pub const ALL: [VectorMode; 4] = [
-        VectorMode::Contiguous,
-        VectorMode::Stride,
-        VectorMode::List,
-        VectorMode::PackedList,
-    ];
+    pub const ALL: [VectorMode; 4] =
+        [VectorMode::Contiguous, VectorMode::Stride, VectorMode::List, VectorMode::PackedList];
 
     /// Decode a raw mode.
     pub fn from_raw(raw: u8) -> Option<VectorMode> {
@@ -245,21 +234,15 @@ impl Pattern {
     pub fn count(&self) -> u32 {
         match *self {
             Pattern::Contiguous { .. } => 1,
-            Pattern::Stride { count, .. }
-            | Pattern::List { count, .. }
-            | Pattern::PackedList { count, .. } => count,
+            Pattern::Stride { count, .. } | Pattern::List { count, .. } | Pattern::PackedList { count, .. } => count,
         }
     }
 
     /// WW range holding the index list, if the mode has one.
     pub fn list_range(&self) -> Option<(u32, usize)> {
         match *self {
-            Pattern::List {
-                count, list_off, ..
-            } => Some((list_off, count as usize * 4)),
-            Pattern::PackedList {
-                count, list_off, ..
-            } => Some((list_off, count as usize * 8)),
+            Pattern::List { count, list_off, .. } => Some((list_off, count as usize * 4)),
+            Pattern::PackedList { count, list_off, .. } => Some((list_off, count as usize * 8)),
             _ => None,
         }
     }
@@ -268,9 +251,7 @@ impl Pattern {
     pub fn fixed_len(&self) -> Option<u64> {
         match *self {
             Pattern::Contiguous { len, .. } => Some(len as u64),
-            Pattern::Stride { elem, count, .. } | Pattern::List { elem, count, .. } => {
-                Some(elem as u64 * count as u64)
-            }
+            Pattern::Stride { elem, count, .. } | Pattern::List { elem, count, .. } => Some(elem as u64 * count as u64),
             Pattern::PackedList { .. } => None,
         }
     }
@@ -283,22 +264,13 @@ impl Pattern {
         let mut out = Vec::with_capacity(self.count().min(4096) as usize);
         match *self {
             Pattern::Contiguous { addr, len } => out.push((addr, len)),
-            Pattern::Stride {
-                addr,
-                elem,
-                stride,
-                count,
-            } => {
+            Pattern::Stride { addr, elem, stride, count } => {
                 for i in 0..count as u64 {
-                    let a = addr
-                        .checked_add(i * stride as u64)
-                        .ok_or(ErrorCode::ListRange)?;
+                    let a = addr.checked_add(i * stride as u64).ok_or(ErrorCode::ListRange)?;
                     out.push((a, elem));
                 }
             }
-            Pattern::List {
-                base, elem, count, ..
-            } => {
+            Pattern::List { base, elem, count, .. } => {
                 let need = count as usize * 4;
                 let bytes = list.get(..need).ok_or(ErrorCode::ListRange)?;
                 for e in bytes.chunks_exact(4) {
@@ -406,19 +378,9 @@ pub mod fields {
     /// Slot.
     pub const SLOT: Field = field!("slot", 48, 16, "remote slot (RVL, RVS, IVS)");
     /// Length / element size.
-    pub const LEN: Field = field!(
-        "len_or_elem",
-        0,
-        32,
-        "contiguous length, or element size (stride, list)"
-    );
+    pub const LEN: Field = field!("len_or_elem", 0, 32, "contiguous length, or element size (stride, list)");
     /// Window offset.
-    pub const WINDOW_OFF: Field = field!(
-        "window_off",
-        32,
-        32,
-        "PW offset (VL, RVL) or WW offset (VS, RVS, BOTF)"
-    );
+    pub const WINDOW_OFF: Field = field!("window_off", 32, 32, "PW offset (VL, RVL) or WW offset (VS, RVS, BOTF)");
     /// Base address.
     pub const ADDR: Field = field!("addr", 0, 64, "pattern base address");
     /// Count.
@@ -426,41 +388,17 @@ pub mod fields {
     /// Stride.
     pub const STRIDE: Field = field!("stride", 32, 32, "stride in bytes (stride)");
     /// List offset.
-    pub const LIST_OFF: Field = field!(
-        "list_off",
-        0,
-        32,
-        "WW offset of the index list (list, packed list)"
-    );
+    pub const LIST_OFF: Field = field!("list_off", 0, 32, "WW offset of the index list (list, packed list)");
     /// Near SO-DIMM address.
-    pub const NEAR_ADDR: Field =
-        field!("near_addr", 0, 64, "local SO-DIMM address when NEAR_SODIMM");
+    pub const NEAR_ADDR: Field = field!("near_addr", 0, 64, "local SO-DIMM address when NEAR_SODIMM");
     /// Word layouts.
     pub const WORDS: &[Word] = &[
-        Word {
-            index: 0,
-            fields: &[OPCODE, MODE, FLAGS, NODE, SLOT],
-        },
-        Word {
-            index: 1,
-            fields: &[LEN, WINDOW_OFF],
-        },
-        Word {
-            index: 2,
-            fields: &[ADDR],
-        },
-        Word {
-            index: 3,
-            fields: &[COUNT, STRIDE],
-        },
-        Word {
-            index: 4,
-            fields: &[LIST_OFF],
-        },
-        Word {
-            index: 5,
-            fields: &[NEAR_ADDR],
-        },
+        Word { index: 0, fields: &[OPCODE, MODE, FLAGS, NODE, SLOT] },
+        Word { index: 1, fields: &[LEN, WINDOW_OFF] },
+        Word { index: 2, fields: &[ADDR] },
+        Word { index: 3, fields: &[COUNT, STRIDE] },
+        Word { index: 4, fields: &[LIST_OFF] },
+        Word { index: 5, fields: &[NEAR_ADDR] },
     ];
 }
 
@@ -497,9 +435,7 @@ impl Command {
     /// The pattern the command carries, if any.
     pub fn pattern(&self) -> Option<&Pattern> {
         match self {
-            Command::Vl { src, .. } | Command::Rvl { src, .. } | Command::Ivs { src, .. } => {
-                Some(src)
-            }
+            Command::Vl { src, .. } | Command::Rvl { src, .. } | Command::Ivs { src, .. } => Some(src),
             Command::Vs { dst, .. } | Command::Rvs { dst, .. } => Some(dst),
             Command::Botf { .. } => None,
         }
@@ -526,10 +462,7 @@ impl Command {
                 return w;
             }
         };
-        let pattern = self
-            .pattern()
-            .copied()
-            .unwrap_or(Pattern::Contiguous { addr: 0, len: 0 });
+        let pattern = self.pattern().copied().unwrap_or(Pattern::Contiguous { addr: 0, len: 0 });
         let mut w0 = fields::OPCODE.set(0, self.opcode() as u64);
         w0 = fields::MODE.set(w0, pattern.mode() as u64);
         w0 = fields::FLAGS.set(w0, flags.bits() as u64);
@@ -540,21 +473,9 @@ impl Command {
         w[0] = w0;
         let (len_or_elem, count, stride, list_off) = match pattern {
             Pattern::Contiguous { len, .. } => (len, 0, 0, 0),
-            Pattern::Stride {
-                elem,
-                stride,
-                count,
-                ..
-            } => (elem, count, stride, 0),
-            Pattern::List {
-                elem,
-                count,
-                list_off,
-                ..
-            } => (elem, count, 0, list_off),
-            Pattern::PackedList {
-                count, list_off, ..
-            } => (0, count, 0, list_off),
+            Pattern::Stride { elem, stride, count, .. } => (elem, count, stride, 0),
+            Pattern::List { elem, count, list_off, .. } => (elem, count, 0, list_off),
+            Pattern::PackedList { count, list_off, .. } => (0, count, 0, list_off),
         };
         w[1] = fields::WINDOW_OFF.set(fields::LEN.set(0, len_or_elem as u64), window_off as u64);
         w[2] = pattern.base();
@@ -565,17 +486,14 @@ impl Command {
 
     /// Decode descriptor words, refusing anything malformed.
     pub fn decode(w: &Descriptor) -> Result<Command, DescError> {
-        let op = Opcode::from_raw(fields::OPCODE.get(w[0]) as u8)
-            .ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=6"))?;
-        let mode = VectorMode::from_raw(fields::MODE.get(w[0]) as u8)
-            .ok_or(bad(ErrorCode::BadMode, "mode is not 0..=3"))?;
+        let op =
+            Opcode::from_raw(fields::OPCODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=6"))?;
+        let mode =
+            VectorMode::from_raw(fields::MODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadMode, "mode is not 0..=3"))?;
         let flags = DescFlags::from_bits(fields::FLAGS.get(w[0]) as u16)
             .ok_or(bad(ErrorCode::ReservedBits, "unknown flag bits"))?;
         if fields::LIST_OFF.get(w[4]) != w[4] || w[6] != 0 || w[7] != 0 {
-            return Err(bad(
-                ErrorCode::ReservedBits,
-                "words 4[63:32], 6 and 7 must be zero",
-            ));
+            return Err(bad(ErrorCode::ReservedBits, "words 4[63:32], 6 and 7 must be zero"));
         }
         let peer = Peer::new(fields::NODE.get(w[0]) as u16, fields::SLOT.get(w[0]) as u16);
         let window_off = fields::WINDOW_OFF.get(w[1]) as u32;
@@ -595,26 +513,17 @@ impl Command {
             if w[2] != 0 || w[3] != 0 || w[4] != 0 {
                 return Err(bad(ErrorCode::ReservedBits, "BOTF: words 2-4 must be zero"));
             }
-            return Ok(Command::Botf {
-                ww_off: window_off,
-                len: fields::LEN.get(w[1]) as u32,
-            });
+            return Ok(Command::Botf { ww_off: window_off, len: fields::LEN.get(w[1]) as u32 });
         }
         let pattern = decode_pattern(mode, w)?;
         let near_of = |w5: u64| -> Result<Near, DescError> {
             if near_sodimm {
                 if window_off != 0 {
-                    return Err(bad(
-                        ErrorCode::ReservedBits,
-                        "window offset must be zero with NEAR_SODIMM",
-                    ));
+                    return Err(bad(ErrorCode::ReservedBits, "window offset must be zero with NEAR_SODIMM"));
                 }
                 Ok(Near::SoDimm(w5))
             } else if w5 != 0 {
-                Err(bad(
-                    ErrorCode::ReservedBits,
-                    "word 5 must be zero without NEAR_SODIMM",
-                ))
+                Err(bad(ErrorCode::ReservedBits, "word 5 must be zero without NEAR_SODIMM"))
             } else {
                 Ok(Near::Window(window_off))
             }
@@ -622,45 +531,20 @@ impl Command {
         Ok(match op {
             Opcode::Vl => {
                 local_only("VL: node, slot, flags and word 5 must be zero")?;
-                Command::Vl {
-                    src: pattern,
-                    pw_off: window_off,
-                }
+                Command::Vl { src: pattern, pw_off: window_off }
             }
             Opcode::Vs => {
                 local_only("VS: node, slot, flags and word 5 must be zero")?;
-                Command::Vs {
-                    ww_off: window_off,
-                    dst: pattern,
-                }
+                Command::Vs { ww_off: window_off, dst: pattern }
             }
-            Opcode::Rvl => Command::Rvl {
-                peer,
-                src: pattern,
-                dst: near_of(w[5])?,
-            },
-            Opcode::Rvs => Command::Rvs {
-                peer,
-                src: near_of(w[5])?,
-                dst: pattern,
-            },
+            Opcode::Rvl => Command::Rvl { peer, src: pattern, dst: near_of(w[5])? },
+            Opcode::Rvs => Command::Rvs { peer, src: near_of(w[5])?, dst: pattern },
             Opcode::Ivs => {
                 if window_off != 0 || w[5] != 0 {
-                    return Err(bad(
-                        ErrorCode::ReservedBits,
-                        "IVS: window offset and word 5 must be zero",
-                    ));
+                    return Err(bad(ErrorCode::ReservedBits, "IVS: window offset and word 5 must be zero"));
                 }
-                let space = if near_sodimm {
-                    Space::SoDimm
-                } else {
-                    Space::Window
-                };
-                Command::Ivs {
-                    peer,
-                    space,
-                    src: pattern,
-                }
+                let space = if near_sodimm { Space::SoDimm } else { Space::Window };
+                Command::Ivs { peer, space, src: pattern }
             }
             Opcode::Botf => unreachable!("handled above"),
         })
@@ -693,40 +577,20 @@ fn decode_pattern(mode: VectorMode, w: &Descriptor) -> Result<Pattern, DescError
     };
     Ok(match mode {
         VectorMode::Contiguous => {
-            zero(
-                count == 0 && stride == 0 && list_off == 0,
-                "contiguous: count, stride and list offset must be zero",
-            )?;
+            zero(count == 0 && stride == 0 && list_off == 0, "contiguous: count, stride and list offset must be zero")?;
             Pattern::Contiguous { addr, len }
         }
         VectorMode::Stride => {
             zero(list_off == 0, "stride: list offset must be zero")?;
-            Pattern::Stride {
-                addr,
-                elem: len,
-                stride,
-                count,
-            }
+            Pattern::Stride { addr, elem: len, stride, count }
         }
         VectorMode::List => {
             zero(stride == 0, "list: stride must be zero")?;
-            Pattern::List {
-                base: addr,
-                elem: len,
-                count,
-                list_off,
-            }
+            Pattern::List { base: addr, elem: len, count, list_off }
         }
         VectorMode::PackedList => {
-            zero(
-                stride == 0 && len == 0,
-                "packed list: stride and element size must be zero",
-            )?;
-            Pattern::PackedList {
-                base: addr,
-                count,
-                list_off,
-            }
+            zero(stride == 0 && len == 0, "packed list: stride and element size must be zero")?;
+            Pattern::PackedList { base: addr, count, list_off }
         }
     })
 }
@@ -739,11 +603,7 @@ pub fn opcode_enum() -> EnumInfo {
         bitflags: false,
         values: Opcode::ALL
             .iter()
-            .map(|o| EnumValue {
-                name: o.name().to_string(),
-                value: *o as u64,
-                doc: o.doc().to_string(),
-            })
+            .map(|o| EnumValue { name: o.name().to_string(), value: *o as u64, doc: o.doc().to_string() })
             .collect(),
     }
 }
@@ -756,11 +616,7 @@ pub fn mode_enum() -> EnumInfo {
         bitflags: false,
         values: VectorMode::ALL
             .iter()
-            .map(|m| EnumValue {
-                name: format!("{m:?}").to_uppercase(),
-                value: *m as u64,
-                doc: m.doc().to_string(),
-            })
+            .map(|m| EnumValue { name: format!("{m:?}").to_uppercase(), value: *m as u64, doc: m.doc().to_string() })
             .collect(),
     }
 }
@@ -787,29 +643,12 @@ mod tests {
     pub(crate) fn pattern() -> impl Strategy<Value = Pattern> {
         prop_oneof![
             (any::<u64>(), any::<u32>()).prop_map(|(addr, len)| Pattern::Contiguous { addr, len }),
-            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(
-                |(addr, elem, stride, count)| Pattern::Stride {
-                    addr,
-                    elem,
-                    stride,
-                    count
-                }
-            ),
-            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(
-                |(base, elem, count, list_off)| Pattern::List {
-                    base,
-                    elem,
-                    count,
-                    list_off
-                }
-            ),
-            (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(base, count, list_off)| {
-                Pattern::PackedList {
-                    base,
-                    count,
-                    list_off,
-                }
-            }),
+            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>())
+                .prop_map(|(addr, elem, stride, count)| Pattern::Stride { addr, elem, stride, count }),
+            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>())
+                .prop_map(|(base, elem, count, list_off)| Pattern::List { base, elem, count, list_off }),
+            (any::<u64>(), any::<u32>(), any::<u32>())
+                .prop_map(|(base, count, list_off)| { Pattern::PackedList { base, count, list_off } }),
         ]
     }
 
@@ -818,26 +657,15 @@ mod tests {
     }
 
     fn near() -> impl Strategy<Value = Near> {
-        prop_oneof![
-            any::<u32>().prop_map(Near::Window),
-            any::<u64>().prop_map(Near::SoDimm)
-        ]
+        prop_oneof![any::<u32>().prop_map(Near::Window), any::<u64>().prop_map(Near::SoDimm)]
     }
 
     pub(crate) fn command() -> impl Strategy<Value = Command> {
         prop_oneof![
             (pattern(), any::<u32>()).prop_map(|(src, pw_off)| Command::Vl { src, pw_off }),
             (any::<u32>(), pattern()).prop_map(|(ww_off, dst)| Command::Vs { ww_off, dst }),
-            (peer(), pattern(), near()).prop_map(|(peer, src, dst)| Command::Rvl {
-                peer,
-                src,
-                dst
-            }),
-            (peer(), near(), pattern()).prop_map(|(peer, src, dst)| Command::Rvs {
-                peer,
-                src,
-                dst
-            }),
+            (peer(), pattern(), near()).prop_map(|(peer, src, dst)| Command::Rvl { peer, src, dst }),
+            (peer(), near(), pattern()).prop_map(|(peer, src, dst)| Command::Rvs { peer, src, dst }),
             (peer(), any::<bool>(), pattern()).prop_map(|(peer, s, src)| Command::Ivs {
                 peer,
                 space: if s { Space::SoDimm } else { Space::Window },
@@ -865,20 +693,10 @@ mod tests {
 
     #[test]
     fn malformed_descriptors_are_refused() {
-        let mut w = Command::Vl {
-            src: Pattern::Contiguous { addr: 0, len: 8 },
-            pw_off: 0,
-        }
-        .encode();
-        assert_eq!(
-            Command::decode(&[0; 8]).unwrap_err().code,
-            ErrorCode::BadOpcode
-        );
+        let mut w = Command::Vl { src: Pattern::Contiguous { addr: 0, len: 8 }, pw_off: 0 }.encode();
+        assert_eq!(Command::decode(&[0; 8]).unwrap_err().code, ErrorCode::BadOpcode);
         w[7] = 1;
-        assert_eq!(
-            Command::decode(&w).unwrap_err().code,
-            ErrorCode::ReservedBits
-        );
+        assert_eq!(Command::decode(&w).unwrap_err().code, ErrorCode::ReservedBits);
         let mut b = Command::Botf { ww_off: 0, len: 64 }.encode();
         b[0] = fields::MODE.set(b[0], VectorMode::Stride as u64);
         assert_eq!(Command::decode(&b).unwrap_err().code, ErrorCode::BadMode);
@@ -886,33 +704,16 @@ mod tests {
 
     #[test]
     fn segments_follow_the_modes() {
-        let s = Pattern::Stride {
-            addr: 100,
-            elem: 4,
-            stride: 16,
-            count: 3,
-        };
+        let s = Pattern::Stride { addr: 100, elem: 4, stride: 16, count: 3 };
         assert_eq!(s.segments(&[]).unwrap(), vec![(100, 4), (116, 4), (132, 4)]);
         let list: Vec<u8> = [8u32, 0, 40].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let l = Pattern::List {
-            base: 1000,
-            elem: 2,
-            count: 3,
-            list_off: 0,
-        };
-        assert_eq!(
-            l.segments(&list).unwrap(),
-            vec![(1008, 2), (1000, 2), (1040, 2)]
-        );
+        let l = Pattern::List { base: 1000, elem: 2, count: 3, list_off: 0 };
+        assert_eq!(l.segments(&list).unwrap(), vec![(1008, 2), (1000, 2), (1040, 2)]);
         let packed: Vec<u8> = [(4u32, 3u32), (0, 1)]
             .iter()
             .flat_map(|(o, l)| o.to_le_bytes().into_iter().chain(l.to_le_bytes()))
             .collect();
-        let p = Pattern::PackedList {
-            base: 10,
-            count: 2,
-            list_off: 0,
-        };
+        let p = Pattern::PackedList { base: 10, count: 2, list_off: 0 };
         assert_eq!(p.segments(&packed).unwrap(), vec![(14, 3), (10, 1)]);
         assert_eq!(p.segments(&packed[..8]).unwrap_err(), ErrorCode::ListRange);
     }

@@ -79,14 +79,7 @@ error_codes! {
 
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}; {}",
-            self.name(),
-            *self as u16,
-            self.doc(),
-            self.hint()
-        )
+        write!(f, "{} ({}): {}; {}", self.name(), *self as u16, self.doc(), self.hint())
     }
 }
 

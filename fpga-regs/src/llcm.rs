@@ -76,19 +76,10 @@ pub mod off {
 pub mod size_ctrl {
     use super::*;
     /// Ring size.
-    pub const SIZE: Field = field!(
-        "size",
-        0,
-        32,
-        "ring size in bytes, a non-zero multiple of 8"
-    );
+    pub const SIZE: Field = field!("size", 0, 32, "ring size in bytes, a non-zero multiple of 8");
     /// Enable.
-    pub const ENABLE: Field = field!(
-        "enable",
-        32,
-        1,
-        "1 = the controller appends to this ring; while 0 the host may initialise NWA and NRA"
-    );
+    pub const ENABLE: Field =
+        field!("enable", 32, 1, "1 = the controller appends to this ring; while 0 the host may initialise NWA and NRA");
     /// All fields.
     pub const FIELDS: &[Field] = &[SIZE, ENABLE];
 }
@@ -183,13 +174,7 @@ mod tests {
 
     #[test]
     fn ring_accounting() {
-        let r = RingState {
-            base: 0,
-            size: 64,
-            enabled: true,
-            nwa: 100,
-            nra: 60,
-        };
+        let r = RingState { base: 0, size: 64, enabled: true, nwa: 100, nra: 60 };
         assert_eq!(r.used(), Some(40));
         assert_eq!(r.free(), Some(24));
         assert_eq!(r.pos(100), 36);

@@ -67,12 +67,7 @@ impl Field {
 #[macro_export]
 macro_rules! field {
     ($name:literal, $lsb:literal, $width:literal, $doc:literal) => {
-        $crate::meta::Field {
-            name: $name,
-            lsb: $lsb,
-            width: $width,
-            doc: $doc,
-        }
+        $crate::meta::Field { name: $name, lsb: $lsb, width: $width, doc: $doc }
     };
 }
 

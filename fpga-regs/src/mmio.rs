@@ -43,9 +43,7 @@ pub struct Mapping {
 
 impl std::fmt::Debug for Mapping {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mapping")
-            .field("len", &self.raw.len())
-            .finish()
+        f.debug_struct("Mapping").field("len", &self.raw.len()).finish()
     }
 }
 
@@ -75,10 +73,7 @@ impl Mapping {
             .offset(offset)
             .len(len)
             .map_raw(file)
-            .map_err(|source| MapError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(|source| MapError::Io { path: path.display().to_string(), source })?;
         Ok(Mapping { raw })
     }
 
@@ -88,10 +83,7 @@ impl Mapping {
             .read(true)
             .write(true)
             .open(path)
-            .map_err(|source| MapError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(|source| MapError::Io { path: path.display().to_string(), source })?;
         Mapping::map(&file, path, offset, len)
     }
 

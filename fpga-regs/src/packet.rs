@@ -76,21 +76,14 @@ impl PacketType {
 
     /// Whether a host may send this type with BOTF.
     pub fn host_may_send(self) -> bool {
-        matches!(
-            self,
-            PacketType::Ivs | PacketType::Rvs | PacketType::RvlRequest
-        )
+        matches!(self, PacketType::Ivs | PacketType::Rvs | PacketType::RvlRequest)
     }
 
     fn doc(self) -> &'static str {
         match self {
-            PacketType::Ivs => {
-                "append payload to the receiver's ring for this source (BOTF allowed)"
-            }
+            PacketType::Ivs => "append payload to the receiver's ring for this source (BOTF allowed)",
             PacketType::Rvs => "store payload into the receiver's exposed SO-DIMM (BOTF allowed)",
-            PacketType::RvlRequest => {
-                "read the receiver's exposed SO-DIMM, reply to PW offset aux (BOTF allowed)"
-            }
+            PacketType::RvlRequest => "read the receiver's exposed SO-DIMM, reply to PW offset aux (BOTF allowed)",
             PacketType::RvlResponse => "RVL data (controller only)",
             PacketType::Ack => "acknowledgement (controller only)",
             PacketType::Nack => "refusal, error code in aux (controller only)",
@@ -112,15 +105,9 @@ pub mod fields {
     /// Destination slot.
     pub const DST_SLOT: Field = field!("dst_slot", 48, 16, "destination slot");
     /// Source node.
-    pub const SRC_NODE: Field =
-        field!("src_node", 0, 16, "source node (stamped by the controller)");
+    pub const SRC_NODE: Field = field!("src_node", 0, 16, "source node (stamped by the controller)");
     /// Source slot.
-    pub const SRC_SLOT: Field = field!(
-        "src_slot",
-        16,
-        16,
-        "source slot (stamped by the controller)"
-    );
+    pub const SRC_SLOT: Field = field!("src_slot", 16, 16, "source slot (stamped by the controller)");
     /// Payload length.
     pub const LEN: Field = field!("payload_len", 32, 32, "bytes following the header");
     /// Address.
@@ -131,22 +118,10 @@ pub mod fields {
     pub const AUX: Field = field!("aux", 32, 32, "RVL reply PW offset; NACK error code");
     /// Word layouts.
     pub const WORDS: &[Word] = &[
-        Word {
-            index: 0,
-            fields: &[TYPE, MODE, FLAGS, DST_NODE, DST_SLOT],
-        },
-        Word {
-            index: 1,
-            fields: &[SRC_NODE, SRC_SLOT, LEN],
-        },
-        Word {
-            index: 2,
-            fields: &[ADDR],
-        },
-        Word {
-            index: 3,
-            fields: &[TAG, AUX],
-        },
+        Word { index: 0, fields: &[TYPE, MODE, FLAGS, DST_NODE, DST_SLOT] },
+        Word { index: 1, fields: &[SRC_NODE, SRC_SLOT, LEN] },
+        Word { index: 2, fields: &[ADDR] },
+        Word { index: 3, fields: &[TAG, AUX] },
     ];
 }
 
@@ -212,8 +187,7 @@ impl PacketHeader {
             u64::from_le_bytes(a)
         };
         let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3));
-        let ptype =
-            PacketType::from_raw(fields::TYPE.get(w0) as u8).ok_or(ErrorCode::BadPacketType)?;
+        let ptype = PacketType::from_raw(fields::TYPE.get(w0) as u8).ok_or(ErrorCode::BadPacketType)?;
         let mode = VectorMode::from_raw(fields::MODE.get(w0) as u8).ok_or(ErrorCode::BadMode)?;
         if fields::FLAGS.get(w0) != 0 {
             return Err(ErrorCode::ReservedBits);
@@ -221,14 +195,8 @@ impl PacketHeader {
         Ok(PacketHeader {
             ptype,
             mode,
-            dst: Peer::new(
-                fields::DST_NODE.get(w0) as u16,
-                fields::DST_SLOT.get(w0) as u16,
-            ),
-            src: Peer::new(
-                fields::SRC_NODE.get(w1) as u16,
-                fields::SRC_SLOT.get(w1) as u16,
-            ),
+            dst: Peer::new(fields::DST_NODE.get(w0) as u16, fields::DST_SLOT.get(w0) as u16),
+            src: Peer::new(fields::SRC_NODE.get(w1) as u16, fields::SRC_SLOT.get(w1) as u16),
             payload_len: fields::LEN.get(w1) as u32,
             addr: w2,
             tag: fields::TAG.get(w3) as u32,
@@ -252,31 +220,10 @@ impl PatternBlock {
     /// The block describing `p` (list offsets are not part of it: the list follows the block).
     pub fn of(p: &Pattern) -> PatternBlock {
         match *p {
-            Pattern::Contiguous { len, .. } => PatternBlock {
-                elem: len,
-                count: 1,
-                stride: 0,
-            },
-            Pattern::Stride {
-                elem,
-                stride,
-                count,
-                ..
-            } => PatternBlock {
-                elem,
-                count,
-                stride,
-            },
-            Pattern::List { elem, count, .. } => PatternBlock {
-                elem,
-                count,
-                stride: 0,
-            },
-            Pattern::PackedList { count, .. } => PatternBlock {
-                elem: 0,
-                count,
-                stride: 0,
-            },
+            Pattern::Contiguous { len, .. } => PatternBlock { elem: len, count: 1, stride: 0 },
+            Pattern::Stride { elem, stride, count, .. } => PatternBlock { elem, count, stride },
+            Pattern::List { elem, count, .. } => PatternBlock { elem, count, stride: 0 },
+            Pattern::PackedList { count, .. } => PatternBlock { elem: 0, count, stride: 0 },
         }
     }
 
@@ -291,18 +238,12 @@ impl PatternBlock {
 
     /// Decode 16 bytes.
     pub fn decode(b: &[u8]) -> Result<PatternBlock, ErrorCode> {
-        let b = b
-            .get(..PATTERN_BLOCK_LEN)
-            .ok_or(ErrorCode::BadPacketHeader)?;
+        let b = b.get(..PATTERN_BLOCK_LEN).ok_or(ErrorCode::BadPacketHeader)?;
         let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         if u(12) != 0 {
             return Err(ErrorCode::ReservedBits);
         }
-        Ok(PatternBlock {
-            elem: u(0),
-            count: u(4),
-            stride: u(8),
-        })
+        Ok(PatternBlock { elem: u(0), count: u(4), stride: u(8) })
     }
 
     /// Rebuild the pattern at `addr` with `mode` (list offsets set to 0: the list travels inline).
@@ -312,37 +253,20 @@ impl PatternBlock {
                 if self.count != 1 || self.stride != 0 {
                     return Err(ErrorCode::BadPacketHeader);
                 }
-                Pattern::Contiguous {
-                    addr,
-                    len: self.elem,
-                }
+                Pattern::Contiguous { addr, len: self.elem }
             }
-            VectorMode::Stride => Pattern::Stride {
-                addr,
-                elem: self.elem,
-                stride: self.stride,
-                count: self.count,
-            },
+            VectorMode::Stride => Pattern::Stride { addr, elem: self.elem, stride: self.stride, count: self.count },
             VectorMode::List => {
                 if self.stride != 0 {
                     return Err(ErrorCode::BadPacketHeader);
                 }
-                Pattern::List {
-                    base: addr,
-                    elem: self.elem,
-                    count: self.count,
-                    list_off: 0,
-                }
+                Pattern::List { base: addr, elem: self.elem, count: self.count, list_off: 0 }
             }
             VectorMode::PackedList => {
                 if self.stride != 0 || self.elem != 0 {
                     return Err(ErrorCode::BadPacketHeader);
                 }
-                Pattern::PackedList {
-                    base: addr,
-                    count: self.count,
-                    list_off: 0,
-                }
+                Pattern::PackedList { base: addr, count: self.count, list_off: 0 }
             }
         })
     }
@@ -383,16 +307,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn header() -> impl Strategy<Value = PacketHeader> {
-        (
-            0usize..6,
-            0usize..4,
-            any::<[u16; 4]>(),
-            any::<u32>(),
-            any::<u64>(),
-            any::<u32>(),
-            any::<u32>(),
-        )
-            .prop_map(|(t, m, p, payload_len, addr, tag, aux)| PacketHeader {
+        (0usize..6, 0usize..4, any::<[u16; 4]>(), any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
+            |(t, m, p, payload_len, addr, tag, aux)| PacketHeader {
                 ptype: PacketType::ALL[t],
                 mode: VectorMode::ALL[m],
                 dst: Peer::new(p[0], p[1]),
@@ -401,7 +317,8 @@ mod tests {
                 addr,
                 tag,
                 aux,
-            })
+            },
+        )
     }
 
     proptest! {
@@ -419,12 +336,7 @@ mod tests {
 
     #[test]
     fn pattern_blocks_round_trip() {
-        let p = Pattern::Stride {
-            addr: 64,
-            elem: 8,
-            stride: 24,
-            count: 5,
-        };
+        let p = Pattern::Stride { addr: 64, elem: 8, stride: 24, count: 5 };
         let b = PatternBlock::of(&p);
         assert_eq!(PatternBlock::decode(&b.encode()), Ok(b));
         assert_eq!(b.pattern(VectorMode::Stride, 64), Ok(p));

@@ -237,10 +237,7 @@ pub fn store_str(dst: &[AtomicU64], s: &str) {
 /// Read a string written by [`store_str`].
 pub fn load_str(src: &[AtomicU64]) -> String {
     use std::sync::atomic::Ordering::Relaxed;
-    let bytes: Vec<u8> = src
-        .iter()
-        .flat_map(|w| w.load(Relaxed).to_le_bytes())
-        .collect();
+    let bytes: Vec<u8> = src.iter().flat_map(|w| w.load(Relaxed).to_le_bytes()).collect();
     let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

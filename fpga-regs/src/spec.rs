@@ -82,11 +82,7 @@ pub struct Spec {
     pub facts: Vec<Fact>,
 }
 
-fn flags_enum<T: bitflags::Flags>(
-    name: &'static str,
-    doc: &'static str,
-    docs: &[(&str, &str)],
-) -> EnumInfo
+fn flags_enum<T: bitflags::Flags>(name: &'static str, doc: &'static str, docs: &[(&str, &str)]) -> EnumInfo
 where
     T::Bits: Into<u64>,
 {
@@ -99,11 +95,7 @@ where
             .map(|f| EnumValue {
                 name: f.name().to_string(),
                 value: f.value().bits().into(),
-                doc: docs
-                    .iter()
-                    .find(|(n, _)| *n == f.name())
-                    .map(|(_, d)| d.to_string())
-                    .unwrap_or_default(),
+                doc: docs.iter().find(|(n, _)| *n == f.name()).map(|(_, d)| d.to_string()).unwrap_or_default(),
             })
             .collect(),
     }
@@ -112,86 +104,34 @@ where
 /// Build the spec.
 pub fn spec() -> Spec {
     let constants = vec![
-        Constant {
-            name: "PAGE_SIZE",
-            value: layout::PAGE_SIZE as u64,
-            doc: "host page size the layout is aligned to",
-        },
+        Constant { name: "PAGE_SIZE", value: layout::PAGE_SIZE as u64, doc: "host page size the layout is aligned to" },
         Constant {
             name: "SLOT_STRIDE",
             value: layout::SLOT_STRIDE as u64,
             doc: "bytes between slots in a node's MMIO surface",
         },
-        Constant {
-            name: "MAX_NODES",
-            value: layout::MAX_NODES as u64,
-            doc: "largest fabric",
-        },
-        Constant {
-            name: "MAX_SLOTS",
-            value: layout::MAX_SLOTS as u64,
-            doc: "largest number of slots per node",
-        },
+        Constant { name: "MAX_NODES", value: layout::MAX_NODES as u64, doc: "largest fabric" },
+        Constant { name: "MAX_SLOTS", value: layout::MAX_SLOTS as u64, doc: "largest number of slots per node" },
         Constant {
             name: "MAX_SOURCES",
             value: layout::MAX_SOURCES as u64,
             doc: "IVS ring table entries (nodes x slots must not exceed it)",
         },
-        Constant {
-            name: "CQ_DEPTH",
-            value: ur::CQ_DEPTH as u64,
-            doc: "descriptor / completion queue entries",
-        },
-        Constant {
-            name: "EXPOSE_ENTRIES",
-            value: ur::EXPOSE_ENTRIES as u64,
-            doc: "exposure table entries",
-        },
-        Constant {
-            name: "MAX_PAYLOAD",
-            value: ur::MAX_PAYLOAD as u64,
-            doc: "largest IVS/BOTF payload",
-        },
-        Constant {
-            name: "MAGIC",
-            value: ur::MAGIC as u64,
-            doc: "ID[31:0]",
-        },
-        Constant {
-            name: "VERSION_MAJOR",
-            value: ur::VERSION_MAJOR as u64,
-            doc: "ID[63:48]",
-        },
-        Constant {
-            name: "VERSION_MINOR",
-            value: ur::VERSION_MINOR as u64,
-            doc: "ID[47:32]",
-        },
-        Constant {
-            name: "DESCRIPTOR_BYTES",
-            value: 64,
-            doc: "size of a command descriptor",
-        },
-        Constant {
-            name: "PACKET_HEADER_BYTES",
-            value: packet::HEADER_LEN as u64,
-            doc: "size of a packet header",
-        },
+        Constant { name: "CQ_DEPTH", value: ur::CQ_DEPTH as u64, doc: "descriptor / completion queue entries" },
+        Constant { name: "EXPOSE_ENTRIES", value: ur::EXPOSE_ENTRIES as u64, doc: "exposure table entries" },
+        Constant { name: "MAX_PAYLOAD", value: ur::MAX_PAYLOAD as u64, doc: "largest IVS/BOTF payload" },
+        Constant { name: "MAGIC", value: ur::MAGIC as u64, doc: "ID[31:0]" },
+        Constant { name: "VERSION_MAJOR", value: ur::VERSION_MAJOR as u64, doc: "ID[63:48]" },
+        Constant { name: "VERSION_MINOR", value: ur::VERSION_MINOR as u64, doc: "ID[47:32]" },
+        Constant { name: "DESCRIPTOR_BYTES", value: 64, doc: "size of a command descriptor" },
+        Constant { name: "PACKET_HEADER_BYTES", value: packet::HEADER_LEN as u64, doc: "size of a packet header" },
         Constant {
             name: "PATTERN_BLOCK_BYTES",
             value: packet::PATTERN_BLOCK_LEN as u64,
             doc: "size of a pattern block",
         },
-        Constant {
-            name: "RING_ALIGN",
-            value: llcm::RING_ALIGN,
-            doc: "ring records are padded to this many bytes",
-        },
-        Constant {
-            name: "DEVICE_CLOCK_HZ",
-            value: layout::DEVICE_CLOCK_HZ,
-            doc: "controller clock",
-        },
+        Constant { name: "RING_ALIGN", value: llcm::RING_ALIGN, doc: "ring records are padded to this many bytes" },
+        Constant { name: "DEVICE_CLOCK_HZ", value: layout::DEVICE_CLOCK_HZ, doc: "controller clock" },
     ];
     let regions = Region::ALL
         .iter()
@@ -268,22 +208,11 @@ pub fn spec() -> Spec {
         flags_enum::<ExposePerm>(
             "EXPOSE_PERM",
             "exposure permissions (EXPOSE[i] word 1 bits 33:32, shifted down)",
-            &[
-                ("REMOTE_READ", "remote RVL allowed"),
-                ("REMOTE_WRITE", "remote RVS allowed"),
-            ],
+            &[("REMOTE_READ", "remote RVL allowed"), ("REMOTE_WRITE", "remote RVS allowed")],
         ),
     ];
     let _ = DescFlags::NEAR_SODIMM;
-    Spec {
-        device: "DIMMnet-2",
-        version: MAP_VERSION.to_string(),
-        constants,
-        regions,
-        layouts,
-        enums,
-        facts: facts(),
-    }
+    Spec { device: "DIMMnet-2", version: MAP_VERSION.to_string(), constants, regions, layouts, enums, facts: facts() }
 }
 
 fn upper_snake(camel: &str) -> String {

@@ -173,12 +173,7 @@ pub mod id {
     /// Minor version.
     pub const MINOR: Field = field!("minor", 32, 16, "register map minor version");
     /// Major version.
-    pub const MAJOR: Field = field!(
-        "major",
-        48,
-        16,
-        "register map major version; incompatible when different"
-    );
+    pub const MAJOR: Field = field!("major", 48, 16, "register map major version; incompatible when different");
     /// All fields.
     pub const FIELDS: &[Field] = &[MAGIC, MINOR, MAJOR];
 }
@@ -215,11 +210,9 @@ pub mod caps {
 pub mod limits {
     use super::*;
     /// Largest IVS/BOTF payload.
-    pub const MAX_PAYLOAD: Field =
-        field!("max_payload", 0, 32, "largest IVS/BOTF payload in bytes");
+    pub const MAX_PAYLOAD: Field = field!("max_payload", 0, 32, "largest IVS/BOTF payload in bytes");
     /// IVS ring table entries.
-    pub const RING_ENTRIES: Field =
-        field!("ring_entries", 32, 16, "IVS ring table entries in LLCM");
+    pub const RING_ENTRIES: Field = field!("ring_entries", 32, 16, "IVS ring table entries in LLCM");
     /// All fields.
     pub const FIELDS: &[Field] = &[MAX_PAYLOAD, RING_ENTRIES];
 }
@@ -232,12 +225,7 @@ pub mod last_error {
     /// Whether the error belongs to a command.
     pub const HAS_SEQ: Field = field!("has_seq", 16, 1, "1 when seq names the failed command");
     /// Low 32 bits of the failing command's sequence number.
-    pub const SEQ: Field = field!(
-        "seq",
-        32,
-        32,
-        "low 32 bits of the failed command's sequence number"
-    );
+    pub const SEQ: Field = field!("seq", 32, 32, "low 32 bits of the failed command's sequence number");
     /// All fields.
     pub const FIELDS: &[Field] = &[CODE, HAS_SEQ, SEQ];
 }
@@ -248,12 +236,7 @@ pub mod expose {
     /// Size of the exposed range.
     pub const SIZE: Field = field!("size", 0, 32, "bytes exposed (0 = unused entry)");
     /// Permissions.
-    pub const PERM: Field = field!(
-        "perm",
-        32,
-        2,
-        "bit 0 remote read (RVL), bit 1 remote write (RVS)"
-    );
+    pub const PERM: Field = field!("perm", 32, 2, "bit 0 remote read (RVL), bit 1 remote write (RVS)");
     /// All fields.
     pub const FIELDS: &[Field] = &[SIZE, PERM];
 }
@@ -336,10 +319,7 @@ impl CompletionResult {
 
     /// Unpack a `result` word.
     pub fn decode(word: u64) -> Self {
-        CompletionResult {
-            status: completion::STATUS.get(word) as u16,
-            bytes: completion::BYTES.get(word),
-        }
+        CompletionResult { status: completion::STATUS.get(word) as u16, bytes: completion::BYTES.get(word) }
     }
 }
 
@@ -444,17 +424,7 @@ const fn reg(
     doc: &'static str,
     fields: &'static [Field],
 ) -> Register {
-    Register {
-        name,
-        offset,
-        count: 1,
-        stride: 8,
-        words: 1,
-        access,
-        source,
-        doc,
-        fields,
-    }
+    Register { name, offset, count: 1, stride: 8, words: 1, access, source, doc, fields }
 }
 
 #[cfg(test)]
@@ -463,10 +433,8 @@ mod tests {
 
     #[test]
     fn registers_do_not_overlap_and_fit_the_page() {
-        let mut spans: Vec<(usize, usize, &str)> = REGISTERS
-            .iter()
-            .map(|r| (r.offset, r.offset + r.count * r.stride, r.name))
-            .collect();
+        let mut spans: Vec<(usize, usize, &str)> =
+            REGISTERS.iter().map(|r| (r.offset, r.offset + r.count * r.stride, r.name)).collect();
         spans.sort();
         for w in spans.windows(2) {
             assert!(w[0].1 <= w[1].0, "{} overlaps {}", w[0].2, w[1].2);
@@ -476,12 +444,7 @@ mod tests {
 
     #[test]
     fn topology_round_trips() {
-        let t = Topology {
-            node: 3,
-            slot: 7,
-            nodes: 4,
-            slots: 8,
-        };
+        let t = Topology { node: 3, slot: 7, nodes: 4, slots: 8 };
         assert_eq!(Topology::decode(t.encode()), t);
     }
 }

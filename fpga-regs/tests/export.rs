@@ -30,21 +30,11 @@ fn c_header_compiles_and_matches_rust_offsets() {
     let header = dir.join("dimmnet2_regs.h");
     std::fs::write(&header, c_header(&spec())).unwrap();
     let status = Command::new("gcc")
-        .args([
-            "-fsyntax-only",
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-        ])
+        .args(["-fsyntax-only", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
         .arg(&header)
         .status()
         .expect("gcc must be installed to check the C header");
-    assert!(
-        status.success(),
-        "gcc -fsyntax-only rejected the generated header"
-    );
+    assert!(status.success(), "gcc -fsyntax-only rejected the generated header");
 
     // Compile and run a program that prints offsets computed by the C compiler.
     let prog = dir.join("offsets.c");
@@ -91,18 +81,8 @@ int main(void) {
 fn json_describes_the_map() {
     let v: serde_json::Value = serde_json::from_str(&json(&spec())).unwrap();
     assert_eq!(v["device"], "DIMMnet-2");
-    let ur_regs = v["regions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "UR")
-        .unwrap();
-    let doorbell = ur_regs["registers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "DOORBELL")
-        .unwrap();
+    let ur_regs = v["regions"].as_array().unwrap().iter().find(|r| r["name"] == "UR").unwrap();
+    let doorbell = ur_regs["registers"].as_array().unwrap().iter().find(|r| r["name"] == "DOORBELL").unwrap();
     assert_eq!(doorbell["offset"], ur::off::DOORBELL as u64);
     let enums = v["enums"].as_array().unwrap();
     let cmd = enums.iter().find(|e| e["name"] == "CMD").unwrap();

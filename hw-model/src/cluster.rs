@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use fpga_regs::layout;
 use fpga_regs::mmio::Mapping;
-use fpga_regs::simctl::{
-    self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS,
-};
+use fpga_regs::simctl::{self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS};
 use fpga_regs::ur::CQ_DEPTH;
 
 use crate::model::{Model, ModelConfig, ModelError, Stats};
@@ -144,11 +142,7 @@ pub struct Cluster {
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ClusterError + 'a {
-    move |source| ClusterError::Io {
-        what,
-        path: path.display().to_string(),
-        source,
-    }
+    move |source| ClusterError::Io { what, path: path.display().to_string(), source }
 }
 
 fn pid_alive(pid: u32) -> bool {
@@ -181,10 +175,7 @@ impl Cluster {
             if let Ok(old) = Mapping::open(&ctl_path, 0, 4096) {
                 if let Ok(h) = old.block::<CtlHeader>(0) {
                     let pid = h.model_pid.load(SeqCst);
-                    if h.magic.load(SeqCst) == simctl::MAGIC
-                        && pid != 0
-                        && pid_alive(pid)
-                        && pid != std::process::id()
+                    if h.magic.load(SeqCst) == simctl::MAGIC && pid != 0 && pid_alive(pid) && pid != std::process::id()
                     {
                         return Err(ClusterError::Busy(cfg.dir.display().to_string()));
                     }
@@ -192,12 +183,9 @@ impl Cluster {
             }
         }
         let mut model = Model::create(model_cfg, &cfg.dir)?;
-        let mut files: Vec<PathBuf> = (0..cfg.nodes)
-            .map(|n| cfg.dir.join(simctl::node_file_name(n)))
-            .collect();
+        let mut files: Vec<PathBuf> = (0..cfg.nodes).map(|n| cfg.dir.join(simctl::node_file_name(n))).collect();
         if let Some(path) = &cfg.trace {
-            let t = Trace::create(path, cfg.nodes, cfg.slots)
-                .map_err(io("cannot create trace", path))?;
+            let t = Trace::create(path, cfg.nodes, cfg.slots).map_err(io("cannot create trace", path))?;
             model.set_trace(t);
         }
         let size = simctl::file_size(MAX_ACTORS);
@@ -208,8 +196,7 @@ impl Cluster {
             .truncate(true)
             .open(&ctl_path)
             .map_err(io("cannot create", &ctl_path))?;
-        file.set_len(size as u64)
-            .map_err(io("cannot size", &ctl_path))?;
+        file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
         let ctl = Mapping::map(&file, &ctl_path, 0, size)?;
         files.push(ctl_path);
         {
@@ -271,15 +258,11 @@ impl Cluster {
 
     fn header(&self) -> &CtlHeader {
         // The control file is at least one header long (created above).
-        self.ctl
-            .block::<CtlHeader>(0)
-            .expect("control header is mapped")
+        self.ctl.block::<CtlHeader>(0).expect("control header is mapped")
     }
 
     fn record(&self, i: usize) -> &ActorRecord {
-        self.ctl
-            .block::<ActorRecord>(simctl::actor_offset(i))
-            .expect("actor records are mapped")
+        self.ctl.block::<ActorRecord>(simctl::actor_offset(i)).expect("actor records are mapped")
     }
 
     fn set_message(&self, msg: &str) {
@@ -298,14 +281,9 @@ impl Cluster {
             if self.job_finished() {
                 break;
             }
-            let started =
-                self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
+            let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
             let next_ev = self.model.next_event_time();
-            let pick = if started {
-                self.lowest_runnable()
-            } else {
-                None
-            };
+            let pick = if started { self.lowest_runnable() } else { None };
             let event_first = match (next_ev, pick) {
                 (Some(te), Some(i)) => te <= self.actors[i].clock,
                 (Some(_), None) => true,
@@ -351,10 +329,7 @@ impl Cluster {
     fn job_finished(&self) -> bool {
         self.cfg.expected_actors > 0
             && self.attached_ever >= self.cfg.expected_actors
-            && self
-                .actors
-                .iter()
-                .all(|a| matches!(a.state, Local::Free | Local::Exited | Local::Dead))
+            && self.actors.iter().all(|a| matches!(a.state, Local::Free | Local::Exited | Local::Dead))
     }
 
     fn lowest_runnable(&self) -> Option<usize> {
@@ -391,10 +366,7 @@ impl Cluster {
                 let key = node as usize * self.cfg.slots as usize + slot as usize;
                 match self.by_slot[key] {
                     Some(j) if matches!(self.actors[j].state, Local::Runnable | Local::Waiting) => {
-                        Some(format!(
-                            "node {node} slot {slot} is in use by process {}",
-                            self.actors[j].pid
-                        ))
+                        Some(format!("node {node} slot {slot} is in use by process {}", self.actors[j].pid))
                     }
                     _ => None,
                 }
@@ -412,11 +384,7 @@ impl Cluster {
             let _ = self.model.take_touched();
             let key = node as usize * self.cfg.slots as usize + slot as usize;
             self.by_slot[key] = Some(i);
-            let clock = if self.cfg.expected_actors > 0 {
-                SimTime::ZERO
-            } else {
-                self.last_time.max(self.model.now())
-            };
+            let clock = if self.cfg.expected_actors > 0 { SimTime::ZERO } else { self.last_time.max(self.model.now()) };
             self.actors[i] = Actor {
                 state: Local::Runnable,
                 node,
@@ -486,9 +454,7 @@ impl Cluster {
         let clock = SimTime(rec.clock.load(SeqCst)).max(a.grant_clock);
         let db: Vec<u64> = rec.db_time.iter().map(|t| t.load(SeqCst)).collect();
         let grant = a.grant_clock;
-        self.model.doorbell(a.node, a.slot, clock, |seq| {
-            SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock)
-        });
+        self.model.doorbell(a.node, a.slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
         self.model.host_activity(a.node, a.slot, clock);
         self.last_time = self.last_time.max(clock);
         self.actors[i].clock = clock;
@@ -526,34 +492,22 @@ impl Cluster {
         let mut gone = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             match a.state {
-                Local::Waiting => {
-                    waiting.push(format!("actor {i} (node {} slot {})", a.node, a.slot))
-                }
+                Local::Waiting => waiting.push(format!("actor {i} (node {} slot {})", a.node, a.slot)),
                 Local::Exited => gone.push(format!("actor {i} exited")),
                 Local::Dead => gone.push(format!("actor {i} died")),
                 _ => {}
             }
         }
-        let held = if self.model.has_held_packets() {
-            "; some IVS packets are held by full rings"
-        } else {
-            ""
-        };
+        let held = if self.model.has_held_packets() { "; some IVS packets are held by full rings" } else { "" };
         let msg = format!(
             "deadlock at {}: {} waiting and nothing is in flight{}{}",
             self.last_time,
             waiting.join(", "),
-            if gone.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", gone.join(", "))
-            },
+            if gone.is_empty() { String::new() } else { format!(" ({})", gone.join(", ")) },
             held
         );
         self.set_message(&msg);
-        self.header()
-            .flags
-            .fetch_or(simctl::flags::DEADLOCK, SeqCst);
+        self.header().flags.fetch_or(simctl::flags::DEADLOCK, SeqCst);
         for i in 0..self.actors.len() {
             if self.actors[i].state == Local::Waiting {
                 self.actors[i].state = Local::Runnable;
@@ -596,9 +550,7 @@ impl Cluster {
 
     /// Release every live actor with a shutdown result.
     fn shutdown(&mut self) {
-        self.header()
-            .flags
-            .fetch_or(simctl::flags::SHUTDOWN, SeqCst);
+        self.header().flags.fetch_or(simctl::flags::SHUTDOWN, SeqCst);
         for i in 0..self.actors.len() {
             let rec = self.record(i);
             let st = rec.state.load(SeqCst);

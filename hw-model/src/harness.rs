@@ -16,11 +16,7 @@ use crate::cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
 pub fn temp_dir(tag: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let root = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
+    let root = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
     root.join(format!("dimmnet-{tag}-{}-{n}", std::process::id()))
 }
 
@@ -45,16 +41,8 @@ impl SimCluster {
                 let report = cluster.finish()?;
                 Ok((cluster, report))
             })
-            .map_err(|source| ClusterError::Io {
-                what: "cannot start model thread",
-                path: String::new(),
-                source,
-            })?;
-        Ok(SimCluster {
-            dir,
-            stop,
-            handle: Some(handle),
-        })
+            .map_err(|source| ClusterError::Io { what: "cannot start model thread", path: String::new(), source })?;
+        Ok(SimCluster { dir, stop, handle: Some(handle) })
     }
 
     /// The cluster directory.
@@ -98,5 +86,75 @@ impl Drop for SimCluster {
             self.stop.store(true, Ordering::SeqCst);
             let _ = h.join();
         }
+    }
+}
+
+/// A process body for [`run_actors`].
+pub type ActorFn<R> = Box<dyn FnOnce(driver::Device) -> R + Send>;
+
+/// Errors from [`run_actors`].
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The simulator failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// An actor could not open its slot.
+    #[error("actor {index} ({peer}) could not open its slot: {source}")]
+    Open {
+        /// Actor index.
+        index: usize,
+        /// Its slot.
+        peer: fpga_regs::Peer,
+        /// Why.
+        source: driver::DriverError,
+    },
+    /// An actor panicked.
+    #[error("actor {0} panicked: {1}")]
+    Panic(usize, String),
+}
+
+/// Run one thread per actor on a fresh cluster of `cfg`'s shape (actor `i`
+/// takes record `i`, so the schedule is independent of thread start order),
+/// wait for all of them and for the model, and return the cluster for
+/// inspection together with each actor's result.
+pub fn run_actors<R: Send + 'static>(
+    mut cfg: ClusterConfig,
+    actors: Vec<(fpga_regs::Peer, ActorFn<R>)>,
+) -> Result<(Cluster, RunReport, Vec<R>), HarnessError> {
+    cfg.expected_actors = actors.len() as u32;
+    let sim = SimCluster::start(cfg)?;
+    let mut handles = Vec::new();
+    for (i, (peer, body)) in actors.into_iter().enumerate() {
+        let path = sim.node_path(peer.node);
+        handles.push(std::thread::spawn(move || {
+            let opts = driver::OpenOptions { slot: peer.slot, actor: Some(i as u32) };
+            let dev = driver::Device::open_with(&path, &opts).map_err(|source| HarnessError::Open {
+                index: i,
+                peer,
+                source,
+            })?;
+            Ok::<R, HarnessError>(body(dev))
+        }));
+    }
+    let mut results = Vec::new();
+    let mut failure = None;
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(r)) => results.push(r),
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failure = failure.or(Some(HarnessError::Panic(i, msg)));
+            }
+        }
+    }
+    let (cluster, report) = sim.join()?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((cluster, report, results)),
     }
 }

@@ -17,6 +17,7 @@
 pub mod cluster;
 pub mod harness;
 pub mod model;
+pub mod probe;
 pub mod profile;
 pub mod time;
 pub mod trace;

@@ -88,8 +88,8 @@ impl Default for DeviceTiming {
             window_bytes_per_cycle: 16,
             sodimm_latency_cycles: 8,
             sodimm_bytes_per_cycle: 16,
-            nic_tx_cycles: 56,
-            nic_rx_cycles: 56,
+            nic_tx_cycles: 61,
+            nic_rx_cycles: 61,
             link_bytes_per_cycle: 10,
             link_latency_cycles: 10,
             switch_latency_cycles: 20,
@@ -195,7 +195,7 @@ impl HostProfile {
             name: "p4-2003".into(),
             description: "Pentium 4 2.6 GHz, VIA VT8751A, PC1600 DDR; DIMMnet-2 FPGA 100 MHz; InfiniBand 4X 2 m (seed 004 Table 1)".into(),
             host: HostCosts {
-                uc_read_ns: 120.0,
+                uc_read_ns: 107.5,
                 uc_write_ns: 25.0,
                 wc_line_ns: 40.0,
                 wc_flush_ns: 30.0,
@@ -214,9 +214,7 @@ impl HostProfile {
     pub fn modern() -> HostProfile {
         HostProfile {
             name: "modern".into(),
-            description:
-                "present-day x86-64 host (DDR4/DDR5 memory bus) with the same DIMMnet-2 device"
-                    .into(),
+            description: "present-day x86-64 host (DDR4/DDR5 memory bus) with the same DIMMnet-2 device".into(),
             host: HostCosts {
                 uc_read_ns: 70.0,
                 uc_write_ns: 5.0,
@@ -254,18 +252,11 @@ impl HostProfile {
         if !path.exists() {
             return Err(ProfileError::NotFound(name_or_path.into()));
         }
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
-            path: name_or_path.into(),
-            source,
-        })?;
-        let p: HostProfile = serde_json::from_str(&text).map_err(|source| ProfileError::Json {
-            path: name_or_path.into(),
-            source,
-        })?;
-        p.validate().map_err(|msg| ProfileError::Invalid {
-            path: name_or_path.into(),
-            msg,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: name_or_path.into(), source })?;
+        let p: HostProfile =
+            serde_json::from_str(&text).map_err(|source| ProfileError::Json { path: name_or_path.into(), source })?;
+        p.validate().map_err(|msg| ProfileError::Invalid { path: name_or_path.into(), msg })?;
         Ok(p)
     }
 
@@ -285,9 +276,7 @@ impl HostProfile {
             ("progress_ns", h.progress_ns),
         ] {
             if !(v.is_finite() && (0.0..1e9).contains(&v)) {
-                return Err(format!(
-                    "host.{name} = {v} must be a finite number of ns in [0, 1e9)"
-                ));
+                return Err(format!("host.{name} = {v} must be a finite number of ns in [0, 1e9)"));
             }
         }
         self.device.validate()
@@ -342,10 +331,7 @@ mod tests {
         p = HostProfile::modern();
         p.device.link_bytes_per_cycle = 0;
         assert!(p.validate().is_err());
-        assert!(matches!(
-            HostProfile::load("no-such-profile"),
-            Err(ProfileError::NotFound(_))
-        ));
+        assert!(matches!(HostProfile::load("no-such-profile"), Err(ProfileError::NotFound(_))));
     }
 
     #[test]

@@ -108,18 +108,9 @@ mod tests {
     #[test]
     fn timelines_serialise_operations() {
         let mut t = Timeline::default();
-        assert_eq!(
-            t.reserve(SimTime(10), SimTime(5)),
-            (SimTime(10), SimTime(15))
-        );
-        assert_eq!(
-            t.reserve(SimTime(12), SimTime(5)),
-            (SimTime(15), SimTime(20))
-        );
-        assert_eq!(
-            t.reserve(SimTime(30), SimTime(1)),
-            (SimTime(30), SimTime(31))
-        );
+        assert_eq!(t.reserve(SimTime(10), SimTime(5)), (SimTime(10), SimTime(15)));
+        assert_eq!(t.reserve(SimTime(12), SimTime(5)), (SimTime(15), SimTime(20)));
+        assert_eq!(t.reserve(SimTime(30), SimTime(1)), (SimTime(30), SimTime(31)));
         assert_eq!(t.busy(), SimTime(11));
     }
 

@@ -51,12 +51,7 @@ impl Trace {
     /// Create `path` and write the metadata naming nodes and lanes.
     pub fn create(path: &Path, nodes: u16, slots: u16) -> std::io::Result<Trace> {
         let file = File::create(path)?;
-        let mut t = Trace {
-            out: BufWriter::with_capacity(1 << 16, file),
-            first: true,
-            error: None,
-            events: 0,
-        };
+        let mut t = Trace { out: BufWriter::with_capacity(1 << 16, file), first: true, error: None, events: 0 };
         t.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
         for n in 0..nodes as u32 {
             t.meta("process_name", n, 0, &format!("node {n}"));
@@ -88,7 +83,9 @@ impl Trace {
     fn meta(&mut self, name: &str, pid: u32, tid: u32, value: &str) {
         let mut v = String::new();
         escape(value, &mut v);
-        self.event(&format!("\"name\":\"{name}\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"{v}\"}}"));
+        self.event(&format!(
+            "\"name\":\"{name}\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"{v}\"}}"
+        ));
     }
 
     fn args(args: &[(&str, Arg)]) -> String {
@@ -136,15 +133,7 @@ impl Trace {
     }
 
     /// An instant event on lane `(pid, tid)`.
-    pub fn instant(
-        &mut self,
-        name: &str,
-        cat: &str,
-        pid: u32,
-        tid: u32,
-        at: SimTime,
-        args: &[(&str, Arg)],
-    ) {
+    pub fn instant(&mut self, name: &str, cat: &str, pid: u32, tid: u32, at: SimTime, args: &[(&str, Arg)]) {
         let mut n = String::new();
         escape(name, &mut n);
         let body = format!(
@@ -203,12 +192,9 @@ mod tests {
         t.instant("doorbell", "host", 0, 0, SimTime(0), &[]);
         t.counter("ring n0.s0<-1", 0, SimTime(5), &[("nwa", 64), ("nra", 0)]);
         t.finish().unwrap();
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let ev = v["traceEvents"].as_array().unwrap();
-        assert!(ev
-            .iter()
-            .any(|e| e["ph"] == "X" && e["dur"].as_f64() == Some(0.68)));
+        assert!(ev.iter().any(|e| e["ph"] == "X" && e["dur"].as_f64() == Some(0.68)));
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -13,8 +13,7 @@ fn vs_then_vl_round_trips() {
     let t1 = std::thread::spawn(move || {
         let mut dev = Device::open(&p1, 0).unwrap();
         let me = dev.info().clone();
-        dev.ring_setup(Peer::new(0, 0), me.sodimm_base, 4096)
-            .unwrap();
+        dev.ring_setup(Peer::new(0, 0), me.sodimm_base, 4096).unwrap();
         let n = dev
             .poll(|d| {
                 let a = d.ring_available(Peer::new(0, 0)).unwrap();
@@ -30,23 +29,9 @@ fn vs_then_vl_round_trips() {
     let mut dev = Device::open(&p0, 0).unwrap();
     let base = dev.info().sodimm_base;
     dev.write_ww(0, b"hello, SO-DIMM!!").unwrap();
-    dev.run(&Command::Vs {
-        ww_off: 0,
-        dst: Pattern::Contiguous {
-            addr: base,
-            len: 16,
-        },
-    })
-    .unwrap();
+    dev.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: 16 } }).unwrap();
     let t0 = dev.now_ps().unwrap();
-    dev.run(&Command::Vl {
-        src: Pattern::Contiguous {
-            addr: base,
-            len: 128,
-        },
-        pw_off: 256,
-    })
-    .unwrap();
+    dev.run(&Command::Vl { src: Pattern::Contiguous { addr: base, len: 128 }, pw_off: 256 }).unwrap();
     let t1v = dev.now_ps().unwrap();
     let mut buf = [0u8; 16];
     dev.read_pw(256, &mut buf).unwrap();
@@ -57,11 +42,7 @@ fn vs_then_vl_round_trips() {
     img.extend_from_slice(&[7u8; 32]);
     dev.write_ww(1024, &img).unwrap();
     let t2 = dev.now_ps().unwrap();
-    dev.run(&Command::Botf {
-        ww_off: 1024,
-        len: 64,
-    })
-    .unwrap();
+    dev.run(&Command::Botf { ww_off: 1024, len: 64 }).unwrap();
     drop(dev);
     let (n, data, t_seen) = t1.join().unwrap();
     assert_eq!(n, 32);

@@ -23,12 +23,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let text = render(&fpga_regs::spec::spec(), args.format);
     let result = match &args.output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }
-        None => std::io::stdout()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write to stdout: {e}")),
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write to stdout: {e}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,1 +1,123 @@
-fn main() {}
+//! `dimmnet-sim`: run a simulated DIMMnet-2 cluster, probe it, or fuzz a device.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use hw_model::{Cluster, ClusterConfig, HostProfile};
+
+/// Simulated DIMMnet-2 cluster.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a cluster until interrupted (or, with --actors, until the job's
+    /// processes have all attached and left). Files are removed on exit.
+    Serve {
+        /// Number of nodes.
+        #[arg(long, default_value_t = 2)]
+        nodes: u16,
+        /// Slots (processes) per node.
+        #[arg(long, default_value_t = 1)]
+        slots: u16,
+        /// Directory for node files and the control file (e.g. /dev/shm/dimmnet).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Host profile: p4-2003, modern, or a JSON file.
+        #[arg(long, default_value = "p4-2003")]
+        profile: String,
+        /// Write a Chrome trace-event JSON file (open in Perfetto).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Expected number of processes: start only when all have attached,
+        /// stop when all have left, report deadlocks.
+        #[arg(long, default_value_t = 0)]
+        actors: u32,
+        /// SO-DIMM partition per slot, in MiB.
+        #[arg(long, default_value_t = 64)]
+        partition_mib: u64,
+    },
+    /// Device-level micro-benchmarks in simulated time.
+    Probe {
+        /// Host profile: p4-2003, modern, or a JSON file.
+        #[arg(long, default_value = "p4-2003")]
+        profile: String,
+        /// Iterations per latency figure.
+        #[arg(long, default_value_t = 1000)]
+        iters: u32,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dimmnet-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.cmd {
+        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib } => {
+            let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
+            let mut cfg = ClusterConfig::new(dir, nodes, slots);
+            cfg.profile = profile;
+            cfg.trace = trace;
+            cfg.expected_actors = actors;
+            cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+                signal_hook::flag::register(sig, stop.clone())
+                    .map_err(|e| format!("cannot install signal handler: {e}"))?;
+            }
+            let mut cluster = Cluster::create(cfg).map_err(|e| e.to_string())?;
+            println!("dimmnet-sim: ready {}", cluster.dir().display());
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            cluster.run(&stop).map_err(|e| e.to_string())?;
+            let report = cluster.finish().map_err(|e| e.to_string())?;
+            eprintln!(
+                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks",
+                report.sim_time_ps as f64 / 1e6,
+                report.stats.events,
+                report.stats.commands,
+                report.stats.errors,
+                report.stats.packets,
+                report.deadlocks
+            );
+            Ok(())
+        }
+        Cmd::Probe { profile, iters, json } => {
+            let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
+            let r = hw_model::probe::run_probe(profile, iters).map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+            } else {
+                println!("profile {} ({} iterations), simulated:", r.profile, r.iterations);
+                println!(
+                    "  BOTF (IVS) 32 B one way   {:>8.3} us   (seed 004 Table 2 row 3: 2.04 us)",
+                    r.botf_ivs_32B_us
+                );
+                println!("  VL 128 B                  {:>8.3} us   (seed 004 Table 2 row 4: 0.68 us)", r.vl_128B_us);
+                println!("  VS  64 KiB                {:>8.1} MB/s", r.vs_64KiB_MBps);
+                println!("  VL  64 KiB                {:>8.1} MB/s", r.vl_64KiB_MBps);
+                println!("  RVS 64 KiB                {:>8.1} MB/s", r.rvs_64KiB_MBps);
+                println!("  RVL 64 KiB                {:>8.1} MB/s", r.rvl_64KiB_MBps);
+            }
+            Ok(())
+        }
+    }
+}

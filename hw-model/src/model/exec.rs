@@ -18,17 +18,9 @@ enum Start {
     /// Refused: complete with this code after the decode time.
     Refuse(ErrorCode),
     /// Local data movement; completes at the given time with a deposit.
-    Local {
-        done: SimTime,
-        bytes: u64,
-        deposit: Deposit,
-    },
+    Local { done: SimTime, bytes: u64, deposit: Deposit },
     /// A packet leaves at the given time; completion comes with the answer.
-    Send {
-        ready: SimTime,
-        dst: Peer,
-        kind: PacketKind,
-    },
+    Send { ready: SimTime, dst: Peer, kind: PacketKind },
 }
 
 impl Model {
@@ -46,13 +38,7 @@ impl Model {
         }
         let start = t.max(st.engine.free_at());
         st.fetched += 1;
-        st.inflight.insert(
-            seq,
-            Inflight {
-                op: Opcode::Vl,
-                start,
-            },
-        );
+        st.inflight.insert(seq, Inflight { op: Opcode::Vl, start });
         let fetched = st.fetched;
         let gen = st.generation;
         self.write_ur(node, slot, ur::off::CMD_FETCHED, fetched);
@@ -64,77 +50,33 @@ impl Model {
         }
         let timing = self.cfg.timing.clone();
         let decoded = Command::decode(&words);
-        if let (Ok(cmd), Some(inf)) = (
-            &decoded,
-            self.nodes[node as usize].slots[slot as usize]
-                .inflight
-                .get_mut(&seq),
-        ) {
+        if let (Ok(cmd), Some(inf)) = (&decoded, self.nodes[node as usize].slots[slot as usize].inflight.get_mut(&seq))
+        {
             inf.op = cmd.opcode();
         }
         let exec_done = start + timing.cycles(timing.exec_cycles);
         let outcome = match decoded {
             Err(e) => Start::Refuse(e.code),
-            Ok(cmd) => self
-                .start(node, slot, &cmd, exec_done)
-                .unwrap_or_else(Start::Refuse),
+            Ok(cmd) => self.start(node, slot, &cmd, exec_done).unwrap_or_else(Start::Refuse),
         };
         let src = Peer::new(node, slot);
         match outcome {
             Start::Refuse(code) => {
-                self.nodes[node as usize].slots[slot as usize]
-                    .engine
-                    .reserve(start, timing.cycles(timing.exec_cycles));
+                self.nodes[node as usize].slots[slot as usize].engine.reserve(start, timing.cycles(timing.exec_cycles));
                 let done = exec_done + timing.cycles(timing.status_write_cycles);
-                self.schedule(
-                    done,
-                    Event::Complete {
-                        node,
-                        slot,
-                        seq,
-                        gen,
-                        status: code,
-                        bytes: 0,
-                        deposit: None,
-                    },
-                );
+                self.schedule(done, Event::Complete { node, slot, seq, gen, status: code, bytes: 0, deposit: None });
             }
-            Start::Local {
-                done,
-                bytes,
-                deposit,
-            } => {
-                self.nodes[node as usize].slots[slot as usize]
-                    .engine
-                    .reserve(start, done.since(start));
+            Start::Local { done, bytes, deposit } => {
+                self.nodes[node as usize].slots[slot as usize].engine.reserve(start, done.since(start));
                 let done = done + timing.cycles(timing.status_write_cycles);
                 self.schedule(
                     done,
-                    Event::Complete {
-                        node,
-                        slot,
-                        seq,
-                        gen,
-                        status: ErrorCode::Ok,
-                        bytes,
-                        deposit: Some(deposit),
-                    },
+                    Event::Complete { node, slot, seq, gen, status: ErrorCode::Ok, bytes, deposit: Some(deposit) },
                 );
             }
             Start::Send { ready, dst, kind } => {
-                self.nodes[node as usize].slots[slot as usize]
-                    .engine
-                    .reserve(start, ready.since(start));
-                self.send(
-                    ready,
-                    Packet {
-                        src,
-                        dst,
-                        seq,
-                        gen,
-                        kind,
-                    },
-                );
+                self.nodes[node as usize].slots[slot as usize].engine.reserve(start, ready.since(start));
+                self.send(ready, Packet { src, dst, seq, gen, kind });
             }
         }
         self.update_status(node, slot);
@@ -142,21 +84,14 @@ impl Model {
         let st = &mut self.nodes[node as usize].slots[slot as usize];
         if st.fetched < st.posted && !st.fetch_pending {
             st.fetch_pending = true;
-            let next = (st.issue_time[st.fetched as usize % CQ_DEPTH]
-                + timing.cycles(timing.fetch_cycles))
-            .max(st.engine.free_at());
+            let next = (st.issue_time[st.fetched as usize % CQ_DEPTH] + timing.cycles(timing.fetch_cycles))
+                .max(st.engine.free_at());
             self.schedule(next, Event::Fetch { node, slot });
         }
     }
 
     /// Validate `cmd` for `(node, slot)` and start it at `t`.
-    fn start(
-        &mut self,
-        node: u16,
-        slot: u16,
-        cmd: &Command,
-        t: SimTime,
-    ) -> Result<Start, ErrorCode> {
+    fn start(&mut self, node: u16, slot: u16, cmd: &Command, t: SimTime) -> Result<Start, ErrorCode> {
         let timing = self.cfg.timing.clone();
         let wbpc = timing.window_bytes_per_cycle;
         match *cmd {
@@ -168,11 +103,7 @@ impl Model {
                 let dur = self.sodimm_time(&segs);
                 let (_, sod) = self.nodes[node as usize].sodimm_port.reserve(t, dur);
                 let done = sod.max(t + timing.xfer(len, wbpc));
-                Ok(Start::Local {
-                    done,
-                    bytes: len,
-                    deposit: Deposit::Pw { off: pw_off, data },
-                })
+                Ok(Start::Local { done, bytes: len, deposit: Deposit::Pw { off: pw_off, data } })
             }
             Command::Vs { ww_off, dst } => {
                 let segs = self.local_segments(node, slot, &dst)?;
@@ -185,10 +116,7 @@ impl Model {
                 Ok(Start::Local {
                     done: done.max(read_done),
                     bytes: len,
-                    deposit: Deposit::SoDimm {
-                        segments: segs,
-                        data,
-                    },
+                    deposit: Deposit::SoDimm { segments: segs, data },
                 })
             }
             Command::Rvl { peer, src, dst } => {
@@ -200,44 +128,32 @@ impl Model {
                     Near::Window(off) => check_window(off, len, PW_SIZE)?,
                     Near::SoDimm(addr) => self.check_partition(slot, addr, len)?,
                 }
-                Ok(Start::Send {
-                    ready: t,
-                    dst: peer,
-                    kind: PacketKind::RvlRequest {
-                        segments: segs,
-                        reply: dst,
-                    },
-                })
+                Ok(Start::Send { ready: t, dst: peer, kind: PacketKind::RvlRequest { segments: segs, reply: dst } })
             }
             Command::Rvs { peer, src, dst } => {
                 self.check_peer(peer)?;
                 let list = self.read_list(node, slot, &dst)?;
                 let segs = remote_segments(&dst, &list)?;
                 let len = total(&segs);
+                // The source is read as it is sent (cut-through): the packet
+                // can leave once its first MTU is in the send buffer.
+                let first = len.min(timing.mtu_bytes);
                 let (data, ready) = match src {
                     Near::Window(off) => {
                         check_window(off, len, WW_SIZE)?;
-                        (
-                            self.read_window(node, slot, Region::Ww, off as usize, len as usize),
-                            t + timing.xfer(len, wbpc),
-                        )
+                        let data = self.read_window(node, slot, Region::Ww, off as usize, len as usize);
+                        (data, t + timing.xfer(first, wbpc))
                     }
                     Near::SoDimm(addr) => {
                         self.check_partition(slot, addr, len)?;
                         let segs = [(addr, len as u32)];
                         let dur = self.sodimm_time(&segs);
-                        let (_, end) = self.nodes[node as usize].sodimm_port.reserve(t, dur);
-                        (self.gather(node, &segs), end)
+                        let (start, _) = self.nodes[node as usize].sodimm_port.reserve(t, dur);
+                        let lat = timing.cycles(timing.sodimm_latency_cycles);
+                        (self.gather(node, &segs), start + lat + timing.xfer(first, timing.sodimm_bytes_per_cycle))
                     }
                 };
-                Ok(Start::Send {
-                    ready,
-                    dst: peer,
-                    kind: PacketKind::Rvs {
-                        segments: segs,
-                        data,
-                    },
-                })
+                Ok(Start::Send { ready, dst: peer, kind: PacketKind::Rvs { segments: segs, data } })
             }
             Command::Ivs { peer, space, src } => {
                 self.check_peer(peer)?;
@@ -254,13 +170,7 @@ impl Model {
                         }
                         let mut data = Vec::with_capacity(len as usize);
                         for &(a, l) in &segs {
-                            data.extend(self.read_window(
-                                node,
-                                slot,
-                                Region::Ww,
-                                a as usize,
-                                l as usize,
-                            ));
+                            data.extend(self.read_window(node, slot, Region::Ww, a as usize, l as usize));
                         }
                         (data, t + timing.xfer(len, wbpc))
                     }
@@ -274,25 +184,14 @@ impl Model {
                         (self.gather(node, &segs), end)
                     }
                 };
-                Ok(Start::Send {
-                    ready,
-                    dst: peer,
-                    kind: PacketKind::Ivs { data },
-                })
+                Ok(Start::Send { ready, dst: peer, kind: PacketKind::Ivs { data } })
             }
             Command::Botf { ww_off, len } => self.start_botf(node, slot, ww_off, len, t),
         }
     }
 
     /// BOTF: the packet image in WW is sent as is; the receiver acts on TYPE.
-    fn start_botf(
-        &mut self,
-        node: u16,
-        slot: u16,
-        ww_off: u32,
-        len: u32,
-        t: SimTime,
-    ) -> Result<Start, ErrorCode> {
+    fn start_botf(&mut self, node: u16, slot: u16, ww_off: u32, len: u32, t: SimTime) -> Result<Start, ErrorCode> {
         let timing = self.cfg.timing.clone();
         check_window(ww_off, len as u64, WW_SIZE)?;
         if (len as usize) < HEADER_LEN {
@@ -320,9 +219,7 @@ impl Model {
                 if payload.len() > MAX_PAYLOAD {
                     return Err(ErrorCode::TooLarge);
                 }
-                PacketKind::Ivs {
-                    data: payload.to_vec(),
-                }
+                PacketKind::Ivs { data: payload.to_vec() }
             }
             PacketType::Rvs => {
                 if hdr.aux != 0 {
@@ -333,41 +230,26 @@ impl Model {
                 } else {
                     let (pattern, rest) = inline_pattern(hdr.mode, hdr.addr, payload)?;
                     let segs = remote_segments(&pattern, rest)?;
-                    (
-                        segs,
-                        PATTERN_BLOCK_LEN + PatternBlock::decode(payload)?.list_len(hdr.mode),
-                    )
+                    (segs, PATTERN_BLOCK_LEN + PatternBlock::decode(payload)?.list_len(hdr.mode))
                 };
                 let data = payload[data_at..].to_vec();
                 if data.len() as u64 != total(&segs) {
                     return Err(ErrorCode::BadPacketHeader);
                 }
-                PacketKind::Rvs {
-                    segments: segs,
-                    data,
-                }
+                PacketKind::Rvs { segments: segs, data }
             }
             PacketType::RvlRequest => {
                 let (pattern, rest) = inline_pattern(hdr.mode, hdr.addr, payload)?;
                 let segs = remote_segments(&pattern, rest)?;
-                if payload.len()
-                    != PATTERN_BLOCK_LEN + PatternBlock::decode(payload)?.list_len(hdr.mode)
-                {
+                if payload.len() != PATTERN_BLOCK_LEN + PatternBlock::decode(payload)?.list_len(hdr.mode) {
                     return Err(ErrorCode::BadPacketHeader);
                 }
                 check_window(hdr.aux, total(&segs), PW_SIZE)?;
-                PacketKind::RvlRequest {
-                    segments: segs,
-                    reply: Near::Window(hdr.aux),
-                }
+                PacketKind::RvlRequest { segments: segs, reply: Near::Window(hdr.aux) }
             }
             _ => return Err(ErrorCode::BadPacketType),
         };
-        Ok(Start::Send {
-            ready,
-            dst: hdr.dst,
-            kind,
-        })
+        Ok(Start::Send { ready, dst: hdr.dst, kind })
     }
 
     // ---- validation helpers ---------------------------------------------------
@@ -400,10 +282,7 @@ impl Model {
         match p.list_range() {
             None => Ok(Vec::new()),
             Some((off, len)) => {
-                if (off as u64)
-                    .checked_add(len as u64)
-                    .is_none_or(|e| e > WW_SIZE as u64)
-                {
+                if (off as u64).checked_add(len as u64).is_none_or(|e| e > WW_SIZE as u64) {
                     return Err(ErrorCode::ListRange);
                 }
                 Ok(self.read_window(node, slot, Region::Ww, off as usize, len))
@@ -412,12 +291,7 @@ impl Model {
     }
 
     /// Segments of a local SO-DIMM pattern, each inside the slot's partition.
-    fn local_segments(
-        &self,
-        node: u16,
-        slot: u16,
-        p: &Pattern,
-    ) -> Result<Vec<(u64, u32)>, ErrorCode> {
+    fn local_segments(&self, node: u16, slot: u16, p: &Pattern) -> Result<Vec<(u64, u32)>, ErrorCode> {
         let list = self.read_list(node, slot, p)?;
         let segs = bounded_segments(p, &list)?;
         for &(a, l) in &segs {
@@ -432,14 +306,7 @@ impl Model {
         Ok(segs)
     }
 
-    pub(crate) fn read_window(
-        &self,
-        node: u16,
-        slot: u16,
-        region: Region,
-        off: usize,
-        len: usize,
-    ) -> Vec<u8> {
+    pub(crate) fn read_window(&self, node: u16, slot: u16, region: Region, off: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         let _ = self.mmio[node as usize].read_bytes(Model::region_off(slot, region, off), &mut v);
         v
@@ -485,20 +352,14 @@ fn remote_segments(p: &Pattern, list: &[u8]) -> Result<Vec<(u64, u32)>, ErrorCod
 }
 
 /// Parse the pattern block (and list) at the start of an RVS/RVL payload.
-fn inline_pattern(
-    mode: VectorMode,
-    addr: u64,
-    payload: &[u8],
-) -> Result<(Pattern, &[u8]), ErrorCode> {
+fn inline_pattern(mode: VectorMode, addr: u64, payload: &[u8]) -> Result<(Pattern, &[u8]), ErrorCode> {
     let block = PatternBlock::decode(payload)?;
     let pattern = block.pattern(mode, addr)?;
     if pattern.count() > MAX_ELEMENTS {
         return Err(ErrorCode::TooLarge);
     }
     let list_len = block.count as usize * list_entry_size(mode);
-    let rest = payload
-        .get(PATTERN_BLOCK_LEN..)
-        .ok_or(ErrorCode::BadPacketHeader)?;
+    let rest = payload.get(PATTERN_BLOCK_LEN..).ok_or(ErrorCode::BadPacketHeader)?;
     if rest.len() < list_len {
         return Err(ErrorCode::BadPacketHeader);
     }

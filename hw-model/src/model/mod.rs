@@ -76,18 +76,13 @@ impl ModelConfig {
             return shape(format!("--slots must be 1..={}", layout::MAX_SLOTS));
         }
         if self.nodes as usize * self.slots as usize > layout::MAX_SOURCES {
-            return shape(format!(
-                "nodes x slots must be at most {} (one IVS ring per source)",
-                layout::MAX_SOURCES
-            ));
+            return shape(format!("nodes x slots must be at most {} (one IVS ring per source)", layout::MAX_SOURCES));
         }
         if self.partition_size < 1 << 20
             || self.partition_size % layout::PAGE_SIZE as u64 != 0
             || self.partition_size > 1 << 32
         {
-            return shape(
-                "the SO-DIMM partition must be a page multiple between 1 MiB and 4 GiB".into(),
-            );
+            return shape("the SO-DIMM partition must be a page multiple between 1 MiB and 4 GiB".into());
         }
         Ok(())
     }
@@ -114,44 +109,26 @@ pub(crate) enum Deposit {
     /// Into PW at an offset.
     Pw { off: u32, data: Vec<u8> },
     /// Into local SO-DIMM, scattered over segments.
-    SoDimm {
-        segments: Vec<(u64, u32)>,
-        data: Vec<u8>,
-    },
+    SoDimm { segments: Vec<(u64, u32)>, data: Vec<u8> },
 }
 
 /// What a packet carries (the model's internal form of the header + payload).
 #[derive(Debug)]
 pub(crate) enum PacketKind {
-    Ivs {
-        data: Vec<u8>,
-    },
-    Rvs {
-        segments: Vec<(u64, u32)>,
-        data: Vec<u8>,
-    },
-    RvlRequest {
-        segments: Vec<(u64, u32)>,
-        reply: fpga_regs::Near,
-    },
-    RvlResponse {
-        data: Vec<u8>,
-        reply: fpga_regs::Near,
-    },
-    Ack {
-        bytes: u64,
-    },
-    Nack {
-        code: ErrorCode,
-    },
+    Ivs { data: Vec<u8> },
+    Rvs { segments: Vec<(u64, u32)>, data: Vec<u8> },
+    RvlRequest { segments: Vec<(u64, u32)>, reply: fpga_regs::Near },
+    RvlResponse { data: Vec<u8>, reply: fpga_regs::Near },
+    Ack { bytes: u64 },
+    Nack { code: ErrorCode },
 }
 
 impl PacketKind {
     fn payload_len(&self) -> u64 {
         match self {
-            PacketKind::Ivs { data }
-            | PacketKind::Rvs { data, .. }
-            | PacketKind::RvlResponse { data, .. } => data.len() as u64,
+            PacketKind::Ivs { data } | PacketKind::Rvs { data, .. } | PacketKind::RvlResponse { data, .. } => {
+                data.len() as u64
+            }
             PacketKind::RvlRequest { segments, .. } => 16 + 8 * segments.len() as u64,
             PacketKind::Ack { .. } | PacketKind::Nack { .. } => 0,
         }
@@ -186,26 +163,11 @@ pub(crate) enum Event {
     /// The command engine of a slot may fetch its next descriptor.
     Fetch { node: u16, slot: u16 },
     /// A command ends.
-    Complete {
-        node: u16,
-        slot: u16,
-        seq: u64,
-        gen: u64,
-        status: ErrorCode,
-        bytes: u64,
-        deposit: Option<Deposit>,
-    },
+    Complete { node: u16, slot: u16, seq: u64, gen: u64, status: ErrorCode, bytes: u64, deposit: Option<Deposit> },
     /// A packet reaches its destination controller.
     Arrive(Packet),
     /// An accepted IVS record is in SO-DIMM: publish NWA and acknowledge.
-    RingCommit {
-        node: u16,
-        slot: u16,
-        source: usize,
-        len: u64,
-        record: u64,
-        ack: Packet,
-    },
+    RingCommit { node: u16, slot: u16, source: usize, len: u64, record: u64, ack: Packet },
 }
 
 struct Scheduled {
@@ -305,30 +267,18 @@ impl Model {
                 .create(true)
                 .truncate(true)
                 .open(&path)
-                .map_err(|source| ModelError::Io {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-            file.set_len(size as u64).map_err(|source| ModelError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+                .map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
+            file.set_len(size as u64).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
             mmio.push(Mapping::map(&file, &path, 0, size)?);
             let bytes = cfg.partition_size as usize * cfg.slots as usize;
             let anon = memmap2::MmapOptions::new()
                 .len(bytes)
                 .map_anon()
-                .map_err(|source| ModelError::Io {
-                    path: "anonymous SO-DIMM memory".into(),
-                    source,
-                })?;
+                .map_err(|source| ModelError::Io { path: "anonymous SO-DIMM memory".into(), source })?;
             sodimm.push(anon);
         }
         let nodes = (0..cfg.nodes)
-            .map(|_| NodeState {
-                slots: (0..cfg.slots).map(|_| SlotState::default()).collect(),
-                ..Default::default()
-            })
+            .map(|_| NodeState { slots: (0..cfg.slots).map(|_| SlotState::default()).collect(), ..Default::default() })
             .collect();
         let mut m = Model {
             cfg,
@@ -387,11 +337,7 @@ impl Model {
 
     /// Whether some IVS packet is held by backpressure anywhere.
     pub fn has_held_packets(&self) -> bool {
-        self.nodes.iter().any(|n| {
-            n.slots
-                .iter()
-                .any(|s| s.held.values().any(|q| !q.is_empty()))
-        })
+        self.nodes.iter().any(|n| n.slots.iter().any(|s| s.held.values().any(|q| !q.is_empty())))
     }
 
     /// Slots whose host-visible state changed since the last call.
@@ -408,11 +354,7 @@ impl Model {
     pub(crate) fn schedule(&mut self, time: SimTime, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.events.push(Reverse(Scheduled {
-            time: time.max(self.now),
-            seq,
-            event,
-        }));
+        self.events.push(Reverse(Scheduled { time: time.max(self.now), seq, event }));
     }
 
     /// Process the next event, if any. Returns its time.
@@ -422,24 +364,13 @@ impl Model {
         self.stats.events += 1;
         match s.event {
             Event::Fetch { node, slot } => self.fetch(node, slot, s.time),
-            Event::Complete {
-                node,
-                slot,
-                seq,
-                gen,
-                status,
-                bytes,
-                deposit,
-            } => self.complete(node, slot, seq, gen, status, bytes, deposit, s.time),
+            Event::Complete { node, slot, seq, gen, status, bytes, deposit } => {
+                self.complete(node, slot, seq, gen, status, bytes, deposit, s.time)
+            }
             Event::Arrive(pkt) => self.arrive(pkt, s.time),
-            Event::RingCommit {
-                node,
-                slot,
-                source,
-                len,
-                record,
-                ack,
-            } => self.ring_commit(node, slot, source, len, record, ack, s.time),
+            Event::RingCommit { node, slot, source, len, record, ack } => {
+                self.ring_commit(node, slot, source, len, record, ack, s.time)
+            }
         }
         Some(s.time)
     }
@@ -465,9 +396,7 @@ impl Model {
     pub fn read_ur(&self, node: u16, slot: u16, reg: usize) -> u64 {
         // Offsets are computed from validated node/slot numbers and register
         // constants, so they are always inside the mapping.
-        self.mmio[node as usize]
-            .read_u64(Model::ur_off(slot, reg))
-            .unwrap_or(0)
+        self.mmio[node as usize].read_u64(Model::ur_off(slot, reg)).unwrap_or(0)
     }
 
     pub(crate) fn write_ur(&self, node: u16, slot: u16, reg: usize, v: u64) {
@@ -488,17 +417,9 @@ impl Model {
             ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),
             ur::EXPOSE_ENTRIES as u64,
         );
-        let limits = ur::limits::RING_ENTRIES.set(
-            ur::limits::MAX_PAYLOAD.set(0, ur::MAX_PAYLOAD as u64),
-            layout::MAX_SOURCES as u64,
-        );
-        let topo = ur::Topology {
-            node: n,
-            slot: s,
-            nodes: cfg.nodes,
-            slots: cfg.slots,
-        }
-        .encode();
+        let limits = ur::limits::RING_ENTRIES
+            .set(ur::limits::MAX_PAYLOAD.set(0, ur::MAX_PAYLOAD as u64), layout::MAX_SOURCES as u64);
+        let topo = ur::Topology { node: n, slot: s, nodes: cfg.nodes, slots: cfg.slots }.encode();
         let base = self.partition_base(s);
         let size = cfg.partition_size;
         let clock = (cfg.timing.clock_mhz * 1e6).round() as u64;
@@ -534,17 +455,13 @@ impl Model {
         // validated slot); MADV_DONTNEED on a private anonymous mapping only
         // replaces the pages with zero-fill-on-demand ones, and no reference
         // into this memory is held across the call.
-        let advised =
-            unsafe { mem.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, base, len) };
+        let advised = unsafe { mem.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, base, len) };
         if advised.is_err() {
             mem[base..base + len].fill(0);
         }
         let st = &mut self.nodes[node as usize].slots[slot as usize];
         let gen = st.generation + 1;
-        *st = SlotState {
-            generation: gen,
-            ..Default::default()
-        };
+        *st = SlotState { generation: gen, ..Default::default() };
         self.init_slot_registers(node, slot);
         self.touch(node, slot);
     }
@@ -554,13 +471,7 @@ impl Model {
     /// The host of `(node, slot)` may have written DOORBELL. `issue_time`
     /// gives the simulated time at which each newly posted command was
     /// rung; `now` is the host's clock when it handed control back.
-    pub fn doorbell(
-        &mut self,
-        node: u16,
-        slot: u16,
-        now: SimTime,
-        issue_time: impl Fn(u64) -> SimTime,
-    ) {
+    pub fn doorbell(&mut self, node: u16, slot: u16, now: SimTime, issue_time: impl Fn(u64) -> SimTime) {
         let db = self.read_ur(node, slot, ur::off::DOORBELL);
         let st = &self.nodes[node as usize].slots[slot as usize];
         if db == st.posted {
@@ -611,7 +522,7 @@ impl Model {
         }
     }
 
-    pub(crate) fn update_status(&self, node: u16, slot: u16) {
+    pub(crate) fn update_status(&mut self, node: u16, slot: u16) {
         let st = &self.nodes[node as usize].slots[slot as usize];
         let ack = self.read_ur(node, slot, ur::off::ERROR_ACK);
         let mut status = Status::empty();
@@ -628,19 +539,16 @@ impl Model {
         if st.bad_doorbell.is_some() {
             status |= Status::DOORBELL_INVALID;
         }
+        let changed = self.read_ur(node, slot, ur::off::STATUS) != status.bits();
         self.write_ur(node, slot, ur::off::STATUS, status.bits());
         self.write_ur(node, slot, ur::off::RX_HELD, held);
         self.write_ur(node, slot, ur::off::INFLIGHT, st.inflight.len() as u64);
+        if changed {
+            self.touch(node, slot);
+        }
     }
 
-    pub(crate) fn report_error(
-        &mut self,
-        node: u16,
-        slot: u16,
-        code: ErrorCode,
-        seq: Option<u64>,
-        at: SimTime,
-    ) {
+    pub(crate) fn report_error(&mut self, node: u16, slot: u16, code: ErrorCode, seq: Option<u64>, at: SimTime) {
         self.stats.errors += 1;
         let st = &mut self.nodes[node as usize].slots[slot as usize];
         st.errors += 1;
@@ -653,14 +561,7 @@ impl Model {
         self.write_ur(node, slot, ur::off::LAST_ERROR, w);
         self.write_ur(node, slot, ur::off::ERROR_COUNT, errors);
         if let Some(t) = self.trace.as_mut() {
-            t.instant(
-                code.name(),
-                "error",
-                node as u32,
-                slot as u32,
-                at,
-                &[("seq", Arg::U(seq.unwrap_or(u64::MAX)))],
-            );
+            t.instant(code.name(), "error", node as u32, slot as u32, at, &[("seq", Arg::U(seq.unwrap_or(u64::MAX)))]);
         }
         self.touch(node, slot);
     }
@@ -685,8 +586,8 @@ impl Model {
         if let Some(d) = deposit {
             match d {
                 Deposit::Pw { off, data } => {
-                    let _ = self.mmio[node as usize]
-                        .write_bytes(Model::region_off(slot, Region::Pw, off as usize), &data);
+                    let _ =
+                        self.mmio[node as usize].write_bytes(Model::region_off(slot, Region::Pw, off as usize), &data);
                 }
                 Deposit::SoDimm { segments, data } => self.scatter(node, &segments, &data),
             }
@@ -700,11 +601,7 @@ impl Model {
         let was_stalled = std::mem::take(&mut st.stalled);
         let idx = seq as usize % CQ_DEPTH;
         let base = ur::off::COMPLETIONS + idx * ur::off::COMPLETION_STRIDE;
-        let result = ur::CompletionResult {
-            status: status as u16,
-            bytes,
-        }
-        .encode();
+        let result = ur::CompletionResult { status: status as u16, bytes }.encode();
         self.write_ur(node, slot, base + 8, result);
         self.write_ur(node, slot, base, seq + 1);
         self.write_ur(node, slot, ur::off::CMD_COMPLETED, completed);
@@ -759,10 +656,7 @@ impl Model {
         let mut pos = 0usize;
         for &(a, l) in segments {
             let l = l as usize;
-            if let (Some(dst), Some(src)) = (
-                mem.get_mut(a as usize..a as usize + l),
-                data.get(pos..pos + l),
-            ) {
+            if let (Some(dst), Some(src)) = (mem.get_mut(a as usize..a as usize + l), data.get(pos..pos + l)) {
                 dst.copy_from_slice(src);
             }
             pos += l;

@@ -20,77 +20,38 @@ impl Model {
         let payload = pkt.kind.payload_len();
         self.stats.packets += 1;
         let arrive = if pkt.src.node == pkt.dst.node {
-            ready
-                + t.cycles(t.loopback_cycles)
-                + t.xfer(payload + HEADER_LEN as u64, t.window_bytes_per_cycle)
+            ready + t.cycles(t.loopback_cycles) + t.xfer(payload + HEADER_LEN as u64, t.window_bytes_per_cycle)
         } else {
             let frags = payload.div_ceil(t.mtu_bytes).max(1);
             let wire = payload + frags * (HEADER_LEN as u64 + t.wire_overhead_bytes);
             let ser = t.xfer(wire, t.link_bytes_per_cycle);
-            let (s0, s1) = self.nodes[pkt.src.node as usize]
-                .tx
-                .reserve(ready + t.cycles(t.nic_tx_cycles), ser);
-            let hops = t.link_latency_cycles
-                + if self.cfg.nodes > 2 {
-                    t.switch_latency_cycles
-                } else {
-                    0
-                };
+            let (s0, s1) = self.nodes[pkt.src.node as usize].tx.reserve(ready + t.cycles(t.nic_tx_cycles), ser);
+            let hops = t.link_latency_cycles + if self.cfg.nodes > 2 { t.switch_latency_cycles } else { 0 };
             let lat = t.cycles(hops);
             let (r0, r1) = self.nodes[pkt.dst.node as usize].rx.reserve(s0 + lat, ser);
             if let Some(tr) = self.trace.as_mut() {
-                let name = format!(
-                    "{} {}B -> n{}.s{}",
-                    pkt.kind.name(),
-                    payload,
-                    pkt.dst.node,
-                    pkt.dst.slot
-                );
-                let args = [
-                    ("src_slot", Arg::U(pkt.src.slot as u64)),
-                    ("seq", Arg::U(pkt.seq)),
-                    ("wire_bytes", Arg::U(wire)),
-                ];
-                tr.span(
-                    &name,
-                    "pkt",
-                    pkt.src.node as u32,
-                    TID_LINK_TX,
-                    s0,
-                    s1,
-                    &args,
-                );
-                let name = format!(
-                    "{} {}B <- n{}.s{}",
-                    pkt.kind.name(),
-                    payload,
-                    pkt.src.node,
-                    pkt.src.slot
-                );
-                tr.span(
-                    &name,
-                    "pkt",
-                    pkt.dst.node as u32,
-                    TID_LINK_RX,
-                    r0,
-                    r1,
-                    &args,
-                );
+                let name = format!("{} {}B -> n{}.s{}", pkt.kind.name(), payload, pkt.dst.node, pkt.dst.slot);
+                let args =
+                    [("src_slot", Arg::U(pkt.src.slot as u64)), ("seq", Arg::U(pkt.seq)), ("wire_bytes", Arg::U(wire))];
+                tr.span(&name, "pkt", pkt.src.node as u32, TID_LINK_TX, s0, s1, &args);
+                let name = format!("{} {}B <- n{}.s{}", pkt.kind.name(), payload, pkt.src.node, pkt.src.slot);
+                tr.span(&name, "pkt", pkt.dst.node as u32, TID_LINK_RX, r0, r1, &args);
             }
             r1.max(s1 + lat) + t.cycles(t.nic_rx_cycles)
         };
         self.schedule(arrive, Event::Arrive(pkt));
     }
 
+    /// SO-DIMM time for the last (or only) MTU of a transfer: what remains
+    /// after the wire when reads or writes are pipelined with it.
+    fn tail_time(&self, bytes: u64) -> SimTime {
+        let t = &self.cfg.timing;
+        t.cycles(t.sodimm_latency_cycles) + t.xfer(bytes.min(t.mtu_bytes), t.sodimm_bytes_per_cycle)
+    }
+
     /// Answer a packet from its destination back to its source.
     fn reply(&mut self, at: SimTime, pkt: &Packet, kind: PacketKind) {
-        let answer = Packet {
-            src: pkt.dst,
-            dst: pkt.src,
-            seq: pkt.seq,
-            gen: pkt.gen,
-            kind,
-        };
+        let answer = Packet { src: pkt.dst, dst: pkt.src, seq: pkt.seq, gen: pkt.gen, kind };
         self.send(at, answer);
     }
 
@@ -111,12 +72,7 @@ impl Model {
         match pkt.kind {
             PacketKind::Ivs { .. } => self.ivs_arrive(pkt, t),
             PacketKind::Rvs { ref segments, .. } => {
-                if let Err(code) = self.check_exposed(
-                    pkt.dst.node,
-                    pkt.dst.slot,
-                    segments,
-                    ExposePerm::REMOTE_WRITE,
-                ) {
+                if let Err(code) = self.check_exposed(pkt.dst.node, pkt.dst.slot, segments, ExposePerm::REMOTE_WRITE) {
                     return self.refuse(pkt, code, t);
                 }
                 let PacketKind::Rvs { segments, data } = &pkt.kind else {
@@ -124,41 +80,30 @@ impl Model {
                 };
                 let bytes = data.len() as u64;
                 self.scatter(pkt.dst.node, segments, data);
+                // Earlier fragments were written while later ones were on the wire.
                 let dur = self.sodimm_time(segments);
-                let (_, end) = self.nodes[pkt.dst.node as usize]
-                    .sodimm_port
-                    .reserve(t, dur);
-                self.reply(end + status, &pkt, PacketKind::Ack { bytes });
+                let start = t.since(dur.since(self.tail_time(bytes)));
+                let (_, end) = self.nodes[pkt.dst.node as usize].sodimm_port.reserve(start, dur);
+                self.reply(end.max(t) + status, &pkt, PacketKind::Ack { bytes });
             }
-            PacketKind::RvlRequest {
-                ref segments,
-                reply,
-            } => {
-                if let Err(code) = self.check_exposed(
-                    pkt.dst.node,
-                    pkt.dst.slot,
-                    segments,
-                    ExposePerm::REMOTE_READ,
-                ) {
+            PacketKind::RvlRequest { ref segments, reply } => {
+                if let Err(code) = self.check_exposed(pkt.dst.node, pkt.dst.slot, segments, ExposePerm::REMOTE_READ) {
                     return self.refuse(pkt, code, t);
                 }
                 let data = self.gather(pkt.dst.node, segments);
+                // The response leaves as soon as its first MTU has been read.
                 let dur = self.sodimm_time(segments);
-                let (_, end) = self.nodes[pkt.dst.node as usize]
-                    .sodimm_port
-                    .reserve(t, dur);
-                self.reply(end, &pkt, PacketKind::RvlResponse { data, reply });
+                let (start, _) = self.nodes[pkt.dst.node as usize].sodimm_port.reserve(t, dur);
+                let ready = start + self.tail_time(data.len() as u64);
+                self.reply(ready, &pkt, PacketKind::RvlResponse { data, reply });
             }
             PacketKind::RvlResponse { data, reply } => {
                 let bytes = data.len() as u64;
                 let deposit = match reply {
                     Near::Window(off) => Deposit::Pw { off, data },
-                    Near::SoDimm(addr) => Deposit::SoDimm {
-                        segments: vec![(addr, bytes as u32)],
-                        data,
-                    },
+                    Near::SoDimm(addr) => Deposit::SoDimm { segments: vec![(addr, bytes as u32)], data },
                 };
-                let done = t + timing.xfer(bytes, timing.window_bytes_per_cycle) + status;
+                let done = t + timing.xfer(bytes.min(timing.mtu_bytes), timing.window_bytes_per_cycle) + status;
                 let (node, slot) = (pkt.dst.node, pkt.dst.slot);
                 self.schedule(
                     done,
@@ -192,15 +137,7 @@ impl Model {
                 let (node, slot) = (pkt.dst.node, pkt.dst.slot);
                 self.schedule(
                     t + status,
-                    Event::Complete {
-                        node,
-                        slot,
-                        seq: pkt.seq,
-                        gen: pkt.gen,
-                        status: code,
-                        bytes: 0,
-                        deposit: None,
-                    },
+                    Event::Complete { node, slot, seq: pkt.seq, gen: pkt.gen, status: code, bytes: 0, deposit: None },
                 );
             }
         }
@@ -208,13 +145,7 @@ impl Model {
 
     /// Every non-empty segment must lie inside one exposure entry of the
     /// target slot that has `perm` and itself lies inside that slot's partition.
-    fn check_exposed(
-        &self,
-        node: u16,
-        slot: u16,
-        segments: &[(u64, u32)],
-        perm: ExposePerm,
-    ) -> Result<(), ErrorCode> {
+    fn check_exposed(&self, node: u16, slot: u16, segments: &[(u64, u32)], perm: ExposePerm) -> Result<(), ErrorCode> {
         let mut entries = Vec::with_capacity(ur::EXPOSE_ENTRIES);
         for i in 0..ur::EXPOSE_ENTRIES {
             let off = ur::off::EXPOSE + i * ur::off::EXPOSE_STRIDE;
@@ -267,11 +198,7 @@ impl Model {
         if record > r.size {
             return Err(ErrorCode::TooLarge);
         }
-        let pending = self.nodes[node as usize].slots[slot as usize]
-            .pending_ring
-            .get(&source)
-            .copied()
-            .unwrap_or(0);
+        let pending = self.nodes[node as usize].slots[slot as usize].pending_ring.get(&source).copied().unwrap_or(0);
         Ok(used + pending + record <= r.size)
     }
 
@@ -282,15 +209,8 @@ impl Model {
             PacketKind::Ivs { data } => data.len() as u64,
             _ => return,
         };
-        let queued = self.nodes[n as usize].slots[s as usize]
-            .held
-            .get(&source)
-            .is_some_and(|q| !q.is_empty());
-        let room = if queued {
-            Ok(false)
-        } else {
-            self.ring_room(n, s, source, len)
-        };
+        let queued = self.nodes[n as usize].slots[s as usize].held.get(&source).is_some_and(|q| !q.is_empty());
+        let room = if queued { Ok(false) } else { self.ring_room(n, s, source, len) };
         match room {
             Err(code) => self.refuse(pkt, code, t),
             Ok(true) => self.ring_accept(pkt, source, t),
@@ -326,10 +246,7 @@ impl Model {
         let len = data.len() as u64;
         let record = record_len(len);
         let r = self.ring_state(n, s, source);
-        let pending = self.nodes[n as usize].slots[s as usize]
-            .pending_ring
-            .entry(source)
-            .or_insert(0);
+        let pending = self.nodes[n as usize].slots[s as usize].pending_ring.entry(source).or_insert(0);
         let at = r.nwa + *pending;
         *pending += record;
         // Copy with wrap-around, zero padding included.
@@ -344,28 +261,12 @@ impl Model {
             mem[b..b + rec.len() - first].copy_from_slice(&rec[first..]);
         }
         let timing = self.cfg.timing.clone();
-        let dur = timing.cycles(timing.sodimm_latency_cycles)
-            + timing.xfer(record, timing.sodimm_bytes_per_cycle);
+        let dur = timing.cycles(timing.sodimm_latency_cycles) + timing.xfer(record, timing.sodimm_bytes_per_cycle);
         let (_, end) = self.nodes[n as usize].sodimm_port.reserve(t, dur);
         let commit = end + timing.cycles(timing.status_write_cycles);
-        let ack = Packet {
-            src: pkt.dst,
-            dst: pkt.src,
-            seq: pkt.seq,
-            gen: pkt.gen,
-            kind: PacketKind::Ack { bytes: len },
-        };
-        self.schedule(
-            commit,
-            Event::RingCommit {
-                node: n,
-                slot: s,
-                source,
-                len,
-                record,
-                ack,
-            },
-        );
+        let ack =
+            Packet { src: pkt.dst, dst: pkt.src, seq: pkt.seq, gen: pkt.gen, kind: PacketKind::Ack { bytes: len } };
+        self.schedule(commit, Event::RingCommit { node: n, slot: s, source, len, record, ack });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -391,15 +292,9 @@ impl Model {
         let _ = map.write_u64(off, nwa);
         self.write_ur(node, slot, ur::off::RX_ACCEPTED, accepted);
         if let Some(tr) = self.trace.as_mut() {
-            let nra = self.mmio[node as usize]
-                .read_u64(Model::ring_offset(slot, source) + llcm::off::RING_NRA)
-                .unwrap_or(0);
-            tr.counter(
-                &format!("ring s{slot}<-src{source}"),
-                node as u32,
-                t,
-                &[("nwa", nwa), ("nra", nra)],
-            );
+            let nra =
+                self.mmio[node as usize].read_u64(Model::ring_offset(slot, source) + llcm::off::RING_NRA).unwrap_or(0);
+            tr.counter(&format!("ring s{slot}<-src{source}"), node as u32, t, &[("nwa", nwa), ("nra", nra)]);
         }
         self.touch(node, slot);
         self.send(t, ack);
@@ -421,10 +316,8 @@ impl Model {
             if room == Ok(false) {
                 break;
             }
-            let Some(held) = self.nodes[node as usize].slots[slot as usize]
-                .held
-                .get_mut(&source)
-                .and_then(|q| q.pop_front())
+            let Some(held) =
+                self.nodes[node as usize].slots[slot as usize].held.get_mut(&source).and_then(|q| q.pop_front())
             else {
                 break;
             };

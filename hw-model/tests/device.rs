@@ -1,0 +1,634 @@
+//! Device-level behaviour through the driver: every command and vector mode
+//! moves the right bytes between nodes, rings wrap and apply backpressure,
+//! protection refuses what it must, and runs are deterministic.
+
+use driver::{Device, DriverError, HostCost};
+use fpga_regs::packet::{PacketHeader, PacketType, PatternBlock};
+use fpga_regs::ur::{ExposePerm, Status};
+use fpga_regs::{Command, Region};
+use fpga_regs::{ErrorCode, Near, Pattern, Peer, Space, VectorMode};
+use hw_model::harness::{run_actors, temp_dir, ActorFn, SimCluster};
+use hw_model::{Cluster, ClusterConfig};
+
+const MIB: u64 = 1 << 20;
+const LIST_OFF: u32 = 0xC000;
+
+/// Deterministic test data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn cfg(tag: &str, nodes: u16, slots: u16) -> ClusterConfig {
+    let mut c = ClusterConfig::new(temp_dir(tag), nodes, slots);
+    c.partition_size = 8 * MIB;
+    c
+}
+
+fn actor<R: Send + 'static>(peer: Peer, f: impl FnOnce(Device) -> R + Send + 'static) -> (Peer, ActorFn<R>) {
+    (peer, Box::new(f))
+}
+
+/// The four modes at `base`, and the index list bytes each needs (in WW at LIST_OFF).
+fn patterns(base: u64) -> Vec<(Pattern, Vec<u8>)> {
+    let list: Vec<u32> = vec![480, 0, 160, 320, 48, 640, 800, 96, 960, 1120];
+    let list_bytes: Vec<u8> = list.iter().flat_map(|o| o.to_le_bytes()).collect();
+    let packed: Vec<(u32, u32)> = vec![(600, 7), (0, 33), (100, 64), (300, 1), (400, 120), (50, 20)];
+    let packed_bytes: Vec<u8> =
+        packed.iter().flat_map(|(o, l)| o.to_le_bytes().into_iter().chain(l.to_le_bytes())).collect();
+    vec![
+        (Pattern::Contiguous { addr: base + 0x100, len: 1000 }, vec![]),
+        (Pattern::Stride { addr: base + 0x1000, elem: 24, stride: 100, count: 20 }, vec![]),
+        (Pattern::List { base: base + 0x4000, elem: 16, count: 10, list_off: LIST_OFF }, list_bytes),
+        (Pattern::PackedList { base: base + 0x8000, count: 6, list_off: LIST_OFF }, packed_bytes),
+    ]
+}
+
+fn total(p: &Pattern, list: &[u8]) -> usize {
+    p.segments(list).unwrap().iter().map(|s| s.1 as usize).sum()
+}
+
+/// Expected SO-DIMM contents: (node, address, bytes).
+type Expect = Vec<(u16, u64, Vec<u8>)>;
+
+fn expect_scatter(node: u16, p: &Pattern, list: &[u8], data: &[u8], out: &mut Expect) {
+    let mut pos = 0;
+    for (a, l) in p.segments(list).unwrap() {
+        out.push((node, a, data[pos..pos + l as usize].to_vec()));
+        pos += l as usize;
+    }
+}
+
+fn check_memory(cluster: &Cluster, expect: &Expect) {
+    for (node, addr, bytes) in expect {
+        let mem = cluster.model().sodimm(*node);
+        assert_eq!(&mem[*addr as usize..*addr as usize + bytes.len()], &bytes[..], "node {node} SO-DIMM at {addr:#x}");
+    }
+}
+
+fn read_pw(d: &Device, off: usize, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    d.read_pw(off, &mut v).unwrap();
+    v
+}
+
+/// Read the next `len`-byte record from `src`'s ring.
+fn ring_next(d: &mut Device, src: Peer, len: u64) -> Vec<u8> {
+    d.poll(|d| (d.ring_available(src).unwrap() >= fpga_regs::llcm::record_len(len)).then_some(())).unwrap();
+    d.ring_load(src, 0, len, 0x8000).unwrap();
+    let v = read_pw(d, 0x8000, len as usize);
+    d.ring_consume(src, len).unwrap();
+    v
+}
+
+fn botf_image(h: PacketHeader, payload: &[u8]) -> Vec<u8> {
+    let mut img = h.encode().to_vec();
+    img.extend_from_slice(payload);
+    img
+}
+
+#[test]
+fn every_command_and_vector_mode_moves_the_right_bytes() {
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    // Payloads B must receive through its ring, in order (computed identically by both sides).
+    fn ivs_payloads(a_base: u64) -> Vec<Vec<u8>> {
+        let mut rng = Rng(77);
+        let mut out = Vec::new();
+        for (p, list) in patterns(a_base + 2 * MIB) {
+            out.push(rng.bytes(total(&p, &list)));
+        }
+        for (p, list) in patterns(0) {
+            out.push(rng.bytes(total(&p, &list)));
+        }
+        out.push(rng.bytes(32));
+        out.push(b"done".to_vec());
+        out
+    }
+
+    let body_a = move |mut d: Device| -> Expect {
+        let me = d.info().clone();
+        let base = me.sodimm_base;
+        let b_base = 0; // node 1 slot 0: partition at 0
+        let mut rng = Rng(1);
+        let mut expect = Expect::new();
+        // Wait until B has exposed memory and set up its ring.
+        d.compute(50_000.0).unwrap();
+
+        // VS then VL, every mode.
+        for (p, list) in patterns(base) {
+            let data = rng.bytes(total(&p, &list));
+            d.write_ww(0, &data).unwrap();
+            d.write_ww(LIST_OFF as usize, &list).unwrap();
+            let c = d.run(&Command::Vs { ww_off: 0, dst: p }).unwrap();
+            assert_eq!(c.bytes, data.len() as u64);
+            d.run(&Command::Vl { src: p, pw_off: 0x100 }).unwrap();
+            assert_eq!(read_pw(&d, 0x100, data.len()), data, "VS/VL {:?}", p.mode());
+            expect_scatter(me.me.node, &p, &list, &data, &mut expect);
+        }
+        // RVS from WW then RVL into PW, every mode, against B's exposed MiB.
+        for (p, list) in patterns(b_base + MIB) {
+            let data = rng.bytes(total(&p, &list));
+            d.write_ww(0, &data).unwrap();
+            d.write_ww(LIST_OFF as usize, &list).unwrap();
+            d.run(&Command::Rvs { peer: b, src: Near::Window(0), dst: p }).unwrap();
+            d.run(&Command::Rvl { peer: b, src: p, dst: Near::Window(0x2000) }).unwrap();
+            assert_eq!(read_pw(&d, 0x2000, data.len()), data, "RVS/RVL {:?}", p.mode());
+            expect_scatter(1, &p, &list, &data, &mut expect);
+        }
+        // RVS from local SO-DIMM, RVL into local SO-DIMM, then VL to check.
+        let data = rng.bytes(3000);
+        d.write_ww(0, &data).unwrap();
+        d.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base + 3 * MIB, len: 3000 } }).unwrap();
+        let remote = Pattern::Contiguous { addr: b_base + MIB + 0x10000, len: 3000 };
+        d.run(&Command::Rvs { peer: b, src: Near::SoDimm(base + 3 * MIB), dst: remote }).unwrap();
+        d.run(&Command::Rvl { peer: b, src: remote, dst: Near::SoDimm(base + 4 * MIB) }).unwrap();
+        d.run(&Command::Vl { src: Pattern::Contiguous { addr: base + 4 * MIB, len: 3000 }, pw_off: 0 }).unwrap();
+        assert_eq!(read_pw(&d, 0, 3000), data);
+        expect.push((1, b_base + MIB + 0x10000, data.clone()));
+
+        // IVS: gather from SO-DIMM with every mode, then from WW with every mode.
+        let payloads = ivs_payloads(base);
+        let mut k = 0;
+        for (p, list) in patterns(base + 2 * MIB) {
+            let want = &payloads[k];
+            k += 1;
+            // Lay the data out in SO-DIMM where the pattern gathers it from.
+            d.write_ww(0, want).unwrap();
+            d.write_ww(LIST_OFF as usize, &list).unwrap();
+            d.run(&Command::Vs { ww_off: 0, dst: p }).unwrap();
+            let c = d.run(&Command::Ivs { peer: b, space: Space::SoDimm, src: p }).unwrap();
+            assert_eq!(c.bytes, want.len() as u64);
+        }
+        for (p, list) in patterns(0) {
+            // The same patterns over WW offsets (base 0), data scattered into WW.
+            let want = &payloads[k];
+            k += 1;
+            let mut pos = 0;
+            for (a, l) in p.segments(&list).unwrap() {
+                d.write_ww(a as usize, &want[pos..pos + l as usize]).unwrap();
+                pos += l as usize;
+            }
+            d.write_ww(LIST_OFF as usize, &list).unwrap();
+            d.run(&Command::Ivs { peer: b, space: Space::Window, src: p }).unwrap();
+        }
+        // BOTF with TYPE=IVS.
+        let img = botf_image(PacketHeader::ivs(b, 32), &payloads[k]);
+        k += 1;
+        d.write_ww(0x4000, &img).unwrap();
+        d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 }).unwrap();
+        // BOTF with TYPE=RVS and TYPE=RVL, every mode.
+        for (p, list) in patterns(b_base + 2 * MIB) {
+            let data = rng.bytes(total(&p, &list));
+            let mut payload = Vec::new();
+            if p.mode() != VectorMode::Contiguous {
+                payload.extend(PatternBlock::of(&p).encode());
+                payload.extend(&list);
+            }
+            payload.extend(&data);
+            let mut h = PacketHeader::ivs(b, payload.len() as u32);
+            h.ptype = PacketType::Rvs;
+            h.mode = p.mode();
+            h.addr = p.base();
+            let img = botf_image(h, &payload);
+            d.write_ww(0x4000, &img).unwrap();
+            d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 }).unwrap();
+            let mut req = PatternBlock::of(&p).encode().to_vec();
+            req.extend(&list);
+            let mut h = PacketHeader::ivs(b, req.len() as u32);
+            h.ptype = PacketType::RvlRequest;
+            h.mode = p.mode();
+            h.addr = p.base();
+            h.aux = 0x6000;
+            let img = botf_image(h, &req);
+            d.write_ww(0x4000, &img).unwrap();
+            d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 }).unwrap();
+            assert_eq!(read_pw(&d, 0x6000, data.len()), data, "BOTF RVS/RVL {:?}", p.mode());
+            expect_scatter(1, &p, &list, &data, &mut expect);
+        }
+        let done = &payloads[k];
+        d.write_ww(0, done).unwrap();
+        d.run(&Command::Ivs {
+            peer: b,
+            space: Space::Window,
+            src: Pattern::Contiguous { addr: 0, len: done.len() as u32 },
+        })
+        .unwrap();
+        assert_eq!(d.errors().count, 0);
+        expect
+    };
+
+    let body_b = move |mut d: Device| -> usize {
+        let base = d.info().sodimm_base;
+        d.expose(0, base + MIB, 2 * MIB as u32, ExposePerm::REMOTE_READ | ExposePerm::REMOTE_WRITE).unwrap();
+        d.ring_setup(a, base + 4 * MIB, 64 * 1024).unwrap();
+        let payloads = ivs_payloads(0); // A's partition base is 0 as well (slot 0)
+        for (i, want) in payloads.iter().enumerate() {
+            let got = ring_next(&mut d, a, want.len() as u64);
+            assert_eq!(&got, want, "ring record {i}");
+        }
+        payloads.len()
+    };
+
+    let (cluster, report, results) = run_actors(
+        cfg("modes", 2, 1),
+        vec![actor(a, move |d| (body_a(d), 0)), actor(b, move |d| (Expect::new(), body_b(d)))],
+    )
+    .unwrap();
+    check_memory(&cluster, &results[0].0);
+    assert_eq!(results[1].1, 10);
+    assert_eq!(report.stats.errors, 0);
+}
+
+#[test]
+fn ring_wraps_around_and_keeps_order() {
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    let msg = |i: u32| -> Vec<u8> {
+        let len = 8 + (i * 13) % 57;
+        (0..len).map(|j| (i * 31 + j) as u8).collect()
+    };
+    let sender = move |mut d: Device| {
+        d.compute(10_000.0).unwrap();
+        for i in 0..200u32 {
+            let m = msg(i);
+            d.write_ww(0, &m).unwrap();
+            d.run(&Command::Ivs {
+                peer: b,
+                space: Space::Window,
+                src: Pattern::Contiguous { addr: 0, len: m.len() as u32 },
+            })
+            .unwrap();
+        }
+    };
+    let receiver = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(a, base, 256).unwrap();
+        let mut wrapped = 0;
+        for i in 0..200u32 {
+            let m = msg(i);
+            let before = d.ring_nra(a).unwrap() % 256;
+            assert_eq!(ring_next(&mut d, a, m.len() as u64), m, "message {i}");
+            if before + fpga_regs::llcm::record_len(m.len() as u64) > 256 {
+                wrapped += 1;
+            }
+        }
+        wrapped
+    };
+    let (_, report, results) =
+        run_actors(cfg("wrap", 2, 1), vec![actor(a, move |d| (sender(d), 0usize).1), actor(b, receiver)]).unwrap();
+    assert!(results[1] > 10, "records crossed the ring end {} times", results[1]);
+    assert_eq!(report.stats.errors, 0);
+}
+
+#[test]
+fn slow_consumer_with_fast_producer_loses_and_overwrites_nothing() {
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    const N: u32 = 300;
+    let producer = move |mut d: Device| {
+        d.compute(10_000.0).unwrap();
+        let mut tickets = std::collections::VecDeque::new();
+        for i in 0..N {
+            let mut m = i.to_le_bytes().to_vec();
+            m.extend((0..36).map(|j| (i as u8).wrapping_mul(7).wrapping_add(j)));
+            // One WW slot per queue entry, so a record is never rewritten before it is sent.
+            let off = (i as usize % 32) * 64;
+            d.write_ww(off, &m).unwrap();
+            let t = d
+                .submit(&Command::Ivs {
+                    peer: b,
+                    space: Space::Window,
+                    src: Pattern::Contiguous { addr: off as u64, len: 40 },
+                })
+                .unwrap();
+            tickets.push_back(t);
+            if tickets.len() == 32 {
+                d.wait(tickets.pop_front().unwrap()).unwrap();
+            }
+        }
+        for t in tickets {
+            d.wait(t).unwrap();
+        }
+        d.status()
+    };
+    let consumer = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(a, base, 512).unwrap();
+        let mut max_used = 0;
+        for i in 0..N {
+            d.compute(3_000.0).unwrap(); // a slow consumer: 3 us per message
+            max_used = max_used.max(d.ring_available(a).unwrap());
+            let m = ring_next(&mut d, a, 40);
+            assert_eq!(u32::from_le_bytes([m[0], m[1], m[2], m[3]]), i, "message {i} out of order or lost");
+            for (j, byte) in m[4..].iter().enumerate() {
+                assert_eq!(*byte, (i as u8).wrapping_mul(7).wrapping_add(j as u8), "message {i} corrupted");
+            }
+        }
+        assert!(max_used <= 512);
+        (max_used, d.read_ur(fpga_regs::ur::off::RX_ACCEPTED))
+    };
+    let (_, report, results) = run_actors(
+        cfg("slow", 2, 1),
+        vec![actor(a, move |d| (Some(producer(d)), None)), actor(b, move |d| (None, Some(consumer(d))))],
+    )
+    .unwrap();
+    let (max_used, accepted) = results[1].1.unwrap();
+    assert!(report.stats.held > 0, "the producer never had to wait: the test did not exercise backpressure");
+    assert_eq!(accepted, N as u64);
+    assert!(max_used >= 400, "the ring never filled up (max {max_used} bytes used)");
+    assert!(!results[0].0.unwrap().contains(Status::ERROR));
+    assert_eq!(report.stats.errors, 0);
+}
+
+#[test]
+fn protection_refuses_other_memory_and_leaves_it_untouched() {
+    let attacker = Peer::new(0, 0);
+    let victim = Peer::new(0, 1);
+    let remote = Peer::new(1, 0);
+    let canary: Vec<u8> = (0..65536u32).map(|i| (i * 7 + 3) as u8).collect();
+    let c2 = canary.clone();
+    let victim_body = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.write_ww(0, &c2).unwrap();
+        d.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: 65536 } }).unwrap();
+        d.expose(0, base, 4096, ExposePerm::REMOTE_READ).unwrap();
+        base
+    };
+    let remote_body = move |d: Device| d.info().sodimm_base;
+    let attack = move |mut d: Device| {
+        d.compute(100_000.0).unwrap(); // let the others set up first
+        let me = d.info().clone();
+        let victim_base = me.sodimm_base + me.sodimm_size; // slot 1 follows slot 0
+        let end = me.sodimm_base + me.sodimm_size;
+        let contiguous = |addr, len| Pattern::Contiguous { addr, len };
+        let mut refused = 0u64;
+        let mut expect = |d: &mut Device, c: Command, code: ErrorCode| {
+            let err = d.run(&c).expect_err(&format!("{c:?} must be refused"));
+            assert_eq!(err.code(), Some(code), "{c:?}: {err}");
+            refused += 1;
+        };
+        expect(&mut d, Command::Vl { src: contiguous(victim_base, 64), pw_off: 0 }, ErrorCode::OutOfPartition);
+        expect(&mut d, Command::Vs { ww_off: 0, dst: contiguous(victim_base + 100, 64) }, ErrorCode::OutOfPartition);
+        expect(&mut d, Command::Vs { ww_off: 0, dst: contiguous(end - 8, 64) }, ErrorCode::OutOfPartition);
+        expect(&mut d, Command::Vl { src: contiguous(me.sodimm_base, 4096), pw_off: 0xF800 }, ErrorCode::WindowRange);
+        expect(
+            &mut d,
+            Command::Vs { ww_off: 0, dst: Pattern::Stride { addr: end - 4096, elem: 8, stride: 1024, count: 5 } },
+            ErrorCode::OutOfPartition,
+        );
+        d.write_ww(0x8000, &(me.sodimm_size as u32).to_le_bytes()).unwrap();
+        expect(
+            &mut d,
+            Command::Vl { src: Pattern::List { base: me.sodimm_base, elem: 8, count: 1, list_off: 0x8000 }, pw_off: 0 },
+            ErrorCode::ListRange,
+        );
+        expect(
+            &mut d,
+            Command::Rvs { peer: victim, src: Near::Window(0), dst: contiguous(victim_base + 8192, 64) },
+            ErrorCode::NotExposed,
+        );
+        expect(
+            &mut d,
+            Command::Rvs { peer: victim, src: Near::Window(0), dst: contiguous(victim_base, 64) },
+            ErrorCode::NotExposed,
+        );
+        expect(
+            &mut d,
+            Command::Rvl { peer: victim, src: contiguous(victim_base + 4000, 200), dst: Near::Window(0) },
+            ErrorCode::NotExposed,
+        );
+        expect(
+            &mut d,
+            Command::Rvs { peer: remote, src: Near::Window(0), dst: contiguous(0, 64) },
+            ErrorCode::NotExposed,
+        );
+        expect(
+            &mut d,
+            Command::Ivs { peer: victim, space: Space::Window, src: contiguous(0, 8) },
+            ErrorCode::RingDisabled,
+        );
+        expect(
+            &mut d,
+            Command::Rvs { peer: Peer::new(5, 0), src: Near::Window(0), dst: contiguous(0, 8) },
+            ErrorCode::NoSuchNode,
+        );
+        expect(
+            &mut d,
+            Command::Rvl { peer: Peer::new(1, 3), src: contiguous(0, 8), dst: Near::Window(0) },
+            ErrorCode::NoSuchSlot,
+        );
+        expect(
+            &mut d,
+            Command::Rvl { peer: remote, src: contiguous(0, 8), dst: Near::SoDimm(victim_base) },
+            ErrorCode::OutOfPartition,
+        );
+        let mut h = PacketHeader::ivs(remote, 0);
+        h.ptype = PacketType::Ack;
+        d.write_ww(0, &h.encode()).unwrap();
+        expect(&mut d, Command::Botf { ww_off: 0, len: 32 }, ErrorCode::BadPacketType);
+        d.write_ww(0, &PacketHeader::ivs(remote, 64).encode()).unwrap();
+        expect(&mut d, Command::Botf { ww_off: 0, len: 40 }, ErrorCode::BadPacketHeader);
+        let mut raw = Command::Vl { src: contiguous(me.sodimm_base, 8), pw_off: 0 }.encode();
+        raw[7] = 1;
+        let t = d.submit_raw(raw).unwrap();
+        assert_eq!(d.wait(t).unwrap_err().code(), Some(ErrorCode::ReservedBits));
+        refused += 1;
+        let t = d.submit_raw([0; 8]).unwrap();
+        assert_eq!(d.wait(t).unwrap_err().code(), Some(ErrorCode::BadOpcode));
+        refused += 1;
+        // Reading what the victim exposed is allowed.
+        d.run(&Command::Rvl { peer: victim, src: contiguous(victim_base, 4096), dst: Near::Window(0) }).unwrap();
+        let mut buf = vec![0u8; 4096];
+        d.read_pw(0, &mut buf).unwrap();
+        let errs = d.errors();
+        assert_eq!(errs.count, refused);
+        assert!(d.status().contains(Status::ERROR));
+        d.ack_errors();
+        // STATUS.ERROR clears once the device has seen the acknowledgement.
+        d.poll(|d| (!d.status().contains(Status::ERROR)).then_some(())).unwrap();
+        buf
+    };
+    let (cluster, _, results) = run_actors(
+        cfg("protect", 2, 2),
+        vec![
+            actor(victim, move |d| (victim_body(d), Vec::new())),
+            actor(remote, move |d| (remote_body(d), Vec::new())),
+            actor(attacker, move |d| (0, attack(d))),
+        ],
+    )
+    .unwrap();
+    assert_eq!(results[2].1, canary[..4096], "RVL of the exposed range returns the victim's data");
+    let victim_base = results[0].0 as usize;
+    assert_eq!(&cluster.model().sodimm(0)[victim_base..victim_base + 65536], &canary[..], "victim memory changed");
+    assert!(cluster.model().sodimm(1)[..8 * MIB as usize].iter().all(|b| *b == 0), "remote memory changed");
+    assert_eq!(cluster.model().read_ur(1, 0, fpga_regs::ur::off::RX_REFUSED), 1);
+}
+
+#[test]
+fn invalid_doorbells_are_refused_and_the_driver_recovers() {
+    let (_, _, results) = run_actors(
+        cfg("doorbell", 1, 1),
+        vec![actor(Peer::new(0, 0), |mut d: Device| {
+            d.poke(Region::Ur, fpga_regs::ur::off::DOORBELL, 1000).unwrap();
+            let st = d.poll(|d| Some(d.status()).filter(|s| s.contains(Status::DOORBELL_INVALID))).unwrap();
+            let errs = d.errors();
+            d.resync().unwrap();
+            let base = d.info().sodimm_base;
+            d.run(&Command::Vl { src: Pattern::Contiguous { addr: base, len: 8 }, pw_off: 0 }).unwrap();
+            (st, errs)
+        })],
+    )
+    .unwrap();
+    let (st, errs) = results[0];
+    assert!(st.contains(Status::DOORBELL_INVALID), "status {st:?}");
+    assert_eq!(errs.count, 1);
+    assert_eq!(errs.last, Some(ErrorCode::DoorbellInvalid));
+}
+
+/// A mixed workload with backpressure, written as a trace.
+fn traced_run(trace: &std::path::Path) -> (u64, Vec<u64>) {
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    let mut c = cfg("det", 2, 1);
+    c.trace = Some(trace.to_path_buf());
+    let (_, report, results) = run_actors(
+        c,
+        vec![
+            actor(a, move |mut d: Device| {
+                let base = d.info().sodimm_base;
+                d.ring_setup(b, base, 2048).unwrap();
+                for i in 0..60u32 {
+                    d.write_ww(0, &[i as u8; 200]).unwrap();
+                    d.run(&Command::Ivs {
+                        peer: b,
+                        space: Space::Window,
+                        src: Pattern::Contiguous { addr: 0, len: 200 },
+                    })
+                    .unwrap();
+                    if i % 10 == 0 {
+                        d.run(&Command::Rvs {
+                            peer: b,
+                            src: Near::Window(0),
+                            dst: Pattern::Contiguous { addr: MIB, len: 4096 },
+                        })
+                        .unwrap();
+                    }
+                }
+                let mut times = Vec::new();
+                for _ in 0..20 {
+                    let _ = ring_next(&mut d, b, 64);
+                    times.push(d.now_ps().unwrap());
+                }
+                times
+            }),
+            actor(b, move |mut d: Device| {
+                let base = d.info().sodimm_base;
+                d.expose(0, base + MIB, MIB as u32, ExposePerm::REMOTE_WRITE).unwrap();
+                d.ring_setup(a, base, 1024).unwrap();
+                for i in 0..60u32 {
+                    d.compute(500.0 + (i % 7) as f64 * 300.0).unwrap();
+                    let m = ring_next(&mut d, a, 200);
+                    assert_eq!(m, vec![i as u8; 200]);
+                    if i % 3 == 0 {
+                        d.write_ww(0, &[0xCD; 64]).unwrap();
+                        d.run(&Command::Ivs {
+                            peer: a,
+                            space: Space::Window,
+                            src: Pattern::Contiguous { addr: 0, len: 64 },
+                        })
+                        .unwrap();
+                    }
+                }
+                vec![d.now_ps().unwrap()]
+            }),
+        ],
+    )
+    .unwrap();
+    let mut times = results[0].clone();
+    times.extend(&results[1]);
+    (report.sim_time_ps, times)
+}
+
+#[test]
+fn runs_are_deterministic_to_the_byte() {
+    let t1 = temp_dir("trace1").with_extension("json");
+    let t2 = temp_dir("trace2").with_extension("json");
+    let (end1, times1) = traced_run(&t1);
+    // A second run while this machine is busy with something else.
+    let spinner = std::thread::spawn(|| {
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        x
+    });
+    let (end2, times2) = traced_run(&t2);
+    spinner.join().unwrap();
+    let (b1, b2) = (std::fs::read(&t1).unwrap(), std::fs::read(&t2).unwrap());
+    let _ = (std::fs::remove_file(&t1), std::fs::remove_file(&t2));
+    assert_eq!(end1, end2);
+    assert_eq!(times1, times2);
+    assert!(b1.len() > 1000, "trace is suspiciously small");
+    assert!(b1 == b2, "traces differ");
+    let v: serde_json::Value = serde_json::from_slice(&b1).expect("the trace is valid JSON");
+    let events = v["traceEvents"].as_array().unwrap();
+    for kind in ["cmd", "pkt"] {
+        assert!(events.iter().any(|e| e["cat"] == kind), "no {kind} events in the trace");
+    }
+    assert!(events.iter().any(|e| e["ph"] == "C"), "no ring pointer counters in the trace");
+    assert!(events.iter().any(|e| e["name"] == "ring full: packet held"), "backpressure is not in the trace");
+}
+
+#[test]
+fn an_idle_simulator_sleeps_in_the_kernel() {
+    use fpga_regs::simctl::CtlHeader;
+    let sim = SimCluster::start(cfg("idle", 2, 1)).unwrap();
+    let ctl = fpga_regs::mmio::Mapping::open(&sim.dir().join("sim.ctl"), 0, 4096).unwrap();
+    let h = ctl.block::<CtlHeader>(0).unwrap();
+    // Wait (without a time assertion) until the model blocks in FUTEX_WAIT.
+    let mut asleep = false;
+    for _ in 0..2000 {
+        if h.model_sleeping.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+            asleep = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(asleep, "the idle model never went to sleep");
+    drop(ctl);
+    sim.stop().unwrap();
+}
+
+#[test]
+fn a_process_that_waits_forever_is_told_about_the_deadlock() {
+    let (_, report, results) = run_actors(
+        cfg("deadlock", 2, 1),
+        vec![
+            actor(Peer::new(0, 0), |mut d: Device| {
+                let base = d.info().sodimm_base;
+                d.ring_setup(Peer::new(1, 0), base, 256).unwrap();
+                // Nobody will ever send to us.
+                let err = d.poll(|d| (d.ring_available(Peer::new(1, 0)).unwrap() > 0).then_some(())).unwrap_err();
+                matches!(err, DriverError::Deadlock(_)).then(|| err.to_string())
+            }),
+            actor(Peer::new(1, 0), |d: Device| {
+                d.charge(HostCost::MpiCall, 1);
+                None
+            }),
+        ],
+    )
+    .unwrap();
+    let msg = results[0].clone().expect("a deadlock error");
+    assert!(msg.contains("actor 0 (node 0 slot 0)") && msg.contains("actor 1 exited"), "{msg}");
+    assert_eq!(report.deadlocks, 1);
+}
