@@ -5,13 +5,14 @@
 //! `slot * SLOT_STRIDE + region offset`. The same code maps a real character
 //! device or a simulator node file; only the [`Platform`] differs.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
 use fpga_regs::mmio::Mapping;
-use fpga_regs::simctl::{self, HostCost};
+use fpga_regs::simctl::{self, HostCost, MAX_WATCH};
 use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
 use volatile_register::RW;
@@ -76,6 +77,45 @@ pub struct OpenOptions {
     pub actor: Option<u32>,
 }
 
+/// The words read since the last [`Device::observe`]: what a poll that
+/// found nothing waits on.
+#[derive(Default)]
+struct ReadLog {
+    n: Cell<usize>,
+    words: [Cell<u32>; MAX_WATCH],
+}
+
+impl ReadLog {
+    #[inline]
+    fn log(&self, slot_off: usize) {
+        let w = (slot_off & !7) as u32;
+        let n = self.n.get();
+        if n > MAX_WATCH || self.words[..n.min(MAX_WATCH)].iter().any(|c| c.get() == w) {
+            return;
+        }
+        if n < MAX_WATCH {
+            self.words[n].set(w);
+        }
+        self.n.set(n + 1);
+    }
+
+    fn reset(&self) {
+        self.n.set(0);
+    }
+
+    fn with<R>(&self, f: impl FnOnce(Option<&[u32]>) -> R) -> R {
+        let n = self.n.get();
+        if n == 0 || n > MAX_WATCH {
+            return f(None);
+        }
+        let mut buf = [0u32; MAX_WATCH];
+        for (b, c) in buf.iter_mut().zip(&self.words) {
+            *b = c.get();
+        }
+        f(Some(&buf[..n]))
+    }
+}
+
 struct RingLocal {
     base: u64,
     size: u64,
@@ -96,6 +136,7 @@ pub struct Device {
     reaped: BTreeMap<u64, (&'static str, CompletionResult)>,
     ww_dirty: bool,
     rings: BTreeMap<usize, RingLocal>,
+    reads: ReadLog,
 }
 
 // SAFETY (for every call below): the register lives in a mapping owned by
@@ -190,6 +231,7 @@ impl Device {
             reaped: BTreeMap::new(),
             ww_dirty: false,
             rings: BTreeMap::new(),
+            reads: ReadLog::default(),
         };
         // A freshly attached slot starts at zero; on hardware, continue from
         // whatever the previous owner left (the doorbell is monotonic).
@@ -236,6 +278,7 @@ impl Device {
     pub fn resync(&mut self) -> Result<(), DriverError> {
         self.outstanding.clear();
         self.reaped.clear();
+        self.platform.sync()?;
         let fetched = self.poll(|d| {
             let fetched = d.read_ur(ur::off::CMD_FETCHED);
             let done = d.read_ur(ur::off::CMD_COMPLETED);
@@ -252,16 +295,19 @@ impl Device {
         self.platform.now_ps()
     }
 
-    /// Before a round of polls: in simulation, catch up with the model if
-    /// this process ran past its horizon.
+    /// Start a round of polls: in simulation, catch up with the model if
+    /// this process ran past its horizon, and start recording which device
+    /// words the round reads.
     pub fn observe(&self) -> Result<(), DriverError> {
+        self.reads.reset();
         self.platform.observe()
     }
 
-    /// A round of polls found nothing: block until something may have
-    /// changed (simulation) or spin once (hardware).
+    /// A round of polls found nothing: block until the device writes one of
+    /// the words read since [`Device::observe`] (simulation) or spin once
+    /// (hardware).
     pub fn idle(&self) -> Result<(), DriverError> {
-        self.platform.idle()
+        self.reads.with(|w| self.platform.idle(w))
     }
 
     /// Note that a wait ended (resets the hardware wait timeout).
@@ -272,6 +318,8 @@ impl Device {
     #[inline]
     fn uc_read(&self, reg: &volatile_register::RO<u64>) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
+        let off = reg as *const _ as usize - self.regs() as *const _ as usize;
+        self.reads.log(Region::Ur.offset() + off);
         reg.read()
     }
 
@@ -300,12 +348,14 @@ impl Device {
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
         self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
+        self.reads.log(Region::Pw.offset() + off);
         self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     /// Read a 64-bit word of LLCM scratch or ring table (uncached).
     pub fn read_llcm(&self, off: usize) -> Result<u64, DriverError> {
         self.platform.charge(HostCost::UcRead, 1);
+        self.reads.log(Region::Llcm.offset() + off);
         self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
@@ -347,6 +397,7 @@ impl Device {
             Region::Pw => &self.pw,
         };
         self.platform.charge(HostCost::UcRead, 1);
+        self.reads.log(region.offset() + off);
         map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
@@ -424,12 +475,12 @@ impl Device {
     /// Poll `f` until it yields a value, letting the device progress between polls.
     pub fn poll<T>(&self, mut f: impl FnMut(&Device) -> Option<T>) -> Result<T, DriverError> {
         loop {
-            self.platform.observe()?;
+            self.observe()?;
             if let Some(v) = f(self) {
                 self.platform.progressed();
                 return Ok(v);
             }
-            self.platform.idle()?;
+            self.idle()?;
         }
     }
 
@@ -454,7 +505,7 @@ impl Device {
         let Some(&op) = self.outstanding.get(&t.0) else {
             return Err(DriverError::UnknownTicket(t.0));
         };
-        self.platform.observe()?;
+        self.observe()?;
         match self.read_completion(t.0) {
             None => Ok(None),
             Some(r) => {
@@ -507,6 +558,7 @@ impl Device {
     /// Read a UR register by offset (diagnostics).
     pub fn read_ur(&self, off: usize) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
+        self.reads.log(Region::Ur.offset() + off);
         self.ur.read_u64(off & !7).unwrap_or(0)
     }
 

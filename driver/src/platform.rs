@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use fpga_regs::mmio::Mapping;
 use fpga_regs::simctl::{
-    self, handoff, request, result, state, ActorRecord, CtlHeader, HostCost, COST_SLOTS, MAX_ACTORS,
+    self, handoff, request, result, state, ActorRecord, CtlHeader, HostCost, COST_SLOTS, MAX_ACTORS, MAX_WATCH,
 };
 use fpga_regs::ur::CQ_DEPTH;
 
@@ -77,8 +77,20 @@ impl Platform {
         }
     }
 
-    /// A poll found nothing: let the device make progress.
-    pub fn idle(&self) -> Result<(), DriverError> {
+    /// Hand control to the simulator unconditionally and resume at this
+    /// clock (no-op on hardware): afterwards every register reflects the
+    /// device's view, including any host writes it has undone.
+    pub fn sync(&self) -> Result<(), DriverError> {
+        match self {
+            Platform::Hardware(_) => Ok(()),
+            Platform::Simulated(a) => a.yield_now(request::SYNC),
+        }
+    }
+
+    /// A poll found nothing: let the device make progress. `watch` lists
+    /// the slot offsets of the words the poll read (`None`: unknown); in
+    /// simulation the wait ends only when the device writes one of them.
+    pub fn idle(&self, watch: Option<&[u32]>) -> Result<(), DriverError> {
         match self {
             Platform::Hardware(h) => {
                 let start = match h.wait_started.get() {
@@ -96,7 +108,10 @@ impl Platform {
                 std::hint::spin_loop();
                 Ok(())
             }
-            Platform::Simulated(a) => a.yield_now(request::WAIT),
+            Platform::Simulated(a) => {
+                a.set_watch(watch);
+                a.yield_now(request::WAIT)
+            }
         }
     }
 
@@ -291,6 +306,19 @@ impl SimActor {
         }
     }
 
+    fn set_watch(&self, watch: Option<&[u32]>) {
+        let rec = self.record();
+        match watch {
+            Some(words) if words.len() <= MAX_WATCH && !words.is_empty() => {
+                for (slot, w) in rec.watch.iter().zip(words) {
+                    slot.store(*w, SeqCst);
+                }
+                rec.watch_count.store(words.len() as u32, SeqCst);
+            }
+            _ => rec.watch_count.store(0, SeqCst),
+        }
+    }
+
     fn doorbell(&self, first: u64, count: u64) {
         let rec = self.record();
         let now = self.clock.get();
@@ -325,7 +353,7 @@ impl SimActor {
         let header = self.header();
         let rec = self.record();
         loop {
-            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN, Some(Duration::from_millis(250))) {
+            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN_ACTOR, Some(Duration::from_millis(250))) {
                 break;
             }
             if !model_alive(header.model_pid.load(SeqCst)) {

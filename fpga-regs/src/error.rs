@@ -31,7 +31,7 @@ macro_rules! error_codes {
 
             /// One-line description.
             pub fn doc(self) -> &'static str {
-                match self { $( ErrorCode::$name => concat!($($doc),*), )* }
+                match self { $( ErrorCode::$name => concat!($($doc),*).trim(), )* }
             }
 
             /// What a user should do about it.

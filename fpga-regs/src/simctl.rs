@@ -52,7 +52,7 @@ macro_rules! host_costs {
             /// Key in profile JSON files.
             pub fn key(self) -> &'static str { match self { $(HostCost::$name => $key,)* } }
             /// What it charges for.
-            pub fn doc(self) -> &'static str { match self { $(HostCost::$name => concat!($($doc),*),)* } }
+            pub fn doc(self) -> &'static str { match self { $(HostCost::$name => concat!($($doc),*).trim(),)* } }
         }
     };
 }
@@ -201,8 +201,17 @@ pub struct ActorRecord {
     pub grants: AtomicU64,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
     pub db_time: [AtomicU64; CQ_DEPTH],
-    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH],
+    /// Number of valid entries in `watch`; more than [`MAX_WATCH`] means
+    /// "wake me on any change to my slot".
+    pub watch_count: AtomicU32,
+    /// Slot offsets of the 64-bit words the actor's last unsuccessful poll
+    /// read: a `WAIT` ends only when the model writes one of them.
+    pub watch: [AtomicU32; MAX_WATCH],
+    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH],
 }
+
+/// Most words an actor can watch while waiting.
+pub const MAX_WATCH: usize = 16;
 
 const _: () = assert!(size_of::<CtlHeader>() == 4096);
 const _: () = assert!(size_of::<ActorRecord>() == 512);
@@ -265,11 +274,23 @@ pub mod handoff {
 
     use linux_futex::{AsFutex, Shared};
 
-    /// How long a waiter spins before sleeping in the kernel. Hand-offs in a
-    /// busy simulation take a few microseconds, far less than a futex round
-    /// trip on a loaded machine; an idle party stops spinning quickly and
-    /// then costs nothing.
-    pub const SPIN: Duration = Duration::from_micros(50);
+    /// How long the model spins waiting for the running actor to hand
+    /// control back before sleeping in the kernel.
+    pub const SPIN_MODEL: Duration = Duration::from_micros(200);
+
+    /// How long an actor spins after yielding before sleeping in the kernel.
+    ///
+    /// Hand-offs are the simulator's hot path. Measured on the 2-core CI
+    /// machine (`cargo bench -p hw-model --bench sim_speed`): waking a sleeping
+    /// process costs ~14 us per hand-off, spinning while calling
+    /// `sched_yield` every few hundred nanoseconds ~5 us (the spinner gives
+    /// its core away whenever another thread can use it, so three parties on
+    /// two cores still make progress). Past the spin time the waiter sleeps,
+    /// so an idle simulation costs nothing.
+    pub const SPIN_ACTOR: Duration = Duration::from_micros(200);
+
+    /// Spin iterations between `sched_yield` calls.
+    const YIELD_EVERY: u32 = 64;
 
     /// Bump `word` and wake its sleeper, if any.
     pub fn wake(word: &AtomicU32, sleeping: &AtomicU32) {
@@ -293,14 +314,11 @@ pub mod handoff {
         let mut i = 0u32;
         while word.load(SeqCst) == old {
             i = i.wrapping_add(1);
-            if i % 64 == 0 {
-                let waited = start.elapsed();
-                if waited >= spin {
+            if i % YIELD_EVERY == 0 {
+                if start.elapsed() >= spin {
                     break;
                 }
-                if i % 1024 == 0 {
-                    std::thread::yield_now();
-                }
+                std::thread::yield_now();
             }
             std::hint::spin_loop();
         }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use fpga_regs::layout;
 use fpga_regs::mmio::Mapping;
-use fpga_regs::simctl::{self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS};
+use fpga_regs::simctl::{self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS, MAX_WATCH};
 use fpga_regs::ur::CQ_DEPTH;
 
 use crate::model::{Model, ModelConfig, ModelError, Stats};
@@ -122,6 +122,9 @@ struct Actor {
     grant_clock: SimTime,
     /// Result to hand over at the next grant.
     pending_result: u32,
+    /// Words a waiting actor watches (`watch_n > MAX_WATCH` or 0: any change wakes it).
+    watch: [u32; MAX_WATCH],
+    watch_n: usize,
 }
 
 /// A cluster: files plus scheduler.
@@ -222,6 +225,8 @@ impl Cluster {
             clock: SimTime::ZERO,
             grant_clock: SimTime::ZERO,
             pending_result: result::OK,
+            watch: [0; MAX_WATCH],
+            watch_n: 0,
         };
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
         Ok(Cluster {
@@ -393,6 +398,8 @@ impl Cluster {
                 clock,
                 grant_clock: clock,
                 pending_result: result::OK,
+                watch: [0; MAX_WATCH],
+                watch_n: 0,
             };
             self.attached_ever += 1;
             self.record(i).state.store(state::RUNNABLE, SeqCst);
@@ -400,9 +407,14 @@ impl Cluster {
     }
 
     /// The horizon of actor `i`: it may run without syncing while its clock
-    /// stays at or below the next event and every other runnable actor.
+    /// stays at or below every other runnable actor's. Pending device events
+    /// do not bound it: a poll that finds nothing yields anyway, and the
+    /// model then processes every event up to the actor's clock before it
+    /// runs again, so only *positive* reads can be early, and device state
+    /// only moves forward. Bounding by other actors keeps lowest-clock-first
+    /// order between processes.
     fn horizon(&self, i: usize) -> SimTime {
-        let mut h = self.model.next_event_time().unwrap_or(SimTime::NEVER);
+        let mut h = SimTime::NEVER;
         for (j, a) in self.actors.iter().enumerate() {
             if j != i && a.state == Local::Runnable {
                 h = h.min(a.clock);
@@ -436,7 +448,7 @@ impl Cluster {
                 &h.model_go,
                 &h.model_sleeping,
                 seen,
-                handoff::SPIN,
+                handoff::SPIN_MODEL,
                 Some(Duration::from_millis(100)),
             ) && !pid_alive(a.pid)
             {
@@ -458,6 +470,16 @@ impl Cluster {
         self.model.host_activity(a.node, a.slot, clock);
         self.last_time = self.last_time.max(clock);
         self.actors[i].clock = clock;
+        if req == request::WAIT {
+            let rec = self.record(i);
+            let n = rec.watch_count.load(SeqCst) as usize;
+            let mut watch = [0u32; MAX_WATCH];
+            for (w, r) in watch.iter_mut().zip(rec.watch.iter()).take(n.min(MAX_WATCH)) {
+                *w = r.load(SeqCst);
+            }
+            self.actors[i].watch = watch;
+            self.actors[i].watch_n = n;
+        }
         let (local, shared) = match req {
             request::DETACH => (Local::Exited, state::EXITED),
             request::WAIT => (Local::Waiting, state::WAITING),
@@ -468,12 +490,17 @@ impl Cluster {
         self.wake_touched(clock);
     }
 
-    /// Make waiting actors whose slots changed runnable at `max(their clock, t)`.
+    /// Make waiting actors runnable at `max(their clock, t)` when the device
+    /// changed a word they were polling (or anything in their slot, if they
+    /// did not say what they poll).
     fn wake_touched(&mut self, t: SimTime) {
-        for (n, s) in self.model.take_touched() {
-            let key = n as usize * self.cfg.slots as usize + s as usize;
+        for touch in self.model.take_touched() {
+            let key = touch.node as usize * self.cfg.slots as usize + touch.slot as usize;
             if let Some(i) = self.by_slot.get(key).copied().flatten() {
-                if self.actors[i].state == Local::Waiting {
+                let a = &self.actors[i];
+                let watched =
+                    a.watch_n == 0 || a.watch_n > MAX_WATCH || a.watch[..a.watch_n].iter().any(|w| touch.covers(*w));
+                if a.state == Local::Waiting && watched {
                     self.actors[i].state = Local::Runnable;
                     self.actors[i].clock = self.actors[i].clock.max(t);
                     self.record(i).state.store(state::RUNNABLE, SeqCst);

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod cluster;
+pub mod fuzz;
 pub mod harness;
 pub mod model;
 pub mod probe;

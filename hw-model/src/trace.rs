@@ -111,6 +111,7 @@ impl Trace {
     }
 
     /// A span on lane `(pid, tid)`.
+    #[allow(clippy::too_many_arguments)]
     pub fn span(
         &mut self,
         name: &str,

@@ -44,6 +44,25 @@ enum Cmd {
         #[arg(long, default_value_t = 64)]
         partition_mib: u64,
     },
+    /// Drive random register sequences through the driver and check the
+    /// device's invariants after each case; a failure prints the seed and
+    /// the minimal sequence that reproduces it.
+    Fuzz {
+        /// Device to fuzz (a real card's node, or a `serve` node file). By
+        /// default each case runs on a fresh in-process simulator, which also
+        /// checks memory isolation.
+        #[arg(long)]
+        device: Option<PathBuf>,
+        /// Number of cases.
+        #[arg(long, default_value_t = 256)]
+        cases: u32,
+        /// Random seed (printed when omitted, so a run can be repeated).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Most operations per case.
+        #[arg(long, default_value_t = 64)]
+        max_ops: usize,
+    },
     /// Device-level micro-benchmarks in simulated time.
     Probe {
         /// Host profile: p4-2003, modern, or a JSON file.
@@ -99,6 +118,35 @@ fn run(cli: Cli) -> Result<(), String> {
                 report.deadlocks
             );
             Ok(())
+        }
+        Cmd::Fuzz { device, cases, seed, max_ops } => {
+            use hw_model::fuzz::{fuzz, FuzzOutcome, Target};
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+            let target = match &device {
+                Some(p) => Target::Device(p),
+                None => Target::Simulator,
+            };
+            let what = device.as_ref().map_or("a fresh simulator per case".to_string(), |p| p.display().to_string());
+            eprintln!("dimmnet-sim fuzz: {cases} cases of up to {max_ops} operations on {what}, seed {seed}");
+            match fuzz(&target, cases, seed, max_ops.max(1)) {
+                FuzzOutcome::Passed { cases } => {
+                    println!("fuzz: {cases} cases passed (seed {seed})");
+                    Ok(())
+                }
+                FuzzOutcome::Failed { seed, reason, ops } => {
+                    println!("fuzz: FAILED with seed {seed}: {reason}");
+                    println!("minimal sequence ({} operations):", ops.len());
+                    for (i, op) in ops.iter().enumerate() {
+                        println!("  {i:3}: {op:?}");
+                    }
+                    Err(format!("invariant violated; reproduce with --seed {seed}"))
+                }
+            }
         }
         Cmd::Probe { profile, iters, json } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;

@@ -42,6 +42,7 @@ impl Model {
         let fetched = st.fetched;
         let gen = st.generation;
         self.write_ur(node, slot, ur::off::CMD_FETCHED, fetched);
+        self.touch_ur(node, slot, ur::off::CMD_FETCHED);
 
         let mut words: Descriptor = [0; 8];
         let base = ur::off::DESCRIPTORS + (seq as usize % CQ_DEPTH) * ur::off::DESCRIPTOR_STRIDE;

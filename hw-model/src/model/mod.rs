@@ -103,6 +103,26 @@ pub struct Stats {
     pub held: u64,
 }
 
+/// A range of a slot's MMIO surface that the device wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// Node.
+    pub node: u16,
+    /// Slot.
+    pub slot: u16,
+    /// Offset from the start of the slot.
+    pub off: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+impl Touch {
+    /// Whether the 8-byte word at slot offset `word` overlaps this range.
+    pub fn covers(&self, word: u32) -> bool {
+        word < self.off.saturating_add(self.len) && self.off < word.saturating_add(8)
+    }
+}
+
 /// Where a command's data lands when it completes.
 #[derive(Debug)]
 pub(crate) enum Deposit {
@@ -227,6 +247,10 @@ pub(crate) struct SlotState {
     pub rx_refused: u64,
     pub rx_accepted: u64,
     pub generation: u64,
+    /// Shadows of read-only registers, restored over any host write.
+    pub status_word: u64,
+    pub last_error_word: u64,
+    pub completion_words: [(u64, u64); CQ_DEPTH],
 }
 
 #[derive(Debug, Default)]
@@ -246,7 +270,7 @@ pub struct Model {
     events: BinaryHeap<Reverse<Scheduled>>,
     next_seq: u64,
     now: SimTime,
-    touched: Vec<(u16, u16)>,
+    touched: Vec<Touch>,
     pub(crate) trace: Option<Trace>,
     pub(crate) stats: Stats,
 }
@@ -340,15 +364,19 @@ impl Model {
         self.nodes.iter().any(|n| n.slots.iter().any(|s| s.held.values().any(|q| !q.is_empty())))
     }
 
-    /// Slots whose host-visible state changed since the last call.
-    pub fn take_touched(&mut self) -> Vec<(u16, u16)> {
+    /// Host-visible words the model changed since the last call.
+    pub fn take_touched(&mut self) -> Vec<Touch> {
         std::mem::take(&mut self.touched)
     }
 
-    pub(crate) fn touch(&mut self, node: u16, slot: u16) {
-        if !self.touched.contains(&(node, slot)) {
-            self.touched.push((node, slot));
-        }
+    /// Record that `len` bytes at `off` (from the start of the slot) changed.
+    pub(crate) fn touch(&mut self, node: u16, slot: u16, off: usize, len: usize) {
+        self.touched.push(Touch { node, slot, off: off as u32, len: len as u32 });
+    }
+
+    /// Record that a UR register changed.
+    pub(crate) fn touch_ur(&mut self, node: u16, slot: u16, reg: usize) {
+        self.touch(node, slot, layout::UR_OFFSET + reg, 8);
     }
 
     pub(crate) fn schedule(&mut self, time: SimTime, event: Event) {
@@ -463,7 +491,7 @@ impl Model {
         let gen = st.generation + 1;
         *st = SlotState { generation: gen, ..Default::default() };
         self.init_slot_registers(node, slot);
-        self.touch(node, slot);
+        self.touch(node, slot, 0, SLOT_STRIDE);
     }
 
     // ---- doorbells and host activity ---------------------------------------
@@ -510,6 +538,7 @@ impl Model {
     /// The host of `(node, slot)` ran until `now`: it may have advanced ring
     /// read pointers (accept held packets) or acknowledged errors.
     pub fn host_activity(&mut self, node: u16, slot: u16, now: SimTime) {
+        self.restore_read_only(node, slot);
         self.update_status(node, slot);
         let sources: Vec<usize> = self.nodes[node as usize].slots[slot as usize]
             .held
@@ -519,6 +548,36 @@ impl Model {
             .collect();
         for src in sources {
             self.drain_held(node, slot, src, now);
+        }
+    }
+
+    /// Put back every read-only UR register and completion entry from the
+    /// model's shadows: on hardware, host stores to them are ignored; in the
+    /// simulator's shared file they land, so the model undoes them each time
+    /// the host hands over control.
+    pub(crate) fn restore_read_only(&mut self, node: u16, slot: u16) {
+        self.init_slot_registers(node, slot);
+        let st = &self.nodes[node as usize].slots[slot as usize];
+        let held: u64 = st.held.values().map(|q| q.len() as u64).sum();
+        let regs = [
+            (ur::off::CMD_FETCHED, st.fetched),
+            (ur::off::CMD_COMPLETED, st.completed),
+            (ur::off::STATUS, st.status_word),
+            (ur::off::ERROR_COUNT, st.errors),
+            (ur::off::LAST_ERROR, st.last_error_word),
+            (ur::off::RX_REFUSED, st.rx_refused),
+            (ur::off::RX_HELD, held),
+            (ur::off::RX_ACCEPTED, st.rx_accepted),
+            (ur::off::INFLIGHT, st.inflight.len() as u64),
+        ];
+        let completions = st.completion_words;
+        for (reg, v) in regs {
+            self.write_ur(node, slot, reg, v);
+        }
+        for (i, (done, result)) in completions.iter().enumerate() {
+            let base = ur::off::COMPLETIONS + i * ur::off::COMPLETION_STRIDE;
+            self.write_ur(node, slot, base, *done);
+            self.write_ur(node, slot, base + 8, *result);
         }
     }
 
@@ -539,13 +598,20 @@ impl Model {
         if st.bad_doorbell.is_some() {
             status |= Status::DOORBELL_INVALID;
         }
-        let changed = self.read_ur(node, slot, ur::off::STATUS) != status.bits();
+        let inflight = st.inflight.len() as u64;
+        if st.status_word != status.bits() {
+            self.touch_ur(node, slot, ur::off::STATUS);
+        }
+        if self.read_ur(node, slot, ur::off::RX_HELD) != held {
+            self.touch_ur(node, slot, ur::off::RX_HELD);
+        }
+        if self.read_ur(node, slot, ur::off::INFLIGHT) != inflight {
+            self.touch_ur(node, slot, ur::off::INFLIGHT);
+        }
+        self.nodes[node as usize].slots[slot as usize].status_word = status.bits();
         self.write_ur(node, slot, ur::off::STATUS, status.bits());
         self.write_ur(node, slot, ur::off::RX_HELD, held);
-        self.write_ur(node, slot, ur::off::INFLIGHT, st.inflight.len() as u64);
-        if changed {
-            self.touch(node, slot);
-        }
+        self.write_ur(node, slot, ur::off::INFLIGHT, inflight);
     }
 
     pub(crate) fn report_error(&mut self, node: u16, slot: u16, code: ErrorCode, seq: Option<u64>, at: SimTime) {
@@ -558,12 +624,14 @@ impl Model {
             w = ur::last_error::HAS_SEQ.set(w, 1);
             w = ur::last_error::SEQ.set(w, seq & 0xffff_ffff);
         }
+        self.nodes[node as usize].slots[slot as usize].last_error_word = w;
         self.write_ur(node, slot, ur::off::LAST_ERROR, w);
         self.write_ur(node, slot, ur::off::ERROR_COUNT, errors);
         if let Some(t) = self.trace.as_mut() {
             t.instant(code.name(), "error", node as u32, slot as u32, at, &[("seq", Arg::U(seq.unwrap_or(u64::MAX)))]);
         }
-        self.touch(node, slot);
+        self.touch_ur(node, slot, ur::off::ERROR_COUNT);
+        self.touch_ur(node, slot, ur::off::LAST_ERROR);
     }
 
     // ---- completion ---------------------------------------------------------
@@ -586,8 +654,9 @@ impl Model {
         if let Some(d) = deposit {
             match d {
                 Deposit::Pw { off, data } => {
-                    let _ =
-                        self.mmio[node as usize].write_bytes(Model::region_off(slot, Region::Pw, off as usize), &data);
+                    let at = Region::Pw.offset() + off as usize;
+                    let _ = self.mmio[node as usize].write_bytes(slot as usize * SLOT_STRIDE + at, &data);
+                    self.touch(node, slot, at, data.len());
                 }
                 Deposit::SoDimm { segments, data } => self.scatter(node, &segments, &data),
             }
@@ -602,6 +671,7 @@ impl Model {
         let idx = seq as usize % CQ_DEPTH;
         let base = ur::off::COMPLETIONS + idx * ur::off::COMPLETION_STRIDE;
         let result = ur::CompletionResult { status: status as u16, bytes }.encode();
+        self.nodes[node as usize].slots[slot as usize].completion_words[idx] = (seq + 1, result);
         self.write_ur(node, slot, base + 8, result);
         self.write_ur(node, slot, base, seq + 1);
         self.write_ur(node, slot, ur::off::CMD_COMPLETED, completed);
@@ -626,7 +696,8 @@ impl Model {
                 &[("seq", Arg::U(seq)), ("bytes", Arg::U(bytes))],
             );
         }
-        self.touch(node, slot);
+        self.touch(node, slot, layout::UR_OFFSET + base, 16);
+        self.touch_ur(node, slot, ur::off::CMD_COMPLETED);
         if was_stalled {
             let st = &mut self.nodes[node as usize].slots[slot as usize];
             st.fetch_pending = true;

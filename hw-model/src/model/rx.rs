@@ -61,7 +61,7 @@ impl Model {
         st.rx_refused += 1;
         let refused = st.rx_refused;
         self.write_ur(n, s, ur::off::RX_REFUSED, refused);
-        self.touch(n, s);
+        self.touch_ur(n, s, ur::off::RX_REFUSED);
         let at = t + self.cfg.timing.cycles(self.cfg.timing.status_write_cycles);
         self.reply(at, &pkt, PacketKind::Nack { code });
     }
@@ -232,7 +232,6 @@ impl Model {
                     );
                 }
                 self.update_status(n, s);
-                self.touch(n, s);
             }
         }
     }
@@ -296,7 +295,8 @@ impl Model {
                 self.mmio[node as usize].read_u64(Model::ring_offset(slot, source) + llcm::off::RING_NRA).unwrap_or(0);
             tr.counter(&format!("ring s{slot}<-src{source}"), node as u32, t, &[("nwa", nwa), ("nra", nra)]);
         }
-        self.touch(node, slot);
+        self.touch(node, slot, Region::Llcm.offset() + llcm::off::ring(source) + llcm::off::RING_NWA, 8);
+        self.touch_ur(node, slot, ur::off::RX_ACCEPTED);
         self.send(t, ack);
     }
 

@@ -1,0 +1,568 @@
+//! Fuzzing the register protocol through the driver (`dimmnet-sim fuzz`
+//! and the proptest suite).
+//!
+//! A case is a random sequence of operations by one process (node 0, slot 0):
+//! valid commands of every kind and mode (checked byte for byte), commands
+//! with one planted defect (each must be refused with its error code), raw
+//! random descriptors, random doorbell values and random garbage written
+//! anywhere in the slot. After each case the invariants are checked:
+//!
+//! * the model did not panic and every command ended (or a deadlock was reported, never a hang);
+//! * memory the process had no right to write is unchanged: the other slot
+//!   on its node, the remote slots outside the range they exposed for
+//!   writing, and the unconsumed part of the remote ring;
+//! * no ring holds more than its size, and every planted defect got its error code.
+
+// Variant fields of the operation enums are self-describing.
+#![allow(missing_docs)]
+
+use std::fmt;
+use std::path::Path;
+
+use driver::{Device, DriverError};
+use fpga_regs::llcm::{self, RingState};
+use fpga_regs::packet::{PacketHeader, PacketType};
+use fpga_regs::ur::{self, ExposePerm};
+use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer, Region, Space};
+use proptest::prelude::*;
+
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::harness::temp_dir;
+
+/// SO-DIMM partition size used by fuzz clusters (small: cases are many).
+pub const PARTITION: u64 = 2 << 20;
+/// Region of the attacker's partition that valid local commands use.
+const LOCAL_SPAN: u64 = 64 * 1024;
+/// Offset (in the remote victim's partition) of the range it exposes for writing.
+const RW_OFF: u64 = 256 * 1024;
+/// Offset of the range it exposes for reading only.
+const RO_OFF: u64 = 512 * 1024;
+/// Size of each exposed range.
+const EXPOSED: u64 = 64 * 1024;
+/// Offset and size of the remote victim's ring for the attacker.
+const RING_OFF: u64 = 1 << 20;
+const RING_SIZE: u64 = 64 * 1024;
+/// Bytes already in that ring, unconsumed, when a case starts.
+const RING_PRELOAD: u64 = 512;
+/// Where list-mode index lists go in WW.
+const LIST_OFF: u32 = 0xC000;
+
+/// A vector pattern relative to some base, generated within a 64 KiB span.
+#[derive(Clone, Debug)]
+pub enum Shape {
+    /// `len` bytes at `off`.
+    Contiguous { off: u32, len: u32 },
+    /// Strided elements.
+    Stride { off: u32, elem: u32, stride: u32, count: u32 },
+    /// Fixed-size elements at listed offsets.
+    List { elem: u32, offs: Vec<u32> },
+    /// Variable-size elements at listed offsets.
+    Packed { items: Vec<(u32, u32)> },
+}
+
+impl Shape {
+    fn pattern(&self, base: u64) -> (Pattern, Vec<u8>) {
+        match self {
+            Shape::Contiguous { off, len } => (Pattern::Contiguous { addr: base + *off as u64, len: *len }, vec![]),
+            Shape::Stride { off, elem, stride, count } => {
+                (Pattern::Stride { addr: base + *off as u64, elem: *elem, stride: *stride, count: *count }, vec![])
+            }
+            Shape::List { elem, offs } => (
+                Pattern::List { base, elem: *elem, count: offs.len() as u32, list_off: LIST_OFF },
+                offs.iter().flat_map(|o| o.to_le_bytes()).collect(),
+            ),
+            Shape::Packed { items } => (
+                Pattern::PackedList { base, count: items.len() as u32, list_off: LIST_OFF },
+                items.iter().flat_map(|(o, l)| o.to_le_bytes().into_iter().chain(l.to_le_bytes())).collect(),
+            ),
+        }
+    }
+}
+
+/// A defect planted in an otherwise valid command, and the code it must get.
+#[derive(Clone, Copy, Debug)]
+pub enum Defect {
+    /// VL from the other slot's partition on the same node.
+    LocalOtherSlot,
+    /// VS past the end of the own partition.
+    LocalPastEnd,
+    /// VL into PW past its end.
+    WindowOverflow,
+    /// RVS into the range the victim exposed read-only.
+    WriteReadOnly,
+    /// RVL outside anything exposed.
+    ReadUnexposed,
+    /// IVS to a slot that has no ring for us.
+    NoRing,
+    /// A node that does not exist.
+    NoSuchNode,
+    /// A slot that does not exist.
+    NoSuchSlot,
+    /// BOTF carrying a controller-only TYPE.
+    BotfBadType,
+    /// BOTF whose header length disagrees with the image.
+    BotfBadLength,
+    /// A reserved descriptor word set.
+    ReservedBits,
+    /// A stride with too many elements.
+    TooManyElements,
+    /// IVS larger than a packet.
+    IvsTooLarge,
+}
+
+impl Defect {
+    fn code(self) -> ErrorCode {
+        match self {
+            Defect::LocalOtherSlot | Defect::LocalPastEnd => ErrorCode::OutOfPartition,
+            Defect::WindowOverflow => ErrorCode::WindowRange,
+            Defect::WriteReadOnly | Defect::ReadUnexposed => ErrorCode::NotExposed,
+            Defect::NoRing => ErrorCode::RingDisabled,
+            Defect::NoSuchNode => ErrorCode::NoSuchNode,
+            Defect::NoSuchSlot => ErrorCode::NoSuchSlot,
+            Defect::BotfBadType => ErrorCode::BadPacketType,
+            Defect::BotfBadLength => ErrorCode::BadPacketHeader,
+            Defect::ReservedBits => ErrorCode::ReservedBits,
+            Defect::TooManyElements | Defect::IvsTooLarge => ErrorCode::TooLarge,
+        }
+    }
+}
+
+/// One fuzz operation.
+#[derive(Clone)]
+pub enum Op {
+    /// VS then VL of the same pattern in the own partition; must read back.
+    LocalRoundTrip { shape: Shape, seed: u64 },
+    /// RVS then RVL of the same pattern in the victim's writable range.
+    RemoteRoundTrip { shape: Shape, seed: u64 },
+    /// IVS (from WW or SO-DIMM) or BOTF/IVS into the victim's ring.
+    Send { len: u32, botf: bool, from_sodimm: bool },
+    /// A command with one defect.
+    Invalid(Defect),
+    /// Random descriptor words.
+    Raw([u64; 8]),
+    /// Write a word anywhere in the slot (region 0-3, word index).
+    Poke { region: u8, word: u16, value: u64 },
+    /// A doorbell value near (or far from) the right one.
+    Doorbell { delta: i64 },
+    /// Host computation between operations (ns).
+    Compute(u16),
+}
+
+impl fmt::Debug for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::LocalRoundTrip { shape, seed } => write!(f, "LocalRoundTrip({shape:?}, seed {seed})"),
+            Op::RemoteRoundTrip { shape, seed } => write!(f, "RemoteRoundTrip({shape:?}, seed {seed})"),
+            Op::Send { len, botf, from_sodimm } => write!(f, "Send({len} B, botf={botf}, from_sodimm={from_sodimm})"),
+            Op::Invalid(d) => write!(f, "Invalid({d:?})"),
+            Op::Raw(w) => write!(f, "Raw({w:#x?})"),
+            Op::Poke { region, word, value } => {
+                write!(f, "Poke({} word {word} = {value:#x})", Region::ALL[*region as usize % 4].name())
+            }
+            Op::Doorbell { delta } => write!(f, "Doorbell(posted {delta:+})"),
+            Op::Compute(ns) => write!(f, "Compute({ns} ns)"),
+        }
+    }
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    let span = LOCAL_SPAN as u32;
+    prop_oneof![
+        (0..span - 4096, 0u32..=4096).prop_map(|(off, len)| Shape::Contiguous { off, len }),
+        (1u32..64, 0u32..192, 1u32..64, 0..span / 2).prop_map(move |(elem, extra, count, off)| Shape::Stride {
+            off,
+            elem,
+            stride: elem + extra,
+            count
+        }),
+        (1u32..64, proptest::collection::vec(0..span - 64, 1..32)).prop_map(|(elem, offs)| Shape::List { elem, offs }),
+        proptest::collection::vec((0..span - 64, 0u32..64), 1..32).prop_map(|items| Shape::Packed { items }),
+    ]
+}
+
+fn defect() -> impl Strategy<Value = Defect> {
+    use Defect::*;
+    proptest::sample::select(vec![
+        LocalOtherSlot,
+        LocalPastEnd,
+        WindowOverflow,
+        WriteReadOnly,
+        ReadUnexposed,
+        NoRing,
+        NoSuchNode,
+        NoSuchSlot,
+        BotfBadType,
+        BotfBadLength,
+        ReservedBits,
+        TooManyElements,
+        IvsTooLarge,
+    ])
+}
+
+/// The operation strategy.
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::LocalRoundTrip { shape, seed }),
+        3 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::RemoteRoundTrip { shape, seed }),
+        2 => (0u32..=256, any::<bool>(), any::<bool>()).prop_map(|(len, botf, from_sodimm)| Op::Send { len, botf, from_sodimm }),
+        3 => defect().prop_map(Op::Invalid),
+        2 => any::<[u64; 8]>().prop_map(Op::Raw),
+        2 => (0u8..4, 0u16..8192, any::<u64>()).prop_map(|(region, word, value)| Op::Poke { region, word, value }),
+        1 => prop_oneof![(-40i64..40), any::<i64>()].prop_map(|delta| Op::Doorbell { delta }),
+        1 => (0u16..5000).prop_map(Op::Compute),
+    ]
+}
+
+/// A case: up to `max_len` operations.
+pub fn case(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(op(), 1..=max_len)
+}
+
+fn bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// What a VL of `segs` reads back after a VS of `data` to the same `segs`
+/// (later elements win where they overlap).
+fn expected_readback(segs: &[(u64, u32)], data: &[u8]) -> Vec<u8> {
+    let mut mem = std::collections::BTreeMap::new();
+    let mut pos = 0;
+    for &(a, l) in segs {
+        for i in 0..l as u64 {
+            mem.insert(a + i, data[pos]);
+            pos += 1;
+        }
+    }
+    segs.iter().flat_map(|&(a, l)| (0..l as u64).map(move |i| a + i)).map(|a| mem[&a]).collect()
+}
+
+fn canary(node: u16, slot: u16, len: usize) -> Vec<u8> {
+    bytes(0xC0FFEE ^ ((node as u64) << 32) ^ ((slot as u64) << 16), len)
+}
+
+/// Fill every victim partition with canaries, expose the remote victim's
+/// ranges and give it a preloaded ring for the attacker (as the victims'
+/// own processes would have done before the attack).
+pub fn prepare(cluster: &mut Cluster) {
+    let model = cluster.model_mut();
+    let slots = model.config().slots;
+    for (node, slot) in [(0u16, 1u16), (1, 0), (1, 1)] {
+        if slot >= slots {
+            continue;
+        }
+        let base = model.partition_base(slot) as usize;
+        let c = canary(node, slot, PARTITION as usize);
+        model.sodimm_mut(node)[base..base + PARTITION as usize].copy_from_slice(&c);
+    }
+    let vbase = model.partition_base(0);
+    let mmio = model.mmio(1);
+    let e = ur::off::EXPOSE;
+    let st = ur::off::EXPOSE_STRIDE;
+    let perm = |size: u64, p: ExposePerm| ur::expose::PERM.set(ur::expose::SIZE.set(0, size), p.bits());
+    let _ = mmio.write_u64(e, vbase + RW_OFF);
+    let _ = mmio.write_u64(e + 8, perm(EXPOSED, ExposePerm::REMOTE_WRITE | ExposePerm::REMOTE_READ));
+    let _ = mmio.write_u64(e + st, vbase + RO_OFF);
+    let _ = mmio.write_u64(e + st + 8, perm(EXPOSED, ExposePerm::REMOTE_READ));
+    let ring = fpga_regs::layout::LLCM_OFFSET + llcm::off::ring(0);
+    let _ = mmio.write_u64(ring + llcm::off::RING_BASE, vbase + RING_OFF);
+    let _ = mmio.write_u64(ring + llcm::off::RING_NWA, RING_PRELOAD);
+    let _ = mmio.write_u64(ring + llcm::off::RING_NRA, 0);
+    let _ = mmio.write_u64(ring + llcm::off::RING_SIZE_CTRL, RingState::size_ctrl(RING_SIZE as u32, true));
+}
+
+/// Check the isolation invariants on a cluster after a case.
+pub fn check_isolation(cluster: &Cluster) -> Result<(), String> {
+    let model = cluster.model();
+    let slots = model.config().slots;
+    for (node, slot) in [(0u16, 1u16), (1, 0), (1, 1)] {
+        if slot >= slots {
+            continue;
+        }
+        let base = model.partition_base(slot) as usize;
+        let mem = &model.sodimm(node)[base..base + PARTITION as usize];
+        let c = canary(node, slot, PARTITION as usize);
+        let writable = |off: usize| {
+            (node, slot) == (1, 0)
+                && ((RW_OFF as usize..(RW_OFF + EXPOSED) as usize).contains(&off)
+                    || ((RING_OFF + RING_PRELOAD) as usize..(RING_OFF + RING_SIZE) as usize).contains(&off))
+        };
+        if let Some(off) = (0..PARTITION as usize).find(|&i| mem[i] != c[i] && !writable(i)) {
+            return Err(format!(
+                "node {node} slot {slot}: byte at partition offset {off:#x} changed without the right to"
+            ));
+        }
+    }
+    let mmio = model.mmio(1);
+    let ring = fpga_regs::layout::LLCM_OFFSET + llcm::off::ring(0);
+    let w = |o: usize| mmio.read_u64(ring + o).unwrap_or(0);
+    let r = RingState::decode([w(0), w(8), w(16), w(24)]);
+    if r.used().is_none() {
+        return Err(format!("the victim ring holds more than its size: NWA {} NRA {} size {}", r.nwa, r.nra, r.size));
+    }
+    Ok(())
+}
+
+/// Where a fuzz case runs.
+pub enum Target<'a> {
+    /// A fresh in-process simulator per case (all invariants).
+    Simulator,
+    /// An existing device path: a real card, or a running `dimmnet-sim serve`
+    /// (error-code and read-back checks; memory isolation needs the simulator).
+    Device(&'a Path),
+}
+
+/// Whether a driver error only says that packets wait for ring space that
+/// nobody will free (legitimate backpressure, not a device fault).
+fn held_forever(e: &DriverError) -> bool {
+    matches!(e, DriverError::Deadlock(m) if m.contains("held by full rings"))
+}
+
+/// Run one operation. `Ok(false)`: the case cannot continue (backpressure
+/// with no consumer), which is not a failure.
+fn run_op(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Result<bool, String> {
+    match run_op_inner(d, op, posted, victims) {
+        Err(Stop::Held) => Ok(false),
+        Err(Stop::Fail(m)) => Err(m),
+        Ok(()) => Ok(true),
+    }
+}
+
+enum Stop {
+    Held,
+    Fail(String),
+}
+
+impl From<String> for Stop {
+    fn from(m: String) -> Stop {
+        Stop::Fail(m)
+    }
+}
+
+fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Result<(), Stop> {
+    let me = d.info().clone();
+    let base = me.sodimm_base;
+    let victim = Peer::new(1, 0);
+    let victim_base = 0u64; // slot 0's partition starts at 0 on every node
+                            // Remote operations need the victims that `prepare` sets up.
+    let remote_ok = victims && me.nodes >= 2;
+    let err =
+        |what: &str, e: DriverError| if held_forever(&e) { Stop::Held } else { Stop::Fail(format!("{what}: {e}")) };
+    match op {
+        Op::LocalRoundTrip { shape, seed } => {
+            let (p, list) = shape.pattern(base);
+            let segs = p.segments(&list).map_err(|e| Stop::Fail(format!("bad generated pattern {e:?}")))?;
+            let data = bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
+            d.write_ww(0, &data).map_err(|e| err("WW", e))?;
+            d.write_ww(LIST_OFF as usize, &list).map_err(|e| err("WW list", e))?;
+            d.run(&Command::Vs { ww_off: 0, dst: p }).map_err(|e| err("valid VS", e))?;
+            d.run(&Command::Vl { src: p, pw_off: 0 }).map_err(|e| err("valid VL", e))?;
+            let mut got = vec![0u8; data.len()];
+            d.read_pw(0, &mut got).map_err(|e| err("PW", e))?;
+            if got != expected_readback(&segs, &data) {
+                return Err(Stop::Fail(format!("VS/VL {:?} read back different bytes", p.mode())));
+            }
+        }
+        Op::RemoteRoundTrip { shape, seed } if remote_ok => {
+            let (p, list) = shape.pattern(victim_base + RW_OFF);
+            let segs = p.segments(&list).map_err(|e| Stop::Fail(format!("bad generated pattern {e:?}")))?;
+            let data = bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
+            d.write_ww(0, &data).map_err(|e| err("WW", e))?;
+            d.write_ww(LIST_OFF as usize, &list).map_err(|e| err("WW list", e))?;
+            d.run(&Command::Rvs { peer: victim, src: Near::Window(0), dst: p }).map_err(|e| err("valid RVS", e))?;
+            d.run(&Command::Rvl { peer: victim, src: p, dst: Near::Window(0x8000) })
+                .map_err(|e| err("valid RVL", e))?;
+            let mut got = vec![0u8; data.len()];
+            d.read_pw(0x8000, &mut got).map_err(|e| err("PW", e))?;
+            if got != expected_readback(&segs, &data) {
+                return Err(Stop::Fail(format!("RVS/RVL {:?} read back different bytes", p.mode())));
+            }
+        }
+        Op::Send { len, botf, from_sodimm } if remote_ok => {
+            let data = bytes(*len as u64, *len as usize);
+            let cmd = if *botf {
+                let mut img = PacketHeader::ivs(victim, *len).encode().to_vec();
+                img.extend(&data);
+                d.write_ww(0x4000, &img).map_err(|e| err("WW", e))?;
+                Command::Botf { ww_off: 0x4000, len: img.len() as u32 }
+            } else if *from_sodimm {
+                d.write_ww(0, &data).map_err(|e| err("WW", e))?;
+                let at = Pattern::Contiguous { addr: base + LOCAL_SPAN, len: *len };
+                d.run(&Command::Vs { ww_off: 0, dst: at }).map_err(|e| err("valid VS", e))?;
+                Command::Ivs { peer: victim, space: Space::SoDimm, src: at }
+            } else {
+                d.write_ww(0, &data).map_err(|e| err("WW", e))?;
+                Command::Ivs { peer: victim, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: *len } }
+            };
+            d.run(&cmd).map_err(|e| err("valid IVS", e))?;
+        }
+        Op::RemoteRoundTrip { .. } | Op::Send { .. } => {}
+        Op::Invalid(defect) => {
+            let c = |addr, len| Pattern::Contiguous { addr, len };
+            let ticket = match defect {
+                Defect::LocalOtherSlot => d.submit(&Command::Vl { src: c(base + me.sodimm_size, 64), pw_off: 0 }),
+                Defect::LocalPastEnd => d.submit(&Command::Vs { ww_off: 0, dst: c(base + me.sodimm_size - 16, 64) }),
+                Defect::WindowOverflow => d.submit(&Command::Vl { src: c(base, 4096), pw_off: 0xF000 + 1 }),
+                Defect::WriteReadOnly if remote_ok => {
+                    d.submit(&Command::Rvs { peer: victim, src: Near::Window(0), dst: c(victim_base + RO_OFF, 64) })
+                }
+                Defect::ReadUnexposed if me.nodes >= 2 => {
+                    d.submit(&Command::Rvl { peer: victim, src: c(victim_base, 64), dst: Near::Window(0) })
+                }
+                // Slot (1, 1) never sets up a ring for us.
+                Defect::NoRing if remote_ok && me.slots >= 2 => {
+                    d.submit(&Command::Ivs { peer: Peer::new(1, 1), space: Space::Window, src: c(0, 8) })
+                }
+                Defect::NoSuchNode => {
+                    d.submit(&Command::Rvs { peer: Peer::new(me.nodes, 0), src: Near::Window(0), dst: c(0, 8) })
+                }
+                Defect::NoSuchSlot => {
+                    d.submit(&Command::Rvl { peer: Peer::new(0, me.slots), src: c(0, 8), dst: Near::Window(0) })
+                }
+                Defect::BotfBadType => {
+                    let mut h = PacketHeader::ivs(Peer::new(0, 0), 0);
+                    h.ptype = PacketType::RvlResponse;
+                    d.write_ww(0x4000, &h.encode()).map_err(|e| err("WW", e))?;
+                    d.submit(&Command::Botf { ww_off: 0x4000, len: 32 })
+                }
+                Defect::BotfBadLength => {
+                    d.write_ww(0x4000, &PacketHeader::ivs(Peer::new(0, 0), 100).encode()).map_err(|e| err("WW", e))?;
+                    d.submit(&Command::Botf { ww_off: 0x4000, len: 64 })
+                }
+                Defect::ReservedBits => {
+                    let mut w = Command::Vl { src: c(base, 8), pw_off: 0 }.encode();
+                    w[6] = 0xDEAD;
+                    d.submit_raw(w)
+                }
+                Defect::TooManyElements => d.submit(&Command::Vl {
+                    src: Pattern::Stride { addr: base, elem: 0, stride: 0, count: 1 << 20 },
+                    pw_off: 0,
+                }),
+                Defect::IvsTooLarge => d.submit(&Command::Ivs {
+                    peer: Peer::new(0, 0),
+                    space: Space::Window,
+                    src: c(0, ur::MAX_PAYLOAD as u32 + 8),
+                }),
+                _ => return Ok(()),
+            };
+            let ticket = ticket.map_err(|e| err("submit", e))?;
+            match d.wait(ticket) {
+                Err(e) if e.code() == Some(defect.code()) => {}
+                Err(e) if held_forever(&e) => return Err(Stop::Held),
+                Err(e) => return Err(Stop::Fail(format!("{defect:?} must fail with {:?}, got: {e}", defect.code()))),
+                Ok(_) => {
+                    return Err(Stop::Fail(format!(
+                        "{defect:?} was performed; it must be refused with {:?}",
+                        defect.code()
+                    )))
+                }
+            }
+        }
+        Op::Raw(words) => {
+            let t = d.submit_raw(*words).map_err(|e| err("submit raw", e))?;
+            match d.wait(t) {
+                Ok(_) | Err(DriverError::Device { .. }) => {}
+                Err(e) => return Err(err("raw descriptor", e)),
+            }
+        }
+        Op::Poke { region, word, value } => {
+            let r = Region::ALL[*region as usize % 4];
+            let off = (*word as usize * 8) % r.size();
+            d.poke(r, off, *value).map_err(|e| err("poke", e))?;
+            d.resync().map_err(|e| err(&format!("recovering after a poke of {} at {off:#x}", r.name()), e))?;
+        }
+        Op::Doorbell { delta } => {
+            let v = (*posted as i64).wrapping_add(*delta) as u64;
+            d.poke(Region::Ur, ur::off::DOORBELL, v).map_err(|e| err("doorbell", e))?;
+            d.resync().map_err(|e| err("recovering after a doorbell", e))?;
+        }
+        Op::Compute(ns) => d.compute(*ns as f64).map_err(|e| err("compute", e))?,
+    }
+    *posted = d.read_ur(ur::off::CMD_FETCHED);
+    Ok(())
+}
+
+/// Run one case. Returns a description of the first violated invariant.
+pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
+    match target {
+        Target::Simulator => {
+            let mut cfg = ClusterConfig::new(temp_dir("fuzz"), 2, 2);
+            cfg.partition_size = PARTITION;
+            cfg.expected_actors = 1;
+            let mut cluster = Cluster::create(cfg).map_err(|e| e.to_string())?;
+            prepare(&mut cluster);
+            let path = cluster.dir().join(fpga_regs::simctl::node_file_name(0));
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = stop.clone();
+            let model = std::thread::spawn(move || {
+                let r = cluster.run(&flag).map(|_| ());
+                (cluster, r)
+            });
+            let outcome = (|| {
+                let mut d = Device::open(&path, 0).map_err(|e| e.to_string())?;
+                let mut posted = 0;
+                for (i, op) in ops.iter().enumerate() {
+                    if !run_op(&mut d, op, &mut posted, true).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                        break;
+                    }
+                }
+                Ok::<(), String>(())
+            })();
+            let (cluster, run) = model.join().map_err(|_| "the model panicked".to_string())?;
+            run.map_err(|e| e.to_string())?;
+            outcome?;
+            check_isolation(&cluster)
+        }
+        Target::Device(path) => {
+            let mut d = Device::open(path, 0).map_err(|e| e.to_string())?;
+            d.resync().map_err(|e| e.to_string())?;
+            let mut posted = d.read_ur(ur::off::CMD_FETCHED);
+            for (i, op) in ops.iter().enumerate() {
+                if !run_op(&mut d, op, &mut posted, false).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Outcome of a fuzz campaign.
+#[derive(Debug)]
+pub enum FuzzOutcome {
+    /// Every case passed.
+    Passed {
+        /// Cases run.
+        cases: u32,
+    },
+    /// A case failed; `ops` is the minimal sequence proptest found.
+    Failed {
+        /// Seed of the campaign.
+        seed: u64,
+        /// What broke.
+        reason: String,
+        /// The shrunk operation sequence.
+        ops: Vec<Op>,
+    },
+}
+
+/// Run `cases` random cases from `seed` against `target`, shrinking failures.
+pub fn fuzz(target: &Target, cases: u32, seed: u64, max_len: usize) -> FuzzOutcome {
+    use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config { cases, failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+    match runner.run(&case(max_len), |ops| run_case(target, &ops).map_err(TestCaseError::fail)) {
+        Ok(()) => FuzzOutcome::Passed { cases },
+        Err(TestError::Fail(reason, ops)) => FuzzOutcome::Failed { seed, reason: reason.to_string(), ops },
+        Err(TestError::Abort(reason)) => FuzzOutcome::Failed { seed, reason: reason.to_string(), ops: Vec::new() },
+    }
+}
