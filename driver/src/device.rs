@@ -310,6 +310,24 @@ impl Device {
         self.reads.with(|w| self.platform.idle(w))
     }
 
+    /// Block until the device writes one of `words` (slot offsets, see
+    /// [`Device::ring_nwa_word`] and [`Device::completion_word`]); spin once
+    /// on hardware. Use when the caller knows exactly what it waits for.
+    pub fn idle_on(&self, words: &[u32]) -> Result<(), DriverError> {
+        self.platform.idle(Some(words))
+    }
+
+    /// Slot offset of the completion word of a command (for [`Device::idle_on`]).
+    pub fn completion_word(&self, t: Ticket) -> u32 {
+        (Region::Ur.offset() + ur::off::COMPLETIONS + (t.0 as usize % CQ_DEPTH) * ur::off::COMPLETION_STRIDE) as u32
+    }
+
+    /// Slot offset of the NWA word of `src`'s ring (for [`Device::idle_on`]).
+    pub fn ring_nwa_word(&self, src: Peer) -> Result<u32, DriverError> {
+        let idx = self.source_index(src)?;
+        Ok((Region::Llcm.offset() + fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA) as u32)
+    }
+
     /// Note that a wait ended (resets the hardware wait timeout).
     pub fn progressed(&self) {
         self.platform.progressed();

@@ -1,0 +1,615 @@
+//! The DIMMnet-2 backend (seed 004 §4–5).
+//!
+//! * Virtual connections are IVS rings: every rank gives each source rank
+//!   its own ring in its SO-DIMM partition (IPUSH), so messages from one
+//!   sender arrive in order and nothing is lost.
+//! * Messages (control packets, eager data) are sent with BOTF, TYPE=IVS:
+//!   the host writes the packet image into WW and the controller sends it.
+//!   A message longer than one packet payload is sent as consecutive
+//!   packets into the same ring.
+//! * The receiver reads its rings through VL into PW and advances NRA.
+//! * Rendezvous data goes with RVS from WW straight into a landing zone the
+//!   receiver exposed (its "buffer" of seed 004 §5); the receiver copies it
+//!   out through VL/PW. Unlike the paper, user buffers are ordinary host
+//!   memory, so staging through WW and PW is this backend's job.
+//!
+//! Flow control (ours): the sender counts the bytes it appended to each
+//! peer's ring; the receiver reports how much it consumed in every message
+//! it sends back (16-byte backend header), or in an explicit credit message
+//! once a quarter of the ring is unreported. Ordinary messages leave two
+//! credit messages' worth of room, so credit can always flow and the device
+//! never has to hold a packet (which would stall the command queue).
+//!
+//! Partition layout (ours): a 4 KiB hello page at the partition base
+//! (exposed for remote reads: peers RVL it to know this rank is ready), the
+//! rings from +64 KiB, then landing zones from the next MiB boundary
+//! (exposed for remote writes).
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use driver::{Device, DriverError, OpenOptions, Ticket};
+use fpga_regs::llcm::record_len;
+use fpga_regs::packet::{PacketHeader, HEADER_LEN};
+use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
+use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
+
+use crate::error::TransportError;
+use crate::transport::{Caps, HostCost, Region, Transport};
+
+const BACKEND: &str = "dimmnet";
+/// Backend header in front of every message in a ring.
+const DN_HDR: usize = 16;
+const KIND_MSG: u8 = 1;
+const KIND_CREDIT: u8 = 2;
+/// Room kept in every ring for credit messages.
+const CREDIT_RESERVE: u64 = 2 * DN_HDR as u64;
+const HELLO_MAGIC: u64 = u64::from_le_bytes(*b"DNADIHI1");
+/// Where rings start in the partition.
+const RING_AREA: u64 = 64 * 1024;
+/// How many bytes of a ring are loaded first (header plus small messages).
+const PEEK: u64 = 256;
+/// PW areas: ring reads, second half of long ring reads, connection probes, landing-zone copies.
+const PW_RING: u32 = 0;
+const PW_CONNECT: u32 = 0x7000;
+const PW_COPY: u32 = 0x8000;
+const PW_COPY_HALF: u64 = 0x4000;
+/// WW: packet images and rendezvous staging chunks.
+const WW_CHUNK: usize = 16 * 1024;
+
+/// Tunables.
+#[derive(Clone, Debug)]
+pub struct DimmnetConfig {
+    /// Bytes per IVS ring (one ring per source rank).
+    pub ring_bytes: u32,
+    /// Bytes per landing zone.
+    pub zone_bytes: u64,
+    /// Number of landing zones.
+    pub zones: usize,
+    /// Default eager threshold.
+    pub eager_threshold: usize,
+}
+
+impl Default for DimmnetConfig {
+    fn default() -> Self {
+        DimmnetConfig { ring_bytes: 64 * 1024, zone_bytes: 1 << 20, zones: 8, eager_threshold: 4096 }
+    }
+}
+
+/// Where each rank runs: node and slot.
+#[derive(Clone, Debug)]
+pub struct RankMap {
+    peers: Vec<Peer>,
+}
+
+impl RankMap {
+    /// Ranks in blocks: `ceil(size / nodes)` consecutive ranks per node.
+    pub fn block(size: u32, nodes: u16) -> Result<RankMap, TransportError> {
+        if nodes == 0 || size == 0 {
+            return Err(TransportError::Config("a job needs at least one node and one rank".into()));
+        }
+        let per = size.div_ceil(nodes as u32);
+        Ok(RankMap { peers: (0..size).map(|r| Peer::new((r / per) as u16, (r % per) as u16)).collect() })
+    }
+
+    /// An explicit map: `"0.0,0.1,1.0"` (node.slot per rank).
+    pub fn parse(s: &str) -> Result<RankMap, TransportError> {
+        let bad = || TransportError::Config(format!("rank map {s:?} must look like 0.0,0.1,1.0 (node.slot per rank)"));
+        let peers = s
+            .split(',')
+            .map(|e| {
+                let (n, sl) = e.trim().split_once('.').ok_or_else(bad)?;
+                Ok(Peer::new(n.parse().map_err(|_| bad())?, sl.parse().map_err(|_| bad())?))
+            })
+            .collect::<Result<Vec<_>, TransportError>>()?;
+        Ok(RankMap { peers })
+    }
+
+    /// The slot of `rank`.
+    pub fn peer(&self, rank: u32) -> Peer {
+        self.peers[rank as usize]
+    }
+
+    /// Number of ranks.
+    pub fn len(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+}
+
+fn map_err(e: DriverError) -> TransportError {
+    match e {
+        DriverError::Deadlock(m) => TransportError::Deadlock(m),
+        DriverError::Shutdown => TransportError::Shutdown,
+        other => TransportError::Backend { backend: BACKEND, msg: other.to_string() },
+    }
+}
+
+/// WW as a ring of staging areas, each reusable once the command that read it completed.
+struct WwRing {
+    head: usize,
+    live: VecDeque<(usize, usize, Ticket)>,
+}
+
+impl WwRing {
+    fn new() -> WwRing {
+        WwRing { head: 0, live: VecDeque::new() }
+    }
+
+    /// Reserve `n` bytes (8-aligned), waiting for older commands as needed.
+    fn alloc(&mut self, dev: &mut Device, n: usize) -> Result<usize, TransportError> {
+        let n = n.div_ceil(64) * 64;
+        if self.head + n > fpga_regs::layout::WW_SIZE {
+            self.head = 0;
+        }
+        let (lo, hi) = (self.head, self.head + n);
+        // Wait for every older command still reading any of these bytes.
+        let mut i = 0;
+        while i < self.live.len() {
+            let (s, len, t) = self.live[i];
+            if s < hi && lo < s + len {
+                self.live.remove(i);
+                match dev.wait(t) {
+                    Ok(_) | Err(DriverError::UnknownTicket(_)) => {}
+                    Err(e) => return Err(map_err(e)),
+                }
+            } else {
+                i += 1;
+            }
+        }
+        self.head = hi;
+        Ok(lo)
+    }
+
+    fn used(&mut self, start: usize, len: usize, t: Ticket) {
+        self.live.push_back((start, len, t));
+    }
+
+    fn drain(&mut self, dev: &mut Device) -> Result<(), TransportError> {
+        while let Some((_, _, t)) = self.live.pop_front() {
+            match dev.wait(t) {
+                Ok(_) | Err(DriverError::UnknownTicket(_)) => {}
+                Err(e) => return Err(map_err(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The DIMMnet-2 transport of one rank.
+pub struct DimmnetTransport {
+    dev: Device,
+    rank: u32,
+    size: u32,
+    map: RankMap,
+    cfg: DimmnetConfig,
+    part_size: u64,
+    /// Bytes of each source's ring consumed (our NRA).
+    consumed: Vec<u64>,
+    /// Consumption last reported to each source.
+    reported: Vec<u64>,
+    /// Bytes appended to each destination's ring.
+    sent: Vec<u64>,
+    /// Each destination's consumption of our data, as last reported.
+    acked: Vec<u64>,
+    connected: Vec<bool>,
+    ww: WwRing,
+    puts: Vec<Ticket>,
+    zones: Vec<bool>,
+    landing_base: u64,
+    image: Vec<u8>,
+    rx: Vec<u8>,
+    watch: Vec<u32>,
+    next_poll: u32,
+}
+
+impl DimmnetTransport {
+    /// Open the device of `rank` and set up its rings, landing zones and hello page.
+    pub fn open(
+        device: &Path,
+        slot: u16,
+        rank: u32,
+        map: RankMap,
+        cfg: DimmnetConfig,
+    ) -> Result<DimmnetTransport, TransportError> {
+        let size = map.len() as u32;
+        if rank >= size {
+            return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank map")));
+        }
+        if cfg.ring_bytes < 4096 || cfg.ring_bytes % 8 != 0 {
+            return Err(TransportError::Config(format!(
+                "ring size {} must be a multiple of 8 of at least 4 KiB",
+                cfg.ring_bytes
+            )));
+        }
+        let mut dev = Device::open_with(device, &OpenOptions { slot, actor: Some(rank) }).map_err(map_err)?;
+        let info = dev.info().clone();
+        if info.me != map.peer(rank) {
+            return Err(TransportError::Config(format!(
+                "rank {rank} should run on {} but opened {}",
+                map.peer(rank),
+                info.me
+            )));
+        }
+        let base = info.sodimm_base;
+        let rings_end = RING_AREA + size as u64 * cfg.ring_bytes as u64;
+        let landing = rings_end.div_ceil(1 << 20) << 20;
+        let need = landing + cfg.zones as u64 * cfg.zone_bytes;
+        if need > info.sodimm_size {
+            return Err(TransportError::Config(format!(
+                "{size} rings of {} B and {} landing zones of {} B need {need} B of SO-DIMM, but a slot has {} B",
+                cfg.ring_bytes, cfg.zones, cfg.zone_bytes, info.sodimm_size
+            )));
+        }
+        for s in 0..size {
+            if s != rank {
+                dev.ring_setup(map.peer(s), base + RING_AREA + s as u64 * cfg.ring_bytes as u64, cfg.ring_bytes)
+                    .map_err(map_err)?;
+            }
+        }
+        let landing_base = base + landing;
+        let landing_len = cfg.zones as u64 * cfg.zone_bytes;
+        dev.expose(1, landing_base, landing_len as u32, ExposePerm::REMOTE_WRITE).map_err(map_err)?;
+        // Hello page: written with VS, then exposed for reading.
+        let mut hello = HELLO_MAGIC.to_le_bytes().to_vec();
+        hello.extend((rank as u64).to_le_bytes());
+        hello.extend((cfg.ring_bytes as u64).to_le_bytes());
+        hello.extend(landing_base.to_le_bytes());
+        dev.write_ww(0, &hello).map_err(map_err)?;
+        dev.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: hello.len() as u32 } })
+            .map_err(map_err)?;
+        dev.expose(0, base, 4096, ExposePerm::REMOTE_READ).map_err(map_err)?;
+        let watch = (0..size)
+            .filter(|s| *s != rank)
+            .map(|s| dev.ring_nwa_word(map.peer(s)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err)?;
+        let n = size as usize;
+        Ok(DimmnetTransport {
+            part_size: info.sodimm_size,
+            dev,
+            rank,
+            size,
+            map,
+            zones: vec![false; cfg.zones],
+            cfg,
+            consumed: vec![0; n],
+            reported: vec![0; n],
+            sent: vec![0; n],
+            acked: vec![0; n],
+            connected: vec![false; n],
+            ww: WwRing::new(),
+            puts: Vec::new(),
+            landing_base,
+            image: Vec::with_capacity(MAX_PAYLOAD + HEADER_LEN),
+            rx: Vec::new(),
+            watch,
+            next_poll: 0,
+        })
+    }
+
+    /// Open from the environment `dnrun` sets: `DN_SIM_DIR` (or `DN_DEVICE`
+    /// and `DN_SLOT` for a real card), `DN_RANK`, `DN_SIZE`, `DN_NODES` (or
+    /// `DN_RANKMAP`), and optionally `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
+    pub fn from_env() -> Result<DimmnetTransport, TransportError> {
+        let var = |k: &str| {
+            std::env::var(k).map_err(|_| TransportError::Config(format!("{k} is not set; start the job with dnrun")))
+        };
+        let num = |k: &str| -> Result<u64, TransportError> {
+            let v = var(k)?;
+            v.parse().map_err(|_| TransportError::Config(format!("{k}={v:?} is not a number")))
+        };
+        let opt = |k: &str, d: u64| -> Result<u64, TransportError> {
+            if std::env::var(k).is_ok() {
+                num(k)
+            } else {
+                Ok(d)
+            }
+        };
+        let rank = num("DN_RANK")? as u32;
+        let size = num("DN_SIZE")? as u32;
+        let map = match std::env::var("DN_RANKMAP") {
+            Ok(m) => RankMap::parse(&m)?,
+            Err(_) => RankMap::block(size, num("DN_NODES")? as u16)?,
+        };
+        if map.len() as u32 != size {
+            return Err(TransportError::Config(format!("DN_RANKMAP lists {} ranks but DN_SIZE is {size}", map.len())));
+        }
+        let me = map.peer(rank);
+        let path: PathBuf = match std::env::var("DN_DEVICE") {
+            Ok(d) => PathBuf::from(d),
+            Err(_) => PathBuf::from(var("DN_SIM_DIR")?).join(fpga_regs::simctl::node_file_name(me.node)),
+        };
+        let d = DimmnetConfig::default();
+        let cfg = DimmnetConfig {
+            ring_bytes: (opt("DN_RING_KIB", d.ring_bytes as u64 / 1024)? * 1024) as u32,
+            zone_bytes: opt("DN_ZONE_KIB", d.zone_bytes / 1024)? * 1024,
+            zones: opt("DN_ZONES", d.zones as u64)? as usize,
+            eager_threshold: d.eager_threshold,
+        };
+        DimmnetTransport::open(&path, me.slot, rank, map, cfg)
+    }
+
+    /// The device (for diagnostics).
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    fn partition_base(&self, p: Peer) -> u64 {
+        p.slot as u64 * self.part_size
+    }
+
+    /// Make sure `dest` has set up its rings (RVL of its hello page).
+    fn connect(&mut self, dest: u32) -> Result<(), TransportError> {
+        if self.connected[dest as usize] {
+            return Ok(());
+        }
+        let peer = self.map.peer(dest);
+        let hello = Pattern::Contiguous { addr: self.partition_base(peer), len: 8 };
+        for _ in 0..100_000 {
+            match self.dev.run(&Command::Rvl { peer, src: hello, dst: Near::Window(PW_CONNECT) }) {
+                Ok(_) => {
+                    let mut m = [0u8; 8];
+                    self.dev.read_pw(PW_CONNECT as usize, &mut m).map_err(map_err)?;
+                    if u64::from_le_bytes(m) == HELLO_MAGIC {
+                        self.connected[dest as usize] = true;
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.code() == Some(ErrorCode::NotExposed) => {}
+                Err(e) => return Err(map_err(e)),
+            }
+            self.dev.compute(1000.0).map_err(map_err)?;
+        }
+        Err(TransportError::PeerLost { rank: dest, reason: "it never set up its DIMMnet-2 rings".into() })
+    }
+
+    /// Append one backend message (header + parts) to `dest`'s ring with BOTF.
+    fn send_record(&mut self, dest: u32, kind: u8, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let peer = self.map.peer(dest);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut hdr = [0u8; DN_HDR];
+        hdr[0] = kind;
+        hdr[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        hdr[8..16].copy_from_slice(&self.consumed[dest as usize].to_le_bytes());
+        self.reported[dest as usize] = self.consumed[dest as usize];
+        // The byte stream [hdr | parts...] split into packet payloads.
+        let total = DN_HDR + len;
+        let mut stream = parts.iter().flat_map(|p| p.iter().copied());
+        let mut first = true;
+        let mut left = total;
+        while left > 0 {
+            let n = left.min(MAX_PAYLOAD);
+            self.image.clear();
+            self.image.extend_from_slice(&PacketHeader::ivs(peer, n as u32).encode());
+            if first {
+                self.image.extend_from_slice(&hdr);
+                self.image.extend(stream.by_ref().take(n - DN_HDR));
+                first = false;
+            } else {
+                self.image.extend(stream.by_ref().take(n));
+            }
+            let at = self.ww.alloc(&mut self.dev, self.image.len())?;
+            self.dev.write_ww(at, &self.image).map_err(map_err)?;
+            let t =
+                self.dev.submit(&Command::Botf { ww_off: at as u32, len: self.image.len() as u32 }).map_err(map_err)?;
+            self.ww.used(at, self.image.len(), t);
+            left -= n;
+        }
+        self.sent[dest as usize] += record_len(total as u64);
+        Ok(())
+    }
+
+    fn room(&self, dest: u32) -> u64 {
+        let d = dest as usize;
+        (self.acked[d] + self.cfg.ring_bytes as u64).saturating_sub(self.sent[d])
+    }
+
+    /// Read everything available in `src`'s ring; returns messages delivered.
+    fn drain_ring(&mut self, src: u32, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
+        let peer = self.map.peer(src);
+        let avail = self.dev.ring_available(peer).map_err(map_err)?;
+        let mut pos = 0u64;
+        let mut delivered = 0;
+        while avail - pos >= DN_HDR as u64 {
+            let load = (avail - pos).min(PEEK);
+            self.dev.ring_load(peer, pos, load, PW_RING).map_err(map_err)?;
+            let mut hdr = [0u8; DN_HDR];
+            self.dev.read_pw(PW_RING as usize, &mut hdr).map_err(map_err)?;
+            let len = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as u64;
+            let mut c = [0u8; 8];
+            c.copy_from_slice(&hdr[8..16]);
+            let credit = u64::from_le_bytes(c);
+            let total = DN_HDR as u64 + len;
+            match hdr[0] {
+                KIND_CREDIT => {}
+                KIND_MSG => {
+                    if total > avail - pos {
+                        break; // the rest of a long message is still arriving
+                    }
+                    self.rx.resize(len as usize, 0);
+                    let inline = (load - DN_HDR as u64).min(len) as usize;
+                    self.dev.read_pw(PW_RING as usize + DN_HDR, &mut self.rx[..inline]).map_err(map_err)?;
+                    if (inline as u64) < len {
+                        let rest = len - inline as u64;
+                        self.dev.ring_load(peer, pos + load, rest, PW_COPY).map_err(map_err)?;
+                        self.dev.read_pw(PW_COPY as usize, &mut self.rx[inline..]).map_err(map_err)?;
+                    }
+                }
+                other => {
+                    return Err(TransportError::Backend {
+                        backend: BACKEND,
+                        msg: format!("corrupt record (kind {other}) in the ring from rank {src}"),
+                    })
+                }
+            }
+            let a = &mut self.acked[src as usize];
+            *a = (*a).max(credit);
+            pos += record_len(total);
+            if hdr[0] == KIND_MSG {
+                sink(src, &self.rx);
+                delivered += 1;
+            }
+        }
+        if pos > 0 {
+            self.dev.ring_consume(peer, pos).map_err(map_err)?;
+            self.consumed[src as usize] += pos;
+        }
+        Ok(delivered)
+    }
+
+    /// Return credit explicitly to sources that sent a lot and got nothing back.
+    fn return_credit(&mut self) -> Result<(), TransportError> {
+        let quarter = self.cfg.ring_bytes as u64 / 4;
+        for s in 0..self.size {
+            let d = s as usize;
+            if s != self.rank && self.consumed[d] - self.reported[d] >= quarter && self.room(s) >= DN_HDR as u64 {
+                self.send_record(s, KIND_CREDIT, &[])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Transport for DimmnetTransport {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn caps(&self) -> Caps {
+        // A message may use half a ring and must fit PW when read back.
+        let max = (self.cfg.ring_bytes as usize / 2).min(PW_COPY as usize) - DN_HDR;
+        Caps { max_message: max, eager_threshold: self.cfg.eager_threshold.min(max - 64), remote_write: true }
+    }
+
+    fn try_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<bool, TransportError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.caps().max_message {
+            return Err(TransportError::Backend {
+                backend: BACKEND,
+                msg: format!("a {len}-byte message exceeds the backend maximum"),
+            });
+        }
+        self.connect(dest)?;
+        if record_len((DN_HDR + len) as u64) + CREDIT_RESERVE > self.room(dest) {
+            return Ok(false);
+        }
+        self.send_record(dest, KIND_MSG, parts)?;
+        Ok(true)
+    }
+
+    fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
+        self.dev.observe().map_err(map_err)?;
+        let mut n = 0;
+        for i in 0..self.size {
+            let s = (self.next_poll + i) % self.size;
+            if s != self.rank {
+                n += self.drain_ring(s, sink)?;
+            }
+        }
+        self.next_poll = (self.next_poll + 1) % self.size;
+        self.return_credit()?;
+        Ok(n)
+    }
+
+    fn idle(&mut self) -> Result<(), TransportError> {
+        self.dev.idle_on(&self.watch).map_err(map_err)
+    }
+
+    fn charge(&self, cost: HostCost, n: u64) {
+        self.dev.charge(cost, n);
+    }
+
+    fn now_ps(&self) -> Option<u64> {
+        self.dev.now_ps()
+    }
+
+    fn compute(&mut self, ns: f64) -> Result<(), TransportError> {
+        self.dev.compute(ns).map_err(map_err)
+    }
+
+    fn rdv_alloc(&mut self, len: u64) -> Result<Option<Region>, TransportError> {
+        let Some(i) = self.zones.iter().position(|z| !z) else { return Ok(None) };
+        self.zones[i] = true;
+        let addr = self.landing_base + i as u64 * self.cfg.zone_bytes;
+        Ok(Some(Region { addr, len: len.min(self.cfg.zone_bytes), id: i as u32 }))
+    }
+
+    fn rdv_put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        let peer = self.map.peer(dest);
+        for (k, chunk) in data.chunks(WW_CHUNK).enumerate() {
+            let at = self.ww.alloc(&mut self.dev, chunk.len())?;
+            self.dev.write_ww(at, chunk).map_err(map_err)?;
+            let dst = Pattern::Contiguous { addr: addr + (k * WW_CHUNK) as u64, len: chunk.len() as u32 };
+            let t = self.dev.submit(&Command::Rvs { peer, src: Near::Window(at as u32), dst }).map_err(map_err)?;
+            self.ww.used(at, chunk.len(), t);
+            self.puts.push(t);
+        }
+        Ok(())
+    }
+
+    fn rdv_flush(&mut self) -> Result<(), TransportError> {
+        for t in std::mem::take(&mut self.puts) {
+            match self.dev.wait(t) {
+                Ok(_) | Err(DriverError::UnknownTicket(_)) => {} // already reaped by the WW allocator
+                Err(e) => return Err(map_err(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn rdv_read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        // Double-buffered: VL the next half of PW while reading the previous one.
+        let total = out.len() as u64;
+        let load = |dev: &mut Device, k: u64| -> Result<Ticket, TransportError> {
+            let off = k * PW_COPY_HALF;
+            let len = PW_COPY_HALF.min(total - off);
+            let pw = PW_COPY + ((k % 2) * PW_COPY_HALF) as u32;
+            dev.submit(&Command::Vl {
+                src: Pattern::Contiguous { addr: region.addr + offset + off, len: len as u32 },
+                pw_off: pw,
+            })
+            .map_err(map_err)
+        };
+        let chunks = total.div_ceil(PW_COPY_HALF);
+        let mut next = if chunks > 0 { Some(load(&mut self.dev, 0)?) } else { None };
+        for k in 0..chunks {
+            if let Some(t) = next.take() {
+                self.dev.wait(t).map_err(map_err)?;
+            }
+            if k + 1 < chunks {
+                next = Some(load(&mut self.dev, k + 1)?);
+            }
+            let off = (k * PW_COPY_HALF) as usize;
+            let len = PW_COPY_HALF.min(total - k * PW_COPY_HALF) as usize;
+            let pw = (PW_COPY as u64 + (k % 2) * PW_COPY_HALF) as usize;
+            self.dev.read_pw(pw, &mut out[off..off + len]).map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    fn rdv_free(&mut self, region: Region) {
+        if let Some(z) = self.zones.get_mut(region.id as usize) {
+            *z = false;
+        }
+    }
+
+    fn finalize(&mut self) -> Result<(), TransportError> {
+        self.rdv_flush()?;
+        self.ww.drain(&mut self.dev)?;
+        self.dev.detach();
+        Ok(())
+    }
+}

@@ -1,0 +1,4 @@
+//! Transport backends.
+
+pub mod dimmnet;
+pub mod local;

@@ -1,0 +1,59 @@
+//! Engine configuration: defaults from the backend, overridable by
+//! environment variables and by code.
+
+/// Environment variable overriding the eager/rendezvous threshold (bytes).
+pub const ENV_EAGER_THRESHOLD: &str = "DN_EAGER_THRESHOLD";
+/// Environment variable: print counters at finalize when set to 1.
+pub const ENV_STATS: &str = "DN_STATS";
+
+/// Protocol configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Messages with at most this many payload bytes go eagerly (standard
+    /// mode); longer ones, and every synchronous-mode send, use rendezvous.
+    pub eager_threshold: usize,
+    /// Print counters at finalize.
+    pub print_stats: bool,
+}
+
+impl Config {
+    /// The backend's defaults with environment overrides applied.
+    pub fn from_env(backend_threshold: usize) -> Result<Config, String> {
+        let eager_threshold = match std::env::var(ENV_EAGER_THRESHOLD) {
+            Ok(v) => parse_size(&v).map_err(|e| format!("{ENV_EAGER_THRESHOLD}={v:?}: {e}"))?,
+            Err(_) => backend_threshold,
+        };
+        let print_stats = std::env::var(ENV_STATS).map(|v| v == "1").unwrap_or(false);
+        Ok(Config { eager_threshold, print_stats })
+    }
+}
+
+/// Parse a size like `4096`, `16K`, `1M` or `max`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("max") {
+        return Ok(usize::MAX);
+    }
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1024),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1024 * 1024),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1024 * 1024 * 1024),
+        _ => (t, 1),
+    };
+    let n: usize = num.trim().parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 16K, 1M)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("16K"), Ok(16384));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("max"), Ok(usize::MAX));
+        assert!(parse_size("lots").is_err());
+    }
+}

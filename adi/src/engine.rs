@@ -1,0 +1,978 @@
+//! The protocol engine (seed 004 §5–7, after MPICH2's ADI3 and Open MPI's ob1).
+//!
+//! * Requests (§6.1) live in a table; their ids travel in control packets
+//!   (`sender_req_id`, `receiver_req_id`).
+//! * Three queues (§6.1): a send queue per connection (messages the
+//!   transport's flow control made wait), the posted-receive queue and the
+//!   unexpected queue, both searched in order so that MPI's non-overtaking
+//!   rule holds (MPI 4.1 §3.5): messages from one sender arrive in order, and
+//!   each queue is FIFO.
+//! * Protocols (§5): eager (envelope + data in one packet) for standard-mode
+//!   messages up to the threshold; rendezvous (RTS → CTS → data → FTS) above
+//!   it and for every synchronous-mode send, so that its completion means the
+//!   receive was matched.
+//! * Progress (§6.3, Fig. 7): `progress` receives control packets and drives
+//!   every pending request; `wait` is the `while (!completed) progress_wait()`
+//!   loop of `MPI_Send` (§7), idling the transport when a pass finds nothing.
+
+use std::collections::VecDeque;
+
+use crate::config::Config;
+use crate::counters::Counters;
+use crate::error::AdiError;
+use crate::transport::{Caps, HostCost, Region, Transport};
+use crate::wire::{Envelope, Packet, ENVELOPE_LEN, MAX_HEADER, SHORT_LEN};
+
+/// A request handle: 24-bit slot index and 8-bit generation.
+pub type ReqId = u32;
+
+/// Which sender a receive accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `MPI_ANY_SOURCE`.
+    Any,
+    /// One rank of the job.
+    Rank(u32),
+}
+
+/// Which tag a receive accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagSel {
+    /// `MPI_ANY_TAG`.
+    Any,
+    /// One tag.
+    Tag(i32),
+}
+
+/// What a completed receive or a probe reports (MPI_Status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// Sender's rank in the job.
+    pub source: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Message length in bytes.
+    pub len: u64,
+}
+
+/// A completed request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Done {
+    /// A send completed (its buffer may be reused).
+    Sent,
+    /// A receive completed.
+    Received {
+        /// Envelope of the message.
+        status: Status,
+        /// The data.
+        data: Vec<u8>,
+    },
+}
+
+#[derive(Debug)]
+enum SendState {
+    /// Eager packet waiting in a send queue.
+    Queued,
+    /// Rendezvous: RTS sent, waiting for CTS.
+    Rendezvous,
+    Done,
+}
+
+#[derive(Debug)]
+struct SendReq {
+    dest: u32,
+    data: Vec<u8>,
+    state: SendState,
+}
+
+#[derive(Debug)]
+enum RecvState {
+    Posted,
+    /// Matched an RTS; waiting for a landing zone or data.
+    Rendezvous,
+    Done,
+}
+
+#[derive(Debug)]
+struct RecvReq {
+    ctx: u32,
+    capacity: u64,
+    state: RecvState,
+    env: Option<Envelope>,
+    sreq: u32,
+    buf: Vec<u8>,
+    /// Bytes of the message accounted for (copied or skipped).
+    received: u64,
+    region: Option<Region>,
+    error: Option<AdiError>,
+}
+
+#[derive(Debug)]
+enum Req {
+    Send(SendReq),
+    Recv(RecvReq),
+}
+
+#[derive(Default)]
+struct Slab {
+    slots: Vec<(u8, Option<Req>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl Slab {
+    fn insert(&mut self, r: Req) -> Result<ReqId, AdiError> {
+        self.live += 1;
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                if self.slots.len() >= 1 << 24 {
+                    return Err(AdiError::Invalid("more than 16 million outstanding requests".into()));
+                }
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[idx as usize];
+        slot.1 = Some(r);
+        Ok((idx << 8) | slot.0 as u32)
+    }
+
+    fn get_mut(&mut self, id: ReqId) -> Option<&mut Req> {
+        let (idx, gen) = ((id >> 8) as usize, (id & 0xff) as u8);
+        match self.slots.get_mut(idx) {
+            Some((g, Some(r))) if *g == gen => Some(r),
+            _ => None,
+        }
+    }
+
+    fn get(&self, id: ReqId) -> Option<&Req> {
+        let (idx, gen) = ((id >> 8) as usize, (id & 0xff) as u8);
+        match self.slots.get(idx) {
+            Some((g, Some(r))) if *g == gen => Some(r),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, id: ReqId) -> Option<Req> {
+        let (idx, gen) = ((id >> 8) as usize, (id & 0xff) as u8);
+        match self.slots.get_mut(idx) {
+            Some((g, r @ Some(_))) if *g == gen => {
+                *g = g.wrapping_add(1);
+                self.free.push(idx as u32);
+                self.live -= 1;
+                r.take()
+            }
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum UnexpectedKind {
+    /// The data (the "tmp buffer" of Fig. 7).
+    Eager(Vec<u8>),
+    /// A request to send.
+    Rts { sreq: u32 },
+}
+
+#[derive(Debug)]
+struct Unexpected {
+    env: Envelope,
+    kind: UnexpectedKind,
+}
+
+#[derive(Debug)]
+struct Posted {
+    id: ReqId,
+    src: Source,
+    tag: TagSel,
+    ctx: u32,
+}
+
+#[derive(Debug)]
+enum Payload {
+    None,
+    Owned(Vec<u8>),
+    /// Part of a send request's data.
+    Slice {
+        req: ReqId,
+        offset: u64,
+        len: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Outgoing {
+    hdr: [u8; MAX_HEADER],
+    hlen: u8,
+    payload: Payload,
+    /// Send request completed once this packet is handed to the transport.
+    completes: Option<ReqId>,
+}
+
+impl Outgoing {
+    fn new(p: Packet, payload: Payload, completes: Option<ReqId>) -> Outgoing {
+        let mut hdr = [0u8; MAX_HEADER];
+        let n = p.encode(&mut hdr);
+        Outgoing { hdr, hlen: n as u8, payload, completes }
+    }
+}
+
+/// Work that needs the transport, found while dispatching.
+#[derive(Debug)]
+struct CtsWork {
+    sreq: u32,
+    rreq: u32,
+    offset: u64,
+    len: u64,
+    addr: Option<u64>,
+}
+
+fn matches(src: Source, tag: TagSel, ctx: u32, env: &Envelope) -> bool {
+    env.ctx == ctx
+        && match src {
+            Source::Any => true,
+            Source::Rank(r) => r == env.src,
+        }
+        && match tag {
+            TagSel::Any => true,
+            TagSel::Tag(t) => t == env.tag,
+        }
+}
+
+/// Everything but the transport, so dispatch can run inside `Transport::poll`.
+struct State {
+    rank: u32,
+    size: u32,
+    cfg: Config,
+    caps: Caps,
+    reqs: Slab,
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Unexpected>,
+    sendq: Vec<VecDeque<Outgoing>>,
+    outbox: Vec<(u32, Outgoing)>,
+    self_inbox: VecDeque<Vec<u8>>,
+    need_landing: VecDeque<ReqId>,
+    cts_work: VecDeque<(u32, CtsWork)>,
+    fts_work: VecDeque<(ReqId, u64, u64)>,
+    counters: Counters,
+    error: Option<AdiError>,
+    /// Host-cost charges accumulated during dispatch (applied after poll).
+    charges: [u64; 16],
+}
+
+impl State {
+    fn charge(&mut self, c: HostCost, n: u64) {
+        self.charges[c as usize] += n;
+    }
+
+    fn fail(&mut self, e: AdiError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn post_out(&mut self, dest: u32, o: Outgoing) {
+        self.outbox.push((dest, o));
+    }
+
+    /// Search the posted queue for `env` (an arriving envelope).
+    fn match_posted(&mut self, env: &Envelope) -> Option<ReqId> {
+        self.counters.posted_searches += 1;
+        let mut steps = 0u64;
+        let found = self.posted.iter().position(|p| {
+            steps += 1;
+            matches(p.src, p.tag, p.ctx, env)
+        });
+        self.counters.posted_steps += steps;
+        self.charge(HostCost::MatchStep, steps);
+        let id = found.and_then(|i| self.posted.remove(i)).map(|p| p.id);
+        self.counters.posted_depth = self.posted.len() as u64;
+        id
+    }
+
+    fn push_unexpected(&mut self, u: Unexpected) {
+        self.unexpected.push_back(u);
+        self.counters.unexpected_total += 1;
+        self.counters.unexpected_depth = self.unexpected.len() as u64;
+        self.counters.unexpected_max = self.counters.unexpected_max.max(self.counters.unexpected_depth);
+    }
+
+    fn recv_mut(&mut self, id: ReqId) -> Option<&mut RecvReq> {
+        match self.reqs.get_mut(id) {
+            Some(Req::Recv(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// An eager message matched receive `id`.
+    fn deliver_eager(&mut self, id: ReqId, env: Envelope, data: &[u8], from_tmp: bool) {
+        if from_tmp {
+            // Copy out of the temporary buffer (Fig. 7).
+            self.charge(HostCost::CopyByte, data.len() as u64);
+        }
+        let Some(r) = self.recv_mut(id) else { return };
+        let keep = (r.capacity.min(env.len)) as usize;
+        r.buf = data[..keep].to_vec();
+        r.env = Some(env);
+        r.received = env.len;
+        if env.len > r.capacity {
+            r.error = Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: r.capacity });
+        }
+        r.state = RecvState::Done;
+    }
+
+    /// An RTS matched receive `id`: ask for the data.
+    fn start_rendezvous(&mut self, id: ReqId, env: Envelope, sreq: u32) {
+        let remote = self.caps.remote_write && env.src != self.rank;
+        let Some(r) = self.recv_mut(id) else { return };
+        r.env = Some(env);
+        r.sreq = sreq;
+        r.state = RecvState::Rendezvous;
+        r.buf = vec![0u8; r.capacity.min(env.len) as usize];
+        if env.len > r.capacity {
+            r.error = Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: r.capacity });
+        }
+        if remote && env.len > 0 {
+            self.need_landing.push_back(id);
+        } else {
+            let cts = Packet::Cts { sreq, rreq: id, offset: 0, len: env.len, addr: None };
+            self.post_out(env.src, Outgoing::new(cts, Payload::None, None));
+        }
+    }
+
+    /// Dispatch one arriving message (Fig. 7).
+    fn dispatch(&mut self, src: u32, msg: &[u8]) {
+        self.charge(HostCost::AdiOp, 1);
+        let (p, hlen) = match Packet::decode(src, msg) {
+            Ok(x) => x,
+            Err(e) => return self.fail(e),
+        };
+        match p {
+            Packet::Eager { env, .. } => {
+                self.counters.eager_recv += 1;
+                self.counters.eager_bytes_recv += env.len;
+                let data = &msg[hlen..];
+                match self.match_posted(&env) {
+                    Some(id) => self.deliver_eager(id, env, data, false),
+                    None => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(data.to_vec()) }),
+                }
+            }
+            Packet::Rts { env, sreq, .. } => {
+                self.counters.rndv_recv += 1;
+                self.counters.rndv_bytes_recv += env.len;
+                match self.match_posted(&env) {
+                    Some(id) => self.start_rendezvous(id, env, sreq),
+                    None => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Rts { sreq } }),
+                }
+            }
+            Packet::Cts { sreq, rreq, offset, len, addr } => {
+                match self.reqs.get(sreq) {
+                    Some(Req::Send(s))
+                        if s.dest == src && offset.checked_add(len).is_some_and(|e| e <= s.data.len() as u64) => {}
+                    _ => {
+                        return self.fail(AdiError::Protocol {
+                            sender: src,
+                            what: format!("CTS for unknown or mismatched send request {sreq:#x}"),
+                        })
+                    }
+                }
+                self.cts_work.push_back((src, CtsWork { sreq, rreq, offset, len, addr }));
+            }
+            Packet::Fts { rreq, offset, len } => {
+                let has_region = match self.recv_mut(rreq) {
+                    Some(r) if matches!(r.state, RecvState::Rendezvous) => r.region.is_some(),
+                    _ => {
+                        return self.fail(AdiError::Protocol {
+                            sender: src,
+                            what: format!("FTS for unknown receive request {rreq:#x}"),
+                        })
+                    }
+                };
+                if has_region {
+                    self.fts_work.push_back((rreq, offset, len));
+                } else {
+                    self.finish_segment(rreq, offset + len);
+                }
+            }
+            Packet::Data { rreq, offset, len } => {
+                let data = &msg[hlen..];
+                let Some(r) = self.recv_mut(rreq) else {
+                    return self.fail(AdiError::Protocol {
+                        sender: src,
+                        what: format!("DATA for unknown receive request {rreq:#x}"),
+                    });
+                };
+                let end = offset.saturating_add(len);
+                if end > r.env.map_or(0, |e| e.len) {
+                    return self.fail(AdiError::Protocol { sender: src, what: "DATA beyond the message".into() });
+                }
+                let cap = r.buf.len() as u64;
+                if offset < cap {
+                    let n = (cap - offset).min(len) as usize;
+                    r.buf[offset as usize..offset as usize + n].copy_from_slice(&data[..n]);
+                }
+            }
+        }
+    }
+
+    /// Bytes up to `upto` are in place: done, or ask for the next segment.
+    fn finish_segment(&mut self, rreq: ReqId, upto: u64) {
+        let Some(r) = self.recv_mut(rreq) else { return };
+        r.received = upto;
+        let total = r.env.map_or(0, |e| e.len);
+        if upto >= total {
+            r.state = RecvState::Done;
+        } else {
+            self.need_landing.push_back(rreq);
+        }
+    }
+}
+
+/// The protocol engine of one process.
+pub struct Engine {
+    t: Box<dyn Transport>,
+    st: State,
+}
+
+impl Engine {
+    /// An engine over `transport`, with the backend's defaults overridden by
+    /// the environment ([`Config::from_env`]).
+    pub fn new(transport: Box<dyn Transport>) -> Result<Engine, AdiError> {
+        let caps = transport.caps();
+        let cfg = Config::from_env(caps.eager_threshold).map_err(AdiError::Invalid)?;
+        Ok(Engine::with_config(transport, cfg))
+    }
+
+    /// An engine with an explicit configuration.
+    pub fn with_config(transport: Box<dyn Transport>, cfg: Config) -> Engine {
+        let caps = transport.caps();
+        let (rank, size) = (transport.rank(), transport.size());
+        Engine {
+            t: transport,
+            st: State {
+                rank,
+                size,
+                cfg,
+                caps,
+                reqs: Slab::default(),
+                posted: VecDeque::new(),
+                unexpected: VecDeque::new(),
+                sendq: (0..size).map(|_| VecDeque::new()).collect(),
+                outbox: Vec::new(),
+                self_inbox: VecDeque::new(),
+                need_landing: VecDeque::new(),
+                cts_work: VecDeque::new(),
+                fts_work: VecDeque::new(),
+                counters: Counters::default(),
+                error: None,
+                charges: [0; 16],
+            },
+        }
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.st.rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.st.size
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.st.cfg
+    }
+
+    /// Change the eager/rendezvous threshold (e.g. to force a protocol).
+    pub fn set_eager_threshold(&mut self, bytes: usize) {
+        self.st.cfg.eager_threshold = bytes;
+    }
+
+    /// The transport's capabilities.
+    pub fn caps(&self) -> Caps {
+        self.st.caps
+    }
+
+    /// The transport's name.
+    pub fn backend(&self) -> &'static str {
+        self.t.name()
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.st.counters
+    }
+
+    /// Charge host work (simulation only).
+    #[inline]
+    pub fn charge(&self, c: HostCost, n: u64) {
+        self.t.charge(c, n);
+    }
+
+    /// Simulated time in picoseconds, when simulated.
+    pub fn now_ps(&self) -> Option<u64> {
+        self.t.now_ps()
+    }
+
+    /// Account for `ns` of application computation in simulated time.
+    pub fn compute(&mut self, ns: f64) -> Result<(), AdiError> {
+        Ok(self.t.compute(ns)?)
+    }
+
+    fn check_rank(&self, r: u32) -> Result<(), AdiError> {
+        if r >= self.st.size {
+            return Err(AdiError::BadRank { rank: r, size: self.st.size });
+        }
+        Ok(())
+    }
+
+    fn eager_ok(&self, dest: u32, len: usize, sync: bool) -> bool {
+        !sync
+            && len <= self.st.cfg.eager_threshold
+            && (dest == self.st.rank || len + ENVELOPE_LEN <= self.st.caps.max_message)
+    }
+
+    // ---- sending --------------------------------------------------------------
+
+    /// Start a send of `data` (standard mode, or synchronous with `sync`).
+    pub fn isend(&mut self, dest: u32, tag: i32, ctx: u32, data: Vec<u8>, sync: bool) -> Result<ReqId, AdiError> {
+        self.check_rank(dest)?;
+        self.t.charge(HostCost::AdiOp, 1);
+        self.t.charge(HostCost::Request, 1);
+        let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
+        if self.eager_ok(dest, data.len(), sync) {
+            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data: Vec::new(), state: SendState::Queued }))?;
+            self.count_send(dest, true, env.len);
+            let o = Outgoing::new(Packet::Eager { env, sreq: id }, Payload::Owned(data), Some(id));
+            self.enqueue(dest, o)?;
+            Ok(id)
+        } else {
+            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state: SendState::Rendezvous }))?;
+            self.count_send(dest, false, env.len);
+            self.enqueue(dest, Outgoing::new(Packet::Rts { env, sreq: id, sync }, Payload::None, None))?;
+            Ok(id)
+        }
+    }
+
+    fn count_send(&mut self, dest: u32, eager: bool, len: u64) {
+        let c = &mut self.st.counters;
+        if dest == self.st.rank {
+            c.self_msgs += 1;
+        }
+        if eager {
+            c.eager_sent += 1;
+            c.eager_bytes_sent += len;
+        } else {
+            c.rndv_sent += 1;
+            c.rndv_bytes_sent += len;
+        }
+    }
+
+    /// Blocking send. Eager messages go straight to the transport without a
+    /// request when nothing is queued for `dest` (seed 004 §6.1).
+    pub fn send(&mut self, dest: u32, tag: i32, ctx: u32, data: &[u8], sync: bool) -> Result<(), AdiError> {
+        self.check_rank(dest)?;
+        if dest != self.st.rank && self.eager_ok(dest, data.len(), sync) && self.st.sendq[dest as usize].is_empty() {
+            self.t.charge(HostCost::AdiOp, 1);
+            let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
+            let mut hdr = [0u8; MAX_HEADER];
+            let n = Packet::Eager { env, sreq: 0 }.encode(&mut hdr);
+            if self.t.try_send(dest, &[&hdr[..n], data])? {
+                self.count_send(dest, true, env.len);
+                return Ok(());
+            }
+            // Flow control: fall back to a queued request (charged again as one).
+        }
+        let id = self.isend(dest, tag, ctx, data.to_vec(), sync)?;
+        self.wait(id).map(|_| ())
+    }
+
+    fn enqueue(&mut self, dest: u32, o: Outgoing) -> Result<(), AdiError> {
+        if dest == self.st.rank {
+            let mut msg = o.hdr[..o.hlen as usize].to_vec();
+            match &o.payload {
+                Payload::None => {}
+                Payload::Owned(v) => msg.extend_from_slice(v),
+                Payload::Slice { req, offset, len } => {
+                    if let Some(Req::Send(s)) = self.st.reqs.get(*req) {
+                        msg.extend_from_slice(&s.data[*offset as usize..(*offset + *len) as usize]);
+                    }
+                }
+            }
+            self.st.self_inbox.push_back(msg);
+            if let Some(id) = o.completes {
+                self.complete_send(id);
+            }
+            return Ok(());
+        }
+        let q = &mut self.st.sendq[dest as usize];
+        q.push_back(o);
+        if q.len() > 1 {
+            self.st.counters.send_queued += 1;
+        }
+        self.st.counters.send_queue_max = self.st.counters.send_queue_max.max(q.len() as u64);
+        self.flush(dest)?;
+        Ok(())
+    }
+
+    fn complete_send(&mut self, id: ReqId) {
+        if let Some(Req::Send(s)) = self.st.reqs.get_mut(id) {
+            s.state = SendState::Done;
+            s.data = Vec::new();
+        }
+    }
+
+    /// Hand queued packets for `dest` to the transport, in order.
+    fn flush(&mut self, dest: u32) -> Result<bool, AdiError> {
+        let mut sent = false;
+        loop {
+            let Some(o) = self.st.sendq[dest as usize].front() else { break };
+            let payload: &[u8] = match &o.payload {
+                Payload::None => &[],
+                Payload::Owned(v) => v,
+                Payload::Slice { req, offset, len } => match self.st.reqs.get(*req) {
+                    Some(Req::Send(s)) => &s.data[*offset as usize..(*offset + *len) as usize],
+                    _ => &[],
+                },
+            };
+            if !self.t.try_send(dest, &[&o.hdr[..o.hlen as usize], payload])? {
+                break;
+            }
+            sent = true;
+            let o = self.st.sendq[dest as usize].pop_front();
+            if let Some(id) = o.and_then(|o| o.completes) {
+                self.complete_send(id);
+            }
+        }
+        Ok(sent)
+    }
+
+    fn flush_all(&mut self) -> Result<bool, AdiError> {
+        let outbox = std::mem::take(&mut self.st.outbox);
+        for (dest, o) in outbox {
+            self.st.counters.control_sent += 1;
+            self.enqueue(dest, o)?;
+        }
+        let mut sent = false;
+        for d in 0..self.st.size {
+            if !self.st.sendq[d as usize].is_empty() {
+                sent |= self.flush(d)?;
+            }
+        }
+        Ok(sent)
+    }
+
+    // ---- receiving ------------------------------------------------------------
+
+    /// Post a receive of at most `capacity` bytes.
+    pub fn irecv(&mut self, src: Source, tag: TagSel, ctx: u32, capacity: u64) -> Result<ReqId, AdiError> {
+        if let Source::Rank(r) = src {
+            self.check_rank(r)?;
+        }
+        self.t.charge(HostCost::Request, 1);
+        let req = RecvReq {
+            ctx,
+            capacity,
+            state: RecvState::Posted,
+            env: None,
+            sreq: 0,
+            buf: Vec::new(),
+            received: 0,
+            region: None,
+            error: None,
+        };
+        let id = self.st.reqs.insert(Req::Recv(req))?;
+        match self.search_unexpected(src, tag, ctx) {
+            Some(u) => match u.kind {
+                UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, &data, true),
+                UnexpectedKind::Rts { sreq } => self.st.start_rendezvous(id, u.env, sreq),
+            },
+            None => {
+                self.st.posted.push_back(Posted { id, src, tag, ctx });
+                let c = &mut self.st.counters;
+                c.posted_depth = self.st.posted.len() as u64;
+                c.posted_max = c.posted_max.max(c.posted_depth);
+            }
+        }
+        self.apply_charges();
+        Ok(id)
+    }
+
+    fn search_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Unexpected> {
+        self.st.counters.unexpected_searches += 1;
+        let mut steps = 0u64;
+        let found = self.st.unexpected.iter().position(|u| {
+            steps += 1;
+            matches(src, tag, ctx, &u.env)
+        });
+        self.st.counters.unexpected_steps += steps;
+        self.t.charge(HostCost::MatchStep, steps);
+        let u = found.and_then(|i| self.st.unexpected.remove(i));
+        self.st.counters.unexpected_depth = self.st.unexpected.len() as u64;
+        u
+    }
+
+    /// Blocking receive.
+    pub fn recv(&mut self, src: Source, tag: TagSel, ctx: u32, capacity: u64) -> Result<(Status, Vec<u8>), AdiError> {
+        let id = self.irecv(src, tag, ctx, capacity)?;
+        match self.wait(id)? {
+            Done::Received { status, data } => Ok((status, data)),
+            Done::Sent => Err(AdiError::BadRequest(id)),
+        }
+    }
+
+    /// Non-blocking probe: the envelope of the first matching unexpected message.
+    pub fn iprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Status>, AdiError> {
+        self.progress()?;
+        self.st.counters.unexpected_searches += 1;
+        let mut steps = 0u64;
+        let found = self.st.unexpected.iter().find(|u| {
+            steps += 1;
+            matches(src, tag, ctx, &u.env)
+        });
+        let status = found.map(|u| Status { source: u.env.src, tag: u.env.tag, len: u.env.len });
+        self.st.counters.unexpected_steps += steps;
+        self.t.charge(HostCost::MatchStep, steps);
+        Ok(status)
+    }
+
+    /// Blocking probe.
+    pub fn probe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Status, AdiError> {
+        loop {
+            if let Some(s) = self.iprobe(src, tag, ctx)? {
+                return Ok(s);
+            }
+            self.st.counters.idle_waits += 1;
+            self.t.idle()?;
+        }
+    }
+
+    // ---- completion -------------------------------------------------------------
+
+    fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
+        match self.st.reqs.get(id) {
+            Some(Req::Send(s)) => Ok(matches!(s.state, SendState::Done)),
+            Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done)),
+            None => Err(AdiError::BadRequest(id)),
+        }
+    }
+
+    fn take_done(&mut self, id: ReqId) -> Result<Done, AdiError> {
+        match self.st.reqs.remove(id) {
+            Some(Req::Send(_)) => Ok(Done::Sent),
+            Some(Req::Recv(r)) => {
+                if let Some(e) = r.error {
+                    return Err(e);
+                }
+                let env = r.env.unwrap_or(Envelope { ctx: r.ctx, tag: 0, src: 0, len: 0 });
+                Ok(Done::Received { status: Status { source: env.src, tag: env.tag, len: env.len }, data: r.buf })
+            }
+            None => Err(AdiError::BadRequest(id)),
+        }
+    }
+
+    /// Whether a request has completed, without freeing it.
+    pub fn is_complete(&self, id: ReqId) -> Result<bool, AdiError> {
+        self.is_done(id)
+    }
+
+    /// Make progress once; if `id` completed, free it and return the result.
+    pub fn test(&mut self, id: ReqId) -> Result<Option<Done>, AdiError> {
+        if !self.is_done(id)? {
+            self.progress()?;
+        }
+        if self.is_done(id)? {
+            self.take_done(id).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Wait for a request (the MPI_Send loop of seed 004 §7).
+    pub fn wait(&mut self, id: ReqId) -> Result<Done, AdiError> {
+        self.wait_until(|e| e.is_done(id).unwrap_or(true))?;
+        self.take_done(id)
+    }
+
+    /// Wait for any of `ids`; returns its index and result.
+    pub fn wait_any(&mut self, ids: &[ReqId]) -> Result<(usize, Done), AdiError> {
+        if ids.is_empty() {
+            return Err(AdiError::Invalid("wait_any on no requests".into()));
+        }
+        let mut which = 0;
+        self.wait_until(|e| {
+            for (i, id) in ids.iter().enumerate() {
+                if e.is_done(*id).unwrap_or(true) {
+                    which = i;
+                    return true;
+                }
+            }
+            false
+        })?;
+        Ok((which, self.take_done(ids[which])?))
+    }
+
+    /// Wait for every request; results in order.
+    pub fn wait_all(&mut self, ids: &[ReqId]) -> Result<Vec<Done>, AdiError> {
+        self.wait_until(|e| ids.iter().all(|id| e.is_done(*id).unwrap_or(true)))?;
+        ids.iter().map(|id| self.take_done(*id)).collect()
+    }
+
+    /// Progress until `done` holds, idling the transport when a pass finds nothing.
+    pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> Result<(), AdiError> {
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            let worked = self.progress()?;
+            if done(self) {
+                return Ok(());
+            }
+            if !worked {
+                self.st.counters.idle_waits += 1;
+                self.t.idle()?;
+            }
+        }
+    }
+
+    fn apply_charges(&mut self) {
+        for (i, n) in self.st.charges.iter_mut().enumerate() {
+            if *n > 0 {
+                if let Some(c) = HostCost::ALL.get(i) {
+                    self.t.charge(*c, *n);
+                }
+                *n = 0;
+            }
+        }
+    }
+
+    /// One pass of the progress engine: receive, then drive rendezvous work
+    /// and the send queues. Returns whether anything happened.
+    pub fn progress(&mut self) -> Result<bool, AdiError> {
+        self.st.counters.progress_passes += 1;
+        let mut worked = self.flush_all()?;
+        let st = &mut self.st;
+        let n = self.t.poll(&mut |src, msg| st.dispatch(src, msg))?;
+        worked |= n > 0;
+        while let Some(msg) = self.st.self_inbox.pop_front() {
+            let rank = self.st.rank;
+            self.st.dispatch(rank, &msg);
+            worked = true;
+        }
+        self.apply_charges();
+        if let Some(e) = self.st.error.take() {
+            return Err(e);
+        }
+        worked |= self.rendezvous_work()?;
+        worked |= self.flush_all()?;
+        if worked {
+            self.t.charge(HostCost::Progress, 1);
+        }
+        Ok(worked)
+    }
+
+    /// Rendezvous steps that need the transport: landing zones + CTS,
+    /// data transfer + FTS, and copying landed data out.
+    fn rendezvous_work(&mut self) -> Result<bool, AdiError> {
+        let mut worked = false;
+        // Receivers: allocate a landing zone and send CTS.
+        while let Some(&id) = self.st.need_landing.front() {
+            let (sender, sreq, offset, remaining) = match self.st.recv_mut(id) {
+                Some(r) => {
+                    let env = r.env.unwrap_or(Envelope { ctx: 0, tag: 0, src: 0, len: 0 });
+                    (env.src, r.sreq, r.received, env.len - r.received)
+                }
+                None => {
+                    self.st.need_landing.pop_front();
+                    continue;
+                }
+            };
+            let Some(region) = self.t.rdv_alloc(remaining)? else { break };
+            self.st.need_landing.pop_front();
+            if let Some(r) = self.st.recv_mut(id) {
+                r.region = Some(region);
+            }
+            let cts = Packet::Cts { sreq, rreq: id, offset, len: region.len, addr: Some(region.addr) };
+            self.t.charge(HostCost::AdiOp, 1);
+            self.st.post_out(sender, Outgoing::new(cts, Payload::None, None));
+            worked = true;
+        }
+        // Senders: move the data, then FTS.
+        while let Some((dest, w)) = self.st.cts_work.pop_front() {
+            worked = true;
+            let last = match self.st.reqs.get(w.sreq) {
+                Some(Req::Send(s)) => w.offset + w.len >= s.data.len() as u64,
+                _ => continue,
+            };
+            self.t.charge(HostCost::AdiOp, 1);
+            match w.addr {
+                Some(addr) if dest != self.st.rank => {
+                    if w.len > 0 {
+                        if let Some(Req::Send(s)) = self.st.reqs.get(w.sreq) {
+                            let data = &s.data[w.offset as usize..(w.offset + w.len) as usize];
+                            self.t.rdv_put(dest, addr, data)?;
+                        }
+                        self.t.rdv_flush()?;
+                    }
+                }
+                _ => {
+                    // DATA packets, as large as the transport allows.
+                    let chunk = (self.st.caps.max_message - SHORT_LEN).max(1) as u64;
+                    let mut off = w.offset;
+                    let end = w.offset + w.len;
+                    while off < end {
+                        let n = chunk.min(end - off);
+                        let p = Packet::Data { rreq: w.rreq, offset: off, len: n };
+                        self.st.post_out(
+                            dest,
+                            Outgoing::new(p, Payload::Slice { req: w.sreq, offset: off, len: n }, None),
+                        );
+                        off += n;
+                    }
+                }
+            }
+            let fts = Packet::Fts { rreq: w.rreq, offset: w.offset, len: w.len };
+            self.st.post_out(dest, Outgoing::new(fts, Payload::None, last.then_some(w.sreq)));
+        }
+        // Receivers: copy landed data out of the landing zone.
+        while let Some((id, offset, len)) = self.st.fts_work.pop_front() {
+            worked = true;
+            let Some(r) = self.st.recv_mut(id) else { continue };
+            let Some(region) = r.region.take() else { continue };
+            let cap = r.buf.len() as u64;
+            if offset < cap {
+                let n = (cap - offset).min(len) as usize;
+                let out = &mut r.buf[offset as usize..offset as usize + n];
+                self.t.rdv_read(&region, 0, out)?;
+            }
+            self.t.rdv_free(region);
+            self.st.finish_segment(id, offset + len);
+        }
+        Ok(worked)
+    }
+
+    /// Complete every queued send and leave the job.
+    pub fn finalize(mut self) -> Result<Counters, AdiError> {
+        self.wait_until(|e| {
+            e.st.sendq.iter().all(|q| q.is_empty())
+                && e.st.outbox.is_empty()
+                && e.st.cts_work.is_empty()
+                && e.st.need_landing.is_empty()
+                && e.st.fts_work.is_empty()
+        })?;
+        if self.st.cfg.print_stats {
+            eprintln!("[rank {}] {} backend counters:\n{}", self.st.rank, self.t.name(), self.st.counters);
+        }
+        self.t.finalize()?;
+        Ok(self.st.counters.clone())
+    }
+
+    /// Requests still alive (not yet waited for or freed).
+    pub fn live_requests(&self) -> usize {
+        self.st.reqs.live
+    }
+}

@@ -1,0 +1,45 @@
+//! # adi — the protocol engine of the DIMMnet-2 MPI stack
+//!
+//! Written once for every backend (DESIGN §5): requests, the per-connection
+//! send queues, the posted-receive and unexpected queues, matching on
+//! (context id, source, tag) with wildcards and MPI's non-overtaking order,
+//! the eager and rendezvous protocols with the control packets of seed 004
+//! Fig. 6, and the progress engine. Backends implement [`Transport`]:
+//!
+//! * [`backend::dimmnet`] — DIMMnet-2 (simulated or real): IVS rings as
+//!   virtual connections, BOTF for envelopes, RVS for rendezvous data;
+//! * [`backend::local`] — threads of one process (tests);
+//! * `udp` — reliable UDP (seed 001).
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod config;
+pub mod counters;
+pub mod engine;
+pub mod error;
+pub mod transport;
+pub mod wire;
+
+pub use config::Config;
+pub use counters::Counters;
+pub use engine::{Done, Engine, ReqId, Source, Status, TagSel};
+pub use error::{AdiError, TransportError};
+pub use transport::{Caps, HostCost, Region, Transport};
+
+/// Environment variable naming the backend (`sim`/`dimmnet`, `udp`).
+pub const ENV_BACKEND: &str = "DN_BACKEND";
+
+/// Build the transport the launcher asked for (`DN_BACKEND`).
+pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
+    let backend = std::env::var(ENV_BACKEND).unwrap_or_else(|_| "sim".into());
+    match backend.as_str() {
+        "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
+        other => Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet)"))),
+    }
+}
+
+/// An engine over the transport the launcher asked for.
+pub fn engine_from_env() -> Result<Engine, AdiError> {
+    Engine::new(transport_from_env()?)
+}

@@ -1,0 +1,91 @@
+//! The one interface every backend implements (DESIGN §5).
+//!
+//! It is shaped so that a ring-based device with remote stores (DIMMnet-2:
+//! IVS rings + RVS), a datagram socket (UDP: one socket, fragmentation and
+//! reliability inside the backend) and a poll-mode NIC (DPDK) all fit:
+//!
+//! * messages are ordered and reliable per destination (`try_send`), and a
+//!   backend may refuse one for now (credits, window) instead of blocking;
+//! * arrivals are drained by polling (`poll`), and `idle` blocks until
+//!   something may have changed (the simulator yields; sockets sleep);
+//! * remote writes are a capability: a backend that can store into a
+//!   receiver-provided region offers `rdv_*`; the engine falls back to DATA
+//!   packets otherwise.
+
+use crate::error::TransportError;
+pub use driver::HostCost;
+
+/// What a transport can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Largest message (header + payload) `try_send` accepts.
+    pub max_message: usize,
+    /// The backend's default eager/rendezvous switch (payload bytes).
+    pub eager_threshold: usize,
+    /// Whether `rdv_alloc`/`rdv_put`/`rdv_read` work.
+    pub remote_write: bool,
+}
+
+/// A landing zone for rendezvous data in the receiver's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Address the sender writes to (transport-specific).
+    pub addr: u64,
+    /// Bytes available.
+    pub len: u64,
+    /// Transport's handle.
+    pub id: u32,
+}
+
+/// A transport backend.
+pub trait Transport {
+    /// Backend name (`dimmnet`, `udp`, `local`, ...).
+    fn name(&self) -> &'static str;
+    /// This process's rank.
+    fn rank(&self) -> u32;
+    /// Number of ranks.
+    fn size(&self) -> u32;
+    /// Capabilities.
+    fn caps(&self) -> Caps;
+    /// Send one message made of `parts` to `dest` (never this rank), in order
+    /// after every message previously accepted for `dest`. `Ok(false)` means
+    /// "not now" (flow control); the caller retries later.
+    fn try_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<bool, TransportError>;
+    /// Hand every message that has arrived to `sink(source, bytes)`.
+    /// Returns the number of messages delivered.
+    fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError>;
+    /// Nothing to do: block until something may have changed.
+    fn idle(&mut self) -> Result<(), TransportError>;
+    /// Charge host work to simulated time (no-op outside the simulator).
+    fn charge(&self, _cost: HostCost, _n: u64) {}
+    /// Simulated time in picoseconds, if simulated.
+    fn now_ps(&self) -> Option<u64> {
+        None
+    }
+    /// Simulate `ns` of application computation (no-op outside the simulator).
+    fn compute(&mut self, _ns: f64) -> Result<(), TransportError> {
+        Ok(())
+    }
+    /// Receiver: reserve up to `len` bytes of landing zone (`None`: none free now).
+    fn rdv_alloc(&mut self, _len: u64) -> Result<Option<Region>, TransportError> {
+        Ok(None)
+    }
+    /// Sender: write `data` at `addr` in `dest`'s memory (may return before it lands).
+    fn rdv_put(&mut self, dest: u32, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
+        Err(TransportError::Backend { backend: self.name(), msg: format!("no remote writes (to rank {dest})") })
+    }
+    /// Sender: wait until every put has landed.
+    fn rdv_flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+    /// Receiver: copy `out.len()` bytes at `offset` of a landing zone.
+    fn rdv_read(&mut self, _region: &Region, _offset: u64, _out: &mut [u8]) -> Result<(), TransportError> {
+        Err(TransportError::Backend { backend: self.name(), msg: "no remote writes".into() })
+    }
+    /// Receiver: give a landing zone back.
+    fn rdv_free(&mut self, _region: Region) {}
+    /// Leave the job (after the engine has drained its queues).
+    fn finalize(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! The protocol engine over the in-process backend: matching, ordering,
+//! eager and rendezvous, flow control, probes and errors.
+
+use adi::backend::local::{default_caps, local_world, LocalTransport};
+use adi::{AdiError, Config, Done, Engine, Source, TagSel};
+
+/// Run `f(rank, engine)` on `n` threads; collect results in rank order.
+fn run<R: Send + 'static>(n: u32, queue: Option<usize>, threshold: usize, f: fn(u32, &mut Engine) -> R) -> Vec<R> {
+    let ts: Vec<LocalTransport> = local_world(n, queue, default_caps());
+    let handles: Vec<_> = ts
+        .into_iter()
+        .map(|t| {
+            std::thread::spawn(move || {
+                let rank = adi::Transport::rank(&t);
+                let mut e = Engine::with_config(Box::new(t), Config { eager_threshold: threshold, print_stats: false });
+                let r = f(rank, &mut e);
+                e.finalize().unwrap();
+                r
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn payload(src: u32, i: u32, len: usize) -> Vec<u8> {
+    (0..len).map(|j| (src as usize * 31 + i as usize * 7 + j) as u8).collect()
+}
+
+#[test]
+fn ping_pong_eager_and_rendezvous_sizes() {
+    run(2, None, 1024, |rank, e| {
+        for &len in &[0usize, 1, 100, 1024, 1025, 50_000, 300_000] {
+            let msg = payload(rank, len as u32, len);
+            if rank == 0 {
+                e.send(1, 5, 0, &msg, false).unwrap();
+                let (st, data) = e.recv(Source::Rank(1), TagSel::Tag(5), 0, len as u64).unwrap();
+                assert_eq!(data, payload(1, len as u32, len));
+                assert_eq!((st.source, st.tag, st.len), (1, 5, len as u64));
+            } else {
+                let (_, data) = e.recv(Source::Rank(0), TagSel::Tag(5), 0, len as u64).unwrap();
+                assert_eq!(data, payload(0, len as u32, len));
+                e.send(0, 5, 0, &msg, false).unwrap();
+            }
+        }
+        let c = e.counters();
+        assert!(c.eager_sent >= 4 && c.rndv_sent >= 3, "{c}");
+    });
+}
+
+#[test]
+fn unexpected_messages_and_wildcards_keep_per_sender_order() {
+    let results = run(4, None, 512, |rank, e| {
+        if rank == 0 {
+            // Everyone sends before we post anything: all unexpected.
+            e.compute(0.0).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut seen = vec![Vec::new(); 4];
+            for _ in 0..3 * 20 {
+                let (st, data) = e.recv(Source::Any, TagSel::Any, 0, 4096).unwrap();
+                let i = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                seen[st.source as usize].push((st.tag, i));
+            }
+            assert!(e.counters().unexpected_total > 0);
+            seen
+        } else {
+            for i in 0..20u32 {
+                let mut m = i.to_le_bytes().to_vec();
+                m.resize(if i % 3 == 0 { 2000 } else { 8 }, 9); // mixed eager / rendezvous
+                e.send(0, (i % 2) as i32, 0, &m, false).unwrap();
+            }
+            Vec::new()
+        }
+    });
+    for src in 1..4 {
+        let got: Vec<u32> = results[0][src].iter().map(|x| x.1).collect();
+        assert_eq!(got, (0..20).collect::<Vec<_>>(), "messages from rank {src} overtook each other");
+    }
+}
+
+#[test]
+fn same_tag_messages_are_not_overtaken_even_across_protocols() {
+    run(2, None, 100, |rank, e| {
+        if rank == 0 {
+            e.send(1, 1, 0, &vec![1u8; 5000], false).unwrap(); // rendezvous
+            e.send(1, 1, 0, &[2u8; 10], false).unwrap(); // eager, must not overtake
+        } else {
+            let (_, a) = e.recv(Source::Rank(0), TagSel::Tag(1), 0, 10_000).unwrap();
+            let (_, b) = e.recv(Source::Rank(0), TagSel::Tag(1), 0, 10_000).unwrap();
+            assert_eq!((a.len(), b.len()), (5000, 10));
+        }
+    });
+}
+
+#[test]
+fn many_outstanding_requests_with_flow_control() {
+    run(3, Some(4), 256, |rank, e| {
+        let n = 300u32;
+        if rank == 0 {
+            let mut reqs = Vec::new();
+            for i in 0..n {
+                for d in 1..3 {
+                    reqs.push(e.isend(d, i as i32, 7, payload(0, i, (i as usize * 13) % 700), false).unwrap());
+                }
+            }
+            for d in e.wait_all(&reqs).unwrap() {
+                assert_eq!(d, Done::Sent);
+            }
+            assert!(e.counters().send_queued > 0, "the bounded inbox never pushed back");
+        } else {
+            // Post all receives first, in reverse tag order, then wait.
+            let reqs: Vec<_> =
+                (0..n).rev().map(|i| e.irecv(Source::Rank(0), TagSel::Tag(i as i32), 7, 1000).unwrap()).collect();
+            let done = e.wait_all(&reqs).unwrap();
+            for (k, d) in done.into_iter().enumerate() {
+                let i = n - 1 - k as u32;
+                match d {
+                    Done::Received { status, data } => {
+                        assert_eq!(status.tag, i as i32);
+                        assert_eq!(data, payload(0, i, (i as usize * 13) % 700));
+                    }
+                    Done::Sent => panic!("receive completed as a send"),
+                }
+            }
+            assert!(e.counters().posted_max >= n as u64);
+        }
+    });
+}
+
+#[test]
+fn synchronous_sends_complete_only_after_matching() {
+    run(2, None, 1 << 20, |rank, e| {
+        if rank == 0 {
+            let r = e.isend(1, 3, 0, vec![1, 2, 3], true).unwrap();
+            for _ in 0..50 {
+                assert!(e.test(r).unwrap().is_none() || panic!("ssend completed before the receive was posted"));
+            }
+            e.send(1, 4, 0, &[], false).unwrap(); // tell rank 1 to post
+            e.wait(r).unwrap();
+        } else {
+            e.recv(Source::Rank(0), TagSel::Tag(4), 0, 0).unwrap();
+            let (_, d) = e.recv(Source::Rank(0), TagSel::Tag(3), 0, 16).unwrap();
+            assert_eq!(d, vec![1, 2, 3]);
+        }
+    });
+}
+
+#[test]
+fn probes_truncation_self_messages_and_bad_arguments() {
+    run(2, None, 64, |rank, e| {
+        if rank == 0 {
+            e.send(1, 9, 0, &[7u8; 100], false).unwrap();
+            e.send(1, 10, 0, &[8u8; 10], false).unwrap();
+            // To self, both protocols.
+            let r = e.isend(0, 1, 0, vec![5u8; 300], false).unwrap();
+            let (_, d) = e.recv(Source::Rank(0), TagSel::Tag(1), 0, 300).unwrap();
+            e.wait(r).unwrap();
+            assert_eq!(d, vec![5u8; 300]);
+            assert!(matches!(e.isend(9, 0, 0, vec![], false), Err(AdiError::BadRank { rank: 9, size: 2 })));
+        } else {
+            let st = e.probe(Source::Any, TagSel::Tag(9), 0).unwrap();
+            assert_eq!((st.source, st.len), (0, 100));
+            assert!(e.iprobe(Source::Rank(0), TagSel::Tag(99), 0).unwrap().is_none());
+            let err = e.recv(Source::Rank(0), TagSel::Tag(9), 0, 50).unwrap_err();
+            assert!(matches!(err, AdiError::Truncated { len: 100, capacity: 50, .. }), "{err}");
+            assert!(err.to_string().contains("does not fit"));
+            let (_, d) = e.recv(Source::Rank(0), TagSel::Tag(10), 0, 50).unwrap();
+            assert_eq!(d, vec![8u8; 10]);
+        }
+    });
+}
