@@ -12,6 +12,8 @@ pub struct Config {
     /// Messages with at most this many payload bytes go eagerly (standard
     /// mode); longer ones, and every synchronous-mode send, use rendezvous.
     pub eager_threshold: usize,
+    /// Send everything by rendezvous, even 0-byte messages (benchmarks).
+    pub force_rendezvous: bool,
     /// Print counters at finalize.
     pub print_stats: bool,
 }
@@ -24,7 +26,7 @@ impl Config {
             Err(_) => backend_threshold,
         };
         let print_stats = std::env::var(ENV_STATS).map(|v| v == "1").unwrap_or(false);
-        Ok(Config { eager_threshold, print_stats })
+        Ok(Config { eager_threshold, force_rendezvous: false, print_stats })
     }
 }
 

@@ -273,7 +273,9 @@ impl State {
         }
     }
 
+    /// Queue a control packet built by the engine (one ADI operation).
     fn post_out(&mut self, dest: u32, o: Outgoing) {
+        self.charge(HostCost::AdiOp, 1);
         self.outbox.push((dest, o));
     }
 
@@ -487,9 +489,14 @@ impl Engine {
         &self.st.cfg
     }
 
-    /// Change the eager/rendezvous threshold (e.g. to force a protocol).
+    /// Change the eager/rendezvous threshold.
     pub fn set_eager_threshold(&mut self, bytes: usize) {
         self.st.cfg.eager_threshold = bytes;
+    }
+
+    /// Send every message by rendezvous (`true`) or use the threshold again.
+    pub fn set_force_rendezvous(&mut self, on: bool) {
+        self.st.cfg.force_rendezvous = on;
     }
 
     /// The transport's capabilities.
@@ -513,6 +520,16 @@ impl Engine {
         self.t.charge(c, n);
     }
 
+    /// Host costs charged so far, by kind (simulation only).
+    pub fn cost_counts(&self) -> Option<Vec<u64>> {
+        self.t.cost_counts()
+    }
+
+    /// The profile's cost of each kind of host operation (simulation only).
+    pub fn cost_table(&self) -> Option<Vec<u64>> {
+        self.t.cost_table()
+    }
+
     /// Simulated time in picoseconds, when simulated.
     pub fn now_ps(&self) -> Option<u64> {
         self.t.now_ps()
@@ -530,8 +547,10 @@ impl Engine {
         Ok(())
     }
 
-    fn eager_ok(&self, dest: u32, len: usize, sync: bool) -> bool {
+    /// Whether a standard-mode message of `len` bytes to `dest` goes eagerly.
+    pub fn eager_ok(&self, dest: u32, len: usize, sync: bool) -> bool {
         !sync
+            && !self.st.cfg.force_rendezvous
             && len <= self.st.cfg.eager_threshold
             && (dest == self.st.rank || len + ENVELOPE_LEN <= self.st.caps.max_message)
     }
@@ -762,6 +781,8 @@ impl Engine {
     }
 
     fn take_done(&mut self, id: ReqId) -> Result<Done, AdiError> {
+        // Completing and freeing the request (seed 004 §7: MPID_Release_request).
+        self.t.charge(HostCost::Request, 1);
         match self.st.reqs.remove(id) {
             Some(Req::Send(_)) => Ok(Done::Sent),
             Some(Req::Recv(r)) => {
@@ -872,6 +893,7 @@ impl Engine {
         if worked {
             self.t.charge(HostCost::Progress, 1);
         }
+        self.apply_charges();
         Ok(worked)
     }
 
@@ -897,7 +919,6 @@ impl Engine {
                 r.region = Some(region);
             }
             let cts = Packet::Cts { sreq, rreq: id, offset, len: region.len, addr: Some(region.addr) };
-            self.t.charge(HostCost::AdiOp, 1);
             self.st.post_out(sender, Outgoing::new(cts, Payload::None, None));
             worked = true;
         }
@@ -908,7 +929,6 @@ impl Engine {
                 Some(Req::Send(s)) => w.offset + w.len >= s.data.len() as u64,
                 _ => continue,
             };
-            self.t.charge(HostCost::AdiOp, 1);
             match w.addr {
                 Some(addr) if dest != self.st.rank => {
                     if w.len > 0 {

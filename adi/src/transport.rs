@@ -62,6 +62,15 @@ pub trait Transport {
     fn now_ps(&self) -> Option<u64> {
         None
     }
+    /// How many of each host cost has been charged, indexed by [`HostCost`]
+    /// (simulated transports only).
+    fn cost_counts(&self) -> Option<Vec<u64>> {
+        None
+    }
+    /// The profile's cost of each [`HostCost`] in picoseconds (simulated transports only).
+    fn cost_table(&self) -> Option<Vec<u64>> {
+        None
+    }
     /// Simulate `ns` of application computation (no-op outside the simulator).
     fn compute(&mut self, _ns: f64) -> Result<(), TransportError> {
         Ok(())

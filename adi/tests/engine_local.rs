@@ -12,7 +12,10 @@ fn run<R: Send + 'static>(n: u32, queue: Option<usize>, threshold: usize, f: fn(
         .map(|t| {
             std::thread::spawn(move || {
                 let rank = adi::Transport::rank(&t);
-                let mut e = Engine::with_config(Box::new(t), Config { eager_threshold: threshold, print_stats: false });
+                let mut e = Engine::with_config(
+                    Box::new(t),
+                    Config { eager_threshold: threshold, force_rendezvous: false, print_stats: false },
+                );
                 let r = f(rank, &mut e);
                 e.finalize().unwrap();
                 r

@@ -77,24 +77,28 @@ pub struct OpenOptions {
     pub actor: Option<u32>,
 }
 
-/// The words read since the last [`Device::observe`]: what a poll that
-/// found nothing waits on.
+/// The words read since the last [`Device::observe`], with the value last
+/// read from each: what a poll that found nothing waits on.
 #[derive(Default)]
 struct ReadLog {
     n: Cell<usize>,
-    words: [Cell<u32>; MAX_WATCH],
+    words: [Cell<(u32, u64)>; MAX_WATCH],
 }
 
 impl ReadLog {
     #[inline]
-    fn log(&self, slot_off: usize) {
+    fn log(&self, slot_off: usize, value: u64) {
         let w = (slot_off & !7) as u32;
         let n = self.n.get();
-        if n > MAX_WATCH || self.words[..n.min(MAX_WATCH)].iter().any(|c| c.get() == w) {
+        if n > MAX_WATCH {
+            return;
+        }
+        if let Some(c) = self.words[..n.min(MAX_WATCH)].iter().find(|c| c.get().0 == w) {
+            c.set((w, value));
             return;
         }
         if n < MAX_WATCH {
-            self.words[n].set(w);
+            self.words[n].set((w, value));
         }
         self.n.set(n + 1);
     }
@@ -103,12 +107,12 @@ impl ReadLog {
         self.n.set(0);
     }
 
-    fn with<R>(&self, f: impl FnOnce(Option<&[u32]>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(Option<&[(u32, u64)]>) -> R) -> R {
         let n = self.n.get();
         if n == 0 || n > MAX_WATCH {
             return f(None);
         }
-        let mut buf = [0u32; MAX_WATCH];
+        let mut buf = [(0u32, 0u64); MAX_WATCH];
         for (b, c) in buf.iter_mut().zip(&self.words) {
             *b = c.get();
         }
@@ -290,6 +294,18 @@ impl Device {
         Ok(())
     }
 
+    /// How many of each host cost this process has charged, indexed by
+    /// [`HostCost`] (simulation only).
+    pub fn cost_counts(&self) -> Option<[u64; fpga_regs::simctl::COST_SLOTS]> {
+        self.platform.cost_counts()
+    }
+
+    /// The host profile's cost of each [`HostCost`] in picoseconds
+    /// (femtoseconds per byte for copies), simulation only.
+    pub fn cost_table(&self) -> Option<[u64; fpga_regs::simctl::COST_SLOTS]> {
+        self.platform.cost_table()
+    }
+
     /// Simulated time in picoseconds (`None` on hardware).
     pub fn now_ps(&self) -> Option<u64> {
         self.platform.now_ps()
@@ -310,10 +326,12 @@ impl Device {
         self.reads.with(|w| self.platform.idle(w))
     }
 
-    /// Block until the device writes one of `words` (slot offsets, see
-    /// [`Device::ring_nwa_word`] and [`Device::completion_word`]); spin once
-    /// on hardware. Use when the caller knows exactly what it waits for.
-    pub fn idle_on(&self, words: &[u32]) -> Result<(), DriverError> {
+    /// Block until the device changes one of `words` — `(slot offset, value
+    /// this process last read there)`, see [`Device::ring_nwa_word`] and
+    /// [`Device::completion_word`] — or spin once on hardware. A word that
+    /// already differs from its value ends the wait at once, so a change
+    /// that happened while this process was busy is never missed.
+    pub fn idle_on(&self, words: &[(u32, u64)]) -> Result<(), DriverError> {
         self.platform.idle(Some(words))
     }
 
@@ -337,8 +355,9 @@ impl Device {
     fn uc_read(&self, reg: &volatile_register::RO<u64>) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
         let off = reg as *const _ as usize - self.regs() as *const _ as usize;
-        self.reads.log(Region::Ur.offset() + off);
-        reg.read()
+        let v = reg.read();
+        self.reads.log(Region::Ur.offset() + off, v);
+        v
     }
 
     #[inline]
@@ -366,15 +385,21 @@ impl Device {
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
         self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
-        self.reads.log(Region::Pw.offset() + off);
+        if buf.len() >= 8 && off % 8 == 0 {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&buf[..8]);
+            let _ = self.pw.read_bytes(off, &mut w);
+            self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(w));
+        }
         self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))
     }
 
     /// Read a 64-bit word of LLCM scratch or ring table (uncached).
     pub fn read_llcm(&self, off: usize) -> Result<u64, DriverError> {
         self.platform.charge(HostCost::UcRead, 1);
-        self.reads.log(Region::Llcm.offset() + off);
-        self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))
+        let v = self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))?;
+        self.reads.log(Region::Llcm.offset() + off, v);
+        Ok(v)
     }
 
     /// Write a 64-bit word of LLCM (uncached).
@@ -415,8 +440,9 @@ impl Device {
             Region::Pw => &self.pw,
         };
         self.platform.charge(HostCost::UcRead, 1);
-        self.reads.log(region.offset() + off);
-        map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))
+        let v = map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))?;
+        self.reads.log(region.offset() + off, v);
+        Ok(v)
     }
 
     // ---- commands -----------------------------------------------------------
@@ -576,8 +602,9 @@ impl Device {
     /// Read a UR register by offset (diagnostics).
     pub fn read_ur(&self, off: usize) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
-        self.reads.log(Region::Ur.offset() + off);
-        self.ur.read_u64(off & !7).unwrap_or(0)
+        let v = self.ur.read_u64(off & !7).unwrap_or(0);
+        self.reads.log(Region::Ur.offset() + off, v);
+        v
     }
 
     // ---- exposure -----------------------------------------------------------
@@ -660,9 +687,16 @@ impl Device {
 
     /// Bytes appended to `src`'s ring and not yet consumed (one uncached read of NWA).
     pub fn ring_available(&self, src: Peer) -> Result<u64, DriverError> {
-        let (idx, r) = self.ring(src)?;
-        let nwa = self.read_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA)?;
-        Ok(nwa.wrapping_sub(r.nra).min(r.size))
+        let (_, r) = self.ring(src)?;
+        let nra = r.nra;
+        let size = r.size;
+        Ok(self.ring_nwa(src)?.wrapping_sub(nra).min(size))
+    }
+
+    /// The raw NWA of `src`'s ring (one uncached read).
+    pub fn ring_nwa(&self, src: Peer) -> Result<u64, DriverError> {
+        let (idx, _) = self.ring(src)?;
+        self.read_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA)
     }
 
     /// Copy `len` ring bytes starting `skip` bytes past NRA into PW at

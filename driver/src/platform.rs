@@ -90,7 +90,7 @@ impl Platform {
     /// A poll found nothing: let the device make progress. `watch` lists
     /// the slot offsets of the words the poll read (`None`: unknown); in
     /// simulation the wait ends only when the device writes one of them.
-    pub fn idle(&self, watch: Option<&[u32]>) -> Result<(), DriverError> {
+    pub fn idle(&self, watch: Option<&[(u32, u64)]>) -> Result<(), DriverError> {
         match self {
             Platform::Hardware(h) => {
                 let start = match h.wait_started.get() {
@@ -139,6 +139,23 @@ impl Platform {
         }
     }
 
+    /// How many of each host cost this process has charged (simulation only).
+    pub fn cost_counts(&self) -> Option<[u64; COST_SLOTS]> {
+        match self {
+            Platform::Hardware(_) => None,
+            Platform::Simulated(a) => Some(std::array::from_fn(|i| a.counts[i].get())),
+        }
+    }
+
+    /// The cost of each kind of host operation in picoseconds (femtoseconds
+    /// per byte for copies), from the simulator's host profile.
+    pub fn cost_table(&self) -> Option<[u64; COST_SLOTS]> {
+        match self {
+            Platform::Hardware(_) => None,
+            Platform::Simulated(a) => Some(a.costs),
+        }
+    }
+
     /// Whether this is the simulator.
     pub fn is_simulated(&self) -> bool {
         matches!(self, Platform::Simulated(_))
@@ -152,6 +169,7 @@ pub struct SimActor {
     clock: Cell<u64>,
     horizon: Cell<u64>,
     costs: [u64; COST_SLOTS],
+    counts: [Cell<u64>; COST_SLOTS],
     profile: String,
     detached: Cell<bool>,
 }
@@ -255,6 +273,7 @@ impl SimActor {
             clock: Cell::new(0),
             horizon: Cell::new(0),
             costs,
+            counts: Default::default(),
             profile,
             detached: Cell::new(false),
         };
@@ -293,6 +312,8 @@ impl SimActor {
     #[inline]
     fn charge(&self, cost: HostCost, n: u64) {
         let per = self.costs[cost as usize];
+        let c = &self.counts[cost as usize];
+        c.set(c.get() + n);
         let add = if cost == HostCost::CopyByte { (per * n).div_ceil(1000) } else { per * n };
         self.clock.set(self.clock.get() + add);
     }
@@ -306,12 +327,13 @@ impl SimActor {
         }
     }
 
-    fn set_watch(&self, watch: Option<&[u32]>) {
+    fn set_watch(&self, watch: Option<&[(u32, u64)]>) {
         let rec = self.record();
         match watch {
             Some(words) if words.len() <= MAX_WATCH && !words.is_empty() => {
-                for (slot, w) in rec.watch.iter().zip(words) {
+                for ((slot, val), (w, v)) in rec.watch.iter().zip(rec.watch_val.iter()).zip(words) {
                     slot.store(*w, SeqCst);
+                    val.store(*v, SeqCst);
                 }
                 rec.watch_count.store(words.len() as u32, SeqCst);
             }

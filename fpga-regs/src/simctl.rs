@@ -201,13 +201,17 @@ pub struct ActorRecord {
     pub grants: AtomicU64,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
     pub db_time: [AtomicU64; CQ_DEPTH],
+    /// The value the actor last read from each watched word. If a word
+    /// already differs when the actor yields (it changed while the actor was
+    /// busy elsewhere), the wait ends at once — no wake-up is lost.
+    pub watch_val: [AtomicU64; MAX_WATCH],
     /// Number of valid entries in `watch`; more than [`MAX_WATCH`] means
     /// "wake me on any change to my slot".
     pub watch_count: AtomicU32,
     /// Slot offsets of the 64-bit words the actor's last unsuccessful poll
-    /// read: a `WAIT` ends only when the model writes one of them.
+    /// read: a `WAIT` ends when the model writes one of them.
     pub watch: [AtomicU32; MAX_WATCH],
-    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH],
+    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH - 8 * MAX_WATCH],
 }
 
 /// Most words an actor can watch while waiting.

@@ -470,19 +470,27 @@ impl Cluster {
         self.model.host_activity(a.node, a.slot, clock);
         self.last_time = self.last_time.max(clock);
         self.actors[i].clock = clock;
+        let mut changed_already = false;
         if req == request::WAIT {
             let rec = self.record(i);
             let n = rec.watch_count.load(SeqCst) as usize;
             let mut watch = [0u32; MAX_WATCH];
-            for (w, r) in watch.iter_mut().zip(rec.watch.iter()).take(n.min(MAX_WATCH)) {
-                *w = r.load(SeqCst);
+            let base = a.slot as usize * fpga_regs::layout::SLOT_STRIDE;
+            let mmio = self.model.mmio(a.node);
+            for (k, w) in watch.iter_mut().enumerate().take(n.min(MAX_WATCH)) {
+                *w = rec.watch[k].load(SeqCst);
+                let seen = rec.watch_val[k].load(SeqCst);
+                // Futex semantics: if the word already moved on, do not sleep.
+                if mmio.read_u64(base + *w as usize).map_or(true, |now| now != seen) {
+                    changed_already = true;
+                }
             }
             self.actors[i].watch = watch;
             self.actors[i].watch_n = n;
         }
         let (local, shared) = match req {
             request::DETACH => (Local::Exited, state::EXITED),
-            request::WAIT => (Local::Waiting, state::WAITING),
+            request::WAIT if !changed_already => (Local::Waiting, state::WAITING),
             _ => (Local::Runnable, state::RUNNABLE),
         };
         self.actors[i].state = local;

@@ -1,1 +1,49 @@
+//! # mpi — MPI for the DIMMnet-2 stack
+//!
+//! The API follows the `mpi` crate (rsmpi), with one difference: every call
+//! returns a `Result` instead of aborting.
+//!
+//! ```no_run
+//! use mpi::traits::*;
+//! # fn main() -> mpi::Result<()> {
+//! let universe = mpi::initialize()?;
+//! let world = universe.world();
+//! if world.rank() == 0 {
+//!     world.process_at_rank(1).send(&[1u32, 2, 3][..])?;
+//! } else if world.rank() == 1 {
+//!     let (v, status) = world.any_process().receive_vec::<u32>()?;
+//!     assert_eq!((v, status.source_rank()), (vec![1, 2, 3], 0));
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Run programs with the launcher: `dnrun -n 4 --nodes 2 -- ./my_program`.
+//! The transport (simulated DIMMnet-2, UDP, ...) is the launcher's choice;
+//! nothing in this crate depends on it.
 
+#![warn(missing_docs)]
+
+mod comm;
+pub mod datatype;
+mod error;
+pub mod launcher;
+pub mod request;
+mod universe;
+
+pub use comm::{AnyProcess, Color, Communicator, Destination, Process, SimpleCommunicator, Source, Status};
+pub use error::{MpiError, Result};
+pub use request::Request;
+pub use universe::{initialize, Universe};
+
+/// A process rank.
+pub type Rank = i32;
+/// A message tag.
+pub type Tag = i32;
+/// Largest tag (`MPI_TAG_UB`).
+pub const TAG_UB: Tag = i32::MAX;
+
+/// The traits to import for point-to-point calls.
+pub mod traits {
+    pub use crate::comm::{Communicator, Destination, Source};
+    pub use crate::datatype::{Buffer, BufferMut, Equivalence};
+}

@@ -203,7 +203,9 @@ pub struct DimmnetTransport {
     landing_base: u64,
     image: Vec<u8>,
     rx: Vec<u8>,
-    watch: Vec<u32>,
+    /// NWA word of each source's ring, and the NWA value last read.
+    watch: Vec<(u32, u64)>,
+    watch_of: Vec<usize>,
     next_poll: u32,
 }
 
@@ -263,11 +265,12 @@ impl DimmnetTransport {
         dev.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: hello.len() as u32 } })
             .map_err(map_err)?;
         dev.expose(0, base, 4096, ExposePerm::REMOTE_READ).map_err(map_err)?;
-        let watch = (0..size)
-            .filter(|s| *s != rank)
-            .map(|s| dev.ring_nwa_word(map.peer(s)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(map_err)?;
+        let mut watch = Vec::new();
+        let mut watch_of = vec![usize::MAX; size as usize];
+        for s in (0..size).filter(|s| *s != rank) {
+            watch_of[s as usize] = watch.len();
+            watch.push((dev.ring_nwa_word(map.peer(s)).map_err(map_err)?, 0));
+        }
         let n = size as usize;
         Ok(DimmnetTransport {
             part_size: info.sodimm_size,
@@ -288,6 +291,7 @@ impl DimmnetTransport {
             image: Vec::with_capacity(MAX_PAYLOAD + HEADER_LEN),
             rx: Vec::new(),
             watch,
+            watch_of,
             next_poll: 0,
         })
     }
@@ -412,7 +416,9 @@ impl DimmnetTransport {
     /// Read everything available in `src`'s ring; returns messages delivered.
     fn drain_ring(&mut self, src: u32, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
         let peer = self.map.peer(src);
-        let avail = self.dev.ring_available(peer).map_err(map_err)?;
+        let nwa = self.dev.ring_nwa(peer).map_err(map_err)?;
+        self.watch[self.watch_of[src as usize]].1 = nwa;
+        let avail = nwa.wrapping_sub(self.consumed[src as usize]).min(self.cfg.ring_bytes as u64);
         let mut pos = 0u64;
         let mut delivered = 0;
         while avail - pos >= DN_HDR as u64 {
@@ -538,6 +544,14 @@ impl Transport for DimmnetTransport {
 
     fn compute(&mut self, ns: f64) -> Result<(), TransportError> {
         self.dev.compute(ns).map_err(map_err)
+    }
+
+    fn cost_counts(&self) -> Option<Vec<u64>> {
+        self.dev.cost_counts().map(|c| c.to_vec())
+    }
+
+    fn cost_table(&self) -> Option<Vec<u64>> {
+        self.dev.cost_table().map(|c| c.to_vec())
     }
 
     fn rdv_alloc(&mut self, len: u64) -> Result<Option<Region>, TransportError> {

@@ -20,7 +20,12 @@ impl Model {
         let payload = pkt.kind.payload_len();
         self.stats.packets += 1;
         let arrive = if pkt.src.node == pkt.dst.node {
-            ready + t.cycles(t.loopback_cycles) + t.xfer(payload + HEADER_LEN as u64, t.window_bytes_per_cycle)
+            // Same node: through the controller's loopback path, which like
+            // a link carries one packet at a time (so packets stay in order).
+            let (_, s1) = self.nodes[pkt.src.node as usize]
+                .tx
+                .reserve(ready, t.xfer(payload + HEADER_LEN as u64, t.window_bytes_per_cycle));
+            s1 + t.cycles(t.loopback_cycles)
         } else {
             let frags = payload.div_ceil(t.mtu_bytes).max(1);
             let wire = payload + frags * (HEADER_LEN as u64 + t.wire_overhead_bytes);

@@ -1,0 +1,304 @@
+//! `dnbench`: OSU-style point-to-point benchmarks, run under `dnrun`.
+//!
+//! * `latency` — ping-pong between ranks 0 and 1; one-way latency is half
+//!   the round trip (as osu_latency).
+//! * `bw` — rank 0 sends a window of non-blocking messages, rank 1 answers
+//!   each window with a 4-byte acknowledgement (as osu_bw).
+//! * `bibw` — both ranks send a window to each other at once (as osu_bibw).
+//!
+//! On the simulator, times are simulated (the clock of the rank); elsewhere
+//! they are wall time. `--layer adi` runs the ping-pong on the protocol engine
+//! directly, bypassing the MPI layer (seed 004 Table 2 row 5).
+//!
+//! `dnrun -n 2 -- target/release/dnbench latency --sizes 0,1K,64K --json`
+
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use mpi::traits::*;
+use mpi::Universe;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Test {
+    /// One-way latency (half round trip).
+    Latency,
+    /// Unidirectional bandwidth.
+    Bw,
+    /// Bidirectional bandwidth.
+    Bibw,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Protocol {
+    /// The backend's threshold decides.
+    Auto,
+    /// Eager whenever the transport allows.
+    Eager,
+    /// Always rendezvous (RTS/CTS/data/FTS), even for 0 bytes.
+    Rndv,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Layer {
+    /// Through the MPI API.
+    Mpi,
+    /// Directly on the ADI protocol engine (latency only).
+    Adi,
+}
+
+/// OSU-style MPI benchmarks.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Which benchmark.
+    #[arg(value_enum)]
+    test: Test,
+    /// Message sizes: a list (`0,1,4K,1M`) or a power-of-two range (`0:4M`).
+    #[arg(long, default_value = "0:4M")]
+    sizes: String,
+    /// Iterations per size (sizes of 64 KiB and more use a tenth, at least 10).
+    #[arg(long, default_value_t = 1000)]
+    iters: u32,
+    /// Warm-up iterations per size.
+    #[arg(long, default_value_t = 10)]
+    warmup: u32,
+    /// Messages per window (bw, bibw).
+    #[arg(long, default_value_t = 64)]
+    window: u32,
+    /// Force a protocol.
+    #[arg(long, value_enum, default_value = "auto")]
+    protocol: Protocol,
+    /// Measure through the MPI layer or directly on the ADI engine.
+    #[arg(long, value_enum, default_value = "mpi")]
+    layer: Layer,
+    /// Print one JSON array instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Latency on the simulator: also print how many host operations of each
+    /// kind each rank charged per round trip, and what they cost.
+    #[arg(long)]
+    breakdown: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    size: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_us: Option<f64>,
+    #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
+    mbps: Option<f64>,
+    protocol: &'static str,
+    iterations: u32,
+}
+
+fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
+    let one = |t: &str| adi::config::parse_size(t);
+    if let Some((a, b)) = s.split_once(':') {
+        let (lo, hi) = (one(a)?, one(b)?);
+        if hi > 1 << 30 {
+            return Err("sizes above 1 GiB are not supported".into());
+        }
+        let mut v = Vec::new();
+        if lo == 0 {
+            v.push(0);
+        }
+        let mut x = lo.max(1);
+        while x <= hi {
+            v.push(x);
+            x *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',').map(one).collect()
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dnbench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let sizes = parse_sizes(&args.sizes)?;
+    let universe = mpi::initialize().map_err(|e| e.to_string())?;
+    let world = universe.world();
+    if world.size() < 2 {
+        return Err("run with at least 2 ranks: dnrun -n 2 -- dnbench ...".into());
+    }
+    if args.layer == Layer::Adi && args.test != Test::Latency {
+        return Err("--layer adi is available for `latency` only".into());
+    }
+    universe
+        .with_engine(|e| match args.protocol {
+            Protocol::Auto => {}
+            Protocol::Eager => e.set_eager_threshold(usize::MAX),
+            Protocol::Rndv => e.set_force_rendezvous(true),
+        })
+        .map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for &size in &sizes {
+        let iters = if size >= 64 * 1024 { (args.iters / 10).max(10) } else { args.iters };
+        let protocol = universe
+            .with_engine(|e| if e.eager_ok(1, size, false) { "eager" } else { "rndv" })
+            .map_err(|e| e.to_string())?;
+        let row = match args.test {
+            Test::Latency => {
+                let before = universe.with_engine(|e| e.cost_counts()).map_err(|e| e.to_string())?;
+                let us = latency(&universe, args.layer, size, iters, args.warmup).map_err(|e| e.to_string())?;
+                if args.breakdown {
+                    breakdown(&universe, before, iters + args.warmup).map_err(|e| e.to_string())?;
+                }
+                Row { size, latency_us: Some(us), mbps: None, protocol, iterations: iters }
+            }
+            Test::Bw | Test::Bibw => {
+                let mbps = bandwidth(
+                    &universe,
+                    args.test == Test::Bibw,
+                    size,
+                    iters.min(100),
+                    args.window,
+                    args.warmup.min(3),
+                )
+                .map_err(|e| e.to_string())?;
+                Row { size, latency_us: None, mbps: Some(mbps), protocol, iterations: iters.min(100) }
+            }
+        };
+        if world.rank() == 0 && !args.json {
+            match (row.latency_us, row.mbps) {
+                (Some(l), _) => println!("{:>10} {:>12.3} us  {}", row.size, l, row.protocol),
+                (_, Some(b)) => println!("{:>10} {:>12.2} MB/s  {}", row.size, b, row.protocol),
+                _ => {}
+            }
+        }
+        rows.push(row);
+    }
+    if world.rank() == 0 {
+        if args.json {
+            println!("{}", serde_json::to_string(&rows).map_err(|e| e.to_string())?);
+        } else {
+            let clock = if universe.is_simulated() { "simulated" } else { "wall" };
+            println!(
+                "# {} over {} ({clock} time), layer {:?}",
+                format!("{:?}", args.test).to_lowercase(),
+                universe.backend().unwrap_or("?"),
+                args.layer
+            );
+        }
+    }
+    universe.finalize().map_err(|e| e.to_string())
+}
+
+/// One-way latency in microseconds (rank 0's view).
+fn latency(u: &Universe, layer: Layer, size: usize, iters: u32, warmup: u32) -> mpi::Result<f64> {
+    let world = u.world();
+    let rank = world.rank();
+    let buf = vec![7u8; size];
+    let mut rbuf = vec![0u8; size];
+    world.barrier()?;
+    let mut t0 = u.wtime();
+    for i in 0..warmup + iters {
+        if i == warmup {
+            t0 = u.wtime();
+        }
+        match (layer, rank) {
+            (Layer::Mpi, 0) => {
+                world.process_at_rank(1).send(&buf[..])?;
+                world.process_at_rank(1).receive_into(&mut rbuf[..])?;
+            }
+            (Layer::Mpi, 1) => {
+                world.process_at_rank(0).receive_into(&mut rbuf[..])?;
+                world.process_at_rank(0).send(&buf[..])?;
+            }
+            (Layer::Adi, 0) => u.with_engine(|e| -> Result<(), adi::AdiError> {
+                e.send(1, 0, 0, &buf, false)?;
+                e.recv(adi::Source::Rank(1), adi::TagSel::Tag(0), 0, size as u64)?;
+                Ok(())
+            })??,
+            (Layer::Adi, 1) => u.with_engine(|e| -> Result<(), adi::AdiError> {
+                e.recv(adi::Source::Rank(0), adi::TagSel::Tag(0), 0, size as u64)?;
+                e.send(0, 0, 0, &buf, false)?;
+                Ok(())
+            })??,
+            _ => {}
+        }
+    }
+    let t = u.wtime() - t0;
+    world.barrier()?;
+    Ok(t * 1e6 / (2.0 * iters as f64))
+}
+
+/// Print host operations per round trip for ranks 0 and 1.
+fn breakdown(u: &Universe, before: Option<Vec<u64>>, rounds: u32) -> mpi::Result<()> {
+    let world = u.world();
+    let (Some(before), Some(after), Some(table)) =
+        (before, u.with_engine(|e| e.cost_counts())?, u.with_engine(|e| e.cost_table())?)
+    else {
+        return Ok(());
+    };
+    let mine: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    if world.rank() == 1 {
+        world.process_at_rank(0).send_with_tag(&mine[..], 77)?;
+    } else if world.rank() == 0 {
+        let (other, _) = world.process_at_rank(1).receive_vec_with_tag::<u64>(77)?;
+        println!("# host operations per round trip (including barriers/warm-up amortised over {rounds}):");
+        println!("# {:<20} {:>10} {:>10} {:>12}", "cost", "rank 0", "rank 1", "each (ns)");
+        for (i, c) in adi::HostCost::ALL.iter().enumerate() {
+            let (a, b) = (mine[i] as f64 / rounds as f64, other.get(i).copied().unwrap_or(0) as f64 / rounds as f64);
+            if a > 0.0 || b > 0.0 {
+                let each = if *c == adi::HostCost::CopyByte { table[i] as f64 / 1e6 } else { table[i] as f64 / 1e3 };
+                println!("# {:<20} {:>10.2} {:>10.2} {:>12.3}", c.key(), a, b, each);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bandwidth in MB/s (10^6 bytes per second).
+fn bandwidth(u: &Universe, bidir: bool, size: usize, iters: u32, window: u32, warmup: u32) -> mpi::Result<f64> {
+    let world = u.world();
+    let rank = world.rank();
+    let sbuf = vec![3u8; size];
+    let mut rbufs: Vec<Vec<u8>> = (0..window).map(|_| vec![0u8; size]).collect();
+    let mut ack = [0u32; 1];
+    world.barrier()?;
+    let mut t0 = u.wtime();
+    for i in 0..warmup + iters {
+        if i == warmup {
+            t0 = u.wtime();
+        }
+        if rank > 1 {
+            continue;
+        }
+        let peer = world.process_at_rank(1 - rank);
+        let sending = rank == 0 || bidir;
+        let receiving = rank == 1 || bidir;
+        let mut reqs = Vec::new();
+        if receiving {
+            for b in rbufs.iter_mut() {
+                reqs.push(peer.immediate_receive_into_with_tag(&mut b[..], 1)?);
+            }
+        }
+        if sending {
+            for _ in 0..window {
+                reqs.push(peer.immediate_send_with_tag(&sbuf[..], 1)?);
+            }
+        }
+        mpi::request::wait_all(reqs)?;
+        if rank == 0 {
+            peer.receive_into_with_tag(&mut ack, 2)?;
+        } else {
+            peer.send_with_tag(&ack, 2)?;
+        }
+    }
+    let t = u.wtime() - t0;
+    world.barrier()?;
+    let bytes = size as f64 * window as f64 * iters as f64 * if bidir { 2.0 } else { 1.0 };
+    Ok(bytes / t / 1e6)
+}

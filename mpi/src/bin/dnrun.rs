@@ -1,0 +1,88 @@
+//! `dnrun`: start an MPI job on the simulated DIMMnet-2 (or over UDP).
+//!
+//! `dnrun -n 4 --nodes 2 -- target/release/dnbench latency`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use mpi::launcher::{launch, Backend, LaunchOptions};
+
+/// Run an MPI program as NP processes.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None, trailing_var_arg = true)]
+struct Args {
+    /// Number of processes (ranks).
+    #[arg(short = 'n', long = "np")]
+    np: u32,
+    /// Number of nodes; ranks are placed in blocks of ceil(NP/NODES).
+    #[arg(long, default_value_t = 1)]
+    nodes: u16,
+    /// Transport: the simulated DIMMnet-2, or UDP over the host network.
+    #[arg(long, value_enum, default_value = "sim")]
+    backend: Backend,
+    /// Simulator host profile: p4-2003, modern, or a JSON file.
+    #[arg(long, default_value = "p4-2003")]
+    profile: String,
+    /// Write the simulated device's Chrome trace here (open in Perfetto).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Stop the job after this many seconds (wall clock).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// SO-DIMM per simulated slot, in MiB.
+    #[arg(long, default_value_t = 64)]
+    partition_mib: u64,
+    /// Set an environment variable for every rank (KEY=VALUE; repeatable).
+    #[arg(long = "env", short = 'x')]
+    env: Vec<String>,
+    /// Print the simulator's summary.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true)]
+    command: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    let mut env = Vec::new();
+    for kv in &a.env {
+        match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
+            _ => {
+                eprintln!("dnrun: --env {kv:?} must be KEY=VALUE");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let opts = LaunchOptions {
+        np: a.np,
+        nodes: a.nodes,
+        backend: a.backend,
+        profile: a.profile,
+        trace: a.trace,
+        timeout: a.timeout.map(Duration::from_secs),
+        partition_mib: a.partition_mib,
+        program: PathBuf::from(&a.command[0]),
+        args: a.command[1..].to_vec(),
+        env,
+        verbose: a.verbose,
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, interrupted.clone()) {
+            eprintln!("dnrun: cannot install a signal handler: {e}");
+        }
+    }
+    match launch(&opts, &interrupted) {
+        Ok(report) => ExitCode::from(report.exit_code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("dnrun: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! Communicators, processes and point-to-point communication (MPI 4.1
+//! chapters 3 and 7), named as in the `mpi` crate (rsmpi).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use adi::{Done, Source as AdiSource, TagSel};
+use bytemuck::Pod;
+
+use crate::datatype::{vec_from_bytes, Buffer, BufferMut, Equivalence};
+use crate::error::{MpiError, Result};
+use crate::request::{Request, Target};
+use crate::universe::{charge_call, Shared};
+use crate::{Rank, Tag, TAG_UB};
+
+/// Tags the library uses on collective contexts.
+mod coll_tag {
+    pub const BARRIER: i32 = 1;
+    pub const GATHER: i32 = 2;
+    pub const BCAST: i32 = 3;
+}
+
+/// The envelope of a received or probed message (`MPI_Status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    source: Rank,
+    tag: Tag,
+    bytes: u64,
+}
+
+impl Status {
+    pub(crate) fn new(source: Rank, tag: Tag, bytes: u64) -> Status {
+        Status { source, tag, bytes }
+    }
+
+    /// Rank of the sender in the communicator.
+    pub fn source_rank(&self) -> Rank {
+        self.source
+    }
+
+    /// Tag of the message.
+    pub fn tag(&self) -> Tag {
+        self.tag
+    }
+
+    /// Length in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Number of `T` elements (`MPI_Get_count`); an error if the length is not a multiple.
+    pub fn count<T: Pod>(&self) -> Result<usize> {
+        let sz = std::mem::size_of::<T>();
+        if sz == 0 || self.bytes % sz as u64 != 0 {
+            return Err(MpiError::Count { bytes: self.bytes, elem: sz });
+        }
+        Ok((self.bytes / sz as u64) as usize)
+    }
+}
+
+/// What communicators share: their members and context ids.
+pub(crate) struct Group {
+    /// Job rank of each member, in communicator order.
+    pub(crate) members: Vec<u32>,
+    /// Communicator rank of each job rank that is a member.
+    pub(crate) index: HashMap<u32, Rank>,
+}
+
+impl Group {
+    fn new(members: Vec<u32>) -> Group {
+        let index = members.iter().enumerate().map(|(i, r)| (*r, i as Rank)).collect();
+        Group { members, index }
+    }
+
+    pub(crate) fn comm_rank(&self, job_rank: u32) -> Rank {
+        self.index.get(&job_rank).copied().unwrap_or(-1)
+    }
+}
+
+/// A communicator: a group of processes with its own context ids, so its
+/// messages never match another communicator's (MPI 4.1 §7.1).
+#[derive(Clone)]
+pub struct SimpleCommunicator {
+    shared: Shared,
+    group: Rc<Group>,
+    /// Point-to-point context; `ctx + 1` is the collective context.
+    ctx: u32,
+    rank: Rank,
+}
+
+/// Color for [`Communicator::split_by_color`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Color {
+    /// Join the group of processes with the same value (must be ≥ 0).
+    With(i32),
+    /// Join no group (`MPI_UNDEFINED`): the call returns `None`.
+    Undefined,
+}
+
+impl Color {
+    /// Shorthand for `Color::With`.
+    pub fn with_value(v: i32) -> Color {
+        Color::With(v)
+    }
+}
+
+/// Operations every communicator offers.
+pub trait Communicator {
+    /// This process's rank.
+    fn rank(&self) -> Rank;
+    /// Number of processes.
+    fn size(&self) -> Rank;
+    /// A process of this communicator, for sends and receives.
+    fn process_at_rank(&self, r: Rank) -> Process<'_>;
+    /// Any process, for wildcard receives and probes.
+    fn any_process(&self) -> AnyProcess<'_>;
+    /// Block until every process has called it (`MPI_Barrier`).
+    fn barrier(&self) -> Result<()>;
+    /// A communicator with the same processes and a new context (`MPI_Comm_dup`).
+    fn duplicate(&self) -> Result<SimpleCommunicator>;
+    /// Split by color, ordering by parent rank (`MPI_Comm_split`).
+    fn split_by_color(&self, color: Color) -> Result<Option<SimpleCommunicator>>;
+    /// Split by color, ordering by `(key, parent rank)`.
+    fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>>;
+}
+
+impl SimpleCommunicator {
+    pub(crate) fn world(shared: Shared, rank: u32, size: u32) -> SimpleCommunicator {
+        SimpleCommunicator { shared, group: Rc::new(Group::new((0..size).collect())), ctx: 0, rank: rank as Rank }
+    }
+
+    fn job_rank(&self, r: Rank) -> Result<u32> {
+        self.group
+            .members
+            .get(usize::try_from(r).map_err(|_| MpiError::InvalidRank { rank: r, size: self.size() })?)
+            .copied()
+            .ok_or(MpiError::InvalidRank { rank: r, size: self.size() })
+    }
+
+    fn status(&self, st: adi::Status) -> Status {
+        Status::new(self.group.comm_rank(st.source), st.tag, st.len)
+    }
+
+    // ---- internal collectives on the collective context -------------------------
+
+    fn coll_send(&self, to: Rank, tag: i32, data: &[u8]) -> Result<()> {
+        let dest = self.job_rank(to)?;
+        Ok(self.shared.borrow_mut().engine()?.send(dest, tag, self.ctx + 1, data, false)?)
+    }
+
+    fn coll_recv(&self, from: Rank, tag: i32) -> Result<Vec<u8>> {
+        let src = self.job_rank(from)?;
+        let (_, d) =
+            self.shared.borrow_mut().engine()?.recv(AdiSource::Rank(src), TagSel::Tag(tag), self.ctx + 1, u64::MAX)?;
+        Ok(d)
+    }
+
+    /// Everyone's `mine`, in rank order (linear gather to 0, then broadcast).
+    fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let n = self.size();
+        let table: Vec<Vec<u8>> = if self.rank == 0 {
+            let mut t = vec![mine.to_vec()];
+            for r in 1..n {
+                t.push(self.coll_recv(r, coll_tag::GATHER)?);
+            }
+            let flat: Vec<u8> =
+                t.iter().flat_map(|e| (e.len() as u32).to_le_bytes().into_iter().chain(e.iter().copied())).collect();
+            for r in 1..n {
+                self.coll_send(r, coll_tag::BCAST, &flat)?;
+            }
+            t
+        } else {
+            self.coll_send(0, coll_tag::GATHER, mine)?;
+            let flat = self.coll_recv(0, coll_tag::BCAST)?;
+            let mut t = Vec::new();
+            let mut at = 0;
+            while at + 4 <= flat.len() {
+                let l = u32::from_le_bytes([flat[at], flat[at + 1], flat[at + 2], flat[at + 3]]) as usize;
+                t.push(
+                    flat.get(at + 4..at + 4 + l)
+                        .ok_or_else(|| MpiError::Invalid("corrupt gather table".into()))?
+                        .to_vec(),
+                );
+                at += 4 + l;
+            }
+            t
+        };
+        if table.len() != n as usize {
+            return Err(MpiError::Invalid("gather table has the wrong number of entries".into()));
+        }
+        Ok(table)
+    }
+
+    fn make_child(&self, members: Vec<u32>, ctx: u32) -> SimpleCommunicator {
+        let group = Group::new(members);
+        let me = self.group.members[self.rank as usize];
+        let rank = group.comm_rank(me);
+        SimpleCommunicator { shared: self.shared.clone(), group: Rc::new(group), ctx, rank }
+    }
+}
+
+fn le_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl Communicator for SimpleCommunicator {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> Rank {
+        self.group.members.len() as Rank
+    }
+
+    fn process_at_rank(&self, r: Rank) -> Process<'_> {
+        Process { comm: self, rank: r }
+    }
+
+    fn any_process(&self) -> AnyProcess<'_> {
+        AnyProcess { comm: self }
+    }
+
+    /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages.
+    fn barrier(&self) -> Result<()> {
+        charge_call(self.shared.borrow_mut().engine()?);
+        let n = self.size();
+        let mut k = 1;
+        while k < n {
+            let to = (self.rank + k) % n;
+            let from = (self.rank - k).rem_euclid(n);
+            let to_job = self.job_rank(to)?;
+            let from_job = self.job_rank(from)?;
+            let mut c = self.shared.borrow_mut();
+            let e = c.engine()?;
+            let r = e.irecv(AdiSource::Rank(from_job), TagSel::Tag(coll_tag::BARRIER), self.ctx + 1, 0)?;
+            e.send(to_job, coll_tag::BARRIER, self.ctx + 1, &[], false)?;
+            e.wait(r)?;
+            k *= 2;
+        }
+        Ok(())
+    }
+
+    fn duplicate(&self) -> Result<SimpleCommunicator> {
+        Ok(self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone()))
+    }
+
+    fn split_by_color(&self, color: Color) -> Result<Option<SimpleCommunicator>> {
+        self.split_by_color_with_key(color, 0)
+    }
+
+    fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
+        charge_call(self.shared.borrow_mut().engine()?);
+        let c = match color {
+            Color::With(v) if v < 0 => return Err(MpiError::Invalid(format!("split color {v} must be non-negative"))),
+            Color::With(v) => v,
+            Color::Undefined => -1,
+        };
+        // Everyone contributes (color, key, next free context id).
+        let next = self.shared.borrow().next_ctx;
+        let mut mine = c.to_le_bytes().to_vec();
+        mine.extend(key.to_le_bytes());
+        mine.extend(next.to_le_bytes());
+        let table = self.allgather_bytes(&mine)?;
+        let mut ctx = 0u32;
+        let mut group: Vec<(i32, Rank, u32)> = Vec::new();
+        for (r, e) in table.iter().enumerate() {
+            if e.len() != 12 {
+                return Err(MpiError::Invalid("corrupt split table".into()));
+            }
+            ctx = ctx.max(le_i32(e, 8) as u32);
+            if le_i32(e, 0) == c && c >= 0 {
+                group.push((le_i32(e, 4), r as Rank, self.group.members[r]));
+            }
+        }
+        // Every member of the parent agrees on `ctx`; the groups are disjoint.
+        self.shared.borrow_mut().next_ctx = ctx + 2;
+        if c < 0 {
+            return Ok(None);
+        }
+        group.sort();
+        Ok(Some(self.make_child(group.into_iter().map(|g| g.2).collect(), ctx)))
+    }
+}
+
+/// A destination or source process.
+pub struct Process<'a> {
+    comm: &'a SimpleCommunicator,
+    rank: Rank,
+}
+
+/// Any process of a communicator (`MPI_ANY_SOURCE`).
+pub struct AnyProcess<'a> {
+    comm: &'a SimpleCommunicator,
+}
+
+fn check_tag(tag: Tag) -> Result<()> {
+    if !(0..=TAG_UB).contains(&tag) {
+        return Err(MpiError::InvalidTag(tag));
+    }
+    Ok(())
+}
+
+/// Sending operations.
+pub trait Destination {
+    /// Rank of the destination.
+    fn destination_rank(&self) -> Rank;
+    #[doc(hidden)]
+    fn comm(&self) -> &SimpleCommunicator;
+
+    /// Blocking standard-mode send, tag 0 (`MPI_Send`).
+    fn send<B: Buffer + ?Sized>(&self, buf: &B) -> Result<()> {
+        self.send_with_tag(buf, 0)
+    }
+
+    /// Blocking standard-mode send.
+    fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: Tag) -> Result<()> {
+        send_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, false)
+    }
+
+    /// Blocking synchronous-mode send, tag 0 (`MPI_Ssend`): returns once the receive has matched.
+    fn synchronous_send<B: Buffer + ?Sized>(&self, buf: &B) -> Result<()> {
+        self.synchronous_send_with_tag(buf, 0)
+    }
+
+    /// Blocking synchronous-mode send.
+    fn synchronous_send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: Tag) -> Result<()> {
+        send_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, true)
+    }
+
+    /// Non-blocking standard-mode send (`MPI_Isend`). The buffer stays
+    /// borrowed until the request completes.
+    fn immediate_send<'b, B: Buffer + ?Sized>(&self, buf: &'b B) -> Result<Request<'b>> {
+        self.immediate_send_with_tag(buf, 0)
+    }
+
+    /// Non-blocking standard-mode send with a tag.
+    fn immediate_send_with_tag<'b, B: Buffer + ?Sized>(&self, buf: &'b B, tag: Tag) -> Result<Request<'b>> {
+        isend_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, false)
+    }
+
+    /// Non-blocking synchronous-mode send (`MPI_Issend`).
+    fn immediate_synchronous_send<'b, B: Buffer + ?Sized>(&self, buf: &'b B) -> Result<Request<'b>> {
+        self.immediate_synchronous_send_with_tag(buf, 0)
+    }
+
+    /// Non-blocking synchronous-mode send with a tag.
+    fn immediate_synchronous_send_with_tag<'b, B: Buffer + ?Sized>(&self, buf: &'b B, tag: Tag) -> Result<Request<'b>> {
+        isend_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, true)
+    }
+}
+
+fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: bool) -> Result<()> {
+    check_tag(tag)?;
+    let dest = comm.job_rank(to)?;
+    let mut c = comm.shared.borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    Ok(e.send(dest, tag, comm.ctx, bytes, sync)?)
+}
+
+fn isend_impl<'b>(comm: &SimpleCommunicator, to: Rank, bytes: &'b [u8], tag: Tag, sync: bool) -> Result<Request<'b>> {
+    check_tag(tag)?;
+    let dest = comm.job_rank(to)?;
+    let id = {
+        let mut c = comm.shared.borrow_mut();
+        let e = c.engine()?;
+        charge_call(e);
+        e.isend(dest, tag, comm.ctx, bytes.to_vec(), sync)?
+    };
+    Ok(Request::new(
+        comm.shared.clone(),
+        id,
+        Target::Send { dest: to, tag, bytes: bytes.len() as u64 },
+        comm.group.clone(),
+    ))
+}
+
+/// Receiving operations and probes.
+pub trait Source {
+    #[doc(hidden)]
+    fn comm(&self) -> &SimpleCommunicator;
+    #[doc(hidden)]
+    fn adi_source(&self) -> Result<AdiSource>;
+
+    /// Blocking receive of one value, any tag (`MPI_Recv`).
+    fn receive<T: Equivalence>(&self) -> Result<(T, Status)> {
+        receive_one(self, TagSel::Any)
+    }
+
+    /// Blocking receive of one value with a tag.
+    fn receive_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(T, Status)> {
+        check_tag(tag)?;
+        receive_one(self, TagSel::Tag(tag))
+    }
+
+    /// Blocking receive of a message of any length as a vector, any tag.
+    fn receive_vec<T: Equivalence>(&self) -> Result<(Vec<T>, Status)> {
+        receive_vec(self, TagSel::Any)
+    }
+
+    /// Blocking receive of a vector with a tag.
+    fn receive_vec_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(Vec<T>, Status)> {
+        check_tag(tag)?;
+        receive_vec(self, TagSel::Tag(tag))
+    }
+
+    /// Blocking receive into a buffer, any tag. A longer message is an error (`MPI_ERR_TRUNCATE`).
+    fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<Status> {
+        receive_into(self, buf, TagSel::Any)
+    }
+
+    /// Blocking receive into a buffer with a tag.
+    fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: Tag) -> Result<Status> {
+        check_tag(tag)?;
+        receive_into(self, buf, TagSel::Tag(tag))
+    }
+
+    /// Non-blocking receive into a buffer (`MPI_Irecv`), any tag.
+    fn immediate_receive_into<'b, B: BufferMut + ?Sized>(&self, buf: &'b mut B) -> Result<Request<'b>> {
+        irecv_impl(self, buf, TagSel::Any)
+    }
+
+    /// Non-blocking receive into a buffer with a tag.
+    fn immediate_receive_into_with_tag<'b, B: BufferMut + ?Sized>(
+        &self,
+        buf: &'b mut B,
+        tag: Tag,
+    ) -> Result<Request<'b>> {
+        check_tag(tag)?;
+        irecv_impl(self, buf, TagSel::Tag(tag))
+    }
+
+    /// Blocking probe, any tag (`MPI_Probe`).
+    fn probe(&self) -> Result<Status> {
+        probe_impl(self, TagSel::Any)
+    }
+
+    /// Blocking probe with a tag.
+    fn probe_with_tag(&self, tag: Tag) -> Result<Status> {
+        check_tag(tag)?;
+        probe_impl(self, TagSel::Tag(tag))
+    }
+
+    /// Non-blocking probe, any tag (`MPI_Iprobe`).
+    fn immediate_probe(&self) -> Result<Option<Status>> {
+        iprobe_impl(self, TagSel::Any)
+    }
+
+    /// Non-blocking probe with a tag.
+    fn immediate_probe_with_tag(&self, tag: Tag) -> Result<Option<Status>> {
+        check_tag(tag)?;
+        iprobe_impl(self, TagSel::Tag(tag))
+    }
+}
+
+fn recv_raw<S: Source + ?Sized>(s: &S, tag: TagSel, capacity: u64) -> Result<(Status, Vec<u8>)> {
+    let comm = s.comm();
+    let src = s.adi_source()?;
+    let mut c = comm.shared.borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    let (st, data) = e.recv(src, tag, comm.ctx, capacity)?;
+    Ok((comm.status(st), data))
+}
+
+fn receive_one<T: Pod, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(T, Status)> {
+    let want = std::mem::size_of::<T>();
+    let (st, data) = recv_raw(s, tag, want as u64)?;
+    if data.len() != want {
+        return Err(MpiError::Size { want, got: st.bytes() });
+    }
+    Ok((bytemuck::pod_read_unaligned(&data), st))
+}
+
+fn receive_vec<T: Pod, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(Vec<T>, Status)> {
+    let (st, data) = recv_raw(s, tag, u64::MAX)?;
+    let v = vec_from_bytes(&data).ok_or(MpiError::Count { bytes: st.bytes(), elem: std::mem::size_of::<T>() })?;
+    Ok((v, st))
+}
+
+fn receive_into<B: BufferMut + ?Sized, S: Source + ?Sized>(s: &S, buf: &mut B, tag: TagSel) -> Result<Status> {
+    let out = buf.as_bytes_mut();
+    let (st, data) = recv_raw(s, tag, out.len() as u64)?;
+    out[..data.len()].copy_from_slice(&data);
+    Ok(st)
+}
+
+fn irecv_impl<'b, B: BufferMut + ?Sized, S: Source + ?Sized>(
+    s: &S,
+    buf: &'b mut B,
+    tag: TagSel,
+) -> Result<Request<'b>> {
+    let comm = s.comm();
+    let src = s.adi_source()?;
+    let out = buf.as_bytes_mut();
+    let id = {
+        let mut c = comm.shared.borrow_mut();
+        let e = c.engine()?;
+        charge_call(e);
+        e.irecv(src, tag, comm.ctx, out.len() as u64)?
+    };
+    Ok(Request::new(comm.shared.clone(), id, Target::Recv(out), comm.group.clone()))
+}
+
+fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
+    let comm = s.comm();
+    let src = s.adi_source()?;
+    let mut c = comm.shared.borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    Ok(comm.status(e.probe(src, tag, comm.ctx)?))
+}
+
+fn iprobe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Option<Status>> {
+    let comm = s.comm();
+    let src = s.adi_source()?;
+    let mut c = comm.shared.borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    Ok(e.iprobe(src, tag, comm.ctx)?.map(|st| comm.status(st)))
+}
+
+impl Destination for Process<'_> {
+    fn destination_rank(&self) -> Rank {
+        self.rank
+    }
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+}
+
+impl Source for Process<'_> {
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+    fn adi_source(&self) -> Result<AdiSource> {
+        Ok(AdiSource::Rank(self.comm.job_rank(self.rank)?))
+    }
+}
+
+impl Source for AnyProcess<'_> {
+    fn comm(&self) -> &SimpleCommunicator {
+        self.comm
+    }
+    fn adi_source(&self) -> Result<AdiSource> {
+        Ok(AdiSource::Any)
+    }
+}
+
+impl Process<'_> {
+    /// The rank of this process in its communicator.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+}
+
+/// Convert a completed ADI receive into a status for `group`.
+pub(crate) fn done_status(d: &Done, group: &Group) -> Option<Status> {
+    match d {
+        Done::Received { status, .. } => Some(Status::new(group.comm_rank(status.source), status.tag, status.len)),
+        Done::Sent => None,
+    }
+}

@@ -1,0 +1,85 @@
+//! Typed buffers: plain-old-data values, slices and vectors (MPI 4.1 §3.2:
+//! the basic datatypes; anything `bytemuck::Pod` maps to contiguous bytes).
+
+use bytemuck::Pod;
+
+/// A type that maps to contiguous bytes (MPI's basic datatypes). Implemented
+/// for the primitive numbers and arrays of them; implement it for your own
+/// `#[derive(Pod, Zeroable)] #[repr(C)]` structs with `impl Equivalence for T {}`.
+pub trait Equivalence: Pod {}
+
+macro_rules! equivalence {
+    ($($t:ty),*) => { $(impl Equivalence for $t {})* };
+}
+equivalence!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+impl<T: Equivalence, const N: usize> Equivalence for [T; N] where [T; N]: Pod {}
+
+/// Something that can be sent: a value, a slice or a vector of [`Equivalence`] types.
+pub trait Buffer {
+    /// The bytes to send.
+    fn as_bytes(&self) -> &[u8];
+}
+
+/// Something that can be received into.
+pub trait BufferMut {
+    /// The bytes to fill.
+    fn as_bytes_mut(&mut self) -> &mut [u8];
+    /// Size of one element.
+    fn elem_size(&self) -> usize;
+}
+
+impl<T: Equivalence> Buffer for T {
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::bytes_of(self)
+    }
+}
+
+impl<T: Equivalence> Buffer for [T] {
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+}
+
+impl<T: Equivalence> Buffer for Vec<T> {
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+}
+
+impl<T: Equivalence> BufferMut for T {
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::bytes_of_mut(self)
+    }
+    fn elem_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> BufferMut for [T] {
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn elem_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> BufferMut for Vec<T> {
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn elem_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+/// Bytes to a vector of `T` (copied, so alignment does not matter).
+pub(crate) fn vec_from_bytes<T: Pod>(bytes: &[u8]) -> Option<Vec<T>> {
+    let sz = std::mem::size_of::<T>();
+    if sz == 0 || bytes.len() % sz != 0 {
+        return None;
+    }
+    let mut v: Vec<T> = vec![T::zeroed(); bytes.len() / sz];
+    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
+    Some(v)
+}

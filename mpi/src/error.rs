@@ -1,0 +1,50 @@
+//! MPI errors: every call returns `Result`, and each error says what went wrong.
+
+use adi::AdiError;
+
+/// An MPI error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MpiError {
+    /// The protocol engine or transport failed.
+    #[error(transparent)]
+    Engine(#[from] AdiError),
+    /// The process could not join the job.
+    #[error("MPI initialisation failed: {0}")]
+    Init(String),
+    /// A rank outside the communicator.
+    #[error("rank {rank} is not in this communicator of {size} processes")]
+    InvalidRank {
+        /// Rank given.
+        rank: i32,
+        /// Communicator size.
+        size: i32,
+    },
+    /// A negative tag (tags are 0..=TAG_UB; wildcards use `any_process`/`ANY_TAG` methods).
+    #[error("tag {0} is invalid: tags must be between 0 and {max}", max = crate::TAG_UB)]
+    InvalidTag(i32),
+    /// The message length is not a whole number of elements.
+    #[error("received {bytes} bytes, which is not a whole number of {elem}-byte elements")]
+    Count {
+        /// Bytes received.
+        bytes: u64,
+        /// Element size.
+        elem: usize,
+    },
+    /// `receive` of a single value got a message of another size.
+    #[error("expected a {want}-byte message, received {got} bytes")]
+    Size {
+        /// Expected size.
+        want: usize,
+        /// Received size.
+        got: u64,
+    },
+    /// MPI was already finalised.
+    #[error("MPI has been finalised")]
+    Finalized,
+    /// Invalid argument.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+}
+
+/// Result of MPI calls.
+pub type Result<T> = std::result::Result<T, MpiError>;

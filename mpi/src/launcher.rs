@@ -1,0 +1,394 @@
+//! The job launcher behind `dnrun`: start the simulator (or pick another
+//! backend), start the ranks as separate processes with what they need in
+//! their environment, forward their output with rank prefixes, and tear
+//! everything down — on success, on the first failing rank, on a timeout or
+//! on Ctrl-C — leaving no process and no file behind.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::universe::ENV_JOB_DIR;
+
+/// Which transport the ranks use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The simulated DIMMnet-2 (starts `dimmnet-sim`).
+    Sim,
+    /// Reliable UDP over the host network (seed 001).
+    Udp,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LaunchOptions {
+    /// Number of ranks.
+    pub np: u32,
+    /// Number of (simulated) nodes.
+    pub nodes: u16,
+    /// Backend.
+    pub backend: Backend,
+    /// Host profile for the simulator.
+    pub profile: String,
+    /// Chrome trace of the device.
+    pub trace: Option<PathBuf>,
+    /// Stop the job after this long.
+    pub timeout: Option<Duration>,
+    /// SO-DIMM per slot (MiB).
+    pub partition_mib: u64,
+    /// Program and arguments.
+    pub program: PathBuf,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra environment for the ranks.
+    pub env: Vec<(String, String)>,
+    /// Print the simulator's summary.
+    pub verbose: bool,
+}
+
+/// How a job ended.
+#[derive(Clone, Debug)]
+pub struct JobReport {
+    /// Exit code per rank (128 + signal for signals; `None` if never reaped).
+    pub codes: Vec<Option<i32>>,
+    /// Why the job was stopped early, if it was.
+    pub stopped: Option<String>,
+    /// The exit code `dnrun` returns: the worst one.
+    pub exit_code: i32,
+}
+
+/// A launch failure before or around the ranks.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Bad options.
+    #[error("{0}")]
+    Usage(String),
+    /// The simulator could not be started.
+    #[error("cannot start the simulator: {0}")]
+    Simulator(String),
+    /// A rank could not be started.
+    #[error("cannot start rank {rank} ({program}): {reason}")]
+    Spawn {
+        /// Rank.
+        rank: u32,
+        /// Program.
+        program: String,
+        /// Why.
+        reason: String,
+    },
+    /// File-system trouble.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Ranks per node: `ceil(np / nodes)`.
+pub fn slots_per_node(np: u32, nodes: u16) -> u32 {
+    np.div_ceil(nodes.max(1) as u32)
+}
+
+fn job_dir() -> PathBuf {
+    let root = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let nonce =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    root.join(format!("dnrun-{}-{nonce:x}", std::process::id()))
+}
+
+/// Locate `dimmnet-sim`: `$DN_SIM_BIN`, next to this executable, or on `PATH`.
+pub fn find_simulator() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("DN_SIM_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            let p = dir.join("dimmnet-sim");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("dimmnet-sim")).find(|p| p.is_file()))
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        _ => "signal",
+    }
+}
+
+fn describe(rank: u32, st: ExitStatus) -> String {
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("rank {rank} exited with code {c}"),
+        (None, Some(s)) => format!("rank {rank} was killed by signal {s} ({})", signal_name(s)),
+        _ => format!("rank {rank} ended abnormally"),
+    }
+}
+
+fn code_of(st: ExitStatus) -> i32 {
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
+
+/// Kill a child's whole process group: SIGTERM, then SIGKILL after a grace period.
+fn terminate(children: &mut [Option<Child>], grace: Duration) {
+    for c in children.iter().flatten() {
+        // SAFETY: kill(2) on the child's process group (negative pid); the
+        // group exists because we created it with process_group(0).
+        unsafe { libc::kill(-(c.id() as i32), libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline && children.iter_mut().flatten().any(|c| matches!(c.try_wait(), Ok(None))) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for c in children.iter_mut().flatten() {
+        if matches!(c.try_wait(), Ok(None)) {
+            // SAFETY: as above, SIGKILL to the child's process group.
+            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Copy `from` to our stdout or stderr, prefixing each line with `[rank]`.
+fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(from);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if !line.ends_with(b"\n") {
+                        line.push(b'\n');
+                    }
+                    let mut out = format!("[{rank}] ").into_bytes();
+                    out.extend_from_slice(&line);
+                    let _ =
+                        if to_stderr { std::io::stderr().write_all(&out) } else { std::io::stdout().write_all(&out) };
+                }
+            }
+        }
+    })
+}
+
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Run a job to completion.
+pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<JobReport, LaunchError> {
+    if opts.np == 0 {
+        return Err(LaunchError::Usage("-n must be at least 1".into()));
+    }
+    if opts.nodes == 0 {
+        return Err(LaunchError::Usage("--nodes must be at least 1".into()));
+    }
+    let slots = slots_per_node(opts.np, opts.nodes);
+    if opts.backend == Backend::Sim && slots > 16 {
+        return Err(LaunchError::Usage(format!(
+            "{} ranks on {} nodes needs {slots} slots per node; a DIMMnet-2 node has at most 16 (use more --nodes)",
+            opts.np, opts.nodes
+        )));
+    }
+    let dir = job_dir();
+    std::fs::create_dir_all(dir.join("job"))
+        .map_err(|e| LaunchError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    let _cleanup = Cleanup(dir.clone());
+    let sim_dir = dir.join("sim");
+
+    let mut sim: Option<Child> = None;
+    let mut sim_err: Option<std::thread::JoinHandle<String>> = None;
+    if opts.backend == Backend::Sim {
+        let bin = find_simulator().ok_or_else(|| {
+            LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
+        })?;
+        let mut cmd = Command::new(&bin);
+        cmd.arg("serve")
+            .args(["--nodes", &opts.nodes.to_string(), "--slots", &slots.to_string()])
+            .arg("--dir")
+            .arg(&sim_dir)
+            .args(["--actors", &opts.np.to_string(), "--profile", &opts.profile])
+            .args(["--partition-mib", &opts.partition_mib.to_string()]);
+        if let Some(t) = &opts.trace {
+            cmd.arg("--trace").arg(t);
+        }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).process_group(0);
+        let mut child = cmd.spawn().map_err(|e| LaunchError::Simulator(format!("{}: {e}", bin.display())))?;
+        let out = child.stdout.take();
+        let err = child.stderr.take();
+        sim_err = err.map(|mut e| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = e.read_to_string(&mut s);
+                s
+            })
+        });
+        // Wait for "ready".
+        let mut line = String::new();
+        let ok = out.map(|o| BufReader::new(o).read_line(&mut line).is_ok() && line.contains("ready")).unwrap_or(false);
+        if !ok {
+            let mut kids = vec![Some(child)];
+            terminate(&mut kids, Duration::from_millis(200));
+            let msg = sim_err.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            return Err(LaunchError::Simulator(format!("it did not become ready: {}", msg.trim())));
+        }
+        sim = Some(child);
+    }
+
+    let mut children: Vec<Option<Child>> = Vec::new();
+    let mut forwarders = Vec::new();
+    let start = Instant::now();
+    for rank in 0..opts.np {
+        let mut cmd = Command::new(&opts.program);
+        cmd.args(&opts.args)
+            .env(
+                "DN_BACKEND",
+                match opts.backend {
+                    Backend::Sim => "sim",
+                    Backend::Udp => "udp",
+                },
+            )
+            .env("DN_RANK", rank.to_string())
+            .env("DN_SIZE", opts.np.to_string())
+            .env("DN_NODES", opts.nodes.to_string())
+            .env("DN_SIM_DIR", &sim_dir)
+            .env(ENV_JOB_DIR, dir.join("job"))
+            .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        match cmd.spawn() {
+            Ok(mut c) => {
+                if let Some(o) = c.stdout.take() {
+                    forwarders.push(forward(rank, o, false));
+                }
+                if let Some(e) = c.stderr.take() {
+                    forwarders.push(forward(rank, e, true));
+                }
+                children.push(Some(c));
+            }
+            Err(e) => {
+                terminate(&mut children, Duration::from_millis(500));
+                if let Some(s) = sim.take() {
+                    terminate(&mut [Some(s)], Duration::from_millis(500));
+                }
+                return Err(LaunchError::Spawn {
+                    rank,
+                    program: opts.program.display().to_string(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+
+    let mut codes: Vec<Option<i32>> = vec![None; opts.np as usize];
+    let mut stopped: Option<String> = None;
+    loop {
+        let mut running = Vec::new();
+        for (rank, slot) in children.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            match c.try_wait() {
+                Ok(Some(st)) => {
+                    codes[rank] = Some(code_of(st));
+                    *slot = None;
+                    let finalized = dir.join("job").join(format!("finalized.{rank}")).exists();
+                    if stopped.is_none() {
+                        if !st.success() {
+                            stopped = Some(format!("{}; stopping the job", describe(rank as u32, st)));
+                        } else if !finalized && codes.iter().any(|c| c.is_none()) {
+                            stopped = Some(format!(
+                                "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
+                            ));
+                        }
+                    }
+                }
+                Ok(None) => running.push(rank),
+                Err(e) => {
+                    stopped.get_or_insert(format!("cannot watch rank {rank}: {e}"));
+                }
+            }
+        }
+        if running.is_empty() {
+            break;
+        }
+        if stopped.is_none() {
+            if let Some(t) = opts.timeout {
+                if start.elapsed() > t {
+                    let list: Vec<String> = running.iter().map(|r| r.to_string()).collect();
+                    stopped = Some(format!(
+                        "the job exceeded --timeout {} s; rank(s) {} were still running; stopping them",
+                        t.as_secs(),
+                        list.join(", ")
+                    ));
+                }
+            }
+            if interrupted.load(Ordering::SeqCst) {
+                stopped = Some("interrupted; stopping the job".into());
+            }
+            if let Some(s) = sim.as_mut() {
+                if let Ok(Some(st)) = s.try_wait() {
+                    if !st.success() {
+                        stopped = Some(format!("the simulator exited ({st}); stopping the job"));
+                    }
+                }
+            }
+        }
+        if stopped.is_some() {
+            terminate(&mut children, Duration::from_secs(2));
+            for (rank, slot) in children.iter_mut().enumerate() {
+                if let Some(mut c) = slot.take() {
+                    codes[rank] = Some(c.try_wait().ok().flatten().map(code_of).unwrap_or(128 + libc::SIGKILL));
+                }
+            }
+            continue;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if let Some(msg) = &stopped {
+        eprintln!("dnrun: {msg}");
+        for (rank, c) in codes.iter().enumerate() {
+            if let Some(c) = c {
+                if *c != 0 {
+                    eprintln!("dnrun:   rank {rank}: exit code {c}");
+                }
+            }
+        }
+    }
+    // The simulator leaves by itself once every rank has detached; stop it if not.
+    if let Some(mut s) = sim.take() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(s.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut kids = vec![Some(s)];
+        terminate(&mut kids, Duration::from_secs(2));
+    }
+    let sim_summary = sim_err.and_then(|h| h.join().ok()).unwrap_or_default();
+    if opts.verbose || stopped.is_some() {
+        for l in sim_summary.lines() {
+            eprintln!("dnrun: {l}");
+        }
+    }
+    for f in forwarders {
+        let _ = f.join();
+    }
+    let exit_code = codes.iter().map(|c| c.unwrap_or(1)).max().unwrap_or(0).max(if stopped.is_some() { 1 } else { 0 });
+    Ok(JobReport { codes, stopped, exit_code })
+}

@@ -1,0 +1,131 @@
+//! Initialisation, finalisation and the state every communicator shares.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use adi::backend::local::{default_caps, local_world};
+use adi::{Engine, HostCost};
+
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::error::{MpiError, Result};
+
+/// Environment variable `dnrun` sets to a directory where each rank records
+/// that it finalised, so the launcher can tell an early exit from a normal one.
+pub const ENV_JOB_DIR: &str = "DN_JOB_DIR";
+
+pub(crate) struct Context {
+    engine: Option<Engine>,
+    /// Next free context id (even; id+1 is the collective context).
+    pub(crate) next_ctx: u32,
+}
+
+impl Context {
+    pub(crate) fn engine(&mut self) -> Result<&mut Engine> {
+        self.engine.as_mut().ok_or(MpiError::Finalized)
+    }
+}
+
+pub(crate) type Shared = Rc<RefCell<Context>>;
+
+/// An initialised MPI environment (`MPI_Init` … `MPI_Finalize`). Dropping it
+/// finalises MPI; call [`Universe::finalize`] to see errors.
+pub struct Universe {
+    shared: Shared,
+    world: SimpleCommunicator,
+}
+
+/// Initialise MPI from the environment `dnrun` provides. A program started
+/// without `dnrun` runs as a single-process job.
+pub fn initialize() -> Result<Universe> {
+    let engine = if std::env::var("DN_RANK").is_err() && std::env::var(adi::ENV_BACKEND).is_err() {
+        let t =
+            local_world(1, None, default_caps()).pop().ok_or_else(|| MpiError::Init("no local transport".into()))?;
+        Engine::new(Box::new(t))?
+    } else {
+        adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?
+    };
+    let (rank, size) = (engine.rank(), engine.size());
+    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2 }));
+    let world = SimpleCommunicator::world(shared.clone(), rank, size);
+    Ok(Universe { shared, world })
+}
+
+impl Universe {
+    /// The communicator of all processes (`MPI_COMM_WORLD`).
+    pub fn world(&self) -> SimpleCommunicator {
+        self.world.clone()
+    }
+
+    /// Name of the transport backend (`dimmnet`, `udp`, `local`).
+    pub fn backend(&self) -> Result<&'static str> {
+        Ok(self.shared.borrow_mut().engine()?.backend())
+    }
+
+    /// Protocol counters of this process.
+    pub fn counters(&self) -> Result<adi::Counters> {
+        Ok(self.shared.borrow_mut().engine()?.counters().clone())
+    }
+
+    /// Time in seconds (`MPI_Wtime`): simulated time on the simulator, wall
+    /// time elsewhere.
+    pub fn wtime(&self) -> f64 {
+        let mut c = self.shared.borrow_mut();
+        match c.engine().ok().and_then(|e| e.now_ps()) {
+            Some(ps) => ps as f64 * 1e-12,
+            None => {
+                use std::sync::OnceLock;
+                static START: OnceLock<std::time::Instant> = OnceLock::new();
+                START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+            }
+        }
+    }
+
+    /// Whether time is simulated.
+    pub fn is_simulated(&self) -> bool {
+        self.shared.borrow_mut().engine().ok().and_then(|e| e.now_ps()).is_some()
+    }
+
+    /// Account for `ns` nanoseconds of computation (simulated time only).
+    pub fn compute(&self, ns: f64) -> Result<()> {
+        Ok(self.shared.borrow_mut().engine()?.compute(ns)?)
+    }
+
+    /// Direct access to the protocol engine (for benchmarks of the ADI layer).
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> Result<R> {
+        let mut c = self.shared.borrow_mut();
+        Ok(f(c.engine()?))
+    }
+
+    /// Finalise: wait for every process (a barrier), complete queued sends,
+    /// leave the job.
+    pub fn finalize(self) -> Result<()> {
+        self.finalize_inner()
+    }
+
+    fn finalize_inner(&self) -> Result<()> {
+        if self.shared.borrow().engine.is_none() {
+            return Ok(());
+        }
+        self.world.barrier()?;
+        let engine = self.shared.borrow_mut().engine.take().ok_or(MpiError::Finalized)?;
+        let rank = engine.rank();
+        engine.finalize()?;
+        if let Ok(dir) = std::env::var(ENV_JOB_DIR) {
+            let _ = std::fs::write(std::path::Path::new(&dir).join(format!("finalized.{rank}")), b"");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        if let Err(e) = self.finalize_inner() {
+            eprintln!("MPI finalize failed: {e}");
+        }
+    }
+}
+
+/// Charge one MPI-layer call.
+pub(crate) fn charge_call(e: &Engine) {
+    e.charge(HostCost::MpiCall, 1);
+}
