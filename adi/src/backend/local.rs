@@ -19,6 +19,7 @@ pub struct LocalTransport {
     inbox: Receiver<(u32, Vec<u8>)>,
     stash: Option<(u32, Vec<u8>)>,
     caps: Caps,
+    idle_since: Option<std::time::Instant>,
 }
 
 /// Build `size` connected transports. With `queue = Some(n)`, each inbox
@@ -32,7 +33,14 @@ pub fn local_world(size: u32, queue: Option<usize>, caps: Caps) -> Vec<LocalTran
         .unzip();
     rxs.into_iter()
         .enumerate()
-        .map(|(r, inbox)| LocalTransport { rank: r as u32, peers: txs.clone(), inbox, stash: None, caps })
+        .map(|(r, inbox)| LocalTransport {
+            rank: r as u32,
+            peers: txs.clone(),
+            inbox,
+            stash: None,
+            caps,
+            idle_since: None,
+        })
         .collect()
 }
 
@@ -65,7 +73,10 @@ impl Transport for LocalTransport {
             .get(dest as usize)
             .ok_or(TransportError::PeerLost { rank: dest, reason: "no such rank".into() })?;
         match tx.try_send((self.rank, msg)) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                self.idle_since = None;
+                Ok(true)
+            }
             Err(TrySendError::Full(_)) => Ok(false),
             Err(TrySendError::Disconnected(_)) => {
                 Err(TransportError::PeerLost { rank: dest, reason: "its inbox is gone".into() })
@@ -83,6 +94,9 @@ impl Transport for LocalTransport {
             sink(src, &m);
             n += 1;
         }
+        if n > 0 {
+            self.idle_since = None;
+        }
         Ok(n)
     }
 
@@ -90,11 +104,16 @@ impl Transport for LocalTransport {
         if self.stash.is_some() {
             return Ok(());
         }
-        match self.inbox.recv_timeout(IDLE_LIMIT) {
+        // Wake on arrivals, and every millisecond so a sender whose peer's
+        // inbox was full can retry (the channel has no "space" event).
+        let since = *self.idle_since.get_or_insert_with(std::time::Instant::now);
+        match self.inbox.recv_timeout(Duration::from_millis(1)) {
             Ok(m) => {
                 self.stash = Some(m);
+                self.idle_since = None;
                 Ok(())
             }
+            Err(RecvTimeoutError::Timeout) if since.elapsed() < IDLE_LIMIT => Ok(()),
             Err(RecvTimeoutError::Timeout) => Err(TransportError::Deadlock(format!(
                 "rank {} received nothing for {} s while waiting",
                 self.rank,
