@@ -57,7 +57,9 @@ pub struct JobReport {
     pub codes: Vec<Option<i32>>,
     /// Why the job was stopped early, if it was.
     pub stopped: Option<String>,
-    /// The exit code `dnrun` returns: the worst one.
+    /// The exit code `dnrun` returns: the worst rank's, or when the job was
+    /// stopped, the failing rank's (1 for an exit without finalize, 124 for a
+    /// timeout, 130 for an interrupt).
     pub exit_code: i32,
 }
 
@@ -298,68 +300,102 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
     }
 
+    // One waiter thread per rank reports exits in the order they happen, so
+    // the first failure is the one named.
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
+    let mut pids: Vec<Option<u32>> = Vec::new();
+    for (rank, slot) in children.iter_mut().enumerate() {
+        match slot.take() {
+            Some(mut c) => {
+                pids.push(Some(c.id()));
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let st = c.wait();
+                    let _ = tx.send((rank, st));
+                });
+            }
+            None => pids.push(None),
+        }
+    }
+    drop(tx);
     let mut codes: Vec<Option<i32>> = vec![None; opts.np as usize];
     let mut stopped: Option<String> = None;
-    loop {
-        let mut running = Vec::new();
-        for (rank, slot) in children.iter_mut().enumerate() {
-            let Some(c) = slot else { continue };
-            match c.try_wait() {
-                Ok(Some(st)) => {
-                    codes[rank] = Some(code_of(st));
-                    *slot = None;
-                    let finalized = dir.join("job").join(format!("finalized.{rank}")).exists();
-                    if stopped.is_none() {
-                        if !st.success() {
-                            stopped = Some(format!("{}; stopping the job", describe(rank as u32, st)));
-                        } else if !finalized && codes.iter().any(|c| c.is_none()) {
-                            stopped = Some(format!(
-                                "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
-                            ));
-                        }
+    // The exit code that explains the stop (the failing rank's, or 1/124/130).
+    let mut culprit: Option<i32> = None;
+    let mut kill_at: Option<Instant> = None;
+    while pids.iter().any(Option::is_some) {
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok((rank, st)) => {
+                pids[rank] = None;
+                let st = match st {
+                    Ok(st) => st,
+                    Err(e) => {
+                        stopped.get_or_insert(format!("cannot watch rank {rank}: {e}"));
+                        codes[rank] = Some(1);
+                        continue;
+                    }
+                };
+                codes[rank] = Some(code_of(st));
+                let finalized = dir.join("job").join(format!("finalized.{rank}")).exists();
+                if stopped.is_none() {
+                    if !st.success() {
+                        stopped = Some(format!("{}; stopping the job", describe(rank as u32, st)));
+                        culprit = Some(code_of(st));
+                    } else if !finalized && pids.iter().any(Option::is_some) {
+                        culprit = Some(1);
+                        stopped = Some(format!(
+                            "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
+                        ));
                     }
                 }
-                Ok(None) => running.push(rank),
-                Err(e) => {
-                    stopped.get_or_insert(format!("cannot watch rank {rank}: {e}"));
-                }
             }
-        }
-        if running.is_empty() {
-            break;
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if stopped.is_none() {
             if let Some(t) = opts.timeout {
                 if start.elapsed() > t {
-                    let list: Vec<String> = running.iter().map(|r| r.to_string()).collect();
+                    let list: Vec<String> =
+                        pids.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(r, _)| r.to_string()).collect();
                     stopped = Some(format!(
                         "the job exceeded --timeout {} s; rank(s) {} were still running; stopping them",
                         t.as_secs(),
                         list.join(", ")
                     ));
+                    culprit = Some(124);
                 }
             }
             if interrupted.load(Ordering::SeqCst) {
                 stopped = Some("interrupted; stopping the job".into());
+                culprit = Some(130);
             }
             if let Some(s) = sim.as_mut() {
                 if let Ok(Some(st)) = s.try_wait() {
                     if !st.success() {
                         stopped = Some(format!("the simulator exited ({st}); stopping the job"));
+                        culprit = Some(1);
                     }
                 }
             }
         }
         if stopped.is_some() {
-            terminate(&mut children, Duration::from_secs(2));
-            for (rank, slot) in children.iter_mut().enumerate() {
-                if let Some(mut c) = slot.take() {
-                    codes[rank] = Some(c.try_wait().ok().flatten().map(code_of).unwrap_or(128 + libc::SIGKILL));
+            // SIGTERM every remaining rank's process group, SIGKILL after 2 s.
+            let sig = match kill_at {
+                None => {
+                    kill_at = Some(Instant::now() + Duration::from_secs(2));
+                    Some(libc::SIGTERM)
+                }
+                Some(t) if Instant::now() > t => Some(libc::SIGKILL),
+                _ => None,
+            };
+            if let Some(sig) = sig {
+                for pid in pids.iter().flatten() {
+                    // SAFETY: kill(2) on the rank's own process group (created
+                    // with process_group(0)); no memory is involved.
+                    unsafe { libc::kill(-(*pid as i32), sig) };
                 }
             }
-            continue;
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     if let Some(msg) = &stopped {
         eprintln!("dnrun: {msg}");
@@ -389,6 +425,11 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     for f in forwarders {
         let _ = f.join();
     }
-    let exit_code = codes.iter().map(|c| c.unwrap_or(1)).max().unwrap_or(0).max(if stopped.is_some() { 1 } else { 0 });
+    // The worst rank exit code; when dnrun stopped the job, the code of what
+    // caused it (the ranks it killed are not the culprits).
+    let exit_code = match culprit {
+        Some(c) => c.max(1),
+        None => codes.iter().map(|c| c.unwrap_or(1)).max().unwrap_or(0),
+    };
     Ok(JobReport { codes, stopped, exit_code })
 }

@@ -96,6 +96,14 @@ impl Universe {
         Ok(f(c.engine()?))
     }
 
+    /// Terminate this process at once with `code` (`MPI_Abort`): no barrier,
+    /// no finalize. The launcher then stops the other ranks and reports it.
+    pub fn abort(&self, code: i32) -> ! {
+        let rank = self.world.rank();
+        eprintln!("MPI abort on rank {rank} with code {code}");
+        std::process::exit(code)
+    }
+
     /// Finalise: wait for every process (a barrier), complete queued sends,
     /// leave the job.
     pub fn finalize(self) -> Result<()> {
@@ -119,6 +127,10 @@ impl Universe {
 
 impl Drop for Universe {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Do not pretend to synchronise with the others while unwinding.
+            return;
+        }
         if let Err(e) = self.finalize_inner() {
             eprintln!("MPI finalize failed: {e}");
         }

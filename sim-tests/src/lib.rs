@@ -1,1 +1,65 @@
+//! Helpers for the end-to-end suite: find (or build) the binaries and run
+//! MPI jobs under `dnrun`.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+/// The target directory of the current build profile (where `dnrun` lives).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash>
+    exe.parent().and_then(Path::parent).map(Path::to_path_buf).expect("target directory")
+}
+
+static BUILD: Once = Once::new();
+
+/// Make sure `dnrun`, `dimmnet-sim` and `mpi-suite` exist in [`bin_dir`],
+/// building them with the same profile if a plain `cargo test -p sim-tests`
+/// did not.
+pub fn ensure_binaries() {
+    BUILD.call_once(|| {
+        let dir = bin_dir();
+        let missing = ["dnrun", "dimmnet-sim", "mpi-suite"].iter().any(|b| !dir.join(b).is_file());
+        if missing {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let release = dir.file_name().is_some_and(|n| n == "release");
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "--bins", "-p", "mpi", "-p", "hw-model", "-p", "sim-tests"]);
+            if release {
+                cmd.arg("--release");
+            }
+            let st = cmd.status().expect("run cargo build");
+            assert!(st.success(), "building the binaries for the end-to-end suite failed");
+        }
+    });
+}
+
+/// Run `dnrun -n np --nodes nodes [extra...] -- program args...`.
+pub fn dnrun(np: u32, nodes: u16, extra: &[&str], program: &str, args: &[&str]) -> Output {
+    ensure_binaries();
+    let dir = bin_dir();
+    Command::new(dir.join("dnrun"))
+        .args(["-n", &np.to_string(), "--nodes", &nodes.to_string(), "--timeout", "300"])
+        .args(extra)
+        .arg("--")
+        .arg(dir.join(program))
+        .args(args)
+        .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
+        .output()
+        .expect("run dnrun")
+}
+
+/// Directories this process's jobs may have left in /dev/shm.
+pub fn leftover_job_dirs(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir("/dev/shm")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("dnrun-{pid}-")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

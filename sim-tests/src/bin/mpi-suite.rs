@@ -1,0 +1,435 @@
+//! MPI programs for the end-to-end suite: `mpi-suite TEST`, run under
+//! `dnrun` with any number of ranks and nodes. Rank 0 prints `OK TEST` when
+//! every check passed; any failed check returns an error (non-zero exit).
+
+use std::process::ExitCode;
+
+use mpi::traits::*;
+use mpi::{Color, Rank, SimpleCommunicator, Universe};
+
+type R<T = ()> = Result<T, String>;
+
+fn e<E: std::fmt::Display>(x: E) -> String {
+    x.to_string()
+}
+
+macro_rules! check {
+    ($cond:expr, $($msg:tt)*) => {
+        if !$cond {
+            return Err(format!($($msg)*));
+        }
+    };
+}
+
+/// Deterministic message contents for (sender, receiver, index, length).
+fn data(src: Rank, dst: Rank, i: u32, len: usize) -> Vec<u8> {
+    let mut x = (src as u64 + 1) * 0x9E37_79B9 ^ (dst as u64 + 7) * 0x85EB_CA6B ^ (i as u64) << 20 | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let test = std::env::args().nth(1).unwrap_or_default();
+    let u = match mpi::initialize() {
+        Ok(u) => u,
+        Err(err) => {
+            eprintln!("mpi-suite {test}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = (|| -> R {
+        let w = u.world();
+        match test.as_str() {
+            "pingpong" => pingpong(&u, &w)?,
+            "ring" => ring(&w)?,
+            "allpairs" => allpairs(&w)?,
+            "wildcard" => wildcard(&w)?,
+            "unexpected" => unexpected(&u, &w)?,
+            "many-requests" => many_requests(&w)?,
+            "ordering" => ordering(&w)?,
+            "rndv-large" => rndv_large(&w)?,
+            "mixed" => mixed(&w)?,
+            "probe" => probe(&w)?,
+            "sync" => sync(&u, &w)?,
+            "comms" => comms(&w)?,
+            "early-exit" => {
+                // Rank 1 leaves without finalising; the others wait for it.
+                if w.rank() == 1 {
+                    std::process::exit(0);
+                }
+                let _: (u8, _) = w.process_at_rank(1).receive().map_err(e)?;
+            }
+            "fail" => {
+                if w.rank() == w.size() - 1 {
+                    return Err("deliberate failure".into());
+                }
+                w.barrier().map_err(e)?;
+            }
+            other => return Err(format!("unknown test {other:?}")),
+        }
+        w.barrier().map_err(e)?;
+        if w.rank() == 0 {
+            println!("OK {test} on {} ranks ({} backend)", w.size(), u.backend().map_err(e)?);
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => match u.finalize() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("mpi-suite {test}: finalize: {err}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(msg) => {
+            eprintln!("mpi-suite {test}: {msg}");
+            u.abort(1)
+        }
+    }
+}
+
+/// Pairs (0,1), (2,3)… ping-pong messages of every protocol; bytes checked.
+fn pingpong(u: &Universe, w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let peer = me ^ 1;
+    if peer >= n {
+        return Ok(());
+    }
+    let sizes = [0usize, 1, 7, 64, 1000, 4000, 4096, 5000, 16 * 1024, 70_000, 300_000];
+    let t0 = u.wtime();
+    for (i, &len) in sizes.iter().enumerate() {
+        for rep in 0..3u32 {
+            let k = i as u32 * 10 + rep;
+            let p = w.process_at_rank(peer);
+            let mut buf = vec![0u8; len];
+            if me % 2 == 0 {
+                p.send(&data(me, peer, k, len)[..]).map_err(e)?;
+                let st = p.receive_into(&mut buf[..]).map_err(e)?;
+                check!(st.bytes() == len as u64 && st.source_rank() == peer, "status {st:?} for {len} bytes");
+            } else {
+                p.receive_into(&mut buf[..]).map_err(e)?;
+                check!(buf == data(peer, me, k, len), "{len}-byte message from {peer} corrupted");
+                buf = data(me, peer, k, len);
+                p.send(&buf[..]).map_err(e)?;
+                continue;
+            }
+            check!(buf == data(peer, me, k, len), "{len}-byte reply from {peer} corrupted");
+        }
+    }
+    check!(u.wtime() >= t0, "time went backwards");
+    Ok(())
+}
+
+/// A token travels around the ring three times, each hop adding data.
+fn ring(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    for lap in 0..3u32 {
+        let len = [8usize, 3000, 40_000][lap as usize];
+        if me == 0 {
+            w.process_at_rank(next).send(&data(0, next, lap, len)[..]).map_err(e)?;
+            let (v, st) = w.process_at_rank(prev).receive_vec::<u8>().map_err(e)?;
+            check!(st.source_rank() == prev && v == data(prev, 0, lap, len), "lap {lap}: token corrupted");
+        } else {
+            let (v, _) = w.process_at_rank(prev).receive_vec::<u8>().map_err(e)?;
+            check!(v == data(prev, me, lap, len), "lap {lap}: token from {prev} corrupted");
+            w.process_at_rank(next).send(&data(me, next, lap, len)[..]).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every rank sends every other rank a set of messages of pseudo-random
+/// sizes (eager and rendezvous) with immediate operations; every byte checked.
+fn allpairs(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let per = 6u32;
+    let size_of = |src: Rank, dst: Rank, i: u32| -> usize {
+        let h = (src as usize * 131 + dst as usize * 31 + i as usize * 7919) % 17;
+        [0, 1, 33, 100, 512, 1500, 4000, 4100, 9000, 20_000, 65_536, 100_000, 8, 2, 777, 5555, 12_345][h]
+    };
+    let mut rbufs: Vec<(Rank, u32, Vec<u8>)> = Vec::new();
+    for src in 0..n {
+        if src != me {
+            for i in 0..per {
+                rbufs.push((src, i, vec![0u8; size_of(src, me, i)]));
+            }
+        }
+    }
+    let sends: Vec<(Rank, u32, Vec<u8>)> = (0..n)
+        .filter(|d| *d != me)
+        .flat_map(|d| (0..per).map(move |i| (d, i, data(me, d, i, size_of(me, d, i)))))
+        .collect();
+    {
+        let mut reqs = Vec::new();
+        for (src, i, b) in rbufs.iter_mut() {
+            reqs.push(w.process_at_rank(*src).immediate_receive_into_with_tag(&mut b[..], *i as i32).map_err(e)?);
+        }
+        for (d, i, b) in &sends {
+            reqs.push(w.process_at_rank(*d).immediate_send_with_tag(&b[..], *i as i32).map_err(e)?);
+        }
+        mpi::request::wait_all(reqs).map_err(e)?;
+    }
+    for (src, i, b) in &rbufs {
+        check!(*b == data(*src, me, *i, b.len()), "message {i} from rank {src} ({} bytes) corrupted", b.len());
+    }
+    Ok(())
+}
+
+/// ANY_SOURCE / ANY_TAG receives see every message once, with the right
+/// status, and messages from one sender in order.
+fn wildcard(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let per = 10u32;
+    if me == 0 {
+        let mut next = vec![0u32; n as usize];
+        for _ in 0..(n as u32 - 1) * per {
+            let (v, st) = w.any_process().receive_vec::<u32>().map_err(e)?;
+            let src = st.source_rank();
+            check!(src > 0 && src < n, "bad source {src}");
+            check!(v.len() == (src as usize % 3) + 1, "bad length from {src}");
+            check!(v[0] == next[src as usize], "rank {src}: got message {} but expected {}", v[0], next[src as usize]);
+            check!(st.tag() == (v[0] % 5) as i32, "tag {} for message {} of rank {src}", st.tag(), v[0]);
+            next[src as usize] += 1;
+        }
+    } else {
+        for i in 0..per {
+            let v = vec![i; (me as usize % 3) + 1];
+            w.process_at_rank(0).send_with_tag(&v[..], (i % 5) as i32).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Messages sent long before their receives are posted (unexpected queue).
+fn unexpected(u: &Universe, w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 {
+        return Ok(());
+    }
+    if me == 1 {
+        u.compute(2_000_000.0).map_err(e)?; // 2 ms of "work" before receiving
+                                            // Receive in reverse tag order to search the unexpected queue.
+        for t in (0..20).rev() {
+            let len = if t % 4 == 0 { 20_000 } else { 64 };
+            let mut b = vec![0u8; len];
+            w.process_at_rank(0).receive_into_with_tag(&mut b[..], t).map_err(e)?;
+            check!(b == data(0, 1, t as u32, len), "unexpected message {t} corrupted");
+        }
+        let c = u.counters().map_err(e)?;
+        check!(c.unexpected_total >= 15, "only {} messages were unexpected", c.unexpected_total);
+    } else if me == 0 {
+        // Immediate sends: a blocking rendezvous send could (legitimately)
+        // wait for its receive, which rank 1 posts last.
+        let msgs: Vec<Vec<u8>> = (0..20).map(|t| data(0, 1, t as u32, if t % 4 == 0 { 20_000 } else { 64 })).collect();
+        let reqs = msgs
+            .iter()
+            .enumerate()
+            .map(|(t, m)| w.process_at_rank(1).immediate_send_with_tag(&m[..], t as i32))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(e)?;
+        mpi::request::wait_all(reqs).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Hundreds of outstanding requests, completed with wait_any, test_all and wait_all.
+fn many_requests(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let peer = (me + n / 2) % n;
+    let k = 300usize;
+    let out: Vec<Vec<u8>> = (0..k).map(|i| data(me, peer, i as u32, 16 + i % 200)).collect();
+    let mut inb: Vec<Vec<u8>> = (0..k).map(|i| vec![0u8; 16 + i % 200]).collect();
+    {
+        let mut reqs = Vec::new();
+        for (i, b) in inb.iter_mut().enumerate() {
+            let from = (me + n - n / 2) % n;
+            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(&mut b[..], i as i32).map_err(e)?);
+        }
+        let mut sends = Vec::new();
+        for (i, b) in out.iter().enumerate() {
+            sends.push(w.process_at_rank(peer).immediate_send_with_tag(&b[..], i as i32).map_err(e)?);
+        }
+        // Half the receives by wait_any, the rest by test_all polling then wait_all.
+        for _ in 0..k / 2 {
+            mpi::request::wait_any(&mut reqs).map_err(e)?;
+        }
+        let mut rest = reqs;
+        loop {
+            match mpi::request::test_all(rest).map_err(e)? {
+                Ok(_) => break,
+                Err(pending) => rest = pending,
+            }
+        }
+        mpi::request::wait_all(sends).map_err(e)?;
+    }
+    let from = (me + n - n / 2) % n;
+    for (i, b) in inb.iter().enumerate() {
+        check!(*b == data(from, me, i as u32, b.len()), "request {i} corrupted");
+    }
+    Ok(())
+}
+
+/// Same-tag messages between a pair arrive in send order, whatever their protocol.
+fn ordering(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 || me > 1 {
+        return Ok(());
+    }
+    let lens = [50_000usize, 10, 0, 30_000, 5, 5000, 1];
+    if me == 0 {
+        for (i, &l) in lens.iter().enumerate() {
+            let mut m = data(0, 1, i as u32, l.max(4));
+            m[..4].copy_from_slice(&(i as u32).to_le_bytes());
+            w.process_at_rank(1).send_with_tag(&m[..], 3).map_err(e)?;
+        }
+    } else {
+        for (i, &l) in lens.iter().enumerate() {
+            let (v, _) = w.process_at_rank(0).receive_vec_with_tag::<u8>(3).map_err(e)?;
+            check!(v.len() == l.max(4), "message {i} has {} bytes, expected {}", v.len(), l.max(4));
+            let got = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+            check!(got == i as u32, "message {got} arrived in position {i}");
+        }
+    }
+    Ok(())
+}
+
+/// Rendezvous of 1 MiB and 16 MiB between ranks 0 and 1 (and the last rank).
+fn rndv_large(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let other = n - 1;
+    if n < 2 || (me != 0 && me != other) {
+        return Ok(());
+    }
+    for &len in &[1usize << 20, 16 << 20] {
+        if me == 0 {
+            w.process_at_rank(other).send(&data(0, other, len as u32, len)[..]).map_err(e)?;
+            let mut back = vec![0u8; len];
+            w.process_at_rank(other).receive_into(&mut back[..]).map_err(e)?;
+            check!(back == data(other, 0, len as u32, len), "{len}-byte reply corrupted");
+        } else {
+            let mut b = vec![0u8; len];
+            w.process_at_rank(0).receive_into(&mut b[..]).map_err(e)?;
+            check!(b == data(0, other, len as u32, len), "{len}-byte message corrupted");
+            w.process_at_rank(0).send(&data(other, 0, len as u32, len)[..]).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Eager and rendezvous interleaved in both directions at once.
+fn mixed(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let peer = (me + 1) % n;
+    let from = (me + n - 1) % n;
+    let lens: Vec<usize> = (0..40).map(|i| if i % 3 == 0 { 20_000 + i * 100 } else { i * 37 }).collect();
+    let out: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &l)| data(me, peer, i as u32, l)).collect();
+    let mut inb: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+    {
+        let mut reqs = Vec::new();
+        for (i, b) in out.iter().enumerate() {
+            reqs.push(w.process_at_rank(peer).immediate_send_with_tag(&b[..], 1).map_err(e)?);
+            let _ = i;
+        }
+        for b in inb.iter_mut() {
+            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(&mut b[..], 1).map_err(e)?);
+        }
+        mpi::request::wait_all(reqs).map_err(e)?;
+    }
+    for (i, b) in inb.iter().enumerate() {
+        check!(*b == data(from, me, i as u32, b.len()), "message {i} from {from} corrupted or out of order");
+    }
+    Ok(())
+}
+
+/// probe, immediate_probe, count and truncation errors.
+fn probe(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 || me > 1 {
+        return Ok(());
+    }
+    if me == 0 {
+        w.process_at_rank(1).send_with_tag(&[1.5f64, 2.5, 3.5][..], 42).map_err(e)?;
+        w.process_at_rank(1).send_with_tag(&[9u32; 10][..], 43).map_err(e)?;
+    } else {
+        let st = w.any_process().probe_with_tag(42).map_err(e)?;
+        check!(st.source_rank() == 0 && st.count::<f64>().map_err(e)? == 3, "probe status {st:?}");
+        check!(w.any_process().immediate_probe_with_tag(99).map_err(e)?.is_none(), "iprobe found a tag-99 message");
+        let (v, _) = w.process_at_rank(0).receive_vec_with_tag::<f64>(42).map_err(e)?;
+        check!(v == vec![1.5, 2.5, 3.5], "received {v:?}");
+        let mut small = [0u32; 4];
+        let err = w.process_at_rank(0).receive_into_with_tag(&mut small[..], 43).unwrap_err();
+        check!(err.to_string().contains("does not fit"), "truncation not reported: {err}");
+    }
+    Ok(())
+}
+
+/// Synchronous sends complete only after the receive matched.
+fn sync(u: &Universe, w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 || me > 1 {
+        return Ok(());
+    }
+    if me == 0 {
+        let t0 = u.wtime();
+        w.process_at_rank(1).synchronous_send(&7u64).map_err(e)?;
+        let waited = u.wtime() - t0;
+        if u.is_simulated() {
+            check!(waited >= 1e-3, "ssend returned after {waited} s, before the 1 ms late receive");
+        }
+    } else {
+        u.compute(1_000_000.0).map_err(e)?;
+        let (v, _) = w.process_at_rank(0).receive::<u64>().map_err(e)?;
+        check!(v == 7, "got {v}");
+    }
+    Ok(())
+}
+
+/// dup and split give communicators with their own ranks and contexts.
+fn comms(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let dup = w.duplicate().map_err(e)?;
+    check!(dup.rank() == me && dup.size() == n, "dup changed rank/size");
+    let half = w.split_by_color_with_key(Color::With(me % 2), -me).map_err(e)?.ok_or("split returned None")?;
+    let expect_size = (n + 1 - me % 2) / 2;
+    check!(half.size() == expect_size, "split size {} expected {expect_size}", half.size());
+    // key = -rank: reversed order.
+    let members: Vec<Rank> = (0..n).filter(|r| r % 2 == me % 2).rev().collect();
+    let my_pos = members.iter().position(|r| *r == me).ok_or("not in group")? as Rank;
+    check!(half.rank() == my_pos, "split rank {} expected {my_pos}", half.rank());
+    let none = w.split_by_color(if me == 0 { Color::Undefined } else { Color::With(1) }).map_err(e)?;
+    check!(none.is_none() == (me == 0), "Color::Undefined must give None");
+    // The same tag on three communicators: each message stays on its own.
+    if n >= 2 && me < 2 {
+        let p = 1 - me;
+        if me == 0 {
+            w.process_at_rank(p).send_with_tag(&1u32, 5).map_err(e)?;
+            dup.process_at_rank(p).send_with_tag(&2u32, 5).map_err(e)?;
+        } else {
+            let (b, _) = dup.process_at_rank(p).receive_with_tag::<u32>(5).map_err(e)?;
+            let (a, _) = w.process_at_rank(p).receive_with_tag::<u32>(5).map_err(e)?;
+            check!((a, b) == (1, 2), "messages crossed communicators: world got {a}, dup got {b}");
+        }
+    }
+    half.barrier().map_err(e)?;
+    // Within the half, a ring using half ranks.
+    let hn = half.size();
+    if hn > 1 {
+        let hr = half.rank();
+        half.process_at_rank((hr + 1) % hn).send(&(hr as u32)).map_err(e)?;
+        let (v, st) = half.any_process().receive::<u32>().map_err(e)?;
+        check!(
+            st.source_rank() == (hr + hn - 1) % hn && v == st.source_rank() as u32,
+            "ring in split communicator: {v} from {}",
+            st.source_rank()
+        );
+    }
+    dup.barrier().map_err(e)?;
+    Ok(())
+}

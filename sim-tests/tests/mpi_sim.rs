@@ -1,0 +1,93 @@
+//! MPI programs on the simulated DIMMnet-2: the suite of `mpi-suite` on 2,
+//! 4 and 8 ranks over 1, 2 and 4 nodes, plus failure handling.
+
+use sim_tests::dnrun;
+
+fn run(test: &str, np: u32, nodes: u16) {
+    let out = dnrun(np, nodes, &["--backend", "sim"], "mpi-suite", &[test]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(&format!("OK {test}")),
+        "{test} on {np} ranks / {nodes} nodes failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+}
+
+macro_rules! suite {
+    ($($name:ident: $test:literal, $np:literal, $nodes:literal;)*) => {
+        $(#[test] fn $name() { run($test, $np, $nodes); })*
+    };
+}
+
+suite! {
+    pingpong_2r_1n: "pingpong", 2, 1;
+    pingpong_2r_2n: "pingpong", 2, 2;
+    pingpong_8r_4n: "pingpong", 8, 4;
+    ring_4r_2n: "ring", 4, 2;
+    ring_8r_1n: "ring", 8, 1;
+    allpairs_2r_2n: "allpairs", 2, 2;
+    allpairs_4r_1n: "allpairs", 4, 1;
+    allpairs_8r_4n: "allpairs", 8, 4;
+    wildcard_4r_2n: "wildcard", 4, 2;
+    wildcard_8r_2n: "wildcard", 8, 2;
+    unexpected_2r_2n: "unexpected", 2, 2;
+    unexpected_4r_1n: "unexpected", 4, 1;
+    many_requests_2r_1n: "many-requests", 2, 1;
+    many_requests_8r_4n: "many-requests", 8, 4;
+    ordering_2r_2n: "ordering", 2, 2;
+    rndv_large_2r_2n: "rndv-large", 2, 2;
+    rndv_large_4r_1n: "rndv-large", 4, 1;
+    mixed_4r_2n: "mixed", 4, 2;
+    mixed_8r_4n: "mixed", 8, 4;
+    probe_2r_1n: "probe", 2, 1;
+    sync_2r_2n: "sync", 2, 2;
+    comms_4r_2n: "comms", 4, 2;
+    comms_8r_4n: "comms", 8, 4;
+}
+
+#[test]
+fn a_rank_that_exits_early_stops_the_job_with_a_clear_error() {
+    let out = dnrun(3, 2, &["--backend", "sim"], "mpi-suite", &["early-exit"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the job must fail");
+    assert!(stderr.contains("rank 1 exited (code 0) without calling MPI finalize"), "{stderr}");
+    assert!(sim_tests::leftover_job_dirs(std::process::id()).is_empty());
+}
+
+#[test]
+fn a_failing_rank_gives_its_exit_code_and_name() {
+    let out = dnrun(4, 2, &["--backend", "sim"], "mpi-suite", &["fail"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("rank 3 exited with code 1"), "{stderr}");
+    assert!(stderr.contains("deliberate failure"), "{stderr}");
+}
+
+#[test]
+fn a_job_past_its_timeout_is_stopped() {
+    let dir = sim_tests::bin_dir();
+    sim_tests::ensure_binaries();
+    let out = std::process::Command::new(dir.join("dnrun"))
+        .args(["-n", "2", "--timeout", "1", "--", "/bin/sleep", "30"])
+        .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("exceeded --timeout 1 s"), "{stderr}");
+}
+
+#[test]
+fn traces_of_an_mpi_job_are_identical_across_runs() {
+    let dir = std::env::temp_dir();
+    let t1 = dir.join(format!("dn-mpi-trace-{}-1.json", std::process::id()));
+    let t2 = dir.join(format!("dn-mpi-trace-{}-2.json", std::process::id()));
+    for t in [&t1, &t2] {
+        let out = dnrun(4, 2, &["--trace", t.to_str().unwrap()], "mpi-suite", &["allpairs"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (a, b) = (std::fs::read(&t1).unwrap(), std::fs::read(&t2).unwrap());
+    let _ = (std::fs::remove_file(&t1), std::fs::remove_file(&t2));
+    assert!(a.len() > 10_000 && a == b, "traces differ or are empty ({} vs {} bytes)", a.len(), b.len());
+}
