@@ -260,11 +260,15 @@ struct State {
     error: Option<AdiError>,
     /// Host-cost charges accumulated during dispatch (applied after poll).
     charges: [u64; 16],
+    charged: bool,
+    /// Packets waiting in the per-connection send queues.
+    queued: usize,
 }
 
 impl State {
     fn charge(&mut self, c: HostCost, n: u64) {
         self.charges[c as usize] += n;
+        self.charged = true;
     }
 
     fn fail(&mut self, e: AdiError) {
@@ -470,6 +474,8 @@ impl Engine {
                 counters: Counters::default(),
                 error: None,
                 charges: [0; 16],
+                charged: false,
+                queued: 0,
             },
         }
     }
@@ -630,6 +636,7 @@ impl Engine {
         }
         let q = &mut self.st.sendq[dest as usize];
         q.push_back(o);
+        self.st.queued += 1;
         if q.len() > 1 {
             self.st.counters.send_queued += 1;
         }
@@ -648,8 +655,7 @@ impl Engine {
     /// Hand queued packets for `dest` to the transport, in order.
     fn flush(&mut self, dest: u32) -> Result<bool, AdiError> {
         let mut sent = false;
-        loop {
-            let Some(o) = self.st.sendq[dest as usize].front() else { break };
+        while let Some(o) = self.st.sendq[dest as usize].front() {
             let payload: &[u8] = match &o.payload {
                 Payload::None => &[],
                 Payload::Owned(v) => v,
@@ -662,6 +668,7 @@ impl Engine {
                 break;
             }
             sent = true;
+            self.st.queued -= 1;
             let o = self.st.sendq[dest as usize].pop_front();
             if let Some(id) = o.and_then(|o| o.completes) {
                 self.complete_send(id);
@@ -671,12 +678,17 @@ impl Engine {
     }
 
     fn flush_all(&mut self) -> Result<bool, AdiError> {
-        let outbox = std::mem::take(&mut self.st.outbox);
-        for (dest, o) in outbox {
-            self.st.counters.control_sent += 1;
-            self.enqueue(dest, o)?;
+        if !self.st.outbox.is_empty() {
+            let outbox = std::mem::take(&mut self.st.outbox);
+            for (dest, o) in outbox {
+                self.st.counters.control_sent += 1;
+                self.enqueue(dest, o)?;
+            }
         }
         let mut sent = false;
+        if self.st.queued == 0 {
+            return Ok(false);
+        }
         for d in 0..self.st.size {
             if !self.st.sendq[d as usize].is_empty() {
                 sent |= self.flush(d)?;
@@ -861,6 +873,9 @@ impl Engine {
     }
 
     fn apply_charges(&mut self) {
+        if !std::mem::take(&mut self.st.charged) {
+            return;
+        }
         for (i, n) in self.st.charges.iter_mut().enumerate() {
             if *n > 0 {
                 if let Some(c) = HostCost::ALL.get(i) {

@@ -6,7 +6,7 @@
 //! device or a simulator node file; only the [`Platform`] differs.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
@@ -120,6 +120,58 @@ impl ReadLog {
     }
 }
 
+/// Commands posted and not yet waited for. At most [`CQ_DEPTH`] are on the
+/// device, one per queue entry; results read early (to free an entry) wait
+/// in `reaped`.
+struct Pending {
+    slots: [Option<(u64, &'static str)>; CQ_DEPTH],
+    reaped: HashMap<u64, (&'static str, CompletionResult)>,
+}
+
+impl Pending {
+    fn new() -> Pending {
+        Pending { slots: [None; CQ_DEPTH], reaped: HashMap::new() }
+    }
+
+    fn get(&self, seq: u64) -> Option<&'static str> {
+        match self.slots[seq as usize % CQ_DEPTH] {
+            Some((s, n)) if s == seq => Some(n),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<&'static str> {
+        let slot = &mut self.slots[seq as usize % CQ_DEPTH];
+        match *slot {
+            Some((s, n)) if s == seq => {
+                *slot = None;
+                Some(n)
+            }
+            _ => None,
+        }
+    }
+
+    /// The command still holding the queue entry `seq` needs, if any.
+    fn occupant(&self, seq: u64) -> Option<u64> {
+        self.slots[seq as usize % CQ_DEPTH].map(|(s, _)| s).filter(|s| *s != seq)
+    }
+
+    fn take_reaped(&mut self, seq: u64) -> Option<(&'static str, CompletionResult)> {
+        if self.reaped.is_empty() {
+            return None;
+        }
+        self.reaped.remove(&seq)
+    }
+
+    fn clear(&mut self) {
+        *self = Pending::new();
+    }
+
+    fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count() + self.reaped.len()
+    }
+}
+
 struct RingLocal {
     base: u64,
     size: u64,
@@ -136,8 +188,7 @@ pub struct Device {
     info: DeviceInfo,
     platform: Platform,
     posted: u64,
-    outstanding: BTreeMap<u64, &'static str>,
-    reaped: BTreeMap<u64, (&'static str, CompletionResult)>,
+    pending: Pending,
     ww_dirty: bool,
     rings: BTreeMap<usize, RingLocal>,
     reads: ReadLog,
@@ -231,8 +282,7 @@ impl Device {
             info,
             platform,
             posted: 0,
-            outstanding: BTreeMap::new(),
-            reaped: BTreeMap::new(),
+            pending: Pending::new(),
             ww_dirty: false,
             rings: BTreeMap::new(),
             reads: ReadLog::default(),
@@ -280,8 +330,7 @@ impl Device {
     /// DOORBELL: wait until every fetched command has ended, then continue
     /// from the device's fetch count. Outstanding tickets are forgotten.
     pub fn resync(&mut self) -> Result<(), DriverError> {
-        self.outstanding.clear();
-        self.reaped.clear();
+        self.pending.clear();
         self.platform.sync()?;
         let fetched = self.poll(|d| {
             let fetched = d.read_ur(ur::off::CMD_FETCHED);
@@ -462,11 +511,8 @@ impl Device {
     fn post(&mut self, words: [u64; 8], name: &'static str) -> Result<Ticket, DriverError> {
         let seq = self.posted;
         // Entry seq % 32 may be rewritten once command seq - 32 has ended.
-        while let Some((&oldest, _)) = self.outstanding.first_key_value() {
-            if oldest + CQ_DEPTH as u64 > seq {
-                break;
-            }
-            self.reap_blocking(oldest)?;
+        if let Some(old) = self.pending.occupant(seq) {
+            self.reap_blocking(old)?;
         }
         let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
         let slot = &regs.descriptors[seq as usize % CQ_DEPTH];
@@ -474,7 +520,7 @@ impl Device {
             self.uc_write(reg, w);
         }
         self.ring_doorbell(seq + 1);
-        self.outstanding.insert(seq, name);
+        self.pending.slots[seq as usize % CQ_DEPTH] = Some((seq, name));
         self.posted = seq + 1;
         Ok(Ticket(seq))
     }
@@ -502,8 +548,8 @@ impl Device {
 
     fn reap_blocking(&mut self, seq: u64) -> Result<(), DriverError> {
         let r = self.poll(|d| d.read_completion(seq))?;
-        if let Some(op) = self.outstanding.remove(&seq) {
-            self.reaped.insert(seq, (op, r));
+        if let Some(op) = self.pending.remove(seq) {
+            self.pending.reaped.insert(seq, (op, r));
         }
         Ok(())
     }
@@ -530,30 +576,30 @@ impl Device {
 
     /// Wait for a command to end. A refused command is an error.
     pub fn wait(&mut self, t: Ticket) -> Result<Completion, DriverError> {
-        if let Some((op, r)) = self.reaped.remove(&t.0) {
+        if let Some((op, r)) = self.pending.take_reaped(t.0) {
             return Device::finish(t.0, op, r);
         }
-        let Some(&op) = self.outstanding.get(&t.0) else {
+        let Some(op) = self.pending.get(t.0) else {
             return Err(DriverError::UnknownTicket(t.0));
         };
         let r = self.poll(|d| d.read_completion(t.0))?;
-        self.outstanding.remove(&t.0);
+        self.pending.remove(t.0);
         Device::finish(t.0, op, r)
     }
 
     /// Check once whether a command has ended (`Ok(None)`: not yet).
     pub fn try_wait(&mut self, t: Ticket) -> Result<Option<Completion>, DriverError> {
-        if let Some((op, r)) = self.reaped.remove(&t.0) {
+        if let Some((op, r)) = self.pending.take_reaped(t.0) {
             return Device::finish(t.0, op, r).map(Some);
         }
-        let Some(&op) = self.outstanding.get(&t.0) else {
+        let Some(op) = self.pending.get(t.0) else {
             return Err(DriverError::UnknownTicket(t.0));
         };
         self.observe()?;
         match self.read_completion(t.0) {
             None => Ok(None),
             Some(r) => {
-                self.outstanding.remove(&t.0);
+                self.pending.remove(t.0);
                 Device::finish(t.0, op, r).map(Some)
             }
         }
@@ -567,7 +613,7 @@ impl Device {
 
     /// Commands posted and not yet waited for.
     pub fn outstanding(&self) -> usize {
-        self.outstanding.len() + self.reaped.len()
+        self.pending.len()
     }
 
     // ---- status and errors --------------------------------------------------

@@ -25,6 +25,7 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 pub const HW_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The platform a [`crate::Device`] runs on.
+#[allow(clippy::large_enum_variant)] // one per device; boxing would add an indirection to every access
 pub enum Platform {
     /// A real card: waits spin, costs are real.
     Hardware(Hardware),

@@ -72,7 +72,7 @@ pub struct DimmnetConfig {
 
 impl Default for DimmnetConfig {
     fn default() -> Self {
-        DimmnetConfig { ring_bytes: 64 * 1024, zone_bytes: 1 << 20, zones: 8, eager_threshold: 4096 }
+        DimmnetConfig { ring_bytes: 64 * 1024, zone_bytes: 1 << 20, zones: 8, eager_threshold: 16 * 1024 }
     }
 }
 
@@ -140,29 +140,34 @@ impl WwRing {
         WwRing { head: 0, live: VecDeque::new() }
     }
 
-    /// Reserve `n` bytes (8-aligned), waiting for older commands as needed.
+    /// Reserve `n` bytes (rounded to 64), waiting for older commands still
+    /// reading them. Allocation walks WW in order, so the commands to wait
+    /// for are always the oldest ones, at the front of `live`.
     fn alloc(&mut self, dev: &mut Device, n: usize) -> Result<usize, TransportError> {
         let n = n.div_ceil(64) * 64;
         if self.head + n > fpga_regs::layout::WW_SIZE {
+            // Skip the tail: retire what older laps left there first.
+            while self.live.front().is_some_and(|&(s, _, _)| s >= self.head) {
+                self.retire_front(dev)?;
+            }
             self.head = 0;
         }
         let (lo, hi) = (self.head, self.head + n);
-        // Wait for every older command still reading any of these bytes.
-        let mut i = 0;
-        while i < self.live.len() {
-            let (s, len, t) = self.live[i];
-            if s < hi && lo < s + len {
-                self.live.remove(i);
-                match dev.wait(t) {
-                    Ok(_) | Err(DriverError::UnknownTicket(_)) => {}
-                    Err(e) => return Err(map_err(e)),
-                }
-            } else {
-                i += 1;
-            }
+        while self.live.front().is_some_and(|&(s, len, _)| s < hi && lo < s + len) {
+            self.retire_front(dev)?;
         }
         self.head = hi;
         Ok(lo)
+    }
+
+    fn retire_front(&mut self, dev: &mut Device) -> Result<(), TransportError> {
+        if let Some((_, _, t)) = self.live.pop_front() {
+            match dev.wait(t) {
+                Ok(_) | Err(DriverError::UnknownTicket(_)) => {}
+                Err(e) => return Err(map_err(e)),
+            }
+        }
+        Ok(())
     }
 
     fn used(&mut self, start: usize, len: usize, t: Ticket) {
@@ -383,25 +388,36 @@ impl DimmnetTransport {
         self.reported[dest as usize] = self.consumed[dest as usize];
         // The byte stream [hdr | parts...] split into packet payloads.
         let total = DN_HDR + len;
-        let mut stream = parts.iter().flat_map(|p| p.iter().copied());
-        let mut first = true;
+        let mut pieces: [&[u8]; 4] = [&hdr, &[], &[], &[]];
+        if parts.len() > 3 {
+            return Err(TransportError::Backend { backend: BACKEND, msg: "too many message parts".into() });
+        }
+        pieces[1..1 + parts.len()].copy_from_slice(parts);
+        let (mut part, mut at) = (0usize, 0usize);
         let mut left = total;
         while left > 0 {
             let n = left.min(MAX_PAYLOAD);
             self.image.clear();
             self.image.extend_from_slice(&PacketHeader::ivs(peer, n as u32).encode());
-            if first {
-                self.image.extend_from_slice(&hdr);
-                self.image.extend(stream.by_ref().take(n - DN_HDR));
-                first = false;
-            } else {
-                self.image.extend(stream.by_ref().take(n));
+            let mut want = n;
+            while want > 0 {
+                let p = pieces[part];
+                let take = (p.len() - at).min(want);
+                self.image.extend_from_slice(&p[at..at + take]);
+                want -= take;
+                at += take;
+                if at == p.len() {
+                    part += 1;
+                    at = 0;
+                }
             }
-            let at = self.ww.alloc(&mut self.dev, self.image.len())?;
-            self.dev.write_ww(at, &self.image).map_err(map_err)?;
-            let t =
-                self.dev.submit(&Command::Botf { ww_off: at as u32, len: self.image.len() as u32 }).map_err(map_err)?;
-            self.ww.used(at, self.image.len(), t);
+            let at_ww = self.ww.alloc(&mut self.dev, self.image.len())?;
+            self.dev.write_ww(at_ww, &self.image).map_err(map_err)?;
+            let t = self
+                .dev
+                .submit(&Command::Botf { ww_off: at_ww as u32, len: self.image.len() as u32 })
+                .map_err(map_err)?;
+            self.ww.used(at_ww, self.image.len(), t);
             left -= n;
         }
         self.sent[dest as usize] += record_len(total as u64);

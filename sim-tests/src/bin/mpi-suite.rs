@@ -15,7 +15,8 @@ fn e<E: std::fmt::Display>(x: E) -> String {
 
 macro_rules! check {
     ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
+        let ok: bool = $cond;
+        if !ok {
             return Err(format!($($msg)*));
         }
     };
@@ -23,7 +24,7 @@ macro_rules! check {
 
 /// Deterministic message contents for (sender, receiver, index, length).
 fn data(src: Rank, dst: Rank, i: u32, len: usize) -> Vec<u8> {
-    let mut x = (src as u64 + 1) * 0x9E37_79B9 ^ (dst as u64 + 7) * 0x85EB_CA6B ^ (i as u64) << 20 | 1;
+    let mut x = ((src as u64 + 1) * 0x9E37_79B9) ^ ((dst as u64 + 7) * 0x85EB_CA6B) ^ ((i as u64) << 20) | 1;
     (0..len)
         .map(|_| {
             x ^= x << 13;
