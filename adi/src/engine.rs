@@ -16,6 +16,7 @@
 //!   loop of `MPI_Send` (§7), idling the transport when a pass finds nothing.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use crate::config::Config;
 use crate::counters::Counters;
@@ -81,7 +82,7 @@ enum SendState {
 #[derive(Debug)]
 struct SendReq {
     dest: u32,
-    data: Vec<u8>,
+    data: Rc<Vec<u8>>,
     state: SendState,
 }
 
@@ -336,7 +337,8 @@ impl State {
         r.env = Some(env);
         r.sreq = sreq;
         r.state = RecvState::Rendezvous;
-        r.buf = vec![0u8; r.capacity.min(env.len) as usize];
+        // Filled in order as the data arrives: no zeroing pass.
+        r.buf = Vec::with_capacity(r.capacity.min(env.len) as usize);
         if env.len > r.capacity {
             r.error = Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: r.capacity });
         }
@@ -414,10 +416,17 @@ impl State {
                 if end > r.env.map_or(0, |e| e.len) {
                     return self.fail(AdiError::Protocol { sender: src, what: "DATA beyond the message".into() });
                 }
-                let cap = r.buf.len() as u64;
-                if offset < cap {
-                    let n = (cap - offset).min(len) as usize;
-                    r.buf[offset as usize..offset as usize + n].copy_from_slice(&data[..n]);
+                let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
+                if offset < keep {
+                    let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
+                    if o == r.buf.len() {
+                        r.buf.extend_from_slice(&data[..n]);
+                    } else {
+                        if r.buf.len() < o + n {
+                            r.buf.resize(o + n, 0);
+                        }
+                        r.buf[o..o + n].copy_from_slice(&data[..n]);
+                    }
                 }
             }
         }
@@ -429,6 +438,8 @@ impl State {
         r.received = upto;
         let total = r.env.map_or(0, |e| e.len);
         if upto >= total {
+            let keep = r.capacity.min(total) as usize;
+            r.buf.resize(keep, 0);
             r.state = RecvState::Done;
         } else {
             self.need_landing.push_back(rreq);
@@ -510,6 +521,11 @@ impl Engine {
         self.st.caps
     }
 
+    /// The transport's own counters, if it keeps any.
+    pub fn transport_report(&self) -> Option<String> {
+        self.t.report()
+    }
+
     /// The transport's name.
     pub fn backend(&self) -> &'static str {
         self.t.name()
@@ -570,13 +586,14 @@ impl Engine {
         self.t.charge(HostCost::Request, 1);
         let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
         if self.eager_ok(dest, data.len(), sync) {
-            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data: Vec::new(), state: SendState::Queued }))?;
+            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data: Rc::default(), state: SendState::Queued }))?;
             self.count_send(dest, true, env.len);
             let o = Outgoing::new(Packet::Eager { env, sreq: id }, Payload::Owned(data), Some(id));
             self.enqueue(dest, o)?;
             Ok(id)
         } else {
-            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state: SendState::Rendezvous }))?;
+            let id =
+                self.st.reqs.insert(Req::Send(SendReq { dest, data: Rc::new(data), state: SendState::Rendezvous }))?;
             self.count_send(dest, false, env.len);
             self.enqueue(dest, Outgoing::new(Packet::Rts { env, sreq: id, sync }, Payload::None, None))?;
             Ok(id)
@@ -648,7 +665,7 @@ impl Engine {
     fn complete_send(&mut self, id: ReqId) {
         if let Some(Req::Send(s)) = self.st.reqs.get_mut(id) {
             s.state = SendState::Done;
-            s.data = Vec::new();
+            s.data = Rc::default();
         }
     }
 
@@ -656,15 +673,19 @@ impl Engine {
     fn flush(&mut self, dest: u32) -> Result<bool, AdiError> {
         let mut sent = false;
         while let Some(o) = self.st.sendq[dest as usize].front() {
-            let payload: &[u8] = match &o.payload {
-                Payload::None => &[],
-                Payload::Owned(v) => v,
+            let hdr = &o.hdr[..o.hlen as usize];
+            let ok = match &o.payload {
+                Payload::None => self.t.try_send(dest, &[hdr])?,
+                Payload::Owned(v) => self.t.try_send(dest, &[hdr, v])?,
                 Payload::Slice { req, offset, len } => match self.st.reqs.get(*req) {
-                    Some(Req::Send(s)) => &s.data[*offset as usize..(*offset + *len) as usize],
-                    _ => &[],
+                    Some(Req::Send(s)) => {
+                        let range = *offset as usize..(*offset + *len) as usize;
+                        self.t.try_send_shared(dest, hdr, &s.data, range)?
+                    }
+                    _ => self.t.try_send(dest, &[hdr])?,
                 },
             };
-            if !self.t.try_send(dest, &[&o.hdr[..o.hlen as usize], payload])? {
+            if !ok {
                 break;
             }
             sent = true;
@@ -978,11 +999,13 @@ impl Engine {
             worked = true;
             let Some(r) = self.st.recv_mut(id) else { continue };
             let Some(region) = r.region.take() else { continue };
-            let cap = r.buf.len() as u64;
-            if offset < cap {
-                let n = (cap - offset).min(len) as usize;
-                let out = &mut r.buf[offset as usize..offset as usize + n];
-                self.t.rdv_read(&region, 0, out)?;
+            let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
+            if offset < keep {
+                let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
+                if r.buf.len() < o + n {
+                    r.buf.resize(o + n, 0);
+                }
+                self.t.rdv_read(&region, 0, &mut r.buf[o..o + n])?;
             }
             self.t.rdv_free(region);
             self.st.finish_segment(id, offset + len);
@@ -999,10 +1022,13 @@ impl Engine {
                 && e.st.need_landing.is_empty()
                 && e.st.fts_work.is_empty()
         })?;
+        self.t.finalize()?;
         if self.st.cfg.print_stats {
             eprintln!("[rank {}] {} backend counters:\n{}", self.st.rank, self.t.name(), self.st.counters);
+            if let Some(r) = self.t.report() {
+                eprintln!("{r}");
+            }
         }
-        self.t.finalize()?;
         Ok(self.st.counters.clone())
     }
 

@@ -9,7 +9,7 @@
 //! * [`backend::dimmnet`] — DIMMnet-2 (simulated or real): IVS rings as
 //!   virtual connections, BOTF for envelopes, RVS for rendezvous data;
 //! * [`backend::local`] — threads of one process (tests);
-//! * `udp` — reliable UDP (seed 001).
+//! * [`backend::udp`] — reliable UDP over one socket per rank (seed 001).
 
 #![warn(missing_docs)]
 
@@ -35,7 +35,8 @@ pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
     let backend = std::env::var(ENV_BACKEND).unwrap_or_else(|_| "sim".into());
     match backend.as_str() {
         "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
-        other => Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet)"))),
+        "udp" => Ok(Box::new(backend::udp::UdpTransport::from_env()?)),
+        other => Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp)"))),
     }
 }
 

@@ -12,6 +12,9 @@
 //!   receiver-provided region offers `rdv_*`; the engine falls back to DATA
 //!   packets otherwise.
 
+use std::ops::Range;
+use std::rc::Rc;
+
 use crate::error::TransportError;
 pub use driver::HostCost;
 
@@ -51,6 +54,18 @@ pub trait Transport {
     /// after every message previously accepted for `dest`. `Ok(false)` means
     /// "not now" (flow control); the caller retries later.
     fn try_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<bool, TransportError>;
+    /// Like [`Transport::try_send`] for a header plus a range of a shared
+    /// buffer: a transport that must keep the bytes (e.g. for retransmission)
+    /// can hold a reference instead of copying them.
+    fn try_send_shared(
+        &mut self,
+        dest: u32,
+        header: &[u8],
+        data: &Rc<Vec<u8>>,
+        range: Range<usize>,
+    ) -> Result<bool, TransportError> {
+        self.try_send(dest, &[header, &data[range]])
+    }
     /// Hand every message that has arrived to `sink(source, bytes)`.
     /// Returns the number of messages delivered.
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError>;
@@ -93,6 +108,10 @@ pub trait Transport {
     }
     /// Receiver: give a landing zone back.
     fn rdv_free(&mut self, _region: Region) {}
+    /// Backend counters, for `DN_STATS=1`.
+    fn report(&self) -> Option<String> {
+        None
+    }
     /// Leave the job (after the engine has drained its queues).
     fn finalize(&mut self) -> Result<(), TransportError> {
         Ok(())

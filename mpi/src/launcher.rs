@@ -48,6 +48,12 @@ pub struct LaunchOptions {
     pub env: Vec<(String, String)>,
     /// Print the simulator's summary.
     pub verbose: bool,
+    /// UDP: one `host:port` per rank, for jobs across hosts.
+    pub hostfile: Option<PathBuf>,
+    /// Start only these ranks here (the others run elsewhere); all by default.
+    pub ranks: Option<Vec<u32>>,
+    /// Job id stamped on every datagram (random when not given).
+    pub job_id: Option<u32>,
 }
 
 /// How a job ended.
@@ -256,7 +262,27 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut forwarders = Vec::new();
     let start = Instant::now();
-    for rank in 0..opts.np {
+    let job_id = opts.job_id.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        (t as u32) ^ std::process::id().rotate_left(16)
+    });
+    let local: Vec<u32> = match &opts.ranks {
+        Some(r) => r.clone(),
+        None => (0..opts.np).collect(),
+    };
+    if let Some(bad) = local.iter().find(|r| **r >= opts.np) {
+        return Err(LaunchError::Usage(format!("--ranks names rank {bad}, but the job has {} ranks", opts.np)));
+    }
+    if opts.ranks.is_some() && opts.backend == Backend::Udp && opts.hostfile.is_none() {
+        return Err(LaunchError::Usage("--ranks across hosts needs --hostfile (the addresses of every rank)".into()));
+    }
+    if opts.ranks.is_some() && opts.backend == Backend::Sim {
+        return Err(LaunchError::Usage(
+            "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
+        ));
+    }
+    for (slot, &rank) in local.iter().enumerate() {
+        let _ = slot;
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)
             .env(
@@ -271,6 +297,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .env("DN_NODES", opts.nodes.to_string())
             .env("DN_SIM_DIR", &sim_dir)
             .env(ENV_JOB_DIR, dir.join("job"))
+            .env("DN_JOB_ID", job_id.to_string())
+            .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -303,18 +331,16 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     // One waiter thread per rank reports exits in the order they happen, so
     // the first failure is the one named.
     let (tx, rx) = std::sync::mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
-    let mut pids: Vec<Option<u32>> = Vec::new();
-    for (rank, slot) in children.iter_mut().enumerate() {
-        match slot.take() {
-            Some(mut c) => {
-                pids.push(Some(c.id()));
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    let st = c.wait();
-                    let _ = tx.send((rank, st));
-                });
-            }
-            None => pids.push(None),
+    let mut pids: Vec<Option<u32>> = vec![None; opts.np as usize];
+    for (i, slot) in children.iter_mut().enumerate() {
+        if let Some(mut c) = slot.take() {
+            let rank = local[i] as usize;
+            pids[rank] = Some(c.id());
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let st = c.wait();
+                let _ = tx.send((rank, st));
+            });
         }
     }
     drop(tx);
@@ -429,7 +455,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     // caused it (the ranks it killed are not the culprits).
     let exit_code = match culprit {
         Some(c) => c.max(1),
-        None => codes.iter().map(|c| c.unwrap_or(1)).max().unwrap_or(0),
+        None => local.iter().map(|r| codes[*r as usize].unwrap_or(1)).max().unwrap_or(0),
     };
     Ok(JobReport { codes, stopped, exit_code })
 }

@@ -34,9 +34,24 @@ pub struct Universe {
     world: SimpleCommunicator,
 }
 
+/// Keep large buffers in the heap: message buffers of hundreds of KiB are
+/// allocated and freed per message, and glibc would otherwise map and unmap
+/// each one, paying a page fault and a page clear per 4 KiB every time
+/// (measured: a quarter of the time of a 1 MiB UDP bandwidth test).
+fn tune_allocator() {
+    // SAFETY: mallopt only changes glibc's allocation thresholds; it is
+    // called before this library allocates any message buffer and has no
+    // memory-safety preconditions.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+    }
+}
+
 /// Initialise MPI from the environment `dnrun` provides. A program started
 /// without `dnrun` runs as a single-process job.
 pub fn initialize() -> Result<Universe> {
+    tune_allocator();
     let engine = if std::env::var("DN_RANK").is_err() && std::env::var(adi::ENV_BACKEND).is_err() {
         let t =
             local_world(1, None, default_caps()).pop().ok_or_else(|| MpiError::Init("no local transport".into()))?;

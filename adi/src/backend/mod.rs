@@ -2,3 +2,4 @@
 
 pub mod dimmnet;
 pub mod local;
+pub mod udp;

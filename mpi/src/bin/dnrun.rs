@@ -42,9 +42,43 @@ struct Args {
     /// Print the simulator's summary.
     #[arg(short, long)]
     verbose: bool,
+    /// UDP across hosts: a file with one host:port per rank, in rank order.
+    #[arg(long)]
+    hostfile: Option<PathBuf>,
+    /// Start only these ranks on this host (e.g. 0-3 or 0,2,4); the default is all.
+    #[arg(long, value_parser = parse_ranks)]
+    ranks: Option<RankList>,
+    /// Job id stamped on every UDP datagram; give the same one on every host.
+    #[arg(long)]
+    job_id: Option<u32>,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
+}
+
+/// A list of ranks given as `0-3,6`.
+#[derive(Clone, Debug)]
+struct RankList(Vec<u32>);
+
+fn parse_ranks(s: &str) -> Result<RankList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("{part:?} is not a rank or a range like 4-7");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err("no ranks given".into());
+    }
+    Ok(RankList(out))
 }
 
 fn main() -> ExitCode {
@@ -71,6 +105,9 @@ fn main() -> ExitCode {
         args: a.command[1..].to_vec(),
         env,
         verbose: a.verbose,
+        hostfile: a.hostfile,
+        ranks: a.ranks.map(|r| r.0),
+        job_id: a.job_id,
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

@@ -59,6 +59,8 @@ fn main() -> ExitCode {
             "probe" => probe(&w)?,
             "sync" => sync(&u, &w)?,
             "comms" => comms(&w)?,
+            "sockets" => sockets(&w)?,
+            "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
                 if w.rank() == 1 {
@@ -432,5 +434,107 @@ fn comms(w: &SimpleCommunicator) -> R {
         );
     }
     dup.barrier().map_err(e)?;
+    Ok(())
+}
+
+/// How many sockets this process has open.
+fn open_sockets() -> R<u64> {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").map_err(e)? {
+        let target = std::fs::read_link(entry.map_err(e)?.path()).unwrap_or_default();
+        if target.to_string_lossy().starts_with("socket:") {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Every rank reports its socket count; rank 0 prints the total.
+fn sockets(w: &SimpleCommunicator) -> R {
+    let mine = open_sockets()?;
+    if w.rank() == 0 {
+        let mut total = mine;
+        for r in 1..w.size() {
+            let (n, _) = w.process_at_rank(r).receive::<u64>().map_err(e)?;
+            check!(n <= 1, "rank {r} has {n} sockets open");
+            total += n;
+        }
+        check!(mine <= 1, "rank 0 has {mine} sockets open");
+        println!("sockets: {total} in total for {} ranks", w.size());
+    } else {
+        w.process_at_rank(0).send(&mine).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Rank 0 throws bad datagrams at rank 1's socket; none may reach the
+/// application, each is counted, and the job carries on.
+fn udp_garbage(u: &Universe, w: &SimpleCommunicator) -> R {
+    use adi::backend::udp::wire::{flag, seal, Header, HEADER};
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 || me > 1 {
+        return Ok(());
+    }
+    if me == 0 {
+        let dir = std::env::var("DN_JOB_DIR").map_err(|_| "DN_JOB_DIR is not set (run with dnrun --backend udp)")?;
+        let target: std::net::SocketAddr =
+            std::fs::read_to_string(std::path::Path::new(&dir).join("udp.1")).map_err(e)?.trim().parse().map_err(e)?;
+        let job: u32 = std::env::var("DN_JOB_ID").map_err(e)?.parse().map_err(e)?;
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(e)?;
+        let good = Header {
+            flags: flag::DATA,
+            job,
+            src: 0,
+            dst: 1,
+            seq: 0,
+            ack: 0,
+            msg_len: 4,
+            frag: 0,
+            nfrags: 1,
+            payload: 4,
+        };
+        let make = |h: Header, payload: &[u8], fix: bool| {
+            let mut d = vec![0u8; HEADER + payload.len()];
+            h.write(&mut d);
+            d[HEADER..].copy_from_slice(payload);
+            if fix {
+                seal(&mut d);
+            }
+            d
+        };
+        let bad: Vec<Vec<u8>> = vec![
+            b"hello, not a datagram of ours".to_vec(),            // foreign
+            make(good, b"ping", true)[..20].to_vec(),             // truncated
+            make(Header { job: job ^ 1, ..good }, b"ping", true), // other job
+            make(good, b"ping", false),                           // corrupt (no CRC)
+            make(Header { src: 99, ..good }, b"ping", true),      // unknown rank
+            make(good, b"ping", true),                            // right header, wrong address
+            make(Header { frag: 3, ..good }, b"ping", true),      // malformed
+        ];
+        for d in &bad {
+            sock.send_to(d, target).map_err(e)?;
+        }
+        w.process_at_rank(1).send(&7u32).map_err(e)?;
+        let (v, _) = w.process_at_rank(1).receive::<u32>().map_err(e)?;
+        check!(v == 8, "reply {v}");
+    } else {
+        let (v, _) = w.process_at_rank(0).receive::<u32>().map_err(e)?;
+        check!(v == 7, "the application saw {v} instead of the real message");
+        check!(w.any_process().immediate_probe().map_err(e)?.is_none(), "a bad datagram reached the application");
+        w.process_at_rank(0).send(&8u32).map_err(e)?;
+        let report = u.with_engine(|e| e.transport_report()).map_err(e)?.unwrap_or_default();
+        let dropped: u64 = report
+            .split("dropped:")
+            .nth(1)
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|p| p.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        check!(dropped >= 7, "only {dropped} bad datagrams were counted: {report}");
+        println!("udp-garbage: {report}");
+    }
     Ok(())
 }

@@ -1,0 +1,141 @@
+//! How ranks learn each other's addresses at start-up.
+//!
+//! * **One host (`dnrun --backend udp`)**: every rank binds its socket to
+//!   `DN_UDP_BIND` (default `127.0.0.1`) on a port the OS picks, writes
+//!   `udp.<rank>` = `ip:port` into the job directory `DN_JOB_DIR` (atomically:
+//!   write then rename), and waits until all `DN_SIZE` files exist. Binding
+//!   before publishing means no rank ever sends to a socket that does not
+//!   exist yet.
+//! * **Several hosts**: a host file (`DN_UDP_HOSTFILE`, `dnrun --hostfile`)
+//!   lists one `host:port` per rank, in rank order (`#` comments and blank
+//!   lines ignored). Every rank binds its own line and knows the others from
+//!   the file; start the ranks of each host with
+//!   `dnrun --backend udp --hostfile FILE --ranks 4-7 --job-id N -- prog`.
+//!
+//! Every datagram carries the job id (`DN_JOB_ID`), so stray datagrams of
+//! another job on the same ports are dropped.
+
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{UdpConfig, UdpTransport};
+use crate::error::TransportError;
+
+/// How long a rank waits for the others to publish their addresses.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn cfg_err(m: String) -> TransportError {
+    TransportError::Config(m)
+}
+
+fn env_num(k: &str) -> Result<u64, TransportError> {
+    let v = std::env::var(k).map_err(|_| cfg_err(format!("{k} is not set; start the job with dnrun")))?;
+    v.trim().parse().map_err(|_| cfg_err(format!("{k}={v:?} is not a number")))
+}
+
+/// Parse a host file: one `host:port` per rank.
+pub fn parse_hostfile(text: &str) -> Result<Vec<SocketAddr>, TransportError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let addr = line
+            .to_socket_addrs()
+            .map_err(|e| cfg_err(format!("host file line {}: {line:?} is not host:port ({e})", n + 1)))?
+            .next()
+            .ok_or_else(|| cfg_err(format!("host file line {}: {line:?} resolves to nothing", n + 1)))?;
+        if addr.port() == 0 {
+            return Err(cfg_err(format!("host file line {}: {line:?} needs an explicit port", n + 1)));
+        }
+        out.push(addr);
+    }
+    Ok(out)
+}
+
+/// Bind and learn the peers from the environment `dnrun` sets.
+pub fn exchange_from_env(cfg: &UdpConfig) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
+    let rank = env_num("DN_RANK")? as u32;
+    let size = env_num("DN_SIZE")? as u32;
+    let job = std::env::var("DN_JOB_ID").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    if rank >= size {
+        return Err(cfg_err(format!("DN_RANK={rank} is not below DN_SIZE={size}")));
+    }
+    if let Ok(path) = std::env::var("DN_UDP_HOSTFILE") {
+        let text = std::fs::read_to_string(&path).map_err(|e| cfg_err(format!("cannot read host file {path}: {e}")))?;
+        let peers = parse_hostfile(&text)?;
+        if peers.len() != size as usize {
+            return Err(cfg_err(format!(
+                "host file {path} lists {} addresses but the job has {size} ranks",
+                peers.len()
+            )));
+        }
+        let sock = UdpTransport::bind(peers[rank as usize], cfg)?;
+        return Ok((sock, rank, peers, job));
+    }
+    let dir = PathBuf::from(
+        std::env::var("DN_JOB_DIR").map_err(|_| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?,
+    );
+    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
+    let bind: SocketAddr =
+        format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
+    let sock = UdpTransport::bind(bind, cfg)?;
+    let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
+    publish(&dir, rank, me)?;
+    let peers = gather(&dir, size, EXCHANGE_TIMEOUT)?;
+    Ok((sock, rank, peers, job))
+}
+
+fn publish(dir: &Path, rank: u32, addr: SocketAddr) -> Result<(), TransportError> {
+    let tmp = dir.join(format!(".udp.{rank}.tmp"));
+    let fin = dir.join(format!("udp.{rank}"));
+    std::fs::write(&tmp, addr.to_string()).map_err(|e| cfg_err(format!("cannot write {}: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, &fin).map_err(|e| cfg_err(format!("cannot publish {}: {e}", fin.display())))
+}
+
+fn gather(dir: &Path, size: u32, timeout: Duration) -> Result<Vec<SocketAddr>, TransportError> {
+    let start = Instant::now();
+    let mut peers: Vec<Option<SocketAddr>> = vec![None; size as usize];
+    loop {
+        for (r, slot) in peers.iter_mut().enumerate() {
+            if slot.is_none() {
+                if let Ok(text) = std::fs::read_to_string(dir.join(format!("udp.{r}"))) {
+                    *slot = Some(
+                        text.trim()
+                            .parse()
+                            .map_err(|_| cfg_err(format!("rank {r} published a bad address {text:?}")))?,
+                    );
+                }
+            }
+        }
+        if peers.iter().all(Option::is_some) {
+            return Ok(peers.into_iter().flatten().collect());
+        }
+        if start.elapsed() > timeout {
+            let missing: Vec<String> =
+                peers.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(r, _)| r.to_string()).collect();
+            return Err(cfg_err(format!(
+                "rank(s) {} did not publish their UDP address within {} s",
+                missing.join(", "),
+                timeout.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_files_parse_with_comments_and_errors_name_the_line() {
+        let peers = parse_hostfile("# two ranks\n127.0.0.1:4000\n\n127.0.0.1:4001 # second\n").unwrap();
+        assert_eq!(peers.len(), 2);
+        assert_eq!(peers[1].port(), 4001);
+        assert!(parse_hostfile("127.0.0.1\n").unwrap_err().to_string().contains("line 1"));
+        assert!(parse_hostfile("127.0.0.1:0\n").unwrap_err().to_string().contains("explicit port"));
+    }
+}

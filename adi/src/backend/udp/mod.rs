@@ -1,0 +1,892 @@
+//! The UDP backend: the reliable protocol of seed 001 under the transport trait.
+//!
+//! * One UDP socket per rank carries everything (data, ACKs, NACKs) for all
+//!   peers — the point of the paper: a TCP mesh needs a connection per pair
+//!   (§1), this needs one port per process.
+//! * Messages are split into datagrams of at most `mtu` payload bytes and
+//!   reassembled per source (§2.2); a message that fits in one datagram is
+//!   handed to the engine straight from the receive buffer, without a
+//!   staging copy.
+//! * Reliability (§2.3): per-pair sequence numbers, cumulative ACKs, a
+//!   retransmission timer and Go-Back-N, a NACK as soon as a gap is seen,
+//!   duplicates discarded; a peer that acknowledges nothing for
+//!   `peer_timeout` ends the job with an error naming it.
+//! * Flow control (§2.4): at most `window` unacknowledged datagrams per peer
+//!   (the paper used 10 packets of 1,024 bytes; our defaults come from
+//!   measurements on loopback, see docs/BENCHMARKS.md); ACKs ride on reverse
+//!   traffic, and a standalone ACK goes only after half a window or a short
+//!   delay without reverse traffic.
+//! * Anything that is not a valid datagram of this job from a known peer is
+//!   dropped and counted, never delivered.
+//!
+//! Waiting busy-polls the socket for `spin` (as MPI libraries poll), then
+//! sleeps in the kernel until a datagram or the next timer.
+
+pub mod addr;
+pub mod faults;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, IoSlice};
+use std::net::{SocketAddr, UdpSocket};
+use std::ops::Range;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+use self::faults::{FaultSpec, Faults, Verdict};
+use self::wire::{flag, seal, seal_parts, seq_lt, Header, Reject, HEADER};
+use crate::error::TransportError;
+use crate::transport::{Caps, Transport};
+
+const BACKEND: &str = "udp";
+
+/// Tunables (environment variables in brackets).
+#[derive(Clone, Debug, PartialEq)]
+pub struct UdpConfig {
+    /// Largest datagram payload in bytes [`DN_UDP_MTU`].
+    pub mtu: usize,
+    /// Unacknowledged datagrams allowed per peer [`DN_UDP_WINDOW`].
+    pub window: usize,
+    /// Datagrams queued behind a full window before new messages wait in the engine.
+    pub backlog: usize,
+    /// Largest message the engine may hand over (larger rendezvous data is split by the engine).
+    pub max_message: usize,
+    /// Default eager threshold [`DN_EAGER_THRESHOLD`].
+    pub eager_threshold: usize,
+    /// First retransmission timeout.
+    pub rto_min: Duration,
+    /// Longest retransmission timeout (it doubles up to this).
+    pub rto_max: Duration,
+    /// A peer that acknowledges nothing for this long is declared lost [`DN_UDP_TIMEOUT_MS`].
+    pub peer_timeout: Duration,
+    /// Longest delay before a standalone ACK.
+    pub ack_delay: Duration,
+    /// Busy-poll time before sleeping [`DN_UDP_SPIN_US`].
+    pub spin: Duration,
+    /// After the last own packet is acknowledged, keep answering peers until
+    /// nothing has arrived for this long (so a lost final ACK can be repeated).
+    pub linger: Duration,
+    /// Socket send and receive buffer size.
+    pub sockbuf: usize,
+    /// CRC over whole payloads, not just their first bytes [`DN_UDP_CHECKSUM=full`].
+    pub full_crc: bool,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        UdpConfig {
+            mtu: 64_000,
+            window: 32,
+            backlog: 256,
+            max_message: 64_000,
+            eager_threshold: 16 * 1024,
+            rto_min: Duration::from_millis(5),
+            rto_max: Duration::from_millis(200),
+            peer_timeout: Duration::from_secs(10),
+            ack_delay: Duration::from_micros(200),
+            spin: Duration::from_micros(100),
+            linger: Duration::from_millis(250),
+            sockbuf: 4 << 20,
+            full_crc: false,
+        }
+    }
+}
+
+impl UdpConfig {
+    /// Defaults with environment overrides.
+    pub fn from_env() -> Result<UdpConfig, TransportError> {
+        let mut c = UdpConfig::default();
+        let num = |k: &str| -> Result<Option<u64>, TransportError> {
+            match std::env::var(k) {
+                Err(_) => Ok(None),
+                Ok(v) => {
+                    v.trim().parse().map(Some).map_err(|_| TransportError::Config(format!("{k}={v:?} is not a number")))
+                }
+            }
+        };
+        if let Some(v) = num("DN_UDP_MTU")? {
+            c.mtu = v as usize;
+            c.max_message = UdpConfig::max_message_for(c.mtu);
+        }
+        if let Some(v) = num("DN_UDP_WINDOW")? {
+            c.window = v as usize;
+        }
+        if let Some(v) = num("DN_UDP_TIMEOUT_MS")? {
+            c.peer_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = num("DN_UDP_SPIN_US")? {
+            c.spin = Duration::from_micros(v);
+        }
+        match std::env::var("DN_UDP_CHECKSUM").as_deref() {
+            Ok("full") => c.full_crc = true,
+            Ok("prefix") | Err(_) => {}
+            Ok(other) => {
+                return Err(TransportError::Config(format!("DN_UDP_CHECKSUM={other:?} must be full or prefix")))
+            }
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Messages up to one datagram when datagrams are large (no reassembly
+    /// copy for bulk data); with small datagrams (e.g. the paper's 1,024
+    /// bytes), 64 KiB messages split into fragments.
+    pub fn max_message_for(mtu: usize) -> usize {
+        if mtu >= 16 * 1024 {
+            mtu
+        } else {
+            64 * 1024
+        }
+    }
+
+    /// Check the values are usable.
+    pub fn validate(&self) -> Result<(), TransportError> {
+        if !(64..=65_000).contains(&self.mtu) {
+            return Err(TransportError::Config(format!("DN_UDP_MTU={} must be between 64 and 65000 bytes", self.mtu)));
+        }
+        if self.window == 0 || self.window > 4096 {
+            return Err(TransportError::Config(format!(
+                "DN_UDP_WINDOW={} must be between 1 and 4096 packets",
+                self.window
+            )));
+        }
+        if self.max_message / self.mtu >= u16::MAX as usize {
+            return Err(TransportError::Config(
+                "messages would need more than 65535 fragments; raise DN_UDP_MTU".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Datagram-level counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams sent (retransmissions included).
+    pub sent: u64,
+    /// Datagrams received.
+    pub received: u64,
+    /// Data datagrams retransmitted.
+    pub retransmits: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// NACKs sent and received.
+    pub nacks_sent: u64,
+    /// NACKs received.
+    pub nacks_received: u64,
+    /// Standalone ACKs sent.
+    pub acks_sent: u64,
+    /// Duplicates discarded.
+    pub duplicates: u64,
+    /// Out-of-order datagrams discarded (Go-Back-N).
+    pub out_of_order: u64,
+    /// Messages delivered whole from one datagram (no staging copy).
+    pub direct: u64,
+    /// Messages reassembled from several datagrams.
+    pub reassembled: u64,
+    /// Dropped: truncated, foreign, other job, unknown sender, corrupt, malformed.
+    pub rejected: [u64; 6],
+    /// Faults injected: dropped, duplicated, reordered, corrupted.
+    pub injected: [u64; 4],
+}
+
+struct Sent {
+    seq: u32,
+    /// The header and, for copied messages, the payload.
+    datagram: Vec<u8>,
+    /// A payload held by reference (zero-copy bulk data), sent after `datagram`.
+    body: Option<(Rc<Vec<u8>>, Range<usize>)>,
+}
+
+struct PeerTx {
+    next_seq: u32,
+    /// Sent and not yet acknowledged, oldest first (the Go-Back-N window).
+    unacked: VecDeque<Sent>,
+    /// Built but not sent: the window was full.
+    queued: VecDeque<Sent>,
+    /// When the oldest unacknowledged datagram was (re)sent.
+    timer: Option<Instant>,
+    rto: Duration,
+    /// Last time this peer acknowledged something new.
+    progress: Instant,
+    retries: u32,
+}
+
+struct PeerRx {
+    expected: u32,
+    staging: Vec<u8>,
+    /// Data datagrams accepted since we last told the peer.
+    unacked: u32,
+    ack_due: Option<Instant>,
+    /// The gap we last sent a NACK for.
+    nacked: Option<u32>,
+}
+
+/// The UDP transport of one rank.
+pub struct UdpTransport {
+    sock: UdpSocket,
+    rank: u32,
+    size: u32,
+    job: u32,
+    peers: Vec<SocketAddr>,
+    cfg: UdpConfig,
+    tx: Vec<PeerTx>,
+    rx: Vec<PeerRx>,
+    buf: Vec<u8>,
+    stashed: Option<(usize, SocketAddr)>,
+    pool: Vec<Vec<u8>>,
+    faults: Option<Faults>,
+    held: Option<(Vec<u8>, u32)>,
+    stats: UdpStats,
+    blocking: bool,
+}
+
+fn io_err(what: &str, e: std::io::Error) -> TransportError {
+    TransportError::Backend { backend: BACKEND, msg: format!("{what}: {e}") }
+}
+
+impl UdpTransport {
+    /// Create the one socket of this rank, bound to `bind`.
+    pub fn bind(bind: SocketAddr, cfg: &UdpConfig) -> Result<UdpSocket, TransportError> {
+        let domain = if bind.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
+        let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|e| io_err("cannot create a UDP socket", e))?;
+        let _ = s.set_recv_buffer_size(cfg.sockbuf);
+        let _ = s.set_send_buffer_size(cfg.sockbuf);
+        s.bind(&bind.into()).map_err(|e| io_err(&format!("cannot bind {bind}"), e))?;
+        s.set_nonblocking(true).map_err(|e| io_err("cannot make the socket non-blocking", e))?;
+        Ok(s.into())
+    }
+
+    /// A transport over `sock` (already bound) for `rank` of a job whose
+    /// ranks listen at `peers`.
+    pub fn new(
+        sock: UdpSocket,
+        rank: u32,
+        peers: Vec<SocketAddr>,
+        job: u32,
+        cfg: UdpConfig,
+        faults: Option<FaultSpec>,
+    ) -> Result<UdpTransport, TransportError> {
+        cfg.validate()?;
+        let size = peers.len() as u32;
+        if rank >= size {
+            return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank address list")));
+        }
+        let now = Instant::now();
+        let tx = (0..size)
+            .map(|_| PeerTx {
+                next_seq: 0,
+                unacked: VecDeque::new(),
+                queued: VecDeque::new(),
+                timer: None,
+                rto: cfg.rto_min,
+                progress: now,
+                retries: 0,
+            })
+            .collect();
+        let rx = (0..size)
+            .map(|_| PeerRx { expected: 0, staging: Vec::new(), unacked: 0, ack_due: None, nacked: None })
+            .collect();
+        Ok(UdpTransport {
+            sock,
+            rank,
+            size,
+            job,
+            peers,
+            buf: vec![0u8; HEADER + cfg.mtu + 1],
+            cfg,
+            tx,
+            rx,
+            stashed: None,
+            pool: Vec::new(),
+            faults: faults.map(|f| Faults::new(f, rank)),
+            held: None,
+            stats: UdpStats::default(),
+            blocking: false,
+        })
+    }
+
+    /// Open from the environment `dnrun --backend udp` sets (see [`addr`]).
+    pub fn from_env() -> Result<UdpTransport, TransportError> {
+        let cfg = UdpConfig::from_env()?;
+        let faults = match std::env::var(faults::ENV) {
+            Ok(s) => Some(FaultSpec::parse(&s).map_err(|e| TransportError::Config(format!("{}: {e}", faults::ENV)))?),
+            Err(_) => None,
+        };
+        let (sock, rank, peers, job) = addr::exchange_from_env(&cfg)?;
+        let mut cfg = cfg;
+        // Injected corruption happens before the kernel computes the UDP
+        // checksum, so only our own CRC can catch it.
+        cfg.full_crc |= faults.is_some();
+        UdpTransport::new(sock, rank, peers, job, cfg, faults)
+    }
+
+    /// The socket's address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> UdpStats {
+        let mut s = self.stats.clone();
+        if let Some(f) = &self.faults {
+            s.injected = f.injected;
+        }
+        s
+    }
+
+    fn set_blocking(&mut self, on: bool) {
+        if self.blocking != on && self.sock.set_nonblocking(!on).is_ok() {
+            self.blocking = on;
+        }
+    }
+
+    /// Send one datagram (`head` then `body`), through the fault injector if there is one.
+    fn emit(&mut self, dest: u32, head: &[u8], body: &[u8]) -> Result<(), TransportError> {
+        let verdict = match &mut self.faults {
+            Some(f) => f.decide(dest, head.len() + body.len()),
+            None => Verdict::Send,
+        };
+        match verdict {
+            Verdict::Drop => return Ok(()),
+            Verdict::Hold => {
+                // Released after the next datagram (or at the next poll).
+                if let Some((old, to)) = self.held.replace(([head, body].concat(), dest)) {
+                    self.raw_send(to, &old, &[])?;
+                }
+                return Ok(());
+            }
+            Verdict::Corrupt(i) => {
+                let mut c = [head, body].concat();
+                c[i] ^= 0x5A;
+                self.raw_send(dest, &c, &[])?;
+            }
+            Verdict::Duplicate => {
+                self.raw_send(dest, head, body)?;
+                self.raw_send(dest, head, body)?;
+            }
+            Verdict::Send => self.raw_send(dest, head, body)?,
+        }
+        if let Some((old, to)) = self.held.take() {
+            self.raw_send(to, &old, &[])?;
+        }
+        Ok(())
+    }
+
+    fn raw_send(&mut self, dest: u32, head: &[u8], body: &[u8]) -> Result<(), TransportError> {
+        let addr = self.peers[dest as usize];
+        self.set_blocking(false);
+        loop {
+            let r = if body.is_empty() {
+                self.sock.send_to(head, addr)
+            } else {
+                SockRef::from(&self.sock).send_to_vectored(&[IoSlice::new(head), IoSlice::new(body)], &addr.into())
+            };
+            match r {
+                Ok(_) => {
+                    self.stats.sent += 1;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // A full socket buffer or an ICMP error from an earlier
+                // datagram: the protocol recovers by retransmission.
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => return Ok(()),
+                Err(e) => return Err(io_err(&format!("cannot send to rank {dest} at {addr}"), e)),
+            }
+        }
+    }
+
+    /// Stamp the current cumulative ACK into a data datagram, seal and send it.
+    fn transmit(&mut self, dest: u32, which: Which, i: usize) -> Result<(), TransportError> {
+        let ack = self.rx[dest as usize].expected;
+        let (mut d, body) = {
+            let tx = &mut self.tx[dest as usize];
+            let q = match which {
+                Which::Unacked => &mut tx.unacked,
+                Which::Queued => &mut tx.queued,
+            };
+            (std::mem::take(&mut q[i].datagram), q[i].body.clone())
+        };
+        d[20..24].copy_from_slice(&ack.to_le_bytes());
+        let body_bytes: &[u8] = body.as_ref().map_or(&[], |(b, r)| &b[r.clone()]);
+        seal_parts(&mut d, body_bytes);
+        let r = self.emit(dest, &d, body_bytes);
+        let tx = &mut self.tx[dest as usize];
+        let q = match which {
+            Which::Unacked => &mut tx.unacked,
+            Which::Queued => &mut tx.queued,
+        };
+        q[i].datagram = d;
+        // Our data carried the ACK.
+        let rx = &mut self.rx[dest as usize];
+        rx.unacked = 0;
+        rx.ack_due = None;
+        r
+    }
+
+    /// Move queued datagrams into the window and send them.
+    fn pump(&mut self, dest: u32) -> Result<(), TransportError> {
+        let d = dest as usize;
+        while self.tx[d].unacked.len() < self.cfg.window && !self.tx[d].queued.is_empty() {
+            self.transmit(dest, Which::Queued, 0)?;
+            let tx = &mut self.tx[d];
+            if let Some(s) = tx.queued.pop_front() {
+                if tx.unacked.is_empty() {
+                    tx.timer = Some(Instant::now());
+                    tx.progress = Instant::now();
+                }
+                tx.unacked.push_back(s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Go back N: resend every unacknowledged datagram from `from` on.
+    fn go_back(&mut self, dest: u32, from: u32) -> Result<(), TransportError> {
+        let d = dest as usize;
+        let start = self.tx[d].unacked.iter().position(|s| s.seq == from).unwrap_or(0);
+        for i in start..self.tx[d].unacked.len() {
+            self.stats.retransmits += 1;
+            self.transmit(dest, Which::Unacked, i)?;
+        }
+        self.tx[d].timer = Some(Instant::now());
+        Ok(())
+    }
+
+    fn control(&mut self, dest: u32, flags: u8, seq: u32) -> Result<(), TransportError> {
+        let h = Header {
+            flags: flags | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+            job: self.job,
+            src: self.rank,
+            dst: dest,
+            seq,
+            ack: self.rx[dest as usize].expected,
+            msg_len: 0,
+            frag: 0,
+            nfrags: 0,
+            payload: 0,
+        };
+        let mut d = [0u8; HEADER];
+        h.write(&mut d);
+        seal(&mut d);
+        let rx = &mut self.rx[dest as usize];
+        rx.unacked = 0;
+        rx.ack_due = None;
+        self.emit(dest, &d, &[])
+    }
+
+    /// A cumulative ACK from `src`: everything before `ack` arrived.
+    fn acked(&mut self, src: u32, ack: u32) {
+        let tx = &mut self.tx[src as usize];
+        let mut moved = false;
+        while tx.unacked.front().is_some_and(|s| seq_lt(s.seq, ack)) {
+            if let Some(s) = tx.unacked.pop_front() {
+                if self.pool.len() < 64 {
+                    let mut v = s.datagram;
+                    v.clear();
+                    self.pool.push(v);
+                }
+            }
+            moved = true;
+        }
+        if moved {
+            tx.progress = Instant::now();
+            tx.retries = 0;
+            tx.rto = self.cfg.rto_min;
+            tx.timer = if tx.unacked.is_empty() { None } else { Some(Instant::now()) };
+        }
+    }
+
+    /// Take one datagram (stashed or from the socket); `None` when there is none.
+    fn recv_one(&mut self) -> Result<Option<(usize, SocketAddr)>, TransportError> {
+        if let Some(x) = self.stashed.take() {
+            return Ok(Some(x));
+        }
+        self.set_blocking(false);
+        loop {
+            match self.sock.recv_from(&mut self.buf) {
+                Ok(x) => return Ok(Some(x)),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => return Ok(None),
+                Err(e) => return Err(io_err("cannot receive", e)),
+            }
+        }
+    }
+
+    fn reject(&mut self, r: Reject) {
+        let i = match r {
+            Reject::Truncated => 0,
+            Reject::Foreign => 1,
+            Reject::OtherJob => 2,
+            Reject::UnknownSender => 3,
+            Reject::Corrupt => 4,
+            Reject::Malformed => 5,
+        };
+        self.stats.rejected[i] += 1;
+    }
+
+    /// Handle the datagram in `self.buf[..len]`; returns whether a message was delivered.
+    fn handle(
+        &mut self,
+        len: usize,
+        from: SocketAddr,
+        sink: &mut dyn FnMut(u32, &[u8]),
+    ) -> Result<bool, TransportError> {
+        self.stats.received += 1;
+        // A datagram longer than the largest we send was truncated by recv.
+        if len > HEADER + self.cfg.mtu {
+            self.reject(Reject::Truncated);
+            return Ok(false);
+        }
+        let h = match Header::parse(&self.buf[..len], self.job, self.rank, self.size) {
+            Ok(h) => h,
+            Err(r) => {
+                self.reject(r);
+                return Ok(false);
+            }
+        };
+        if self.peers[h.src as usize] != from {
+            self.reject(Reject::UnknownSender);
+            return Ok(false);
+        }
+        self.acked(h.src, h.ack);
+        if h.flags & flag::NACK != 0 {
+            self.stats.nacks_received += 1;
+            if self.tx[h.src as usize].unacked.iter().any(|s| s.seq == h.seq) {
+                self.go_back(h.src, h.seq)?;
+            }
+        }
+        if h.flags & flag::DATA == 0 {
+            return Ok(false);
+        }
+        let s = h.src as usize;
+        let expected = self.rx[s].expected;
+        if h.seq != expected {
+            if seq_lt(h.seq, expected) {
+                // A duplicate: our ACK may have been lost; repeat it soon.
+                self.stats.duplicates += 1;
+                self.rx[s].ack_due.get_or_insert(Instant::now());
+            } else {
+                // A gap: ask for the first missing datagram once per gap.
+                self.stats.out_of_order += 1;
+                if self.rx[s].nacked != Some(expected) {
+                    self.rx[s].nacked = Some(expected);
+                    self.stats.nacks_sent += 1;
+                    self.control(h.src, flag::NACK, expected)?;
+                }
+            }
+            return Ok(false);
+        }
+        {
+            let rx = &mut self.rx[s];
+            rx.expected = expected.wrapping_add(1);
+            rx.nacked = None;
+            rx.unacked += 1;
+            rx.ack_due.get_or_insert(Instant::now() + self.cfg.ack_delay);
+        }
+        if h.nfrags == 1 {
+            if h.msg_len as usize != len - HEADER {
+                self.reject(Reject::Malformed);
+                return Ok(false);
+            }
+            // Fits in one datagram: straight from the receive buffer, no staging copy.
+            self.stats.direct += 1;
+            sink(h.src, &self.buf[HEADER..len]);
+            return Ok(true);
+        }
+        let (rx, buf) = (&mut self.rx[s], &self.buf);
+        if h.frag == 0 {
+            rx.staging.clear();
+        }
+        rx.staging.extend_from_slice(&buf[HEADER..len]);
+        if h.frag + 1 < h.nfrags {
+            return Ok(false);
+        }
+        let msg = std::mem::take(&mut rx.staging);
+        if msg.len() != h.msg_len as usize {
+            self.rx[s].staging = msg;
+            self.rx[s].staging.clear();
+            self.reject(Reject::Malformed);
+            return Ok(false);
+        }
+        self.stats.reassembled += 1;
+        sink(h.src, &msg);
+        self.rx[s].staging = msg;
+        self.rx[s].staging.clear();
+        Ok(true)
+    }
+
+    /// Retransmission timers, delayed ACKs, peer loss.
+    fn timers(&mut self) -> Result<(), TransportError> {
+        let now = Instant::now();
+        for p in 0..self.size {
+            if p == self.rank {
+                continue;
+            }
+            let d = p as usize;
+            if let Some(t) = self.tx[d].timer {
+                if now.duration_since(self.tx[d].progress) >= self.cfg.peer_timeout {
+                    let tx = &self.tx[d];
+                    return Err(TransportError::PeerLost {
+                            rank: p,
+                            reason: format!(
+                                "it did not acknowledge any of {} pending datagram(s) for {:.1} s despite {} retransmission round(s) (DN_UDP_TIMEOUT_MS={})",
+                                tx.unacked.len(),
+                                now.duration_since(tx.progress).as_secs_f64(),
+                                tx.retries,
+                            self.cfg.peer_timeout.as_millis()
+                        ),
+                    });
+                }
+                if now.duration_since(t) >= self.tx[d].rto {
+                    self.stats.timeouts += 1;
+                    let first = self.tx[d].unacked.front().map(|s| s.seq).unwrap_or(0);
+                    self.go_back(p, first)?;
+                    let tx = &mut self.tx[d];
+                    tx.retries += 1;
+                    tx.rto = (tx.rto * 2).min(self.cfg.rto_max);
+                }
+            }
+            let rx = &self.rx[d];
+            let due = rx.unacked as usize >= self.cfg.window.div_ceil(2) || rx.ack_due.is_some_and(|t| now >= t);
+            if due && (rx.unacked > 0 || rx.ack_due.is_some()) {
+                self.stats.acks_sent += 1;
+                self.control(p, flag::ACK, 0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The earliest timer, if any.
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        for (d, tx) in self.tx.iter().enumerate() {
+            if let Some(t) = tx.timer {
+                let at = (t + tx.rto).min(tx.progress + self.cfg.peer_timeout);
+                best = Some(best.map_or(at, |b| b.min(at)));
+            }
+            if let Some(t) = self.rx[d].ack_due {
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        }
+        best
+    }
+
+    fn all_acked(&self) -> bool {
+        self.tx.iter().all(|t| t.unacked.is_empty() && t.queued.is_empty())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    Unacked,
+    Queued,
+}
+
+impl Transport for UdpTransport {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            max_message: self.cfg.max_message,
+            eager_threshold: self.cfg.eager_threshold.min(self.cfg.max_message - 64),
+            remote_write: false,
+        }
+    }
+
+    fn try_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<bool, TransportError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.cfg.max_message {
+            return Err(TransportError::Backend {
+                backend: BACKEND,
+                msg: format!("a {len}-byte message exceeds the maximum"),
+            });
+        }
+        let d = dest as usize;
+        let nfrags = len.div_ceil(self.cfg.mtu).max(1);
+        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + nfrags > self.cfg.backlog {
+            return Ok(false);
+        }
+        // Build the datagrams (payloads copied once, kept for retransmission).
+        let mut flat = parts.iter().flat_map(|p| std::iter::once(*p)).filter(|p| !p.is_empty());
+        let mut cur: &[u8] = flat.next().unwrap_or(&[]);
+        for frag in 0..nfrags {
+            let n = (len - frag * self.cfg.mtu).min(self.cfg.mtu);
+            let mut dg = self.pool.pop().unwrap_or_default();
+            dg.resize(HEADER, 0);
+            let seq = self.tx[d].next_seq;
+            self.tx[d].next_seq = seq.wrapping_add(1);
+            Header {
+                flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+                job: self.job,
+                src: self.rank,
+                dst: dest,
+                seq,
+                ack: 0,
+                msg_len: len as u32,
+                frag: frag as u16,
+                nfrags: nfrags as u16,
+                payload: n as u32,
+            }
+            .write(&mut dg);
+            let mut want = n;
+            while want > 0 {
+                if cur.is_empty() {
+                    cur = flat.next().unwrap_or(&[]);
+                    if cur.is_empty() {
+                        break;
+                    }
+                }
+                let take = cur.len().min(want);
+                dg.extend_from_slice(&cur[..take]);
+                cur = &cur[take..];
+                want -= take;
+            }
+            self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: None });
+        }
+        self.pump(dest)?;
+        Ok(true)
+    }
+
+    fn try_send_shared(
+        &mut self,
+        dest: u32,
+        header: &[u8],
+        data: &Rc<Vec<u8>>,
+        range: Range<usize>,
+    ) -> Result<bool, TransportError> {
+        let len = header.len() + range.len();
+        if len > self.cfg.mtu || range.end > data.len() {
+            // Does not fit one datagram: fragment a copy.
+            return self.try_send(dest, &[header, &data[range]]);
+        }
+        let d = dest as usize;
+        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
+            return Ok(false);
+        }
+        let mut dg = self.pool.pop().unwrap_or_default();
+        dg.resize(HEADER, 0);
+        let seq = self.tx[d].next_seq;
+        self.tx[d].next_seq = seq.wrapping_add(1);
+        Header {
+            flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+            job: self.job,
+            src: self.rank,
+            dst: dest,
+            seq,
+            ack: 0,
+            msg_len: len as u32,
+            frag: 0,
+            nfrags: 1,
+            payload: len as u32,
+        }
+        .write(&mut dg);
+        dg.extend_from_slice(header);
+        // The bulk bytes stay in the engine's buffer until acknowledged.
+        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some((data.clone(), range)) });
+        self.pump(dest)?;
+        Ok(true)
+    }
+
+    fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
+        if let Some((old, to)) = self.held.take() {
+            self.raw_send(to, &old, &[])?;
+        }
+        let mut delivered = 0;
+        for _ in 0..256 {
+            let Some((len, from)) = self.recv_one()? else { break };
+            if self.handle(len, from, sink)? {
+                delivered += 1;
+            }
+        }
+        self.timers()?;
+        for p in 0..self.size {
+            if p != self.rank && !self.tx[p as usize].queued.is_empty() {
+                self.pump(p)?;
+            }
+        }
+        Ok(delivered)
+    }
+
+    fn idle(&mut self) -> Result<(), TransportError> {
+        if self.stashed.is_some() {
+            return Ok(());
+        }
+        // Busy-poll first, as MPI libraries do...
+        let start = Instant::now();
+        let deadline = self.next_deadline();
+        while start.elapsed() < self.cfg.spin {
+            if let Some(x) = self.recv_one()? {
+                self.stashed = Some(x);
+                return Ok(());
+            }
+            if deadline.is_some_and(|t| Instant::now() >= t) {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+        // ...then sleep in the kernel until a datagram or the next timer.
+        let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(Instant::now()));
+        let wait = wait.clamp(Duration::from_micros(50), Duration::from_millis(50));
+        self.set_blocking(true);
+        let _ = self.sock.set_read_timeout(Some(wait));
+        let r = self.sock.recv_from(&mut self.buf);
+        self.set_blocking(false);
+        match r {
+            Ok(x) => self.stashed = Some(x),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                ) => {}
+            Err(e) => return Err(io_err("cannot receive", e)),
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> Option<String> {
+        let s = self.stats();
+        Some(format!(
+            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
+            s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
+            s.rejected[4], s.rejected[5], s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+        ))
+    }
+
+    fn finalize(&mut self) -> Result<(), TransportError> {
+        // Our datagrams must all be acknowledged before we leave...
+        let mut sink = |_: u32, _: &[u8]| {};
+        while !self.all_acked() {
+            self.poll(&mut sink)?;
+            if !self.all_acked() {
+                self.idle()?;
+            }
+        }
+        // ...and we keep answering retransmissions until the line is quiet,
+        // in case one of our ACKs was lost.
+        let mut quiet = Instant::now();
+        while quiet.elapsed() < self.cfg.linger {
+            let before = self.stats.received;
+            self.poll(&mut sink)?;
+            if self.stats.received != before {
+                quiet = Instant::now();
+            }
+            self.idle()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+//! `tcpbench`: the plain TCP baseline for the UDP backend — a ping-pong and
+//! a stream between two processes over loopback, with TCP_NODELAY and, by
+//! default, non-blocking sockets whose reads are busy-polled (as MPI
+//! libraries poll). Each message is a 4-byte length and the payload (a TCP
+//! stream has no message boundaries), so "0 bytes" is a 4-byte frame.
+//!
+//! `tcpbench latency --sizes 0:4M --json` (same output shape as `dnbench`).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Test {
+    /// One-way latency (half round trip).
+    Latency,
+    /// Unidirectional bandwidth with windows of messages.
+    Bw,
+}
+
+/// Plain TCP ping-pong and stream between two processes on loopback.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Which benchmark.
+    #[arg(value_enum)]
+    test: Test,
+    /// Sizes: a list or a power-of-two range (`0:4M`).
+    #[arg(long, default_value = "0:4M")]
+    sizes: String,
+    /// Iterations per size (a tenth for 64 KiB and more).
+    #[arg(long, default_value_t = 1000)]
+    iters: u32,
+    /// Messages per window (bw).
+    #[arg(long, default_value_t = 64)]
+    window: u32,
+    /// Blocking reads instead of busy polling.
+    #[arg(long)]
+    blocking: bool,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+    /// Internal: run as the echo/sink side connected to this port.
+    #[arg(long, hide = true)]
+    peer: Option<u16>,
+}
+
+#[derive(Serialize)]
+struct Row {
+    size: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_us: Option<f64>,
+    #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
+    mbps: Option<f64>,
+    protocol: &'static str,
+    iterations: u32,
+}
+
+fn sizes(s: &str) -> Result<Vec<usize>, String> {
+    let one = |t: &str| adi::config::parse_size(t);
+    if let Some((a, b)) = s.split_once(':') {
+        let (lo, hi) = (one(a)?, one(b)?);
+        let mut v = if lo == 0 { vec![0] } else { vec![] };
+        let mut x = lo.max(1);
+        while x <= hi {
+            v.push(x);
+            x *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',').map(one).collect()
+    }
+}
+
+fn read_full(s: &mut TcpStream, buf: &mut [u8], busy: bool) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock && busy => std::hint::spin_loop(),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn write_full(s: &mut TcpStream, buf: &[u8]) -> std::io::Result<()> {
+    let mut put = 0;
+    while put < buf.len() {
+        match s.write(&buf[put..]) {
+            Ok(n) => put += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn send_msg(s: &mut TcpStream, frame: &mut Vec<u8>, payload: &[u8]) -> std::io::Result<()> {
+    frame.clear();
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(payload);
+    write_full(s, frame)
+}
+
+fn recv_msg(s: &mut TcpStream, buf: &mut Vec<u8>, busy: bool) -> std::io::Result<usize> {
+    let mut len = [0u8; 4];
+    read_full(s, &mut len, busy)?;
+    let n = u32::from_le_bytes(len) as usize;
+    buf.resize(n, 0);
+    read_full(s, &mut buf[..n], busy)?;
+    Ok(n)
+}
+
+fn setup(s: &TcpStream, busy: bool) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
+    s.set_nonblocking(busy)
+}
+
+fn iters_for(size: usize, iters: u32) -> u32 {
+    if size >= 64 * 1024 {
+        (iters / 10).max(10)
+    } else {
+        iters
+    }
+}
+
+/// The other process: echo (latency) or sink-and-acknowledge (bw).
+fn peer(args: &Args, port: u16) -> std::io::Result<()> {
+    let busy = !args.blocking;
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    setup(&s, busy)?;
+    let (mut buf, mut frame) = (Vec::new(), Vec::new());
+    for size in sizes(&args.sizes).map_err(std::io::Error::other)? {
+        let iters = iters_for(size, args.iters);
+        match args.test {
+            Test::Latency => {
+                for _ in 0..iters + 10 {
+                    recv_msg(&mut s, &mut buf, busy)?;
+                    let reply = std::mem::take(&mut buf);
+                    send_msg(&mut s, &mut frame, &reply)?;
+                    buf = reply;
+                }
+            }
+            Test::Bw => {
+                for _ in 0..iters.min(100) + 3 {
+                    for _ in 0..args.window {
+                        recv_msg(&mut s, &mut buf, busy)?;
+                    }
+                    send_msg(&mut s, &mut frame, &[1, 2, 3, 4])?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(port) = args.peer {
+        return match peer(&args, port) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tcpbench peer: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tcpbench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let sizes = sizes(&args.sizes)?;
+    let busy = !args.blocking;
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .args(std::env::args().skip(1))
+        .arg("--peer")
+        .arg(port.to_string())
+        .spawn()
+        .map_err(|e| format!("cannot start the peer process: {e}"))?;
+    let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
+    setup(&s, busy).map_err(|e| e.to_string())?;
+    let (mut buf, mut frame) = (Vec::new(), Vec::new());
+    let mut rows = Vec::new();
+    for &size in &sizes {
+        let msg = vec![7u8; size];
+        let iters = iters_for(size, args.iters);
+        let io = |e: std::io::Error| e.to_string();
+        match args.test {
+            Test::Latency => {
+                let mut t0 = Instant::now();
+                for i in 0..iters + 10 {
+                    if i == 10 {
+                        t0 = Instant::now();
+                    }
+                    send_msg(&mut s, &mut frame, &msg).map_err(io)?;
+                    recv_msg(&mut s, &mut buf, busy).map_err(io)?;
+                }
+                let us = t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64);
+                rows.push(Row { size, latency_us: Some(us), mbps: None, protocol: "tcp", iterations: iters });
+            }
+            Test::Bw => {
+                let iters = iters.min(100);
+                let mut t0 = Instant::now();
+                for i in 0..iters + 3 {
+                    if i == 3 {
+                        t0 = Instant::now();
+                    }
+                    for _ in 0..args.window {
+                        send_msg(&mut s, &mut frame, &msg).map_err(io)?;
+                    }
+                    recv_msg(&mut s, &mut buf, busy).map_err(io)?;
+                }
+                let mbps = size as f64 * args.window as f64 * iters as f64 / t0.elapsed().as_secs_f64() / 1e6;
+                rows.push(Row { size, latency_us: None, mbps: Some(mbps), protocol: "tcp", iterations: iters });
+            }
+        }
+        if !args.json {
+            let r = rows.last().expect("a row was just pushed");
+            match (r.latency_us, r.mbps) {
+                (Some(l), _) => println!("{:>10} {:>12.3} us  tcp", size, l),
+                (_, Some(b)) => println!("{:>10} {:>12.2} MB/s  tcp", size, b),
+                _ => {}
+            }
+        }
+    }
+    let _ = child.wait();
+    if args.json {
+        println!("{}", serde_json::to_string(&rows).map_err(|e| e.to_string())?);
+    }
+    Ok(())
+}

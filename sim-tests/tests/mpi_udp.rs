@@ -1,0 +1,146 @@
+//! MPI programs over the UDP backend (seed 001) on loopback: the whole suite,
+//! the suite under injected faults, a lost peer, stray datagrams, and the
+//! one-socket-per-rank property.
+
+use sim_tests::dnrun;
+
+fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
+    let mut extra = vec!["--backend", "udp"];
+    for e in env {
+        extra.push("-x");
+        extra.push(e);
+    }
+    let out = dnrun(np, 1, &extra, "mpi-suite", &[test]);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn run(test: &str, np: u32, env: &[&str]) -> String {
+    let (ok, stdout, stderr) = run_with(test, np, env);
+    assert!(
+        ok && stdout.contains(&format!("OK {test}")),
+        "{test} on {np} ranks over UDP {env:?} failed:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    stdout + &stderr
+}
+
+macro_rules! suite {
+    ($($name:ident: $test:literal, $np:literal;)*) => {
+        $(#[test] fn $name() { run($test, $np, &[]); })*
+    };
+}
+
+suite! {
+    pingpong_2r: "pingpong", 2;
+    pingpong_8r: "pingpong", 8;
+    ring_4r: "ring", 4;
+    allpairs_4r: "allpairs", 4;
+    allpairs_8r: "allpairs", 8;
+    wildcard_4r: "wildcard", 4;
+    unexpected_2r: "unexpected", 2;
+    many_requests_4r: "many-requests", 4;
+    ordering_2r: "ordering", 2;
+    rndv_large_2r: "rndv-large", 2;
+    mixed_4r: "mixed", 4;
+    probe_2r: "probe", 2;
+    sync_2r: "sync", 2;
+    comms_4r: "comms", 4;
+}
+
+const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";
+
+/// Exactly once, in order, byte-identical under loss, duplication,
+/// reordering and corruption: every byte is checked by the programs, order
+/// by `ordering` and `wildcard`, and `DN_STATS` shows the faults happened.
+#[test]
+fn all_pairs_under_injected_faults() {
+    let out = run("allpairs", 4, &[FAULTS, "DN_STATS=1"]);
+    let injected: u64 = out
+        .lines()
+        .filter_map(|l| l.split("injected faults: ").nth(1))
+        .flat_map(|s| s.split(',').filter_map(|p| p.split_whitespace().next()?.parse::<u64>().ok()))
+        .sum();
+    assert!(injected > 10, "the fault injector did nothing:\n{out}");
+    assert!(out.contains("corrupt"), "{out}");
+}
+
+#[test]
+fn order_and_wildcards_under_injected_faults() {
+    run("ordering", 2, &[FAULTS]);
+    run("wildcard", 4, &[FAULTS]);
+    run("mixed", 4, &[FAULTS]);
+}
+
+#[test]
+fn large_messages_under_injected_faults() {
+    run("rndv-large", 2, &[FAULTS]);
+}
+
+#[test]
+fn small_datagrams_fragment_and_reassemble_under_faults() {
+    // The paper's 1,024-byte packets and 10-packet window.
+    let out = run("allpairs", 3, &[FAULTS, "DN_UDP_MTU=1024", "DN_UDP_WINDOW=10", "DN_STATS=1"]);
+    let reassembled: u64 = out
+        .lines()
+        .filter_map(|l| l.split(" messages direct, ").nth(1))
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(reassembled > 0, "nothing was fragmented:\n{out}");
+}
+
+#[test]
+fn a_peer_that_never_answers_ends_the_job_naming_it() {
+    let (ok, _, stderr) = run_with("allpairs", 3, &["DN_UDP_FAULTS=blackhole=1", "DN_UDP_TIMEOUT_MS=1500"]);
+    assert!(!ok);
+    assert!(stderr.contains("rank 1 is unreachable"), "{stderr}");
+    assert!(stderr.contains("DN_UDP_TIMEOUT_MS=1500"), "{stderr}");
+}
+
+#[test]
+fn stray_datagrams_are_dropped_and_counted() {
+    let out = run("udp-garbage", 2, &[]);
+    assert!(out.contains("dropped:"), "{out}");
+}
+
+#[test]
+fn sixteen_ranks_use_sixteen_sockets() {
+    let out = run("sockets", 16, &[]);
+    assert!(out.contains("sockets: 16 in total for 16 ranks"), "{out}");
+}
+
+/// Two launchers, one per "host", each starting half of the ranks, meeting
+/// through a host file (on loopback here).
+#[test]
+fn ranks_started_separately_meet_through_a_host_file() {
+    sim_tests::ensure_binaries();
+    let ports: Vec<u16> =
+        (0..4).map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+    let hostfile = std::env::temp_dir().join(format!("dn-hosts-{}", std::process::id()));
+    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+    std::fs::write(&hostfile, format!("# four ranks on two 'hosts'\n{text}")).unwrap();
+    let dir = sim_tests::bin_dir();
+    let hf = hostfile.clone();
+    let launch = move |ranks: &str| {
+        std::process::Command::new(dir.join("dnrun"))
+            .args(["-n", "4", "--backend", "udp", "--timeout", "120", "--job-id", "4242", "--ranks", ranks])
+            .arg("--hostfile")
+            .arg(&hf)
+            .arg("--")
+            .arg(dir.join("mpi-suite"))
+            .arg("allpairs")
+            .output()
+            .unwrap()
+    };
+    let launch_b = launch.clone();
+    let a = std::thread::spawn(move || launch("0-1"));
+    let b = launch_b("2,3");
+    let a = a.join().unwrap();
+    let _ = std::fs::remove_file(&hostfile);
+    for o in [&a, &b] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(String::from_utf8_lossy(&a.stdout).contains("OK allpairs on 4 ranks (udp backend)"));
+}
