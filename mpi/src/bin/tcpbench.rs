@@ -4,6 +4,10 @@
 //! libraries poll). Each message is a 4-byte length and the payload (a TCP
 //! stream has no message boundaries), so "0 bytes" is a 4-byte frame.
 //!
+//! `bw` receives each message of a window into its own buffer, as an MPI
+//! receiver with a window of posted receives does (the same memory
+//! footprint as `dnbench bw`).
+//!
 //! `tcpbench latency --sizes 0:4M --json` (same output shape as `dnbench`).
 
 use std::io::{ErrorKind, Read, Write};
@@ -149,9 +153,12 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
                 }
             }
             Test::Bw => {
+                // One buffer per message of a window, as an MPI receiver
+                // posting a window of receives has.
+                let mut bufs: Vec<Vec<u8>> = (0..args.window).map(|_| Vec::with_capacity(size)).collect();
                 for _ in 0..iters.min(100) + 3 {
-                    for _ in 0..args.window {
-                        recv_msg(&mut s, &mut buf, busy)?;
+                    for b in bufs.iter_mut() {
+                        recv_msg(&mut s, b, busy)?;
                     }
                     send_msg(&mut s, &mut frame, &[1, 2, 3, 4])?;
                 }

@@ -60,6 +60,7 @@ fn main() -> ExitCode {
             "sync" => sync(&u, &w)?,
             "comms" => comms(&w)?,
             "sockets" => sockets(&w)?,
+            "idle" => idle(&w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
@@ -535,6 +536,32 @@ fn udp_garbage(u: &Universe, w: &SimpleCommunicator) -> R {
             .sum();
         check!(dropped >= 7, "only {dropped} bad datagrams were counted: {report}");
         println!("udp-garbage: {report}");
+    }
+    Ok(())
+}
+
+/// CPU seconds this process has used (user + system).
+fn cpu_seconds() -> R<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").map_err(e)?;
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    Ok(ticks / 100.0)
+}
+
+/// Rank 0 sleeps 5 s (wall) before sending; rank 1 waits in a blocking
+/// receive and reports the CPU time the wait cost (a measurement, not a check).
+fn idle(w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 {
+        return Ok(());
+    }
+    if w.rank() == 0 {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        w.process_at_rank(1).send(&1u8).map_err(e)?;
+    } else {
+        let before = cpu_seconds()?;
+        let (_, _) = w.process_at_rank(0).receive::<u8>().map_err(e)?;
+        println!("idle: a 5 s blocking receive used {:.2} s of CPU", cpu_seconds()? - before);
     }
     Ok(())
 }
