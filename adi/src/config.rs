@@ -46,6 +46,36 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// The largest message size a size list may name (benchmarks allocate it).
+pub const MAX_LISTED_SIZE: usize = 1 << 30;
+
+/// Parses a benchmark size list: `"0,8,1K"` (explicit) or `"LO:HI"` (0 if
+/// `LO` is 0, then powers of two from `max(LO, 1)` up to `HI`).
+pub fn parse_size_list(s: &str) -> Result<Vec<usize>, String> {
+    let check = |n: usize| {
+        if n > MAX_LISTED_SIZE {
+            Err(format!("size {n} is above 1 GiB; pick a smaller one"))
+        } else {
+            Ok(n)
+        }
+    };
+    if let Some((a, b)) = s.split_once(':') {
+        let (lo, hi) = (check(parse_size(a)?)?, check(parse_size(b)?)?);
+        if lo > hi {
+            return Err(format!("{s:?}: the lower bound is above the upper one"));
+        }
+        let mut v = if lo == 0 { vec![0] } else { vec![] };
+        let mut x = lo.max(1);
+        while x <= hi {
+            v.push(x);
+            x *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',').map(|t| parse_size(t).and_then(check)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +87,16 @@ mod tests {
         assert_eq!(parse_size("1m"), Ok(1 << 20));
         assert_eq!(parse_size("max"), Ok(usize::MAX));
         assert!(parse_size("lots").is_err());
+    }
+
+    #[test]
+    fn size_lists_parse() {
+        assert_eq!(parse_size_list("0:4"), Ok(vec![0, 1, 2, 4]));
+        assert_eq!(parse_size_list("3:16"), Ok(vec![3, 6, 12]));
+        assert_eq!(parse_size_list("0,8,1K"), Ok(vec![0, 8, 1024]));
+        assert!(parse_size_list("0:max").is_err());
+        assert!(parse_size_list("2G").is_err());
+        assert!(parse_size_list("8:4").is_err());
+        assert!(parse_size_list("1,x").is_err());
     }
 }

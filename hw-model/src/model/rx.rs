@@ -123,29 +123,16 @@ impl Model {
                     },
                 );
             }
-            PacketKind::Ack { bytes } => {
-                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
-                self.schedule(
-                    t + status,
-                    Event::Complete {
-                        node,
-                        slot,
-                        seq: pkt.seq,
-                        gen: pkt.gen,
-                        status: ErrorCode::Ok,
-                        bytes,
-                        deposit: None,
-                    },
-                );
-            }
-            PacketKind::Nack { code } => {
-                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
-                self.schedule(
-                    t + status,
-                    Event::Complete { node, slot, seq: pkt.seq, gen: pkt.gen, status: code, bytes: 0, deposit: None },
-                );
-            }
+            PacketKind::Ack { bytes } => self.reply_arrived(t + status, &pkt, ErrorCode::Ok, bytes),
+            PacketKind::Nack { code } => self.reply_arrived(t + status, &pkt, code, 0),
         }
+    }
+
+    /// An acknowledgement (or refusal) reached the issuing slot: its command
+    /// completes at `at` with `status` and `bytes`.
+    fn reply_arrived(&mut self, at: SimTime, pkt: &Packet, status: ErrorCode, bytes: u64) {
+        let (node, slot) = (pkt.dst.node, pkt.dst.slot);
+        self.schedule(at, Event::Complete { node, slot, seq: pkt.seq, gen: pkt.gen, status, bytes, deposit: None });
     }
 
     /// Every non-empty segment must lie inside one exposure entry of the

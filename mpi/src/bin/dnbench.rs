@@ -92,28 +92,6 @@ struct Row {
     iterations: u32,
 }
 
-fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
-    let one = |t: &str| adi::config::parse_size(t);
-    if let Some((a, b)) = s.split_once(':') {
-        let (lo, hi) = (one(a)?, one(b)?);
-        if hi > 1 << 30 {
-            return Err("sizes above 1 GiB are not supported".into());
-        }
-        let mut v = Vec::new();
-        if lo == 0 {
-            v.push(0);
-        }
-        let mut x = lo.max(1);
-        while x <= hi {
-            v.push(x);
-            x *= 2;
-        }
-        Ok(v)
-    } else {
-        s.split(',').map(one).collect()
-    }
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
@@ -126,7 +104,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let sizes = parse_sizes(&args.sizes)?;
+    let sizes = adi::config::parse_size_list(&args.sizes)?;
     let universe = mpi::initialize().map_err(|e| e.to_string())?;
     let world = universe.world();
     if world.size() < 2 {

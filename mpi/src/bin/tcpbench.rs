@@ -64,22 +64,6 @@ struct Row {
     iterations: u32,
 }
 
-fn sizes(s: &str) -> Result<Vec<usize>, String> {
-    let one = |t: &str| adi::config::parse_size(t);
-    if let Some((a, b)) = s.split_once(':') {
-        let (lo, hi) = (one(a)?, one(b)?);
-        let mut v = if lo == 0 { vec![0] } else { vec![] };
-        let mut x = lo.max(1);
-        while x <= hi {
-            v.push(x);
-            x *= 2;
-        }
-        Ok(v)
-    } else {
-        s.split(',').map(one).collect()
-    }
-}
-
 fn read_full(s: &mut TcpStream, buf: &mut [u8], busy: bool) -> std::io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
@@ -141,7 +125,7 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     setup(&s, busy)?;
     let (mut buf, mut frame) = (Vec::new(), Vec::new());
-    for size in sizes(&args.sizes).map_err(std::io::Error::other)? {
+    for size in adi::config::parse_size_list(&args.sizes).map_err(std::io::Error::other)? {
         let iters = iters_for(size, args.iters);
         match args.test {
             Test::Latency => {
@@ -189,7 +173,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let sizes = sizes(&args.sizes)?;
+    let sizes = adi::config::parse_size_list(&args.sizes)?;
     let busy = !args.blocking;
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();

@@ -429,6 +429,31 @@ impl UdpTransport {
         r
     }
 
+    /// Takes the next sequence number towards `dest` and starts a datagram
+    /// (from the buffer pool) holding the DATA header of fragment `frag` of
+    /// `nfrags` of a `msg_len`-byte message, `payload` bytes of which follow.
+    fn start_data(&mut self, dest: u32, msg_len: usize, frag: usize, nfrags: usize, payload: usize) -> (u32, Vec<u8>) {
+        let mut dg = self.pool.pop().unwrap_or_default();
+        dg.resize(HEADER, 0);
+        let tx = &mut self.tx[dest as usize];
+        let seq = tx.next_seq;
+        tx.next_seq = seq.wrapping_add(1);
+        Header {
+            flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+            job: self.job,
+            src: self.rank,
+            dst: dest,
+            seq,
+            ack: 0,
+            msg_len: msg_len as u32,
+            frag: frag as u16,
+            nfrags: nfrags as u16,
+            payload: payload as u32,
+        }
+        .write(&mut dg);
+        (seq, dg)
+    }
+
     /// Move queued datagrams into the window and send them.
     fn pump(&mut self, dest: u32) -> Result<(), TransportError> {
         let d = dest as usize;
@@ -624,13 +649,14 @@ impl UdpTransport {
     /// Retransmission timers, delayed ACKs, peer loss.
     fn timers(&mut self) -> Result<(), TransportError> {
         let now = Instant::now();
+        let hung = self.faults.as_ref().is_some_and(Faults::is_hung);
         for p in 0..self.size {
             if p == self.rank {
                 continue;
             }
             let d = p as usize;
             if let Some(t) = self.tx[d].timer {
-                if now.duration_since(self.tx[d].progress) >= self.cfg.peer_timeout {
+                if !hung && now.duration_since(self.tx[d].progress) >= self.cfg.peer_timeout {
                     let tx = &self.tx[d];
                     return Err(TransportError::PeerLost {
                             rank: p,
@@ -727,23 +753,7 @@ impl Transport for UdpTransport {
         let mut cur: &[u8] = flat.next().unwrap_or(&[]);
         for frag in 0..nfrags {
             let n = (len - frag * self.cfg.mtu).min(self.cfg.mtu);
-            let mut dg = self.pool.pop().unwrap_or_default();
-            dg.resize(HEADER, 0);
-            let seq = self.tx[d].next_seq;
-            self.tx[d].next_seq = seq.wrapping_add(1);
-            Header {
-                flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
-                job: self.job,
-                src: self.rank,
-                dst: dest,
-                seq,
-                ack: 0,
-                msg_len: len as u32,
-                frag: frag as u16,
-                nfrags: nfrags as u16,
-                payload: n as u32,
-            }
-            .write(&mut dg);
+            let (seq, mut dg) = self.start_data(dest, len, frag, nfrags, n);
             let mut want = n;
             while want > 0 {
                 if cur.is_empty() {
@@ -779,23 +789,7 @@ impl Transport for UdpTransport {
         if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
             return Ok(false);
         }
-        let mut dg = self.pool.pop().unwrap_or_default();
-        dg.resize(HEADER, 0);
-        let seq = self.tx[d].next_seq;
-        self.tx[d].next_seq = seq.wrapping_add(1);
-        Header {
-            flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
-            job: self.job,
-            src: self.rank,
-            dst: dest,
-            seq,
-            ack: 0,
-            msg_len: len as u32,
-            frag: 0,
-            nfrags: 1,
-            payload: len as u32,
-        }
-        .write(&mut dg);
+        let (seq, mut dg) = self.start_data(dest, len, 0, 1, len);
         dg.extend_from_slice(header);
         // The bulk bytes stay in the engine's buffer until acknowledged.
         self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some((data.clone(), range)) });
