@@ -14,23 +14,26 @@ pub fn bin_dir() -> PathBuf {
 
 static BUILD: Once = Once::new();
 
-/// Make sure `dnrun`, `dimmnet-sim` and `mpi-suite` exist in [`bin_dir`],
-/// building them with the same profile if a plain `cargo test -p sim-tests`
-/// did not.
+/// Make sure `dnrun`, `dimmnet-sim` and `mpi-suite` in [`bin_dir`] are built
+/// from the current sources, with the same profile as the tests.
+///
+/// `cargo test` alone does not rebuild other packages' binaries, so a plain
+/// `cargo test -p sim-tests` after an edit would otherwise run stale ones.
+/// The build is a no-op (a fraction of a second) when they are up to date.
 pub fn ensure_binaries() {
     BUILD.call_once(|| {
         let dir = bin_dir();
-        let missing = ["dnrun", "dimmnet-sim", "mpi-suite"].iter().any(|b| !dir.join(b).is_file());
-        if missing {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let release = dir.file_name().is_some_and(|n| n == "release");
-            let mut cmd = Command::new(cargo);
-            cmd.args(["build", "--bins", "-p", "mpi", "-p", "hw-model", "-p", "sim-tests"]);
-            if release {
-                cmd.arg("--release");
-            }
-            let st = cmd.status().expect("run cargo build");
-            assert!(st.success(), "building the binaries for the end-to-end suite failed");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "--bins", "-p", "mpi", "-p", "hw-model", "-p", "sim-tests"]);
+        if release {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("run cargo build");
+        assert!(st.success(), "building the binaries for the end-to-end suite failed");
+        for b in ["dnrun", "dimmnet-sim", "mpi-suite"] {
+            assert!(dir.join(b).is_file(), "{} was not built", dir.join(b).display());
         }
     });
 }

@@ -3,7 +3,9 @@
 //!
 //! Every outgoing datagram may be dropped (`loss`), sent twice (`dup`), held
 //! back and sent after the next one (`reorder`), or have one byte flipped
-//! (`corrupt`); `blackhole=R` drops everything sent to rank R. Decisions come
+//! (`corrupt`); `blackhole=R` makes rank R a hung peer: everything sent to
+//! or by it is dropped and it never gives up on the others itself (a frozen
+//! process cannot report), so the job ends with the others naming R. Decisions come
 //! from a xorshift generator seeded with `seed` and the rank, so the same
 //! sequence of datagrams meets the same faults.
 
@@ -21,7 +23,7 @@ pub struct FaultSpec {
     pub reorder: f64,
     /// Probability of flipping one byte.
     pub corrupt: f64,
-    /// Rank all of whose incoming traffic is dropped.
+    /// Rank that behaves as a hung peer (all its traffic dropped, both ways).
     pub blackhole: Option<u32>,
     /// Generator seed.
     pub seed: u64,
@@ -77,13 +79,14 @@ pub struct Faults {
     state: u64,
     /// Counts: dropped, duplicated, reordered, corrupted.
     pub injected: [u64; 4],
+    rank: u32,
 }
 
 impl Faults {
     /// An injector for `rank`.
     pub fn new(spec: FaultSpec, rank: u32) -> Faults {
         let state = (spec.seed ^ (rank as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
-        Faults { spec, state, injected: [0; 4] }
+        Faults { spec, state, injected: [0; 4], rank }
     }
 
     fn next(&mut self) -> f64 {
@@ -93,9 +96,14 @@ impl Faults {
         (self.state >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// Whether this rank plays the hung peer of `blackhole=`.
+    pub fn is_hung(&self) -> bool {
+        self.spec.blackhole == Some(self.rank)
+    }
+
     /// Decide the fate of a datagram of `len` bytes to `dest`.
     pub fn decide(&mut self, dest: u32, len: usize) -> Verdict {
-        if self.spec.blackhole == Some(dest) {
+        if self.spec.blackhole == Some(dest) || self.is_hung() {
             self.injected[0] += 1;
             return Verdict::Drop;
         }
@@ -129,6 +137,18 @@ mod tests {
         assert_eq!(FaultSpec::parse("blackhole=3").unwrap().blackhole, Some(3));
         assert!(FaultSpec::parse("loss=2").unwrap_err().contains("probability"));
         assert!(FaultSpec::parse("lose=0.1").unwrap_err().contains("unknown fault"));
+    }
+
+    #[test]
+    fn a_blackholed_rank_is_silent_both_ways() {
+        let spec = FaultSpec::parse("blackhole=1").unwrap();
+        let mut other = Faults::new(spec.clone(), 0);
+        let mut hung = Faults::new(spec, 1);
+        assert!(!other.is_hung() && hung.is_hung());
+        assert_eq!(other.decide(1, 10), Verdict::Drop);
+        assert_eq!(other.decide(2, 10), Verdict::Send);
+        assert_eq!(hung.decide(0, 10), Verdict::Drop);
+        assert_eq!(hung.decide(2, 10), Verdict::Drop);
     }
 
     #[test]
