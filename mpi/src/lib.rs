@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 mod comm;
 pub mod datatype;
 mod error;

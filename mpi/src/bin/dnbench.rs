@@ -15,9 +15,9 @@
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
+use mpi::bench::{iterations_for, Row};
 use mpi::traits::*;
 use mpi::Universe;
-use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Test {
@@ -81,17 +81,6 @@ struct Args {
     breakdown: bool,
 }
 
-#[derive(Serialize)]
-struct Row {
-    size: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency_us: Option<f64>,
-    #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
-    mbps: Option<f64>,
-    protocol: &'static str,
-    iterations: u32,
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
@@ -122,7 +111,7 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for &size in &sizes {
-        let iters = if size >= 64 * 1024 { (args.iters / 10).max(10) } else { args.iters };
+        let iters = iterations_for(size, args.iters);
         let protocol = universe
             .with_engine(|e| if e.eager_ok(1, size, false) { "eager" } else { "rndv" })
             .map_err(|e| e.to_string())?;

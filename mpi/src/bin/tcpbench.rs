@@ -16,7 +16,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
-use serde::Serialize;
+use mpi::bench::{iterations_for, Row};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Test {
@@ -51,17 +51,6 @@ struct Args {
     /// Internal: run as the echo/sink side connected to this port.
     #[arg(long, hide = true)]
     peer: Option<u16>,
-}
-
-#[derive(Serialize)]
-struct Row {
-    size: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency_us: Option<f64>,
-    #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
-    mbps: Option<f64>,
-    protocol: &'static str,
-    iterations: u32,
 }
 
 fn read_full(s: &mut TcpStream, buf: &mut [u8], busy: bool) -> std::io::Result<()> {
@@ -111,14 +100,6 @@ fn setup(s: &TcpStream, busy: bool) -> std::io::Result<()> {
     s.set_nonblocking(busy)
 }
 
-fn iters_for(size: usize, iters: u32) -> u32 {
-    if size >= 64 * 1024 {
-        (iters / 10).max(10)
-    } else {
-        iters
-    }
-}
-
 /// The other process: echo (latency) or sink-and-acknowledge (bw).
 fn peer(args: &Args, port: u16) -> std::io::Result<()> {
     let busy = !args.blocking;
@@ -126,7 +107,7 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
     setup(&s, busy)?;
     let (mut buf, mut frame) = (Vec::new(), Vec::new());
     for size in adi::config::parse_size_list(&args.sizes).map_err(std::io::Error::other)? {
-        let iters = iters_for(size, args.iters);
+        let iters = iterations_for(size, args.iters);
         match args.test {
             Test::Latency => {
                 for _ in 0..iters + 10 {
@@ -190,7 +171,7 @@ fn run(args: &Args) -> Result<(), String> {
     let mut rows = Vec::new();
     for &size in &sizes {
         let msg = vec![7u8; size];
-        let iters = iters_for(size, args.iters);
+        let iters = iterations_for(size, args.iters);
         let io = |e: std::io::Error| e.to_string();
         match args.test {
             Test::Latency => {

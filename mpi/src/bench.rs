@@ -1,0 +1,52 @@
+//! What `dnbench` and its TCP baseline `tcpbench` have in common: the JSON
+//! row they both print (one shape, so their outputs can be compared line by
+//! line) and how many iterations a size gets.
+
+use serde::Serialize;
+
+/// One measured size, as printed by `--json` (an array of these).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// Message size in bytes.
+    pub size: usize,
+    /// One-way latency (half the round trip), for `latency`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<f64>,
+    /// Bandwidth in 10^6 bytes per second, for `bw` and `bibw`.
+    #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
+    pub mbps: Option<f64>,
+    /// `eager`, `rndv`, or the baseline's name (`tcp`).
+    pub protocol: &'static str,
+    /// Timed iterations.
+    pub iterations: u32,
+}
+
+/// Iterations for `size`: sizes of 64 KiB and more get a tenth (at least 10),
+/// as the OSU benchmarks do, so that a `0:4M` sweep stays short.
+pub fn iterations_for(size: usize, iters: u32) -> u32 {
+    if size >= 64 * 1024 {
+        (iters / 10).max(10)
+    } else {
+        iters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_sizes_get_a_tenth_but_at_least_ten() {
+        assert_eq!(iterations_for(0, 1000), 1000);
+        assert_eq!(iterations_for(65535, 1000), 1000);
+        assert_eq!(iterations_for(65536, 1000), 100);
+        assert_eq!(iterations_for(1 << 20, 50), 10);
+    }
+
+    #[test]
+    fn rows_print_only_the_measured_figure() {
+        let r = Row { size: 8, latency_us: Some(1.5), mbps: None, protocol: "eager", iterations: 10 };
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(j, r#"{"size":8,"latency_us":1.5,"protocol":"eager","iterations":10}"#);
+    }
+}
