@@ -27,7 +27,7 @@ use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer, Region, Space};
 use proptest::prelude::*;
 
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::harness::temp_dir;
+use crate::harness::{pattern_bytes, temp_dir};
 
 /// SO-DIMM partition size used by fuzz clusters (small: cases are many).
 pub const PARTITION: u64 = 2 << 20;
@@ -111,6 +111,26 @@ pub enum Defect {
 }
 
 impl Defect {
+    /// Every defect (the fuzzer picks among these).
+    pub const ALL: [Defect; 13] = {
+        use Defect::*;
+        [
+            LocalOtherSlot,
+            LocalPastEnd,
+            WindowOverflow,
+            WriteReadOnly,
+            ReadUnexposed,
+            NoRing,
+            NoSuchNode,
+            NoSuchSlot,
+            BotfBadType,
+            BotfBadLength,
+            ReservedBits,
+            TooManyElements,
+            IvsTooLarge,
+        ]
+    };
+
     fn code(self) -> ErrorCode {
         match self {
             Defect::LocalOtherSlot | Defect::LocalPastEnd => ErrorCode::OutOfPartition,
@@ -181,22 +201,7 @@ fn shape() -> impl Strategy<Value = Shape> {
 }
 
 fn defect() -> impl Strategy<Value = Defect> {
-    use Defect::*;
-    proptest::sample::select(vec![
-        LocalOtherSlot,
-        LocalPastEnd,
-        WindowOverflow,
-        WriteReadOnly,
-        ReadUnexposed,
-        NoRing,
-        NoSuchNode,
-        NoSuchSlot,
-        BotfBadType,
-        BotfBadLength,
-        ReservedBits,
-        TooManyElements,
-        IvsTooLarge,
-    ])
+    proptest::sample::select(Defect::ALL.to_vec())
 }
 
 /// The operation strategy.
@@ -218,18 +223,6 @@ pub fn case(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
     proptest::collection::vec(op(), 1..=max_len)
 }
 
-fn bytes(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// What a VL of `segs` reads back after a VS of `data` to the same `segs`
 /// (later elements win where they overlap).
 fn expected_readback(segs: &[(u64, u32)], data: &[u8]) -> Vec<u8> {
@@ -245,7 +238,7 @@ fn expected_readback(segs: &[(u64, u32)], data: &[u8]) -> Vec<u8> {
 }
 
 fn canary(node: u16, slot: u16, len: usize) -> Vec<u8> {
-    bytes(0xC0FFEE ^ ((node as u64) << 32) ^ ((slot as u64) << 16), len)
+    pattern_bytes(0xC0FFEE ^ ((node as u64) << 32) ^ ((slot as u64) << 16), len)
 }
 
 /// Fill every victim partition with canaries, expose the remote victim's
@@ -359,7 +352,7 @@ fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Res
         Op::LocalRoundTrip { shape, seed } => {
             let (p, list) = shape.pattern(base);
             let segs = p.segments(&list).map_err(|e| Stop::Fail(format!("bad generated pattern {e:?}")))?;
-            let data = bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
+            let data = pattern_bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
             d.write_ww(0, &data).map_err(|e| err("WW", e))?;
             d.write_ww(LIST_OFF as usize, &list).map_err(|e| err("WW list", e))?;
             d.run(&Command::Vs { ww_off: 0, dst: p }).map_err(|e| err("valid VS", e))?;
@@ -373,7 +366,7 @@ fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Res
         Op::RemoteRoundTrip { shape, seed } if remote_ok => {
             let (p, list) = shape.pattern(victim_base + RW_OFF);
             let segs = p.segments(&list).map_err(|e| Stop::Fail(format!("bad generated pattern {e:?}")))?;
-            let data = bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
+            let data = pattern_bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
             d.write_ww(0, &data).map_err(|e| err("WW", e))?;
             d.write_ww(LIST_OFF as usize, &list).map_err(|e| err("WW list", e))?;
             d.run(&Command::Rvs { peer: victim, src: Near::Window(0), dst: p }).map_err(|e| err("valid RVS", e))?;
@@ -386,7 +379,7 @@ fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Res
             }
         }
         Op::Send { len, botf, from_sodimm } if remote_ok => {
-            let data = bytes(*len as u64, *len as usize);
+            let data = pattern_bytes(*len as u64, *len as usize);
             let cmd = if *botf {
                 let mut img = PacketHeader::ivs(victim, *len).encode().to_vec();
                 img.extend(&data);

@@ -12,6 +12,20 @@ use fpga_regs::simctl;
 
 use crate::cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
 
+/// Deterministic test data: `n` bytes from a xorshift64 generator seeded
+/// with `seed`, so a receiver can regenerate what a sender sent.
+pub fn pattern_bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// A fresh directory name for a cluster under /dev/shm (or the temp dir).
 pub fn temp_dir(tag: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -7,23 +7,18 @@ use fpga_regs::packet::{PacketHeader, PacketType, PatternBlock};
 use fpga_regs::ur::{ExposePerm, Status};
 use fpga_regs::{Command, Region};
 use fpga_regs::{ErrorCode, Near, Pattern, Peer, Space, VectorMode};
-use hw_model::harness::{run_actors, temp_dir, ActorFn, SimCluster};
+use hw_model::harness::{pattern_bytes, run_actors, temp_dir, ActorFn, SimCluster};
 use hw_model::{Cluster, ClusterConfig};
 
 const MIB: u64 = 1 << 20;
 const LIST_OFF: u32 = 0xC000;
 
-/// Deterministic test data.
+/// Deterministic test data: a fresh pattern for every call.
 struct Rng(u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        pattern_bytes(self.0, n)
     }
 }
 

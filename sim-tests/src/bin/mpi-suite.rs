@@ -24,15 +24,8 @@ macro_rules! check {
 
 /// Deterministic message contents for (sender, receiver, index, length).
 fn data(src: Rank, dst: Rank, i: u32, len: usize) -> Vec<u8> {
-    let mut x = ((src as u64 + 1) * 0x9E37_79B9) ^ ((dst as u64 + 7) * 0x85EB_CA6B) ^ ((i as u64) << 20) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let seed = ((src as u64 + 1) * 0x9E37_79B9) ^ ((dst as u64 + 7) * 0x85EB_CA6B) ^ ((i as u64) << 20);
+    hw_model::harness::pattern_bytes(seed, len)
 }
 
 fn main() -> ExitCode {
