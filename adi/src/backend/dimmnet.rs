@@ -175,11 +175,8 @@ impl WwRing {
     }
 
     fn drain(&mut self, dev: &mut Device) -> Result<(), TransportError> {
-        while let Some((_, _, t)) = self.live.pop_front() {
-            match dev.wait(t) {
-                Ok(_) | Err(DriverError::UnknownTicket(_)) => {}
-                Err(e) => return Err(map_err(e)),
-            }
+        while !self.live.is_empty() {
+            self.retire_front(dev)?;
         }
         Ok(())
     }

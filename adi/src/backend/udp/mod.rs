@@ -780,10 +780,16 @@ impl Transport for UdpTransport {
         data: &Rc<Vec<u8>>,
         range: Range<usize>,
     ) -> Result<bool, TransportError> {
-        let len = header.len() + range.len();
-        if len > self.cfg.mtu || range.end > data.len() {
+        let Some(body) = data.get(range.clone()) else {
+            return Err(TransportError::Backend {
+                backend: BACKEND,
+                msg: format!("send range {range:?} lies outside its {}-byte buffer", data.len()),
+            });
+        };
+        let len = header.len() + body.len();
+        if len > self.cfg.mtu {
             // Does not fit one datagram: fragment a copy.
-            return self.try_send(dest, &[header, &data[range]]);
+            return self.try_send(dest, &[header, body]);
         }
         let d = dest as usize;
         if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
