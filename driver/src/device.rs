@@ -434,13 +434,11 @@ impl Device {
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
         self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
-        if buf.len() >= 8 && off % 8 == 0 {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&buf[..8]);
-            let _ = self.pw.read_bytes(off, &mut w);
-            self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(w));
+        self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))?;
+        if let (0, Some(w)) = (off % 8, buf.first_chunk::<8>()) {
+            self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(*w));
         }
-        self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))
+        Ok(())
     }
 
     /// Read a 64-bit word of LLCM scratch or ring table (uncached).

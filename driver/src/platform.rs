@@ -65,7 +65,7 @@ impl Platform {
     /// not modelled otherwise (application computation). No-op on hardware.
     pub fn advance(&self, ps: u64) {
         if let Platform::Simulated(a) = self {
-            a.clock.set(a.clock.get() + ps);
+            a.clock.set(a.clock.get().saturating_add(ps));
         }
     }
 
@@ -315,8 +315,10 @@ impl SimActor {
         let per = self.costs[cost as usize];
         let c = &self.counts[cost as usize];
         c.set(c.get() + n);
-        let add = if cost == HostCost::CopyByte { (per * n).div_ceil(1000) } else { per * n };
-        self.clock.set(self.clock.get() + add);
+        // Saturating: a profile may hold absurd but valid costs.
+        let total = per.saturating_mul(n);
+        let add = if cost == HostCost::CopyByte { total.div_ceil(1000) } else { total };
+        self.clock.set(self.clock.get().saturating_add(add));
     }
 
     #[inline]

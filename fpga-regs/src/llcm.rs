@@ -10,7 +10,8 @@
 //! **Ours**: the table has one 32-byte entry per possible source, indexed by
 //! `source_node * num_slots + source_slot`; NWA and NRA are monotonic byte
 //! counters (position = `base + counter % size`), which removes the
-//! full/empty ambiguity of raw addresses; every record the controller appends
+//! full/empty ambiguity of raw addresses; `NWA - NRA` is taken modulo 2^64,
+//! so counters may start anywhere the host sets them; every record the controller appends
 //! is padded to 8 bytes; a record is never split across a packet boundary,
 //! but it may wrap around the end of the ring.
 
@@ -123,7 +124,7 @@ impl RingState {
 
     /// Bytes appended and not yet consumed, or `None` if the pointers are inconsistent.
     pub fn used(&self) -> Option<u64> {
-        let used = self.nwa.checked_sub(self.nra)?;
+        let used = self.nwa.wrapping_sub(self.nra);
         (used <= self.size).then_some(used)
     }
 
@@ -182,6 +183,8 @@ mod tests {
         assert_eq!(bad.used(), None);
         let over = RingState { nra: 0, ..r };
         assert_eq!(over.used(), None);
+        let wrapped = RingState { nwa: 8, nra: u64::MAX - 15, ..r };
+        assert_eq!(wrapped.used(), Some(24));
         assert_eq!(record_len(0), 0);
         assert_eq!(record_len(1), 8);
         assert_eq!(record_len(32), 32);

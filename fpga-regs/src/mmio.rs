@@ -34,6 +34,17 @@ pub enum MapError {
         /// Mapping size.
         size: usize,
     },
+    /// A regular file too short for the requested window: touching the
+    /// missing part would kill the process with SIGBUS.
+    #[error("{path} has {file_len} bytes but {need} are needed; is it a stale or foreign file? Restart the simulator (or remove the file) and retry")]
+    TooShort {
+        /// The file.
+        path: String,
+        /// Its length.
+        file_len: u64,
+        /// Bytes the mapping needs (offset + length).
+        need: u64,
+    },
 }
 
 /// A shared, writable mapping of part of a file.
@@ -68,7 +79,14 @@ unsafe impl MmioBlock for crate::simctl::ActorRecord {}
 
 impl Mapping {
     /// Map `len` bytes of `file` starting at `offset` (a multiple of the page size).
+    /// A regular file must reach `offset + len` (a device node has no length).
     pub fn map(file: &File, path: &Path, offset: u64, len: usize) -> Result<Mapping, MapError> {
+        let need = offset.saturating_add(len as u64);
+        if let Ok(meta) = file.metadata() {
+            if meta.is_file() && meta.len() < need {
+                return Err(MapError::TooShort { path: path.display().to_string(), file_len: meta.len(), need });
+            }
+        }
         let raw = MmapOptions::new()
             .offset(offset)
             .len(len)
@@ -160,5 +178,21 @@ impl Mapping {
         // SAFETY: the range is in bounds (checked).
         unsafe { std::ptr::write_bytes(p, byte, len) };
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_shorter_than_the_window_is_refused_not_mapped() {
+        let path = std::env::temp_dir().join(format!("mmio-short-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        let err = Mapping::open(&path, 0, 8192).unwrap_err();
+        assert!(matches!(err, MapError::TooShort { file_len: 4096, need: 8192, .. }), "{err}");
+        let ok = Mapping::open(&path, 0, 4096);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(ok.unwrap().len(), 4096);
     }
 }

@@ -127,11 +127,26 @@ struct Actor {
     watch_n: usize,
 }
 
+impl Actor {
+    const FREE: Actor = Actor {
+        state: Local::Free,
+        node: 0,
+        slot: 0,
+        pid: 0,
+        clock: SimTime::ZERO,
+        grant_clock: SimTime::ZERO,
+        pending_result: result::OK,
+        watch: [0; MAX_WATCH],
+        watch_n: 0,
+    };
+}
+
 /// A cluster: files plus scheduler.
 pub struct Cluster {
     cfg: ClusterConfig,
     model: Model,
     ctl: Mapping,
+    /// Scheduler state of every record admitted so far (index = record).
     actors: Vec<Actor>,
     by_slot: Vec<Option<usize>>,
     attached_ever: u32,
@@ -217,23 +232,12 @@ impl Cluster {
             h.magic.store(simctl::MAGIC, SeqCst);
             h.flags.store(simctl::flags::READY, SeqCst);
         }
-        let actor = Actor {
-            state: Local::Free,
-            node: 0,
-            slot: 0,
-            pid: 0,
-            clock: SimTime::ZERO,
-            grant_clock: SimTime::ZERO,
-            pending_result: result::OK,
-            watch: [0; MAX_WATCH],
-            watch_n: 0,
-        };
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
         Ok(Cluster {
             cfg,
             model,
             ctl,
-            actors: vec![actor; MAX_ACTORS],
+            actors: Vec::new(),
             by_slot,
             attached_ever: 0,
             attach_seq_seen: 0,
@@ -390,6 +394,10 @@ impl Cluster {
             let key = node as usize * self.cfg.slots as usize + slot as usize;
             self.by_slot[key] = Some(i);
             let clock = if self.cfg.expected_actors > 0 { SimTime::ZERO } else { self.last_time.max(self.model.now()) };
+            if self.actors.len() <= i {
+                // Only records ever admitted are scanned by the scheduler.
+                self.actors.resize(i + 1, Actor::FREE);
+            }
             self.actors[i] = Actor {
                 state: Local::Runnable,
                 node,
@@ -586,7 +594,8 @@ impl Cluster {
     /// Release every live actor with a shutdown result.
     fn shutdown(&mut self) {
         self.header().flags.fetch_or(simctl::flags::SHUTDOWN, SeqCst);
-        for i in 0..self.actors.len() {
+        // Every record, including those still attaching.
+        for i in 0..MAX_ACTORS {
             let rec = self.record(i);
             let st = rec.state.load(SeqCst);
             if matches!(st, state::RUNNABLE | state::WAITING | state::ATTACHING) {

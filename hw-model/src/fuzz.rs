@@ -27,7 +27,7 @@ use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer, Region, Space};
 use proptest::prelude::*;
 
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::harness::{pattern_bytes, temp_dir};
+use crate::harness::{pattern_bytes, temp_dir, SimCluster};
 
 /// SO-DIMM partition size used by fuzz clusters (small: cases are many).
 pub const PARTITION: u64 = 2 << 20;
@@ -491,15 +491,9 @@ pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
             cfg.expected_actors = 1;
             let mut cluster = Cluster::create(cfg).map_err(|e| e.to_string())?;
             prepare(&mut cluster);
-            let path = cluster.dir().join(fpga_regs::simctl::node_file_name(0));
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let flag = stop.clone();
-            let model = std::thread::spawn(move || {
-                let r = cluster.run(&flag).map(|_| ());
-                (cluster, r)
-            });
+            let sim = SimCluster::spawn(cluster).map_err(|e| e.to_string())?;
             let outcome = (|| {
-                let mut d = Device::open(&path, 0).map_err(|e| e.to_string())?;
+                let mut d = Device::open(&sim.node_path(0), 0).map_err(|e| e.to_string())?;
                 let mut posted = 0;
                 for (i, op) in ops.iter().enumerate() {
                     if !run_op(&mut d, op, &mut posted, true).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
@@ -508,8 +502,9 @@ pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
                 }
                 Ok::<(), String>(())
             })();
-            let (cluster, run) = model.join().map_err(|_| "the model panicked".to_string())?;
-            run.map_err(|e| e.to_string())?;
+            // If the device never attached, the model would wait for it forever.
+            let joined = if outcome.is_err() { sim.stop() } else { sim.join() };
+            let (cluster, _) = joined.map_err(|e| e.to_string())?;
             outcome?;
             check_isolation(&cluster)
         }

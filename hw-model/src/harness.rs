@@ -44,7 +44,11 @@ pub struct SimCluster {
 impl SimCluster {
     /// Create the cluster (its files exist when this returns) and start the scheduler.
     pub fn start(cfg: ClusterConfig) -> Result<SimCluster, ClusterError> {
-        let mut cluster = Cluster::create(cfg)?;
+        SimCluster::spawn(Cluster::create(cfg)?)
+    }
+
+    /// Start the scheduler of a cluster created (and perhaps prepared) by the caller.
+    pub fn spawn(mut cluster: Cluster) -> Result<SimCluster, ClusterError> {
         let dir = cluster.dir().to_path_buf();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -166,7 +170,8 @@ pub fn run_actors<R: Send + 'static>(
             }
         }
     }
-    let (cluster, report) = sim.join()?;
+    // An actor that never attached would leave the model waiting for it.
+    let (cluster, report) = if failure.is_some() { sim.stop()? } else { sim.join()? };
     match failure {
         Some(e) => Err(e),
         None => Ok((cluster, report, results)),

@@ -285,6 +285,33 @@ fn ring_wraps_around_and_keeps_order() {
 }
 
 #[test]
+fn ring_counters_wrap_past_the_top_of_u64() {
+    // NWA and NRA are host-writable: a host may start them anywhere, and
+    // NWA - NRA is taken modulo 2^64 (this used to refuse the third record).
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    const START: u64 = u64::MAX - 15;
+    let sender = move |mut d: Device| {
+        d.compute(10_000.0).unwrap();
+        d.write_ww(0, &[7u8; 8]).unwrap();
+        let ivs = Command::Ivs { peer: b, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 8 } };
+        let tickets: Vec<_> = (0..3).map(|_| d.submit(&ivs).unwrap()).collect();
+        tickets.into_iter().map(|t| d.wait(t).is_ok()).all(|ok| ok)
+    };
+    let receiver = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(a, base, 256).unwrap();
+        let e = fpga_regs::llcm::off::ring(0);
+        d.write_llcm(e + fpga_regs::llcm::off::RING_NWA, START).unwrap();
+        d.write_llcm(e + fpga_regs::llcm::off::RING_NRA, START).unwrap();
+        d.poll(|d| (d.ring_nwa(a).unwrap() == START.wrapping_add(24)).then_some(())).is_ok()
+    };
+    let (_, report, results) = run_actors(cfg("ring-top", 2, 1), vec![actor(a, sender), actor(b, receiver)]).unwrap();
+    assert_eq!(results, vec![true, true]);
+    assert_eq!(report.stats.errors, 0);
+}
+
+#[test]
 fn slow_consumer_with_fast_producer_loses_and_overwrites_nothing() {
     let a = Peer::new(0, 0);
     let b = Peer::new(1, 0);

@@ -238,19 +238,13 @@ impl Model {
         let record = record_len(len);
         let r = self.ring_state(n, s, source);
         let pending = self.nodes[n as usize].slots[s as usize].pending_ring.entry(source).or_insert(0);
-        let at = r.nwa + *pending;
+        // NWA is host-writable: wrap rather than trust it not to overflow.
+        let at = r.nwa.wrapping_add(*pending);
         *pending += record;
-        // Copy with wrap-around, zero padding included.
-        let mut rec = data.clone();
-        rec.resize(record as usize, 0);
-        let first = (r.size - r.pos(at)).min(record) as usize;
+        // Copy with wrap-around, then zero the (at most 7) padding bytes.
         let mem = &mut self.sodimm[n as usize];
-        let p0 = (r.base + r.pos(at)) as usize;
-        mem[p0..p0 + first].copy_from_slice(&rec[..first]);
-        if first < rec.len() {
-            let b = r.base as usize;
-            mem[b..b + rec.len() - first].copy_from_slice(&rec[first..]);
-        }
+        write_wrapped(mem, &r, at, data);
+        write_wrapped(mem, &r, at.wrapping_add(len), &[0; 8][..(record - len) as usize]);
         let timing = self.cfg.timing.clone();
         let dur = timing.cycles(timing.sodimm_latency_cycles) + timing.xfer(record, timing.sodimm_bytes_per_cycle);
         let (_, end) = self.nodes[n as usize].sodimm_port.reserve(t, dur);
@@ -321,4 +315,14 @@ impl Model {
         }
         self.update_status(node, slot);
     }
+}
+
+/// Write `bytes` into ring `r` of `mem` at ring counter `at`, wrapping at the
+/// ring's end (`bytes` is never longer than the ring).
+fn write_wrapped(mem: &mut [u8], r: &RingState, at: u64, bytes: &[u8]) {
+    let first = ((r.size - r.pos(at)) as usize).min(bytes.len());
+    let p0 = (r.base + r.pos(at)) as usize;
+    mem[p0..p0 + first].copy_from_slice(&bytes[..first]);
+    let b = r.base as usize;
+    mem[b..b + bytes.len() - first].copy_from_slice(&bytes[first..]);
 }
