@@ -493,7 +493,7 @@ pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
             prepare(&mut cluster);
             let sim = SimCluster::spawn(cluster).map_err(|e| e.to_string())?;
             let outcome = (|| {
-                let mut d = Device::open(&sim.node_path(0), 0).map_err(|e| e.to_string())?;
+                let mut d = Device::open(sim.node_path(0), 0).map_err(|e| e.to_string())?;
                 let mut posted = 0;
                 for (i, op) in ops.iter().enumerate() {
                     if !run_op(&mut d, op, &mut posted, true).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
