@@ -296,7 +296,8 @@ fn ring_counters_wrap_past_the_top_of_u64() {
         d.write_ww(0, &[7u8; 8]).unwrap();
         let ivs = Command::Ivs { peer: b, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 8 } };
         let tickets: Vec<_> = (0..3).map(|_| d.submit(&ivs).unwrap()).collect();
-        tickets.into_iter().map(|t| d.wait(t).is_ok()).all(|ok| ok)
+        let done: Vec<bool> = tickets.into_iter().map(|t| d.wait(t).is_ok()).collect();
+        done == [true; 3]
     };
     let receiver = move |mut d: Device| {
         let base = d.info().sodimm_base;
