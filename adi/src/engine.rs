@@ -389,33 +389,17 @@ impl State {
                 self.cts_work.push_back((src, CtsWork { sreq, rreq, offset, len, addr }));
             }
             Packet::Fts { rreq, offset, len } => {
-                let has_region = match self.recv_mut(rreq) {
-                    Some(r) if matches!(r.state, RecvState::Rendezvous) => r.region.is_some(),
-                    _ => {
-                        return self.fail(AdiError::Protocol {
-                            sender: src,
-                            what: format!("FTS for unknown receive request {rreq:#x}"),
-                        })
-                    }
-                };
-                if has_region {
+                let Some(r) = self.rendezvous_from(src, rreq, "FTS", offset, len) else { return };
+                if r.region.is_some() {
                     self.fts_work.push_back((rreq, offset, len));
                 } else {
+                    // Checked above: offset + len is within the message.
                     self.finish_segment(rreq, offset + len);
                 }
             }
             Packet::Data { rreq, offset, len } => {
                 let data = &msg[hlen..];
-                let Some(r) = self.recv_mut(rreq) else {
-                    return self.fail(AdiError::Protocol {
-                        sender: src,
-                        what: format!("DATA for unknown receive request {rreq:#x}"),
-                    });
-                };
-                let end = offset.saturating_add(len);
-                if end > r.env.map_or(0, |e| e.len) {
-                    return self.fail(AdiError::Protocol { sender: src, what: "DATA beyond the message".into() });
-                }
+                let Some(r) = self.rendezvous_from(src, rreq, "DATA", offset, len) else { return };
                 let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
                 if offset < keep {
                     let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
@@ -430,6 +414,25 @@ impl State {
                 }
             }
         }
+    }
+
+    /// The receive `rreq` that an FTS or DATA packet (`what`) from `src`
+    /// covering `offset..offset + len` refers to; a protocol error (and
+    /// `None`) unless it is a rendezvous receive matched to a message from
+    /// `src` that contains that range.
+    fn rendezvous_from(&mut self, src: u32, rreq: ReqId, what: &str, offset: u64, len: u64) -> Option<&mut RecvReq> {
+        let fits = |r: &RecvReq| {
+            matches!(r.state, RecvState::Rendezvous)
+                && r.env.is_some_and(|e| e.src == src && offset.checked_add(len).is_some_and(|end| end <= e.len))
+        };
+        if self.recv_mut(rreq).is_some_and(|r| fits(r)) {
+            return self.recv_mut(rreq);
+        }
+        self.fail(AdiError::Protocol {
+            sender: src,
+            what: format!("{what} for bytes {offset}+{len} of receive request {rreq:#x}, which is not a rendezvous from this rank that long"),
+        });
+        None
     }
 
     /// Bytes up to `upto` are in place: done, or ask for the next segment.

@@ -165,7 +165,9 @@ impl Packet {
         }
     }
 
-    /// Decode the packet at the start of `msg`; returns it and its header length.
+    /// Decode the packet at the start of `msg`, which the transport received
+    /// from rank `src` (an envelope naming another rank is refused); returns
+    /// it and its header length.
     pub fn decode(src: u32, msg: &[u8]) -> Result<(Packet, usize), AdiError> {
         let bad = |what: &str| AdiError::Protocol { sender: src, what: what.to_string() };
         let k = *msg.first().ok_or_else(|| bad("empty message"))?;
@@ -187,6 +189,9 @@ impl Packet {
                     src: get32(msg, 12),
                     len: get64(msg, 16),
                 };
+                if env.src != src {
+                    return Err(bad(&format!("envelope claims to come from rank {}", env.src)));
+                }
                 let sreq = get32(msg, 24);
                 if k == kind::EAGER {
                     if msg.len() as u64 - ENVELOPE_LEN as u64 != env.len {
@@ -223,12 +228,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn packet() -> impl Strategy<Value = Packet> {
-        let env = (any::<u32>(), any::<i32>(), any::<u32>(), 0u64..64).prop_map(|(ctx, tag, src, len)| Envelope {
-            ctx,
-            tag,
-            src,
-            len,
-        });
+        // Envelopes name the rank the transport says they came from (3 below).
+        let env = (any::<u32>(), any::<i32>(), 0u64..64).prop_map(|(ctx, tag, len)| Envelope { ctx, tag, src: 3, len });
         prop_oneof![
             (env.clone(), any::<u32>()).prop_map(|(env, sreq)| Packet::Eager { env, sreq }),
             (env, any::<u32>(), any::<bool>()).prop_map(|(env, sreq, sync)| Packet::Rts { env, sreq, sync }),
@@ -252,6 +253,17 @@ mod tests {
             let payload = match p { Packet::Eager { env, .. } => env.len, Packet::Data { len, .. } => len, _ => 0 };
             msg.extend(std::iter::repeat_n(7u8, payload as usize));
             prop_assert_eq!(Packet::decode(3, &msg).unwrap(), (p, n));
+        }
+
+        #[test]
+        fn an_envelope_naming_another_sender_is_refused(p in packet()) {
+            let mut h = [0u8; MAX_HEADER];
+            let n = p.encode(&mut h);
+            let mut msg = h[..n].to_vec();
+            let payload = match p { Packet::Eager { env, .. } => env.len, Packet::Data { len, .. } => len, _ => 0 };
+            msg.extend(std::iter::repeat_n(7u8, payload as usize));
+            let named = matches!(p, Packet::Eager { .. } | Packet::Rts { .. });
+            prop_assert_eq!(Packet::decode(4, &msg).is_err(), named);
         }
 
         #[test]

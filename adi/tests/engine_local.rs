@@ -171,3 +171,81 @@ fn probes_truncation_self_messages_and_bad_arguments() {
         }
     });
 }
+
+/// Rank 0 runs an engine with a 100-byte rendezvous receive from rank 1
+/// posted; rank 1 (a raw transport) sends the RTS, and once the CTS names
+/// the receive request, rank `forger` (1 or 2) sends `forge(rreq)`.
+/// Returns the receive's outcome.
+fn forged_rendezvous(forger: u32, forge: fn(u32) -> Vec<Vec<u8>>) -> Result<Done, AdiError> {
+    use adi::wire::{Envelope, Packet};
+    let mut ts = local_world(3, None, default_caps());
+    let (mut t2, mut t1, t0) = (ts.pop().unwrap(), ts.pop().unwrap(), ts.pop().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let raw = std::thread::spawn(move || {
+        let env = Envelope { ctx: 0, tag: 5, src: 1, len: 100 };
+        adi::Transport::try_send(&mut t1, 0, &[&packet(Packet::Rts { env, sreq: 9, sync: false }, 0)]).unwrap();
+        let mut rreq = None;
+        while rreq.is_none() {
+            adi::Transport::poll(&mut t1, &mut |_, m| {
+                if let Ok((Packet::Cts { rreq: r, .. }, _)) = Packet::decode(0, m) {
+                    rreq = Some(r);
+                }
+            })
+            .unwrap();
+        }
+        let t = if forger == 1 { &mut t1 } else { &mut t2 };
+        for msg in forge(rreq.unwrap()) {
+            adi::Transport::try_send(t, 0, &[&msg]).unwrap();
+        }
+        rx.recv().unwrap(); // keep the transports alive until rank 0 is done
+    });
+    let mut e = Engine::with_config(
+        Box::new(t0),
+        Config { eager_threshold: 1024, force_rendezvous: false, print_stats: false },
+    );
+    let out = e.irecv(Source::Rank(1), TagSel::Tag(5), 0, 100).and_then(|id| e.wait(id));
+    tx.send(()).unwrap();
+    raw.join().unwrap();
+    out
+}
+
+/// The encoding of `p` followed by `body` bytes of 1.
+fn packet(p: adi::wire::Packet, body: usize) -> Vec<u8> {
+    let mut h = [0u8; adi::wire::MAX_HEADER];
+    let n = p.encode(&mut h);
+    let mut m = h[..n].to_vec();
+    m.resize(n + body, 1);
+    m
+}
+
+#[test]
+fn forged_packets_are_protocol_errors_naming_the_sender() {
+    use adi::wire::{Envelope, Packet};
+    let protocol_error_from =
+        |r: &Result<Done, AdiError>, rank: u32| matches!(r, Err(AdiError::Protocol { sender, .. }) if *sender == rank);
+    // A finish whose offset + length overflows.
+    let r = forged_rendezvous(1, |rreq| vec![packet(Packet::Fts { rreq, offset: u64::MAX, len: 2 }, 0)]);
+    assert!(protocol_error_from(&r, 1), "{r:?}");
+    // Data past the end of the message.
+    let r = forged_rendezvous(1, |rreq| vec![packet(Packet::Data { rreq, offset: 99, len: 2 }, 2)]);
+    assert!(protocol_error_from(&r, 1), "{r:?}");
+    // Another rank finishing rank 1's rendezvous.
+    let r = forged_rendezvous(2, |rreq| vec![packet(Packet::Fts { rreq, offset: 0, len: 100 }, 0)]);
+    assert!(protocol_error_from(&r, 2), "{r:?}");
+    // Another rank sending an envelope in rank 1's name.
+    let r = forged_rendezvous(2, |_| {
+        vec![packet(Packet::Eager { env: Envelope { ctx: 0, tag: 5, src: 1, len: 3 }, sreq: 1 }, 3)]
+    });
+    assert!(protocol_error_from(&r, 2), "{r:?}");
+    // The genuine sender's data and finish complete it.
+    let r = forged_rendezvous(1, |rreq| {
+        vec![
+            packet(Packet::Data { rreq, offset: 0, len: 100 }, 100),
+            packet(Packet::Fts { rreq, offset: 0, len: 100 }, 0),
+        ]
+    });
+    match r {
+        Ok(Done::Received { status, data }) => assert_eq!((status.source, data), (1, vec![1u8; 100])),
+        other => panic!("the genuine rendezvous did not complete: {other:?}"),
+    }
+}

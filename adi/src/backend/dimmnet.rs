@@ -325,6 +325,9 @@ impl DimmnetTransport {
         if map.len() as u32 != size {
             return Err(TransportError::Config(format!("DN_RANKMAP lists {} ranks but DN_SIZE is {size}", map.len())));
         }
+        if rank >= size {
+            return Err(TransportError::Config(format!("DN_RANK={rank} is not below DN_SIZE={size}")));
+        }
         let me = map.peer(rank);
         let path: PathBuf = match std::env::var("DN_DEVICE") {
             Ok(d) => PathBuf::from(d),
@@ -434,6 +437,7 @@ impl DimmnetTransport {
         let avail = nwa.wrapping_sub(self.consumed[src as usize]).min(self.cfg.ring_bytes as u64);
         let mut pos = 0u64;
         let mut delivered = 0;
+        let max_message = self.caps().max_message as u64;
         while avail - pos >= DN_HDR as u64 {
             let load = (avail - pos).min(PEEK);
             self.dev.ring_load(peer, pos, load, PW_RING).map_err(map_err)?;
@@ -444,8 +448,16 @@ impl DimmnetTransport {
             c.copy_from_slice(&hdr[8..16]);
             let credit = u64::from_le_bytes(c);
             let total = DN_HDR as u64 + len;
+            let corrupt = |what: String| TransportError::Backend {
+                backend: BACKEND,
+                msg: format!("corrupt record ({what}) in the ring from rank {src}"),
+            };
             match hdr[0] {
+                KIND_CREDIT if len != 0 => return Err(corrupt(format!("credit record with {len} payload bytes"))),
                 KIND_CREDIT => {}
+                KIND_MSG if len > max_message => {
+                    return Err(corrupt(format!("{len}-byte message, above the {max_message}-byte maximum")))
+                }
                 KIND_MSG => {
                     if total > avail - pos {
                         break; // the rest of a long message is still arriving
@@ -459,12 +471,7 @@ impl DimmnetTransport {
                         self.dev.read_pw(PW_COPY as usize, &mut self.rx[inline..]).map_err(map_err)?;
                     }
                 }
-                other => {
-                    return Err(TransportError::Backend {
-                        backend: BACKEND,
-                        msg: format!("corrupt record (kind {other}) in the ring from rank {src}"),
-                    })
-                }
+                other => return Err(corrupt(format!("kind {other}"))),
             }
             let a = &mut self.acked[src as usize];
             *a = (*a).max(credit);
