@@ -808,7 +808,8 @@ impl Engine {
 
     // ---- completion -------------------------------------------------------------
 
-    fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
+    /// Whether request `id` has completed (it stays allocated until waited for).
+    pub fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
         match self.st.reqs.get(id) {
             Some(Req::Send(s)) => Ok(matches!(s.state, SendState::Done)),
             Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done)),
@@ -832,11 +833,6 @@ impl Engine {
         }
     }
 
-    /// Whether a request has completed, without freeing it.
-    pub fn is_complete(&self, id: ReqId) -> Result<bool, AdiError> {
-        self.is_done(id)
-    }
-
     /// Make progress once; if `id` completed, free it and return the result.
     pub fn test(&mut self, id: ReqId) -> Result<Option<Done>, AdiError> {
         if !self.is_done(id)? {
@@ -853,24 +849,6 @@ impl Engine {
     pub fn wait(&mut self, id: ReqId) -> Result<Done, AdiError> {
         self.wait_until(|e| e.is_done(id).unwrap_or(true))?;
         self.take_done(id)
-    }
-
-    /// Wait for any of `ids`; returns its index and result.
-    pub fn wait_any(&mut self, ids: &[ReqId]) -> Result<(usize, Done), AdiError> {
-        if ids.is_empty() {
-            return Err(AdiError::Invalid("wait_any on no requests".into()));
-        }
-        let mut which = 0;
-        self.wait_until(|e| {
-            for (i, id) in ids.iter().enumerate() {
-                if e.is_done(*id).unwrap_or(true) {
-                    which = i;
-                    return true;
-                }
-            }
-            false
-        })?;
-        Ok((which, self.take_done(ids[which])?))
     }
 
     /// Wait for every request; results in order.

@@ -47,15 +47,19 @@ impl<'b> Request<'b> {
 
     /// Block until the operation completes (`MPI_Wait`).
     pub fn wait(mut self) -> Result<Status> {
-        self.wait_mut()
+        self.wait_mut(true)
     }
 
-    fn wait_mut(&mut self) -> Result<Status> {
+    /// Wait, charging one MPI call if `charge` (not when the collective
+    /// call that completes several requests has charged already).
+    fn wait_mut(&mut self, charge: bool) -> Result<Status> {
         let Some(id) = self.id else { return Err(MpiError::Invalid("request already completed".into())) };
         let d = {
             let mut c = self.shared.borrow_mut();
             let e = c.engine()?;
-            charge_call(e);
+            if charge {
+                charge_call(e);
+            }
             let r = e.wait(id);
             if r.is_err() {
                 self.id = None;
@@ -86,30 +90,49 @@ impl<'b> Request<'b> {
             None => Err(self),
         })
     }
-
-    fn is_done(&self) -> bool {
-        match self.id {
-            None => true,
-            Some(id) => self.shared.borrow_mut().engine().map(|e| e.is_complete(id).unwrap_or(true)).unwrap_or(true),
-        }
-    }
 }
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         if self.id.is_some() {
-            let _ = self.wait_mut();
+            let _ = self.wait_mut(true);
         }
     }
 }
 
-/// Wait for every request (`MPI_Waitall`); statuses in order. The first
-/// error is returned after every request has been given the chance to finish.
+/// Run `f` on the engine of `requests` (they all share one) after charging
+/// one MPI call; `None` for an empty list.
+fn with_engine<T>(
+    requests: &[Request<'_>],
+    f: impl FnOnce(&mut adi::Engine) -> std::result::Result<T, adi::AdiError>,
+) -> Result<Option<T>> {
+    let Some(r) = requests.first() else { return Ok(None) };
+    let shared = r.shared.clone();
+    let mut c = shared.borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    Ok(Some(f(e)?))
+}
+
+/// The engine ids of `requests`, or an error if one has completed already.
+fn pending_ids(requests: &[Request<'_>], call: &str) -> Result<Vec<ReqId>> {
+    requests
+        .iter()
+        .map(|r| r.id.ok_or_else(|| MpiError::Invalid(format!("{call} on a completed request"))))
+        .collect()
+}
+
+/// Wait for every request (`MPI_Waitall`, one MPI call); statuses in order.
+/// The first error is returned after every request has been given the
+/// chance to finish.
 pub fn wait_all(requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let ids = pending_ids(&requests, "wait_all")?;
+    // Progress until all are done (an engine error surfaces per request below).
+    let _ = with_engine(&requests, |e| e.wait_until(|e| ids.iter().all(|id| e.is_done(*id).unwrap_or(true))));
     let mut out = Vec::with_capacity(requests.len());
     let mut first_err = None;
-    for r in requests {
-        match r.wait() {
+    for mut r in requests {
+        match r.wait_mut(false) {
             Ok(s) => out.push(s),
             Err(e) => {
                 first_err.get_or_insert(e);
@@ -125,37 +148,32 @@ pub fn wait_all(requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// Wait for one request (`MPI_Waitany`): removes it from `requests` and
 /// returns its former index and status.
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
-    if requests.is_empty() {
-        return Err(MpiError::Invalid("wait_any on an empty list".into()));
-    }
-    let shared = requests[0].shared.clone();
-    let ids: Vec<ReqId> = requests.iter().filter_map(|r| r.id).collect();
-    if ids.len() != requests.len() {
-        return Err(MpiError::Invalid("wait_any on a completed request".into()));
-    }
-    {
-        let mut c = shared.borrow_mut();
-        let e = c.engine()?;
-        charge_call(e);
-        e.wait_until(|e| ids.iter().any(|id| e.is_complete(*id).unwrap_or(true)))?;
-    }
-    let i = requests.iter().position(|r| r.is_done()).unwrap_or(0);
-    let r = requests.remove(i);
-    Ok((i, r.wait()?))
+    let ids = pending_ids(requests, "wait_any")?;
+    let found = with_engine(requests, |e| {
+        let done = |e: &adi::Engine, id: &ReqId| e.is_done(*id).unwrap_or(true);
+        e.wait_until(|e| ids.iter().any(|id| done(e, id)))?;
+        Ok(ids.iter().position(|id| done(e, id)))
+    })?;
+    let i = found.flatten().ok_or_else(|| MpiError::Invalid("wait_any on an empty list".into()))?;
+    // Completing through the request keeps its id bookkeeping right on error.
+    let mut r = requests.remove(i);
+    Ok((i, r.wait_mut(false)?))
 }
 
-/// Test every request (`MPI_Testall`): all statuses if all completed,
-/// otherwise the requests back, still pending.
+/// Test every request (`MPI_Testall`, one MPI call): all statuses if all
+/// completed, otherwise the requests back, still pending.
 pub fn test_all(requests: Vec<Request<'_>>) -> Result<std::result::Result<Vec<Status>, Vec<Request<'_>>>> {
-    if let Some(r) = requests.first() {
-        let shared = r.shared.clone();
-        let mut c = shared.borrow_mut();
-        let e = c.engine()?;
-        charge_call(e);
+    let ids = pending_ids(&requests, "test_all")?;
+    let all_done = with_engine(&requests, |e| {
         e.progress()?;
-    }
-    if requests.iter().all(|r| r.is_done()) {
-        wait_all(requests).map(Ok)
+        Ok(ids.iter().all(|id| e.is_done(*id).unwrap_or(true)))
+    })?;
+    if all_done.unwrap_or(true) {
+        let mut out = Vec::with_capacity(requests.len());
+        for mut r in requests {
+            out.push(r.wait_mut(false)?);
+        }
+        Ok(Ok(out))
     } else {
         Ok(Err(requests))
     }
