@@ -27,16 +27,28 @@ pub use engine::{Done, Engine, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
 pub use transport::{Caps, HostCost, Region, Transport};
 
-/// Environment variable naming the backend (`sim`/`dimmnet`, `udp`).
+/// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).
 pub const ENV_BACKEND: &str = "DN_BACKEND";
 
-/// Build the transport the launcher asked for (`DN_BACKEND`).
+/// Build the transport the launcher asked for (`DN_BACKEND`). A process
+/// started without a launcher (neither `DN_BACKEND` nor `DN_RANK` set) is a
+/// single-rank job on the in-process backend.
 pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
-    let backend = std::env::var(ENV_BACKEND).unwrap_or_else(|_| "sim".into());
+    let backend = match std::env::var(ENV_BACKEND) {
+        Ok(b) => b,
+        Err(_) if std::env::var("DN_RANK").is_err() => "local".into(),
+        Err(_) => "sim".into(),
+    };
     match backend.as_str() {
         "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
         "udp" => Ok(Box::new(backend::udp::UdpTransport::from_env()?)),
-        other => Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp)"))),
+        "local" => backend::local::local_world(1, None, backend::local::default_caps())
+            .pop()
+            .map(|t| Box::new(t) as Box<dyn Transport>)
+            .ok_or_else(|| TransportError::Config("no local transport".into())),
+        other => Err(TransportError::Config(format!(
+            "{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, local)"
+        ))),
     }
 }
 

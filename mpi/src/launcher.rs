@@ -281,8 +281,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
         ));
     }
-    for (slot, &rank) in local.iter().enumerate() {
-        let _ = slot;
+    for &rank in &local {
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)
             .env(

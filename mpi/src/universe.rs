@@ -3,7 +3,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use adi::backend::local::{default_caps, local_world};
 use adi::{Engine, HostCost};
 
 use crate::comm::{Communicator, SimpleCommunicator};
@@ -52,13 +51,7 @@ fn tune_allocator() {
 /// without `dnrun` runs as a single-process job.
 pub fn initialize() -> Result<Universe> {
     tune_allocator();
-    let engine = if std::env::var("DN_RANK").is_err() && std::env::var(adi::ENV_BACKEND).is_err() {
-        let t =
-            local_world(1, None, default_caps()).pop().ok_or_else(|| MpiError::Init("no local transport".into()))?;
-        Engine::new(Box::new(t))?
-    } else {
-        adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?
-    };
+    let engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2 }));
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
