@@ -27,11 +27,11 @@ pub struct Counters {
     pub control_sent: u64,
     /// Messages that arrived before their receive was posted.
     pub unexpected_total: u64,
-    /// Current unexpected-queue depth.
+    /// Unexpected-queue depth when the counters were taken.
     pub unexpected_depth: u64,
     /// Largest unexpected-queue depth.
     pub unexpected_max: u64,
-    /// Current posted-receive-queue depth.
+    /// Posted-receive-queue depth when the counters were taken.
     pub posted_depth: u64,
     /// Largest posted-receive-queue depth.
     pub posted_max: u64,

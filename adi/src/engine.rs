@@ -294,16 +294,27 @@ impl State {
         });
         self.counters.posted_steps += steps;
         self.charge(HostCost::MatchStep, steps);
-        let id = found.and_then(|i| self.posted.remove(i)).map(|p| p.id);
-        self.counters.posted_depth = self.posted.len() as u64;
-        id
+        found.and_then(|i| self.posted.remove(i)).map(|p| p.id)
+    }
+
+    /// Search the unexpected queue for a receive's (source, tag, context):
+    /// the position of the first match (MPI's order), counted and charged.
+    fn find_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<usize> {
+        self.counters.unexpected_searches += 1;
+        let mut steps = 0u64;
+        let found = self.unexpected.iter().position(|u| {
+            steps += 1;
+            matches(src, tag, ctx, &u.env)
+        });
+        self.counters.unexpected_steps += steps;
+        self.charge(HostCost::MatchStep, steps);
+        found
     }
 
     fn push_unexpected(&mut self, u: Unexpected) {
         self.unexpected.push_back(u);
         self.counters.unexpected_total += 1;
-        self.counters.unexpected_depth = self.unexpected.len() as u64;
-        self.counters.unexpected_max = self.counters.unexpected_max.max(self.counters.unexpected_depth);
+        self.counters.unexpected_max = self.counters.unexpected_max.max(self.unexpected.len() as u64);
     }
 
     fn recv_mut(&mut self, id: ReqId) -> Option<&mut RecvReq> {
@@ -313,15 +324,23 @@ impl State {
         }
     }
 
-    /// An eager message matched receive `id`.
-    fn deliver_eager(&mut self, id: ReqId, env: Envelope, data: &[u8], from_tmp: bool) {
-        if from_tmp {
-            // Copy out of the temporary buffer (Fig. 7).
-            self.charge(HostCost::CopyByte, data.len() as u64);
+    /// An eager message matched receive `id`: `data` is borrowed from the
+    /// transport (a posted receive) or owned by the unexpected queue, whose
+    /// temporary buffer becomes the receive's (charged as the copy out of
+    /// it of Fig. 7, which a receive into user memory would make).
+    fn deliver_eager(&mut self, id: ReqId, env: Envelope, data: std::borrow::Cow<'_, [u8]>) {
+        if let std::borrow::Cow::Owned(tmp) = &data {
+            self.charge(HostCost::CopyByte, tmp.len() as u64);
         }
         let Some(r) = self.recv_mut(id) else { return };
         let keep = (r.capacity.min(env.len)) as usize;
-        r.buf = data[..keep].to_vec();
+        r.buf = match data {
+            std::borrow::Cow::Borrowed(d) => d[..keep].to_vec(),
+            std::borrow::Cow::Owned(mut d) => {
+                d.truncate(keep);
+                d
+            }
+        };
         r.env = Some(env);
         r.received = env.len;
         if env.len > r.capacity {
@@ -363,7 +382,7 @@ impl State {
                 self.counters.eager_bytes_recv += env.len;
                 let data = &msg[hlen..];
                 match self.match_posted(&env) {
-                    Some(id) => self.deliver_eager(id, env, data, false),
+                    Some(id) => self.deliver_eager(id, env, std::borrow::Cow::Borrowed(data)),
                     None => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(data.to_vec()) }),
                 }
             }
@@ -535,8 +554,12 @@ impl Engine {
     }
 
     /// Counters.
-    pub fn counters(&self) -> &Counters {
-        &self.st.counters
+    pub fn counters(&self) -> Counters {
+        Counters {
+            posted_depth: self.st.posted.len() as u64,
+            unexpected_depth: self.st.unexpected.len() as u64,
+            ..self.st.counters.clone()
+        }
     }
 
     /// Charge host work (simulation only).
@@ -743,14 +766,13 @@ impl Engine {
         let id = self.st.reqs.insert(Req::Recv(req))?;
         match self.search_unexpected(src, tag, ctx) {
             Some(u) => match u.kind {
-                UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, &data, true),
+                UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, std::borrow::Cow::Owned(data)),
                 UnexpectedKind::Rts { sreq } => self.st.start_rendezvous(id, u.env, sreq),
             },
             None => {
                 self.st.posted.push_back(Posted { id, src, tag, ctx });
                 let c = &mut self.st.counters;
-                c.posted_depth = self.st.posted.len() as u64;
-                c.posted_max = c.posted_max.max(c.posted_depth);
+                c.posted_max = c.posted_max.max(self.st.posted.len() as u64);
             }
         }
         self.apply_charges();
@@ -758,17 +780,8 @@ impl Engine {
     }
 
     fn search_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Unexpected> {
-        self.st.counters.unexpected_searches += 1;
-        let mut steps = 0u64;
-        let found = self.st.unexpected.iter().position(|u| {
-            steps += 1;
-            matches(src, tag, ctx, &u.env)
-        });
-        self.st.counters.unexpected_steps += steps;
-        self.t.charge(HostCost::MatchStep, steps);
-        let u = found.and_then(|i| self.st.unexpected.remove(i));
-        self.st.counters.unexpected_depth = self.st.unexpected.len() as u64;
-        u
+        let found = self.st.find_unexpected(src, tag, ctx);
+        found.and_then(|i| self.st.unexpected.remove(i))
     }
 
     /// Blocking receive.
@@ -783,16 +796,10 @@ impl Engine {
     /// Non-blocking probe: the envelope of the first matching unexpected message.
     pub fn iprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Status>, AdiError> {
         self.progress()?;
-        self.st.counters.unexpected_searches += 1;
-        let mut steps = 0u64;
-        let found = self.st.unexpected.iter().find(|u| {
-            steps += 1;
-            matches(src, tag, ctx, &u.env)
-        });
-        let status = found.map(|u| Status { source: u.env.src, tag: u.env.tag, len: u.env.len });
-        self.st.counters.unexpected_steps += steps;
-        self.t.charge(HostCost::MatchStep, steps);
-        Ok(status)
+        let found = self.st.find_unexpected(src, tag, ctx);
+        self.apply_charges();
+        let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env);
+        Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
     }
 
     /// Blocking probe.
@@ -1005,12 +1012,12 @@ impl Engine {
         })?;
         self.t.finalize()?;
         if self.st.cfg.print_stats {
-            eprintln!("[rank {}] {} backend counters:\n{}", self.st.rank, self.t.name(), self.st.counters);
+            eprintln!("[rank {}] {} backend counters:\n{}", self.st.rank, self.t.name(), self.counters());
             if let Some(r) = self.t.report() {
                 eprintln!("{r}");
             }
         }
-        Ok(self.st.counters.clone())
+        Ok(self.counters())
     }
 
     /// Requests still alive (not yet waited for or freed).

@@ -46,9 +46,9 @@ pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
             .pop()
             .map(|t| Box::new(t) as Box<dyn Transport>)
             .ok_or_else(|| TransportError::Config("no local transport".into())),
-        other => Err(TransportError::Config(format!(
-            "{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, local)"
-        ))),
+        other => {
+            Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, local)")))
+        }
     }
 }
 

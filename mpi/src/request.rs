@@ -116,10 +116,7 @@ fn with_engine<T>(
 
 /// The engine ids of `requests`, or an error if one has completed already.
 fn pending_ids(requests: &[Request<'_>], call: &str) -> Result<Vec<ReqId>> {
-    requests
-        .iter()
-        .map(|r| r.id.ok_or_else(|| MpiError::Invalid(format!("{call} on a completed request"))))
-        .collect()
+    requests.iter().map(|r| r.id.ok_or_else(|| MpiError::Invalid(format!("{call} on a completed request")))).collect()
 }
 
 /// Wait for every request (`MPI_Waitall`, one MPI call); statuses in order.

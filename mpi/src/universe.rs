@@ -71,7 +71,7 @@ impl Universe {
 
     /// Protocol counters of this process.
     pub fn counters(&self) -> Result<adi::Counters> {
-        Ok(self.shared.borrow_mut().engine()?.counters().clone())
+        Ok(self.shared.borrow_mut().engine()?.counters())
     }
 
     /// Time in seconds (`MPI_Wtime`): simulated time on the simulator, wall
