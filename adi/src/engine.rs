@@ -118,12 +118,10 @@ enum Req {
 struct Slab {
     slots: Vec<(u8, Option<Req>)>,
     free: Vec<u32>,
-    live: usize,
 }
 
 impl Slab {
     fn insert(&mut self, r: Req) -> Result<ReqId, AdiError> {
-        self.live += 1;
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -161,7 +159,6 @@ impl Slab {
             Some((g, r @ Some(_))) if *g == gen => {
                 *g = g.wrapping_add(1);
                 self.free.push(idx as u32);
-                self.live -= 1;
                 r.take()
             }
             _ => None,
@@ -1022,6 +1019,6 @@ impl Engine {
 
     /// Requests still alive (not yet waited for or freed).
     pub fn live_requests(&self) -> usize {
-        self.st.reqs.live
+        self.st.reqs.slots.len() - self.st.reqs.free.len()
     }
 }

@@ -109,6 +109,7 @@ fn many_outstanding_requests_with_flow_control() {
                 assert_eq!(d, Done::Sent);
             }
             assert!(e.counters().send_queued > 0, "the bounded inbox never pushed back");
+            assert_eq!(e.live_requests(), 0, "completed requests were not freed");
         } else {
             // Post all receives first, in reverse tag order, then wait.
             let reqs: Vec<_> =
@@ -125,6 +126,7 @@ fn many_outstanding_requests_with_flow_control() {
                 }
             }
             assert!(e.counters().posted_max >= n as u64);
+            assert_eq!((e.counters().posted_depth, e.live_requests()), (0, 0));
         }
     });
 }

@@ -24,8 +24,6 @@ pub trait Buffer {
 pub trait BufferMut {
     /// The bytes to fill.
     fn as_bytes_mut(&mut self) -> &mut [u8];
-    /// Size of one element.
-    fn elem_size(&self) -> usize;
 }
 
 impl<T: Equivalence> Buffer for T {
@@ -50,26 +48,17 @@ impl<T: Equivalence> BufferMut for T {
     fn as_bytes_mut(&mut self) -> &mut [u8] {
         bytemuck::bytes_of_mut(self)
     }
-    fn elem_size(&self) -> usize {
-        std::mem::size_of::<T>()
-    }
 }
 
 impl<T: Equivalence> BufferMut for [T] {
     fn as_bytes_mut(&mut self) -> &mut [u8] {
         bytemuck::cast_slice_mut(self)
     }
-    fn elem_size(&self) -> usize {
-        std::mem::size_of::<T>()
-    }
 }
 
 impl<T: Equivalence> BufferMut for Vec<T> {
     fn as_bytes_mut(&mut self) -> &mut [u8] {
         bytemuck::cast_slice_mut(self)
-    }
-    fn elem_size(&self) -> usize {
-        std::mem::size_of::<T>()
     }
 }
 

@@ -343,11 +343,6 @@ impl DimmnetTransport {
         DimmnetTransport::open(&path, me.slot, rank, map, cfg)
     }
 
-    /// The device (for diagnostics).
-    pub fn device(&self) -> &Device {
-        &self.dev
-    }
-
     fn partition_base(&self, p: Peer) -> u64 {
         p.slot as u64 * self.part_size
     }

@@ -326,11 +326,6 @@ impl UdpTransport {
         UdpTransport::new(sock, rank, peers, job, cfg, faults)
     }
 
-    /// The socket's address.
-    pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.sock.local_addr().ok()
-    }
-
     /// Counters.
     pub fn stats(&self) -> UdpStats {
         let mut s = self.stats.clone();
