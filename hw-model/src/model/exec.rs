@@ -5,7 +5,7 @@ use fpga_regs::command::{list_entry_size, Descriptor};
 use fpga_regs::layout::{Region, PW_SIZE, WW_SIZE};
 use fpga_regs::packet::{PacketHeader, PacketType, PatternBlock, HEADER_LEN, PATTERN_BLOCK_LEN};
 use fpga_regs::ur::{self, CQ_DEPTH, MAX_PAYLOAD};
-use fpga_regs::{Command, ErrorCode, Near, Opcode, Pattern, Peer, Space, VectorMode};
+use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer, Space, VectorMode};
 
 use super::{Deposit, Event, Inflight, Model, Packet, PacketKind};
 use crate::time::SimTime;
@@ -38,7 +38,6 @@ impl Model {
         }
         let start = t.max(st.engine.free_at());
         st.fetched += 1;
-        st.inflight.insert(seq, Inflight { op: Opcode::Vl, start });
         let fetched = st.fetched;
         let gen = st.generation;
         self.write_ur(node, slot, ur::off::CMD_FETCHED, fetched);
@@ -51,10 +50,8 @@ impl Model {
         }
         let timing = self.cfg.timing.clone();
         let decoded = Command::decode(&words);
-        if let (Ok(cmd), Some(inf)) = (&decoded, self.nodes[node as usize].slots[slot as usize].inflight.get_mut(&seq))
-        {
-            inf.op = cmd.opcode();
-        }
+        let op = decoded.as_ref().ok().map(Command::opcode);
+        self.nodes[node as usize].slots[slot as usize].inflight.insert(seq, Inflight { op, start });
         let exec_done = start + timing.cycles(timing.exec_cycles);
         let outcome = match decoded {
             Err(e) => Start::Refuse(e.code),
@@ -82,13 +79,7 @@ impl Model {
         }
         self.update_status(node, slot);
         // Fetch the next posted descriptor once the engine is free.
-        let st = &mut self.nodes[node as usize].slots[slot as usize];
-        if st.fetched < st.posted && !st.fetch_pending {
-            st.fetch_pending = true;
-            let next = (st.issue_time[st.fetched as usize % CQ_DEPTH] + timing.cycles(timing.fetch_cycles))
-                .max(st.engine.free_at());
-            self.schedule(next, Event::Fetch { node, slot });
-        }
+        self.kick_fetch(node, slot);
     }
 
     /// Validate `cmd` for `(node, slot)` and start it at `t`.

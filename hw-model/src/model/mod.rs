@@ -216,7 +216,8 @@ impl Ord for Scheduled {
 /// A command fetched and not yet complete.
 #[derive(Debug)]
 pub(crate) struct Inflight {
-    pub op: Opcode,
+    /// What it is (`None`: a descriptor that does not decode, refused).
+    pub op: Option<Opcode>,
     pub start: SimTime,
 }
 
@@ -682,9 +683,9 @@ impl Model {
         self.update_status(node, slot);
         if let Some(tr) = self.trace.as_mut() {
             let name = if status == ErrorCode::Ok {
-                format!("{} {}B", inf.op.name(), bytes)
+                format!("{} {}B", inf.op.map_or("?", Opcode::name), bytes)
             } else {
-                format!("{} {}", inf.op.name(), status.name())
+                format!("{} {}", inf.op.map_or("descriptor", Opcode::name), status.name())
             };
             tr.span(
                 &name,
@@ -700,8 +701,10 @@ impl Model {
         self.touch_ur(node, slot, ur::off::CMD_COMPLETED);
         if was_stalled {
             let st = &mut self.nodes[node as usize].slots[slot as usize];
-            st.fetch_pending = true;
-            self.schedule(t, Event::Fetch { node, slot });
+            if !st.fetch_pending {
+                st.fetch_pending = true;
+                self.schedule(t, Event::Fetch { node, slot });
+            }
         }
     }
 
