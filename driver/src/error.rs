@@ -28,8 +28,13 @@ pub enum DriverError {
     #[error("the simulator is not running: {0}")]
     SimulatorGone(String),
     /// The simulator found every process waiting with nothing in flight.
-    #[error("simulation deadlock: {0}")]
-    Deadlock(String),
+    #[error("simulation deadlock: {message}")]
+    Deadlock {
+        /// The simulator's description (who waits, who left).
+        message: String,
+        /// Some IVS packets were waiting for ring space nobody will free.
+        packets_held: bool,
+    },
     /// The simulator is shutting down.
     #[error("the simulator is shutting down")]
     Shutdown,

@@ -389,7 +389,10 @@ impl SimActor {
         self.horizon.set(rec.horizon.load(SeqCst));
         match rec.result.load(SeqCst) {
             result::OK => Ok(()),
-            result::DEADLOCK => Err(DriverError::Deadlock(simctl::load_str(&header.message))),
+            result::DEADLOCK => Err(DriverError::Deadlock {
+                message: simctl::load_str(&header.message),
+                packets_held: header.flags.load(SeqCst) & simctl::flags::PACKETS_HELD != 0,
+            }),
             result::SHUTDOWN => {
                 self.detached.set(true);
                 Err(DriverError::Shutdown)

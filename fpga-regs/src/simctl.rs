@@ -91,6 +91,9 @@ pub mod flags {
     pub const SHUTDOWN: u32 = 1 << 1;
     /// The model found every live actor waiting with nothing in flight.
     pub const DEADLOCK: u32 = 1 << 2;
+    /// With the last DEADLOCK: some IVS packets were waiting for ring space
+    /// (backpressure that nobody will relieve, rather than a lost wake-up).
+    pub const PACKETS_HELD: u32 = 1 << 3;
 }
 
 /// Actor states.

@@ -148,6 +148,8 @@ pub struct Cluster {
     ctl: Mapping,
     /// Scheduler state of every record admitted so far (index = record).
     actors: Vec<Actor>,
+    /// Scratch for [`Model::swap_touched`].
+    touched: Vec<crate::model::Touch>,
     by_slot: Vec<Option<usize>>,
     attached_ever: u32,
     attach_seq_seen: u32,
@@ -238,6 +240,7 @@ impl Cluster {
             model,
             ctl,
             actors: Vec::new(),
+            touched: Vec::new(),
             by_slot,
             attached_ever: 0,
             attach_seq_seen: 0,
@@ -372,7 +375,7 @@ impl Cluster {
                     self.cfg.nodes, self.cfg.slots
                 ))
             } else {
-                let key = node as usize * self.cfg.slots as usize + slot as usize;
+                let key = layout::source_index(node as u16, slot as u16, self.cfg.slots);
                 match self.by_slot[key] {
                     Some(j) if matches!(self.actors[j].state, Local::Runnable | Local::Waiting) => {
                         Some(format!("node {node} slot {slot} is in use by process {}", self.actors[j].pid))
@@ -390,8 +393,9 @@ impl Cluster {
             }
             let (node, slot) = (node as u16, slot as u16);
             self.model.reset_slot(node, slot);
-            let _ = self.model.take_touched();
-            let key = node as usize * self.cfg.slots as usize + slot as usize;
+            // A reset slot's changes wake nobody.
+            self.model.swap_touched(&mut self.touched);
+            let key = layout::source_index(node, slot, self.cfg.slots);
             self.by_slot[key] = Some(i);
             let clock = if self.cfg.expected_actors > 0 { SimTime::ZERO } else { self.last_time.max(self.model.now()) };
             if self.actors.len() <= i {
@@ -472,7 +476,7 @@ impl Cluster {
         let rec = self.record(i);
         let req = rec.request.load(SeqCst);
         let clock = SimTime(rec.clock.load(SeqCst)).max(a.grant_clock);
-        let db: Vec<u64> = rec.db_time.iter().map(|t| t.load(SeqCst)).collect();
+        let db: [u64; CQ_DEPTH] = std::array::from_fn(|k| rec.db_time[k].load(SeqCst));
         let grant = a.grant_clock;
         self.model.doorbell(a.node, a.slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
         self.model.host_activity(a.node, a.slot, clock);
@@ -483,7 +487,7 @@ impl Cluster {
             let rec = self.record(i);
             let n = rec.watch_count.load(SeqCst) as usize;
             let mut watch = [0u32; MAX_WATCH];
-            let base = a.slot as usize * fpga_regs::layout::SLOT_STRIDE;
+            let base = a.slot as usize * layout::SLOT_STRIDE; // watch words are slot offsets
             let mmio = self.model.mmio(a.node);
             for (k, w) in watch.iter_mut().enumerate().take(n.min(MAX_WATCH)) {
                 *w = rec.watch[k].load(SeqCst);
@@ -510,8 +514,10 @@ impl Cluster {
     /// changed a word they were polling (or anything in their slot, if they
     /// did not say what they poll).
     fn wake_touched(&mut self, t: SimTime) {
-        for touch in self.model.take_touched() {
-            let key = touch.node as usize * self.cfg.slots as usize + touch.slot as usize;
+        let mut touched = std::mem::take(&mut self.touched);
+        self.model.swap_touched(&mut touched);
+        for touch in touched.drain(..) {
+            let key = layout::source_index(touch.node, touch.slot, self.cfg.slots);
             if let Some(i) = self.by_slot.get(key).copied().flatten() {
                 let a = &self.actors[i];
                 let watched =
@@ -523,6 +529,7 @@ impl Cluster {
                 }
             }
         }
+        self.touched = touched;
     }
 
     fn is_deadlocked(&self) -> bool {
@@ -551,6 +558,11 @@ impl Cluster {
         );
         self.set_message(&msg);
         self.header().flags.fetch_or(simctl::flags::DEADLOCK, SeqCst);
+        if held.is_empty() {
+            self.header().flags.fetch_and(!simctl::flags::PACKETS_HELD, SeqCst);
+        } else {
+            self.header().flags.fetch_or(simctl::flags::PACKETS_HELD, SeqCst);
+        }
         for i in 0..self.actors.len() {
             if self.actors[i].state == Local::Waiting {
                 self.actors[i].state = Local::Runnable;

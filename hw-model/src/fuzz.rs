@@ -315,7 +315,7 @@ pub enum Target<'a> {
 /// Whether a driver error only says that packets wait for ring space that
 /// nobody will free (legitimate backpressure, not a device fault).
 fn held_forever(e: &DriverError) -> bool {
-    matches!(e, DriverError::Deadlock(m) if m.contains("held by full rings"))
+    matches!(e, DriverError::Deadlock { packets_held: true, .. })
 }
 
 /// Run one operation. `Ok(false)`: the case cannot continue (backpressure

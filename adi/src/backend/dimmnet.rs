@@ -123,7 +123,7 @@ impl RankMap {
 
 fn map_err(e: DriverError) -> TransportError {
     match e {
-        DriverError::Deadlock(m) => TransportError::Deadlock(m),
+        DriverError::Deadlock { message, .. } => TransportError::Deadlock(message),
         DriverError::Shutdown => TransportError::Shutdown,
         other => TransportError::Backend { backend: BACKEND, msg: other.to_string() },
     }

@@ -365,9 +365,12 @@ impl Model {
         self.nodes.iter().any(|n| n.slots.iter().any(|s| s.held.values().any(|q| !q.is_empty())))
     }
 
-    /// Host-visible words the model changed since the last call.
-    pub fn take_touched(&mut self) -> Vec<Touch> {
-        std::mem::take(&mut self.touched)
+    /// Host-visible words the model changed since the last call, swapped
+    /// into `buf` (whose old contents are dropped; both buffers keep their
+    /// capacity, so steady-state event processing does not allocate).
+    pub fn swap_touched(&mut self, buf: &mut Vec<Touch>) {
+        buf.clear();
+        std::mem::swap(buf, &mut self.touched);
     }
 
     /// Record that `len` bytes at `off` (from the start of the slot) changed.
@@ -414,11 +417,11 @@ impl Model {
     // ---- MMIO helpers -------------------------------------------------------
 
     pub(crate) fn ur_off(slot: u16, reg: usize) -> usize {
-        slot as usize * SLOT_STRIDE + layout::UR_OFFSET + reg
+        Model::region_off(slot, Region::Ur, reg)
     }
 
     pub(crate) fn region_off(slot: u16, region: Region, off: usize) -> usize {
-        slot as usize * SLOT_STRIDE + region.offset() + off
+        layout::slot_region_offset(slot as usize, region) + off
     }
 
     /// Read a UR register of a slot (the model's own view).
