@@ -43,6 +43,25 @@ pub struct HostCosts {
     pub progress_ns: f64,
 }
 
+impl HostCosts {
+    /// The cost of one `c`, in ns (ns per byte for copies); its JSON key is
+    /// [`HostCost::key`].
+    pub fn ns(&self, c: HostCost) -> f64 {
+        match c {
+            HostCost::UcRead => self.uc_read_ns,
+            HostCost::UcWrite => self.uc_write_ns,
+            HostCost::WcLine => self.wc_line_ns,
+            HostCost::WcFlush => self.wc_flush_ns,
+            HostCost::CopyByte => self.copy_ns_per_byte,
+            HostCost::MpiCall => self.mpi_call_ns,
+            HostCost::AdiOp => self.adi_op_ns,
+            HostCost::Request => self.request_ns,
+            HostCost::MatchStep => self.match_step_ns,
+            HostCost::Progress => self.progress_ns,
+        }
+    }
+}
+
 /// Device timing, in device cycles unless the name says otherwise.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -262,21 +281,10 @@ impl HostProfile {
 
     /// Check every value is usable.
     pub fn validate(&self) -> Result<(), String> {
-        let h = &self.host;
-        for (name, v) in [
-            ("uc_read_ns", h.uc_read_ns),
-            ("uc_write_ns", h.uc_write_ns),
-            ("wc_line_ns", h.wc_line_ns),
-            ("wc_flush_ns", h.wc_flush_ns),
-            ("copy_ns_per_byte", h.copy_ns_per_byte),
-            ("mpi_call_ns", h.mpi_call_ns),
-            ("adi_op_ns", h.adi_op_ns),
-            ("request_ns", h.request_ns),
-            ("match_step_ns", h.match_step_ns),
-            ("progress_ns", h.progress_ns),
-        ] {
+        for &c in HostCost::ALL {
+            let v = self.host.ns(c);
             if !(v.is_finite() && (0.0..1e9).contains(&v)) {
-                return Err(format!("host.{name} = {v} must be a finite number of ns in [0, 1e9)"));
+                return Err(format!("host.{} = {v} must be a finite number of ns in [0, 1e9)", c.key()));
             }
         }
         self.device.validate()
@@ -284,22 +292,11 @@ impl HostProfile {
 
     /// The cost table written into the control file (ps; copies in fs per byte).
     pub fn cost_table(&self) -> [u64; COST_SLOTS] {
-        let h = &self.host;
-        let ps = |ns: f64| (ns * 1000.0).round() as u64;
         let mut t = [0u64; COST_SLOTS];
-        for c in HostCost::ALL {
-            t[*c as usize] = match c {
-                HostCost::UcRead => ps(h.uc_read_ns),
-                HostCost::UcWrite => ps(h.uc_write_ns),
-                HostCost::WcLine => ps(h.wc_line_ns),
-                HostCost::WcFlush => ps(h.wc_flush_ns),
-                HostCost::CopyByte => (h.copy_ns_per_byte * 1e6).round() as u64,
-                HostCost::MpiCall => ps(h.mpi_call_ns),
-                HostCost::AdiOp => ps(h.adi_op_ns),
-                HostCost::Request => ps(h.request_ns),
-                HostCost::MatchStep => ps(h.match_step_ns),
-                HostCost::Progress => ps(h.progress_ns),
-            };
+        for &c in HostCost::ALL {
+            // ns -> ps, except copies: ns per byte -> fs per byte.
+            let scale = if c == HostCost::CopyByte { 1e6 } else { 1e3 };
+            t[c as usize] = (self.host.ns(c) * scale).round() as u64;
         }
         t
     }
@@ -317,6 +314,15 @@ mod tests {
             let json = serde_json::to_string(&p).unwrap();
             let back: HostProfile = serde_json::from_str(&json).unwrap();
             assert_eq!(back, p);
+        }
+    }
+
+    #[test]
+    fn every_cost_key_names_its_json_field() {
+        let p = HostProfile::p4_2003();
+        let json = serde_json::to_value(&p).unwrap();
+        for &c in HostCost::ALL {
+            assert_eq!(json["host"][c.key()].as_f64(), Some(p.host.ns(c)), "{}", c.key());
         }
     }
 
