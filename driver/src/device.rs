@@ -308,11 +308,6 @@ impl Device {
         &self.path
     }
 
-    /// The platform (hardware or simulator actor).
-    pub fn platform(&self) -> &Platform {
-        &self.platform
-    }
-
     /// Charge host work to the simulated clock (no-op on hardware).
     #[inline]
     pub fn charge(&self, cost: HostCost, n: u64) {
@@ -393,11 +388,6 @@ impl Device {
     pub fn ring_nwa_word(&self, src: Peer) -> Result<u32, DriverError> {
         let idx = self.source_index(src)?;
         Ok((Region::Llcm.offset() + fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NWA) as u32)
-    }
-
-    /// Note that a wait ended (resets the hardware wait timeout).
-    pub fn progressed(&self) {
-        self.platform.progressed();
     }
 
     #[inline]
@@ -758,8 +748,7 @@ impl Device {
         }
         let pos = (r.nra + skip) % r.size;
         let first = (r.size - pos).min(len);
-        let (base, size) = (r.base, r.size);
-        let _ = size;
+        let base = r.base;
         let cmd1 = Command::Vl { src: fpga_regs::Pattern::Contiguous { addr: base + pos, len: first as u32 }, pw_off };
         let t1 = self.submit(&cmd1)?;
         let t2 = if first < len {

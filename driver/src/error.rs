@@ -1,6 +1,6 @@
 //! Driver errors: each says what went wrong and what to do about it.
 
-use fpga_regs::{ErrorCode, Opcode};
+use fpga_regs::ErrorCode;
 
 /// Everything the driver can report.
 #[derive(Debug, thiserror::Error)]
@@ -68,11 +68,6 @@ pub enum DriverError {
 }
 
 impl DriverError {
-    /// Convenience constructor for refusals.
-    pub fn device(op: Opcode, seq: u64, code: ErrorCode) -> DriverError {
-        DriverError::Device { op: op.name(), seq, code }
-    }
-
     /// The device's error code, if the device refused a command.
     pub fn code(&self) -> Option<ErrorCode> {
         match self {

@@ -156,11 +156,6 @@ impl Platform {
             Platform::Simulated(a) => Some(a.costs),
         }
     }
-
-    /// Whether this is the simulator.
-    pub fn is_simulated(&self) -> bool {
-        matches!(self, Platform::Simulated(_))
-    }
 }
 
 /// A process attached to the simulator as an actor.
@@ -171,7 +166,6 @@ pub struct SimActor {
     horizon: Cell<u64>,
     costs: [u64; COST_SLOTS],
     counts: [Cell<u64>; COST_SLOTS],
-    profile: String,
     detached: Cell<bool>,
 }
 
@@ -223,7 +217,6 @@ impl SimActor {
         for (c, v) in costs.iter_mut().zip(header.costs.iter()) {
             *c = v.load(SeqCst);
         }
-        let profile = simctl::load_str(&header.profile_name);
 
         // Claim a record under the attach lock.
         let me = std::process::id();
@@ -275,7 +268,6 @@ impl SimActor {
             horizon: Cell::new(0),
             costs,
             counts: Default::default(),
-            profile,
             detached: Cell::new(false),
         };
         actor.wait_grant(go)?;
@@ -288,26 +280,6 @@ impl SimActor {
 
     fn record(&self) -> &ActorRecord {
         self.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).expect("mapped at attach")
-    }
-
-    /// Name of the host profile the simulator uses.
-    pub fn profile(&self) -> &str {
-        &self.profile
-    }
-
-    /// This actor's record index.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The cost of one `cost` in picoseconds (femtoseconds per byte for copies).
-    pub fn cost(&self, cost: HostCost) -> u64 {
-        self.costs[cost as usize]
-    }
-
-    /// Current simulated clock (ps).
-    pub fn clock_ps(&self) -> u64 {
-        self.clock.get()
     }
 
     #[inline]

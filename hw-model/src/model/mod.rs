@@ -187,7 +187,7 @@ pub(crate) enum Event {
     /// A packet reaches its destination controller.
     Arrive(Packet),
     /// An accepted IVS record is in SO-DIMM: publish NWA and acknowledge.
-    RingCommit { node: u16, slot: u16, source: usize, len: u64, record: u64, ack: Packet },
+    RingCommit { node: u16, slot: u16, source: usize, record: u64, ack: Packet },
 }
 
 struct Scheduled {
@@ -355,11 +355,6 @@ impl Model {
         self.events.peek().map(|Reverse(s)| s.time)
     }
 
-    /// Whether anything is in flight or scheduled.
-    pub fn is_idle(&self) -> bool {
-        self.events.is_empty()
-    }
-
     /// Whether some IVS packet is held by backpressure anywhere.
     pub fn has_held_packets(&self) -> bool {
         self.nodes.iter().any(|n| n.slots.iter().any(|s| s.held.values().any(|q| !q.is_empty())))
@@ -400,18 +395,11 @@ impl Model {
                 self.complete(node, slot, seq, gen, status, bytes, deposit, s.time)
             }
             Event::Arrive(pkt) => self.arrive(pkt, s.time),
-            Event::RingCommit { node, slot, source, len, record, ack } => {
-                self.ring_commit(node, slot, source, len, record, ack, s.time)
+            Event::RingCommit { node, slot, source, record, ack } => {
+                self.ring_commit(node, slot, source, record, ack, s.time)
             }
         }
         Some(s.time)
-    }
-
-    /// Process every event at or before `t`.
-    pub fn run_until(&mut self, t: SimTime) {
-        while self.next_event_time().is_some_and(|e| e <= t) {
-            self.step();
-        }
     }
 
     // ---- MMIO helpers -------------------------------------------------------

@@ -251,20 +251,11 @@ impl Model {
         let commit = end + timing.cycles(timing.status_write_cycles);
         let ack =
             Packet { src: pkt.dst, dst: pkt.src, seq: pkt.seq, gen: pkt.gen, kind: PacketKind::Ack { bytes: len } };
-        self.schedule(commit, Event::RingCommit { node: n, slot: s, source, len, record, ack });
+        self.schedule(commit, Event::RingCommit { node: n, slot: s, source, record, ack });
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn ring_commit(
-        &mut self,
-        node: u16,
-        slot: u16,
-        source: usize,
-        _len: u64,
-        record: u64,
-        ack: Packet,
-        t: SimTime,
-    ) {
+    pub(super) fn ring_commit(&mut self, node: u16, slot: u16, source: usize, record: u64, ack: Packet, t: SimTime) {
         let st = &mut self.nodes[node as usize].slots[slot as usize];
         if let Some(p) = st.pending_ring.get_mut(&source) {
             *p = p.saturating_sub(record);
