@@ -1,6 +1,6 @@
-//! What `dnbench` and its TCP baseline `tcpbench` have in common: the JSON
-//! row they both print (one shape, so their outputs can be compared line by
-//! line) and how many iterations a size gets.
+//! What `dnbench` and its TCP baseline `tcpbench` have in common: the rows
+//! they print (one shape, so their outputs can be compared line by line) and
+//! how many iterations and warm-up rounds a size gets.
 
 use serde::Serialize;
 
@@ -19,6 +19,29 @@ pub struct Row {
     pub protocol: &'static str,
     /// Timed iterations.
     pub iterations: u32,
+}
+
+/// Warm-up round trips per size before a latency is timed.
+pub const LATENCY_WARMUP: u32 = 10;
+/// At most this many windows are timed per size in a bandwidth test.
+pub const BW_MAX_ITERATIONS: u32 = 100;
+/// At most this many warm-up windows per size in a bandwidth test.
+pub const BW_MAX_WARMUP: u32 = 3;
+
+impl Row {
+    /// The human-readable line: size, figure, protocol.
+    pub fn text(&self) -> String {
+        match (self.latency_us, self.mbps) {
+            (Some(l), _) => format!("{:>10} {:>12.3} us  {}", self.size, l, self.protocol),
+            (_, Some(b)) => format!("{:>10} {:>12.2} MB/s  {}", self.size, b, self.protocol),
+            _ => format!("{:>10} {:>12}  {}", self.size, "-", self.protocol),
+        }
+    }
+}
+
+/// Timed windows for `size` in a bandwidth test.
+pub fn bw_iterations(size: usize, iters: u32) -> u32 {
+    iterations_for(size, iters).min(BW_MAX_ITERATIONS)
 }
 
 /// Iterations for `size`: sizes of 64 KiB and more get a tenth (at least 10),

@@ -1,10 +1,9 @@
 //! Communicators, processes and point-to-point communication (MPI 4.1
 //! chapters 3 and 7), named as in the `mpi` crate (rsmpi).
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
-use adi::{Done, Source as AdiSource, TagSel};
+use adi::{Source as AdiSource, TagSel};
 use bytemuck::Pod;
 
 use crate::datatype::{vec_from_bytes, Buffer, BufferMut, Equivalence};
@@ -62,18 +61,26 @@ impl Status {
 pub(crate) struct Group {
     /// Job rank of each member, in communicator order.
     pub(crate) members: Vec<u32>,
-    /// Communicator rank of each job rank that is a member.
-    pub(crate) index: HashMap<u32, Rank>,
+    /// Communicator rank of each job rank (-1 for non-members), indexed by job rank.
+    index: Vec<Rank>,
 }
 
 impl Group {
     fn new(members: Vec<u32>) -> Group {
-        let index = members.iter().enumerate().map(|(i, r)| (*r, i as Rank)).collect();
+        let mut index = vec![-1; members.iter().max().map_or(0, |m| *m as usize + 1)];
+        for (i, r) in members.iter().enumerate() {
+            index[*r as usize] = i as Rank;
+        }
         Group { members, index }
     }
 
     pub(crate) fn comm_rank(&self, job_rank: u32) -> Rank {
-        self.index.get(&job_rank).copied().unwrap_or(-1)
+        self.index.get(job_rank as usize).copied().unwrap_or(-1)
+    }
+
+    /// An ADI status in this group's ranks.
+    pub(crate) fn status(&self, st: adi::Status) -> Status {
+        Status::new(self.comm_rank(st.source), st.tag, st.len)
     }
 }
 
@@ -138,7 +145,7 @@ impl SimpleCommunicator {
     }
 
     fn status(&self, st: adi::Status) -> Status {
-        Status::new(self.group.comm_rank(st.source), st.tag, st.len)
+        self.group.status(st)
     }
 
     // ---- internal collectives on the collective context -------------------------
@@ -551,13 +558,5 @@ impl Process<'_> {
     /// The rank of this process in its communicator.
     pub fn rank(&self) -> Rank {
         self.rank
-    }
-}
-
-/// Convert a completed ADI receive into a status for `group`.
-pub(crate) fn done_status(d: &Done, group: &Group) -> Option<Status> {
-    match d {
-        Done::Received { status, .. } => Some(Status::new(group.comm_rank(status.source), status.tag, status.len)),
-        Done::Sent => None,
     }
 }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use adi::{Done, ReqId};
 
-use crate::comm::{done_status, Group, Status};
+use crate::comm::{Group, Status};
 use crate::error::{MpiError, Result};
 use crate::universe::{charge_call, Shared};
 use crate::{Rank, Tag};
@@ -33,12 +33,9 @@ impl<'b> Request<'b> {
     fn finish(&mut self, d: Done) -> Status {
         self.id = None;
         match (&mut self.target, d) {
-            (Target::Recv(buf), d @ Done::Received { .. }) => {
-                let st = done_status(&d, &self.group).unwrap_or(Status::new(-1, 0, 0));
-                if let Done::Received { data, .. } = d {
-                    buf[..data.len()].copy_from_slice(&data);
-                }
-                st
+            (Target::Recv(buf), Done::Received { status, data }) => {
+                buf[..data.len()].copy_from_slice(&data);
+                self.group.status(status)
             }
             (Target::Send { dest, tag, bytes }, _) => Status::new(*dest, *tag, *bytes),
             (Target::Recv(_), Done::Sent) => Status::new(-1, 0, 0),

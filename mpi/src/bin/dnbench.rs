@@ -15,7 +15,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use mpi::bench::{iterations_for, Row};
+use mpi::bench::{bw_iterations, iterations_for, Row, BW_MAX_WARMUP, LATENCY_WARMUP};
 use mpi::traits::*;
 use mpi::Universe;
 
@@ -61,7 +61,7 @@ struct Args {
     #[arg(long, default_value_t = 1000)]
     iters: u32,
     /// Warm-up iterations per size.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = LATENCY_WARMUP)]
     warmup: u32,
     /// Messages per window (bw, bibw).
     #[arg(long, default_value_t = 64)]
@@ -125,24 +125,15 @@ fn run(args: &Args) -> Result<(), String> {
                 Row { size, latency_us: Some(us), mbps: None, protocol, iterations: iters }
             }
             Test::Bw | Test::Bibw => {
-                let mbps = bandwidth(
-                    &universe,
-                    args.test == Test::Bibw,
-                    size,
-                    iters.min(100),
-                    args.window,
-                    args.warmup.min(3),
-                )
-                .map_err(|e| e.to_string())?;
-                Row { size, latency_us: None, mbps: Some(mbps), protocol, iterations: iters.min(100) }
+                let iters = bw_iterations(size, args.iters);
+                let warmup = args.warmup.min(BW_MAX_WARMUP);
+                let mbps = bandwidth(&universe, args.test == Test::Bibw, size, iters, args.window, warmup)
+                    .map_err(|e| e.to_string())?;
+                Row { size, latency_us: None, mbps: Some(mbps), protocol, iterations: iters }
             }
         };
         if world.rank() == 0 && !args.json {
-            match (row.latency_us, row.mbps) {
-                (Some(l), _) => println!("{:>10} {:>12.3} us  {}", row.size, l, row.protocol),
-                (_, Some(b)) => println!("{:>10} {:>12.2} MB/s  {}", row.size, b, row.protocol),
-                _ => {}
-            }
+            println!("{}", row.text());
         }
         rows.push(row);
     }

@@ -16,7 +16,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
-use mpi::bench::{iterations_for, Row};
+use mpi::bench::{bw_iterations, iterations_for, Row, BW_MAX_WARMUP, LATENCY_WARMUP};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Test {
@@ -110,7 +110,7 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
         let iters = iterations_for(size, args.iters);
         match args.test {
             Test::Latency => {
-                for _ in 0..iters + 10 {
+                for _ in 0..iters + LATENCY_WARMUP {
                     recv_msg(&mut s, &mut buf, busy)?;
                     let reply = std::mem::take(&mut buf);
                     send_msg(&mut s, &mut frame, &reply)?;
@@ -121,7 +121,7 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
                 // One buffer per message of a window, as an MPI receiver
                 // posting a window of receives has.
                 let mut bufs: Vec<Vec<u8>> = (0..args.window).map(|_| Vec::with_capacity(size)).collect();
-                for _ in 0..iters.min(100) + 3 {
+                for _ in 0..bw_iterations(size, args.iters) + BW_MAX_WARMUP {
                     for b in bufs.iter_mut() {
                         recv_msg(&mut s, b, busy)?;
                     }
@@ -176,8 +176,8 @@ fn run(args: &Args) -> Result<(), String> {
         match args.test {
             Test::Latency => {
                 let mut t0 = Instant::now();
-                for i in 0..iters + 10 {
-                    if i == 10 {
+                for i in 0..iters + LATENCY_WARMUP {
+                    if i == LATENCY_WARMUP {
                         t0 = Instant::now();
                     }
                     send_msg(&mut s, &mut frame, &msg).map_err(io)?;
@@ -187,10 +187,10 @@ fn run(args: &Args) -> Result<(), String> {
                 rows.push(Row { size, latency_us: Some(us), mbps: None, protocol: "tcp", iterations: iters });
             }
             Test::Bw => {
-                let iters = iters.min(100);
+                let iters = bw_iterations(size, args.iters);
                 let mut t0 = Instant::now();
-                for i in 0..iters + 3 {
-                    if i == 3 {
+                for i in 0..iters + BW_MAX_WARMUP {
+                    if i == BW_MAX_WARMUP {
                         t0 = Instant::now();
                     }
                     for _ in 0..args.window {
@@ -202,13 +202,8 @@ fn run(args: &Args) -> Result<(), String> {
                 rows.push(Row { size, latency_us: None, mbps: Some(mbps), protocol: "tcp", iterations: iters });
             }
         }
-        if !args.json {
-            let r = rows.last().expect("a row was just pushed");
-            match (r.latency_us, r.mbps) {
-                (Some(l), _) => println!("{:>10} {:>12.3} us  tcp", size, l),
-                (_, Some(b)) => println!("{:>10} {:>12.2} MB/s  tcp", size, b),
-                _ => {}
-            }
+        if let Some(r) = rows.last().filter(|_| !args.json) {
+            println!("{}", r.text());
         }
     }
     let _ = child.wait();
