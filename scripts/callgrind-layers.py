@@ -15,10 +15,13 @@ def inclusive(path):
                          capture_output=True, text=True, check=True).stdout
     costs = {}
     for line in out.splitlines():
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+\S+?:(.+) \[(.+)\]$", line)
+        # "COST (PCT%)  FILE:FUNCTION [OBJECT]", the object being optional.
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+[^\s:]+:(.+?)(?: \[[^\]]+\])?$", line)
         if m:
+            # A function inlined into several files is listed once per file;
+            # the largest entry is its inclusive cost (the others are parts).
             fn = m.group(2)
-            costs[fn] = costs.get(fn, 0) + int(m.group(1).replace(",", ""))
+            costs[fn] = max(costs.get(fn, 0), int(m.group(1).replace(",", "")))
     return costs
 
 

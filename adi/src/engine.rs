@@ -295,8 +295,9 @@ impl State {
     }
 
     /// Search the unexpected queue for a receive's (source, tag, context):
-    /// the position of the first match (MPI's order), counted and charged.
-    fn find_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<usize> {
+    /// the position of the first match (MPI's order), counted, and the
+    /// number of elements examined (for the caller to charge).
+    fn find_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> (Option<usize>, u64) {
         self.counters.unexpected_searches += 1;
         let mut steps = 0u64;
         let found = self.unexpected.iter().position(|u| {
@@ -304,8 +305,7 @@ impl State {
             matches(src, tag, ctx, &u.env)
         });
         self.counters.unexpected_steps += steps;
-        self.charge(HostCost::MatchStep, steps);
-        found
+        (found, steps)
     }
 
     fn push_unexpected(&mut self, u: Unexpected) {
@@ -777,7 +777,8 @@ impl Engine {
     }
 
     fn search_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Unexpected> {
-        let found = self.st.find_unexpected(src, tag, ctx);
+        let (found, steps) = self.st.find_unexpected(src, tag, ctx);
+        self.t.charge(HostCost::MatchStep, steps);
         found.and_then(|i| self.st.unexpected.remove(i))
     }
 
@@ -793,8 +794,8 @@ impl Engine {
     /// Non-blocking probe: the envelope of the first matching unexpected message.
     pub fn iprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Status>, AdiError> {
         self.progress()?;
-        let found = self.st.find_unexpected(src, tag, ctx);
-        self.apply_charges();
+        let (found, steps) = self.st.find_unexpected(src, tag, ctx);
+        self.t.charge(HostCost::MatchStep, steps);
         let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env);
         Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
     }
