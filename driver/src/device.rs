@@ -12,13 +12,14 @@ use std::sync::atomic::{fence, Ordering::SeqCst};
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
 use fpga_regs::mmio::Mapping;
+use fpga_regs::packet::PacketType;
 use fpga_regs::simctl::{self, HostCost, MAX_WATCH};
 use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
 use volatile_register::RW;
 
 use crate::error::DriverError;
-use crate::platform::{Hardware, Platform, SimActor};
+use crate::platform::{Effects, Hardware, Platform, SimActor, Watched};
 
 /// Facts read from the slot's capability registers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -394,9 +395,23 @@ impl Device {
     fn uc_read(&self, reg: &volatile_register::RO<u64>) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
         let off = reg as *const _ as usize - self.regs() as *const _ as usize;
+        // A failed hand-over (shutdown, simulator gone) fails the next
+        // observe/idle the same way, so the value read here goes nowhere.
+        let _ = self.platform.before_read(Device::watched_ur(off));
         let v = reg.read();
         self.reads.log(Region::Ur.offset() + off, v);
         v
+    }
+
+    /// What kind of UR word lies at `off`.
+    #[inline]
+    fn watched_ur(off: usize) -> Watched {
+        let entries = ur::off::COMPLETIONS..ur::off::COMPLETIONS + CQ_DEPTH * ur::off::COMPLETION_STRIDE;
+        if entries.contains(&off) {
+            Watched::Completion((off - ur::off::COMPLETIONS) / ur::off::COMPLETION_STRIDE)
+        } else {
+            Watched::UrRegister
+        }
     }
 
     #[inline]
@@ -424,6 +439,7 @@ impl Device {
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
         self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
+        self.platform.before_read(Watched::Pw)?;
         self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))?;
         if let (0, Some(w)) = (off % 8, buf.first_chunk::<8>()) {
             self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(*w));
@@ -434,6 +450,7 @@ impl Device {
     /// Read a 64-bit word of LLCM scratch or ring table (uncached).
     pub fn read_llcm(&self, off: usize) -> Result<u64, DriverError> {
         self.platform.charge(HostCost::UcRead, 1);
+        self.platform.before_read(Watched::Llcm)?;
         let v = self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))?;
         self.reads.log(Region::Llcm.offset() + off, v);
         Ok(v)
@@ -461,8 +478,8 @@ impl Device {
         if region == Region::Ur && (off & !7) == ur::off::DOORBELL {
             // Tell the simulator when the (possibly garbage) doorbell was rung.
             let v = value.min(self.posted + CQ_DEPTH as u64);
-            if v > self.posted {
-                self.platform.doorbell(self.posted, v - self.posted);
+            for seq in self.posted..v {
+                self.platform.doorbell(seq, Effects::anything(seq));
             }
         }
         Ok(())
@@ -477,6 +494,12 @@ impl Device {
             Region::Pw => &self.pw,
         };
         self.platform.charge(HostCost::UcRead, 1);
+        self.platform.before_read(match region {
+            Region::Ur => Device::watched_ur(off & !7),
+            Region::Llcm => Watched::Llcm,
+            Region::Ww => Watched::Ww,
+            Region::Pw => Watched::Pw,
+        })?;
         let v = map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))?;
         self.reads.log(region.offset() + off, v);
         Ok(v)
@@ -486,17 +509,48 @@ impl Device {
 
     /// Post a command. Blocks only while all 32 queue entries are in use.
     pub fn submit(&mut self, cmd: &Command) -> Result<Ticket, DriverError> {
-        self.post(cmd.encode(), cmd.opcode().name())
+        let effects = self.effects(cmd, self.posted);
+        self.post(cmd.encode(), cmd.opcode().name(), effects)
+    }
+
+    /// Which of this slot's own words command `seq` may change (for the
+    /// simulator's conservative read check; see [`Effects`]).
+    fn effects(&self, cmd: &Command, seq: u64) -> Effects {
+        let me = self.info.me;
+        let only_ur = Effects { entry: seq as usize % CQ_DEPTH, llcm: false, pw: false };
+        match cmd {
+            Command::Vs { .. } | Command::Rvs { .. } => only_ur,
+            Command::Vl { .. } => Effects { pw: true, ..only_ur },
+            Command::Rvl { dst, .. } => Effects { pw: matches!(dst, fpga_regs::Near::Window(_)), ..only_ur },
+            Command::Ivs { peer, .. } => Effects { llcm: *peer == me, ..only_ur },
+            Command::Botf { ww_off, .. } => {
+                if !matches!(self.platform, Platform::Simulated(_)) {
+                    return Effects::anything(seq);
+                }
+                // Simulation only, and not a host cost: look at the packet
+                // image the host wrote to know where it goes.
+                let mut h = [0u8; fpga_regs::packet::HEADER_LEN];
+                let header = self
+                    .ww
+                    .read_bytes(*ww_off as usize, &mut h)
+                    .ok()
+                    .and_then(|_| fpga_regs::packet::PacketHeader::decode(&h).ok());
+                match header {
+                    Some(h) if h.dst != me && matches!(h.ptype, PacketType::Ivs | PacketType::Rvs) => only_ur,
+                    _ => Effects::anything(seq),
+                }
+            }
+        }
     }
 
     /// Post raw descriptor words as they are (for fuzzing the device's
     /// decoder); the device refuses anything malformed with an error status.
     pub fn submit_raw(&mut self, words: [u64; 8]) -> Result<Ticket, DriverError> {
         let name = Opcode::from_raw(words[0] as u8).map_or("RAW", Opcode::name);
-        self.post(words, name)
+        self.post(words, name, Effects::anything(self.posted))
     }
 
-    fn post(&mut self, words: [u64; 8], name: &'static str) -> Result<Ticket, DriverError> {
+    fn post(&mut self, words: [u64; 8], name: &'static str, effects: Effects) -> Result<Ticket, DriverError> {
         let seq = self.posted;
         // Entry seq % 32 may be rewritten once command seq - 32 has ended.
         if let Some(old) = self.pending.occupant(seq) {
@@ -507,13 +561,13 @@ impl Device {
         for (reg, w) in slot.words.iter().zip(words) {
             self.uc_write(reg, w);
         }
-        self.ring_doorbell(seq + 1);
+        self.ring_doorbell(seq + 1, effects);
         self.pending.slots[seq as usize % CQ_DEPTH] = Some((seq, name));
         self.posted = seq + 1;
         Ok(Ticket(seq))
     }
 
-    fn ring_doorbell(&mut self, value: u64) {
+    fn ring_doorbell(&mut self, value: u64, effects: Effects) {
         if self.ww_dirty {
             // Drain write-combining buffers so the device sees WW before the doorbell.
             self.platform.charge(HostCost::WcFlush, 1);
@@ -522,7 +576,7 @@ impl Device {
         fence(SeqCst);
         let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
         self.uc_write(&regs.doorbell, value);
-        self.platform.doorbell(value - 1, 1);
+        self.platform.doorbell(value - 1, effects);
     }
 
     fn read_completion(&self, seq: u64) -> Option<CompletionResult> {
@@ -535,7 +589,7 @@ impl Device {
     }
 
     fn reap_blocking(&mut self, seq: u64) -> Result<(), DriverError> {
-        let r = self.poll(|d| d.read_completion(seq))?;
+        let r = self.wait_completion(seq)?;
         if let Some(op) = self.pending.remove(seq) {
             self.pending.reaped.insert(seq, (op, r));
         }
@@ -547,6 +601,48 @@ impl Device {
             Some(ErrorCode::Ok) => Ok(Completion { seq, bytes: r.bytes }),
             Some(code) => Err(DriverError::Device { op, seq, code }),
             None => Err(DriverError::UnknownStatus { seq, raw: r.status }),
+        }
+    }
+
+    /// Block until command `seq` has ended.
+    ///
+    /// In simulation, a command rung since the last hand-over may change its
+    /// completion entry `lookahead` after its doorbell, so a conservative
+    /// read there hands over first — and, the command being rarely done that
+    /// soon, hands over a second time to wait. Knowing the one word it will
+    /// read, this wait hands over once instead: it charges the read, then
+    /// waits on the word (ending at once if the device changed it by this
+    /// clock). The simulated times are those of the conservative
+    /// sync-read-wait-read sequence: when the change came later than the
+    /// read, the read that sees it is charged again.
+    fn wait_completion(&self, seq: u64) -> Result<CompletionResult, DriverError> {
+        let idx = seq as usize % CQ_DEPTH;
+        let word = self.completion_word(Ticket(seq));
+        let e = &self.regs().completions[idx];
+        loop {
+            self.observe()?;
+            self.platform.charge(HostCost::UcRead, 1);
+            if self.platform.read_needs_sync(Watched::Completion(idx)) {
+                // The model's current view, read for the wait (not a host access).
+                let seen = e.done.read();
+                if seen != seq + 1 {
+                    let at = self.platform.now_ps();
+                    self.platform.idle(Some(&[(word, seen)]))?;
+                    if self.platform.now_ps() != at {
+                        // Changed after the read: the read that sees it comes now.
+                        self.platform.charge(HostCost::UcRead, 1);
+                    }
+                }
+            }
+            let done = e.done.read();
+            self.reads.log(word as usize, done);
+            if done == seq + 1 {
+                // Written together with the done word: as current as it.
+                self.platform.charge(HostCost::UcRead, 1);
+                self.platform.progressed();
+                return Ok(CompletionResult::decode(e.result.read()));
+            }
+            self.idle()?;
         }
     }
 
@@ -570,7 +666,7 @@ impl Device {
         let Some(op) = self.pending.get(t.0) else {
             return Err(DriverError::UnknownTicket(t.0));
         };
-        let r = self.poll(|d| d.read_completion(t.0))?;
+        let r = self.wait_completion(t.0)?;
         self.pending.remove(t.0);
         Device::finish(t.0, op, r)
     }
@@ -636,6 +732,7 @@ impl Device {
     /// Read a UR register by offset (diagnostics).
     pub fn read_ur(&self, off: usize) -> u64 {
         self.platform.charge(HostCost::UcRead, 1);
+        let _ = self.platform.before_read(Device::watched_ur(off & !7));
         let v = self.ur.read_u64(off & !7).unwrap_or(0);
         self.reads.log(Region::Ur.offset() + off, v);
         v

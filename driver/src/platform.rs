@@ -24,6 +24,86 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the hardware platform spins on one wait before giving up.
 pub const HW_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a read of the slot is about to look at: in simulation, whether the
+/// process's own recent doorbells could have changed it (see
+/// [`Platform::before_read`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// A UR register other than a completion entry (counters, status, errors).
+    UrRegister,
+    /// Completion entry `seq % CQ_DEPTH`.
+    Completion(usize),
+    /// LLCM (ring pointers, scratch).
+    Llcm,
+    /// PW.
+    Pw,
+    /// WW (only the host writes it).
+    Ww,
+}
+
+/// Which of its issuer's own words a posted command may change: every
+/// command moves the UR counters, status and its completion entry; some
+/// also deposit into the issuer's PW or append to one of its rings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Effects {
+    /// The completion entry (`seq % CQ_DEPTH`).
+    pub entry: usize,
+    /// It may write the issuer's LLCM (an IVS to itself).
+    pub llcm: bool,
+    /// It may write the issuer's PW (VL, RVL, a BOTF RVL request).
+    pub pw: bool,
+}
+
+impl Effects {
+    /// Anything in the slot (an unknown or malformed command).
+    pub fn anything(seq: u64) -> Effects {
+        Effects { entry: seq as usize % CQ_DEPTH, llcm: true, pw: true }
+    }
+}
+
+/// The earliest clock (inclusive bound) at which a read of each kind of word
+/// must first hand over, because of doorbells the model has not seen yet.
+struct OwnLimits {
+    ur: Cell<u64>,
+    entries: [Cell<u64>; CQ_DEPTH],
+    llcm: Cell<u64>,
+    pw: Cell<u64>,
+}
+
+impl OwnLimits {
+    fn new() -> OwnLimits {
+        OwnLimits {
+            ur: Cell::new(u64::MAX),
+            entries: std::array::from_fn(|_| Cell::new(u64::MAX)),
+            llcm: Cell::new(u64::MAX),
+            pw: Cell::new(u64::MAX),
+        }
+    }
+
+    fn reset(&self) {
+        self.ur.set(u64::MAX);
+        for e in &self.entries {
+            e.set(u64::MAX);
+        }
+        self.llcm.set(u64::MAX);
+        self.pw.set(u64::MAX);
+    }
+
+    fn cut(cell: &Cell<u64>, limit: u64) {
+        cell.set(cell.get().min(limit));
+    }
+
+    fn get(&self, what: Watched) -> u64 {
+        match what {
+            Watched::UrRegister => self.ur.get(),
+            Watched::Completion(i) => self.entries[i % CQ_DEPTH].get(),
+            Watched::Llcm => self.llcm.get(),
+            Watched::Pw => self.pw.get(),
+            Watched::Ww => u64::MAX,
+        }
+    }
+}
+
 /// The platform a [`crate::Device`] runs on.
 #[allow(clippy::large_enum_variant)] // one per device; boxing would add an indirection to every access
 pub enum Platform {
@@ -78,6 +158,29 @@ impl Platform {
         }
     }
 
+    /// About to read a word of kind `what`. In simulation, hand over first if
+    /// the clock passed the horizon or the earliest time at which one of this
+    /// process's own unreported doorbells could have changed such a word, so
+    /// that every read sees the device exactly as of this process's clock
+    /// (DESIGN §3, conservative). No-op on hardware.
+    #[inline]
+    pub fn before_read(&self, what: Watched) -> Result<(), DriverError> {
+        match self {
+            Platform::Hardware(_) => Ok(()),
+            Platform::Simulated(a) => a.before_read(what),
+        }
+    }
+
+    /// Whether a read of `what` now would first hand over (see
+    /// [`Platform::before_read`]); always `false` on hardware.
+    #[inline]
+    pub fn read_needs_sync(&self, what: Watched) -> bool {
+        match self {
+            Platform::Hardware(_) => false,
+            Platform::Simulated(a) => a.clock.get() > a.horizon.get().min(a.own.get(what)),
+        }
+    }
+
     /// Hand control to the simulator unconditionally and resume at this
     /// clock (no-op on hardware): afterwards every register reflects the
     /// device's view, including any host writes it has undone.
@@ -124,11 +227,12 @@ impl Platform {
         }
     }
 
-    /// Commands `first..first+count` were just posted.
+    /// Command `seq` was just posted; `effects` says which of this
+    /// process's own words it may change.
     #[inline]
-    pub fn doorbell(&self, first: u64, count: u64) {
+    pub fn doorbell(&self, seq: u64, effects: Effects) {
         if let Platform::Simulated(a) = self {
-            a.doorbell(first, count);
+            a.doorbell(seq, effects);
         }
     }
 
@@ -164,6 +268,10 @@ pub struct SimActor {
     index: usize,
     clock: Cell<u64>,
     horizon: Cell<u64>,
+    /// See [`CtlHeader::doorbell_lookahead`].
+    lookahead: u64,
+    /// Read limits from doorbells rung since the last grant.
+    own: OwnLimits,
     costs: [u64; COST_SLOTS],
     counts: [Cell<u64>; COST_SLOTS],
     detached: Cell<bool>,
@@ -217,6 +325,7 @@ impl SimActor {
         for (c, v) in costs.iter_mut().zip(header.costs.iter()) {
             *c = v.load(SeqCst);
         }
+        let lookahead = header.doorbell_lookahead.load(SeqCst);
 
         // Claim a record under the attach lock.
         let me = std::process::id();
@@ -266,6 +375,8 @@ impl SimActor {
             index: idx,
             clock: Cell::new(0),
             horizon: Cell::new(0),
+            lookahead,
+            own: OwnLimits::new(),
             costs,
             counts: Default::default(),
             detached: Cell::new(false),
@@ -316,11 +427,36 @@ impl SimActor {
         }
     }
 
-    fn doorbell(&self, first: u64, count: u64) {
+    #[inline]
+    fn before_read(&self, what: Watched) -> Result<(), DriverError> {
+        if self.clock.get() > self.horizon.get().min(self.own.get(what)) {
+            self.yield_now(request::SYNC)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Record when command `seq` was rung, and bound the reads it could
+    /// affect: the model learns of a doorbell only when this actor yields,
+    /// and the device may act on it `lookahead` after it was rung, so a read
+    /// of an affected word at or past that time hands over first. Without
+    /// this, a process that rings and then only polls (no blocking wait)
+    /// would never hand over, and one that polls a moment later would see a
+    /// stale word. Words the command cannot touch (the issuer's rings, after
+    /// an IVS to a peer) stay readable, so a send followed by a receive does
+    /// not cost an extra hand-off.
+    fn doorbell(&self, seq: u64, effects: Effects) {
         let rec = self.record();
         let now = self.clock.get();
-        for seq in first..first + count {
-            rec.db_time[seq as usize % CQ_DEPTH].store(now, SeqCst);
+        rec.db_time[seq as usize % CQ_DEPTH].store(now, SeqCst);
+        let limit = now.saturating_add(self.lookahead).saturating_sub(1);
+        OwnLimits::cut(&self.own.ur, limit);
+        OwnLimits::cut(&self.own.entries[effects.entry % CQ_DEPTH], limit);
+        if effects.llcm {
+            OwnLimits::cut(&self.own.llcm, limit);
+        }
+        if effects.pw {
+            OwnLimits::cut(&self.own.pw, limit);
         }
     }
 
@@ -359,6 +495,8 @@ impl SimActor {
         }
         self.clock.set(rec.clock.load(SeqCst));
         self.horizon.set(rec.horizon.load(SeqCst));
+        // The model has seen every doorbell rung before this grant.
+        self.own.reset();
         match rec.result.load(SeqCst) {
             result::OK => Ok(()),
             result::DEADLOCK => Err(DriverError::Deadlock {

@@ -22,7 +22,7 @@ use crate::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = 256;
 /// File name of the control file inside a cluster directory.
@@ -168,13 +168,17 @@ pub struct CtlHeader {
     _pad0: AtomicU32,
     /// Latest simulated time the model has processed (ps).
     pub sim_time: AtomicU64,
+    /// The device's lookahead (ps): no doorbell has any effect earlier than
+    /// this long after it was rung (the command fetch time). An actor that
+    /// rang a doorbell hands over before its clock reaches `rung + lookahead`.
+    pub doorbell_lookahead: AtomicU64,
     /// Host costs, indexed by [`HostCost`].
     pub costs: [AtomicU64; COST_SLOTS],
     /// Host profile name, NUL-padded UTF-8.
     pub profile_name: [AtomicU64; 8],
     /// Last message from the model (deadlock report, refusal reason), NUL-padded UTF-8.
     pub message: [AtomicU64; 64],
-    _pad: [u8; 4096 - 8 - 4 * 12 - 8 - 8 * COST_SLOTS - 64 - 512],
+    _pad: [u8; 4096 - 8 - 4 * 12 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
 }
 
 /// One actor record.
@@ -190,7 +194,9 @@ pub struct ActorRecord {
     pub request: AtomicU32,
     /// The actor's simulated clock (ps): written by the actor when it yields, by the model when it grants.
     pub clock: AtomicU64,
-    /// Run without yielding while the clock stays at or below this (ps).
+    /// Run without yielding while the clock stays at or below this (ps): the
+    /// lowest clock of the other runnable actors and one picosecond before
+    /// the next pending device event, whichever is earlier.
     pub horizon: AtomicU64,
     /// Node the actor drives.
     pub node: AtomicU32,

@@ -20,8 +20,9 @@ use fpga_regs::layout;
 use fpga_regs::mmio::Mapping;
 use fpga_regs::simctl::{self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS, MAX_WATCH};
 use fpga_regs::ur::CQ_DEPTH;
+use fpga_regs::Peer;
 
-use crate::model::{Model, ModelConfig, ModelError, Stats};
+use crate::model::{Model, ModelConfig, ModelError, Reach, RegionMask, Stats};
 use crate::profile::HostProfile;
 use crate::time::SimTime;
 use crate::trace::Trace;
@@ -128,6 +129,15 @@ struct Actor {
 }
 
 impl Actor {
+    /// The regions of its slot whose change would wake it (all, if it did
+    /// not say what it polls).
+    fn watches(&self) -> RegionMask {
+        if self.watch_n == 0 || self.watch_n > MAX_WATCH {
+            return RegionMask::all();
+        }
+        self.watch[..self.watch_n].iter().fold(RegionMask::empty(), |m, w| m | RegionMask::of_offset(*w as usize))
+    }
+
     const FREE: Actor = Actor {
         state: Local::Free,
         node: 0,
@@ -159,6 +169,8 @@ pub struct Cluster {
     created_dir: bool,
     files: Vec<PathBuf>,
     last_time: SimTime,
+    /// See `CtlHeader::doorbell_lookahead`.
+    lookahead: SimTime,
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ClusterError + 'a {
@@ -208,6 +220,7 @@ impl Cluster {
             let t = Trace::create(path, cfg.nodes, cfg.slots).map_err(io("cannot create trace", path))?;
             model.set_trace(t);
         }
+        let lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
         let size = simctl::file_size(MAX_ACTORS);
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -227,6 +240,7 @@ impl Cluster {
             h.max_actors.store(MAX_ACTORS as u32, SeqCst);
             h.expected_actors.store(cfg.expected_actors, SeqCst);
             h.model_pid.store(std::process::id(), SeqCst);
+            h.doorbell_lookahead.store(lookahead.0, SeqCst);
             for (slot, v) in h.costs.iter().zip(cfg.profile.cost_table()) {
                 slot.store(v, SeqCst);
             }
@@ -250,6 +264,7 @@ impl Cluster {
             created_dir,
             files,
             last_time: SimTime::ZERO,
+            lookahead,
         })
     }
 
@@ -418,15 +433,56 @@ impl Cluster {
         }
     }
 
-    /// The horizon of actor `i`: it may run without syncing while its clock
-    /// stays at or below every other runnable actor's. Pending device events
-    /// do not bound it: a poll that finds nothing yields anyway, and the
-    /// model then processes every event up to the actor's clock before it
-    /// runs again, so only *positive* reads can be early, and device state
-    /// only moves forward. Bounding by other actors keeps lowest-clock-first
-    /// order between processes.
+    /// The horizon of actor `i`: the latest clock at which it may still read
+    /// device state without handing over. Conservative (DESIGN §3): nothing
+    /// else can change its slot before then, so every read, positive or
+    /// negative, sees the device exactly as of the actor's clock. It is the
+    /// earliest of:
+    ///
+    /// * every other runnable actor's clock — that actor may ring a doorbell
+    ///   at its clock, so nobody reads past it (lowest-clock-first order
+    ///   between processes, SimGrid's maestro);
+    /// * every pending device event at the actor's own slot;
+    /// * every pending event elsewhere that can reach this slot, plus the
+    ///   shortest hop between slots ([`Model::min_hop`]): one that may send
+    ///   a packet here ([`Model::pending_effects`]), or one that may wake a
+    ///   waiting actor (it changes a region the actor watches), which could
+    ///   then ring a doorbell (plus the fetch time) that sends here.
+    ///
+    /// minus one picosecond: an event at `te` is processed before an actor
+    /// whose clock reached `te` runs. Without the event bounds an actor that
+    /// polls without blocking (`test`, `iprobe`, a register loop) while
+    /// every other actor waits on the device never hands over: the event
+    /// that would wake them is never processed. The actor's own unreported
+    /// doorbells are bounded on its side (it knows when it rang; see
+    /// `doorbell_lookahead` in the control file).
     fn horizon(&self, i: usize) -> SimTime {
+        let me = Peer::new(self.actors[i].node, self.actors[i].slot);
+        let hop = self.model.min_hop().0;
+        let react = hop.saturating_add(self.lookahead.0);
         let mut h = SimTime::NEVER;
+        self.model.pending_effects(|e| {
+            let at = if e.at == me {
+                e.time.0
+            } else {
+                let direct = match e.reach {
+                    Reach::Anyone => e.time.0.saturating_add(hop),
+                    Reach::Peer(p) if p == me => e.time.0.saturating_add(hop),
+                    _ => u64::MAX,
+                };
+                let key = layout::source_index(e.at.node, e.at.slot, self.cfg.slots);
+                let wakes = match self.by_slot.get(key).copied().flatten().map(|j| &self.actors[j]) {
+                    Some(a) if a.state == Local::Waiting => a.watches().intersects(e.touches),
+                    _ => false,
+                };
+                if wakes {
+                    direct.min(e.time.0.saturating_add(react))
+                } else {
+                    direct
+                }
+            };
+            h = h.min(SimTime(at.saturating_sub(1)));
+        });
         for (j, a) in self.actors.iter().enumerate() {
             if j != i && a.state == Local::Runnable {
                 h = h.min(a.clock);

@@ -91,3 +91,43 @@ fn traces_of_an_mpi_job_are_identical_across_runs() {
     let _ = (std::fs::remove_file(&t1), std::fs::remove_file(&t2));
     assert!(a.len() > 10_000 && a == b, "traces differ or are empty ({} vs {} bytes)", a.len(), b.len());
 }
+
+/// Run a polling program twice; it must complete (a polling loop never
+/// stalls the simulation) with identical simulated times both times.
+fn polling_is_live_and_deterministic(test: &str, np: u32, nodes: u16) {
+    let times = |run: u32| -> Vec<String> {
+        let out = dnrun(np, nodes, &["--backend", "sim", "--timeout", "60"], "mpi-suite", &[test]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains(&format!("OK {test}")),
+            "{test} (run {run}) on {np} ranks / {nodes} nodes failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+            out.status
+        );
+        let lines: Vec<String> = stdout.lines().filter(|l| l.contains(" ps after ")).map(str::to_string).collect();
+        assert!(!lines.is_empty(), "{test} printed no simulated time:\n{stdout}");
+        lines
+    };
+    let (a, b) = (times(1), times(2));
+    assert_eq!(a, b, "{test}: simulated times differ between two runs");
+}
+
+#[test]
+fn a_rank_polling_with_iprobe_sees_the_message() {
+    polling_is_live_and_deterministic("poll-iprobe", 2, 2);
+}
+
+#[test]
+fn a_rank_polling_with_test_sees_the_message() {
+    polling_is_live_and_deterministic("poll-test", 2, 2);
+}
+
+#[test]
+fn a_rank_polling_with_test_all_sees_every_message() {
+    polling_is_live_and_deterministic("poll-testall", 5, 3);
+}
+
+#[test]
+fn a_rank_computing_between_polls_sees_the_message() {
+    polling_is_live_and_deterministic("poll-compute", 2, 1);
+}

@@ -48,6 +48,10 @@ suite! {
     probe_2r: "probe", 2;
     sync_2r: "sync", 2;
     comms_4r: "comms", 4;
+    poll_iprobe_2r: "poll-iprobe", 2;
+    poll_test_2r: "poll-test", 2;
+    poll_testall_5r: "poll-testall", 5;
+    poll_compute_2r: "poll-compute", 2;
 }
 
 const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";

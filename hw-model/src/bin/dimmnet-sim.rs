@@ -109,13 +109,14 @@ fn run(cli: Cli) -> Result<(), String> {
             cluster.run(&stop).map_err(|e| e.to_string())?;
             let report = cluster.finish().map_err(|e| e.to_string())?;
             eprintln!(
-                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks",
+                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants",
                 report.sim_time_ps as f64 / 1e6,
                 report.stats.events,
                 report.stats.commands,
                 report.stats.errors,
                 report.stats.packets,
-                report.deadlocks
+                report.deadlocks,
+                report.grants
             );
             Ok(())
         }

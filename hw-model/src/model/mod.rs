@@ -178,6 +178,56 @@ pub(crate) struct Packet {
     pub kind: PacketKind,
 }
 
+bitflags::bitflags! {
+    /// Regions of a slot.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RegionMask: u8 {
+        /// User registers.
+        const UR = 1;
+        /// Low Latency Common Memory.
+        const LLCM = 2;
+        /// Prefetch Window.
+        const PW = 4;
+    }
+}
+
+impl RegionMask {
+    /// The region holding slot offset `off` (WW, which only the host
+    /// writes, counts as nothing).
+    pub fn of_offset(off: usize) -> RegionMask {
+        match Region::ALL.iter().find(|r| (r.offset()..r.offset() + r.size()).contains(&off)) {
+            Some(Region::Ur) => RegionMask::UR,
+            Some(Region::Llcm) => RegionMask::LLCM,
+            Some(Region::Pw) => RegionMask::PW,
+            _ => RegionMask::empty(),
+        }
+    }
+}
+
+/// Whom a pending event may send a packet to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// No one.
+    Nobody,
+    /// This slot only.
+    Peer(Peer),
+    /// Any slot.
+    Anyone,
+}
+
+/// A pending event, as [`Model::pending_effects`] describes it.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingEffect {
+    /// When it happens.
+    pub time: SimTime,
+    /// The slot whose words it changes.
+    pub at: Peer,
+    /// Which of that slot's regions it may change.
+    pub touches: RegionMask,
+    /// Whom it may send a packet to.
+    pub reach: Reach,
+}
+
 #[derive(Debug)]
 pub(crate) enum Event {
     /// The command engine of a slot may fetch its next descriptor.
@@ -353,6 +403,52 @@ impl Model {
     /// Time of the next pending event.
     pub fn next_event_time(&self) -> Option<SimTime> {
         self.events.peek().map(|Reverse(s)| s.time)
+    }
+
+    /// Every pending event as the scheduler's lookahead sees it: when it
+    /// happens, the slot whose words it changes then, which regions of that
+    /// slot it may change, and which slots it may send a packet to.
+    ///
+    /// Every event changes words of one slot only, at its own time (a
+    /// command's fetch and completion: the issuer's; a packet's arrival and
+    /// ring commit: the destination's). It reaches another slot only by
+    /// sending a packet, and only the slots it can send to: a fetch (or a
+    /// completion that may restart a command engine with commands still to
+    /// fetch) to anyone; an arriving IVS, RVS or RVL request, and a ring
+    /// commit, only back to the packet's sender; an arriving ACK, NACK or
+    /// RVL response to nobody.
+    pub fn pending_effects(&self, mut f: impl FnMut(PendingEffect)) {
+        for Reverse(s) in self.events.iter() {
+            let ur = RegionMask::UR;
+            let (at, touches, reach) = match &s.event {
+                Event::Fetch { node, slot } => (Peer::new(*node, *slot), ur, Reach::Anyone),
+                Event::Complete { node, slot, .. } => {
+                    (Peer::new(*node, *slot), ur | RegionMask::PW | RegionMask::LLCM, Reach::Nobody)
+                }
+                Event::RingCommit { node, slot, ack, .. } => {
+                    (Peer::new(*node, *slot), ur | RegionMask::LLCM, Reach::Peer(ack.dst))
+                }
+                Event::Arrive(p) => match p.kind {
+                    PacketKind::Ack { .. } | PacketKind::Nack { .. } => (p.dst, ur, Reach::Nobody),
+                    PacketKind::RvlResponse { .. } => (p.dst, ur | RegionMask::PW, Reach::Nobody),
+                    _ => (p.dst, ur, Reach::Peer(p.src)),
+                },
+            };
+            let st = &self.nodes[at.node as usize].slots[at.slot as usize];
+            let reach = if st.fetched < st.posted { Reach::Anyone } else { reach };
+            f(PendingEffect { time: s.time, at, touches, reach });
+        }
+    }
+
+    /// The shortest time for anything that happens at one slot to change
+    /// another slot: a packet through the loopback path of a node, or across
+    /// the network (`nic_tx + link + nic_rx`; see `send`).
+    pub fn min_hop(&self) -> SimTime {
+        let t = &self.cfg.timing;
+        let same_node = t.cycles(t.loopback_cycles);
+        let other_node =
+            t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles));
+        same_node.min(other_node)
     }
 
     /// Whether some IVS packet is held by backpressure anywhere.

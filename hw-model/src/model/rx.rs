@@ -16,6 +16,8 @@ use crate::trace::{Arg, TID_LINK_RX, TID_LINK_TX};
 impl Model {
     /// Put a packet on the wire at `ready` and schedule its arrival.
     pub(super) fn send(&mut self, ready: SimTime, pkt: Packet) {
+        // Nothing leaves before now: `Model::next_effect_on` relies on it.
+        let ready = ready.max(self.now);
         let t = self.cfg.timing.clone();
         let payload = pkt.kind.payload_len();
         self.stats.packets += 1;

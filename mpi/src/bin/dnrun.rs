@@ -13,7 +13,7 @@ use mpi::launcher::{launch, Backend, LaunchOptions};
 
 /// Run an MPI program as NP processes.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None, trailing_var_arg = true)]
+#[command(version, about, long_about = None, trailing_var_arg = true, args_override_self = true)]
 struct Args {
     /// Number of processes (ranks).
     #[arg(short = 'n', long = "np")]

@@ -54,6 +54,10 @@ fn main() -> ExitCode {
             "comms" => comms(&w)?,
             "sockets" => sockets(&w)?,
             "idle" => idle(&w)?,
+            "poll-iprobe" => poll_iprobe(&u, &w)?,
+            "poll-test" => poll_test(&u, &w)?,
+            "poll-testall" => poll_testall(&u, &w)?,
+            "poll-compute" => poll_compute(&u, &w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
@@ -556,5 +560,137 @@ fn idle(w: &SimpleCommunicator) -> R {
         let (_, _) = w.process_at_rank(0).receive::<u8>().map_err(e)?;
         println!("idle: a 5 s blocking receive used {:.2} s of CPU", cpu_seconds()? - before);
     }
+    Ok(())
+}
+
+/// Most polls a polling test allows before it calls the simulation stuck.
+const POLL_LIMIT: u64 = 2_000_000;
+
+/// How long (simulated ns) the sender of a polling test computes first.
+const POLL_DELAY_NS: f64 = 50_000.0;
+
+/// Print this rank's simulated clock, for run-to-run comparison.
+fn report_time(u: &Universe, w: &SimpleCommunicator, what: &str, polls: u64) {
+    if u.is_simulated() {
+        println!("{what}: rank {} at {:.0} ps after {polls} polls", w.rank(), u.wtime() * 1e12);
+    }
+}
+
+/// The sender side of the polling tests: compute, then send 5 bytes with tag 12.
+fn late_send(u: &Universe, w: &SimpleCommunicator, to: Rank) -> R {
+    u.compute(POLL_DELAY_NS).map_err(e)?;
+    w.process_at_rank(to).send_with_tag(&b"hello"[..], 12).map_err(e)
+}
+
+/// Check that a poller saw the message after the sender's delay and not
+/// absurdly later (simulated time must stay meaningful while it polls).
+fn check_poll_time(u: &Universe, what: &str) -> R {
+    if u.is_simulated() {
+        let t = u.wtime() * 1e9;
+        check!(t >= POLL_DELAY_NS, "{what}: found the message at {t:.0} ns, before it was sent");
+        check!(t <= POLL_DELAY_NS + 20_000.0, "{what}: found the message at {t:.0} ns, long after it was sent");
+    }
+    Ok(())
+}
+
+/// The most common MPI idiom: loop on `MPI_Iprobe` until a message is there.
+fn poll_iprobe(u: &Universe, w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 {
+        return Ok(());
+    }
+    if w.rank() == 1 {
+        return late_send(u, w, 0);
+    }
+    let mut polls = 0u64;
+    let st = loop {
+        polls += 1;
+        check!(polls < POLL_LIMIT, "iprobe found nothing after {polls} polls");
+        if let Some(st) = w.process_at_rank(1).immediate_probe_with_tag(12).map_err(e)? {
+            break st;
+        }
+    };
+    check!(st.source_rank() == 1 && st.tag() == 12 && st.bytes() == 5, "iprobe status {st:?}");
+    check_poll_time(u, "iprobe")?;
+    report_time(u, w, "poll-iprobe", polls);
+    let (v, _) = w.process_at_rank(1).receive_vec_with_tag::<u8>(12).map_err(e)?;
+    check!(v == b"hello", "received {v:?}");
+    Ok(())
+}
+
+/// Loop on `MPI_Test` of a posted receive.
+fn poll_test(u: &Universe, w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 {
+        return Ok(());
+    }
+    if w.rank() == 1 {
+        return late_send(u, w, 0);
+    }
+    let mut buf = [0u8; 5];
+    let mut req = w.process_at_rank(1).immediate_receive_into_with_tag(&mut buf[..], 12).map_err(e)?;
+    let mut polls = 0u64;
+    let st = loop {
+        polls += 1;
+        check!(polls < POLL_LIMIT, "test found nothing after {polls} polls");
+        match req.test().map_err(e)? {
+            Ok(st) => break st,
+            Err(r) => req = r,
+        }
+    };
+    check!(st.source_rank() == 1 && st.bytes() == 5, "test status {st:?}");
+    check_poll_time(u, "test")?;
+    report_time(u, w, "poll-test", polls);
+    check!(&buf == b"hello", "received {buf:?}");
+    Ok(())
+}
+
+/// Loop on `MPI_Testall` of receives from every other rank.
+fn poll_testall(u: &Universe, w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    if me != 0 {
+        return late_send(u, w, 0);
+    }
+    let mut bufs = vec![[0u8; 5]; n as usize - 1];
+    let mut reqs = Vec::new();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        reqs.push(w.process_at_rank(i as Rank + 1).immediate_receive_into_with_tag(&mut b[..], 12).map_err(e)?);
+    }
+    let mut polls = 0u64;
+    let sts = loop {
+        polls += 1;
+        check!(polls < POLL_LIMIT, "test_all found nothing after {polls} polls");
+        match mpi::request::test_all(reqs).map_err(e)? {
+            Ok(sts) => break sts,
+            Err(r) => reqs = r,
+        }
+    };
+    check!(sts.len() == n as usize - 1, "test_all gave {} statuses", sts.len());
+    check_poll_time(u, "test_all")?;
+    report_time(u, w, "poll-testall", polls);
+    drop(sts);
+    check!(bufs.iter().all(|b| b == b"hello"), "received {bufs:?}");
+    Ok(())
+}
+
+/// Compute in small steps and poll between them (the overlap idiom).
+fn poll_compute(u: &Universe, w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 {
+        return Ok(());
+    }
+    if w.rank() == 1 {
+        return late_send(u, w, 0);
+    }
+    let mut polls = 0u64;
+    loop {
+        polls += 1;
+        check!(polls < POLL_LIMIT, "compute+iprobe found nothing after {polls} polls");
+        u.compute(700.0).map_err(e)?;
+        if w.any_process().immediate_probe_with_tag(12).map_err(e)?.is_some() {
+            break;
+        }
+    }
+    check_poll_time(u, "compute")?;
+    report_time(u, w, "poll-compute", polls);
+    let (v, _) = w.any_process().receive_vec_with_tag::<u8>(12).map_err(e)?;
+    check!(v == b"hello", "received {v:?}");
     Ok(())
 }
