@@ -5,6 +5,10 @@
 //! * `bw` — rank 0 sends a window of non-blocking messages, rank 1 answers
 //!   each window with a 4-byte acknowledgement (as osu_bw).
 //! * `bibw` — both ranks send a window to each other at once (as osu_bibw).
+//! * `poll` — rank 1 computes for `--delay-us` and then sends 5 bytes; rank
+//!   0 loops on `iprobe` until it sees them. Reports the polls, the simulated
+//!   time and the wall time it took to simulate (DESIGN §3: a polling
+//!   program must cost bounded wall time per simulated millisecond).
 //!
 //! On the simulator, times are simulated (the clock of the rank); elsewhere
 //! they are wall time. `--layer adi` runs the ping-pong on the protocol engine
@@ -27,6 +31,8 @@ enum Test {
     Bw,
     /// Bidirectional bandwidth.
     Bibw,
+    /// An iprobe loop waiting for a late message.
+    Poll,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -79,6 +85,9 @@ struct Args {
     /// kind each rank charged per round trip, and what they cost.
     #[arg(long)]
     breakdown: bool,
+    /// `poll`: how long rank 1 computes before it sends (microseconds).
+    #[arg(long, default_value_t = 1000.0)]
+    delay_us: f64,
 }
 
 fn main() -> ExitCode {
@@ -101,6 +110,10 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if args.layer == Layer::Adi && args.test != Test::Latency {
         return Err("--layer adi is available for `latency` only".into());
+    }
+    if args.test == Test::Poll {
+        poll(&universe, args.delay_us, args.json).map_err(|e| e.to_string())?;
+        return universe.finalize().map_err(|e| e.to_string());
     }
     universe
         .with_engine(|e| match args.protocol {
@@ -131,6 +144,7 @@ fn run(args: &Args) -> Result<(), String> {
                     .map_err(|e| e.to_string())?;
                 Row { size, latency_us: None, mbps: Some(mbps), protocol, iterations: iters }
             }
+            Test::Poll => unreachable!("handled before the size loop"),
         };
         if world.rank() == 0 && !args.json {
             println!("{}", row.text());
@@ -151,6 +165,44 @@ fn run(args: &Args) -> Result<(), String> {
         }
     }
     universe.finalize().map_err(|e| e.to_string())
+}
+
+/// The `poll` benchmark: rank 0 iprobes until rank 1's late message is there.
+fn poll(u: &Universe, delay_us: f64, json: bool) -> mpi::Result<()> {
+    let world = u.world();
+    if !(delay_us.is_finite() && delay_us >= 0.0) {
+        return Err(mpi::MpiError::Invalid(format!("--delay-us {delay_us} must be a non-negative number")));
+    }
+    world.barrier()?;
+    let (wall0, sim0) = (std::time::Instant::now(), u.wtime());
+    match world.rank() {
+        0 => {
+            let mut polls = 0u64;
+            while world.process_at_rank(1).immediate_probe_with_tag(12)?.is_none() {
+                polls += 1;
+            }
+            let (sim, wall) = (u.wtime() - sim0, wall0.elapsed().as_secs_f64());
+            let _: (Vec<u8>, _) = world.process_at_rank(1).receive_vec_with_tag(12)?;
+            let per_ms = if sim > 0.0 { wall / (sim * 1e3) } else { 0.0 };
+            let poll_ns = if polls > 0 { sim * 1e9 / polls as f64 } else { 0.0 };
+            if json {
+                println!(
+                    "{{\"polls\":{polls},\"simulated_s\":{sim},\"wall_s\":{wall},\"wall_s_per_simulated_ms\":{per_ms},\"ns_per_poll\":{poll_ns}}}"
+                );
+            } else {
+                println!(
+                    "poll: {polls} iprobes over {:.3} ms ({poll_ns:.1} ns each); {wall:.3} s wall, {per_ms:.4} s wall per simulated ms",
+                    sim * 1e3
+                );
+            }
+        }
+        1 => {
+            u.compute(delay_us * 1000.0)?;
+            world.process_at_rank(0).send_with_tag(&b"hello"[..], 12)?;
+        }
+        _ => {}
+    }
+    world.barrier()
 }
 
 /// One-way latency in microseconds (rank 0's view).
