@@ -136,23 +136,42 @@ impl DeviceTiming {
         self.cycles(bytes.div_ceil(per_cycle.max(1)))
     }
 
+    /// Every field within a range where the model's arithmetic cannot
+    /// overflow and the figures mean something (a `fetch_cycles` of 2^64-1
+    /// or a 1e-300 MHz clock used to print 0 us and infinite bandwidth).
     fn validate(&self) -> Result<(), String> {
-        if !(self.clock_mhz.is_finite() && self.clock_mhz > 0.0) {
-            return Err("device.clock_mhz must be a positive number".into());
+        if !(self.clock_mhz.is_finite() && (1.0..=100_000.0).contains(&self.clock_mhz)) {
+            return Err(format!("device.clock_mhz = {} must be within 1..=100000", self.clock_mhz));
         }
-        for (name, v) in [
-            ("window_bytes_per_cycle", self.window_bytes_per_cycle),
-            ("sodimm_bytes_per_cycle", self.sodimm_bytes_per_cycle),
-            ("link_bytes_per_cycle", self.link_bytes_per_cycle),
-            ("mtu_bytes", self.mtu_bytes),
-        ] {
-            if v == 0 {
-                return Err(format!("device.{name} must be at least 1"));
+        let ranges: [(&str, u64, u64, u64); 14] = [
+            ("fetch_cycles", self.fetch_cycles, 1, MAX_CYCLES),
+            ("exec_cycles", self.exec_cycles, 0, MAX_CYCLES),
+            ("window_bytes_per_cycle", self.window_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
+            ("sodimm_latency_cycles", self.sodimm_latency_cycles, 0, MAX_CYCLES),
+            ("sodimm_bytes_per_cycle", self.sodimm_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
+            ("nic_tx_cycles", self.nic_tx_cycles, 0, MAX_CYCLES),
+            ("nic_rx_cycles", self.nic_rx_cycles, 0, MAX_CYCLES),
+            ("link_bytes_per_cycle", self.link_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
+            ("link_latency_cycles", self.link_latency_cycles, 0, MAX_CYCLES),
+            ("switch_latency_cycles", self.switch_latency_cycles, 0, MAX_CYCLES),
+            ("wire_overhead_bytes", self.wire_overhead_bytes, 0, 4096),
+            ("mtu_bytes", self.mtu_bytes, 64, 1 << 20),
+            ("loopback_cycles", self.loopback_cycles, 0, MAX_CYCLES),
+            ("status_write_cycles", self.status_write_cycles, 0, MAX_CYCLES),
+        ];
+        for (name, v, lo, hi) in ranges {
+            if !(lo..=hi).contains(&v) {
+                return Err(format!("device.{name} = {v} must be within {lo}..={hi}"));
             }
         }
         Ok(())
     }
 }
+
+/// Largest latency a device field may give, in cycles (10 ms at 100 MHz).
+const MAX_CYCLES: u64 = 1_000_000;
+/// Widest data path a device field may give.
+const MAX_BYTES_PER_CYCLE: u64 = 1 << 16;
 
 /// A complete host profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -337,6 +356,20 @@ mod tests {
         p = HostProfile::modern();
         p.device.link_bytes_per_cycle = 0;
         assert!(p.validate().is_err());
+        // Values that overflowed the model's sums or made its figures meaningless.
+        for bad in [
+            |d: &mut DeviceTiming| d.fetch_cycles = u64::MAX,
+            |d: &mut DeviceTiming| d.fetch_cycles = 0,
+            |d: &mut DeviceTiming| d.clock_mhz = 1e-300,
+            |d: &mut DeviceTiming| d.wire_overhead_bytes = u64::MAX,
+            |d: &mut DeviceTiming| d.nic_tx_cycles = u64::MAX,
+            |d: &mut DeviceTiming| d.mtu_bytes = u64::MAX,
+        ] {
+            let mut p = HostProfile::p4_2003();
+            bad(&mut p.device);
+            let err = p.validate().expect_err("an absurd device field was accepted");
+            assert!(err.contains("device."), "{err}");
+        }
         assert!(matches!(HostProfile::load("no-such-profile"), Err(ProfileError::NotFound(_))));
     }
 

@@ -131,3 +131,16 @@ fn a_rank_polling_with_test_all_sees_every_message() {
 fn a_rank_computing_between_polls_sees_the_message() {
     polling_is_live_and_deterministic("poll-compute", 2, 1);
 }
+
+#[test]
+fn out_of_range_dimmnet_knobs_are_refused_by_name() {
+    for (knob, value) in
+        [("DN_ZONE_KIB", "0"), ("DN_ZONES", "0"), ("DN_RING_KIB", "4194308"), ("DN_ZONE_KIB", "18014398509481984")]
+    {
+        let kv = format!("{knob}={value}");
+        let out = dnrun(2, 2, &["--backend", "sim", "--timeout", "60", "-x", &kv], "mpi-suite", &["pingpong"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{kv} was accepted");
+        assert!(stderr.contains(&format!("{knob}={value} is out of range")), "{kv}: {stderr}");
+    }
+}

@@ -334,10 +334,21 @@ impl DimmnetTransport {
             Err(_) => PathBuf::from(var("DN_SIM_DIR")?).join(fpga_regs::simctl::node_file_name(me.node)),
         };
         let d = DimmnetConfig::default();
+        // Every knob in range, or a message naming it (a zone of 0 KiB used
+        // to livelock the simulator, a ring of 4 GiB + 4 KiB wrapped to 4 KiB).
+        let ranged = |k: &str, d: u64, lo: u64, hi: u64, what: &str| -> Result<u64, TransportError> {
+            let v = opt(k, d)?;
+            if (lo..=hi).contains(&v) {
+                Ok(v)
+            } else {
+                Err(TransportError::Config(format!("{k}={v} is out of range: {what} must be {lo}..={hi}")))
+            }
+        };
         let cfg = DimmnetConfig {
-            ring_bytes: (opt("DN_RING_KIB", d.ring_bytes as u64 / 1024)? * 1024) as u32,
-            zone_bytes: opt("DN_ZONE_KIB", d.zone_bytes / 1024)? * 1024,
-            zones: opt("DN_ZONES", d.zones as u64)? as usize,
+            ring_bytes: ranged("DN_RING_KIB", d.ring_bytes as u64 / 1024, 4, 1 << 20, "the ring size in KiB")? as u32
+                * 1024,
+            zone_bytes: ranged("DN_ZONE_KIB", d.zone_bytes / 1024, 1, 1 << 20, "the landing-zone size in KiB")? * 1024,
+            zones: ranged("DN_ZONES", d.zones as u64, 1, 1024, "the number of landing zones")? as usize,
             eager_threshold: d.eager_threshold,
         };
         DimmnetTransport::open(&path, me.slot, rank, map, cfg)
