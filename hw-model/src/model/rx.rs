@@ -174,8 +174,14 @@ impl Model {
         RingState::decode([w(0), w(1), w(2), w(3)])
     }
 
-    /// Whether a record of `len` payload bytes fits now (`Ok(false)`: wait).
-    fn ring_room(&self, node: u16, slot: u16, source: usize, len: u64) -> Result<bool, ErrorCode> {
+    /// Whether a record of `len` payload bytes fits now: `Ok(Some(ring))`
+    /// with the validated descriptor to write through, `Ok(None)` to wait.
+    ///
+    /// The descriptor lives in host-writable LLCM, so it is read once here
+    /// and only this snapshot is used for the write (a host that rewrites it
+    /// between the check and the copy cannot make the model index outside
+    /// the slot's partition).
+    fn ring_room(&self, node: u16, slot: u16, source: usize, len: u64) -> Result<Option<RingState>, ErrorCode> {
         let r = self.ring_state(node, slot, source);
         if !r.enabled {
             return Err(ErrorCode::RingDisabled);
@@ -193,7 +199,7 @@ impl Model {
             return Err(ErrorCode::TooLarge);
         }
         let pending = self.nodes[node as usize].slots[slot as usize].pending_ring.get(&source).copied().unwrap_or(0);
-        Ok(used + pending + record <= r.size)
+        Ok((used + pending + record <= r.size).then_some(r))
     }
 
     fn ivs_arrive(&mut self, pkt: Packet, t: SimTime) {
@@ -204,11 +210,11 @@ impl Model {
             _ => return,
         };
         let queued = self.nodes[n as usize].slots[s as usize].held.get(&source).is_some_and(|q| !q.is_empty());
-        let room = if queued { Ok(false) } else { self.ring_room(n, s, source, len) };
+        let room = if queued { Ok(None) } else { self.ring_room(n, s, source, len) };
         match room {
             Err(code) => self.refuse(pkt, code, t),
-            Ok(true) => self.ring_accept(pkt, source, t),
-            Ok(false) => {
+            Ok(Some(ring)) => self.ring_accept(pkt, source, &ring, t),
+            Ok(None) => {
                 self.stats.held += 1;
                 self.nodes[n as usize].slots[s as usize]
                     .held
@@ -230,23 +236,23 @@ impl Model {
         }
     }
 
-    /// Write the record into the ring and publish it once it is in SO-DIMM.
-    fn ring_accept(&mut self, pkt: Packet, source: usize, t: SimTime) {
+    /// Write the record into the ring described by `r` (the snapshot that
+    /// `ring_room` validated) and publish it once it is in SO-DIMM.
+    fn ring_accept(&mut self, pkt: Packet, source: usize, r: &RingState, t: SimTime) {
         let (n, s) = (pkt.dst.node, pkt.dst.slot);
         let PacketKind::Ivs { data } = &pkt.kind else {
             return;
         };
         let len = data.len() as u64;
         let record = record_len(len);
-        let r = self.ring_state(n, s, source);
         let pending = self.nodes[n as usize].slots[s as usize].pending_ring.entry(source).or_insert(0);
         // NWA is host-writable: wrap rather than trust it not to overflow.
         let at = r.nwa.wrapping_add(*pending);
         *pending += record;
         // Copy with wrap-around, then zero the (at most 7) padding bytes.
         let mem = &mut self.sodimm[n as usize];
-        write_wrapped(mem, &r, at, data);
-        write_wrapped(mem, &r, at.wrapping_add(len), &[0; 8][..(record - len) as usize]);
+        write_wrapped(mem, r, at, data);
+        write_wrapped(mem, r, at.wrapping_add(len), &[0; 8][..(record - len) as usize]);
         let timing = self.cfg.timing.clone();
         let dur = timing.cycles(timing.sodimm_latency_cycles) + timing.xfer(record, timing.sodimm_bytes_per_cycle);
         let (_, end) = self.nodes[n as usize].sodimm_port.reserve(t, dur);
@@ -292,7 +298,7 @@ impl Model {
             };
             let since = front.since;
             let room = self.ring_room(node, slot, source, len);
-            if room == Ok(false) {
+            if room == Ok(None) {
                 break;
             }
             let Some(held) =
@@ -302,7 +308,8 @@ impl Model {
             };
             let at = now.max(since).max(self.now());
             match room {
-                Ok(_) => self.ring_accept(held.pkt, source, at),
+                Ok(Some(ring)) => self.ring_accept(held.pkt, source, &ring, at),
+                Ok(None) => {}
                 Err(code) => self.refuse(held.pkt, code, at),
             }
         }
@@ -311,11 +318,67 @@ impl Model {
 }
 
 /// Write `bytes` into ring `r` of `mem` at ring counter `at`, wrapping at the
-/// ring's end (`bytes` is never longer than the ring).
+/// ring's end (`bytes` is never longer than the ring, and `r` was validated
+/// against the slot's partition by `ring_room`). Bytes that would fall
+/// outside `mem` are dropped rather than panicking the model.
 fn write_wrapped(mem: &mut [u8], r: &RingState, at: u64, bytes: &[u8]) {
     let first = ((r.size - r.pos(at)) as usize).min(bytes.len());
-    let p0 = (r.base + r.pos(at)) as usize;
-    mem[p0..p0 + first].copy_from_slice(&bytes[..first]);
-    let b = r.base as usize;
-    mem[b..b + bytes.len() - first].copy_from_slice(&bytes[first..]);
+    let (head, tail) = bytes.split_at(first);
+    for (start, part) in [(r.base + r.pos(at), head), (r.base, tail)] {
+        let dst = usize::try_from(start).ok().and_then(|p| mem.get_mut(p..p.checked_add(part.len())?));
+        if let Some(dst) = dst {
+            dst.copy_from_slice(part);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::temp_dir;
+    use crate::model::ModelConfig;
+    use crate::profile::DeviceTiming;
+    use fpga_regs::Peer;
+
+    /// Issue 7: a host that rewrites a ring's base between the controller's
+    /// room check and its copy must not make the model index outside SO-DIMM.
+    /// The copy goes through the descriptor that was checked.
+    #[test]
+    fn a_ring_base_rewritten_after_the_room_check_is_not_used() {
+        let dir = temp_dir("ring-snapshot");
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = ModelConfig { nodes: 2, slots: 1, partition_size: 1 << 20, timing: DeviceTiming::default() };
+        let mut m = Model::create(cfg, &dir).unwrap();
+        let source = layout::source_index(1, 0, 1);
+        let off = Model::ring_offset(0, source);
+        let base = m.partition_base(0) + 0x1000;
+        let map = &m.mmio[0];
+        map.write_u64(off, base).unwrap();
+        map.write_u64(off + 8, RingState::size_ctrl(4096, true)).unwrap();
+        let ring = m.ring_room(0, 0, source, 5).unwrap().expect("an empty ring has room");
+        // The host flips the base to something absurd after the check.
+        m.mmio[0].write_u64(off, 0x7ff0_0000_0000_0000).unwrap();
+        let pkt = Packet {
+            src: Peer { node: 1, slot: 0 },
+            dst: Peer { node: 0, slot: 0 },
+            seq: 1,
+            gen: 0,
+            kind: PacketKind::Ivs { data: b"hello".to_vec() },
+        };
+        m.ring_accept(pkt, source, &ring, SimTime::ZERO);
+        assert_eq!(&m.sodimm(0)[base as usize..base as usize + 8], b"hello\0\0\0");
+        // And the controller refuses the invalid descriptor from now on.
+        assert_eq!(m.ring_room(0, 0, source, 5), Err(ErrorCode::RingInvalid));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn write_wrapped_drops_what_falls_outside_memory() {
+        let mut mem = vec![0u8; 64];
+        let r = RingState { base: 56, size: 16, enabled: true, nwa: 0, nra: 0 };
+        write_wrapped(&mut mem, &r, 0, &[7; 12]);
+        assert_eq!(mem, vec![0u8; 64], "a part that does not fit is dropped whole");
+        write_wrapped(&mut mem, &r, 12, &[9; 6]);
+        assert_eq!(&mem[56..], &[9, 9, 0, 0, 0, 0, 0, 0], "the wrapped part inside memory is written");
+    }
 }
