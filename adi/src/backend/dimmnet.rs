@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use driver::{Device, DriverError, OpenOptions, Ticket};
-use fpga_regs::llcm::record_len;
+use fpga_regs::llcm::{record_len, RING_ALIGN};
 use fpga_regs::packet::{PacketHeader, HEADER_LEN};
 use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
 use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
@@ -42,6 +42,14 @@ const BACKEND: &str = "dimmnet";
 const DN_HDR: usize = 16;
 const KIND_MSG: u8 = 1;
 const KIND_CREDIT: u8 = 2;
+/// Bytes the sender may still append to a peer's ring of `ring` bytes, with
+/// `acked` of the `sent` bytes consumed there. Saturating: a peer's credit
+/// is checked against `sent` before it is believed, and even so the sum may
+/// not wrap.
+fn ring_room(acked: u64, sent: u64, ring: u32) -> u64 {
+    acked.saturating_add(ring as u64).saturating_sub(sent)
+}
+
 /// Room kept in every ring for credit messages.
 const CREDIT_RESERVE: u64 = 2 * DN_HDR as u64;
 const HELLO_MAGIC: u64 = u64::from_le_bytes(*b"DNADIHI1");
@@ -257,7 +265,14 @@ impl DimmnetTransport {
         }
         let landing_base = base + landing;
         let landing_len = cfg.zones as u64 * cfg.zone_bytes;
-        dev.expose(1, landing_base, landing_len as u32, ExposePerm::REMOTE_WRITE).map_err(map_err)?;
+        let landing_len = u32::try_from(landing_len).map_err(|_| {
+            TransportError::Config(format!(
+                "{} landing zones of {} B ({landing_len} B) exceed the 4 GiB an exposure entry can describe; \
+                 lower DN_ZONES or DN_ZONE_KIB",
+                cfg.zones, cfg.zone_bytes
+            ))
+        })?;
+        dev.expose(1, landing_base, landing_len, ExposePerm::REMOTE_WRITE).map_err(map_err)?;
         // Hello page: written with VS, then exposed for reading.
         let mut hello = HELLO_MAGIC.to_le_bytes().to_vec();
         hello.extend((rank as u64).to_le_bytes());
@@ -316,11 +331,20 @@ impl DimmnetTransport {
                 Ok(d)
             }
         };
-        let rank = num("DN_RANK")? as u32;
-        let size = num("DN_SIZE")? as u32;
+        // No truncating casts: DN_SIZE=4294967298 is refused, not read as 2.
+        let fits = |k: &str, max: u64| -> Result<u64, TransportError> {
+            let v = num(k)?;
+            if v <= max {
+                Ok(v)
+            } else {
+                Err(TransportError::Config(format!("{k}={v} is out of range: it must be at most {max}")))
+            }
+        };
+        let rank = fits("DN_RANK", u32::MAX as u64)? as u32;
+        let size = fits("DN_SIZE", u32::MAX as u64)? as u32;
         let map = match std::env::var("DN_RANKMAP") {
             Ok(m) => RankMap::parse(&m)?,
-            Err(_) => RankMap::block(size, num("DN_NODES")? as u16)?,
+            Err(_) => RankMap::block(size, fits("DN_NODES", u16::MAX as u64)? as u16)?,
         };
         if map.len() as u32 != size {
             return Err(TransportError::Config(format!("DN_RANKMAP lists {} ranks but DN_SIZE is {size}", map.len())));
@@ -432,7 +456,7 @@ impl DimmnetTransport {
 
     fn room(&self, dest: u32) -> u64 {
         let d = dest as usize;
-        (self.acked[d] + self.cfg.ring_bytes as u64).saturating_sub(self.sent[d])
+        ring_room(self.acked[d], self.sent[d], self.cfg.ring_bytes)
     }
 
     /// Read everything available in `src`'s ring; returns messages delivered.
@@ -440,7 +464,15 @@ impl DimmnetTransport {
         let peer = self.map.peer(src);
         let nwa = self.dev.ring_nwa(peer).map_err(map_err)?;
         self.watch[self.watch_of[src as usize]].1 = nwa;
+        let corrupt = |what: String| TransportError::Backend {
+            backend: BACKEND,
+            msg: format!("corrupt record ({what}) in the ring from rank {src}"),
+        };
         let avail = nwa.wrapping_sub(self.consumed[src as usize]).min(self.cfg.ring_bytes as u64);
+        if avail % RING_ALIGN != 0 {
+            // The controller only ever advances NWA by whole records.
+            return Err(corrupt(format!("write pointer {nwa:#x} is not a multiple of {RING_ALIGN}")));
+        }
         let mut pos = 0u64;
         let mut delivered = 0;
         let max_message = self.caps().max_message as u64;
@@ -454,10 +486,6 @@ impl DimmnetTransport {
             c.copy_from_slice(&hdr[8..16]);
             let credit = u64::from_le_bytes(c);
             let total = DN_HDR as u64 + len;
-            let corrupt = |what: String| TransportError::Backend {
-                backend: BACKEND,
-                msg: format!("corrupt record ({what}) in the ring from rank {src}"),
-            };
             match hdr[0] {
                 KIND_CREDIT if len != 0 => return Err(corrupt(format!("credit record with {len} payload bytes"))),
                 KIND_CREDIT => {}
@@ -478,6 +506,12 @@ impl DimmnetTransport {
                     }
                 }
                 other => return Err(corrupt(format!("kind {other}"))),
+            }
+            // Credit acknowledges bytes we sent into src's ring; more than
+            // we ever sent is a corrupt (or forged) record, not room.
+            let sent = self.sent[src as usize];
+            if credit > sent {
+                return Err(corrupt(format!("credit for {credit} B, but only {sent} B were sent")));
             }
             let a = &mut self.acked[src as usize];
             *a = (*a).max(credit);
@@ -651,5 +685,27 @@ impl Transport for DimmnetTransport {
         self.ww.drain(&mut self.dev)?;
         self.dev.detach();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_room_never_wraps_on_a_huge_credit() {
+        assert_eq!(ring_room(0, 0, 4096), 4096);
+        assert_eq!(ring_room(100, 4196, 4096), 0);
+        assert_eq!(ring_room(u64::MAX - 10, 0, 4096), u64::MAX);
+        assert_eq!(ring_room(0, 9000, 4096), 0);
+    }
+
+    #[test]
+    fn rank_maps_refuse_what_they_cannot_place() {
+        assert!(RankMap::block(0, 1).is_err());
+        assert!(RankMap::block(3, 0).is_err());
+        assert!(RankMap::parse("0.0,x").is_err());
+        let m = RankMap::block(5, 2).unwrap();
+        assert_eq!(m.peer(4), Peer::new(1, 1));
     }
 }
