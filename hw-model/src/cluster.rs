@@ -181,10 +181,27 @@ fn pid_alive(pid: u32) -> bool {
     if pid == 0 || pid == std::process::id() {
         return true;
     }
+    // A zombie (exited, not yet reaped by its parent) still answers kill(0):
+    // ask /proc for the state, and fall back to kill(0) without /proc.
+    if let Some(state) = proc_state(pid) {
+        return !matches!(state, 'Z' | 'X' | 'x');
+    }
     // SAFETY: kill with signal 0 performs only the existence/permission
     // check and sends nothing.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The state letter of `pid` from `/proc/PID/stat` (`'?'` when the process
+/// is gone but /proc exists), or `None` where there is no /proc.
+fn proc_state(pid: u32) -> Option<char> {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The command name may contain spaces and parentheses: the state is
+        // the first field after the last ')'.
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).or(Some('?')),
+        Err(_) if std::path::Path::new("/proc/self/stat").exists() => Some('X'),
+        Err(_) => None,
+    }
 }
 
 impl Cluster {
@@ -687,5 +704,30 @@ impl Drop for Cluster {
         if self.created_dir {
             let _ = std::fs::remove_dir(&self.cfg.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 7: an actor that exited but was not reaped yet is dead, not
+    /// alive (kill(pid, 0) still succeeds on a zombie).
+    #[test]
+    fn a_zombie_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let pid = child.id();
+        // Wait (without reaping) until it has exited; a liveness bound only.
+        for _ in 0..2000 {
+            if proc_state(pid) == Some('Z') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(proc_state(pid), Some('Z'), "the child should be a zombie now");
+        assert!(!pid_alive(pid), "a zombie counted as alive");
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "a reaped process counted as alive");
+        assert!(pid_alive(std::process::id()));
     }
 }
