@@ -219,6 +219,11 @@ impl Cluster {
         }
         let created_dir = !cfg.dir.exists();
         std::fs::create_dir_all(&cfg.dir).map_err(io("cannot create directory", &cfg.dir))?;
+        // Whatever this start-up creates is removed again if it fails part-way.
+        let mut created = crate::files::Created::new();
+        if created_dir {
+            created.dir(cfg.dir.clone());
+        }
         let ctl_path = cfg.dir.join(simctl::FILE_NAME);
         if ctl_path.exists() {
             if let Ok(old) = Mapping::open(&ctl_path, 0, 4096) {
@@ -232,23 +237,18 @@ impl Cluster {
             }
         }
         let mut model = Model::create(model_cfg, &cfg.dir)?;
-        let mut files: Vec<PathBuf> = (0..cfg.nodes).map(|n| cfg.dir.join(simctl::node_file_name(n))).collect();
+        for n in 0..cfg.nodes {
+            created.adopt(cfg.dir.join(simctl::node_file_name(n)));
+        }
         if let Some(path) = &cfg.trace {
             let t = Trace::create(path, cfg.nodes, cfg.slots).map_err(io("cannot create trace", path))?;
             model.set_trace(t);
         }
         let lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
         let size = simctl::file_size(MAX_ACTORS);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&ctl_path)
-            .map_err(io("cannot create", &ctl_path))?;
+        let file = created.file(&ctl_path).map_err(io("cannot create", &ctl_path))?;
         file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
         let ctl = Mapping::map(&file, &ctl_path, 0, size)?;
-        files.push(ctl_path);
         {
             let h = ctl.block::<CtlHeader>(0)?;
             h.version.store(simctl::VERSION, SeqCst);
@@ -266,6 +266,7 @@ impl Cluster {
             h.flags.store(simctl::flags::READY, SeqCst);
         }
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
+        let files = created.keep();
         Ok(Cluster {
             cfg,
             model,
@@ -710,6 +711,32 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 7: `serve --dir` with a symlink named like a node file refuses
+    /// it instead of writing register data into its target, and a start-up
+    /// that fails part-way (here: a trace path that cannot be created)
+    /// leaves nothing behind.
+    #[test]
+    fn start_up_never_follows_symlinks_and_cleans_up_after_failing() {
+        let dir = crate::harness::temp_dir("cluster-symlink");
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.with_extension("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join(simctl::node_file_name(0))).unwrap();
+        let err = Cluster::create(ClusterConfig::new(dir.clone(), 2, 1)).err().expect("a symlink was followed");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from(simctl::node_file_name(0))], "only the user's link remains");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&target).unwrap();
+
+        let fresh = crate::harness::temp_dir("cluster-badtrace");
+        let mut cfg = ClusterConfig::new(fresh.clone(), 2, 1);
+        cfg.trace = Some(PathBuf::from("/nonexistent-dir/trace.json"));
+        assert!(Cluster::create(cfg).is_err());
+        assert!(!fresh.exists(), "a failed start-up left {}", fresh.display());
+    }
 
     /// Issue 7: an actor that exited but was not reaped yet is dead, not
     /// alive (kill(pid, 0) still succeeds on a zombie).

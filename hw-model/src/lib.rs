@@ -9,12 +9,14 @@
 //! * [`cluster`] — files, control file and the scheduler (one party runs at a time).
 //! * [`profile`] — host profiles (`p4-2003`, `modern`, or JSON).
 //! * [`trace`] — Chrome trace-event output.
+//! * [`files`] — creating the simulator's files without following symlinks.
 //! * [`harness`] — run a cluster in a thread and drive it from test code.
 //! * [`probe`] and [`fuzz`] — the `dimmnet-sim probe` and `fuzz` commands.
 
 #![warn(missing_docs)]
 
 pub mod cluster;
+pub mod files;
 pub mod fuzz;
 pub mod harness;
 pub mod model;

@@ -334,15 +334,13 @@ impl Model {
         let size = layout::node_mmio_size(cfg.slots as usize);
         let mut mmio = Vec::new();
         let mut sodimm = Vec::new();
+        // Node files are new regular files, never followed through a
+        // symlink, and removed again if a later node fails.
+        let mut created = crate::files::Created::new();
         for n in 0..cfg.nodes {
             let path = dir.join(fpga_regs::simctl::node_file_name(n));
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
+            let file =
+                created.file(&path).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
             file.set_len(size as u64).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
             mmio.push(Mapping::map(&file, &path, 0, size)?);
             let bytes = cfg.partition_size as usize * cfg.slots as usize;
@@ -352,6 +350,7 @@ impl Model {
                 .map_err(|source| ModelError::Io { path: "anonymous SO-DIMM memory".into(), source })?;
             sodimm.push(anon);
         }
+        created.keep();
         let nodes = (0..cfg.nodes)
             .map(|_| NodeState { slots: (0..cfg.slots).map(|_| SlotState::default()).collect(), ..Default::default() })
             .collect();
