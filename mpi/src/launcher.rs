@@ -54,6 +54,10 @@ pub struct LaunchOptions {
     pub ranks: Option<Vec<u32>>,
     /// Job id stamped on every datagram (random when not given).
     pub job_id: Option<u32>,
+    /// A program that understands `__dnrun-reaper DIR` ([`reap`]): `dnrun`
+    /// itself. Started first, it stops the job's processes and removes its
+    /// files if the launcher is killed outright (`kill -9`).
+    pub reaper: Option<PathBuf>,
 }
 
 /// How a job ended.
@@ -191,6 +195,196 @@ fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool) -> std:
     })
 }
 
+/// A child process that is stopped (its whole process group) and reaped
+/// when the guard is dropped, on every error path.
+struct Guard(Option<Child>);
+
+impl Guard {
+    fn get(&mut self) -> Option<&mut Child> {
+        self.0.as_mut()
+    }
+
+    /// Hand the child over: the guard no longer stops it.
+    fn take(&mut self) -> Option<Child> {
+        self.0.take()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            terminate(std::slice::from_mut(&mut self.0), Duration::from_millis(500));
+        }
+    }
+}
+
+/// Run `child` in its own process group, and have the kernel send it `sig`
+/// when the launcher dies (`PR_SET_PDEATHSIG`), so that `kill -9 dnrun`
+/// does not leave it running.
+fn supervised(cmd: &mut Command, sig: libc::c_int) {
+    let parent = std::process::id() as libc::pid_t;
+    cmd.process_group(0);
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl, getppid and _exit
+    // are plain system calls that allocate nothing and take no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The launcher may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The argument that makes `dnrun` act as the job's reaper.
+pub const REAPER_ARG: &str = "__dnrun-reaper";
+
+/// The reaper: read `pgid N` lines from stdin until `done` or end of file.
+/// At end of file without `done` the launcher died: kill every process
+/// group it named and remove the job directory `dir` (only a `dnrun-*`
+/// directory, so a stray invocation cannot remove anything else).
+pub fn reap(dir: &Path) -> i32 {
+    // SAFETY: setting signal dispositions to SIG_IGN at start-up, before
+    // any thread exists; a terminal hang-up or Ctrl-C must not stop the
+    // reaper before it has done its work.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    let mut groups = Vec::new();
+    let mut done = false;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line == "done" {
+            done = true;
+            break;
+        }
+        if let Some(pg) = line.strip_prefix("pgid ").and_then(|p| p.parse::<libc::pid_t>().ok()) {
+            if pg > 1 {
+                groups.push(pg);
+            }
+        }
+    }
+    if !done {
+        for pg in &groups {
+            // SAFETY: kill(2) on a process group the launcher created; no memory involved.
+            unsafe { libc::kill(-pg, libc::SIGKILL) };
+        }
+    }
+    let is_job_dir = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("dnrun-"));
+    if is_job_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    0
+}
+
+/// The launcher's line to its reaper (absent when there is none).
+struct Reaper(Option<(Child, std::process::ChildStdin)>);
+
+impl Reaper {
+    fn start(program: Option<&Path>, dir: &Path) -> Reaper {
+        let Some(program) = program else { return Reaper(None) };
+        let mut cmd = Command::new(program);
+        cmd.arg(REAPER_ARG).arg(dir).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+        match cmd.spawn() {
+            Ok(mut c) => match c.stdin.take() {
+                Some(i) => Reaper(Some((c, i))),
+                None => Reaper(None),
+            },
+            Err(e) => {
+                eprintln!("dnrun: warning: cannot start the reaper ({e}); kill -9 of dnrun would leave the job behind");
+                Reaper(None)
+            }
+        }
+    }
+
+    fn watch(&mut self, pgid: u32) {
+        if let Some((_, i)) = self.0.as_mut() {
+            let _ = writeln!(i, "pgid {pgid}");
+            let _ = i.flush();
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some((mut c, mut i)) = self.0.take() {
+            let _ = writeln!(i, "done");
+            drop(i);
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Resolve the program like `execvp` would, so that a missing or
+/// non-executable program is refused before anything is started.
+fn resolve_program(p: &Path) -> Result<PathBuf, LaunchError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |c: &Path| std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if p.as_os_str().is_empty() {
+        return Err(LaunchError::Usage("no program given after --".into()));
+    }
+    if p.components().count() > 1 || p.is_absolute() {
+        return if runnable(p) {
+            Ok(p.to_path_buf())
+        } else if p.exists() {
+            Err(LaunchError::Usage(format!("{} is not an executable file", p.display())))
+        } else {
+            Err(LaunchError::Usage(format!("{} does not exist", p.display())))
+        };
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(p)).find(|c| runnable(c)))
+        .ok_or_else(|| LaunchError::Usage(format!("{} was not found on PATH", p.display())))
+}
+
+/// Refuse a job this host cannot hold: `dnrun` keeps two pipes and three
+/// threads per local rank, and the ranks are processes of this user.
+fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
+    let need_fds = 2 * local_ranks as u64 + 64;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit write/read only the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur < need_fds {
+        if lim.rlim_max >= need_fds {
+            let raised = libc::rlimit { rlim_cur: need_fds, rlim_max: lim.rlim_max };
+            // SAFETY: as above.
+            unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
+        } else {
+            return Err(LaunchError::Usage(format!(
+                "{local_ranks} ranks need about {need_fds} open files in dnrun, but this host allows {} \
+                 (raise `ulimit -n`, or start fewer ranks per host with --ranks)",
+                lim.rlim_max
+            )));
+        }
+    }
+    let need_tasks = 4 * local_ranks as u64 + 64;
+    // SAFETY: as above.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY
+        && lim.rlim_cur < need_tasks
+    {
+        return Err(LaunchError::Usage(format!(
+            "{local_ranks} ranks need about {need_tasks} processes and threads, but `ulimit -u` is {}",
+            lim.rlim_cur
+        )));
+    }
+    if local_ranks > MAX_LOCAL_RANKS {
+        return Err(LaunchError::Usage(format!(
+            "{local_ranks} ranks on one host is more than dnrun starts ({MAX_LOCAL_RANKS}); \
+             spread the job over hosts with --hostfile and --ranks"
+        )));
+    }
+    Ok(())
+}
+
+/// The most ranks `dnrun` starts on one host (documented in the README).
+pub const MAX_LOCAL_RANKS: usize = 512;
+
 struct Cleanup(PathBuf);
 
 impl Drop for Cleanup {
@@ -200,6 +394,11 @@ impl Drop for Cleanup {
 }
 
 /// Run a job to completion.
+///
+/// Every option is checked before anything is started, so a refused
+/// command line leaves no process and no file behind; once started, every
+/// child is held by a guard that stops it on any error path, has a
+/// parent-death signal, and is known to the reaper (see [`reap`]).
 pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<JobReport, LaunchError> {
     if opts.np == 0 {
         return Err(LaunchError::Usage("-n must be at least 1".into()));
@@ -214,19 +413,51 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             opts.np, opts.nodes
         )));
     }
+    let local: Vec<u32> = match &opts.ranks {
+        Some(r) => r.clone(),
+        None => (0..opts.np).collect(),
+    };
+    if let Some(bad) = local.iter().find(|r| **r >= opts.np) {
+        return Err(LaunchError::Usage(format!("--ranks names rank {bad}, but the job has {} ranks", opts.np)));
+    }
+    if let Some(dup) = local.iter().enumerate().find(|(i, r)| local[..*i].contains(r)).map(|(_, r)| r) {
+        return Err(LaunchError::Usage(format!("--ranks names rank {dup} twice")));
+    }
+    if opts.ranks.is_some() && opts.backend == Backend::Udp && opts.hostfile.is_none() {
+        return Err(LaunchError::Usage("--ranks across hosts needs --hostfile (the addresses of every rank)".into()));
+    }
+    if opts.ranks.is_some() && opts.backend == Backend::Sim {
+        return Err(LaunchError::Usage(
+            "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
+        ));
+    }
+    if let Some(h) = &opts.hostfile {
+        if !h.is_file() {
+            return Err(LaunchError::Usage(format!("--hostfile {} is not a readable file", h.display())));
+        }
+    }
+    let program = resolve_program(&opts.program)?;
+    let sim_bin = match opts.backend {
+        Backend::Sim => Some(find_simulator().ok_or_else(|| {
+            LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
+        })?),
+        Backend::Udp => None,
+    };
+    check_host_limits(local.len())?;
+
     let dir = job_dir();
     std::fs::create_dir_all(dir.join("job"))
         .map_err(|e| LaunchError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let _cleanup = Cleanup(dir.clone());
+    // Declared after the cleanup, so dropped first: it is told "done" and
+    // then the directory goes.
+    let mut reaper = Reaper::start(opts.reaper.as_deref(), &dir);
     let sim_dir = dir.join("sim");
 
-    let mut sim: Option<Child> = None;
+    let mut sim = Guard(None);
     let mut sim_err: Option<std::thread::JoinHandle<String>> = None;
-    if opts.backend == Backend::Sim {
-        let bin = find_simulator().ok_or_else(|| {
-            LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
-        })?;
-        let mut cmd = Command::new(&bin);
+    if let Some(bin) = &sim_bin {
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .args(["--nodes", &opts.nodes.to_string(), "--slots", &slots.to_string()])
             .arg("--dir")
@@ -236,10 +467,16 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         if let Some(t) = &opts.trace {
             cmd.arg("--trace").arg(t);
         }
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).process_group(0);
-        let mut child = cmd.spawn().map_err(|e| LaunchError::Simulator(format!("{}: {e}", bin.display())))?;
-        let out = child.stdout.take();
-        let err = child.stderr.take();
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        // SIGTERM: the simulator removes its files on the way out.
+        supervised(&mut cmd, libc::SIGTERM);
+        let child = cmd.spawn().map_err(|e| LaunchError::Simulator(format!("{}: {e}", bin.display())))?;
+        reaper.watch(child.id());
+        sim = Guard(Some(child));
+        let (out, err) = match sim.get() {
+            Some(c) => (c.stdout.take(), c.stderr.take()),
+            None => (None, None),
+        };
         sim_err = err.map(|mut e| {
             std::thread::spawn(move || {
                 let mut s = String::new();
@@ -251,38 +488,21 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let mut line = String::new();
         let ok = out.map(|o| BufReader::new(o).read_line(&mut line).is_ok() && line.contains("ready")).unwrap_or(false);
         if !ok {
-            let mut kids = vec![Some(child)];
-            terminate(&mut kids, Duration::from_millis(200));
+            drop(sim);
             let msg = sim_err.take().and_then(|h| h.join().ok()).unwrap_or_default();
             return Err(LaunchError::Simulator(format!("it did not become ready: {}", msg.trim())));
         }
-        sim = Some(child);
     }
 
-    let mut children: Vec<Option<Child>> = Vec::new();
+    let mut children: Vec<Guard> = Vec::new();
     let mut forwarders = Vec::new();
     let start = Instant::now();
     let job_id = opts.job_id.unwrap_or_else(|| {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         (t as u32) ^ std::process::id().rotate_left(16)
     });
-    let local: Vec<u32> = match &opts.ranks {
-        Some(r) => r.clone(),
-        None => (0..opts.np).collect(),
-    };
-    if let Some(bad) = local.iter().find(|r| **r >= opts.np) {
-        return Err(LaunchError::Usage(format!("--ranks names rank {bad}, but the job has {} ranks", opts.np)));
-    }
-    if opts.ranks.is_some() && opts.backend == Backend::Udp && opts.hostfile.is_none() {
-        return Err(LaunchError::Usage("--ranks across hosts needs --hostfile (the addresses of every rank)".into()));
-    }
-    if opts.ranks.is_some() && opts.backend == Backend::Sim {
-        return Err(LaunchError::Usage(
-            "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
-        ));
-    }
     for &rank in &local {
-        let mut cmd = Command::new(&opts.program);
+        let mut cmd = Command::new(&program);
         cmd.args(&opts.args)
             .env(
                 "DN_BACKEND",
@@ -301,28 +521,22 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        supervised(&mut cmd, libc::SIGKILL);
         match cmd.spawn() {
             Ok(mut c) => {
+                reaper.watch(c.id());
                 if let Some(o) = c.stdout.take() {
                     forwarders.push(forward(rank, o, false));
                 }
                 if let Some(e) = c.stderr.take() {
                     forwarders.push(forward(rank, e, true));
                 }
-                children.push(Some(c));
+                children.push(Guard(Some(c)));
             }
             Err(e) => {
-                terminate(&mut children, Duration::from_millis(500));
-                if let Some(s) = sim.take() {
-                    terminate(&mut [Some(s)], Duration::from_millis(500));
-                }
-                return Err(LaunchError::Spawn {
-                    rank,
-                    program: opts.program.display().to_string(),
-                    reason: e.to_string(),
-                });
+                // The guards stop the ranks already started and the simulator.
+                return Err(LaunchError::Spawn { rank, program: program.display().to_string(), reason: e.to_string() });
             }
         }
     }
@@ -331,8 +545,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     // the first failure is the one named.
     let (tx, rx) = std::sync::mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
     let mut pids: Vec<Option<u32>> = vec![None; opts.np as usize];
-    for (i, slot) in children.iter_mut().enumerate() {
-        if let Some(mut c) = slot.take() {
+    for (i, guard) in children.iter_mut().enumerate() {
+        if let Some(mut c) = guard.take() {
             let rank = local[i] as usize;
             pids[rank] = Some(c.id());
             let tx = tx.clone();
@@ -394,7 +608,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 stopped = Some("interrupted; stopping the job".into());
                 culprit = Some(130);
             }
-            if let Some(s) = sim.as_mut() {
+            if let Some(s) = sim.get() {
                 if let Ok(Some(st)) = s.try_wait() {
                     if !st.success() {
                         stopped = Some(format!("the simulator exited ({st}); stopping the job"));
@@ -432,11 +646,15 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             }
         }
     }
-    // The simulator leaves by itself once every rank has detached; stop it if not.
+    // After a clean end the simulator leaves by itself once every rank has
+    // detached; give it a moment. After a stop, ranks may never have
+    // attached, and it would wait for them: stop it at once.
     if let Some(mut s) = sim.take() {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline && matches!(s.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(5));
+        if stopped.is_none() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && matches!(s.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
         let mut kids = vec![Some(s)];
         terminate(&mut kids, Duration::from_secs(2));

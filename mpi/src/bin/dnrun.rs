@@ -82,6 +82,10 @@ fn parse_ranks(s: &str) -> Result<RankList, String> {
 }
 
 fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.len() == 3 && argv[1] == mpi::launcher::REAPER_ARG {
+        return ExitCode::from(mpi::launcher::reap(std::path::Path::new(&argv[2])) as u8);
+    }
     let a = Args::parse();
     let mut env = Vec::new();
     for kv in &a.env {
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         hostfile: a.hostfile,
         ranks: a.ranks.map(|r| r.0),
         job_id: a.job_id,
+        reaper: std::env::current_exe().ok(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

@@ -1,0 +1,104 @@
+//! `dnrun` as a process supervisor (issue 7): a refused command line
+//! starts nothing and leaves nothing, and `kill -9 dnrun` takes the
+//! simulator, the ranks and the job's /dev/shm directory with it.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sim_tests::{bin_dir, ensure_binaries};
+
+/// A value no other process on the host carries in its environment.
+fn marker(tag: &str) -> String {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{tag}-{}-{t}", std::process::id())
+}
+
+/// Live (non-zombie) processes whose environment holds `DN_TEST_MARKER=marker`.
+fn marked_processes(marker: &str) -> Vec<u32> {
+    let needle = format!("DN_TEST_MARKER={marker}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn job_dirs_of(pid: u32) -> Vec<PathBuf> {
+    sim_tests::leftover_job_dirs(pid)
+}
+
+/// Poll `f` until it holds (a liveness bound, not a timing assertion).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn dnrun_cmd(marker: &str, args: &[&str]) -> Command {
+    ensure_binaries();
+    let dir = bin_dir();
+    let mut c = Command::new(dir.join("dnrun"));
+    c.args(args)
+        .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
+        .env("DN_TEST_MARKER", marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn refused_command_lines_start_nothing_and_leave_nothing() {
+    let suite = bin_dir().join("mpi-suite");
+    let suite = suite.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["-n", "2", "--ranks", "0-1", "--", suite, "pingpong"], "--ranks is for UDP jobs"),
+        (vec!["-n", "2", "--backend", "udp", "--ranks", "5", "--", suite, "pingpong"], "names rank 5"),
+        (vec!["-n", "0", "--", suite, "pingpong"], "-n must be at least 1"),
+        (vec!["-n", "40", "--", suite, "pingpong"], "at most 16"),
+        (vec!["-n", "2", "--", "/nonexistent/program"], "does not exist"),
+        (vec!["-n", "2", "--", "no-such-program-on-path-xyz"], "not found on PATH"),
+        (vec!["-n", "2", "-x", "=v", "--", suite, "pingpong"], "KEY=VALUE"),
+        (vec!["-n", "2", "--backend", "udp", "--hostfile", "/nonexistent", "--", suite, "pingpong"], "--hostfile"),
+        (vec!["-n", "1000", "--backend", "udp", "--", suite, "pingpong"], "ranks"),
+    ];
+    for (args, expect) in cases {
+        let m = marker("refused");
+        let child = dnrun_cmd(&m, &args).spawn().unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} was not refused: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: expected {expect:?} in: {stderr}");
+        assert_eq!(marked_processes(&m), Vec::<u32>::new(), "{args:?} left processes running");
+        assert_eq!(job_dirs_of(pid), Vec::<PathBuf>::new(), "{args:?} left files in /dev/shm");
+    }
+}
+
+#[test]
+fn kill_9_of_dnrun_leaves_no_process_and_no_file() {
+    for backend in ["sim", "udp"] {
+        let m = marker(&format!("kill9-{backend}"));
+        // Ranks that never attach: the simulator waits for them for ever.
+        let mut child =
+            dnrun_cmd(&m, &["-n", "2", "--nodes", "2", "--backend", backend, "--", "sleep", "600"]).spawn().unwrap();
+        let pid = child.id();
+        let expect = if backend == "sim" { 4 } else { 3 }; // reaper, (simulator,) two ranks
+        eventually("dnrun started its children", || marked_processes(&m).len() >= expect + 1);
+        assert_eq!(job_dirs_of(pid).len(), 1, "the job directory exists while the job runs");
+        assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+        let _ = child.wait();
+        eventually(&format!("{backend}: every process of the job is gone"), || marked_processes(&m).is_empty());
+        eventually(&format!("{backend}: the job directory is gone"), || job_dirs_of(pid).is_empty());
+    }
+}
