@@ -2,15 +2,23 @@
 //! and the proptest suite).
 //!
 //! A case is a random sequence of operations by one process (node 0, slot 0):
-//! valid commands of every kind and mode (checked byte for byte), commands
-//! with one planted defect (each must be refused with its error code), raw
-//! random descriptors, random doorbell values and random garbage written
-//! anywhere in the slot. After each case the invariants are checked:
+//! valid commands of every kind and mode (checked byte for byte), BOTF
+//! packets of TYPE IVS, RVS and RVL request, commands with one planted
+//! defect (each must be refused with its error code), valid descriptors
+//! with one word changed (so that the deeper decode and protection paths
+//! are reached, not only the opcode check), raw random descriptors, random
+//! doorbell values and random garbage written anywhere in the slot. After
+//! each case the invariants are checked:
 //!
-//! * the model did not panic and every command ended (or a deadlock was reported, never a hang);
+//! * the model did not panic (a panic fails the case, with the seed) and
+//!   every command ended (or a deadlock was reported, never a hang);
 //! * memory the process had no right to write is unchanged: the other slot
 //!   on its node, the remote slots outside the range they exposed for
 //!   writing, and the unconsumed part of the remote ring;
+//! * the other slots' registers and windows (UR, LLCM, WW, PW) are unchanged
+//!   except for the receive counters and status a packet legitimately moves,
+//!   and the write pointer of the ring the process sends into;
+//! * every IVS payload is in the victim's ring exactly as it was sent;
 //! * no ring holds more than its size, and every planted defect got its error code.
 
 // Variant fields of the operation enums are self-describing.
@@ -28,6 +36,9 @@ use proptest::prelude::*;
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::harness::{pattern_bytes, temp_dir, SimCluster};
+use crate::model::PlantedFaults;
+use fpga_regs::layout;
+use fpga_regs::mmio::Mapping;
 
 /// SO-DIMM partition size used by fuzz clusters (small: cases are many).
 pub const PARTITION: u64 = 2 << 20;
@@ -147,6 +158,87 @@ impl Defect {
     }
 }
 
+/// The valid command a [`Op::Mutant`] starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Vs,
+    Vl,
+    Rvs,
+    Rvl,
+    Ivs,
+    Botf,
+}
+
+/// How one descriptor word is changed.
+#[derive(Clone, Copy, Debug)]
+pub enum Mutation {
+    /// Replaced by a random value (word 0: only its node and slot half).
+    Random(u64),
+    /// One bit flipped (word 0: only in its node and slot half).
+    Flip(u8),
+    /// A small signed offset added (off-by-a-few lengths and addresses).
+    Add(i16),
+}
+
+impl Proto {
+    /// The valid command, its index list, and whether it needs the victims.
+    fn command(self, shape: &Shape, own_base: u64) -> (Command, Vec<u8>, bool) {
+        let victim = Peer::new(1, 0);
+        match self {
+            Proto::Vs => {
+                let (p, l) = shape.pattern(own_base);
+                (Command::Vs { ww_off: 0, dst: p }, l, false)
+            }
+            Proto::Vl => {
+                let (p, l) = shape.pattern(own_base);
+                (Command::Vl { src: p, pw_off: 0 }, l, false)
+            }
+            Proto::Rvs => {
+                let (p, l) = shape.pattern(RW_OFF);
+                (Command::Rvs { peer: victim, src: Near::Window(0), dst: p }, l, true)
+            }
+            Proto::Rvl => {
+                let (p, l) = shape.pattern(RW_OFF);
+                (Command::Rvl { peer: victim, src: p, dst: Near::Window(0x8000) }, l, true)
+            }
+            Proto::Ivs => {
+                let (p, l) = shape.pattern(0);
+                (Command::Ivs { peer: victim, space: Space::Window, src: p }, l, true)
+            }
+            Proto::Botf => (Command::Botf { ww_off: 0x4000, len: HEADER_BYTES + 64 }, Vec::new(), true),
+        }
+    }
+}
+
+const HEADER_BYTES: u32 = fpga_regs::packet::HEADER_LEN as u32;
+
+/// Apply `how` to word `word` (0..=5) of `w`, within the bits that carry
+/// fields: the point is to get past the opcode, mode, flag and
+/// reserved-bit checks into decoding and protection.
+pub fn mutate(mut w: [u64; 8], word: u8, how: Mutation) -> [u64; 8] {
+    let botf = fpga_regs::command::fields::OPCODE.get(w[0]) == fpga_regs::Opcode::Botf as u64;
+    // BOTF uses word 1 only; the others are reserved.
+    let i = if botf { 1 } else { word as usize % 6 };
+    // Word 0 keeps its opcode, mode and flags; word 4's upper half is reserved.
+    let keep = match i {
+        0 => 0xFFFF_FFFF,
+        4 => 0xFFFF_FFFF_0000_0000,
+        _ => 0,
+    };
+    let changed = match how {
+        Mutation::Random(v) => v,
+        Mutation::Flip(b) => w[i] ^ (1u64 << (b % 64)),
+        Mutation::Add(d) => w[i].wrapping_add(d as i64 as u64),
+    };
+    w[i] = (w[i] & keep) | (changed & !keep);
+    w
+}
+
+/// The descriptor words of an [`Op::Mutant`] (its command at partition 0).
+pub fn mutant_words(proto: Proto, shape: &Shape, word: u8, how: Mutation) -> [u64; 8] {
+    mutate(proto.command(shape, 0).0.encode(), word, how)
+}
+
 /// One fuzz operation.
 #[derive(Clone)]
 pub enum Op {
@@ -156,8 +248,13 @@ pub enum Op {
     RemoteRoundTrip { shape: Shape, seed: u64 },
     /// IVS (from WW or SO-DIMM) or BOTF/IVS into the victim's ring.
     Send { len: u32, botf: bool, from_sodimm: bool },
+    /// BOTF with TYPE RVS into the victim's writable range, then BOTF with
+    /// TYPE RVL request reading it back into PW; must read back.
+    BotfRoundTrip { shape: Shape, seed: u64 },
     /// A command with one defect.
     Invalid(Defect),
+    /// A valid descriptor with one word changed.
+    Mutant { proto: Proto, shape: Shape, word: u8, how: Mutation },
     /// Random descriptor words.
     Raw([u64; 8]),
     /// Write a word anywhere in the slot (region 0-3, word index).
@@ -174,7 +271,9 @@ impl fmt::Debug for Op {
             Op::LocalRoundTrip { shape, seed } => write!(f, "LocalRoundTrip({shape:?}, seed {seed})"),
             Op::RemoteRoundTrip { shape, seed } => write!(f, "RemoteRoundTrip({shape:?}, seed {seed})"),
             Op::Send { len, botf, from_sodimm } => write!(f, "Send({len} B, botf={botf}, from_sodimm={from_sodimm})"),
+            Op::BotfRoundTrip { shape, seed } => write!(f, "BotfRoundTrip({shape:?}, seed {seed})"),
             Op::Invalid(d) => write!(f, "Invalid({d:?})"),
+            Op::Mutant { proto, shape, word, how } => write!(f, "Mutant({proto:?} {shape:?}, word {word} {how:?})"),
             Op::Raw(w) => write!(f, "Raw({w:#x?})"),
             Op::Poke { region, word, value } => {
                 write!(f, "Poke({} word {word} = {value:#x})", Region::ALL[*region as usize % 4].name())
@@ -200,6 +299,18 @@ fn shape() -> impl Strategy<Value = Shape> {
     ]
 }
 
+fn proto() -> impl Strategy<Value = Proto> {
+    proptest::sample::select(vec![Proto::Vs, Proto::Vl, Proto::Rvs, Proto::Rvl, Proto::Ivs, Proto::Botf])
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        any::<u64>().prop_map(Mutation::Random),
+        any::<u8>().prop_map(Mutation::Flip),
+        (-64i16..64).prop_map(Mutation::Add),
+    ]
+}
+
 fn defect() -> impl Strategy<Value = Defect> {
     proptest::sample::select(Defect::ALL.to_vec())
 }
@@ -210,7 +321,9 @@ pub fn op() -> impl Strategy<Value = Op> {
         3 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::LocalRoundTrip { shape, seed }),
         3 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::RemoteRoundTrip { shape, seed }),
         2 => (0u32..=256, any::<bool>(), any::<bool>()).prop_map(|(len, botf, from_sodimm)| Op::Send { len, botf, from_sodimm }),
+        2 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::BotfRoundTrip { shape, seed }),
         3 => defect().prop_map(Op::Invalid),
+        4 => (proto(), shape(), 0u8..6, mutation()).prop_map(|(proto, shape, word, how)| Op::Mutant { proto, shape, word, how }),
         2 => any::<[u64; 8]>().prop_map(Op::Raw),
         2 => (0u8..4, 0u16..8192, any::<u64>()).prop_map(|(region, word, value)| Op::Poke { region, word, value }),
         1 => prop_oneof![(-40i64..40), any::<i64>()].prop_map(|delta| Op::Doorbell { delta }),
@@ -241,10 +354,51 @@ fn canary(node: u16, slot: u16, len: usize) -> Vec<u8> {
     pattern_bytes(0xC0FFEE ^ ((node as u64) << 32) ^ ((slot as u64) << 16), len)
 }
 
+/// The victims' registers and windows as `prepare` left them.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    /// (node, slot, region, words).
+    regions: Vec<(u16, u16, Region, Vec<u64>)>,
+}
+
+/// The victim slots: the other slot on the attacker's node and both slots
+/// of node 1 (slot (1, 0) exposes memory and has a ring for the attacker).
+const VICTIMS: [(u16, u16); 3] = [(0, 1), (1, 0), (1, 1)];
+
+fn snapshot(cluster: &Cluster) -> Baseline {
+    let model = cluster.model();
+    let slots = model.config().slots;
+    let mut regions = Vec::new();
+    for (node, slot) in VICTIMS {
+        if slot >= slots || node >= model.config().nodes {
+            continue;
+        }
+        for r in Region::ALL {
+            let base = layout::slot_region_offset(slot as usize, r);
+            let words = (0..r.size() / 8).map(|i| model.mmio(node).read_u64(base + 8 * i).unwrap_or(0)).collect();
+            regions.push((node, slot, r, words));
+        }
+    }
+    Baseline { regions }
+}
+
+/// Whether a victim register word may change under the attacker's traffic:
+/// the receive counters and status that packets move, and the write
+/// pointer of the ring the attacker sends into.
+fn may_change(node: u16, slot: u16, region: Region, off: usize) -> bool {
+    match region {
+        Region::Ur => [ur::off::STATUS, ur::off::RX_HELD, ur::off::INFLIGHT, ur::off::RX_REFUSED, ur::off::RX_ACCEPTED]
+            .contains(&off),
+        Region::Llcm => (node, slot) == (1, 0) && off == llcm::off::ring(0) + llcm::off::RING_NWA,
+        _ => false,
+    }
+}
+
 /// Fill every victim partition with canaries, expose the remote victim's
 /// ranges and give it a preloaded ring for the attacker (as the victims'
-/// own processes would have done before the attack).
-pub fn prepare(cluster: &mut Cluster) {
+/// own processes would have done before the attack). Returns the victims'
+/// registers as they are now, for [`check_isolation`].
+pub fn prepare(cluster: &mut Cluster) -> Baseline {
     let model = cluster.model_mut();
     let slots = model.config().slots;
     for (node, slot) in [(0u16, 1u16), (1, 0), (1, 1)] {
@@ -269,13 +423,27 @@ pub fn prepare(cluster: &mut Cluster) {
     let _ = mmio.write_u64(ring + llcm::off::RING_NWA, RING_PRELOAD);
     let _ = mmio.write_u64(ring + llcm::off::RING_NRA, 0);
     let _ = mmio.write_u64(ring + llcm::off::RING_SIZE_CTRL, RingState::size_ctrl(RING_SIZE as u32, true));
+    snapshot(cluster)
 }
 
 /// Check the isolation invariants on a cluster after a case.
-pub fn check_isolation(cluster: &Cluster) -> Result<(), String> {
+pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), String> {
     let model = cluster.model();
     let slots = model.config().slots;
-    for (node, slot) in [(0u16, 1u16), (1, 0), (1, 1)] {
+    for (node, slot, region, words) in &baseline.regions {
+        let base = layout::slot_region_offset(*slot as usize, *region);
+        for (i, was) in words.iter().enumerate() {
+            let now = model.mmio(*node).read_u64(base + 8 * i).unwrap_or(0);
+            if now != *was && !may_change(*node, *slot, *region, 8 * i) {
+                return Err(format!(
+                    "node {node} slot {slot}: {} word at {:#x} changed from {was:#x} to {now:#x} without the right to",
+                    region.name(),
+                    8 * i
+                ));
+            }
+        }
+    }
+    for (node, slot) in VICTIMS {
         if slot >= slots {
             continue;
         }
@@ -303,6 +471,33 @@ pub fn check_isolation(cluster: &Cluster) -> Result<(), String> {
     Ok(())
 }
 
+/// IVS payloads the attacker sent, each with the victim ring's write
+/// counter after it was committed.
+pub type SentRecords = Vec<(u64, Vec<u8>)>;
+
+/// Check that every IVS payload is in the victim's ring, byte for byte,
+/// where the controller said it put it.
+pub fn check_ivs_payloads(cluster: &Cluster, sent: &SentRecords) -> Result<(), String> {
+    let model = cluster.model();
+    let ring_base = (model.partition_base(0) + RING_OFF) as usize;
+    let mem = model.sodimm(1);
+    for (i, (nwa, data)) in sent.iter().enumerate() {
+        let start = nwa.wrapping_sub(llcm::record_len(data.len() as u64));
+        let got: Vec<u8> =
+            (0..data.len() as u64).map(|k| mem[ring_base + (start.wrapping_add(k) % RING_SIZE) as usize]).collect();
+        if got != *data {
+            let first = got.iter().zip(data).position(|(a, b)| a != b).unwrap_or(0);
+            return Err(format!(
+                "IVS payload {i} ({} B) arrived changed in the victim's ring at counter {start}: byte {first} is {:#04x}, sent {:#04x}",
+                data.len(),
+                got[first],
+                data[first]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Where a fuzz case runs.
 pub enum Target<'a> {
     /// A fresh in-process simulator per case (all invariants).
@@ -318,10 +513,29 @@ fn held_forever(e: &DriverError) -> bool {
     matches!(e, DriverError::Deadlock { packets_held: true, .. })
 }
 
+/// What a case carries from one operation to the next.
+struct Ctx {
+    /// The doorbell value the process last saw fetched.
+    posted: u64,
+    /// Whether the victims of [`prepare`] exist (simulator target).
+    victims: bool,
+    /// Node 1's register file, to read the victim ring's write counter.
+    victim_regs: Option<Mapping>,
+    /// IVS payloads sent, for [`check_ivs_payloads`].
+    sent: SentRecords,
+}
+
+impl Ctx {
+    fn victim_nwa(&self) -> Option<u64> {
+        let off = layout::slot_region_offset(0, Region::Llcm) + llcm::off::ring(0) + llcm::off::RING_NWA;
+        self.victim_regs.as_ref().and_then(|m| m.read_u64(off).ok())
+    }
+}
+
 /// Run one operation. `Ok(false)`: the case cannot continue (backpressure
 /// with no consumer), which is not a failure.
-fn run_op(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Result<bool, String> {
-    match run_op_inner(d, op, posted, victims) {
+fn run_op(d: &mut Device, op: &Op, ctx: &mut Ctx) -> Result<bool, String> {
+    match run_op_inner(d, op, ctx) {
         Err(Stop::Held) => Ok(false),
         Err(Stop::Fail(m)) => Err(m),
         Ok(()) => Ok(true),
@@ -339,13 +553,14 @@ impl From<String> for Stop {
     }
 }
 
-fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Result<(), Stop> {
+fn run_op_inner(d: &mut Device, op: &Op, ctx: &mut Ctx) -> Result<(), Stop> {
     let me = d.info().clone();
     let base = me.sodimm_base;
     let victim = Peer::new(1, 0);
-    let victim_base = 0u64; // slot 0's partition starts at 0 on every node
-                            // Remote operations need the victims that `prepare` sets up.
-    let remote_ok = victims && me.nodes >= 2;
+    // Slot 0's partition starts at 0 on every node.
+    let victim_base = 0u64;
+    // Remote operations need the victims that `prepare` sets up.
+    let remote_ok = ctx.victims && me.nodes >= 2;
     let err =
         |what: &str, e: DriverError| if held_forever(&e) { Stop::Held } else { Stop::Fail(format!("{what}: {e}")) };
     match op {
@@ -395,8 +610,67 @@ fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Res
                 Command::Ivs { peer: victim, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: *len } }
             };
             d.run(&cmd).map_err(|e| err("valid IVS", e))?;
+            // The acknowledgement came after the commit: the record ends at
+            // the ring's write counter now.
+            if let Some(nwa) = ctx.victim_nwa() {
+                ctx.sent.push((nwa, data));
+            }
         }
-        Op::RemoteRoundTrip { .. } | Op::Send { .. } => {}
+        Op::BotfRoundTrip { shape, seed } if remote_ok => {
+            let (p, list) = shape.pattern(victim_base + RW_OFF);
+            let segs = p.segments(&list).map_err(|e| Stop::Fail(format!("bad generated pattern {e:?}")))?;
+            let data = pattern_bytes(*seed, segs.iter().map(|s| s.1 as usize).sum());
+            let mut block = Vec::new();
+            if p.mode() != fpga_regs::VectorMode::Contiguous {
+                block.extend(fpga_regs::packet::PatternBlock::of(&p).encode());
+                block.extend(&list);
+            }
+            let mut payload = block.clone();
+            payload.extend(&data);
+            if payload.len() > ur::MAX_PAYLOAD || block.is_empty() && data.is_empty() {
+                return Ok(()); // not one packet (the IvsTooLarge defect covers refusal)
+            }
+            let header = |ptype, len: usize, aux| {
+                let mut h = PacketHeader::ivs(victim, len as u32);
+                h.ptype = ptype;
+                h.mode = p.mode();
+                h.addr = p.base();
+                h.aux = aux;
+                h.encode()
+            };
+            let mut img = header(PacketType::Rvs, payload.len(), 0).to_vec();
+            img.extend(&payload);
+            d.write_ww(0x4000, &img).map_err(|e| err("WW", e))?;
+            d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 }).map_err(|e| err("valid BOTF RVS", e))?;
+            let req = if p.mode() == fpga_regs::VectorMode::Contiguous {
+                fpga_regs::packet::PatternBlock::of(&p).encode().to_vec()
+            } else {
+                block
+            };
+            let mut img = header(PacketType::RvlRequest, req.len(), 0x8000).to_vec();
+            img.extend(&req);
+            d.write_ww(0x4000, &img).map_err(|e| err("WW", e))?;
+            d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 })
+                .map_err(|e| err("valid BOTF RVL request", e))?;
+            let mut got = vec![0u8; data.len()];
+            d.read_pw(0x8000, &mut got).map_err(|e| err("PW", e))?;
+            if got != expected_readback(&segs, &data) {
+                return Err(Stop::Fail(format!("BOTF RVS/RVL {:?} read back different bytes", p.mode())));
+            }
+        }
+        Op::Mutant { proto, shape, word, how } => {
+            let (cmd, list, remote) = proto.command(shape, base);
+            if remote && !remote_ok {
+                return Ok(()); // never aim changed descriptors at a peer nobody prepared
+            }
+            d.write_ww(LIST_OFF as usize, &list).map_err(|e| err("WW list", e))?;
+            let t = d.submit_raw(mutate(cmd.encode(), *word, *how)).map_err(|e| err("submit changed descriptor", e))?;
+            match d.wait(t) {
+                Ok(_) | Err(DriverError::Device { .. }) => {}
+                Err(e) => return Err(err("changed descriptor", e)),
+            }
+        }
+        Op::RemoteRoundTrip { .. } | Op::Send { .. } | Op::BotfRoundTrip { .. } => {}
         Op::Invalid(defect) => {
             let c = |addr, len| Pattern::Contiguous { addr, len };
             let ticket = match defect {
@@ -472,31 +746,41 @@ fn run_op_inner(d: &mut Device, op: &Op, posted: &mut u64, victims: bool) -> Res
             d.resync().map_err(|e| err(&format!("recovering after a poke of {} at {off:#x}", r.name()), e))?;
         }
         Op::Doorbell { delta } => {
-            let v = (*posted as i64).wrapping_add(*delta) as u64;
+            let v = (ctx.posted as i64).wrapping_add(*delta) as u64;
             d.poke(Region::Ur, ur::off::DOORBELL, v).map_err(|e| err("doorbell", e))?;
             d.resync().map_err(|e| err("recovering after a doorbell", e))?;
         }
         Op::Compute(ns) => d.compute(*ns as f64).map_err(|e| err("compute", e))?,
     }
-    *posted = d.read_ur(ur::off::CMD_FETCHED);
+    ctx.posted = d.read_ur(ur::off::CMD_FETCHED);
     Ok(())
 }
 
 /// Run one case. Returns a description of the first violated invariant.
 pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
+    run_case_planted(target, ops, PlantedFaults::default())
+}
+
+/// [`run_case`] on a simulator with `faults` planted in the model: the
+/// mutation tests use it to show that each check can fail.
+#[doc(hidden)]
+pub fn run_case_planted(target: &Target, ops: &[Op], faults: PlantedFaults) -> Result<(), String> {
     match target {
         Target::Simulator => {
             let mut cfg = ClusterConfig::new(temp_dir("fuzz"), 2, 2);
             cfg.partition_size = PARTITION;
             cfg.expected_actors = 1;
             let mut cluster = Cluster::create(cfg).map_err(|e| e.to_string())?;
-            prepare(&mut cluster);
+            let baseline = prepare(&mut cluster);
+            cluster.model_mut().plant(faults);
             let sim = SimCluster::spawn(cluster).map_err(|e| e.to_string())?;
+            let victim_regs =
+                Mapping::open(&sim.node_path(1), 0, layout::node_mmio_size(2)).map_err(|e| e.to_string())?;
+            let mut ctx = Ctx { posted: 0, victims: true, victim_regs: Some(victim_regs), sent: Vec::new() };
             let outcome = (|| {
                 let mut d = Device::open(sim.node_path(0), 0).map_err(|e| e.to_string())?;
-                let mut posted = 0;
                 for (i, op) in ops.iter().enumerate() {
-                    if !run_op(&mut d, op, &mut posted, true).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                    if !run_op(&mut d, op, &mut ctx).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
                         break;
                     }
                 }
@@ -504,20 +788,39 @@ pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
             })();
             // If the device never attached, the model would wait for it forever.
             let joined = if outcome.is_err() { sim.stop() } else { sim.join() };
-            let (cluster, _) = joined.map_err(|e| e.to_string())?;
+            // A panic in the model thread is a finding, whatever the actor saw.
+            let (cluster, _) = joined.map_err(|e| format!("the model failed: {e}"))?;
             outcome?;
-            check_isolation(&cluster)
+            check_isolation(&cluster, &baseline)?;
+            check_ivs_payloads(&cluster, &ctx.sent)
         }
         Target::Device(path) => {
             let mut d = Device::open(path, 0).map_err(|e| e.to_string())?;
             d.resync().map_err(|e| e.to_string())?;
-            let mut posted = d.read_ur(ur::off::CMD_FETCHED);
+            let mut ctx =
+                Ctx { posted: d.read_ur(ur::off::CMD_FETCHED), victims: false, victim_regs: None, sent: vec![] };
             for (i, op) in ops.iter().enumerate() {
-                if !run_op(&mut d, op, &mut posted, false).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                if !run_op(&mut d, op, &mut ctx).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
                     break;
                 }
             }
             Ok(())
+        }
+    }
+}
+
+/// Check that `target` can be fuzzed at all: the device opens, or a
+/// simulator can be created. A failure here is an error of the set-up, not
+/// a finding.
+pub fn preflight(target: &Target) -> Result<(), String> {
+    match target {
+        Target::Simulator => {
+            let mut cfg = ClusterConfig::new(temp_dir("fuzz-preflight"), 2, 2);
+            cfg.partition_size = PARTITION;
+            Cluster::create(cfg).map(drop).map_err(|e| format!("cannot create a simulator: {e}"))
+        }
+        Target::Device(path) => {
+            Device::open(path, 0).map(drop).map_err(|e| format!("cannot open {}: {e}", path.display()))
         }
     }
 }
@@ -530,6 +833,8 @@ pub enum FuzzOutcome {
         /// Cases run.
         cases: u32,
     },
+    /// The target could not be fuzzed at all (no finding).
+    Setup(String),
     /// A case failed; `ops` is the minimal sequence proptest found.
     Failed {
         /// Seed of the campaign.
@@ -547,6 +852,9 @@ pub fn fuzz(target: &Target, cases: u32, seed: u64, max_len: usize) -> FuzzOutco
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config { cases, failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
+    if let Err(e) = preflight(target) {
+        return FuzzOutcome::Setup(e);
+    }
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
     match runner.run(&case(max_len), |ops| run_case(target, &ops).map_err(TestCaseError::fail)) {
         Ok(()) => FuzzOutcome::Passed { cases },

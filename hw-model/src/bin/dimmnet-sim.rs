@@ -139,6 +139,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     println!("fuzz: {cases} cases passed (seed {seed})");
                     Ok(())
                 }
+                FuzzOutcome::Setup(e) => Err(e),
                 FuzzOutcome::Failed { seed, reason, ops } => {
                     println!("fuzz: FAILED with seed {seed}: {reason}");
                     println!("minimal sequence ({} operations):", ops.len());

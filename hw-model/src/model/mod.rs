@@ -324,9 +324,28 @@ pub struct Model {
     touched: Vec<Touch>,
     pub(crate) trace: Option<Trace>,
     pub(crate) stats: Stats,
+    pub(crate) planted: PlantedFaults,
+}
+
+/// Defects that can be planted in a model so that a test can show that a
+/// checker catches them (mutation testing of the fuzzer). Never set outside
+/// such tests.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlantedFaults {
+    /// Panic when this many events have been processed.
+    pub panic_at_event: Option<u64>,
+    /// Flip the first byte of every IVS payload written into a ring.
+    pub scramble_ivs: bool,
 }
 
 impl Model {
+    /// Plant defects (mutation tests only).
+    #[doc(hidden)]
+    pub fn plant(&mut self, faults: PlantedFaults) {
+        self.planted = faults;
+    }
+
     /// Build a model whose MMIO surfaces are the files `mmio_paths[n]`
     /// (created and sized here), and initialise every slot's read-only registers.
     pub fn create(cfg: ModelConfig, dir: &Path) -> Result<Model, ModelError> {
@@ -365,6 +384,7 @@ impl Model {
             touched: Vec::new(),
             trace: None,
             stats: Stats::default(),
+            planted: PlantedFaults::default(),
         };
         for n in 0..m.cfg.nodes {
             for s in 0..m.cfg.slots {
@@ -484,6 +504,9 @@ impl Model {
         let Reverse(s) = self.events.pop()?;
         self.now = s.time;
         self.stats.events += 1;
+        if self.planted.panic_at_event == Some(self.stats.events) {
+            panic!("planted model fault: panic at event {}", self.stats.events);
+        }
         match s.event {
             Event::Fetch { node, slot } => self.fetch(node, slot, s.time),
             Event::Complete { node, slot, seq, gen, status, bytes, deposit } => {

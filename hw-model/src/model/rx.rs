@@ -251,7 +251,13 @@ impl Model {
         *pending += record;
         // Copy with wrap-around, then zero the (at most 7) padding bytes.
         let mem = &mut self.sodimm[n as usize];
-        write_wrapped(mem, r, at, data);
+        if self.planted.scramble_ivs && !data.is_empty() {
+            let mut bad = data.clone();
+            bad[0] ^= 0xFF;
+            write_wrapped(mem, r, at, &bad);
+        } else {
+            write_wrapped(mem, r, at, data);
+        }
         write_wrapped(mem, r, at.wrapping_add(len), &[0; 8][..(record - len) as usize]);
         let timing = self.cfg.timing.clone();
         let dur = timing.cycles(timing.sodimm_latency_cycles) + timing.xfer(record, timing.sodimm_bytes_per_cycle);
