@@ -19,7 +19,7 @@ use fpga_regs::{Command, ErrorCode, Opcode, Peer};
 use volatile_register::RW;
 
 use crate::error::DriverError;
-use crate::platform::{Effects, Hardware, Platform, SimActor, Watched};
+use crate::platform::{Effects, Hardware, Platform, SimActor, WaitStart, Watched};
 
 /// Facts read from the slot's capability registers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -368,7 +368,21 @@ impl Device {
     /// the words read since [`Device::observe`] (simulation) or spin once
     /// (hardware).
     pub fn idle(&self) -> Result<(), DriverError> {
-        self.reads.with(|w| self.platform.idle(w))
+        self.reads.with(|w| self.platform.idle(w, WaitStart::UNBOUNDED))
+    }
+
+    /// Limit how long one of this device's own waits ([`Device::wait`],
+    /// [`Device::run`], [`Device::poll`]) may spin on a real card; `None`
+    /// (the default) waits for ever. Each wait has its own limit. No effect
+    /// in simulation, where a wait that cannot end is reported as a deadlock.
+    pub fn set_wait_timeout(&self, timeout: Option<std::time::Duration>) {
+        self.platform.set_wait_timeout(timeout);
+    }
+
+    /// Measure hardware wait timeouts on a fake clock (tests only).
+    #[doc(hidden)]
+    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> std::time::Instant>) {
+        self.platform.set_wait_clock(clock);
     }
 
     /// Block until the device changes one of `words` — `(slot offset, value
@@ -377,7 +391,7 @@ impl Device {
     /// already differs from its value ends the wait at once, so a change
     /// that happened while this process was busy is never missed.
     pub fn idle_on(&self, words: &[(u32, u64)]) -> Result<(), DriverError> {
-        self.platform.idle(Some(words))
+        self.platform.idle(Some(words), WaitStart::UNBOUNDED)
     }
 
     /// Slot offset of the completion word of a command (for [`Device::idle_on`]).
@@ -619,6 +633,7 @@ impl Device {
         let idx = seq as usize % CQ_DEPTH;
         let word = self.completion_word(Ticket(seq));
         let e = &self.regs().completions[idx];
+        let start = self.platform.wait_start();
         loop {
             self.observe()?;
             self.platform.charge(HostCost::UcRead, 1);
@@ -627,7 +642,7 @@ impl Device {
                 let seen = e.done.read();
                 if seen != seq + 1 {
                     let at = self.platform.now_ps();
-                    self.platform.idle(Some(&[(word, seen)]))?;
+                    self.platform.idle(Some(&[(word, seen)]), start)?;
                     if self.platform.now_ps() != at {
                         // Changed after the read: the read that sees it comes now.
                         self.platform.charge(HostCost::UcRead, 1);
@@ -639,22 +654,22 @@ impl Device {
             if done == seq + 1 {
                 // Written together with the done word: as current as it.
                 self.platform.charge(HostCost::UcRead, 1);
-                self.platform.progressed();
                 return Ok(CompletionResult::decode(e.result.read()));
             }
-            self.idle()?;
+            self.reads.with(|w| self.platform.idle(w, start))?;
         }
     }
 
-    /// Poll `f` until it yields a value, letting the device progress between polls.
+    /// Poll `f` until it yields a value, letting the device progress between
+    /// polls (on a card, for at most the wait timeout, if one is set).
     pub fn poll<T>(&self, mut f: impl FnMut(&Device) -> Option<T>) -> Result<T, DriverError> {
+        let start = self.platform.wait_start();
         loop {
             self.observe()?;
             if let Some(v) = f(self) {
-                self.platform.progressed();
                 return Ok(v);
             }
-            self.idle()?;
+            self.reads.with(|w| self.platform.idle(w, start))?;
         }
     }
 

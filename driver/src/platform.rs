@@ -21,9 +21,6 @@ use crate::error::DriverError;
 /// How long an actor waits for the simulator to come up and admit it.
 pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long the hardware platform spins on one wait before giving up.
-pub const HW_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// What a read of the slot is about to look at: in simulation, whether the
 /// process's own recent doorbells could have changed it (see
 /// [`Platform::before_read`]).
@@ -115,15 +112,30 @@ pub enum Platform {
 
 /// Hardware platform state.
 pub struct Hardware {
-    wait_started: Cell<Option<Instant>>,
-    timeout: Duration,
+    /// How long one wait may spin; `None` (the default): for ever. A peer
+    /// that computes for minutes is normal in MPI, and a hung peer is for
+    /// the launcher or the transport to report, so MPI waits never time
+    /// out here; tools that drive a card directly may set a limit.
+    timeout: Cell<Option<Duration>>,
+    /// The clock the timeout is measured on (a fake one in tests).
+    clock: Box<dyn Fn() -> Instant>,
 }
 
 impl Hardware {
-    /// A hardware platform with the default wait timeout.
+    /// A hardware platform whose waits never time out.
     pub fn new() -> Hardware {
-        Hardware { wait_started: Cell::new(None), timeout: HW_WAIT_TIMEOUT }
+        Hardware { timeout: Cell::new(None), clock: Box::new(Instant::now) }
     }
+}
+
+/// When a wait started, for its own timeout (each wait has its own: time
+/// spent in earlier waits never counts against a later one).
+#[derive(Clone, Copy, Debug)]
+pub struct WaitStart(Option<Instant>);
+
+impl WaitStart {
+    /// A wait that never times out (also what the simulator uses).
+    pub const UNBOUNDED: WaitStart = WaitStart(None);
 }
 
 impl Default for Hardware {
@@ -191,23 +203,44 @@ impl Platform {
         }
     }
 
+    /// Set (or with `None`, remove) the hardware wait timeout; see
+    /// [`Hardware`]. Simulated waits never time out (the simulator reports
+    /// deadlocks instead).
+    pub fn set_wait_timeout(&self, timeout: Option<Duration>) {
+        if let Platform::Hardware(h) = self {
+            h.timeout.set(timeout);
+        }
+    }
+
+    /// Measure hardware wait timeouts on `clock` instead of the system's
+    /// (tests of the timeout on a plain file).
+    #[doc(hidden)]
+    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> Instant>) {
+        if let Platform::Hardware(h) = self {
+            h.clock = clock;
+        }
+    }
+
+    /// A wait begins: what [`Platform::idle`] measures its timeout from.
+    pub fn wait_start(&self) -> WaitStart {
+        match self {
+            Platform::Hardware(h) if h.timeout.get().is_some() => WaitStart(Some((h.clock)())),
+            _ => WaitStart::UNBOUNDED,
+        }
+    }
+
     /// A poll found nothing: let the device make progress. `watch` lists
     /// the slot offsets of the words the poll read (`None`: unknown); in
     /// simulation the wait ends only when the device writes one of them.
-    pub fn idle(&self, watch: Option<&[(u32, u64)]>) -> Result<(), DriverError> {
+    /// On hardware it spins once, and fails with `Timeout` when the wait
+    /// that began at `start` has lasted longer than the timeout.
+    pub fn idle(&self, watch: Option<&[(u32, u64)]>, start: WaitStart) -> Result<(), DriverError> {
         match self {
             Platform::Hardware(h) => {
-                let start = match h.wait_started.get() {
-                    Some(s) => s,
-                    None => {
-                        let now = Instant::now();
-                        h.wait_started.set(Some(now));
-                        now
+                if let (Some(t0), Some(limit)) = (start.0, h.timeout.get()) {
+                    if (h.clock)().saturating_duration_since(t0) > limit {
+                        return Err(DriverError::Timeout(limit));
                     }
-                };
-                if start.elapsed() > h.timeout {
-                    h.wait_started.set(None);
-                    return Err(DriverError::Timeout(h.timeout));
                 }
                 std::hint::spin_loop();
                 Ok(())
@@ -216,14 +249,6 @@ impl Platform {
                 a.set_watch(watch);
                 a.yield_now(request::WAIT)
             }
-        }
-    }
-
-    /// A wait ended successfully.
-    #[inline]
-    pub fn progressed(&self) {
-        if let Platform::Hardware(h) = self {
-            h.wait_started.set(None);
         }
     }
 

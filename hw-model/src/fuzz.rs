@@ -796,6 +796,8 @@ pub fn run_case_planted(target: &Target, ops: &[Op], faults: PlantedFaults) -> R
         }
         Target::Device(path) => {
             let mut d = Device::open(path, 0).map_err(|e| e.to_string())?;
+            // A card that stops answering is a finding, not a hang.
+            d.set_wait_timeout(Some(std::time::Duration::from_secs(10)));
             d.resync().map_err(|e| e.to_string())?;
             let mut ctx =
                 Ctx { posted: d.read_ur(ur::off::CMD_FETCHED), victims: false, victim_regs: None, sent: vec![] };
