@@ -171,7 +171,18 @@ pub struct Cluster {
     last_time: SimTime,
     /// See `CtlHeader::doorbell_lookahead`.
     lookahead: SimTime,
+    /// Commands, bytes and time at the last progress (see [`LIVELOCK_WINDOW`]).
+    progress: (u64, u64, SimTime),
+    livelocks: u64,
 }
+
+/// A run in which commands complete for this long in simulated time, at
+/// least [`LIVELOCK_COMMANDS`] of them, without moving a byte, is
+/// livelocked (for example a sender retrying a zero-length write for ever),
+/// and is reported like a deadlock.
+pub const LIVELOCK_WINDOW: SimTime = SimTime(10_000_000_000);
+/// See [`LIVELOCK_WINDOW`].
+pub const LIVELOCK_COMMANDS: u64 = 10_000;
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ClusterError + 'a {
     move |source| ClusterError::Io { what, path: path.display().to_string(), source }
@@ -283,6 +294,8 @@ impl Cluster {
             files,
             last_time: SimTime::ZERO,
             lookahead,
+            progress: (0, 0, SimTime::ZERO),
+            livelocks: 0,
         })
     }
 
@@ -338,6 +351,7 @@ impl Cluster {
                 if let Some(t) = self.model.step() {
                     self.last_time = self.last_time.max(t);
                     self.wake_touched(t);
+                    self.check_livelock(t);
                 }
             } else if let Some(i) = pick {
                 self.run_actor(i);
@@ -639,6 +653,55 @@ impl Cluster {
         }
         for i in 0..self.actors.len() {
             if self.actors[i].state == Local::Waiting {
+                self.actors[i].state = Local::Runnable;
+                self.actors[i].pending_result = result::DEADLOCK;
+                self.record(i).state.store(state::RUNNABLE, SeqCst);
+            }
+        }
+    }
+
+    /// Declare a livelock when commands keep completing without moving a
+    /// byte (see [`LIVELOCK_WINDOW`]): every actor gets the deadlock result
+    /// at its next grant, with a message naming each actor's last command.
+    fn check_livelock(&mut self, t: SimTime) {
+        let st = self.model.stats();
+        let (commands, bytes) = (st.commands, st.bytes);
+        let (c0, b0, t0) = self.progress;
+        if bytes != b0 {
+            self.progress = (commands, bytes, t);
+            return;
+        }
+        if commands - c0 < LIVELOCK_COMMANDS || t.since(t0) < LIVELOCK_WINDOW {
+            return;
+        }
+        self.progress = (commands, bytes, t);
+        self.livelocks += 1;
+        self.deadlocks += 1;
+        let mut who = Vec::new();
+        for (i, a) in self.actors.iter().enumerate() {
+            if matches!(a.state, Local::Free | Local::Exited | Local::Dead) {
+                continue;
+            }
+            let last = match self.model.last_command(a.node, a.slot) {
+                Some((op, code, b)) => {
+                    format!("last command {} ended {} ({b} B)", op.map_or("(undecodable)", |o| o.name()), code.name())
+                }
+                None => "no command completed".into(),
+            };
+            let doing = if a.state == Local::Waiting { "waiting on the device" } else { "runnable" };
+            who.push(format!("actor {i} (node {} slot {}, {doing}): {last}", a.node, a.slot));
+        }
+        let msg = format!(
+            "livelock at {t}: {} commands completed over {} of simulated time and moved no data; {}",
+            commands - c0,
+            t.since(t0),
+            who.join("; ")
+        );
+        self.set_message(&msg);
+        self.header().flags.fetch_or(simctl::flags::DEADLOCK, SeqCst);
+        self.header().flags.fetch_and(!simctl::flags::PACKETS_HELD, SeqCst);
+        for i in 0..self.actors.len() {
+            if matches!(self.actors[i].state, Local::Waiting | Local::Runnable) {
                 self.actors[i].state = Local::Runnable;
                 self.actors[i].pending_result = result::DEADLOCK;
                 self.record(i).state.store(state::RUNNABLE, SeqCst);

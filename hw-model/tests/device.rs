@@ -721,3 +721,57 @@ fn a_process_polling_registers_lets_a_waiting_peer_run() {
     let (_, sent) = r1[1];
     assert!(seen > 10_000_000 && seen < sent + 5_000_000, "record seen at {seen} ps, sent by {sent} ps");
 }
+
+#[test]
+fn commands_that_move_nothing_for_ever_are_reported_as_a_livelock() {
+    // Issue 7: a sender that retries a zero-length write for ever (what a
+    // zero-sized landing zone once caused) is reported, naming what it
+    // spins on, instead of running until the job's timeout.
+    let a = Peer::new(0, 0);
+    let b = Peer::new(1, 0);
+    let spinner = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        for i in 0..1_000_000u64 {
+            match d.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: 0 } }) {
+                Ok(_) => {}
+                Err(DriverError::Deadlock { message, .. }) => return Ok((i, message)),
+                Err(e) => return Err(format!("unexpected error {e}")),
+            }
+        }
+        Err("a million zero-length commands and no livelock reported".to_string())
+    };
+    // A peer that sleeps in a blocking wait on something that never comes.
+    let sleeper = move |d: Device| {
+        let r = d.poll(|d| (d.read_ur(fpga_regs::ur::off::RX_ACCEPTED) > 0).then_some(()));
+        match r {
+            Err(DriverError::Deadlock { message, .. }) => Ok((0, message)),
+            other => Err(format!("the sleeper ended with {other:?}")),
+        }
+    };
+    let (_, report, results) = run_actors(cfg("livelock", 2, 1), vec![actor(a, spinner), actor(b, sleeper)]).unwrap();
+    let (n, msg) = results[0].clone().unwrap();
+    assert!(n >= hw_model::cluster::LIVELOCK_COMMANDS, "declared after only {n} commands");
+    assert!(
+        msg.contains("livelock")
+            && msg.contains("(node 0 slot 0, waiting on the device): last command VS ended Ok (0 B)"),
+        "{msg}"
+    );
+    assert!(results[1].is_ok(), "{:?}", results[1]);
+    assert!(report.deadlocks >= 1);
+}
+
+#[test]
+fn commands_that_move_data_are_never_a_livelock() {
+    // The same loop moving 8 bytes per command runs to its end.
+    let a = Peer::new(0, 0);
+    let worker = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        for _ in 0..30_000 {
+            d.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: 8 } }).unwrap();
+        }
+        d.now_ps().unwrap()
+    };
+    let (_, report, t) = run_actors(cfg("no-livelock", 1, 1), vec![actor(a, worker)]).unwrap();
+    assert!(t[0] > hw_model::cluster::LIVELOCK_WINDOW.0, "the loop must outlast the window ({} ps)", t[0]);
+    assert_eq!(report.deadlocks, 0);
+}

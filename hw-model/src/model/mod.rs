@@ -101,6 +101,9 @@ pub struct Stats {
     pub packets: u64,
     /// IVS packets that had to wait for ring space.
     pub held: u64,
+    /// Bytes moved by commands that completed successfully (what the
+    /// livelock check counts as progress).
+    pub bytes: u64,
 }
 
 /// A range of a slot's MMIO surface that the device wrote.
@@ -302,6 +305,8 @@ pub(crate) struct SlotState {
     pub status_word: u64,
     pub last_error_word: u64,
     pub completion_words: [(u64, u64); CQ_DEPTH],
+    /// The last command that completed: what it was, how it ended, bytes.
+    pub last_done: Option<(Option<Opcode>, ErrorCode, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -340,6 +345,12 @@ pub struct PlantedFaults {
 }
 
 impl Model {
+    /// The last command of a slot that completed: its opcode (`None`: a
+    /// descriptor that did not decode), its status and the bytes it moved.
+    pub fn last_command(&self, node: u16, slot: u16) -> Option<(Option<Opcode>, ErrorCode, u64)> {
+        self.nodes.get(node as usize)?.slots.get(slot as usize)?.last_done
+    }
+
     /// Plant defects (mutation tests only).
     #[doc(hidden)]
     pub fn plant(&mut self, faults: PlantedFaults) {
@@ -786,6 +797,10 @@ impl Model {
         self.write_ur(node, slot, base, seq + 1);
         self.write_ur(node, slot, ur::off::CMD_COMPLETED, completed);
         self.stats.commands += 1;
+        if status == ErrorCode::Ok {
+            self.stats.bytes += bytes;
+        }
+        self.nodes[node as usize].slots[slot as usize].last_done = Some((inf.op, status, bytes));
         if status != ErrorCode::Ok {
             self.report_error(node, slot, status, Some(seq), t);
         }
