@@ -22,7 +22,7 @@ use crate::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = 256;
 /// File name of the control file inside a cluster directory.
@@ -68,7 +68,7 @@ host_costs! {
     WcFlush = 3, "wc_flush_ns";
     /// One byte copied between host buffers (femtoseconds).
     CopyByte = 4, "copy_ns_per_byte";
-    /// Entering and leaving one MPI-layer call.
+    /// Entering and leaving one MPI-layer call (argument checks, no request work).
     MpiCall = 5, "mpi_call_ns";
     /// One ADI operation: building or parsing a control packet, dispatching it.
     AdiOp = 6, "adi_op_ns";
@@ -78,6 +78,10 @@ host_costs! {
     MatchStep = 8, "match_step_ns";
     /// One pass of the progress engine that finds work.
     Progress = 9, "progress_ns";
+    /// MPI-layer request processing: turning one point-to-point operation
+    /// into an engine request when it starts, or into a status when it
+    /// completes (seed 004 §8.2, Table 2 (6): "Request processing").
+    MpiRequest = 10, "mpi_request_ns";
 }
 
 /// Number of slots in the cost table.

@@ -9,7 +9,7 @@ use bytemuck::Pod;
 use crate::datatype::{vec_from_bytes, Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::{Request, Target};
-use crate::universe::{charge_call, Shared};
+use crate::universe::{charge_call, charge_request, Shared};
 use crate::{Rank, Tag, TAG_UB};
 
 /// Tags the library uses on collective contexts.
@@ -362,7 +362,10 @@ fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: 
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
     charge_call(e);
-    Ok(e.send(dest, tag, comm.ctx, bytes, sync)?)
+    charge_request(e);
+    e.send(dest, tag, comm.ctx, bytes, sync)?;
+    charge_request(e);
+    Ok(())
 }
 
 fn isend_impl<'b>(comm: &SimpleCommunicator, to: Rank, bytes: &'b [u8], tag: Tag, sync: bool) -> Result<Request<'b>> {
@@ -372,6 +375,7 @@ fn isend_impl<'b>(comm: &SimpleCommunicator, to: Rank, bytes: &'b [u8], tag: Tag
         let mut c = comm.shared.borrow_mut();
         let e = c.engine()?;
         charge_call(e);
+        charge_request(e);
         e.isend(dest, tag, comm.ctx, bytes.to_vec(), sync)?
     };
     Ok(Request::new(
@@ -466,7 +470,9 @@ fn recv_raw<S: Source + ?Sized>(s: &S, tag: TagSel, capacity: u64) -> Result<(St
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
     charge_call(e);
+    charge_request(e);
     let (st, data) = e.recv(src, tag, comm.ctx, capacity)?;
+    charge_request(e);
     Ok((comm.status(st), data))
 }
 
@@ -504,6 +510,7 @@ fn irecv_impl<'b, B: BufferMut + ?Sized, S: Source + ?Sized>(
         let mut c = comm.shared.borrow_mut();
         let e = c.engine()?;
         charge_call(e);
+        charge_request(e);
         e.irecv(src, tag, comm.ctx, out.len() as u64)?
     };
     Ok(Request::new(comm.shared.clone(), id, Target::Recv(out), comm.group.clone()))

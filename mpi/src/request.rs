@@ -8,7 +8,7 @@ use adi::{Done, ReqId};
 
 use crate::comm::{Group, Status};
 use crate::error::{MpiError, Result};
-use crate::universe::{charge_call, Shared};
+use crate::universe::{charge_call, charge_request, Shared};
 use crate::{Rank, Tag};
 
 pub(crate) enum Target<'b> {
@@ -61,7 +61,9 @@ impl<'b> Request<'b> {
             if r.is_err() {
                 self.id = None;
             }
-            r?
+            let d = r?;
+            charge_request(e);
+            d
         };
         Ok(self.finish(d))
     }
@@ -75,7 +77,11 @@ impl<'b> Request<'b> {
             let e = c.engine()?;
             charge_call(e);
             match e.test(id) {
-                Ok(d) => d,
+                Ok(Some(d)) => {
+                    charge_request(e);
+                    Some(d)
+                }
+                Ok(None) => None,
                 Err(err) => {
                     self.id = None;
                     return Err(err.into());

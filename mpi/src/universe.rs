@@ -78,6 +78,11 @@ impl Universe {
     /// time elsewhere.
     pub fn wtime(&self) -> f64 {
         let mut c = self.shared.borrow_mut();
+        // A call like any other: on the simulator it takes time, so that a
+        // loop `while wtime() - t0 < d {}` ends (and hands over on the way).
+        if let Ok(e) = c.engine() {
+            charge_call(e);
+        }
         match c.engine().ok().and_then(|e| e.now_ps()) {
             Some(ps) => ps as f64 * 1e-12,
             None => {
@@ -148,4 +153,11 @@ impl Drop for Universe {
 /// Charge one MPI-layer call.
 pub(crate) fn charge_call(e: &Engine) {
     e.charge(HostCost::MpiCall, 1);
+}
+
+/// Charge the MPI layer's request processing for one point-to-point
+/// operation starting or completing (not for a `test` that finds it
+/// pending, nor for a probe).
+pub(crate) fn charge_request(e: &Engine) {
+    e.charge(HostCost::MpiRequest, 1);
 }
