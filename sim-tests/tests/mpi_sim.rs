@@ -128,6 +128,11 @@ fn a_rank_polling_with_test_all_sees_every_message() {
 }
 
 #[test]
+fn a_rank_busy_waiting_on_wtime_sees_the_message() {
+    polling_is_live_and_deterministic("poll-wtime", 2, 2);
+}
+
+#[test]
 fn a_rank_computing_between_polls_sees_the_message() {
     polling_is_live_and_deterministic("poll-compute", 2, 1);
 }

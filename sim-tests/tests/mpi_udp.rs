@@ -52,6 +52,7 @@ suite! {
     poll_test_2r: "poll-test", 2;
     poll_testall_5r: "poll-testall", 5;
     poll_compute_2r: "poll-compute", 2;
+    poll_wtime_2r: "poll-wtime", 2;
 }
 
 const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";

@@ -58,6 +58,7 @@ fn main() -> ExitCode {
             "poll-test" => poll_test(&u, &w)?,
             "poll-testall" => poll_testall(&u, &w)?,
             "poll-compute" => poll_compute(&u, &w)?,
+            "poll-wtime" => poll_wtime(&u, &w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
@@ -672,6 +673,33 @@ fn poll_testall(u: &Universe, w: &SimpleCommunicator) -> R {
 }
 
 /// Compute in small steps and poll between them (the overlap idiom).
+/// A rank that waits by watching the clock (`while (MPI_Wtime() - t0 < d)`)
+/// and then polls: on the simulator `wtime` must advance by itself.
+fn poll_wtime(u: &Universe, w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 {
+        return Ok(());
+    }
+    if w.rank() == 1 {
+        return late_send(u, w, 0);
+    }
+    let mut polls = 0u64;
+    loop {
+        let t0 = u.wtime();
+        while u.wtime() - t0 < 1e-6 {
+            polls += 1;
+            check!(polls < POLL_LIMIT * 100, "wtime did not advance after {polls} reads");
+        }
+        if w.any_process().immediate_probe_with_tag(12).map_err(e)?.is_some() {
+            break;
+        }
+    }
+    check_poll_time(u, "wtime")?;
+    report_time(u, w, "poll-wtime", polls);
+    let (v, _) = w.any_process().receive_vec_with_tag::<u8>(12).map_err(e)?;
+    check!(v == b"hello", "received {v:?}");
+    Ok(())
+}
+
 fn poll_compute(u: &Universe, w: &SimpleCommunicator) -> R {
     if w.size() < 2 || w.rank() > 1 {
         return Ok(());
