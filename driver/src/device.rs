@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
-use fpga_regs::mmio::Mapping;
 use fpga_regs::packet::PacketType;
-use fpga_regs::simctl::{self, HostCost, MAX_WATCH};
 use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
+use simlink::mmio::Mapping;
+use simlink::simctl::{self, HostCost, MAX_WATCH};
 use volatile_register::RW;
 
 use crate::error::DriverError;
@@ -341,13 +341,13 @@ impl Device {
 
     /// How many of each host cost this process has charged, indexed by
     /// [`HostCost`] (simulation only).
-    pub fn cost_counts(&self) -> Option<[u64; fpga_regs::simctl::COST_SLOTS]> {
+    pub fn cost_counts(&self) -> Option<[u64; simlink::simctl::COST_SLOTS]> {
         self.platform.cost_counts()
     }
 
     /// The host profile's cost of each [`HostCost`] in picoseconds
     /// (femtoseconds per byte for copies), simulation only.
-    pub fn cost_table(&self) -> Option<[u64; fpga_regs::simctl::COST_SLOTS]> {
+    pub fn cost_table(&self) -> Option<[u64; simlink::simctl::COST_SLOTS]> {
         self.platform.cost_table()
     }
 

@@ -32,4 +32,5 @@ pub mod platform;
 pub use device::{Completion, Device, DeviceInfo, ErrorStatus, OpenOptions, Ticket};
 pub use error::DriverError;
 pub use fpga_regs;
-pub use fpga_regs::simctl::HostCost;
+pub use simlink;
+pub use simlink::simctl::HostCost;

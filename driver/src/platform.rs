@@ -7,19 +7,15 @@
 
 use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 
-use fpga_regs::mmio::Mapping;
-use fpga_regs::simctl::{
-    self, handoff, request, result, state, ActorRecord, CtlHeader, HostCost, COST_SLOTS, MAX_ACTORS, MAX_WATCH,
-};
 use fpga_regs::ur::CQ_DEPTH;
+use simlink::actor::{ActorEnd, ActorError};
+use simlink::simctl::{HostCost, YieldRequest, COST_SLOTS};
 
 use crate::error::DriverError;
 
-/// How long an actor waits for the simulator to come up and admit it.
-pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
+pub use simlink::actor::ATTACH_TIMEOUT;
 
 /// What a read of the slot is about to look at: in simulation, whether the
 /// process's own recent doorbells could have changed it (see
@@ -199,7 +195,7 @@ impl Platform {
     pub fn sync(&self) -> Result<(), DriverError> {
         match self {
             Platform::Hardware(_) => Ok(()),
-            Platform::Simulated(a) => a.yield_now(request::SYNC),
+            Platform::Simulated(a) => a.yield_now(YieldRequest::Sync),
         }
     }
 
@@ -246,8 +242,8 @@ impl Platform {
                 Ok(())
             }
             Platform::Simulated(a) => {
-                a.set_watch(watch);
-                a.yield_now(request::WAIT)
+                a.end.set_watch(watch);
+                a.yield_now(YieldRequest::Wait)
             }
         }
     }
@@ -287,35 +283,34 @@ impl Platform {
     }
 }
 
-/// A process attached to the simulator as an actor.
+/// A process attached to the simulator as an actor: the actor end of the
+/// hand-off protocol ([`simlink::actor`]) plus this process's simulated
+/// clock and host-cost accounting.
 pub struct SimActor {
-    ctl: Mapping,
-    index: usize,
+    end: ActorEnd,
     clock: Cell<u64>,
     horizon: Cell<u64>,
-    /// See [`CtlHeader::doorbell_lookahead`].
+    /// See `CtlHeader::doorbell_lookahead`.
     lookahead: u64,
     /// Read limits from doorbells rung since the last grant.
     own: OwnLimits,
     costs: [u64; COST_SLOTS],
     counts: [Cell<u64>; COST_SLOTS],
-    detached: Cell<bool>,
 }
 
-fn gone(msg: &str) -> DriverError {
-    DriverError::SimulatorGone(msg.to_string())
-}
-
-fn model_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return false;
+impl From<ActorError> for DriverError {
+    fn from(e: ActorError) -> DriverError {
+        match e {
+            ActorError::Gone(m) => DriverError::SimulatorGone(m),
+            ActorError::Incompatible { path, found, expected } => DriverError::Incompatible {
+                path: path.display().to_string(),
+                reason: format!("control file version {found} (driver speaks {expected})"),
+            },
+            ActorError::Shutdown => DriverError::Shutdown,
+            ActorError::Refused(m) => DriverError::AttachRefused(m),
+            ActorError::Deadlock { message, packets_held } => DriverError::Deadlock { message, packets_held },
+        }
     }
-    if pid == std::process::id() {
-        return true;
-    }
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 impl SimActor {
@@ -323,99 +318,16 @@ impl SimActor {
     /// `(node, slot)`. With `index`, take that actor record (e.g. the MPI
     /// rank) so the schedule does not depend on start-up order.
     pub fn attach(dir: &Path, node: u16, slot: u16, index: Option<u32>) -> Result<SimActor, DriverError> {
-        let path = dir.join(simctl::FILE_NAME);
-        let ctl = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS)).map_err(|e| gone(&e.to_string()))?;
-        let deadline = Instant::now() + ATTACH_TIMEOUT;
-        let header = ctl.block::<CtlHeader>(0).map_err(|e| gone(&e.to_string()))?;
-        while header.magic.load(SeqCst) != simctl::MAGIC || header.flags.load(SeqCst) & simctl::flags::READY == 0 {
-            if Instant::now() > deadline {
-                return Err(gone("the control file never became ready"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if header.version.load(SeqCst) != simctl::VERSION {
-            return Err(DriverError::Incompatible {
-                path: path.display().to_string(),
-                reason: format!(
-                    "control file version {} (driver speaks {})",
-                    header.version.load(SeqCst),
-                    simctl::VERSION
-                ),
-            });
-        }
-        if header.flags.load(SeqCst) & simctl::flags::SHUTDOWN != 0 {
-            return Err(DriverError::Shutdown);
-        }
-        let mut costs = [0u64; COST_SLOTS];
-        for (c, v) in costs.iter_mut().zip(header.costs.iter()) {
-            *c = v.load(SeqCst);
-        }
-        let lookahead = header.doorbell_lookahead.load(SeqCst);
-
-        // Claim a record under the attach lock.
-        let me = std::process::id();
-        while header.attach_lock.compare_exchange(0, me, SeqCst, SeqCst).is_err() {
-            let holder = header.attach_lock.load(SeqCst);
-            if holder != 0 && !model_alive(holder) {
-                let _ = header.attach_lock.compare_exchange(holder, 0, SeqCst, SeqCst);
-            }
-            if Instant::now() > deadline {
-                return Err(gone("could not take the attach lock"));
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let claimable = |r: &ActorRecord| matches!(r.state.load(SeqCst), state::FREE | state::EXITED | state::DEAD);
-        let chosen = match index {
-            Some(i) if (i as usize) < MAX_ACTORS => {
-                let r = ctl.block::<ActorRecord>(simctl::actor_offset(i as usize)).map_err(|e| gone(&e.to_string()))?;
-                claimable(r).then_some(i as usize)
-            }
-            Some(_) => None,
-            None => (0..MAX_ACTORS)
-                .find(|&i| ctl.block::<ActorRecord>(simctl::actor_offset(i)).map(claimable).unwrap_or(false)),
-        };
-        let Some(idx) = chosen else {
-            header.attach_lock.store(0, SeqCst);
-            return Err(DriverError::AttachRefused(match index {
-                Some(i) => format!("actor record {i} is in use or out of range"),
-                None => "no free actor record".into(),
-            }));
-        };
-        let rec = ctl.block::<ActorRecord>(simctl::actor_offset(idx)).map_err(|e| gone(&e.to_string()))?;
-        rec.node.store(node as u32, SeqCst);
-        rec.slot.store(slot as u32, SeqCst);
-        rec.pid.store(me, SeqCst);
-        rec.result.store(result::OK, SeqCst);
-        for t in &rec.db_time {
-            t.store(0, SeqCst);
-        }
-        let go = rec.go.load(SeqCst);
-        rec.state.store(state::ATTACHING, SeqCst);
-        header.attach_lock.store(0, SeqCst);
-        header.attach_seq.fetch_add(1, SeqCst);
-        handoff::wake(&header.model_go, &header.model_sleeping);
-
-        let actor = SimActor {
-            ctl,
-            index: idx,
-            clock: Cell::new(0),
-            horizon: Cell::new(0),
-            lookahead,
+        let (end, grant) = ActorEnd::attach(dir, node, slot, index)?;
+        Ok(SimActor {
+            lookahead: end.lookahead(),
+            costs: end.costs(),
+            end,
+            clock: Cell::new(grant.clock),
+            horizon: Cell::new(grant.horizon),
             own: OwnLimits::new(),
-            costs,
             counts: Default::default(),
-            detached: Cell::new(false),
-        };
-        actor.wait_grant(go)?;
-        Ok(actor)
-    }
-
-    fn header(&self) -> &CtlHeader {
-        self.ctl.block::<CtlHeader>(0).expect("mapped at attach")
-    }
-
-    fn record(&self) -> &ActorRecord {
-        self.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).expect("mapped at attach")
+        })
     }
 
     #[inline]
@@ -432,30 +344,16 @@ impl SimActor {
     #[inline]
     fn observe(&self) -> Result<(), DriverError> {
         if self.clock.get() > self.horizon.get() {
-            self.yield_now(request::SYNC)
+            self.yield_now(YieldRequest::Sync)
         } else {
             Ok(())
-        }
-    }
-
-    fn set_watch(&self, watch: Option<&[(u32, u64)]>) {
-        let rec = self.record();
-        match watch {
-            Some(words) if words.len() <= MAX_WATCH && !words.is_empty() => {
-                for ((slot, val), (w, v)) in rec.watch.iter().zip(rec.watch_val.iter()).zip(words) {
-                    slot.store(*w, SeqCst);
-                    val.store(*v, SeqCst);
-                }
-                rec.watch_count.store(words.len() as u32, SeqCst);
-            }
-            _ => rec.watch_count.store(0, SeqCst),
         }
     }
 
     #[inline]
     fn before_read(&self, what: Watched) -> Result<(), DriverError> {
         if self.clock.get() > self.horizon.get().min(self.own.get(what)) {
-            self.yield_now(request::SYNC)
+            self.yield_now(YieldRequest::Sync)
         } else {
             Ok(())
         }
@@ -471,9 +369,8 @@ impl SimActor {
     /// an IVS to a peer) stay readable, so a send followed by a receive does
     /// not cost an extra hand-off.
     fn doorbell(&self, seq: u64, effects: Effects) {
-        let rec = self.record();
         let now = self.clock.get();
-        rec.db_time[seq as usize % CQ_DEPTH].store(now, SeqCst);
+        self.end.record_doorbell(seq, now);
         let limit = now.saturating_add(self.lookahead).saturating_sub(1);
         OwnLimits::cut(&self.own.ur, limit);
         OwnLimits::cut(&self.own.entries[effects.entry % CQ_DEPTH], limit);
@@ -486,66 +383,22 @@ impl SimActor {
     }
 
     /// Hand control to the model and wait to be scheduled again.
-    pub fn yield_now(&self, req: u32) -> Result<(), DriverError> {
-        if self.detached.get() {
-            return Err(DriverError::Shutdown);
+    pub fn yield_now(&self, req: YieldRequest) -> Result<(), DriverError> {
+        let r = self.end.yield_now(self.clock.get(), req);
+        if matches!(r, Ok(Some(_)) | Err(ActorError::Deadlock { .. })) {
+            // Also after a deadlock report: the grant moved the clock.
+            let g = self.end.last_grant();
+            self.clock.set(g.clock);
+            self.horizon.set(g.horizon);
+            // The model has seen every doorbell rung before this grant.
+            self.own.reset();
         }
-        let header = self.header();
-        if header.flags.load(SeqCst) & simctl::flags::SHUTDOWN != 0 {
-            return Err(DriverError::Shutdown);
-        }
-        let rec = self.record();
-        rec.clock.store(self.clock.get(), SeqCst);
-        rec.request.store(req, SeqCst);
-        let go = rec.go.load(SeqCst);
-        rec.state.store(state::YIELDED, SeqCst);
-        handoff::wake(&header.model_go, &header.model_sleeping);
-        if req == request::DETACH {
-            self.detached.set(true);
-            return Ok(());
-        }
-        self.wait_grant(go)
-    }
-
-    fn wait_grant(&self, go: u32) -> Result<(), DriverError> {
-        let header = self.header();
-        let rec = self.record();
-        loop {
-            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN_ACTOR, Some(Duration::from_millis(250))) {
-                break;
-            }
-            if !model_alive(header.model_pid.load(SeqCst)) {
-                return Err(gone("the simulator process exited"));
-            }
-        }
-        self.clock.set(rec.clock.load(SeqCst));
-        self.horizon.set(rec.horizon.load(SeqCst));
-        // The model has seen every doorbell rung before this grant.
-        self.own.reset();
-        match rec.result.load(SeqCst) {
-            result::OK => Ok(()),
-            result::DEADLOCK => Err(DriverError::Deadlock {
-                message: simctl::load_str(&header.message),
-                packets_held: header.flags.load(SeqCst) & simctl::flags::PACKETS_HELD != 0,
-            }),
-            result::SHUTDOWN => {
-                self.detached.set(true);
-                Err(DriverError::Shutdown)
-            }
-            result::REFUSED => {
-                self.detached.set(true);
-                Err(DriverError::AttachRefused(simctl::load_str(&header.message)))
-            }
-            other => Err(gone(&format!("unknown scheduler result {other}"))),
-        }
+        r.map(|_| ()).map_err(DriverError::from)
     }
 
     /// Leave the simulation (also done on drop).
     pub fn detach(&self) {
-        if !self.detached.get() {
-            let _ = self.yield_now(request::DETACH);
-            self.detached.set(true);
-        }
+        self.end.detach(self.clock.get());
     }
 }
 

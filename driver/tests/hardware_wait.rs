@@ -10,9 +10,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use driver::fpga_regs::layout::{self, Region};
-use driver::fpga_regs::mmio::Mapping;
 use driver::fpga_regs::ur;
 use driver::fpga_regs::{Command, Pattern};
+use driver::simlink::mmio::Mapping;
 use driver::{Device, DriverError};
 
 /// A one-slot "card" in a plain file, with the identity registers a card

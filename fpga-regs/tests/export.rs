@@ -19,7 +19,7 @@ fn committed_spec_page_is_current() {
     let fresh = markdown(&spec());
     assert!(
         committed == fresh,
-        "docs/REGISTERS.md is stale; regenerate it with\n  cargo run -p fpga-regs --bin dimmnet-regs -- --format md -o docs/REGISTERS.md"
+        "docs/REGISTERS.md is stale; regenerate it with\n  cargo run -p hw-tools --bin dimmnet-regs -- --format md -o docs/REGISTERS.md"
     );
 }
 

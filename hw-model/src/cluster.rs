@@ -17,10 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
 
 use fpga_regs::layout;
-use fpga_regs::mmio::Mapping;
-use fpga_regs::simctl::{self, handoff, request, result, state, ActorRecord, CtlHeader, MAX_ACTORS, MAX_WATCH};
 use fpga_regs::ur::CQ_DEPTH;
 use fpga_regs::Peer;
+use simlink::mmio::Mapping;
+use simlink::model::{ModelEnd, Publish};
+use simlink::scheduler::{self, Next, Party, ProgressWatch};
+use simlink::simctl::{self, ActorState, CtlHeader, GrantResult, YieldRequest, MAX_ACTORS, MAX_WATCH};
 
 use crate::model::{Model, ModelConfig, ModelError, Reach, RegionMask, Stats};
 use crate::profile::HostProfile;
@@ -71,7 +73,7 @@ pub enum ClusterError {
     Model(#[from] ModelError),
     /// Mapping the control file failed.
     #[error(transparent)]
-    Map(#[from] fpga_regs::mmio::MapError),
+    Map(#[from] simlink::mmio::MapError),
     /// File system error.
     #[error("{what} {path}: {source}")]
     Io {
@@ -104,28 +106,30 @@ pub struct RunReport {
     pub trace_events: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Local {
-    Free,
-    Runnable,
-    Waiting,
-    Exited,
-    Dead,
-}
-
+/// The scheduler's view of one actor record.
 #[derive(Clone, Copy, Debug)]
 struct Actor {
-    state: Local,
+    /// `Free`, `Runnable`, `Waiting`, `Exited` or `Dead` (the model-side states).
+    state: ActorState,
     node: u16,
     slot: u16,
     pid: u32,
     clock: SimTime,
     grant_clock: SimTime,
     /// Result to hand over at the next grant.
-    pending_result: u32,
+    pending_result: GrantResult,
     /// Words a waiting actor watches (`watch_n > MAX_WATCH` or 0: any change wakes it).
     watch: [u32; MAX_WATCH],
     watch_n: usize,
+}
+
+impl Party for Actor {
+    fn state(&self) -> ActorState {
+        self.state
+    }
+    fn clock(&self) -> u64 {
+        self.clock.0
+    }
 }
 
 impl Actor {
@@ -139,13 +143,13 @@ impl Actor {
     }
 
     const FREE: Actor = Actor {
-        state: Local::Free,
+        state: ActorState::Free,
         node: 0,
         slot: 0,
         pid: 0,
         clock: SimTime::ZERO,
         grant_clock: SimTime::ZERO,
-        pending_result: result::OK,
+        pending_result: GrantResult::Ok,
         watch: [0; MAX_WATCH],
         watch_n: 0,
     };
@@ -155,14 +159,14 @@ impl Actor {
 pub struct Cluster {
     cfg: ClusterConfig,
     model: Model,
-    ctl: Mapping,
+    /// The model end of the control file.
+    ctl: ModelEnd,
     /// Scheduler state of every record admitted so far (index = record).
     actors: Vec<Actor>,
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
     by_slot: Vec<Option<usize>>,
     attached_ever: u32,
-    attach_seq_seen: u32,
     grants: u64,
     deadlocks: u64,
     dead: Vec<u32>,
@@ -171,9 +175,8 @@ pub struct Cluster {
     last_time: SimTime,
     /// See `CtlHeader::doorbell_lookahead`.
     lookahead: SimTime,
-    /// Commands, bytes and time at the last progress (see [`LIVELOCK_WINDOW`]).
-    progress: (u64, u64, SimTime),
-    livelocks: u64,
+    /// Livelock detection (see [`LIVELOCK_WINDOW`]).
+    progress: ProgressWatch,
 }
 
 /// A run in which commands complete for this long in simulated time, at
@@ -259,23 +262,17 @@ impl Cluster {
         let size = simctl::file_size(MAX_ACTORS);
         let file = created.file(&ctl_path).map_err(io("cannot create", &ctl_path))?;
         file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
-        let ctl = Mapping::map(&file, &ctl_path, 0, size)?;
-        {
-            let h = ctl.block::<CtlHeader>(0)?;
-            h.version.store(simctl::VERSION, SeqCst);
-            h.nodes.store(cfg.nodes as u32, SeqCst);
-            h.slots.store(cfg.slots as u32, SeqCst);
-            h.max_actors.store(MAX_ACTORS as u32, SeqCst);
-            h.expected_actors.store(cfg.expected_actors, SeqCst);
-            h.model_pid.store(std::process::id(), SeqCst);
-            h.doorbell_lookahead.store(lookahead.0, SeqCst);
-            for (slot, v) in h.costs.iter().zip(cfg.profile.cost_table()) {
-                slot.store(v, SeqCst);
-            }
-            simctl::store_str(&h.profile_name, &cfg.profile.name);
-            h.magic.store(simctl::MAGIC, SeqCst);
-            h.flags.store(simctl::flags::READY, SeqCst);
-        }
+        let ctl = ModelEnd::publish(
+            Mapping::map(&file, &ctl_path, 0, size)?,
+            &Publish {
+                nodes: cfg.nodes,
+                slots: cfg.slots,
+                expected_actors: cfg.expected_actors,
+                doorbell_lookahead: lookahead.0,
+                costs: cfg.profile.cost_table(),
+                profile_name: &cfg.profile.name,
+            },
+        )?;
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
         let files = created.keep();
         Ok(Cluster {
@@ -286,7 +283,6 @@ impl Cluster {
             touched: Vec::new(),
             by_slot,
             attached_ever: 0,
-            attach_seq_seen: 0,
             grants: 0,
             deadlocks: 0,
             dead: Vec::new(),
@@ -294,8 +290,7 @@ impl Cluster {
             files,
             last_time: SimTime::ZERO,
             lookahead,
-            progress: (0, 0, SimTime::ZERO),
-            livelocks: 0,
+            progress: ProgressWatch::new(LIVELOCK_WINDOW.0, LIVELOCK_COMMANDS),
         })
     }
 
@@ -314,19 +309,6 @@ impl Cluster {
         &mut self.model
     }
 
-    fn header(&self) -> &CtlHeader {
-        // The control file is at least one header long (created above).
-        self.ctl.block::<CtlHeader>(0).expect("control header is mapped")
-    }
-
-    fn record(&self, i: usize) -> &ActorRecord {
-        self.ctl.block::<ActorRecord>(simctl::actor_offset(i)).expect("actor records are mapped")
-    }
-
-    fn set_message(&self, msg: &str) {
-        simctl::store_str(&self.header().message, msg);
-    }
-
     /// Run until `stop` is set or, with an expected actor count, until every
     /// expected actor has attached and left.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunReport, ClusterError> {
@@ -340,25 +322,18 @@ impl Cluster {
                 break;
             }
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
-            let next_ev = self.model.next_event_time();
-            let pick = if started { self.lowest_runnable() } else { None };
-            let event_first = match (next_ev, pick) {
-                (Some(te), Some(i)) => te <= self.actors[i].clock,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            if event_first {
-                if let Some(t) = self.model.step() {
-                    self.last_time = self.last_time.max(t);
-                    self.wake_touched(t);
-                    self.check_livelock(t);
+            let next_event = self.model.next_event_time().map(|t| t.0);
+            match scheduler::next(&self.actors, next_event, started, self.cfg.expected_actors > 0) {
+                Next::Event => {
+                    if let Some(t) = self.model.step() {
+                        self.last_time = self.last_time.max(t);
+                        self.wake_touched(t);
+                        self.check_livelock(t);
+                    }
                 }
-            } else if let Some(i) = pick {
-                self.run_actor(i);
-            } else if started && self.cfg.expected_actors > 0 && self.is_deadlocked() {
-                self.declare_deadlock();
-            } else {
-                self.idle(stop);
+                Next::Actor(i) => self.run_actor(i),
+                Next::Deadlock => self.declare_deadlock(),
+                Next::Idle => self.idle(stop),
             }
         }
         Ok(self.report())
@@ -388,34 +363,13 @@ impl Cluster {
     fn job_finished(&self) -> bool {
         self.cfg.expected_actors > 0
             && self.attached_ever >= self.cfg.expected_actors
-            && self.actors.iter().all(|a| matches!(a.state, Local::Free | Local::Exited | Local::Dead))
-    }
-
-    fn lowest_runnable(&self) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, a) in self.actors.iter().enumerate() {
-            if a.state == Local::Runnable && best.is_none_or(|b| a.clock < self.actors[b].clock) {
-                best = Some(i);
-            }
-        }
-        best
+            && self.actors.iter().all(|a| matches!(a.state, ActorState::Free | ActorState::Exited | ActorState::Dead))
     }
 
     /// Admit actors that asked to attach.
     fn admit(&mut self) {
-        let seq = self.header().attach_seq.load(SeqCst);
-        if seq == self.attach_seq_seen {
-            return;
-        }
-        self.attach_seq_seen = seq;
-        for i in 0..MAX_ACTORS {
-            let rec = self.record(i);
-            if rec.state.load(SeqCst) != state::ATTACHING {
-                continue;
-            }
-            let node = rec.node.load(SeqCst);
-            let slot = rec.slot.load(SeqCst);
-            let pid = rec.pid.load(SeqCst);
+        for req in self.ctl.attach_requests() {
+            let (i, node, slot, pid) = (req.index, req.node, req.slot, req.pid);
             let refuse = if node >= self.cfg.nodes as u32 || slot >= self.cfg.slots as u32 {
                 Some(format!(
                     "node {node} slot {slot} does not exist (cluster is {} nodes x {} slots)",
@@ -424,18 +378,14 @@ impl Cluster {
             } else {
                 let key = layout::source_index(node as u16, slot as u16, self.cfg.slots);
                 match self.by_slot[key] {
-                    Some(j) if matches!(self.actors[j].state, Local::Runnable | Local::Waiting) => {
+                    Some(j) if matches!(self.actors[j].state, ActorState::Runnable | ActorState::Waiting) => {
                         Some(format!("node {node} slot {slot} is in use by process {}", self.actors[j].pid))
                     }
                     _ => None,
                 }
             };
             if let Some(msg) = refuse {
-                self.set_message(&msg);
-                let rec = self.record(i);
-                rec.result.store(result::REFUSED, SeqCst);
-                rec.state.store(state::FREE, SeqCst);
-                handoff::wake(&rec.go, &rec.sleeping);
+                self.ctl.refuse(i, &msg);
                 continue;
             }
             let (node, slot) = (node as u16, slot as u16);
@@ -450,18 +400,18 @@ impl Cluster {
                 self.actors.resize(i + 1, Actor::FREE);
             }
             self.actors[i] = Actor {
-                state: Local::Runnable,
+                state: ActorState::Runnable,
                 node,
                 slot,
                 pid,
                 clock,
                 grant_clock: clock,
-                pending_result: result::OK,
+                pending_result: GrantResult::Ok,
                 watch: [0; MAX_WATCH],
                 watch_n: 0,
             };
             self.attached_ever += 1;
-            self.record(i).state.store(state::RUNNABLE, SeqCst);
+            self.ctl.set_state(i, ActorState::Runnable);
         }
     }
 
@@ -492,7 +442,7 @@ impl Cluster {
         let me = Peer::new(self.actors[i].node, self.actors[i].slot);
         let hop = self.model.min_hop().0;
         let react = hop.saturating_add(self.lookahead.0);
-        let mut h = SimTime::NEVER;
+        let mut bounds = Vec::new();
         self.model.pending_effects(|e| {
             let at = if e.at == me {
                 e.time.0
@@ -504,7 +454,7 @@ impl Cluster {
                 };
                 let key = layout::source_index(e.at.node, e.at.slot, self.cfg.slots);
                 let wakes = match self.by_slot.get(key).copied().flatten().map(|j| &self.actors[j]) {
-                    Some(a) if a.state == Local::Waiting => a.watches().intersects(e.touches),
+                    Some(a) if a.state == ActorState::Waiting => a.watches().intersects(e.touches),
                     _ => false,
                 };
                 if wakes {
@@ -513,45 +463,22 @@ impl Cluster {
                     direct
                 }
             };
-            h = h.min(SimTime(at.saturating_sub(1)));
+            bounds.push(at);
         });
-        for (j, a) in self.actors.iter().enumerate() {
-            if j != i && a.state == Local::Runnable {
-                h = h.min(a.clock);
-            }
-        }
-        h
+        SimTime(scheduler::horizon(i, &self.actors, bounds))
     }
 
     fn run_actor(&mut self, i: usize) {
         let horizon = self.horizon(i);
         let a = self.actors[i];
         let res = a.pending_result;
-        self.actors[i].pending_result = result::OK;
+        self.actors[i].pending_result = GrantResult::Ok;
         self.actors[i].grant_clock = a.clock;
         self.grants += 1;
-        let h = self.header();
-        let rec = self.record(i);
-        rec.clock.store(a.clock.0, SeqCst);
-        rec.horizon.store(horizon.0, SeqCst);
-        rec.result.store(res, SeqCst);
-        rec.grants.fetch_add(1, SeqCst);
-        rec.state.store(state::RUNNING, SeqCst);
-        handoff::wake(&rec.go, &rec.sleeping);
+        self.ctl.grant(i, a.clock.0, horizon.0, res);
         // Wait for the actor to hand the token back.
-        loop {
-            let seen = h.model_go.load(SeqCst);
-            if rec.state.load(SeqCst) == state::YIELDED {
-                break;
-            }
-            if !handoff::wait_change(
-                &h.model_go,
-                &h.model_sleeping,
-                seen,
-                handoff::SPIN_MODEL,
-                Some(Duration::from_millis(100)),
-            ) && !pid_alive(a.pid)
-            {
+        while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
+            if !pid_alive(a.pid) {
                 self.mark_dead(i);
                 return;
             }
@@ -561,40 +488,38 @@ impl Cluster {
 
     fn handle_yield(&mut self, i: usize) {
         let a = self.actors[i];
-        let rec = self.record(i);
-        let req = rec.request.load(SeqCst);
-        let clock = SimTime(rec.clock.load(SeqCst)).max(a.grant_clock);
-        let db: [u64; CQ_DEPTH] = std::array::from_fn(|k| rec.db_time[k].load(SeqCst));
+        let y = self.ctl.yielded(i);
+        let clock = SimTime(y.clock).max(a.grant_clock);
+        let db: [u64; CQ_DEPTH] = y.doorbells;
         let grant = a.grant_clock;
         self.model.doorbell(a.node, a.slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
         self.model.host_activity(a.node, a.slot, clock);
         self.last_time = self.last_time.max(clock);
         self.actors[i].clock = clock;
         let mut changed_already = false;
-        if req == request::WAIT {
-            let rec = self.record(i);
-            let n = rec.watch_count.load(SeqCst) as usize;
+        if y.request == Some(YieldRequest::Wait) {
             let mut watch = [0u32; MAX_WATCH];
+            let mut n = 0;
             let base = a.slot as usize * layout::SLOT_STRIDE; // watch words are slot offsets
             let mmio = self.model.mmio(a.node);
-            for (k, w) in watch.iter_mut().enumerate().take(n.min(MAX_WATCH)) {
-                *w = rec.watch[k].load(SeqCst);
-                let seen = rec.watch_val[k].load(SeqCst);
+            for (k, &(w, seen)) in y.watch.iter().flatten().enumerate() {
+                watch[k] = w;
+                n = k + 1;
                 // Futex semantics: if the word already moved on, do not sleep.
-                if mmio.read_u64(base + *w as usize).map_or(true, |now| now != seen) {
+                if mmio.read_u64(base + w as usize).map_or(true, |now| now != seen) {
                     changed_already = true;
                 }
             }
             self.actors[i].watch = watch;
             self.actors[i].watch_n = n;
         }
-        let (local, shared) = match req {
-            request::DETACH => (Local::Exited, state::EXITED),
-            request::WAIT if !changed_already => (Local::Waiting, state::WAITING),
-            _ => (Local::Runnable, state::RUNNABLE),
+        let next = match y.request {
+            Some(YieldRequest::Detach) => ActorState::Exited,
+            Some(YieldRequest::Wait) if !changed_already => ActorState::Waiting,
+            _ => ActorState::Runnable,
         };
-        self.actors[i].state = local;
-        self.record(i).state.store(shared, SeqCst);
+        self.actors[i].state = next;
+        self.ctl.set_state(i, next);
         self.wake_touched(clock);
     }
 
@@ -610,18 +535,14 @@ impl Cluster {
                 let a = &self.actors[i];
                 let watched =
                     a.watch_n == 0 || a.watch_n > MAX_WATCH || a.watch[..a.watch_n].iter().any(|w| touch.covers(*w));
-                if a.state == Local::Waiting && watched {
-                    self.actors[i].state = Local::Runnable;
+                if a.state == ActorState::Waiting && watched {
+                    self.actors[i].state = ActorState::Runnable;
                     self.actors[i].clock = self.actors[i].clock.max(t);
-                    self.record(i).state.store(state::RUNNABLE, SeqCst);
+                    self.ctl.set_state(i, ActorState::Runnable);
                 }
             }
         }
         self.touched = touched;
-    }
-
-    fn is_deadlocked(&self) -> bool {
-        self.actors.iter().any(|a| a.state == Local::Waiting)
     }
 
     fn declare_deadlock(&mut self) {
@@ -630,9 +551,9 @@ impl Cluster {
         let mut gone = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             match a.state {
-                Local::Waiting => waiting.push(format!("actor {i} (node {} slot {})", a.node, a.slot)),
-                Local::Exited => gone.push(format!("actor {i} exited")),
-                Local::Dead => gone.push(format!("actor {i} died")),
+                ActorState::Waiting => waiting.push(format!("actor {i} (node {} slot {})", a.node, a.slot)),
+                ActorState::Exited => gone.push(format!("actor {i} exited")),
+                ActorState::Dead => gone.push(format!("actor {i} died")),
                 _ => {}
             }
         }
@@ -644,18 +565,12 @@ impl Cluster {
             if gone.is_empty() { String::new() } else { format!(" ({})", gone.join(", ")) },
             held
         );
-        self.set_message(&msg);
-        self.header().flags.fetch_or(simctl::flags::DEADLOCK, SeqCst);
-        if held.is_empty() {
-            self.header().flags.fetch_and(!simctl::flags::PACKETS_HELD, SeqCst);
-        } else {
-            self.header().flags.fetch_or(simctl::flags::PACKETS_HELD, SeqCst);
-        }
+        self.ctl.report_deadlock(&msg, !held.is_empty());
         for i in 0..self.actors.len() {
-            if self.actors[i].state == Local::Waiting {
-                self.actors[i].state = Local::Runnable;
-                self.actors[i].pending_result = result::DEADLOCK;
-                self.record(i).state.store(state::RUNNABLE, SeqCst);
+            if self.actors[i].state == ActorState::Waiting {
+                self.actors[i].state = ActorState::Runnable;
+                self.actors[i].pending_result = GrantResult::Deadlock;
+                self.ctl.set_state(i, ActorState::Runnable);
             }
         }
     }
@@ -665,21 +580,13 @@ impl Cluster {
     /// at its next grant, with a message naming each actor's last command.
     fn check_livelock(&mut self, t: SimTime) {
         let st = self.model.stats();
-        let (commands, bytes) = (st.commands, st.bytes);
-        let (c0, b0, t0) = self.progress;
-        if bytes != b0 {
-            self.progress = (commands, bytes, t);
+        let Some(stall) = self.progress.observe(st.commands, st.bytes, t.0) else {
             return;
-        }
-        if commands - c0 < LIVELOCK_COMMANDS || t.since(t0) < LIVELOCK_WINDOW {
-            return;
-        }
-        self.progress = (commands, bytes, t);
-        self.livelocks += 1;
+        };
         self.deadlocks += 1;
         let mut who = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
-            if matches!(a.state, Local::Free | Local::Exited | Local::Dead) {
+            if matches!(a.state, ActorState::Free | ActorState::Exited | ActorState::Dead) {
                 continue;
             }
             let last = match self.model.last_command(a.node, a.slot) {
@@ -688,52 +595,41 @@ impl Cluster {
                 }
                 None => "no command completed".into(),
             };
-            let doing = if a.state == Local::Waiting { "waiting on the device" } else { "runnable" };
+            let doing = if a.state == ActorState::Waiting { "waiting on the device" } else { "runnable" };
             who.push(format!("actor {i} (node {} slot {}, {doing}): {last}", a.node, a.slot));
         }
         let msg = format!(
             "livelock at {t}: {} commands completed over {} of simulated time and moved no data; {}",
-            commands - c0,
-            t.since(t0),
+            stall.commands,
+            SimTime(stall.over_ps),
             who.join("; ")
         );
-        self.set_message(&msg);
-        self.header().flags.fetch_or(simctl::flags::DEADLOCK, SeqCst);
-        self.header().flags.fetch_and(!simctl::flags::PACKETS_HELD, SeqCst);
+        self.ctl.report_deadlock(&msg, false);
         for i in 0..self.actors.len() {
-            if matches!(self.actors[i].state, Local::Waiting | Local::Runnable) {
-                self.actors[i].state = Local::Runnable;
-                self.actors[i].pending_result = result::DEADLOCK;
-                self.record(i).state.store(state::RUNNABLE, SeqCst);
+            if matches!(self.actors[i].state, ActorState::Waiting | ActorState::Runnable) {
+                self.actors[i].state = ActorState::Runnable;
+                self.actors[i].pending_result = GrantResult::Deadlock;
+                self.ctl.set_state(i, ActorState::Runnable);
             }
         }
     }
 
     fn mark_dead(&mut self, i: usize) {
-        self.actors[i].state = Local::Dead;
+        self.actors[i].state = ActorState::Dead;
         self.dead.push(i as u32);
-        self.record(i).state.store(state::DEAD, SeqCst);
+        self.ctl.set_state(i, ActorState::Dead);
     }
 
     /// Nothing to do: sleep until an actor attaches (or a timeout, to check
     /// that waiting actors are still alive and whether to stop).
     fn idle(&mut self, stop: &AtomicBool) {
-        let h = self.header();
-        let seen = h.model_go.load(SeqCst);
-        if h.attach_seq.load(SeqCst) != self.attach_seq_seen || stop.load(SeqCst) {
+        if stop.load(SeqCst) {
             return;
         }
-        let woke = handoff::wait_change(
-            &h.model_go,
-            &h.model_sleeping,
-            seen,
-            Duration::ZERO,
-            Some(Duration::from_millis(100)),
-        );
-        if !woke {
+        if !self.ctl.idle(Duration::from_millis(100)) {
             for i in 0..self.actors.len() {
                 let a = self.actors[i];
-                if matches!(a.state, Local::Runnable | Local::Waiting) && !pid_alive(a.pid) {
+                if matches!(a.state, ActorState::Runnable | ActorState::Waiting) && !pid_alive(a.pid) {
                     self.mark_dead(i);
                 }
             }
@@ -742,26 +638,14 @@ impl Cluster {
 
     /// Release every live actor with a shutdown result.
     fn shutdown(&mut self) {
-        self.header().flags.fetch_or(simctl::flags::SHUTDOWN, SeqCst);
-        // Every record, including those still attaching.
-        for i in 0..MAX_ACTORS {
-            let rec = self.record(i);
-            let st = rec.state.load(SeqCst);
-            if matches!(st, state::RUNNABLE | state::WAITING | state::ATTACHING) {
-                rec.result.store(result::SHUTDOWN, SeqCst);
-                rec.state.store(state::RUNNING, SeqCst);
-                handoff::wake(&rec.go, &rec.sleeping);
-            }
-        }
+        self.ctl.shutdown();
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.shutdown();
-        if let Ok(h) = self.ctl.block::<CtlHeader>(0) {
-            h.model_pid.store(0, SeqCst);
-        }
+        self.ctl.close();
         for f in &self.files {
             let _ = std::fs::remove_file(f);
         }
@@ -781,7 +665,7 @@ mod tests {
     /// leaves nothing behind.
     #[test]
     fn start_up_never_follows_symlinks_and_cleans_up_after_failing() {
-        let dir = crate::harness::temp_dir("cluster-symlink");
+        let dir = crate::files::temp_dir("cluster-symlink");
         std::fs::create_dir_all(&dir).unwrap();
         let target = dir.with_extension("precious");
         std::fs::write(&target, b"keep me").unwrap();
@@ -794,7 +678,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_file(&target).unwrap();
 
-        let fresh = crate::harness::temp_dir("cluster-badtrace");
+        let fresh = crate::files::temp_dir("cluster-badtrace");
         let mut cfg = ClusterConfig::new(fresh.clone(), 2, 1);
         cfg.trace = Some(PathBuf::from("/nonexistent-dir/trace.json"));
         assert!(Cluster::create(cfg).is_err());

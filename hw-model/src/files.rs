@@ -40,6 +40,15 @@ pub fn create_exclusive(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new().read(true).write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(path)
 }
 
+/// A fresh directory name for a cluster under /dev/shm (or the temp dir).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let root = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    root.join(format!("dimmnet-{tag}-{}-{n}", std::process::id()))
+}
+
 /// Files (and optionally their directory) that are removed again unless
 /// the start-up that created them completes and calls [`Created::keep`].
 #[derive(Debug, Default)]
@@ -93,7 +102,6 @@ impl Drop for Created {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::temp_dir;
 
     #[test]
     fn a_symlink_is_refused_and_its_target_untouched() {

@@ -10,17 +10,17 @@
 //! * [`profile`] — host profiles (`p4-2003`, `modern`, or JSON).
 //! * [`trace`] — Chrome trace-event output.
 //! * [`files`] — creating the simulator's files without following symlinks.
-//! * [`harness`] — run a cluster in a thread and drive it from test code.
-//! * [`probe`] and [`fuzz`] — the `dimmnet-sim probe` and `fuzz` commands.
+//!
+//! The model does not depend on the driver: what drives it through the
+//! driver (the test harness, `dimmnet-sim probe` and `fuzz`) is in
+//! `hw-tools`, and the control protocol it shares with the processes it runs
+//! is in `simlink`.
 
 #![warn(missing_docs)]
 
 pub mod cluster;
 pub mod files;
-pub mod fuzz;
-pub mod harness;
 pub mod model;
-pub mod probe;
 pub mod profile;
 pub mod time;
 pub mod trace;

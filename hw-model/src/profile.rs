@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use fpga_regs::simctl::{HostCost, COST_SLOTS};
+use simlink::simctl::{HostCost, COST_SLOTS};
 
 use crate::time::SimTime;
 

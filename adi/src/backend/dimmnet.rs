@@ -355,7 +355,7 @@ impl DimmnetTransport {
         let me = map.peer(rank);
         let path: PathBuf = match std::env::var("DN_DEVICE") {
             Ok(d) => PathBuf::from(d),
-            Err(_) => PathBuf::from(var("DN_SIM_DIR")?).join(fpga_regs::simctl::node_file_name(me.node)),
+            Err(_) => PathBuf::from(var("DN_SIM_DIR")?).join(simlink::simctl::node_file_name(me.node)),
         };
         let d = DimmnetConfig::default();
         // Every knob in range, or a message naming it (a zone of 0 KiB used

@@ -25,9 +25,9 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::path::Path;
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
-use fpga_regs::mmio::Mapping;
 use fpga_regs::ur::{self, Caps, Status, CQ_DEPTH};
 use fpga_regs::{ErrorCode, Opcode, Peer};
+use simlink::mmio::Mapping;
 
 use crate::profile::DeviceTiming;
 use crate::time::{SimTime, Timeline};
@@ -54,7 +54,7 @@ pub enum ModelError {
     Shape(String),
     /// A file could not be created or mapped.
     #[error("{0}")]
-    Map(#[from] fpga_regs::mmio::MapError),
+    Map(#[from] simlink::mmio::MapError),
     /// I/O error creating files.
     #[error("cannot create {path}: {source}")]
     Io {
@@ -368,7 +368,7 @@ impl Model {
         // symlink, and removed again if a later node fails.
         let mut created = crate::files::Created::new();
         for n in 0..cfg.nodes {
-            let path = dir.join(fpga_regs::simctl::node_file_name(n));
+            let path = dir.join(simlink::simctl::node_file_name(n));
             let file =
                 created.file(&path).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;
             file.set_len(size as u64).map_err(|source| ModelError::Io { path: path.display().to_string(), source })?;

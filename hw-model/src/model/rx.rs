@@ -341,7 +341,7 @@ fn write_wrapped(mem: &mut [u8], r: &RingState, at: u64, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::temp_dir;
+    use crate::files::temp_dir;
     use crate::model::ModelConfig;
     use crate::profile::DeviceTiming;
     use fpga_regs::Peer;

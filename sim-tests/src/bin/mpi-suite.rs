@@ -25,7 +25,7 @@ macro_rules! check {
 /// Deterministic message contents for (sender, receiver, index, length).
 fn data(src: Rank, dst: Rank, i: u32, len: usize) -> Vec<u8> {
     let seed = ((src as u64 + 1) * 0x9E37_79B9) ^ ((dst as u64 + 7) * 0x85EB_CA6B) ^ ((i as u64) << 20);
-    hw_model::harness::pattern_bytes(seed, len)
+    hw_tools::harness::pattern_bytes(seed, len)
 }
 
 fn main() -> ExitCode {

@@ -34,11 +34,11 @@ use fpga_regs::ur::{self, ExposePerm};
 use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer, Region, Space};
 use proptest::prelude::*;
 
-use crate::cluster::{Cluster, ClusterConfig};
 use crate::harness::{pattern_bytes, temp_dir, SimCluster};
-use crate::model::PlantedFaults;
 use fpga_regs::layout;
-use fpga_regs::mmio::Mapping;
+use hw_model::cluster::{Cluster, ClusterConfig};
+use hw_model::model::PlantedFaults;
+use simlink::mmio::Mapping;
 
 /// SO-DIMM partition size used by fuzz clusters (small: cases are many).
 pub const PARTITION: u64 = 2 << 20;

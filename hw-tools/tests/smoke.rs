@@ -1,7 +1,7 @@
 use driver::Device;
 use fpga_regs::{Command, PacketHeader, Pattern, Peer};
-use hw_model::harness::{temp_dir, SimCluster};
 use hw_model::ClusterConfig;
+use hw_tools::harness::{temp_dir, SimCluster};
 
 #[test]
 fn vs_then_vl_round_trips() {

@@ -121,7 +121,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Fuzz { device, cases, seed, max_ops } => {
-            use hw_model::fuzz::{fuzz, FuzzOutcome, Target};
+            use hw_tools::fuzz::{fuzz, FuzzOutcome, Target};
             let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -152,7 +152,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Probe { profile, iters, json } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
-            let r = hw_model::probe::run_probe(profile, iters).map_err(|e| e.to_string())?;
+            let r = hw_tools::probe::run_probe(profile, iters).map_err(|e| e.to_string())?;
             if json {
                 println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
             } else {

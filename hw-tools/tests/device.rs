@@ -7,8 +7,8 @@ use fpga_regs::packet::{PacketHeader, PacketType, PatternBlock};
 use fpga_regs::ur::{ExposePerm, Status};
 use fpga_regs::{Command, Region};
 use fpga_regs::{ErrorCode, Near, Pattern, Peer, Space, VectorMode};
-use hw_model::harness::{pattern_bytes, run_actors, temp_dir, ActorFn, SimCluster};
 use hw_model::{Cluster, ClusterConfig};
+use hw_tools::harness::{pattern_bytes, run_actors, temp_dir, ActorFn, SimCluster};
 
 const MIB: u64 = 1 << 20;
 const LIST_OFF: u32 = 0xC000;
@@ -614,9 +614,9 @@ fn runs_are_deterministic_to_the_byte() {
 
 #[test]
 fn an_idle_simulator_sleeps_in_the_kernel() {
-    use fpga_regs::simctl::CtlHeader;
+    use simlink::simctl::CtlHeader;
     let sim = SimCluster::start(cfg("idle", 2, 1)).unwrap();
-    let ctl = fpga_regs::mmio::Mapping::open(&sim.dir().join("sim.ctl"), 0, 4096).unwrap();
+    let ctl = simlink::mmio::Mapping::open(&sim.dir().join("sim.ctl"), 0, 4096).unwrap();
     let h = ctl.block::<CtlHeader>(0).unwrap();
     // Wait (without a time assertion) until the model blocks in FUTEX_WAIT.
     let mut asleep = false;

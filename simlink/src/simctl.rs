@@ -15,9 +15,9 @@
 //! and wakes the sleeper if its `sleeping` flag is set.
 
 use core::mem::size_of;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
-use crate::ur::CQ_DEPTH;
+use fpga_regs::ur::CQ_DEPTH;
 
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
@@ -100,47 +100,71 @@ pub mod flags {
     pub const PACKETS_HELD: u32 = 1 << 3;
 }
 
-/// Actor states.
-pub mod state {
+/// The state of an actor record. Written by both ends: the actor claims a
+/// record (`Attaching`), runs while it holds the token (`Running`) and hands
+/// it back (`Yielded`); the model admits (`Runnable`), parks (`Waiting`)
+/// and retires (`Exited`, `Dead`) it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum ActorState {
     /// Record unused.
-    pub const FREE: u32 = 0;
+    Free = 0,
     /// An actor has claimed the record and waits for the model to admit it.
-    pub const ATTACHING: u32 = 1;
+    Attaching = 1,
     /// The actor holds the token.
-    pub const RUNNING: u32 = 2;
-    /// The actor handed the token back; its `request` says why.
-    pub const YIELDED: u32 = 3;
+    Running = 2,
+    /// The actor handed the token back; its request says why.
+    Yielded = 3,
     /// Admitted and runnable, waiting for its turn (model-side).
-    pub const RUNNABLE: u32 = 4;
+    Runnable = 4,
     /// Waiting for an event that touches its slot (model-side).
-    pub const WAITING: u32 = 5;
+    Waiting = 5,
     /// Detached normally.
-    pub const EXITED: u32 = 6;
+    Exited = 6,
     /// The process disappeared without detaching.
-    pub const DEAD: u32 = 7;
+    Dead = 7,
 }
 
 /// Why an actor yields.
-pub mod request {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum YieldRequest {
     /// Resume me when I am again the lowest clock (my clock passed the horizon).
-    pub const SYNC: u32 = 1;
+    Sync = 1,
     /// A poll found nothing: resume me when an event touches my slot.
-    pub const WAIT: u32 = 2;
+    Wait = 2,
     /// I am leaving.
-    pub const DETACH: u32 = 3;
+    Detach = 3,
 }
 
 /// What the model tells an actor when it grants the token.
-pub mod result {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum GrantResult {
     /// Carry on.
-    pub const OK: u32 = 0;
-    /// Nothing can ever wake you: every live actor waits and nothing is in flight.
-    pub const DEADLOCK: u32 = 1;
+    Ok = 0,
+    /// Nothing can ever wake you (every live actor waits and nothing is in
+    /// flight), or the run is livelocked; see the header message.
+    Deadlock = 1,
     /// The simulator is shutting down.
-    pub const SHUTDOWN: u32 = 2;
+    Shutdown = 2,
     /// The attach was refused (slot in use or out of range); see the header message.
-    pub const REFUSED: u32 = 3;
+    Refused = 3,
 }
+
+macro_rules! raw_enum {
+    ($t:ident: $($v:ident),*) => {
+        impl $t {
+            /// Decode the raw word (`None`: not a value this protocol version writes).
+            pub fn from_raw(raw: u32) -> Option<$t> {
+                [$($t::$v),*].into_iter().find(|v| *v as u32 == raw)
+            }
+        }
+    };
+}
+raw_enum!(ActorState: Free, Attaching, Running, Yielded, Runnable, Waiting, Exited, Dead);
+raw_enum!(YieldRequest: Sync, Wait, Detach);
+raw_enum!(GrantResult: Ok, Deadlock, Shutdown, Refused);
 
 /// The control file header (one page).
 #[repr(C)]
@@ -192,10 +216,10 @@ pub struct ActorRecord {
     pub go: AtomicU32,
     /// Non-zero while the actor sleeps in the kernel.
     pub sleeping: AtomicU32,
-    /// [`state`].
-    pub state: AtomicU32,
-    /// [`request`] of the last yield.
-    pub request: AtomicU32,
+    /// [`ActorState`] (through [`ActorRecord::state`]).
+    state: AtomicU32,
+    /// [`YieldRequest`] of the last yield (through [`ActorRecord::request`]).
+    request: AtomicU32,
     /// The actor's simulated clock (ps): written by the actor when it yields, by the model when it grants.
     pub clock: AtomicU64,
     /// Run without yielding while the clock stays at or below this (ps): the
@@ -208,8 +232,8 @@ pub struct ActorRecord {
     pub slot: AtomicU32,
     /// Process id.
     pub pid: AtomicU32,
-    /// [`result`] of the last grant.
-    pub result: AtomicU32,
+    /// [`GrantResult`] of the last grant (through [`ActorRecord::result`]).
+    result: AtomicU32,
     /// Number of grants (statistics).
     pub grants: AtomicU64,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
@@ -225,6 +249,43 @@ pub struct ActorRecord {
     /// read: a `WAIT` ends when the model writes one of them.
     pub watch: [AtomicU32; MAX_WATCH],
     _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH - 8 * MAX_WATCH],
+}
+
+impl ActorRecord {
+    /// The record's state (`None`: a value no party of this version writes).
+    pub fn state(&self) -> Option<ActorState> {
+        ActorState::from_raw(self.state.load(SeqCst))
+    }
+
+    /// Set the record's state.
+    pub fn set_state(&self, s: ActorState) {
+        self.state.store(s as u32, SeqCst);
+    }
+
+    /// Move from `from` to `to` if the record is in `from` (claiming a record).
+    pub fn change_state(&self, from: ActorState, to: ActorState) -> bool {
+        self.state.compare_exchange(from as u32, to as u32, SeqCst, SeqCst).is_ok()
+    }
+
+    /// Why the actor last yielded.
+    pub fn request(&self) -> Option<YieldRequest> {
+        YieldRequest::from_raw(self.request.load(SeqCst))
+    }
+
+    /// Say why the actor yields.
+    pub fn set_request(&self, r: YieldRequest) {
+        self.request.store(r as u32, SeqCst);
+    }
+
+    /// What the last grant said.
+    pub fn result(&self) -> Option<GrantResult> {
+        GrantResult::from_raw(self.result.load(SeqCst))
+    }
+
+    /// Set what the next grant says.
+    pub fn set_result(&self, r: GrantResult) {
+        self.result.store(r as u32, SeqCst);
+    }
 }
 
 /// Most words an actor can watch while waiting.
@@ -273,6 +334,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn raw_values_round_trip_and_unknown_ones_are_refused() {
+        for s in [ActorState::Free, ActorState::Attaching, ActorState::Dead] {
+            assert_eq!(ActorState::from_raw(s as u32), Some(s));
+        }
+        assert_eq!(ActorState::from_raw(8), None);
+        assert_eq!(YieldRequest::from_raw(0), None);
+        assert_eq!(GrantResult::from_raw(3), Some(GrantResult::Refused));
+        assert_eq!(GrantResult::from_raw(4), None);
+    }
+
+    #[test]
     fn strings_round_trip_and_truncate() {
         let words: Vec<AtomicU64> = (0..2).map(|_| AtomicU64::new(0)).collect();
         store_str(&words, "hello");
@@ -298,7 +370,7 @@ pub mod handoff {
     /// How long an actor spins after yielding before sleeping in the kernel.
     ///
     /// Hand-offs are the simulator's hot path. Measured on the 2-core CI
-    /// machine (`cargo bench -p hw-model --bench sim_speed`): waking a sleeping
+    /// machine (`cargo bench -p hw-tools --bench sim_speed`): waking a sleeping
     /// process costs ~14 us per hand-off, spinning while calling
     /// `sched_yield` every few hundred nanoseconds ~5 us (the spinner gives
     /// its core away whenever another thread can use it, so three parties on

@@ -18,9 +18,9 @@ use fpga_regs::ur::ExposePerm;
 use fpga_regs::{Command, Near, Pattern, Peer};
 use serde::Serialize;
 
-use crate::cluster::ClusterConfig;
 use crate::harness::{temp_dir, SimCluster};
-use crate::profile::HostProfile;
+use hw_model::cluster::ClusterConfig;
+use hw_model::profile::HostProfile;
 
 /// Probe results (simulated).
 #[allow(non_snake_case)]
@@ -49,7 +49,7 @@ pub struct ProbeReport {
 pub enum ProbeError {
     /// Simulator failure.
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(#[from] hw_model::cluster::ClusterError),
     /// Driver failure.
     #[error(transparent)]
     Driver(#[from] DriverError),

@@ -4,8 +4,8 @@
 //! of this file. (The MPI-level rows 1, 2 and 5 are pinned the same way in
 //! `sim-tests/tests/calibration.rs`.)
 
-use hw_model::probe::run_probe;
 use hw_model::HostProfile;
+use hw_tools::probe::run_probe;
 
 fn within(got: f64, want: f64, tol: f64) -> bool {
     (got - want).abs() <= want * tol

@@ -4,13 +4,13 @@
 //! would be.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use fpga_regs::simctl;
+use simlink::simctl;
 
-use crate::cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
+use hw_model::cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
 
 /// Deterministic test data: `n` bytes from a xorshift64 generator seeded
 /// with `seed`, so a receiver can regenerate what a sender sent.
@@ -26,13 +26,7 @@ pub fn pattern_bytes(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// A fresh directory name for a cluster under /dev/shm (or the temp dir).
-pub fn temp_dir(tag: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let root = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-    root.join(format!("dimmnet-{tag}-{}-{n}", std::process::id()))
-}
+pub use hw_model::files::temp_dir;
 
 /// A cluster running in a background thread.
 pub struct SimCluster {

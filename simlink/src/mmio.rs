@@ -69,9 +69,9 @@ pub unsafe trait MmioBlock {}
 
 // SAFETY: every field is a volatile-register cell (VolatileCell = UnsafeCell)
 // or an unread padding array; all bit patterns are valid u64s.
-unsafe impl MmioBlock for crate::ur::UserRegs {}
+unsafe impl MmioBlock for fpga_regs::ur::UserRegs {}
 // SAFETY: as above.
-unsafe impl MmioBlock for crate::llcm::Llcm {}
+unsafe impl MmioBlock for fpga_regs::llcm::Llcm {}
 // SAFETY: atomics and unread padding only.
 unsafe impl MmioBlock for crate::simctl::CtlHeader {}
 // SAFETY: atomics and unread padding only.

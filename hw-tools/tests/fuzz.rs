@@ -4,8 +4,8 @@
 //! rights, never overwrite an unconsumed ring entry, and every invalid
 //! command gets its error status. The same harness is `dimmnet-sim fuzz`.
 
-use hw_model::fuzz::{case, run_case, run_case_planted, Op, Target};
 use hw_model::model::PlantedFaults;
+use hw_tools::fuzz::{case, run_case, run_case_planted, Op, Target};
 use proptest::prelude::*;
 
 proptest! {
@@ -23,16 +23,16 @@ proptest! {
 /// victim byte reports it.
 #[test]
 fn the_isolation_check_catches_a_changed_victim_byte() {
-    use hw_model::harness::temp_dir;
     use hw_model::{Cluster, ClusterConfig};
+    use hw_tools::harness::temp_dir;
     let mut cfg = ClusterConfig::new(temp_dir("fuzzcheck"), 2, 2);
-    cfg.partition_size = hw_model::fuzz::PARTITION;
+    cfg.partition_size = hw_tools::fuzz::PARTITION;
     let mut cluster = Cluster::create(cfg).unwrap();
-    let baseline = hw_model::fuzz::prepare(&mut cluster);
-    assert!(hw_model::fuzz::check_isolation(&cluster, &baseline).is_ok());
+    let baseline = hw_tools::fuzz::prepare(&mut cluster);
+    assert!(hw_tools::fuzz::check_isolation(&cluster, &baseline).is_ok());
     let base = cluster.model().partition_base(1) as usize;
     cluster.model_mut().sodimm_mut(0)[base + 77] ^= 1;
-    let err = hw_model::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
+    let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
     assert!(err.contains("node 0 slot 1") && err.contains("0x4d"), "{err}");
 }
 
@@ -42,28 +42,28 @@ fn the_isolation_check_catches_a_changed_victim_byte() {
 #[test]
 fn the_isolation_check_catches_a_changed_victim_register_in_every_region() {
     use fpga_regs::{layout, ur, Region};
-    use hw_model::harness::temp_dir;
     use hw_model::{Cluster, ClusterConfig};
+    use hw_tools::harness::temp_dir;
     for (node, slot) in [(0u16, 1u16), (1, 0), (1, 1)] {
         for region in Region::ALL {
             let mut cfg = ClusterConfig::new(temp_dir("fuzzregs"), 2, 2);
-            cfg.partition_size = hw_model::fuzz::PARTITION;
+            cfg.partition_size = hw_tools::fuzz::PARTITION;
             let mut cluster = Cluster::create(cfg).unwrap();
-            let baseline = hw_model::fuzz::prepare(&mut cluster);
+            let baseline = hw_tools::fuzz::prepare(&mut cluster);
             let off = layout::slot_region_offset(slot as usize, region) + 0x40;
             let mmio = cluster.model().mmio(node);
             let w = mmio.read_u64(off).unwrap();
             mmio.write_u64(off, w ^ 0x100).unwrap();
-            let err = hw_model::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
+            let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
             assert!(err.contains(&format!("node {node} slot {slot}: {}", region.name())), "{err}");
         }
         let mut cfg = ClusterConfig::new(temp_dir("fuzzregs"), 2, 2);
-        cfg.partition_size = hw_model::fuzz::PARTITION;
+        cfg.partition_size = hw_tools::fuzz::PARTITION;
         let mut cluster = Cluster::create(cfg).unwrap();
-        let baseline = hw_model::fuzz::prepare(&mut cluster);
+        let baseline = hw_tools::fuzz::prepare(&mut cluster);
         let off = layout::slot_region_offset(slot as usize, Region::Ur) + ur::off::RX_REFUSED;
         cluster.model().mmio(node).write_u64(off, 3).unwrap();
-        assert!(hw_model::fuzz::check_isolation(&cluster, &baseline).is_ok(), "a receive counter is not a finding");
+        assert!(hw_tools::fuzz::check_isolation(&cluster, &baseline).is_ok(), "a receive counter is not a finding");
     }
 }
 
@@ -94,8 +94,8 @@ fn a_model_panic_fails_the_case_instead_of_hanging() {
 #[test]
 fn fuzzing_a_missing_device_is_a_setup_error() {
     let target = Target::Device(std::path::Path::new("/nonexistent/node0.mmio"));
-    match hw_model::fuzz::fuzz(&target, 5, 5, 4) {
-        hw_model::fuzz::FuzzOutcome::Setup(e) => assert!(e.contains("cannot open /nonexistent/node0.mmio"), "{e}"),
+    match hw_tools::fuzz::fuzz(&target, 5, 5, 4) {
+        hw_tools::fuzz::FuzzOutcome::Setup(e) => assert!(e.contains("cannot open /nonexistent/node0.mmio"), "{e}"),
         other => panic!("expected a set-up error, got {other:?}"),
     }
 }
@@ -110,10 +110,10 @@ fn most_changed_descriptors_get_past_the_first_decode_checks() {
     let mut runner = TestRunner::deterministic();
     let (mut mutants, mut past) = (0, 0);
     for _ in 0..2000 {
-        let op = hw_model::fuzz::op().new_tree(&mut runner).unwrap().current();
+        let op = hw_tools::fuzz::op().new_tree(&mut runner).unwrap().current();
         if let Op::Mutant { proto, shape, word, how } = op {
             mutants += 1;
-            let w = hw_model::fuzz::mutant_words(proto, &shape, word, how);
+            let w = hw_tools::fuzz::mutant_words(proto, &shape, word, how);
             match Command::decode(&w) {
                 Err(e) if matches!(e.code, ErrorCode::BadOpcode | ErrorCode::BadMode | ErrorCode::ReservedBits) => {}
                 _ => past += 1,

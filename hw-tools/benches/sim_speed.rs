@@ -2,7 +2,7 @@
 //! round trips between two nodes, with the two endpoints as threads of one
 //! process and as two separate processes (as `dnrun` runs MPI ranks).
 //!
-//! `cargo bench -p hw-model --bench sim_speed [-- ITERATIONS]`
+//! `cargo bench -p hw-tools --bench sim_speed [-- ITERATIONS]`
 //! Goal (issue #2): under 2 s for 100,000 round trips on a 2-core machine.
 
 use std::path::Path;
@@ -12,8 +12,8 @@ use std::time::Instant;
 use driver::{Device, OpenOptions};
 use fpga_regs::packet::PacketHeader;
 use fpga_regs::{Command, Peer};
-use hw_model::harness::{temp_dir, SimCluster};
 use hw_model::ClusterConfig;
+use hw_tools::harness::{temp_dir, SimCluster};
 
 /// One side of the ping-pong: `first` sends first.
 fn endpoint(path: &Path, slot_node: u16, actor: u32, iters: u32) -> u64 {

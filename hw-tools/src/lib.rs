@@ -1,0 +1,16 @@
+//! # hw-tools — what drives the DIMMnet-2 model through the driver
+//!
+//! The model (`hw-model`) does not depend on the driver; these do:
+//!
+//! * [`harness`] — run a cluster in a thread and drive it from test code;
+//! * [`probe`] — `dimmnet-sim probe`, the device micro-benchmarks;
+//! * [`fuzz`] — `dimmnet-sim fuzz`, the register-protocol fuzzer;
+//!
+//! and the binaries `dimmnet-sim` (serve, probe, fuzz) and `dimmnet-regs`
+//! (the register map as a C header, JSON or a spec page).
+
+#![warn(missing_docs)]
+
+pub mod fuzz;
+pub mod harness;
+pub mod probe;

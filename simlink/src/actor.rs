@@ -1,0 +1,278 @@
+//! The actor end of the hand-off protocol: what a simulated process does to
+//! join the simulation, hand the token back and get it again (DESIGN §3).
+//!
+//! The driver's simulated platform wraps an [`ActorEnd`] with its clock
+//! accounting; everything here is about the control file.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::{Duration, Instant};
+
+use fpga_regs::ur::CQ_DEPTH;
+
+use crate::mmio::Mapping;
+use crate::simctl::{
+    self, flags, handoff, ActorRecord, ActorState, CtlHeader, GrantResult, YieldRequest, COST_SLOTS, MAX_ACTORS,
+    MAX_WATCH,
+};
+
+/// How long an actor waits for the simulator to come up and admit it.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the actor end failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    /// The simulator is not there (any more).
+    #[error("the simulator is gone: {0}")]
+    Gone(String),
+    /// The control file speaks another protocol version.
+    #[error("{path}: control file version {found} (this driver speaks {expected}); rebuild both from one tree")]
+    Incompatible {
+        /// The control file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// Ours.
+        expected: u32,
+    },
+    /// The simulator is shutting down.
+    #[error("the simulator is shutting down")]
+    Shutdown,
+    /// The attach was refused.
+    #[error("attach refused: {0}")]
+    Refused(String),
+    /// The model reported a deadlock or livelock.
+    #[error("{message}")]
+    Deadlock {
+        /// The model's report.
+        message: String,
+        /// Some IVS packets were held by full rings.
+        packets_held: bool,
+    },
+}
+
+/// What a grant hands over: the clock to resume at and the horizon to run to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The actor's clock (ps).
+    pub clock: u64,
+    /// Run without yielding while the clock stays at or below this (ps).
+    pub horizon: u64,
+}
+
+/// An attached actor's view of the control file.
+pub struct ActorEnd {
+    ctl: Mapping,
+    index: usize,
+    costs: [u64; COST_SLOTS],
+    lookahead: u64,
+    detached: Cell<bool>,
+    last: Cell<Grant>,
+}
+
+fn gone(msg: impl Into<String>) -> ActorError {
+    ActorError::Gone(msg.into())
+}
+
+fn model_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    if pid == std::process::id() {
+        return true;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl ActorEnd {
+    /// Attach to the simulator whose control file is in `dir`, driving
+    /// `(node, slot)`, and wait for the first grant. With `index`, take that
+    /// actor record (e.g. the MPI rank), so that the schedule does not
+    /// depend on start-up order.
+    pub fn attach(dir: &Path, node: u16, slot: u16, index: Option<u32>) -> Result<(ActorEnd, Grant), ActorError> {
+        let path = dir.join(simctl::FILE_NAME);
+        let ctl = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS)).map_err(|e| gone(e.to_string()))?;
+        let deadline = Instant::now() + ATTACH_TIMEOUT;
+        let header = ctl.block::<CtlHeader>(0).map_err(|e| gone(e.to_string()))?;
+        while header.magic.load(SeqCst) != simctl::MAGIC || header.flags.load(SeqCst) & flags::READY == 0 {
+            if Instant::now() > deadline {
+                return Err(gone("the control file never became ready"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let found = header.version.load(SeqCst);
+        if found != simctl::VERSION {
+            return Err(ActorError::Incompatible { path, found, expected: simctl::VERSION });
+        }
+        if header.flags.load(SeqCst) & flags::SHUTDOWN != 0 {
+            return Err(ActorError::Shutdown);
+        }
+        let costs = std::array::from_fn(|i| header.costs[i].load(SeqCst));
+        let lookahead = header.doorbell_lookahead.load(SeqCst);
+
+        // Claim a record under the attach lock.
+        let me = std::process::id();
+        while header.attach_lock.compare_exchange(0, me, SeqCst, SeqCst).is_err() {
+            let holder = header.attach_lock.load(SeqCst);
+            if holder != 0 && !model_alive(holder) {
+                let _ = header.attach_lock.compare_exchange(holder, 0, SeqCst, SeqCst);
+            }
+            if Instant::now() > deadline {
+                return Err(gone("could not take the attach lock"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let claimable = |r: &ActorRecord| {
+            matches!(r.state(), Some(ActorState::Free | ActorState::Exited | ActorState::Dead) | None)
+        };
+        let record = |i: usize| ctl.block::<ActorRecord>(simctl::actor_offset(i)).map_err(|e| gone(e.to_string()));
+        let chosen = match index {
+            Some(i) if (i as usize) < MAX_ACTORS => claimable(record(i as usize)?).then_some(i as usize),
+            Some(_) => None,
+            None => (0..MAX_ACTORS).find(|&i| record(i).map(claimable).unwrap_or(false)),
+        };
+        let Some(idx) = chosen else {
+            header.attach_lock.store(0, SeqCst);
+            return Err(ActorError::Refused(match index {
+                Some(i) => format!("actor record {i} is in use or out of range"),
+                None => "no free actor record".into(),
+            }));
+        };
+        let rec = record(idx)?;
+        rec.node.store(node as u32, SeqCst);
+        rec.slot.store(slot as u32, SeqCst);
+        rec.pid.store(me, SeqCst);
+        rec.set_result(GrantResult::Ok);
+        for t in &rec.db_time {
+            t.store(0, SeqCst);
+        }
+        let go = rec.go.load(SeqCst);
+        rec.set_state(ActorState::Attaching);
+        header.attach_lock.store(0, SeqCst);
+        header.attach_seq.fetch_add(1, SeqCst);
+        handoff::wake(&header.model_go, &header.model_sleeping);
+        let end = ActorEnd {
+            ctl,
+            index: idx,
+            costs,
+            lookahead,
+            detached: Cell::new(false),
+            last: Cell::new(Grant { clock: 0, horizon: 0 }),
+        };
+        let grant = end.wait_grant(go)?;
+        Ok((end, grant))
+    }
+
+    fn header(&self) -> &CtlHeader {
+        self.ctl.block::<CtlHeader>(0).expect("mapped at attach")
+    }
+
+    fn record(&self) -> &ActorRecord {
+        self.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).expect("mapped at attach")
+    }
+
+    /// The host-cost table the model published (see [`simctl::HostCost`]).
+    pub fn costs(&self) -> [u64; COST_SLOTS] {
+        self.costs
+    }
+
+    /// See [`CtlHeader::doorbell_lookahead`].
+    pub fn lookahead(&self) -> u64 {
+        self.lookahead
+    }
+
+    /// The clock and horizon of the last grant, also when it came with an
+    /// error (a deadlock report still moves the clock).
+    pub fn last_grant(&self) -> Grant {
+        self.last.get()
+    }
+
+    /// Whether this actor has left (detached, refused or shut down).
+    pub fn detached(&self) -> bool {
+        self.detached.get()
+    }
+
+    /// The words the next `Wait` waits on: `(slot offset, value last read)`.
+    /// `None`, an empty list or more than [`MAX_WATCH`] words: any change
+    /// to the slot wakes it.
+    pub fn set_watch(&self, watch: Option<&[(u32, u64)]>) {
+        let rec = self.record();
+        match watch {
+            Some(words) if words.len() <= MAX_WATCH && !words.is_empty() => {
+                for ((slot, val), (w, v)) in rec.watch.iter().zip(rec.watch_val.iter()).zip(words) {
+                    slot.store(*w, SeqCst);
+                    val.store(*v, SeqCst);
+                }
+                rec.watch_count.store(words.len() as u32, SeqCst);
+            }
+            _ => rec.watch_count.store(0, SeqCst),
+        }
+    }
+
+    /// Record that command `seq` was rung at simulated time `at` (ps).
+    pub fn record_doorbell(&self, seq: u64, at: u64) {
+        self.record().db_time[seq as usize % CQ_DEPTH].store(at, SeqCst);
+    }
+
+    /// Hand the token back at `clock` for `req`, and (unless detaching) wait
+    /// for the next grant.
+    pub fn yield_now(&self, clock: u64, req: YieldRequest) -> Result<Option<Grant>, ActorError> {
+        if self.detached.get() {
+            return Err(ActorError::Shutdown);
+        }
+        if self.header().flags.load(SeqCst) & flags::SHUTDOWN != 0 {
+            return Err(ActorError::Shutdown);
+        }
+        let rec = self.record();
+        rec.clock.store(clock, SeqCst);
+        rec.set_request(req);
+        let go = rec.go.load(SeqCst);
+        rec.set_state(ActorState::Yielded);
+        let header = self.header();
+        handoff::wake(&header.model_go, &header.model_sleeping);
+        if req == YieldRequest::Detach {
+            self.detached.set(true);
+            return Ok(None);
+        }
+        self.wait_grant(go).map(Some)
+    }
+
+    fn wait_grant(&self, go: u32) -> Result<Grant, ActorError> {
+        let (header, rec) = (self.header(), self.record());
+        loop {
+            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN_ACTOR, Some(Duration::from_millis(250))) {
+                break;
+            }
+            if !model_alive(header.model_pid.load(SeqCst)) {
+                return Err(gone("the simulator process exited"));
+            }
+        }
+        let grant = Grant { clock: rec.clock.load(SeqCst), horizon: rec.horizon.load(SeqCst) };
+        let result = rec.result();
+        let message = || simctl::load_str(&header.message);
+        let packets_held = header.flags.load(SeqCst) & flags::PACKETS_HELD != 0;
+        let outcome = match result {
+            Some(GrantResult::Ok) => Ok(grant),
+            Some(GrantResult::Deadlock) => Err(ActorError::Deadlock { message: message(), packets_held }),
+            Some(GrantResult::Shutdown) => Err(ActorError::Shutdown),
+            Some(GrantResult::Refused) => Err(ActorError::Refused(message())),
+            None => Err(gone("the model answered with a grant result this driver does not know")),
+        };
+        self.last.set(grant);
+        if matches!(result, Some(GrantResult::Shutdown | GrantResult::Refused)) {
+            self.detached.set(true);
+        }
+        outcome
+    }
+
+    /// Leave the simulation (also done on drop).
+    pub fn detach(&self, clock: u64) {
+        if !self.detached.get() {
+            let _ = self.yield_now(clock, YieldRequest::Detach);
+            self.detached.set(true);
+        }
+    }
+}

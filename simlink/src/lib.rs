@@ -1,0 +1,25 @@
+//! # simlink — how the simulator and the processes it runs meet
+//!
+//! Not part of the hardware. The device's MMIO surface is laid out exactly
+//! as `fpga-regs` says; everything else the simulation needs is here, in one
+//! place:
+//!
+//! * [`mmio`] — memory shared between processes (the node files, the
+//!   control file, and on hardware the card's own mapping), with the only
+//!   raw-pointer access of the stack;
+//! * [`simctl`] — the control file `sim.ctl`: its layout, the host-cost
+//!   table, typed actor states, yield requests and grant results, and the
+//!   futex hand-off primitives;
+//! * [`actor`] — the actor end of the hand-off (what a process does to
+//!   attach, yield and be granted the token);
+//! * [`model`] — the model end (admitting, granting, collecting yields);
+//! * [`scheduler`] — the scheduling rules as pure functions (lowest clock
+//!   first, the horizon, deadlock), unit-tested without any file.
+
+#![warn(missing_docs)]
+
+pub mod actor;
+pub mod mmio;
+pub mod model;
+pub mod scheduler;
+pub mod simctl;

@@ -1,0 +1,240 @@
+//! The model end of the hand-off protocol: publishing the control file,
+//! admitting and refusing actors, granting the token and collecting what an
+//! actor reports when it hands it back (DESIGN §3).
+//!
+//! Which actor runs, and until when, is decided by [`crate::scheduler`];
+//! this module only moves that decision through the control file.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+
+use fpga_regs::ur::CQ_DEPTH;
+
+use crate::mmio::{MapError, Mapping};
+use crate::simctl::{
+    self, flags, handoff, ActorRecord, ActorState, CtlHeader, GrantResult, YieldRequest, COST_SLOTS, MAX_ACTORS,
+    MAX_WATCH,
+};
+
+/// What the model publishes in the control-file header.
+#[derive(Clone, Debug)]
+pub struct Publish<'a> {
+    /// Nodes.
+    pub nodes: u16,
+    /// Slots per node.
+    pub slots: u16,
+    /// Actors the job expects (0: open-ended).
+    pub expected_actors: u32,
+    /// See [`CtlHeader::doorbell_lookahead`] (ps).
+    pub doorbell_lookahead: u64,
+    /// The host-cost table (see [`simctl::HostCost`]).
+    pub costs: [u64; COST_SLOTS],
+    /// The host profile's name.
+    pub profile_name: &'a str,
+}
+
+/// An actor asking to be admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttachRequest {
+    /// Its record.
+    pub index: usize,
+    /// Node it drives.
+    pub node: u32,
+    /// Slot it drives.
+    pub slot: u32,
+    /// Its process.
+    pub pid: u32,
+}
+
+/// What an actor said when it handed the token back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Yielded {
+    /// Why (`None`: a value this version does not know; treat as `Sync`).
+    pub request: Option<YieldRequest>,
+    /// Its clock (ps).
+    pub clock: u64,
+    /// When each command was rung (ps), at `seq % CQ_DEPTH`.
+    pub doorbells: [u64; CQ_DEPTH],
+    /// For `Wait`: the slot offsets it polled with the values it last read;
+    /// `None` means any change to its slot wakes it.
+    pub watch: Option<Vec<(u32, u64)>>,
+}
+
+/// The model's side of the control file.
+pub struct ModelEnd {
+    ctl: Mapping,
+    attach_seq_seen: u32,
+}
+
+impl ModelEnd {
+    /// Take over a freshly created control file and publish the header;
+    /// actors may attach once this returns.
+    pub fn publish(ctl: Mapping, p: &Publish<'_>) -> Result<ModelEnd, MapError> {
+        let h = ctl.block::<CtlHeader>(0)?;
+        let _ = ctl.block::<ActorRecord>(simctl::actor_offset(MAX_ACTORS - 1))?;
+        h.version.store(simctl::VERSION, SeqCst);
+        h.nodes.store(p.nodes as u32, SeqCst);
+        h.slots.store(p.slots as u32, SeqCst);
+        h.max_actors.store(MAX_ACTORS as u32, SeqCst);
+        h.expected_actors.store(p.expected_actors, SeqCst);
+        h.model_pid.store(std::process::id(), SeqCst);
+        h.doorbell_lookahead.store(p.doorbell_lookahead, SeqCst);
+        for (slot, v) in h.costs.iter().zip(p.costs) {
+            slot.store(v, SeqCst);
+        }
+        simctl::store_str(&h.profile_name, p.profile_name);
+        h.magic.store(simctl::MAGIC, SeqCst);
+        h.flags.store(flags::READY, SeqCst);
+        Ok(ModelEnd { ctl, attach_seq_seen: 0 })
+    }
+
+    fn header(&self) -> &CtlHeader {
+        // Checked in `publish`.
+        self.ctl.block::<CtlHeader>(0).expect("control header is mapped")
+    }
+
+    fn record(&self, i: usize) -> &ActorRecord {
+        // Every record up to MAX_ACTORS was checked in `publish`.
+        self.ctl.block::<ActorRecord>(simctl::actor_offset(i)).expect("actor records are mapped")
+    }
+
+    /// Records that asked to attach since the last call (cheap when none did).
+    pub fn attach_requests(&mut self) -> Vec<AttachRequest> {
+        let seq = self.header().attach_seq.load(SeqCst);
+        if seq == self.attach_seq_seen {
+            return Vec::new();
+        }
+        self.attach_seq_seen = seq;
+        (0..MAX_ACTORS)
+            .filter(|&i| self.record(i).state() == Some(ActorState::Attaching))
+            .map(|i| {
+                let r = self.record(i);
+                AttachRequest {
+                    index: i,
+                    node: r.node.load(SeqCst),
+                    slot: r.slot.load(SeqCst),
+                    pid: r.pid.load(SeqCst),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether an actor asked to attach since [`ModelEnd::attach_requests`] last looked.
+    pub fn attach_pending(&self) -> bool {
+        self.header().attach_seq.load(SeqCst) != self.attach_seq_seen
+    }
+
+    /// Refuse an attaching actor, telling it why.
+    pub fn refuse(&self, i: usize, why: &str) {
+        self.set_message(why);
+        let rec = self.record(i);
+        rec.set_result(GrantResult::Refused);
+        rec.set_state(ActorState::Free);
+        handoff::wake(&rec.go, &rec.sleeping);
+    }
+
+    /// Set a record's state as the scheduler sees it (`Runnable`,
+    /// `Waiting`, `Exited`, `Dead`).
+    pub fn set_state(&self, i: usize, s: ActorState) {
+        self.record(i).set_state(s);
+    }
+
+    /// Give actor `i` the token: resume at `clock`, run to `horizon`, with `result`.
+    pub fn grant(&self, i: usize, clock: u64, horizon: u64, result: GrantResult) {
+        let rec = self.record(i);
+        rec.clock.store(clock, SeqCst);
+        rec.horizon.store(horizon, SeqCst);
+        rec.set_result(result);
+        rec.grants.fetch_add(1, SeqCst);
+        rec.set_state(ActorState::Running);
+        handoff::wake(&rec.go, &rec.sleeping);
+    }
+
+    /// Wait up to `timeout` for actor `i` to hand the token back; `false`
+    /// if it did not (the caller checks whether the process still lives).
+    pub fn wait_yield(&self, i: usize, timeout: Duration) -> bool {
+        let (h, rec) = (self.header(), self.record(i));
+        loop {
+            let seen = h.model_go.load(SeqCst);
+            if rec.state() == Some(ActorState::Yielded) {
+                return true;
+            }
+            if !handoff::wait_change(&h.model_go, &h.model_sleeping, seen, handoff::SPIN_MODEL, Some(timeout)) {
+                return rec.state() == Some(ActorState::Yielded);
+            }
+        }
+    }
+
+    /// What actor `i` reported when it yielded.
+    pub fn yielded(&self, i: usize) -> Yielded {
+        let rec = self.record(i);
+        let request = rec.request();
+        let watch = if request == Some(YieldRequest::Wait) {
+            let n = rec.watch_count.load(SeqCst) as usize;
+            (1..=MAX_WATCH)
+                .contains(&n)
+                .then(|| (0..n).map(|k| (rec.watch[k].load(SeqCst), rec.watch_val[k].load(SeqCst))).collect())
+        } else {
+            None
+        };
+        Yielded {
+            request,
+            clock: rec.clock.load(SeqCst),
+            doorbells: std::array::from_fn(|k| rec.db_time[k].load(SeqCst)),
+            watch,
+        }
+    }
+
+    /// Sleep until an actor hands over or attaches, or `timeout` passes
+    /// (`false`); used when nothing can run.
+    pub fn idle(&self, timeout: Duration) -> bool {
+        let h = self.header();
+        let seen = h.model_go.load(SeqCst);
+        if self.attach_pending() {
+            return true;
+        }
+        handoff::wait_change(&h.model_go, &h.model_sleeping, seen, Duration::ZERO, Some(timeout))
+    }
+
+    /// Leave a message for actors (a refusal, a deadlock report).
+    pub fn set_message(&self, msg: &str) {
+        simctl::store_str(&self.header().message, msg);
+    }
+
+    /// Publish a deadlock (or livelock) report; actors given
+    /// [`GrantResult::Deadlock`] read it.
+    pub fn report_deadlock(&self, msg: &str, packets_held: bool) {
+        self.set_message(msg);
+        let f = &self.header().flags;
+        f.fetch_or(flags::DEADLOCK, SeqCst);
+        if packets_held {
+            f.fetch_or(flags::PACKETS_HELD, SeqCst);
+        } else {
+            f.fetch_and(!flags::PACKETS_HELD, SeqCst);
+        }
+    }
+
+    /// Release every live actor (attaching, runnable or waiting) with a
+    /// shutdown result, and refuse new attaches.
+    pub fn shutdown(&self) {
+        self.header().flags.fetch_or(flags::SHUTDOWN, SeqCst);
+        for i in 0..MAX_ACTORS {
+            let rec = self.record(i);
+            if matches!(rec.state(), Some(ActorState::Runnable | ActorState::Waiting | ActorState::Attaching)) {
+                rec.set_result(GrantResult::Shutdown);
+                rec.set_state(ActorState::Running);
+                handoff::wake(&rec.go, &rec.sleeping);
+            }
+        }
+    }
+
+    /// The model process is going away: actors that look find it gone.
+    pub fn close(&self) {
+        self.header().model_pid.store(0, SeqCst);
+    }
+
+    /// The model process id published in the header (0 after [`ModelEnd::close`]).
+    pub fn model_pid(&self) -> u32 {
+        self.header().model_pid.load(SeqCst)
+    }
+}
