@@ -881,7 +881,10 @@ impl Model {
         let t = &self.cfg.timing;
         let mut c = 0u64;
         for s in segments {
-            c += t.sodimm_latency_cycles + (s.1 as u64).div_ceil(t.sodimm_bytes_per_cycle);
+            // Saturating: validated profiles cannot overflow, and no profile may.
+            c = c.saturating_add(
+                t.sodimm_latency_cycles.saturating_add((s.1 as u64).div_ceil(t.sodimm_bytes_per_cycle)),
+            );
         }
         t.cycles(c.max(1))
     }

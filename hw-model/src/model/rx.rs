@@ -30,10 +30,12 @@ impl Model {
             s1 + t.cycles(t.loopback_cycles)
         } else {
             let frags = payload.div_ceil(t.mtu_bytes).max(1);
-            let wire = payload + frags * (HEADER_LEN as u64 + t.wire_overhead_bytes);
+            let per_frag = (HEADER_LEN as u64).saturating_add(t.wire_overhead_bytes);
+            let wire = payload.saturating_add(frags.saturating_mul(per_frag));
             let ser = t.xfer(wire, t.link_bytes_per_cycle);
             let (s0, s1) = self.nodes[pkt.src.node as usize].tx.reserve(ready + t.cycles(t.nic_tx_cycles), ser);
-            let hops = t.link_latency_cycles + if self.cfg.nodes > 2 { t.switch_latency_cycles } else { 0 };
+            let hops =
+                t.link_latency_cycles.saturating_add(if self.cfg.nodes > 2 { t.switch_latency_cycles } else { 0 });
             let lat = t.cycles(hops);
             let (r0, r1) = self.nodes[pkt.dst.node as usize].rx.reserve(s0 + lat, ser);
             if let Some(tr) = self.trace.as_mut() {
