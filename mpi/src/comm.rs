@@ -14,7 +14,6 @@ use crate::{Rank, Tag, TAG_UB};
 
 /// Tags the library uses on collective contexts.
 mod coll_tag {
-    pub const BARRIER: i32 = 1;
     pub const GATHER: i32 = 2;
     pub const BCAST: i32 = 3;
 }
@@ -63,6 +62,9 @@ pub(crate) struct Group {
     pub(crate) members: Vec<u32>,
     /// Communicator rank of each job rank (-1 for non-members), indexed by job rank.
     index: Vec<Rank>,
+    /// Collectives started on this communicator: every member starts them
+    /// in the same order, so the count tells concurrent ones apart.
+    coll_seq: std::cell::Cell<u32>,
 }
 
 impl Group {
@@ -71,7 +73,7 @@ impl Group {
         for (i, r) in members.iter().enumerate() {
             index[*r as usize] = i as Rank;
         }
-        Group { members, index }
+        Group { members, index, coll_seq: std::cell::Cell::new(0) }
     }
 
     pub(crate) fn comm_rank(&self, job_rank: u32) -> Rank {
@@ -146,6 +148,27 @@ impl SimpleCommunicator {
 
     fn status(&self, st: adi::Status) -> Status {
         self.group.status(st)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Job rank of each member, in communicator order.
+    pub(crate) fn members(&self) -> &[u32] {
+        &self.group.members
+    }
+
+    /// The collective context (`ctx + 1`).
+    pub(crate) fn coll_ctx(&self) -> u32 {
+        self.ctx + 1
+    }
+
+    /// The sequence number of the next collective on this communicator.
+    pub(crate) fn next_coll_seq(&self) -> u32 {
+        let s = self.group.coll_seq.get();
+        self.group.coll_seq.set(s.wrapping_add(1));
+        s
     }
 
     // ---- internal collectives on the collective context -------------------------
@@ -227,24 +250,11 @@ impl Communicator for SimpleCommunicator {
         AnyProcess { comm: self }
     }
 
-    /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages.
+    /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages, run
+    /// as a schedule like every collective.
     fn barrier(&self) -> Result<()> {
-        charge_call(self.shared.borrow_mut().engine()?);
-        let n = self.size();
-        let mut k = 1;
-        while k < n {
-            let to = (self.rank + k) % n;
-            let from = (self.rank - k).rem_euclid(n);
-            let to_job = self.job_rank(to)?;
-            let from_job = self.job_rank(from)?;
-            let mut c = self.shared.borrow_mut();
-            let e = c.engine()?;
-            let r = e.irecv(AdiSource::Rank(from_job), TagSel::Tag(coll_tag::BARRIER), self.ctx + 1, 0)?;
-            e.send(to_job, coll_tag::BARRIER, self.ctx + 1, &[], false)?;
-            e.wait(r)?;
-            k *= 2;
-        }
-        Ok(())
+        let sched = crate::coll::algo::barrier(self.size() as u32, self.rank as u32);
+        crate::coll::run(self, sched, Vec::new(), Vec::new(), None).map(drop)
     }
 
     fn duplicate(&self) -> Result<SimpleCommunicator> {
@@ -291,8 +301,8 @@ impl Communicator for SimpleCommunicator {
 
 /// A destination or source process.
 pub struct Process<'a> {
-    comm: &'a SimpleCommunicator,
-    rank: Rank,
+    pub(crate) comm: &'a SimpleCommunicator,
+    pub(crate) rank: Rank,
 }
 
 /// Any process of a communicator (`MPI_ANY_SOURCE`).

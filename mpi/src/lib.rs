@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod coll;
 mod comm;
 pub mod datatype;
 mod error;
@@ -31,6 +32,7 @@ pub mod launcher;
 pub mod request;
 mod universe;
 
+pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};
 pub use comm::{AnyProcess, Color, Communicator, Destination, Process, SimpleCommunicator, Source, Status};
 pub use error::{MpiError, Result};
 pub use request::Request;
@@ -40,11 +42,14 @@ pub use universe::{initialize, Universe};
 pub type Rank = i32;
 /// A message tag.
 pub type Tag = i32;
+/// A count of elements (`MPI_Count` in the variable-count collectives).
+pub type Count = i32;
 /// Largest tag (`MPI_TAG_UB`).
 pub const TAG_UB: Tag = i32::MAX;
 
 /// The traits to import for point-to-point calls.
 pub mod traits {
+    pub use crate::coll::{CommunicatorCollectives, Root};
     pub use crate::comm::{Communicator, Destination, Source};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
 }

@@ -53,6 +53,9 @@ suite! {
     poll_testall_5r: "poll-testall", 5;
     poll_compute_2r: "poll-compute", 2;
     poll_wtime_2r: "poll-wtime", 2;
+    collectives_1r: "collectives", 1;
+    collectives_4r: "collectives", 4;
+    collectives_7r: "collectives", 7;
 }
 
 const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";
@@ -60,6 +63,11 @@ const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01
 /// Exactly once, in order, byte-identical under loss, duplication,
 /// reordering and corruption: every byte is checked by the programs, order
 /// by `ordering` and `wildcard`, and `DN_STATS` shows the faults happened.
+#[test]
+fn collectives_under_injected_faults() {
+    run("collectives", 5, &[FAULTS]);
+}
+
 #[test]
 fn all_pairs_under_injected_faults() {
     let out = run("allpairs", 4, &[FAULTS, "DN_STATS=1"]);

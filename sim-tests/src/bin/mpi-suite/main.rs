@@ -4,12 +4,14 @@
 
 use std::process::ExitCode;
 
+mod collectives;
+
 use mpi::traits::*;
 use mpi::{Color, Rank, SimpleCommunicator, Universe};
 
-type R<T = ()> = Result<T, String>;
+pub(crate) type R<T = ()> = Result<T, String>;
 
-fn e<E: std::fmt::Display>(x: E) -> String {
+pub(crate) fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
 }
 
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
             "poll-testall" => poll_testall(&u, &w)?,
             "poll-compute" => poll_compute(&u, &w)?,
             "poll-wtime" => poll_wtime(&u, &w)?,
+            "collectives" => collectives::collectives(&u, &w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.

@@ -1,0 +1,294 @@
+//! Collective algorithms, each written once as a [`Schedule`] for rank `r`
+//! of `n` (the blocking and non-blocking calls run the same schedules).
+//! Lengths and offsets are in bytes; `BUF_SEND` holds the caller's input
+//! and `BUF_RECV` its output.
+
+use super::schedule::{Builder, NodeId, Schedule, Slice, BUF_RECV, BUF_SEND};
+
+fn empty() -> Slice {
+    Slice::new(BUF_SEND, 0, 0)
+}
+
+/// Dissemination barrier (Hensgen, Finkel and Manber): ⌈log2 n⌉ rounds of
+/// zero-byte messages to `r + 2^k` from `r - 2^k`.
+pub fn barrier(n: u32, r: u32) -> Schedule {
+    let mut b = Builder::new();
+    let mut prev: Vec<NodeId> = Vec::new();
+    let (mut k, mut round) = (1u32, 0u32);
+    while k < n {
+        let s = b.send((r + k) % n, round, empty(), &prev);
+        let v = b.recv((r + n - k) % n, round, Slice::new(BUF_RECV, 0, 0), &prev);
+        prev = vec![s, v];
+        k *= 2;
+        round += 1;
+    }
+    b.build()
+}
+
+/// Binomial-tree broadcast of `len` bytes in `BUF_RECV` from `root`.
+pub fn bcast_binomial(n: u32, r: u32, root: u32, len: u64) -> Schedule {
+    let mut b = Builder::new();
+    let all = Slice::new(BUF_RECV, 0, len);
+    let vr = (r + n - root) % n;
+    let mut got: Vec<NodeId> = Vec::new();
+    let mut mask = 1u32;
+    while mask < n {
+        if vr & mask != 0 {
+            got = vec![b.recv((vr - mask + root) % n, 0, all, &[])];
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            b.send((vr + mask + root) % n, 0, all, &got);
+        }
+        mask >>= 1;
+    }
+    b.build()
+}
+
+/// Reduce `len` bytes to `root` over a binomial tree of ranks in their
+/// natural order (so that a non-commutative operation combines in rank
+/// order, MPI 4.1 §6.9.5), then from rank 0 to the root. The result is in
+/// `BUF_RECV` at the root (other ranks use theirs as scratch).
+pub fn reduce_binomial(n: u32, r: u32, root: u32, len: u64) -> Schedule {
+    let mut b = Builder::new();
+    let acc = Slice::new(BUF_RECV, 0, len);
+    let tmp = b.tmp(len);
+    let tmp = Slice::new(tmp, 0, len);
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, len), acc, &[]);
+    let mut mask = 1u32;
+    let mut sent = None;
+    while mask < n {
+        if r & mask != 0 {
+            sent = Some(b.send(r - mask, mask.trailing_zeros(), acc, &[last]));
+            break;
+        }
+        if r + mask < n {
+            let v = b.recv(r + mask, mask.trailing_zeros(), tmp, &[last]);
+            // tmp = acc ⊕ tmp (the lower ranks on the left), then acc = tmp.
+            let c = b.calc(acc, tmp, &[v]);
+            last = b.copy(tmp, acc, &[c]);
+        }
+        mask <<= 1;
+    }
+    if root != 0 {
+        if r == 0 {
+            b.send(root, 31, acc, &[last]);
+        }
+        if r == root {
+            // After its own contribution left (the send reads acc).
+            let after: Vec<NodeId> = sent.into_iter().chain([last]).collect();
+            b.recv(0, 31, acc, &after);
+        }
+    }
+    b.build()
+}
+
+/// Allreduce of `len` bytes by recursive doubling, with the usual fold of
+/// the ranks beyond the largest power of two (even ranks below `2·rem`
+/// hand their data to the next odd rank and get the result back). Every
+/// combination keeps the lower ranks on the left, so non-commutative
+/// operations are combined in rank order too.
+pub fn allreduce_recursive_doubling(n: u32, r: u32, len: u64) -> Schedule {
+    let mut b = Builder::new();
+    let acc = Slice::new(BUF_RECV, 0, len);
+    let t = b.tmp(len);
+    let tmp = Slice::new(t, 0, len);
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, len), acc, &[]);
+    let pof2 = if n == 0 { 1 } else { 1u32 << (31 - n.leading_zeros()) };
+    let rem = n - pof2;
+    let newrank: Option<u32> = if r < 2 * rem {
+        if r % 2 == 0 {
+            b.send(r + 1, 0, acc, &[last]);
+            None
+        } else {
+            let v = b.recv(r - 1, 0, tmp, &[last]);
+            // acc = tmp ⊕ acc: the even rank is the lower one.
+            last = b.calc(tmp, acc, &[v]);
+            Some(r / 2)
+        }
+    } else {
+        Some(r - rem)
+    };
+    if let Some(me) = newrank {
+        let mut mask = 1u32;
+        let mut round = 1u32;
+        while mask < pof2 {
+            let p = me ^ mask;
+            let peer = if p < rem { p * 2 + 1 } else { p + rem };
+            let s = b.send(peer, round, acc, &[last]);
+            let v = b.recv(peer, round, tmp, &[last]);
+            last = if peer < r {
+                b.calc(tmp, acc, &[v, s])
+            } else {
+                let c = b.calc(acc, tmp, &[v, s]);
+                b.copy(tmp, acc, &[c])
+            };
+            mask <<= 1;
+            round += 1;
+        }
+    }
+    if r < 2 * rem {
+        if r % 2 == 1 {
+            b.send(r - 1, 63, acc, &[last]);
+        } else {
+            b.recv(r + 1, 63, acc, &[last]);
+        }
+    }
+    b.build()
+}
+
+/// Blocks of a variable-count collective: `(offset, length)` in bytes per rank.
+pub type Blocks = [(u64, u64)];
+
+/// Linear gather to `root`: rank `i`'s `send` lands at `blocks[i]` of the
+/// root's `BUF_RECV`.
+pub fn gather_linear(n: u32, r: u32, root: u32, send_len: u64, blocks: &Blocks) -> Schedule {
+    let mut b = Builder::new();
+    if r == root {
+        for i in 0..n {
+            let (off, len) = blocks[i as usize];
+            if i == r {
+                b.copy(Slice::new(BUF_SEND, 0, send_len), Slice::new(BUF_RECV, off, len), &[]);
+            } else {
+                b.recv(i, 0, Slice::new(BUF_RECV, off, len), &[]);
+            }
+        }
+    } else {
+        b.send(root, 0, Slice::new(BUF_SEND, 0, send_len), &[]);
+    }
+    b.build()
+}
+
+/// Linear scatter from `root`: `blocks[i]` of the root's `BUF_SEND` goes to
+/// rank `i`'s `BUF_RECV`.
+pub fn scatter_linear(n: u32, r: u32, root: u32, recv_len: u64, blocks: &Blocks) -> Schedule {
+    let mut b = Builder::new();
+    if r == root {
+        for i in 0..n {
+            let (off, len) = blocks[i as usize];
+            if i == r {
+                b.copy(Slice::new(BUF_SEND, off, len), Slice::new(BUF_RECV, 0, recv_len), &[]);
+            } else {
+                b.send(i, 0, Slice::new(BUF_SEND, off, len), &[]);
+            }
+        }
+    } else {
+        b.recv(root, 0, Slice::new(BUF_RECV, 0, recv_len), &[]);
+    }
+    b.build()
+}
+
+/// Ring allgather: each rank's block travels n-1 steps around the ring;
+/// `blocks[i]` is where rank `i`'s contribution goes in `BUF_RECV`.
+pub fn allgather_ring(n: u32, r: u32, blocks: &Blocks) -> Schedule {
+    let mut b = Builder::new();
+    let (off, len) = blocks[r as usize];
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, len), Slice::new(BUF_RECV, off, len), &[]);
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    for step in 0..n.saturating_sub(1) {
+        let out = (r + n - step) % n;
+        let inn = (r + n - step - 1) % n;
+        let (so, sl) = blocks[out as usize];
+        let (io, il) = blocks[inn as usize];
+        b.send(right, step, Slice::new(BUF_RECV, so, sl), &[last]);
+        last = b.recv(left, step, Slice::new(BUF_RECV, io, il), &[last]);
+    }
+    b.build()
+}
+
+/// Pairwise-exchange all-to-all: in step `s` rank `r` sends to `r + s` and
+/// receives from `r - s`. `sblocks[i]` of `BUF_SEND` goes to rank `i`, and
+/// rank `i`'s data lands at `rblocks[i]` of `BUF_RECV`.
+pub fn alltoall_pairwise(n: u32, r: u32, sblocks: &Blocks, rblocks: &Blocks) -> Schedule {
+    let mut b = Builder::new();
+    let (so, sl) = sblocks[r as usize];
+    let (ro, rl) = rblocks[r as usize];
+    let mut last = b.copy(Slice::new(BUF_SEND, so, sl), Slice::new(BUF_RECV, ro, rl.min(sl)), &[]);
+    for s in 1..n {
+        let to = (r + s) % n;
+        let from = (r + n - s) % n;
+        let (o, l) = sblocks[to as usize];
+        b.send(to, 0, Slice::new(BUF_SEND, o, l), &[last]);
+        let (o, l) = rblocks[from as usize];
+        last = b.recv(from, 0, Slice::new(BUF_RECV, o, l), &[last]);
+    }
+    b.build()
+}
+
+/// Inclusive (`exclusive == false`) or exclusive prefix reduction along a
+/// chain of ranks: rank `r` receives the prefix of ranks `0..r` from `r-1`,
+/// combines it on the left of its own data and passes the result on.
+pub fn scan_linear(n: u32, r: u32, len: u64, exclusive: bool) -> Schedule {
+    let mut b = Builder::new();
+    let own = Slice::new(BUF_SEND, 0, len);
+    let out = Slice::new(BUF_RECV, 0, len);
+    let t = b.tmp(len);
+    let acc = Slice::new(t, 0, len);
+    // acc = own, then, below rank 0, acc = prefix ⊕ own.
+    let mut last = b.copy(own, acc, &[]);
+    if r > 0 {
+        // The prefix of ranks 0..r is the exclusive result.
+        let v = b.recv(r - 1, 0, out, &[]);
+        last = b.calc(out, acc, &[v, last]);
+    }
+    if !exclusive {
+        last = b.copy(acc, out, &[last]);
+    }
+    if r + 1 < n {
+        b.send(r + 1, 0, acc, &[last]);
+    }
+    b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::schedule::Kind;
+
+    fn sends(s: &Schedule) -> Vec<u32> {
+        s.nodes.iter().filter(|n| n.kind == Kind::Send).map(|n| n.peer).collect()
+    }
+
+    #[test]
+    fn a_binomial_broadcast_reaches_every_rank_once() {
+        for n in 1..=9u32 {
+            for root in [0, n - 1, n / 2] {
+                let mut reached = vec![0u32; n as usize];
+                for r in 0..n {
+                    for p in sends(&bcast_binomial(n, r, root, 8)) {
+                        reached[p as usize] += 1;
+                    }
+                }
+                reached[root as usize] += 1;
+                assert!(reached.iter().all(|&c| c == 1), "n={n} root={root}: {reached:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_schedule_is_valid_for_one_to_nine_ranks() {
+        for n in 1..=9u32 {
+            let blocks: Vec<(u64, u64)> = (0..n as u64).map(|i| (i * 8, 8)).collect();
+            for r in 0..n {
+                let total = 8 * n as u64;
+                for (s, sl, rl) in [
+                    (barrier(n, r), 0, 0),
+                    (bcast_binomial(n, r, n - 1, 8), 0, 8),
+                    (reduce_binomial(n, r, n / 2, 8), 8, 8),
+                    (allreduce_recursive_doubling(n, r, 8), 8, 8),
+                    (gather_linear(n, r, 0, 8, &blocks), 8, total),
+                    (scatter_linear(n, r, 0, 8, &blocks), total, 8),
+                    (allgather_ring(n, r, &blocks), 8, total),
+                    (alltoall_pairwise(n, r, &blocks, &blocks), total, total),
+                    (scan_linear(n, r, 8, true), 8, 8),
+                ] {
+                    s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
+                }
+            }
+        }
+    }
+}

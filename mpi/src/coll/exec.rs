@@ -1,0 +1,239 @@
+//! The one executor of collective schedules: a node fires when all its
+//! predecessors are done (seed 002 §3: "issue" and "query"). Blocking
+//! collectives run it to completion; non-blocking ones advance it from
+//! `test` and `wait`.
+
+use adi::{AdiError, Done, Engine, HostCost, ReqId, Source, TagSel};
+
+use super::op::Operation;
+use super::schedule::{Kind, Schedule, Slice, BUF_RECV};
+use crate::error::{MpiError, Result};
+
+/// The message tag of a schedule node: collective messages travel on the
+/// communicator's collective context with bit 30 set (the library's own
+/// internal messages use small tags there), 20 bits of the collective's
+/// sequence number on its communicator (so that outstanding non-blocking
+/// collectives never match each other's messages) and 10 bits of round.
+pub(crate) fn tag(seq: u32, round: u32) -> i32 {
+    (1 << 30) | (((seq & 0xF_FFFF) << 10) | (round & 0x3FF)) as i32
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Running,
+    Done,
+}
+
+/// A schedule being executed, with its buffers.
+pub(crate) struct Exec {
+    sched: Schedule,
+    bufs: Vec<Vec<u8>>,
+    op: Option<Operation>,
+    /// Job rank of each communicator rank.
+    members: Vec<u32>,
+    ctx: u32,
+    seq: u32,
+    state: Vec<State>,
+    /// Predecessors not yet done, per node.
+    missing: Vec<u32>,
+    /// Successors, flattened: `succ[succ_start[i]..succ_start[i + 1]]`.
+    succ_start: Vec<u32>,
+    succ: Vec<u32>,
+    ready: Vec<u32>,
+    /// Receives in flight, and sends whose completion the collective waits for.
+    running: Vec<(u32, ReqId)>,
+    sends: Vec<ReqId>,
+    done: usize,
+}
+
+impl Exec {
+    /// Prepare `sched` with the caller's `send` bytes and a receive buffer
+    /// of `recv` (its initial contents matter for in-place operations and
+    /// broadcast roots).
+    pub(crate) fn new(
+        sched: Schedule,
+        send: Vec<u8>,
+        recv: Vec<u8>,
+        op: Option<Operation>,
+        members: Vec<u32>,
+        ctx: u32,
+        seq: u32,
+    ) -> Result<Exec> {
+        sched
+            .validate(send.len() as u64, recv.len() as u64, members.len() as u32)
+            .map_err(|e| MpiError::Invalid(format!("internal: bad collective schedule: {e}")))?;
+        let n = sched.nodes.len();
+        let mut bufs = vec![send, recv];
+        bufs.extend(sched.tmp.iter().map(|&l| vec![0u8; l as usize]));
+        let mut count = vec![0u32; n + 1];
+        for i in 0..n {
+            for &p in sched.preds(i) {
+                count[p as usize] += 1;
+            }
+        }
+        let mut succ_start = vec![0u32; n + 1];
+        for i in 0..n {
+            succ_start[i + 1] = succ_start[i] + count[i];
+        }
+        let mut fill = succ_start.clone();
+        let mut succ = vec![0u32; sched.deps.len()];
+        for i in 0..n {
+            for &p in sched.preds(i) {
+                succ[fill[p as usize] as usize] = i as u32;
+                fill[p as usize] += 1;
+            }
+        }
+        let missing: Vec<u32> = (0..n).map(|i| sched.preds(i).len() as u32).collect();
+        let ready = (0..n as u32).rev().filter(|&i| missing[i as usize] == 0).collect();
+        Ok(Exec {
+            sched,
+            bufs,
+            op,
+            members,
+            ctx,
+            seq,
+            state: vec![State::Waiting; n],
+            missing,
+            succ_start,
+            succ,
+            ready,
+            running: Vec::new(),
+            sends: Vec::new(),
+            done: 0,
+        })
+    }
+
+    fn slice(&self, s: &Slice) -> &[u8] {
+        &self.bufs[s.buf as usize][s.off as usize..(s.off + s.len) as usize]
+    }
+
+    fn finish(&mut self, i: u32) {
+        self.state[i as usize] = State::Done;
+        self.done += 1;
+        let (a, b) = (self.succ_start[i as usize] as usize, self.succ_start[i as usize + 1] as usize);
+        for k in a..b {
+            let s = self.succ[k] as usize;
+            self.missing[s] -= 1;
+            if self.missing[s] == 0 {
+                self.ready.push(s as u32);
+            }
+        }
+    }
+
+    fn fire(&mut self, e: &mut Engine, i: u32) -> Result<()> {
+        let n = self.sched.nodes[i as usize];
+        self.state[i as usize] = State::Running;
+        match n.kind {
+            Kind::Send => {
+                let data = self.slice(&n.src).to_vec();
+                let id = e.isend(self.members[n.peer as usize], tag(self.seq, n.round), self.ctx, data, false)?;
+                // The data was copied: the buffer may be reused at once.
+                self.sends.push(id);
+                self.finish(i);
+            }
+            Kind::Recv => {
+                let src = Source::Rank(self.members[n.peer as usize]);
+                let id = e.irecv(src, TagSel::Tag(tag(self.seq, n.round)), self.ctx, n.dst.len)?;
+                self.running.push((i, id));
+            }
+            Kind::Copy | Kind::Calc => {
+                let src = self.slice(&n.src).to_vec();
+                e.charge(HostCost::CopyByte, src.len() as u64);
+                let dst = &mut self.bufs[n.dst.buf as usize][n.dst.off as usize..(n.dst.off + n.dst.len) as usize];
+                if n.kind == Kind::Copy {
+                    dst.copy_from_slice(&src);
+                } else {
+                    let op = self.op.as_ref().ok_or_else(|| {
+                        MpiError::Invalid("internal: a reduction schedule without an operation".into())
+                    })?;
+                    (op.f)(&src, dst);
+                }
+                self.finish(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Start what can start and collect what finished; `true` once every
+    /// node is done and every send has completed.
+    pub(crate) fn progress(&mut self, e: &mut Engine) -> Result<bool> {
+        loop {
+            while let Some(i) = self.ready.pop() {
+                self.fire(e, i)?;
+            }
+            let mut finished = false;
+            let mut k = 0;
+            while k < self.running.len() {
+                let (i, id) = self.running[k];
+                match e.test(id)? {
+                    Some(Done::Received { status, data }) => {
+                        self.running.swap_remove(k);
+                        let n = self.sched.nodes[i as usize];
+                        if data.len() as u64 != n.dst.len {
+                            return Err(MpiError::Invalid(format!(
+                                "a collective received {} bytes from rank {} where {} were expected \
+                                 (do all processes pass matching counts?)",
+                                data.len(),
+                                status.source,
+                                n.dst.len
+                            )));
+                        }
+                        self.bufs[n.dst.buf as usize][n.dst.off as usize..(n.dst.off + n.dst.len) as usize]
+                            .copy_from_slice(&data);
+                        self.finish(i);
+                        finished = true;
+                    }
+                    Some(Done::Sent) => {
+                        self.running.swap_remove(k);
+                        self.finish(i);
+                        finished = true;
+                    }
+                    None => k += 1,
+                }
+            }
+            if !finished && self.ready.is_empty() {
+                break;
+            }
+        }
+        if self.done < self.state.len() {
+            return Ok(false);
+        }
+        // Every completed send is collected (not only the last): a wait that
+        // ended because one of them completed must find it gone, or it
+        // would return at once again and spin.
+        let mut k = 0;
+        while k < self.sends.len() {
+            if e.test(self.sends[k])?.is_some() {
+                self.sends.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        Ok(self.sends.is_empty())
+    }
+
+    /// The requests whose completion would let the schedule move on.
+    fn blocking_on(&self) -> Vec<ReqId> {
+        if self.running.is_empty() {
+            self.sends.clone()
+        } else {
+            self.running.iter().map(|r| r.1).collect()
+        }
+    }
+
+    /// Run to completion, sleeping in the engine between steps.
+    pub(crate) fn run(&mut self, e: &mut Engine) -> Result<()> {
+        while !self.progress(e)? {
+            let ids = self.blocking_on();
+            e.wait_until(|e| ids.iter().any(|id| e.is_done(*id).unwrap_or(true)))
+                .map_err(|err: AdiError| MpiError::from(err))?;
+        }
+        Ok(())
+    }
+
+    /// The receive buffer (after completion: the result).
+    pub(crate) fn into_recv(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.bufs[BUF_RECV as usize])
+    }
+}

@@ -1,0 +1,499 @@
+//! Collective operations (MPI 4.1 chapter 6), named as in the `mpi` crate
+//! (rsmpi): [`CommunicatorCollectives`] on communicators and [`Root`] on the
+//! root process.
+//!
+//! Every collective is a [`schedule::Schedule`] (seed 002's CAD graph: SEND,
+//! RECV, CALC and COPY nodes with explicit dependencies, in flat arrays)
+//! built by one algorithm of [`algo`] and run by the one executor
+//! ([`exec`]).
+//!
+//! ```no_run
+//! use mpi::traits::*;
+//! use mpi::SystemOperation;
+//! # fn main() -> mpi::Result<()> {
+//! let universe = mpi::initialize()?;
+//! let world = universe.world();
+//! let mine = [world.rank() as u64];
+//! let mut sum = [0u64];
+//! world.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::Sum)?;
+//! assert_eq!(sum[0], (0..world.size() as u64).sum());
+//! # Ok(()) }
+//! ```
+
+pub mod algo;
+pub(crate) mod exec;
+pub mod op;
+pub mod schedule;
+
+pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
+
+use crate::comm::{Communicator, Process, SimpleCommunicator};
+use crate::datatype::{Buffer, BufferMut, Equivalence};
+use crate::error::{MpiError, Result};
+use crate::universe::charge_call;
+use crate::{Count, Rank};
+use exec::Exec;
+use schedule::Schedule;
+
+/// Run `sched` to completion on `comm` (one MPI call) and return the
+/// receive buffer.
+pub(crate) fn run(
+    comm: &SimpleCommunicator,
+    sched: Schedule,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    op: Option<Operation>,
+) -> Result<Vec<u8>> {
+    let mut c = comm.shared().borrow_mut();
+    let e = c.engine()?;
+    charge_call(e);
+    let seq = comm.next_coll_seq();
+    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
+    x.run(e)?;
+    Ok(x.into_recv())
+}
+
+/// An operation for elements of type `T`: a [`SystemOperation`] (checked
+/// against `T`) or a user [`Operation`] (checked against `T`'s size).
+pub trait IntoOperation<T> {
+    /// The operation on bytes of `T`.
+    fn into_operation(self) -> Result<Operation>;
+}
+
+impl<T: Reducible> IntoOperation<T> for SystemOperation {
+    fn into_operation(self) -> Result<Operation> {
+        Operation::system::<T>(self)
+    }
+}
+
+impl<T: Equivalence> IntoOperation<T> for &Operation {
+    fn into_operation(self) -> Result<Operation> {
+        if self.elem != std::mem::size_of::<T>() {
+            return Err(MpiError::Invalid(format!(
+                "the operation was made for {}-byte elements but the buffers hold {} ({} bytes)",
+                self.elem,
+                std::any::type_name::<T>(),
+                std::mem::size_of::<T>()
+            )));
+        }
+        Ok(self.clone())
+    }
+}
+
+fn bytes<T: Equivalence>(v: &[T]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
+
+fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
+    if a != b {
+        return Err(MpiError::Invalid(format!("{what}: the send buffer has {a} bytes and the receive buffer {b}")));
+    }
+    Ok(())
+}
+
+/// Byte blocks `(offset, length)` from element counts and displacements,
+/// each checked against a buffer of `cap` bytes.
+fn blocks<T>(what: &str, n: usize, counts: &[Count], displs: &[Count], cap: usize) -> Result<Vec<(u64, u64)>> {
+    if counts.len() != n || displs.len() != n {
+        return Err(MpiError::Invalid(format!(
+            "{what}: {} counts and {} displacements for a {n}-process communicator",
+            counts.len(),
+            displs.len()
+        )));
+    }
+    let sz = std::mem::size_of::<T>() as u64;
+    counts
+        .iter()
+        .zip(displs)
+        .enumerate()
+        .map(|(i, (&c, &d))| {
+            if c < 0 || d < 0 {
+                return Err(MpiError::Invalid(format!(
+                    "{what}: count {c} or displacement {d} of rank {i} is negative"
+                )));
+            }
+            let (off, len) = (d as u64 * sz, c as u64 * sz);
+            if off + len > cap as u64 {
+                return Err(MpiError::Invalid(format!(
+                    "{what}: the block of rank {i} ({c} elements at {d}) ends beyond the {}-element buffer",
+                    cap as u64 / sz.max(1)
+                )));
+            }
+            Ok((off, len))
+        })
+        .collect()
+}
+
+fn even_blocks(n: usize, len: usize) -> Vec<(u64, u64)> {
+    (0..n).map(|i| ((i * len) as u64, len as u64)).collect()
+}
+
+fn dims(c: &SimpleCommunicator) -> (u32, u32) {
+    (c.size() as u32, c.rank() as u32)
+}
+
+/// Collective operations on a communicator (MPI 4.1 §6.3–§6.11).
+pub trait CommunicatorCollectives: Communicator {
+    /// Every process's `send`, in rank order, into every process's `recv`
+    /// (`MPI_Allgather`; ring algorithm).
+    fn all_gather_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()>;
+
+    /// `MPI_Allgatherv`: rank `i`'s `send` lands at `displs[i]` (elements) of `recv`.
+    fn all_gather_varcount_into<S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<()>;
+
+    /// Block `i` of `send` to rank `i`; rank `i`'s block into block `i` of
+    /// `recv` (`MPI_Alltoall`; pairwise exchange).
+    fn all_to_all_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()>;
+
+    /// `MPI_Alltoallv`, counts and displacements in elements.
+    #[allow(clippy::too_many_arguments)]
+    fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        send_counts: &[Count],
+        send_displs: &[Count],
+        recv: &mut [T],
+        recv_counts: &[Count],
+        recv_displs: &[Count],
+    ) -> Result<()>;
+
+    /// The reduction of every process's `send` into every process's `recv`
+    /// (`MPI_Allreduce`; recursive doubling, rank order kept).
+    fn all_reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>;
+
+    /// Reduce `n · recv.len()` elements and give block `i` to rank `i`
+    /// (`MPI_Reduce_scatter_block`).
+    fn reduce_scatter_block_into<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<()>;
+
+    /// Inclusive prefix reduction over ranks `0..=rank` (`MPI_Scan`).
+    fn scan_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>;
+
+    /// Exclusive prefix reduction over ranks `0..rank` (`MPI_Exscan`); rank
+    /// 0's `recv` is left unchanged.
+    fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O)
+        -> Result<()>;
+}
+
+impl CommunicatorCollectives for SimpleCommunicator {
+    fn all_gather_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
+        let (n, r) = dims(self);
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("all_gather_into", s.len() * n as usize, out.len())?;
+        let sched = algo::allgather_ring(n, r, &even_blocks(n as usize, s.len()));
+        let res = run(self, sched, s.to_vec(), vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn all_gather_varcount_into<S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<()> {
+        let (n, r) = dims(self);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let b = blocks::<T>("all_gather_varcount_into", n as usize, counts, displs, out.len())?;
+        let s = send.as_bytes();
+        same_len("all_gather_varcount_into (own block)", s.len(), b[r as usize].1 as usize)?;
+        let res = run(self, algo::allgather_ring(n, r, &b), s.to_vec(), out.to_vec(), None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn all_to_all_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
+        let (n, r) = dims(self);
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("all_to_all_into", s.len(), out.len())?;
+        if s.len() % n as usize != 0 {
+            return Err(MpiError::Invalid(format!(
+                "all_to_all_into: {} bytes do not split into {n} equal blocks",
+                s.len()
+            )));
+        }
+        let b = even_blocks(n as usize, s.len() / n as usize);
+        let res = run(self, algo::alltoall_pairwise(n, r, &b, &b), s.to_vec(), vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        send_counts: &[Count],
+        send_displs: &[Count],
+        recv: &mut [T],
+        recv_counts: &[Count],
+        recv_displs: &[Count],
+    ) -> Result<()> {
+        let (n, r) = dims(self);
+        let s = bytes(send);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let sb = blocks::<T>("all_to_all_varcount_into (send)", n as usize, send_counts, send_displs, s.len())?;
+        let rb = blocks::<T>("all_to_all_varcount_into (receive)", n as usize, recv_counts, recv_displs, out.len())?;
+        same_len("all_to_all_varcount_into (own block)", sb[r as usize].1 as usize, rb[r as usize].1 as usize)?;
+        let res = run(self, algo::alltoall_pairwise(n, r, &sb, &rb), s.to_vec(), out.to_vec(), None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn all_reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("all_reduce_into", s.len(), out.len())?;
+        let sched = algo::allreduce_recursive_doubling(n, r, s.len() as u64);
+        let res = run(self, sched, s.to_vec(), vec![0; out.len()], Some(op))?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn reduce_scatter_block_into<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<()> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("reduce_scatter_block_into", s.len(), out.len() * n as usize)?;
+        // Reduce everything to rank 0, then scatter the blocks.
+        let all = run(self, algo::reduce_binomial(n, r, 0, s.len() as u64), s.to_vec(), vec![0; s.len()], Some(op))?;
+        let b = even_blocks(n as usize, out.len());
+        let send0 = if r == 0 { all } else { Vec::new() };
+        let res = run(self, algo::scatter_linear(n, r, 0, out.len() as u64, &b), send0, vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn scan_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
+        scan(self, send, recv, op, false)
+    }
+
+    fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<()> {
+        scan(self, send, recv, op, true)
+    }
+}
+
+fn scan<T: Equivalence, O: IntoOperation<T>>(
+    c: &SimpleCommunicator,
+    send: &[T],
+    recv: &mut [T],
+    op: O,
+    exclusive: bool,
+) -> Result<()> {
+    let op = op.into_operation()?;
+    let (n, r) = dims(c);
+    let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+    same_len(if exclusive { "exclusive_scan_into" } else { "scan_into" }, s.len(), out.len())?;
+    let res = run(c, algo::scan_linear(n, r, s.len() as u64, exclusive), s.to_vec(), out.to_vec(), Some(op))?;
+    out.copy_from_slice(&res);
+    Ok(())
+}
+
+/// Collective operations with a root (MPI 4.1 §6.4–§6.9), called on the
+/// root's [`Process`]: the `_root` variants on the root itself, the others
+/// on every other process.
+pub trait Root {
+    /// The root's rank.
+    fn root_rank(&self) -> Rank;
+
+    /// The root's `buf` into everyone's `buf` (`MPI_Bcast`; binomial tree).
+    fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<()>;
+
+    /// Send `send` to the root (`MPI_Gather`, non-root side).
+    fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()>;
+
+    /// Everyone's `send`, in rank order, into the root's `recv`.
+    fn gather_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()>;
+
+    /// `MPI_Gatherv`, non-root side.
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()>;
+
+    /// `MPI_Gatherv` at the root: rank `i`'s data at `displs[i]` (elements).
+    fn gather_varcount_into_root<S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<()>;
+
+    /// Receive this process's block from the root (`MPI_Scatter`, non-root side).
+    fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()>;
+
+    /// Block `i` of the root's `send` to rank `i`.
+    fn scatter_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()>;
+
+    /// `MPI_Scatterv`, non-root side.
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()>;
+
+    /// `MPI_Scatterv` at the root: `counts[i]` elements at `displs[i]` to rank `i`.
+    fn scatter_varcount_into_root<T: Equivalence, R: BufferMut + ?Sized>(
+        &self,
+        send: &[T],
+        counts: &[Count],
+        displs: &[Count],
+        recv: &mut R,
+    ) -> Result<()>;
+
+    /// Contribute `send` to a reduction at the root (`MPI_Reduce`, non-root side).
+    fn reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], op: O) -> Result<()>;
+
+    /// The reduction of everyone's `send` into the root's `recv`.
+    fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>;
+}
+
+impl Process<'_> {
+    fn check_root(&self, want_root: bool, call: &str) -> Result<(u32, u32, u32)> {
+        let (n, r) = dims(self.comm);
+        if self.rank < 0 || self.rank >= n as Rank {
+            return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
+        }
+        let root = self.rank as u32;
+        if want_root != (r == root) {
+            let hint = if want_root { "the root calls the `_root` variant" } else { "only the root calls this" };
+            return Err(MpiError::Invalid(format!("{call} on rank {r} with root {root}: {hint}")));
+        }
+        Ok((n, r, root))
+    }
+}
+
+impl Root for Process<'_> {
+    fn root_rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<()> {
+        let (n, r) = dims(self.comm);
+        if self.rank < 0 || self.rank >= n as Rank {
+            return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
+        }
+        let b = buf.as_bytes_mut();
+        let sched = algo::bcast_binomial(n, r, self.rank as u32, b.len() as u64);
+        let res = run(self.comm, sched, Vec::new(), b.to_vec(), None)?;
+        b.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()> {
+        let (n, r, root) = self.check_root(false, "gather_into")?;
+        let s = send.as_bytes();
+        let sched = algo::gather_linear(n, r, root, s.len() as u64, &[]);
+        run(self.comm, sched, s.to_vec(), Vec::new(), None).map(drop)
+    }
+
+    fn gather_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
+        let (n, r, root) = self.check_root(true, "gather_into_root")?;
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("gather_into_root", s.len() * n as usize, out.len())?;
+        let sched = algo::gather_linear(n, r, root, s.len() as u64, &even_blocks(n as usize, s.len()));
+        let res = run(self.comm, sched, s.to_vec(), vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()> {
+        self.gather_into(send)
+    }
+
+    fn gather_varcount_into_root<S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<()> {
+        let (n, r, root) = self.check_root(true, "gather_varcount_into_root")?;
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let b = blocks::<T>("gather_varcount_into_root", n as usize, counts, displs, out.len())?;
+        let s = send.as_bytes();
+        same_len("gather_varcount_into_root (own block)", s.len(), b[r as usize].1 as usize)?;
+        let res = run(self.comm, algo::gather_linear(n, r, root, s.len() as u64, &b), s.to_vec(), out.to_vec(), None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()> {
+        let (n, r, root) = self.check_root(false, "scatter_into")?;
+        let out = recv.as_bytes_mut();
+        let sched = algo::scatter_linear(n, r, root, out.len() as u64, &[]);
+        let res = run(self.comm, sched, Vec::new(), vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn scatter_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
+        let (n, r, root) = self.check_root(true, "scatter_into_root")?;
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("scatter_into_root", s.len(), out.len() * n as usize)?;
+        let sched = algo::scatter_linear(n, r, root, out.len() as u64, &even_blocks(n as usize, out.len()));
+        let res = run(self.comm, sched, s.to_vec(), vec![0; out.len()], None)?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()> {
+        self.scatter_into(recv)
+    }
+
+    fn scatter_varcount_into_root<T: Equivalence, R: BufferMut + ?Sized>(
+        &self,
+        send: &[T],
+        counts: &[Count],
+        displs: &[Count],
+        recv: &mut R,
+    ) -> Result<()> {
+        let (n, r, root) = self.check_root(true, "scatter_varcount_into_root")?;
+        let s = bytes(send);
+        let out = recv.as_bytes_mut();
+        let b = blocks::<T>("scatter_varcount_into_root", n as usize, counts, displs, s.len())?;
+        same_len("scatter_varcount_into_root (own block)", b[r as usize].1 as usize, out.len())?;
+        let res = run(
+            self.comm,
+            algo::scatter_linear(n, r, root, out.len() as u64, &b),
+            s.to_vec(),
+            vec![0; out.len()],
+            None,
+        )?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+
+    fn reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], op: O) -> Result<()> {
+        let op = op.into_operation()?;
+        let (n, r, root) = self.check_root(false, "reduce_into")?;
+        let s = bytes(send);
+        let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
+        run(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op)).map(drop)
+    }
+
+    fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
+        let op = op.into_operation()?;
+        let (n, r, root) = self.check_root(true, "reduce_into_root")?;
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("reduce_into_root", s.len(), out.len())?;
+        let res =
+            run(self.comm, algo::reduce_binomial(n, r, root, s.len() as u64), s.to_vec(), vec![0; s.len()], Some(op))?;
+        out.copy_from_slice(&res);
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! Reduction operations (MPI 4.1 §6.9): the predefined ones on the
+//! primitive types and on value-index pairs, and user-defined ones,
+//! commutative or not.
+
+use std::rc::Rc;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::datatype::Equivalence;
+
+/// The predefined operations (`MPI_SUM`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SystemOperation {
+    /// `MPI_SUM` (wrapping for integers).
+    Sum,
+    /// `MPI_PROD` (wrapping for integers).
+    Product,
+    /// `MPI_MIN`.
+    Min,
+    /// `MPI_MAX`.
+    Max,
+    /// `MPI_LAND`.
+    LogicalAnd,
+    /// `MPI_LOR`.
+    LogicalOr,
+    /// `MPI_LXOR`.
+    LogicalXor,
+    /// `MPI_BAND`.
+    BitwiseAnd,
+    /// `MPI_BOR`.
+    BitwiseOr,
+    /// `MPI_BXOR`.
+    BitwiseXor,
+    /// `MPI_MINLOC` (on [`ValueIndex`]).
+    MinLoc,
+    /// `MPI_MAXLOC` (on [`ValueIndex`]).
+    MaxLoc,
+}
+
+impl SystemOperation {
+    /// `MPI_SUM`.
+    pub fn sum() -> SystemOperation {
+        SystemOperation::Sum
+    }
+    /// `MPI_PROD`.
+    pub fn product() -> SystemOperation {
+        SystemOperation::Product
+    }
+    /// `MPI_MIN`.
+    pub fn min() -> SystemOperation {
+        SystemOperation::Min
+    }
+    /// `MPI_MAX`.
+    pub fn max() -> SystemOperation {
+        SystemOperation::Max
+    }
+}
+
+/// A `(value, index)` pair for `MinLoc` and `MaxLoc` (`MPI_2INT`,
+/// `MPI_FLOAT_INT`, and `MPI_DOUBLE_INT` with a 64-bit index so that the
+/// pair has no padding).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[repr(C)]
+pub struct ValueIndex<V, I> {
+    /// The value compared.
+    pub value: V,
+    /// Its index (usually the rank that contributed it).
+    pub index: I,
+}
+
+// SAFETY: `#[repr(C)]` pairs of two plain numbers of the same size have no
+// padding and every bit pattern is valid, which is what Pod and Zeroable
+// require; only these three combinations are declared.
+unsafe impl Zeroable for ValueIndex<i32, i32> {}
+// SAFETY: as above.
+unsafe impl Pod for ValueIndex<i32, i32> {}
+// SAFETY: as above.
+unsafe impl Zeroable for ValueIndex<f32, i32> {}
+// SAFETY: as above.
+unsafe impl Pod for ValueIndex<f32, i32> {}
+// SAFETY: as above.
+unsafe impl Zeroable for ValueIndex<f64, i64> {}
+// SAFETY: as above.
+unsafe impl Pod for ValueIndex<f64, i64> {}
+impl Equivalence for ValueIndex<i32, i32> {}
+impl Equivalence for ValueIndex<f32, i32> {}
+impl Equivalence for ValueIndex<f64, i64> {}
+
+/// Element types the predefined operations apply to.
+pub trait Reducible: Equivalence {
+    /// `acc = src ⊕ acc` for one element, or `None` if `op` is not defined
+    /// on this type (for example a bitwise operation on floats).
+    fn apply(op: SystemOperation, src: Self, acc: Self) -> Option<Self>;
+}
+
+macro_rules! int_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            fn apply(op: SystemOperation, a: $t, b: $t) -> Option<$t> {
+                use SystemOperation::*;
+                let t = |x: bool| x as $t;
+                Some(match op {
+                    Sum => a.wrapping_add(b),
+                    Product => a.wrapping_mul(b),
+                    Min => a.min(b),
+                    Max => a.max(b),
+                    LogicalAnd => t(a != 0 && b != 0),
+                    LogicalOr => t(a != 0 || b != 0),
+                    LogicalXor => t((a != 0) != (b != 0)),
+                    BitwiseAnd => a & b,
+                    BitwiseOr => a | b,
+                    BitwiseXor => a ^ b,
+                    MinLoc | MaxLoc => return None,
+                })
+            }
+        }
+    )*};
+}
+int_reducible!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
+
+macro_rules! float_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            fn apply(op: SystemOperation, a: $t, b: $t) -> Option<$t> {
+                use SystemOperation::*;
+                let t = |x: bool| if x { 1.0 } else { 0.0 };
+                Some(match op {
+                    Sum => a + b,
+                    Product => a * b,
+                    Min => a.min(b),
+                    Max => a.max(b),
+                    LogicalAnd => t(a != 0.0 && b != 0.0),
+                    LogicalOr => t(a != 0.0 || b != 0.0),
+                    LogicalXor => t((a != 0.0) != (b != 0.0)),
+                    BitwiseAnd | BitwiseOr | BitwiseXor | MinLoc | MaxLoc => return None,
+                })
+            }
+        }
+    )*};
+}
+float_reducible!(f32, f64);
+
+macro_rules! loc_reducible {
+    ($($v:ty, $i:ty);*) => {$(
+        impl Reducible for ValueIndex<$v, $i> {
+            fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
+                // MPI 4.1 §6.9.4: the smaller (larger) value; on a tie, the smaller index.
+                let pick_a = match op {
+                    SystemOperation::MinLoc => a.value < b.value || (a.value == b.value && a.index < b.index),
+                    SystemOperation::MaxLoc => a.value > b.value || (a.value == b.value && a.index < b.index),
+                    _ => return None,
+                };
+                Some(if pick_a { a } else { b })
+            }
+        }
+    )*};
+}
+loc_reducible!(i32, i32; f32, i32; f64, i64);
+
+/// A combining function on bytes: `acc = src ⊕ acc`.
+pub(crate) type ByteOp = Rc<dyn Fn(&[u8], &mut [u8])>;
+
+/// An operation ready to run on bytes, with whether it commutes.
+#[derive(Clone)]
+pub struct Operation {
+    pub(crate) f: ByteOp,
+    pub(crate) commutative: bool,
+    pub(crate) elem: usize,
+}
+
+impl std::fmt::Debug for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Operation {{ commutative: {}, elem: {} B }}", self.commutative, self.elem)
+    }
+}
+
+fn elementwise<T: Pod>(src: &[u8], acc: &mut [u8], f: impl Fn(T, T) -> T) {
+    let sz = std::mem::size_of::<T>();
+    for (s, a) in src.chunks_exact(sz).zip(acc.chunks_exact_mut(sz)) {
+        let v = f(bytemuck::pod_read_unaligned(s), bytemuck::pod_read_unaligned(a));
+        a.copy_from_slice(bytemuck::bytes_of(&v));
+    }
+}
+
+impl Operation {
+    /// A predefined operation on `T`, or an error naming the pair if MPI
+    /// does not define it (MPI 4.1 §6.9.2).
+    pub fn system<T: Reducible>(op: SystemOperation) -> crate::Result<Operation> {
+        if T::apply(op, T::zeroed(), T::zeroed()).is_none() {
+            return Err(crate::MpiError::Invalid(format!(
+                "{op:?} is not defined on {} (MPI 4.1 §6.9.2)",
+                std::any::type_name::<T>()
+            )));
+        }
+        let f: ByteOp = Rc::new(move |src, acc| elementwise::<T>(src, acc, |a, b| T::apply(op, a, b).unwrap_or(b)));
+        Ok(Operation { f, commutative: true, elem: std::mem::size_of::<T>() })
+    }
+
+    /// A user-defined commutative operation: `f(src, acc)` sets
+    /// `acc[i] = src[i] ⊕ acc[i]` (`MPI_Op_create` with `commute = true`).
+    pub fn commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static) -> Operation {
+        Operation::user(f, true)
+    }
+
+    /// A user-defined operation that need not commute: results combine in
+    /// rank order, lower ranks on the left (MPI 4.1 §6.9.5).
+    pub fn non_commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static) -> Operation {
+        Operation::user(f, false)
+    }
+
+    fn user<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static, commutative: bool) -> Operation {
+        let g: ByteOp = Rc::new(move |src: &[u8], acc: &mut [u8]| {
+            // Copies, so that buffers of any alignment work.
+            let s: Vec<T> = crate::datatype::vec_from_bytes(src).unwrap_or_default();
+            let mut a: Vec<T> = crate::datatype::vec_from_bytes(acc).unwrap_or_default();
+            f(&s, &mut a);
+            acc.copy_from_slice(bytemuck::cast_slice(&a));
+        });
+        Operation { f: g, commutative, elem: std::mem::size_of::<T>() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<T: Reducible>(op: SystemOperation, a: &[T], b: &mut [T]) {
+        let o = Operation::system::<T>(op).unwrap();
+        let mut acc = bytemuck::cast_slice::<T, u8>(b).to_vec();
+        (o.f)(bytemuck::cast_slice(a), &mut acc);
+        b.copy_from_slice(&crate::datatype::vec_from_bytes::<T>(&acc).unwrap());
+    }
+
+    #[test]
+    fn predefined_operations_follow_the_standard() {
+        let mut b = [5i32, -3, 0, 7];
+        run(SystemOperation::Sum, &[1, 2, 3, i32::MAX], &mut b);
+        assert_eq!(b, [6, -1, 3, i32::MIN + 6]);
+        let mut l = [1u8, 0, 2, 0];
+        run(SystemOperation::LogicalXor, &[1, 1, 0, 0], &mut l);
+        assert_eq!(l, [0, 1, 1, 0]);
+        let mut f = [1.5f64, -2.0];
+        run(SystemOperation::Max, &[0.5, 3.0], &mut f);
+        assert_eq!(f, [1.5, 3.0]);
+        let mut m = [ValueIndex { value: 2.0f64, index: 3i64 }, ValueIndex { value: 1.0, index: 5 }];
+        run(
+            SystemOperation::MinLoc,
+            &[ValueIndex { value: 2.0, index: 1 }, ValueIndex { value: 4.0, index: 0 }],
+            &mut m,
+        );
+        assert_eq!(m[0].index, 1, "a tie goes to the smaller index");
+        assert_eq!(m[1].index, 5);
+    }
+
+    #[test]
+    fn undefined_pairs_are_refused() {
+        assert!(Operation::system::<f64>(SystemOperation::BitwiseAnd).is_err());
+        assert!(Operation::system::<i32>(SystemOperation::MinLoc).is_err());
+        assert!(Operation::system::<ValueIndex<i32, i32>>(SystemOperation::Sum).is_err());
+    }
+}

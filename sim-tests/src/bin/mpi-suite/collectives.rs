@@ -1,0 +1,245 @@
+//! Every collective checked element by element against a reference
+//! computed locally: counts 0, 1, odd and above the eager threshold, roots
+//! other than 0, a non-commutative user operation whose result depends on
+//! the order, and a split communicator.
+
+use mpi::traits::*;
+use mpi::{Count, Operation, Rank, SimpleCommunicator, SystemOperation, ValueIndex};
+
+use super::{e, R};
+
+macro_rules! check {
+    ($cond:expr, $($msg:tt)*) => {
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!($($msg)*));
+        }
+    };
+}
+
+/// Element `i` of rank `r`'s contribution.
+fn val(r: Rank, i: usize) -> u64 {
+    (r as u64 + 1) * 1_000_003 + i as u64 * 7
+}
+
+fn mine(r: Rank, n: usize) -> Vec<u64> {
+    (0..n).map(|i| val(r, i)).collect()
+}
+
+/// An affine map x -> a·x + b; composing them does not commute.
+type Affine = [u64; 2];
+
+/// `left` then `right`.
+fn compose(left: Affine, right: Affine) -> Affine {
+    [left[0].wrapping_mul(right[0]), left[1].wrapping_mul(right[0]).wrapping_add(right[1])]
+}
+
+fn affine(r: Rank, i: usize) -> Affine {
+    [r as u64 + 2 + i as u64, r as u64 * 3 + 1]
+}
+
+fn compose_op() -> Operation {
+    Operation::non_commutative(|src: &[Affine], acc: &mut [Affine]| {
+        for (a, s) in acc.iter_mut().zip(src) {
+            *a = compose(*s, *a);
+        }
+    })
+}
+
+const COUNTS: [usize; 4] = [0, 1, 7, 3000];
+
+pub fn collectives(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
+    run_all(w)?;
+    // The same on a split communicator (odd and even ranks).
+    let half =
+        w.split_by_color(mpi::Color::with_value(w.rank() % 2)).map_err(e)?.ok_or("split gave no communicator")?;
+    run_all(&half).map_err(|m| format!("on the split communicator: {m}"))?;
+    if u.is_simulated() {
+        // For the determinism check: the same run must end at the same time.
+        println!("collectives: rank {} at {:.0} ps after 0 polls", w.rank(), u.wtime() * 1e12);
+    }
+    Ok(())
+}
+
+fn run_all(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let nu = n as usize;
+    w.barrier().map_err(e)?;
+    for &count in &COUNTS {
+        for root in [0, n - 1, n / 2] {
+            // Broadcast.
+            let mut buf = if me == root { mine(root, count) } else { vec![0u64; count] };
+            w.process_at_rank(root).broadcast_into(&mut buf[..]).map_err(e)?;
+            check!(buf == mine(root, count), "broadcast of {count} from {root}: wrong data");
+
+            // Reduce (sum), and a non-commutative reduce.
+            let expect: Vec<u64> =
+                (0..count).map(|i| (0..n).map(|r| val(r, i)).fold(0u64, u64::wrapping_add)).collect();
+            let expect_aff: Vec<Affine> =
+                (0..count).map(|i| (1..n).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)))).collect();
+            let aff: Vec<Affine> = (0..count).map(|i| affine(me, i)).collect();
+            let rootp = w.process_at_rank(root);
+            if me == root {
+                let mut out = vec![0u64; count];
+                rootp.reduce_into_root(&mine(me, count), &mut out, SystemOperation::Sum).map_err(e)?;
+                check!(out == expect, "reduce sum of {count} to {root}: wrong result");
+                let mut out = vec![[0u64; 2]; count];
+                rootp.reduce_into_root(&aff, &mut out, &compose_op()).map_err(e)?;
+                check!(out == expect_aff, "non-commutative reduce of {count} to {root}: wrong order");
+            } else {
+                rootp.reduce_into(&mine(me, count), SystemOperation::Sum).map_err(e)?;
+                rootp.reduce_into(&aff, &compose_op()).map_err(e)?;
+            }
+
+            // Gather and scatter.
+            if me == root {
+                let mut all = vec![0u64; count * nu];
+                rootp.gather_into_root(&mine(me, count)[..], &mut all[..]).map_err(e)?;
+                let want: Vec<u64> = (0..n).flat_map(|r| mine(r, count)).collect();
+                check!(all == want, "gather of {count} to {root}: wrong data");
+                let mut part = vec![0u64; count];
+                rootp.scatter_into_root(&want[..], &mut part[..]).map_err(e)?;
+                check!(part == mine(me, count), "scatter of {count} from {root}: wrong block");
+            } else {
+                rootp.gather_into(&mine(me, count)[..]).map_err(e)?;
+                let mut part = vec![0u64; count];
+                rootp.scatter_into(&mut part[..]).map_err(e)?;
+                check!(part == mine(me, count), "scatter of {count} from {root}: wrong block on {me}");
+            }
+
+            // Variable counts: rank r contributes (r + count) % 5 elements,
+            // placed in reverse rank order with a gap of one.
+            let vc: Vec<Count> = (0..n).map(|r| ((r as usize + count) % 5) as Count).collect();
+            let mut displs = vec![0 as Count; nu];
+            let mut at = 0;
+            for r in (0..nu).rev() {
+                displs[r] = at;
+                at += vc[r] + 1;
+            }
+            let total = at as usize;
+            let own = mine(me, vc[me as usize] as usize);
+            let want_v = {
+                let mut v = vec![0u64; total];
+                for r in 0..nu {
+                    let d = displs[r] as usize;
+                    v[d..d + vc[r] as usize].copy_from_slice(&mine(r as Rank, vc[r] as usize));
+                }
+                v
+            };
+            if me == root {
+                let mut all = vec![0u64; total];
+                rootp.gather_varcount_into_root(&own[..], &mut all, &vc, &displs).map_err(e)?;
+                check!(all == want_v, "gatherv to {root}: wrong data");
+                let mut part = vec![0u64; vc[me as usize] as usize];
+                rootp.scatter_varcount_into_root(&want_v, &vc, &displs, &mut part[..]).map_err(e)?;
+                check!(part == own, "scatterv from {root}: wrong block");
+            } else {
+                rootp.gather_varcount_into(&own[..]).map_err(e)?;
+                let mut part = vec![0u64; vc[me as usize] as usize];
+                rootp.scatter_varcount_into(&mut part[..]).map_err(e)?;
+                check!(part == own, "scatterv from {root}: wrong block on {me}");
+            }
+            let mut all = vec![0u64; total];
+            w.all_gather_varcount_into(&own[..], &mut all, &vc, &displs).map_err(e)?;
+            check!(all == want_v, "allgatherv: wrong data");
+        }
+
+        // Allreduce: sum, max on floats, minloc, non-commutative.
+        let mut out = vec![0u64; count];
+        w.all_reduce_into(&mine(me, count), &mut out, SystemOperation::Sum).map_err(e)?;
+        let expect: Vec<u64> = (0..count).map(|i| (0..n).map(|r| val(r, i)).sum()).collect();
+        check!(out == expect, "allreduce sum of {count}: wrong result");
+        let f: Vec<f64> = (0..count).map(|i| ((me as f64) - 2.5).powi(2) + i as f64).collect();
+        let mut fo = vec![0f64; count];
+        w.all_reduce_into(&f, &mut fo, SystemOperation::Max).map_err(e)?;
+        let fe: Vec<f64> = (0..count)
+            .map(|i| (0..n).map(|r| ((r as f64) - 2.5).powi(2) + i as f64).fold(f64::MIN, f64::max))
+            .collect();
+        check!(fo == fe, "allreduce max of {count} f64: wrong result");
+        let loc: Vec<ValueIndex<f64, i64>> = (0..count)
+            .map(|i| ValueIndex { value: ((me as i64 - 3).abs() + (i as i64 % 2)) as f64, index: me as i64 })
+            .collect();
+        let mut lo = vec![ValueIndex::default(); count];
+        w.all_reduce_into(&loc, &mut lo, SystemOperation::MinLoc).map_err(e)?;
+        for (i, l) in lo.iter().enumerate() {
+            let best = (0..n).min_by_key(|r| ((*r as i64 - 3).abs(), *r)).unwrap_or(0);
+            check!(l.index == best as i64, "allreduce minloc element {i}: index {} instead of {best}", l.index);
+        }
+        let aff: Vec<Affine> = (0..count).map(|i| affine(me, i)).collect();
+        let mut ao = vec![[0u64; 2]; count];
+        w.all_reduce_into(&aff, &mut ao, &compose_op()).map_err(e)?;
+        let expect_aff: Vec<Affine> =
+            (0..count).map(|i| (1..n).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)))).collect();
+        check!(ao == expect_aff, "non-commutative allreduce of {count}: wrong order");
+
+        // Allgather, alltoall, alltoallv.
+        let mut all = vec![0u64; count * nu];
+        w.all_gather_into(&mine(me, count)[..], &mut all[..]).map_err(e)?;
+        check!(all == (0..n).flat_map(|r| mine(r, count)).collect::<Vec<_>>(), "allgather of {count}: wrong data");
+        let block =
+            |from: Rank, to: Rank| -> Vec<u64> { (0..count).map(|i| val(from, i) ^ (to as u64) << 40).collect() };
+        let send: Vec<u64> = (0..n).flat_map(|to| block(me, to)).collect();
+        let mut got = vec![0u64; count * nu];
+        w.all_to_all_into(&send[..], &mut got[..]).map_err(e)?;
+        check!(got == (0..n).flat_map(|from| block(from, me)).collect::<Vec<_>>(), "alltoall of {count}: wrong data");
+        // alltoallv: from a to b, (a + b + count) % 4 elements.
+        let cnt = |a: Rank, b: Rank| ((a + b) as usize + count) % 4;
+        let sc: Vec<Count> = (0..n).map(|b| cnt(me, b) as Count).collect();
+        let rc: Vec<Count> = (0..n).map(|a| cnt(a, me) as Count).collect();
+        let disp = |c: &[Count]| {
+            c.iter()
+                .scan(0, |s, x| {
+                    let d = *s;
+                    *s += x;
+                    Some(d)
+                })
+                .collect::<Vec<Count>>()
+        };
+        let (sd, rd) = (disp(&sc), disp(&rc));
+        let vblock = |from: Rank, to: Rank| -> Vec<u64> {
+            (0..cnt(from, to)).map(|i| val(from, i) ^ (to as u64) << 40).collect()
+        };
+        let sendv: Vec<u64> = (0..n).flat_map(|b| vblock(me, b)).collect();
+        let mut gotv = vec![0u64; rc.iter().sum::<Count>() as usize];
+        w.all_to_all_varcount_into(&sendv, &sc, &sd, &mut gotv, &rc, &rd).map_err(e)?;
+        let wantv: Vec<u64> = (0..n).flat_map(|a| vblock(a, me)).collect();
+        check!(gotv == wantv, "alltoallv ({count}): wrong data");
+
+        // Reduce-scatter-block, scan, exscan.
+        let big = mine(me, count * nu);
+        let mut part = vec![0u64; count];
+        w.reduce_scatter_block_into(&big, &mut part, SystemOperation::Sum).map_err(e)?;
+        let want: Vec<u64> = (0..count).map(|i| (0..n).map(|r| val(r, me as usize * count + i)).sum()).collect();
+        check!(part == want, "reduce_scatter_block of {count}: wrong block");
+        let mut sc_out = vec![0u64; count];
+        w.scan_into(&mine(me, count), &mut sc_out, SystemOperation::Sum).map_err(e)?;
+        check!(
+            sc_out == (0..count).map(|i| (0..=me).map(|r| val(r, i)).sum()).collect::<Vec<u64>>(),
+            "scan of {count}: wrong prefix"
+        );
+        let mut ex = vec![u64::MAX; count];
+        w.exclusive_scan_into(&aff, &mut ao, &compose_op()).map_err(e)?;
+        if me > 0 {
+            let want: Vec<Affine> =
+                (0..count).map(|i| (1..me).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)))).collect();
+            check!(ao == want, "non-commutative exscan of {count}: wrong prefix");
+        }
+        w.exclusive_scan_into(&mine(me, count), &mut ex, SystemOperation::Sum).map_err(e)?;
+        if me > 0 {
+            check!(
+                ex == (0..count).map(|i| (0..me).map(|r| val(r, i)).sum()).collect::<Vec<u64>>(),
+                "exscan of {count}: wrong prefix"
+            );
+        } else {
+            check!(ex.iter().all(|v| *v == u64::MAX), "exscan changed rank 0's buffer");
+        }
+    }
+
+    // Wrong use is an error, never a hang or a panic.
+    let bad = w.process_at_rank(n);
+    check!(bad.broadcast_into(&mut [0u8; 4][..]).is_err(), "broadcast from rank {n} of {n} was accepted");
+    let mut small = [0u64; 1];
+    check!(w.all_gather_into(&mine(me, 2)[..], &mut small[..]).is_err(), "allgather into a short buffer was accepted");
+    check!(Operation::system::<f64>(SystemOperation::BitwiseAnd).is_err(), "BAND on f64 was accepted");
+    Ok(())
+}
