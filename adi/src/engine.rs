@@ -862,6 +862,14 @@ impl Engine {
         ids.iter().map(|id| self.take_done(*id)).collect()
     }
 
+    /// Nothing to do: let the transport wait for the network (in simulation,
+    /// hand over until a watched device word changes). For callers that run
+    /// their own progress loop around [`Engine::progress`].
+    pub fn idle(&mut self) -> Result<(), AdiError> {
+        self.st.counters.idle_waits += 1;
+        Ok(self.t.idle()?)
+    }
+
     /// Progress until `done` holds, idling the transport when a pass finds nothing.
     pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> Result<(), AdiError> {
         loop {

@@ -154,6 +154,10 @@ impl SimpleCommunicator {
         &self.shared
     }
 
+    pub(crate) fn group(&self) -> Rc<Group> {
+        self.group.clone()
+    }
+
     /// Job rank of each member, in communicator order.
     pub(crate) fn members(&self) -> &[u32] {
         &self.group.members
@@ -481,8 +485,19 @@ fn recv_raw<S: Source + ?Sized>(s: &S, tag: TagSel, capacity: u64) -> Result<(St
     let e = c.engine()?;
     charge_call(e);
     charge_request(e);
-    let (st, data) = e.recv(src, tag, comm.ctx, capacity)?;
-    charge_request(e);
+    let (st, data) = if c.nbc.is_empty() {
+        c.engine()?.recv(src, tag, comm.ctx, capacity)?
+    } else {
+        // Non-blocking collectives are in progress: keep them moving while
+        // this receive waits (one of them may be what the sender waits for).
+        let id = c.engine()?.irecv(src, tag, comm.ctx, capacity)?;
+        c.wait_until(|c| Ok(c.engine()?.is_done(id).unwrap_or(true)))?;
+        match c.engine()?.wait(id)? {
+            adi::Done::Received { status, data } => (status, data),
+            adi::Done::Sent => return Err(MpiError::Invalid("internal: a receive completed as a send".into())),
+        }
+    };
+    charge_request(c.engine()?);
     Ok((comm.status(st), data))
 }
 
@@ -532,7 +547,15 @@ fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
     charge_call(e);
-    Ok(comm.status(e.probe(src, tag, comm.ctx)?))
+    if c.nbc.is_empty() {
+        return Ok(comm.status(c.engine()?.probe(src, tag, comm.ctx)?));
+    }
+    let mut found = None;
+    c.wait_until(|c| {
+        found = c.engine()?.iprobe(src, tag, comm.ctx)?;
+        Ok(found.is_some())
+    })?;
+    found.map(|st| comm.status(st)).ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))
 }
 
 fn iprobe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Option<Status>> {

@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use adi::{Engine, HostCost};
 
+use crate::coll::exec::Exec;
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::error::{MpiError, Result};
 
@@ -16,11 +17,65 @@ pub(crate) struct Context {
     engine: Option<Engine>,
     /// Next free context id (even; id+1 is the collective context).
     pub(crate) next_ctx: u32,
+    /// Collectives in progress (non-blocking ones until they complete, and
+    /// the blocking one being waited for). Every wait of this library
+    /// advances them all, so that a process blocked in one call still does
+    /// its part of the others (DN_NBC_PROGRESS=manual: progress happens
+    /// inside MPI calls, as in LibNBC without a thread).
+    pub(crate) nbc: Vec<Rc<RefCell<Exec>>>,
 }
 
 impl Context {
     pub(crate) fn engine(&mut self) -> Result<&mut Engine> {
         self.engine.as_mut().ok_or(MpiError::Finalized)
+    }
+
+    /// Advance every collective in progress; `true` if any did something.
+    pub(crate) fn progress_collectives(&mut self) -> Result<bool> {
+        if self.nbc.is_empty() {
+            return Ok(false);
+        }
+        let list = std::mem::take(&mut self.nbc);
+        let e = self.engine()?;
+        let mut worked = false;
+        let mut keep = Vec::with_capacity(list.len());
+        for x in list {
+            let (finished, progressed) = {
+                let mut ex = x.borrow_mut();
+                let before = ex.done_nodes();
+                // An error is kept in the execution and reported by its request.
+                let finished = ex.advance(e);
+                (finished, ex.done_nodes() != before)
+            };
+            worked |= progressed;
+            if !finished {
+                keep.push(x);
+            }
+        }
+        // New executions may have been registered meanwhile (none are: the
+        // registry is only appended to outside this call).
+        keep.append(&mut self.nbc);
+        self.nbc = keep;
+        Ok(worked)
+    }
+
+    /// Progress (collectives included) until `done` holds, idling when a
+    /// pass finds nothing to do.
+    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
+        loop {
+            let mut worked = self.progress_collectives()?;
+            if done(self)? {
+                return Ok(());
+            }
+            worked |= self.engine()?.progress()?;
+            worked |= self.progress_collectives()?;
+            if done(self)? {
+                return Ok(());
+            }
+            if !worked {
+                self.engine()?.idle()?;
+            }
+        }
     }
 }
 
@@ -53,7 +108,7 @@ pub fn initialize() -> Result<Universe> {
     tune_allocator();
     let engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
-    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2 }));
+    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2, nbc: Vec::new() }));
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
     Ok(Universe { shared, world })
 }

@@ -56,6 +56,8 @@ suite! {
     collectives_1r: "collectives", 1;
     collectives_4r: "collectives", 4;
     collectives_7r: "collectives", 7;
+    nbc_3r: "nbc", 3;
+    nbc_6r: "nbc", 6;
 }
 
 const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";

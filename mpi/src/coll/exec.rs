@@ -3,7 +3,7 @@
 //! collectives run it to completion; non-blocking ones advance it from
 //! `test` and `wait`.
 
-use adi::{AdiError, Done, Engine, HostCost, ReqId, Source, TagSel};
+use adi::{Done, Engine, HostCost, ReqId, Source, TagSel};
 
 use super::op::Operation;
 use super::schedule::{Kind, Schedule, Slice, BUF_RECV};
@@ -45,6 +45,10 @@ pub(crate) struct Exec {
     running: Vec<(u32, ReqId)>,
     sends: Vec<ReqId>,
     done: usize,
+    /// Every node done and every send completed.
+    complete: bool,
+    /// Why the execution stopped, until its request reports it.
+    error: Option<MpiError>,
 }
 
 impl Exec {
@@ -101,6 +105,8 @@ impl Exec {
             running: Vec::new(),
             sends: Vec::new(),
             done: 0,
+            complete: false,
+            error: None,
         })
     }
 
@@ -156,7 +162,8 @@ impl Exec {
     }
 
     /// Start what can start and collect what finished; `true` once every
-    /// node is done and every send has completed.
+    /// node is done and every send has completed. The caller drives the
+    /// engine's progress (every wait of the library does, between calls).
     pub(crate) fn progress(&mut self, e: &mut Engine) -> Result<bool> {
         loop {
             while let Some(i) = self.ready.pop() {
@@ -166,7 +173,9 @@ impl Exec {
             let mut k = 0;
             while k < self.running.len() {
                 let (i, id) = self.running[k];
-                match e.test(id)? {
+                // The caller drives the engine; here only collect what finished.
+                let done = if e.is_done(id)? { Some(e.wait(id)?) } else { None };
+                match done {
                     Some(Done::Received { status, data }) => {
                         self.running.swap_remove(k);
                         let n = self.sched.nodes[i as usize];
@@ -204,7 +213,8 @@ impl Exec {
         // would return at once again and spin.
         let mut k = 0;
         while k < self.sends.len() {
-            if e.test(self.sends[k])?.is_some() {
+            if e.is_done(self.sends[k])? {
+                e.wait(self.sends[k])?;
                 self.sends.swap_remove(k);
             } else {
                 k += 1;
@@ -213,27 +223,44 @@ impl Exec {
         Ok(self.sends.is_empty())
     }
 
-    /// The requests whose completion would let the schedule move on.
-    fn blocking_on(&self) -> Vec<ReqId> {
-        if self.running.is_empty() {
-            self.sends.clone()
-        } else {
-            self.running.iter().map(|r| r.1).collect()
+    /// Progress once, keeping an error for the owner; `true` once the
+    /// execution has ended (completed or failed).
+    pub(crate) fn advance(&mut self, e: &mut Engine) -> bool {
+        if self.complete || self.error.is_some() {
+            return true;
+        }
+        match self.progress(e) {
+            Ok(done) => {
+                self.complete = done;
+                done
+            }
+            Err(err) => {
+                self.error = Some(err);
+                true
+            }
         }
     }
 
-    /// Run to completion, sleeping in the engine between steps.
-    pub(crate) fn run(&mut self, e: &mut Engine) -> Result<()> {
-        while !self.progress(e)? {
-            let ids = self.blocking_on();
-            e.wait_until(|e| ids.iter().any(|id| e.is_done(*id).unwrap_or(true)))
-                .map_err(|err: AdiError| MpiError::from(err))?;
+    /// Nodes done so far (to tell whether a pass did anything).
+    pub(crate) fn done_nodes(&self) -> usize {
+        self.done
+    }
+
+    /// `Ok(true)` once complete, the error if it failed (reported once).
+    pub(crate) fn outcome(&mut self) -> Result<bool> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.complete),
         }
-        Ok(())
+    }
+
+    /// Whether the execution has ended (completed or failed).
+    pub(crate) fn ended(&self) -> bool {
+        self.complete || self.error.is_some()
     }
 
     /// The receive buffer (after completion: the result).
-    pub(crate) fn into_recv(mut self) -> Vec<u8> {
+    pub(crate) fn take_recv(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.bufs[BUF_RECV as usize])
     }
 }

@@ -16,7 +16,7 @@
 //! let mine = [world.rank() as u64];
 //! let mut sum = [0u64];
 //! world.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::Sum)?;
-//! assert_eq!(sum[0], (0..world.size() as u64).sum());
+//! assert_eq!(sum[0], (0..world.size() as u64).sum::<u64>());
 //! # Ok(()) }
 //! ```
 
@@ -30,6 +30,7 @@ pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
 use crate::comm::{Communicator, Process, SimpleCommunicator};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
+use crate::request::Request;
 use crate::universe::charge_call;
 use crate::{Count, Rank};
 use exec::Exec;
@@ -44,13 +45,43 @@ pub(crate) fn run(
     recv: Vec<u8>,
     op: Option<Operation>,
 ) -> Result<Vec<u8>> {
+    let x = start(comm, sched, send, recv, op)?;
     let mut c = comm.shared().borrow_mut();
-    let e = c.engine()?;
-    charge_call(e);
+    c.wait_until(|_| Ok(x.borrow().ended()))?;
+    let mut ex = x.borrow_mut();
+    ex.outcome()?;
+    Ok(ex.take_recv())
+}
+
+/// Charge one MPI call, number the collective on `comm` and register its
+/// execution with the progress of every wait.
+pub(crate) fn start(
+    comm: &SimpleCommunicator,
+    sched: Schedule,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    op: Option<Operation>,
+) -> Result<std::rc::Rc<std::cell::RefCell<Exec>>> {
+    let mut c = comm.shared().borrow_mut();
+    charge_call(c.engine()?);
     let seq = comm.next_coll_seq();
-    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
-    x.run(e)?;
-    Ok(x.into_recv())
+    let x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
+    let x = std::rc::Rc::new(std::cell::RefCell::new(x));
+    c.nbc.push(x.clone());
+    Ok(x)
+}
+
+/// Start `sched` as a non-blocking collective whose result goes to `out`.
+fn immediate<'b>(
+    comm: &SimpleCommunicator,
+    sched: Schedule,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    op: Option<Operation>,
+    out: Option<&'b mut [u8]>,
+) -> Result<Request<'b>> {
+    let x = start(comm, sched, send, recv, op)?;
+    Ok(Request::collective(comm.shared().clone(), x, out, comm.group()))
 }
 
 /// An operation for elements of type `T`: a [`SystemOperation`] (checked
@@ -183,6 +214,40 @@ pub trait CommunicatorCollectives: Communicator {
     /// 0's `recv` is left unchanged.
     fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O)
         -> Result<()>;
+
+    /// Non-blocking barrier (`MPI_Ibarrier`).
+    fn immediate_barrier(&self) -> Result<Request<'static>>;
+
+    /// Non-blocking [`CommunicatorCollectives::all_gather_into`] (`MPI_Iallgather`).
+    /// `send` is copied at once; `recv` stays borrowed until the request completes.
+    fn immediate_all_gather_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::all_to_all_into`] (`MPI_Ialltoall`).
+    fn immediate_all_to_all_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::all_reduce_into`] (`MPI_Iallreduce`).
+    fn immediate_all_reduce_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::scan_into`] (`MPI_Iscan`).
+    fn immediate_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>>;
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {
@@ -283,6 +348,72 @@ impl CommunicatorCollectives for SimpleCommunicator {
         scan(self, send, recv, op, false)
     }
 
+    fn immediate_barrier(&self) -> Result<Request<'static>> {
+        let (n, r) = dims(self);
+        immediate(self, algo::barrier(n, r), Vec::new(), Vec::new(), None, None)
+    }
+
+    fn immediate_all_gather_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>> {
+        let (n, r) = dims(self);
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("immediate_all_gather_into", s.len() * n as usize, out.len())?;
+        let sched = algo::allgather_ring(n, r, &even_blocks(n as usize, s.len()));
+        let len = out.len();
+        immediate(self, sched, s.to_vec(), vec![0; len], None, Some(out))
+    }
+
+    fn immediate_all_to_all_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>> {
+        let (n, r) = dims(self);
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("immediate_all_to_all_into", s.len(), out.len())?;
+        if s.len() % n as usize != 0 {
+            return Err(MpiError::Invalid(format!(
+                "immediate_all_to_all_into: {} bytes do not split into {n} equal blocks",
+                s.len()
+            )));
+        }
+        let b = even_blocks(n as usize, s.len() / n as usize);
+        let len = out.len();
+        immediate(self, algo::alltoall_pairwise(n, r, &b, &b), s.to_vec(), vec![0; len], None, Some(out))
+    }
+
+    fn immediate_all_reduce_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("immediate_all_reduce_into", s.len(), out.len())?;
+        let sched = algo::allreduce_recursive_doubling(n, r, s.len() as u64);
+        let len = out.len();
+        immediate(self, sched, s.to_vec(), vec![0; len], Some(op), Some(out))
+    }
+
+    fn immediate_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("immediate_scan_into", s.len(), out.len())?;
+        let init = out.to_vec();
+        immediate(self, algo::scan_linear(n, r, s.len() as u64, false), s.to_vec(), init, Some(op), Some(out))
+    }
+
     fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(
         &self,
         send: &[T],
@@ -360,6 +491,42 @@ pub trait Root {
 
     /// The reduction of everyone's `send` into the root's `recv`.
     fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>;
+
+    /// Non-blocking [`Root::broadcast_into`] (`MPI_Ibcast`); `buf` stays
+    /// borrowed until the request completes.
+    fn immediate_broadcast_into<'b, B: BufferMut + ?Sized>(&self, buf: &'b mut B) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::reduce_into`] (`MPI_Ireduce`, non-root side).
+    fn immediate_reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], op: O)
+        -> Result<Request<'static>>;
+
+    /// Non-blocking [`Root::reduce_into_root`].
+    fn immediate_reduce_into_root<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::gather_into`] (`MPI_Igather`, non-root side).
+    fn immediate_gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>>;
+
+    /// Non-blocking [`Root::gather_into_root`].
+    fn immediate_gather_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::scatter_into`] (`MPI_Iscatter`, non-root side).
+    fn immediate_scatter_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::scatter_into_root`].
+    fn immediate_scatter_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>>;
 }
 
 impl Process<'_> {
@@ -484,6 +651,84 @@ impl Root for Process<'_> {
         let s = bytes(send);
         let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
         run(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op)).map(drop)
+    }
+
+    fn immediate_broadcast_into<'b, B: BufferMut + ?Sized>(&self, buf: &'b mut B) -> Result<Request<'b>> {
+        let (n, r) = dims(self.comm);
+        if self.rank < 0 || self.rank >= n as Rank {
+            return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
+        }
+        let b = buf.as_bytes_mut();
+        let sched = algo::bcast_binomial(n, r, self.rank as u32, b.len() as u64);
+        let init = b.to_vec();
+        immediate(self.comm, sched, Vec::new(), init, None, Some(b))
+    }
+
+    fn immediate_reduce_into<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        op: O,
+    ) -> Result<Request<'static>> {
+        let op = op.into_operation()?;
+        let (n, r, root) = self.check_root(false, "immediate_reduce_into")?;
+        let s = bytes(send);
+        let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
+        immediate(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op), None)
+    }
+
+    fn immediate_reduce_into_root<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>> {
+        let op = op.into_operation()?;
+        let (n, r, root) = self.check_root(true, "immediate_reduce_into_root")?;
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("immediate_reduce_into_root", s.len(), out.len())?;
+        let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
+        immediate(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op), Some(out))
+    }
+
+    fn immediate_gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>> {
+        let (n, r, root) = self.check_root(false, "immediate_gather_into")?;
+        let s = send.as_bytes();
+        let sched = algo::gather_linear(n, r, root, s.len() as u64, &[]);
+        immediate(self.comm, sched, s.to_vec(), Vec::new(), None, None)
+    }
+
+    fn immediate_gather_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>> {
+        let (n, r, root) = self.check_root(true, "immediate_gather_into_root")?;
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("immediate_gather_into_root", s.len() * n as usize, out.len())?;
+        let sched = algo::gather_linear(n, r, root, s.len() as u64, &even_blocks(n as usize, s.len()));
+        let len = out.len();
+        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
+    }
+
+    fn immediate_scatter_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>> {
+        let (n, r, root) = self.check_root(false, "immediate_scatter_into")?;
+        let out = recv.as_bytes_mut();
+        let sched = algo::scatter_linear(n, r, root, out.len() as u64, &[]);
+        let len = out.len();
+        immediate(self.comm, sched, Vec::new(), vec![0; len], None, Some(out))
+    }
+
+    fn immediate_scatter_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        send: &S,
+        recv: &'b mut R,
+    ) -> Result<Request<'b>> {
+        let (n, r, root) = self.check_root(true, "immediate_scatter_into_root")?;
+        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
+        same_len("immediate_scatter_into_root", s.len(), out.len() * n as usize)?;
+        let sched = algo::scatter_linear(n, r, root, out.len() as u64, &even_blocks(n as usize, out.len()));
+        let len = out.len();
+        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {

@@ -243,3 +243,95 @@ fn run_all(w: &SimpleCommunicator) -> R {
     check!(Operation::system::<f64>(SystemOperation::BitwiseAnd).is_err(), "BAND on f64 was accepted");
     Ok(())
 }
+
+/// Non-blocking collectives: several outstanding on one communicator,
+/// completed in a different order than started (and in a different order
+/// on even and odd ranks), through `wait`, a `test` loop with computation,
+/// `wait_all` mixed with point-to-point, on a split communicator too.
+pub fn nbc(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
+    nbc_on(u, w)?;
+    let half =
+        w.split_by_color(mpi::Color::with_value(w.rank() % 2)).map_err(e)?.ok_or("split gave no communicator")?;
+    nbc_on(u, &half).map_err(|m| format!("on the split communicator: {m}"))?;
+    if u.is_simulated() {
+        println!("nbc: rank {} at {:.0} ps after 0 polls", w.rank(), u.wtime() * 1e12);
+    }
+    Ok(())
+}
+
+fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let nu = n as usize;
+    for &count in &COUNTS {
+        let root = n - 1;
+        let src = mine(me, count);
+        let mut b = if me == root { mine(root, count) } else { vec![0u64; count] };
+        let mut sum = vec![0u64; count];
+        let mut all = vec![0u64; count * nu];
+        let mut red = vec![0u64; count];
+        let aff: Vec<Affine> = (0..count).map(|i| affine(me, i)).collect();
+        let mut sc = vec![[0u64; 2]; count];
+        let rootp = w.process_at_rank(n / 2);
+        let r1 = w.process_at_rank(root).immediate_broadcast_into(&mut b[..]).map_err(e)?;
+        let r2 = w.immediate_all_reduce_into(&src, &mut sum, SystemOperation::Sum).map_err(e)?;
+        let r3 = w.immediate_all_gather_into(&src[..], &mut all[..]).map_err(e)?;
+        let r4 = w.immediate_barrier().map_err(e)?;
+        let r5 = if me == n / 2 {
+            rootp.immediate_reduce_into_root(&src, &mut red, SystemOperation::Max).map_err(e)?
+        } else {
+            rootp.immediate_reduce_into(&src, SystemOperation::Max).map_err(e)?
+        };
+        let r6 = w.immediate_scan_into(&aff, &mut sc, &compose_op()).map_err(e)?;
+        // Complete in another order than started, differently on odd ranks.
+        r4.wait().map_err(e)?;
+        let mut r3 = r3;
+        let mut polls = 0;
+        loop {
+            match r3.test().map_err(e)? {
+                Ok(_) => break,
+                Err(r) => {
+                    r3 = r;
+                    polls += 1;
+                    check!(polls < 10_000_000, "immediate all_gather never completed under test");
+                    u.compute(200.0).map_err(e)?;
+                }
+            }
+        }
+        if me % 2 == 0 {
+            r1.wait().map_err(e)?;
+            r2.wait().map_err(e)?;
+        } else {
+            r2.wait().map_err(e)?;
+            r1.wait().map_err(e)?;
+        }
+        // Point-to-point and collective requests in one wait_all.
+        let next = (me + 1) % n;
+        let prev = (me + n - 1) % n;
+        let token = [me as u64 + 100];
+        let mut got = [0u64];
+        let reqs = vec![
+            r6,
+            w.process_at_rank(next).immediate_send(&token[..]).map_err(e)?,
+            w.process_at_rank(prev).immediate_receive_into(&mut got[..]).map_err(e)?,
+            r5,
+        ];
+        mpi::request::wait_all(reqs).map_err(e)?;
+        check!(got[0] == prev as u64 + 100, "ring token {} instead of {}", got[0], prev + 100);
+        check!(b == mine(root, count), "ibcast of {count}: wrong data");
+        check!(
+            sum == (0..count).map(|i| (0..n).map(|r| val(r, i)).sum()).collect::<Vec<u64>>(),
+            "iallreduce of {count}: wrong result"
+        );
+        check!(all == (0..n).flat_map(|r| mine(r, count)).collect::<Vec<_>>(), "iallgather of {count}: wrong data");
+        if me == n / 2 {
+            check!(
+                red == (0..count).map(|i| (0..n).map(|r| val(r, i)).max().unwrap_or(0)).collect::<Vec<u64>>(),
+                "ireduce of {count}: wrong result"
+            );
+        }
+        let want: Vec<Affine> =
+            (0..count).map(|i| (1..=me).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)))).collect();
+        check!(sc == want, "non-commutative iscan of {count}: wrong prefix");
+    }
+    Ok(())
+}

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
             "poll-compute" => poll_compute(&u, &w)?,
             "poll-wtime" => poll_wtime(&u, &w)?,
             "collectives" => collectives::collectives(&u, &w)?,
+            "nbc" => collectives::nbc(&u, &w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
