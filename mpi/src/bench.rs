@@ -15,7 +15,12 @@ pub struct Row {
     /// Bandwidth in 10^6 bytes per second, for `bw` and `bibw`.
     #[serde(rename = "MBps", skip_serializing_if = "Option::is_none")]
     pub mbps: Option<f64>,
-    /// `eager`, `rndv`, or the baseline's name (`tcp`).
+    /// Non-blocking collectives: how much of the communication time the
+    /// computation hid, in percent (as OSU's non-blocking benchmarks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap_pct: Option<f64>,
+    /// `eager`, `rndv`, or the baseline's name (`tcp`); for collectives, the
+    /// collective.
     pub protocol: &'static str,
     /// Timed iterations.
     pub iterations: u32,
@@ -32,7 +37,10 @@ impl Row {
     /// The human-readable line: size, figure, protocol.
     pub fn text(&self) -> String {
         match (self.latency_us, self.mbps) {
-            (Some(l), _) => format!("{:>10} {:>12.3} us  {}", self.size, l, self.protocol),
+            (Some(l), _) => match self.overlap_pct {
+                Some(o) => format!("{:>10} {:>12.3} us  {}  overlap {o:.1}%", self.size, l, self.protocol),
+                None => format!("{:>10} {:>12.3} us  {}", self.size, l, self.protocol),
+            },
             (_, Some(b)) => format!("{:>10} {:>12.2} MB/s  {}", self.size, b, self.protocol),
             _ => format!("{:>10} {:>12}  {}", self.size, "-", self.protocol),
         }
@@ -68,7 +76,8 @@ mod tests {
 
     #[test]
     fn rows_print_only_the_measured_figure() {
-        let r = Row { size: 8, latency_us: Some(1.5), mbps: None, protocol: "eager", iterations: 10 };
+        let r =
+            Row { size: 8, latency_us: Some(1.5), mbps: None, overlap_pct: None, protocol: "eager", iterations: 10 };
         let j = serde_json::to_string(&r).unwrap();
         assert_eq!(j, r#"{"size":8,"latency_us":1.5,"protocol":"eager","iterations":10}"#);
     }

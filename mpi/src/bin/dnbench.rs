@@ -14,6 +14,14 @@
 //! they are wall time. `--layer adi` runs the ping-pong on the protocol engine
 //! directly, bypassing the MPI layer (seed 004 Table 2 row 5).
 //!
+//! * `bcast`, `reduce`, `allreduce`, `allgather`, `alltoall`, `barrier` —
+//!   the average time per call over all ranks (as osu_bcast and friends);
+//! * `ibcast`, `iallreduce` — the same non-blocking, and the overlap: the
+//!   call is started, the rank computes for as long as the pure
+//!   communication took (in ten slices with a `test` between them, so that
+//!   manual progress has a chance), then waits; overlap is the share of the
+//!   communication time the computation hid (osu_ibcast's definition).
+//!
 //! `dnrun -n 2 -- target/release/dnbench latency --sizes 0,1K,64K --json`
 
 use std::process::ExitCode;
@@ -33,6 +41,28 @@ enum Test {
     Bibw,
     /// An iprobe loop waiting for a late message.
     Poll,
+    /// `MPI_Bcast` latency from rank 0 (osu_bcast).
+    Bcast,
+    /// `MPI_Reduce` (sum of u64) to rank 0 (osu_reduce).
+    Reduce,
+    /// `MPI_Allreduce` (sum of u64) (osu_allreduce).
+    Allreduce,
+    /// `MPI_Allgather`; the size is each rank's block (osu_allgather).
+    Allgather,
+    /// `MPI_Alltoall`; the size is each pair's block (osu_alltoall).
+    Alltoall,
+    /// `MPI_Barrier` (osu_barrier; sizes ignored).
+    Barrier,
+    /// `MPI_Ibcast` with overlap (osu_ibcast).
+    Ibcast,
+    /// `MPI_Iallreduce` with overlap (osu_iallreduce).
+    Iallreduce,
+}
+
+impl Test {
+    fn collective(self) -> bool {
+        !matches!(self, Test::Latency | Test::Bw | Test::Bibw | Test::Poll)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,6 +135,10 @@ fn run(args: &Args) -> Result<(), String> {
     let sizes = adi::config::parse_size_list(&args.sizes)?;
     let universe = mpi::initialize().map_err(|e| e.to_string())?;
     let world = universe.world();
+    if args.test.collective() {
+        collectives(&universe, args, &sizes).map_err(|e| e.to_string())?;
+        return universe.finalize().map_err(|e| e.to_string());
+    }
     if world.size() < 2 {
         return Err("run with at least 2 ranks: dnrun -n 2 -- dnbench ...".into());
     }
@@ -135,16 +169,16 @@ fn run(args: &Args) -> Result<(), String> {
                 if args.breakdown {
                     breakdown(&universe, before, iters + args.warmup).map_err(|e| e.to_string())?;
                 }
-                Row { size, latency_us: Some(us), mbps: None, protocol, iterations: iters }
+                Row { size, latency_us: Some(us), mbps: None, overlap_pct: None, protocol, iterations: iters }
             }
             Test::Bw | Test::Bibw => {
                 let iters = bw_iterations(size, args.iters);
                 let warmup = args.warmup.min(BW_MAX_WARMUP);
                 let mbps = bandwidth(&universe, args.test == Test::Bibw, size, iters, args.window, warmup)
                     .map_err(|e| e.to_string())?;
-                Row { size, latency_us: None, mbps: Some(mbps), protocol, iterations: iters }
+                Row { size, latency_us: None, mbps: Some(mbps), overlap_pct: None, protocol, iterations: iters }
             }
-            Test::Poll => unreachable!("handled before the size loop"),
+            _ => unreachable!("handled before the size loop"),
         };
         if world.rank() == 0 && !args.json {
             println!("{}", row.text());
@@ -165,6 +199,129 @@ fn run(args: &Args) -> Result<(), String> {
         }
     }
     universe.finalize().map_err(|e| e.to_string())
+}
+
+/// The collective benchmarks: average time per call over every rank.
+fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
+    use mpi::SystemOperation::Sum;
+    let world = u.world();
+    let n = world.size() as usize;
+    let sizes: &[usize] = if args.test == Test::Barrier { &[0] } else { sizes };
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let iters = iterations_for(size * n.max(1), args.iters).max(1);
+        let elems = size.div_ceil(8);
+        let send = vec![1u64; elems * if args.test == Test::Alltoall { n } else { 1 }];
+        let mut recv = vec![0u64; elems * if matches!(args.test, Test::Allgather | Test::Alltoall) { n } else { 1 }];
+        let root = world.process_at_rank(0);
+        let one = |recv: &mut Vec<u64>| -> mpi::Result<()> {
+            match args.test {
+                Test::Bcast => root.broadcast_into(&mut recv[..]),
+                Test::Reduce if world.rank() == 0 => root.reduce_into_root(&send, recv, Sum),
+                Test::Reduce => root.reduce_into(&send, Sum),
+                Test::Allreduce => world.all_reduce_into(&send, recv, Sum),
+                Test::Allgather => world.all_gather_into(&send[..], &mut recv[..]),
+                Test::Alltoall => world.all_to_all_into(&send[..], &mut recv[..]),
+                Test::Barrier => world.barrier(),
+                Test::Ibcast => root.immediate_broadcast_into(&mut recv[..])?.wait().map(drop),
+                Test::Iallreduce => world.immediate_all_reduce_into(&send, recv, Sum)?.wait().map(drop),
+                _ => Ok(()),
+            }
+        };
+        world.barrier()?;
+        let mut t0 = u.wtime();
+        for i in 0..args.warmup + iters {
+            if i == args.warmup {
+                t0 = u.wtime();
+            }
+            one(&mut recv)?;
+        }
+        let pure = (u.wtime() - t0) / iters as f64;
+        let mut overlap = None;
+        if matches!(args.test, Test::Ibcast | Test::Iallreduce) {
+            // Start, compute as long as the pure communication took (ten
+            // slices, a test between them), wait.
+            world.barrier()?;
+            let slice_ns = pure * 1e9 / 10.0;
+            let t1 = u.wtime();
+            for _ in 0..iters {
+                let mut req = Some(match args.test {
+                    Test::Ibcast => root.immediate_broadcast_into(&mut recv[..])?,
+                    _ => world.immediate_all_reduce_into(&send, &mut recv, Sum)?,
+                });
+                for _ in 0..10 {
+                    compute(u, slice_ns)?;
+                    if let Some(r) = req.take() {
+                        req = r.test()?.err();
+                    }
+                }
+                if let Some(r) = req {
+                    r.wait()?;
+                }
+            }
+            let total = (u.wtime() - t1) / iters as f64;
+            let comp = pure;
+            overlap = Some((100.0 * (1.0 - (total - comp) / pure)).clamp(0.0, 100.0));
+        }
+        // The average over ranks, as OSU prints it.
+        let mut sum = [0f64];
+        world.all_reduce_into(&[pure], &mut sum, Sum)?;
+        let avg_us = sum[0] / n as f64 * 1e6;
+        let row = Row {
+            size,
+            latency_us: Some(avg_us),
+            mbps: None,
+            overlap_pct: overlap,
+            protocol: test_name(args.test),
+            iterations: iters,
+        };
+        if world.rank() == 0 && !args.json {
+            println!("{}", row.text());
+        }
+        rows.push(row);
+    }
+    if world.rank() == 0 {
+        if args.json {
+            println!("{}", serde_json::to_string(&rows).map_err(|e| mpi::MpiError::Invalid(e.to_string()))?);
+        } else {
+            let clock = if u.is_simulated() { "simulated" } else { "wall" };
+            println!(
+                "# {} on {n} ranks over {} ({clock} time, average per call over ranks)",
+                test_name(args.test),
+                u.backend().unwrap_or("?")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Host computation: simulated time on the simulator, a busy loop elsewhere.
+fn compute(u: &Universe, ns: f64) -> mpi::Result<()> {
+    if u.is_simulated() {
+        return u.compute(ns);
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_nanos(ns as u64);
+    while std::time::Instant::now() < end {
+        std::hint::spin_loop();
+    }
+    Ok(())
+}
+
+fn test_name(t: Test) -> &'static str {
+    match t {
+        Test::Bcast => "bcast",
+        Test::Reduce => "reduce",
+        Test::Allreduce => "allreduce",
+        Test::Allgather => "allgather",
+        Test::Alltoall => "alltoall",
+        Test::Barrier => "barrier",
+        Test::Ibcast => "ibcast",
+        Test::Iallreduce => "iallreduce",
+        Test::Latency => "latency",
+        Test::Bw => "bw",
+        Test::Bibw => "bibw",
+        Test::Poll => "poll",
+    }
 }
 
 /// The `poll` benchmark: rank 0 iprobes until rank 1's late message is there.

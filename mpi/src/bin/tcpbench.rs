@@ -184,7 +184,14 @@ fn run(args: &Args) -> Result<(), String> {
                     recv_msg(&mut s, &mut buf, busy).map_err(io)?;
                 }
                 let us = t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64);
-                rows.push(Row { size, latency_us: Some(us), mbps: None, protocol: "tcp", iterations: iters });
+                rows.push(Row {
+                    size,
+                    latency_us: Some(us),
+                    mbps: None,
+                    overlap_pct: None,
+                    protocol: "tcp",
+                    iterations: iters,
+                });
             }
             Test::Bw => {
                 let iters = bw_iterations(size, args.iters);
@@ -199,7 +206,14 @@ fn run(args: &Args) -> Result<(), String> {
                     recv_msg(&mut s, &mut buf, busy).map_err(io)?;
                 }
                 let mbps = size as f64 * args.window as f64 * iters as f64 / t0.elapsed().as_secs_f64() / 1e6;
-                rows.push(Row { size, latency_us: None, mbps: Some(mbps), protocol: "tcp", iterations: iters });
+                rows.push(Row {
+                    size,
+                    latency_us: None,
+                    mbps: Some(mbps),
+                    overlap_pct: None,
+                    protocol: "tcp",
+                    iterations: iters,
+                });
             }
         }
         if let Some(r) = rows.last().filter(|_| !args.json) {
