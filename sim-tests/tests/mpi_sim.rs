@@ -139,6 +139,30 @@ fn collectives_on_one_to_nine_ranks_match_the_reference() {
     }
 }
 
+/// Issue 9: the large-message algorithms (scatter + allgather broadcast,
+/// ring allreduce), forced at every size, give the same results.
+#[test]
+fn forced_large_message_algorithms_match_the_reference() {
+    for (np, nodes) in [(2, 2), (3, 2), (5, 3), (8, 4)] {
+        let out = dnrun(
+            np,
+            nodes,
+            &["--backend", "sim", "-x", "DN_COLL_BCAST=scatter-allgather", "-x", "DN_COLL_ALLREDUCE=ring"],
+            "mpi-suite",
+            &["collectives"],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("OK collectives"),
+            "{np} ranks: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_COLL_BCAST=fastest"], "mpi-suite", &["collectives"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("DN_COLL_BCAST=fastest is not an algorithm"), "{stderr}");
+}
+
 /// Issue 9: outstanding non-blocking collectives completed out of order
 /// (differently on odd and even ranks), with test loops and mixed with
 /// point-to-point in one wait_all; deterministic.

@@ -270,6 +270,17 @@ mod tests {
     }
 
     #[test]
+    fn chunks_cover_the_buffer_in_whole_elements() {
+        for (n, len, elem) in [(1, 0, 8), (3, 24, 8), (4, 40, 8), (8, 16, 8), (5, 1001, 1)] {
+            let c = chunks(n, len, elem);
+            assert_eq!(c.len(), n as usize);
+            assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), len, "{n} {len}");
+            assert!(c.iter().all(|x| x.1 % elem == 0 || elem == 1));
+            assert!(c.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        }
+    }
+
+    #[test]
     fn every_schedule_is_valid_for_one_to_nine_ranks() {
         for n in 1..=9u32 {
             let blocks: Vec<(u64, u64)> = (0..n as u64).map(|i| (i * 8, 8)).collect();
@@ -285,10 +296,99 @@ mod tests {
                     (allgather_ring(n, r, &blocks), 8, total),
                     (alltoall_pairwise(n, r, &blocks, &blocks), total, total),
                     (scan_linear(n, r, 8, true), 8, 8),
+                    (bcast_scatter_allgather(n, r, n / 2, 1001), 0, 1001),
+                    (allreduce_ring(n, r, total, 8), total, total),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }
             }
         }
     }
+}
+
+/// Byte ranges of `n` chunks of `len` bytes, each a whole number of
+/// `elem`-byte elements (the last ones may be shorter or empty).
+pub fn chunks(n: u32, len: u64, elem: u64) -> Vec<(u64, u64)> {
+    let elems = len / elem.max(1);
+    let per = elems.div_ceil(n.max(1) as u64) * elem.max(1);
+    (0..n as u64).map(|k| (k * per).min(len)).map(|o| (o, per.min(len - o))).collect()
+}
+
+/// Broadcast for large messages (van de Geijn): the root's buffer in `n`
+/// chunks is scattered down a binomial tree (each rank gets the chunks of
+/// its subtree in one message), then a ring allgather completes every copy.
+/// About 2·len bytes cross each link instead of log2(n)·len.
+pub fn bcast_scatter_allgather(n: u32, r: u32, root: u32, len: u64) -> Schedule {
+    let mut b = Builder::new();
+    let ch = chunks(n, len, 1);
+    // Relative rank vr owns chunk vr; a subtree [a, a+m) is one byte range.
+    let range = |a: u32, m: u32| -> Slice {
+        let end = (a + m).min(n);
+        let (o, _) = ch[a as usize];
+        let last = ch[end as usize - 1];
+        Slice::new(BUF_RECV, o, last.0 + last.1 - o)
+    };
+    let vr = (r + n - root) % n;
+    let mut after: Vec<NodeId> = Vec::new();
+    let mut mask = 1u32;
+    while mask < n {
+        if vr & mask != 0 {
+            after = vec![b.recv((vr - mask + root) % n, 0, range(vr, mask), &[])];
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    let mut sends = after.clone();
+    while mask > 0 {
+        if vr + mask < n {
+            sends.push(b.send((vr + mask + root) % n, 0, range(vr + mask, mask), &after));
+        }
+        mask >>= 1;
+    }
+    // Ring allgather of the chunks, in relative ranks.
+    let (right, left) = ((vr + 1) % n + root, (vr + n - 1) % n + root);
+    let (right, left) = (right % n, left % n);
+    let mut last = sends;
+    for step in 0..n.saturating_sub(1) {
+        let out = ((vr + n - step) % n) as usize;
+        let inn = ((vr + 2 * n - step - 1) % n) as usize;
+        let s = b.send(right, 1 + step, Slice::new(BUF_RECV, ch[out].0, ch[out].1), &last);
+        let v = b.recv(left, 1 + step, Slice::new(BUF_RECV, ch[inn].0, ch[inn].1), &last);
+        last = vec![s, v];
+    }
+    b.build()
+}
+
+/// Allreduce for large messages and commutative operations: a ring
+/// reduce-scatter (each rank ends with one fully reduced chunk) and a ring
+/// allgather; 2·(n-1)/n·len bytes per rank, whatever n. Chunks are whole
+/// `elem`-byte elements.
+pub fn allreduce_ring(n: u32, r: u32, len: u64, elem: u64) -> Schedule {
+    let mut b = Builder::new();
+    let ch = chunks(n, len, elem);
+    let acc = |k: usize| Slice::new(BUF_RECV, ch[k].0, ch[k].1);
+    let biggest = ch.iter().map(|c| c.1).max().unwrap_or(0);
+    let t = b.tmp(biggest);
+    let mut last = vec![b.copy(Slice::new(BUF_SEND, 0, len), Slice::new(BUF_RECV, 0, len), &[])];
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let idx = |x: i64| x.rem_euclid(n as i64) as usize;
+    for s in 0..n.saturating_sub(1) {
+        let out = idx(r as i64 - s as i64);
+        let inn = idx(r as i64 - s as i64 - 1);
+        let tmp = Slice::new(t, 0, ch[inn].1);
+        let snd = b.send(right, s, acc(out), &last);
+        let v = b.recv(left, s, tmp, &last);
+        // acc[inn] = tmp ⊕ acc[inn]
+        let c = b.calc(tmp, acc(inn), &[v, snd]);
+        last = vec![c];
+    }
+    for s in 0..n.saturating_sub(1) {
+        let out = idx(r as i64 + 1 - s as i64);
+        let inn = idx(r as i64 - s as i64);
+        let snd = b.send(right, n + s, acc(out), &last);
+        let v = b.recv(left, n + s, acc(inn), &last);
+        last = vec![snd, v];
+    }
+    b.build()
 }

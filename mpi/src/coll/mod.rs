@@ -71,6 +71,55 @@ pub(crate) fn start(
     Ok(x)
 }
 
+/// Broadcasts of at least this many bytes on more than two processes would
+/// use scatter + allgather instead of the binomial tree. Measured on the
+/// simulated DIMMnet-2 (8 ranks, 256 B to 1 MiB, docs/BENCHMARKS.md
+/// "Collectives") it is slower at every size: a receiver's cost is its
+/// uncached PW reads, the same for both, and the ring adds n-1 dependent
+/// steps; so it is never chosen automatically.
+/// `DN_COLL_BCAST=binomial|scatter-allgather` forces one.
+pub const BCAST_LARGE: u64 = u64::MAX;
+/// Allreduces of at least this many bytes with a commutative operation use
+/// the ring (reduce-scatter + allgather) instead of recursive doubling:
+/// measured on the simulated DIMMnet-2 with 8 ranks, the ring wins from
+/// 4 KiB (208 vs 250 us) to 1 MiB (33 vs 53 ms).
+/// `DN_COLL_ALLREDUCE=recursive-doubling|ring` forces one.
+pub const ALLREDUCE_LARGE: u64 = 4 * 1024;
+
+/// The algorithm forced by environment variable `var`, if any; an unknown
+/// name is an error that lists the known ones.
+fn forced(var: &str, known: &[&'static str]) -> Result<Option<&'static str>> {
+    match std::env::var(var) {
+        Err(_) => Ok(None),
+        Ok(v) if v == "auto" => Ok(None),
+        Ok(v) => known.iter().find(|k| **k == v).copied().map(Some).ok_or_else(|| {
+            MpiError::Invalid(format!("{var}={v} is not an algorithm; use auto or one of {}", known.join(", ")))
+        }),
+    }
+}
+
+fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
+    let large = match forced("DN_COLL_BCAST", &["binomial", "scatter-allgather"])? {
+        Some(a) => a == "scatter-allgather",
+        None => len >= BCAST_LARGE && n > 2,
+    };
+    Ok(if large { algo::bcast_scatter_allgather(n, r, root, len) } else { algo::bcast_binomial(n, r, root, len) })
+}
+
+fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
+    let elem = op.elem.max(1) as u64;
+    let ring = match forced("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring"])? {
+        Some(a) => a == "ring",
+        None => len >= ALLREDUCE_LARGE && n > 2,
+    };
+    // The ring combines out of rank order: commutative operations only.
+    Ok(if ring && op.commutative && len / elem >= n as u64 {
+        algo::allreduce_ring(n, r, len, elem)
+    } else {
+        algo::allreduce_recursive_doubling(n, r, len)
+    })
+}
+
 /// Start `sched` as a non-blocking collective whose result goes to `out`.
 fn immediate<'b>(
     comm: &SimpleCommunicator,
@@ -319,7 +368,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (n, r) = dims(self);
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("all_reduce_into", s.len(), out.len())?;
-        let sched = algo::allreduce_recursive_doubling(n, r, s.len() as u64);
+        let sched = allreduce_schedule(n, r, s.len() as u64, &op)?;
         let res = run(self, sched, s.to_vec(), vec![0; out.len()], Some(op))?;
         out.copy_from_slice(&res);
         Ok(())
@@ -395,7 +444,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (n, r) = dims(self);
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("immediate_all_reduce_into", s.len(), out.len())?;
-        let sched = algo::allreduce_recursive_doubling(n, r, s.len() as u64);
+        let sched = allreduce_schedule(n, r, s.len() as u64, &op)?;
         let len = out.len();
         immediate(self, sched, s.to_vec(), vec![0; len], Some(op), Some(out))
     }
@@ -555,7 +604,7 @@ impl Root for Process<'_> {
             return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
         }
         let b = buf.as_bytes_mut();
-        let sched = algo::bcast_binomial(n, r, self.rank as u32, b.len() as u64);
+        let sched = bcast_schedule(n, r, self.rank as u32, b.len() as u64)?;
         let res = run(self.comm, sched, Vec::new(), b.to_vec(), None)?;
         b.copy_from_slice(&res);
         Ok(())
@@ -659,7 +708,7 @@ impl Root for Process<'_> {
             return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
         }
         let b = buf.as_bytes_mut();
-        let sched = algo::bcast_binomial(n, r, self.rank as u32, b.len() as u64);
+        let sched = bcast_schedule(n, r, self.rank as u32, b.len() as u64)?;
         let init = b.to_vec();
         immediate(self.comm, sched, Vec::new(), init, None, Some(b))
     }
