@@ -244,68 +244,6 @@ pub fn scan_linear(n: u32, r: u32, len: u64, exclusive: bool) -> Schedule {
     b.build()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::coll::schedule::Kind;
-
-    fn sends(s: &Schedule) -> Vec<u32> {
-        s.nodes.iter().filter(|n| n.kind == Kind::Send).map(|n| n.peer).collect()
-    }
-
-    #[test]
-    fn a_binomial_broadcast_reaches_every_rank_once() {
-        for n in 1..=9u32 {
-            for root in [0, n - 1, n / 2] {
-                let mut reached = vec![0u32; n as usize];
-                for r in 0..n {
-                    for p in sends(&bcast_binomial(n, r, root, 8)) {
-                        reached[p as usize] += 1;
-                    }
-                }
-                reached[root as usize] += 1;
-                assert!(reached.iter().all(|&c| c == 1), "n={n} root={root}: {reached:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn chunks_cover_the_buffer_in_whole_elements() {
-        for (n, len, elem) in [(1, 0, 8), (3, 24, 8), (4, 40, 8), (8, 16, 8), (5, 1001, 1)] {
-            let c = chunks(n, len, elem);
-            assert_eq!(c.len(), n as usize);
-            assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), len, "{n} {len}");
-            assert!(c.iter().all(|x| x.1 % elem == 0 || elem == 1));
-            assert!(c.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
-        }
-    }
-
-    #[test]
-    fn every_schedule_is_valid_for_one_to_nine_ranks() {
-        for n in 1..=9u32 {
-            let blocks: Vec<(u64, u64)> = (0..n as u64).map(|i| (i * 8, 8)).collect();
-            for r in 0..n {
-                let total = 8 * n as u64;
-                for (s, sl, rl) in [
-                    (barrier(n, r), 0, 0),
-                    (bcast_binomial(n, r, n - 1, 8), 0, 8),
-                    (reduce_binomial(n, r, n / 2, 8), 8, 8),
-                    (allreduce_recursive_doubling(n, r, 8), 8, 8),
-                    (gather_linear(n, r, 0, 8, &blocks), 8, total),
-                    (scatter_linear(n, r, 0, 8, &blocks), total, 8),
-                    (allgather_ring(n, r, &blocks), 8, total),
-                    (alltoall_pairwise(n, r, &blocks, &blocks), total, total),
-                    (scan_linear(n, r, 8, true), 8, 8),
-                    (bcast_scatter_allgather(n, r, n / 2, 1001), 0, 1001),
-                    (allreduce_ring(n, r, total, 8), total, total),
-                ] {
-                    s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
-                }
-            }
-        }
-    }
-}
-
 /// Byte ranges of `n` chunks of `len` bytes, each a whole number of
 /// `elem`-byte elements (the last ones may be shorter or empty).
 pub fn chunks(n: u32, len: u64, elem: u64) -> Vec<(u64, u64)> {
@@ -391,4 +329,66 @@ pub fn allreduce_ring(n: u32, r: u32, len: u64, elem: u64) -> Schedule {
         last = vec![snd, v];
     }
     b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::schedule::Kind;
+
+    fn sends(s: &Schedule) -> Vec<u32> {
+        s.nodes.iter().filter(|n| n.kind == Kind::Send).map(|n| n.peer).collect()
+    }
+
+    #[test]
+    fn a_binomial_broadcast_reaches_every_rank_once() {
+        for n in 1..=9u32 {
+            for root in [0, n - 1, n / 2] {
+                let mut reached = vec![0u32; n as usize];
+                for r in 0..n {
+                    for p in sends(&bcast_binomial(n, r, root, 8)) {
+                        reached[p as usize] += 1;
+                    }
+                }
+                reached[root as usize] += 1;
+                assert!(reached.iter().all(|&c| c == 1), "n={n} root={root}: {reached:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_buffer_in_whole_elements() {
+        for (n, len, elem) in [(1, 0, 8), (3, 24, 8), (4, 40, 8), (8, 16, 8), (5, 1001, 1)] {
+            let c = chunks(n, len, elem);
+            assert_eq!(c.len(), n as usize);
+            assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), len, "{n} {len}");
+            assert!(c.iter().all(|x| x.1 % elem == 0 || elem == 1));
+            assert!(c.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        }
+    }
+
+    #[test]
+    fn every_schedule_is_valid_for_one_to_nine_ranks() {
+        for n in 1..=9u32 {
+            let blocks: Vec<(u64, u64)> = (0..n as u64).map(|i| (i * 8, 8)).collect();
+            for r in 0..n {
+                let total = 8 * n as u64;
+                for (s, sl, rl) in [
+                    (barrier(n, r), 0, 0),
+                    (bcast_binomial(n, r, n - 1, 8), 0, 8),
+                    (reduce_binomial(n, r, n / 2, 8), 8, 8),
+                    (allreduce_recursive_doubling(n, r, 8), 8, 8),
+                    (gather_linear(n, r, 0, 8, &blocks), 8, total),
+                    (scatter_linear(n, r, 0, 8, &blocks), total, 8),
+                    (allgather_ring(n, r, &blocks), 8, total),
+                    (alltoall_pairwise(n, r, &blocks, &blocks), total, total),
+                    (scan_linear(n, r, 8, true), 8, 8),
+                    (bcast_scatter_allgather(n, r, n / 2, 1001), 0, 1001),
+                    (allreduce_ring(n, r, total, 8), total, total),
+                ] {
+                    s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
+                }
+            }
+        }
+    }
 }

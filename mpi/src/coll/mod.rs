@@ -76,9 +76,9 @@ pub(crate) fn start(
 /// simulated DIMMnet-2 (8 ranks, 256 B to 1 MiB, docs/BENCHMARKS.md
 /// "Collectives") it is slower at every size: a receiver's cost is its
 /// uncached PW reads, the same for both, and the ring adds n-1 dependent
-/// steps; so it is never chosen automatically.
+/// steps; so it is never chosen automatically (`None`).
 /// `DN_COLL_BCAST=binomial|scatter-allgather` forces one.
-pub const BCAST_LARGE: u64 = u64::MAX;
+pub const BCAST_LARGE: Option<u64> = None;
 /// Allreduces of at least this many bytes with a commutative operation use
 /// the ring (reduce-scatter + allgather) instead of recursive doubling:
 /// measured on the simulated DIMMnet-2 with 8 ranks, the ring wins from
@@ -101,7 +101,7 @@ fn forced(var: &str, known: &[&'static str]) -> Result<Option<&'static str>> {
 fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
     let large = match forced("DN_COLL_BCAST", &["binomial", "scatter-allgather"])? {
         Some(a) => a == "scatter-allgather",
-        None => len >= BCAST_LARGE && n > 2,
+        None => BCAST_LARGE.is_some_and(|large| len >= large) && n > 2,
     };
     Ok(if large { algo::bcast_scatter_allgather(n, r, root, len) } else { algo::bcast_binomial(n, r, root, len) })
 }
