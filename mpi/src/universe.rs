@@ -106,6 +106,19 @@ fn tune_allocator() {
 /// without `dnrun` runs as a single-process job.
 pub fn initialize() -> Result<Universe> {
     tune_allocator();
+    // Non-blocking collectives progress inside MPI calls; the progress
+    // thread and NIC offload modes are not built yet, and asking for them
+    // must not silently give something else.
+    match std::env::var("DN_NBC_PROGRESS").as_deref() {
+        Err(_) | Ok("manual") => {}
+        Ok(other @ ("thread" | "offload")) => {
+            return Err(MpiError::Init(format!(
+                "DN_NBC_PROGRESS={other} is not available yet: non-blocking collectives progress inside MPI calls \
+                 only (DN_NBC_PROGRESS=manual)"
+            )))
+        }
+        Ok(other) => return Err(MpiError::Init(format!("DN_NBC_PROGRESS={other} is not a progress mode; use manual"))),
+    }
     let engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2, nbc: Vec::new() }));

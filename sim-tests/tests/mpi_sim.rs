@@ -158,6 +158,9 @@ fn forced_large_message_algorithms_match_the_reference() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_NBC_PROGRESS=thread"], "mpi-suite", &["nbc"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("DN_NBC_PROGRESS=thread is not available yet"), "{stderr}");
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_COLL_BCAST=fastest"], "mpi-suite", &["collectives"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("DN_COLL_BCAST=fastest is not an algorithm"), "{stderr}");
