@@ -341,9 +341,15 @@ impl SimActor {
         self.clock.set(self.clock.get().saturating_add(add));
     }
 
+    /// Start of a poll round or after computing: hand over if the clock
+    /// passed the horizon, or passed the earliest time at which one of this
+    /// process's own unreported doorbells could act. The model learns of a
+    /// doorbell only at a hand-over, so a process that rang one (a send) and
+    /// then computes and polls words the command cannot touch would
+    /// otherwise run on for ever while its peers wait for that send.
     #[inline]
     fn observe(&self) -> Result<(), DriverError> {
-        if self.clock.get() > self.horizon.get() {
+        if self.clock.get() > self.horizon.get().min(self.own.ur.get()) {
             self.yield_now(YieldRequest::Sync)
         } else {
             Ok(())

@@ -775,3 +775,90 @@ fn commands_that_move_data_are_never_a_livelock() {
     assert!(t[0] > hw_model::cluster::LIVELOCK_WINDOW.0, "the loop must outlast the window ({} ps)", t[0]);
     assert_eq!(report.deadlocks, 0);
 }
+
+#[test]
+fn a_computing_poller_hands_over_before_a_waiting_peer_would_wake() {
+    // S sends to W, which is waiting on its ring; W then sends to X, which
+    // computes and polls its own ring without ever blocking. X must hand
+    // over before W is woken (the arrival at W schedules the ring commit
+    // that wakes it), or W never runs and X polls for ever. The scheduler
+    // once counted only what an event itself writes, not what it schedules.
+    let (s, w, x) = (Peer::new(0, 0), Peer::new(1, 0), Peer::new(2, 0));
+    let sender = move |mut d: Device| {
+        d.compute(10_000.0).unwrap();
+        d.write_ww(0, &[5u8; 16]).unwrap();
+        d.run(&Command::Ivs { peer: w, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 16 } }).unwrap();
+        0u64
+    };
+    let waiter = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(s, base, 4096).unwrap();
+        d.poll(|d| (d.ring_available(s).unwrap() > 0).then_some(())).unwrap();
+        d.write_ww(0, &[6u8; 16]).unwrap();
+        let sent = d.now_ps().unwrap();
+        d.run(&Command::Ivs { peer: x, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 16 } }).unwrap();
+        sent
+    };
+    let poller = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(w, base, 4096).unwrap();
+        let mut polls = 0u64;
+        loop {
+            d.compute(500.0).unwrap();
+            d.observe().unwrap();
+            if d.ring_available(w).unwrap() > 0 {
+                break;
+            }
+            polls += 1;
+            assert!(polls < POLL_LIMIT, "the record from the woken peer never arrived");
+        }
+        d.now_ps().unwrap()
+    };
+    let run =
+        || run_actors(cfg("poll-chain", 3, 1), vec![actor(s, sender), actor(w, waiter), actor(x, poller)]).unwrap().2;
+    let (r1, r2) = (run(), run());
+    assert_eq!(r1, r2, "simulated times differ between two runs");
+    assert!(r1[2] > r1[1], "seen at {} ps, before it was sent at {} ps", r1[2], r1[1]);
+    assert!(r1[2] < r1[1] + 10_000_000, "seen at {} ps, long after it was sent at {} ps", r1[2], r1[1]);
+}
+
+#[test]
+fn a_sender_that_computes_and_polls_hands_its_doorbell_over() {
+    // X sends to W (waiting on its ring), then computes and polls its own
+    // ring for the answer without ever blocking on the send. The model
+    // learns of a doorbell only when X hands over, so X must hand over by
+    // the time the command could act, or W is never woken.
+    let (x, w) = (Peer::new(0, 0), Peer::new(1, 0));
+    let waiter = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(x, base, 4096).unwrap();
+        d.poll(|d| (d.ring_available(x).unwrap() > 0).then_some(())).unwrap();
+        d.write_ww(0, &[6u8; 16]).unwrap();
+        d.run(&Command::Ivs { peer: x, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 16 } }).unwrap();
+        0u64
+    };
+    let sender = move |mut d: Device| {
+        let base = d.info().sodimm_base;
+        d.ring_setup(w, base, 4096).unwrap();
+        d.compute(5_000.0).unwrap();
+        d.write_ww(0, &[5u8; 16]).unwrap();
+        let t = d
+            .submit(&Command::Ivs { peer: w, space: Space::Window, src: Pattern::Contiguous { addr: 0, len: 16 } })
+            .unwrap();
+        let mut polls = 0u64;
+        loop {
+            d.compute(500.0).unwrap();
+            d.observe().unwrap();
+            if d.ring_available(w).unwrap() > 0 {
+                break;
+            }
+            polls += 1;
+            assert!(polls < POLL_LIMIT, "the answer never arrived: the send was never handed to the model");
+        }
+        d.wait(t).unwrap();
+        d.now_ps().unwrap()
+    };
+    let run = || run_actors(cfg("doorbell-handover", 2, 1), vec![actor(x, sender), actor(w, waiter)]).unwrap().2;
+    let (r1, r2) = (run(), run());
+    assert_eq!(r1, r2, "simulated times differ between two runs");
+}

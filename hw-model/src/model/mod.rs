@@ -450,8 +450,13 @@ impl Model {
     pub fn pending_effects(&self, mut f: impl FnMut(PendingEffect)) {
         for Reverse(s) in self.events.iter() {
             let ur = RegionMask::UR;
+            // `touches` covers what the event *and the events it schedules at
+            // the same slot* may write: a fetch leads to completions (UR, PW,
+            // LLCM), an arriving IVS to the ring commit (LLCM). Missing the
+            // descendants let a running actor pass the moment a waiting one
+            // would be woken (and then act on it): a job hung.
             let (at, touches, reach) = match &s.event {
-                Event::Fetch { node, slot } => (Peer::new(*node, *slot), ur, Reach::Anyone),
+                Event::Fetch { node, slot } => (Peer::new(*node, *slot), RegionMask::all(), Reach::Anyone),
                 Event::Complete { node, slot, .. } => {
                     (Peer::new(*node, *slot), ur | RegionMask::PW | RegionMask::LLCM, Reach::Nobody)
                 }
@@ -461,6 +466,7 @@ impl Model {
                 Event::Arrive(p) => match p.kind {
                     PacketKind::Ack { .. } | PacketKind::Nack { .. } => (p.dst, ur, Reach::Nobody),
                     PacketKind::RvlResponse { .. } => (p.dst, ur | RegionMask::PW, Reach::Nobody),
+                    PacketKind::Ivs { .. } => (p.dst, ur | RegionMask::LLCM, Reach::Peer(p.src)),
                     _ => (p.dst, ur, Reach::Peer(p.src)),
                 },
             };

@@ -57,11 +57,16 @@ enum Test {
     Ibcast,
     /// `MPI_Iallreduce` with overlap (osu_iallreduce).
     Iallreduce,
+    /// Seed 002's benchmark: a broadcast from rank 0 while every rank
+    /// multiplies fixed-size matrices (`--matrix 4|40`), calling `test`
+    /// after each product; reports the total time and the share of it spent
+    /// outside computation, against the blocking broadcast.
+    Kacc,
 }
 
 impl Test {
     fn collective(self) -> bool {
-        !matches!(self, Test::Latency | Test::Bw | Test::Bibw | Test::Poll)
+        !matches!(self, Test::Latency | Test::Bw | Test::Bibw | Test::Poll | Test::Kacc)
     }
 }
 
@@ -118,6 +123,9 @@ struct Args {
     /// `poll`: how long rank 1 computes before it sends (microseconds).
     #[arg(long, default_value_t = 1000.0)]
     delay_us: f64,
+    /// `kacc`: the side of the square matrices multiplied during the broadcast.
+    #[arg(long, default_value_t = 4)]
+    matrix: usize,
 }
 
 fn main() -> ExitCode {
@@ -135,6 +143,10 @@ fn run(args: &Args) -> Result<(), String> {
     let sizes = adi::config::parse_size_list(&args.sizes)?;
     let universe = mpi::initialize().map_err(|e| e.to_string())?;
     let world = universe.world();
+    if args.test == Test::Kacc {
+        kacc(&universe, args, &sizes).map_err(|e| e.to_string())?;
+        return universe.finalize().map_err(|e| e.to_string());
+    }
     if args.test.collective() {
         collectives(&universe, args, &sizes).map_err(|e| e.to_string())?;
         return universe.finalize().map_err(|e| e.to_string());
@@ -295,6 +307,102 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
     Ok(())
 }
 
+/// Floating-point operations per second assumed for the simulated host's
+/// matrix products (the 2.6 GHz Pentium 4 of seed 004 Table 1 at about 0.4
+/// of its SSE2 peak); an assumption, stated in docs/BENCHMARKS.md.
+const SIM_FLOPS: f64 = 1e9;
+
+/// One product of two m×m matrices into `c`: really computed, and on the
+/// simulator charged as `2·m³` flops at [`SIM_FLOPS`].
+fn product(u: &Universe, a: &[f64], b: &[f64], c: &mut [f64], m: usize) -> mpi::Result<()> {
+    for i in 0..m {
+        for j in 0..m {
+            let mut s = 0.0;
+            for k in 0..m {
+                s += a[i * m + k] * b[k * m + j];
+            }
+            c[i * m + j] = s;
+        }
+    }
+    std::hint::black_box(&c);
+    if u.is_simulated() {
+        u.compute(2.0 * (m * m * m) as f64 / SIM_FLOPS * 1e9)?;
+    }
+    Ok(())
+}
+
+/// Seed 002 §5's benchmark: broadcast from rank 0 while computing matrix
+/// products, `test` after each; the share of the time spent outside
+/// computation, averaged over the ranks, and the total time (the slowest
+/// rank), for the blocking broadcast and the non-blocking one.
+fn kacc(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
+    use mpi::SystemOperation::{Max, Sum};
+    let world = u.world();
+    let n = world.size() as f64;
+    let m = args.matrix.max(1);
+    let (a, b) = (vec![1.0001f64; m * m], vec![0.9999f64; m * m]);
+    let mut c = vec![0f64; m * m];
+    // The time of one product with nothing else going on.
+    let reps = 20;
+    world.barrier()?;
+    let t = u.wtime();
+    for _ in 0..reps {
+        product(u, &a, &b, &mut c, m)?;
+    }
+    let t_product = (u.wtime() - t) / reps as f64;
+    let root = world.process_at_rank(0);
+    if world.rank() == 0 {
+        println!(
+            "# kacc: broadcast from rank 0 on {} ranks while multiplying {m}x{m} matrices ({:.3} us each)",
+            world.size(),
+            t_product * 1e6
+        );
+        println!(
+            "# {:>10} {:>14} {:>14} {:>16} {:>14}",
+            "size", "blocking (us)", "manual (us)", "outside compute", "products"
+        );
+    }
+    for &size in sizes {
+        let mut buf = vec![1u8; size];
+        // Blocking: the broadcast, then nothing overlaps it.
+        world.barrier()?;
+        let t0 = u.wtime();
+        root.broadcast_into(&mut buf[..])?;
+        let blocking = u.wtime() - t0;
+        // Manual progress: products with a test after each until done.
+        world.barrier()?;
+        let t0 = u.wtime();
+        let mut products = 0u64;
+        let mut req = Some(root.immediate_broadcast_into(&mut buf[..])?);
+        while let Some(r) = req.take() {
+            product(u, &a, &b, &mut c, m)?;
+            products += 1;
+            req = r.test()?.err();
+        }
+        let manual = u.wtime() - t0;
+        let outside = if manual > 0.0 { (1.0 - products as f64 * t_product / manual).max(0.0) } else { 0.0 };
+        let (mut bmax, mut mmax, mut osum, mut psum) = ([0f64], [0f64], [0f64], [0f64]);
+        world.all_reduce_into(&[blocking], &mut bmax, Max)?;
+        world.all_reduce_into(&[manual], &mut mmax, Max)?;
+        world.all_reduce_into(&[outside], &mut osum, Sum)?;
+        world.all_reduce_into(&[products as f64], &mut psum, Sum)?;
+        if world.rank() == 0 {
+            println!(
+                "  {:>10} {:>14.3} {:>14.3} {:>15.1}% {:>14.1}",
+                size,
+                bmax[0] * 1e6,
+                mmax[0] * 1e6,
+                100.0 * osum[0] / n,
+                psum[0] / n
+            );
+        }
+    }
+    if world.rank() == 0 {
+        println!("# blocking: nothing overlaps, 100% outside compute; thread and offload progress are not built yet");
+    }
+    Ok(())
+}
+
 /// Host computation: simulated time on the simulator, a busy loop elsewhere.
 fn compute(u: &Universe, ns: f64) -> mpi::Result<()> {
     if u.is_simulated() {
@@ -317,6 +425,7 @@ fn test_name(t: Test) -> &'static str {
         Test::Barrier => "barrier",
         Test::Ibcast => "ibcast",
         Test::Iallreduce => "iallreduce",
+        Test::Kacc => "kacc",
         Test::Latency => "latency",
         Test::Bw => "bw",
         Test::Bibw => "bibw",
