@@ -377,8 +377,17 @@ fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: 
     let e = c.engine()?;
     charge_call(e);
     charge_request(e);
-    e.send(dest, tag, comm.ctx, bytes, sync)?;
-    charge_request(e);
+    if c.nbc.is_empty() {
+        c.engine()?.send(dest, tag, comm.ctx, bytes, sync)?;
+    } else {
+        // A rendezvous or synchronous send blocks until the receiver acts,
+        // and the receiver may be waiting for this process's part of a
+        // non-blocking collective: keep those moving meanwhile.
+        let id = c.engine()?.isend(dest, tag, comm.ctx, bytes.to_vec(), sync)?;
+        c.wait_until(|c| Ok(c.engine()?.is_done(id).unwrap_or(true)))?;
+        c.engine()?.wait(id)?;
+    }
+    charge_request(c.engine()?);
     Ok(())
 }
 

@@ -331,6 +331,48 @@ pub fn allreduce_ring(n: u32, r: u32, len: u64, elem: u64) -> Schedule {
     b.build()
 }
 
+/// Reduce-scatter with equal blocks of `blk` bytes: a binomial reduce of
+/// all `n·blk` bytes to rank 0 (rank order kept) and a linear scatter of
+/// the blocks, in one schedule. `BUF_RECV` holds the `n·blk` accumulator,
+/// then this rank's block at offset `n·blk`.
+pub fn reduce_scatter_block(n: u32, r: u32, blk: u64) -> Schedule {
+    let total = blk * n as u64;
+    let mut b = Builder::new();
+    let acc = Slice::new(BUF_RECV, 0, total);
+    let out = Slice::new(BUF_RECV, total, blk);
+    let t = b.tmp(total);
+    let tmp = Slice::new(t, 0, total);
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, total), acc, &[]);
+    let mut mask = 1u32;
+    let mut sent = false;
+    while mask < n {
+        if r & mask != 0 {
+            b.send(r - mask, mask.trailing_zeros(), acc, &[last]);
+            sent = true;
+            break;
+        }
+        if r + mask < n {
+            let v = b.recv(r + mask, mask.trailing_zeros(), tmp, &[last]);
+            let c = b.calc(acc, tmp, &[v]);
+            last = b.copy(tmp, acc, &[c]);
+        }
+        mask <<= 1;
+    }
+    if r == 0 && !sent {
+        for i in 0..n {
+            let blk_i = Slice::new(BUF_RECV, i as u64 * blk, blk);
+            if i == 0 {
+                b.copy(blk_i, out, &[last]);
+            } else {
+                b.send(i, 40, blk_i, &[last]);
+            }
+        }
+    } else {
+        b.recv(0, 40, out, &[]);
+    }
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +427,7 @@ mod tests {
                     (scan_linear(n, r, 8, true), 8, 8),
                     (bcast_scatter_allgather(n, r, n / 2, 1001), 0, 1001),
                     (allreduce_ring(n, r, total, 8), total, total),
+                    (reduce_scatter_block(n, r, 8), total, total + 8),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }

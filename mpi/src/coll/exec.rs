@@ -47,6 +47,8 @@ pub(crate) struct Exec {
     done: usize,
     /// Every node done and every send completed.
     complete: bool,
+    /// The part of the receive buffer that is the result (`None`: all of it).
+    result: Option<(usize, usize)>,
     /// Why the execution stopped, until its request reports it.
     error: Option<MpiError>,
 }
@@ -106,6 +108,7 @@ impl Exec {
             sends: Vec::new(),
             done: 0,
             complete: false,
+            result: None,
             error: None,
         })
     }
@@ -259,8 +262,18 @@ impl Exec {
         self.complete || self.error.is_some()
     }
 
-    /// The receive buffer (after completion: the result).
+    /// Only `len` bytes at `off` of the receive buffer are the result.
+    pub(crate) fn set_result(&mut self, off: usize, len: usize) {
+        self.result = Some((off, len));
+    }
+
+    /// The result (after completion): the receive buffer, or its part set
+    /// with [`Exec::set_result`].
     pub(crate) fn take_recv(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.bufs[BUF_RECV as usize])
+        let all = std::mem::take(&mut self.bufs[BUF_RECV as usize]);
+        match self.result {
+            Some((off, len)) => all.get(off..off + len).map(<[u8]>::to_vec).unwrap_or_default(),
+            None => all,
+        }
     }
 }

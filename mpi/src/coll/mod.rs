@@ -297,6 +297,44 @@ pub trait CommunicatorCollectives: Communicator {
         recv: &'b mut [T],
         op: O,
     ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::exclusive_scan_into`] (`MPI_Iexscan`).
+    fn immediate_exclusive_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::reduce_scatter_block_into`]
+    /// (`MPI_Ireduce_scatter_block`).
+    fn immediate_reduce_scatter_block_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::all_gather_varcount_into`] (`MPI_Iallgatherv`).
+    fn immediate_all_gather_varcount_into<'b, S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &'b mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`CommunicatorCollectives::all_to_all_varcount_into`] (`MPI_Ialltoallv`).
+    #[allow(clippy::too_many_arguments)]
+    fn immediate_all_to_all_varcount_into<'b, T: Equivalence>(
+        &self,
+        send: &[T],
+        send_counts: &[Count],
+        send_displs: &[Count],
+        recv: &'b mut [T],
+        recv_counts: &[Count],
+        recv_displs: &[Count],
+    ) -> Result<Request<'b>>;
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {
@@ -384,12 +422,9 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (n, r) = dims(self);
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("reduce_scatter_block_into", s.len(), out.len() * n as usize)?;
-        // Reduce everything to rank 0, then scatter the blocks.
-        let all = run(self, algo::reduce_binomial(n, r, 0, s.len() as u64), s.to_vec(), vec![0; s.len()], Some(op))?;
-        let b = even_blocks(n as usize, out.len());
-        let send0 = if r == 0 { all } else { Vec::new() };
-        let res = run(self, algo::scatter_linear(n, r, 0, out.len() as u64, &b), send0, vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
+        let sched = algo::reduce_scatter_block(n, r, out.len() as u64);
+        let res = run(self, sched, s.to_vec(), vec![0; s.len() + out.len()], Some(op))?;
+        out.copy_from_slice(&res[s.len()..]);
         Ok(())
     }
 
@@ -461,6 +496,83 @@ impl CommunicatorCollectives for SimpleCommunicator {
         same_len("immediate_scan_into", s.len(), out.len())?;
         let init = out.to_vec();
         immediate(self, algo::scan_linear(n, r, s.len() as u64, false), s.to_vec(), init, Some(op), Some(out))
+    }
+
+    fn immediate_exclusive_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("immediate_exclusive_scan_into", s.len(), out.len())?;
+        let init = out.to_vec();
+        immediate(self, algo::scan_linear(n, r, s.len() as u64, true), s.to_vec(), init, Some(op), Some(out))
+    }
+
+    fn immediate_reduce_scatter_block_into<'b, T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &'b mut [T],
+        op: O,
+    ) -> Result<Request<'b>> {
+        let op = op.into_operation()?;
+        let (n, r) = dims(self);
+        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
+        same_len("immediate_reduce_scatter_block_into", s.len(), out.len() * n as usize)?;
+        let sched = algo::reduce_scatter_block(n, r, out.len() as u64);
+        let (total, blk) = (s.len(), out.len());
+        let x = start(self, sched, s.to_vec(), vec![0; total + blk], Some(op))?;
+        x.borrow_mut().set_result(total, blk);
+        Ok(Request::collective(self.shared().clone(), x, Some(out), self.group()))
+    }
+
+    fn immediate_all_gather_varcount_into<'b, S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &'b mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<Request<'b>> {
+        let (n, r) = dims(self);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let b = blocks::<T>("immediate_all_gather_varcount_into", n as usize, counts, displs, out.len())?;
+        let s = send.as_bytes();
+        same_len("immediate_all_gather_varcount_into (own block)", s.len(), b[r as usize].1 as usize)?;
+        let init = out.to_vec();
+        immediate(self, algo::allgather_ring(n, r, &b), s.to_vec(), init, None, Some(out))
+    }
+
+    fn immediate_all_to_all_varcount_into<'b, T: Equivalence>(
+        &self,
+        send: &[T],
+        send_counts: &[Count],
+        send_displs: &[Count],
+        recv: &'b mut [T],
+        recv_counts: &[Count],
+        recv_displs: &[Count],
+    ) -> Result<Request<'b>> {
+        let (n, r) = dims(self);
+        let s = bytes(send);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let sb =
+            blocks::<T>("immediate_all_to_all_varcount_into (send)", n as usize, send_counts, send_displs, s.len())?;
+        let rb = blocks::<T>(
+            "immediate_all_to_all_varcount_into (receive)",
+            n as usize,
+            recv_counts,
+            recv_displs,
+            out.len(),
+        )?;
+        same_len(
+            "immediate_all_to_all_varcount_into (own block)",
+            sb[r as usize].1 as usize,
+            rb[r as usize].1 as usize,
+        )?;
+        let init = out.to_vec();
+        immediate(self, algo::alltoall_pairwise(n, r, &sb, &rb), s.to_vec(), init, None, Some(out))
     }
 
     fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(

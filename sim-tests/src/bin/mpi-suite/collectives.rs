@@ -262,6 +262,29 @@ pub fn nbc(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
 fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let nu = n as usize;
+    if n >= 4 {
+        // Rank 2 forwards rank 0's broadcast to rank 3 (binomial tree), but
+        // first makes a synchronous send to rank 3, which receives it only
+        // after its broadcast completed: the blocking send must keep the
+        // broadcast moving, or the two wait for each other for ever.
+        let mut b = if me == 0 { mine(0, 64) } else { vec![0u64; 64] };
+        let r = w.process_at_rank(0).immediate_broadcast_into(&mut b[..]).map_err(e)?;
+        match me {
+            2 => {
+                w.process_at_rank(3).synchronous_send_with_tag(&[9u64][..], 33).map_err(e)?;
+                r.wait().map_err(e)?;
+            }
+            3 => {
+                r.wait().map_err(e)?;
+                let (v, _) = w.process_at_rank(2).receive_vec_with_tag::<u64>(33).map_err(e)?;
+                check!(v == [9], "synchronous message {v:?}");
+            }
+            _ => {
+                r.wait().map_err(e)?;
+            }
+        }
+        check!(b == mine(0, 64), "broadcast around a blocking send: wrong data");
+    }
     for &count in &COUNTS {
         let root = n - 1;
         let src = mine(me, count);
@@ -332,6 +355,54 @@ fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
         let want: Vec<Affine> =
             (0..count).map(|i| (1..=me).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)))).collect();
         check!(sc == want, "non-commutative iscan of {count}: wrong prefix");
+
+        // The other non-blocking collectives, completed in reverse order.
+        let mut ex = vec![u64::MAX; count];
+        let big = mine(me, count * nu);
+        let mut part = vec![0u64; count];
+        let disp = |c: &[Count]| {
+            c.iter()
+                .scan(0, |s, x| {
+                    let d = *s;
+                    *s += x;
+                    Some(d)
+                })
+                .collect::<Vec<Count>>()
+        };
+        let vc: Vec<Count> = (0..n).map(|r| ((r as usize + count) % 3) as Count).collect();
+        let vd = disp(&vc);
+        let own = mine(me, vc[me as usize] as usize);
+        let mut allv = vec![0u64; vc.iter().sum::<Count>() as usize];
+        let cnt = |a: Rank, b: Rank| ((a * 2 + b) as usize + count) % 3;
+        let sc2: Vec<Count> = (0..n).map(|b| cnt(me, b) as Count).collect();
+        let rc2: Vec<Count> = (0..n).map(|a| cnt(a, me) as Count).collect();
+        let (sd2, rd2) = (disp(&sc2), disp(&rc2));
+        let vblock = |from: Rank, to: Rank| -> Vec<u64> {
+            (0..cnt(from, to)).map(|i| val(from, i) ^ ((to as u64) << 33)).collect()
+        };
+        let sendv: Vec<u64> = (0..n).flat_map(|b| vblock(me, b)).collect();
+        let mut gotv = vec![0u64; rc2.iter().sum::<Count>() as usize];
+        let mut reqs = vec![
+            w.immediate_exclusive_scan_into(&mine(me, count), &mut ex, SystemOperation::Sum).map_err(e)?,
+            w.immediate_reduce_scatter_block_into(&big, &mut part, SystemOperation::Sum).map_err(e)?,
+            w.immediate_all_gather_varcount_into(&own[..], &mut allv, &vc, &vd).map_err(e)?,
+            w.immediate_all_to_all_varcount_into(&sendv, &sc2, &sd2, &mut gotv, &rc2, &rd2).map_err(e)?,
+        ];
+        while let Some(last) = reqs.pop() {
+            last.wait().map_err(e)?;
+        }
+        drop(reqs);
+        if me > 0 {
+            let want: Vec<u64> = (0..count).map(|i| (0..me).map(|r| val(r, i)).sum()).collect();
+            check!(ex == want, "iexscan of {count}: wrong prefix");
+        } else {
+            check!(ex.iter().all(|v| *v == u64::MAX), "iexscan changed rank 0's buffer");
+        }
+        let want: Vec<u64> = (0..count).map(|i| (0..n).map(|r| val(r, me as usize * count + i)).sum()).collect();
+        check!(part == want, "ireduce_scatter_block of {count}: wrong block");
+        let want: Vec<u64> = (0..n).flat_map(|r| mine(r, vc[r as usize] as usize)).collect();
+        check!(allv == want, "iallgatherv: wrong data");
+        check!(gotv == (0..n).flat_map(|a| vblock(a, me)).collect::<Vec<_>>(), "ialltoallv: wrong data");
     }
     Ok(())
 }
