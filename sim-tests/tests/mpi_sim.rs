@@ -139,15 +139,25 @@ fn collectives_on_one_to_nine_ranks_match_the_reference() {
     }
 }
 
-/// Issue 9: the large-message algorithms (scatter + allgather broadcast,
-/// ring allreduce), forced at every size, give the same results.
+/// Issue 9: the size-dependent algorithms (scatter + allgather broadcast,
+/// ring allreduce, Bruck all-to-all), forced at every size, give the same
+/// results.
 #[test]
 fn forced_large_message_algorithms_match_the_reference() {
     for (np, nodes) in [(2, 2), (3, 2), (5, 3), (8, 4)] {
         let out = dnrun(
             np,
             nodes,
-            &["--backend", "sim", "-x", "DN_COLL_BCAST=scatter-allgather", "-x", "DN_COLL_ALLREDUCE=ring"],
+            &[
+                "--backend",
+                "sim",
+                "-x",
+                "DN_COLL_BCAST=scatter-allgather",
+                "-x",
+                "DN_COLL_ALLREDUCE=ring",
+                "-x",
+                "DN_COLL_ALLTOALL=bruck",
+            ],
             "mpi-suite",
             &["collectives"],
         );

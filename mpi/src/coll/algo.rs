@@ -373,6 +373,46 @@ pub fn reduce_scatter_block(n: u32, r: u32, blk: u64) -> Schedule {
     b.build()
 }
 
+/// Bruck's all-to-all for small blocks of `blk` bytes: ⌈log2 n⌉ steps
+/// instead of n-1. The blocks are rotated so that block `i` is for rank
+/// `r + i`; in step `k` the blocks whose index has bit `k` set travel
+/// together (packed) to `r + 2^k`; a final rotation puts rank `j`'s block
+/// at `j`.
+pub fn alltoall_bruck(n: u32, r: u32, blk: u64) -> Schedule {
+    let mut b = Builder::new();
+    let nn = n as u64;
+    let t = b.tmp(nn * blk);
+    let half = nn.div_ceil(2) * blk;
+    let p = b.tmp(half);
+    let u = b.tmp(half);
+    let block = |buf: u8, i: u64| Slice::new(buf, i * blk, blk);
+    // Rotation: t[i] = send[(r + i) % n].
+    let mut last: Vec<NodeId> =
+        (0..nn).map(|i| b.copy(block(BUF_SEND, (r as u64 + i) % nn), block(t, i), &[])).collect();
+    let mut k = 1u64;
+    let mut round = 0;
+    while k < nn {
+        let moving: Vec<u64> = (0..nn).filter(|i| i & k != 0).collect();
+        let len = moving.len() as u64 * blk;
+        let packs: Vec<NodeId> =
+            moving.iter().enumerate().map(|(j, &i)| b.copy(block(t, i), block(p, j as u64), &last)).collect();
+        let snd = b.send(((r as u64 + k) % nn) as u32, round, Slice::new(p, 0, len), &packs);
+        let v = b.recv(((r as u64 + nn - k) % nn) as u32, round, Slice::new(u, 0, len), &last);
+        let mut after = vec![snd];
+        for (j, &i) in moving.iter().enumerate() {
+            after.push(b.copy(block(u, j as u64), block(t, i), &[v, snd]));
+        }
+        last = after;
+        k <<= 1;
+        round += 1;
+    }
+    // Inverse rotation: recv[j] = t[(r - j) mod n].
+    for j in 0..nn {
+        b.copy(block(t, (r as u64 + nn - j) % nn), block(BUF_RECV, j), &last);
+    }
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +468,7 @@ mod tests {
                     (bcast_scatter_allgather(n, r, n / 2, 1001), 0, 1001),
                     (allreduce_ring(n, r, total, 8), total, total),
                     (reduce_scatter_block(n, r, 8), total, total + 8),
+                    (alltoall_bruck(n, r, 8), total, total),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }

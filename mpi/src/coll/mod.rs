@@ -106,6 +106,25 @@ fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
     Ok(if large { algo::bcast_scatter_allgather(n, r, root, len) } else { algo::bcast_binomial(n, r, root, len) })
 }
 
+/// All-to-all blocks of at most this many bytes use Bruck's algorithm
+/// (⌈log2 n⌉ steps) instead of pairwise exchange (n-1 steps), on more than
+/// two processes; measured in docs/BENCHMARKS.md ("Collectives").
+/// `DN_COLL_ALLTOALL=pairwise|bruck` forces one.
+pub const ALLTOALL_SMALL: u64 = 128;
+
+fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
+    let bruck = match forced("DN_COLL_ALLTOALL", &["pairwise", "bruck"])? {
+        Some(a) => a == "bruck",
+        None => blk <= ALLTOALL_SMALL && n > 2,
+    };
+    Ok(if bruck {
+        algo::alltoall_bruck(n, r, blk)
+    } else {
+        let b = even_blocks(n as usize, blk as usize);
+        algo::alltoall_pairwise(n, r, &b, &b)
+    })
+}
+
 fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
     let elem = op.elem.max(1) as u64;
     let ring = match forced("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring"])? {
@@ -375,8 +394,8 @@ impl CommunicatorCollectives for SimpleCommunicator {
                 s.len()
             )));
         }
-        let b = even_blocks(n as usize, s.len() / n as usize);
-        let res = run(self, algo::alltoall_pairwise(n, r, &b, &b), s.to_vec(), vec![0; out.len()], None)?;
+        let sched = alltoall_schedule(n, r, (s.len() / n as usize) as u64)?;
+        let res = run(self, sched, s.to_vec(), vec![0; out.len()], None)?;
         out.copy_from_slice(&res);
         Ok(())
     }
@@ -464,9 +483,9 @@ impl CommunicatorCollectives for SimpleCommunicator {
                 s.len()
             )));
         }
-        let b = even_blocks(n as usize, s.len() / n as usize);
+        let sched = alltoall_schedule(n, r, (s.len() / n as usize) as u64)?;
         let len = out.len();
-        immediate(self, algo::alltoall_pairwise(n, r, &b, &b), s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn immediate_all_reduce_into<'b, T: Equivalence, O: IntoOperation<T>>(
