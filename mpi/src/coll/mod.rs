@@ -707,6 +707,30 @@ pub trait Root {
         send: &S,
         recv: &'b mut R,
     ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::gather_varcount_into`] (`MPI_Igatherv`, non-root side).
+    fn immediate_gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>>;
+
+    /// Non-blocking [`Root::gather_varcount_into_root`].
+    fn immediate_gather_varcount_into_root<'b, S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &'b mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::scatter_varcount_into`] (`MPI_Iscatterv`, non-root side).
+    fn immediate_scatter_varcount_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>>;
+
+    /// Non-blocking [`Root::scatter_varcount_into_root`].
+    fn immediate_scatter_varcount_into_root<'b, T: Equivalence, R: BufferMut + ?Sized>(
+        &self,
+        send: &[T],
+        counts: &[Count],
+        displs: &[Count],
+        recv: &'b mut R,
+    ) -> Result<Request<'b>>;
 }
 
 impl Process<'_> {
@@ -908,6 +932,47 @@ impl Root for Process<'_> {
         same_len("immediate_scatter_into_root", s.len(), out.len() * n as usize)?;
         let sched = algo::scatter_linear(n, r, root, out.len() as u64, &even_blocks(n as usize, out.len()));
         let len = out.len();
+        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
+    }
+
+    fn immediate_gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>> {
+        self.immediate_gather_into(send)
+    }
+
+    fn immediate_gather_varcount_into_root<'b, S: Buffer + ?Sized, T: Equivalence>(
+        &self,
+        send: &S,
+        recv: &'b mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) -> Result<Request<'b>> {
+        let (n, r, root) = self.check_root(true, "immediate_gather_varcount_into_root")?;
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        let b = blocks::<T>("immediate_gather_varcount_into_root", n as usize, counts, displs, out.len())?;
+        let s = send.as_bytes();
+        same_len("immediate_gather_varcount_into_root (own block)", s.len(), b[r as usize].1 as usize)?;
+        let init = out.to_vec();
+        immediate(self.comm, algo::gather_linear(n, r, root, s.len() as u64, &b), s.to_vec(), init, None, Some(out))
+    }
+
+    fn immediate_scatter_varcount_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>> {
+        self.immediate_scatter_into(recv)
+    }
+
+    fn immediate_scatter_varcount_into_root<'b, T: Equivalence, R: BufferMut + ?Sized>(
+        &self,
+        send: &[T],
+        counts: &[Count],
+        displs: &[Count],
+        recv: &'b mut R,
+    ) -> Result<Request<'b>> {
+        let (n, r, root) = self.check_root(true, "immediate_scatter_varcount_into_root")?;
+        let s = bytes(send);
+        let out = recv.as_bytes_mut();
+        let b = blocks::<T>("immediate_scatter_varcount_into_root", n as usize, counts, displs, s.len())?;
+        same_len("immediate_scatter_varcount_into_root (own block)", b[r as usize].1 as usize, out.len())?;
+        let len = out.len();
+        let sched = algo::scatter_linear(n, r, root, len as u64, &b);
         immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 

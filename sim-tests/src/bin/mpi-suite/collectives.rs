@@ -403,6 +403,24 @@ fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
         let want: Vec<u64> = (0..n).flat_map(|r| mine(r, vc[r as usize] as usize)).collect();
         check!(allv == want, "iallgatherv: wrong data");
         check!(gotv == (0..n).flat_map(|a| vblock(a, me)).collect::<Vec<_>>(), "ialltoallv: wrong data");
+
+        // Non-blocking gatherv and scatterv with a root in the middle.
+        let rootp = w.process_at_rank(n / 2);
+        let total = vc.iter().sum::<Count>() as usize;
+        let flat: Vec<u64> = (0..n).flat_map(|r| mine(r, vc[r as usize] as usize)).collect();
+        let mut gv = vec![0u64; total];
+        let mut sv = vec![0u64; vc[me as usize] as usize];
+        if me == n / 2 {
+            let g = rootp.immediate_gather_varcount_into_root(&own[..], &mut gv, &vc, &vd).map_err(e)?;
+            let sc = rootp.immediate_scatter_varcount_into_root(&flat, &vc, &vd, &mut sv[..]).map_err(e)?;
+            mpi::request::wait_all(vec![sc, g]).map_err(e)?;
+            check!(gv == flat, "igatherv to {}: wrong data", n / 2);
+        } else {
+            let g = rootp.immediate_gather_varcount_into(&own[..]).map_err(e)?;
+            let sc = rootp.immediate_scatter_varcount_into(&mut sv[..]).map_err(e)?;
+            mpi::request::wait_all(vec![sc, g]).map_err(e)?;
+        }
+        check!(sv == own, "iscatterv from {}: wrong block on {me}", n / 2);
     }
     Ok(())
 }
