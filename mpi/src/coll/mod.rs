@@ -317,6 +317,22 @@ pub trait CommunicatorCollectives: Communicator {
         op: O,
     ) -> Result<Request<'b>>;
 
+    /// Issue a schedule of your own (seed 002's `issue`; `test` on the
+    /// request is its `query`): `send` is copied at once and is the
+    /// schedule's `BUF_SEND`; `recv` is `BUF_RECV`, its contents the
+    /// initial value, borrowed until the request completes. The schedule is
+    /// checked against the buffers and this communicator's size first; an
+    /// operation is needed only if it has CALC nodes. Every process of the
+    /// communicator must issue its part in the same order as its other
+    /// collectives.
+    fn immediate_schedule<'b>(
+        &self,
+        schedule: Schedule,
+        send: &[u8],
+        recv: &'b mut [u8],
+        op: Option<&Operation>,
+    ) -> Result<Request<'b>>;
+
     /// Non-blocking [`CommunicatorCollectives::exclusive_scan_into`] (`MPI_Iexscan`).
     fn immediate_exclusive_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
         &self,
@@ -515,6 +531,20 @@ impl CommunicatorCollectives for SimpleCommunicator {
         same_len("immediate_scan_into", s.len(), out.len())?;
         let init = out.to_vec();
         immediate(self, algo::scan_linear(n, r, s.len() as u64, false), s.to_vec(), init, Some(op), Some(out))
+    }
+
+    fn immediate_schedule<'b>(
+        &self,
+        schedule: Schedule,
+        send: &[u8],
+        recv: &'b mut [u8],
+        op: Option<&Operation>,
+    ) -> Result<Request<'b>> {
+        if op.is_none() && schedule.nodes.iter().any(|n| n.kind == schedule::Kind::Calc) {
+            return Err(MpiError::Invalid("the schedule has CALC nodes but no operation was given".into()));
+        }
+        let init = recv.to_vec();
+        immediate(self, schedule, send.to_vec(), init, op.cloned(), Some(recv))
     }
 
     fn immediate_exclusive_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(

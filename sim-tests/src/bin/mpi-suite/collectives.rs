@@ -262,6 +262,31 @@ pub fn nbc(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
 fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let nu = n as usize;
+    {
+        // A schedule of our own (seed 002's API): every rank sends its rank
+        // to the next one around the ring and adds what it receives.
+        use mpi::coll::schedule::{Builder, Slice, BUF_RECV, BUF_SEND};
+        let mut b = Builder::new();
+        let t = b.tmp(8);
+        let s = b.send(((me + 1) % n) as u32, 0, Slice::new(BUF_SEND, 0, 8), &[]);
+        let v = b.recv(((me + n - 1) % n) as u32, 0, Slice::new(t, 0, 8), &[]);
+        b.calc(Slice::new(t, 0, 8), Slice::new(BUF_RECV, 0, 8), &[v, s]);
+        let mut out = [100u64];
+        let op = Operation::commutative(|a: &[u64], acc: &mut [u64]| {
+            for (x, y) in acc.iter_mut().zip(a) {
+                *x += y;
+            }
+        });
+        let send = (me as u64).to_le_bytes();
+        let r = w.immediate_schedule(b.build(), &send, out[..].as_bytes_mut(), Some(&op)).map_err(e)?;
+        r.wait().map_err(e)?;
+        check!(
+            out[0] == 100 + ((me + n - 1) % n) as u64,
+            "own schedule: {} instead of {}",
+            out[0],
+            100 + (me + n - 1) % n
+        );
+    }
     if n >= 4 {
         // Rank 2 forwards rank 0's broadcast to rank 3 (binomial tree), but
         // first makes a synchronous send to rank 3, which receives it only
