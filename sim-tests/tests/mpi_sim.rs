@@ -168,6 +168,11 @@ fn forced_large_message_algorithms_match_the_reference() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    for np in [3, 6] {
+        let out = dnrun(np, 2, &["--backend", "sim", "-x", "DN_COLL_BCAST=pipeline"], "mpi-suite", &["collectives"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("OK collectives"), "pipeline on {np}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_NBC_PROGRESS=thread"], "mpi-suite", &["nbc"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("DN_NBC_PROGRESS=thread is not available yet"), "{stderr}");

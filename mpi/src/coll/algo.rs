@@ -413,6 +413,35 @@ pub fn alltoall_bruck(n: u32, r: u32, blk: u64) -> Schedule {
     b.build()
 }
 
+/// Pipelined chain broadcast (LibNBC's `NBC_Ibcast` shape, seed 002 §5):
+/// the message in chunks of `chunk` bytes flows down the chain of ranks in
+/// order from the root; a rank forwards chunk `i` as soon as it has it, so
+/// the links work in parallel on different chunks.
+pub fn bcast_pipeline(n: u32, r: u32, root: u32, len: u64, chunk: u64) -> Schedule {
+    let mut b = Builder::new();
+    let vr = (r + n - root) % n;
+    let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+    let chunk = chunk.max(1);
+    let count = len.div_ceil(chunk).max(1);
+    let mut last_recv: Vec<NodeId> = Vec::new();
+    for i in 0..count {
+        let off = (i * chunk).min(len);
+        let part = Slice::new(BUF_RECV, off, chunk.min(len - off));
+        let round = (i % 1000) as u32;
+        let have = if vr == 0 {
+            Vec::new()
+        } else {
+            let v = b.recv(prev, round, part, &last_recv);
+            last_recv = vec![v];
+            vec![v]
+        };
+        if vr + 1 < n {
+            b.send(next, round, part, &have);
+        }
+    }
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +498,7 @@ mod tests {
                     (allreduce_ring(n, r, total, 8), total, total),
                     (reduce_scatter_block(n, r, 8), total, total + 8),
                     (alltoall_bruck(n, r, 8), total, total),
+                    (bcast_pipeline(n, r, n - 1, 1001, 100), 0, 1001),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }

@@ -98,12 +98,19 @@ fn forced(var: &str, known: &[&'static str]) -> Result<Option<&'static str>> {
     }
 }
 
+/// Chunk size of the pipelined broadcast.
+pub const PIPELINE_CHUNK: u64 = 16 * 1024;
+
 fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
-    let large = match forced("DN_COLL_BCAST", &["binomial", "scatter-allgather"])? {
-        Some(a) => a == "scatter-allgather",
-        None => BCAST_LARGE.is_some_and(|large| len >= large) && n > 2,
-    };
-    Ok(if large { algo::bcast_scatter_allgather(n, r, root, len) } else { algo::bcast_binomial(n, r, root, len) })
+    Ok(match forced("DN_COLL_BCAST", &["binomial", "scatter-allgather", "pipeline"])? {
+        Some("scatter-allgather") => algo::bcast_scatter_allgather(n, r, root, len),
+        Some("pipeline") => algo::bcast_pipeline(n, r, root, len, PIPELINE_CHUNK),
+        Some(_) => algo::bcast_binomial(n, r, root, len),
+        None if BCAST_LARGE.is_some_and(|large| len >= large) && n > 2 => {
+            algo::bcast_scatter_allgather(n, r, root, len)
+        }
+        None => algo::bcast_binomial(n, r, root, len),
+    })
 }
 
 /// All-to-all blocks of at most this many bytes use Bruck's algorithm
