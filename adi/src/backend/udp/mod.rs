@@ -192,6 +192,9 @@ pub struct UdpStats {
     pub rejected: [u64; 6],
     /// Faults injected: dropped, duplicated, reordered, corrupted.
     pub injected: [u64; 4],
+    /// ACKs and NACKs for sequence numbers never sent (forged or stale
+    /// beyond the window), discarded with their datagram.
+    pub bogus_acks: u64,
 }
 
 struct Sent {
@@ -224,6 +227,10 @@ struct PeerRx {
     ack_due: Option<Instant>,
     /// The gap we last sent a NACK for.
     nacked: Option<u32>,
+    /// The next fragment expected of the message being reassembled, and
+    /// that message's length (every fragment must agree).
+    frag_next: u32,
+    frag_len: u32,
 }
 
 /// The UDP transport of one rank.
@@ -290,7 +297,15 @@ impl UdpTransport {
             })
             .collect();
         let rx = (0..size)
-            .map(|_| PeerRx { expected: 0, staging: Vec::new(), unacked: 0, ack_due: None, nacked: None })
+            .map(|_| PeerRx {
+                expected: 0,
+                staging: Vec::new(),
+                unacked: 0,
+                ack_due: None,
+                nacked: None,
+                frag_next: 0,
+                frag_len: 0,
+            })
             .collect();
         Ok(UdpTransport {
             sock,
@@ -574,6 +589,32 @@ impl UdpTransport {
             self.reject(Reject::UnknownSender);
             return Ok(false);
         }
+        // An acknowledgement of something never sent is believed by nobody:
+        // it would free datagrams the peer never received, and with them
+        // the retransmissions that would repair the loss.
+        let next = self.tx[h.src as usize].next_seq;
+        if seq_lt(next, h.ack) || (h.flags & flag::NACK != 0 && !seq_lt(h.seq, next)) {
+            self.stats.bogus_acks += 1;
+            self.reject(Reject::Malformed);
+            return Ok(false);
+        }
+        // A fragment must fit the message it claims, in order, and the
+        // message the largest we accept: checked before the sequence number
+        // is consumed, so a forged fragment cannot swallow a real one.
+        if h.flags & flag::DATA != 0 {
+            let rx = &self.rx[h.src as usize];
+            let payload = (len - HEADER) as u64;
+            let staged = if h.frag == 0 { 0 } else { rx.staging.len() as u64 };
+            let consistent = h.nfrags >= 1
+                && h.frag < h.nfrags
+                && (h.msg_len as usize) <= self.cfg.max_message
+                && staged + payload <= h.msg_len as u64
+                && (h.frag == 0 || rx.frag_next == h.frag as u32 && rx.frag_len == h.msg_len);
+            if !consistent && h.seq == rx.expected {
+                self.reject(Reject::Malformed);
+                return Ok(false);
+            }
+        }
         self.acked(h.src, h.ack);
         if h.flags & flag::NACK != 0 {
             self.stats.nacks_received += 1;
@@ -622,8 +663,10 @@ impl UdpTransport {
         let (rx, buf) = (&mut self.rx[s], &self.buf);
         if h.frag == 0 {
             rx.staging.clear();
+            rx.frag_len = h.msg_len;
         }
         rx.staging.extend_from_slice(&buf[HEADER..len]);
+        rx.frag_next = h.frag as u32 + 1;
         if h.frag + 1 < h.nfrags {
             return Ok(false);
         }
@@ -857,10 +900,10 @@ impl Transport for UdpTransport {
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK); injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
             s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
-            s.rejected[4], s.rejected[5], s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+            s.rejected[4], s.rejected[5], s.bogus_acks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
         ))
     }
 
@@ -885,5 +928,110 @@ impl Transport for UdpTransport {
             self.idle()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire::{flag, seal, Header, HEADER};
+    use super::*;
+
+    /// Rank 1 as a real transport; rank 0 is a raw socket at the address
+    /// rank 1 expects, so that the test can forge anything rank 0 could send.
+    fn pair() -> (UdpTransport, std::net::UdpSocket, SocketAddr) {
+        let cfg = UdpConfig::default();
+        let raw = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sock = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap();
+        let me = sock.local_addr().unwrap();
+        let t = UdpTransport::new(sock, 1, vec![raw.local_addr().unwrap(), me], 7, cfg, None).unwrap();
+        (t, raw, me)
+    }
+
+    fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
+        let mut d = vec![0u8; HEADER + payload.len()];
+        h.write(&mut d);
+        d[HEADER..].copy_from_slice(payload);
+        seal(&mut d);
+        d
+    }
+
+    fn data(seq: u32, payload: &[u8]) -> Header {
+        Header {
+            flags: flag::DATA,
+            job: 7,
+            src: 0,
+            dst: 1,
+            seq,
+            ack: 0,
+            msg_len: payload.len() as u32,
+            frag: 0,
+            nfrags: 1,
+            payload: payload.len() as u32,
+        }
+    }
+
+    /// Poll until `want` messages arrived or a bound of polls passed.
+    fn drain(t: &mut UdpTransport, want: usize) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        for _ in 0..2000 {
+            t.poll(&mut |_, m| got.push(m.to_vec())).unwrap();
+            if got.len() >= want {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got
+    }
+
+    /// Issue 8: an ACK for a sequence number never sent is discarded and
+    /// counted; the datagrams it claims to acknowledge stay queued for
+    /// retransmission.
+    #[test]
+    fn an_ack_for_data_never_sent_is_not_believed() {
+        let (mut t, raw, me) = pair();
+        assert!(t.try_send(0, &[b"hello"]).unwrap());
+        let forged = Header { flags: flag::ACK, ack: 1000, msg_len: 0, payload: 0, ..data(0, b"") };
+        raw.send_to(&datagram(forged, b""), me).unwrap();
+        let nack = Header { flags: flag::NACK, seq: 500, msg_len: 0, payload: 0, ..data(0, b"") };
+        raw.send_to(&datagram(nack, b""), me).unwrap();
+        drain(&mut t, 0);
+        for _ in 0..200 {
+            if t.stats().bogus_acks >= 2 {
+                break;
+            }
+            drain(&mut t, 0);
+        }
+        assert_eq!(t.stats().bogus_acks, 2);
+        assert_eq!(t.tx[0].unacked.len(), 1, "the forged ACK freed a datagram the peer never received");
+        // A true ACK is still believed.
+        let ack = Header { flags: flag::ACK, ack: 1, msg_len: 0, payload: 0, ..data(0, b"") };
+        raw.send_to(&datagram(ack, b""), me).unwrap();
+        for _ in 0..200 {
+            drain(&mut t, 0);
+            if t.tx[0].unacked.is_empty() {
+                break;
+            }
+        }
+        assert!(t.tx[0].unacked.is_empty());
+    }
+
+    /// Issue 8: a forged first fragment of an absurd message (65535
+    /// fragments, 4 GB) with the next sequence number is refused without
+    /// consuming that number, so the real message that follows arrives.
+    #[test]
+    fn a_forged_fragment_cannot_swallow_the_real_message() {
+        let (mut t, raw, me) = pair();
+        let forged = Header { msg_len: u32::MAX, nfrags: 65535, frag: 0, ..data(0, b"junk") };
+        raw.send_to(&datagram(forged, b"junk"), me).unwrap();
+        // A middle fragment out of order, and one longer than its message.
+        let stray = Header { msg_len: 8, nfrags: 2, frag: 1, ..data(0, b"junk") };
+        raw.send_to(&datagram(stray, b"junk"), me).unwrap();
+        let long = Header { msg_len: 2, nfrags: 2, frag: 0, ..data(0, b"junk") };
+        raw.send_to(&datagram(long, b"junk"), me).unwrap();
+        raw.send_to(&datagram(data(0, b"real"), b"real"), me).unwrap();
+        let got = drain(&mut t, 1);
+        assert_eq!(got, vec![b"real".to_vec()]);
+        assert!(t.stats().rejected[5] >= 3, "{:?}", t.stats());
+        assert!(t.rx[0].staging.capacity() < 1 << 20, "the forged length was allocated");
     }
 }
