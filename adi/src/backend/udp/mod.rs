@@ -231,6 +231,10 @@ struct PeerRx {
     /// that message's length (every fragment must agree).
     frag_next: u32,
     frag_len: u32,
+    /// Since when a gap has been open (a datagram missing after later ones
+    /// arrived), and when it was last asked for.
+    gap_since: Option<Instant>,
+    gap_asked: Option<Instant>,
 }
 
 /// The UDP transport of one rank.
@@ -305,6 +309,8 @@ impl UdpTransport {
                 nacked: None,
                 frag_next: 0,
                 frag_len: 0,
+                gap_since: None,
+                gap_asked: None,
             })
             .collect();
         Ok(UdpTransport {
@@ -633,10 +639,14 @@ impl UdpTransport {
                 self.stats.duplicates += 1;
                 self.rx[s].ack_due.get_or_insert(Instant::now());
             } else {
-                // A gap: ask for the first missing datagram once per gap.
+                // A gap: ask for the first missing datagram once per gap
+                // (and again from the timers while it stays open).
                 self.stats.out_of_order += 1;
                 if self.rx[s].nacked != Some(expected) {
                     self.rx[s].nacked = Some(expected);
+                    let now = Instant::now();
+                    self.rx[s].gap_since.get_or_insert(now);
+                    self.rx[s].gap_asked = Some(now);
                     self.stats.nacks_sent += 1;
                     self.control(h.src, flag::NACK, expected)?;
                 }
@@ -647,6 +657,8 @@ impl UdpTransport {
             let rx = &mut self.rx[s];
             rx.expected = expected.wrapping_add(1);
             rx.nacked = None;
+            rx.gap_since = None;
+            rx.gap_asked = None;
             rx.unacked += 1;
             rx.ack_due.get_or_insert(Instant::now() + self.cfg.ack_delay);
         }
@@ -716,6 +728,29 @@ impl UdpTransport {
                     tx.rto = (tx.rto * 2).min(self.cfg.rto_max);
                 }
             }
+            // The receiver's own liveness check: a gap that the sender does
+            // not fill (its retransmissions stopped, for example after an
+            // acknowledgement it should not have believed) is asked for
+            // again every rto_max, and ends the job after peer_timeout with
+            // an error naming the peer instead of a silent hang.
+            if let Some(since) = self.rx[d].gap_since {
+                let expected = self.rx[d].expected;
+                if !hung && now.duration_since(since) >= self.cfg.peer_timeout {
+                    return Err(TransportError::PeerLost {
+                        rank: p,
+                        reason: format!(
+                            "datagram {expected} from it has been missing for {:.1} s although later ones arrived and it was asked for again (DN_UDP_TIMEOUT_MS={})",
+                            now.duration_since(since).as_secs_f64(),
+                            self.cfg.peer_timeout.as_millis()
+                        ),
+                    });
+                }
+                if self.rx[d].gap_asked.is_some_and(|t| now.duration_since(t) >= self.cfg.rto_max) {
+                    self.rx[d].gap_asked = Some(now);
+                    self.stats.nacks_sent += 1;
+                    self.control(p, flag::NACK, expected)?;
+                }
+            }
             let rx = &self.rx[d];
             let due = rx.unacked as usize >= self.cfg.window.div_ceil(2) || rx.ack_due.is_some_and(|t| now >= t);
             if due && (rx.unacked > 0 || rx.ack_due.is_some()) {
@@ -736,6 +771,10 @@ impl UdpTransport {
             }
             if let Some(t) = self.rx[d].ack_due {
                 best = Some(best.map_or(t, |b| b.min(t)));
+            }
+            if let Some(t) = self.rx[d].gap_asked {
+                let at = (t + self.cfg.rto_max).min(self.rx[d].gap_since.unwrap_or(t) + self.cfg.peer_timeout);
+                best = Some(best.map_or(at, |b| b.min(at)));
             }
         }
         best
@@ -1013,6 +1052,31 @@ mod tests {
             }
         }
         assert!(t.tx[0].unacked.is_empty());
+    }
+
+    /// Issue 8: a gap the sender never fills (its datagram acknowledged by a
+    /// forgery, say) ends with an error naming the peer, not a silent hang.
+    #[test]
+    fn a_gap_that_is_never_filled_ends_with_an_error_naming_the_peer() {
+        let (mut t, raw, me) = pair();
+        t.cfg.peer_timeout = Duration::from_millis(300);
+        t.cfg.rto_max = Duration::from_millis(50);
+        // Datagram 1 arrives, datagram 0 never will.
+        raw.send_to(&datagram(data(1, b"late"), b"late"), me).unwrap();
+        let mut err = None;
+        for _ in 0..5000 {
+            match t.poll(&mut |_, _| {}) {
+                Ok(_) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let err = err.expect("the gap never ended the wait");
+        assert!(matches!(err, TransportError::PeerLost { rank: 0, .. }), "{err}");
+        assert!(err.to_string().contains("datagram 0"), "{err}");
+        assert!(t.stats().nacks_sent >= 2, "the gap was asked for only once: {:?}", t.stats());
     }
 
     /// Issue 8: a forged first fragment of an absurd message (65535
