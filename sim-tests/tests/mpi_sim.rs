@@ -169,7 +169,13 @@ fn forced_large_message_algorithms_match_the_reference() {
         );
     }
     for np in [3, 6] {
-        let out = dnrun(np, 2, &["--backend", "sim", "-x", "DN_COLL_BCAST=pipeline"], "mpi-suite", &["collectives"]);
+        let out = dnrun(
+            np,
+            2,
+            &["--backend", "sim", "-x", "DN_COLL_BCAST=pipeline", "-x", "DN_COLL_ALLREDUCE=rabenseifner"],
+            "mpi-suite",
+            &["collectives"],
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("OK collectives"), "pipeline on {np}: {}", String::from_utf8_lossy(&out.stderr));
     }

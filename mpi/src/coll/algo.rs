@@ -442,6 +442,83 @@ pub fn bcast_pipeline(n: u32, r: u32, root: u32, len: u64, chunk: u64) -> Schedu
     b.build()
 }
 
+/// Rabenseifner's allreduce for large messages and commutative operations:
+/// a reduce-scatter by recursive halving, then an allgather by recursive
+/// doubling, over the largest power of two of ranks (the others fold in and
+/// out as in [`allreduce_recursive_doubling`]). About 2·len bytes per rank
+/// in 2·log2(n) steps. Chunks are whole `elem`-byte elements.
+pub fn allreduce_rabenseifner(n: u32, r: u32, len: u64, elem: u64) -> Schedule {
+    let mut b = Builder::new();
+    let acc_all = Slice::new(BUF_RECV, 0, len);
+    let t = b.tmp(len);
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, len), acc_all, &[]);
+    let pof2 = if n == 0 { 1 } else { 1u32 << (31 - n.leading_zeros()) };
+    let rem = n - pof2;
+    let newrank: Option<u32> = if r < 2 * rem {
+        if r % 2 == 0 {
+            b.send(r + 1, 0, acc_all, &[last]);
+            None
+        } else {
+            let v = b.recv(r - 1, 0, Slice::new(t, 0, len), &[last]);
+            last = b.calc(Slice::new(t, 0, len), acc_all, &[v]);
+            Some(r / 2)
+        }
+    } else {
+        Some(r - rem)
+    };
+    let ch = chunks(pof2, len, elem);
+    let span = |lo: u32, hi: u32| -> (u64, u64) {
+        let o = ch[lo as usize].0;
+        let end = ch[hi as usize - 1].0 + ch[hi as usize - 1].1;
+        (o, end - o)
+    };
+    let real = |p: u32| if p < rem { p * 2 + 1 } else { p + rem };
+    if let Some(me) = newrank {
+        // Reduce-scatter by recursive halving: my segment halves each step.
+        let (mut lo, mut hi) = (0u32, pof2);
+        let mut mask = pof2 / 2;
+        let mut round = 1u32;
+        while mask > 0 {
+            let partner = me ^ mask;
+            let mid = lo + (hi - lo) / 2;
+            let (keep, give) = if me < partner { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
+            let (go, gl) = span(give.0, give.1);
+            let (ko, kl) = span(keep.0, keep.1);
+            let s = b.send(real(partner), round, Slice::new(BUF_RECV, go, gl), &[last]);
+            let v = b.recv(real(partner), round, Slice::new(t, 0, kl), &[last]);
+            last = b.calc(Slice::new(t, 0, kl), Slice::new(BUF_RECV, ko, kl), &[v, s]);
+            (lo, hi) = keep;
+            mask /= 2;
+            round += 1;
+        }
+        // Allgather by recursive doubling: my segment doubles each step.
+        let mut mask = 1u32;
+        while mask < pof2 {
+            let partner = me ^ mask;
+            let size = hi - lo;
+            let (theirs_lo, theirs_hi) = if me & mask == 0 { (hi, hi + size) } else { (lo - size, lo) };
+            let (mo, ml) = span(lo, hi);
+            let (to, tl) = span(theirs_lo, theirs_hi);
+            let s = b.send(real(partner), round, Slice::new(BUF_RECV, mo, ml), &[last]);
+            let v = b.recv(real(partner), round, Slice::new(BUF_RECV, to, tl), &[last]);
+            // A zero-length copy joins the send and the receive.
+            last = b.copy(Slice::new(BUF_RECV, 0, 0), Slice::new(BUF_RECV, 0, 0), &[s, v]);
+            lo = lo.min(theirs_lo);
+            hi = hi.max(theirs_hi);
+            mask *= 2;
+            round += 1;
+        }
+    }
+    if r < 2 * rem {
+        if r % 2 == 1 {
+            b.send(r - 1, 63, acc_all, &[last]);
+        } else {
+            b.recv(r + 1, 63, acc_all, &[last]);
+        }
+    }
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,6 +576,7 @@ mod tests {
                     (reduce_scatter_block(n, r, 8), total, total + 8),
                     (alltoall_bruck(n, r, 8), total, total),
                     (bcast_pipeline(n, r, n - 1, 1001, 100), 0, 1001),
+                    (allreduce_rabenseifner(n, r, total, 8), total, total),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }

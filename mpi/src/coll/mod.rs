@@ -80,11 +80,14 @@ pub(crate) fn start(
 /// `DN_COLL_BCAST=binomial|scatter-allgather` forces one.
 pub const BCAST_LARGE: Option<u64> = None;
 /// Allreduces of at least this many bytes with a commutative operation use
-/// the ring (reduce-scatter + allgather) instead of recursive doubling:
-/// measured on the simulated DIMMnet-2 with 8 ranks, the ring wins from
-/// 4 KiB (208 vs 250 us) to 1 MiB (33 vs 53 ms).
-/// `DN_COLL_ALLREDUCE=recursive-doubling|ring` forces one.
-pub const ALLREDUCE_LARGE: u64 = 4 * 1024;
+/// Rabenseifner's algorithm on a power of two of processes and the ring
+/// (reduce-scatter + allgather) otherwise, instead of recursive doubling.
+/// Measured on the simulated DIMMnet-2 (docs/BENCHMARKS.md "Collectives"):
+/// on 8 ranks Rabenseifner wins from 1 KiB (64.8 vs 74.6 us) to 1 MiB (28.9
+/// vs 53.1 ms); on 6 ranks, where its fold costs half the data, the ring
+/// wins from 1 KiB (79.7 vs 91.8 us). `DN_COLL_ALLREDUCE=recursive-doubling|ring|rabenseifner`
+/// forces one.
+pub const ALLREDUCE_LARGE: u64 = 1024;
 
 /// The algorithm forced by environment variable `var`, if any; an unknown
 /// name is an error that lists the known ones.
@@ -134,15 +137,18 @@ fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
 
 fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
     let elem = op.elem.max(1) as u64;
-    let ring = match forced("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring"])? {
-        Some(a) => a == "ring",
-        None => len >= ALLREDUCE_LARGE && n > 2,
+    let choice = match forced("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"])? {
+        Some(a) => a,
+        None if len >= ALLREDUCE_LARGE && n > 2 && n.is_power_of_two() => "rabenseifner",
+        None if len >= ALLREDUCE_LARGE && n > 2 => "ring",
+        None => "recursive-doubling",
     };
-    // The ring combines out of rank order: commutative operations only.
-    Ok(if ring && op.commutative && len / elem >= n as u64 {
-        algo::allreduce_ring(n, r, len, elem)
-    } else {
-        algo::allreduce_recursive_doubling(n, r, len)
+    // The ring and Rabenseifner's combine out of rank order: commutative
+    // operations only, and at least one element per chunk.
+    Ok(match choice {
+        "ring" if op.commutative && len / elem >= n as u64 => algo::allreduce_ring(n, r, len, elem),
+        "rabenseifner" if op.commutative && len / elem >= n as u64 => algo::allreduce_rabenseifner(n, r, len, elem),
+        _ => algo::allreduce_recursive_doubling(n, r, len),
     })
 }
 
