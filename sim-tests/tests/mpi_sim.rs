@@ -172,7 +172,16 @@ fn forced_large_message_algorithms_match_the_reference() {
         let out = dnrun(
             np,
             2,
-            &["--backend", "sim", "-x", "DN_COLL_BCAST=pipeline", "-x", "DN_COLL_ALLREDUCE=rabenseifner"],
+            &[
+                "--backend",
+                "sim",
+                "-x",
+                "DN_COLL_BCAST=pipeline",
+                "-x",
+                "DN_COLL_ALLREDUCE=rabenseifner",
+                "-x",
+                "DN_COLL_GATHER=binomial",
+            ],
             "mpi-suite",
             &["collectives"],
         );

@@ -47,6 +47,8 @@ enum Test {
     Reduce,
     /// `MPI_Allreduce` (sum of u64) (osu_allreduce).
     Allreduce,
+    /// `MPI_Gather` to rank 0; the size is each rank's block (osu_gather).
+    Gather,
     /// `MPI_Allgather`; the size is each rank's block (osu_allgather).
     Allgather,
     /// `MPI_Alltoall`; the size is each pair's block (osu_alltoall).
@@ -224,7 +226,11 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
         let iters = iterations_for(size * n.max(1), args.iters).max(1);
         let elems = size.div_ceil(8);
         let send = vec![1u64; elems * if args.test == Test::Alltoall { n } else { 1 }];
-        let mut recv = vec![0u64; elems * if matches!(args.test, Test::Allgather | Test::Alltoall) { n } else { 1 }];
+        let mut recv =
+            vec![
+                0u64;
+                elems * if matches!(args.test, Test::Allgather | Test::Alltoall | Test::Gather) { n } else { 1 }
+            ];
         let root = world.process_at_rank(0);
         let one = |recv: &mut Vec<u64>| -> mpi::Result<()> {
             match args.test {
@@ -233,6 +239,8 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
                 Test::Reduce => root.reduce_into(&send, Sum),
                 Test::Allreduce => world.all_reduce_into(&send, recv, Sum),
                 Test::Allgather => world.all_gather_into(&send[..], &mut recv[..]),
+                Test::Gather if world.rank() == 0 => root.gather_into_root(&send[..], &mut recv[..]),
+                Test::Gather => root.gather_into(&send[..]),
                 Test::Alltoall => world.all_to_all_into(&send[..], &mut recv[..]),
                 Test::Barrier => world.barrier(),
                 Test::Ibcast => root.immediate_broadcast_into(&mut recv[..])?.wait().map(drop),
@@ -421,6 +429,7 @@ fn test_name(t: Test) -> &'static str {
         Test::Reduce => "reduce",
         Test::Allreduce => "allreduce",
         Test::Allgather => "allgather",
+        Test::Gather => "gather",
         Test::Alltoall => "alltoall",
         Test::Barrier => "barrier",
         Test::Ibcast => "ibcast",
