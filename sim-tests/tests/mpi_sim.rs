@@ -181,6 +181,8 @@ fn forced_large_message_algorithms_match_the_reference() {
                 "DN_COLL_ALLREDUCE=rabenseifner",
                 "-x",
                 "DN_COLL_GATHER=binomial",
+                "-x",
+                "DN_COLL_SCATTER=binomial",
             ],
             "mpi-suite",
             &["collectives"],

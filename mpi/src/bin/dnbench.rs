@@ -49,6 +49,8 @@ enum Test {
     Allreduce,
     /// `MPI_Gather` to rank 0; the size is each rank's block (osu_gather).
     Gather,
+    /// `MPI_Scatter` from rank 0; the size is each rank's block (osu_scatter).
+    Scatter,
     /// `MPI_Allgather`; the size is each rank's block (osu_allgather).
     Allgather,
     /// `MPI_Alltoall`; the size is each pair's block (osu_alltoall).
@@ -225,7 +227,7 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
     for &size in sizes {
         let iters = iterations_for(size * n.max(1), args.iters).max(1);
         let elems = size.div_ceil(8);
-        let send = vec![1u64; elems * if args.test == Test::Alltoall { n } else { 1 }];
+        let send = vec![1u64; elems * if matches!(args.test, Test::Alltoall | Test::Scatter) { n } else { 1 }];
         let mut recv =
             vec![
                 0u64;
@@ -241,6 +243,8 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
                 Test::Allgather => world.all_gather_into(&send[..], &mut recv[..]),
                 Test::Gather if world.rank() == 0 => root.gather_into_root(&send[..], &mut recv[..]),
                 Test::Gather => root.gather_into(&send[..]),
+                Test::Scatter if world.rank() == 0 => root.scatter_into_root(&send[..], &mut recv[..]),
+                Test::Scatter => root.scatter_into(&mut recv[..]),
                 Test::Alltoall => world.all_to_all_into(&send[..], &mut recv[..]),
                 Test::Barrier => world.barrier(),
                 Test::Ibcast => root.immediate_broadcast_into(&mut recv[..])?.wait().map(drop),
@@ -430,6 +434,7 @@ fn test_name(t: Test) -> &'static str {
         Test::Allreduce => "allreduce",
         Test::Allgather => "allgather",
         Test::Gather => "gather",
+        Test::Scatter => "scatter",
         Test::Alltoall => "alltoall",
         Test::Barrier => "barrier",
         Test::Ibcast => "ibcast",

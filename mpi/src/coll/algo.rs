@@ -553,6 +553,44 @@ pub fn gather_binomial(n: u32, r: u32, root: u32, blk: u64) -> Schedule {
     b.build()
 }
 
+/// Binomial-tree scatter of equal blocks of `blk` bytes from `root`: each
+/// rank receives its subtree's blocks in one message and passes the
+/// children's parts on.
+pub fn scatter_binomial(n: u32, r: u32, root: u32, blk: u64) -> Schedule {
+    let mut b = Builder::new();
+    let nn = n as u64;
+    let t = b.tmp(nn * blk);
+    let vr = (r + n - root) % n;
+    let mut have: Vec<NodeId> = Vec::new();
+    if vr == 0 {
+        // Relative order: t[j] = send[(j + root) % n].
+        for j in 0..nn {
+            let rank = (j + root as u64) % nn;
+            have.push(b.copy(Slice::new(BUF_SEND, rank * blk, blk), Slice::new(t, j * blk, blk), &[]));
+        }
+    }
+    let mut mask = 1u32;
+    while mask < n {
+        if vr & mask != 0 {
+            let cnt = mask.min(n - vr) as u64;
+            have = vec![b.recv((vr - mask + root) % n, mask.trailing_zeros(), Slice::new(t, 0, cnt * blk), &[])];
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let cnt = mask.min(n - vr - mask) as u64;
+            let off = mask as u64 * blk;
+            b.send((vr + mask + root) % n, mask.trailing_zeros(), Slice::new(t, off, cnt * blk), &have);
+        }
+        mask >>= 1;
+    }
+    b.copy(Slice::new(t, 0, blk), Slice::new(BUF_RECV, 0, blk), &have);
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,6 +650,7 @@ mod tests {
                     (bcast_pipeline(n, r, n - 1, 1001, 100), 0, 1001),
                     (allreduce_rabenseifner(n, r, total, 8), total, total),
                     (gather_binomial(n, r, n / 2, 8), 8, total),
+                    (scatter_binomial(n, r, n / 2, 8), total, 8),
                 ] {
                     s.validate(sl, rl, n).unwrap_or_else(|e| panic!("n={n} r={r}: {e}"));
                 }
