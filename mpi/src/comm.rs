@@ -257,8 +257,7 @@ impl Communicator for SimpleCommunicator {
     /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages, run
     /// as a schedule like every collective.
     fn barrier(&self) -> Result<()> {
-        let sched = crate::coll::algo::barrier(self.size() as u32, self.rank as u32);
-        crate::coll::run(self, sched, Vec::new(), Vec::new(), None).map(drop)
+        crate::coll::CommunicatorCollectives::immediate_barrier(self)?.finish_blocking()
     }
 
     fn duplicate(&self) -> Result<SimpleCommunicator> {

@@ -36,23 +36,6 @@ use crate::{Count, Rank};
 use exec::Exec;
 use schedule::Schedule;
 
-/// Run `sched` to completion on `comm` (one MPI call) and return the
-/// receive buffer.
-pub(crate) fn run(
-    comm: &SimpleCommunicator,
-    sched: Schedule,
-    send: Vec<u8>,
-    recv: Vec<u8>,
-    op: Option<Operation>,
-) -> Result<Vec<u8>> {
-    let x = start(comm, sched, send, recv, op)?;
-    let mut c = comm.shared().borrow_mut();
-    c.wait_until(|_| Ok(x.borrow().ended()))?;
-    let mut ex = x.borrow_mut();
-    ex.outcome()?;
-    Ok(ex.take_recv())
-}
-
 /// Charge one MPI call, number the collective on `comm` and register its
 /// execution with the progress of every wait.
 pub(crate) fn start(
@@ -424,13 +407,7 @@ pub trait CommunicatorCollectives: Communicator {
 
 impl CommunicatorCollectives for SimpleCommunicator {
     fn all_gather_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
-        let (n, r) = dims(self);
-        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
-        same_len("all_gather_into", s.len() * n as usize, out.len())?;
-        let sched = algo::allgather_ring(n, r, &even_blocks(n as usize, s.len()));
-        let res = run(self, sched, s.to_vec(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_all_gather_into(send, recv)?.finish_blocking()
     }
 
     fn all_gather_varcount_into<S: Buffer + ?Sized, T: Equivalence>(
@@ -440,30 +417,11 @@ impl CommunicatorCollectives for SimpleCommunicator {
         counts: &[Count],
         displs: &[Count],
     ) -> Result<()> {
-        let (n, r) = dims(self);
-        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
-        let b = blocks::<T>("all_gather_varcount_into", n as usize, counts, displs, out.len())?;
-        let s = send.as_bytes();
-        same_len("all_gather_varcount_into (own block)", s.len(), b[r as usize].1 as usize)?;
-        let res = run(self, algo::allgather_ring(n, r, &b), s.to_vec(), out.to_vec(), None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_all_gather_varcount_into(send, recv, counts, displs)?.finish_blocking()
     }
 
     fn all_to_all_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
-        let (n, r) = dims(self);
-        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
-        same_len("all_to_all_into", s.len(), out.len())?;
-        if s.len() % n as usize != 0 {
-            return Err(MpiError::Invalid(format!(
-                "all_to_all_into: {} bytes do not split into {n} equal blocks",
-                s.len()
-            )));
-        }
-        let sched = alltoall_schedule(n, r, (s.len() / n as usize) as u64)?;
-        let res = run(self, sched, s.to_vec(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_all_to_all_into(send, recv)?.finish_blocking()
     }
 
     fn all_to_all_varcount_into<T: Equivalence>(
@@ -475,26 +433,12 @@ impl CommunicatorCollectives for SimpleCommunicator {
         recv_counts: &[Count],
         recv_displs: &[Count],
     ) -> Result<()> {
-        let (n, r) = dims(self);
-        let s = bytes(send);
-        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
-        let sb = blocks::<T>("all_to_all_varcount_into (send)", n as usize, send_counts, send_displs, s.len())?;
-        let rb = blocks::<T>("all_to_all_varcount_into (receive)", n as usize, recv_counts, recv_displs, out.len())?;
-        same_len("all_to_all_varcount_into (own block)", sb[r as usize].1 as usize, rb[r as usize].1 as usize)?;
-        let res = run(self, algo::alltoall_pairwise(n, r, &sb, &rb), s.to_vec(), out.to_vec(), None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_all_to_all_varcount_into(send, send_counts, send_displs, recv, recv_counts, recv_displs)?
+            .finish_blocking()
     }
 
     fn all_reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
-        let op = op.into_operation()?;
-        let (n, r) = dims(self);
-        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
-        same_len("all_reduce_into", s.len(), out.len())?;
-        let sched = allreduce_schedule(n, r, s.len() as u64, &op)?;
-        let res = run(self, sched, s.to_vec(), vec![0; out.len()], Some(op))?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_all_reduce_into(send, recv, op)?.finish_blocking()
     }
 
     fn reduce_scatter_block_into<T: Equivalence, O: IntoOperation<T>>(
@@ -503,18 +447,11 @@ impl CommunicatorCollectives for SimpleCommunicator {
         recv: &mut [T],
         op: O,
     ) -> Result<()> {
-        let op = op.into_operation()?;
-        let (n, r) = dims(self);
-        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
-        same_len("reduce_scatter_block_into", s.len(), out.len() * n as usize)?;
-        let sched = algo::reduce_scatter_block(n, r, out.len() as u64);
-        let res = run(self, sched, s.to_vec(), vec![0; s.len() + out.len()], Some(op))?;
-        out.copy_from_slice(&res[s.len()..]);
-        Ok(())
+        self.immediate_reduce_scatter_block_into(send, recv, op)?.finish_blocking()
     }
 
     fn scan_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
-        scan(self, send, recv, op, false)
+        self.immediate_scan_into(send, recv, op)?.finish_blocking()
     }
 
     fn immediate_barrier(&self) -> Result<Request<'static>> {
@@ -680,24 +617,8 @@ impl CommunicatorCollectives for SimpleCommunicator {
         recv: &mut [T],
         op: O,
     ) -> Result<()> {
-        scan(self, send, recv, op, true)
+        self.immediate_exclusive_scan_into(send, recv, op)?.finish_blocking()
     }
-}
-
-fn scan<T: Equivalence, O: IntoOperation<T>>(
-    c: &SimpleCommunicator,
-    send: &[T],
-    recv: &mut [T],
-    op: O,
-    exclusive: bool,
-) -> Result<()> {
-    let op = op.into_operation()?;
-    let (n, r) = dims(c);
-    let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
-    same_len(if exclusive { "exclusive_scan_into" } else { "scan_into" }, s.len(), out.len())?;
-    let res = run(c, algo::scan_linear(n, r, s.len() as u64, exclusive), s.to_vec(), out.to_vec(), Some(op))?;
-    out.copy_from_slice(&res);
-    Ok(())
 }
 
 /// Collective operations with a root (MPI 4.1 §6.4–§6.9), called on the
@@ -834,40 +755,19 @@ impl Root for Process<'_> {
     }
 
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<()> {
-        let (n, r) = dims(self.comm);
-        if self.rank < 0 || self.rank >= n as Rank {
-            return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
-        }
-        let b = buf.as_bytes_mut();
-        let sched = bcast_schedule(n, r, self.rank as u32, b.len() as u64)?;
-        let res = run(self.comm, sched, Vec::new(), b.to_vec(), None)?;
-        b.copy_from_slice(&res);
-        Ok(())
+        self.immediate_broadcast_into(buf)?.finish_blocking()
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()> {
-        let (n, r, root) = self.check_root(false, "gather_into")?;
-        let s = send.as_bytes();
-        let sched = gather_schedule(n, r, root, s.len() as u64)?;
-        run(self.comm, sched, s.to_vec(), Vec::new(), None).map(drop)
+        self.immediate_gather_into(send)?.finish_blocking()
     }
 
     fn gather_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
-        let (n, r, root) = self.check_root(true, "gather_into_root")?;
-        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
-        same_len("gather_into_root", s.len() * n as usize, out.len())?;
-        let sched = gather_schedule(n, r, root, s.len() as u64)?;
-        let res = run(self.comm, sched, s.to_vec(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_gather_into_root(send, recv)?.finish_blocking()
     }
 
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<()> {
-        // Always linear: blocks differ per rank, and the root's side must match.
-        let (n, r, root) = self.check_root(false, "gather_varcount_into")?;
-        let s = send.as_bytes();
-        let sched = algo::gather_linear(n, r, root, s.len() as u64, &[]);
-        run(self.comm, sched, s.to_vec(), Vec::new(), None).map(drop)
+        self.immediate_gather_varcount_into(send)?.finish_blocking()
     }
 
     fn gather_varcount_into_root<S: Buffer + ?Sized, T: Equivalence>(
@@ -877,43 +777,19 @@ impl Root for Process<'_> {
         counts: &[Count],
         displs: &[Count],
     ) -> Result<()> {
-        let (n, r, root) = self.check_root(true, "gather_varcount_into_root")?;
-        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
-        let b = blocks::<T>("gather_varcount_into_root", n as usize, counts, displs, out.len())?;
-        let s = send.as_bytes();
-        same_len("gather_varcount_into_root (own block)", s.len(), b[r as usize].1 as usize)?;
-        let res = run(self.comm, algo::gather_linear(n, r, root, s.len() as u64, &b), s.to_vec(), out.to_vec(), None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_gather_varcount_into_root(send, recv, counts, displs)?.finish_blocking()
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()> {
-        let (n, r, root) = self.check_root(false, "scatter_into")?;
-        let out = recv.as_bytes_mut();
-        let sched = scatter_schedule(n, r, root, out.len() as u64)?;
-        let res = run(self.comm, sched, Vec::new(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_scatter_into(recv)?.finish_blocking()
     }
 
     fn scatter_into_root<S: Buffer + ?Sized, R: BufferMut + ?Sized>(&self, send: &S, recv: &mut R) -> Result<()> {
-        let (n, r, root) = self.check_root(true, "scatter_into_root")?;
-        let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
-        same_len("scatter_into_root", s.len(), out.len() * n as usize)?;
-        let sched = scatter_schedule(n, r, root, out.len() as u64)?;
-        let res = run(self.comm, sched, s.to_vec(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_scatter_into_root(send, recv)?.finish_blocking()
     }
 
     fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<()> {
-        // Always linear: blocks differ per rank, and the root's side must match.
-        let (n, r, root) = self.check_root(false, "scatter_varcount_into")?;
-        let out = recv.as_bytes_mut();
-        let sched = algo::scatter_linear(n, r, root, out.len() as u64, &[]);
-        let res = run(self.comm, sched, Vec::new(), vec![0; out.len()], None)?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_scatter_varcount_into(recv)?.finish_blocking()
     }
 
     fn scatter_varcount_into_root<T: Equivalence, R: BufferMut + ?Sized>(
@@ -923,28 +799,11 @@ impl Root for Process<'_> {
         displs: &[Count],
         recv: &mut R,
     ) -> Result<()> {
-        let (n, r, root) = self.check_root(true, "scatter_varcount_into_root")?;
-        let s = bytes(send);
-        let out = recv.as_bytes_mut();
-        let b = blocks::<T>("scatter_varcount_into_root", n as usize, counts, displs, s.len())?;
-        same_len("scatter_varcount_into_root (own block)", b[r as usize].1 as usize, out.len())?;
-        let res = run(
-            self.comm,
-            algo::scatter_linear(n, r, root, out.len() as u64, &b),
-            s.to_vec(),
-            vec![0; out.len()],
-            None,
-        )?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_scatter_varcount_into_root(send, counts, displs, recv)?.finish_blocking()
     }
 
     fn reduce_into<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], op: O) -> Result<()> {
-        let op = op.into_operation()?;
-        let (n, r, root) = self.check_root(false, "reduce_into")?;
-        let s = bytes(send);
-        let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
-        run(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op)).map(drop)
+        self.immediate_reduce_into(send, op)?.finish_blocking()
     }
 
     fn immediate_broadcast_into<'b, B: BufferMut + ?Sized>(&self, buf: &'b mut B) -> Result<Request<'b>> {
@@ -1074,13 +933,6 @@ impl Root for Process<'_> {
     }
 
     fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {
-        let op = op.into_operation()?;
-        let (n, r, root) = self.check_root(true, "reduce_into_root")?;
-        let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
-        same_len("reduce_into_root", s.len(), out.len())?;
-        let res =
-            run(self.comm, algo::reduce_binomial(n, r, root, s.len() as u64), s.to_vec(), vec![0; s.len()], Some(op))?;
-        out.copy_from_slice(&res);
-        Ok(())
+        self.immediate_reduce_into_root(send, recv, op)?.finish_blocking()
     }
 }
