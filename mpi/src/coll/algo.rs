@@ -56,24 +56,7 @@ pub fn bcast_binomial(n: u32, r: u32, root: u32, len: u64) -> Schedule {
 pub fn reduce_binomial(n: u32, r: u32, root: u32, len: u64) -> Schedule {
     let mut b = Builder::new();
     let acc = Slice::new(BUF_RECV, 0, len);
-    let tmp = b.tmp(len);
-    let tmp = Slice::new(tmp, 0, len);
-    let mut last = b.copy(Slice::new(BUF_SEND, 0, len), acc, &[]);
-    let mut mask = 1u32;
-    let mut sent = None;
-    while mask < n {
-        if r & mask != 0 {
-            sent = Some(b.send(r - mask, mask.trailing_zeros(), acc, &[last]));
-            break;
-        }
-        if r + mask < n {
-            let v = b.recv(r + mask, mask.trailing_zeros(), tmp, &[last]);
-            // tmp = acc ⊕ tmp (the lower ranks on the left), then acc = tmp.
-            let c = b.calc(acc, tmp, &[v]);
-            last = b.copy(tmp, acc, &[c]);
-        }
-        mask <<= 1;
-    }
+    let (last, sent) = reduce_to_zero(&mut b, n, r, acc);
     if root != 0 {
         if r == 0 {
             b.send(root, 31, acc, &[last]);
@@ -85,6 +68,30 @@ pub fn reduce_binomial(n: u32, r: u32, root: u32, len: u64) -> Schedule {
         }
     }
     b.build()
+}
+
+/// The binomial reduction to rank 0 in rank order, shared by reduce and
+/// reduce-scatter: `acc` starts as this rank's `BUF_SEND` and, at rank 0,
+/// ends as the result. Returns the last node that wrote `acc` and, below
+/// rank 0, the send of the partial result to the parent.
+fn reduce_to_zero(b: &mut Builder, n: u32, r: u32, acc: Slice) -> (NodeId, Option<NodeId>) {
+    let t = b.tmp(acc.len);
+    let tmp = Slice::new(t, 0, acc.len);
+    let mut last = b.copy(Slice::new(BUF_SEND, 0, acc.len), acc, &[]);
+    let mut mask = 1u32;
+    while mask < n {
+        if r & mask != 0 {
+            return (last, Some(b.send(r - mask, mask.trailing_zeros(), acc, &[last])));
+        }
+        if r + mask < n {
+            let v = b.recv(r + mask, mask.trailing_zeros(), tmp, &[last]);
+            // tmp = acc ⊕ tmp (the lower ranks on the left), then acc = tmp.
+            let c = b.calc(acc, tmp, &[v]);
+            last = b.copy(tmp, acc, &[c]);
+        }
+        mask <<= 1;
+    }
+    (last, None)
 }
 
 /// Allreduce of `len` bytes by recursive doubling, with the usual fold of
@@ -338,27 +345,9 @@ pub fn allreduce_ring(n: u32, r: u32, len: u64, elem: u64) -> Schedule {
 pub fn reduce_scatter_block(n: u32, r: u32, blk: u64) -> Schedule {
     let total = blk * n as u64;
     let mut b = Builder::new();
-    let acc = Slice::new(BUF_RECV, 0, total);
     let out = Slice::new(BUF_RECV, total, blk);
-    let t = b.tmp(total);
-    let tmp = Slice::new(t, 0, total);
-    let mut last = b.copy(Slice::new(BUF_SEND, 0, total), acc, &[]);
-    let mut mask = 1u32;
-    let mut sent = false;
-    while mask < n {
-        if r & mask != 0 {
-            b.send(r - mask, mask.trailing_zeros(), acc, &[last]);
-            sent = true;
-            break;
-        }
-        if r + mask < n {
-            let v = b.recv(r + mask, mask.trailing_zeros(), tmp, &[last]);
-            let c = b.calc(acc, tmp, &[v]);
-            last = b.copy(tmp, acc, &[c]);
-        }
-        mask <<= 1;
-    }
-    if r == 0 && !sent {
+    let (last, _) = reduce_to_zero(&mut b, n, r, Slice::new(BUF_RECV, 0, total));
+    if r == 0 {
         for i in 0..n {
             let blk_i = Slice::new(BUF_RECV, i as u64 * blk, blk);
             if i == 0 {

@@ -18,13 +18,6 @@ pub(crate) fn tag(seq: u32, round: u32) -> i32 {
     (1 << 30) | (((seq & 0xF_FFFF) << 10) | (round & 0x3FF)) as i32
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Waiting,
-    Running,
-    Done,
-}
-
 /// A schedule being executed, with its buffers.
 pub(crate) struct Exec {
     sched: Schedule,
@@ -34,7 +27,6 @@ pub(crate) struct Exec {
     members: Vec<u32>,
     ctx: u32,
     seq: u32,
-    state: Vec<State>,
     /// Predecessors not yet done, per node.
     missing: Vec<u32>,
     /// Successors, flattened: `succ[succ_start[i]..succ_start[i + 1]]`.
@@ -99,7 +91,6 @@ impl Exec {
             members,
             ctx,
             seq,
-            state: vec![State::Waiting; n],
             missing,
             succ_start,
             succ,
@@ -118,7 +109,6 @@ impl Exec {
     }
 
     fn finish(&mut self, i: u32) {
-        self.state[i as usize] = State::Done;
         self.done += 1;
         let (a, b) = (self.succ_start[i as usize] as usize, self.succ_start[i as usize + 1] as usize);
         for k in a..b {
@@ -132,7 +122,6 @@ impl Exec {
 
     fn fire(&mut self, e: &mut Engine, i: u32) -> Result<()> {
         let n = self.sched.nodes[i as usize];
-        self.state[i as usize] = State::Running;
         match n.kind {
             Kind::Send => {
                 let data = self.slice(&n.src).to_vec();
@@ -147,16 +136,31 @@ impl Exec {
                 self.running.push((i, id));
             }
             Kind::Copy | Kind::Calc => {
-                let src = self.slice(&n.src).to_vec();
-                e.charge(HostCost::CopyByte, src.len() as u64);
-                let dst = &mut self.bufs[n.dst.buf as usize][n.dst.off as usize..(n.dst.off + n.dst.len) as usize];
-                if n.kind == Kind::Copy {
-                    dst.copy_from_slice(&src);
-                } else {
-                    let op = self.op.as_ref().ok_or_else(|| {
+                e.charge(HostCost::CopyByte, n.src.len);
+                let op = match n.kind {
+                    Kind::Calc => Some(self.op.clone().ok_or_else(|| {
                         MpiError::Invalid("internal: a reduction schedule without an operation".into())
-                    })?;
-                    (op.f)(&src, dst);
+                    })?),
+                    _ => None,
+                };
+                let (a, b) = (n.src.buf as usize, n.dst.buf as usize);
+                let range = |s: &Slice| s.off as usize..(s.off + s.len) as usize;
+                // Two buffers: borrow both; one buffer: the source is copied
+                // first, since the ranges may overlap.
+                let copied;
+                let (src, dst): (&[u8], &mut [u8]) = if a == b {
+                    copied = self.bufs[a][range(&n.src)].to_vec();
+                    (&copied, &mut self.bufs[b][range(&n.dst)])
+                } else if a < b {
+                    let (lo, hi) = self.bufs.split_at_mut(b);
+                    (&lo[a][range(&n.src)], &mut hi[0][range(&n.dst)])
+                } else {
+                    let (lo, hi) = self.bufs.split_at_mut(a);
+                    (&hi[0][range(&n.src)], &mut lo[b][range(&n.dst)])
+                };
+                match op {
+                    Some(op) => (op.f)(src, dst),
+                    None => dst.copy_from_slice(src),
                 }
                 self.finish(i);
             }
@@ -208,7 +212,7 @@ impl Exec {
                 break;
             }
         }
-        if self.done < self.state.len() {
+        if self.done < self.sched.nodes.len() {
             return Ok(false);
         }
         // Every completed send is collected (not only the last): a wait that
