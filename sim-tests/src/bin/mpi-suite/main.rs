@@ -598,6 +598,16 @@ fn check_poll_time(u: &Universe, what: &str) -> R {
     Ok(())
 }
 
+/// After a polling loop saw the late message: check when, report the
+/// simulated time, and receive it.
+fn receive_polled(u: &Universe, w: &SimpleCommunicator, what: &str, polls: u64) -> R {
+    check_poll_time(u, what)?;
+    report_time(u, w, &format!("poll-{what}"), polls);
+    let (v, _) = w.process_at_rank(1).receive_vec_with_tag::<u8>(12).map_err(e)?;
+    check!(v == b"hello", "received {v:?}");
+    Ok(())
+}
+
 /// The most common MPI idiom: loop on `MPI_Iprobe` until a message is there.
 fn poll_iprobe(u: &Universe, w: &SimpleCommunicator) -> R {
     if w.size() < 2 || w.rank() > 1 {
@@ -615,11 +625,7 @@ fn poll_iprobe(u: &Universe, w: &SimpleCommunicator) -> R {
         }
     };
     check!(st.source_rank() == 1 && st.tag() == 12 && st.bytes() == 5, "iprobe status {st:?}");
-    check_poll_time(u, "iprobe")?;
-    report_time(u, w, "poll-iprobe", polls);
-    let (v, _) = w.process_at_rank(1).receive_vec_with_tag::<u8>(12).map_err(e)?;
-    check!(v == b"hello", "received {v:?}");
-    Ok(())
+    receive_polled(u, w, "iprobe", polls)
 }
 
 /// Loop on `MPI_Test` of a posted receive.
@@ -676,7 +682,6 @@ fn poll_testall(u: &Universe, w: &SimpleCommunicator) -> R {
     Ok(())
 }
 
-/// Compute in small steps and poll between them (the overlap idiom).
 /// A rank that waits by watching the clock (`while (MPI_Wtime() - t0 < d)`)
 /// and then polls: on the simulator `wtime` must advance by itself.
 fn poll_wtime(u: &Universe, w: &SimpleCommunicator) -> R {
@@ -697,13 +702,10 @@ fn poll_wtime(u: &Universe, w: &SimpleCommunicator) -> R {
             break;
         }
     }
-    check_poll_time(u, "wtime")?;
-    report_time(u, w, "poll-wtime", polls);
-    let (v, _) = w.any_process().receive_vec_with_tag::<u8>(12).map_err(e)?;
-    check!(v == b"hello", "received {v:?}");
-    Ok(())
+    receive_polled(u, w, "wtime", polls)
 }
 
+/// Compute in small steps and poll between them (the overlap idiom).
 fn poll_compute(u: &Universe, w: &SimpleCommunicator) -> R {
     if w.size() < 2 || w.rank() > 1 {
         return Ok(());
@@ -720,9 +722,5 @@ fn poll_compute(u: &Universe, w: &SimpleCommunicator) -> R {
             break;
         }
     }
-    check_poll_time(u, "compute")?;
-    report_time(u, w, "poll-compute", polls);
-    let (v, _) = w.any_process().receive_vec_with_tag::<u8>(12).map_err(e)?;
-    check!(v == b"hello", "received {v:?}");
-    Ok(())
+    receive_polled(u, w, "compute", polls)
 }
