@@ -191,31 +191,10 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
     move |source| ClusterError::Io { what, path: path.display().to_string(), source }
 }
 
+/// A record's process is alive (an unset pid counts as alive: the record
+/// is being filled in; this process is alive).
 fn pid_alive(pid: u32) -> bool {
-    if pid == 0 || pid == std::process::id() {
-        return true;
-    }
-    // A zombie (exited, not yet reaped by its parent) still answers kill(0):
-    // ask /proc for the state, and fall back to kill(0) without /proc.
-    if let Some(state) = proc_state(pid) {
-        return !matches!(state, 'Z' | 'X' | 'x');
-    }
-    // SAFETY: kill with signal 0 performs only the existence/permission
-    // check and sends nothing.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// The state letter of `pid` from `/proc/PID/stat` (`'?'` when the process
-/// is gone but /proc exists), or `None` where there is no /proc.
-fn proc_state(pid: u32) -> Option<char> {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The command name may contain spaces and parentheses: the state is
-        // the first field after the last ')'.
-        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).or(Some('?')),
-        Err(_) if std::path::Path::new("/proc/self/stat").exists() => Some('X'),
-        Err(_) => None,
-    }
+    pid == 0 || pid == std::process::id() || simlink::process::alive(pid)
 }
 
 impl Cluster {
@@ -693,12 +672,12 @@ mod tests {
         let pid = child.id();
         // Wait (without reaping) until it has exited; a liveness bound only.
         for _ in 0..2000 {
-            if proc_state(pid) == Some('Z') {
+            if simlink::process::state(pid) == Some('Z') {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(proc_state(pid), Some('Z'), "the child should be a zombie now");
+        assert_eq!(simlink::process::state(pid), Some('Z'), "the child should be a zombie now");
         assert!(!pid_alive(pid), "a zombie counted as alive");
         child.wait().unwrap();
         assert!(!pid_alive(pid), "a reaped process counted as alive");

@@ -75,16 +75,9 @@ fn gone(msg: impl Into<String>) -> ActorError {
     ActorError::Gone(msg.into())
 }
 
+/// The model process is alive (0: it closed the control file).
 fn model_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return false;
-    }
-    if pid == std::process::id() {
-        return true;
-    }
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    pid != 0 && (pid == std::process::id() || crate::process::alive(pid))
 }
 
 impl ActorEnd {

@@ -13,6 +13,7 @@
 //! * [`actor`] — the actor end of the hand-off (what a process does to
 //!   attach, yield and be granted the token);
 //! * [`model`] — the model end (admitting, granting, collecting yields);
+//! * [`process`] — whether a party's process still lives (zombies count as gone);
 //! * [`scheduler`] — the scheduling rules as pure functions (lowest clock
 //!   first, the horizon, deadlock), unit-tested without any file.
 
@@ -21,5 +22,6 @@
 pub mod actor;
 pub mod mmio;
 pub mod model;
+pub mod process;
 pub mod scheduler;
 pub mod simctl;
