@@ -292,6 +292,8 @@ pub struct SimActor {
     horizon: Cell<u64>,
     /// See `CtlHeader::doorbell_lookahead`.
     lookahead: u64,
+    /// From the last grant: see `ActorRecord::reach`.
+    reach: Cell<u64>,
     /// Read limits from doorbells rung since the last grant.
     own: OwnLimits,
     costs: [u64; COST_SLOTS],
@@ -321,6 +323,7 @@ impl SimActor {
         let (end, grant) = ActorEnd::attach(dir, node, slot, index)?;
         Ok(SimActor {
             lookahead: end.lookahead(),
+            reach: Cell::new(grant.reach),
             costs: end.costs(),
             end,
             clock: Cell::new(grant.clock),
@@ -343,13 +346,19 @@ impl SimActor {
 
     /// Start of a poll round or after computing: hand over if the clock
     /// passed the horizon, or passed the earliest time at which one of this
-    /// process's own unreported doorbells could act. The model learns of a
-    /// doorbell only at a hand-over, so a process that rang one (a send) and
-    /// then computes and polls words the command cannot touch would
-    /// otherwise run on for ever while its peers wait for that send.
+    /// process's own unreported doorbells could come back to it through
+    /// another process: the command acts `lookahead` after it was rung,
+    /// reaches a waiting peer a hop later, and the peer's answer needs its
+    /// own `lookahead` and hop (`rung + 2·(lookahead + reach)`; the words
+    /// the command itself changes are bounded per read). The model learns of
+    /// a doorbell only at a hand-over, so a process that rang one (a send)
+    /// and then computes and polls would otherwise run on for ever while its
+    /// peers wait for that send; a process that waits soon after (a
+    /// ping-pong) pays no extra hand-over.
     #[inline]
     fn observe(&self) -> Result<(), DriverError> {
-        if self.clock.get() > self.horizon.get().min(self.own.ur.get()) {
+        let back = self.lookahead.saturating_add(self.reach.get().saturating_mul(2));
+        if self.clock.get() > self.horizon.get().min(self.own.ur.get().saturating_add(back)) {
             self.yield_now(YieldRequest::Sync)
         } else {
             Ok(())
@@ -396,6 +405,7 @@ impl SimActor {
             let g = self.end.last_grant();
             self.clock.set(g.clock);
             self.horizon.set(g.horizon);
+            self.reach.set(g.reach);
             // The model has seen every doorbell rung before this grant.
             self.own.reset();
         }

@@ -447,6 +447,19 @@ impl Cluster {
         SimTime(scheduler::horizon(i, &self.actors, bounds))
     }
 
+    /// The shortest time for anything at actor `i`'s slot to reach another
+    /// live actor's slot (see `ActorRecord::reach`).
+    fn reach(&self, i: usize) -> SimTime {
+        let me = Peer::new(self.actors[i].node, self.actors[i].slot);
+        let mut r = SimTime::NEVER;
+        for (j, a) in self.actors.iter().enumerate() {
+            if j != i && matches!(a.state, ActorState::Runnable | ActorState::Waiting) {
+                r = r.min(self.model.hop(me, Peer::new(a.node, a.slot)));
+            }
+        }
+        r
+    }
+
     fn run_actor(&mut self, i: usize) {
         let horizon = self.horizon(i);
         let a = self.actors[i];
@@ -454,7 +467,7 @@ impl Cluster {
         self.actors[i].pending_result = GrantResult::Ok;
         self.actors[i].grant_clock = a.clock;
         self.grants += 1;
-        self.ctl.grant(i, a.clock.0, horizon.0, res);
+        self.ctl.grant(i, a.clock.0, horizon.0, self.reach(i).0, res);
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
             if !pid_alive(a.pid) {

@@ -59,6 +59,8 @@ pub struct Grant {
     pub clock: u64,
     /// Run without yielding while the clock stays at or below this (ps).
     pub horizon: u64,
+    /// The shortest time (ps) from this slot to another live actor's.
+    pub reach: u64,
 }
 
 /// An attached actor's view of the control file.
@@ -153,7 +155,7 @@ impl ActorEnd {
             costs,
             lookahead,
             detached: Cell::new(false),
-            last: Cell::new(Grant { clock: 0, horizon: 0 }),
+            last: Cell::new(Grant { clock: 0, horizon: 0, reach: 0 }),
         };
         let grant = end.wait_grant(go)?;
         Ok((end, grant))
@@ -243,7 +245,8 @@ impl ActorEnd {
                 return Err(gone("the simulator process exited"));
             }
         }
-        let grant = Grant { clock: rec.clock.load(SeqCst), horizon: rec.horizon.load(SeqCst) };
+        let grant =
+            Grant { clock: rec.clock.load(SeqCst), horizon: rec.horizon.load(SeqCst), reach: rec.reach.load(SeqCst) };
         let result = rec.result();
         let message = || simctl::load_str(&header.message);
         let packets_held = header.flags.load(SeqCst) & flags::PACKETS_HELD != 0;

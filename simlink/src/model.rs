@@ -139,11 +139,13 @@ impl ModelEnd {
         self.record(i).set_state(s);
     }
 
-    /// Give actor `i` the token: resume at `clock`, run to `horizon`, with `result`.
-    pub fn grant(&self, i: usize, clock: u64, horizon: u64, result: GrantResult) {
+    /// Give actor `i` the token: resume at `clock`, run to `horizon`, with
+    /// `result`; `reach` is [`crate::simctl::ActorRecord::reach`].
+    pub fn grant(&self, i: usize, clock: u64, horizon: u64, reach: u64, result: GrantResult) {
         let rec = self.record(i);
         rec.clock.store(clock, SeqCst);
         rec.horizon.store(horizon, SeqCst);
+        rec.reach.store(reach, SeqCst);
         rec.set_result(result);
         rec.grants.fetch_add(1, SeqCst);
         rec.set_state(ActorState::Running);

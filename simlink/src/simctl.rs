@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = 256;
 /// File name of the control file inside a cluster directory.
@@ -236,6 +236,10 @@ pub struct ActorRecord {
     result: AtomicU32,
     /// Number of grants (statistics).
     pub grants: AtomicU64,
+    /// Written with each grant: the shortest time (ps) for anything at this
+    /// actor's slot to reach another live actor's slot (loopback on a shared
+    /// node, the network otherwise; `u64::MAX` when it is alone).
+    pub reach: AtomicU64,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
     pub db_time: [AtomicU64; CQ_DEPTH],
     /// The value the actor last read from each watched word. If a word
@@ -248,7 +252,7 @@ pub struct ActorRecord {
     /// Slot offsets of the 64-bit words the actor's last unsuccessful poll
     /// read: a `WAIT` ends when the model writes one of them.
     pub watch: [AtomicU32; MAX_WATCH],
-    _pad: [u8; 512 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH - 8 * MAX_WATCH],
+    _pad: [u8; 1024 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH - 8 * MAX_WATCH],
 }
 
 impl ActorRecord {
@@ -292,7 +296,7 @@ impl ActorRecord {
 pub const MAX_WATCH: usize = 16;
 
 const _: () = assert!(size_of::<CtlHeader>() == 4096);
-const _: () = assert!(size_of::<ActorRecord>() == 512);
+const _: () = assert!(size_of::<ActorRecord>() == 1024);
 
 /// Byte offset of actor record `i`.
 pub const fn actor_offset(i: usize) -> usize {

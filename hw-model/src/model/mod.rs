@@ -480,11 +480,18 @@ impl Model {
     /// another slot: a packet through the loopback path of a node, or across
     /// the network (`nic_tx + link + nic_rx`; see `send`).
     pub fn min_hop(&self) -> SimTime {
+        self.hop(Peer::new(0, 0), Peer::new(0, 1)).min(self.hop(Peer::new(0, 0), Peer::new(1, 0)))
+    }
+
+    /// The shortest time for anything at slot `a` to change slot `b`:
+    /// loopback on one node, the network (`nic_tx + link + nic_rx`) across.
+    pub fn hop(&self, a: Peer, b: Peer) -> SimTime {
         let t = &self.cfg.timing;
-        let same_node = t.cycles(t.loopback_cycles);
-        let other_node =
-            t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles));
-        same_node.min(other_node)
+        if a.node == b.node {
+            t.cycles(t.loopback_cycles)
+        } else {
+            t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles))
+        }
     }
 
     /// Whether some IVS packet is held by backpressure anywhere.
