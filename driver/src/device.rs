@@ -537,6 +537,9 @@ impl Device {
             Command::Vl { .. } => Effects { pw: true, ..only_ur },
             Command::Rvl { dst, .. } => Effects { pw: matches!(dst, fpga_regs::Near::Window(_)), ..only_ur },
             Command::Ivs { peer, .. } => Effects { llcm: *peer == me, ..only_ur },
+            // The schedule runs on after the command ends: it may write this
+            // slot's SCHED words at any time and send to anyone.
+            Command::Sched { .. } => Effects::anything(seq),
             Command::Botf { ww_off, .. } => {
                 if !matches!(self.platform, Platform::Simulated(_)) {
                     return Effects::anything(seq);

@@ -53,11 +53,15 @@ pub enum Opcode {
     Ivs = 5,
     /// Block On The Fly: send the packet image in WW as is.
     Botf = 6,
+    /// Start a collective schedule (ours, not in the paper): the table at
+    /// the given SO-DIMM address ([`crate::sched`]) is executed by the device.
+    Sched = 7,
 }
 
 impl Opcode {
     /// All opcodes.
-    pub const ALL: [Opcode; 6] = [Opcode::Vl, Opcode::Vs, Opcode::Rvl, Opcode::Rvs, Opcode::Ivs, Opcode::Botf];
+    pub const ALL: [Opcode; 7] =
+        [Opcode::Vl, Opcode::Vs, Opcode::Rvl, Opcode::Rvs, Opcode::Ivs, Opcode::Botf, Opcode::Sched];
 
     /// Decode a raw opcode.
     pub fn from_raw(raw: u8) -> Option<Opcode> {
@@ -73,12 +77,13 @@ impl Opcode {
             Opcode::Rvs => "RVS",
             Opcode::Ivs => "IVS",
             Opcode::Botf => "BOTF",
+            Opcode::Sched => "SCHED",
         }
     }
 
     /// Whether the command crosses the network.
     pub fn is_network(self) -> bool {
-        !matches!(self, Opcode::Vl | Opcode::Vs)
+        !matches!(self, Opcode::Vl | Opcode::Vs | Opcode::Sched)
     }
 
     fn doc(self) -> &'static str {
@@ -89,6 +94,7 @@ impl Opcode {
             Opcode::Rvs => "Remote Vector Store: local WW (or local SO-DIMM with NEAR_SODIMM) -> remote SO-DIMM",
             Opcode::Ivs => "Indirect Vector Store: gather from WW (or SO-DIMM with NEAR_SODIMM) and append to the remote ring of this source",
             Opcode::Botf => "Block On The Fly: send the packet image in WW; its TYPE decides what the receiver does",
+            Opcode::Sched => "Schedule (ours): start the collective schedule table at word 2 (own SO-DIMM); the command ends when the table is loaded, the schedule's end is reported in SCHED_DONE/SCHED_RESULT",
         }
     }
 }
@@ -362,6 +368,12 @@ pub enum Command {
         /// Image length (header included).
         len: u32,
     },
+    /// Start the schedule table at `table` (absolute address in the slot's
+    /// own SO-DIMM partition; layout in [`crate::sched`]).
+    Sched {
+        /// Table address.
+        table: u64,
+    },
 }
 
 /// Descriptor word fields, for the exporters and for encode/decode.
@@ -429,6 +441,7 @@ impl Command {
             Command::Rvs { .. } => Opcode::Rvs,
             Command::Ivs { .. } => Opcode::Ivs,
             Command::Botf { .. } => Opcode::Botf,
+            Command::Sched { .. } => Opcode::Sched,
         }
     }
 
@@ -437,7 +450,7 @@ impl Command {
         match self {
             Command::Vl { src, .. } | Command::Rvl { src, .. } | Command::Ivs { src, .. } => Some(src),
             Command::Vs { dst, .. } | Command::Rvs { dst, .. } => Some(dst),
-            Command::Botf { .. } => None,
+            Command::Botf { .. } | Command::Sched { .. } => None,
         }
     }
 
@@ -459,6 +472,11 @@ impl Command {
             Command::Botf { ww_off, len } => {
                 w[0] = fields::OPCODE.set(0, Opcode::Botf as u64);
                 w[1] = fields::WINDOW_OFF.set(fields::LEN.set(0, len as u64), ww_off as u64);
+                return w;
+            }
+            Command::Sched { table } => {
+                w[0] = fields::OPCODE.set(0, Opcode::Sched as u64);
+                w[2] = table;
                 return w;
             }
         };
@@ -487,7 +505,7 @@ impl Command {
     /// Decode descriptor words, refusing anything malformed.
     pub fn decode(w: &Descriptor) -> Result<Command, DescError> {
         let op =
-            Opcode::from_raw(fields::OPCODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=6"))?;
+            Opcode::from_raw(fields::OPCODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=7"))?;
         let mode =
             VectorMode::from_raw(fields::MODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadMode, "mode is not 0..=3"))?;
         let flags = DescFlags::from_bits(fields::FLAGS.get(w[0]) as u16)
@@ -514,6 +532,16 @@ impl Command {
                 return Err(bad(ErrorCode::ReservedBits, "BOTF: words 2-4 must be zero"));
             }
             return Ok(Command::Botf { ww_off: window_off, len: fields::LEN.get(w[1]) as u32 });
+        }
+        if op == Opcode::Sched {
+            if mode != VectorMode::Contiguous {
+                return Err(bad(ErrorCode::BadMode, "SCHED takes contiguous mode only"));
+            }
+            local_only("SCHED: node, slot, flags and word 5 must be zero")?;
+            if w[1] != 0 || w[3] != 0 || w[4] != 0 {
+                return Err(bad(ErrorCode::ReservedBits, "SCHED: words 1, 3 and 4 must be zero"));
+            }
+            return Ok(Command::Sched { table: w[2] });
         }
         let pattern = decode_pattern(mode, w)?;
         let near_of = |w5: u64| -> Result<Near, DescError> {
@@ -546,7 +574,7 @@ impl Command {
                 let space = if near_sodimm { Space::SoDimm } else { Space::Window };
                 Command::Ivs { peer, space, src: pattern }
             }
-            Opcode::Botf => unreachable!("handled above"),
+            Opcode::Botf | Opcode::Sched => unreachable!("handled above"),
         })
     }
 }
@@ -672,6 +700,7 @@ mod tests {
                 src
             }),
             (any::<u32>(), any::<u32>()).prop_map(|(ww_off, len)| Command::Botf { ww_off, len }),
+            any::<u64>().prop_map(|table| Command::Sched { table }),
         ]
     }
 

@@ -46,7 +46,7 @@ error_codes! {
     /// The command completed.
     Ok = 0, "nothing to do";
     /// The opcode field names no command.
-    BadOpcode = 1, "encode descriptors with fpga_regs::Command, or use a valid opcode (1..=6)";
+    BadOpcode = 1, "encode descriptors with fpga_regs::Command, or use a valid opcode (1..=7)";
     /// The vector mode field names no mode, or the mode is not allowed for this command.
     BadMode = 2, "use contiguous, stride, list or packed-list; BOTF takes contiguous only";
     /// A reserved field or flag bit is not zero.
@@ -75,6 +75,12 @@ error_codes! {
     DoorbellInvalid = 14, "write DOORBELL = number of descriptors posted, at most CMD_FETCHED + 32";
     /// A list entry points outside the accessible range.
     ListRange = 15, "keep every list element inside the partition or window";
+    /// A schedule table is malformed, or a schedule met a message that does not fit it.
+    BadSchedule = 16, "build schedule tables with fpga_regs::sched; every process of a collective must pass matching counts";
+    /// A schedule was started on a completion slot whose schedule is still running.
+    ScheduleBusy = 17, "wait for SCHED_DONE of the slot before reusing it";
+    /// A schedule message arrived early and the device's early-message store was full.
+    ScheduleOverflow = 18, "start fewer collectives at once, or start them on every process sooner";
 }
 
 impl std::fmt::Display for ErrorCode {

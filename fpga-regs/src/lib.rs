@@ -21,6 +21,7 @@ pub mod layout;
 pub mod llcm;
 pub mod meta;
 pub mod packet;
+pub mod sched;
 pub mod spec;
 pub mod ur;
 
@@ -30,6 +31,6 @@ pub use layout::Region;
 pub use packet::{PacketHeader, PacketType, PatternBlock};
 
 /// Register map version as "major.minor".
-pub const MAP_VERSION: &str = "1.0";
+pub const MAP_VERSION: &str = "1.1";
 
-const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 0);
+const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 1);

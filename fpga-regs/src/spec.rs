@@ -131,6 +131,9 @@ pub fn spec() -> Spec {
             doc: "size of a pattern block",
         },
         Constant { name: "RING_ALIGN", value: llcm::RING_ALIGN, doc: "ring records are padded to this many bytes" },
+        Constant { name: "SCHED_SLOTS", value: crate::sched::SCHED_SLOTS as u64, doc: "schedule completion slots (schedules running at once)" },
+        Constant { name: "SCHED_MAX_ENTRIES", value: crate::sched::MAX_ENTRIES as u64, doc: "most entries in a schedule table" },
+        Constant { name: "SCHED_EARLY_STORE", value: crate::sched::EARLY_STORE_BYTES, doc: "bytes of early schedule messages a slot keeps" },
         Constant { name: "DEVICE_CLOCK_HZ", value: layout::DEVICE_CLOCK_HZ, doc: "controller clock" },
     ];
     let regions = Region::ALL
@@ -154,6 +157,18 @@ pub fn spec() -> Spec {
             bytes: 64,
             words: command::fields::WORDS.to_vec(),
             doc: "command descriptor; words 4[63:32], 6 and 7 are reserved and must be zero; fields a command does not use must be zero",
+        },
+        WordLayout {
+            name: "SCHED_HEADER",
+            bytes: crate::sched::HEADER_BYTES,
+            words: crate::sched::header::WORDS.to_vec(),
+            doc: "schedule table header (SCHED command, word 2 = its address); words 4-7 reserved; entries follow, then u32 predecessor indices padded to 8 bytes",
+        },
+        WordLayout {
+            name: "SCHED_ENTRY",
+            bytes: crate::sched::ENTRY_BYTES,
+            words: crate::sched::entry::WORDS.to_vec(),
+            doc: "schedule table entry; words 5-7 and word 0 bits 31:8 reserved; fields the kind does not use must be zero",
         },
         WordLayout {
             name: "PACKET_HEADER",
@@ -180,6 +195,9 @@ pub fn spec() -> Spec {
         command::mode_enum(),
         command::flags_enum(),
         packet::type_enum(),
+        crate::sched::kind_enum(),
+        crate::sched::op_enum(),
+        crate::sched::elem_enum(),
         errors,
         flags_enum::<Caps>(
             "CAPS",
@@ -192,6 +210,7 @@ pub fn spec() -> Spec {
                 ("MODE_STRIDE", "stride mode"),
                 ("MODE_LIST", "list mode"),
                 ("MODE_PACKED_LIST", "packed list mode"),
+                ("SCHED", "SCHED command: the device executes collective schedules"),
                 ("SIMULATED", "the device is the simulator"),
             ],
         ),
@@ -242,6 +261,7 @@ fn facts() -> Vec<Fact> {
         Fact { topic: "ring pointers", source: Ours, text: "NWA and NRA are monotonic byte counters, records padded to 8 bytes, table indexed by source node*slots+slot" },
         Fact { topic: "protection", source: Ours, text: "local SO-DIMM accesses must stay in the slot's partition; remote RVS/RVL must fall in a range the target exposed with the right permission; packets carry controller-stamped source ids" },
         Fact { topic: "packet header", source: Ours, text: "32 bytes: TYPE, mode, destination, source, payload length, address, tag, aux; pattern block + list in the payload for vector RVS/RVL" },
+        Fact { topic: "collective engine", source: Ours, text: "SCHED starts a schedule table (seed 002's CAD graph of SEND/RECV/CALC nodes, §3) that the controller executes without the host, like Portals 4 triggered operations; the reduction unit's speed is an assumption of the profile (the papers have no such unit)" },
         Fact { topic: "completion of network commands", source: Ours, text: "IVS, RVS and BOTF complete when the receiver acknowledges (or refuses); RVL when its data has landed" },
     ]
 }

@@ -19,7 +19,7 @@ pub const MAGIC: u32 = 0x444E_4D32;
 /// Register map major version (`ID[63:48]`); a driver refuses other majors.
 pub const VERSION_MAJOR: u16 = 1;
 /// Register map minor version (`ID[47:32]`).
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 
 /// Number of command queue entries (descriptors and completions).
 pub const CQ_DEPTH: usize = 32;
@@ -94,7 +94,12 @@ pub struct UserRegs {
     pub rx_accepted: RO<u64>,
     /// Commands fetched and not yet completed.
     pub inflight: RO<u64>,
-    _reserved1: [u8; 0x200 - 0x158],
+    _reserved1: [u8; 0x180 - 0x158],
+    /// Per completion slot: how many schedules started there have ended
+    /// (monotonic; see [`crate::sched`]).
+    pub sched_done: [RO<u64>; crate::sched::SCHED_SLOTS],
+    /// Per completion slot: how the last schedule ended ([`sched_result`] fields).
+    pub sched_result: [RO<u64>; crate::sched::SCHED_SLOTS],
     /// Exposure table.
     pub expose: [ExposeEntry; EXPOSE_ENTRIES],
     _reserved2: [u8; 0x400 - 0x280],
@@ -108,6 +113,8 @@ pub struct UserRegs {
 const _: () = assert!(size_of::<UserRegs>() == crate::layout::UR_SIZE);
 const _: () = assert!(offset_of!(UserRegs, doorbell) == 0x100);
 const _: () = assert!(offset_of!(UserRegs, expose) == 0x200);
+const _: () = assert!(offset_of!(UserRegs, sched_done) == 0x180);
+const _: () = assert!(offset_of!(UserRegs, sched_result) == 0x1C0);
 const _: () = assert!(offset_of!(UserRegs, completions) == 0x400);
 const _: () = assert!(offset_of!(UserRegs, descriptors) == 0x800);
 
@@ -151,6 +158,10 @@ pub mod off {
     pub const RX_ACCEPTED: usize = offset_of!(UserRegs, rx_accepted);
     /// `INFLIGHT`
     pub const INFLIGHT: usize = offset_of!(UserRegs, inflight);
+    /// `SCHED_DONE[0]`.
+    pub const SCHED_DONE: usize = offset_of!(UserRegs, sched_done);
+    /// `SCHED_RESULT[0]`.
+    pub const SCHED_RESULT: usize = offset_of!(UserRegs, sched_result);
     /// `EXPOSE[0]`
     pub const EXPOSE: usize = offset_of!(UserRegs, expose);
     /// `COMPLETION[0]`
@@ -270,6 +281,8 @@ bitflags::bitflags! {
         const MODE_LIST = 1 << 5;
         /// Packed list mode.
         const MODE_PACKED_LIST = 1 << 6;
+        /// The SCHED command and the collective engine (ours).
+        const SCHED = 1 << 7;
         /// The device is the simulator (a `sim.ctl` sits beside the MMIO file).
         const SIMULATED = 1 << 31;
     }
@@ -356,6 +369,17 @@ impl Topology {
     }
 }
 
+/// `SCHED_RESULT[k]` fields.
+pub mod sched_result {
+    use super::*;
+    /// Status.
+    pub const STATUS: Field = field!("status", 0, 16, "ErrorCode of the schedule (0 = OK)");
+    /// Failed entry.
+    pub const ENTRY: Field = field!("entry", 16, 32, "entry that failed (valid when status != 0)");
+    /// All fields.
+    pub const FIELDS: &[Field] = &[STATUS, ENTRY];
+}
+
 /// The `ID` value of this register map version.
 pub const fn id_value() -> u64 {
     (MAGIC as u64) | ((VERSION_MINOR as u64) << 32) | ((VERSION_MAJOR as u64) << 48)
@@ -381,6 +405,28 @@ pub const REGISTERS: &[Register] = &[
     reg(off::RX_HELD, "RX_HELD", Access::RO, Source::Ours, "incoming IVS packets held right now because their ring is full (seed 004 §2: reception stops)", &[]),
     reg(off::RX_ACCEPTED, "RX_ACCEPTED", Access::RO, Source::Ours, "incoming IVS packets appended to rings", &[]),
     reg(off::INFLIGHT, "INFLIGHT", Access::RO, Source::Ours, "commands fetched and not yet complete", &[]),
+    Register {
+        name: "SCHED_DONE",
+        offset: off::SCHED_DONE,
+        count: crate::sched::SCHED_SLOTS,
+        stride: 8,
+        words: 1,
+        access: Access::RO,
+        source: Source::Ours,
+        doc: "per completion slot: schedules started there that have ended (monotonic); the host waits for it to reach its count",
+        fields: &[],
+    },
+    Register {
+        name: "SCHED_RESULT",
+        offset: off::SCHED_RESULT,
+        count: crate::sched::SCHED_SLOTS,
+        stride: 8,
+        words: 1,
+        access: Access::RO,
+        source: Source::Ours,
+        doc: "per completion slot: how the last schedule there ended",
+        fields: sched_result::FIELDS,
+    },
     Register {
         name: "EXPOSE",
         offset: off::EXPOSE,

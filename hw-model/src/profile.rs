@@ -101,6 +101,12 @@ pub struct DeviceTiming {
     pub loopback_cycles: u64,
     /// Writing a completion entry or a ring pointer into UR/LLCM.
     pub status_write_cycles: u64,
+    /// Collective engine reduction unit (ours, an assumption: the papers
+    /// have no such unit): bytes combined per cycle, as a 64-bit ALU
+    /// beside the 64-bit SO-DIMM port would.
+    pub reduce_bytes_per_cycle: u64,
+    /// Reduction unit pipeline latency per REDUCE entry (assumption).
+    pub reduce_latency_cycles: u64,
 }
 
 impl Default for DeviceTiming {
@@ -121,6 +127,8 @@ impl Default for DeviceTiming {
             mtu_bytes: 2048,
             loopback_cycles: 8,
             status_write_cycles: 2,
+            reduce_bytes_per_cycle: 8,
+            reduce_latency_cycles: 4,
         }
     }
 }
@@ -148,7 +156,7 @@ impl DeviceTiming {
         if !(self.clock_mhz.is_finite() && (1.0..=100_000.0).contains(&self.clock_mhz)) {
             return Err(format!("device.clock_mhz = {} must be within 1..=100000", self.clock_mhz));
         }
-        let ranges: [(&str, u64, u64, u64); 14] = [
+        let ranges: [(&str, u64, u64, u64); 16] = [
             ("fetch_cycles", self.fetch_cycles, 1, MAX_CYCLES),
             ("exec_cycles", self.exec_cycles, 0, MAX_CYCLES),
             ("window_bytes_per_cycle", self.window_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
@@ -163,6 +171,8 @@ impl DeviceTiming {
             ("mtu_bytes", self.mtu_bytes, 64, 1 << 20),
             ("loopback_cycles", self.loopback_cycles, 0, MAX_CYCLES),
             ("status_write_cycles", self.status_write_cycles, 0, MAX_CYCLES),
+            ("reduce_bytes_per_cycle", self.reduce_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
+            ("reduce_latency_cycles", self.reduce_latency_cycles, 0, MAX_CYCLES),
         ];
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {

@@ -18,6 +18,10 @@ pub const TID_LINK_TX: u32 = 100;
 /// Lane (`tid`) of a node's link receive direction.
 pub const TID_LINK_RX: u32 = 101;
 
+/// First lane (`tid`) of the collective engine: slot `s`, completion slot
+/// `k` is `TID_SCHED + s * SCHED_SLOTS + k`.
+pub const TID_SCHED: u32 = 200;
+
 /// An argument value.
 #[derive(Clone, Debug)]
 pub enum Arg<'a> {
@@ -57,6 +61,12 @@ impl Trace {
             t.meta("process_name", n, 0, &format!("node {n}"));
             for s in 0..slots as u32 {
                 t.meta("thread_name", n, s, &format!("slot {s} commands"));
+            }
+            for s in 0..slots as u32 {
+                for k in 0..fpga_regs::sched::SCHED_SLOTS as u32 {
+                    let tid = TID_SCHED + s * fpga_regs::sched::SCHED_SLOTS as u32 + k;
+                    t.meta("thread_name", n, tid, &format!("slot {s} schedule {k}"));
+                }
             }
             t.meta("thread_name", n, TID_LINK_TX, "link tx");
             t.meta("thread_name", n, TID_LINK_RX, "link rx");

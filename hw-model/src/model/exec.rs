@@ -21,6 +21,8 @@ enum Start {
     Local { done: SimTime, bytes: u64, deposit: Deposit },
     /// A packet leaves at the given time; completion comes with the answer.
     Send { ready: SimTime, dst: Peer, kind: PacketKind },
+    /// A schedule table was loaded; it starts running when loaded.
+    Sched(super::coll::Loaded),
 }
 
 impl Model {
@@ -75,6 +77,13 @@ impl Model {
             Start::Send { ready, dst, kind } => {
                 self.nodes[node as usize].slots[slot as usize].engine.reserve(start, ready.since(start));
                 self.send(ready, Packet { src, dst, seq, gen, kind });
+            }
+            Start::Sched(loaded) => {
+                let (done, bytes) = (loaded.done, loaded.bytes);
+                self.nodes[node as usize].slots[slot as usize].engine.reserve(start, done.since(start));
+                let end = done + timing.cycles(timing.status_write_cycles);
+                self.schedule(end, Event::Complete { node, slot, seq, gen, status: ErrorCode::Ok, bytes, deposit: None });
+                self.sched_install(node, slot, loaded, done);
             }
         }
         self.update_status(node, slot);
@@ -179,6 +188,7 @@ impl Model {
                 Ok(Start::Send { ready, dst: peer, kind: PacketKind::Ivs { data } })
             }
             Command::Botf { ww_off, len } => self.start_botf(node, slot, ww_off, len, t),
+            Command::Sched { table } => Ok(Start::Sched(self.sched_load(node, slot, table, t)?)),
         }
     }
 

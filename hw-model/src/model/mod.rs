@@ -17,6 +17,7 @@
 //! multi-packet RVS/RVL transfer takes effect when its last packet arrives;
 //! held packets wait in per-source queues without blocking the link.
 
+mod coll;
 mod exec;
 mod rx;
 
@@ -101,9 +102,11 @@ pub struct Stats {
     pub packets: u64,
     /// IVS packets that had to wait for ring space.
     pub held: u64,
-    /// Bytes moved by commands that completed successfully (what the
-    /// livelock check counts as progress).
+    /// Bytes moved by commands and schedules that completed successfully
+    /// (what the livelock check counts as progress).
     pub bytes: u64,
+    /// Schedules that ended (collective engine).
+    pub schedules: u64,
 }
 
 /// A range of a slot's MMIO surface that the device wrote.
@@ -144,14 +147,20 @@ pub(crate) enum PacketKind {
     RvlResponse { data: Vec<u8>, reply: fpga_regs::Near },
     Ack { bytes: u64 },
     Nack { code: ErrorCode },
+    /// A schedule SEND (collective engine): key and round match it to a RECV.
+    Sched { key: u64, round: u32, data: Vec<u8> },
+    /// The receiving engine accepted (or refused) a schedule message.
+    SchedAck { key: u64, status: ErrorCode },
 }
 
 impl PacketKind {
     fn payload_len(&self) -> u64 {
         match self {
-            PacketKind::Ivs { data } | PacketKind::Rvs { data, .. } | PacketKind::RvlResponse { data, .. } => {
-                data.len() as u64
-            }
+            PacketKind::Ivs { data }
+            | PacketKind::Rvs { data, .. }
+            | PacketKind::RvlResponse { data, .. }
+            | PacketKind::Sched { data, .. } => data.len() as u64,
+            PacketKind::SchedAck { .. } => 0,
             PacketKind::RvlRequest { segments, .. } => 16 + 8 * segments.len() as u64,
             PacketKind::Ack { .. } | PacketKind::Nack { .. } => 0,
         }
@@ -165,6 +174,8 @@ impl PacketKind {
             PacketKind::RvlResponse { .. } => "RVL resp",
             PacketKind::Ack { .. } => "ACK",
             PacketKind::Nack { .. } => "NACK",
+            PacketKind::Sched { .. } => "SCHED msg",
+            PacketKind::SchedAck { .. } => "SCHED ack",
         }
     }
 }
@@ -241,6 +252,8 @@ pub(crate) enum Event {
     Arrive(Packet),
     /// An accepted IVS record is in SO-DIMM: publish NWA and acknowledge.
     RingCommit { node: u16, slot: u16, source: usize, record: u64, ack: Packet },
+    /// A schedule entry finished (collective engine).
+    SchedEntry { node: u16, slot: u16, k: usize, run: u64, entry: u32, gen: u64 },
 }
 
 struct Scheduled {
@@ -307,6 +320,8 @@ pub(crate) struct SlotState {
     pub completion_words: [(u64, u64); CQ_DEPTH],
     /// The last command that completed: what it was, how it ended, bytes.
     pub last_done: Option<(Option<Opcode>, ErrorCode, u64)>,
+    /// The collective engine.
+    pub sched: coll::SchedState,
 }
 
 #[derive(Debug, Default)]
@@ -463,8 +478,14 @@ impl Model {
                 Event::RingCommit { node, slot, ack, .. } => {
                     (Peer::new(*node, *slot), ur | RegionMask::LLCM, Reach::Peer(ack.dst))
                 }
+                // A finished entry fires its successors: SENDs to anyone.
+                Event::SchedEntry { node, slot, .. } => (Peer::new(*node, *slot), ur, Reach::Anyone),
                 Event::Arrive(p) => match p.kind {
-                    PacketKind::Ack { .. } | PacketKind::Nack { .. } => (p.dst, ur, Reach::Nobody),
+                    PacketKind::Ack { .. } | PacketKind::Nack { .. } | PacketKind::SchedAck { .. } => {
+                        (p.dst, ur, Reach::Nobody)
+                    }
+                    // A schedule message may complete a RECV, whose successors send anywhere.
+                    PacketKind::Sched { .. } => (p.dst, ur, Reach::Anyone),
                     PacketKind::RvlResponse { .. } => (p.dst, ur | RegionMask::PW, Reach::Nobody),
                     PacketKind::Ivs { .. } => (p.dst, ur | RegionMask::LLCM, Reach::Peer(p.src)),
                     _ => (p.dst, ur, Reach::Peer(p.src)),
@@ -540,6 +561,9 @@ impl Model {
             Event::RingCommit { node, slot, source, record, ack } => {
                 self.ring_commit(node, slot, source, record, ack, s.time)
             }
+            Event::SchedEntry { node, slot, k, run, entry, gen } => {
+                self.sched_entry_done(node, slot, k, run, entry, gen, s.time)
+            }
         }
         Some(s.time)
     }
@@ -574,6 +598,7 @@ impl Model {
             | Caps::MODE_STRIDE
             | Caps::MODE_LIST
             | Caps::MODE_PACKED_LIST
+            | Caps::SCHED
             | Caps::SIMULATED;
         let caps_word = ur::caps::EXPOSE_ENTRIES.set(
             ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),
@@ -708,6 +733,7 @@ impl Model {
         for (reg, v) in regs {
             self.write_ur(node, slot, reg, v);
         }
+        self.restore_sched_words(node, slot);
         for (i, (done, result)) in completions.iter().enumerate() {
             let base = ur::off::COMPLETIONS + i * ur::off::COMPLETION_STRIDE;
             self.write_ur(node, slot, base, *done);

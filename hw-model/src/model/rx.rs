@@ -127,6 +127,8 @@ impl Model {
                     },
                 );
             }
+            PacketKind::Sched { .. } => self.sched_arrive(pkt, t),
+            PacketKind::SchedAck { .. } => self.sched_ack(pkt, t),
             PacketKind::Ack { bytes } => self.reply_arrived(t + status, &pkt, ErrorCode::Ok, bytes),
             PacketKind::Nack { code } => self.reply_arrived(t + status, &pkt, code, 0),
         }
