@@ -535,6 +535,11 @@ impl Engine {
         self.st.cfg.force_rendezvous = on;
     }
 
+    /// The transport's collective offload, if its device has one.
+    pub fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
+        self.t.offload()
+    }
+
     /// The transport's capabilities.
     pub fn caps(&self) -> Caps {
         self.st.caps

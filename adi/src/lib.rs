@@ -18,6 +18,7 @@ pub mod config;
 pub mod counters;
 pub mod engine;
 pub mod error;
+pub mod offload;
 pub mod transport;
 pub mod wire;
 

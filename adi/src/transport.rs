@@ -108,6 +108,11 @@ pub trait Transport {
     }
     /// Receiver: give a landing zone back.
     fn rdv_free(&mut self, _region: Region) {}
+    /// The device executes collective schedules (`None`: it cannot, and
+    /// the MPI layer runs them on the host).
+    fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
+        None
+    }
     /// Backend counters, for `DN_STATS=1`.
     fn report(&self) -> Option<String> {
         None

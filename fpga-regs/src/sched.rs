@@ -209,7 +209,8 @@ pub mod header {
     /// Magic.
     pub const MAGIC: Field = field!("magic", 0, 64, "\"DNSCHED\\0\"");
     /// Key.
-    pub const KEY: Field = field!("key", 0, 64, "matches this schedule's messages with the peers' schedules of the same collective");
+    pub const KEY: Field =
+        field!("key", 0, 64, "matches this schedule's messages with the peers' schedules of the same collective");
     /// Word layouts.
     pub const WORDS: &[Word] = &[
         Word { index: 0, fields: &[MAGIC] },
@@ -278,10 +279,8 @@ impl TableHeader {
         w[0] = TABLE_MAGIC;
         w[1] = header::DEPS.set(header::ENTRIES.set(0, self.entries as u64), self.deps as u64);
         w[2] = self.key;
-        w[3] = header::ELEM.set(
-            header::OP.set(header::DONE_SLOT.set(0, self.done_slot as u64), self.op as u64),
-            self.elem as u64,
-        );
+        w[3] = header::ELEM
+            .set(header::OP.set(header::DONE_SLOT.set(0, self.done_slot as u64), self.op as u64), self.elem as u64);
         w
     }
 
@@ -341,7 +340,8 @@ impl Entry {
     /// Encode into eight words.
     pub fn encode(&self) -> [u64; 8] {
         let mut w = [0u64; 8];
-        w[0] = entry::SLOT.set(entry::NODE.set(entry::KIND.set(0, self.kind as u64), self.peer.node as u64), self.peer.slot as u64);
+        w[0] = entry::SLOT
+            .set(entry::NODE.set(entry::KIND.set(0, self.kind as u64), self.peer.node as u64), self.peer.slot as u64);
         w[1] = self.src;
         w[2] = self.dst;
         w[3] = entry::ROUND.set(entry::LEN.set(0, self.len as u64), self.round as u64);

@@ -131,9 +131,21 @@ pub fn spec() -> Spec {
             doc: "size of a pattern block",
         },
         Constant { name: "RING_ALIGN", value: llcm::RING_ALIGN, doc: "ring records are padded to this many bytes" },
-        Constant { name: "SCHED_SLOTS", value: crate::sched::SCHED_SLOTS as u64, doc: "schedule completion slots (schedules running at once)" },
-        Constant { name: "SCHED_MAX_ENTRIES", value: crate::sched::MAX_ENTRIES as u64, doc: "most entries in a schedule table" },
-        Constant { name: "SCHED_EARLY_STORE", value: crate::sched::EARLY_STORE_BYTES, doc: "bytes of early schedule messages a slot keeps" },
+        Constant {
+            name: "SCHED_SLOTS",
+            value: crate::sched::SCHED_SLOTS as u64,
+            doc: "schedule completion slots (schedules running at once)",
+        },
+        Constant {
+            name: "SCHED_MAX_ENTRIES",
+            value: crate::sched::MAX_ENTRIES as u64,
+            doc: "most entries in a schedule table",
+        },
+        Constant {
+            name: "SCHED_EARLY_STORE",
+            value: crate::sched::EARLY_STORE_BYTES,
+            doc: "bytes of early schedule messages a slot keeps",
+        },
         Constant { name: "DEVICE_CLOCK_HZ", value: layout::DEVICE_CLOCK_HZ, doc: "controller clock" },
     ];
     let regions = Region::ALL

@@ -23,6 +23,18 @@ pub(crate) struct Context {
     /// its part of the others (DN_NBC_PROGRESS=manual: progress happens
     /// inside MPI calls, as in LibNBC without a thread).
     pub(crate) nbc: Vec<Rc<RefCell<Exec>>>,
+    /// Who executes collective schedules (`DN_NBC_PROGRESS`).
+    pub(crate) progress: ProgressMode,
+}
+
+/// Who executes collective schedules (`DN_NBC_PROGRESS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// This process, inside MPI calls (LibNBC without a thread).
+    Manual,
+    /// The network device (the DIMMnet-2 collective engine), with the
+    /// host only starting the schedule and collecting the result.
+    Offload,
 }
 
 impl Context {
@@ -57,6 +69,26 @@ impl Context {
         keep.append(&mut self.nbc);
         self.nbc = keep;
         Ok(worked)
+    }
+
+    /// Hand `x` to the device if the mode says so and its operation can run
+    /// there; waits (progressing everything else) while every device slot
+    /// or the device memory is taken, so that every rank makes the same
+    /// choice for the same collective.
+    pub(crate) fn offload(&mut self, x: &mut Exec) -> Result<()> {
+        if self.progress != ProgressMode::Offload || !x.offloadable() {
+            return Ok(());
+        }
+        loop {
+            if x.try_offload(self.engine()?)? {
+                return Ok(());
+            }
+            let mut worked = self.progress_collectives()?;
+            worked |= self.engine()?.progress()?;
+            if !worked {
+                self.engine()?.idle()?;
+            }
+        }
     }
 
     /// Progress (collectives included) until `done` holds, idling when a
@@ -106,22 +138,38 @@ fn tune_allocator() {
 /// without `dnrun` runs as a single-process job.
 pub fn initialize() -> Result<Universe> {
     tune_allocator();
-    // Non-blocking collectives progress inside MPI calls; the progress
-    // thread and NIC offload modes are not built yet, and asking for them
-    // must not silently give something else.
-    match std::env::var("DN_NBC_PROGRESS").as_deref() {
-        Err(_) | Ok("manual") => {}
-        Ok(other @ ("thread" | "offload")) => {
+    // Asking for a mode that is not built must not silently give another.
+    let wanted = match std::env::var("DN_NBC_PROGRESS").as_deref() {
+        Err(_) | Ok("manual") => ProgressMode::Manual,
+        Ok("offload") => ProgressMode::Offload,
+        Ok("thread") => {
+            return Err(MpiError::Init(
+                "DN_NBC_PROGRESS=thread is not available yet: use manual (progress inside MPI calls) or offload \
+                 (the DIMMnet-2 device executes the schedules)"
+                    .into(),
+            ))
+        }
+        Ok(other) => {
             return Err(MpiError::Init(format!(
-                "DN_NBC_PROGRESS={other} is not available yet: non-blocking collectives progress inside MPI calls \
-                 only (DN_NBC_PROGRESS=manual)"
+                "DN_NBC_PROGRESS={other} is not a progress mode; use manual or offload"
             )))
         }
-        Ok(other) => return Err(MpiError::Init(format!("DN_NBC_PROGRESS={other} is not a progress mode; use manual"))),
-    }
-    let engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
+    };
+    let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
-    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2, nbc: Vec::new() }));
+    let progress = if wanted == ProgressMode::Offload && engine.offload().is_none() {
+        if rank == 0 {
+            eprintln!(
+                "dnmpi: DN_NBC_PROGRESS=offload: the {} backend has no collective offload; collectives progress \
+                 inside MPI calls (manual) instead",
+                engine.backend()
+            );
+        }
+        ProgressMode::Manual
+    } else {
+        wanted
+    };
+    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2, nbc: Vec::new(), progress }));
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
     Ok(Universe { shared, world })
 }
@@ -169,6 +217,11 @@ impl Universe {
     /// Account for `ns` nanoseconds of computation (simulated time only).
     pub fn compute(&self, ns: f64) -> Result<()> {
         Ok(self.shared.borrow_mut().engine()?.compute(ns)?)
+    }
+
+    /// Who executes collective schedules (after any fallback at initialisation).
+    pub fn progress_mode(&self) -> ProgressMode {
+        self.shared.borrow().progress
     }
 
     /// Direct access to the protocol engine (for benchmarks of the ADI layer).

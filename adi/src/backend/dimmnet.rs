@@ -34,6 +34,8 @@ use fpga_regs::packet::{PacketHeader, HEADER_LEN};
 use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
 use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
 
+mod offload;
+
 use crate::error::TransportError;
 use crate::transport::{Caps, HostCost, Region, Transport};
 
@@ -217,6 +219,10 @@ pub struct DimmnetTransport {
     watch: Vec<(u32, u64)>,
     watch_of: Vec<usize>,
     next_poll: u32,
+    /// Collective programs on the device.
+    off: offload::OffloadState,
+    /// Scratch for the words idle watches.
+    idle_words: Vec<(u32, u64)>,
 }
 
 impl DimmnetTransport {
@@ -310,6 +316,8 @@ impl DimmnetTransport {
             watch,
             watch_of,
             next_poll: 0,
+            off: offload::OffloadState::new(landing_base + landing_len as u64, info.sodimm_size - need),
+            idle_words: Vec::new(),
         })
     }
 
@@ -591,7 +599,25 @@ impl Transport for DimmnetTransport {
     }
 
     fn idle(&mut self) -> Result<(), TransportError> {
-        self.dev.idle_on(&self.watch).map_err(map_err)
+        if !self.off.busy() {
+            return self.dev.idle_on(&self.watch).map_err(map_err);
+        }
+        let mut words = std::mem::take(&mut self.idle_words);
+        words.clear();
+        words.extend_from_slice(&self.watch);
+        self.off.watch(&mut words);
+        let r = self.dev.idle_on(&words).map_err(map_err);
+        self.idle_words = words;
+        r
+    }
+
+    fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
+        // Only a device that has the collective engine.
+        if self.dev.info().caps.contains(fpga_regs::ur::Caps::SCHED) {
+            Some(self)
+        } else {
+            None
+        }
     }
 
     fn charge(&self, cost: HostCost, n: u64) {
@@ -645,17 +671,34 @@ impl Transport for DimmnetTransport {
     }
 
     fn rdv_read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        self.load(region.addr + offset, out)
+    }
+
+    fn rdv_free(&mut self, region: Region) {
+        if let Some(z) = self.zones.get_mut(region.id as usize) {
+            *z = false;
+        }
+    }
+
+    fn finalize(&mut self) -> Result<(), TransportError> {
+        self.rdv_flush()?;
+        self.ww.drain(&mut self.dev)?;
+        self.dev.detach();
+        Ok(())
+    }
+}
+
+impl DimmnetTransport {
+    /// Copy `out.len()` bytes at SO-DIMM `addr` into `out` through VL and PW.
+    fn load(&mut self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         // Double-buffered: VL the next half of PW while reading the previous one.
         let total = out.len() as u64;
         let load = |dev: &mut Device, k: u64| -> Result<Ticket, TransportError> {
             let off = k * PW_COPY_HALF;
             let len = PW_COPY_HALF.min(total - off);
             let pw = PW_COPY + ((k % 2) * PW_COPY_HALF) as u32;
-            dev.submit(&Command::Vl {
-                src: Pattern::Contiguous { addr: region.addr + offset + off, len: len as u32 },
-                pw_off: pw,
-            })
-            .map_err(map_err)
+            dev.submit(&Command::Vl { src: Pattern::Contiguous { addr: addr + off, len: len as u32 }, pw_off: pw })
+                .map_err(map_err)
         };
         let chunks = total.div_ceil(PW_COPY_HALF);
         let mut next = if chunks > 0 { Some(load(&mut self.dev, 0)?) } else { None };
@@ -671,19 +714,6 @@ impl Transport for DimmnetTransport {
             let pw = (PW_COPY as u64 + (k % 2) * PW_COPY_HALF) as usize;
             self.dev.read_pw(pw, &mut out[off..off + len]).map_err(map_err)?;
         }
-        Ok(())
-    }
-
-    fn rdv_free(&mut self, region: Region) {
-        if let Some(z) = self.zones.get_mut(region.id as usize) {
-            *z = false;
-        }
-    }
-
-    fn finalize(&mut self) -> Result<(), TransportError> {
-        self.rdv_flush()?;
-        self.ww.drain(&mut self.dev)?;
-        self.dev.detach();
         Ok(())
     }
 }

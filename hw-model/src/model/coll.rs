@@ -239,7 +239,8 @@ impl Model {
     /// Install a loaded schedule and fire its first entries at `t`.
     pub(super) fn sched_install(&mut self, node: u16, slot: u16, l: Loaded, t: SimTime) {
         let k = l.k;
-        let roots: Vec<u32> = (0..l.active.entries.len() as u32).filter(|&i| l.active.missing[i as usize] == 0).collect();
+        let roots: Vec<u32> =
+            (0..l.active.entries.len() as u32).filter(|&i| l.active.missing[i as usize] == 0).collect();
         self.sched(node, slot).active[k] = Some(l.active);
         for i in roots {
             self.fire(node, slot, k, i, t);
@@ -264,8 +265,9 @@ impl Model {
                 let dur = self.sodimm_time(&segs);
                 let (start, end) = self.nodes[node as usize].sodimm_port.reserve(t, dur);
                 let first = (e.len as u64).min(timing.mtu_bytes);
-                let ready =
-                    start + timing.cycles(timing.sodimm_latency_cycles) + timing.xfer(first, timing.sodimm_bytes_per_cycle);
+                let ready = start
+                    + timing.cycles(timing.sodimm_latency_cycles)
+                    + timing.xfer(first, timing.sodimm_bytes_per_cycle);
                 if let Some(a) = self.active(node, slot, k) {
                     a.unacked += 1;
                     a.bytes += e.len as u64;
@@ -346,8 +348,10 @@ impl Model {
         let mut target = None;
         for (k, a) in st.active.iter().enumerate() {
             if let Some(a) = a.as_deref().filter(|a| a.key == key) {
-                if let Some(p) =
-                    a.posted.iter().position(|&i| a.entries[i as usize].peer == pkt.src && a.entries[i as usize].round == round)
+                if let Some(p) = a
+                    .posted
+                    .iter()
+                    .position(|&i| a.entries[i as usize].peer == pkt.src && a.entries[i as usize].round == round)
                 {
                     target = Some((k, p));
                     break;
@@ -399,7 +403,16 @@ impl Model {
     }
 
     /// Entry `entry` of run `run` finished at `t`: fire what it released.
-    pub(super) fn sched_entry_done(&mut self, node: u16, slot: u16, k: usize, run: u64, entry: u32, gen: u64, t: SimTime) {
+    pub(super) fn sched_entry_done(
+        &mut self,
+        node: u16,
+        slot: u16,
+        k: usize,
+        run: u64,
+        entry: u32,
+        gen: u64,
+        t: SimTime,
+    ) {
         if self.nodes[node as usize].slots[slot as usize].generation != gen {
             return;
         }
@@ -443,8 +456,7 @@ impl Model {
             st.early_bytes = st.early.iter().map(|m| m.data.len() as u64).sum::<u64>().min(before);
         }
         st.done[k] += 1;
-        st.result[k] =
-            ur::sched_result::ENTRY.set(ur::sched_result::STATUS.set(0, status as u64), entry as u64);
+        st.result[k] = ur::sched_result::ENTRY.set(ur::sched_result::STATUS.set(0, status as u64), entry as u64);
         let (done, result) = (st.done[k], st.result[k]);
         self.write_ur(node, slot, ur::off::SCHED_RESULT + 8 * k, result);
         self.write_ur(node, slot, ur::off::SCHED_DONE + 8 * k, done);

@@ -82,7 +82,10 @@ impl Model {
                 let (done, bytes) = (loaded.done, loaded.bytes);
                 self.nodes[node as usize].slots[slot as usize].engine.reserve(start, done.since(start));
                 let end = done + timing.cycles(timing.status_write_cycles);
-                self.schedule(end, Event::Complete { node, slot, seq, gen, status: ErrorCode::Ok, bytes, deposit: None });
+                self.schedule(
+                    end,
+                    Event::Complete { node, slot, seq, gen, status: ErrorCode::Ok, bytes, deposit: None },
+                );
                 self.sched_install(node, slot, loaded, done);
             }
         }

@@ -141,16 +141,38 @@ pub(crate) enum Deposit {
 /// What a packet carries (the model's internal form of the header + payload).
 #[derive(Debug)]
 pub(crate) enum PacketKind {
-    Ivs { data: Vec<u8> },
-    Rvs { segments: Vec<(u64, u32)>, data: Vec<u8> },
-    RvlRequest { segments: Vec<(u64, u32)>, reply: fpga_regs::Near },
-    RvlResponse { data: Vec<u8>, reply: fpga_regs::Near },
-    Ack { bytes: u64 },
-    Nack { code: ErrorCode },
+    Ivs {
+        data: Vec<u8>,
+    },
+    Rvs {
+        segments: Vec<(u64, u32)>,
+        data: Vec<u8>,
+    },
+    RvlRequest {
+        segments: Vec<(u64, u32)>,
+        reply: fpga_regs::Near,
+    },
+    RvlResponse {
+        data: Vec<u8>,
+        reply: fpga_regs::Near,
+    },
+    Ack {
+        bytes: u64,
+    },
+    Nack {
+        code: ErrorCode,
+    },
     /// A schedule SEND (collective engine): key and round match it to a RECV.
-    Sched { key: u64, round: u32, data: Vec<u8> },
+    Sched {
+        key: u64,
+        round: u32,
+        data: Vec<u8>,
+    },
     /// The receiving engine accepted (or refused) a schedule message.
-    SchedAck { key: u64, status: ErrorCode },
+    SchedAck {
+        key: u64,
+        status: ErrorCode,
+    },
 }
 
 impl PacketKind {

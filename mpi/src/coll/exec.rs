@@ -3,6 +3,7 @@
 //! collectives run it to completion; non-blocking ones advance it from
 //! `test` and `wait`.
 
+use adi::offload::{OffloadId, Program, Span, Step, StepKind};
 use adi::{Done, Engine, HostCost, ReqId, Source, TagSel};
 
 use super::op::Operation;
@@ -43,6 +44,8 @@ pub(crate) struct Exec {
     result: Option<(usize, usize)>,
     /// Why the execution stopped, until its request reports it.
     error: Option<MpiError>,
+    /// The device executes it (`DN_NBC_PROGRESS=offload`).
+    device: Option<OffloadId>,
 }
 
 impl Exec {
@@ -101,7 +104,73 @@ impl Exec {
             complete: false,
             result: None,
             error: None,
+            device: None,
         })
+    }
+
+    /// Whether a device could execute this schedule: it has nodes, and
+    /// its operation (if any) is one a reduction unit has. The answer
+    /// depends on the operation only, never on whether this rank's part
+    /// reduces (a leaf of a reduction tree does not), so that every rank
+    /// of a correct program makes the same choice and the messages of one
+    /// collective all go the same way. A rank without nodes exchanges no
+    /// messages, so its choice does not matter.
+    pub(crate) fn offloadable(&self) -> bool {
+        !self.sched.nodes.is_empty() && self.op.as_ref().is_none_or(|o| o.device.is_some())
+    }
+
+    /// Hand the schedule to the device: `Ok(false)` when it has no room
+    /// right now (try again after progress), an error when it never will.
+    pub(crate) fn try_offload(&mut self, e: &mut Engine) -> Result<bool> {
+        let span = |s: &Slice| Span { buf: s.buf, off: s.off, len: s.len };
+        let steps: Vec<Step> = self
+            .sched
+            .nodes
+            .iter()
+            .map(|n| Step {
+                kind: match n.kind {
+                    Kind::Send => StepKind::Send,
+                    Kind::Recv => StepKind::Recv,
+                    Kind::Calc => StepKind::Reduce,
+                    Kind::Copy => StepKind::Copy,
+                },
+                src: span(&n.src),
+                dst: span(&n.dst),
+                peer: if matches!(n.kind, Kind::Send | Kind::Recv) { self.members[n.peer as usize] } else { 0 },
+                round: n.round,
+                first_dep: n.first_dep,
+                n_deps: n.n_deps,
+            })
+            .collect();
+        let bufs: Vec<u64> = self.bufs.iter().map(|b| b.len() as u64).collect();
+        let reduce = self.op.as_ref().and_then(|o| o.device);
+        // Messages of one collective: its communicator's collective context
+        // and its sequence number there (as the host executor's tags).
+        let key = ((self.ctx as u64) << 32) | self.seq as u64;
+        let prog = Program { steps: &steps, deps: &self.sched.deps, bufs: &bufs, reduce, key };
+        // Building the table is host work, one ADI operation per node.
+        e.charge(HostCost::AdiOp, steps.len() as u64);
+        let Some(dev) = e.offload() else { return Ok(true) };
+        match dev.offload_start(&prog, &self.bufs[0], &self.bufs[1]).map_err(adi::AdiError::from)? {
+            Some(id) => {
+                self.device = Some(id);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Progress of a schedule on the device: collect the result once it ended.
+    fn device_progress(&mut self, e: &mut Engine, id: OffloadId) -> Result<bool> {
+        let dev = e.offload().ok_or_else(|| MpiError::Invalid("internal: the offload device went away".into()))?;
+        if !dev.offload_test(id).map_err(adi::AdiError::from)? {
+            return Ok(false);
+        }
+        let recv = &mut self.bufs[BUF_RECV as usize];
+        dev.offload_finish(id, 0, recv).map_err(adi::AdiError::from)?;
+        self.device = None;
+        self.done = self.sched.nodes.len();
+        Ok(true)
     }
 
     fn slice(&self, s: &Slice) -> &[u8] {
@@ -172,6 +241,9 @@ impl Exec {
     /// node is done and every send has completed. The caller drives the
     /// engine's progress (every wait of the library does, between calls).
     pub(crate) fn progress(&mut self, e: &mut Engine) -> Result<bool> {
+        if let Some(id) = self.device {
+            return self.device_progress(e, id);
+        }
         loop {
             while let Some(i) = self.ready.pop() {
                 self.fire(e, i)?;

@@ -48,7 +48,8 @@ pub(crate) fn start(
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
     let seq = comm.next_coll_seq();
-    let x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
+    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
+    c.offload(&mut x)?;
     let x = std::rc::Rc::new(std::cell::RefCell::new(x));
     c.nbc.push(x.clone());
     Ok(x)

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use adi::offload::{Elem, Reduction};
 use bytemuck::{Pod, Zeroable};
 
 use crate::datatype::Equivalence;
@@ -88,14 +89,38 @@ impl Equivalence for ValueIndex<f64, i64> {}
 
 /// Element types the predefined operations apply to.
 pub trait Reducible: Equivalence {
+    /// The element type as a device reduction unit knows it, if it does.
+    const DEVICE: Option<Elem> = None;
     /// `acc = src ⊕ acc` for one element, or `None` if `op` is not defined
     /// on this type (for example a bitwise operation on floats).
     fn apply(op: SystemOperation, src: Self, acc: Self) -> Option<Self>;
 }
 
+impl SystemOperation {
+    /// The operation as a device reduction unit knows it (`MINLOC` and
+    /// `MAXLOC` work on pairs, which offload does not carry).
+    fn device(self) -> Option<Reduction> {
+        use SystemOperation::*;
+        Some(match self {
+            Sum => Reduction::Sum,
+            Product => Reduction::Prod,
+            Min => Reduction::Min,
+            Max => Reduction::Max,
+            LogicalAnd => Reduction::Land,
+            LogicalOr => Reduction::Lor,
+            LogicalXor => Reduction::Lxor,
+            BitwiseAnd => Reduction::Band,
+            BitwiseOr => Reduction::Bor,
+            BitwiseXor => Reduction::Bxor,
+            MinLoc | MaxLoc => return None,
+        })
+    }
+}
+
 macro_rules! int_reducible {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $e:expr),*) => {$(
         impl Reducible for $t {
+            const DEVICE: Option<Elem> = $e;
             fn apply(op: SystemOperation, a: $t, b: $t) -> Option<$t> {
                 use SystemOperation::*;
                 let t = |x: bool| x as $t;
@@ -116,11 +141,17 @@ macro_rules! int_reducible {
         }
     )*};
 }
-int_reducible!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
+int_reducible!(
+    u8 => Some(Elem::U8), u16 => Some(Elem::U16), u32 => Some(Elem::U32), u64 => Some(Elem::U64),
+    i8 => Some(Elem::I8), i16 => Some(Elem::I16), i32 => Some(Elem::I32), i64 => Some(Elem::I64),
+    usize => if usize::BITS == 64 { Some(Elem::U64) } else { Some(Elem::U32) },
+    isize => if isize::BITS == 64 { Some(Elem::I64) } else { Some(Elem::I32) }
+);
 
 macro_rules! float_reducible {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $e:expr),*) => {$(
         impl Reducible for $t {
+            const DEVICE: Option<Elem> = Some($e);
             fn apply(op: SystemOperation, a: $t, b: $t) -> Option<$t> {
                 use SystemOperation::*;
                 let t = |x: bool| if x { 1.0 } else { 0.0 };
@@ -138,7 +169,7 @@ macro_rules! float_reducible {
         }
     )*};
 }
-float_reducible!(f32, f64);
+float_reducible!(f32 => Elem::F32, f64 => Elem::F64);
 
 macro_rules! loc_reducible {
     ($($v:ty, $i:ty);*) => {$(
@@ -166,6 +197,8 @@ pub struct Operation {
     pub(crate) f: ByteOp,
     pub(crate) commutative: bool,
     pub(crate) elem: usize,
+    /// The same operation for a device's reduction unit, if it has it.
+    pub(crate) device: Option<(Reduction, Elem)>,
 }
 
 impl std::fmt::Debug for Operation {
@@ -193,7 +226,8 @@ impl Operation {
             )));
         }
         let f: ByteOp = Rc::new(move |src, acc| elementwise::<T>(src, acc, |a, b| T::apply(op, a, b).unwrap_or(b)));
-        Ok(Operation { f, commutative: true, elem: std::mem::size_of::<T>() })
+        let device = op.device().zip(T::DEVICE);
+        Ok(Operation { f, commutative: true, elem: std::mem::size_of::<T>(), device })
     }
 
     /// A user-defined commutative operation: `f(src, acc)` sets
@@ -216,7 +250,7 @@ impl Operation {
             f(&s, &mut a);
             acc.copy_from_slice(bytemuck::cast_slice(&a));
         });
-        Operation { f: g, commutative, elem: std::mem::size_of::<T>() }
+        Operation { f: g, commutative, elem: std::mem::size_of::<T>(), device: None }
     }
 }
 
