@@ -95,8 +95,17 @@ fn traces_of_an_mpi_job_are_identical_across_runs() {
 /// Run a polling program twice; it must complete (a polling loop never
 /// stalls the simulation) with identical simulated times both times.
 fn polling_is_live_and_deterministic(test: &str, np: u32, nodes: u16) {
-    let times = |run: u32| -> Vec<String> {
-        let out = dnrun(np, nodes, &["--backend", "sim", "--timeout", "60"], "mpi-suite", &[test]);
+    live_and_deterministic_with(test, np, nodes, &[]);
+}
+
+/// Run `test` twice with the extra launcher arguments `extra`: it succeeds
+/// both times with identical simulated times. Returns the first run's stderr.
+fn live_and_deterministic_with(test: &str, np: u32, nodes: u16, extra: &[&str]) -> String {
+    let mut first_err = String::new();
+    let mut times = |run: u32| -> Vec<String> {
+        let mut args = vec!["--backend", "sim", "--timeout", "60"];
+        args.extend_from_slice(extra);
+        let out = dnrun(np, nodes, &args, "mpi-suite", &[test]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -108,10 +117,63 @@ fn polling_is_live_and_deterministic(test: &str, np: u32, nodes: u16) {
         // Ranks print concurrently: the order of lines is the host's, not the simulation's.
         lines.sort();
         assert!(!lines.is_empty(), "{test} printed no simulated time:\n{stdout}");
+        if run == 1 {
+            first_err = stderr.into_owned();
+        }
         lines
     };
     let (a, b) = (times(1), times(2));
     assert_eq!(a, b, "{test}: simulated times differ between two runs");
+    first_err
+}
+
+/// How many schedules the simulated device executed, from the simulator's summary.
+fn device_schedules(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("dnrun: dimmnet-sim: done at ").or_else(|| l.strip_prefix("dimmnet-sim: done at "))
+        })
+        .and_then(|l| l.split(", ").find_map(|p| p.strip_suffix(" device schedules")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no device schedule count in:\n{stderr}"))
+}
+
+/// Issue 9, offload: the device executes the schedules (the simulator
+/// counts them), every collective still matches the reference, blocking and
+/// non-blocking, on 1 to 9 ranks and on split communicators; deterministic.
+#[test]
+fn offloaded_collectives_match_the_reference() {
+    for (np, nodes) in [(2, 2), (3, 2), (4, 1), (6, 3), (9, 3)] {
+        let err = live_and_deterministic_with("collectives", np, nodes, &["-v", "-x", "DN_NBC_PROGRESS=offload"]);
+        assert!(device_schedules(&err) > 0, "{np} ranks: nothing ran on the device:\n{err}");
+    }
+    for (np, nodes) in [(1, 1), (2, 2), (5, 3), (8, 4)] {
+        let err = live_and_deterministic_with("nbc", np, nodes, &["-v", "-x", "DN_NBC_PROGRESS=offload"]);
+        assert!(np == 1 || device_schedules(&err) > 0, "{np} ranks: nothing ran on the device:\n{err}");
+    }
+    // The manual mode leaves the device's collective engine alone.
+    let err = live_and_deterministic_with("nbc", 2, 2, &["-v"]);
+    assert_eq!(device_schedules(&err), 0);
+}
+
+/// Issue 9: counts that disagree between ranks are an error on the
+/// receivers in both modes (the device reports BadSchedule), not a hang.
+#[test]
+fn mismatched_collective_counts_are_reported_in_every_mode() {
+    for (mode, says) in [("manual", "does not fit"), ("offload", "BadSchedule")] {
+        let out = dnrun(
+            3,
+            2,
+            &["--backend", "sim", "--timeout", "60", "-x", &format!("DN_NBC_PROGRESS={mode}")],
+            "mpi-suite",
+            &["coll-mismatch"],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.matches("refused").count(), 2, "{mode}: both receivers refuse:\n{stdout}");
+        assert!(stdout.contains(says), "{mode}:\n{stdout}");
+    }
 }
 
 #[test]
@@ -193,6 +255,9 @@ fn forced_large_message_algorithms_match_the_reference() {
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_NBC_PROGRESS=thread"], "mpi-suite", &["nbc"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("DN_NBC_PROGRESS=thread is not available yet"), "{stderr}");
+    let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_NBC_PROGRESS=nic"], "mpi-suite", &["nbc"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("use manual or offload"), "{stderr}");
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_COLL_BCAST=fastest"], "mpi-suite", &["collectives"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("DN_COLL_BCAST=fastest is not an algorithm"), "{stderr}");

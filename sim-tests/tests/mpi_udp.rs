@@ -159,3 +159,11 @@ fn ranks_started_separately_meet_through_a_host_file() {
     }
     assert!(String::from_utf8_lossy(&a.stdout).contains("OK allpairs on 4 ranks (udp backend)"));
 }
+
+/// Issue 9: UDP has no device to offload to; `DN_NBC_PROGRESS=offload`
+/// says so once and runs the collectives inside MPI calls.
+#[test]
+fn offload_falls_back_to_manual_and_says_so() {
+    let out = run("nbc", 3, &["DN_NBC_PROGRESS=offload"]);
+    assert_eq!(out.matches("the udp backend has no collective offload").count(), 1, "{out}");
+}

@@ -109,14 +109,15 @@ fn run(cli: Cli) -> Result<(), String> {
             cluster.run(&stop).map_err(|e| e.to_string())?;
             let report = cluster.finish().map_err(|e| e.to_string())?;
             eprintln!(
-                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants",
+                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants, {} device schedules",
                 report.sim_time_ps as f64 / 1e6,
                 report.stats.events,
                 report.stats.commands,
                 report.stats.errors,
                 report.stats.packets,
                 report.deadlocks,
-                report.grants
+                report.grants,
+                report.stats.schedules
             );
             Ok(())
         }

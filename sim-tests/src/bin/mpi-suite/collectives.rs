@@ -259,6 +259,21 @@ pub fn nbc(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     Ok(())
 }
 
+/// A broadcast whose counts disagree (rank 0 sends 8 elements, the others
+/// expect 4) must end in an error on the receivers, in every progress mode:
+/// never a hang, never a silently short result.
+pub fn mismatch(w: &SimpleCommunicator) -> R {
+    let mut buf = vec![7u64; if w.rank() == 0 { 8 } else { 4 }];
+    match w.process_at_rank(0).broadcast_into(&mut buf[..]) {
+        Ok(()) if w.rank() == 0 => Ok(()),
+        Ok(()) => Err(format!("rank {}: a mismatched broadcast succeeded with {buf:?}", w.rank())),
+        Err(err) => {
+            println!("mismatch: rank {} refused: {err}", w.rank());
+            Ok(())
+        }
+    }
+}
+
 fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let nu = n as usize;

@@ -63,6 +63,7 @@ fn main() -> ExitCode {
             "poll-wtime" => poll_wtime(&u, &w)?,
             "collectives" => collectives::collectives(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
+            "coll-mismatch" => collectives::mismatch(&w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
