@@ -126,12 +126,15 @@ pub struct OffloadId(pub u32);
 /// A backend's device executes programs.
 pub trait Offload {
     /// Start `p` with the caller's `send` bytes and the receive buffer's
-    /// initial contents `recv`. `Ok(None)`: not now (every device slot busy,
+    /// initial contents `recv` (which may be shorter than the buffer, or
+    /// empty, when the program writes the rest before reading it). `Ok(None)`: not now (every device slot busy,
     /// or no device memory free); the caller runs the schedule itself.
     fn offload_start(&mut self, p: &Program, send: &[u8], recv: &[u8]) -> Result<Option<OffloadId>, TransportError>;
     /// Whether the program has ended; an error if it failed.
     fn offload_test(&mut self, id: OffloadId) -> Result<bool, TransportError>;
     /// After it ended: copy `out.len()` bytes at `offset` of its receive
-    /// buffer into `out` and release the program's resources.
-    fn offload_finish(&mut self, id: OffloadId, offset: u64, out: &mut [u8]) -> Result<(), TransportError>;
+    /// buffer into `out` (as often as needed).
+    fn offload_read(&mut self, id: OffloadId, offset: u64, out: &mut [u8]) -> Result<(), TransportError>;
+    /// Release the program's resources (after the reads).
+    fn offload_release(&mut self, id: OffloadId);
 }

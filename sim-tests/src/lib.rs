@@ -32,7 +32,7 @@ pub fn ensure_binaries() {
         }
         let st = cmd.status().expect("run cargo build");
         assert!(st.success(), "building the binaries for the end-to-end suite failed");
-        for b in ["dnrun", "dimmnet-sim", "mpi-suite"] {
+        for b in ["dnrun", "dimmnet-sim", "mpi-suite", "dnbench"] {
             assert!(dir.join(b).is_file(), "{} was not built", dir.join(b).display());
         }
     });

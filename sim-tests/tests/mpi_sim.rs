@@ -92,6 +92,43 @@ fn traces_of_an_mpi_job_are_identical_across_runs() {
     assert!(a.len() > 10_000 && a == b, "traces differ or are empty ({} vs {} bytes)", a.len(), b.len());
 }
 
+/// Issue 9: a trace of an offloaded allreduce shows the device executing
+/// the schedule (a span per schedule on each rank's schedule lane, an
+/// instant per entry, reductions included), is valid JSON for Perfetto and
+/// is byte-identical across two runs.
+#[test]
+fn a_trace_of_an_offloaded_allreduce_shows_the_device_executing_it() {
+    let dir = std::env::temp_dir();
+    let paths: Vec<_> =
+        (1..=2).map(|i| dir.join(format!("dn-offload-trace-{}-{i}.json", std::process::id()))).collect();
+    for t in &paths {
+        let out = dnrun(
+            4,
+            4,
+            &["--trace", t.to_str().unwrap(), "-x", "DN_NBC_PROGRESS=offload"],
+            "dnbench",
+            &["allreduce", "--sizes", "64", "--iters", "2", "--warmup", "0"],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (a, b) = (std::fs::read(&paths[0]).unwrap(), std::fs::read(&paths[1]).unwrap());
+    let _ = paths.iter().map(std::fs::remove_file).collect::<Vec<_>>();
+    assert!(a == b, "offload traces differ between runs");
+    let v: serde_json::Value = serde_json::from_slice(&a).expect("the trace is JSON");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let sched: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "sched").collect();
+    for node in 0..4 {
+        assert!(
+            sched
+                .iter()
+                .any(|e| e["pid"] == node && e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.ends_with(" Ok"))),
+            "node {node} has no completed schedule span"
+        );
+    }
+    assert!(sched.iter().any(|e| e["ph"] == "i" && e["name"].as_str().is_some_and(|n| n.starts_with("Reduce #"))));
+    assert!(events.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("SCHED msg"))));
+}
+
 /// Run a polling program twice; it must complete (a polling loop never
 /// stalls the simulation) with identical simulated times both times.
 fn polling_is_live_and_deterministic(test: &str, np: u32, nodes: u16) {

@@ -46,6 +46,8 @@ pub(crate) struct Exec {
     error: Option<MpiError>,
     /// The device executes it (`DN_NBC_PROGRESS=offload`).
     device: Option<OffloadId>,
+    /// The receive buffer's initial contents were copied to the device.
+    staged_recv: bool,
 }
 
 impl Exec {
@@ -105,6 +107,7 @@ impl Exec {
             result: None,
             error: None,
             device: None,
+            staged_recv: false,
         })
     }
 
@@ -150,8 +153,13 @@ impl Exec {
         let prog = Program { steps: &steps, deps: &self.sched.deps, bufs: &bufs, reduce, key };
         // Building the table is host work, one ADI operation per node.
         e.charge(HostCost::AdiOp, steps.len() as u64);
+        // Copying into device memory is host work (PIO through WW): skip the
+        // receive buffer when no node reads it before a predecessor wrote it
+        // (a broadcast's non-roots, a gather's leaves).
+        self.staged_recv = self.reads_recv_first();
+        let recv: &[u8] = if self.staged_recv { &self.bufs[1] } else { &[] };
         let Some(dev) = e.offload() else { return Ok(true) };
-        match dev.offload_start(&prog, &self.bufs[0], &self.bufs[1]).map_err(adi::AdiError::from)? {
+        match dev.offload_start(&prog, &self.bufs[0], recv).map_err(adi::AdiError::from)? {
             Some(id) => {
                 self.device = Some(id);
                 Ok(true)
@@ -160,14 +168,95 @@ impl Exec {
         }
     }
 
+    /// Whether some node reads bytes of the receive buffer that none of its
+    /// (transitive) predecessors wrote first: then the buffer's initial
+    /// contents matter (in-place operations, a broadcast's root).
+    fn reads_recv_first(&self) -> bool {
+        let nodes = &self.sched.nodes;
+        let writes = |n: &super::schedule::Node| matches!(n.kind, Kind::Recv | Kind::Calc | Kind::Copy);
+        let covers = |w: &Slice, r: &Slice| w.buf == r.buf && w.off <= r.off && r.off + r.len <= w.off + w.len;
+        let mut seen = vec![false; nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            let mut reads: Vec<Slice> = Vec::new();
+            if matches!(n.kind, Kind::Send | Kind::Calc | Kind::Copy) && n.src.buf == BUF_RECV {
+                reads.push(n.src);
+            }
+            if n.kind == Kind::Calc && n.dst.buf == BUF_RECV {
+                reads.push(n.dst);
+            }
+            for r in reads.into_iter().filter(|r| r.len > 0) {
+                // Search the ancestors for a writer that covers the read.
+                seen.iter_mut().for_each(|s| *s = false);
+                let mut stack: Vec<u32> = self.sched.preds(i).to_vec();
+                let mut found = false;
+                while let Some(p) = stack.pop() {
+                    if std::mem::replace(&mut seen[p as usize], true) {
+                        continue;
+                    }
+                    let pn = &nodes[p as usize];
+                    if writes(pn) && covers(&pn.dst, &r) {
+                        found = true;
+                        break;
+                    }
+                    stack.extend_from_slice(self.sched.preds(p as usize));
+                }
+                if !found {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// The parts of `lo..hi` of the receive buffer that some node writes,
+    /// merged and sorted.
+    fn written_recv(&self, lo: usize, hi: usize) -> Vec<(usize, usize)> {
+        let mut w: Vec<(usize, usize)> = self
+            .sched
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, Kind::Recv | Kind::Calc | Kind::Copy) && n.dst.buf == BUF_RECV)
+            .map(|n| ((n.dst.off as usize).max(lo), ((n.dst.off + n.dst.len) as usize).min(hi)))
+            .filter(|(a, b)| a < b)
+            .collect();
+        w.sort_unstable();
+        let mut out: Vec<(usize, usize)> = Vec::with_capacity(w.len());
+        for (a, b) in w {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    }
+
+    /// Whether the device is executing it.
+    pub(crate) fn on_device(&self) -> bool {
+        self.device.is_some()
+    }
+
     /// Progress of a schedule on the device: collect the result once it ended.
     fn device_progress(&mut self, e: &mut Engine, id: OffloadId) -> Result<bool> {
         let dev = e.offload().ok_or_else(|| MpiError::Invalid("internal: the offload device went away".into()))?;
         if !dev.offload_test(id).map_err(adi::AdiError::from)? {
             return Ok(false);
         }
-        let recv = &mut self.bufs[BUF_RECV as usize];
-        dev.offload_finish(id, 0, recv).map_err(adi::AdiError::from)?;
+        // Only the result comes back (PIO reads through PW are the dearest
+        // host work on DIMMnet-2), and, when the receive buffer was not
+        // copied in, only what the schedule wrote: the rest of the caller's
+        // buffer keeps its contents (MPI leaves a gatherv's gaps alone).
+        let len = self.bufs[BUF_RECV as usize].len();
+        let (lo, hi) = self.result.map_or((0, len), |(o, l)| (o, o + l));
+        let ranges = if self.staged_recv { vec![(lo, hi)] } else { self.written_recv(lo, hi) };
+        let mut read = Ok(());
+        for (a, b) in ranges {
+            read = dev.offload_read(id, a as u64, &mut self.bufs[BUF_RECV as usize][a..b]);
+            if read.is_err() {
+                break;
+            }
+        }
+        dev.offload_release(id);
+        read.map_err(adi::AdiError::from)?;
         self.device = None;
         self.done = self.sched.nodes.len();
         Ok(true)

@@ -25,8 +25,6 @@ struct Running {
     len: u64,
     /// Address of its receive buffer.
     recv: u64,
-    /// The SCHED command, until its completion has been checked.
-    sched: Option<Ticket>,
     /// The SCHED_DONE value that means it ended.
     expect: u64,
 }
@@ -241,10 +239,12 @@ impl Offload for DimmnetTransport {
                     Err(e) => return Err(map_err(e)),
                 }
             }
-            self.dev.submit(&Command::Sched { table: base }).map_err(map_err)
+            // Wait for SCHED itself: a refused table would never end, and
+            // once it is accepted, testing costs one read of SCHED_DONE.
+            self.dev.run(&Command::Sched { table: base }).map_err(map_err)
         })();
-        let sched = match staged {
-            Ok(t) => t,
+        match staged {
+            Ok(_) => {}
             Err(e) => {
                 self.off.free(base);
                 return Err(e);
@@ -252,31 +252,16 @@ impl Offload for DimmnetTransport {
         };
         self.off.started[k] += 1;
         let recv_addr = addrs.get(1).copied().unwrap_or(base);
-        self.off.running[k] =
-            Some(Running { base, len: total, recv: recv_addr, sched: Some(sched), expect: self.off.started[k] });
+        self.off.running[k] = Some(Running { base, len: total, recv: recv_addr, expect: self.off.started[k] });
         Ok(Some(OffloadId(k as u32)))
     }
 
     fn offload_test(&mut self, id: OffloadId) -> Result<bool, TransportError> {
         let k = id.0 as usize;
-        let r =
-            self.off.running.get_mut(k).and_then(Option::as_mut).ok_or_else(|| invalid(format!("no program {k}")))?;
-        if let Some(t) = r.sched {
-            // A refused table would never end: its refusal is the answer.
-            match self.dev.try_wait(t) {
-                Ok(Some(_)) | Err(DriverError::UnknownTicket(_)) => r.sched = None,
-                Ok(None) => {}
-                Err(e) => {
-                    // Refused: it never runs; give its slot and memory back.
-                    let base = r.base;
-                    self.off.running[k] = None;
-                    self.off.free(base);
-                    return Err(map_err(e));
-                }
-            }
-        }
+        let expect =
+            self.off.running.get(k).and_then(Option::as_ref).ok_or_else(|| invalid(format!("no program {k}")))?.expect;
         let done = self.dev.read_ur(ur::off::SCHED_DONE + 8 * k);
-        if done < r.expect {
+        if done < expect {
             return Ok(false);
         }
         let result = self.dev.read_ur(ur::off::SCHED_RESULT + 8 * k);
@@ -292,13 +277,19 @@ impl Offload for DimmnetTransport {
         Ok(true)
     }
 
-    fn offload_finish(&mut self, id: OffloadId, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
+    fn offload_read(&mut self, id: OffloadId, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let k = id.0 as usize;
-        let r = self.off.running.get_mut(k).and_then(Option::take).ok_or_else(|| invalid(format!("no program {k}")))?;
-        self.off.free(r.base);
+        let r = self.off.running.get(k).and_then(Option::as_ref).ok_or_else(|| invalid(format!("no program {k}")))?;
         if offset + out.len() as u64 > r.len {
             return Err(invalid("result range outside the program's buffers".into()));
         }
-        self.load(r.recv + offset, out)
+        let addr = r.recv + offset;
+        self.load(addr, out)
+    }
+
+    fn offload_release(&mut self, id: OffloadId) {
+        if let Some(r) = self.off.running.get_mut(id.0 as usize).and_then(Option::take) {
+            self.off.free(r.base);
+        }
     }
 }
