@@ -47,6 +47,20 @@ pub(crate) struct Active {
     bytes: u64,
 }
 
+/// One entry of one run of a schedule, as its completion event names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EntryRef {
+    pub node: u16,
+    pub slot: u16,
+    /// Completion slot.
+    pub k: usize,
+    /// Which schedule ran there (events of an ended run are ignored).
+    pub run: u64,
+    pub entry: u32,
+    /// Generation of the slot (events of a departed process are ignored).
+    pub gen: u64,
+}
+
 /// A schedule message that arrived before its RECV fired.
 #[derive(Debug)]
 pub(crate) struct Early {
@@ -257,7 +271,9 @@ impl Model {
         let gen = self.nodes[node as usize].slots[slot as usize].generation;
         let Some(a) = self.active(node, slot, k) else { return };
         let (e, run, key, op, elem) = (a.entries[i as usize], a.run, a.key, a.op, a.elem);
-        let done = |m: &mut Model, at: SimTime| m.schedule(at, Event::SchedEntry { node, slot, k, run, entry: i, gen });
+        let done = |m: &mut Model, at: SimTime| {
+            m.schedule(at, Event::SchedEntry(EntryRef { node, slot, k, run, entry: i, gen }))
+        };
         match e.kind {
             EntryKind::Send => {
                 let segs = [(e.src, e.len)];
@@ -336,7 +352,7 @@ impl Model {
         self.scatter(node, &segs, &data);
         let dur = self.sodimm_time(&segs);
         let (_, end) = self.nodes[node as usize].sodimm_port.reserve(t, dur);
-        self.schedule(end, Event::SchedEntry { node, slot, k, run, entry: i, gen });
+        self.schedule(end, Event::SchedEntry(EntryRef { node, slot, k, run, entry: i, gen }));
     }
 
     /// A schedule message reached its destination controller.
@@ -403,16 +419,8 @@ impl Model {
     }
 
     /// Entry `entry` of run `run` finished at `t`: fire what it released.
-    pub(super) fn sched_entry_done(
-        &mut self,
-        node: u16,
-        slot: u16,
-        k: usize,
-        run: u64,
-        entry: u32,
-        gen: u64,
-        t: SimTime,
-    ) {
+    pub(super) fn sched_entry_done(&mut self, r: EntryRef, t: SimTime) {
+        let EntryRef { node, slot, k, run, entry, gen } = r;
         if self.nodes[node as usize].slots[slot as usize].generation != gen {
             return;
         }

@@ -275,7 +275,7 @@ pub(crate) enum Event {
     /// An accepted IVS record is in SO-DIMM: publish NWA and acknowledge.
     RingCommit { node: u16, slot: u16, source: usize, record: u64, ack: Packet },
     /// A schedule entry finished (collective engine).
-    SchedEntry { node: u16, slot: u16, k: usize, run: u64, entry: u32, gen: u64 },
+    SchedEntry(coll::EntryRef),
 }
 
 struct Scheduled {
@@ -501,7 +501,7 @@ impl Model {
                     (Peer::new(*node, *slot), ur | RegionMask::LLCM, Reach::Peer(ack.dst))
                 }
                 // A finished entry fires its successors: SENDs to anyone.
-                Event::SchedEntry { node, slot, .. } => (Peer::new(*node, *slot), ur, Reach::Anyone),
+                Event::SchedEntry(e) => (Peer::new(e.node, e.slot), ur, Reach::Anyone),
                 Event::Arrive(p) => match p.kind {
                     PacketKind::Ack { .. } | PacketKind::Nack { .. } | PacketKind::SchedAck { .. } => {
                         (p.dst, ur, Reach::Nobody)
@@ -583,9 +583,7 @@ impl Model {
             Event::RingCommit { node, slot, source, record, ack } => {
                 self.ring_commit(node, slot, source, record, ack, s.time)
             }
-            Event::SchedEntry { node, slot, k, run, entry, gen } => {
-                self.sched_entry_done(node, slot, k, run, entry, gen, s.time)
-            }
+            Event::SchedEntry(e) => self.sched_entry_done(e, s.time),
         }
         Some(s.time)
     }
