@@ -150,7 +150,7 @@ fn malformed_tables_and_a_busy_slot_are_refused() {
         let done = d.read_ur(ur::off::SCHED_DONE);
         (bad_magic, cycle, outside, busy, done)
     };
-    let idle = move |mut d: Device| {
+    let idle = move |d: Device| {
         d.compute(1_000.0).unwrap();
         (ErrorCode::Ok, ErrorCode::Ok, ErrorCode::Ok, ErrorCode::Ok, 0)
     };
@@ -177,7 +177,7 @@ fn a_full_early_store_fails_the_senders_schedule_instead_of_dropping() {
         ErrorCode::from_raw(ur::sched_result::STATUS.get(result) as u16)
     };
     // The receiver never starts a schedule.
-    let receiver = move |mut d: Device| {
+    let receiver = move |d: Device| {
         d.compute(1_000.0).unwrap();
         None
     };
