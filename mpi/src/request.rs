@@ -158,6 +158,12 @@ impl<'b> Request<'b> {
                     exec.borrow_mut().advance(c.engine()?);
                     return self.is_done(&mut c);
                 }
+                // With a progress thread, testing a collective looks at its
+                // state; the thread makes a pass when its poll period has
+                // passed (it runs while this core spins on test too).
+                if c.progress == crate::ProgressMode::Thread && !c.thread_due()? {
+                    return self.is_done(&mut c);
+                }
             }
             c.progress_collectives()?;
             c.engine()?.progress()?;

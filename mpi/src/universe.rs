@@ -25,6 +25,11 @@ pub(crate) struct Context {
     pub(crate) nbc: Vec<Rc<RefCell<Exec>>>,
     /// Who executes collective schedules (`DN_NBC_PROGRESS`).
     pub(crate) progress: ProgressMode,
+    /// Simulated progress thread: how far its last pass ran past the
+    /// computation it overlapped (picoseconds still to absorb).
+    pub(crate) thread_debt_ps: u64,
+    /// Simulated progress thread: when its last pass started.
+    pub(crate) thread_last_ps: u64,
 }
 
 /// Who executes collective schedules (`DN_NBC_PROGRESS`).
@@ -35,7 +40,22 @@ pub enum ProgressMode {
     /// The network device (the DIMMnet-2 collective engine), with the
     /// host only starting the schedule and collecting the result.
     Offload,
+    /// A progress thread on a second core (LibNBC's thread, KACC's agent).
+    /// On the simulator the thread is simulated: while the application
+    /// computes ([`Universe::compute`]), it wakes every
+    /// [`THREAD_POLL_NS`] and makes a progress pass whose host costs it
+    /// pays on its own core: the computation ends when it would alone, or
+    /// when the thread's pass ends if that is later (a process has one
+    /// simulated clock), and the next computations absorb the difference.
+    /// Programs that compute for real, without `compute`, see no thread:
+    /// their collectives progress inside MPI calls.
+    Thread,
 }
+
+/// How often the simulated progress thread polls while the application
+/// computes (ours: LibNBC's thread spins; 1 us keeps it from dominating
+/// simulation time while reacting within a small share of a message time).
+pub const THREAD_POLL_NS: f64 = 1000.0;
 
 impl Context {
     pub(crate) fn engine(&mut self) -> Result<&mut Engine> {
@@ -91,6 +111,17 @@ impl Context {
         }
     }
 
+    /// Simulated progress thread: whether a pass is due (a poll period
+    /// since the last one); if so, it counts as started now.
+    pub(crate) fn thread_due(&mut self) -> Result<bool> {
+        let now = self.engine()?.now_ps().unwrap_or(u64::MAX);
+        if now.saturating_sub(self.thread_last_ps) < (THREAD_POLL_NS * 1000.0) as u64 {
+            return Ok(false);
+        }
+        self.thread_last_ps = now;
+        Ok(true)
+    }
+
     /// Progress (collectives included) until `done` holds, idling when a
     /// pass finds nothing to do.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
@@ -142,34 +173,47 @@ pub fn initialize() -> Result<Universe> {
     let wanted = match std::env::var("DN_NBC_PROGRESS").as_deref() {
         Err(_) | Ok("manual") => ProgressMode::Manual,
         Ok("offload") => ProgressMode::Offload,
-        Ok("thread") => {
-            return Err(MpiError::Init(
-                "DN_NBC_PROGRESS=thread is not available yet: use manual (progress inside MPI calls) or offload \
-                 (the DIMMnet-2 device executes the schedules)"
-                    .into(),
-            ))
-        }
+        Ok("thread") => ProgressMode::Thread,
         Ok(other) => {
             return Err(MpiError::Init(format!(
-                "DN_NBC_PROGRESS={other} is not a progress mode; use manual or offload"
+                "DN_NBC_PROGRESS={other} is not a progress mode; use manual, thread or offload"
             )))
         }
     };
     let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
-    let progress = if wanted == ProgressMode::Offload && engine.offload().is_none() {
-        if rank == 0 {
-            eprintln!(
-                "dnmpi: DN_NBC_PROGRESS=offload: the {} backend has no collective offload; collectives progress \
-                 inside MPI calls (manual) instead",
-                engine.backend()
-            );
+    let simulated = engine.now_ps().is_some();
+    let progress = match wanted {
+        ProgressMode::Offload if engine.offload().is_none() => {
+            if rank == 0 {
+                eprintln!(
+                    "dnmpi: DN_NBC_PROGRESS=offload: the {} backend has no collective offload; collectives progress \
+                     inside MPI calls (manual) instead",
+                    engine.backend()
+                );
+            }
+            ProgressMode::Manual
         }
-        ProgressMode::Manual
-    } else {
-        wanted
+        ProgressMode::Thread if !simulated => {
+            if rank == 0 {
+                eprintln!(
+                    "dnmpi: DN_NBC_PROGRESS=thread: a real progress thread is not built yet (only the simulator's \
+                     simulated one); collectives progress inside MPI calls (manual) on the {} backend",
+                    engine.backend()
+                );
+            }
+            ProgressMode::Manual
+        }
+        m => m,
     };
-    let shared = Rc::new(RefCell::new(Context { engine: Some(engine), next_ctx: 2, nbc: Vec::new(), progress }));
+    let shared = Rc::new(RefCell::new(Context {
+        engine: Some(engine),
+        next_ctx: 2,
+        nbc: Vec::new(),
+        progress,
+        thread_debt_ps: 0,
+        thread_last_ps: 0,
+    }));
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
     Ok(Universe { shared, world })
 }
@@ -215,8 +259,46 @@ impl Universe {
     }
 
     /// Account for `ns` nanoseconds of computation (simulated time only).
+    /// With `DN_NBC_PROGRESS=thread`, the simulated progress thread runs
+    /// meanwhile on its own core (see [`ProgressMode::Thread`]).
     pub fn compute(&self, ns: f64) -> Result<()> {
-        Ok(self.shared.borrow_mut().engine()?.compute(ns)?)
+        let mut c = self.shared.borrow_mut();
+        if c.progress != ProgressMode::Thread {
+            return Ok(c.engine()?.compute(ns)?);
+        }
+        let Some(start) = c.engine()?.now_ps() else { return Ok(c.engine()?.compute(ns)?) };
+        // One clock per simulated process: a thread pass advances it. A
+        // pass that outlasted the computation it ran beside left a debt:
+        // the thread's core was busy that much longer, while this core went
+        // on computing, so the next computations absorb it first.
+        let mut want = (ns.max(0.0) * 1000.0) as u64;
+        let absorbed = want.min(c.thread_debt_ps);
+        c.thread_debt_ps -= absorbed;
+        want -= absorbed;
+        if want == 0 {
+            return Ok(());
+        }
+        if c.nbc.is_empty() {
+            return Ok(c.engine()?.compute(want as f64 / 1000.0)?);
+        }
+        let end = start.saturating_add(want);
+        loop {
+            // The thread's pass: its costs are the time it takes on its core.
+            c.thread_last_ps = c.engine()?.now_ps().unwrap_or(0);
+            c.progress_collectives()?;
+            c.engine()?.progress()?;
+            c.progress_collectives()?;
+            let now = c.engine()?.now_ps().unwrap_or(end);
+            if now >= end {
+                c.thread_debt_ps += now - end;
+                return Ok(());
+            }
+            let left = (end - now) as f64 / 1000.0;
+            if c.nbc.is_empty() {
+                return Ok(c.engine()?.compute(left)?);
+            }
+            c.engine()?.compute(left.min(THREAD_POLL_NS))?;
+        }
     }
 
     /// Who executes collective schedules (after any fallback at initialisation).

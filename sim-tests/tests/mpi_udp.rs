@@ -166,4 +166,6 @@ fn ranks_started_separately_meet_through_a_host_file() {
 fn offload_falls_back_to_manual_and_says_so() {
     let out = run("nbc", 3, &["DN_NBC_PROGRESS=offload"]);
     assert_eq!(out.matches("the udp backend has no collective offload").count(), 1, "{out}");
+    let out = run("nbc", 3, &["DN_NBC_PROGRESS=thread"]);
+    assert_eq!(out.matches("a real progress thread is not built yet").count(), 1, "{out}");
 }

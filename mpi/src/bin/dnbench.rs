@@ -372,6 +372,7 @@ fn kacc(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
         let mode = match u.progress_mode() {
             mpi::ProgressMode::Manual => "manual",
             mpi::ProgressMode::Offload => "offload",
+            mpi::ProgressMode::Thread => "thread",
         };
         println!(
             "# {:>10} {:>14} {:>14} {:>16} {:>9} {:>14}",
@@ -427,7 +428,7 @@ fn kacc(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
     if world.rank() == 0 {
         println!(
             "# blocking: nothing overlaps, 100% outside compute; the progress mode (DN_NBC_PROGRESS) runs both \
-             columns' schedules; the thread mode is not built yet"
+             columns' schedules"
         );
     }
     Ok(())
