@@ -222,6 +222,18 @@ fn mismatched_collective_counts_are_reported_in_every_mode() {
         assert_eq!(stdout.matches("refused").count(), 2, "{mode}: both receivers refuse:\n{stdout}");
         assert!(stdout.contains(says), "{mode}:\n{stdout}");
     }
+    // More than the device memory an offloaded schedule may use: an error
+    // on every rank, not a wait for memory that never comes.
+    let out = dnrun(
+        3,
+        3,
+        &["--backend", "sim", "--timeout", "60", "-x", "DN_NBC_PROGRESS=offload"],
+        "mpi-suite",
+        &["coll-huge"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.matches("bytes of SO-DIMM for its schedule").count(), 3, "{stdout}");
 }
 
 #[test]

@@ -220,7 +220,18 @@ impl Offload for DimmnetTransport {
             offs.push(total);
             total = total.checked_add(b.div_ceil(64) * 64).ok_or_else(|| invalid("buffer sizes overflow".into()))?;
         }
-        let Some(base) = self.off.alloc(total) else { return Ok(None) };
+        let Some(base) = self.off.alloc(total) else {
+            // Waiting helps only if a running program will give memory back.
+            if self.off.busy() {
+                return Ok(None);
+            }
+            return Err(invalid(format!(
+                "this collective needs {total} bytes of SO-DIMM for its schedule and buffers, but only {} are \
+                 left after the rings and landing zones; use DN_NBC_PROGRESS=manual, split the operation, or \
+                 lower DN_ZONES",
+                self.off.len
+            )));
+        };
         let addrs: Vec<u64> = offs.iter().map(|o| base + o).collect();
         let staged = (|| {
             let table = self.table(p, k, &addrs)?;

@@ -274,6 +274,20 @@ pub fn mismatch(w: &SimpleCommunicator) -> R {
     }
 }
 
+/// A broadcast larger than the device memory an offloaded schedule may
+/// use: with `DN_NBC_PROGRESS=offload` every rank gets an error naming the
+/// shortage at once (it used to wait for memory that would never come).
+pub fn huge(w: &SimpleCommunicator) -> R {
+    let mut buf = vec![3u64; 8 << 20];
+    match w.process_at_rank(w.size() - 1).broadcast_into(&mut buf[..]) {
+        Ok(()) => Err(format!("rank {}: a 64 MiB offloaded broadcast did not report the shortage", w.rank())),
+        Err(err) => {
+            println!("huge: rank {} refused: {err}", w.rank());
+            Ok(())
+        }
+    }
+}
+
 fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let nu = n as usize;

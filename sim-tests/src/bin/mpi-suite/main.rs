@@ -64,6 +64,7 @@ fn main() -> ExitCode {
             "collectives" => collectives::collectives(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
+            "coll-huge" => collectives::huge(&w)?,
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
