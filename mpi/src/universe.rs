@@ -99,8 +99,9 @@ impl Context {
         if self.progress != ProgressMode::Offload || !x.offloadable() {
             return Ok(());
         }
+        let steps = x.offload_steps(self.engine()?);
         loop {
-            if x.try_offload(self.engine()?)? {
+            if x.try_offload(self.engine()?, &steps)? {
                 return Ok(());
             }
             let mut worked = self.progress_collectives()?;

@@ -459,9 +459,8 @@ impl Model {
         let st = self.sched(node, slot);
         // Early messages of a failed schedule would never be claimed.
         if status != ErrorCode::Ok {
-            let before = st.early_bytes;
             st.early.retain(|m| m.key != a.key);
-            st.early_bytes = st.early.iter().map(|m| m.data.len() as u64).sum::<u64>().min(before);
+            st.early_bytes = st.early.iter().map(|m| m.data.len() as u64).sum();
         }
         st.done[k] += 1;
         st.result[k] = ur::sched_result::ENTRY.set(ur::sched_result::STATUS.set(0, status as u64), entry as u64);

@@ -122,12 +122,17 @@ impl Exec {
         !self.sched.nodes.is_empty() && self.op.as_ref().is_none_or(|o| o.device.is_some())
     }
 
-    /// Hand the schedule to the device: `Ok(false)` when it has no room
-    /// right now (try again after progress), an error when it never will.
-    pub(crate) fn try_offload(&mut self, e: &mut Engine) -> Result<bool> {
+    /// The schedule as a device program's steps (peers as job ranks).
+    /// Building it is host work, one ADI operation per node; done once per
+    /// collective, however long the device keeps the start waiting.
+    pub(crate) fn offload_steps(&mut self, e: &Engine) -> Vec<Step> {
+        e.charge(HostCost::AdiOp, self.sched.nodes.len() as u64);
+        // Copying into device memory is host work (PIO through WW): skip the
+        // receive buffer when no node reads it before a predecessor wrote it
+        // (a broadcast's non-roots, a gather's leaves).
+        self.staged_recv = self.reads_recv_first();
         let span = |s: &Slice| Span { buf: s.buf, off: s.off, len: s.len };
-        let steps: Vec<Step> = self
-            .sched
+        self.sched
             .nodes
             .iter()
             .map(|n| Step {
@@ -144,24 +149,27 @@ impl Exec {
                 first_dep: n.first_dep,
                 n_deps: n.n_deps,
             })
-            .collect();
+            .collect()
+    }
+
+    /// Hand the schedule (its `steps`, from [`Exec::offload_steps`]) to the
+    /// device: `Ok(false)` when it has no room right now (try again after
+    /// progress), an error when it never will.
+    pub(crate) fn try_offload(&mut self, e: &mut Engine, steps: &[Step]) -> Result<bool> {
         let bufs: Vec<u64> = self.bufs.iter().map(|b| b.len() as u64).collect();
         let reduce = self.op.as_ref().and_then(|o| o.device);
         // Messages of one collective: its communicator's collective context
         // and its sequence number there (as the host executor's tags).
         let key = ((self.ctx as u64) << 32) | self.seq as u64;
-        let prog = Program { steps: &steps, deps: &self.sched.deps, bufs: &bufs, reduce, key };
-        // Building the table is host work, one ADI operation per node.
-        e.charge(HostCost::AdiOp, steps.len() as u64);
-        // Copying into device memory is host work (PIO through WW): skip the
-        // receive buffer when no node reads it before a predecessor wrote it
-        // (a broadcast's non-roots, a gather's leaves).
-        self.staged_recv = self.reads_recv_first();
+        let prog = Program { steps, deps: &self.sched.deps, bufs: &bufs, reduce, key };
         let recv: &[u8] = if self.staged_recv { &self.bufs[1] } else { &[] };
         let Some(dev) = e.offload() else { return Ok(true) };
         match dev.offload_start(&prog, &self.bufs[0], recv).map_err(adi::AdiError::from)? {
             Some(id) => {
                 self.device = Some(id);
+                // Only the receive buffer is used again (for the result).
+                self.bufs[0] = Vec::new();
+                self.bufs.iter_mut().skip(BUF_RECV as usize + 1).for_each(|b| *b = Vec::new());
                 Ok(true)
             }
             None => Ok(false),
