@@ -649,15 +649,15 @@ impl Transport for DimmnetTransport {
 
     fn rdv_put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         let peer = self.map.peer(dest);
-        for (k, chunk) in data.chunks(WW_CHUNK).enumerate() {
-            let at = self.ww.alloc(&mut self.dev, chunk.len())?;
-            self.dev.write_ww(at, chunk).map_err(map_err)?;
-            let dst = Pattern::Contiguous { addr: addr + (k * WW_CHUNK) as u64, len: chunk.len() as u32 };
-            let t = self.dev.submit(&Command::Rvs { peer, src: Near::Window(at as u32), dst }).map_err(map_err)?;
-            self.ww.used(at, chunk.len(), t);
-            self.puts.push(t);
-        }
-        Ok(())
+        let mut puts = std::mem::take(&mut self.puts);
+        let r = self.through_ww(
+            addr,
+            data,
+            |ww, dst| Command::Rvs { peer, src: Near::Window(ww), dst },
+            &mut puts,
+        );
+        self.puts = puts;
+        r
     }
 
     fn rdv_flush(&mut self) -> Result<(), TransportError> {
@@ -689,6 +689,27 @@ impl Transport for DimmnetTransport {
 }
 
 impl DimmnetTransport {
+    /// Send `data` to SO-DIMM from `addr` on in WW-sized chunks: each chunk
+    /// is written into WW and carried by `cmd(ww offset, destination)`
+    /// (VS locally, RVS remotely); the tickets go to `tickets`.
+    fn through_ww(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        cmd: impl Fn(u32, Pattern) -> Command,
+        tickets: &mut Vec<Ticket>,
+    ) -> Result<(), TransportError> {
+        for (k, chunk) in data.chunks(WW_CHUNK).enumerate() {
+            let at = self.ww.alloc(&mut self.dev, chunk.len())?;
+            self.dev.write_ww(at, chunk).map_err(map_err)?;
+            let dst = Pattern::Contiguous { addr: addr + (k * WW_CHUNK) as u64, len: chunk.len() as u32 };
+            let t = self.dev.submit(&cmd(at as u32, dst)).map_err(map_err)?;
+            self.ww.used(at, chunk.len(), t);
+            tickets.push(t);
+        }
+        Ok(())
+    }
+
     /// Copy `out.len()` bytes at SO-DIMM `addr` into `out` through VL and PW.
     fn load(&mut self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         // Double-buffered: VL the next half of PW while reading the previous one.

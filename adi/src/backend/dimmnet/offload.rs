@@ -11,9 +11,9 @@ use fpga_regs::sched::{
     ElemType, Entry, EntryKind, ReduceOp, TableHeader, ENTRY_BYTES, HEADER_BYTES, MAX_DEPS, MAX_ENTRIES, SCHED_SLOTS,
 };
 use fpga_regs::ur;
-use fpga_regs::{Command, ErrorCode, Pattern};
+use fpga_regs::{Command, ErrorCode};
 
-use super::{map_err, DimmnetTransport, BACKEND, WW_CHUNK};
+use super::{map_err, DimmnetTransport, BACKEND};
 use crate::error::TransportError;
 use crate::offload::{Elem, Offload, OffloadId, Program, Reduction, StepKind};
 
@@ -124,15 +124,7 @@ fn invalid(msg: String) -> TransportError {
 impl DimmnetTransport {
     /// Write `data` at SO-DIMM `addr` through WW and VS; the tickets to wait for.
     fn store(&mut self, addr: u64, data: &[u8], tickets: &mut Vec<Ticket>) -> Result<(), TransportError> {
-        for (k, chunk) in data.chunks(WW_CHUNK).enumerate() {
-            let at = self.ww.alloc(&mut self.dev, chunk.len())?;
-            self.dev.write_ww(at, chunk).map_err(map_err)?;
-            let dst = Pattern::Contiguous { addr: addr + (k * WW_CHUNK) as u64, len: chunk.len() as u32 };
-            let t = self.dev.submit(&Command::Vs { ww_off: at as u32, dst }).map_err(map_err)?;
-            self.ww.used(at, chunk.len(), t);
-            tickets.push(t);
-        }
-        Ok(())
+        self.through_ww(addr, data, |ww_off, dst| Command::Vs { ww_off, dst }, tickets)
     }
 
     fn table(&self, p: &Program, k: usize, addrs: &[u64]) -> Result<Vec<u8>, TransportError> {
