@@ -62,15 +62,23 @@ pub enum EntryKind {
     Copy = 4,
 }
 
-impl EntryKind {
-    /// All kinds.
-    pub const ALL: [EntryKind; 4] = [EntryKind::Send, EntryKind::Recv, EntryKind::Reduce, EntryKind::Copy];
+/// `ALL` (every value, in order) and `from_raw` for a `u8` enumeration.
+macro_rules! raw_u8_enum {
+    ($t:ident: $($v:ident),*) => {
+        impl $t {
+            /// Every value, in numeric order.
+            pub const ALL: &'static [$t] = &[$($t::$v),*];
 
-    /// Decode a raw kind.
-    pub fn from_raw(raw: u8) -> Option<EntryKind> {
-        EntryKind::ALL.into_iter().find(|k| *k as u8 == raw)
-    }
+            /// Decode a raw value (`None`: not one this map defines).
+            pub fn from_raw(raw: u8) -> Option<$t> {
+                $t::ALL.iter().copied().find(|v| *v as u8 == raw)
+            }
+        }
+    };
 }
+raw_u8_enum!(EntryKind: Send, Recv, Reduce, Copy);
+raw_u8_enum!(ReduceOp: None, Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor);
+raw_u8_enum!(ElemType: None, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64);
 
 /// The reduction unit's operations (MPI's predefined ones except MINLOC/MAXLOC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,26 +109,6 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
-    /// All operations.
-    pub const ALL: [ReduceOp; 11] = [
-        ReduceOp::None,
-        ReduceOp::Sum,
-        ReduceOp::Prod,
-        ReduceOp::Min,
-        ReduceOp::Max,
-        ReduceOp::Land,
-        ReduceOp::Lor,
-        ReduceOp::Lxor,
-        ReduceOp::Band,
-        ReduceOp::Bor,
-        ReduceOp::Bxor,
-    ];
-
-    /// Decode a raw operation.
-    pub fn from_raw(raw: u8) -> Option<ReduceOp> {
-        ReduceOp::ALL.into_iter().find(|k| *k as u8 == raw)
-    }
-
     /// Whether the operation is bitwise (undefined on floating point).
     pub fn is_bitwise(self) -> bool {
         matches!(self, ReduceOp::Band | ReduceOp::Bor | ReduceOp::Bxor)
@@ -156,26 +144,6 @@ pub enum ElemType {
 }
 
 impl ElemType {
-    /// All types.
-    pub const ALL: [ElemType; 11] = [
-        ElemType::None,
-        ElemType::I8,
-        ElemType::I16,
-        ElemType::I32,
-        ElemType::I64,
-        ElemType::U8,
-        ElemType::U16,
-        ElemType::U32,
-        ElemType::U64,
-        ElemType::F32,
-        ElemType::F64,
-    ];
-
-    /// Decode a raw type.
-    pub fn from_raw(raw: u8) -> Option<ElemType> {
-        ElemType::ALL.into_iter().find(|k| *k as u8 == raw)
-    }
-
     /// Bytes per element (0 for `None`).
     pub fn size(self) -> usize {
         match self {

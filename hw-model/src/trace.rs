@@ -37,6 +37,9 @@ pub struct Trace {
     first: bool,
     error: Option<std::io::Error>,
     events: u64,
+    /// Schedule lanes named so far (named on first use, so traces without
+    /// device schedules have none).
+    sched_lanes: std::collections::BTreeSet<(u32, u32)>,
 }
 
 fn escape(s: &str, out: &mut String) {
@@ -55,23 +58,33 @@ impl Trace {
     /// Create `path` and write the metadata naming nodes and lanes.
     pub fn create(path: &Path, nodes: u16, slots: u16) -> std::io::Result<Trace> {
         let file = File::create(path)?;
-        let mut t = Trace { out: BufWriter::with_capacity(1 << 16, file), first: true, error: None, events: 0 };
+        let mut t = Trace {
+            out: BufWriter::with_capacity(1 << 16, file),
+            first: true,
+            error: None,
+            events: 0,
+            sched_lanes: Default::default(),
+        };
         t.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
         for n in 0..nodes as u32 {
             t.meta("process_name", n, 0, &format!("node {n}"));
             for s in 0..slots as u32 {
                 t.meta("thread_name", n, s, &format!("slot {s} commands"));
             }
-            for s in 0..slots as u32 {
-                for k in 0..fpga_regs::sched::SCHED_SLOTS as u32 {
-                    let tid = TID_SCHED + s * fpga_regs::sched::SCHED_SLOTS as u32 + k;
-                    t.meta("thread_name", n, tid, &format!("slot {s} schedule {k}"));
-                }
-            }
             t.meta("thread_name", n, TID_LINK_TX, "link tx");
             t.meta("thread_name", n, TID_LINK_RX, "link rx");
         }
         Ok(t)
+    }
+
+    /// The lane of completion slot `k` of slot `slot` on node `pid`
+    /// (collective engine), named the first time it is used.
+    pub fn sched_lane(&mut self, pid: u32, slot: u32, k: u32) -> u32 {
+        let tid = TID_SCHED + slot * fpga_regs::sched::SCHED_SLOTS as u32 + k;
+        if self.sched_lanes.insert((pid, tid)) {
+            self.meta("thread_name", pid, tid, &format!("slot {slot} schedule {k}"));
+        }
+        tid
     }
 
     fn raw(&mut self, s: &str) {

@@ -650,12 +650,7 @@ impl Transport for DimmnetTransport {
     fn rdv_put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         let peer = self.map.peer(dest);
         let mut puts = std::mem::take(&mut self.puts);
-        let r = self.through_ww(
-            addr,
-            data,
-            |ww, dst| Command::Rvs { peer, src: Near::Window(ww), dst },
-            &mut puts,
-        );
+        let r = self.through_ww(addr, data, |ww, dst| Command::Rvs { peer, src: Near::Window(ww), dst }, &mut puts);
         self.puts = puts;
         r
     }

@@ -23,7 +23,7 @@ use fpga_regs::{ErrorCode, Peer};
 
 use super::{Event, Model, Packet, PacketKind};
 use crate::time::SimTime;
-use crate::trace::{Arg, TID_SCHED};
+use crate::trace::Arg;
 
 /// A schedule being executed by one slot's engine.
 #[derive(Debug)]
@@ -437,7 +437,8 @@ impl Model {
         let kind = a.entries[entry as usize].kind;
         if let Some(tr) = self.trace.as_mut() {
             let name = format!("{kind:?} #{entry}");
-            tr.instant(&name, "sched", node as u32, TID_SCHED + slot as u32 * SCHED_SLOTS as u32 + k as u32, t, &[]);
+            let lane = tr.sched_lane(node as u32, slot as u32, k as u32);
+            tr.instant(&name, "sched", node as u32, lane, t, &[]);
         }
         for i in ready {
             self.fire(node, slot, k, i, t);
@@ -478,11 +479,12 @@ impl Model {
         self.stats.schedules += 1;
         if let Some(tr) = self.trace.as_mut() {
             let name = format!("schedule {} entries {}", a.entries.len(), status.name());
+            let lane = tr.sched_lane(node as u32, slot as u32, k as u32);
             tr.span(
                 &name,
                 "sched",
                 node as u32,
-                TID_SCHED + slot as u32 * SCHED_SLOTS as u32 + k as u32,
+                lane,
                 a.start,
                 at,
                 &[("key", Arg::U(a.key)), ("bytes", Arg::U(a.bytes))],

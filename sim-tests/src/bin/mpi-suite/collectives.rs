@@ -186,15 +186,6 @@ fn run_all(w: &SimpleCommunicator) -> R {
         let cnt = |a: Rank, b: Rank| ((a + b) as usize + count) % 4;
         let sc: Vec<Count> = (0..n).map(|b| cnt(me, b) as Count).collect();
         let rc: Vec<Count> = (0..n).map(|a| cnt(a, me) as Count).collect();
-        let disp = |c: &[Count]| {
-            c.iter()
-                .scan(0, |s, x| {
-                    let d = *s;
-                    *s += x;
-                    Some(d)
-                })
-                .collect::<Vec<Count>>()
-        };
         let (sd, rd) = (disp(&sc), disp(&rc));
         let vblock = |from: Rank, to: Rank| -> Vec<u64> {
             (0..cnt(from, to)).map(|i| val(from, i) ^ (to as u64) << 40).collect()
@@ -257,6 +248,18 @@ pub fn nbc(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
         println!("nbc: rank {} at {:.0} ps after 0 polls", w.rank(), u.wtime() * 1e12);
     }
     Ok(())
+}
+
+/// Displacements of blocks of `counts` packed back to back.
+fn disp(counts: &[Count]) -> Vec<Count> {
+    counts
+        .iter()
+        .scan(0, |s, x| {
+            let d = *s;
+            *s += x;
+            Some(d)
+        })
+        .collect()
 }
 
 /// A broadcast whose counts disagree (rank 0 sends 8 elements, the others
@@ -414,15 +417,6 @@ fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
         let mut ex = vec![u64::MAX; count];
         let big = mine(me, count * nu);
         let mut part = vec![0u64; count];
-        let disp = |c: &[Count]| {
-            c.iter()
-                .scan(0, |s, x| {
-                    let d = *s;
-                    *s += x;
-                    Some(d)
-                })
-                .collect::<Vec<Count>>()
-        };
         let vc: Vec<Count> = (0..n).map(|r| ((r as usize + count) % 3) as Count).collect();
         let vd = disp(&vc);
         let own = mine(me, vc[me as usize] as usize);
