@@ -51,6 +51,12 @@ pub struct Counters {
     pub progress_passes: u64,
     /// Passes that found nothing and idled.
     pub idle_waits: u64,
+    /// Received messages whose bytes the engine copied once more than into
+    /// their final buffer: an eager message that waited in the unexpected
+    /// queue and went into a caller's buffer, or a message to self.
+    pub recv_copies: u64,
+    /// Bytes of those extra copies.
+    pub recv_copy_bytes: u64,
 }
 
 impl fmt::Display for Counters {
@@ -83,10 +89,11 @@ impl fmt::Display for Counters {
             self.posted_searches,
             avg(self.posted_steps, self.posted_searches)
         )?;
-        write!(
+        writeln!(
             f,
             "send queues:       {} messages waited for flow control, max depth {}; progress passes {}, idle waits {}",
             self.send_queued, self.send_queue_max, self.progress_passes, self.idle_waits
-        )
+        )?;
+        write!(f, "extra copies:      {} received messages copied twice ({} B)", self.recv_copies, self.recv_copy_bytes)
     }
 }

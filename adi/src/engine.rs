@@ -61,13 +61,154 @@ pub struct Status {
 pub enum Done {
     /// A send completed (its buffer may be reused).
     Sent,
-    /// A receive completed.
+    /// A receive into an engine-owned buffer ([`Engine::irecv`]) completed.
     Received {
         /// Envelope of the message.
         status: Status,
         /// The data.
         data: Vec<u8>,
     },
+    /// A receive into a caller's buffer ([`Engine::irecv_into`]) completed:
+    /// the first `min(status.len, capacity)` bytes of that buffer hold the
+    /// message.
+    Placed {
+        /// Envelope of the message.
+        status: Status,
+    },
+    /// A receive was cancelled before it matched a message (MPI 4.1 §3.8.4).
+    Cancelled,
+}
+
+/// A message taken off the unexpected queue by [`Engine::improbe`] (MPI 4.1
+/// §3.8.2, `MPI_Improbe`): no other receive can match it any more, so it must
+/// be received with [`Engine::imrecv`] or [`Engine::imrecv_into`]. Dropping
+/// it discards an eager message and leaves a rendezvous sender waiting.
+#[derive(Debug)]
+#[must_use = "a matched message must be received (imrecv), or it is lost"]
+pub struct Matched {
+    u: Unexpected,
+}
+
+impl Matched {
+    /// The message's envelope.
+    pub fn status(&self) -> Status {
+        Status { source: self.u.env.src, tag: self.u.env.tag, len: self.u.env.len }
+    }
+}
+
+/// Bytes of a caller's buffer that the engine reads (a send) or writes (a
+/// receive) until the request using them completes.
+///
+/// Built only by the `unsafe` entry points [`Engine::isend_borrowed`] and
+/// [`Engine::irecv_into`], whose contract keeps `ptr..ptr + len` valid (and,
+/// for a send, unchanged; for a receive, not accessed by anyone else) until
+/// the engine no longer holds the request: it is completed by
+/// `test`/`wait`, cancelled, or the engine is dropped. The engine forgets
+/// the pointer at completion (a finished send's bytes are released as soon
+/// as the transport has them), so nothing is read or written after that.
+#[derive(Clone, Copy, Debug)]
+struct RawBytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl RawBytes {
+    /// The whole buffer, read-only.
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: by the contract of isend_borrowed/irecv_into (see the type),
+        // ptr..ptr+len is valid for reads while the request holding this
+        // value is alive, and nobody writes it meanwhile; len > 0 so ptr is
+        // a real pointer, not the dangling one of an empty slice.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// `n` bytes at `at`, for writing; `None` unless `at + n <= len`.
+    fn region_mut(&mut self, at: usize, n: usize) -> Option<&mut [u8]> {
+        if at.checked_add(n).is_none_or(|end| end > self.len) {
+            return None;
+        }
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: checked above that at..at+n lies inside the buffer, which
+        // irecv_into's contract keeps valid and exclusively ours while the
+        // receive is alive; the returned borrow is tied to &mut self, so no
+        // two overlapping slices exist at once.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(at), n) })
+    }
+}
+
+/// Where a send's bytes are until it completes.
+#[derive(Debug)]
+enum SendData {
+    /// Owned by the engine (shared with a transport that keeps them for
+    /// retransmission).
+    Owned(Rc<Vec<u8>>),
+    /// The caller's buffer ([`Engine::isend_borrowed`]).
+    Borrowed(RawBytes),
+}
+
+impl SendData {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            SendData::Owned(v) => v,
+            SendData::Borrowed(b) => b.bytes(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            SendData::Owned(v) => v.len(),
+            SendData::Borrowed(b) => b.len,
+        }
+    }
+}
+
+/// Where a receive puts the message.
+#[derive(Debug)]
+enum RecvBuf {
+    /// A vector the engine grows as data arrives (filled in order: no
+    /// zeroing pass), handed over at completion.
+    Owned(Vec<u8>),
+    /// The caller's buffer ([`Engine::irecv_into`]).
+    Borrowed(RawBytes),
+}
+
+impl RecvBuf {
+    /// Copy `data` to offset `at` (the caller checked `at + data.len()`
+    /// against the capacity).
+    fn put(&mut self, at: usize, data: &[u8]) {
+        match self {
+            RecvBuf::Owned(v) if at == v.len() => v.extend_from_slice(data),
+            RecvBuf::Owned(v) => {
+                if v.len() < at + data.len() {
+                    v.resize(at + data.len(), 0);
+                }
+                v[at..at + data.len()].copy_from_slice(data);
+            }
+            RecvBuf::Borrowed(b) => {
+                if let Some(out) = b.region_mut(at, data.len()) {
+                    out.copy_from_slice(data);
+                }
+            }
+        }
+    }
+
+    /// `n` bytes at `at` to be filled in place (by a transport's read).
+    fn region(&mut self, at: usize, n: usize) -> &mut [u8] {
+        match self {
+            RecvBuf::Owned(v) => {
+                if v.len() < at + n {
+                    v.resize(at + n, 0);
+                }
+                &mut v[at..at + n]
+            }
+            RecvBuf::Borrowed(b) => b.region_mut(at, n).unwrap_or(&mut []),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -82,7 +223,7 @@ enum SendState {
 #[derive(Debug)]
 struct SendReq {
     dest: u32,
-    data: Rc<Vec<u8>>,
+    data: SendData,
     state: SendState,
 }
 
@@ -92,6 +233,8 @@ enum RecvState {
     /// Matched an RTS; waiting for a landing zone or data.
     Rendezvous,
     Done,
+    /// Cancelled before it matched.
+    Cancelled,
 }
 
 #[derive(Debug)]
@@ -101,7 +244,7 @@ struct RecvReq {
     state: RecvState,
     env: Option<Envelope>,
     sreq: u32,
-    buf: Vec<u8>,
+    buf: RecvBuf,
     /// Bytes of the message accounted for (copied or skipped).
     received: u64,
     region: Option<Region>,
@@ -191,7 +334,6 @@ struct Posted {
 #[derive(Debug)]
 enum Payload {
     None,
-    Owned(Vec<u8>),
     /// Part of a send request's data.
     Slice {
         req: ReqId,
@@ -322,22 +464,34 @@ impl State {
     }
 
     /// An eager message matched receive `id`: `data` is borrowed from the
-    /// transport (a posted receive) or owned by the unexpected queue, whose
-    /// temporary buffer becomes the receive's (charged as the copy out of
-    /// it of Fig. 7, which a receive into user memory would make).
+    /// transport (a posted receive: copied once, into the receive's buffer)
+    /// or owned by the unexpected queue (the "tmp buffer" of Fig. 7: copied
+    /// out of it into a caller's buffer, charged and counted as the one
+    /// extra copy; an engine-owned receive takes the buffer itself).
     fn deliver_eager(&mut self, id: ReqId, env: Envelope, data: std::borrow::Cow<'_, [u8]>) {
-        if let std::borrow::Cow::Owned(tmp) = &data {
-            self.charge(HostCost::CopyByte, tmp.len() as u64);
-        }
-        let Some(r) = self.recv_mut(id) else { return };
+        let (copies, copy_bytes) = (&mut self.counters.recv_copies, &mut self.counters.recv_copy_bytes);
+        let charges = &mut self.charges;
+        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else { return };
         let keep = (r.capacity.min(env.len)) as usize;
-        r.buf = match data {
-            std::borrow::Cow::Borrowed(d) => d[..keep].to_vec(),
-            std::borrow::Cow::Owned(mut d) => {
+        match (&mut r.buf, data) {
+            (RecvBuf::Owned(v), std::borrow::Cow::Borrowed(d)) => *v = d[..keep].to_vec(),
+            (RecvBuf::Owned(v), std::borrow::Cow::Owned(mut d)) => {
+                // The unexpected buffer becomes the receive's. Charged as the
+                // copy out of it that Fig. 7 makes (the model's calibration
+                // assumes one), though no byte moves here.
+                charges[HostCost::CopyByte as usize] += d.len() as u64;
                 d.truncate(keep);
-                d
+                *v = d;
             }
-        };
+            (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Borrowed(d)) => buf.put(0, &d[..keep]),
+            (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Owned(d)) => {
+                charges[HostCost::CopyByte as usize] += d.len() as u64;
+                *copies += 1;
+                *copy_bytes += keep as u64;
+                buf.put(0, &d[..keep]);
+            }
+        }
+        self.charged = true;
         r.env = Some(env);
         r.received = env.len;
         if env.len > r.capacity {
@@ -353,8 +507,10 @@ impl State {
         r.env = Some(env);
         r.sreq = sreq;
         r.state = RecvState::Rendezvous;
-        // Filled in order as the data arrives: no zeroing pass.
-        r.buf = Vec::with_capacity(r.capacity.min(env.len) as usize);
+        if let RecvBuf::Owned(v) = &mut r.buf {
+            // Filled in order as the data arrives: no zeroing pass.
+            *v = Vec::with_capacity(r.capacity.min(env.len) as usize);
+        }
         if env.len > r.capacity {
             r.error = Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: r.capacity });
         }
@@ -419,14 +575,7 @@ impl State {
                 let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
                 if offset < keep {
                     let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
-                    if o == r.buf.len() {
-                        r.buf.extend_from_slice(&data[..n]);
-                    } else {
-                        if r.buf.len() < o + n {
-                            r.buf.resize(o + n, 0);
-                        }
-                        r.buf[o..o + n].copy_from_slice(&data[..n]);
-                    }
+                    r.buf.put(o, &data[..n]);
                 }
             }
         }
@@ -457,8 +606,9 @@ impl State {
         r.received = upto;
         let total = r.env.map_or(0, |e| e.len);
         if upto >= total {
-            let keep = r.capacity.min(total) as usize;
-            r.buf.resize(keep, 0);
+            if let RecvBuf::Owned(v) = &mut r.buf {
+                v.resize(r.capacity.min(total) as usize, 0);
+            }
             r.state = RecvState::Done;
         } else {
             self.need_landing.push_back(rreq);
@@ -607,25 +757,52 @@ impl Engine {
 
     // ---- sending --------------------------------------------------------------
 
-    /// Start a send of `data` (standard mode, or synchronous with `sync`).
+    /// Start a send of `data` (standard mode, or synchronous with `sync`),
+    /// which the engine owns (and may share with a transport that keeps it
+    /// for retransmission).
     pub fn isend(&mut self, dest: u32, tag: i32, ctx: u32, data: Vec<u8>, sync: bool) -> Result<ReqId, AdiError> {
+        self.start_send(dest, tag, ctx, SendData::Owned(Rc::new(data)), sync)
+    }
+
+    /// Start a send straight from the caller's buffer: no copy is made
+    /// unless the transport must keep the bytes after handing them on (UDP's
+    /// retransmission buffer).
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until the engine no longer holds
+    /// the request: until it is completed by [`Engine::test`] or
+    /// [`Engine::wait`] (or `wait_all`), abandoned with [`Engine::abandon`],
+    /// or the engine is dropped or finalized. `mpi::request::scope` is the
+    /// safe wrapper that guarantees this.
+    pub unsafe fn isend_borrowed(
+        &mut self,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<ReqId, AdiError> {
+        let raw = RawBytes { ptr: data.as_ptr() as *mut u8, len: data.len() };
+        self.start_send(dest, tag, ctx, SendData::Borrowed(raw), sync)
+    }
+
+    fn start_send(&mut self, dest: u32, tag: i32, ctx: u32, data: SendData, sync: bool) -> Result<ReqId, AdiError> {
         self.check_rank(dest)?;
         self.t.charge(HostCost::AdiOp, 1);
         self.t.charge(HostCost::Request, 1);
-        let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
-        if self.eager_ok(dest, data.len(), sync) {
-            let id = self.st.reqs.insert(Req::Send(SendReq { dest, data: Rc::default(), state: SendState::Queued }))?;
-            self.count_send(dest, true, env.len);
-            let o = Outgoing::new(Packet::Eager { env, sreq: id }, Payload::Owned(data), Some(id));
-            self.enqueue(dest, o)?;
-            Ok(id)
+        let len = data.len();
+        let env = Envelope { ctx, tag, src: self.st.rank, len: len as u64 };
+        let eager = self.eager_ok(dest, len, sync);
+        let state = if eager { SendState::Queued } else { SendState::Rendezvous };
+        let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state }))?;
+        self.count_send(dest, eager, env.len);
+        if eager {
+            let payload = Payload::Slice { req: id, offset: 0, len: len as u64 };
+            self.enqueue(dest, Outgoing::new(Packet::Eager { env, sreq: id }, payload, Some(id)))?;
         } else {
-            let id =
-                self.st.reqs.insert(Req::Send(SendReq { dest, data: Rc::new(data), state: SendState::Rendezvous }))?;
-            self.count_send(dest, false, env.len);
             self.enqueue(dest, Outgoing::new(Packet::Rts { env, sreq: id, sync }, Payload::None, None))?;
-            Ok(id)
         }
+        Ok(id)
     }
 
     fn count_send(&mut self, dest: u32, eager: bool, len: u64) {
@@ -657,7 +834,9 @@ impl Engine {
             }
             // Flow control: fall back to a queued request (charged again as one).
         }
-        let id = self.isend(dest, tag, ctx, data.to_vec(), sync)?;
+        // SAFETY: `data` outlives this call, and the request is gone when it
+        // returns: `wait` completes it, or abandons it if it fails.
+        let id = unsafe { self.isend_borrowed(dest, tag, ctx, data, sync)? };
         self.wait(id).map(|_| ())
     }
 
@@ -666,11 +845,14 @@ impl Engine {
             let mut msg = o.hdr[..o.hlen as usize].to_vec();
             match &o.payload {
                 Payload::None => {}
-                Payload::Owned(v) => msg.extend_from_slice(v),
                 Payload::Slice { req, offset, len } => {
                     if let Some(Req::Send(s)) = self.st.reqs.get(*req) {
-                        msg.extend_from_slice(&s.data[*offset as usize..(*offset + *len) as usize]);
+                        msg.extend_from_slice(&s.data.bytes()[*offset as usize..(*offset + *len) as usize]);
                     }
+                    // A message to self waits in the self inbox: one copy
+                    // more than a message from a peer.
+                    self.st.counters.recv_copies += 1;
+                    self.st.counters.recv_copy_bytes += *len;
                 }
             }
             self.st.self_inbox.push_back(msg);
@@ -693,7 +875,9 @@ impl Engine {
     fn complete_send(&mut self, id: ReqId) {
         if let Some(Req::Send(s)) = self.st.reqs.get_mut(id) {
             s.state = SendState::Done;
-            s.data = Rc::default();
+            // The transport has the bytes (or a shared reference to owned
+            // ones): forget the caller's buffer at once.
+            s.data = SendData::Owned(Rc::default());
         }
     }
 
@@ -704,14 +888,19 @@ impl Engine {
             let hdr = &o.hdr[..o.hlen as usize];
             let ok = match &o.payload {
                 Payload::None => self.t.try_send(dest, &[hdr])?,
-                Payload::Owned(v) => self.t.try_send(dest, &[hdr, v])?,
-                Payload::Slice { req, offset, len } => match self.st.reqs.get(*req) {
-                    Some(Req::Send(s)) => {
-                        let range = *offset as usize..(*offset + *len) as usize;
-                        self.t.try_send_shared(dest, hdr, &s.data, range)?
+                Payload::Slice { req, offset, len } => {
+                    let range = *offset as usize..(*offset + *len) as usize;
+                    match self.st.reqs.get(*req) {
+                        Some(Req::Send(SendReq { data: SendData::Owned(v), .. })) => {
+                            self.t.try_send_shared(dest, hdr, v, range)?
+                        }
+                        Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) => {
+                            self.t.try_send(dest, &[hdr, &b.bytes()[range]])?
+                        }
+                        // Abandoned: the message is not sent.
+                        _ => true,
                     }
-                    _ => self.t.try_send(dest, &[hdr])?,
-                },
+                }
             };
             if !ok {
                 break;
@@ -748,29 +937,45 @@ impl Engine {
 
     // ---- receiving ------------------------------------------------------------
 
-    /// Post a receive of at most `capacity` bytes.
+    /// Post a receive of at most `capacity` bytes into a vector the engine
+    /// allocates (returned by [`Done::Received`]).
     pub fn irecv(&mut self, src: Source, tag: TagSel, ctx: u32, capacity: u64) -> Result<ReqId, AdiError> {
+        self.post_recv(src, tag, ctx, capacity, RecvBuf::Owned(Vec::new()))
+    }
+
+    /// Post a receive straight into the caller's buffer (completed as
+    /// [`Done::Placed`]): data is written there and nowhere else, except an
+    /// eager message that arrived before the receive (one copy out of the
+    /// unexpected queue). A longer message fills the buffer and ends in
+    /// [`AdiError::Truncated`]; nothing is written past `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid, and untouched by anyone else, until the engine
+    /// no longer holds the request: until it is completed by
+    /// [`Engine::test`]/[`Engine::wait`]/`wait_all`, cancelled with
+    /// [`Engine::cancel_recv`] returning `true` and then completed, abandoned
+    /// with [`Engine::abandon`], or the engine is dropped or finalized.
+    /// `mpi::request::scope` is the safe wrapper that guarantees this.
+    pub unsafe fn irecv_into(&mut self, src: Source, tag: TagSel, ctx: u32, buf: &mut [u8]) -> Result<ReqId, AdiError> {
+        let raw = RawBytes { ptr: buf.as_mut_ptr(), len: buf.len() };
+        self.post_recv(src, tag, ctx, buf.len() as u64, RecvBuf::Borrowed(raw))
+    }
+
+    fn post_recv(
+        &mut self,
+        src: Source,
+        tag: TagSel,
+        ctx: u32,
+        capacity: u64,
+        buf: RecvBuf,
+    ) -> Result<ReqId, AdiError> {
         if let Source::Rank(r) = src {
             self.check_rank(r)?;
         }
         self.t.charge(HostCost::Request, 1);
-        let req = RecvReq {
-            ctx,
-            capacity,
-            state: RecvState::Posted,
-            env: None,
-            sreq: 0,
-            buf: Vec::new(),
-            received: 0,
-            region: None,
-            error: None,
-        };
-        let id = self.st.reqs.insert(Req::Recv(req))?;
+        let id = self.new_recv(ctx, capacity, buf)?;
         match self.search_unexpected(src, tag, ctx) {
-            Some(u) => match u.kind {
-                UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, std::borrow::Cow::Owned(data)),
-                UnexpectedKind::Rts { sreq } => self.st.start_rendezvous(id, u.env, sreq),
-            },
+            Some(u) => self.receive_matched(id, u),
             None => {
                 self.st.posted.push_back(Posted { id, src, tag, ctx });
                 let c = &mut self.st.counters;
@@ -779,6 +984,91 @@ impl Engine {
         }
         self.apply_charges();
         Ok(id)
+    }
+
+    fn new_recv(&mut self, ctx: u32, capacity: u64, buf: RecvBuf) -> Result<ReqId, AdiError> {
+        let req = RecvReq {
+            ctx,
+            capacity,
+            state: RecvState::Posted,
+            env: None,
+            sreq: 0,
+            buf,
+            received: 0,
+            region: None,
+            error: None,
+        };
+        self.st.reqs.insert(Req::Recv(req))
+    }
+
+    fn receive_matched(&mut self, id: ReqId, u: Unexpected) {
+        match u.kind {
+            UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, std::borrow::Cow::Owned(data)),
+            UnexpectedKind::Rts { sreq } => self.st.start_rendezvous(id, u.env, sreq),
+        }
+    }
+
+    /// Matched probe (`MPI_Improbe`, MPI 4.1 §3.8.2): take the first
+    /// matching message that has arrived off the unexpected queue, so that
+    /// the caller can size a buffer and receive exactly it.
+    pub fn improbe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Matched>, AdiError> {
+        if let Source::Rank(r) = src {
+            self.check_rank(r)?;
+        }
+        self.progress()?;
+        Ok(self.search_unexpected(src, tag, ctx).map(|u| Matched { u }))
+    }
+
+    /// Receive a matched message into a vector the engine allocates.
+    pub fn imrecv(&mut self, msg: Matched, capacity: u64) -> Result<ReqId, AdiError> {
+        self.t.charge(HostCost::Request, 1);
+        let id = self.new_recv(msg.u.env.ctx, capacity, RecvBuf::Owned(Vec::new()))?;
+        self.receive_matched(id, msg.u);
+        self.apply_charges();
+        Ok(id)
+    }
+
+    /// Receive a matched message into the caller's buffer (`MPI_Imrecv`).
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv_into`].
+    pub unsafe fn imrecv_into(&mut self, msg: Matched, buf: &mut [u8]) -> Result<ReqId, AdiError> {
+        self.t.charge(HostCost::Request, 1);
+        let raw = RawBytes { ptr: buf.as_mut_ptr(), len: buf.len() };
+        let id = self.new_recv(msg.u.env.ctx, buf.len() as u64, RecvBuf::Borrowed(raw))?;
+        self.receive_matched(id, msg.u);
+        self.apply_charges();
+        Ok(id)
+    }
+
+    /// Cancel a receive (MPI 4.1 §3.8.4): `true` if it had not matched a
+    /// message and is now cancelled (it completes as [`Done::Cancelled`],
+    /// its buffer untouched), `false` if it had matched and will complete
+    /// normally. Sends cannot be cancelled (MPI 4.1 deprecates it).
+    pub fn cancel_recv(&mut self, id: ReqId) -> Result<bool, AdiError> {
+        match self.st.reqs.get_mut(id) {
+            Some(Req::Recv(r)) if matches!(r.state, RecvState::Posted) => {
+                r.state = RecvState::Cancelled;
+                r.buf = RecvBuf::Owned(Vec::new());
+                self.st.posted.retain(|p| p.id != id);
+                Ok(true)
+            }
+            Some(Req::Recv(_)) => Ok(false),
+            Some(Req::Send(_)) => Err(AdiError::Invalid("only receives can be cancelled".into())),
+            None => Err(AdiError::BadRequest(id)),
+        }
+    }
+
+    /// Forget a request whatever its state, after an error made waiting for
+    /// it pointless: the engine never touches its buffer again. A posted
+    /// receive leaves the posted queue; a send not yet handed to the
+    /// transport is not sent; a rendezvous in flight is left unfinished (its
+    /// peer may wait: this is for a job that is failing).
+    pub fn abandon(&mut self, id: ReqId) {
+        if self.st.reqs.remove(id).is_some() {
+            self.st.posted.retain(|p| p.id != id);
+            self.st.need_landing.retain(|r| *r != id);
+        }
     }
 
     fn search_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Unexpected> {
@@ -792,7 +1082,19 @@ impl Engine {
         let id = self.irecv(src, tag, ctx, capacity)?;
         match self.wait(id)? {
             Done::Received { status, data } => Ok((status, data)),
-            Done::Sent => Err(AdiError::BadRequest(id)),
+            _ => Err(AdiError::BadRequest(id)),
+        }
+    }
+
+    /// Blocking receive into the caller's buffer (no copy but the one into
+    /// `buf`, see [`Engine::irecv_into`]).
+    pub fn recv_into(&mut self, src: Source, tag: TagSel, ctx: u32, buf: &mut [u8]) -> Result<Status, AdiError> {
+        // SAFETY: `buf` is borrowed for this whole call, and the request is
+        // gone when it returns: `wait` completes it, or abandons it if it fails.
+        let id = unsafe { self.irecv_into(src, tag, ctx, buf)? };
+        match self.wait(id)? {
+            Done::Placed { status } => Ok(status),
+            _ => Err(AdiError::BadRequest(id)),
         }
     }
 
@@ -822,7 +1124,7 @@ impl Engine {
     pub fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
         match self.st.reqs.get(id) {
             Some(Req::Send(s)) => Ok(matches!(s.state, SendState::Done)),
-            Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done)),
+            Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done | RecvState::Cancelled)),
             None => Err(AdiError::BadRequest(id)),
         }
     }
@@ -836,8 +1138,15 @@ impl Engine {
                 if let Some(e) = r.error {
                     return Err(e);
                 }
+                if matches!(r.state, RecvState::Cancelled) {
+                    return Ok(Done::Cancelled);
+                }
                 let env = r.env.unwrap_or(Envelope { ctx: r.ctx, tag: 0, src: 0, len: 0 });
-                Ok(Done::Received { status: Status { source: env.src, tag: env.tag, len: env.len }, data: r.buf })
+                let status = Status { source: env.src, tag: env.tag, len: env.len };
+                Ok(match r.buf {
+                    RecvBuf::Owned(data) => Done::Received { status, data },
+                    RecvBuf::Borrowed(_) => Done::Placed { status },
+                })
             }
             None => Err(AdiError::BadRequest(id)),
         }
@@ -856,14 +1165,25 @@ impl Engine {
     }
 
     /// Wait for a request (the MPI_Send loop of seed 004 §7).
+    /// If waiting fails (a transport error), the request is abandoned
+    /// ([`Engine::abandon`]): the engine keeps no pointer into its buffer.
     pub fn wait(&mut self, id: ReqId) -> Result<Done, AdiError> {
-        self.wait_until(|e| e.is_done(id).unwrap_or(true))?;
+        if let Err(e) = self.wait_until(|e| e.is_done(id).unwrap_or(true)) {
+            self.abandon(id);
+            return Err(e);
+        }
         self.take_done(id)
     }
 
-    /// Wait for every request; results in order.
+    /// Wait for every request; results in order. If waiting fails, every
+    /// request not yet completed is abandoned.
     pub fn wait_all(&mut self, ids: &[ReqId]) -> Result<Vec<Done>, AdiError> {
-        self.wait_until(|e| ids.iter().all(|id| e.is_done(*id).unwrap_or(true)))?;
+        if let Err(e) = self.wait_until(|e| ids.iter().all(|id| e.is_done(*id).unwrap_or(true))) {
+            for id in ids {
+                self.abandon(*id);
+            }
+            return Err(e);
+        }
         ids.iter().map(|id| self.take_done(*id)).collect()
     }
 
@@ -968,7 +1288,7 @@ impl Engine {
                 Some(addr) if dest != self.st.rank => {
                     if w.len > 0 {
                         if let Some(Req::Send(s)) = self.st.reqs.get(w.sreq) {
-                            let data = &s.data[w.offset as usize..(w.offset + w.len) as usize];
+                            let data = &s.data.bytes()[w.offset as usize..(w.offset + w.len) as usize];
                             self.t.rdv_put(dest, addr, data)?;
                         }
                         self.t.rdv_flush()?;
@@ -1001,10 +1321,7 @@ impl Engine {
             let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
             if offset < keep {
                 let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
-                if r.buf.len() < o + n {
-                    r.buf.resize(o + n, 0);
-                }
-                self.t.rdv_read(&region, 0, &mut r.buf[o..o + n])?;
+                self.t.rdv_read(&region, 0, r.buf.region(o, n))?;
             }
             self.t.rdv_free(region);
             self.st.finish_segment(id, offset + len);

@@ -24,7 +24,7 @@ pub mod wire;
 
 pub use config::Config;
 pub use counters::Counters;
-pub use engine::{Done, Engine, ReqId, Source, Status, TagSel};
+pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
 pub use transport::{Caps, HostCost, Region, Transport};
 

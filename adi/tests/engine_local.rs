@@ -122,7 +122,7 @@ fn many_outstanding_requests_with_flow_control() {
                         assert_eq!(status.tag, i as i32);
                         assert_eq!(data, payload(0, i, (i as usize * 13) % 700));
                     }
-                    Done::Sent => panic!("receive completed as a send"),
+                    other => panic!("receive completed as {other:?}"),
                 }
             }
             assert!(e.counters().posted_max >= n as u64);

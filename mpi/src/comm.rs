@@ -6,9 +6,9 @@ use std::rc::Rc;
 use adi::{Source as AdiSource, TagSel};
 use bytemuck::Pod;
 
-use crate::datatype::{vec_from_bytes, Buffer, BufferMut, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
-use crate::request::{Request, Target};
+use crate::request::{Request, Scope, Target};
 use crate::universe::{charge_call, charge_request, Shared};
 use crate::{Rank, Tag, TAG_UB};
 
@@ -24,11 +24,23 @@ pub struct Status {
     source: Rank,
     tag: Tag,
     bytes: u64,
+    cancelled: bool,
 }
 
 impl Status {
     pub(crate) fn new(source: Rank, tag: Tag, bytes: u64) -> Status {
-        Status { source, tag, bytes }
+        Status { source, tag, bytes, cancelled: false }
+    }
+
+    /// The status of a receive whose cancellation succeeded (MPI 4.1 §3.8.4:
+    /// source and tag are undefined; here `-1` and 0, and no bytes).
+    pub(crate) fn cancelled() -> Status {
+        Status { source: -1, tag: 0, bytes: 0, cancelled: true }
+    }
+
+    /// Whether the request was cancelled (`MPI_Test_cancelled`).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
     }
 
     /// Rank of the sender in the communicator.
@@ -347,28 +359,44 @@ pub trait Destination {
         send_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, true)
     }
 
-    /// Non-blocking standard-mode send (`MPI_Isend`). The buffer stays
-    /// borrowed until the request completes.
-    fn immediate_send<'b, B: Buffer + ?Sized>(&self, buf: &'b B) -> Result<Request<'b>> {
-        self.immediate_send_with_tag(buf, 0)
+    /// Non-blocking standard-mode send (`MPI_Isend`) straight from `buf`,
+    /// which stays lent to the library until the request completes (see
+    /// [`crate::request`] for `scope` and what dropping a request does).
+    fn immediate_send<'a, Sc: Scope<'a>, B: Buffer + ?Sized>(&self, scope: Sc, buf: &'a B) -> Result<Request<'a>> {
+        self.immediate_send_with_tag(scope, buf, 0)
     }
 
     /// Non-blocking standard-mode send with a tag.
-    fn immediate_send_with_tag<'b, B: Buffer + ?Sized>(&self, buf: &'b B, tag: Tag) -> Result<Request<'b>> {
-        isend_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, false)
+    fn immediate_send_with_tag<'a, Sc: Scope<'a>, B: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a B,
+        tag: Tag,
+    ) -> Result<Request<'a>> {
+        isend_impl(self.comm(), scope, self.destination_rank(), buf.as_bytes(), tag, false)
     }
 
     /// Non-blocking synchronous-mode send (`MPI_Issend`).
-    fn immediate_synchronous_send<'b, B: Buffer + ?Sized>(&self, buf: &'b B) -> Result<Request<'b>> {
-        self.immediate_synchronous_send_with_tag(buf, 0)
+    fn immediate_synchronous_send<'a, Sc: Scope<'a>, B: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a B,
+    ) -> Result<Request<'a>> {
+        self.immediate_synchronous_send_with_tag(scope, buf, 0)
     }
 
     /// Non-blocking synchronous-mode send with a tag.
-    fn immediate_synchronous_send_with_tag<'b, B: Buffer + ?Sized>(&self, buf: &'b B, tag: Tag) -> Result<Request<'b>> {
-        isend_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, true)
+    fn immediate_synchronous_send_with_tag<'a, Sc: Scope<'a>, B: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a B,
+        tag: Tag,
+    ) -> Result<Request<'a>> {
+        isend_impl(self.comm(), scope, self.destination_rank(), buf.as_bytes(), tag, true)
     }
 }
 
+/// Blocking send straight from `bytes` (no copy by the engine).
 fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: bool) -> Result<()> {
     check_tag(tag)?;
     let dest = comm.job_rank(to)?;
@@ -382,15 +410,24 @@ fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: 
         // A rendezvous or synchronous send blocks until the receiver acts,
         // and the receiver may be waiting for this process's part of a
         // non-blocking collective: keep those moving meanwhile.
-        let id = c.engine()?.isend(dest, tag, comm.ctx, bytes.to_vec(), sync)?;
-        c.wait_until(|c| Ok(c.engine()?.is_done(id).unwrap_or(true)))?;
-        c.engine()?.wait(id)?;
+        // SAFETY: `bytes` is borrowed for this whole call, and wait_borrowed
+        // completes the request, or abandons it if waiting fails, before
+        // returning.
+        let id = unsafe { c.engine()?.isend_borrowed(dest, tag, comm.ctx, bytes, sync)? };
+        c.wait_borrowed(id)?;
     }
     charge_request(c.engine()?);
     Ok(())
 }
 
-fn isend_impl<'b>(comm: &SimpleCommunicator, to: Rank, bytes: &'b [u8], tag: Tag, sync: bool) -> Result<Request<'b>> {
+fn isend_impl<'a, Sc: Scope<'a>>(
+    comm: &SimpleCommunicator,
+    scope: Sc,
+    to: Rank,
+    bytes: &'a [u8],
+    tag: Tag,
+    sync: bool,
+) -> Result<Request<'a>> {
     check_tag(tag)?;
     let dest = comm.job_rank(to)?;
     let id = {
@@ -398,14 +435,16 @@ fn isend_impl<'b>(comm: &SimpleCommunicator, to: Rank, bytes: &'b [u8], tag: Tag
         let e = c.engine()?;
         charge_call(e);
         charge_request(e);
-        e.isend(dest, tag, comm.ctx, bytes.to_vec(), sync)?
+        // SAFETY: `bytes` lives for 'a, which outlives `scope` (a LocalScope
+        // is invariant in 'a and ends inside the `scope` call, before any
+        // buffer it was given can be freed; a StaticScope's buffers are never
+        // freed). The Request registers the id with the scope; whichever of
+        // completing, dropping (waits), or the scope's end comes first
+        // removes the request from the engine before the borrow ends.
+        unsafe { e.isend_borrowed(dest, tag, comm.ctx, bytes, sync)? }
     };
-    Ok(Request::new(
-        comm.shared.clone(),
-        id,
-        Target::Send { dest: to, tag, bytes: bytes.len() as u64 },
-        comm.group.clone(),
-    ))
+    let target = Target::Send { dest: to, tag, bytes: bytes.len() as u64 };
+    Ok(Request::new(comm.shared.clone(), id, target, comm.group.clone(), scope.core()))
 }
 
 /// Receiving operations and probes.
@@ -448,19 +487,27 @@ pub trait Source {
         receive_into(self, buf, TagSel::Tag(tag))
     }
 
-    /// Non-blocking receive into a buffer (`MPI_Irecv`), any tag.
-    fn immediate_receive_into<'b, B: BufferMut + ?Sized>(&self, buf: &'b mut B) -> Result<Request<'b>> {
-        irecv_impl(self, buf, TagSel::Any)
+    /// Non-blocking receive straight into `buf` (`MPI_Irecv`), any tag;
+    /// `buf` stays lent to the library until the request completes (see
+    /// [`crate::request`]). A longer message fills `buf` and completes with
+    /// a truncation error; nothing is written past `buf`.
+    fn immediate_receive_into<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+    ) -> Result<Request<'a>> {
+        irecv_impl(self, scope, buf, TagSel::Any)
     }
 
     /// Non-blocking receive into a buffer with a tag.
-    fn immediate_receive_into_with_tag<'b, B: BufferMut + ?Sized>(
+    fn immediate_receive_into_with_tag<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
         &self,
-        buf: &'b mut B,
+        scope: Sc,
+        buf: &'a mut B,
         tag: Tag,
-    ) -> Result<Request<'b>> {
+    ) -> Result<Request<'a>> {
         check_tag(tag)?;
-        irecv_impl(self, buf, TagSel::Tag(tag))
+        irecv_impl(self, scope, buf, TagSel::Tag(tag))
     }
 
     /// Blocking probe, any tag (`MPI_Probe`).
@@ -486,56 +533,88 @@ pub trait Source {
     }
 }
 
-fn recv_raw<S: Source + ?Sized>(s: &S, tag: TagSel, capacity: u64) -> Result<(Status, Vec<u8>)> {
+/// Blocking receive into `out`: the engine writes the message there and
+/// nowhere else (no copy after it).
+fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Result<Status> {
     let comm = s.comm();
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
     charge_call(e);
     charge_request(e);
-    let (st, data) = if c.nbc.is_empty() {
-        c.engine()?.recv(src, tag, comm.ctx, capacity)?
+    let st = if c.nbc.is_empty() {
+        c.engine()?.recv_into(src, tag, comm.ctx, out)?
     } else {
         // Non-blocking collectives are in progress: keep them moving while
         // this receive waits (one of them may be what the sender waits for).
-        let id = c.engine()?.irecv(src, tag, comm.ctx, capacity)?;
-        c.wait_until(|c| Ok(c.engine()?.is_done(id).unwrap_or(true)))?;
-        match c.engine()?.wait(id)? {
-            adi::Done::Received { status, data } => (status, data),
-            adi::Done::Sent => return Err(MpiError::Invalid("internal: a receive completed as a send".into())),
+        // SAFETY: `out` is borrowed for this whole call, and wait_borrowed
+        // completes the request, or abandons it if waiting fails, before
+        // returning.
+        let id = unsafe { c.engine()?.irecv_into(src, tag, comm.ctx, out)? };
+        match c.wait_borrowed(id)? {
+            adi::Done::Placed { status } => status,
+            _ => return Err(MpiError::Invalid("internal: a receive into a buffer completed otherwise".into())),
         }
     };
     charge_request(c.engine()?);
-    Ok((comm.status(st), data))
+    Ok(comm.status(st))
 }
 
-fn receive_one<T: Pod, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(T, Status)> {
+fn receive_one<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(T, Status)> {
+    let mut v = T::zeroed();
+    let st = recv_into_raw(s, tag, bytemuck::bytes_of_mut(&mut v))?;
     let want = std::mem::size_of::<T>();
-    let (st, data) = recv_raw(s, tag, want as u64)?;
-    if data.len() != want {
+    if st.bytes() != want as u64 {
         return Err(MpiError::Size { want, got: st.bytes() });
     }
-    Ok((bytemuck::pod_read_unaligned(&data), st))
-}
-
-fn receive_vec<T: Pod, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(Vec<T>, Status)> {
-    let (st, data) = recv_raw(s, tag, u64::MAX)?;
-    let v = vec_from_bytes(&data).ok_or(MpiError::Count { bytes: st.bytes(), elem: std::mem::size_of::<T>() })?;
     Ok((v, st))
 }
 
-fn receive_into<B: BufferMut + ?Sized, S: Source + ?Sized>(s: &S, buf: &mut B, tag: TagSel) -> Result<Status> {
-    let out = buf.as_bytes_mut();
-    let (st, data) = recv_raw(s, tag, out.len() as u64)?;
-    out[..data.len()].copy_from_slice(&data);
-    Ok(st)
+/// Receive a message of any length as a `Vec<T>`, allocated once at its
+/// size: a matched probe (MPI 4.1 §3.8.2) sizes it, then the message is
+/// received straight into it.
+fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(Vec<T>, Status)> {
+    let comm = s.comm();
+    let src = s.adi_source()?;
+    let mut c = comm.shared.borrow_mut();
+    charge_call(c.engine()?);
+    let mut found = None;
+    c.wait_until(|c| {
+        found = c.engine()?.improbe(src, tag, comm.ctx)?;
+        Ok(found.is_some())
+    })?;
+    let msg = found.ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?;
+    let st = msg.status();
+    let size = std::mem::size_of::<T>();
+    let e = c.engine()?;
+    charge_request(e);
+    if size == 0 || st.len % size as u64 != 0 {
+        // Receive it anyway (a matched message must be), then report.
+        let id = e.imrecv(msg, st.len)?;
+        c.wait_borrowed(id)?;
+        return Err(MpiError::Count { bytes: st.len, elem: size });
+    }
+    let n = usize::try_from(st.len / size as u64)
+        .map_err(|_| MpiError::Invalid(format!("a {} B message does not fit in memory", st.len)))?;
+    let mut v = vec![T::zeroed(); n];
+    // SAFETY: `v` lives until after wait_borrowed, which completes the
+    // request or abandons it before returning.
+    let id = unsafe { e.imrecv_into(msg, bytemuck::cast_slice_mut(&mut v))? };
+    c.wait_borrowed(id)?;
+    charge_request(c.engine()?);
+    Ok((v, comm.status(st)))
 }
 
-fn irecv_impl<'b, B: BufferMut + ?Sized, S: Source + ?Sized>(
+fn receive_into<B: BufferMut + ?Sized, S: Source + ?Sized>(s: &S, buf: &mut B, tag: TagSel) -> Result<Status> {
+    recv_into_raw(s, tag, buf.as_bytes_mut())
+}
+
+fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?Sized>(
     s: &S,
-    buf: &'b mut B,
+    scope: Sc,
+    buf: &'a mut B,
     tag: TagSel,
-) -> Result<Request<'b>> {
+) -> Result<Request<'a>> {
     let comm = s.comm();
     let src = s.adi_source()?;
     let out = buf.as_bytes_mut();
@@ -544,9 +623,14 @@ fn irecv_impl<'b, B: BufferMut + ?Sized, S: Source + ?Sized>(
         let e = c.engine()?;
         charge_call(e);
         charge_request(e);
-        e.irecv(src, tag, comm.ctx, out.len() as u64)?
+        // SAFETY: as in isend_impl: `out` lives for 'a, which outlives
+        // `scope`, and the request leaves the engine (completed, waited for
+        // on drop, abandoned on error, or at the scope's end) before then.
+        // `out` is not used again here, so the engine's pointer is the only
+        // access to the buffer.
+        unsafe { e.irecv_into(src, tag, comm.ctx, out)? }
     };
-    Ok(Request::new(comm.shared.clone(), id, Target::Recv(out), comm.group.clone()))
+    Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.group.clone(), scope.core()))
 }
 
 fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {

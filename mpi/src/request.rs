@@ -1,10 +1,30 @@
 //! Non-blocking requests (MPI 4.1 §3.7 and §6.12): wait, test, wait_all,
 //! wait_any, test_all, for point-to-point operations and non-blocking
-//! collectives alike. A request borrows its buffer until it completes;
-//! dropping an unfinished request waits for it, so the buffer is never
-//! released early.
+//! collectives alike.
+//!
+//! # Buffers, scopes, and what dropping a request does
+//!
+//! A non-blocking point-to-point operation works on the caller's buffer
+//! itself: the engine sends from it and receives into it, with no copy.
+//! Such a request is started inside a [`scope`] (as in rsmpi), which
+//! guarantees that the engine is done with every buffer before the buffers
+//! can be freed:
+//!
+//! * waiting or testing a request to completion releases its buffer;
+//! * **dropping** an unfinished request waits for it (so the buffer is never
+//!   released early); if waiting fails, the engine forgets the buffer;
+//! * a request lost without being dropped (`std::mem::forget`) is still
+//!   known to its scope, which waits for it when the scope ends: the buffers
+//!   outlive the scope, so the engine never writes into freed memory. A
+//!   scope ending while its thread panics abandons such requests instead
+//!   (the engine forgets their buffers; their messages are lost).
+//!
+//! A [`StaticScope`] takes `'static` buffers (which cannot be freed while
+//! borrowed) and needs no bookkeeping. Non-blocking collectives work on the
+//! library's own copies, so their requests need no scope.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 use adi::{Done, ReqId};
@@ -15,14 +35,114 @@ use crate::error::{MpiError, Result};
 use crate::universe::{charge_call, charge_request, Context, Shared};
 use crate::{Rank, Tag};
 
-pub(crate) enum Target<'b> {
+/// The requests of one [`LocalScope`] still holding a buffer.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct ScopeCore {
+    pending: RefCell<Vec<(Shared, ReqId)>>,
+}
+
+impl ScopeCore {
+    fn register(&self, shared: &Shared, id: ReqId) {
+        self.pending.borrow_mut().push((shared.clone(), id));
+    }
+
+    fn unregister(&self, shared: &Shared, id: ReqId) {
+        self.pending.borrow_mut().retain(|(s, i)| !(*i == id && Rc::ptr_eq(s, shared)));
+    }
+}
+
+/// What a non-blocking point-to-point operation's buffer must outlive.
+pub trait Scope<'a> {
+    #[doc(hidden)]
+    fn core(&self) -> Option<Rc<ScopeCore>>;
+}
+
+/// A scope for requests on buffers that live at least as long as `'a`;
+/// made only by [`scope`].
+pub struct LocalScope<'a> {
+    core: Rc<ScopeCore>,
+    /// Invariant in `'a`, so that `'a` cannot be shortened to a lifetime
+    /// that ends inside the scope.
+    _invariant: PhantomData<Cell<&'a mut ()>>,
+}
+
+impl<'a> Scope<'a> for &LocalScope<'a> {
+    fn core(&self) -> Option<Rc<ScopeCore>> {
+        Some(self.core.clone())
+    }
+}
+
+/// The scope of `'static` buffers: they are never freed, so a lost request
+/// can do no harm and nothing is tracked.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StaticScope;
+
+impl Scope<'static> for StaticScope {
+    fn core(&self) -> Option<Rc<ScopeCore>> {
+        None
+    }
+}
+
+/// Run `f` with a scope for non-blocking operations on buffers that outlive
+/// the call. When `f` returns (or unwinds), every request started in the
+/// scope that is still unfinished is completed (or, while panicking,
+/// abandoned) before the buffers can be touched by anyone else.
+///
+/// ```no_run
+/// use mpi::traits::*;
+/// let universe = mpi::initialize().unwrap();
+/// let world = universe.world();
+/// let data = [1u8, 2, 3];
+/// let mut back = [0u8; 3];
+/// mpi::request::scope(|s| {
+///     let r = world.process_at_rank(0).immediate_receive_into(s, &mut back[..]).unwrap();
+///     world.process_at_rank(0).send(&data[..]).unwrap();
+///     r.wait().unwrap();
+/// });
+/// ```
+pub fn scope<'a, F, R>(f: F) -> R
+where
+    F: FnOnce(&LocalScope<'a>) -> R,
+{
+    let s = LocalScope { core: Rc::new(ScopeCore::default()), _invariant: PhantomData };
+    f(&s)
+}
+
+impl Drop for LocalScope<'_> {
+    fn drop(&mut self) {
+        let pending = std::mem::take(&mut *self.core.pending.borrow_mut());
+        for (shared, id) in pending {
+            let Ok(mut c) = shared.try_borrow_mut() else {
+                // Unreachable in practice (no call holds the context across a
+                // return to user code), but the only sound way out: the
+                // buffers are about to be freed and the engine may write them.
+                eprintln!("MPI: a request scope ended while the library was busy; aborting");
+                std::process::abort();
+            };
+            if std::thread::panicking() {
+                if let Ok(e) = c.engine() {
+                    e.abandon(id);
+                }
+                continue;
+            }
+            if let Err(e) = c.wait_borrowed(id) {
+                eprintln!("MPI: a request lost before completion failed at the end of its scope: {e}");
+            }
+        }
+    }
+}
+
+pub(crate) enum Target {
     Send { dest: Rank, tag: Tag, bytes: u64 },
-    Recv(&'b mut [u8]),
+    Recv,
 }
 
 enum State<'b> {
-    /// A point-to-point operation in the engine.
-    P2p { id: ReqId, target: Target<'b> },
+    /// A point-to-point operation in the engine, on the caller's buffer
+    /// (lent to the engine until completion; `scope` knows of it unless the
+    /// buffer is `'static`).
+    P2p { id: ReqId, target: Target, scope: Option<Rc<ScopeCore>> },
     /// A collective schedule being executed; its result goes to `out`.
     /// `blocking`: started by a blocking call, which has no request to
     /// charge for when it completes.
@@ -37,11 +157,25 @@ pub struct Request<'b> {
     shared: Shared,
     state: State<'b>,
     group: Rc<Group>,
+    /// The buffer lent to the engine (point-to-point).
+    _buf: PhantomData<&'b mut [u8]>,
 }
 
 impl<'b> Request<'b> {
-    pub(crate) fn new(shared: Shared, id: ReqId, target: Target<'b>, group: Rc<Group>) -> Request<'b> {
-        Request { shared, state: State::P2p { id, target }, group }
+    /// A point-to-point request on a buffer lent to the engine for `'b`
+    /// (registered with `scope`, which must be the scope the caller's
+    /// buffer outlives).
+    pub(crate) fn new(
+        shared: Shared,
+        id: ReqId,
+        target: Target,
+        group: Rc<Group>,
+        scope: Option<Rc<ScopeCore>>,
+    ) -> Request<'b> {
+        if let Some(s) = &scope {
+            s.register(&shared, id);
+        }
+        Request { shared, state: State::P2p { id, target, scope }, group, _buf: PhantomData }
     }
 
     /// A non-blocking collective whose execution is already registered with
@@ -52,7 +186,7 @@ impl<'b> Request<'b> {
         out: Option<&'b mut [u8]>,
         group: Rc<Group>,
     ) -> Request<'b> {
-        Request { shared, state: State::Coll { exec, out, blocking: false }, group }
+        Request { shared, state: State::Coll { exec, out, blocking: false }, group, _buf: PhantomData }
     }
 
     /// Complete a collective inside the blocking call that started it: no
@@ -86,17 +220,18 @@ impl<'b> Request<'b> {
     /// return its status (or its error).
     fn complete(&mut self, c: &mut Context) -> Result<Status> {
         match std::mem::replace(&mut self.state, State::Finished) {
-            State::P2p { id, target } => {
+            State::P2p { id, target, scope } => {
+                if let Some(s) = scope {
+                    s.unregister(&self.shared, id);
+                }
                 let e = c.engine()?;
                 let d = e.wait(id)?;
                 charge_request(e);
                 Ok(match (target, d) {
-                    (Target::Recv(buf), Done::Received { status, data }) => {
-                        buf[..data.len()].copy_from_slice(&data);
-                        self.group.status(status)
-                    }
+                    (Target::Recv, Done::Placed { status }) => self.group.status(status),
+                    (Target::Recv, Done::Cancelled) => Status::cancelled(),
                     (Target::Send { dest, tag, bytes }, _) => Status::new(dest, tag, bytes),
-                    (Target::Recv(_), Done::Sent) => Status::new(-1, 0, 0),
+                    (Target::Recv, _) => Status::new(-1, 0, 0),
                 })
             }
             State::Coll { exec, out, blocking } => {
@@ -132,10 +267,45 @@ impl<'b> Request<'b> {
         }
         let waited = c.wait_until(|c| self.is_done(c));
         if let Err(e) = waited {
-            self.state = State::Finished;
+            self.abandon(&mut c);
             return Err(e);
         }
         self.complete(&mut c)
+    }
+
+    /// The operation failed or cannot be waited for: finished, and the
+    /// engine forgets its buffer (it is never touched again).
+    fn abandon(&mut self, c: &mut Context) {
+        if let State::P2p { id, scope, .. } = std::mem::replace(&mut self.state, State::Finished) {
+            if let Some(s) = scope {
+                s.unregister(&self.shared, id);
+            }
+            if let Ok(e) = c.engine() {
+                e.abandon(id);
+            }
+        }
+    }
+
+    /// Cancel a receive (`MPI_Cancel`, MPI 4.1 §3.8.4). The request must
+    /// still be completed; its status then says whether the cancellation
+    /// won ([`Status::is_cancelled`]: the buffer is untouched) or the
+    /// receive had already matched a message (it completes normally).
+    /// Sends and collectives cannot be cancelled (an error).
+    pub fn cancel(&self) -> Result<()> {
+        match &self.state {
+            State::P2p { id, target: Target::Recv, .. } => {
+                let mut c = self.shared.borrow_mut();
+                let e = c.engine()?;
+                charge_call(e);
+                e.cancel_recv(*id)?;
+                Ok(())
+            }
+            State::P2p { .. } => Err(MpiError::Invalid("cancel of a send: only receives can be cancelled".into())),
+            State::Coll { .. } => {
+                Err(MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into()))
+            }
+            State::Finished => Err(MpiError::Invalid("cancel on a completed request".into())),
+        }
     }
 
     /// Complete the operation if it can (`MPI_Test`): `Ok(Ok(status))` when
@@ -177,7 +347,7 @@ impl<'b> Request<'b> {
                 Ok(Err(self))
             }
             Err(e) => {
-                self.state = State::Finished;
+                self.abandon(&mut c);
                 Err(e)
             }
         }
@@ -185,10 +355,23 @@ impl<'b> Request<'b> {
 }
 
 impl Drop for Request<'_> {
+    /// Dropping an unfinished request waits for it; if that fails, or the
+    /// thread is panicking, the engine forgets the request's buffer instead.
     fn drop(&mut self) {
-        if !matches!(self.state, State::Finished) {
-            let _ = self.wait_mut(true);
+        if matches!(self.state, State::Finished) {
+            return;
         }
+        let shared = self.shared.clone();
+        if !std::thread::panicking() {
+            match self.wait_mut(true) {
+                Ok(_) => return,
+                Err(MpiError::Finalized) => {}
+                Err(e) => eprintln!("MPI: a request dropped before completion failed: {e}"),
+            }
+        }
+        if let Ok(mut c) = shared.try_borrow_mut() {
+            self.abandon(&mut c);
+        };
     }
 }
 

@@ -123,6 +123,19 @@ impl Context {
         Ok(true)
     }
 
+    /// Wait for an engine request on a borrowed buffer, keeping collectives
+    /// moving; the request is gone from the engine when this returns, even
+    /// on error (abandoned), so the buffer is free again.
+    pub(crate) fn wait_borrowed(&mut self, id: adi::ReqId) -> Result<adi::Done> {
+        if let Err(e) = self.wait_until(|c| Ok(c.engine()?.is_done(id).unwrap_or(true))) {
+            if let Ok(e) = self.engine() {
+                e.abandon(id);
+            }
+            return Err(e);
+        }
+        Ok(self.engine()?.wait(id)?)
+    }
+
     /// Progress (collectives included) until `done` holds, idling when a
     /// pass finds nothing to do.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {

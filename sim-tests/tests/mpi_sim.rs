@@ -40,6 +40,8 @@ suite! {
     rndv_large_4r_1n: "rndv-large", 4, 1;
     mixed_4r_2n: "mixed", 4, 2;
     mixed_8r_4n: "mixed", 8, 4;
+    lent_3r_2n: "lent", 3, 2;
+    lent_1r_1n: "lent", 1, 1;
     probe_2r_1n: "probe", 2, 1;
     sync_2r_2n: "sync", 2, 2;
     comms_4r_2n: "comms", 4, 2;

@@ -45,6 +45,7 @@ suite! {
     ordering_2r: "ordering", 2;
     rndv_large_2r: "rndv-large", 2;
     mixed_4r: "mixed", 4;
+    lent_3r: "lent", 3;
     probe_2r: "probe", 2;
     sync_2r: "sync", 2;
     comms_4r: "comms", 4;

@@ -588,18 +588,21 @@ fn bandwidth(u: &Universe, bidir: bool, size: usize, iters: u32, window: u32, wa
         let peer = world.process_at_rank(1 - rank);
         let sending = rank == 0 || bidir;
         let receiving = rank == 1 || bidir;
-        let mut reqs = Vec::new();
-        if receiving {
-            for b in rbufs.iter_mut() {
-                reqs.push(peer.immediate_receive_into_with_tag(&mut b[..], 1)?);
+        mpi::request::scope(|s| -> mpi::Result<()> {
+            let mut reqs = Vec::new();
+            if receiving {
+                for b in rbufs.iter_mut() {
+                    reqs.push(peer.immediate_receive_into_with_tag(s, &mut b[..], 1)?);
+                }
             }
-        }
-        if sending {
-            for _ in 0..window {
-                reqs.push(peer.immediate_send_with_tag(&sbuf[..], 1)?);
+            if sending {
+                for _ in 0..window {
+                    reqs.push(peer.immediate_send_with_tag(s, &sbuf[..], 1)?);
+                }
             }
-        }
-        mpi::request::wait_all(reqs)?;
+            mpi::request::wait_all(reqs)?;
+            Ok(())
+        })?;
         if rank == 0 {
             peer.receive_into_with_tag(&mut ack, 2)?;
         } else {

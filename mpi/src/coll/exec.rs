@@ -374,6 +374,9 @@ impl Exec {
                         self.finish(i);
                         finished = true;
                     }
+                    Some(Done::Placed { .. } | Done::Cancelled) => {
+                        return Err(MpiError::Invalid("internal: a collective's receive completed unlike one".into()))
+                    }
                     None => k += 1,
                 }
             }

@@ -389,13 +389,16 @@ fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
         let prev = (me + n - 1) % n;
         let token = [me as u64 + 100];
         let mut got = [0u64];
-        let reqs = vec![
-            r6,
-            w.process_at_rank(next).immediate_send(&token[..]).map_err(e)?,
-            w.process_at_rank(prev).immediate_receive_into(&mut got[..]).map_err(e)?,
-            r5,
-        ];
-        mpi::request::wait_all(reqs).map_err(e)?;
+        mpi::request::scope(|s| -> R {
+            let reqs = vec![
+                r6,
+                w.process_at_rank(next).immediate_send(s, &token[..]).map_err(e)?,
+                w.process_at_rank(prev).immediate_receive_into(s, &mut got[..]).map_err(e)?,
+                r5,
+            ];
+            mpi::request::wait_all(reqs).map_err(e)?;
+            Ok(())
+        })?;
         check!(got[0] == prev as u64 + 100, "ring token {} instead of {}", got[0], prev + 100);
         check!(b == mine(root, count), "ibcast of {count}: wrong data");
         check!(

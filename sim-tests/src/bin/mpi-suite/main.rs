@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             "ordering" => ordering(&w)?,
             "rndv-large" => rndv_large(&w)?,
             "mixed" => mixed(&w)?,
+            "lent" => lent(&w)?,
             "probe" => probe(&w)?,
             "sync" => sync(&u, &w)?,
             "comms" => comms(&w)?,
@@ -174,16 +175,17 @@ fn allpairs(w: &SimpleCommunicator) -> R {
         .filter(|d| *d != me)
         .flat_map(|d| (0..per).map(move |i| (d, i, data(me, d, i, size_of(me, d, i)))))
         .collect();
-    {
+    mpi::request::scope(|s| -> R {
         let mut reqs = Vec::new();
         for (src, i, b) in rbufs.iter_mut() {
-            reqs.push(w.process_at_rank(*src).immediate_receive_into_with_tag(&mut b[..], *i as i32).map_err(e)?);
+            reqs.push(w.process_at_rank(*src).immediate_receive_into_with_tag(s, &mut b[..], *i as i32).map_err(e)?);
         }
         for (d, i, b) in &sends {
-            reqs.push(w.process_at_rank(*d).immediate_send_with_tag(&b[..], *i as i32).map_err(e)?);
+            reqs.push(w.process_at_rank(*d).immediate_send_with_tag(s, &b[..], *i as i32).map_err(e)?);
         }
         mpi::request::wait_all(reqs).map_err(e)?;
-    }
+        Ok(())
+    })?;
     for (src, i, b) in &rbufs {
         check!(*b == data(*src, me, *i, b.len()), "message {i} from rank {src} ({} bytes) corrupted", b.len());
     }
@@ -236,13 +238,16 @@ fn unexpected(u: &Universe, w: &SimpleCommunicator) -> R {
         // Immediate sends: a blocking rendezvous send could (legitimately)
         // wait for its receive, which rank 1 posts last.
         let msgs: Vec<Vec<u8>> = (0..20).map(|t| data(0, 1, t as u32, if t % 4 == 0 { 20_000 } else { 64 })).collect();
-        let reqs = msgs
-            .iter()
-            .enumerate()
-            .map(|(t, m)| w.process_at_rank(1).immediate_send_with_tag(&m[..], t as i32))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(e)?;
-        mpi::request::wait_all(reqs).map_err(e)?;
+        mpi::request::scope(|s| -> R {
+            let reqs = msgs
+                .iter()
+                .enumerate()
+                .map(|(t, m)| w.process_at_rank(1).immediate_send_with_tag(s, &m[..], t as i32))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(e)?;
+            mpi::request::wait_all(reqs).map_err(e)?;
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -254,15 +259,15 @@ fn many_requests(w: &SimpleCommunicator) -> R {
     let k = 300usize;
     let out: Vec<Vec<u8>> = (0..k).map(|i| data(me, peer, i as u32, 16 + i % 200)).collect();
     let mut inb: Vec<Vec<u8>> = (0..k).map(|i| vec![0u8; 16 + i % 200]).collect();
-    {
+    mpi::request::scope(|s| -> R {
         let mut reqs = Vec::new();
         for (i, b) in inb.iter_mut().enumerate() {
             let from = (me + n - n / 2) % n;
-            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(&mut b[..], i as i32).map_err(e)?);
+            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(s, &mut b[..], i as i32).map_err(e)?);
         }
         let mut sends = Vec::new();
         for (i, b) in out.iter().enumerate() {
-            sends.push(w.process_at_rank(peer).immediate_send_with_tag(&b[..], i as i32).map_err(e)?);
+            sends.push(w.process_at_rank(peer).immediate_send_with_tag(s, &b[..], i as i32).map_err(e)?);
         }
         // Half the receives by wait_any, the rest by test_all polling then wait_all.
         for _ in 0..k / 2 {
@@ -276,7 +281,8 @@ fn many_requests(w: &SimpleCommunicator) -> R {
             }
         }
         mpi::request::wait_all(sends).map_err(e)?;
-    }
+        Ok(())
+    })?;
     let from = (me + n - n / 2) % n;
     for (i, b) in inb.iter().enumerate() {
         check!(*b == data(from, me, i as u32, b.len()), "request {i} corrupted");
@@ -339,19 +345,89 @@ fn mixed(w: &SimpleCommunicator) -> R {
     let lens: Vec<usize> = (0..40).map(|i| if i % 3 == 0 { 20_000 + i * 100 } else { i * 37 }).collect();
     let out: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &l)| data(me, peer, i as u32, l)).collect();
     let mut inb: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
-    {
+    mpi::request::scope(|s| -> R {
         let mut reqs = Vec::new();
-        for (i, b) in out.iter().enumerate() {
-            reqs.push(w.process_at_rank(peer).immediate_send_with_tag(&b[..], 1).map_err(e)?);
-            let _ = i;
+        for b in &out {
+            reqs.push(w.process_at_rank(peer).immediate_send_with_tag(s, &b[..], 1).map_err(e)?);
         }
         for b in inb.iter_mut() {
-            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(&mut b[..], 1).map_err(e)?);
+            reqs.push(w.process_at_rank(from).immediate_receive_into_with_tag(s, &mut b[..], 1).map_err(e)?);
         }
         mpi::request::wait_all(reqs).map_err(e)?;
-    }
+        Ok(())
+    })?;
     for (i, b) in inb.iter().enumerate() {
         check!(*b == data(from, me, i as u32, b.len()), "message {i} from {from} corrupted or out of order");
+    }
+    Ok(())
+}
+
+/// Requests that lend their buffers to the library (zero copy): forgotten
+/// with `mem::forget` (completed by the scope's end, so the data is there
+/// after it), dropped (waits), a receive buffer shorter than the message
+/// (a truncation error, nothing written past it), a send buffer reused
+/// after `wait`, a cancelled receive; eager and rendezvous sizes, in a ring
+/// (any number of ranks).
+fn lent(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    for (k, len) in [24usize, 70_000].into_iter().enumerate() {
+        let k = k as u32 * 10;
+        // Forgotten requests: the scope completes them.
+        let mine = data(me, next, k, len);
+        let mut got = vec![0u8; len];
+        mpi::request::scope(|s| -> R {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut got[..], 1).map_err(e)?;
+            std::mem::forget(r);
+            let r = w.process_at_rank(next).immediate_send_with_tag(s, &mine[..], 1).map_err(e)?;
+            std::mem::forget(r);
+            Ok(())
+        })?;
+        check!(got == data(prev, me, k, len), "a forgotten receive of {len} B did not complete by the scope's end");
+        // Dropped requests wait.
+        let mut got2 = vec![0u8; len];
+        mpi::request::scope(|s| -> R {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut got2[..], 2).map_err(e)?;
+            let t = w.process_at_rank(next).immediate_send_with_tag(s, &mine[..], 2).map_err(e)?;
+            drop(r);
+            drop(t);
+            Ok(())
+        })?;
+        check!(got2 == data(prev, me, k, len), "a dropped receive of {len} B did not complete");
+        // Truncation: guard bytes around a buffer of half the message.
+        let mut mem = vec![0xEEu8; len / 2 + 64];
+        let half = len / 2;
+        mpi::request::scope(|s| -> R {
+            let r =
+                w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut mem[32..32 + half], 3).map_err(e)?;
+            w.process_at_rank(next).send_with_tag(&mine[..], 3).map_err(e)?;
+            let err = r.wait().err().map(|x| x.to_string()).unwrap_or_default();
+            check!(err.contains("does not fit"), "a {len} B message into {half} B gave {err:?}");
+            Ok(())
+        })?;
+        check!(mem[..32].iter().chain(&mem[32 + half..]).all(|b| *b == 0xEE), "written outside the buffer");
+        check!(mem[32..32 + half] == data(prev, me, k, len)[..half], "truncated prefix wrong");
+        // A send buffer reused after wait: the receiver sees the old bytes.
+        let mut buf = mine.clone();
+        let mut got3 = vec![0u8; len];
+        mpi::request::scope(|s| -> R {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut got3[..], 4).map_err(e)?;
+            w.process_at_rank(next).immediate_send_with_tag(s, &buf[..], 4).map_err(e)?.wait().map_err(e)?;
+            r.wait().map_err(e)?;
+            Ok(())
+        })?;
+        buf.fill(0);
+        check!(got3 == data(prev, me, k, len), "message {k} corrupted by reuse of the send buffer after wait");
+        // A cancelled receive never touches its buffer.
+        let mut never = vec![7u8; len];
+        let st = mpi::request::scope(|s| -> R<mpi::Status> {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut never[..], 77).map_err(e)?;
+            r.cancel().map_err(e)?;
+            r.wait().map_err(e)
+        })?;
+        check!(st.is_cancelled(), "cancel of an unmatched receive did not win: {st:?}");
+        check!(never.iter().all(|b| *b == 7), "a cancelled receive wrote its buffer");
+        w.barrier().map_err(e)?;
     }
     Ok(())
 }
@@ -639,16 +715,18 @@ fn poll_test(u: &Universe, w: &SimpleCommunicator) -> R {
         return late_send(u, w, 0);
     }
     let mut buf = [0u8; 5];
-    let mut req = w.process_at_rank(1).immediate_receive_into_with_tag(&mut buf[..], 12).map_err(e)?;
-    let mut polls = 0u64;
-    let st = loop {
-        polls += 1;
-        check!(polls < POLL_LIMIT, "test found nothing after {polls} polls");
-        match req.test().map_err(e)? {
-            Ok(st) => break st,
-            Err(r) => req = r,
+    let (st, polls) = mpi::request::scope(|s| -> R<(mpi::Status, u64)> {
+        let mut req = w.process_at_rank(1).immediate_receive_into_with_tag(s, &mut buf[..], 12).map_err(e)?;
+        let mut polls = 0u64;
+        loop {
+            polls += 1;
+            check!(polls < POLL_LIMIT, "test found nothing after {polls} polls");
+            match req.test().map_err(e)? {
+                Ok(st) => return Ok((st, polls)),
+                Err(r) => req = r,
+            }
         }
-    };
+    })?;
     check!(st.source_rank() == 1 && st.bytes() == 5, "test status {st:?}");
     check_poll_time(u, "test")?;
     report_time(u, w, "poll-test", polls);
@@ -663,19 +741,21 @@ fn poll_testall(u: &Universe, w: &SimpleCommunicator) -> R {
         return late_send(u, w, 0);
     }
     let mut bufs = vec![[0u8; 5]; n as usize - 1];
-    let mut reqs = Vec::new();
-    for (i, b) in bufs.iter_mut().enumerate() {
-        reqs.push(w.process_at_rank(i as Rank + 1).immediate_receive_into_with_tag(&mut b[..], 12).map_err(e)?);
-    }
-    let mut polls = 0u64;
-    let sts = loop {
-        polls += 1;
-        check!(polls < POLL_LIMIT, "test_all found nothing after {polls} polls");
-        match mpi::request::test_all(reqs).map_err(e)? {
-            Ok(sts) => break sts,
-            Err(r) => reqs = r,
+    let (sts, polls) = mpi::request::scope(|s| -> R<(Vec<mpi::Status>, u64)> {
+        let mut reqs = Vec::new();
+        for (i, b) in bufs.iter_mut().enumerate() {
+            reqs.push(w.process_at_rank(i as Rank + 1).immediate_receive_into_with_tag(s, &mut b[..], 12).map_err(e)?);
         }
-    };
+        let mut polls = 0u64;
+        loop {
+            polls += 1;
+            check!(polls < POLL_LIMIT, "test_all found nothing after {polls} polls");
+            match mpi::request::test_all(reqs).map_err(e)? {
+                Ok(sts) => return Ok((sts, polls)),
+                Err(r) => reqs = r,
+            }
+        }
+    })?;
     check!(sts.len() == n as usize - 1, "test_all gave {} statuses", sts.len());
     check_poll_time(u, "test_all")?;
     report_time(u, w, "poll-testall", polls);
