@@ -53,7 +53,8 @@ pub struct Counters {
     pub idle_waits: u64,
     /// Received messages whose bytes the engine copied once more than into
     /// their final buffer: an eager message that waited in the unexpected
-    /// queue and went into a caller's buffer, or a message to self.
+    /// queue and went into a caller's buffer, or a message to self (empty
+    /// messages are not counted: they have no bytes to copy).
     pub recv_copies: u64,
     /// Bytes of those extra copies.
     pub recv_copy_bytes: u64,

@@ -225,6 +225,9 @@ struct SendReq {
     dest: u32,
     data: SendData,
     state: SendState,
+    /// The transport holds a pointer into the borrowed buffer until
+    /// `lent_released(dest, token)`: the send is not complete before.
+    held: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -339,6 +342,11 @@ enum Payload {
         req: ReqId,
         offset: u64,
         len: u64,
+        /// Rendezvous data: the transport may hold on to a borrowed buffer
+        /// until it is acknowledged (the send completes after its FTS
+        /// anyway). Eager payloads are copied instead, so that a small
+        /// send's completion never waits for an acknowledgement.
+        lend: bool,
     },
 }
 
@@ -486,8 +494,10 @@ impl State {
             (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Borrowed(d)) => buf.put(0, &d[..keep]),
             (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Owned(d)) => {
                 charges[HostCost::CopyByte as usize] += d.len() as u64;
-                *copies += 1;
-                *copy_bytes += keep as u64;
+                if keep > 0 {
+                    *copies += 1;
+                    *copy_bytes += keep as u64;
+                }
                 buf.put(0, &d[..keep]);
             }
         }
@@ -794,10 +804,10 @@ impl Engine {
         let env = Envelope { ctx, tag, src: self.st.rank, len: len as u64 };
         let eager = self.eager_ok(dest, len, sync);
         let state = if eager { SendState::Queued } else { SendState::Rendezvous };
-        let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state }))?;
+        let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state, held: None }))?;
         self.count_send(dest, eager, env.len);
         if eager {
-            let payload = Payload::Slice { req: id, offset: 0, len: len as u64 };
+            let payload = Payload::Slice { req: id, offset: 0, len: len as u64, lend: false };
             self.enqueue(dest, Outgoing::new(Packet::Eager { env, sreq: id }, payload, Some(id)))?;
         } else {
             self.enqueue(dest, Outgoing::new(Packet::Rts { env, sreq: id, sync }, Payload::None, None))?;
@@ -845,14 +855,16 @@ impl Engine {
             let mut msg = o.hdr[..o.hlen as usize].to_vec();
             match &o.payload {
                 Payload::None => {}
-                Payload::Slice { req, offset, len } => {
+                Payload::Slice { req, offset, len, .. } => {
                     if let Some(Req::Send(s)) = self.st.reqs.get(*req) {
                         msg.extend_from_slice(&s.data.bytes()[*offset as usize..(*offset + *len) as usize]);
                     }
                     // A message to self waits in the self inbox: one copy
                     // more than a message from a peer.
-                    self.st.counters.recv_copies += 1;
-                    self.st.counters.recv_copy_bytes += *len;
+                    if *len > 0 {
+                        self.st.counters.recv_copies += 1;
+                        self.st.counters.recv_copy_bytes += *len;
+                    }
                 }
             }
             self.st.self_inbox.push_back(msg);
@@ -888,14 +900,32 @@ impl Engine {
             let hdr = &o.hdr[..o.hlen as usize];
             let ok = match &o.payload {
                 Payload::None => self.t.try_send(dest, &[hdr])?,
-                Payload::Slice { req, offset, len } => {
+                Payload::Slice { req, offset, len, lend } => {
                     let range = *offset as usize..(*offset + *len) as usize;
                     match self.st.reqs.get(*req) {
                         Some(Req::Send(SendReq { data: SendData::Owned(v), .. })) => {
                             self.t.try_send_shared(dest, hdr, v, range)?
                         }
-                        Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) => {
+                        Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) if !*lend => {
                             self.t.try_send(dest, &[hdr, &b.bytes()[range]])?
+                        }
+                        Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) => {
+                            let b = *b;
+                            // SAFETY: isend_borrowed's contract keeps the
+                            // bytes valid and unchanged while the request is
+                            // alive, and a held request stays alive (is_done
+                            // is false) until the transport releases them, or
+                            // abandon makes the transport copy them first.
+                            match unsafe { self.t.try_send_lent(dest, hdr, &b.bytes()[range])? } {
+                                crate::transport::Lent::NotNow => false,
+                                crate::transport::Lent::Copied => true,
+                                crate::transport::Lent::Held(token) => {
+                                    if let Some(Req::Send(s)) = self.st.reqs.get_mut(*req) {
+                                        s.held = Some(s.held.map_or(token, |t| t.max(token)));
+                                    }
+                                    true
+                                }
+                            }
                         }
                         // Abandoned: the message is not sent.
                         _ => true,
@@ -1065,6 +1095,12 @@ impl Engine {
     /// transport is not sent; a rendezvous in flight is left unfinished (its
     /// peer may wait: this is for a job that is failing).
     pub fn abandon(&mut self, id: ReqId) {
+        if let Some(Req::Send(s)) = self.st.reqs.get(id) {
+            if s.held.is_some_and(|token| !self.t.lent_released(s.dest, token)) {
+                // The transport still points into the buffer: make it copy.
+                self.t.unlend(s.dest);
+            }
+        }
         if self.st.reqs.remove(id).is_some() {
             self.st.posted.retain(|p| p.id != id);
             self.st.need_landing.retain(|r| *r != id);
@@ -1123,7 +1159,9 @@ impl Engine {
     /// Whether request `id` has completed (it stays allocated until waited for).
     pub fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
         match self.st.reqs.get(id) {
-            Some(Req::Send(s)) => Ok(matches!(s.state, SendState::Done)),
+            Some(Req::Send(s)) => {
+                Ok(matches!(s.state, SendState::Done) && s.held.is_none_or(|token| self.t.lent_released(s.dest, token)))
+            }
             Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done | RecvState::Cancelled)),
             None => Err(AdiError::BadRequest(id)),
         }
@@ -1304,7 +1342,7 @@ impl Engine {
                         let p = Packet::Data { rreq: w.rreq, offset: off, len: n };
                         self.st.post_out(
                             dest,
-                            Outgoing::new(p, Payload::Slice { req: w.sreq, offset: off, len: n }, None),
+                            Outgoing::new(p, Payload::Slice { req: w.sreq, offset: off, len: n, lend: true }, None),
                         );
                         off += n;
                     }

@@ -26,7 +26,7 @@ pub use config::Config;
 pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
-pub use transport::{Caps, HostCost, Region, Transport};
+pub use transport::{Caps, HostCost, Lent, Region, Transport};
 
 /// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).
 pub const ENV_BACKEND: &str = "DN_BACKEND";

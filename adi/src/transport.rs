@@ -29,6 +29,18 @@ pub struct Caps {
     pub remote_write: bool,
 }
 
+/// What [`Transport::try_send_lent`] did with a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lent {
+    /// Not now (flow control); retry later.
+    NotNow,
+    /// Accepted; the bytes were copied (or sent) and are free again.
+    Copied,
+    /// Accepted; the transport keeps a pointer to the bytes until
+    /// `lent_released(dest, token)`.
+    Held(u64),
+}
+
 /// A landing zone for rendezvous data in the receiver's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
@@ -66,6 +78,28 @@ pub trait Transport {
     ) -> Result<bool, TransportError> {
         self.try_send(dest, &[header, &data[range]])
     }
+    /// Like [`Transport::try_send_shared`] for bytes the engine only borrows
+    /// from its caller: a transport that sends later or resends (UDP) may
+    /// keep a pointer to `data` instead of copying it, and says so with
+    /// [`Lent::Held`]; the engine then keeps the send incomplete (its buffer
+    /// lent) until [`Transport::lent_released`] says the transport is done.
+    /// The default copies (`try_send`).
+    ///
+    /// # Safety
+    /// After [`Lent::Held`], `data` must stay valid and unchanged until
+    /// `lent_released(dest, token)` returns `true`, [`Transport::unlend`]
+    /// for `dest` has been called, or the transport is dropped.
+    unsafe fn try_send_lent(&mut self, dest: u32, header: &[u8], data: &[u8]) -> Result<Lent, TransportError> {
+        Ok(if self.try_send(dest, &[header, data])? { Lent::Copied } else { Lent::NotNow })
+    }
+    /// Whether the bytes of the send that returned `Lent::Held(token)` to
+    /// `dest` are no longer needed (acknowledged).
+    fn lent_released(&self, _dest: u32, _token: u64) -> bool {
+        true
+    }
+    /// Copy every lent buffer still held for `dest` (the engine is about to
+    /// give a buffer back before its send completed: an error path).
+    fn unlend(&mut self, _dest: u32) {}
     /// Hand every message that has arrived to `sink(source, bytes)`.
     /// Returns the number of messages delivered.
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError>;

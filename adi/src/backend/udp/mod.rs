@@ -38,7 +38,7 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use self::faults::{FaultSpec, Faults, Verdict};
 use self::wire::{flag, seal, seal_parts, seq_lt, Header, Reject, HEADER};
 use crate::error::TransportError;
-use crate::transport::{Caps, Transport};
+use crate::transport::{Caps, Lent, Transport};
 
 const BACKEND: &str = "udp";
 
@@ -202,11 +202,38 @@ struct Sent {
     /// The header and, for copied messages, the payload.
     datagram: Vec<u8>,
     /// A payload held by reference (zero-copy bulk data), sent after `datagram`.
-    body: Option<(Rc<Vec<u8>>, Range<usize>)>,
+    body: Option<Body>,
+}
+
+/// Bulk bytes a datagram refers to instead of holding them.
+#[derive(Clone)]
+enum Body {
+    /// Part of an engine-owned buffer.
+    Shared(Rc<Vec<u8>>, Range<usize>),
+    /// Part of a caller's buffer lent through `try_send_lent`, whose
+    /// contract keeps `ptr..ptr + len` valid and unchanged until this
+    /// datagram is acknowledged (`lent_released`) or `unlend` copies it.
+    Lent { ptr: *const u8, len: usize },
+}
+
+impl Body {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Shared(b, r) => &b[r.clone()],
+            // SAFETY: try_send_lent's contract (above): the bytes stay valid
+            // and unchanged while this datagram is held; len > 0 (an empty
+            // body is never lent).
+            Body::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
 }
 
 struct PeerTx {
     next_seq: u32,
+    /// Data datagrams built and acknowledged so far (never wrap: the tokens
+    /// of lent sends).
+    built_total: u64,
+    acked_total: u64,
     /// Sent and not yet acknowledged, oldest first (the Go-Back-N window).
     unacked: VecDeque<Sent>,
     /// Built but not sent: the window was full.
@@ -292,6 +319,8 @@ impl UdpTransport {
         let tx = (0..size)
             .map(|_| PeerTx {
                 next_seq: 0,
+                built_total: 0,
+                acked_total: 0,
                 unacked: VecDeque::new(),
                 queued: VecDeque::new(),
                 timer: None,
@@ -429,7 +458,7 @@ impl UdpTransport {
             (std::mem::take(&mut q[i].datagram), q[i].body.clone())
         };
         d[20..24].copy_from_slice(&ack.to_le_bytes());
-        let body_bytes: &[u8] = body.as_ref().map_or(&[], |(b, r)| &b[r.clone()]);
+        let body_bytes: &[u8] = body.as_ref().map_or(&[], |b| b.bytes());
         seal_parts(&mut d, body_bytes);
         let r = self.emit(dest, &d, body_bytes);
         let tx = &mut self.tx[dest as usize];
@@ -454,6 +483,7 @@ impl UdpTransport {
         let tx = &mut self.tx[dest as usize];
         let seq = tx.next_seq;
         tx.next_seq = seq.wrapping_add(1);
+        tx.built_total += 1;
         Header {
             flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
             job: self.job,
@@ -527,6 +557,7 @@ impl UdpTransport {
         let mut moved = false;
         while tx.unacked.front().is_some_and(|s| seq_lt(s.seq, ack)) {
             if let Some(s) = tx.unacked.pop_front() {
+                tx.acked_total += 1;
                 if self.pool.len() < 64 {
                     let mut v = s.datagram;
                     v.clear();
@@ -875,9 +906,45 @@ impl Transport for UdpTransport {
         let (seq, mut dg) = self.start_data(dest, len, 0, 1, len);
         dg.extend_from_slice(header);
         // The bulk bytes stay in the engine's buffer until acknowledged.
-        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some((data.clone(), range)) });
+        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some(Body::Shared(data.clone(), range)) });
         self.pump(dest)?;
         Ok(true)
+    }
+
+    unsafe fn try_send_lent(&mut self, dest: u32, header: &[u8], data: &[u8]) -> Result<Lent, TransportError> {
+        let len = header.len() + data.len();
+        if len > self.cfg.mtu || data.is_empty() {
+            // Several datagrams (or nothing to hold): copy.
+            return Ok(if self.try_send(dest, &[header, data])? { Lent::Copied } else { Lent::NotNow });
+        }
+        let d = dest as usize;
+        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
+            return Ok(Lent::NotNow);
+        }
+        let (seq, mut dg) = self.start_data(dest, len, 0, 1, len);
+        dg.extend_from_slice(header);
+        // The bulk bytes stay in the caller's buffer until acknowledged
+        // (the caller's contract keeps them there).
+        let body = Body::Lent { ptr: data.as_ptr(), len: data.len() };
+        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some(body) });
+        let token = self.tx[d].built_total;
+        self.pump(dest)?;
+        Ok(Lent::Held(token))
+    }
+
+    fn lent_released(&self, dest: u32, token: u64) -> bool {
+        self.tx.get(dest as usize).is_none_or(|tx| tx.acked_total >= token)
+    }
+
+    fn unlend(&mut self, dest: u32) {
+        let Some(tx) = self.tx.get_mut(dest as usize) else { return };
+        for s in tx.unacked.iter_mut().chain(tx.queued.iter_mut()) {
+            if let Some(b @ Body::Lent { .. }) = &s.body {
+                let copy = b.bytes().to_vec();
+                let n = copy.len();
+                s.body = Some(Body::Shared(Rc::new(copy), 0..n));
+            }
+        }
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
@@ -1052,6 +1119,51 @@ mod tests {
             }
         }
         assert!(t.tx[0].unacked.is_empty());
+    }
+
+    /// A lent buffer is sent and resent from the caller's memory until
+    /// acknowledged; `unlend` makes the transport copy it, after which the
+    /// caller may overwrite it and a retransmission still carries the
+    /// original bytes.
+    #[test]
+    fn a_lent_buffer_is_held_until_acknowledged_and_copied_by_unlend() {
+        let (mut t, raw, me) = pair();
+        raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = vec![0x5Au8; 3000];
+        // SAFETY: `buf` is not written before unlend below.
+        let token = match unsafe { t.try_send_lent(0, b"hdr", &buf).unwrap() } {
+            Lent::Held(token) => token,
+            other => panic!("a 3000-byte body was not held: {other:?}"),
+        };
+        assert!(!t.lent_released(0, token));
+        let mut d = vec![0u8; 70_000];
+        let n = raw.recv(&mut d).unwrap();
+        assert_eq!(&d[n - 3000..n], &buf[..]);
+        t.unlend(0);
+        buf.fill(0);
+        // The retransmission (no ACK came) carries the copy.
+        let mut resent = None;
+        for _ in 0..2000 {
+            drain(&mut t, 0);
+            raw.set_nonblocking(true).unwrap();
+            if let Ok(n) = raw.recv(&mut d) {
+                resent = Some(d[n - 3000..n].to_vec());
+                break;
+            }
+            raw.set_nonblocking(false).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let resent = resent.expect("never retransmitted");
+        assert!(resent.iter().all(|b| *b == 0x5A), "the retransmission did not carry the original bytes");
+        let ack = Header { flags: flag::ACK, ack: 1, msg_len: 0, payload: 0, ..data(0, b"") };
+        raw.send_to(&datagram(ack, b""), me).unwrap();
+        for _ in 0..200 {
+            drain(&mut t, 0);
+            if t.lent_released(0, token) {
+                break;
+            }
+        }
+        assert!(t.lent_released(0, token), "the ACK did not release the lent buffer");
     }
 
     /// Issue 8: a gap the sender never fills (its datagram acknowledged by a
