@@ -17,8 +17,8 @@ trap 'rm -rf "$tmp"' EXIT
 json() { grep -o '\[{.*}\]' | tail -1; }
 for r in $(seq "$rounds"); do
   $bin/dnrun -n 2 --backend udp -- $bin/dnbench latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/udp_lat.$r"
-  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --json | json > "$tmp/tcp_lat.$r"
-  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --blocking --json | json > "$tmp/tcpb_lat.$r"
+  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/tcp_lat.$r"
+  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --warmup 200 --blocking --json | json > "$tmp/tcpb_lat.$r"
   $bin/dnrun -n 2 --backend udp -- $bin/dnbench bw --sizes 1:4M --iters 30 --json | json > "$tmp/udp_bw.$r"
   $bin/tcpbench bw --sizes 1:4M --iters 30 --json | json > "$tmp/tcp_bw.$r"
 done

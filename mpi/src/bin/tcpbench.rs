@@ -8,9 +8,16 @@
 //! receiver with a window of posted receives does (the same memory
 //! footprint as `dnbench bw`).
 //!
+//! It is meant to be what a good TCP ping-pong is (issue 8's fair
+//! baseline): a message leaves with one `writev` of the length and the
+//! payload from where it lies (no frame copy), and arrives with one `readv`
+//! into the length word and the receive buffer (the receiver knows the size,
+//! as an MPI receive with a posted buffer does), each looping only on a
+//! partial transfer; the warm-up is `--warmup` rounds, as in `dnbench`.
+//!
 //! `tcpbench latency --sizes 0:4M --json` (same output shape as `dnbench`).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, IoSliceMut, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -45,6 +52,9 @@ struct Args {
     /// Blocking reads instead of busy polling.
     #[arg(long)]
     blocking: bool,
+    /// Warm-up round trips (latency) per size, as `dnbench --warmup`.
+    #[arg(long, default_value_t = LATENCY_WARMUP)]
+    warmup: u32,
     /// JSON output.
     #[arg(long)]
     json: bool,
@@ -53,46 +63,57 @@ struct Args {
     peer: Option<u16>,
 }
 
-fn read_full(s: &mut TcpStream, buf: &mut [u8], busy: bool) -> std::io::Result<()> {
-    let mut got = 0;
-    while got < buf.len() {
-        match s.read(&mut buf[got..]) {
+/// Fill every slice of `bufs` from the stream: one `readv` when the bytes
+/// are there, more only on a partial read.
+fn readv_full(s: &mut TcpStream, mut bufs: &mut [IoSliceMut<'_>], busy: bool) -> std::io::Result<()> {
+    while !bufs.is_empty() {
+        match s.read_vectored(bufs) {
             Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
+            Ok(n) => IoSliceMut::advance_slices(&mut bufs, n),
             Err(e) if e.kind() == ErrorKind::WouldBlock && busy => std::hint::spin_loop(),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-    }
-    Ok(())
-}
-
-fn write_full(s: &mut TcpStream, buf: &[u8]) -> std::io::Result<()> {
-    let mut put = 0;
-    while put < buf.len() {
-        match s.write(&buf[put..]) {
-            Ok(n) => put += n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => std::hint::spin_loop(),
-            Err(e) => return Err(e),
+        // Drop the slices already full (advance_slices leaves empty ones
+        // only at the end when everything was read).
+        while bufs.first().is_some_and(|b| b.is_empty()) {
+            bufs = &mut bufs[1..];
         }
     }
     Ok(())
 }
 
-fn send_msg(s: &mut TcpStream, frame: &mut Vec<u8>, payload: &[u8]) -> std::io::Result<()> {
-    frame.clear();
-    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    frame.extend_from_slice(payload);
-    write_full(s, frame)
+/// Send a 4-byte length and the payload with one `writev`, from where they
+/// lie (no copy into a frame).
+fn send_msg(s: &mut TcpStream, payload: &[u8]) -> std::io::Result<()> {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut parts = [IoSlice::new(&len), IoSlice::new(payload)];
+    let mut bufs = &mut parts[..];
+    while !bufs.is_empty() {
+        match s.write_vectored(bufs) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+        while bufs.first().is_some_and(|b| b.is_empty()) {
+            bufs = &mut bufs[1..];
+        }
+    }
+    Ok(())
 }
 
-fn recv_msg(s: &mut TcpStream, buf: &mut Vec<u8>, busy: bool) -> std::io::Result<usize> {
+/// Receive a message of the known size into `buf` with one `readv` of the
+/// length word and the payload; a different length is an error.
+fn recv_msg(s: &mut TcpStream, buf: &mut [u8], busy: bool) -> std::io::Result<()> {
     let mut len = [0u8; 4];
-    read_full(s, &mut len, busy)?;
-    let n = u32::from_le_bytes(len) as usize;
-    buf.resize(n, 0);
-    read_full(s, &mut buf[..n], busy)?;
-    Ok(n)
+    let want = buf.len();
+    readv_full(s, &mut [IoSliceMut::new(&mut len), IoSliceMut::new(buf)], busy)?;
+    let got = u32::from_le_bytes(len) as usize;
+    if got != want {
+        return Err(std::io::Error::other(format!("a {got}-byte message where {want} bytes were expected")));
+    }
+    Ok(())
 }
 
 fn setup(s: &TcpStream, busy: bool) -> std::io::Result<()> {
@@ -105,27 +126,25 @@ fn peer(args: &Args, port: u16) -> std::io::Result<()> {
     let busy = !args.blocking;
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     setup(&s, busy)?;
-    let (mut buf, mut frame) = (Vec::new(), Vec::new());
     for size in adi::config::parse_size_list(&args.sizes).map_err(std::io::Error::other)? {
         let iters = iterations_for(size, args.iters);
         match args.test {
             Test::Latency => {
-                for _ in 0..iters + LATENCY_WARMUP {
+                let mut buf = vec![0u8; size];
+                for _ in 0..iters + args.warmup {
                     recv_msg(&mut s, &mut buf, busy)?;
-                    let reply = std::mem::take(&mut buf);
-                    send_msg(&mut s, &mut frame, &reply)?;
-                    buf = reply;
+                    send_msg(&mut s, &buf)?;
                 }
             }
             Test::Bw => {
                 // One buffer per message of a window, as an MPI receiver
                 // posting a window of receives has.
-                let mut bufs: Vec<Vec<u8>> = (0..args.window).map(|_| Vec::with_capacity(size)).collect();
+                let mut bufs: Vec<Vec<u8>> = (0..args.window).map(|_| vec![0u8; size]).collect();
                 for _ in 0..bw_iterations(size, args.iters) + BW_MAX_WARMUP {
                     for b in bufs.iter_mut() {
                         recv_msg(&mut s, b, busy)?;
                     }
-                    send_msg(&mut s, &mut frame, &[1, 2, 3, 4])?;
+                    send_msg(&mut s, &[1, 2, 3, 4])?;
                 }
             }
         }
@@ -167,20 +186,21 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("cannot start the peer process: {e}"))?;
     let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
     setup(&s, busy).map_err(|e| e.to_string())?;
-    let (mut buf, mut frame) = (Vec::new(), Vec::new());
     let mut rows = Vec::new();
+    let mut ack = [0u8; 4];
     for &size in &sizes {
         let msg = vec![7u8; size];
+        let mut buf = vec![0u8; size];
         let iters = iterations_for(size, args.iters);
         let io = |e: std::io::Error| e.to_string();
         match args.test {
             Test::Latency => {
                 let mut t0 = Instant::now();
-                for i in 0..iters + LATENCY_WARMUP {
-                    if i == LATENCY_WARMUP {
+                for i in 0..iters + args.warmup {
+                    if i == args.warmup {
                         t0 = Instant::now();
                     }
-                    send_msg(&mut s, &mut frame, &msg).map_err(io)?;
+                    send_msg(&mut s, &msg).map_err(io)?;
                     recv_msg(&mut s, &mut buf, busy).map_err(io)?;
                 }
                 let us = t0.elapsed().as_secs_f64() * 1e6 / (2.0 * iters as f64);
@@ -201,9 +221,9 @@ fn run(args: &Args) -> Result<(), String> {
                         t0 = Instant::now();
                     }
                     for _ in 0..args.window {
-                        send_msg(&mut s, &mut frame, &msg).map_err(io)?;
+                        send_msg(&mut s, &msg).map_err(io)?;
                     }
-                    recv_msg(&mut s, &mut buf, busy).map_err(io)?;
+                    recv_msg(&mut s, &mut ack, busy).map_err(io)?;
                 }
                 let mbps = size as f64 * args.window as f64 * iters as f64 / t0.elapsed().as_secs_f64() / 1e6;
                 rows.push(Row {
