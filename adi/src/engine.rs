@@ -860,9 +860,10 @@ impl Engine {
                         msg.extend_from_slice(&s.data.bytes()[*offset as usize..(*offset + *len) as usize]);
                     }
                     // A message to self waits in the self inbox: one copy
-                    // more than a message from a peer.
+                    // more than a message from a peer (counted once per
+                    // message: at its first bytes).
                     if *len > 0 {
-                        self.st.counters.recv_copies += 1;
+                        self.st.counters.recv_copies += u64::from(*offset == 0);
                         self.st.counters.recv_copy_bytes += *len;
                     }
                 }
@@ -1049,6 +1050,18 @@ impl Engine {
         Ok(self.search_unexpected(src, tag, ctx).map(|u| Matched { u }))
     }
 
+    /// Blocking matched probe (`MPI_Mprobe`): [`Engine::improbe`] until a
+    /// message matches, idling the transport in between as `probe` does.
+    pub fn mprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Matched, AdiError> {
+        loop {
+            if let Some(m) = self.improbe(src, tag, ctx)? {
+                return Ok(m);
+            }
+            self.st.counters.idle_waits += 1;
+            self.t.idle()?;
+        }
+    }
+
     /// Receive a matched message into a vector the engine allocates.
     pub fn imrecv(&mut self, msg: Matched, capacity: u64) -> Result<ReqId, AdiError> {
         self.t.charge(HostCost::Request, 1);
@@ -1101,7 +1114,10 @@ impl Engine {
                 self.t.unlend(s.dest);
             }
         }
-        if self.st.reqs.remove(id).is_some() {
+        if let Some(req) = self.st.reqs.remove(id) {
+            if let Req::Recv(RecvReq { region: Some(region), .. }) = req {
+                self.t.rdv_free(region);
+            }
             self.st.posted.retain(|p| p.id != id);
             self.st.need_landing.retain(|r| *r != id);
         }

@@ -578,12 +578,17 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
     charge_call(c.engine()?);
-    let mut found = None;
-    c.wait_until(|c| {
-        found = c.engine()?.improbe(src, tag, comm.ctx)?;
-        Ok(found.is_some())
-    })?;
-    let msg = found.ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?;
+    let msg = if c.nbc.is_empty() {
+        c.engine()?.mprobe(src, tag, comm.ctx)?
+    } else {
+        // Keep non-blocking collectives moving while waiting (as probe does).
+        let mut found = None;
+        c.wait_until(|c| {
+            found = c.engine()?.improbe(src, tag, comm.ctx)?;
+            Ok(found.is_some())
+        })?;
+        found.ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?
+    };
     let st = msg.status();
     let size = std::mem::size_of::<T>();
     let e = c.engine()?;
