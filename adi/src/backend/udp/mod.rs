@@ -65,9 +65,15 @@ pub struct UdpConfig {
     pub ack_delay: Duration,
     /// Busy-poll time before sleeping [`DN_UDP_SPIN_US`].
     pub spin: Duration,
-    /// After the last own packet is acknowledged, keep answering peers until
-    /// nothing has arrived for this long (so a lost final ACK can be repeated).
+    /// In finalize, a peer whose goodbye we have but who has not confirmed
+    /// ours is taken to have left after this long without a word from it
+    /// (its last confirmation was lost; it owes and is owed nothing).
     pub linger: Duration,
+    /// In finalize, a peer that has sent no goodbye is taken to have left
+    /// after this long without a word from it (bounded by `peer_timeout`).
+    /// A peer still waiting for an acknowledgement from us retransmits at
+    /// least every `rto_max`, so leaving early needs ~15 losses in a row.
+    pub goodbye_wait: Duration,
     /// Socket send and receive buffer size.
     pub sockbuf: usize,
     /// CRC over whole payloads, not just their first bytes [`DN_UDP_CHECKSUM=full`].
@@ -89,7 +95,10 @@ impl Default for UdpConfig {
             peer_timeout: Duration::from_secs(10),
             ack_delay: Duration::from_micros(200),
             spin: Duration::from_micros(100),
-            linger: Duration::from_millis(250),
+            // Five repeats of a peer's goodbye at rto_max: only paid when a
+            // final confirmation is lost.
+            linger: Duration::from_secs(1),
+            goodbye_wait: Duration::from_secs(3),
             sockbuf: 4 << 20,
             full_crc: false,
         }
@@ -195,6 +204,11 @@ pub struct UdpStats {
     /// ACKs and NACKs for sequence numbers never sent (forged or stale
     /// beyond the window), discarded with their datagram.
     pub bogus_acks: u64,
+    /// Goodbyes sent in finalize (first ones and repeats).
+    pub byes_sent: u64,
+    /// Peers left behind in finalize without their goodbye, after
+    /// `goodbye_wait` of silence.
+    pub left_without_bye: u64,
 }
 
 struct Sent {
@@ -262,6 +276,17 @@ struct PeerRx {
     /// arrived), and when it was last asked for.
     gap_since: Option<Instant>,
     gap_asked: Option<Instant>,
+    /// The last time a valid datagram came from this peer.
+    heard: Instant,
+    /// Its goodbye arrived (it is finalizing and fully acknowledged).
+    got_bye: bool,
+    /// It has confirmed ours (HAVE_BYE).
+    has_ours: bool,
+    /// We have told it that we have its goodbye.
+    told_have: bool,
+    /// When to repeat our goodbye, and the current repeat interval.
+    bye_next: Option<Instant>,
+    bye_rto: Duration,
 }
 
 /// The UDP transport of one rank.
@@ -281,6 +306,8 @@ pub struct UdpTransport {
     held: Option<(Vec<u8>, u32)>,
     stats: UdpStats,
     blocking: bool,
+    /// In finalize with every own datagram acknowledged: goodbyes go out.
+    leaving: bool,
 }
 
 fn io_err(what: &str, e: std::io::Error) -> TransportError {
@@ -340,6 +367,12 @@ impl UdpTransport {
                 frag_len: 0,
                 gap_since: None,
                 gap_asked: None,
+                heard: now,
+                got_bye: false,
+                has_ours: false,
+                told_have: false,
+                bye_next: None,
+                bye_rto: cfg.rto_min,
             })
             .collect();
         Ok(UdpTransport {
@@ -358,6 +391,7 @@ impl UdpTransport {
             held: None,
             stats: UdpStats::default(),
             blocking: false,
+            leaving: false,
         })
     }
 
@@ -653,6 +687,11 @@ impl UdpTransport {
             }
         }
         self.acked(h.src, h.ack);
+        self.rx[h.src as usize].heard = Instant::now();
+        if h.flags & flag::BYE != 0 {
+            self.goodbye_from(h.src, h.flags & flag::HAVE_BYE != 0)?;
+            return Ok(false);
+        }
         if h.flags & flag::NACK != 0 {
             self.stats.nacks_received += 1;
             if self.tx[h.src as usize].unacked.iter().any(|s| s.seq == h.seq) {
@@ -807,8 +846,44 @@ impl UdpTransport {
                 let at = (t + self.cfg.rto_max).min(self.rx[d].gap_since.unwrap_or(t) + self.cfg.peer_timeout);
                 best = Some(best.map_or(at, |b| b.min(at)));
             }
+            if let Some(t) = self.rx[d].bye_next {
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
         }
         best
+    }
+
+    /// A goodbye from `src` (`have`: it has ours). Once we are leaving we
+    /// answer a goodbye that does not yet confirm ours, and confirm theirs
+    /// once, so both ends learn that the other needs nothing more.
+    fn goodbye_from(&mut self, src: u32, have: bool) -> Result<(), TransportError> {
+        let rx = &mut self.rx[src as usize];
+        rx.got_bye = true;
+        rx.has_ours |= have;
+        if self.leaving && (!have || !rx.told_have) {
+            self.goodbye(src)?;
+        }
+        Ok(())
+    }
+
+    /// Send our goodbye to `dest`, confirming theirs if we have it.
+    fn goodbye(&mut self, dest: u32) -> Result<(), TransportError> {
+        let have = self.rx[dest as usize].got_bye;
+        self.rx[dest as usize].told_have |= have;
+        self.stats.byes_sent += 1;
+        self.control(dest, flag::BYE | if have { flag::HAVE_BYE } else { 0 }, 0)
+    }
+
+    /// Whether finalize may stop waiting for `p`, and whether that is
+    /// because it fell silent without a goodbye.
+    fn farewell_done(&self, p: usize, now: Instant) -> (bool, bool) {
+        let rx = &self.rx[p];
+        let silent = now.saturating_duration_since(rx.heard);
+        if rx.got_bye && (rx.has_ours || silent >= self.cfg.linger) {
+            return (true, false);
+        }
+        let wait = self.cfg.goodbye_wait.min(self.cfg.peer_timeout);
+        (silent >= wait, silent >= wait)
     }
 
     fn all_acked(&self) -> bool {
@@ -1006,10 +1081,10 @@ impl Transport for UdpTransport {
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK); injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK); goodbyes: {} sent, {} peers left without one; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
             s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
-            s.rejected[4], s.rejected[5], s.bogus_acks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+            s.rejected[4], s.rejected[5], s.bogus_acks, s.byes_sent, s.left_without_bye, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
         ))
     }
 
@@ -1022,18 +1097,54 @@ impl Transport for UdpTransport {
                 self.idle()?;
             }
         }
-        // ...and we keep answering retransmissions until the line is quiet,
-        // in case one of our ACKs was lost.
-        let mut quiet = Instant::now();
-        while quiet.elapsed() < self.cfg.linger {
-            let before = self.stats.received;
+        // ...then goodbyes (seed 001 has no connection teardown; this is
+        // ours): we leave once every peer has said that it needs nothing
+        // more from us (its goodbye: all its datagrams acknowledged) and
+        // knows the same of us. Until then we keep acknowledging its
+        // retransmissions, so a lost final ACK is repeated, and repeat our
+        // goodbye with backoff. The last confirmation can always be lost;
+        // a peer whose goodbye we hold is then let go after `linger` of
+        // silence, and one that never said goodbye after `goodbye_wait`.
+        self.leaving = true;
+        let now = Instant::now();
+        for p in 0..self.size {
+            if p == self.rank {
+                continue;
+            }
+            let rx = &mut self.rx[p as usize];
+            rx.heard = rx.heard.max(now);
+            rx.bye_rto = self.cfg.rto_min;
+            rx.bye_next = Some(now + self.cfg.rto_min);
+            self.goodbye(p)?;
+        }
+        loop {
             self.poll(&mut sink)?;
-            if self.stats.received != before {
-                quiet = Instant::now();
+            let now = Instant::now();
+            let mut done = true;
+            for p in 0..self.size {
+                let d = p as usize;
+                if p == self.rank || self.rx[d].bye_next.is_none() {
+                    continue;
+                }
+                let (ok, silent) = self.farewell_done(d, now);
+                if ok {
+                    self.rx[d].bye_next = None;
+                    self.stats.left_without_bye += silent as u64;
+                    continue;
+                }
+                done = false;
+                if self.rx[d].bye_next.is_some_and(|t| now >= t) {
+                    let rx = &mut self.rx[d];
+                    rx.bye_rto = (rx.bye_rto * 2).min(self.cfg.rto_max);
+                    rx.bye_next = Some(now + rx.bye_rto);
+                    self.goodbye(p)?;
+                }
+            }
+            if done {
+                return Ok(());
             }
             self.idle()?;
         }
-        Ok(())
     }
 }
 
@@ -1074,6 +1185,91 @@ mod tests {
             nfrags: 1,
             payload: payload.len() as u32,
         }
+    }
+
+    /// `k` real transports in `k` threads with `faults`: each sends `n`
+    /// messages to every other, receives theirs and finalizes.
+    fn exchange_and_finalize(k: usize, faults: FaultSpec, n: usize) -> Vec<Result<UdpStats, TransportError>> {
+        let cfg = UdpConfig { full_crc: true, ..Default::default() };
+        let socks: Vec<_> = (0..k).map(|_| UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap()).collect();
+        let addrs: Vec<SocketAddr> = socks.iter().map(|s| s.local_addr().unwrap()).collect();
+        let handles: Vec<_> = socks
+            .into_iter()
+            .enumerate()
+            .map(|(rank, sock)| {
+                let (cfg, addrs, faults) = (cfg.clone(), addrs.clone(), faults.clone());
+                std::thread::spawn(move || -> Result<UdpStats, TransportError> {
+                    let me = rank as u32;
+                    let mut t = UdpTransport::new(sock, me, addrs, 9, cfg, Some(faults))?;
+                    let mut sent = vec![0; k];
+                    let mut got = vec![0; k];
+                    sent[rank] = n;
+                    got[rank] = n;
+                    while sent.iter().chain(&got).any(|&c| c < n) {
+                        for (p, count) in sent.iter_mut().enumerate() {
+                            while *count < n && t.try_send(p as u32, &[&[me as u8; 100]])? {
+                                *count += 1;
+                            }
+                        }
+                        t.poll(&mut |src, m| {
+                            assert_eq!(m, &[src as u8; 100][..]);
+                            got[src as usize] += 1;
+                        })?;
+                        t.idle()?;
+                    }
+                    t.finalize()?;
+                    Ok(t.stats())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    /// Issue 8: at 50% loss a rank used to leave after 250 ms of quiet while
+    /// a peer's last datagram was still unacknowledged, and the peer then
+    /// failed with "unreachable". With goodbyes no rank leaves while another
+    /// needs something from it.
+    #[test]
+    fn finalize_at_half_loss_leaves_no_peer_behind() {
+        for seed in 1..=4 {
+            let spec = FaultSpec { loss: 0.5, seed, ..Default::default() };
+            for (rank, r) in exchange_and_finalize(4, spec, 20).into_iter().enumerate() {
+                let s = r.unwrap_or_else(|e| panic!("seed {seed}: rank {rank}: {e}"));
+                assert!(s.byes_sent >= 3, "seed {seed}: rank {rank} did not say goodbye to everyone");
+            }
+        }
+    }
+
+    /// A rank in finalize stays while a peer may still need an
+    /// acknowledgement from it: the peer's retransmission 600 ms later
+    /// (after the old 250 ms linger would have let the rank go) is still
+    /// answered, and the rank leaves once the peer says goodbye.
+    #[test]
+    fn finalize_waits_for_a_peer_that_has_not_said_goodbye() {
+        let (mut t, raw, me) = pair();
+        let peer = std::thread::spawn(move || {
+            let msg = datagram(data(0, b"last"), b"last");
+            raw.send_to(&msg, me).unwrap();
+            // Our ACK "was lost": ignore everything for a while, then retransmit.
+            std::thread::sleep(Duration::from_millis(600));
+            raw.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+            let mut b = [0u8; 2048];
+            while raw.recv_from(&mut b).is_ok() {}
+            raw.send_to(&msg, me).unwrap();
+            raw.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let answered = match raw.recv_from(&mut b) {
+                Ok((n, _)) => Header::parse(&b[..n], 7, 0, 2).is_ok_and(|h| h.ack == 1),
+                Err(_) => false,
+            };
+            let bye =
+                Header { flags: flag::BYE | flag::HAVE_BYE, ack: 0, msg_len: 0, nfrags: 0, payload: 0, ..data(0, b"") };
+            raw.send_to(&datagram(bye, b""), me).unwrap();
+            answered
+        });
+        assert_eq!(drain(&mut t, 1), vec![b"last".to_vec()]);
+        t.finalize().unwrap();
+        assert!(peer.join().unwrap(), "the rank left before its peer had its acknowledgement");
+        assert_eq!(t.stats().left_without_bye, 0);
     }
 
     /// Poll until `want` messages arrived or a bound of polls passed.

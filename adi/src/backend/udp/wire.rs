@@ -10,7 +10,7 @@
 //! |---|---|
 //! | 0 | magic `u16` = 0x4455 |
 //! | 2 | version `u8` = 1 |
-//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8 |
+//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8, BYE 16, HAVE_BYE 32 |
 //! | 4 | job id `u32` |
 //! | 8 | source rank `u32` |
 //! | 12 | destination rank `u32` |
@@ -45,6 +45,11 @@ pub mod flag {
     pub const NACK: u8 = 4;
     /// The CRC covers the whole payload.
     pub const FULL_CRC: u8 = 8;
+    /// Goodbye: the sender is finalizing and every datagram it sent to the
+    /// destination is acknowledged, so it needs nothing more from it.
+    pub const BYE: u8 = 16;
+    /// With BYE: the sender has the destination's goodbye too.
+    pub const HAVE_BYE: u8 = 32;
 }
 
 /// Payload bytes always covered by the CRC.
@@ -150,8 +155,14 @@ impl Header {
         if h.dst != me || h.src >= size || h.src == me {
             return Err(Reject::UnknownSender);
         }
-        let known = flag::DATA | flag::ACK | flag::NACK | flag::FULL_CRC;
+        let known = flag::DATA | flag::ACK | flag::NACK | flag::FULL_CRC | flag::BYE | flag::HAVE_BYE;
         if h.flags & !known != 0 || h.flags == 0 {
+            return Err(Reject::Malformed);
+        }
+        // A goodbye is a control datagram of its own.
+        if (h.flags & flag::HAVE_BYE != 0 && h.flags & flag::BYE == 0)
+            || (h.flags & flag::BYE != 0 && h.flags & (flag::DATA | flag::NACK) != 0)
+        {
             return Err(Reject::Malformed);
         }
         if h.flags & flag::DATA != 0 && (h.nfrags == 0 || h.frag >= h.nfrags || h.payload > h.msg_len) {
@@ -239,6 +250,12 @@ mod tests {
         assert_eq!(Header::parse(&f, 77, 0, 4), Err(Reject::Foreign));
         let bad = datagram(Header { frag: 1, ..header() }, b"abc");
         assert_eq!(Header::parse(&bad, 77, 0, 4), Err(Reject::Malformed));
+        let bye = Header { flags: flag::BYE | flag::HAVE_BYE, msg_len: 0, nfrags: 0, payload: 0, ..header() };
+        assert!(Header::parse(&datagram(bye, b""), 77, 0, 4).is_ok());
+        for flags in [flag::HAVE_BYE, flag::BYE | flag::DATA, flag::BYE | flag::NACK] {
+            let bad = datagram(Header { flags, ..bye }, b"");
+            assert_eq!(Header::parse(&bad, 77, 0, 4), Err(Reject::Malformed), "flags {flags:#x}");
+        }
     }
 
     #[test]
