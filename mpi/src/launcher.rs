@@ -60,6 +60,36 @@ pub struct LaunchOptions {
     pub reaper: Option<PathBuf>,
 }
 
+/// The value a rank will see for `key`: `-x` first, then ours.
+fn rank_env(opts: &LaunchOptions, key: &str) -> Option<String> {
+    opts.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone()).or_else(|| std::env::var(key).ok())
+}
+
+/// Authenticated UDP (`DN_UDP_AUTH=1`): a fresh 32-byte key for this job,
+/// readable by its owner only, in the job directory where the ranks look
+/// for it — unless the user gave one (`DN_UDP_KEY_FILE`, e.g. for a job
+/// across hosts).
+fn write_udp_key(opts: &LaunchOptions, job_dir: &Path) -> Result<(), LaunchError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if rank_env(opts, adi::backend::udp::AUTH_ENV).as_deref() != Some("1")
+        || rank_env(opts, adi::backend::udp::KEY_FILE_ENV).is_some()
+    {
+        return Ok(());
+    }
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| LaunchError::Io(format!("cannot read /dev/urandom for the job's UDP key: {e}")))?;
+    let path = job_dir.join(adi::backend::udp::KEY_FILE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&key))
+        .map_err(|e| LaunchError::Io(format!("cannot write the job's UDP key {}: {e}", path.display())))
+}
+
 /// How a job ended.
 #[derive(Clone, Debug)]
 pub struct JobReport {
@@ -449,6 +479,9 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     std::fs::create_dir_all(dir.join("job"))
         .map_err(|e| LaunchError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let _cleanup = Cleanup(dir.clone());
+    if opts.backend == Backend::Udp {
+        write_udp_key(opts, &dir.join("job"))?;
+    }
     // Declared after the cleanup, so dropped first: it is told "done" and
     // then the directory goes.
     let mut reaper = Reaper::start(opts.reaper.as_deref(), &dir);

@@ -170,3 +170,24 @@ fn offload_falls_back_to_manual_and_says_so() {
     let out = run("nbc", 3, &["DN_NBC_PROGRESS=thread"]);
     assert_eq!(out.matches("a real progress thread is not built yet").count(), 1, "{out}");
 }
+
+/// `DN_UDP_AUTH=1`: dnrun writes a per-job key, every datagram carries a
+/// keyed tag, and the stray datagrams of `udp-garbage` (some with valid
+/// CRCs) are all dropped as unauthenticated; the suite still passes under
+/// injected faults.
+#[test]
+fn authenticated_mode_drops_what_lacks_the_jobs_key() {
+    let out = run("udp-garbage", 2, &["DN_UDP_AUTH=1"]);
+    assert!(out.contains("bogus ACK/NACK), 7 unauthenticated"), "{out}");
+    run("allpairs", 4, &[FAULTS, "DN_UDP_AUTH=1"]);
+}
+
+#[test]
+fn authenticated_mode_without_a_key_is_a_clear_error() {
+    let (ok, _, stderr) = run_with("pingpong", 2, &["DN_UDP_AUTH=1", "DN_UDP_KEY_FILE=/nonexistent/udp.key"]);
+    assert!(!ok);
+    assert!(stderr.contains("cannot read the key file /nonexistent/udp.key"), "{stderr}");
+    let (ok, _, stderr) = run_with("pingpong", 2, &["DN_UDP_AUTH=yes"]);
+    assert!(!ok);
+    assert!(stderr.contains("DN_UDP_AUTH=\"yes\" must be 1 or 0"), "{stderr}");
+}

@@ -36,11 +36,50 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use self::faults::{FaultSpec, Faults, Verdict};
-use self::wire::{flag, seal, seal_parts, seq_lt, Header, Reject, HEADER};
+use self::wire::{flag, seal, seal_parts, seq_lt, AuthKey, Header, Reject, HEADER, TAG};
 use crate::error::TransportError;
 use crate::transport::{Caps, Lent, Transport};
 
 const BACKEND: &str = "udp";
+
+/// Turns on authenticated mode (`1`).
+pub const AUTH_ENV: &str = "DN_UDP_AUTH";
+/// Where the job's key is, if not `$DN_JOB_DIR/udp.key`.
+pub const KEY_FILE_ENV: &str = "DN_UDP_KEY_FILE";
+/// The key file `dnrun` writes into the job directory.
+pub const KEY_FILE: &str = "udp.key";
+
+/// Read the job's key: exactly 32 bytes, readable by its owner only.
+pub fn load_key() -> Result<AuthKey, TransportError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = match (std::env::var_os(KEY_FILE_ENV), std::env::var_os("DN_JOB_DIR")) {
+        (Some(p), _) => std::path::PathBuf::from(p),
+        (None, Some(d)) => std::path::Path::new(&d).join(KEY_FILE),
+        (None, None) => {
+            return Err(TransportError::Config(format!(
+                "{AUTH_ENV}=1 needs the job's key: start the job with dnrun, or set {KEY_FILE_ENV} to a file of 32 random bytes shared by all ranks"
+            )))
+        }
+    };
+    let shown = path.display();
+    let meta = std::fs::metadata(&path).map_err(|e| {
+        TransportError::Config(format!("{AUTH_ENV}=1: cannot read the key file {shown}: {e} (dnrun writes it; or set {KEY_FILE_ENV})"))
+    })?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(TransportError::Config(format!(
+            "{AUTH_ENV}=1: the key file {shown} is readable by others; chmod 600 it"
+        )));
+    }
+    let bytes = std::fs::read(&path)
+        .map_err(|e| TransportError::Config(format!("{AUTH_ENV}=1: cannot read the key file {shown}: {e}")))?;
+    let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+        TransportError::Config(format!(
+            "{AUTH_ENV}=1: the key file {shown} holds {} bytes, not 32 (e.g. head -c 32 /dev/urandom > FILE)",
+            bytes.len()
+        ))
+    })?;
+    Ok(AuthKey(key))
+}
 
 /// Tunables (environment variables in brackets).
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +117,9 @@ pub struct UdpConfig {
     pub sockbuf: usize,
     /// CRC over whole payloads, not just their first bytes [`DN_UDP_CHECKSUM=full`].
     pub full_crc: bool,
+    /// Authenticated mode: the per-job key [`DN_UDP_AUTH=1`, key from
+    /// `DN_UDP_KEY_FILE` or `$DN_JOB_DIR/udp.key`, written by `dnrun`].
+    pub auth: Option<AuthKey>,
 }
 
 impl Default for UdpConfig {
@@ -101,6 +143,7 @@ impl Default for UdpConfig {
             goodbye_wait: Duration::from_secs(3),
             sockbuf: 4 << 20,
             full_crc: false,
+            auth: None,
         }
     }
 }
@@ -136,6 +179,11 @@ impl UdpConfig {
             Ok(other) => {
                 return Err(TransportError::Config(format!("DN_UDP_CHECKSUM={other:?} must be full or prefix")))
             }
+        }
+        match std::env::var(AUTH_ENV).as_deref() {
+            Ok("1") => c.auth = Some(load_key()?),
+            Ok("0") | Err(_) => {}
+            Ok(other) => return Err(TransportError::Config(format!("{AUTH_ENV}={other:?} must be 1 or 0"))),
         }
         c.validate()?;
         Ok(c)
@@ -197,8 +245,9 @@ pub struct UdpStats {
     pub direct: u64,
     /// Messages reassembled from several datagrams.
     pub reassembled: u64,
-    /// Dropped: truncated, foreign, other job, unknown sender, corrupt, malformed.
-    pub rejected: [u64; 6],
+    /// Dropped: truncated, foreign, other job, unknown sender, corrupt,
+    /// malformed, unauthenticated.
+    pub rejected: [u64; 7],
     /// Faults injected: dropped, duplicated, reordered, corrupted.
     pub injected: [u64; 4],
     /// ACKs and NACKs for sequence numbers never sent (forged or stale
@@ -381,7 +430,7 @@ impl UdpTransport {
             size,
             job,
             peers,
-            buf: vec![0u8; HEADER + cfg.mtu + 1],
+            buf: vec![0u8; HEADER + cfg.mtu + TAG + 1],
             cfg,
             tx,
             rx,
@@ -425,8 +474,16 @@ impl UdpTransport {
         }
     }
 
-    /// Send one datagram (`head` then `body`), through the fault injector if there is one.
+    /// The flags every datagram of this transport carries.
+    fn mode_flags(&self) -> u8 {
+        (if self.cfg.full_crc { flag::FULL_CRC } else { 0 }) | if self.cfg.auth.is_some() { flag::AUTH } else { 0 }
+    }
+
+    /// Send one sealed datagram (`head` then `body`, then its tag in
+    /// authenticated mode), through the fault injector if there is one.
     fn emit(&mut self, dest: u32, head: &[u8], body: &[u8]) -> Result<(), TransportError> {
+        let tag = self.cfg.auth.as_ref().map(|k| k.tag(&[head, body]));
+        let tag: &[u8] = tag.as_ref().map_or(&[], |t| &t[..]);
         let verdict = match &mut self.faults {
             Some(f) => f.decide(dest, head.len() + body.len()),
             None => Verdict::Send,
@@ -435,36 +492,43 @@ impl UdpTransport {
             Verdict::Drop => return Ok(()),
             Verdict::Hold => {
                 // Released after the next datagram (or at the next poll).
-                if let Some((old, to)) = self.held.replace(([head, body].concat(), dest)) {
-                    self.raw_send(to, &old, &[])?;
+                if let Some((old, to)) = self.held.replace(([head, body, tag].concat(), dest)) {
+                    self.raw_send(to, &[&old])?;
                 }
                 return Ok(());
             }
             Verdict::Corrupt(i) => {
-                let mut c = [head, body].concat();
+                let mut c = [head, body, tag].concat();
                 c[i] ^= 0x5A;
-                self.raw_send(dest, &c, &[])?;
+                self.raw_send(dest, &[&c])?;
             }
             Verdict::Duplicate => {
-                self.raw_send(dest, head, body)?;
-                self.raw_send(dest, head, body)?;
+                self.raw_send(dest, &[head, body, tag])?;
+                self.raw_send(dest, &[head, body, tag])?;
             }
-            Verdict::Send => self.raw_send(dest, head, body)?,
+            Verdict::Send => self.raw_send(dest, &[head, body, tag])?,
         }
         if let Some((old, to)) = self.held.take() {
-            self.raw_send(to, &old, &[])?;
+            self.raw_send(to, &[&old])?;
         }
         Ok(())
     }
 
-    fn raw_send(&mut self, dest: u32, head: &[u8], body: &[u8]) -> Result<(), TransportError> {
+    /// Send the non-empty `parts` as one datagram.
+    fn raw_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<(), TransportError> {
         let addr = self.peers[dest as usize];
         self.set_blocking(false);
+        let mut slices = [IoSlice::new(&[]); 3];
+        let mut n = 0;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            slices[n] = IoSlice::new(p);
+            n += 1;
+        }
         loop {
-            let r = if body.is_empty() {
-                self.sock.send_to(head, addr)
+            let r = if n == 1 {
+                self.sock.send_to(&slices[0], addr)
             } else {
-                SockRef::from(&self.sock).send_to_vectored(&[IoSlice::new(head), IoSlice::new(body)], &addr.into())
+                SockRef::from(&self.sock).send_to_vectored(&slices[..n], &addr.into())
             };
             match r {
                 Ok(_) => {
@@ -519,7 +583,7 @@ impl UdpTransport {
         tx.next_seq = seq.wrapping_add(1);
         tx.built_total += 1;
         Header {
-            flags: flag::DATA | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+            flags: flag::DATA | self.mode_flags(),
             job: self.job,
             src: self.rank,
             dst: dest,
@@ -565,7 +629,7 @@ impl UdpTransport {
 
     fn control(&mut self, dest: u32, flags: u8, seq: u32) -> Result<(), TransportError> {
         let h = Header {
-            flags: flags | if self.cfg.full_crc { flag::FULL_CRC } else { 0 },
+            flags: flags | self.mode_flags(),
             job: self.job,
             src: self.rank,
             dst: dest,
@@ -632,6 +696,7 @@ impl UdpTransport {
             Reject::UnknownSender => 3,
             Reject::Corrupt => 4,
             Reject::Malformed => 5,
+            Reject::Unauthenticated => 6,
         };
         self.stats.rejected[i] += 1;
     }
@@ -645,10 +710,19 @@ impl UdpTransport {
     ) -> Result<bool, TransportError> {
         self.stats.received += 1;
         // A datagram longer than the largest we send was truncated by recv.
-        if len > HEADER + self.cfg.mtu {
+        if len > HEADER + self.cfg.mtu + TAG {
             self.reject(Reject::Truncated);
             return Ok(false);
         }
+        // Authenticated mode: nothing is read before its tag is checked.
+        let len = match &self.cfg.auth {
+            Some(key) if key.verify(&self.buf[..len]) => len - TAG,
+            None if len < 4 || self.buf[3] & flag::AUTH == 0 => len,
+            _ => {
+                self.reject(Reject::Unauthenticated);
+                return Ok(false);
+            }
+        };
         let h = match Header::parse(&self.buf[..len], self.job, self.rank, self.size) {
             Ok(h) => h,
             Err(r) => {
@@ -1024,7 +1098,7 @@ impl Transport for UdpTransport {
 
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
         if let Some((old, to)) = self.held.take() {
-            self.raw_send(to, &old, &[])?;
+            self.raw_send(to, &[&old])?;
         }
         let mut delivered = 0;
         for _ in 0..256 {
@@ -1081,10 +1155,10 @@ impl Transport for UdpTransport {
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK); goodbyes: {} sent, {} peers left without one; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
             s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
-            s.rejected[4], s.rejected[5], s.bogus_acks, s.byes_sent, s.left_without_bye, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+            s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
         ))
     }
 
@@ -1238,6 +1312,57 @@ mod tests {
                 assert!(s.byes_sent >= 3, "seed {seed}: rank {rank} did not say goodbye to everyone");
             }
         }
+    }
+
+    /// Authenticated mode (issue 8): a datagram with a valid CRC is still
+    /// dropped and counted unless it carries a tag made with the job's key.
+    #[test]
+    fn without_the_jobs_key_a_valid_datagram_is_dropped() {
+        let key = AuthKey([7u8; 32]);
+        let cfg = UdpConfig { auth: Some(key.clone()), ..Default::default() };
+        let raw = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sock = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap();
+        let me = sock.local_addr().unwrap();
+        let mut t = UdpTransport::new(sock, 1, vec![raw.local_addr().unwrap(), me], 7, cfg, None).unwrap();
+        let tagged = |h: Header, k: &AuthKey| {
+            let mut d = datagram(Header { flags: h.flags | flag::AUTH, ..h }, b"data");
+            let tag = k.tag(&[&d]);
+            d.extend_from_slice(&tag);
+            d
+        };
+        // Spoofed with a valid CRC, no tag; a tag made with another key; a
+        // right tag on altered bytes.
+        raw.send_to(&datagram(data(0, b"data"), b"data"), me).unwrap();
+        raw.send_to(&tagged(data(0, b"data"), &AuthKey([8u8; 32])), me).unwrap();
+        let mut altered = tagged(data(0, b"data"), &key);
+        altered[HEADER] ^= 1;
+        seal_parts(&mut altered[..HEADER + 4], &[]);
+        raw.send_to(&altered, me).unwrap();
+        for _ in 0..200 {
+            if t.stats().rejected[6] >= 3 {
+                break;
+            }
+            assert!(drain(&mut t, 0).is_empty());
+        }
+        assert_eq!(t.stats().rejected[6], 3, "{:?}", t.stats());
+        raw.send_to(&tagged(data(0, b"data"), &key), me).unwrap();
+        assert_eq!(drain(&mut t, 1), vec![b"data".to_vec()]);
+        // What it sends is tagged with the key.
+        raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        t.try_send(0, &[b"back"]).unwrap();
+        let mut b = [0u8; 256];
+        let (n, _) = raw.recv_from(&mut b).unwrap();
+        assert!(key.verify(&b[..n]) && !AuthKey([8u8; 32]).verify(&b[..n]));
+        // A rank without a key drops tagged datagrams.
+        let (mut plain, raw2, me2) = pair();
+        raw2.send_to(&tagged(data(0, b"data"), &key), me2).unwrap();
+        for _ in 0..200 {
+            if plain.stats().rejected[6] >= 1 {
+                break;
+            }
+            assert!(drain(&mut plain, 0).is_empty());
+        }
+        assert_eq!(plain.stats().rejected[6], 1);
     }
 
     /// A rank in finalize stays while a peer may still need an

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | 0 | magic `u16` = 0x4455 |
 //! | 2 | version `u8` = 1 |
-//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8, BYE 16, HAVE_BYE 32 |
+//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8, BYE 16, HAVE_BYE 32, AUTH 64 |
 //! | 4 | job id `u32` |
 //! | 8 | source rank `u32` |
 //! | 12 | destination rank `u32` |
@@ -27,6 +27,15 @@
 //! protected by the UDP checksum, which the kernel verifies; FULL_CRC is set
 //! when faults are injected (they corrupt bytes before the kernel sees them)
 //! or on request (`DN_UDP_CHECKSUM=full`).
+//!
+//! **Authenticated mode** (`DN_UDP_AUTH=1`): the CRC is no secret, so a
+//! process that can spoof the source address could inject data with a valid
+//! CRC. With a per-job key ([`AuthKey`], from the launcher), every datagram
+//! sets AUTH and ends with a [`TAG`]-byte tag: BLAKE3 in keyed mode over the
+//! sealed header and the payload, truncated to 128 bits. A receiver with a
+//! key drops every datagram without a valid tag; one without a key drops
+//! every datagram with AUTH. Replays of a captured datagram are what the
+//! sequence numbers already discard as duplicates.
 
 /// Header size.
 pub const HEADER: usize = 40;
@@ -50,6 +59,45 @@ pub mod flag {
     pub const BYE: u8 = 16;
     /// With BYE: the sender has the destination's goodbye too.
     pub const HAVE_BYE: u8 = 32;
+    /// A keyed tag of [`super::TAG`] bytes follows the payload.
+    pub const AUTH: u8 = 64;
+}
+
+/// Bytes of the authentication tag (authenticated mode).
+pub const TAG: usize = 16;
+
+/// The per-job key of authenticated mode. Its `Debug` does not print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthKey(pub [u8; 32]);
+
+impl std::fmt::Debug for AuthKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthKey(..)")
+    }
+}
+
+impl AuthKey {
+    /// The tag of a datagram given as its parts (sealed header first).
+    pub fn tag(&self, parts: &[&[u8]]) -> [u8; TAG] {
+        let mut h = blake3::Hasher::new_keyed(&self.0);
+        for p in parts {
+            h.update(p);
+        }
+        let mut out = [0u8; TAG];
+        h.finalize_xof().fill(&mut out);
+        out
+    }
+
+    /// Whether `d` (header, payload, tag) carries AUTH and a valid tag;
+    /// compared in constant time.
+    pub fn verify(&self, d: &[u8]) -> bool {
+        if d.len() < HEADER + TAG || d[3] & flag::AUTH == 0 {
+            return false;
+        }
+        let (body, tag) = d.split_at(d.len() - TAG);
+        let want = self.tag(&[body]);
+        want.iter().zip(tag).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
 }
 
 /// Payload bytes always covered by the CRC.
@@ -95,6 +143,9 @@ pub enum Reject {
     Corrupt,
     /// Inconsistent fields.
     Malformed,
+    /// Authenticated mode: no AUTH flag or a wrong tag (forged, or from a
+    /// rank without the job's key); without a key: a datagram with AUTH.
+    Unauthenticated,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -155,7 +206,7 @@ impl Header {
         if h.dst != me || h.src >= size || h.src == me {
             return Err(Reject::UnknownSender);
         }
-        let known = flag::DATA | flag::ACK | flag::NACK | flag::FULL_CRC | flag::BYE | flag::HAVE_BYE;
+        let known = flag::DATA | flag::ACK | flag::NACK | flag::FULL_CRC | flag::BYE | flag::HAVE_BYE | flag::AUTH;
         if h.flags & !known != 0 || h.flags == 0 {
             return Err(Reject::Malformed);
         }
