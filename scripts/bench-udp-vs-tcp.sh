@@ -6,21 +6,51 @@
 # best round counts (the machine is shared; the best is the least disturbed).
 # Prints a Markdown table.
 #   scripts/bench-udp-vs-tcp.sh [ITERS] [ROUNDS]
+# NET=veth runs both between two network namespaces joined by a veth pair
+# (root and iproute2), one process in each, instead of on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iters="${1:-5000}"
 rounds="${2:-3}"
+net="${NET:-loopback}"
 cargo build --release --locked --bins >/dev/null 2>&1 || cargo build --release --bins >/dev/null
 bin=target/release
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+a=dn-a-$$; b=dn-b-$$
+cleanup() {
+  if [ "$net" = veth ]; then ip netns del $a 2>/dev/null || true; ip netns del $b 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 json() { grep -o '\[{.*}\]' | tail -1; }
+case "$net" in
+  loopback)
+    udp() { $bin/dnrun -n 2 --backend udp -- $bin/dnbench "$@"; }
+    tcp() { $bin/tcpbench "$@"; } ;;
+  veth)
+    ip netns add $a; ip netns add $b
+    ip link add va-$$ type veth peer name vb-$$
+    ip link set va-$$ netns $a; ip link set vb-$$ netns $b
+    ip -n $a addr add 10.199.0.1/24 dev va-$$; ip -n $b addr add 10.199.0.2/24 dev vb-$$
+    ip -n $a link set va-$$ up; ip -n $b link set vb-$$ up
+    ip -n $a link set lo up; ip -n $b link set lo up
+    printf '10.199.0.1:17001\n10.199.0.2:17002\n' > "$tmp/hosts"
+    udp() {
+      local job=$RANDOM
+      ip netns exec $b $bin/dnrun -n 2 --backend udp --hostfile "$tmp/hosts" --ranks 1 --job-id $job -- $bin/dnbench "$@" >/dev/null &
+      local pb=$!
+      ip netns exec $a $bin/dnrun -n 2 --backend udp --hostfile "$tmp/hosts" --ranks 0 --job-id $job -- $bin/dnbench "$@"
+      wait $pb
+    }
+    tcp() { ip netns exec $a $bin/tcpbench "$@" --listen 10.199.0.1 --peer-via "ip netns exec $b"; } ;;
+  *) echo "NET=$net: use loopback or veth" >&2; exit 2 ;;
+esac
 for r in $(seq "$rounds"); do
-  $bin/dnrun -n 2 --backend udp -- $bin/dnbench latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/udp_lat.$r"
-  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/tcp_lat.$r"
-  $bin/tcpbench latency --sizes 0:4M --iters "$iters" --warmup 200 --blocking --json | json > "$tmp/tcpb_lat.$r"
-  $bin/dnrun -n 2 --backend udp -- $bin/dnbench bw --sizes 1:4M --iters 30 --json | json > "$tmp/udp_bw.$r"
-  $bin/tcpbench bw --sizes 1:4M --iters 30 --json | json > "$tmp/tcp_bw.$r"
+  udp latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/udp_lat.$r"
+  tcp latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/tcp_lat.$r"
+  tcp latency --sizes 0:4M --iters "$iters" --warmup 200 --blocking --json | json > "$tmp/tcpb_lat.$r"
+  udp bw --sizes 1:4M --iters 30 --json | json > "$tmp/udp_bw.$r"
+  tcp bw --sizes 1:4M --iters 30 --json | json > "$tmp/tcp_bw.$r"
 done
 python3 - "$tmp" "$rounds" <<'PY'
 import json, sys

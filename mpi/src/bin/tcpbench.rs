@@ -58,6 +58,14 @@ struct Args {
     /// JSON output.
     #[arg(long)]
     json: bool,
+    /// Address to listen on, which the peer connects to (another network
+    /// namespace's address with `--peer-via`).
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: std::net::IpAddr,
+    /// Start the peer process through this command, split at spaces (e.g.
+    /// `"ip netns exec dn-b"` to run it in another network namespace).
+    #[arg(long)]
+    peer_via: Option<String>,
     /// Internal: run as the echo/sink side connected to this port.
     #[arg(long, hide = true)]
     peer: Option<u16>,
@@ -124,7 +132,7 @@ fn setup(s: &TcpStream, busy: bool) -> std::io::Result<()> {
 /// The other process: echo (latency) or sink-and-acknowledge (bw).
 fn peer(args: &Args, port: u16) -> std::io::Result<()> {
     let busy = !args.blocking;
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    let mut s = TcpStream::connect((args.listen, port))?;
     setup(&s, busy)?;
     for size in adi::config::parse_size_list(&args.sizes).map_err(std::io::Error::other)? {
         let iters = iterations_for(size, args.iters);
@@ -175,10 +183,19 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), String> {
     let sizes = adi::config::parse_size_list(&args.sizes)?;
     let busy = !args.blocking;
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind((args.listen, 0)).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
+    let via: Vec<&str> = args.peer_via.as_deref().unwrap_or("").split_whitespace().collect();
+    let mut cmd = match via.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let mut child = cmd
         .args(std::env::args().skip(1))
         .arg("--peer")
         .arg(port.to_string())
