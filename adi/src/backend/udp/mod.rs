@@ -123,8 +123,10 @@ pub struct UdpConfig {
     /// Authenticated mode: the per-job key [`DN_UDP_AUTH=1`, key from
     /// `DN_UDP_KEY_FILE` or `$DN_JOB_DIR/udp.key`, written by `dnrun`].
     pub auth: Option<AuthKey>,
-    /// Use UDP GSO and GRO where the kernel has them [`DN_UDP_OFFLOAD=0` turns them off].
-    pub offload: bool,
+    /// Use UDP GSO where the kernel has it [`DN_UDP_OFFLOAD=0` turns it off].
+    pub gso: bool,
+    /// Use UDP GRO where the kernel has it [`DN_UDP_OFFLOAD=0|gso` turns it off].
+    pub gro: bool,
     /// `mtu` was chosen by the user; otherwise it follows the path MTU to
     /// the peers (see [`UdpTransport::from_env`]).
     pub mtu_fixed: bool,
@@ -152,7 +154,8 @@ impl Default for UdpConfig {
             sockbuf: 4 << 20,
             full_crc: false,
             auth: None,
-            offload: true,
+            gso: true,
+            gro: true,
             mtu_fixed: false,
         }
     }
@@ -176,9 +179,12 @@ impl UdpConfig {
             c.mtu_fixed = true;
         }
         match std::env::var("DN_UDP_OFFLOAD").as_deref() {
-            Ok("0") => c.offload = false,
+            Ok("0") => (c.gso, c.gro) = (false, false),
+            Ok("gso") => c.gro = false,
             Ok("1") | Err(_) => {}
-            Ok(other) => return Err(TransportError::Config(format!("DN_UDP_OFFLOAD={other:?} must be 1 or 0"))),
+            Ok(other) => {
+                return Err(TransportError::Config(format!("DN_UDP_OFFLOAD={other:?} must be 1, gso or 0")))
+            }
         }
         if let Some(v) = num("DN_UDP_WINDOW")? {
             c.window = v as usize;
@@ -433,7 +439,10 @@ impl UdpTransport {
             return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank address list")));
         }
         let now = Instant::now();
-        let offloads = io::enable(&sock, cfg.offload, cfg.offload);
+        // GRO makes every receive a recvmsg with a control buffer, 0.4 us
+        // more per round trip on loopback; it pays only where datagrams are
+        // path-sized and arrive in batches (measured, docs/BENCHMARKS.md).
+        let offloads = io::enable(&sock, cfg.gso, cfg.gro && cfg.mtu < 16 * 1024);
         // GRO hands over up to a whole 64 KiB super-datagram.
         let buf_len = if offloads.gro { 70_000 } else { HEADER + cfg.mtu + TAG + 1 };
         let tx = (0..size)
