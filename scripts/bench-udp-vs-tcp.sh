@@ -8,6 +8,11 @@
 #   scripts/bench-udp-vs-tcp.sh [ITERS] [ROUNDS]
 # NET=veth runs both between two network namespaces joined by a veth pair
 # (root and iproute2), one process in each, instead of on loopback.
+# On loopback a reference nobody here wrote runs too, when Debian's mpich is
+# installed (scripts/setup.sh): bench/mpich/mpibench.c (dnbench's pattern)
+# built with mpicc.mpich and started by mpiexec.hydra, once over TCP
+# (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp: the network path, comparable) and once
+# as it runs by default on one host (shared memory: not a network).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iters="${1:-5000}"
@@ -45,19 +50,31 @@ case "$net" in
     tcp() { ip netns exec $a $bin/tcpbench "$@" --listen 10.199.0.1 --peer-via "ip netns exec $b"; } ;;
   *) echo "NET=$net: use loopback or veth" >&2; exit 2 ;;
 esac
+mpich=no
+if [ "$net" = loopback ] && command -v mpicc.mpich >/dev/null && command -v mpiexec.hydra >/dev/null; then
+  mpicc.mpich -O2 -Wno-stringop-overflow -o "$tmp/mpibench" bench/mpich/mpibench.c && mpich=yes
+fi
+mpi() { timeout 600 mpiexec.hydra -n 2 "$tmp/mpibench" "$@"; }
 for r in $(seq "$rounds"); do
+  if [ $mpich = yes ]; then
+    MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp mpi latency "$iters" 200 | json > "$tmp/mpt_lat.$r"
+    MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp mpi bw 30 | json > "$tmp/mpt_bw.$r"
+    mpi latency "$iters" 200 | json > "$tmp/mps_lat.$r"
+  fi
   udp latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/udp_lat.$r"
   tcp latency --sizes 0:4M --iters "$iters" --warmup 200 --json | json > "$tmp/tcp_lat.$r"
   tcp latency --sizes 0:4M --iters "$iters" --warmup 200 --blocking --json | json > "$tmp/tcpb_lat.$r"
   udp bw --sizes 1:4M --iters 30 --json | json > "$tmp/udp_bw.$r"
   tcp bw --sizes 1:4M --iters 30 --json | json > "$tmp/tcp_bw.$r"
 done
-python3 - "$tmp" "$rounds" <<'PY'
-import json, sys
-d, rounds = sys.argv[1], int(sys.argv[2])
+python3 - "$tmp" "$rounds" "$mpich" <<'PY'
+import json, os, sys
+d, rounds, mpich = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "yes"
 def best(name, key, better):
     out = {}
     for r in range(1, rounds + 1):
+        if not os.path.exists(f"{d}/{name}.{r}"):
+            continue
         for row in json.load(open(f"{d}/{name}.{r}")):
             s = row["size"]
             if s not in out or better(row[key], out[s][key]):
@@ -67,10 +84,14 @@ lo = lambda a, b: a < b
 hi = lambda a, b: a > b
 ul, tl, bl = best("udp_lat", "latency_us", lo), best("tcp_lat", "latency_us", lo), best("tcpb_lat", "latency_us", lo)
 ub, tb = best("udp_bw", "MBps", hi), best("tcp_bw", "MBps", hi)
-print("| size | UDP latency (us) | TCP busy-poll (us) | TCP blocking (us) | UDP / TCP | UDP bw (MB/s) | TCP bw (MB/s) | UDP / TCP |")
-print("|---|---|---|---|---|---|---|---|")
+mt, mb, ms = best("mpt_lat", "latency_us", lo), best("mpt_bw", "MBps", hi), best("mps_lat", "latency_us", lo)
+extra_h = " MPICH tcp (us) | MPICH shm (us) | MPICH tcp bw (MB/s) |" if mpich else ""
+print("| size | UDP latency (us) | TCP busy-poll (us) | TCP blocking (us) | UDP / TCP | UDP bw (MB/s) | TCP bw (MB/s) | UDP / TCP |" + extra_h)
+print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if mpich else ""))
+f = lambda t, s, k, p: f"{t[s][k]:.{p}f}" if s in t else ""
 for s in sorted(ul):
     u, t, b = ul[s]["latency_us"], tl[s]["latency_us"], bl[s]["latency_us"]
     bw = f"{ub[s]['MBps']:.0f} | {tb[s]['MBps']:.0f} | {ub[s]['MBps']/tb[s]['MBps']*100:.0f}%" if s in ub and s in tb else " | | "
-    print(f"| {s} | {u:.2f} ({ul[s]['protocol']}) | {t:.2f} | {b:.2f} | {u/t*100:.0f}% | {bw} |")
+    extra = f" {f(mt, s, 'latency_us', 2)} | {f(ms, s, 'latency_us', 2)} | {f(mb, s, 'MBps', 0)} |" if mpich else ""
+    print(f"| {s} | {u:.2f} ({ul[s]['protocol']}) | {t:.2f} | {b:.2f} | {u/t*100:.0f}% | {bw} |" + extra)
 PY

@@ -5,6 +5,9 @@ set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)          # the C-header test compiles the exported header
 command -v ip >/dev/null || need+=(iproute2)      # network-namespace tests of the UDP backend
+# The outside MPI reference of scripts/bench-udp-vs-tcp.sh (mpicc.mpich,
+# mpiexec.hydra); later, hydra as a standard PMI-1 launcher.
+command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"

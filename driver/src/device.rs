@@ -449,10 +449,11 @@ impl Device {
         Ok(())
     }
 
-    /// Read `buf.len()` bytes from PW at `off` (uncached: charged per 8 bytes).
+    /// Read `buf.len()` bytes from PW at `off`, charged per 8 bytes at the
+    /// profile's PW read cost (uncached 8-byte loads on the paper's host).
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {
         check_range("PW", off, buf.len(), layout::PW_SIZE)?;
-        self.platform.charge(HostCost::UcRead, (buf.len() as u64).div_ceil(8));
+        self.platform.charge(HostCost::PwRead, (buf.len() as u64).div_ceil(8));
         self.platform.before_read(Watched::Pw)?;
         self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))?;
         if let (0, Some(w)) = (off % 8, buf.first_chunk::<8>()) {

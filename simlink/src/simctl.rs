@@ -82,6 +82,9 @@ host_costs! {
     /// into an engine request when it starts, or into a status when it
     /// completes (seed 004 §8.2, Table 2 (6): "Request processing").
     MpiRequest = 10, "mpi_request_ns";
+    /// Reading 8 bytes of PW, in the profile's PW access mode (uncached
+    /// 8-byte loads in the paper; see `hw_model::profile::PwAccess`).
+    PwRead = 11, "pw_read_ns";
 }
 
 /// Number of slots in the cost table.

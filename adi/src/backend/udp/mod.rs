@@ -182,9 +182,7 @@ impl UdpConfig {
             Ok("0") => (c.gso, c.gro) = (false, false),
             Ok("gso") => c.gro = false,
             Ok("1") | Err(_) => {}
-            Ok(other) => {
-                return Err(TransportError::Config(format!("DN_UDP_OFFLOAD={other:?} must be 1, gso or 0")))
-            }
+            Ok(other) => return Err(TransportError::Config(format!("DN_UDP_OFFLOAD={other:?} must be 1, gso or 0"))),
         }
         if let Some(v) = num("DN_UDP_WINDOW")? {
             c.window = v as usize;
