@@ -36,7 +36,8 @@ struct Series {
 
 fn points(path: &str, key: &str) -> Result<Vec<(f64, f64)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let json = text.find('[').map(|i| &text[i..]).ok_or_else(|| format!("{path}: no JSON array (use dnbench --json)"))?;
+    let json =
+        text.find('[').map(|i| &text[i..]).ok_or_else(|| format!("{path}: no JSON array (use dnbench --json)"))?;
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(json.trim()).map_err(|e| format!("{path}: not a dnbench JSON array: {e}"))?;
     let mut out = Vec::new();
