@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
-use socket2::{MaybeUninitSlice, MsgHdr, MsgHdrMut, SockAddr, SockRef};
+use socket2::{MaybeUninitSlice, MsgHdr, MsgHdrMut, SockAddr, SockAddrStorage, SockRef};
 
 /// `SOL_UDP` socket options (linux/udp.h).
 const UDP_SEGMENT: libc::c_int = 103;
@@ -108,7 +108,11 @@ pub fn send_segments(sock: &UdpSocket, to: &SockAddr, parts: &[IoSlice<'_>], seg
 /// the datagrams the kernel coalesced (each `segment` bytes, the last
 /// possibly shorter); `None` for a single datagram.
 pub fn recv(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<usize>)> {
-    let mut from = SockAddr::from(SocketAddr::from(([0, 0, 0, 0], 0)));
+    let storage = SockAddrStorage::zeroed();
+    let size = storage.size_of();
+    // SAFETY: an all-zero storage is a valid (AF_UNSPEC) address, and its
+    // full size lets the kernel write an IPv6 sender as well as an IPv4 one.
+    let mut from = unsafe { SockAddr::new(storage, size) };
     let mut control = [MaybeUninit::<u8>::uninit(); 64];
     // SAFETY: `MaybeUninitSlice::new` takes initialised bytes as possibly
     // uninitialised ones (always sound); recvmsg only writes into them.
@@ -119,10 +123,14 @@ pub fn recv(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, 
         let n = SockRef::from(sock).recvmsg(&mut msg, 0)?;
         (n, msg.control_len())
     };
-    // SAFETY: the kernel initialised the first `control_len` bytes.
-    let control: Vec<u8> = control[..control_len.min(64)].iter().map(|b| unsafe { b.assume_init() }).collect();
+    let mut bytes = [0u8; 64];
+    let control_len = control_len.min(bytes.len());
+    for (b, c) in bytes.iter_mut().zip(&control[..control_len]) {
+        // SAFETY: the kernel initialised the first `control_len` bytes.
+        *b = unsafe { c.assume_init() };
+    }
     let from = from.as_socket().ok_or_else(|| io::Error::other("a datagram from a non-IP address"))?;
-    Ok((n, from, gro_segment(&control)))
+    Ok((n, from, gro_segment(&bytes[..control_len])))
 }
 
 /// The `UDP_GRO` segment size in a control buffer, if there is one.
@@ -176,6 +184,22 @@ mod tests {
             got.extend(buf[..n].chunks(seg).map(<[u8]>::to_vec));
         }
         assert_eq!(got, datagrams);
+    }
+
+    /// The sender of a datagram received through `recv` is right for IPv6
+    /// too (its address is longer than an IPv4 one).
+    #[test]
+    fn an_ipv6_sender_is_reported_whole() {
+        let (Ok(a), Ok(b)) = (UdpSocket::bind("[::1]:0"), UdpSocket::bind("[::1]:0")) else {
+            eprintln!("no IPv6 loopback here; nothing to test");
+            return;
+        };
+        enable(&b, false, true);
+        a.send_to(b"six", b.local_addr().unwrap()).unwrap();
+        b.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 16];
+        let (n, from, _) = recv(&b, &mut buf).unwrap();
+        assert_eq!((&buf[..n], from), (&b"six"[..], a.local_addr().unwrap()));
     }
 
     #[test]

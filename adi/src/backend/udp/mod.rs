@@ -226,9 +226,13 @@ impl UdpConfig {
     /// datagram would be cut into 44 IP fragments (measured 4x slower than
     /// GSO with path-sized datagrams, docs/BENCHMARKS.md).
     pub fn mtu_for_path(local: SocketAddr, peers: &[SocketAddr], largest: usize) -> usize {
-        peers
+        // One probe per host, not per rank: ranks on one host share a path.
+        let mut hosts: Vec<SocketAddr> =
+            peers.iter().filter(|p| **p != local).map(|p| SocketAddr::new(p.ip(), 9)).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts
             .iter()
-            .filter(|p| **p != local)
             .filter_map(|p| {
                 let ip = if p.is_ipv4() { 28 } else { 48 };
                 io::path_mtu(local, *p).map(|m| m.saturating_sub(ip + HEADER + TAG))
