@@ -21,9 +21,10 @@ net="${NET:-loopback}"
 cargo build --release --locked --bins >/dev/null 2>&1 || cargo build --release --bins >/dev/null
 bin=target/release
 tmp=$(mktemp -d)
-a=dn-a-$$; b=dn-b-$$
+source scripts/netns-lib.sh
+ns_a=dn-a-$$; ns_b=dn-b-$$; a=$ns_a; b=$ns_b
 cleanup() {
-  if [ "$net" = veth ]; then ip netns del $a 2>/dev/null || true; ip netns del $b 2>/dev/null || true; fi
+  if [ "$net" = veth ]; then netns_down; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -33,12 +34,7 @@ case "$net" in
     udp() { $bin/dnrun -n 2 --backend udp -- $bin/dnbench "$@"; }
     tcp() { $bin/tcpbench "$@"; } ;;
   veth)
-    ip netns add $a; ip netns add $b
-    ip link add va-$$ type veth peer name vb-$$
-    ip link set va-$$ netns $a; ip link set vb-$$ netns $b
-    ip -n $a addr add 10.199.0.1/24 dev va-$$; ip -n $b addr add 10.199.0.2/24 dev vb-$$
-    ip -n $a link set va-$$ up; ip -n $b link set vb-$$ up
-    ip -n $a link set lo up; ip -n $b link set lo up
+    netns_up $$
     printf '10.199.0.1:17001\n10.199.0.2:17002\n' > "$tmp/hosts"
     udp() {
       local job=$RANDOM

@@ -9,16 +9,13 @@ cd "$(dirname "$0")/.."
 test_name="${1:-allpairs}"; shift || true
 bin=target/release
 [ -x $bin/dnrun ] || cargo build --release --bins
-a=dn-a-$$; b=dn-b-$$
-cleanup() { ip netns del $a 2>/dev/null || true; ip netns del $b 2>/dev/null || true; rm -f "$hosts"; }
+source scripts/netns-lib.sh
+ns_a=dn-a-$$; ns_b=dn-b-$$
+cleanup() { netns_down; rm -f "$hosts"; }
 hosts=$(mktemp)
 trap cleanup EXIT
-ip netns add $a; ip netns add $b
-ip link add va-$$ type veth peer name vb-$$
-ip link set va-$$ netns $a; ip link set vb-$$ netns $b
-ip -n $a addr add 10.199.0.1/24 dev va-$$; ip -n $b addr add 10.199.0.2/24 dev vb-$$
-ip -n $a link set va-$$ up; ip -n $b link set vb-$$ up
-ip -n $a link set lo up; ip -n $b link set lo up
+netns_up $$
+a=$ns_a; b=$ns_b
 if [ $# -gt 0 ]; then
   ip netns exec $a tc qdisc add dev va-$$ root netem "$@"
   ip netns exec $b tc qdisc add dev vb-$$ root netem "$@"
