@@ -16,7 +16,7 @@
 //!   loop of `MPI_Send` (§7), idling the transport when a pass finds nothing.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::counters::Counters;
@@ -112,6 +112,14 @@ struct RawBytes {
     len: usize,
 }
 
+// SAFETY: a RawBytes stands for the `&'a [u8]` (send) or `&'a mut [u8]`
+// (receive) its creator lent to the engine, and both of those are `Send`
+// (u8 is `Send + Sync`). The engine is only ever reached through `&mut`
+// (one thread at a time: a progress thread takes it under the same lock as
+// the application), so moving it to another thread adds no aliasing that
+// the borrow it replaces would not have allowed.
+unsafe impl Send for RawBytes {}
+
 impl RawBytes {
     /// The whole buffer, read-only.
     fn bytes(&self) -> &[u8] {
@@ -146,7 +154,7 @@ impl RawBytes {
 enum SendData {
     /// Owned by the engine (shared with a transport that keeps them for
     /// retransmission).
-    Owned(Rc<Vec<u8>>),
+    Owned(Arc<Vec<u8>>),
     /// The caller's buffer ([`Engine::isend_borrowed`]).
     Borrowed(RawBytes),
 }
@@ -771,7 +779,7 @@ impl Engine {
     /// which the engine owns (and may share with a transport that keeps it
     /// for retransmission).
     pub fn isend(&mut self, dest: u32, tag: i32, ctx: u32, data: Vec<u8>, sync: bool) -> Result<ReqId, AdiError> {
-        self.start_send(dest, tag, ctx, SendData::Owned(Rc::new(data)), sync)
+        self.start_send(dest, tag, ctx, SendData::Owned(Arc::new(data)), sync)
     }
 
     /// Start a send straight from the caller's buffer: no copy is made
@@ -890,7 +898,7 @@ impl Engine {
             s.state = SendState::Done;
             // The transport has the bytes (or a shared reference to owned
             // ones): forget the caller's buffer at once.
-            s.data = SendData::Owned(Rc::default());
+            s.data = SendData::Owned(Arc::default());
         }
     }
 

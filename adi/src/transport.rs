@@ -13,7 +13,7 @@
 //!   packets otherwise.
 
 use std::ops::Range;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::error::TransportError;
 pub use driver::HostCost;
@@ -53,7 +53,7 @@ pub struct Region {
 }
 
 /// A transport backend.
-pub trait Transport {
+pub trait Transport: Send {
     /// Backend name (`dimmnet`, `udp`, `local`, ...).
     fn name(&self) -> &'static str;
     /// This process's rank.
@@ -73,7 +73,7 @@ pub trait Transport {
         &mut self,
         dest: u32,
         header: &[u8],
-        data: &Rc<Vec<u8>>,
+        data: &Arc<Vec<u8>>,
         range: Range<usize>,
     ) -> Result<bool, TransportError> {
         self.try_send(dest, &[header, &data[range]])

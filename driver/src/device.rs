@@ -381,7 +381,7 @@ impl Device {
 
     /// Measure hardware wait timeouts on a fake clock (tests only).
     #[doc(hidden)]
-    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> std::time::Instant>) {
+    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> std::time::Instant + Send>) {
         self.platform.set_wait_clock(clock);
     }
 

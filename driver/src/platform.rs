@@ -114,7 +114,7 @@ pub struct Hardware {
     /// out here; tools that drive a card directly may set a limit.
     timeout: Cell<Option<Duration>>,
     /// The clock the timeout is measured on (a fake one in tests).
-    clock: Box<dyn Fn() -> Instant>,
+    clock: Box<dyn Fn() -> Instant + Send>,
 }
 
 impl Hardware {
@@ -211,7 +211,7 @@ impl Platform {
     /// Measure hardware wait timeouts on `clock` instead of the system's
     /// (tests of the timeout on a plain file).
     #[doc(hidden)]
-    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> Instant>) {
+    pub fn set_wait_clock(&mut self, clock: Box<dyn Fn() -> Instant + Send>) {
         if let Platform::Hardware(h) = self {
             h.clock = clock;
         }

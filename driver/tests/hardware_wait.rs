@@ -5,8 +5,7 @@
 //! fake clock that advances one second per reading, so nothing depends on
 //! how fast this machine is.
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use driver::fpga_regs::layout::{self, Region};
@@ -36,16 +35,32 @@ fn card(name: &str) -> (std::path::PathBuf, Mapping) {
     (p, m)
 }
 
+/// A `Cell` that a `Send` clock can hold.
+#[derive(Default)]
+struct Cell<T>(Mutex<T>);
+
+impl<T: Copy> Cell<T> {
+    fn new(v: T) -> Cell<T> {
+        Cell(Mutex::new(v))
+    }
+    fn get(&self) -> T {
+        *self.0.lock().unwrap()
+    }
+    fn set(&self, v: T) {
+        *self.0.lock().unwrap() = v;
+    }
+}
+
 /// A clock that advances one second per reading and, at reading `at`,
 /// completes command `seq` in the card (status OK).
 struct Script {
-    ticks: Rc<Cell<u64>>,
-    complete_at: Rc<Cell<Option<(u64, u64)>>>,
+    ticks: Arc<Cell<u64>>,
+    complete_at: Arc<Cell<Option<(u64, u64)>>>,
 }
 
 fn scripted(d: &mut Device, card: Mapping) -> Script {
-    let ticks = Rc::new(Cell::new(0u64));
-    let complete_at: Rc<Cell<Option<(u64, u64)>>> = Rc::new(Cell::new(None));
+    let ticks = Arc::new(Cell::new(0u64));
+    let complete_at: Arc<Cell<Option<(u64, u64)>>> = Arc::new(Cell::new(None));
     let (t, c) = (ticks.clone(), complete_at.clone());
     let base = Instant::now();
     d.set_wait_clock(Box::new(move || {

@@ -36,7 +36,7 @@ pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueI
 pub use comm::{AnyProcess, Color, Communicator, Destination, Process, SimpleCommunicator, Source, Status};
 pub use error::{MpiError, Result};
 pub use request::Request;
-pub use universe::{initialize, ProgressMode, Universe, THREAD_POLL_NS};
+pub use universe::{initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};
 
 /// A process rank.
 pub type Rank = i32;

@@ -32,7 +32,7 @@ use adi::{Done, ReqId};
 use crate::coll::exec::Exec;
 use crate::comm::{Group, Status};
 use crate::error::{MpiError, Result};
-use crate::universe::{charge_call, charge_request, Context, Shared};
+use crate::universe::{charge_call, charge_request, Context, Locked, Shared};
 use crate::{Rank, Tag};
 
 /// The requests of one [`LocalScope`] still holding a buffer.
@@ -48,7 +48,7 @@ impl ScopeCore {
     }
 
     fn unregister(&self, shared: &Shared, id: ReqId) {
-        self.pending.borrow_mut().retain(|(s, i)| !(*i == id && Rc::ptr_eq(s, shared)));
+        self.pending.borrow_mut().retain(|(s, i)| !(*i == id && Shared::ptr_eq(s, shared)));
     }
 }
 
@@ -113,13 +113,9 @@ impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
         let pending = std::mem::take(&mut *self.core.pending.borrow_mut());
         for (shared, id) in pending {
-            let Ok(mut c) = shared.try_borrow_mut() else {
-                // Unreachable in practice (no call holds the context across a
-                // return to user code), but the only sound way out: the
-                // buffers are about to be freed and the engine may write them.
-                eprintln!("MPI: a request scope ended while the library was busy; aborting");
-                std::process::abort();
-            };
+            // No call holds the lock across a return to user code, so this
+            // waits at most for one pass of the progress thread.
+            let mut c = shared.borrow_mut();
             if std::thread::panicking() {
                 if let Ok(e) = c.engine() {
                     e.abandon(id);
@@ -148,7 +144,7 @@ enum State<'b> {
     /// A collective schedule being executed; its result goes to `out`.
     /// `blocking`: started by a blocking call, which has no request to
     /// charge for when it completes.
-    Coll { exec: Rc<RefCell<Exec>>, out: Option<&'b mut [u8]>, blocking: bool },
+    Coll { exec: Locked<Exec>, out: Option<&'b mut [u8]>, blocking: bool },
     /// Completed (or failed): nothing left to wait for.
     Finished,
 }
@@ -184,7 +180,7 @@ impl<'b> Request<'b> {
     /// the progress of every wait; its result goes to `out`.
     pub(crate) fn collective(
         shared: Shared,
-        exec: Rc<RefCell<Exec>>,
+        exec: Locked<Exec>,
         out: Option<&'b mut [u8]>,
         group: Rc<Group>,
     ) -> Request<'b> {
@@ -371,9 +367,8 @@ impl Drop for Request<'_> {
                 Err(e) => eprintln!("MPI: a request dropped before completion failed: {e}"),
             }
         }
-        if let Ok(mut c) = shared.try_borrow_mut() {
-            self.abandon(&mut c);
-        };
+        let mut c = shared.borrow_mut();
+        self.abandon(&mut c);
     }
 }
 

@@ -1,7 +1,8 @@
 //! Initialisation, finalisation and the state every communicator shares.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use adi::{Engine, HostCost};
 
@@ -22,7 +23,7 @@ pub(crate) struct Context {
     /// advances them all, so that a process blocked in one call still does
     /// its part of the others (DN_NBC_PROGRESS=manual: progress happens
     /// inside MPI calls, as in LibNBC without a thread).
-    pub(crate) nbc: Vec<Rc<RefCell<Exec>>>,
+    pub(crate) nbc: Vec<Locked<Exec>>,
     /// Who executes collective schedules (`DN_NBC_PROGRESS`).
     pub(crate) progress: ProgressMode,
     /// Simulated progress thread: how far its last pass ran past the
@@ -30,6 +31,15 @@ pub(crate) struct Context {
     pub(crate) thread_debt_ps: u64,
     /// Simulated progress thread: when its last pass started.
     pub(crate) thread_last_ps: u64,
+    /// The real progress thread, woken when a collective is registered.
+    pub(crate) thread: Option<std::thread::Thread>,
+    /// Why the real progress thread stopped, if it failed (the application's
+    /// own progress then meets the same failure and reports it).
+    pub(crate) thread_failed: Option<String>,
+    /// Real progress thread: passes made with a collective or a request in
+    /// progress, and how many of them moved something.
+    pub(crate) thread_passes: u64,
+    pub(crate) thread_useful: u64,
 }
 
 /// Who executes collective schedules (`DN_NBC_PROGRESS`).
@@ -41,7 +51,8 @@ pub enum ProgressMode {
     /// host only starting the schedule and collecting the result.
     Offload,
     /// A progress thread on a second core (LibNBC's thread, KACC's agent).
-    /// On the simulator the thread is simulated: while the application
+    /// On a real network (UDP) it is an operating-system thread, see
+    /// [`ProgressThread`]. On the simulator the thread is simulated: while the application
     /// computes ([`Universe::compute`]), it wakes every
     /// [`THREAD_POLL_NS`] and makes a progress pass whose host costs it
     /// pays on its own core: the computation ends when it would alone, or
@@ -115,7 +126,9 @@ impl Context {
     /// Simulated progress thread: whether a pass is due (a poll period
     /// since the last one); if so, it counts as started now.
     pub(crate) fn thread_due(&mut self) -> Result<bool> {
-        let now = self.engine()?.now_ps().unwrap_or(u64::MAX);
+        // A real thread (no simulated clock) runs beside `test`, which then
+        // progresses as in manual mode: both may, as with LibNBC's thread.
+        let Some(now) = self.engine()?.now_ps() else { return Ok(true) };
         if now.saturating_sub(self.thread_last_ps) < (THREAD_POLL_NS * 1000.0) as u64 {
             return Ok(false);
         }
@@ -156,13 +169,160 @@ impl Context {
     }
 }
 
-pub(crate) type Shared = Rc<RefCell<Context>>;
+/// State shared by one process's handles (communicators, requests, the
+/// progress thread) under one lock. The library is single-threaded from the
+/// application's side (communicators are not `Send`); the lock exists for
+/// the progress thread, and is held only inside MPI calls, never across a
+/// return to user code, so a call never waits for itself.
+pub(crate) struct Locked<T>(Arc<Mutex<T>>);
+
+impl<T> Clone for Locked<T> {
+    fn clone(&self) -> Self {
+        Locked(self.0.clone())
+    }
+}
+
+impl<T> Locked<T> {
+    pub(crate) fn new(v: T) -> Locked<T> {
+        Locked(Arc::new(Mutex::new(v)))
+    }
+
+    /// Take the lock. A panic while it was held (a user-defined reduction
+    /// that panicked, say) leaves the state as consistent as the panic did
+    /// with a `RefCell`: the lock is taken anyway.
+    pub(crate) fn borrow_mut(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Same as [`Locked::borrow_mut`] (a read needs the lock too).
+    pub(crate) fn borrow(&self) -> MutexGuard<'_, T> {
+        self.borrow_mut()
+    }
+
+    pub(crate) fn ptr_eq(a: &Locked<T>, b: &Locked<T>) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+pub(crate) type Shared = Locked<Context>;
+
+/// The progress thread of `DN_NBC_PROGRESS=thread` on a real network: an
+/// operating-system thread that advances the collectives in progress and
+/// the engine's requests (a rendezvous to answer, say) while the
+/// application computes outside MPI, as
+/// LibNBC's progress thread and KACC's kernel agent do (seed 002 §3).
+///
+/// It takes the library's lock for one progress pass at a time, so it never
+/// runs beside an MPI call of the application; between passes it yields,
+/// for [`THREAD_SPIN`] after its last useful pass, then sleeps
+/// [`THREAD_IDLE`] between passes; with nothing in progress it parks
+/// (starting a collective wakes it; otherwise it looks again after
+/// [`THREAD_PARK`]). It stops at finalize, before the engine is shut down.
+pub(crate) struct ProgressThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long the real progress thread sleeps after a pass that found
+/// nothing to do (a collective waiting for a peer). Short enough that a
+/// peer's message is answered within a small share of a UDP round trip
+/// budget; long enough that several ranks' threads sharing two cores leave
+/// the computing ranks their time.
+pub const THREAD_IDLE: Duration = Duration::from_micros(20);
+
+/// How long the real progress thread parks when nothing is in progress,
+/// at most (starting a collective wakes it at once).
+pub const THREAD_PARK: Duration = Duration::from_millis(1);
+
+/// How long the real progress thread keeps polling (yielding between
+/// passes) after its last useful pass before it starts to sleep: a few UDP
+/// round trips, as the transport's own idle wait spins before it sleeps.
+pub const THREAD_SPIN: Duration = Duration::from_micros(200);
+
+impl ProgressThread {
+    fn spawn(shared: &Shared) -> Result<ProgressThread> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak: Weak<Mutex<Context>> = Arc::downgrade(&shared.0);
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("dnmpi-progress".into())
+            .spawn(move || ProgressThread::run(&weak, &flag))
+            .map_err(|e| MpiError::Init(format!("cannot start the progress thread: {e}")))?;
+        shared.borrow_mut().thread = Some(handle.thread().clone());
+        Ok(ProgressThread { stop, handle: Some(handle) })
+    }
+
+    fn run(shared: &Weak<Mutex<Context>>, stop: &AtomicBool) {
+        let mut last_useful = std::time::Instant::now();
+        while !stop.load(Ordering::Acquire) {
+            let Some(ctx) = shared.upgrade() else { return };
+            let pass = {
+                let mut c = ctx.lock().unwrap_or_else(PoisonError::into_inner);
+                if c.engine.is_none() || c.thread_failed.is_some() {
+                    return;
+                }
+                let idle = c.nbc.is_empty() && c.engine.as_ref().is_none_or(|e| e.live_requests() == 0);
+                if idle {
+                    None
+                } else {
+                    let r = (|| -> Result<bool> {
+                        let mut worked = c.progress_collectives()?;
+                        worked |= c.engine()?.progress()?;
+                        worked |= c.progress_collectives()?;
+                        Ok(worked)
+                    })();
+                    c.thread_passes += 1;
+                    match &r {
+                        Ok(true) => c.thread_useful += 1,
+                        Ok(false) => {}
+                        Err(e) => c.thread_failed = Some(e.to_string()),
+                    }
+                    Some(r)
+                }
+            };
+            drop(ctx);
+            match pass {
+                None => {
+                    // A collective's start unparks at once; a point-to-point
+                    // request (a rendezvous to answer) is seen within THREAD_PARK.
+                    std::thread::park_timeout(THREAD_PARK);
+                    last_useful = std::time::Instant::now();
+                }
+                Some(Ok(true)) => {
+                    last_useful = std::time::Instant::now();
+                    std::thread::yield_now();
+                }
+                // A reply usually follows within a round trip: spin (yielding)
+                // that long before sleeping.
+                Some(Ok(false)) if last_useful.elapsed() < THREAD_SPIN => std::thread::yield_now(),
+                Some(Ok(false)) => std::thread::sleep(THREAD_IDLE),
+                Some(Err(_)) => return,
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            // The thread only ever returns (errors are recorded, not raised).
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for ProgressThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
 
 /// An initialised MPI environment (`MPI_Init` … `MPI_Finalize`). Dropping it
 /// finalises MPI; call [`Universe::finalize`] to see errors.
 pub struct Universe {
     shared: Shared,
     world: SimpleCommunicator,
+    thread: Mutex<Option<ProgressThread>>,
 }
 
 /// Keep large buffers in the heap: message buffers of hundreds of KiB are
@@ -198,38 +358,43 @@ pub fn initialize() -> Result<Universe> {
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();
     let progress = match wanted {
+        // Issue 9: without a device to execute schedules, the next best
+        // agent other than the application is a progress thread.
         ProgressMode::Offload if engine.offload().is_none() => {
+            let instead = if simulated { ProgressMode::Manual } else { ProgressMode::Thread };
             if rank == 0 {
                 eprintln!(
-                    "dnmpi: DN_NBC_PROGRESS=offload: the {} backend has no collective offload; collectives progress \
-                     inside MPI calls (manual) instead",
-                    engine.backend()
+                    "dnmpi: DN_NBC_PROGRESS=offload: the {} backend has no collective offload; {} instead",
+                    engine.backend(),
+                    match instead {
+                        ProgressMode::Thread => "a progress thread runs the collectives (DN_NBC_PROGRESS=thread)",
+                        _ => "collectives progress inside MPI calls (DN_NBC_PROGRESS=manual)",
+                    }
                 );
             }
-            ProgressMode::Manual
-        }
-        ProgressMode::Thread if !simulated => {
-            if rank == 0 {
-                eprintln!(
-                    "dnmpi: DN_NBC_PROGRESS=thread: a real progress thread is not built yet (only the simulator's \
-                     simulated one); collectives progress inside MPI calls (manual) on the {} backend",
-                    engine.backend()
-                );
-            }
-            ProgressMode::Manual
+            instead
         }
         m => m,
     };
-    let shared = Rc::new(RefCell::new(Context {
+    let shared = Locked::new(Context {
         engine: Some(engine),
         next_ctx: 2,
         nbc: Vec::new(),
         progress,
         thread_debt_ps: 0,
         thread_last_ps: 0,
-    }));
+        thread: None,
+        thread_failed: None,
+        thread_passes: 0,
+        thread_useful: 0,
+    });
+    let thread = match progress {
+        // On the simulator the thread is simulated inside `compute`.
+        ProgressMode::Thread if !simulated => Some(ProgressThread::spawn(&shared)?),
+        _ => None,
+    };
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
-    Ok(Universe { shared, world })
+    Ok(Universe { shared, world, thread: Mutex::new(thread) })
 }
 
 impl Universe {
@@ -315,6 +480,16 @@ impl Universe {
         }
     }
 
+    /// The real progress thread's work so far (`DN_NBC_PROGRESS=thread` on
+    /// a real network): passes made while a collective was in progress, how
+    /// many of them advanced something, and why it stopped if it failed.
+    /// `None` without a real thread.
+    pub fn progress_thread_stats(&self) -> Option<(u64, u64, Option<String>)> {
+        let has = self.thread.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+        let c = self.shared.borrow();
+        (has || c.thread_passes > 0).then(|| (c.thread_passes, c.thread_useful, c.thread_failed.clone()))
+    }
+
     /// Who executes collective schedules (after any fallback at initialisation).
     pub fn progress_mode(&self) -> ProgressMode {
         self.shared.borrow().progress
@@ -345,6 +520,19 @@ impl Universe {
             return Ok(());
         }
         self.world.barrier()?;
+        if let Some(mut t) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            t.stop();
+            let c = self.shared.borrow();
+            if std::env::var(adi::config::ENV_STATS).is_ok_and(|v| v == "1") {
+                eprintln!(
+                    "[rank {}] progress thread: {} passes with work in progress, {} moved something{}",
+                    self.world.rank(),
+                    c.thread_passes,
+                    c.thread_useful,
+                    c.thread_failed.as_ref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
+                );
+            }
+        }
         let engine = self.shared.borrow_mut().engine.take().ok_or(MpiError::Finalized)?;
         let rank = engine.rank();
         engine.finalize()?;

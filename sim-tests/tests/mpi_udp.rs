@@ -10,7 +10,9 @@ fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
         extra.push("-x");
         extra.push(e);
     }
-    let out = dnrun(np, 1, &extra, "mpi-suite", &[test]);
+    // `test` may carry arguments: "overlap 60".
+    let args: Vec<&str> = test.split_whitespace().collect();
+    let out = dnrun(np, 1, &extra, "mpi-suite", &args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -21,7 +23,7 @@ fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
 fn run(test: &str, np: u32, env: &[&str]) -> String {
     let (ok, stdout, stderr) = run_with(test, np, env);
     assert!(
-        ok && stdout.contains(&format!("OK {test}")),
+        ok && stdout.contains(&format!("OK {}", test.split_whitespace().next().unwrap_or(test))),
         "{test} on {np} ranks over UDP {env:?} failed:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
     stdout + &stderr
@@ -162,13 +164,30 @@ fn ranks_started_separately_meet_through_a_host_file() {
 }
 
 /// Issue 9: UDP has no device to offload to; `DN_NBC_PROGRESS=offload`
-/// says so once and runs the collectives inside MPI calls.
+/// says so once and gives the collectives a progress thread instead.
 #[test]
-fn offload_falls_back_to_manual_and_says_so() {
+fn offload_falls_back_to_a_progress_thread_and_says_so() {
     let out = run("nbc", 3, &["DN_NBC_PROGRESS=offload"]);
-    assert_eq!(out.matches("the udp backend has no collective offload").count(), 1, "{out}");
-    let out = run("nbc", 3, &["DN_NBC_PROGRESS=thread"]);
-    assert_eq!(out.matches("a real progress thread is not built yet").count(), 1, "{out}");
+    assert_eq!(out.matches("the udp backend has no collective offload; a progress thread").count(), 1, "{out}");
+    run("nbc", 3, &["DN_NBC_PROGRESS=thread"]);
+    run("collectives", 3, &["DN_NBC_PROGRESS=thread", FAULTS]);
+}
+
+/// Issue 9: with `DN_NBC_PROGRESS=thread`, a broadcast (rendezvous, root
+/// 2) and an all-reduce complete on the other ranks while rank 0 computes
+/// without calling MPI; they cannot without rank 0's part. The manual run
+/// is the control: the same program fails there (rank 0's part never
+/// happens), so the test can tell a thread from none.
+#[test]
+fn a_progress_thread_moves_collectives_while_the_application_computes() {
+    for np in [3, 4] {
+        let out = run("overlap 120", np, &["DN_NBC_PROGRESS=thread"]);
+        assert!(out.contains("moved something, failed: None"), "{out}");
+    }
+    run("overlap 120", 3, &["DN_NBC_PROGRESS=thread", FAULTS]);
+    let (ok, _, stderr) = run_with("overlap 2", 3, &["DN_NBC_PROGRESS=manual"]);
+    assert!(!ok);
+    assert!(stderr.contains("the collectives did not progress while rank 0 computed outside MPI"), "{stderr}");
 }
 
 /// `DN_UDP_AUTH=1`: dnrun writes a per-job key, every datagram carries a

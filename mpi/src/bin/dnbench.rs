@@ -19,7 +19,8 @@
 //! * `ibcast`, `iallreduce` — the same non-blocking, and the overlap: the
 //!   call is started, the rank computes for as long as the pure
 //!   communication took (in ten slices with a `test` between them, so that
-//!   manual progress has a chance), then waits; overlap is the share of the
+//!   manual progress has a chance; `--slices 0`: in one piece, no `test`),
+//!   then waits; overlap is the share of the
 //!   communication time the computation hid (osu_ibcast's definition).
 //!
 //! `dnrun -n 2 -- target/release/dnbench latency --sizes 0,1K,64K --json`
@@ -130,6 +131,17 @@ struct Args {
     /// `kacc`: the side of the square matrices multiplied during the broadcast.
     #[arg(long, default_value_t = 4)]
     matrix: usize,
+    /// `ibcast`, `iallreduce`: how many slices the computation is cut into,
+    /// with a `test` after each; 0 computes in one piece with no MPI call
+    /// until the wait (only a progress thread or the device can then
+    /// overlap anything).
+    #[arg(long, default_value_t = 10)]
+    slices: u32,
+    /// `ibcast`, `iallreduce` on a real network: "compute" by sleeping (as a
+    /// process waiting for an accelerator or a disk does), leaving the core
+    /// to a progress thread; without it the computation spins.
+    #[arg(long)]
+    sleep_compute: bool,
 }
 
 fn main() -> ExitCode {
@@ -266,15 +278,28 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
             // Start, compute as long as the pure communication took (ten
             // slices, a test between them), wait.
             world.barrier()?;
-            let slice_ns = pure * 1e9 / 10.0;
+            let slice_ns = pure * 1e9 / args.slices.max(1) as f64;
+            let simulated = u.is_simulated();
+            // Wall time really spent computing (a sleep overshoots); on the
+            // simulator it is exact, and reading the clock would cost a call.
+            let mut computed = 0.0;
             let t1 = u.wtime();
             for _ in 0..iters {
                 let mut req = Some(match args.test {
                     Test::Ibcast => root.immediate_broadcast_into(&mut recv[..])?,
                     _ => world.immediate_all_reduce_into(&send, &mut recv, Sum)?,
                 });
-                for _ in 0..10 {
-                    compute(u, slice_ns)?;
+                for _ in 0..args.slices.max(1) {
+                    let c0 = (!simulated).then(std::time::Instant::now);
+                    if args.sleep_compute && !simulated {
+                        std::thread::sleep(std::time::Duration::from_nanos(slice_ns as u64));
+                    } else {
+                        compute(u, slice_ns)?;
+                    }
+                    computed += c0.map_or(0.0, |c0| c0.elapsed().as_secs_f64());
+                    if args.slices == 0 {
+                        continue;
+                    }
                     if let Some(r) = req.take() {
                         req = r.test()?.err();
                     }
@@ -284,7 +309,7 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
                 }
             }
             let total = (u.wtime() - t1) / iters as f64;
-            let comp = pure;
+            let comp = if simulated { pure } else { computed / iters as f64 };
             overlap = Some((100.0 * (1.0 - (total - comp) / pure)).clamp(0.0, 100.0));
         }
         // The average over ranks, as OSU prints it.

@@ -31,7 +31,7 @@ use crate::comm::{Communicator, Process, SimpleCommunicator};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::Request;
-use crate::universe::charge_call;
+use crate::universe::{charge_call, Locked};
 use crate::{Count, Rank};
 use exec::Exec;
 use schedule::Schedule;
@@ -44,14 +44,17 @@ pub(crate) fn start(
     send: Vec<u8>,
     recv: Vec<u8>,
     op: Option<Operation>,
-) -> Result<std::rc::Rc<std::cell::RefCell<Exec>>> {
+) -> Result<Locked<Exec>> {
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
     let seq = comm.next_coll_seq();
     let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
     c.offload(&mut x)?;
-    let x = std::rc::Rc::new(std::cell::RefCell::new(x));
+    let x = Locked::new(x);
     c.nbc.push(x.clone());
+    if let Some(t) = &c.thread {
+        t.unpark();
+    }
     Ok(x)
 }
 

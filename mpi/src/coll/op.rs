@@ -2,7 +2,7 @@
 //! primitive types and on value-index pairs, and user-defined ones,
 //! commutative or not.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use adi::offload::{Elem, Reduction};
 use bytemuck::{Pod, Zeroable};
@@ -189,7 +189,7 @@ macro_rules! loc_reducible {
 loc_reducible!(i32, i32; f32, i32; f64, i64);
 
 /// A combining function on bytes: `acc = src ⊕ acc`.
-pub(crate) type ByteOp = Rc<dyn Fn(&[u8], &mut [u8])>;
+pub(crate) type ByteOp = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
 
 /// An operation ready to run on bytes, with whether it commutes.
 #[derive(Clone)]
@@ -225,25 +225,25 @@ impl Operation {
                 std::any::type_name::<T>()
             )));
         }
-        let f: ByteOp = Rc::new(move |src, acc| elementwise::<T>(src, acc, |a, b| T::apply(op, a, b).unwrap_or(b)));
+        let f: ByteOp = Arc::new(move |src, acc| elementwise::<T>(src, acc, |a, b| T::apply(op, a, b).unwrap_or(b)));
         let device = op.device().zip(T::DEVICE);
         Ok(Operation { f, commutative: true, elem: std::mem::size_of::<T>(), device })
     }
 
     /// A user-defined commutative operation: `f(src, acc)` sets
     /// `acc[i] = src[i] ⊕ acc[i]` (`MPI_Op_create` with `commute = true`).
-    pub fn commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static) -> Operation {
+    pub fn commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static) -> Operation {
         Operation::user(f, true)
     }
 
     /// A user-defined operation that need not commute: results combine in
     /// rank order, lower ranks on the left (MPI 4.1 §6.9.5).
-    pub fn non_commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static) -> Operation {
+    pub fn non_commutative<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static) -> Operation {
         Operation::user(f, false)
     }
 
-    fn user<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + 'static, commutative: bool) -> Operation {
-        let g: ByteOp = Rc::new(move |src: &[u8], acc: &mut [u8]| {
+    fn user<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static, commutative: bool) -> Operation {
+        let g: ByteOp = Arc::new(move |src: &[u8], acc: &mut [u8]| {
             // Copies, so that buffers of any alignment work.
             let s: Vec<T> = crate::datatype::vec_from_bytes(src).unwrap_or_default();
             let mut a: Vec<T> = crate::datatype::vec_from_bytes(acc).unwrap_or_default();

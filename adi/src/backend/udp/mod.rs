@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, IoSlice};
 use std::net::{SocketAddr, UdpSocket};
 use std::ops::Range;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -319,12 +319,17 @@ struct Sent {
 #[derive(Clone)]
 enum Body {
     /// Part of an engine-owned buffer.
-    Shared(Rc<Vec<u8>>, Range<usize>),
+    Shared(Arc<Vec<u8>>, Range<usize>),
     /// Part of a caller's buffer lent through `try_send_lent`, whose
     /// contract keeps `ptr..ptr + len` valid and unchanged until this
     /// datagram is acknowledged (`lent_released`) or `unlend` copies it.
     Lent { ptr: *const u8, len: usize },
 }
+
+// SAFETY: `Body::Lent` stands for the `&[u8]` lent through `try_send_lent`,
+// which is `Send`; the transport is reached through `&mut` only (one thread
+// at a time), and it only ever reads those bytes.
+unsafe impl Send for Body {}
 
 impl Body {
     fn bytes(&self) -> &[u8] {
@@ -1227,7 +1232,7 @@ impl Transport for UdpTransport {
         &mut self,
         dest: u32,
         header: &[u8],
-        data: &Rc<Vec<u8>>,
+        data: &Arc<Vec<u8>>,
         range: Range<usize>,
     ) -> Result<bool, TransportError> {
         let Some(body) = data.get(range.clone()) else {
@@ -1284,7 +1289,7 @@ impl Transport for UdpTransport {
             if let Some(b @ Body::Lent { .. }) = &s.body {
                 let copy = b.bytes().to_vec();
                 let n = copy.len();
-                s.body = Some(Body::Shared(Rc::new(copy), 0..n));
+                s.body = Some(Body::Shared(Arc::new(copy), 0..n));
             }
         }
     }

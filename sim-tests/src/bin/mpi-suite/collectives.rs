@@ -475,3 +475,83 @@ fn nbc_on(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     }
     Ok(())
 }
+
+/// Issue 9, `DN_NBC_PROGRESS=thread` on a real network: collectives
+/// progress while the application computes outside MPI.
+///
+/// Rank 0 starts a 1 MiB broadcast rooted at the last rank and a 256 KiB
+/// all-reduce, then computes without calling MPI until every other rank
+/// reports (through a file in the job directory) that both finished. The
+/// others cannot finish without rank 0's part: it must answer the root's
+/// rendezvous and contribute to the reduction. So with a progress thread
+/// rank 0 sees the reports, and without one (manual mode) it never does and
+/// gives up after `limit` seconds: the failure this test exists to catch,
+/// not a speed goal. `limit` is a bound against hanging, not a timing.
+pub fn overlap(u: &mpi::Universe, w: &SimpleCommunicator, limit: f64) -> R {
+    let (me, n) = (w.rank(), w.size());
+    check!(n >= 2, "overlap needs 2 ranks or more");
+    let dir = std::env::var(mpi::ENV_JOB_DIR).map_err(|_| "overlap runs under dnrun (no job directory)")?;
+    let done = |r: Rank| std::path::Path::new(&dir).join(format!("overlap-done.{r}"));
+    let root = n - 1;
+    let len = 1 << 20;
+    let pattern = |i: usize| (i * 7 % 251) as u8;
+    let mut big: Vec<u8> = if me == root { (0..len).map(pattern).collect() } else { vec![0; len] };
+    let mine: Vec<f64> = (0..32 * 1024).map(|i| (me as f64 + 1.0) * i as f64).collect();
+    let mut sum = vec![0f64; mine.len()];
+    // A point-to-point rendezvous too: rank 1 sends 256 KiB into a buffer
+    // rank 0 lent before computing; the thread lands it there.
+    let p2p_len = 256 << 10;
+    let mut landing = vec![0u8; if me == 0 { p2p_len } else { 0 }];
+    mpi::request::scope(|s| -> R {
+        let rr = if me == 0 {
+            Some(w.process_at_rank(1).immediate_receive_into_with_tag(s, &mut landing[..], 77).map_err(e)?)
+        } else {
+            None
+        };
+        let rb = w.process_at_rank(root).immediate_broadcast_into(&mut big[..]).map_err(e)?;
+        let rs = w.immediate_all_reduce_into(&mine[..], &mut sum[..], SystemOperation::Sum).map_err(e)?;
+        if me == 0 {
+            // Compute outside MPI: no MPI call until every other rank is done.
+            let start = std::time::Instant::now();
+            while !(1..n).all(|r| done(r).exists()) {
+                if start.elapsed().as_secs_f64() > limit {
+                    return Err(format!(
+                        "overlap: the collectives did not progress while rank 0 computed outside MPI for {limit} s \
+                         (no progress thread?)"
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        rb.wait().map_err(e)?;
+        rs.wait().map_err(e)?;
+        if me == 1 {
+            let data: Vec<u8> = (0..p2p_len).map(|i| pattern(i + 3)).collect();
+            w.process_at_rank(0).send_with_tag(&data[..], 77).map_err(e)?;
+        }
+        if me != 0 {
+            std::fs::write(done(me), b"").map_err(e)?;
+        }
+        if let Some(rr) = rr {
+            let st = rr.wait().map_err(e)?;
+            let got = st.count::<u8>().map_err(e)?;
+            check!(got == p2p_len, "overlap: rank 0 received {got} bytes");
+        }
+        Ok(())
+    })?;
+    for (i, &b) in big.iter().enumerate() {
+        check!(b == pattern(i), "overlap: rank {me}: broadcast byte {i} is {b}");
+    }
+    for (i, &b) in landing.iter().enumerate() {
+        check!(b == pattern(i + 3), "overlap: rank 0: received byte {i} is {b}");
+    }
+    let ranks = (n * (n + 1) / 2) as f64;
+    for (i, &s) in sum.iter().enumerate() {
+        check!(s == ranks * i as f64, "overlap: rank {me}: sum element {i} is {s}");
+    }
+    if me == 0 {
+        let (passes, useful, failed) = u.progress_thread_stats().unwrap_or((0, 0, None));
+        println!("overlap: OK; progress thread: {passes} passes, {useful} moved something, failed: {failed:?}");
+    }
+    Ok(())
+}

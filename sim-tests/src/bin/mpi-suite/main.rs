@@ -66,6 +66,10 @@ fn main() -> ExitCode {
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-huge" => collectives::huge(&w)?,
+            "overlap" => {
+                let limit = std::env::args().nth(2).map_or(Ok(60.0), |s| s.parse::<f64>()).map_err(e)?;
+                collectives::overlap(&u, &w, limit)?
+            }
             "udp-garbage" => udp_garbage(&u, &w)?,
             "early-exit" => {
                 // Rank 1 leaves without finalising; the others wait for it.
