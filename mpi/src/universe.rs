@@ -174,7 +174,15 @@ impl Context {
 /// application's side (communicators are not `Send`); the lock exists for
 /// the progress thread, and is held only inside MPI calls, never across a
 /// return to user code, so a call never waits for itself.
-pub(crate) struct Locked<T>(Arc<Mutex<T>>);
+pub(crate) struct Locked<T>(Arc<LockedInner<T>>);
+
+pub(crate) struct LockedInner<T> {
+    value: Mutex<T>,
+    /// Application calls waiting for the lock: the progress thread leaves
+    /// the lock to them (it takes it only when nobody waits and it is free),
+    /// so a blocking MPI call never queues behind the thread's passes.
+    wanted: std::sync::atomic::AtomicUsize,
+}
 
 impl<T> Clone for Locked<T> {
     fn clone(&self) -> Self {
@@ -184,14 +192,17 @@ impl<T> Clone for Locked<T> {
 
 impl<T> Locked<T> {
     pub(crate) fn new(v: T) -> Locked<T> {
-        Locked(Arc::new(Mutex::new(v)))
+        Locked(Arc::new(LockedInner { value: Mutex::new(v), wanted: 0.into() }))
     }
 
     /// Take the lock. A panic while it was held (a user-defined reduction
     /// that panicked, say) leaves the state as consistent as the panic did
     /// with a `RefCell`: the lock is taken anyway.
     pub(crate) fn borrow_mut(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.wanted.fetch_add(1, Ordering::AcqRel);
+        let g = self.0.value.lock().unwrap_or_else(PoisonError::into_inner);
+        self.0.wanted.fetch_sub(1, Ordering::AcqRel);
+        g
     }
 
     /// Same as [`Locked::borrow_mut`] (a read needs the lock too).
@@ -204,6 +215,21 @@ impl<T> Locked<T> {
     }
 }
 
+impl<T> LockedInner<T> {
+    /// The lock for the progress thread: only if it is free and no
+    /// application call is waiting for it.
+    fn try_for_thread(&self) -> Option<MutexGuard<'_, T>> {
+        if self.wanted.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        match self.value.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
 pub(crate) type Shared = Locked<Context>;
 
 /// The progress thread of `DN_NBC_PROGRESS=thread` on a real network: an
@@ -212,8 +238,9 @@ pub(crate) type Shared = Locked<Context>;
 /// application computes outside MPI, as
 /// LibNBC's progress thread and KACC's kernel agent do (seed 002 §3).
 ///
-/// It takes the library's lock for one progress pass at a time, so it never
-/// runs beside an MPI call of the application; between passes it yields,
+/// It takes the library's lock for one progress pass at a time, and only
+/// when the lock is free and no call of the application waits for it, so it
+/// never runs beside an MPI call nor delays one by more than a pass; between passes it yields,
 /// for [`THREAD_SPIN`] after its last useful pass, then sleeps
 /// [`THREAD_IDLE`] between passes; with nothing in progress it parks
 /// (starting a collective wakes it; otherwise it looks again after
@@ -242,7 +269,7 @@ pub const THREAD_SPIN: Duration = Duration::from_micros(200);
 impl ProgressThread {
     fn spawn(shared: &Shared) -> Result<ProgressThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let weak: Weak<Mutex<Context>> = Arc::downgrade(&shared.0);
+        let weak: Weak<LockedInner<Context>> = Arc::downgrade(&shared.0);
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("dnmpi-progress".into())
@@ -252,12 +279,17 @@ impl ProgressThread {
         Ok(ProgressThread { stop, handle: Some(handle) })
     }
 
-    fn run(shared: &Weak<Mutex<Context>>, stop: &AtomicBool) {
+    fn run(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool) {
         let mut last_useful = std::time::Instant::now();
         while !stop.load(Ordering::Acquire) {
             let Some(ctx) = shared.upgrade() else { return };
             let pass = {
-                let mut c = ctx.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(mut c) = ctx.try_for_thread() else {
+                    // The application is in an MPI call: it progresses itself.
+                    drop(ctx);
+                    std::thread::sleep(THREAD_IDLE);
+                    continue;
+                };
                 if c.engine.is_none() || c.thread_failed.is_some() {
                     return;
                 }
