@@ -169,8 +169,21 @@ fn ranks_started_separately_meet_through_a_host_file() {
 fn offload_falls_back_to_a_progress_thread_and_says_so() {
     let out = run("nbc", 3, &["DN_NBC_PROGRESS=offload"]);
     assert_eq!(out.matches("the udp backend has no collective offload; a progress thread").count(), 1, "{out}");
-    run("nbc", 3, &["DN_NBC_PROGRESS=thread"]);
+}
+
+/// Issue 9: every collective, blocking and non-blocking, with the real
+/// progress thread running beside the program, on odd and even rank counts
+/// (1 included) and under injected faults.
+#[test]
+fn collectives_with_a_real_progress_thread_match_the_reference() {
+    for np in [1, 2, 9] {
+        run("collectives", np, &["DN_NBC_PROGRESS=thread"]);
+    }
+    for np in [3, 5, 8] {
+        run("nbc", np, &["DN_NBC_PROGRESS=thread"]);
+    }
     run("collectives", 3, &["DN_NBC_PROGRESS=thread", FAULTS]);
+    run("nbc", 4, &["DN_NBC_PROGRESS=thread", FAULTS]);
 }
 
 /// Issue 9: with `DN_NBC_PROGRESS=thread`, a broadcast (rendezvous, root
