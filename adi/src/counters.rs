@@ -58,6 +58,10 @@ pub struct Counters {
     pub recv_copies: u64,
     /// Bytes of those extra copies.
     pub recv_copy_bytes: u64,
+    /// Eager messages the transport handed over in parts whose payload went
+    /// from the device straight into the posted receive's buffer (DIMMnet-2:
+    /// PW read into the user's buffer), with no transport buffer between.
+    pub recv_direct: u64,
 }
 
 impl fmt::Display for Counters {
@@ -95,6 +99,10 @@ impl fmt::Display for Counters {
             "send queues:       {} messages waited for flow control, max depth {}; progress passes {}, idle waits {}",
             self.send_queued, self.send_queue_max, self.progress_passes, self.idle_waits
         )?;
-        write!(f, "extra copies:      {} received messages copied twice ({} B)", self.recv_copies, self.recv_copy_bytes)
+        write!(
+            f,
+            "extra copies:      {} received messages copied twice ({} B); {} eager payloads read straight into the posted buffer",
+            self.recv_copies, self.recv_copy_bytes, self.recv_direct
+        )
     }
 }

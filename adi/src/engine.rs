@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::error::AdiError;
-use crate::transport::{Caps, HostCost, Region, Transport};
+use crate::error::{AdiError, TransportError};
+use crate::transport::{Arrival, Caps, HostCost, Region, Transport};
 use crate::wire::{Envelope, Packet, ENVELOPE_LEN, MAX_HEADER, SHORT_LEN};
 
 /// A request handle: 24-bit slot index and 8-bit generation.
@@ -260,6 +260,19 @@ struct RecvReq {
     received: u64,
     region: Option<Region>,
     error: Option<AdiError>,
+}
+
+impl RecvReq {
+    /// An eager message `env` is in the buffer: done, or truncated.
+    fn finish_eager(&mut self, env: Envelope) {
+        self.env = Some(env);
+        self.received = env.len;
+        if env.len > self.capacity {
+            self.error =
+                Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: self.capacity });
+        }
+        self.state = RecvState::Done;
+    }
 }
 
 #[derive(Debug)]
@@ -510,12 +523,74 @@ impl State {
             }
         }
         self.charged = true;
-        r.env = Some(env);
-        r.received = env.len;
-        if env.len > r.capacity {
-            r.error = Some(AdiError::Truncated { sender: env.src, tag: env.tag, len: env.len, capacity: r.capacity });
+        r.finish_eager(env);
+    }
+
+    /// An eager message that matched receive `id` arrived in parts (the
+    /// transport has read only `a.head()`): its payload goes from the head
+    /// and then straight from the transport into the receive's buffer, with
+    /// no buffer of the transport's in between (issue 8). A truncated
+    /// receive reads only what fits.
+    fn deliver_eager_parts(&mut self, id: ReqId, env: Envelope, hlen: usize, a: &mut dyn Arrival) {
+        let Some(Req::Recv(r)) = self.reqs.get_mut(id) else { return };
+        let keep = (r.capacity.min(env.len)) as usize;
+        let fill = |out: &mut [u8], a: &mut dyn Arrival| -> Result<(), TransportError> {
+            let head = a.head().get(hlen..).unwrap_or_default();
+            let n = out.len().min(head.len());
+            out[..n].copy_from_slice(&head[..n]);
+            a.read_rest(&mut out[n..])
+        };
+        let filled = match &mut r.buf {
+            RecvBuf::Borrowed(b) => match b.region_mut(0, keep) {
+                Some(out) => fill(out, a),
+                None => Ok(()), // unreachable: keep <= capacity = the buffer's length
+            },
+            RecvBuf::Owned(v) => {
+                let mut d = vec![0u8; keep];
+                let res = fill(&mut d, a);
+                *v = d;
+                res
+            }
+        };
+        if let Err(e) = filled {
+            return self.fail(e.into());
         }
-        r.state = RecvState::Done;
+        r.finish_eager(env);
+        self.charged = true;
+        self.counters.recv_direct += 1;
+    }
+
+    /// Dispatch a message the transport handed over as an [`Arrival`]: a
+    /// whole one as [`State::dispatch`] does; of one that arrived in parts,
+    /// an eager payload that matches a posted receive is read straight into
+    /// it, and anything else is read whole first.
+    fn dispatch_arrival(&mut self, src: u32, a: &mut dyn Arrival) {
+        let total = a.len();
+        if a.head().len() >= total {
+            return self.dispatch(src, &a.head()[..total]);
+        }
+        match Packet::decode_head(src, a.head(), total) {
+            Ok((Packet::Eager { env, .. }, hlen)) => {
+                self.charge(HostCost::AdiOp, 1);
+                self.counters.eager_recv += 1;
+                self.counters.eager_bytes_recv += env.len;
+                if let Some(id) = self.match_posted(&env) {
+                    return self.deliver_eager_parts(id, env, hlen, a);
+                }
+                match read_whole(a) {
+                    Ok(mut v) => {
+                        v.drain(..hlen);
+                        self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(v) })
+                    }
+                    Err(e) => self.fail(e.into()),
+                }
+            }
+            Err(e) => self.fail(e),
+            Ok(_) => match read_whole(a) {
+                Ok(v) => self.dispatch(src, &v),
+                Err(e) => self.fail(e.into()),
+            },
+        }
     }
 
     /// An RTS matched receive `id`: ask for the data.
@@ -632,6 +707,15 @@ impl State {
             self.need_landing.push_back(rreq);
         }
     }
+}
+
+/// All of a message that arrived in parts, in one vector.
+fn read_whole(a: &mut dyn Arrival) -> Result<Vec<u8>, TransportError> {
+    let mut v = vec![0u8; a.len()];
+    let head = a.head().len().min(v.len());
+    v[..head].copy_from_slice(&a.head()[..head]);
+    a.read_rest(&mut v[head..])?;
+    Ok(v)
 }
 
 /// The protocol engine of one process.
@@ -1294,7 +1378,7 @@ impl Engine {
         self.st.counters.progress_passes += 1;
         let mut worked = self.flush_all()?;
         let st = &mut self.st;
-        let n = self.t.poll(&mut |src, msg| st.dispatch(src, msg))?;
+        let n = self.t.poll_arrivals(&mut |src, a| st.dispatch_arrival(src, a))?;
         worked |= n > 0;
         while let Some(msg) = self.st.self_inbox.pop_front() {
             let rank = self.st.rank;

@@ -103,6 +103,14 @@ pub trait Transport: Send {
     /// Hand every message that has arrived to `sink(source, bytes)`.
     /// Returns the number of messages delivered.
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError>;
+    /// Like [`Transport::poll`], but a message may be handed over before
+    /// all of it has been read, as an [`Arrival`]: its first bytes, and the
+    /// rest on demand, so that the engine can read a payload straight into
+    /// the posted receive's buffer (issue 8: DIMMnet-2 reads PW into the
+    /// user's buffer). By default every message arrives whole.
+    fn poll_arrivals(&mut self, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
+        self.poll(&mut |src, msg| sink(src, &mut Whole(msg)))
+    }
     /// Nothing to do: block until something may have changed.
     fn idle(&mut self) -> Result<(), TransportError>;
     /// Charge host work to simulated time (no-op outside the simulator).
@@ -154,5 +162,49 @@ pub trait Transport: Send {
     /// Leave the job (after the engine has drained its queues).
     fn finalize(&mut self) -> Result<(), TransportError> {
         Ok(())
+    }
+}
+
+/// A message handed to the engine before all of it has been read
+/// ([`Transport::poll_arrivals`]).
+pub trait Arrival {
+    /// The message's length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the message is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The message's first bytes, already read: all of it, or at least
+    /// [`ARRIVAL_HEAD`] bytes (enough for any engine header).
+    fn head(&self) -> &[u8];
+    /// Read the bytes that follow [`Arrival::head`], in order, into `out`
+    /// (at most `len() - head().len()` bytes; fewer leave the end unread).
+    /// Called at most once, and only before the sink returns.
+    fn read_rest(&mut self, out: &mut [u8]) -> Result<(), TransportError>;
+}
+
+/// How many bytes an [`Arrival`]'s head holds at least when the message is
+/// longer: every engine header fits, and it is a multiple of 8 so that a
+/// device read split there costs what one read would.
+pub const ARRIVAL_HEAD: usize = 64;
+
+/// A message that arrived whole.
+pub struct Whole<'a>(pub &'a [u8]);
+
+impl Arrival for Whole<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn head(&self) -> &[u8] {
+        self.0
+    }
+    fn read_rest(&mut self, out: &mut [u8]) -> Result<(), TransportError> {
+        match out.len() {
+            0 => Ok(()),
+            n => Err(TransportError::Backend {
+                backend: "engine",
+                msg: format!("asked for {n} bytes past the end of a whole message"),
+            }),
+        }
     }
 }

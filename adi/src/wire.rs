@@ -169,6 +169,13 @@ impl Packet {
     /// from rank `src` (an envelope naming another rank is refused); returns
     /// it and its header length.
     pub fn decode(src: u32, msg: &[u8]) -> Result<(Packet, usize), AdiError> {
+        Packet::decode_head(src, msg, msg.len())
+    }
+
+    /// Decode a packet of `total` bytes from its first bytes `head` (which
+    /// must hold the whole header); lengths are checked against `total`.
+    pub fn decode_head(src: u32, head: &[u8], total: usize) -> Result<(Packet, usize), AdiError> {
+        let msg = head;
         let bad = |what: &str| AdiError::Protocol { sender: src, what: what.to_string() };
         let k = *msg.first().ok_or_else(|| bad("empty message"))?;
         let need = match k {
@@ -177,8 +184,8 @@ impl Packet {
             kind::FTS | kind::DATA => SHORT_LEN,
             other => return Err(bad(&format!("unknown packet type {other}"))),
         };
-        if msg.len() < need {
-            return Err(bad(&format!("type {k} packet of {} bytes is shorter than its {need}-byte header", msg.len())));
+        if msg.len() < need || total < need {
+            return Err(bad(&format!("type {k} packet of {total} bytes is shorter than its {need}-byte header")));
         }
         let flags = msg[1];
         let p = match k {
@@ -194,7 +201,7 @@ impl Packet {
                 }
                 let sreq = get32(msg, 24);
                 if k == kind::EAGER {
-                    if msg.len() as u64 - ENVELOPE_LEN as u64 != env.len {
+                    if total as u64 - ENVELOPE_LEN as u64 != env.len {
                         return Err(bad("eager packet length disagrees with its envelope"));
                     }
                     Packet::Eager { env, sreq }
@@ -212,7 +219,7 @@ impl Packet {
             kind::FTS => Packet::Fts { rreq: get32(msg, 4), offset: get64(msg, 8), len: get64(msg, 16) },
             _ => {
                 let (rreq, offset, len) = (get32(msg, 4), get64(msg, 8), get64(msg, 16));
-                if msg.len() as u64 - SHORT_LEN as u64 != len {
+                if total as u64 - SHORT_LEN as u64 != len {
                     return Err(bad("data packet length disagrees with its header"));
                 }
                 Packet::Data { rreq, offset, len }

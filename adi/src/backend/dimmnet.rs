@@ -37,7 +37,7 @@ use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
 mod offload;
 
 use crate::error::TransportError;
-use crate::transport::{Caps, HostCost, Region, Transport};
+use crate::transport::{Arrival, Caps, HostCost, Region, Transport, ARRIVAL_HEAD};
 
 const BACKEND: &str = "dimmnet";
 /// Backend header in front of every message in a ring.
@@ -192,6 +192,54 @@ impl WwRing {
     }
 }
 
+/// A message in a source's ring whose head has been read from PW: the rest
+/// is read on demand, from the part of the peek load past the head, then
+/// through a VL of what follows into PW (`PW_COPY`), into the caller's
+/// buffer directly.
+struct RingArrival<'a> {
+    dev: &'a mut Device,
+    peer: Peer,
+    head: &'a [u8],
+    len: usize,
+    /// Message bytes in the peek load (PW_RING after the record header).
+    inline: usize,
+    /// Ring offset (from the consumed position) of the bytes past `inline`.
+    rest_at: u64,
+    read: bool,
+}
+
+impl Arrival for RingArrival<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn head(&self) -> &[u8] {
+        self.head
+    }
+
+    fn read_rest(&mut self, out: &mut [u8]) -> Result<(), TransportError> {
+        let room = self.len - self.head.len();
+        if self.read || out.len() > room {
+            return Err(TransportError::Backend {
+                backend: BACKEND,
+                msg: format!("read of {} bytes past a message's head where {room} remain, or read twice", out.len()),
+            });
+        }
+        self.read = true;
+        let in_peek = (self.inline - self.head.len()).min(out.len());
+        if in_peek > 0 {
+            let at = PW_RING as usize + DN_HDR + self.head.len();
+            self.dev.read_pw(at, &mut out[..in_peek]).map_err(map_err)?;
+        }
+        let more = out.len() - in_peek;
+        if more > 0 {
+            self.dev.ring_load(self.peer, self.rest_at, more as u64, PW_COPY).map_err(map_err)?;
+            self.dev.read_pw(PW_COPY as usize, &mut out[in_peek..]).map_err(map_err)?;
+        }
+        Ok(())
+    }
+}
+
 /// The DIMMnet-2 transport of one rank.
 pub struct DimmnetTransport {
     dev: Device,
@@ -215,6 +263,8 @@ pub struct DimmnetTransport {
     landing_base: u64,
     image: Vec<u8>,
     rx: Vec<u8>,
+    /// The head of the message being delivered (read from PW).
+    head: Vec<u8>,
     /// NWA word of each source's ring, and the NWA value last read.
     watch: Vec<(u32, u64)>,
     watch_of: Vec<usize>,
@@ -313,6 +363,7 @@ impl DimmnetTransport {
             landing_base,
             image: Vec::with_capacity(MAX_PAYLOAD + HEADER_LEN),
             rx: Vec::new(),
+            head: Vec::new(),
             watch,
             watch_of,
             next_poll: 0,
@@ -468,7 +519,9 @@ impl DimmnetTransport {
     }
 
     /// Read everything available in `src`'s ring; returns messages delivered.
-    fn drain_ring(&mut self, src: u32, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
+    /// A message is handed over with its first bytes read from PW; the
+    /// engine reads the rest from PW straight into where it goes.
+    fn drain_ring(&mut self, src: u32, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
         let peer = self.map.peer(src);
         let nwa = self.dev.ring_nwa(peer).map_err(map_err)?;
         self.watch[self.watch_of[src as usize]].1 = nwa;
@@ -504,14 +557,13 @@ impl DimmnetTransport {
                     if total > avail - pos {
                         break; // the rest of a long message is still arriving
                     }
-                    self.rx.resize(len as usize, 0);
+                    // The head: the whole message if it came with the peek,
+                    // else its first ARRIVAL_HEAD bytes (a multiple of 8, so
+                    // the split read costs what one read did).
                     let inline = (load - DN_HDR as u64).min(len) as usize;
-                    self.dev.read_pw(PW_RING as usize + DN_HDR, &mut self.rx[..inline]).map_err(map_err)?;
-                    if (inline as u64) < len {
-                        let rest = len - inline as u64;
-                        self.dev.ring_load(peer, pos + load, rest, PW_COPY).map_err(map_err)?;
-                        self.dev.read_pw(PW_COPY as usize, &mut self.rx[inline..]).map_err(map_err)?;
-                    }
+                    let head = if inline as u64 == len { inline } else { ARRIVAL_HEAD.min(inline) };
+                    self.head.resize(head, 0);
+                    self.dev.read_pw(PW_RING as usize + DN_HDR, &mut self.head).map_err(map_err)?;
                 }
                 other => return Err(corrupt(format!("kind {other}"))),
             }
@@ -525,7 +577,17 @@ impl DimmnetTransport {
             *a = (*a).max(credit);
             pos += record_len(total);
             if hdr[0] == KIND_MSG {
-                sink(src, &self.rx);
+                let inline = (load - DN_HDR as u64).min(len) as usize;
+                let mut a = RingArrival {
+                    dev: &mut self.dev,
+                    peer,
+                    head: &self.head,
+                    len: len as usize,
+                    inline,
+                    rest_at: pos + load,
+                    read: false,
+                };
+                sink(src, &mut a);
                 delivered += 1;
             }
         }
@@ -585,6 +647,26 @@ impl Transport for DimmnetTransport {
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<usize, TransportError> {
+        // Whole messages, assembled in a buffer kept across calls.
+        let mut whole = std::mem::take(&mut self.rx);
+        let mut failed = None;
+        let n = self.poll_arrivals(&mut |src, a| {
+            whole.resize(a.len(), 0);
+            let head = a.head().len().min(whole.len());
+            whole[..head].copy_from_slice(&a.head()[..head]);
+            match a.read_rest(&mut whole[head..]) {
+                Ok(()) => sink(src, &whole),
+                Err(e) => failed = Some(e),
+            }
+        });
+        self.rx = whole;
+        match failed {
+            Some(e) => Err(e),
+            None => n,
+        }
+    }
+
+    fn poll_arrivals(&mut self, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
         self.dev.observe().map_err(map_err)?;
         let mut n = 0;
         for i in 0..self.size {
