@@ -575,6 +575,7 @@ impl DimmnetTransport {
             }
             let a = &mut self.acked[src as usize];
             *a = (*a).max(credit);
+            let at = pos;
             pos += record_len(total);
             if hdr[0] == KIND_MSG {
                 let inline = (load - DN_HDR as u64).min(len) as usize;
@@ -584,7 +585,9 @@ impl DimmnetTransport {
                     head: &self.head,
                     len: len as usize,
                     inline,
-                    rest_at: pos + load,
+                    // Where this record's bytes past the peek load start (the
+                    // ring is consumed only after the loop).
+                    rest_at: at + load,
                     read: false,
                 };
                 sink(src, &mut a);
