@@ -449,6 +449,27 @@ impl Device {
         Ok(())
     }
 
+    /// Write the concatenation of `parts` into WW at `off`: a gather, so
+    /// that a packet goes into WW from where its pieces are (a header here,
+    /// the user's buffer there) with no image assembled first. Charged as
+    /// one write of the whole: per 64-byte write-combining line touched.
+    pub fn write_ww_gather(&mut self, off: usize, parts: &[&[u8]]) -> Result<(), DriverError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        check_range("WW", off, len, layout::WW_SIZE)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let lines = (off % 64 + len).div_ceil(64) as u64;
+        self.platform.charge(HostCost::WcLine, lines);
+        let mut at = off;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            self.ww.write_bytes(at, p).map_err(|e| DriverError::Invalid(e.to_string()))?;
+            at += p.len();
+        }
+        self.ww_dirty = true;
+        Ok(())
+    }
+
     /// Read `buf.len()` bytes from PW at `off`, charged per 8 bytes at the
     /// profile's PW read cost (uncached 8-byte loads on the paper's host).
     pub fn read_pw(&self, off: usize, buf: &mut [u8]) -> Result<(), DriverError> {

@@ -862,3 +862,37 @@ fn a_sender_that_computes_and_polls_hands_its_doorbell_over() {
     let (r1, r2) = (run(), run());
     assert_eq!(r1, r2, "simulated times differ between two runs");
 }
+
+#[test]
+fn a_gathered_ww_write_stores_the_concatenation_and_costs_one_write() {
+    // Issue 8: packets go into WW gathered from their pieces. The bytes must
+    // be the concatenation, and the charge that of one write of the whole
+    // (per 64-byte line touched), not one per piece: pieces split a line.
+    let (_, _, results) = run_actors(
+        cfg("ww-gather", 1, 1),
+        vec![actor(Peer::new(0, 0), |mut d: Device| {
+            let base = d.info().sodimm_base;
+            let (a, b, c) = (pattern_bytes(1, 16), pattern_bytes(2, 45), pattern_bytes(3, 100));
+            let whole: Vec<u8> = [&a[..], &b[..], &c[..]].concat();
+            let slot = HostCost::WcLine as usize;
+            let before = d.cost_counts().unwrap()[slot];
+            d.write_ww_gather(8, &[&a, &[], &b, &c]).unwrap();
+            let gathered = d.cost_counts().unwrap()[slot] - before;
+            d.write_ww(0x1008, &whole).unwrap();
+            let single = d.cost_counts().unwrap()[slot] - before - gathered;
+            d.run(&Command::Vs { ww_off: 8, dst: Pattern::Contiguous { addr: base, len: whole.len() as u32 } })
+                .unwrap();
+            d.run(&Command::Vl { src: Pattern::Contiguous { addr: base, len: whole.len() as u32 }, pw_off: 0 })
+                .unwrap();
+            let back = read_pw(&d, 0, whole.len());
+            let refused = d.write_ww_gather(fpga_regs::layout::WW_SIZE - 8, &[&a]).is_err();
+            (back == whole, gathered, single, refused)
+        })],
+    )
+    .unwrap();
+    let (same, gathered, single, refused) = results[0];
+    assert!(same, "the gathered bytes are not the concatenation");
+    // 161 bytes from offset 8: 3 lines, as one write; piece by piece, 5.
+    assert_eq!((gathered, single), (3, 3));
+    assert!(refused, "a gather past the end of WW must be refused");
+}

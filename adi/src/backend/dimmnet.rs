@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use driver::{Device, DriverError, OpenOptions, Ticket};
 use fpga_regs::llcm::{record_len, RING_ALIGN};
-use fpga_regs::packet::{PacketHeader, HEADER_LEN};
+use fpga_regs::packet::PacketHeader;
 use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
 use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
 
@@ -261,7 +261,6 @@ pub struct DimmnetTransport {
     puts: Vec<Ticket>,
     zones: Vec<bool>,
     landing_base: u64,
-    image: Vec<u8>,
     rx: Vec<u8>,
     /// The head of the message being delivered (read from PW).
     head: Vec<u8>,
@@ -361,7 +360,6 @@ impl DimmnetTransport {
             ww: WwRing::new(),
             puts: Vec::new(),
             landing_base,
-            image: Vec::with_capacity(MAX_PAYLOAD + HEADER_LEN),
             rx: Vec::new(),
             head: Vec::new(),
             watch,
@@ -486,13 +484,17 @@ impl DimmnetTransport {
         let mut left = total;
         while left > 0 {
             let n = left.min(MAX_PAYLOAD);
-            self.image.clear();
-            self.image.extend_from_slice(&PacketHeader::ivs(peer, n as u32).encode());
+            // Gathered into WW from where the pieces are (seed 004 §8.3's
+            // "write WW from the user's buffer"): no packet image between.
+            let ivs = PacketHeader::ivs(peer, n as u32).encode();
+            let mut gather: [&[u8]; 6] = [&ivs, &[], &[], &[], &[], &[]];
+            let mut k = 1;
             let mut want = n;
             while want > 0 {
                 let p = pieces[part];
                 let take = (p.len() - at).min(want);
-                self.image.extend_from_slice(&p[at..at + take]);
+                gather[k] = &p[at..at + take];
+                k += 1;
                 want -= take;
                 at += take;
                 if at == p.len() {
@@ -500,13 +502,11 @@ impl DimmnetTransport {
                     at = 0;
                 }
             }
-            let at_ww = self.ww.alloc(&mut self.dev, self.image.len())?;
-            self.dev.write_ww(at_ww, &self.image).map_err(map_err)?;
-            let t = self
-                .dev
-                .submit(&Command::Botf { ww_off: at_ww as u32, len: self.image.len() as u32 })
-                .map_err(map_err)?;
-            self.ww.used(at_ww, self.image.len(), t);
+            let image_len = ivs.len() + n;
+            let at_ww = self.ww.alloc(&mut self.dev, image_len)?;
+            self.dev.write_ww_gather(at_ww, &gather[..k]).map_err(map_err)?;
+            let t = self.dev.submit(&Command::Botf { ww_off: at_ww as u32, len: image_len as u32 }).map_err(map_err)?;
+            self.ww.used(at_ww, image_len, t);
             left -= n;
         }
         self.sent[dest as usize] += record_len(total as u64);
