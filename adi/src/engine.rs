@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::error::{AdiError, TransportError};
+use crate::error::AdiError;
 use crate::transport::{Arrival, Caps, HostCost, Region, Transport};
 use crate::wire::{Envelope, Packet, ENVELOPE_LEN, MAX_HEADER, SHORT_LEN};
 
@@ -534,22 +534,14 @@ impl State {
     fn deliver_eager_parts(&mut self, id: ReqId, env: Envelope, hlen: usize, a: &mut dyn Arrival) {
         let Some(Req::Recv(r)) = self.reqs.get_mut(id) else { return };
         let keep = (r.capacity.min(env.len)) as usize;
-        let fill = |out: &mut [u8], a: &mut dyn Arrival| -> Result<(), TransportError> {
-            let head = a.head().get(hlen..).unwrap_or_default();
-            let n = out.len().min(head.len());
-            out[..n].copy_from_slice(&head[..n]);
-            a.read_rest(&mut out[n..])
-        };
         let filled = match &mut r.buf {
             RecvBuf::Borrowed(b) => match b.region_mut(0, keep) {
-                Some(out) => fill(out, a),
+                Some(out) => a.read_from(hlen, out),
                 None => Ok(()), // unreachable: keep <= capacity = the buffer's length
             },
             RecvBuf::Owned(v) => {
-                let mut d = vec![0u8; keep];
-                let res = fill(&mut d, a);
-                *v = d;
-                res
+                v.resize(keep, 0);
+                a.read_from(hlen, v)
             }
         };
         if let Err(e) = filled {
@@ -577,19 +569,20 @@ impl State {
                 if let Some(id) = self.match_posted(&env) {
                     return self.deliver_eager_parts(id, env, hlen, a);
                 }
-                match read_whole(a) {
-                    Ok(mut v) => {
-                        v.drain(..hlen);
-                        self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(v) })
-                    }
+                let mut v = vec![0u8; total - hlen];
+                match a.read_from(hlen, &mut v) {
+                    Ok(()) => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(v) }),
                     Err(e) => self.fail(e.into()),
                 }
             }
             Err(e) => self.fail(e),
-            Ok(_) => match read_whole(a) {
-                Ok(v) => self.dispatch(src, &v),
-                Err(e) => self.fail(e.into()),
-            },
+            Ok(_) => {
+                let mut v = vec![0u8; total];
+                match a.read_from(0, &mut v) {
+                    Ok(()) => self.dispatch(src, &v),
+                    Err(e) => self.fail(e.into()),
+                }
+            }
         }
     }
 
@@ -707,15 +700,6 @@ impl State {
             self.need_landing.push_back(rreq);
         }
     }
-}
-
-/// All of a message that arrived in parts, in one vector.
-fn read_whole(a: &mut dyn Arrival) -> Result<Vec<u8>, TransportError> {
-    let mut v = vec![0u8; a.len()];
-    let head = a.head().len().min(v.len());
-    v[..head].copy_from_slice(&a.head()[..head]);
-    a.read_rest(&mut v[head..])?;
-    Ok(v)
 }
 
 /// The protocol engine of one process.

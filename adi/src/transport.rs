@@ -181,6 +181,16 @@ pub trait Arrival {
     /// (at most `len() - head().len()` bytes; fewer leave the end unread).
     /// Called at most once, and only before the sink returns.
     fn read_rest(&mut self, out: &mut [u8]) -> Result<(), TransportError>;
+
+    /// Fill `out` with the message's bytes from `skip` on: those already in
+    /// the head first, then the rest read from the transport. `out` may be
+    /// shorter than what is left (a truncated receive reads only that).
+    fn read_from(&mut self, skip: usize, out: &mut [u8]) -> Result<(), TransportError> {
+        let head = self.head().get(skip..).unwrap_or_default();
+        let n = out.len().min(head.len());
+        out[..n].copy_from_slice(&head[..n]);
+        self.read_rest(&mut out[n..])
+    }
 }
 
 /// How many bytes an [`Arrival`]'s head holds at least when the message is

@@ -354,7 +354,7 @@ impl Drop for ProgressThread {
 pub struct Universe {
     shared: Shared,
     world: SimpleCommunicator,
-    thread: Mutex<Option<ProgressThread>>,
+    thread: std::cell::RefCell<Option<ProgressThread>>,
 }
 
 /// Keep large buffers in the heap: message buffers of hundreds of KiB are
@@ -426,7 +426,7 @@ pub fn initialize() -> Result<Universe> {
         _ => None,
     };
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
-    Ok(Universe { shared, world, thread: Mutex::new(thread) })
+    Ok(Universe { shared, world, thread: std::cell::RefCell::new(thread) })
 }
 
 impl Universe {
@@ -517,7 +517,7 @@ impl Universe {
     /// many of them advanced something, and why it stopped if it failed.
     /// `None` without a real thread.
     pub fn progress_thread_stats(&self) -> Option<(u64, u64, Option<String>)> {
-        let has = self.thread.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+        let has = self.thread.borrow().is_some();
         let c = self.shared.borrow();
         (has || c.thread_passes > 0).then(|| (c.thread_passes, c.thread_useful, c.thread_failed.clone()))
     }
@@ -552,7 +552,7 @@ impl Universe {
             return Ok(());
         }
         self.world.barrier()?;
-        if let Some(mut t) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(mut t) = self.thread.borrow_mut().take() {
             t.stop();
             let c = self.shared.borrow();
             if std::env::var(adi::config::ENV_STATS).is_ok_and(|v| v == "1") {

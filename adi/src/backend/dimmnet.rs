@@ -655,9 +655,7 @@ impl Transport for DimmnetTransport {
         let mut failed = None;
         let n = self.poll_arrivals(&mut |src, a| {
             whole.resize(a.len(), 0);
-            let head = a.head().len().min(whole.len());
-            whole[..head].copy_from_slice(&a.head()[..head]);
-            match a.read_rest(&mut whole[head..]) {
+            match a.read_from(0, &mut whole) {
                 Ok(()) => sink(src, &whole),
                 Err(e) => failed = Some(e),
             }
