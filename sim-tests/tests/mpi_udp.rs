@@ -119,8 +119,19 @@ fn a_peer_that_never_answers_ends_the_job_naming_it() {
 
 #[test]
 fn stray_datagrams_are_dropped_and_counted() {
-    let out = run("udp-garbage", 2, &[]);
+    // An unconnected socket (the rule with more than one peer): our checks drop them.
+    let out = run("udp-garbage", 2, &["DN_UDP_CONNECT=0"]);
     assert!(out.contains("dropped:"), "{out}");
+    let out = run("udp-garbage", 3, &[]);
+    assert!(out.contains("dropped:"), "{out}");
+}
+
+/// A rank with one peer connects its socket: the kernel drops datagrams
+/// from any other address, so none reaches our checks (and the one from the
+/// right header but a wrong address cannot even be tried).
+#[test]
+fn a_socket_connected_to_its_one_peer_never_sees_strays() {
+    run("udp-garbage kernel", 2, &[]);
 }
 
 #[test]
@@ -209,7 +220,7 @@ fn a_progress_thread_moves_collectives_while_the_application_computes() {
 /// injected faults.
 #[test]
 fn authenticated_mode_drops_what_lacks_the_jobs_key() {
-    let out = run("udp-garbage", 2, &["DN_UDP_AUTH=1"]);
+    let out = run("udp-garbage", 2, &["DN_UDP_AUTH=1", "DN_UDP_CONNECT=0"]);
     assert!(out.contains("bogus ACK/NACK), 7 unauthenticated"), "{out}");
     run("allpairs", 4, &[FAULTS, "DN_UDP_AUTH=1"]);
 }

@@ -97,10 +97,20 @@ impl SegmentCmsg {
 }
 
 /// Send `parts` as datagrams of `segment` bytes each (the last may be
-/// shorter) in one call: the kernel splits them (GSO).
-pub fn send_segments(sock: &UdpSocket, to: &SockAddr, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
+/// shorter) in one call: the kernel splits them (GSO). `to` is `None` on
+/// a connected socket.
+pub fn send_segments(
+    sock: &UdpSocket,
+    to: Option<&SockAddr>,
+    parts: &[IoSlice<'_>],
+    segment: u16,
+) -> io::Result<usize> {
     let cmsg = SegmentCmsg::new(segment);
-    let msg = MsgHdr::new().with_addr(to).with_buffers(parts).with_control(&cmsg.0);
+    let msg = MsgHdr::new().with_buffers(parts).with_control(&cmsg.0);
+    let msg = match to {
+        Some(to) => msg.with_addr(to),
+        None => msg,
+    };
     SockRef::from(sock).sendmsg(&msg, 0)
 }
 
@@ -170,7 +180,7 @@ mod tests {
         let datagrams: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; if i == 4 { 300 } else { 1000 }]).collect();
         let parts: Vec<IoSlice<'_>> = datagrams.iter().map(|d| IoSlice::new(d)).collect();
         let to = SockAddr::from(b.local_addr().unwrap());
-        assert_eq!(send_segments(&a, &to, &parts, 1000).unwrap(), 4300);
+        assert_eq!(send_segments(&a, Some(&to), &parts, 1000).unwrap(), 4300);
         b.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
         let mut got = Vec::new();
         let mut buf = vec![0u8; 70_000];
