@@ -8,6 +8,11 @@ command -v ip >/dev/null || need+=(iproute2)      # network-namespace tests of t
 # The outside MPI reference of scripts/bench-udp-vs-tcp.sh (mpicc.mpich,
 # mpiexec.hydra); later, hydra as a standard PMI-1 launcher.
 command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
+# The DPDK backend: the system's DPDK (headers, libraries and the memif,
+# af_packet and null PMDs), bound at build time with bindgen (libclang).
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk)
+ls /usr/lib/*/libclang-*.so* >/dev/null 2>&1 || ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
