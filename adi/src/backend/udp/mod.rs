@@ -25,23 +25,24 @@
 pub mod addr;
 pub mod faults;
 pub mod io;
+pub mod link;
 pub mod wire;
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, IoSlice};
 use std::net::{SocketAddr, UdpSocket};
+
+use self::link::{Link, Received, UdpLink};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socket2::{Domain, Protocol, Socket, Type};
 
 use self::faults::{FaultSpec, Faults, Verdict};
 use self::wire::{flag, seal, seal_parts, seq_lt, AuthKey, Header, Reject, HEADER, TAG};
 use crate::error::TransportError;
 use crate::transport::{Caps, Lent, Transport};
-
-const BACKEND: &str = "udp";
 
 /// Turns on authenticated mode (`1`).
 pub const AUTH_ENV: &str = "DN_UDP_AUTH";
@@ -135,7 +136,8 @@ pub struct UdpConfig {
     /// for sends and demultiplexes arrivals early, which saves about 0.35 us
     /// on each side of every datagram over veth (measured with a plain C
     /// ping-pong, docs/BENCHMARKS.md), and it drops datagrams from anyone
-    /// else before they reach us. With more peers the one socket stays
+    /// else before they reach us (except those queued before the connect,
+    /// which our own checks still drop). With more peers the one socket stays
     /// unconnected: per-peer sockets would cost a system call per peer on
     /// every poll.
     pub connect: bool,
@@ -405,33 +407,31 @@ struct PeerRx {
     bye_rto: Duration,
 }
 
-/// The UDP transport of one rank.
-pub struct UdpTransport {
-    sock: UdpSocket,
+/// The UDP transport of one rank: the reliable datagram protocol over a UDP socket.
+pub type UdpTransport = DatagramTransport<UdpLink>;
+
+/// The reliable datagram protocol of one rank over a [`Link`].
+pub struct DatagramTransport<L: Link> {
+    link: L,
     rank: u32,
     size: u32,
     job: u32,
-    peers: Vec<SocketAddr>,
     cfg: UdpConfig,
     tx: Vec<PeerTx>,
     rx: Vec<PeerRx>,
     buf: Vec<u8>,
     /// A receive `idle` made: length, sender, GRO segment size.
-    stashed: Option<(usize, SocketAddr, usize)>,
+    stashed: Option<Received>,
     pool: Vec<Vec<u8>>,
     faults: Option<Faults>,
     held: Option<(Vec<u8>, u32)>,
     stats: UdpStats,
-    blocking: bool,
     /// In finalize with every own datagram acknowledged: goodbyes go out.
     leaving: bool,
-    offloads: io::Offloads,
-    /// The socket is connected to its one peer: sends name no address.
-    connected: bool,
 }
 
 fn io_err(what: &str, e: std::io::Error) -> TransportError {
-    TransportError::Backend { backend: BACKEND, msg: format!("{what}: {e}") }
+    TransportError::Backend { backend: "udp", msg: format!("{what}: {e}") }
 }
 
 impl UdpTransport {
@@ -462,18 +462,51 @@ impl UdpTransport {
         if rank >= size {
             return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank address list")));
         }
-        let now = Instant::now();
         // GRO makes every receive a recvmsg with a control buffer, 0.4 us
         // more per round trip on loopback; it pays only where datagrams are
         // path-sized and arrive in batches (measured, docs/BENCHMARKS.md).
-        let offloads = io::enable(&sock, cfg.gso, cfg.gro && cfg.mtu < 16 * 1024);
-        // GRO hands over up to a whole 64 KiB super-datagram.
-        let buf_len = if offloads.gro { 70_000 } else { HEADER + cfg.mtu + TAG + 1 };
-        let own = peers[rank as usize];
-        let connected = cfg.connect
-            && size == 2
-            && peers[1 - rank as usize] != own
-            && sock.connect(peers[1 - rank as usize]).is_ok();
+        let link = UdpLink::new(sock, rank, peers, cfg.gso, cfg.gro && cfg.mtu < 16 * 1024, cfg.connect);
+        DatagramTransport::over(link, rank, size, job, cfg, faults)
+    }
+
+    /// Open from the environment `dnrun --backend udp` sets (see [`addr`]).
+    pub fn from_env() -> Result<UdpTransport, TransportError> {
+        let cfg = UdpConfig::from_env()?;
+        let faults = match std::env::var(faults::ENV) {
+            Ok(s) => Some(FaultSpec::parse(&s).map_err(|e| TransportError::Config(format!("{}: {e}", faults::ENV)))?),
+            Err(_) => None,
+        };
+        let (sock, rank, peers, job) = addr::exchange_from_env(&cfg)?;
+        let mut cfg = cfg;
+        if !cfg.mtu_fixed {
+            if let Ok(local) = sock.local_addr() {
+                cfg.mtu = UdpConfig::mtu_for_path(local, &peers, cfg.mtu);
+                cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
+            }
+        }
+        // Injected corruption happens before the kernel computes the UDP
+        // checksum, so only our own CRC can catch it.
+        cfg.full_crc |= faults.is_some();
+        UdpTransport::new(sock, rank, peers, job, cfg, faults)
+    }
+}
+
+impl<L: Link> DatagramTransport<L> {
+    /// The protocol for `rank` of `size` ranks of job `job` over `link`.
+    pub fn over(
+        link: L,
+        rank: u32,
+        size: u32,
+        job: u32,
+        cfg: UdpConfig,
+        faults: Option<FaultSpec>,
+    ) -> Result<DatagramTransport<L>, TransportError> {
+        cfg.validate()?;
+        if rank >= size {
+            return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank job")));
+        }
+        let now = Instant::now();
+        let buf_len = link.recv_buffer(HEADER + cfg.mtu + TAG);
         let tx = (0..size)
             .map(|_| PeerTx {
                 next_seq: 0,
@@ -506,12 +539,11 @@ impl UdpTransport {
                 bye_rto: cfg.rto_min,
             })
             .collect();
-        Ok(UdpTransport {
-            sock,
+        Ok(DatagramTransport {
+            link,
             rank,
             size,
             job,
-            peers,
             buf: vec![0u8; buf_len],
             cfg,
             tx,
@@ -521,32 +553,8 @@ impl UdpTransport {
             faults: faults.map(|f| Faults::new(f, rank)),
             held: None,
             stats: UdpStats::default(),
-            blocking: false,
             leaving: false,
-            offloads,
-            connected,
         })
-    }
-
-    /// Open from the environment `dnrun --backend udp` sets (see [`addr`]).
-    pub fn from_env() -> Result<UdpTransport, TransportError> {
-        let cfg = UdpConfig::from_env()?;
-        let faults = match std::env::var(faults::ENV) {
-            Ok(s) => Some(FaultSpec::parse(&s).map_err(|e| TransportError::Config(format!("{}: {e}", faults::ENV)))?),
-            Err(_) => None,
-        };
-        let (sock, rank, peers, job) = addr::exchange_from_env(&cfg)?;
-        let mut cfg = cfg;
-        if !cfg.mtu_fixed {
-            if let Ok(local) = sock.local_addr() {
-                cfg.mtu = UdpConfig::mtu_for_path(local, &peers, cfg.mtu);
-                cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
-            }
-        }
-        // Injected corruption happens before the kernel computes the UDP
-        // checksum, so only our own CRC can catch it.
-        cfg.full_crc |= faults.is_some();
-        UdpTransport::new(sock, rank, peers, job, cfg, faults)
     }
 
     /// Counters.
@@ -556,12 +564,6 @@ impl UdpTransport {
             s.injected = f.injected;
         }
         s
-    }
-
-    fn set_blocking(&mut self, on: bool) {
-        if self.blocking != on && self.sock.set_nonblocking(!on).is_ok() {
-            self.blocking = on;
-        }
     }
 
     /// The flags every datagram of this transport carries.
@@ -616,35 +618,23 @@ impl UdpTransport {
 
     /// Send the non-empty `parts` as one datagram.
     fn raw_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<(), TransportError> {
-        let addr = self.peers[dest as usize];
-        self.set_blocking(false);
         let mut slices = [IoSlice::new(&[]); 3];
         let mut n = 0;
         for p in parts.iter().filter(|p| !p.is_empty()) {
             slices[n] = IoSlice::new(p);
             n += 1;
         }
-        loop {
-            let r = if self.connected {
-                // Naming the address would make the kernel look the route up again.
-                SockRef::from(&self.sock).send_vectored(&slices[..n])
-            } else if n == 1 {
-                self.sock.send_to(&slices[0], addr)
-            } else {
-                SockRef::from(&self.sock).send_to_vectored(&slices[..n], &addr.into())
-            };
-            match r {
-                Ok(_) => {
-                    self.stats.sent += 1;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                // A full socket buffer or an ICMP error from an earlier
-                // datagram: the protocol recovers by retransmission.
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => return Ok(()),
-                Err(e) => return Err(io_err(&format!("cannot send to rank {dest} at {addr}"), e)),
+        match self.link.send(dest, &slices[..n]) {
+            Ok(()) => {
+                self.stats.sent += 1;
+                Ok(())
             }
+            Err(e) => Err(self.link_err(&format!("cannot send to rank {dest} at {}", self.link.describe(dest)), e)),
         }
+    }
+
+    fn link_err(&self, what: &str, e: std::io::Error) -> TransportError {
+        TransportError::Backend { backend: L::NAME, msg: format!("{what}: {e}") }
     }
 
     /// Stamp the current cumulative ACK into a data datagram, seal and send it.
@@ -731,7 +721,7 @@ impl UdpTransport {
         let end = first + count;
         let mut i = first;
         while i < end {
-            let j = if self.offloads.gso { self.gso_run(d, i, end) } else { i + 1 };
+            let j = if self.link.offloads().gso { self.gso_run(d, i, end) } else { i + 1 };
             if j - i < 2 || !self.send_run(dest, i, j)? {
                 for k in i..j {
                     self.transmit(dest, k)?;
@@ -768,7 +758,6 @@ impl UdpTransport {
     fn send_run(&mut self, dest: u32, i: usize, j: usize) -> Result<bool, TransportError> {
         let d = dest as usize;
         let ack = self.rx[d].expected.to_le_bytes();
-        self.set_blocking(false);
         let mut tags = Vec::new();
         let mut batch = Vec::with_capacity(j - i);
         let mut apart = Vec::new();
@@ -803,16 +792,7 @@ impl UdpTransport {
                 iov.push(IoSlice::new(t));
             }
         }
-        let to = socket2::SockAddr::from(self.peers[d]);
-        let r = loop {
-            if batch.is_empty() {
-                break Ok(0);
-            }
-            match io::send_segments(&self.sock, (!self.connected).then_some(&to), &iov, seg as u16) {
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                r => break r,
-            }
-        };
+        let r = if batch.is_empty() { Ok(0) } else { self.link.send_segments(dest, &iov, seg as u16) };
         drop(iov);
         match r {
             Ok(_) => {
@@ -824,7 +804,7 @@ impl UdpTransport {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => {}
             Err(_) => {
                 // E.g. EIO from a device without checksum offload.
-                self.offloads.gso = false;
+                self.link.disable_gso();
                 self.stats.gso_fallbacks += 1;
                 return Ok(false);
             }
@@ -886,35 +866,16 @@ impl UdpTransport {
         }
     }
 
-    /// One receive call into `self.buf`: its length, the sender, and the
-    /// size of the datagrams in it (several when GRO coalesced them).
-    fn recv_call(&mut self) -> std::io::Result<(usize, SocketAddr, usize)> {
-        if self.offloads.gro {
-            let (n, from, seg) = io::recv(&self.sock, &mut self.buf)?;
-            if seg.is_some() {
-                self.stats.gro_batches += 1;
-            }
-            Ok((n, from, seg.unwrap_or(n).max(1)))
-        } else {
-            let (n, from) = self.sock.recv_from(&mut self.buf)?;
-            Ok((n, from, n.max(1)))
-        }
-    }
-
-    /// Take one receive (stashed or from the socket); `None` when there is none.
-    fn recv_one(&mut self) -> Result<Option<(usize, SocketAddr, usize)>, TransportError> {
+    /// Take one receive (stashed or from the link); `None` when there is none.
+    fn recv_one(&mut self) -> Result<Option<Received>, TransportError> {
         if let Some(x) = self.stashed.take() {
             return Ok(Some(x));
         }
-        self.set_blocking(false);
-        loop {
-            match self.recv_call() {
-                Ok(x) => return Ok(Some(x)),
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => return Ok(None),
-                Err(e) => return Err(io_err("cannot receive", e)),
-            }
+        let r = self.link.recv(&mut self.buf).map_err(|e| self.link_err("cannot receive", e))?;
+        if r.is_some_and(|r| r.batched) {
+            self.stats.gro_batches += 1;
         }
+        Ok(r)
     }
 
     fn reject(&mut self, r: Reject) {
@@ -935,7 +896,7 @@ impl UdpTransport {
         &mut self,
         at: usize,
         len: usize,
-        from: SocketAddr,
+        from: Option<u32>,
         sink: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<bool, TransportError> {
         self.stats.received += 1;
@@ -960,7 +921,7 @@ impl UdpTransport {
                 return Ok(false);
             }
         };
-        if self.peers[h.src as usize] != from {
+        if from != Some(h.src) {
             self.reject(Reject::UnknownSender);
             return Ok(false);
         }
@@ -1195,9 +1156,9 @@ impl UdpTransport {
     }
 }
 
-impl Transport for UdpTransport {
+impl<L: Link> Transport for DatagramTransport<L> {
     fn name(&self) -> &'static str {
-        BACKEND
+        L::NAME
     }
 
     fn rank(&self) -> u32 {
@@ -1220,7 +1181,7 @@ impl Transport for UdpTransport {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > self.cfg.max_message {
             return Err(TransportError::Backend {
-                backend: BACKEND,
+                backend: L::NAME,
                 msg: format!("a {len}-byte message exceeds the maximum"),
             });
         }
@@ -1263,7 +1224,7 @@ impl Transport for UdpTransport {
     ) -> Result<bool, TransportError> {
         let Some(body) = data.get(range.clone()) else {
             return Err(TransportError::Backend {
-                backend: BACKEND,
+                backend: L::NAME,
                 msg: format!("send range {range:?} lies outside its {}-byte buffer", data.len()),
             });
         };
@@ -1326,7 +1287,7 @@ impl Transport for UdpTransport {
         }
         let mut delivered = 0;
         for _ in 0..256 {
-            let Some((len, from, seg)) = self.recv_one()? else { break };
+            let Some(Received { len, from, seg, .. }) = self.recv_one()? else { break };
             let mut at = 0;
             while at < len {
                 let n = seg.min(len - at);
@@ -1365,27 +1326,19 @@ impl Transport for UdpTransport {
         // ...then sleep in the kernel until a datagram or the next timer.
         let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(Instant::now()));
         let wait = wait.clamp(Duration::from_micros(50), Duration::from_millis(50));
-        self.set_blocking(true);
-        let _ = self.sock.set_read_timeout(Some(wait));
-        let r = self.recv_call();
-        self.set_blocking(false);
-        match r {
-            Ok(x) => self.stashed = Some(x),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted | ErrorKind::ConnectionRefused
-                ) => {}
-            Err(e) => return Err(io_err("cannot receive", e)),
+        let r = self.link.recv_wait(&mut self.buf, wait).map_err(|e| self.link_err("cannot receive", e))?;
+        if r.is_some_and(|r| r.batched) {
+            self.stats.gro_batches += 1;
         }
+        self.stashed = r;
         Ok(())
     }
 
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "udp datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
-            s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
+            "{} datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            L::NAME, s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
             s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.gso_sends, s.gro_batches, s.gso_fallbacks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
         ))

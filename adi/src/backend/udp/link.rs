@@ -1,0 +1,200 @@
+//! What the reliable datagram protocol needs from the network below it: send
+//! a datagram to a rank, receive one and say which rank sent it. The UDP
+//! socket ([`UdpLink`]) is one such link; DPDK ports are another
+//! (`backend::dpdk`). The protocol above (sequence numbers, ACKs,
+//! retransmission, reassembly, goodbyes, fault injection, authentication)
+//! is written once for both.
+
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, IoSlice};
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use socket2::SockRef;
+
+use super::io as sockio;
+use super::io::Offloads;
+
+/// One receive: `len` bytes at the start of the buffer, from the rank
+/// `from` (`None`: an address that is no rank of this job), made of
+/// datagrams of `seg` bytes each (the last may be shorter; several only
+/// when the link coalesced them, as UDP GRO does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes received.
+    pub len: usize,
+    /// The sending rank, if the sender's address is one of the job's.
+    pub from: Option<u32>,
+    /// Size of each datagram in it.
+    pub seg: usize,
+    /// Whether the link coalesced several datagrams (GRO).
+    pub batched: bool,
+}
+
+/// A datagram link between the ranks of a job.
+pub trait Link: Send {
+    /// Backend name for messages and `DN_STATS`.
+    const NAME: &'static str;
+    /// Send one datagram made of `parts` to rank `dest`. A full queue or a
+    /// transient refusal is `Ok(())`: the protocol retransmits.
+    fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()>;
+    /// Send `parts` to `dest` as datagrams of `segment` bytes each in one
+    /// call (GSO). Only called when [`Link::offloads`] has `gso`.
+    fn send_segments(&mut self, dest: u32, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
+        let _ = (dest, parts, segment);
+        Err(io::Error::from(ErrorKind::Unsupported))
+    }
+    /// What the link can batch.
+    fn offloads(&self) -> Offloads {
+        Offloads::default()
+    }
+    /// Stop using GSO (a send with it failed).
+    fn disable_gso(&mut self) {}
+    /// Receive into `buf` without blocking; `None` when nothing is there.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>>;
+    /// Receive into `buf`, waiting up to `wait` for something to arrive.
+    fn recv_wait(&mut self, buf: &mut [u8], wait: Duration) -> io::Result<Option<Received>>;
+    /// The receive buffer this link needs for datagrams of `mtu` payload bytes.
+    fn recv_buffer(&self, datagram: usize) -> usize {
+        datagram + 1
+    }
+    /// A description of `rank`'s address, for error messages.
+    fn describe(&self, rank: u32) -> String;
+}
+
+/// One UDP socket per rank (seed 001): every peer's datagrams arrive on it.
+pub struct UdpLink {
+    sock: UdpSocket,
+    peers: Vec<SocketAddr>,
+    by_addr: HashMap<SocketAddr, u32>,
+    offloads: Offloads,
+    /// Connected to its one peer: sends name no address.
+    connected: bool,
+    blocking: bool,
+}
+
+impl UdpLink {
+    /// A link over `sock` for `rank` of a job whose ranks listen at `peers`:
+    /// turns on the offloads the kernel has and `gso`/`gro` allow, and
+    /// connects the socket when there is one peer and `connect` allows.
+    pub fn new(sock: UdpSocket, rank: u32, peers: Vec<SocketAddr>, gso: bool, gro: bool, connect: bool) -> UdpLink {
+        let offloads = sockio::enable(&sock, gso, gro);
+        let own = peers.get(rank as usize).copied();
+        let connected = connect
+            && peers.len() == 2
+            && own.is_some_and(|own| peers[1 - rank as usize] != own)
+            && sock.connect(peers[1 - rank as usize]).is_ok();
+        let by_addr = peers.iter().enumerate().map(|(r, a)| (*a, r as u32)).collect();
+        UdpLink { sock, peers, by_addr, offloads, connected, blocking: false }
+    }
+
+    fn set_blocking(&mut self, on: bool) {
+        if self.blocking != on && self.sock.set_nonblocking(!on).is_ok() {
+            self.blocking = on;
+        }
+    }
+
+    fn recv_call(&mut self, buf: &mut [u8]) -> io::Result<Received> {
+        let (len, from, seg) = if self.offloads.gro {
+            sockio::recv(&self.sock, buf)?
+        } else {
+            let (n, from) = self.sock.recv_from(buf)?;
+            (n, from, None)
+        };
+        Ok(Received {
+            len,
+            from: self.by_addr.get(&from).copied(),
+            seg: seg.unwrap_or(len).max(1),
+            batched: seg.is_some(),
+        })
+    }
+}
+
+/// Errors that mean "nothing now" on a UDP socket: an empty queue, a
+/// timeout, a signal, or an ICMP error left by an earlier datagram.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+    )
+}
+
+impl Link for UdpLink {
+    const NAME: &'static str = "udp";
+
+    fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
+        let addr = self.peers[dest as usize];
+        self.set_blocking(false);
+        loop {
+            let r = if self.connected {
+                // Naming the address would make the kernel look the route up again.
+                SockRef::from(&self.sock).send_vectored(parts)
+            } else if parts.len() == 1 {
+                self.sock.send_to(&parts[0], addr)
+            } else {
+                SockRef::from(&self.sock).send_to_vectored(parts, &addr.into())
+            };
+            match r {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // A full socket buffer or an ICMP error from an earlier
+                // datagram: the protocol recovers by retransmission.
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn send_segments(&mut self, dest: u32, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
+        let to = socket2::SockAddr::from(self.peers[dest as usize]);
+        self.set_blocking(false);
+        loop {
+            match sockio::send_segments(&self.sock, (!self.connected).then_some(&to), parts, segment) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
+    }
+
+    fn offloads(&self) -> Offloads {
+        self.offloads
+    }
+
+    fn disable_gso(&mut self) {
+        self.offloads.gso = false;
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        self.set_blocking(false);
+        match self.recv_call(buf) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) if transient(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn recv_wait(&mut self, buf: &mut [u8], wait: Duration) -> io::Result<Option<Received>> {
+        self.set_blocking(true);
+        let _ = self.sock.set_read_timeout(Some(wait.max(Duration::from_micros(1))));
+        let r = self.recv_call(buf);
+        self.set_blocking(false);
+        match r {
+            Ok(r) => Ok(Some(r)),
+            Err(e) if transient(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn recv_buffer(&self, datagram: usize) -> usize {
+        // GRO hands over up to a whole 64 KiB super-datagram.
+        if self.offloads.gro {
+            70_000
+        } else {
+            datagram + 1
+        }
+    }
+
+    fn describe(&self, rank: u32) -> String {
+        self.peers.get(rank as usize).map_or_else(|| "?".into(), |a| a.to_string())
+    }
+}
