@@ -19,15 +19,21 @@ fn child_role() {
     let (role, socket) = spec.split_once(':').expect("role:socket");
     let prefix = format!("dn-test-{}-{role}", std::process::id());
     let vdev = format!("net_memif0,role={role},socket={socket},socket-abstract=yes,id=0");
+    let t0 = Instant::now();
     let eal = Eal::init(&eal_args("memif-test", &prefix, 128, &[vdev])).expect("EAL");
     assert!(matches!(Eal::init(&[]), Err(dpdk_sys::Error::AlreadyStarted)));
+    println!("{role}: EAL up {:?} after start", t0.elapsed());
     let pool = Mempool::create(&eal, "test_pool", 2047, 2048 + 128).expect("pool");
     let mut port = Port::start(&eal, "net_memif0", pool, PortConfig::default()).expect("port");
+    // The parent starts the client once the server listens: a memif client
+    // that finds no server retries only after seconds.
+    println!("{role}: port started");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !port.link_up() {
         assert!(Instant::now() < deadline, "memif link never came up");
         std::thread::sleep(Duration::from_millis(1));
     }
+    println!("{role}: link up {:?} after start", t0.elapsed());
     let mut rx = Vec::new();
     let mut tx = Vec::new();
     if role == "server" {
@@ -86,7 +92,9 @@ fn child_role() {
         println!("client: {FRAMES} frames echoed intact");
     }
     // Exit without rte_eal_cleanup (see Eal::init); the port closes on drop.
+    println!("{role}: closing {:?}", t0.elapsed());
     drop(port);
+    println!("{role}: closed {:?}", t0.elapsed());
 }
 
 #[test]
@@ -110,10 +118,24 @@ fn two_processes_exchange_frames_over_memif() {
             .spawn()
             .expect("spawn a child")
     };
-    let server = spawn("server");
-    std::thread::sleep(Duration::from_millis(200));
+    let mut server = spawn("server");
+    let mut out = std::io::BufReader::new(server.stdout.take().expect("server stdout"));
+    let mut seen = String::new();
+    while !seen.contains("server: port started") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).expect("server output") == 0 {
+            break;
+        }
+        seen += &line;
+    }
     let client = spawn("client").wait_with_output().expect("client");
-    let server = server.wait_with_output().expect("server");
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let mut server = server.wait_with_output().expect("server");
+    server.stdout = (seen + &rest.join().expect("reader")).into_bytes();
     let show = |o: &std::process::Output| {
         format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
     };
