@@ -49,6 +49,7 @@ fn main() {
         .allowlist_function("rte_mempool_free")
         .allowlist_function("rte_eth_(dev_configure|dev_start|dev_stop|dev_close|rx_queue_setup|tx_queue_setup|dev_get_port_by_name|macaddr_get|link_get_nowait|dev_info_get|dev_count_avail|promiscuous_enable|stats_get)")
         .allowlist_function("rte_get_tsc_hz")
+        .allowlist_function("rte_vdev_init")
         .allowlist_type("rte_mbuf")
         .allowlist_type("rte_eth_conf")
         .allowlist_type("rte_eth_stats")
@@ -64,5 +65,8 @@ fn main() {
         shim.include(p);
     }
     shim.compile("dn_dpdk_shim");
+    // rte_vdev_init lives in the vdev bus driver, which pkg-config's
+    // --libs leaves to the plugin loader.
+    println!("cargo:rustc-link-lib=dylib=rte_bus_vdev");
     println!("cargo:rustc-cfg=dpdk_found");
 }

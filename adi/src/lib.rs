@@ -9,7 +9,8 @@
 //! * [`backend::dimmnet`] — DIMMnet-2 (simulated or real): IVS rings as
 //!   virtual connections, BOTF for envelopes, RVS for rendezvous data;
 //! * [`backend::local`] — threads of one process (tests);
-//! * [`backend::udp`] — reliable UDP over one socket per rank (seed 001).
+//! * [`backend::udp`] — reliable UDP over one socket per rank (seed 001);
+//! * [`backend::dpdk`] — the same protocol over DPDK ports (seed 000).
 
 #![warn(missing_docs)]
 
@@ -43,13 +44,14 @@ pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
     match backend.as_str() {
         "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
         "udp" => Ok(Box::new(backend::udp::UdpTransport::from_env()?)),
+        "dpdk" => Ok(Box::new(backend::dpdk::from_env()?)),
         "local" => backend::local::local_world(1, None, backend::local::default_caps())
             .pop()
             .map(|t| Box::new(t) as Box<dyn Transport>)
             .ok_or_else(|| TransportError::Config("no local transport".into())),
-        other => {
-            Err(TransportError::Config(format!("{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, local)")))
-        }
+        other => Err(TransportError::Config(format!(
+            "{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, dpdk, local)"
+        ))),
     }
 }
 

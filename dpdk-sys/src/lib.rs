@@ -103,6 +103,7 @@ pub fn eal_args(program: &str, file_prefix: &str, mem_mb: u32, vdevs: &[String])
         mem_mb.to_string(),
         "--no-pci".into(),
         "--no-shconf".into(),
+        "--no-telemetry".into(),
         format!("--file-prefix={file_prefix}"),
         "--log-level=lib.eal:error".into(),
         "--log-level=pmd.net.memif:error".into(),

@@ -77,6 +77,19 @@ impl Eal {
         Ok(Eal(()))
     }
 
+    /// Create the virtual device `name` with `args` (as `--vdev=name,args`
+    /// would at start-up), e.g. a memif client once its server listens.
+    pub fn add_vdev(&self, name: &str, args: &str) -> Result<()> {
+        let n = CString::new(name).map_err(|_| Error::Invalid(format!("vdev name {name:?} contains NUL")))?;
+        let a = CString::new(args).map_err(|_| Error::Invalid(format!("vdev arguments {args:?} contain NUL")))?;
+        // SAFETY: both strings outlive the call; the EAL is running (self).
+        let r = unsafe { ffi::rte_vdev_init(n.as_ptr(), a.as_ptr()) };
+        if r != 0 {
+            return Err(call_err("rte_vdev_init", r, "is the driver (e.g. net_memif) installed? (scripts/setup.sh)"));
+        }
+        Ok(())
+    }
+
     /// The TSC frequency the EAL measured (cycles per second).
     pub fn tsc_hz(&self) -> u64 {
         // SAFETY: valid after rte_eal_init, which `self` proves.

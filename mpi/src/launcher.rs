@@ -21,6 +21,9 @@ pub enum Backend {
     Sim,
     /// Reliable UDP over the host network (seed 001).
     Udp,
+    /// The same protocol over DPDK: memif interfaces between the ranks of
+    /// this host (seed 000).
+    Dpdk,
 }
 
 /// What to run.
@@ -456,6 +459,18 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if opts.ranks.is_some() && opts.backend == Backend::Udp && opts.hostfile.is_none() {
         return Err(LaunchError::Usage("--ranks across hosts needs --hostfile (the addresses of every rank)".into()));
     }
+    if opts.backend == Backend::Dpdk {
+        if let Err(e) = adi::backend::dpdk::available() {
+            return Err(LaunchError::Usage(format!(
+                "--backend dpdk: {e}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp"
+            )));
+        }
+        if opts.ranks.is_some() || opts.hostfile.is_some() {
+            return Err(LaunchError::Usage(
+                "--backend dpdk runs every rank on this host over memif for now; --ranks/--hostfile are for --backend udp".into(),
+            ));
+        }
+    }
     if opts.ranks.is_some() && opts.backend == Backend::Sim {
         return Err(LaunchError::Usage(
             "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
@@ -471,7 +486,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         Backend::Sim => Some(find_simulator().ok_or_else(|| {
             LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
         })?),
-        Backend::Udp => None,
+        Backend::Udp | Backend::Dpdk => None,
     };
     check_host_limits(local.len())?;
 
@@ -479,7 +494,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     std::fs::create_dir_all(dir.join("job"))
         .map_err(|e| LaunchError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let _cleanup = Cleanup(dir.clone());
-    if opts.backend == Backend::Udp {
+    if matches!(opts.backend, Backend::Udp | Backend::Dpdk) {
         write_udp_key(opts, &dir.join("job"))?;
     }
     // Declared after the cleanup, so dropped first: it is told "done" and
@@ -542,6 +557,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 match opts.backend {
                     Backend::Sim => "sim",
                     Backend::Udp => "udp",
+                    Backend::Dpdk => "dpdk",
                 },
             )
             .env("DN_RANK", rank.to_string())

@@ -1,5 +1,6 @@
 //! Transport backends.
 
 pub mod dimmnet;
+pub mod dpdk;
 pub mod local;
 pub mod udp;
