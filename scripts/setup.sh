@@ -12,7 +12,8 @@ command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 # af_packet and null PMDs), bound at build time with bindgen (libclang).
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk)
-ls /usr/lib/*/libclang-*.so* >/dev/null 2>&1 || ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# (libclang-cpp, which other packages bring, is not libclang.)
+ls /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1 || ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
