@@ -62,7 +62,10 @@ suite! {
     probe_2r: "probe", 2;
     sync_2r: "sync", 2;
     comms_4r: "comms", 4;
+    poll_iprobe_2r: "poll-iprobe", 2;
+    poll_test_2r: "poll-test", 2;
     poll_testall_5r: "poll-testall", 5;
+    collectives_7r: "collectives", 7;
     collectives_1r: "collectives", 1;
     collectives_5r: "collectives", 5;
     nbc_3r: "nbc", 3;

@@ -32,7 +32,8 @@
 use std::io::{self, IoSlice};
 use std::time::{Duration, Instant};
 
-use super::udp::faults::{self, FaultSpec};
+use super::udp::addr::env_num;
+use super::udp::faults;
 use super::udp::link::{Link, Received};
 use super::udp::wire::{HEADER, TAG};
 use super::udp::{DatagramTransport, UdpConfig};
@@ -121,19 +122,15 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
         cfg_err(format!("--backend dpdk: {e}. Install DPDK with scripts/setup.sh and rebuild, or use --backend udp"))
     })?;
     let num = |k: &str| -> Result<u32, TransportError> {
-        let v = std::env::var(k).map_err(|_| cfg_err(format!("{k} is not set; start the job with dnrun")))?;
-        v.trim().parse().map_err(|_| cfg_err(format!("{k}={v:?} is not a number")))
+        let v = env_num(k)?;
+        u32::try_from(v).map_err(|_| cfg_err(format!("{k}={v} is too large")))
     };
     let (rank, size, job) = (num("DN_RANK")?, num("DN_SIZE")?, num("DN_JOB_ID")?);
     if rank >= size {
         return Err(cfg_err(format!("DN_RANK={rank} is outside a job of {size} ranks")));
     }
-    let cfg = config_from_env()?;
-    let faults = match std::env::var(faults::ENV) {
-        Ok(s) => Some(FaultSpec::parse(&s).map_err(|e| cfg_err(format!("{}: {e}", faults::ENV)))?),
-        Err(_) => None,
-    };
-    let mut cfg = cfg;
+    let mut cfg = config_from_env()?;
+    let faults = faults::from_env()?;
     // Injected corruption must be caught by our own CRC over the whole payload.
     cfg.full_crc |= faults.is_some();
     let dir = std::env::var_os("DN_JOB_DIR")
@@ -172,8 +169,8 @@ mod with_dpdk {
         pool: &'static Mempool,
         /// The port to each rank (`None` for this rank).
         ports: Vec<Option<Port>>,
+        /// Our interface's MAC towards each rank.
         macs: Vec<[u8; 6]>,
-        rank: u32,
         /// Frames received and not yet handed over, with their sender.
         pending: VecDeque<(Mbuf, u32)>,
         /// Where the next receive poll starts (fairness among peers).
@@ -243,7 +240,6 @@ mod with_dpdk {
                 pool,
                 ports,
                 macs,
-                rank,
                 pending: VecDeque::new(),
                 next: 0,
                 out: Vec::with_capacity(1),
@@ -293,8 +289,11 @@ mod with_dpdk {
                     format!("a {len}-byte datagram does not fit a {FRAME}-byte frame"),
                 ));
             };
-            frame[..6].copy_from_slice(&self.macs[dest as usize]);
-            frame[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, self.rank as u8]);
+            // Source: our interface to `dest`. Destination: broadcast, as
+            // a memif pair has one receiver and peer addresses are not
+            // exchanged yet (af_packet will need them).
+            frame[..6].copy_from_slice(&[0xff; 6]);
+            frame[6..12].copy_from_slice(&self.macs[dest as usize]);
             frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
             let mut at = ETH;
             for p in parts {
@@ -327,15 +326,13 @@ mod with_dpdk {
                     // Not one of our frames: hand over nothing from it.
                     continue;
                 }
+                // As recv_from does: what fits. The buffer is one byte
+                // longer than any datagram we send, so an oversized frame
+                // shows as truncated and the protocol drops it.
                 let body = &data[ETH..];
                 let n = body.len().min(buf.len());
                 buf[..n].copy_from_slice(&body[..n]);
-                return Ok(Some(Received {
-                    len: body.len(),
-                    from: Some(from),
-                    seg: body.len().max(1),
-                    batched: false,
-                }));
+                return Ok(Some(Received { len: n, from: Some(from), seg: n.max(1), batched: false }));
             }
             Ok(None)
         }

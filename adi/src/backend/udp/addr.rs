@@ -29,7 +29,7 @@ fn cfg_err(m: String) -> TransportError {
     TransportError::Config(m)
 }
 
-fn env_num(k: &str) -> Result<u64, TransportError> {
+pub(crate) fn env_num(k: &str) -> Result<u64, TransportError> {
     let v = std::env::var(k).map_err(|_| cfg_err(format!("{k} is not set; start the job with dnrun")))?;
     v.trim().parse().map_err(|_| cfg_err(format!("{k}={v:?} is not a number")))
 }

@@ -12,6 +12,17 @@
 /// Environment variable holding the fault specification.
 pub const ENV: &str = "DN_UDP_FAULTS";
 
+/// The fault specification in [`ENV`], if set (shared by every link of
+/// the datagram protocol: UDP and DPDK).
+pub fn from_env() -> Result<Option<FaultSpec>, crate::error::TransportError> {
+    match std::env::var(ENV) {
+        Ok(s) => {
+            FaultSpec::parse(&s).map(Some).map_err(|e| crate::error::TransportError::Config(format!("{ENV}: {e}")))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
 /// What to inject.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultSpec {

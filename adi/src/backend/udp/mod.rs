@@ -472,10 +472,7 @@ impl UdpTransport {
     /// Open from the environment `dnrun --backend udp` sets (see [`addr`]).
     pub fn from_env() -> Result<UdpTransport, TransportError> {
         let cfg = UdpConfig::from_env()?;
-        let faults = match std::env::var(faults::ENV) {
-            Ok(s) => Some(FaultSpec::parse(&s).map_err(|e| TransportError::Config(format!("{}: {e}", faults::ENV)))?),
-            Err(_) => None,
-        };
+        let faults = faults::from_env()?;
         let (sock, rank, peers, job) = addr::exchange_from_env(&cfg)?;
         let mut cfg = cfg;
         if !cfg.mtu_fixed {
