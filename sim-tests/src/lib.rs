@@ -66,3 +66,31 @@ pub fn leftover_job_dirs(pid: u32) -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+/// Run `mpi-suite TEST [ARGS]` (`test` may carry arguments: "overlap 60")
+/// on `np` ranks over `backend` with `-x` for each of `env`: whether it
+/// succeeded, its stdout and its stderr.
+pub fn run_suite(backend: &str, test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
+    let mut extra = vec!["--backend", backend];
+    for e in env {
+        extra.push("-x");
+        extra.push(e);
+    }
+    let args: Vec<&str> = test.split_whitespace().collect();
+    let out = dnrun(np, 1, &extra, "mpi-suite", &args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`run_suite`] that must print `OK <test>`; returns stdout and stderr.
+pub fn run_suite_ok(backend: &str, test: &str, np: u32, env: &[&str]) -> String {
+    let (ok, stdout, stderr) = run_suite(backend, test, np, env);
+    assert!(
+        ok && stdout.contains(&format!("OK {}", test.split_whitespace().next().unwrap_or(test))),
+        "{test} on {np} ranks over {backend} {env:?} failed:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    stdout + &stderr
+}

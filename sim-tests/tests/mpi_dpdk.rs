@@ -13,18 +13,7 @@ fn have_dpdk() -> bool {
 }
 
 fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
-    let mut extra = vec!["--backend", "dpdk", "--timeout", "120"];
-    for e in env {
-        extra.push("-x");
-        extra.push(e);
-    }
-    let args: Vec<&str> = test.split_whitespace().collect();
-    let out = dnrun(np, 1, &extra, "mpi-suite", &args);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    sim_tests::run_suite("dpdk", test, np, env)
 }
 
 fn run(test: &str, np: u32, env: &[&str]) -> String {
@@ -32,13 +21,9 @@ fn run(test: &str, np: u32, env: &[&str]) -> String {
         eprintln!("no DPDK in this build: {test} not run");
         return String::new();
     }
-    let (ok, stdout, stderr) = run_with(test, np, env);
-    assert!(
-        ok && stdout.contains(&format!("OK {}", test.split_whitespace().next().unwrap_or(test)))
-            && stdout.contains("(dpdk backend)"),
-        "{test} on {np} ranks over DPDK {env:?} failed:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-    );
-    stdout + &stderr
+    let out = sim_tests::run_suite_ok("dpdk", test, np, env);
+    assert!(out.contains("(dpdk backend)"), "{test} did not run over DPDK:\n{out}");
+    out
 }
 
 macro_rules! suite {

@@ -2,31 +2,12 @@
 //! the suite under injected faults, a lost peer, stray datagrams, and the
 //! one-socket-per-rank property.
 
-use sim_tests::dnrun;
-
 fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
-    let mut extra = vec!["--backend", "udp"];
-    for e in env {
-        extra.push("-x");
-        extra.push(e);
-    }
-    // `test` may carry arguments: "overlap 60".
-    let args: Vec<&str> = test.split_whitespace().collect();
-    let out = dnrun(np, 1, &extra, "mpi-suite", &args);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    sim_tests::run_suite("udp", test, np, env)
 }
 
 fn run(test: &str, np: u32, env: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_with(test, np, env);
-    assert!(
-        ok && stdout.contains(&format!("OK {}", test.split_whitespace().next().unwrap_or(test))),
-        "{test} on {np} ranks over UDP {env:?} failed:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-    );
-    stdout + &stderr
+    sim_tests::run_suite_ok("udp", test, np, env)
 }
 
 macro_rules! suite {
