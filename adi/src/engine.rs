@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::counters::Counters;
-use crate::error::AdiError;
-use crate::transport::{Arrival, Caps, HostCost, Region, Transport};
+use crate::error::{AdiError, TransportError};
+use crate::transport::{Arrival, Caps, HostCost, Region, RemoteMemory, Transport};
 use crate::wire::{Envelope, Packet, ENVELOPE_LEN, MAX_HEADER, SHORT_LEN};
 
 /// A request handle: 24-bit slot index and 8-bit generation.
@@ -416,6 +416,8 @@ struct State {
     size: u32,
     cfg: Config,
     caps: Caps,
+    /// Whether the transport offers [`crate::transport::RemoteMemory`].
+    remote_memory: bool,
     reqs: Slab,
     posted: VecDeque<Posted>,
     unexpected: VecDeque<Unexpected>,
@@ -588,7 +590,7 @@ impl State {
 
     /// An RTS matched receive `id`: ask for the data.
     fn start_rendezvous(&mut self, id: ReqId, env: Envelope, sreq: u32) {
-        let remote = self.caps.remote_write && env.src != self.rank;
+        let remote = self.remote_memory && env.src != self.rank;
         let Some(r) = self.recv_mut(id) else { return };
         r.env = Some(env);
         r.sreq = sreq;
@@ -718,8 +720,9 @@ impl Engine {
     }
 
     /// An engine with an explicit configuration.
-    pub fn with_config(transport: Box<dyn Transport>, cfg: Config) -> Engine {
+    pub fn with_config(mut transport: Box<dyn Transport>, cfg: Config) -> Engine {
         let caps = transport.caps();
+        let remote_memory = transport.remote_memory().is_some();
         let (rank, size) = (transport.rank(), transport.size());
         Engine {
             t: transport,
@@ -728,6 +731,7 @@ impl Engine {
                 size,
                 cfg,
                 caps,
+                remote_memory,
                 reqs: Slab::default(),
                 posted: VecDeque::new(),
                 unexpected: VecDeque::new(),
@@ -803,27 +807,33 @@ impl Engine {
     /// Charge host work (simulation only).
     #[inline]
     pub fn charge(&self, c: HostCost, n: u64) {
-        self.t.charge(c, n);
+        if let Some(clock) = self.t.sim_clock() {
+            clock.charge(c, n);
+        }
     }
 
     /// Host costs charged so far, by kind (simulation only).
     pub fn cost_counts(&self) -> Option<Vec<u64>> {
-        self.t.cost_counts()
+        self.t.sim_clock().map(|c| c.cost_counts())
     }
 
     /// The profile's cost of each kind of host operation (simulation only).
     pub fn cost_table(&self) -> Option<Vec<u64>> {
-        self.t.cost_table()
+        self.t.sim_clock().map(|c| c.cost_table())
     }
 
     /// Simulated time in picoseconds, when simulated.
     pub fn now_ps(&self) -> Option<u64> {
-        self.t.now_ps()
+        self.t.sim_clock().map(|c| c.now_ps())
     }
 
-    /// Account for `ns` of application computation in simulated time.
+    /// Account for `ns` of application computation in simulated time (a
+    /// no-op outside the simulator).
     pub fn compute(&mut self, ns: f64) -> Result<(), AdiError> {
-        Ok(self.t.compute(ns)?)
+        match self.t.sim_clock() {
+            Some(clock) => Ok(clock.compute(ns)?),
+            None => Ok(()),
+        }
     }
 
     fn check_rank(&self, r: u32) -> Result<(), AdiError> {
@@ -874,8 +884,8 @@ impl Engine {
 
     fn start_send(&mut self, dest: u32, tag: i32, ctx: u32, data: SendData, sync: bool) -> Result<ReqId, AdiError> {
         self.check_rank(dest)?;
-        self.t.charge(HostCost::AdiOp, 1);
-        self.t.charge(HostCost::Request, 1);
+        self.charge(HostCost::AdiOp, 1);
+        self.charge(HostCost::Request, 1);
         let len = data.len();
         let env = Envelope { ctx, tag, src: self.st.rank, len: len as u64 };
         let eager = self.eager_ok(dest, len, sync);
@@ -910,7 +920,7 @@ impl Engine {
     pub fn send(&mut self, dest: u32, tag: i32, ctx: u32, data: &[u8], sync: bool) -> Result<(), AdiError> {
         self.check_rank(dest)?;
         if dest != self.st.rank && self.eager_ok(dest, data.len(), sync) && self.st.sendq[dest as usize].is_empty() {
-            self.t.charge(HostCost::AdiOp, 1);
+            self.charge(HostCost::AdiOp, 1);
             let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
             let mut hdr = [0u8; MAX_HEADER];
             let n = Packet::Eager { env, sreq: 0 }.encode(&mut hdr);
@@ -1079,7 +1089,7 @@ impl Engine {
         if let Source::Rank(r) = src {
             self.check_rank(r)?;
         }
-        self.t.charge(HostCost::Request, 1);
+        self.charge(HostCost::Request, 1);
         let id = self.new_recv(ctx, capacity, buf)?;
         match self.search_unexpected(src, tag, ctx) {
             Some(u) => self.receive_matched(id, u),
@@ -1140,7 +1150,7 @@ impl Engine {
 
     /// Receive a matched message into a vector the engine allocates.
     pub fn imrecv(&mut self, msg: Matched, capacity: u64) -> Result<ReqId, AdiError> {
-        self.t.charge(HostCost::Request, 1);
+        self.charge(HostCost::Request, 1);
         let id = self.new_recv(msg.u.env.ctx, capacity, RecvBuf::Owned(Vec::new()))?;
         self.receive_matched(id, msg.u);
         self.apply_charges();
@@ -1152,7 +1162,7 @@ impl Engine {
     /// # Safety
     /// As for [`Engine::irecv_into`].
     pub unsafe fn imrecv_into(&mut self, msg: Matched, buf: &mut [u8]) -> Result<ReqId, AdiError> {
-        self.t.charge(HostCost::Request, 1);
+        self.charge(HostCost::Request, 1);
         let raw = RawBytes { ptr: buf.as_mut_ptr(), len: buf.len() };
         let id = self.new_recv(msg.u.env.ctx, buf.len() as u64, RecvBuf::Borrowed(raw))?;
         self.receive_matched(id, msg.u);
@@ -1192,7 +1202,9 @@ impl Engine {
         }
         if let Some(req) = self.st.reqs.remove(id) {
             if let Req::Recv(RecvReq { region: Some(region), .. }) = req {
-                self.t.rdv_free(region);
+                if let Some(m) = self.t.remote_memory() {
+                    m.free(region);
+                }
             }
             self.st.posted.retain(|p| p.id != id);
             self.st.need_landing.retain(|r| *r != id);
@@ -1201,7 +1213,7 @@ impl Engine {
 
     fn search_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Unexpected> {
         let (found, steps) = self.st.find_unexpected(src, tag, ctx);
-        self.t.charge(HostCost::MatchStep, steps);
+        self.charge(HostCost::MatchStep, steps);
         found.and_then(|i| self.st.unexpected.remove(i))
     }
 
@@ -1230,7 +1242,7 @@ impl Engine {
     pub fn iprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Status>, AdiError> {
         self.progress()?;
         let (found, steps) = self.st.find_unexpected(src, tag, ctx);
-        self.t.charge(HostCost::MatchStep, steps);
+        self.charge(HostCost::MatchStep, steps);
         let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env);
         Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
     }
@@ -1261,7 +1273,7 @@ impl Engine {
 
     fn take_done(&mut self, id: ReqId) -> Result<Done, AdiError> {
         // Completing and freeing the request (seed 004 §7: MPID_Release_request).
-        self.t.charge(HostCost::Request, 1);
+        self.charge(HostCost::Request, 1);
         match self.st.reqs.remove(id) {
             Some(Req::Send(_)) => Ok(Done::Sent),
             Some(Req::Recv(r)) => {
@@ -1346,10 +1358,11 @@ impl Engine {
         if !std::mem::take(&mut self.st.charged) {
             return;
         }
+        let clock = self.t.sim_clock();
         for (i, n) in self.st.charges.iter_mut().enumerate() {
             if *n > 0 {
-                if let Some(c) = HostCost::ALL.get(i) {
-                    self.t.charge(*c, *n);
+                if let (Some(clock), Some(c)) = (clock, HostCost::ALL.get(i)) {
+                    clock.charge(*c, *n);
                 }
                 *n = 0;
             }
@@ -1376,7 +1389,7 @@ impl Engine {
         worked |= self.rendezvous_work()?;
         worked |= self.flush_all()?;
         if worked {
-            self.t.charge(HostCost::Progress, 1);
+            self.charge(HostCost::Progress, 1);
         }
         self.apply_charges();
         Ok(worked)
@@ -1398,7 +1411,7 @@ impl Engine {
                     continue;
                 }
             };
-            let Some(region) = self.t.rdv_alloc(remaining)? else { break };
+            let Some(region) = remote(&mut *self.t)?.alloc(remaining)? else { break };
             self.st.need_landing.pop_front();
             if let Some(r) = self.st.recv_mut(id) {
                 r.region = Some(region);
@@ -1419,9 +1432,9 @@ impl Engine {
                     if w.len > 0 {
                         if let Some(Req::Send(s)) = self.st.reqs.get(w.sreq) {
                             let data = &s.data.bytes()[w.offset as usize..(w.offset + w.len) as usize];
-                            self.t.rdv_put(dest, addr, data)?;
+                            remote(&mut *self.t)?.put(dest, addr, data)?;
                         }
-                        self.t.rdv_flush()?;
+                        remote(&mut *self.t)?.flush()?;
                     }
                 }
                 _ => {
@@ -1451,9 +1464,9 @@ impl Engine {
             let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
             if offset < keep {
                 let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
-                self.t.rdv_read(&region, 0, r.buf.region(o, n))?;
+                remote(&mut *self.t)?.read(&region, 0, r.buf.region(o, n))?;
             }
-            self.t.rdv_free(region);
+            remote(&mut *self.t)?.free(region);
             self.st.finish_segment(id, offset + len);
         }
         Ok(worked)
@@ -1482,4 +1495,16 @@ impl Engine {
     pub fn live_requests(&self) -> usize {
         self.st.reqs.slots.len() - self.st.reqs.free.len()
     }
+}
+
+/// The transport's remote stores, for a step of the rendezvous that needs
+/// them: only reached when a landing zone exists, which only a transport
+/// with [`RemoteMemory`] hands out; a peer's CTS naming an address on a
+/// transport without them is an error, not a panic.
+fn remote(t: &mut dyn Transport) -> Result<&mut dyn RemoteMemory, TransportError> {
+    let backend = t.name();
+    t.remote_memory().ok_or_else(|| TransportError::Backend {
+        backend,
+        msg: "a peer asked for a remote write, but this backend has no remote memory".into(),
+    })
 }

@@ -27,7 +27,7 @@ pub use config::Config;
 pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
-pub use transport::{Caps, HostCost, Lent, Region, Transport};
+pub use transport::{Caps, HostCost, Lent, Region, RemoteMemory, SimClock, Transport};
 
 /// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).
 pub const ENV_BACKEND: &str = "DN_BACKEND";
@@ -42,7 +42,12 @@ pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
         Err(_) => "sim".into(),
     };
     match backend.as_str() {
+        #[cfg(feature = "dimmnet")]
         "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
+        #[cfg(not(feature = "dimmnet"))]
+        "sim" | "dimmnet" => Err(TransportError::Config(format!(
+            "{ENV_BACKEND}={backend}: this build of adi has no DIMMnet-2 backend; rebuild with the cargo feature `dimmnet`"
+        ))),
         "udp" => Ok(Box::new(backend::udp::UdpTransport::from_env()?)),
         "dpdk" => Ok(Box::new(backend::dpdk::from_env()?)),
         "local" => backend::local::local_world(1, None, backend::local::default_caps())

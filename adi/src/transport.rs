@@ -8,15 +8,17 @@
 //!   backend may refuse one for now (credits, window) instead of blocking;
 //! * arrivals are drained by polling (`poll`), and `idle` blocks until
 //!   something may have changed (the simulator yields; sockets sleep);
-//! * remote writes are a capability: a backend that can store into a
-//!   receiver-provided region offers `rdv_*`; the engine falls back to DATA
-//!   packets otherwise.
+//! * everything else is a capability a backend offers or not (issue 10):
+//!   [`RemoteMemory`] (store into a receiver-provided region: DIMMnet-2's
+//!   RVS; the engine falls back to DATA packets without it), [`SimClock`]
+//!   (simulated time and host-cost accounting: the simulator only) and
+//!   [`crate::offload::Offload`] (collective schedules run by the device).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::TransportError;
-pub use driver::HostCost;
+pub use simlink::simctl::HostCost;
 
 /// What a transport can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +27,6 @@ pub struct Caps {
     pub max_message: usize,
     /// The backend's default eager/rendezvous switch (payload bytes).
     pub eager_threshold: usize,
-    /// Whether `rdv_alloc`/`rdv_put`/`rdv_read` work.
-    pub remote_write: bool,
 }
 
 /// What [`Transport::try_send_lent`] did with a message.
@@ -113,43 +113,16 @@ pub trait Transport: Send {
     }
     /// Nothing to do: block until something may have changed.
     fn idle(&mut self) -> Result<(), TransportError>;
-    /// Charge host work to simulated time (no-op outside the simulator).
-    fn charge(&self, _cost: HostCost, _n: u64) {}
-    /// Simulated time in picoseconds, if simulated.
-    fn now_ps(&self) -> Option<u64> {
+    /// Simulated time and host-cost accounting, if this transport runs
+    /// against the simulator (`None` on sockets, DPDK and real hardware).
+    fn sim_clock(&self) -> Option<&dyn SimClock> {
         None
     }
-    /// How many of each host cost has been charged, indexed by [`HostCost`]
-    /// (simulated transports only).
-    fn cost_counts(&self) -> Option<Vec<u64>> {
+    /// Stores into memory the receiver exposed (rendezvous without DATA
+    /// packets), if the backend can do them.
+    fn remote_memory(&mut self) -> Option<&mut dyn RemoteMemory> {
         None
     }
-    /// The profile's cost of each [`HostCost`] in picoseconds (simulated transports only).
-    fn cost_table(&self) -> Option<Vec<u64>> {
-        None
-    }
-    /// Simulate `ns` of application computation (no-op outside the simulator).
-    fn compute(&mut self, _ns: f64) -> Result<(), TransportError> {
-        Ok(())
-    }
-    /// Receiver: reserve up to `len` bytes of landing zone (`None`: none free now).
-    fn rdv_alloc(&mut self, _len: u64) -> Result<Option<Region>, TransportError> {
-        Ok(None)
-    }
-    /// Sender: write `data` at `addr` in `dest`'s memory (may return before it lands).
-    fn rdv_put(&mut self, dest: u32, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
-        Err(TransportError::Backend { backend: self.name(), msg: format!("no remote writes (to rank {dest})") })
-    }
-    /// Sender: wait until every put has landed.
-    fn rdv_flush(&mut self) -> Result<(), TransportError> {
-        Ok(())
-    }
-    /// Receiver: copy `out.len()` bytes at `offset` of a landing zone.
-    fn rdv_read(&mut self, _region: &Region, _offset: u64, _out: &mut [u8]) -> Result<(), TransportError> {
-        Err(TransportError::Backend { backend: self.name(), msg: "no remote writes".into() })
-    }
-    /// Receiver: give a landing zone back.
-    fn rdv_free(&mut self, _region: Region) {}
     /// The device executes collective schedules (`None`: it cannot, and
     /// the MPI layer runs them on the host).
     fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
@@ -163,6 +136,41 @@ pub trait Transport: Send {
     fn finalize(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
+}
+
+/// Simulated time: a capability of transports that run against the
+/// simulator ([`Transport::sim_clock`]). The engine and the MPI layer
+/// charge their host work here so that simulated time includes it
+/// (DESIGN §3, calibrated host profiles).
+pub trait SimClock {
+    /// Charge `n` units of host work `cost` to simulated time.
+    fn charge(&self, cost: HostCost, n: u64);
+    /// Simulated time in picoseconds.
+    fn now_ps(&self) -> u64;
+    /// How many of each host cost has been charged, indexed by [`HostCost`].
+    fn cost_counts(&self) -> Vec<u64>;
+    /// The profile's cost of each [`HostCost`] in picoseconds
+    /// (femtoseconds per byte for copies).
+    fn cost_table(&self) -> Vec<u64>;
+    /// Simulate `ns` of application computation.
+    fn compute(&self, ns: f64) -> Result<(), TransportError>;
+}
+
+/// Remote stores into a landing zone the receiver exposed: a capability
+/// of backends whose network writes into another node's memory
+/// ([`Transport::remote_memory`]; DIMMnet-2's RVS, seed 004 §5). The engine
+/// uses it for rendezvous data and sends DATA packets without it.
+pub trait RemoteMemory {
+    /// Receiver: reserve up to `len` bytes of landing zone (`None`: none free now).
+    fn alloc(&mut self, len: u64) -> Result<Option<Region>, TransportError>;
+    /// Sender: write `data` at `addr` in `dest`'s memory (may return before it lands).
+    fn put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError>;
+    /// Sender: wait until every put has landed.
+    fn flush(&mut self) -> Result<(), TransportError>;
+    /// Receiver: copy `out.len()` bytes at `offset` of a landing zone.
+    fn read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError>;
+    /// Receiver: give a landing zone back.
+    fn free(&mut self, region: Region);
 }
 
 /// A message handed to the engine before all of it has been read

@@ -37,7 +37,7 @@ use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
 mod offload;
 
 use crate::error::TransportError;
-use crate::transport::{Arrival, Caps, HostCost, Region, Transport, ARRIVAL_HEAD};
+use crate::transport::{Arrival, Caps, HostCost, Region, RemoteMemory, SimClock, Transport, ARRIVAL_HEAD};
 
 const BACKEND: &str = "dimmnet";
 /// Backend header in front of every message in a ring.
@@ -630,7 +630,7 @@ impl Transport for DimmnetTransport {
     fn caps(&self) -> Caps {
         // A message may use half a ring and must fit PW when read back.
         let max = (self.cfg.ring_bytes as usize / 2).min(PW_COPY as usize) - DN_HDR;
-        Caps { max_message: max, eager_threshold: self.cfg.eager_threshold.min(max - 64), remote_write: true }
+        Caps { max_message: max, eager_threshold: self.cfg.eager_threshold.min(max - 64) }
     }
 
     fn try_send(&mut self, dest: u32, parts: &[&[u8]]) -> Result<bool, TransportError> {
@@ -703,34 +703,57 @@ impl Transport for DimmnetTransport {
         }
     }
 
+    fn sim_clock(&self) -> Option<&dyn SimClock> {
+        // Real hardware has no simulated time.
+        self.dev.now_ps().map(|_| self as &dyn SimClock)
+    }
+
+    fn remote_memory(&mut self) -> Option<&mut dyn RemoteMemory> {
+        Some(self)
+    }
+
+    fn finalize(&mut self) -> Result<(), TransportError> {
+        RemoteMemory::flush(self)?;
+        self.ww.drain(&mut self.dev)?;
+        self.dev.detach();
+        Ok(())
+    }
+}
+
+/// Simulated time is the simulator's, reached through the driver's platform.
+impl SimClock for DimmnetTransport {
     fn charge(&self, cost: HostCost, n: u64) {
         self.dev.charge(cost, n);
     }
 
-    fn now_ps(&self) -> Option<u64> {
-        self.dev.now_ps()
+    fn now_ps(&self) -> u64 {
+        self.dev.now_ps().unwrap_or(0)
     }
 
-    fn compute(&mut self, ns: f64) -> Result<(), TransportError> {
+    fn compute(&self, ns: f64) -> Result<(), TransportError> {
         self.dev.compute(ns).map_err(map_err)
     }
 
-    fn cost_counts(&self) -> Option<Vec<u64>> {
-        self.dev.cost_counts().map(|c| c.to_vec())
+    fn cost_counts(&self) -> Vec<u64> {
+        self.dev.cost_counts().map(|c| c.to_vec()).unwrap_or_default()
     }
 
-    fn cost_table(&self) -> Option<Vec<u64>> {
-        self.dev.cost_table().map(|c| c.to_vec())
+    fn cost_table(&self) -> Vec<u64> {
+        self.dev.cost_table().map(|c| c.to_vec()).unwrap_or_default()
     }
+}
 
-    fn rdv_alloc(&mut self, len: u64) -> Result<Option<Region>, TransportError> {
+/// Rendezvous data goes with RVS from WW straight into a landing zone of
+/// the receiver's partition (seed 004 §5), which it reads back through VL.
+impl RemoteMemory for DimmnetTransport {
+    fn alloc(&mut self, len: u64) -> Result<Option<Region>, TransportError> {
         let Some(i) = self.zones.iter().position(|z| !z) else { return Ok(None) };
         self.zones[i] = true;
         let addr = self.landing_base + i as u64 * self.cfg.zone_bytes;
         Ok(Some(Region { addr, len: len.min(self.cfg.zone_bytes), id: i as u32 }))
     }
 
-    fn rdv_put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+    fn put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         let peer = self.map.peer(dest);
         let mut puts = std::mem::take(&mut self.puts);
         let r = self.through_ww(addr, data, |ww, dst| Command::Rvs { peer, src: Near::Window(ww), dst }, &mut puts);
@@ -738,7 +761,7 @@ impl Transport for DimmnetTransport {
         r
     }
 
-    fn rdv_flush(&mut self) -> Result<(), TransportError> {
+    fn flush(&mut self) -> Result<(), TransportError> {
         for t in std::mem::take(&mut self.puts) {
             match self.dev.wait(t) {
                 Ok(_) | Err(DriverError::UnknownTicket(_)) => {} // already reaped by the WW allocator
@@ -748,21 +771,14 @@ impl Transport for DimmnetTransport {
         Ok(())
     }
 
-    fn rdv_read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
+    fn read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError> {
         self.load(region.addr + offset, out)
     }
 
-    fn rdv_free(&mut self, region: Region) {
+    fn free(&mut self, region: Region) {
         if let Some(z) = self.zones.get_mut(region.id as usize) {
             *z = false;
         }
-    }
-
-    fn finalize(&mut self) -> Result<(), TransportError> {
-        self.rdv_flush()?;
-        self.ww.drain(&mut self.dev)?;
-        self.dev.detach();
-        Ok(())
     }
 }
 

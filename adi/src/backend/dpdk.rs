@@ -30,7 +30,7 @@
 //! namespaces (issue 10 continues).
 
 use std::io::{self, IoSlice};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::udp::addr::env_num;
 use super::udp::faults;
@@ -155,6 +155,7 @@ mod with_dpdk {
     use super::*;
     use dpdk_sys::{eal_args, Eal, Mbuf, Mempool, Port, PortConfig};
     use std::collections::VecDeque;
+    use std::time::Instant;
 
     /// How long start-up waits for the other ranks and the links.
     const START_TIMEOUT: Duration = Duration::from_secs(60);

@@ -46,7 +46,7 @@ pub fn local_world(size: u32, queue: Option<usize>, caps: Caps) -> Vec<LocalTran
 
 /// Capabilities suitable for tests: 64 KiB messages, 8 KiB eager threshold.
 pub fn default_caps() -> Caps {
-    Caps { max_message: 64 * 1024, eager_threshold: 8 * 1024, remote_write: false }
+    Caps { max_message: 64 * 1024, eager_threshold: 8 * 1024 }
 }
 
 impl Transport for LocalTransport {

@@ -1,5 +1,6 @@
 //! Transport backends.
 
+#[cfg(feature = "dimmnet")]
 pub mod dimmnet;
 pub mod dpdk;
 pub mod local;

@@ -1170,7 +1170,6 @@ impl<L: Link> Transport for DatagramTransport<L> {
         Caps {
             max_message: self.cfg.max_message,
             eager_threshold: self.cfg.eager_threshold.min(self.cfg.max_message - 64),
-            remote_write: false,
         }
     }
 
