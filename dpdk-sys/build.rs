@@ -45,7 +45,7 @@ fn main() {
         .allowlist_function("rte_eal_(init|cleanup|process_type)")
         .allowlist_function("rte_strerror")
         .allowlist_function("rte_socket_id")
-        .allowlist_function("rte_pktmbuf_pool_create")
+        .allowlist_function("rte_pktmbuf_pool_create(_by_ops)?")
         .allowlist_function("rte_mempool_free")
         .allowlist_function("rte_eth_(dev_configure|dev_start|dev_stop|dev_close|rx_queue_setup|tx_queue_setup|dev_get_port_by_name|macaddr_get|link_get_nowait|dev_info_get|dev_count_avail|promiscuous_enable|stats_get)")
         .allowlist_function("rte_get_tsc_hz")

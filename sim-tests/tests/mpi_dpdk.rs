@@ -99,3 +99,25 @@ fn without_dpdk_the_launcher_says_what_is_missing() {
         assert!(!out.status.success() && err.contains("--backend dpdk:") && err.contains("setup.sh"), "{err}");
     }
 }
+
+/// Frames other than the default: small ones (a 2 KiB message spans
+/// several, large messages many) and the largest; every byte is checked.
+#[test]
+fn small_and_large_frames_carry_every_message() {
+    run("allpairs", 3, &["DN_DPDK_FRAME=512"]);
+    run("rndv-large", 2, &["DN_DPDK_FRAME=2048"]);
+    run("rndv-large", 2, &["DN_DPDK_FRAME=65000"]);
+}
+
+/// A frame size out of range is refused with the range, not a crash.
+#[test]
+fn a_bad_frame_size_is_refused_with_the_range() {
+    if !have_dpdk() {
+        return;
+    }
+    for bad in ["DN_DPDK_FRAME=100", "DN_DPDK_FRAME=70000", "DN_DPDK_FRAME=big"] {
+        let (ok, _, stderr) = run_with("pingpong", 2, &[bad]);
+        assert!(!ok, "{bad} was accepted");
+        assert!(stderr.contains("DN_DPDK_FRAME") && stderr.contains("256 to 65000"), "{bad}: {stderr}");
+    }
+}

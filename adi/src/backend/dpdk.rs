@@ -43,8 +43,29 @@ use crate::error::TransportError;
 pub const ETHERTYPE: u16 = 0x88B5;
 /// Ethernet header bytes.
 const ETH: usize = 14;
-/// Bytes of packet data per mbuf (DPDK's default; memif's buffer size).
-const FRAME: usize = 2048;
+/// Default frame size: bytes of packet data per mbuf and memif buffer
+/// (`DN_DPDK_FRAME`). memif moves frames through shared memory, so a frame
+/// is not bound by an Ethernet MTU; see docs/BENCHMARKS.md for the sizes
+/// measured.
+pub const DEFAULT_FRAME: usize = 9216;
+/// Frame sizes `DN_DPDK_FRAME` accepts (an mbuf's data room is 16 bits).
+pub const FRAME_RANGE: std::ops::RangeInclusive<usize> = 256..=65_000;
+/// Environment variable: the frame size (bytes, Ethernet header included).
+/// Every rank of a job must use the same.
+pub const FRAME_ENV: &str = "DN_DPDK_FRAME";
+
+/// The frame size from `DN_DPDK_FRAME`, or the default.
+pub fn frame_from_env() -> Result<usize, TransportError> {
+    let Ok(v) = std::env::var(FRAME_ENV) else { return Ok(DEFAULT_FRAME) };
+    match v.trim().parse::<usize>() {
+        Ok(n) if FRAME_RANGE.contains(&n) => Ok(n),
+        _ => Err(cfg_err(format!(
+            "{FRAME_ENV}={v:?}: give a frame size in bytes from {} to {}",
+            FRAME_RANGE.start(),
+            FRAME_RANGE.end()
+        ))),
+    }
+}
 
 /// The DPDK transport of one rank.
 pub type DpdkTransport = DatagramTransport<DpdkLink>;
@@ -70,20 +91,18 @@ pub fn memif_socket(job: u32, a: u32, b: u32) -> String {
     format!("/dn-memif-{job}-{}-{}", a.min(b), a.max(b))
 }
 
-/// The memif arguments of `rank`'s interface to `peer`.
-pub fn memif_args(job: u32, rank: u32, peer: u32) -> String {
+/// The memif arguments of `rank`'s interface to `peer`, with `frame`-byte
+/// buffers and 512 of them per ring (the protocol's window is 64).
+pub fn memif_args(job: u32, rank: u32, peer: u32, frame: usize) -> String {
     let role = if rank < peer { "server" } else { "client" };
-    format!("role={role},socket={},socket-abstract=yes,id=0,bsize={FRAME}", memif_socket(job, rank, peer))
+    format!("role={role},socket={},socket-abstract=yes,id=0,bsize={frame},rsize=9", memif_socket(job, rank, peer))
 }
 
-/// One frame's worth of datagram: the datagram size limit of this link.
-pub const DATAGRAM: usize = FRAME - ETH;
-
-/// The protocol settings for DPDK: datagrams sized to one frame, no
+/// The protocol settings for DPDK: datagrams sized to one `frame`, no
 /// kernel offloads, the rest from the environment.
-pub fn config_from_env() -> Result<UdpConfig, TransportError> {
+pub fn config_from_env(frame: usize) -> Result<UdpConfig, TransportError> {
     let mut cfg = UdpConfig::from_env()?;
-    cfg.mtu = DATAGRAM - HEADER - TAG;
+    cfg.mtu = frame - ETH - HEADER - TAG;
     cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
     cfg.mtu_fixed = true;
     cfg.gso = false;
@@ -129,25 +148,26 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     if rank >= size {
         return Err(cfg_err(format!("DN_RANK={rank} is outside a job of {size} ranks")));
     }
-    let mut cfg = config_from_env()?;
+    let frame = frame_from_env()?;
+    let mut cfg = config_from_env(frame)?;
     let faults = faults::from_env()?;
     // Injected corruption must be caught by our own CRC over the whole payload.
     cfg.full_crc |= faults.is_some();
     let dir = std::env::var_os("DN_JOB_DIR")
         .map(std::path::PathBuf::from)
         .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
-    let link = open_link(rank, size, job, &dir)?;
+    let link = open_link(rank, size, job, frame, &dir)?;
     DatagramTransport::over(link, rank, size, job, cfg, faults)
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn open_link(_: u32, _: u32, _: u32, _: &std::path::Path) -> Result<DpdkLink, TransportError> {
+fn open_link(_: u32, _: u32, _: u32, _: usize, _: &std::path::Path) -> Result<DpdkLink, TransportError> {
     Err(cfg_err("this build of adi has no `dpdk` feature".into()))
 }
 
 #[cfg(feature = "dpdk")]
-fn open_link(rank: u32, size: u32, job: u32, dir: &std::path::Path) -> Result<DpdkLink, TransportError> {
-    with_dpdk::DpdkLink::open(rank, size, job, dir)
+fn open_link(rank: u32, size: u32, job: u32, frame: usize, dir: &std::path::Path) -> Result<DpdkLink, TransportError> {
+    with_dpdk::DpdkLink::open(rank, size, job, frame, dir)
 }
 
 #[cfg(feature = "dpdk")]
@@ -167,6 +187,8 @@ mod with_dpdk {
     /// Per-peer memif ports of one rank.
     pub struct DpdkLink {
         _eal: Eal,
+        /// Frame size (bytes, Ethernet header included).
+        frame: usize,
         pool: &'static Mempool,
         /// The port to each rank (`None` for this rank).
         ports: Vec<Option<Port>>,
@@ -182,13 +204,24 @@ mod with_dpdk {
 
     impl DpdkLink {
         /// Start the EAL and connect to every other rank of the job.
-        pub fn open(rank: u32, size: u32, job: u32, dir: &std::path::Path) -> Result<DpdkLink, TransportError> {
+        pub fn open(
+            rank: u32,
+            size: u32,
+            job: u32,
+            frame: usize,
+            dir: &std::path::Path,
+        ) -> Result<DpdkLink, TransportError> {
             let servers: Vec<String> =
-                ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(job, rank, p))).collect();
-            let mem = 64 + 8 * size;
+                ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(job, rank, p, frame))).collect();
+            // Buffers: a window's worth in flight and a burst pending per
+            // peer, with room to spare; the EAL's memory follows.
+            let buffers = 1023 + 256 * size;
+            let mem = 48 + (buffers as usize * (frame + 512)).div_ceil(1 << 20) as u32;
             let args = eal_args("dn-rank", &format!("dn-{job}-{rank}"), mem, &servers);
             let eal = Eal::init(&args).map_err(|e| dpdk_err(&format!("cannot start DPDK ({})", args.join(" ")), e))?;
-            let pool = Mempool::create(&eal, "dn_pool", 4095 + 512 * size, (FRAME + 128) as u16)
+            // Within FRAME_RANGE, so the data room fits its 16 bits.
+            let room = (frame + 128).min(u16::MAX as usize) as u16;
+            let pool = Mempool::create(&eal, "dn_pool", buffers, room)
                 .map_err(|e| dpdk_err("cannot create the packet pool", e))?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
             let mut ports: Vec<Option<Port>> = (0..size).map(|_| None).collect();
@@ -213,7 +246,7 @@ mod with_dpdk {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 let name = format!("net_memif{p}");
-                eal.add_vdev(&name, &memif_args(job, rank, p))
+                eal.add_vdev(&name, &memif_args(job, rank, p, frame))
                     .map_err(|e| dpdk_err(&format!("cannot create the interface to rank {p}"), e))?;
                 let port = Port::start(&eal, &name, pool, cfg)
                     .map_err(|e| dpdk_err(&format!("cannot start the interface to rank {p}"), e))?;
@@ -238,6 +271,7 @@ mod with_dpdk {
             let macs = ports.iter().map(|p| p.as_ref().map_or([0; 6], Port::mac)).collect();
             Ok(DpdkLink {
                 _eal: eal,
+                frame,
                 pool,
                 ports,
                 macs,
@@ -287,7 +321,7 @@ mod with_dpdk {
             let Some(frame) = m.append(ETH + len) else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("a {len}-byte datagram does not fit a {FRAME}-byte frame"),
+                    format!("a {len}-byte datagram does not fit a {}-byte frame", self.frame),
                 ));
             };
             // Source: our interface to `dest`. Destination: broadcast, as
@@ -354,7 +388,7 @@ mod with_dpdk {
         }
 
         fn recv_buffer(&self, datagram: usize) -> usize {
-            datagram.max(FRAME) + 1
+            datagram.max(self.frame) + 1
         }
 
         fn describe(&self, rank: u32) -> String {
