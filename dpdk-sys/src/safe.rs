@@ -360,7 +360,10 @@ impl Port {
             return 0;
         }
         let n = pkts.len().min(64);
-        let mut raw: Vec<*mut ffi::rte_mbuf> = pkts[..n].iter().map(|m| m.0.as_ptr()).collect();
+        let mut raw = [std::ptr::null_mut::<ffi::rte_mbuf>(); 64];
+        for (r, m) in raw.iter_mut().zip(&pkts[..n]) {
+            *r = m.0.as_ptr();
+        }
         // SAFETY: a started port and a configured queue, used only through
         // &mut self; raw holds n valid mbufs that we own.
         let sent = usize::from(unsafe { ffi::dn_tx_burst(self.id, q, raw.as_mut_ptr(), n as u16) });

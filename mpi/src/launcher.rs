@@ -57,6 +57,10 @@ pub struct LaunchOptions {
     pub ranks: Option<Vec<u32>>,
     /// Job id stamped on every datagram (random when not given).
     pub job_id: Option<u32>,
+    /// DPDK: the one interface the local rank shares with every peer (an
+    /// EAL `--vdev` argument such as `net_af_packet0,iface=eth1`); `None`:
+    /// memif between the ranks of this host.
+    pub dpdk_vdev: Option<String>,
     /// A program that understands `__dnrun-reaper DIR` ([`reap`]): `dnrun`
     /// itself. Started first, it stops the job's processes and removes its
     /// files if the launcher is killed outright (`kill -9`).
@@ -465,11 +469,34 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 "--backend dpdk: {e}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp"
             )));
         }
-        if opts.ranks.is_some() || opts.hostfile.is_some() {
+        if opts.hostfile.is_some() {
             return Err(LaunchError::Usage(
-                "--backend dpdk runs every rank on this host over memif for now; --ranks/--hostfile are for --backend udp".into(),
+                "--hostfile is for --backend udp; DPDK ranks find each other by MAC hellos (--dpdk-vdev)".into(),
             ));
         }
+        match &opts.dpdk_vdev {
+            None if opts.ranks.is_some() => {
+                return Err(LaunchError::Usage(
+                    "--ranks with --backend dpdk needs --dpdk-vdev (the interface shared with the other hosts); \
+                     without it every rank runs here over memif"
+                        .into(),
+                ))
+            }
+            Some(v) if local.len() != 1 || opts.np < 2 => {
+                return Err(LaunchError::Usage(format!(
+                    "--dpdk-vdev {v}: start exactly one rank of a job of 2 or more here (e.g. -n 2 --ranks 0), \
+                     and the others on the other ends of the segment with the same --job-id"
+                )))
+            }
+            Some(v) if !v.starts_with("net_") || v.split(',').next().is_some_and(|n| n.len() <= 4) => {
+                return Err(LaunchError::Usage(format!(
+                    "--dpdk-vdev {v:?} is not an EAL vdev argument (NAME[,KEY=VALUE...], e.g. net_af_packet0,iface=eth1)"
+                )))
+            }
+            _ => {}
+        }
+    } else if opts.dpdk_vdev.is_some() {
+        return Err(LaunchError::Usage("--dpdk-vdev is for --backend dpdk".into()));
     }
     if opts.ranks.is_some() && opts.backend == Backend::Sim {
         return Err(LaunchError::Usage(
@@ -567,6 +594,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .env(ENV_JOB_DIR, dir.join("job"))
             .env("DN_JOB_ID", job_id.to_string())
             .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
+            .envs(opts.dpdk_vdev.iter().map(|v| (adi::backend::dpdk::DN_DPDK_VDEV, v.as_str())))
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use super::udp::addr::env_num;
 use super::udp::faults;
+use super::udp::io::Offloads;
 use super::udp::link::{Link, Received};
 use super::udp::wire::{HEADER, TAG};
 use super::udp::{DatagramTransport, UdpConfig};
@@ -41,6 +42,15 @@ use crate::error::TransportError;
 
 /// EtherType of our frames (IEEE 802 local experimental 1).
 pub const ETHERTYPE: u16 = 0x88B5;
+/// EtherType of the hellos that exchange MAC addresses on a shared
+/// segment (IEEE 802 local experimental 2).
+pub const HELLO_ETHERTYPE: u16 = 0x88B6;
+/// First bytes of a hello.
+const HELLO_MAGIC: &[u8; 4] = b"DNHI";
+/// Environment variable (`dnrun --dpdk-vdev`): the one DPDK interface a
+/// rank shares with every peer, as an EAL `--vdev` argument, e.g.
+/// `net_af_packet0,iface=veth0`. Unset: memif between the ranks of this host.
+pub const DN_DPDK_VDEV: &str = "DN_DPDK_VDEV";
 /// Ethernet header bytes.
 const ETH: usize = 14;
 /// Default frame size: bytes of packet data per mbuf and memif buffer
@@ -148,7 +158,11 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     if rank >= size {
         return Err(cfg_err(format!("DN_RANK={rank} is outside a job of {size} ranks")));
     }
-    let frame = frame_from_env()?;
+    let vdev = std::env::var(DN_DPDK_VDEV).ok().filter(|v| !v.trim().is_empty());
+    let frame = match (&vdev, std::env::var_os(FRAME_ENV)) {
+        (Some(v), None) => shared_frame(v),
+        _ => frame_from_env()?,
+    };
     let mut cfg = config_from_env(frame)?;
     let faults = faults::from_env()?;
     // Injected corruption must be caught by our own CRC over the whole payload.
@@ -156,18 +170,48 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     let dir = std::env::var_os("DN_JOB_DIR")
         .map(std::path::PathBuf::from)
         .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
-    let link = open_link(rank, size, job, frame, &dir)?;
+    let link = open_link(rank, size, job, frame, &dir, vdev.as_deref())?;
     DatagramTransport::over(link, rank, size, job, cfg, faults)
 }
 
+/// The frame size on a shared segment: the interface's MTU plus the
+/// Ethernet header when the vdev names a kernel interface (`iface=`, as
+/// af_packet and tap do), else a standard Ethernet frame.
+pub fn shared_frame(vdev: &str) -> usize {
+    let mtu = vdev
+        .split(',')
+        .find_map(|kv| kv.trim().strip_prefix("iface="))
+        .and_then(|i| std::fs::read_to_string(format!("/sys/class/net/{i}/mtu")).ok())
+        .and_then(|m| m.trim().parse::<usize>().ok())
+        .unwrap_or(1500);
+    (mtu + ETH).clamp(*FRAME_RANGE.start(), *FRAME_RANGE.end())
+}
+
 #[cfg(not(feature = "dpdk"))]
-fn open_link(_: u32, _: u32, _: u32, _: usize, _: &std::path::Path) -> Result<DpdkLink, TransportError> {
+fn open_link(
+    _: u32,
+    _: u32,
+    _: u32,
+    _: usize,
+    _: &std::path::Path,
+    _: Option<&str>,
+) -> Result<DpdkLink, TransportError> {
     Err(cfg_err("this build of adi has no `dpdk` feature".into()))
 }
 
 #[cfg(feature = "dpdk")]
-fn open_link(rank: u32, size: u32, job: u32, frame: usize, dir: &std::path::Path) -> Result<DpdkLink, TransportError> {
-    with_dpdk::DpdkLink::open(rank, size, job, frame, dir)
+fn open_link(
+    rank: u32,
+    size: u32,
+    job: u32,
+    frame: usize,
+    dir: &std::path::Path,
+    vdev: Option<&str>,
+) -> Result<DpdkLink, TransportError> {
+    match vdev {
+        Some(v) => with_dpdk::DpdkLink::open_shared(rank, size, job, frame, v),
+        None => with_dpdk::DpdkLink::open(rank, size, job, frame, dir),
+    }
 }
 
 #[cfg(feature = "dpdk")]
@@ -179,31 +223,61 @@ mod with_dpdk {
 
     /// How long start-up waits for the other ranks and the links.
     const START_TIMEOUT: Duration = Duration::from_secs(60);
+    /// How often a rank repeats its hello while it misses peers.
+    const HELLO_EVERY: Duration = Duration::from_millis(10);
+    const BROADCAST: [u8; 6] = [0xff; 6];
 
     fn dpdk_err(what: &str, e: dpdk_sys::Error) -> TransportError {
         TransportError::Backend { backend: "dpdk", msg: format!("{what}: {e}") }
     }
 
-    /// Per-peer memif ports of one rank.
+    /// Per-peer memif ports of one rank, or one port on a shared segment.
     pub struct DpdkLink {
         _eal: Eal,
         /// Frame size (bytes, Ethernet header included).
         frame: usize,
         pool: &'static Mempool,
-        /// The port to each rank (`None` for this rank).
-        ports: Vec<Option<Port>>,
-        /// Our interface's MAC towards each rank.
-        macs: Vec<[u8; 6]>,
-        /// Frames received and not yet handed over, with their sender.
-        pending: VecDeque<(Mbuf, u32)>,
+        job: u32,
+        rank: u32,
+        size: u32,
+        /// The ports: one per peer (memif) or one for all (shared).
+        ports: Vec<Port>,
+        /// Which port reaches each rank (`None` for this rank).
+        port_of: Vec<Option<usize>>,
+        /// memif: the rank at the other end of each port. On a shared
+        /// segment `None`: the source MAC says who sent a frame.
+        rank_of_port: Vec<Option<u32>>,
+        /// Our MAC on each port.
+        my_mac: Vec<[u8; 6]>,
+        /// Shared segment: each rank's MAC, from its hello.
+        peer_mac: Vec<Option<[u8; 6]>>,
+        /// What the segment is, for messages.
+        what: String,
+        /// Whether runs of datagrams go out in one burst ([`Link::send_segments`]).
+        batch: bool,
+        /// Frames received and not yet handed over, with their port.
+        pending: VecDeque<(Mbuf, usize)>,
         /// Where the next receive poll starts (fairness among peers).
         next: usize,
         out: Vec<Mbuf>,
         rx: Vec<Mbuf>,
     }
 
+    /// A hello (EtherType [`HELLO_ETHERTYPE`]): magic, job, rank, size,
+    /// flags (1: the sender knows every rank's MAC).
+    fn hello_body(job: u32, rank: u32, size: u32, knows_all: bool) -> [u8; 17] {
+        let mut b = [0u8; 17];
+        b[..4].copy_from_slice(HELLO_MAGIC);
+        b[4..8].copy_from_slice(&job.to_le_bytes());
+        b[8..12].copy_from_slice(&rank.to_le_bytes());
+        b[12..16].copy_from_slice(&size.to_le_bytes());
+        b[16] = knows_all as u8;
+        b
+    }
+
     impl DpdkLink {
-        /// Start the EAL and connect to every other rank of the job.
+        /// Start the EAL and connect to every other rank of the job over
+        /// memif, one interface per pair.
         pub fn open(
             rank: u32,
             size: u32,
@@ -213,16 +287,7 @@ mod with_dpdk {
         ) -> Result<DpdkLink, TransportError> {
             let servers: Vec<String> =
                 ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(job, rank, p, frame))).collect();
-            // Buffers: a window's worth in flight and a burst pending per
-            // peer, with room to spare; the EAL's memory follows.
-            let buffers = 1023 + 256 * size;
-            let mem = 48 + (buffers as usize * (frame + 512)).div_ceil(1 << 20) as u32;
-            let args = eal_args("dn-rank", &format!("dn-{job}-{rank}"), mem, &servers);
-            let eal = Eal::init(&args).map_err(|e| dpdk_err(&format!("cannot start DPDK ({})", args.join(" ")), e))?;
-            // Within FRAME_RANGE, so the data room fits its 16 bits.
-            let room = (frame + 128).min(u16::MAX as usize) as u16;
-            let pool = Mempool::create(&eal, "dn_pool", buffers, room)
-                .map_err(|e| dpdk_err("cannot create the packet pool", e))?;
+            let (eal, pool) = start_eal(rank, size, job, frame, &servers)?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
             let mut ports: Vec<Option<Port>> = (0..size).map(|_| None).collect();
             for p in (rank + 1)..size {
@@ -254,65 +319,161 @@ mod with_dpdk {
             }
             for (p, port) in ports.iter().enumerate() {
                 let Some(port) = port else { continue };
-                while !port.link_up() {
-                    if Instant::now() > deadline {
-                        return Err(TransportError::Backend {
-                            backend: "dpdk",
-                            msg: format!(
-                                "the memif link to rank {p} did not come up within {}s (socket {})",
-                                START_TIMEOUT.as_secs(),
-                                memif_socket(job, rank, p as u32)
-                            ),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_micros(200));
+                wait_link(port, deadline, || {
+                    format!("the memif link to rank {p} (socket {})", memif_socket(job, rank, p as u32))
+                })?;
+            }
+            let mut link = DpdkLink::empty(eal, pool, frame, job, rank, size, "memif interfaces".into());
+            for (p, port) in ports.into_iter().enumerate() {
+                let Some(port) = port else { continue };
+                link.port_of[p] = Some(link.ports.len());
+                link.rank_of_port.push(Some(p as u32));
+                link.my_mac.push(port.mac());
+                link.ports.push(port);
+            }
+            Ok(link)
+        }
+
+        /// Start the EAL with the one interface `vdev` names (e.g.
+        /// `net_af_packet0,iface=eth1`), shared with every other rank:
+        /// ranks find each other's MAC by hello frames (seed 000: MAC
+        /// addresses exchanged at initialisation).
+        pub fn open_shared(
+            rank: u32,
+            size: u32,
+            job: u32,
+            frame: usize,
+            vdev: &str,
+        ) -> Result<DpdkLink, TransportError> {
+            let name = vdev.split(',').next().unwrap_or_default().trim().to_string();
+            let (eal, pool) = start_eal(rank, size, job, frame, &[vdev.to_string()])?;
+            let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
+            let port = Port::start(&eal, &name, pool, cfg)
+                .map_err(|e| dpdk_err(&format!("cannot start {name} ({DN_DPDK_VDEV}={vdev})"), e))?;
+            let deadline = Instant::now() + START_TIMEOUT;
+            wait_link(&port, deadline, || format!("the link of {name}"))?;
+            let mut link = DpdkLink::empty(eal, pool, frame, job, rank, size, format!("{name} ({vdev})"));
+            link.my_mac.push(port.mac());
+            link.ports.push(port);
+            link.rank_of_port.push(None);
+            for p in 0..size {
+                if p != rank {
+                    link.port_of[p as usize] = Some(0);
                 }
             }
-            let macs = ports.iter().map(|p| p.as_ref().map_or([0; 6], Port::mac)).collect();
-            Ok(DpdkLink {
+            // Hello until every rank's MAC is known; data frames that come
+            // meanwhile (from ranks that already know ours) wait in `pending`.
+            let mut last = None::<Instant>;
+            while link.missing().next().is_some() {
+                let now = Instant::now();
+                if now > deadline {
+                    let missing: Vec<u32> = link.missing().collect();
+                    return Err(TransportError::Backend {
+                        backend: "dpdk",
+                        msg: format!(
+                            "no hello from rank(s) {missing:?} on {} within {}s: start every rank of the job on the \
+                             same segment with the same --job-id",
+                            link.what,
+                            START_TIMEOUT.as_secs()
+                        ),
+                    });
+                }
+                if last.is_none_or(|t| now - t >= HELLO_EVERY) {
+                    link.send_hello(0, BROADCAST);
+                    last = Some(now);
+                }
+                link.poll_ports();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Ok(link)
+        }
+
+        fn empty(
+            eal: Eal,
+            pool: &'static Mempool,
+            frame: usize,
+            job: u32,
+            rank: u32,
+            size: u32,
+            what: String,
+        ) -> DpdkLink {
+            DpdkLink {
                 _eal: eal,
                 frame,
                 pool,
-                ports,
-                macs,
+                job,
+                rank,
+                size,
+                ports: Vec::new(),
+                port_of: vec![None; size as usize],
+                rank_of_port: Vec::new(),
+                my_mac: Vec::new(),
+                peer_mac: vec![None; size as usize],
+                what,
+                batch: true,
                 pending: VecDeque::new(),
                 next: 0,
                 out: Vec::with_capacity(1),
                 rx: Vec::with_capacity(32),
-            })
+            }
         }
 
-        /// Poll every port once (starting after the last one served).
+        /// Ranks whose MAC a shared-segment link does not know yet.
+        fn missing(&self) -> impl Iterator<Item = u32> + '_ {
+            (0..self.size).filter(|&p| p != self.rank && self.peer_mac[p as usize].is_none())
+        }
+
+        /// Send our hello to `dst` on port `port`.
+        fn send_hello(&mut self, port: usize, dst: [u8; 6]) {
+            let body = hello_body(self.job, self.rank, self.size, self.missing().next().is_none());
+            let _ = self.send_frame(port, dst, HELLO_ETHERTYPE, &[IoSlice::new(&body)]);
+        }
+
+        /// A hello arrived on a shared segment: learn the sender's MAC
+        /// (the first one only: a later claim is ignored), and answer a
+        /// sender that still misses ranks.
+        fn on_hello(&mut self, port: usize, src: [u8; 6], body: &[u8]) {
+            if self.rank_of_port[port].is_some() || body.len() < 17 || &body[..4] != HELLO_MAGIC {
+                return;
+            }
+            let word = |i: usize| u32::from_le_bytes([body[i], body[i + 1], body[i + 2], body[i + 3]]);
+            let (job, rank, size, knows_all) = (word(4), word(8), word(12), body[16] & 1 != 0);
+            if job != self.job || size != self.size || rank >= size || rank == self.rank {
+                return;
+            }
+            let known = self.peer_mac[rank as usize].get_or_insert(src);
+            if *known == src && !knows_all {
+                self.send_hello(port, src);
+            }
+        }
+
+        /// Poll every port once (starting after the last one served);
+        /// hellos are handled here, other frames queued.
         fn poll_ports(&mut self) {
             let n = self.ports.len();
             for k in 0..n {
                 let p = (self.next + k) % n;
-                let Some(port) = self.ports[p].as_mut() else { continue };
-                if port.rx_burst(0, &mut self.rx, 32) > 0 {
-                    self.pending.extend(self.rx.drain(..).map(|m| (m, p as u32)));
+                if self.ports[p].rx_burst(0, &mut self.rx, 32) == 0 {
+                    continue;
                 }
+                let mut rx = std::mem::take(&mut self.rx);
+                for m in rx.drain(..) {
+                    let data = m.data();
+                    if data.len() >= ETH && data[12..14] == HELLO_ETHERTYPE.to_be_bytes() {
+                        let src: [u8; 6] = data[6..12].try_into().unwrap_or_default();
+                        let body = data[ETH..].to_vec();
+                        self.on_hello(p, src, &body);
+                    } else {
+                        self.pending.push_back((m, p));
+                    }
+                }
+                self.rx = rx;
             }
             self.next = (self.next + 1) % n.max(1);
         }
-    }
 
-    impl Drop for DpdkLink {
-        fn drop(&mut self) {
-            // Stopping a memif port whose peer has already gone can
-            // deadlock with the EAL's interrupt thread (seen: a rank stuck
-            // in a futex in finalize, 1 run in ~40), as rte_eal_cleanup can
-            // crash in it. The process is leaving: the ports are left to
-            // the exit, which closes their sockets and frees their memory.
-            for p in self.ports.drain(..).flatten() {
-                std::mem::forget(p);
-            }
-        }
-    }
-
-    impl Link for DpdkLink {
-        const NAME: &'static str = "dpdk";
-
-        fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
+        /// One frame out of port `port`.
+        fn send_frame(&mut self, port: usize, dst: [u8; 6], ethertype: u16, parts: &[IoSlice<'_>]) -> io::Result<()> {
             let len: usize = parts.iter().map(|p| p.len()).sum();
             let Some(mut m) = self.pool.alloc() else {
                 // No buffer now: like a full socket buffer, the protocol resends.
@@ -324,50 +485,175 @@ mod with_dpdk {
                     format!("a {len}-byte datagram does not fit a {}-byte frame", self.frame),
                 ));
             };
-            // Source: our interface to `dest`. Destination: broadcast, as
-            // a memif pair has one receiver and peer addresses are not
-            // exchanged yet (af_packet will need them).
-            frame[..6].copy_from_slice(&[0xff; 6]);
-            frame[6..12].copy_from_slice(&self.macs[dest as usize]);
-            frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+            frame[..6].copy_from_slice(&dst);
+            frame[6..12].copy_from_slice(&self.my_mac[port]);
+            frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
             let mut at = ETH;
             for p in parts {
                 frame[at..at + p.len()].copy_from_slice(p);
                 at += p.len();
             }
-            let port = self
-                .ports
-                .get_mut(dest as usize)
-                .and_then(Option::as_mut)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
             self.out.push(m);
             // A full ring drops the frame after a few tries: the protocol resends.
             for _ in 0..8 {
-                if port.tx_burst(0, &mut self.out) > 0 {
+                if self.ports[port].tx_burst(0, &mut self.out) > 0 {
                     break;
                 }
             }
             self.out.clear();
             Ok(())
         }
+    }
+
+    /// Start the EAL with `vdevs` and a packet pool for `frame`-byte frames.
+    fn start_eal(
+        rank: u32,
+        size: u32,
+        job: u32,
+        frame: usize,
+        vdevs: &[String],
+    ) -> Result<(Eal, &'static Mempool), TransportError> {
+        // Buffers: a window's worth in flight and a burst pending per
+        // peer, with room to spare; the EAL's memory follows.
+        let buffers = 1023 + 256 * size;
+        let mem = 48 + (buffers as usize * (frame.max(2048) + 512)).div_ceil(1 << 20) as u32;
+        let args = eal_args("dn-rank", &format!("dn-{job}-{rank}"), mem, vdevs);
+        let eal = Eal::init(&args).map_err(|e| dpdk_err(&format!("cannot start DPDK ({})", args.join(" ")), e))?;
+        // At least DPDK's default buffer: some PMDs (af_packet: 2,048-byte
+        // ring frames) refuse smaller ones whatever our frames are. Within
+        // FRAME_RANGE, so the data room (headroom included) fits 16 bits.
+        let room = (frame.max(2048) + 128).min(u16::MAX as usize) as u16;
+        let pool =
+            Mempool::create(&eal, "dn_pool", buffers, room).map_err(|e| dpdk_err("cannot create the packet pool", e))?;
+        Ok((eal, pool))
+    }
+
+    /// Wait until `port`'s link is up.
+    fn wait_link(port: &Port, deadline: Instant, what: impl Fn() -> String) -> Result<(), TransportError> {
+        while !port.link_up() {
+            if Instant::now() > deadline {
+                return Err(TransportError::Backend {
+                    backend: "dpdk",
+                    msg: format!("{} did not come up within {}s", what(), START_TIMEOUT.as_secs()),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    impl Drop for DpdkLink {
+        fn drop(&mut self) {
+            // Stopping a memif port whose peer has already gone can
+            // deadlock with the EAL's interrupt thread (seen: a rank stuck
+            // in a futex in finalize, 1 run in ~40), as rte_eal_cleanup can
+            // crash in it. The process is leaving: the ports are left to
+            // the exit, which closes their sockets and frees their memory.
+            for p in self.ports.drain(..) {
+                std::mem::forget(p);
+            }
+        }
+    }
+
+    impl Link for DpdkLink {
+        const NAME: &'static str = "dpdk";
+
+        fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
+            let port = self
+                .port_of
+                .get(dest as usize)
+                .copied()
+                .flatten()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
+            // memif: broadcast, as a pair has one receiver. Shared: the
+            // peer's MAC from its hello.
+            let dst = self.peer_mac[dest as usize].unwrap_or(BROADCAST);
+            self.send_frame(port, dst, ETHERTYPE, parts)
+        }
+
+        /// A run of datagrams (`parts` cut every `segment` bytes) in one
+        /// burst: one frame each, one `tx_burst` for all (one system call
+        /// on af_packet instead of one per frame).
+        fn send_segments(&mut self, dest: u32, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
+            let port = self
+                .port_of
+                .get(dest as usize)
+                .copied()
+                .flatten()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
+            let (seg, total) = (segment as usize, parts.iter().map(|p| p.len()).sum::<usize>());
+            if seg == 0 || ETH + seg > self.frame {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{seg}-byte segments")));
+            }
+            let dst = self.peer_mac[dest as usize].unwrap_or(BROADCAST);
+            let (mut part, mut at, mut left) = (0, 0, total);
+            while left > 0 {
+                let n = seg.min(left);
+                let Some(mut m) = self.pool.alloc() else { break }; // the protocol resends the rest
+                let Some(frame) = m.append(ETH + n) else { break };
+                frame[..6].copy_from_slice(&dst);
+                frame[6..12].copy_from_slice(&self.my_mac[port]);
+                frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+                let mut o = ETH;
+                while o < ETH + n {
+                    let p = &parts[part][at..];
+                    let k = p.len().min(ETH + n - o);
+                    frame[o..o + k].copy_from_slice(&p[..k]);
+                    (o, at) = (o + k, at + k);
+                    if at == parts[part].len() {
+                        (part, at) = (part + 1, 0);
+                    }
+                }
+                self.out.push(m);
+                left -= n;
+            }
+            let frames = self.out.len();
+            // A full ring drops what it does not take after a few tries.
+            for _ in 0..8 {
+                self.ports[port].tx_burst(0, &mut self.out);
+                if self.out.is_empty() {
+                    break;
+                }
+            }
+            self.out.clear();
+            Ok(frames)
+        }
+
+        fn offloads(&self) -> Offloads {
+            Offloads { gso: self.batch, gro: false }
+        }
+
+        fn disable_gso(&mut self) {
+            self.batch = false;
+        }
 
         fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
             if self.pending.is_empty() {
                 self.poll_ports();
             }
-            while let Some((m, from)) = self.pending.pop_front() {
+            while let Some((m, port)) = self.pending.pop_front() {
                 let data = m.data();
                 if m.segments() != 1 || data.len() < ETH || data[12..14] != ETHERTYPE.to_be_bytes() {
                     // Not one of our frames: hand over nothing from it.
                     continue;
                 }
+                let from = match self.rank_of_port[port] {
+                    Some(r) => Some(r),
+                    None => {
+                        let src = &data[6..12];
+                        if src == self.my_mac[port] {
+                            continue; // our own frame, looped back to the tap
+                        }
+                        self.peer_mac.iter().position(|m| m.is_some_and(|m| m == src)).map(|r| r as u32)
+                    }
+                };
                 // As recv_from does: what fits. The buffer is one byte
                 // longer than any datagram we send, so an oversized frame
                 // shows as truncated and the protocol drops it.
                 let body = &data[ETH..];
                 let n = body.len().min(buf.len());
                 buf[..n].copy_from_slice(&body[..n]);
-                return Ok(Some(Received { len: n, from: Some(from), seg: n.max(1), batched: false }));
+                return Ok(Some(Received { len: n, from, seg: n.max(1), batched: false }));
             }
             Ok(None)
         }
@@ -392,7 +678,10 @@ mod with_dpdk {
         }
 
         fn describe(&self, rank: u32) -> String {
-            format!("memif interface net_memif{rank}")
+            match self.rank_of_port.first() {
+                Some(None) => format!("{} (rank {rank}'s MAC from its hello)", self.what),
+                _ => format!("memif interface net_memif{rank}"),
+            }
         }
     }
 }

@@ -51,6 +51,13 @@ struct Args {
     /// Job id stamped on every UDP datagram; give the same one on every host.
     #[arg(long)]
     job_id: Option<u32>,
+    /// DPDK across hosts or namespaces: the one interface this host's rank
+    /// shares with the others, as an EAL --vdev argument (e.g.
+    /// net_af_packet0,iface=eth1); start one rank per host with --ranks
+    /// and the same --job-id everywhere. Default: memif between the ranks
+    /// of this host.
+    #[arg(long)]
+    dpdk_vdev: Option<String>,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
@@ -112,6 +119,7 @@ fn main() -> ExitCode {
         hostfile: a.hostfile,
         ranks: a.ranks.map(|r| r.0),
         job_id: a.job_id,
+        dpdk_vdev: a.dpdk_vdev,
         reaper: std::env::current_exe().ok(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
