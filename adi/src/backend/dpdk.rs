@@ -523,8 +523,8 @@ mod with_dpdk {
         // ring frames) refuse smaller ones whatever our frames are. Within
         // FRAME_RANGE, so the data room (headroom included) fits 16 bits.
         let room = (frame.max(2048) + 128).min(u16::MAX as usize) as u16;
-        let pool =
-            Mempool::create(&eal, "dn_pool", buffers, room).map_err(|e| dpdk_err("cannot create the packet pool", e))?;
+        let pool = Mempool::create(&eal, "dn_pool", buffers, room)
+            .map_err(|e| dpdk_err("cannot create the packet pool", e))?;
         Ok((eal, pool))
     }
 
