@@ -26,15 +26,20 @@
 //! that finds no server retries only after seconds). The sockets are
 //! abstract (no file) and vanish with the processes.
 //!
-//! Not yet: the dedicated polling process per node and af_packet between
-//! namespaces (issue 10 continues).
+//! **On a shared segment** (`DN_DPDK_VDEV`, `dnrun --dpdk-vdev`: one rank
+//! per host or namespace, e.g. af_packet on a veth end): one port for all
+//! peers. Ranks broadcast hellos (EtherType [`HELLO_ETHERTYPE`]) until they
+//! know every rank's MAC (seed 000: MAC addresses exchanged at
+//! initialisation); frames then go to the peer's MAC, and a frame's source
+//! MAC says who sent it. Frames are sized to the interface's MTU.
+//!
+//! Not yet: the dedicated polling process per node (issue 10 continues).
 
 use std::io::{self, IoSlice};
 use std::time::Duration;
 
 use super::udp::addr::env_num;
 use super::udp::faults;
-use super::udp::io::Offloads;
 use super::udp::link::{Link, Received};
 use super::udp::wire::{HEADER, TAG};
 use super::udp::{DatagramTransport, UdpConfig};
@@ -45,8 +50,6 @@ pub const ETHERTYPE: u16 = 0x88B5;
 /// EtherType of the hellos that exchange MAC addresses on a shared
 /// segment (IEEE 802 local experimental 2).
 pub const HELLO_ETHERTYPE: u16 = 0x88B6;
-/// First bytes of a hello.
-const HELLO_MAGIC: &[u8; 4] = b"DNHI";
 /// Environment variable (`dnrun --dpdk-vdev`): the one DPDK interface a
 /// rank shares with every peer, as an EAL `--vdev` argument, e.g.
 /// `net_af_packet0,iface=veth0`. Unset: memif between the ranks of this host.
@@ -217,7 +220,11 @@ fn open_link(
 #[cfg(feature = "dpdk")]
 mod with_dpdk {
     use super::*;
+    use crate::backend::udp::io::Offloads;
     use dpdk_sys::{eal_args, Eal, Mbuf, Mempool, Port, PortConfig};
+
+    /// First bytes of a hello.
+    const HELLO_MAGIC: &[u8; 4] = b"DNHI";
     use std::collections::VecDeque;
     use std::time::Instant;
 
