@@ -6,7 +6,8 @@
 # frames, and frames are as large as the veth MTU allows. Needs root,
 # iproute2 and DPDK (scripts/setup.sh).
 #   scripts/netns-dpdk.sh [TEST...]       (default: the 2-rank MPI suite)
-# MTU=N sets the veth MTU (default 1500).
+# MTU=N sets the veth MTU (default 1500); VDEV_ARGS=K=V,... adds af_packet
+# arguments (e.g. framesz=16384,blocksz=16384 for frames of a jumbo MTU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=("$@")
@@ -27,7 +28,7 @@ fi
 failed=()
 for t in "${tests[@]}"; do
   job=$RANDOM
-  run() { ip netns exec "$1" $bin/dnrun -n 2 --backend dpdk --dpdk-vdev "net_af_packet0,iface=$2" --ranks "$3" \
+  run() { ip netns exec "$1" $bin/dnrun -n 2 --backend dpdk --dpdk-vdev "net_af_packet0,iface=$2${VDEV_ARGS:+,$VDEV_ARGS}" --ranks "$3" \
             --job-id $job --timeout 120 "${@:4}" -- $bin/mpi-suite "$t"; }
   run $b vb-$$ 1 >/dev/null 2>"/tmp/netns-dpdk-$$.err" &
   pb=$!

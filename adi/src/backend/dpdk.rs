@@ -177,17 +177,38 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     DatagramTransport::over(link, rank, size, job, cfg, faults)
 }
 
+/// Where the kernel puts a received Ethernet frame in an af_packet
+/// (TPACKET_V2) ring frame: the 32-byte header and the 20-byte link-layer
+/// address, aligned, so that the IP header lands 16-aligned: 66 bytes. A
+/// longer frame is cut (`tp_snaplen`), and the protocol would drop it as
+/// truncated, again and again.
+const AF_PACKET_RX_OFFSET: usize = 66;
+
+/// The value of `key=` in a vdev argument.
+fn vdev_arg<'a>(vdev: &'a str, key: &str) -> Option<&'a str> {
+    vdev.split(',').skip(1).find_map(|kv| kv.trim().strip_prefix(key)?.strip_prefix('='))
+}
+
+/// af_packet's ring frame size (`framesz=`, DPDK's default 2,048) when
+/// `vdev` is an af_packet interface: a frame must fit one less what the
+/// kernel puts before a received frame ([`AF_PACKET_RX_OFFSET`]), and
+/// every packet buffer must hold one.
+pub fn af_packet_framesz(vdev: &str) -> Option<usize> {
+    vdev.starts_with("net_af_packet")
+        .then(|| vdev_arg(vdev, "framesz").and_then(|v| v.trim().parse().ok()).unwrap_or(2048))
+}
+
 /// The frame size on a shared segment: the interface's MTU plus the
 /// Ethernet header when the vdev names a kernel interface (`iface=`, as
-/// af_packet and tap do), else a standard Ethernet frame.
+/// af_packet and tap do), else a standard Ethernet frame; on af_packet no
+/// more than its ring frames carry (a jumbo MTU needs `framesz=`).
 pub fn shared_frame(vdev: &str) -> usize {
-    let mtu = vdev
-        .split(',')
-        .find_map(|kv| kv.trim().strip_prefix("iface="))
+    let mtu = vdev_arg(vdev, "iface")
         .and_then(|i| std::fs::read_to_string(format!("/sys/class/net/{i}/mtu")).ok())
         .and_then(|m| m.trim().parse::<usize>().ok())
         .unwrap_or(1500);
-    (mtu + ETH).clamp(*FRAME_RANGE.start(), *FRAME_RANGE.end())
+    let cap = af_packet_framesz(vdev).map_or(usize::MAX, |f| f.saturating_sub(AF_PACKET_RX_OFFSET));
+    (mtu + ETH).min(cap).clamp(*FRAME_RANGE.start(), *FRAME_RANGE.end())
 }
 
 #[cfg(not(feature = "dpdk"))]
@@ -294,7 +315,7 @@ mod with_dpdk {
         ) -> Result<DpdkLink, TransportError> {
             let servers: Vec<String> =
                 ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(job, rank, p, frame))).collect();
-            let (eal, pool) = start_eal(rank, size, job, frame, &servers)?;
+            let (eal, pool) = start_eal(rank, size, job, frame.max(2048), &servers)?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
             let mut ports: Vec<Option<Port>> = (0..size).map(|_| None).collect();
             for p in (rank + 1)..size {
@@ -353,7 +374,9 @@ mod with_dpdk {
             vdev: &str,
         ) -> Result<DpdkLink, TransportError> {
             let name = vdev.split(',').next().unwrap_or_default().trim().to_string();
-            let (eal, pool) = start_eal(rank, size, job, frame, &[vdev.to_string()])?;
+            // af_packet refuses buffers smaller than its ring frames.
+            let buffer = frame.max(af_packet_framesz(vdev).unwrap_or(2048));
+            let (eal, pool) = start_eal(rank, size, job, buffer, &[vdev.to_string()])?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
             let port = Port::start(&eal, &name, pool, cfg)
                 .map_err(|e| dpdk_err(&format!("cannot start {name} ({DN_DPDK_VDEV}={vdev})"), e))?;
@@ -433,7 +456,7 @@ mod with_dpdk {
         /// Send our hello to `dst` on port `port`.
         fn send_hello(&mut self, port: usize, dst: [u8; 6]) {
             let body = hello_body(self.job, self.rank, self.size, self.missing().next().is_none());
-            let _ = self.send_frame(port, dst, HELLO_ETHERTYPE, &[IoSlice::new(&body)]);
+            let _ = self.send_frames(port, dst, HELLO_ETHERTYPE, &[IoSlice::new(&body)], body.len());
         }
 
         /// A hello arrived on a shared segment: learn the sender's MAC
@@ -479,57 +502,86 @@ mod with_dpdk {
             self.next = (self.next + 1) % n.max(1);
         }
 
-        /// One frame out of port `port`.
-        fn send_frame(&mut self, port: usize, dst: [u8; 6], ethertype: u16, parts: &[IoSlice<'_>]) -> io::Result<()> {
-            let len: usize = parts.iter().map(|p| p.len()).sum();
-            let Some(mut m) = self.pool.alloc() else {
-                // No buffer now: like a full socket buffer, the protocol resends.
-                return Ok(());
-            };
-            let Some(frame) = m.append(ETH + len) else {
+        /// The port that reaches `dest`, and the MAC to send to: the
+        /// peer's from its hello on a shared segment, broadcast on memif
+        /// (a pair has one receiver).
+        fn route(&self, dest: u32) -> io::Result<(usize, [u8; 6])> {
+            let port = self.port_of.get(dest as usize).copied().flatten();
+            let port =
+                port.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
+            Ok((port, self.peer_mac[dest as usize].unwrap_or(BROADCAST)))
+        }
+
+        /// `parts`, cut every `segment` bytes, as frames out of `port` in
+        /// one burst (one system call on af_packet). Returns how many
+        /// frames were handed over. No buffer, or a full ring after a few
+        /// tries, drops the rest: like a full socket buffer, the protocol
+        /// resends.
+        fn send_frames(
+            &mut self,
+            port: usize,
+            dst: [u8; 6],
+            ethertype: u16,
+            parts: &[IoSlice<'_>],
+            segment: usize,
+        ) -> io::Result<usize> {
+            if segment == 0 || ETH + segment > self.frame {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("a {len}-byte datagram does not fit a {}-byte frame", self.frame),
+                    format!("a {segment}-byte datagram does not fit a {}-byte frame", self.frame),
                 ));
-            };
-            frame[..6].copy_from_slice(&dst);
-            frame[6..12].copy_from_slice(&self.my_mac[port]);
-            frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
-            let mut at = ETH;
-            for p in parts {
-                frame[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
             }
-            self.out.push(m);
-            // A full ring drops the frame after a few tries: the protocol resends.
+            let (mut part, mut at) = (0, 0);
+            let mut left: usize = parts.iter().map(|p| p.len()).sum();
+            while left > 0 {
+                let n = segment.min(left);
+                let Some(mut m) = self.pool.alloc() else { break };
+                let Some(frame) = m.append(ETH + n) else { break };
+                frame[..6].copy_from_slice(&dst);
+                frame[6..12].copy_from_slice(&self.my_mac[port]);
+                frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
+                let mut o = ETH;
+                while o < ETH + n {
+                    let p = &parts[part][at..];
+                    let k = p.len().min(ETH + n - o);
+                    frame[o..o + k].copy_from_slice(&p[..k]);
+                    (o, at) = (o + k, at + k);
+                    if at == parts[part].len() {
+                        (part, at) = (part + 1, 0);
+                    }
+                }
+                self.out.push(m);
+                left -= n;
+            }
+            let mut sent = 0;
             for _ in 0..8 {
-                if self.ports[port].tx_burst(0, &mut self.out) > 0 {
+                sent += self.ports[port].tx_burst(0, &mut self.out);
+                if self.out.is_empty() {
                     break;
                 }
             }
             self.out.clear();
-            Ok(())
+            Ok(sent)
         }
     }
 
-    /// Start the EAL with `vdevs` and a packet pool for `frame`-byte frames.
+    /// Start the EAL with `vdevs` and a pool of packet buffers of `buffer`
+    /// data bytes (at least a frame, and at least what the PMD demands).
     fn start_eal(
         rank: u32,
         size: u32,
         job: u32,
-        frame: usize,
+        buffer: usize,
         vdevs: &[String],
     ) -> Result<(Eal, &'static Mempool), TransportError> {
         // Buffers: a window's worth in flight and a burst pending per
         // peer, with room to spare; the EAL's memory follows.
         let buffers = 1023 + 256 * size;
-        let mem = 48 + (buffers as usize * (frame.max(2048) + 512)).div_ceil(1 << 20) as u32;
+        let mem = 48 + (buffers as usize * (buffer + 512)).div_ceil(1 << 20) as u32;
         let args = eal_args("dn-rank", &format!("dn-{job}-{rank}"), mem, vdevs);
         let eal = Eal::init(&args).map_err(|e| dpdk_err(&format!("cannot start DPDK ({})", args.join(" ")), e))?;
-        // At least DPDK's default buffer: some PMDs (af_packet: 2,048-byte
-        // ring frames) refuse smaller ones whatever our frames are. Within
-        // FRAME_RANGE, so the data room (headroom included) fits 16 bits.
-        let room = (frame.max(2048) + 128).min(u16::MAX as usize) as u16;
+        // Headroom included, the data room is a u16.
+        let room = (buffer + 128).min(u16::MAX as usize) as u16;
         let pool = Mempool::create(&eal, "dn_pool", buffers, room)
             .map_err(|e| dpdk_err("cannot create the packet pool", e))?;
         Ok((eal, pool))
@@ -566,64 +618,16 @@ mod with_dpdk {
         const NAME: &'static str = "dpdk";
 
         fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
-            let port = self
-                .port_of
-                .get(dest as usize)
-                .copied()
-                .flatten()
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
-            // memif: broadcast, as a pair has one receiver. Shared: the
-            // peer's MAC from its hello.
-            let dst = self.peer_mac[dest as usize].unwrap_or(BROADCAST);
-            self.send_frame(port, dst, ETHERTYPE, parts)
+            let (port, dst) = self.route(dest)?;
+            let len = parts.iter().map(|p| p.len()).sum();
+            self.send_frames(port, dst, ETHERTYPE, parts, len).map(drop)
         }
 
         /// A run of datagrams (`parts` cut every `segment` bytes) in one
-        /// burst: one frame each, one `tx_burst` for all (one system call
-        /// on af_packet instead of one per frame).
+        /// burst: one frame each, one `tx_burst` for all.
         fn send_segments(&mut self, dest: u32, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
-            let port = self
-                .port_of
-                .get(dest as usize)
-                .copied()
-                .flatten()
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface to rank {dest}")))?;
-            let (seg, total) = (segment as usize, parts.iter().map(|p| p.len()).sum::<usize>());
-            if seg == 0 || ETH + seg > self.frame {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{seg}-byte segments")));
-            }
-            let dst = self.peer_mac[dest as usize].unwrap_or(BROADCAST);
-            let (mut part, mut at, mut left) = (0, 0, total);
-            while left > 0 {
-                let n = seg.min(left);
-                let Some(mut m) = self.pool.alloc() else { break }; // the protocol resends the rest
-                let Some(frame) = m.append(ETH + n) else { break };
-                frame[..6].copy_from_slice(&dst);
-                frame[6..12].copy_from_slice(&self.my_mac[port]);
-                frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-                let mut o = ETH;
-                while o < ETH + n {
-                    let p = &parts[part][at..];
-                    let k = p.len().min(ETH + n - o);
-                    frame[o..o + k].copy_from_slice(&p[..k]);
-                    (o, at) = (o + k, at + k);
-                    if at == parts[part].len() {
-                        (part, at) = (part + 1, 0);
-                    }
-                }
-                self.out.push(m);
-                left -= n;
-            }
-            let frames = self.out.len();
-            // A full ring drops what it does not take after a few tries.
-            for _ in 0..8 {
-                self.ports[port].tx_burst(0, &mut self.out);
-                if self.out.is_empty() {
-                    break;
-                }
-            }
-            self.out.clear();
-            Ok(frames)
+            let (port, dst) = self.route(dest)?;
+            self.send_frames(port, dst, ETHERTYPE, parts, segment as usize)
         }
 
         fn offloads(&self) -> Offloads {
@@ -690,5 +694,23 @@ mod with_dpdk {
                 _ => format!("memif interface net_memif{rank}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_frame_follows_the_mtu_but_fits_af_packet_ring_frames() {
+        // lo's MTU is 65,536: a tap frame is capped by our range only.
+        assert_eq!(shared_frame("net_tap0,iface=lo"), *FRAME_RANGE.end());
+        // af_packet's default ring frames carry 1,982 bytes of a received frame.
+        assert_eq!(shared_frame("net_af_packet0,iface=lo"), 1982);
+        assert_eq!(shared_frame("net_af_packet0,iface=lo,framesz=16384,blocksz=16384"), 16318);
+        // An interface that does not exist: a standard Ethernet frame.
+        assert_eq!(shared_frame("net_af_packet0,iface=dn-no-such-if"), 1514);
+        assert_eq!(af_packet_framesz("net_tap0,iface=lo"), None);
+        assert_eq!(af_packet_framesz("net_af_packet1,framesz=4096,iface=eth0"), Some(4096));
     }
 }
