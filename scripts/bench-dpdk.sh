@@ -33,21 +33,11 @@ for r in $(seq "$rounds"); do
   done
 done
 python3 - "$tmp" "$rounds" <<'PY'
-import json, os, sys
+import sys
 d, rounds = sys.argv[1], int(sys.argv[2])
-def best(name, key, better):
-    out = {}
-    for r in range(1, rounds + 1):
-        p = f"{d}/{name}.{r}"
-        if not os.path.exists(p) or os.path.getsize(p) == 0:
-            continue
-        for row in json.load(open(p)):
-            s = row["size"]
-            if s not in out or better(row[key], out[s][key]):
-                out[s] = row
-    return out
-lo = lambda a, b: a < b
-hi = lambda a, b: a > b
+sys.path.insert(0, "scripts")
+from bench_best import best as best_of, lower as lo, higher as hi
+best = lambda name, key, better: best_of(d, rounds, name, key, better)
 L = {b: best(f"{b}_lat", "latency_us", lo) for b in ("dpdk", "udp", "tcp")}
 B = {b: best(f"{b}_bw", "MBps", hi) for b in ("dpdk", "udp", "tcp")}
 print("| size | DPDK (us) | UDP (us) | TCP busy-poll (us) | DPDK vs TCP | lowest | DPDK bw (MB/s) | UDP bw (MB/s) | TCP bw (MB/s) | DPDK / TCP bw |")

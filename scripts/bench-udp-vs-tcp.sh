@@ -64,20 +64,11 @@ for r in $(seq "$rounds"); do
   tcp bw --sizes 1:4M --iters 30 --json | json > "$tmp/tcp_bw.$r"
 done
 python3 - "$tmp" "$rounds" "$mpich" <<'PY'
-import json, os, sys
+import sys
 d, rounds, mpich = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "yes"
-def best(name, key, better):
-    out = {}
-    for r in range(1, rounds + 1):
-        if not os.path.exists(f"{d}/{name}.{r}"):
-            continue
-        for row in json.load(open(f"{d}/{name}.{r}")):
-            s = row["size"]
-            if s not in out or better(row[key], out[s][key]):
-                out[s] = row
-    return out
-lo = lambda a, b: a < b
-hi = lambda a, b: a > b
+sys.path.insert(0, "scripts")
+from bench_best import best as best_of, lower as lo, higher as hi
+best = lambda name, key, better: best_of(d, rounds, name, key, better)
 ul, tl, bl = best("udp_lat", "latency_us", lo), best("tcp_lat", "latency_us", lo), best("tcpb_lat", "latency_us", lo)
 ub, tb = best("udp_bw", "MBps", hi), best("tcp_bw", "MBps", hi)
 mt, mb, ms = best("mpt_lat", "latency_us", lo), best("mpt_bw", "MBps", hi), best("mps_lat", "latency_us", lo)
