@@ -172,7 +172,7 @@ fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
     };
     sim_tests::ensure_binaries();
     let dir = sim_tests::bin_dir();
-    for (n, test) in ["allpairs", "ordering", "rndv-large", "collectives", "probe"].iter().enumerate() {
+    for (n, test) in ["allpairs", "ordering", "rndv-large", "collectives", "probe", "poll-iprobe"].iter().enumerate() {
         let job = (std::process::id() * 16 + n as u32).to_string();
         let spawn = |rank: usize| {
             std::process::Command::new("ip")
