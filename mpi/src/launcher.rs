@@ -26,6 +26,16 @@ pub enum Backend {
     Dpdk,
 }
 
+/// Who polls DPDK receive queues (seed 000 §4.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DpdkPolling {
+    /// Each rank polls its own interfaces.
+    #[default]
+    Rank,
+    /// A polling process per node receives for the node's ranks.
+    Node,
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct LaunchOptions {
@@ -61,6 +71,8 @@ pub struct LaunchOptions {
     /// EAL `--vdev` argument such as `net_af_packet0,iface=eth1`); `None`:
     /// memif between the ranks of this host.
     pub dpdk_vdev: Option<String>,
+    /// DPDK: who polls the receive queues.
+    pub dpdk_polling: DpdkPolling,
     /// A program that understands `__dnrun-reaper DIR` ([`reap`]): `dnrun`
     /// itself. Started first, it stops the job's processes and removes its
     /// files if the launcher is killed outright (`kill -9`).
@@ -280,6 +292,40 @@ fn supervised(cmd: &mut Command, sig: libc::c_int) {
 
 /// The argument that makes `dnrun` act as the job's reaper.
 pub const REAPER_ARG: &str = "__dnrun-reaper";
+/// `dnrun __dnrun-dpdk-poller JOB NODE NP NODES DIR`: run the DPDK polling
+/// process of one node ([`run_dpdk_poller`]).
+pub const POLLER_ARG: &str = "__dnrun-dpdk-poller";
+
+/// The DPDK polling process of a node, as `dnrun` starts it: serve until
+/// SIGTERM, then print what it did when `DN_STATS` is set. Returns the
+/// exit code.
+pub fn run_dpdk_poller(args: &[std::ffi::OsString], stop: &AtomicBool) -> i32 {
+    use adi::backend::dpdk::poller;
+    let parsed: Option<(u32, u32, u32, u32)> = (|| {
+        let n = |i: usize| args.get(i)?.to_str()?.parse::<u32>().ok();
+        Some((n(0)?, n(1)?, n(2)?, n(3)?))
+    })();
+    let (Some((job, node, np, nodes)), Some(dir)) = (parsed, args.get(4)) else {
+        eprintln!("dnrun: {POLLER_ARG} takes JOB NODE NP NODES DIR (dnrun starts it; see --dpdk-poller)");
+        return 2;
+    };
+    let result =
+        poller::PollerOptions::from_env(job, node, np, nodes, PathBuf::from(dir)).and_then(|o| poller::run(&o, stop));
+    match result {
+        Ok(stats) => {
+            if std::env::var_os("DN_STATS").is_some() {
+                // One write, so that two pollers' lines do not interleave.
+                let line = format!("dnrun: DPDK poller of node {node}: {stats}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("dnrun: the DPDK polling process of node {node}: {e}");
+            1
+        }
+    }
+}
 
 /// The reaper: read `pgid N` lines from stdin until `done` or end of file.
 /// At end of file without `done` the launcher died: kill every process
@@ -495,8 +541,20 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             }
             _ => {}
         }
+        if opts.dpdk_polling == DpdkPolling::Node && opts.dpdk_vdev.is_some() {
+            return Err(LaunchError::Usage(
+                "--dpdk-poller node is for memif between the ranks of this host; with --dpdk-vdev each rank polls \
+                 its own interface"
+                    .into(),
+            ));
+        }
+        if opts.dpdk_polling == DpdkPolling::Node && opts.reaper.is_none() {
+            return Err(LaunchError::Usage("--dpdk-poller node needs the dnrun program to start the pollers".into()));
+        }
     } else if opts.dpdk_vdev.is_some() {
         return Err(LaunchError::Usage("--dpdk-vdev is for --backend dpdk".into()));
+    } else if opts.dpdk_polling == DpdkPolling::Node {
+        return Err(LaunchError::Usage("--dpdk-poller is for --backend dpdk".into()));
     }
     if opts.ranks.is_some() && opts.backend == Backend::Sim {
         return Err(LaunchError::Usage(
@@ -576,6 +634,29 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         (t as u32) ^ std::process::id().rotate_left(16)
     });
+    // DPDK polling processes, one per node with ranks, before the ranks
+    // (a rank waits for its node's poller to listen).
+    let mut pollers: Vec<(u32, Guard)> = Vec::new();
+    if let (Backend::Dpdk, DpdkPolling::Node, Some(me)) = (opts.backend, opts.dpdk_polling, &opts.reaper) {
+        let layout = adi::backend::dpdk::NodeLayout::new(opts.np, u32::from(opts.nodes));
+        for node in 0..layout.nodes() {
+            let mut cmd = Command::new(me);
+            cmd.arg(POLLER_ARG)
+                .args([job_id, node, opts.np, u32::from(opts.nodes)].map(|v| v.to_string()))
+                .arg(dir.join("job"))
+                .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            // SIGTERM: the poller prints its figures and leaves.
+            supervised(&mut cmd, libc::SIGTERM);
+            let child = cmd.spawn().map_err(|e| {
+                LaunchError::Io(format!("cannot start the DPDK polling process ({}): {e}", me.display()))
+            })?;
+            reaper.watch(child.id());
+            pollers.push((node, Guard(Some(child))));
+        }
+    }
     for &rank in &local {
         let mut cmd = Command::new(&program);
         cmd.args(&opts.args)
@@ -595,6 +676,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .env("DN_JOB_ID", job_id.to_string())
             .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
             .envs(opts.dpdk_vdev.iter().map(|v| (adi::backend::dpdk::DN_DPDK_VDEV, v.as_str())))
+            .envs(
+                (opts.backend == Backend::Dpdk && opts.dpdk_polling == DpdkPolling::Node)
+                    .then_some((adi::backend::dpdk::DN_DPDK_POLLER, "node")),
+            )
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -685,6 +770,12 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 stopped = Some("interrupted; stopping the job".into());
                 culprit = Some(130);
             }
+            for (node, p) in pollers.iter_mut() {
+                if let Some(Ok(Some(st))) = p.get().map(|c| c.try_wait()) {
+                    stopped = Some(format!("the DPDK polling process of node {node} exited ({st}); stopping the job"));
+                    culprit = Some(1);
+                }
+            }
             if let Some(s) = sim.get() {
                 if let Ok(Some(st)) = s.try_wait() {
                     if !st.success() {
@@ -736,6 +827,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let mut kids = vec![Some(s)];
         terminate(&mut kids, Duration::from_secs(2));
     }
+    // The pollers outlive the ranks (a rank's last frames pass through
+    // them); SIGTERM makes them print their figures and leave.
+    let mut kids: Vec<Option<Child>> = pollers.iter_mut().map(|(_, g)| g.take()).collect();
+    terminate(&mut kids, Duration::from_secs(2));
     let sim_summary = sim_err.and_then(|h| h.join().ok()).unwrap_or_default();
     if opts.verbose || stopped.is_some() {
         for l in sim_summary.lines() {

@@ -71,13 +71,26 @@ pub fn leftover_job_dirs(pid: u32) -> Vec<PathBuf> {
 /// on `np` ranks over `backend` with `-x` for each of `env`: whether it
 /// succeeded, its stdout and its stderr.
 pub fn run_suite(backend: &str, test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
+    run_suite_with(backend, test, np, 1, &[], env)
+}
+
+/// [`run_suite`] on `nodes` nodes with more `dnrun` flags.
+pub fn run_suite_with(
+    backend: &str,
+    test: &str,
+    np: u32,
+    nodes: u16,
+    flags: &[&str],
+    env: &[&str],
+) -> (bool, String, String) {
     let mut extra = vec!["--backend", backend];
+    extra.extend_from_slice(flags);
     for e in env {
         extra.push("-x");
         extra.push(e);
     }
     let args: Vec<&str> = test.split_whitespace().collect();
-    let out = dnrun(np, 1, &extra, "mpi-suite", &args);
+    let out = dnrun(np, nodes, &extra, "mpi-suite", &args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -102,3 +102,78 @@ fn kill_9_of_dnrun_leaves_no_process_and_no_file() {
         eventually(&format!("{backend}: the job directory is gone"), || job_dirs_of(pid).is_empty());
     }
 }
+
+/// Marked processes whose command line holds `arg`.
+fn marked_with_arg(marker: &str, arg: &str) -> Vec<u32> {
+    marked_processes(marker)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .collect()
+}
+
+/// DPDK polling processes (`--dpdk-poller node`) are children like the
+/// simulator: one that dies stops the job with its node named; a rank that
+/// fails takes them down; `kill -9 dnrun` leaves none behind.
+#[test]
+fn dpdk_pollers_are_supervised_like_the_ranks() {
+    if adi::backend::dpdk::available().is_err() {
+        return;
+    }
+    let poller = mpi::launcher::POLLER_ARG;
+    let job = ["-n", "3", "--nodes", "2", "--backend", "dpdk", "--dpdk-poller", "node", "--"];
+
+    // A poller killed while the ranks run.
+    let m = marker("poller-dies");
+    let child = dnrun_cmd(&m, &[&job[..], &["sleep", "600"]].concat()).spawn().unwrap();
+    let pid = child.id();
+    eventually("two pollers started", || marked_with_arg(&m, poller).len() == 2);
+    let victim = marked_with_arg(&m, poller).into_iter().max().unwrap();
+    assert!(Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the DPDK polling process of node") && stderr.contains("stopping the job"), "{stderr}");
+    eventually("every process of the job is gone", || marked_processes(&m).is_empty());
+    eventually("the job directory is gone", || job_dirs_of(pid).is_empty());
+
+    // A rank that fails.
+    let m = marker("rank-fails");
+    let child = dnrun_cmd(&m, &[&job[..], &["sh", "-c", "sleep 0.5; exit 3"]].concat()).spawn().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    eventually("the pollers are gone after a rank failed", || marked_processes(&m).is_empty());
+
+    // kill -9 of the launcher.
+    let m = marker("kill9-pollers");
+    let mut child = dnrun_cmd(&m, &[&job[..], &["sleep", "600"]].concat()).spawn().unwrap();
+    eventually("two pollers started", || marked_with_arg(&m, poller).len() == 2);
+    assert!(Command::new("kill").args(["-9", &child.id().to_string()]).status().unwrap().success());
+    let _ = child.wait();
+    eventually("the pollers are gone after kill -9 of dnrun", || marked_processes(&m).is_empty());
+}
+
+#[test]
+fn dpdk_poller_misuse_is_refused() {
+    let suite = bin_dir().join("mpi-suite");
+    let suite = suite.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["-n", "2", "--dpdk-poller", "node", "--", suite, "pingpong"], "--dpdk-poller is for --backend dpdk"),
+        (vec!["-n", "2", "--dpdk-poller", "sometimes", "--", suite, "pingpong"], "invalid value"),
+    ] {
+        let out = dnrun_cmd(&marker("poller-misuse"), &args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: expected {expect:?} in {stderr}");
+    }
+    if adi::backend::dpdk::available().is_ok() {
+        let args = ["-n", "2", "--ranks", "0", "--backend", "dpdk", "--dpdk-vdev", "net_af_packet0,iface=lo"];
+        let out = dnrun_cmd(&marker("poller-misuse"), &[&args[..], &["--dpdk-poller", "node", "--", suite]].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--dpdk-poller node is for memif"), "{stderr}");
+    }
+}

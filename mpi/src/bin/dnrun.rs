@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mpi::launcher::{launch, Backend, LaunchOptions};
+use mpi::launcher::{launch, Backend, DpdkPolling, LaunchOptions};
 
 /// Run an MPI program as NP processes.
 #[derive(Parser, Debug)]
@@ -58,6 +58,12 @@ struct Args {
     /// of this host.
     #[arg(long)]
     dpdk_vdev: Option<String>,
+    /// DPDK on this host: who polls the receive queues. `rank`: each rank
+    /// its own interfaces. `node`: a polling process per node (--nodes)
+    /// receives for the node's ranks and hands frames over through shared
+    /// memory (seed 000 §4.1; costs a core, see docs/BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "rank")]
+    dpdk_poller: DpdkPolling,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
@@ -93,6 +99,15 @@ fn main() -> ExitCode {
     if argv.len() == 3 && argv[1] == mpi::launcher::REAPER_ARG {
         return ExitCode::from(mpi::launcher::reap(std::path::Path::new(&argv[2])) as u8);
     }
+    if argv.len() >= 2 && argv[1] == mpi::launcher::POLLER_ARG {
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+                eprintln!("dnrun: cannot install a signal handler: {e}");
+            }
+        }
+        return ExitCode::from(mpi::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
+    }
     let a = Args::parse();
     let mut env = Vec::new();
     for kv in &a.env {
@@ -120,6 +135,7 @@ fn main() -> ExitCode {
         ranks: a.ranks.map(|r| r.0),
         job_id: a.job_id,
         dpdk_vdev: a.dpdk_vdev,
+        dpdk_polling: a.dpdk_poller,
         reaper: std::env::current_exe().ok(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));

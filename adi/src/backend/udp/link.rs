@@ -50,6 +50,13 @@ pub trait Link: Send {
     }
     /// Stop using GSO (a send with it failed).
     fn disable_gso(&mut self) {}
+    /// Whether a rank waiting for traffic should give its core away
+    /// between polls (`sched_yield`) instead of spinning: true when the
+    /// frames it waits for are moved by another process of this host that
+    /// may need the core (the DPDK polling process).
+    fn yield_when_idle(&self) -> bool {
+        false
+    }
     /// Receive into `buf` without blocking; `None` when nothing is there.
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>>;
     /// Receive into `buf`, waiting up to `wait` for something to arrive.

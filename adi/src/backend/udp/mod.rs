@@ -1309,6 +1309,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
         // Busy-poll first, as MPI libraries do...
         let start = Instant::now();
         let deadline = self.next_deadline();
+        let yield_idle = self.link.yield_when_idle();
         while start.elapsed() < self.cfg.spin {
             if let Some(x) = self.recv_one()? {
                 self.stashed = Some(x);
@@ -1317,7 +1318,11 @@ impl<L: Link> Transport for DatagramTransport<L> {
             if deadline.is_some_and(|t| Instant::now() >= t) {
                 return Ok(());
             }
-            std::hint::spin_loop();
+            if yield_idle {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         // ...then sleep in the kernel until a datagram or the next timer.
         let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(Instant::now()));

@@ -33,7 +33,14 @@
 //! initialisation); frames then go to the peer's MAC, and a frame's source
 //! MAC says who sent it. Frames are sized to the interface's MTU.
 //!
-//! Not yet: the dedicated polling process per node (issue 10 continues).
+//! **Through a polling process per node** (`DN_DPDK_POLLER=node`, `dnrun
+//! --dpdk-poller node`; seed 000 §4.1, the dedicated-process method): see
+//! [`poller`]. Each rank has one memif interface, to its node's poller;
+//! the pollers of two nodes share one memif interface with one queue per
+//! rank slot, and the sending poller picks the queue of the destination
+//! rank (memif has no flow director: the queue is the steering). Frames
+//! carry the ranks' own MAC addresses ([`rank_mac`]), so the pollers route
+//! them without reading the protocol header.
 
 use std::io::{self, IoSlice};
 use std::time::Duration;
@@ -54,8 +61,106 @@ pub const HELLO_ETHERTYPE: u16 = 0x88B6;
 /// rank shares with every peer, as an EAL `--vdev` argument, e.g.
 /// `net_af_packet0,iface=veth0`. Unset: memif between the ranks of this host.
 pub const DN_DPDK_VDEV: &str = "DN_DPDK_VDEV";
+/// Environment variable (`dnrun --dpdk-poller`): `rank` (each rank polls
+/// its own interfaces, the default) or `node` (a polling process per node
+/// receives for every rank of the node; [`poller`]).
+pub const DN_DPDK_POLLER: &str = "DN_DPDK_POLLER";
 /// Ethernet header bytes.
 const ETH: usize = 14;
+
+pub mod poller;
+
+/// Who polls the receive queues (seed 000 §4.1 names both methods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polling {
+    /// Each rank polls its own interfaces (the "MPI process" method).
+    Rank,
+    /// A dedicated process per node polls the node's interfaces and hands
+    /// frames to its ranks through shared memory (the "dedicated process"
+    /// method).
+    Node,
+}
+
+impl Polling {
+    /// From `DN_DPDK_POLLER` (unset: [`Polling::Rank`]).
+    pub fn from_env() -> Result<Polling, TransportError> {
+        match std::env::var(DN_DPDK_POLLER).ok().as_deref().map(str::trim) {
+            None | Some("") | Some("rank") => Ok(Polling::Rank),
+            Some("node") => Ok(Polling::Node),
+            Some(v) => Err(cfg_err(format!("{DN_DPDK_POLLER}={v:?}: give rank or node"))),
+        }
+    }
+}
+
+/// Where the ranks of a job sit: blocks of `slots` ranks per node (as
+/// `dnrun --nodes` places them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLayout {
+    /// Ranks in the job.
+    pub size: u32,
+    /// Rank slots per node: `ceil(size / nodes)`.
+    pub slots: u32,
+}
+
+impl NodeLayout {
+    /// `size` ranks over `nodes` nodes.
+    pub fn new(size: u32, nodes: u32) -> NodeLayout {
+        NodeLayout { size, slots: size.div_ceil(nodes.max(1)).max(1) }
+    }
+    /// The node `rank` runs on.
+    pub fn node_of(&self, rank: u32) -> u32 {
+        rank / self.slots
+    }
+    /// `rank`'s slot on its node: the receive queue that carries its frames.
+    pub fn slot_of(&self, rank: u32) -> u32 {
+        rank % self.slots
+    }
+    /// Nodes that have at least one rank.
+    pub fn nodes(&self) -> u32 {
+        self.size.div_ceil(self.slots)
+    }
+    /// The ranks of `node`.
+    pub fn ranks_of(&self, node: u32) -> std::ops::Range<u32> {
+        (node * self.slots).min(self.size)..((node + 1) * self.slots).min(self.size)
+    }
+}
+
+/// The MAC address a rank's frames carry when ranks go through polling
+/// processes: locally administered (`02`), then `DN`, then the rank.
+pub fn rank_mac(rank: u32) -> [u8; 6] {
+    let r = rank.to_be_bytes();
+    [0x02, b'D', b'N', r[1], r[2], r[3]]
+}
+
+/// The rank a [`rank_mac`] address names, if it is one of a job of `size`.
+pub fn rank_of_mac(mac: &[u8], size: u32) -> Option<u32> {
+    match mac {
+        [0x02, b'D', b'N', a, b, c] => Some(u32::from_be_bytes([0, *a, *b, *c])).filter(|r| *r < size),
+        _ => None,
+    }
+}
+
+/// The job-directory file a node's poller writes once its interfaces listen.
+pub fn poller_ready_file(dir: &std::path::Path, node: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk-poller.{node}"))
+}
+
+/// The job-directory file a node's poller writes once all its
+/// interfaces are connected (its ranks' and the other nodes' pollers').
+pub fn poller_up_file(dir: &std::path::Path, node: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk-poller.{node}.up"))
+}
+
+/// The memif arguments of the interface between `rank` and its node's
+/// poller (the poller is the server); `ring` is log2 of its slots.
+pub fn poller_rank_args(job: u32, node: u32, rank: u32, frame: usize, server: bool) -> String {
+    let role = if server { "server" } else { "client" };
+    let mac = rank_mac(rank).map(|b| format!("{b:02x}")).join(":");
+    format!(
+        "role={role},socket=/dn-memif-{job}-n{node}-r{rank},socket-abstract=yes,id=0,bsize={frame},rsize={},mac={mac}",
+        poller::RANK_RING_LOG2
+    )
+}
 /// Default frame size: bytes of packet data per mbuf and memif buffer
 /// (`DN_DPDK_FRAME`). memif moves frames through shared memory, so a frame
 /// is not bound by an Ethernet MTU; see docs/BENCHMARKS.md for the sizes
@@ -162,6 +267,12 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
         return Err(cfg_err(format!("DN_RANK={rank} is outside a job of {size} ranks")));
     }
     let vdev = std::env::var(DN_DPDK_VDEV).ok().filter(|v| !v.trim().is_empty());
+    let polling = Polling::from_env()?;
+    if polling == Polling::Node && vdev.is_some() {
+        return Err(cfg_err(format!(
+            "{DN_DPDK_POLLER}=node is for memif on one host; with {DN_DPDK_VDEV} each rank polls its interface"
+        )));
+    }
     let frame = match (&vdev, std::env::var_os(FRAME_ENV)) {
         (Some(v), None) => shared_frame(v),
         _ => frame_from_env()?,
@@ -173,7 +284,13 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     let dir = std::env::var_os("DN_JOB_DIR")
         .map(std::path::PathBuf::from)
         .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
-    let link = open_link(rank, size, job, frame, &dir, vdev.as_deref())?;
+    let link = match polling {
+        Polling::Rank => open_link(rank, size, job, frame, &dir, vdev.as_deref())?,
+        Polling::Node => {
+            let nodes = env_num("DN_NODES").unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32;
+            open_via_poller(rank, NodeLayout::new(size, nodes), job, frame, &dir)?
+        }
+    };
     DatagramTransport::over(link, rank, size, job, cfg, faults)
 }
 
@@ -223,6 +340,22 @@ fn open_link(
     Err(cfg_err("this build of adi has no `dpdk` feature".into()))
 }
 
+#[cfg(not(feature = "dpdk"))]
+fn open_via_poller(_: u32, _: NodeLayout, _: u32, _: usize, _: &std::path::Path) -> Result<DpdkLink, TransportError> {
+    Err(cfg_err("this build of adi has no `dpdk` feature".into()))
+}
+
+#[cfg(feature = "dpdk")]
+fn open_via_poller(
+    rank: u32,
+    layout: NodeLayout,
+    job: u32,
+    frame: usize,
+    dir: &std::path::Path,
+) -> Result<DpdkLink, TransportError> {
+    with_dpdk::DpdkLink::open_via_poller(rank, layout, job, frame, dir)
+}
+
 #[cfg(feature = "dpdk")]
 fn open_link(
     rank: u32,
@@ -250,12 +383,12 @@ mod with_dpdk {
     use std::time::Instant;
 
     /// How long start-up waits for the other ranks and the links.
-    const START_TIMEOUT: Duration = Duration::from_secs(60);
+    pub(super) const START_TIMEOUT: Duration = Duration::from_secs(60);
     /// How often a rank repeats its hello while it misses peers.
     const HELLO_EVERY: Duration = Duration::from_millis(10);
     const BROADCAST: [u8; 6] = [0xff; 6];
 
-    fn dpdk_err(what: &str, e: dpdk_sys::Error) -> TransportError {
+    pub(super) fn dpdk_err(what: &str, e: dpdk_sys::Error) -> TransportError {
         TransportError::Backend { backend: "dpdk", msg: format!("{what}: {e}") }
     }
 
@@ -281,6 +414,8 @@ mod with_dpdk {
         peer_mac: Vec<Option<[u8; 6]>>,
         /// What the segment is, for messages.
         what: String,
+        /// Through a polling process: the node this rank runs on.
+        via_poller: Option<u32>,
         /// Whether runs of datagrams go out in one burst ([`Link::send_segments`]).
         batch: bool,
         /// Frames received and not yet handed over, with their port.
@@ -418,6 +553,62 @@ mod with_dpdk {
             Ok(link)
         }
 
+        /// Start the EAL with one memif interface, to the polling process
+        /// of this rank's node ([`super::poller`]), once that process
+        /// listens. Every rank's MAC is known from its number
+        /// ([`rank_mac`]): no hellos.
+        pub fn open_via_poller(
+            rank: u32,
+            layout: NodeLayout,
+            job: u32,
+            frame: usize,
+            dir: &std::path::Path,
+        ) -> Result<DpdkLink, TransportError> {
+            let size = layout.size;
+            let node = layout.node_of(rank);
+            let ready = poller_ready_file(dir, node);
+            let deadline = Instant::now() + START_TIMEOUT;
+            while !ready.exists() {
+                if Instant::now() > deadline {
+                    return Err(cfg_err(format!(
+                        "the DPDK polling process of node {node} did not start within {}s (start the job with \
+                         dnrun --dpdk-poller node)",
+                        START_TIMEOUT.as_secs()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let vdev = format!("net_memif0,{}", poller_rank_args(job, node, rank, frame, false));
+            let (eal, pool) = start_eal(rank, size, job, frame.max(2048), &[vdev])?;
+            let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 };
+            let port = Port::start(&eal, "net_memif0", pool, cfg)
+                .map_err(|e| dpdk_err(&format!("cannot start the interface to the poller of node {node}"), e))?;
+            wait_link(&port, deadline, || format!("the memif link to the DPDK polling process of node {node}"))?;
+            // Send nothing before every rank is connected to its poller.
+            for n in 0..layout.nodes() {
+                while !poller_up_file(dir, n).exists() {
+                    if Instant::now() > deadline {
+                        return Err(cfg_err(format!(
+                            "the DPDK polling process of node {n} did not see all its ranks and links within {}s",
+                            START_TIMEOUT.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            let mut link =
+                DpdkLink::empty(eal, pool, frame, job, rank, size, format!("the DPDK polling process of node {node}"));
+            link.via_poller = Some(node);
+            link.my_mac.push(rank_mac(rank));
+            link.ports.push(port);
+            link.rank_of_port.push(None);
+            for p in (0..size).filter(|&p| p != rank) {
+                link.port_of[p as usize] = Some(0);
+                link.peer_mac[p as usize] = Some(rank_mac(p));
+            }
+            Ok(link)
+        }
+
         fn empty(
             eal: Eal,
             pool: &'static Mempool,
@@ -440,6 +631,7 @@ mod with_dpdk {
                 my_mac: Vec::new(),
                 peer_mac: vec![None; size as usize],
                 what,
+                via_poller: None,
                 batch: true,
                 pending: VecDeque::new(),
                 next: 0,
@@ -565,8 +757,9 @@ mod with_dpdk {
         }
     }
 
-    /// Start the EAL with `vdevs` and a pool of packet buffers of `buffer`
-    /// data bytes (at least a frame, and at least what the PMD demands).
+    /// Start the EAL of `rank` with `vdevs` and a pool of packet buffers
+    /// of `buffer` data bytes (at least a frame, and at least what the PMD
+    /// demands).
     fn start_eal(
         rank: u32,
         size: u32,
@@ -575,10 +768,22 @@ mod with_dpdk {
         vdevs: &[String],
     ) -> Result<(Eal, &'static Mempool), TransportError> {
         // Buffers: a window's worth in flight and a burst pending per
-        // peer, with room to spare; the EAL's memory follows.
-        let buffers = 1023 + 256 * size;
+        // peer, with room to spare.
+        start_eal_as("dn-rank", &format!("dn-{job}-{rank}"), 1023 + 256 * size, buffer, vdevs)
+    }
+
+    /// Start the EAL as `program` with files prefixed `prefix` (none are
+    /// written: `--no-shconf`), `vdevs`, and a pool of `buffers` packet
+    /// buffers of `buffer` data bytes; the EAL's memory follows.
+    pub(super) fn start_eal_as(
+        program: &str,
+        prefix: &str,
+        buffers: u32,
+        buffer: usize,
+        vdevs: &[String],
+    ) -> Result<(Eal, &'static Mempool), TransportError> {
         let mem = 48 + (buffers as usize * (buffer + 512)).div_ceil(1 << 20) as u32;
-        let args = eal_args("dn-rank", &format!("dn-{job}-{rank}"), mem, vdevs);
+        let args = eal_args(program, prefix, mem, vdevs);
         let eal = Eal::init(&args).map_err(|e| dpdk_err(&format!("cannot start DPDK ({})", args.join(" ")), e))?;
         // Headroom included, the data room is a u16.
         let room = (buffer + 128).min(u16::MAX as usize) as u16;
@@ -588,7 +793,7 @@ mod with_dpdk {
     }
 
     /// Wait until `port`'s link is up.
-    fn wait_link(port: &Port, deadline: Instant, what: impl Fn() -> String) -> Result<(), TransportError> {
+    pub(super) fn wait_link(port: &Port, deadline: Instant, what: impl Fn() -> String) -> Result<(), TransportError> {
         while !port.link_up() {
             if Instant::now() > deadline {
                 return Err(TransportError::Backend {
@@ -638,6 +843,13 @@ mod with_dpdk {
             self.batch = false;
         }
 
+        fn yield_when_idle(&self) -> bool {
+            // The poller must run for anything to arrive: on a host with
+            // fewer cores than busy processes, spinning starves it (a
+            // round trip took 115 us instead of 6-9; docs/BENCHMARKS.md).
+            self.via_poller.is_some()
+        }
+
         fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
             if self.pending.is_empty() {
                 self.poll_ports();
@@ -650,6 +862,7 @@ mod with_dpdk {
                 }
                 let from = match self.rank_of_port[port] {
                     Some(r) => Some(r),
+                    None if self.via_poller.is_some() => rank_of_mac(&data[6..12], self.size),
                     None => {
                         let src = &data[6..12];
                         if src == self.my_mac[port] {
@@ -689,6 +902,9 @@ mod with_dpdk {
         }
 
         fn describe(&self, rank: u32) -> String {
+            if self.via_poller.is_some() {
+                return format!("rank {rank} through {} (memif; dnrun --dpdk-poller node)", self.what);
+            }
             match self.rank_of_port.first() {
                 Some(None) => format!("{} (rank {rank}'s MAC from its hello)", self.what),
                 _ => format!("memif interface net_memif{rank}"),

@@ -1,0 +1,427 @@
+//! The dedicated polling process of a node (seed 000 §4.1, the
+//! "dedicated process" method; §4.2.1 for eager messages).
+//!
+//! The seed's reason for it: a rank polls its NIC queues only while it is
+//! inside the MPI library, and a NIC queue is short, so frames that arrive
+//! while the rank computes overflow it. A process that does nothing but
+//! poll drains the NIC into shared memory that each rank reads when it
+//! next makes progress.
+//!
+//! Here, on one host over memif:
+//! - the poller of node `a` owns one memif interface per rank of `a` (the
+//!   poller is the server; the rank's only interface) and one per other
+//!   node `b` (the lower node is the server), with one queue pair per rank
+//!   slot of a node;
+//! - a frame from a rank is routed by its destination MAC ([`rank_mac`]):
+//!   to the rank's interface when the destination is on `a`, else to the
+//!   link to the destination's node, on the queue of the destination's
+//!   slot. memif has no flow director, so the sending poller choosing the
+//!   queue is how steering is emulated; the receiving poller forwards
+//!   queue `q` to the rank in slot `q` without reading the frame;
+//! - several queues per node link (seed 000: "several RX queues for eager
+//!   messages") keep a flood to one rank from filling the ring that
+//!   carries every other rank's frames;
+//! - the memif rings to the ranks hold 2^[`RANK_RING_LOG2`] frames: the
+//!   larger queue the seed asks of the poller.
+//!
+//! What differs from the seed: the seed's poller also acknowledges eager
+//! packets, and its rendezvous data goes to the rank's own queue. Here the
+//! reliable protocol (sequence numbers, ACKs, retransmission) stays in the
+//! ranks, written once for every datagram backend, and every frame passes
+//! the poller: without hugepages DPDK's multi-process mode is not
+//! available, so a queue belongs to the one process that owns its port.
+//! The measured cost of the extra hop and of the poller's core is in
+//! docs/BENCHMARKS.md ("DPDK: a polling process per node").
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+
+/// log2 of the frames each memif ring between a poller and a rank holds.
+pub const RANK_RING_LOG2: u32 = 11;
+/// log2 of the frames each queue of a link between two nodes holds.
+pub const NODE_RING_LOG2: u32 = 10;
+/// Frames a poller holds per destination queue while the queue is full.
+pub const BACKLOG: usize = 4096;
+/// Environment variable: how long (µs) the poller keeps spinning after the
+/// last frame before it sleeps between passes (default 200; 0 never
+/// sleeps, as the seed's poller).
+pub const SPIN_ENV: &str = "DN_DPDK_POLLER_SPIN_US";
+/// Default of [`SPIN_ENV`].
+pub const DEFAULT_SPIN_US: u64 = 200;
+
+/// What a poller serves.
+#[derive(Clone, Debug)]
+pub struct PollerOptions {
+    /// Job id (names the memif sockets).
+    pub job: u32,
+    /// This node.
+    pub node: u32,
+    /// Where the ranks are.
+    pub layout: NodeLayout,
+    /// Frame size (bytes; as the ranks').
+    pub frame: usize,
+    /// The job directory (the ready files).
+    pub dir: PathBuf,
+    /// Spin this long after the last frame before sleeping between passes.
+    pub spin: Duration,
+}
+
+impl PollerOptions {
+    /// The options for `node` of a job of `size` ranks on `nodes` nodes,
+    /// with the frame size and spin from the environment.
+    pub fn from_env(job: u32, node: u32, size: u32, nodes: u32, dir: PathBuf) -> Result<Self, TransportError> {
+        let layout = NodeLayout::new(size, nodes);
+        if size == 0 || node >= layout.nodes() {
+            return Err(cfg_err(format!(
+                "node {node} has no ranks in a job of {size} ranks on {nodes} nodes ({} slots each)",
+                layout.slots
+            )));
+        }
+        let spin = match std::env::var(SPIN_ENV) {
+            Err(_) => DEFAULT_SPIN_US,
+            Ok(v) => v.trim().parse().map_err(|_| cfg_err(format!("{SPIN_ENV}={v:?}: give microseconds")))?,
+        };
+        Ok(PollerOptions { job, node, layout, frame: frame_from_env()?, dir, spin: Duration::from_micros(spin) })
+    }
+
+    /// The memif socket of the link between nodes `a` and `b`.
+    pub fn node_socket(&self, a: u32, b: u32) -> String {
+        format!("/dn-memif-{}-n{}-n{}", self.job, a.min(b), a.max(b))
+    }
+
+    fn node_args(&self, peer: u32) -> String {
+        let role = if self.node < peer { "server" } else { "client" };
+        format!(
+            "role={role},socket={},socket-abstract=yes,id=0,bsize={},rsize={NODE_RING_LOG2}",
+            self.node_socket(self.node, peer),
+            self.frame
+        )
+    }
+}
+
+/// What a poller did, for `DN_STATS`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PollerStats {
+    /// Frames handed to each local rank (by slot).
+    pub to_rank: Vec<u64>,
+    /// Frames sent to other nodes, by queue (the destination's slot).
+    pub to_node_queue: Vec<u64>,
+    /// Frames dropped because the destination queue and the poller's
+    /// backlog for it were full (the ranks' protocol resends them).
+    pub dropped_full: u64,
+    /// Frames dropped because their destination had disconnected (a rank
+    /// that finished: its peers' last ACKs find no one).
+    pub dropped_down: u64,
+    /// Frames dropped because they named no rank of the job, or came on
+    /// a queue that is not their destination's.
+    pub dropped_stray: u64,
+    /// Passes over the queues, and passes that moved at least one frame.
+    pub passes: u64,
+    /// See `passes`.
+    pub busy_passes: u64,
+}
+
+impl std::fmt::Display for PollerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "frames to local ranks by slot {:?}, to other nodes by queue {:?}; dropped: {} ring full, {} \
+             disconnected, {} stray; {} of {} passes moved frames",
+            self.to_rank,
+            self.to_node_queue,
+            self.dropped_full,
+            self.dropped_down,
+            self.dropped_stray,
+            self.busy_passes,
+            self.passes
+        )
+    }
+}
+
+/// Run the poller of `o.node` until `stop` is set.
+#[cfg(not(feature = "dpdk"))]
+pub fn run(_o: &PollerOptions, _stop: &AtomicBool) -> Result<PollerStats, TransportError> {
+    Err(cfg_err("this build of adi has no `dpdk` feature".into()))
+}
+
+/// Run the poller of `o.node` until `stop` is set: start the interfaces,
+/// write the ready file, connect to the lower nodes' pollers, then move
+/// frames.
+#[cfg(feature = "dpdk")]
+pub fn run(o: &PollerOptions, stop: &AtomicBool) -> Result<PollerStats, TransportError> {
+    imp::Poller::start(o)?.serve(stop, &poller_up_file(&o.dir, o.node))
+}
+
+#[cfg(feature = "dpdk")]
+mod imp {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    use dpdk_sys::{Mbuf, Port, PortConfig};
+
+    use super::super::with_dpdk::{dpdk_err, start_eal_as, wait_link, START_TIMEOUT};
+    use super::*;
+
+    /// Where a port's frames go.
+    enum Kind {
+        /// The interface of the local rank in this slot.
+        Rank(u32),
+        /// The link to this node.
+        Node(u32),
+    }
+
+    pub(super) struct Poller {
+        _eal: dpdk_sys::Eal,
+        layout: NodeLayout,
+        node: u32,
+        spin: Duration,
+        ports: Vec<Port>,
+        kinds: Vec<Kind>,
+        /// Port of each local slot, and of each node's link.
+        rank_port: Vec<usize>,
+        node_port: Vec<Option<usize>>,
+        /// Frames waiting to leave, per port and queue.
+        out: Vec<Vec<Vec<Mbuf>>>,
+        rx: Vec<Mbuf>,
+        /// Frames in `out` after the last flush.
+        waiting: usize,
+        stats: PollerStats,
+    }
+
+    impl Poller {
+        pub(super) fn start(o: &PollerOptions) -> Result<Poller, TransportError> {
+            let layout = o.layout;
+            let slots = layout.slots;
+            let locals: Vec<u32> = layout.ranks_of(o.node).collect();
+            let mut vdevs: Vec<String> = locals
+                .iter()
+                .map(|&r| format!("net_memif_r{r},{}", poller_rank_args(o.job, o.node, r, o.frame, true)))
+                .collect();
+            let higher = (o.node + 1)..layout.nodes();
+            vdevs.extend(higher.clone().map(|b| format!("net_memif_n{b},{}", o.node_args(b))));
+            // Every ring full at once, plus bursts in hand.
+            let rings =
+                locals.len() as u32 * (1 << RANK_RING_LOG2) + (layout.nodes() - 1) * slots * (1 << NODE_RING_LOG2);
+            let buffers = (rings + 4096).min(1 << 18);
+            let (eal, pool) =
+                start_eal_as("dn-poller", &format!("dn-{}-p{}", o.job, o.node), buffers, o.frame.max(2048), &vdevs)?;
+            let mut p = Poller {
+                _eal: eal,
+                layout,
+                node: o.node,
+                spin: o.spin,
+                ports: Vec::new(),
+                kinds: Vec::new(),
+                rank_port: Vec::new(),
+                node_port: vec![None; layout.nodes() as usize],
+                out: Vec::new(),
+                rx: Vec::with_capacity(64),
+                waiting: 0,
+                stats: PollerStats {
+                    to_rank: vec![0; locals.len()],
+                    to_node_queue: vec![0; slots as usize],
+                    ..PollerStats::default()
+                },
+            };
+            let rank_cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1 << RANK_RING_LOG2 };
+            let node_cfg = PortConfig { rx_queues: slots as u16, tx_queues: slots as u16, descriptors: 1024 };
+            for &r in &locals {
+                let name = format!("net_memif_r{r}");
+                let port = Port::start(&p._eal, &name, pool, rank_cfg)
+                    .map_err(|e| dpdk_err(&format!("cannot start the interface to rank {r}"), e))?;
+                p.add(port, Kind::Rank(layout.slot_of(r)), 1);
+            }
+            for b in higher {
+                let name = format!("net_memif_n{b}");
+                let port = Port::start(&p._eal, &name, pool, node_cfg)
+                    .map_err(|e| dpdk_err(&format!("cannot start the link to node {b}"), e))?;
+                p.add(port, Kind::Node(b), slots);
+            }
+            let ready = poller_ready_file(&o.dir, o.node);
+            std::fs::write(&ready, b"ready").map_err(|e| cfg_err(format!("cannot write {}: {e}", ready.display())))?;
+            let deadline = Instant::now() + START_TIMEOUT;
+            for b in 0..o.node {
+                let theirs = poller_ready_file(&o.dir, b);
+                while !theirs.exists() {
+                    if Instant::now() > deadline {
+                        return Err(cfg_err(format!(
+                            "the polling process of node {b} did not start within {}s",
+                            START_TIMEOUT.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                let name = format!("net_memif_n{b}");
+                p._eal
+                    .add_vdev(&name, &o.node_args(b))
+                    .map_err(|e| dpdk_err(&format!("cannot create the link to node {b}"), e))?;
+                let port = Port::start(&p._eal, &name, pool, node_cfg)
+                    .map_err(|e| dpdk_err(&format!("cannot start the link to node {b}"), e))?;
+                p.add(port, Kind::Node(b), slots);
+            }
+            for (i, k) in p.kinds.iter().enumerate() {
+                if let Kind::Node(b) = k {
+                    wait_link(&p.ports[i], deadline, || format!("the memif link to the poller of node {b}"))?;
+                }
+            }
+            Ok(p)
+        }
+
+        fn add(&mut self, port: Port, kind: Kind, queues: u32) {
+            let i = self.ports.len();
+            match kind {
+                Kind::Rank(_) => self.rank_port.push(i),
+                Kind::Node(b) => self.node_port[b as usize] = Some(i),
+            }
+            self.ports.push(port);
+            self.kinds.push(kind);
+            self.out.push((0..queues).map(|_| Vec::new()).collect());
+        }
+
+        /// Where a frame for `dest` leaves: port and queue.
+        fn target(&self, dest: u32) -> Option<(usize, usize)> {
+            let (node, slot) = (self.layout.node_of(dest), self.layout.slot_of(dest) as usize);
+            if node == self.node {
+                Some((*self.rank_port.get(slot)?, 0))
+            } else {
+                Some((self.node_port.get(node as usize).copied().flatten()?, slot))
+            }
+        }
+
+        /// One pass: every queue of every port once; returns frames moved.
+        fn pass(&mut self) -> usize {
+            let mut moved = 0;
+            let size = self.layout.size;
+            for i in 0..self.ports.len() {
+                let queues = self.out[i].len();
+                for q in 0..queues {
+                    if self.ports[i].rx_burst(q as u16, &mut self.rx, 64) == 0 {
+                        continue;
+                    }
+                    let mut rx = std::mem::take(&mut self.rx);
+                    for m in rx.drain(..) {
+                        let dest = m.data().get(..6).and_then(|d| rank_of_mac(d, size));
+                        let target = match (dest, &self.kinds[i]) {
+                            // From another node: queue q is slot q's, and
+                            // the frame must say so.
+                            (Some(d), Kind::Node(_))
+                                if self.layout.node_of(d) == self.node && self.layout.slot_of(d) as usize == q =>
+                            {
+                                self.target(d)
+                            }
+                            (Some(d), Kind::Rank(_)) => self.target(d),
+                            _ => None,
+                        };
+                        match target {
+                            Some((port, queue)) => self.out[port][queue].push(m),
+                            None => self.stats.dropped_stray += 1,
+                        }
+                        moved += 1;
+                    }
+                    self.rx = rx;
+                }
+            }
+            if moved > 0 || self.waiting > 0 {
+                self.waiting = self.flush();
+            }
+            moved
+        }
+
+        /// Hand waiting frames to their queues. What a queue does not take
+        /// waits for the next pass (a memif ring to a rank has room only
+        /// once the rank has polled it), up to [`BACKLOG`] frames per
+        /// queue; beyond that, or when the destination has disconnected,
+        /// frames are dropped and counted (the ranks' protocol resends).
+        /// Returns the frames still waiting.
+        fn flush(&mut self) -> usize {
+            let mut waiting = 0;
+            for (i, port) in self.ports.iter_mut().enumerate() {
+                for (q, out) in self.out[i].iter_mut().enumerate() {
+                    if out.is_empty() {
+                        continue;
+                    }
+                    let sent = port.tx_burst(q as u16, out) as u64;
+                    match self.kinds[i] {
+                        Kind::Rank(slot) => self.stats.to_rank[slot as usize] += sent,
+                        Kind::Node(_) => self.stats.to_node_queue[q] += sent,
+                    }
+                    if out.len() > BACKLOG {
+                        self.stats.dropped_full += (out.len() - BACKLOG) as u64;
+                        out.truncate(BACKLOG);
+                    }
+                    if sent == 0 && !out.is_empty() && !port.link_up() {
+                        self.stats.dropped_down += out.len() as u64;
+                        out.clear();
+                    }
+                    waiting += out.len();
+                }
+            }
+            waiting
+        }
+
+        /// Move frames until `stop`: poll, yielding the core after a pass
+        /// that moved nothing, and after [`SPIN_ENV`] without traffic
+        /// sleep 20 µs between passes.
+        pub(super) fn serve(mut self, stop: &AtomicBool, up_file: &Path) -> Result<PollerStats, TransportError> {
+            let mut last = Instant::now();
+            let mut all_up = false;
+            while !stop.load(Ordering::Relaxed) {
+                if !all_up && self.ports.iter().all(|p| p.link_up()) {
+                    all_up = true;
+                    // The ranks start sending once every poller says so:
+                    // before, a frame for a rank not yet connected would
+                    // be lost and wait for a retransmission.
+                    std::fs::write(up_file, b"up")
+                        .map_err(|e| cfg_err(format!("cannot write {}: {e}", up_file.display())))?;
+                }
+                self.stats.passes += 1;
+                if self.pass() > 0 {
+                    self.stats.busy_passes += 1;
+                    last = Instant::now();
+                } else if !self.spin.is_zero() && last.elapsed() > self.spin {
+                    std::thread::sleep(Duration::from_micros(20));
+                } else {
+                    // Nothing moved: let a rank that shares our core run
+                    // (the ranks yield too while they wait on us).
+                    std::thread::yield_now();
+                }
+            }
+            let stats = std::mem::take(&mut self.stats);
+            // As the ranks do: ports are left to the process exit
+            // (stopping a memif port whose peer is gone can deadlock).
+            for p in self.ports.drain(..) {
+                std::mem::forget(p);
+            }
+            Ok(stats)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_are_placed_in_blocks_and_their_macs_name_them() {
+        let l = NodeLayout::new(5, 2);
+        assert_eq!((l.slots, l.nodes()), (3, 2));
+        assert_eq!((l.node_of(4), l.slot_of(4)), (1, 1));
+        assert_eq!(l.ranks_of(1), 3..5);
+        // 4 ranks on 3 nodes: blocks of 2, the third node is empty.
+        assert_eq!(NodeLayout::new(4, 3).nodes(), 2);
+        for r in [0, 1, 255, 256, 70_000] {
+            assert_eq!(rank_of_mac(&rank_mac(r), 70_001), Some(r));
+        }
+        assert_eq!(rank_of_mac(&rank_mac(5), 5), None, "rank 5 is not in a job of 5");
+        assert_eq!(rank_of_mac(&[0xff; 6], 5), None);
+        assert!(poller_rank_args(7, 1, 3, 9216, false).contains("mac=02:44:4e:00:00:03"));
+    }
+
+    #[test]
+    fn a_poller_for_a_node_without_ranks_is_refused() {
+        let e = PollerOptions::from_env(1, 2, 4, 3, PathBuf::from("/tmp")).unwrap_err();
+        assert!(e.to_string().contains("node 2 has no ranks"), "{e}");
+    }
+}
