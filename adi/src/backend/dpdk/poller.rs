@@ -33,7 +33,7 @@
 //! The measured cost of the extra hop and of the poller's core is in
 //! docs/BENCHMARKS.md ("DPDK: a polling process per node").
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use super::*;
@@ -91,6 +91,7 @@ impl PollerOptions {
         format!("/dn-memif-{}-n{}-n{}", self.job, a.min(b), a.max(b))
     }
 
+    #[cfg(feature = "dpdk")]
     fn node_args(&self, peer: u32) -> String {
         let role = if self.node < peer { "server" } else { "client" };
         format!(
@@ -156,6 +157,7 @@ pub fn run(o: &PollerOptions, stop: &AtomicBool) -> Result<PollerStats, Transpor
 
 #[cfg(feature = "dpdk")]
 mod imp {
+    use std::path::Path;
     use std::sync::atomic::Ordering;
     use std::time::Instant;
 
