@@ -172,7 +172,23 @@ fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
     };
     sim_tests::ensure_binaries();
     let dir = sim_tests::bin_dir();
-    for (n, test) in ["allpairs", "ordering", "rndv-large", "collectives", "probe", "poll-iprobe"].iter().enumerate() {
+    // Authenticated mode across two launchers: one key file for both
+    // (hellos and data are tagged with it).
+    let key = std::env::temp_dir().join(format!("dn-afp-key-{}", std::process::id()));
+    std::fs::write(&key, [0x5au8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let auth = ["-x", "DN_UDP_AUTH=1", "-x", &format!("DN_UDP_KEY_FILE={}", key.display())].map(String::from);
+    let plain: [String; 0] = [];
+    let cases: [(&str, &[String]); 7] = [
+        ("allpairs", &plain),
+        ("ordering", &plain),
+        ("rndv-large", &plain),
+        ("collectives", &plain),
+        ("probe", &plain),
+        ("poll-iprobe", &plain),
+        ("allpairs", &auth),
+    ];
+    for (n, (test, extra)) in cases.iter().enumerate() {
         let job = (std::process::id() * 16 + n as u32).to_string();
         let spawn = |rank: usize| {
             std::process::Command::new("ip")
@@ -180,7 +196,9 @@ fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
                 .arg(dir.join("dnrun"))
                 .args(["-n", "2", "--ranks", &rank.to_string()])
                 .args(["--backend", "dpdk", "--job-id", &job, "--timeout", "120"])
-                .args(["--dpdk-vdev", &format!("net_af_packet0,iface={}", ifs[rank]), "-x", "DN_STATS=1", "--"])
+                .args(["--dpdk-vdev", &format!("net_af_packet0,iface={}", ifs[rank]), "-x", "DN_STATS=1"])
+                .args(extra.iter())
+                .arg("--")
                 .arg(dir.join("mpi-suite"))
                 .arg(test)
                 .stdout(std::process::Stdio::piped())
@@ -198,6 +216,7 @@ fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
         // Every frame of the peer was known by its MAC.
         assert!(text(&o0).contains("dpdk datagrams:") && text(&o0).contains(" 0 unknown sender"), "{}", text(&o0));
     }
+    let _ = std::fs::remove_file(&key);
 }
 
 /// `--dpdk-vdev` is for one rank per launcher, and a vdev must look like one.

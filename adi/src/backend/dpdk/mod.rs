@@ -48,7 +48,7 @@ use std::time::Duration;
 use super::udp::addr::env_num;
 use super::udp::faults;
 use super::udp::link::{Link, Received};
-use super::udp::wire::{HEADER, TAG};
+use super::udp::wire::{AuthKey, HEADER, TAG};
 use super::udp::{DatagramTransport, UdpConfig};
 use crate::error::TransportError;
 
@@ -229,6 +229,63 @@ pub fn config_from_env(frame: usize) -> Result<UdpConfig, TransportError> {
     Ok(cfg)
 }
 
+/// First bytes of a hello.
+const HELLO_MAGIC: &[u8; 4] = b"DNHI";
+/// Bytes of a hello before its tag.
+const HELLO: usize = 17;
+
+/// What a hello says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// Job id.
+    pub job: u32,
+    /// The sender's rank.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// Whether the sender knows every rank's MAC.
+    pub knows_all: bool,
+}
+
+/// A hello (EtherType [`HELLO_ETHERTYPE`]) from `src`: magic, job, rank,
+/// size, flags (1: the sender knows every rank's MAC); in authenticated
+/// mode (`DN_UDP_AUTH=1`) then a keyed tag over those bytes and `src`, so
+/// that only a holder of the job's key can claim a rank, and only for the
+/// MAC it sends from (a replayed hello from another MAC fails).
+pub fn hello_body(h: Hello, src: [u8; 6], key: Option<&AuthKey>) -> Vec<u8> {
+    let mut b = Vec::with_capacity(HELLO + TAG);
+    b.extend_from_slice(HELLO_MAGIC);
+    b.extend_from_slice(&h.job.to_le_bytes());
+    b.extend_from_slice(&h.rank.to_le_bytes());
+    b.extend_from_slice(&h.size.to_le_bytes());
+    b.push(h.knows_all as u8);
+    if let Some(k) = key {
+        let tag = k.tag(&[&b, &src]);
+        b.extend_from_slice(&tag);
+    }
+    b
+}
+
+/// The hello in `body` from `src`, if it is one, and (with a key) carries
+/// a valid tag for `src`. Err: a hello whose tag fails.
+pub fn parse_hello(body: &[u8], src: [u8; 6], key: Option<&AuthKey>) -> Option<Result<Hello, ()>> {
+    if body.len() < HELLO || &body[..4] != HELLO_MAGIC {
+        return None;
+    }
+    let word = |i: usize| u32::from_le_bytes([body[i], body[i + 1], body[i + 2], body[i + 3]]);
+    let h = Hello { job: word(4), rank: word(8), size: word(12), knows_all: body[16] & 1 != 0 };
+    if let Some(k) = key {
+        let ok = body.len() >= HELLO + TAG && {
+            let want = k.tag(&[&body[..HELLO], &src]);
+            want.iter().zip(&body[HELLO..HELLO + TAG]).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        };
+        if !ok {
+            return Some(Err(()));
+        }
+    }
+    Some(Ok(h))
+}
+
 #[cfg(feature = "dpdk")]
 pub use with_dpdk::DpdkLink;
 
@@ -285,7 +342,7 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
         .map(std::path::PathBuf::from)
         .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
     let link = match polling {
-        Polling::Rank => open_link(rank, size, job, frame, &dir, vdev.as_deref())?,
+        Polling::Rank => open_link(rank, size, job, frame, &dir, vdev.as_deref(), cfg.auth.clone())?,
         Polling::Node => {
             let nodes = env_num("DN_NODES").unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32;
             open_via_poller(rank, NodeLayout::new(size, nodes), job, frame, &dir)?
@@ -336,6 +393,7 @@ fn open_link(
     _: usize,
     _: &std::path::Path,
     _: Option<&str>,
+    _: Option<AuthKey>,
 ) -> Result<DpdkLink, TransportError> {
     Err(cfg_err("this build of adi has no `dpdk` feature".into()))
 }
@@ -364,9 +422,10 @@ fn open_link(
     frame: usize,
     dir: &std::path::Path,
     vdev: Option<&str>,
+    auth: Option<AuthKey>,
 ) -> Result<DpdkLink, TransportError> {
     match vdev {
-        Some(v) => with_dpdk::DpdkLink::open_shared(rank, size, job, frame, v),
+        Some(v) => with_dpdk::DpdkLink::open_shared(rank, size, job, frame, v, auth),
         None => with_dpdk::DpdkLink::open(rank, size, job, frame, dir),
     }
 }
@@ -377,8 +436,6 @@ mod with_dpdk {
     use crate::backend::udp::io::Offloads;
     use dpdk_sys::{eal_args, Eal, Mbuf, Mempool, Port, PortConfig};
 
-    /// First bytes of a hello.
-    const HELLO_MAGIC: &[u8; 4] = b"DNHI";
     use std::collections::VecDeque;
     use std::time::Instant;
 
@@ -416,6 +473,11 @@ mod with_dpdk {
         what: String,
         /// Through a polling process: the node this rank runs on.
         via_poller: Option<u32>,
+        /// Shared segment in authenticated mode: the job's key, which
+        /// hellos must be tagged with.
+        hello_key: Option<AuthKey>,
+        /// Hellos dropped because their tag failed.
+        forged_hellos: u64,
         /// Whether runs of datagrams go out in one burst ([`Link::send_segments`]).
         batch: bool,
         /// Frames received and not yet handed over, with their port.
@@ -424,18 +486,6 @@ mod with_dpdk {
         next: usize,
         out: Vec<Mbuf>,
         rx: Vec<Mbuf>,
-    }
-
-    /// A hello (EtherType [`HELLO_ETHERTYPE`]): magic, job, rank, size,
-    /// flags (1: the sender knows every rank's MAC).
-    fn hello_body(job: u32, rank: u32, size: u32, knows_all: bool) -> [u8; 17] {
-        let mut b = [0u8; 17];
-        b[..4].copy_from_slice(HELLO_MAGIC);
-        b[4..8].copy_from_slice(&job.to_le_bytes());
-        b[8..12].copy_from_slice(&rank.to_le_bytes());
-        b[12..16].copy_from_slice(&size.to_le_bytes());
-        b[16] = knows_all as u8;
-        b
     }
 
     impl DpdkLink {
@@ -507,6 +557,7 @@ mod with_dpdk {
             job: u32,
             frame: usize,
             vdev: &str,
+            auth: Option<AuthKey>,
         ) -> Result<DpdkLink, TransportError> {
             let name = vdev.split(',').next().unwrap_or_default().trim().to_string();
             // af_packet refuses buffers smaller than its ring frames.
@@ -518,6 +569,7 @@ mod with_dpdk {
             let deadline = Instant::now() + START_TIMEOUT;
             wait_link(&port, deadline, || format!("the link of {name}"))?;
             let mut link = DpdkLink::empty(eal, pool, frame, job, rank, size, format!("{name} ({vdev})"));
+            link.hello_key = auth;
             link.my_mac.push(port.mac());
             link.ports.push(port);
             link.rank_of_port.push(None);
@@ -537,9 +589,16 @@ mod with_dpdk {
                         backend: "dpdk",
                         msg: format!(
                             "no hello from rank(s) {missing:?} on {} within {}s: start every rank of the job on the \
-                             same segment with the same --job-id",
+                             same segment with the same --job-id{}",
                             link.what,
-                            START_TIMEOUT.as_secs()
+                            START_TIMEOUT.as_secs(),
+                            match link.forged_hellos {
+                                0 => String::new(),
+                                n => format!(
+                                    " ({n} hellos failed authentication: give every rank the same key with \
+                                     DN_UDP_KEY_FILE)"
+                                ),
+                            }
                         ),
                     });
                 }
@@ -632,6 +691,8 @@ mod with_dpdk {
                 peer_mac: vec![None; size as usize],
                 what,
                 via_poller: None,
+                hello_key: None,
+                forged_hellos: 0,
                 batch: true,
                 pending: VecDeque::new(),
                 next: 0,
@@ -647,24 +708,33 @@ mod with_dpdk {
 
         /// Send our hello to `dst` on port `port`.
         fn send_hello(&mut self, port: usize, dst: [u8; 6]) {
-            let body = hello_body(self.job, self.rank, self.size, self.missing().next().is_none());
+            let h =
+                Hello { job: self.job, rank: self.rank, size: self.size, knows_all: self.missing().next().is_none() };
+            let body = hello_body(h, self.my_mac[port], self.hello_key.as_ref());
             let _ = self.send_frames(port, dst, HELLO_ETHERTYPE, &[IoSlice::new(&body)], body.len());
         }
 
         /// A hello arrived on a shared segment: learn the sender's MAC
-        /// (the first one only: a later claim is ignored), and answer a
-        /// sender that still misses ranks.
+        /// (the first one only: a later claim is ignored; in authenticated
+        /// mode only a hello tagged with the job's key counts), and answer
+        /// a sender that still misses ranks.
         fn on_hello(&mut self, port: usize, src: [u8; 6], body: &[u8]) {
-            if self.rank_of_port[port].is_some() || body.len() < 17 || &body[..4] != HELLO_MAGIC {
+            if self.rank_of_port[port].is_some() {
                 return;
             }
-            let word = |i: usize| u32::from_le_bytes([body[i], body[i + 1], body[i + 2], body[i + 3]]);
-            let (job, rank, size, knows_all) = (word(4), word(8), word(12), body[16] & 1 != 0);
-            if job != self.job || size != self.size || rank >= size || rank == self.rank {
+            let h = match parse_hello(body, src, self.hello_key.as_ref()) {
+                None => return,
+                Some(Err(())) => {
+                    self.forged_hellos += 1;
+                    return;
+                }
+                Some(Ok(h)) => h,
+            };
+            if h.job != self.job || h.size != self.size || h.rank >= h.size || h.rank == self.rank {
                 return;
             }
-            let known = self.peer_mac[rank as usize].get_or_insert(src);
-            if *known == src && !knows_all {
+            let known = self.peer_mac[h.rank as usize].get_or_insert(src);
+            if *known == src && !h.knows_all {
                 self.send_hello(port, src);
             }
         }
@@ -916,6 +986,29 @@ mod with_dpdk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In authenticated mode a hello counts only with the job's key and
+    /// from the MAC it was tagged for: a forged or replayed hello cannot
+    /// take a rank's frames.
+    #[test]
+    fn an_authenticated_hello_is_bound_to_the_key_and_the_sender_mac() {
+        let (key, other) = (AuthKey([7; 32]), AuthKey([8; 32]));
+        let (mac, thief) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 66]);
+        let h = Hello { job: 9, rank: 1, size: 3, knows_all: false };
+        let body = hello_body(h, mac, Some(&key));
+        assert_eq!(parse_hello(&body, mac, Some(&key)), Some(Ok(h)));
+        assert_eq!(parse_hello(&body, thief, Some(&key)), Some(Err(())), "replayed from another MAC");
+        assert_eq!(parse_hello(&body, mac, Some(&other)), Some(Err(())), "another job's key");
+        let plain = hello_body(h, mac, None);
+        assert_eq!(parse_hello(&plain, mac, Some(&key)), Some(Err(())), "no tag");
+        let mut flipped = body.clone();
+        flipped[8] ^= 1; // claims rank 0
+        assert_eq!(parse_hello(&flipped, mac, Some(&key)), Some(Err(())));
+        // Without a key, as before: any well-formed hello; not a hello at all: None.
+        assert_eq!(parse_hello(&plain, thief, None), Some(Ok(h)));
+        assert_eq!(parse_hello(b"DNHX and more bytes", mac, None), None);
+        assert_eq!(parse_hello(&body[..10], mac, Some(&key)), None);
+    }
 
     #[test]
     fn a_shared_frame_follows_the_mtu_but_fits_af_packet_ring_frames() {
