@@ -513,16 +513,9 @@ mod with_dpdk {
             std::fs::write(&mine, b"ready").map_err(|e| cfg_err(format!("cannot write {}: {e}", mine.display())))?;
             let deadline = Instant::now() + START_TIMEOUT;
             for p in 0..rank {
-                let theirs = dir.join(format!("dpdk.{p}"));
-                while !theirs.exists() {
-                    if Instant::now() > deadline {
-                        return Err(cfg_err(format!(
-                            "rank {p} did not start its DPDK interfaces within {}s",
-                            START_TIMEOUT.as_secs()
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
+                wait_for_file(&dir.join(format!("dpdk.{p}")), deadline, || {
+                    format!("rank {p} did not start its DPDK interfaces")
+                })?;
                 let name = format!("net_memif{p}");
                 eal.add_vdev(&name, &memif_args(job, rank, p, frame))
                     .map_err(|e| dpdk_err(&format!("cannot create the interface to rank {p}"), e))?;
@@ -625,18 +618,10 @@ mod with_dpdk {
         ) -> Result<DpdkLink, TransportError> {
             let size = layout.size;
             let node = layout.node_of(rank);
-            let ready = poller_ready_file(dir, node);
             let deadline = Instant::now() + START_TIMEOUT;
-            while !ready.exists() {
-                if Instant::now() > deadline {
-                    return Err(cfg_err(format!(
-                        "the DPDK polling process of node {node} did not start within {}s (start the job with \
-                         dnrun --dpdk-poller node)",
-                        START_TIMEOUT.as_secs()
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            wait_for_file(&poller_ready_file(dir, node), deadline, || {
+                format!("the DPDK polling process of node {node} did not start (start the job with dnrun --dpdk-poller node)")
+            })?;
             let vdev = format!("net_memif0,{}", poller_rank_args(job, node, rank, frame, false));
             let (eal, pool) = start_eal(rank, size, job, frame.max(2048), &[vdev])?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 };
@@ -645,15 +630,9 @@ mod with_dpdk {
             wait_link(&port, deadline, || format!("the memif link to the DPDK polling process of node {node}"))?;
             // Send nothing before every rank is connected to its poller.
             for n in 0..layout.nodes() {
-                while !poller_up_file(dir, n).exists() {
-                    if Instant::now() > deadline {
-                        return Err(cfg_err(format!(
-                            "the DPDK polling process of node {n} did not see all its ranks and links within {}s",
-                            START_TIMEOUT.as_secs()
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_micros(200));
-                }
+                wait_for_file(&poller_up_file(dir, n), deadline, || {
+                    format!("the DPDK polling process of node {n} did not see all its ranks and links")
+                })?;
             }
             let mut link =
                 DpdkLink::empty(eal, pool, frame, job, rank, size, format!("the DPDK polling process of node {node}"));
@@ -860,6 +839,22 @@ mod with_dpdk {
         let pool = Mempool::create(&eal, "dn_pool", buffers, room)
             .map_err(|e| dpdk_err("cannot create the packet pool", e))?;
         Ok((eal, pool))
+    }
+
+    /// Wait until `path` exists (another process of the job wrote it);
+    /// past `deadline`, fail with `late()` and the time waited.
+    pub(super) fn wait_for_file(
+        path: &std::path::Path,
+        deadline: Instant,
+        late: impl FnOnce() -> String,
+    ) -> Result<(), TransportError> {
+        while !path.exists() {
+            if Instant::now() > deadline {
+                return Err(cfg_err(format!("{} within {}s", late(), START_TIMEOUT.as_secs())));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
     }
 
     /// Wait until `port`'s link is up.

@@ -115,8 +115,8 @@ pub struct PollerStats {
     /// Frames dropped because their destination had disconnected (a rank
     /// that finished: its peers' last ACKs find no one).
     pub dropped_down: u64,
-    /// Frames dropped because they named no rank of the job, or came on
-    /// a queue that is not their destination's.
+    /// Frames dropped by [`route`]: naming no rank of the job, from a
+    /// rank posing as another, or on a queue not their destination's.
     pub dropped_stray: u64,
     /// Passes over the queues, and passes that moved at least one frame.
     pub passes: u64,
@@ -141,6 +141,51 @@ impl std::fmt::Display for PollerStats {
     }
 }
 
+/// Where a frame came into a poller from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ingress {
+    /// The interface of the local rank in this slot.
+    Rank(u32),
+    /// A link from another node, on this queue.
+    Node(u32),
+}
+
+/// Where a poller sends a frame on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    /// To the local rank in this slot.
+    Rank(u32),
+    /// To this node, on the queue of the destination's slot.
+    Node {
+        /// The destination's node.
+        node: u32,
+        /// The destination's slot there.
+        queue: u32,
+    },
+}
+
+/// Route a frame (its Ethernet header `head`) that came into `node`'s
+/// poller from `from`. `None`: drop it as stray. A rank may send only as
+/// itself (its source MAC must be its own: a rank that lies about who it
+/// is would otherwise be believed by its peers, which take the sender from
+/// the source MAC), and a frame from another node must name a rank of this
+/// node in the slot of the queue it came on.
+pub fn route(layout: NodeLayout, node: u32, from: Ingress, head: &[u8]) -> Option<Hop> {
+    let dest = rank_of_mac(head.get(..6)?, layout.size)?;
+    let (dest_node, dest_slot) = (layout.node_of(dest), layout.slot_of(dest));
+    match from {
+        Ingress::Rank(slot) => {
+            let me = layout.ranks_of(node).nth(slot as usize)?;
+            if head.get(6..12)? != rank_mac(me) {
+                return None;
+            }
+        }
+        Ingress::Node(queue) if dest_node != node || dest_slot != queue => return None,
+        Ingress::Node(_) => {}
+    }
+    Some(if dest_node == node { Hop::Rank(dest_slot) } else { Hop::Node { node: dest_node, queue: dest_slot } })
+}
+
 /// Run the poller of `o.node` until `stop` is set.
 #[cfg(not(feature = "dpdk"))]
 pub fn run(_o: &PollerOptions, _stop: &AtomicBool) -> Result<PollerStats, TransportError> {
@@ -163,7 +208,7 @@ mod imp {
 
     use dpdk_sys::{Mbuf, Port, PortConfig};
 
-    use super::super::with_dpdk::{dpdk_err, start_eal_as, wait_link, START_TIMEOUT};
+    use super::super::with_dpdk::{dpdk_err, start_eal_as, wait_for_file, wait_link, START_TIMEOUT};
     use super::*;
 
     /// Where a port's frames go.
@@ -245,16 +290,9 @@ mod imp {
             std::fs::write(&ready, b"ready").map_err(|e| cfg_err(format!("cannot write {}: {e}", ready.display())))?;
             let deadline = Instant::now() + START_TIMEOUT;
             for b in 0..o.node {
-                let theirs = poller_ready_file(&o.dir, b);
-                while !theirs.exists() {
-                    if Instant::now() > deadline {
-                        return Err(cfg_err(format!(
-                            "the polling process of node {b} did not start within {}s",
-                            START_TIMEOUT.as_secs()
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
+                wait_for_file(&poller_ready_file(&o.dir, b), deadline, || {
+                    format!("the polling process of node {b} did not start")
+                })?;
                 let name = format!("net_memif_n{b}");
                 p._eal
                     .add_vdev(&name, &o.node_args(b))
@@ -282,41 +320,29 @@ mod imp {
             self.out.push((0..queues).map(|_| Vec::new()).collect());
         }
 
-        /// Where a frame for `dest` leaves: port and queue.
-        fn target(&self, dest: u32) -> Option<(usize, usize)> {
-            let (node, slot) = (self.layout.node_of(dest), self.layout.slot_of(dest) as usize);
-            if node == self.node {
-                Some((*self.rank_port.get(slot)?, 0))
-            } else {
-                Some((self.node_port.get(node as usize).copied().flatten()?, slot))
-            }
-        }
-
         /// One pass: every queue of every port once; returns frames moved.
         fn pass(&mut self) -> usize {
             let mut moved = 0;
-            let size = self.layout.size;
             for i in 0..self.ports.len() {
                 let queues = self.out[i].len();
                 for q in 0..queues {
                     if self.ports[i].rx_burst(q as u16, &mut self.rx, 64) == 0 {
                         continue;
                     }
+                    let from = match self.kinds[i] {
+                        Kind::Rank(slot) => Ingress::Rank(slot),
+                        Kind::Node(_) => Ingress::Node(q as u32),
+                    };
                     let mut rx = std::mem::take(&mut self.rx);
                     for m in rx.drain(..) {
-                        let dest = m.data().get(..6).and_then(|d| rank_of_mac(d, size));
-                        let target = match (dest, &self.kinds[i]) {
-                            // From another node: queue q is slot q's, and
-                            // the frame must say so.
-                            (Some(d), Kind::Node(_))
-                                if self.layout.node_of(d) == self.node && self.layout.slot_of(d) as usize == q =>
-                            {
-                                self.target(d)
+                        let out = match route(self.layout, self.node, from, m.data()) {
+                            Some(Hop::Rank(slot)) => self.rank_port.get(slot as usize).map(|&p| (p, 0)),
+                            Some(Hop::Node { node, queue }) => {
+                                self.node_port.get(node as usize).copied().flatten().map(|p| (p, queue as usize))
                             }
-                            (Some(d), Kind::Rank(_)) => self.target(d),
-                            _ => None,
+                            None => None,
                         };
-                        match target {
+                        match out {
                             Some((port, queue)) => self.out[port][queue].push(m),
                             None => self.stats.dropped_stray += 1,
                         }
@@ -419,6 +445,23 @@ mod tests {
         assert_eq!(rank_of_mac(&rank_mac(5), 5), None, "rank 5 is not in a job of 5");
         assert_eq!(rank_of_mac(&[0xff; 6], 5), None);
         assert!(poller_rank_args(7, 1, 3, 9216, false).contains("mac=02:44:4e:00:00:03"));
+    }
+
+    /// A rank that lies about who it is, or a frame on the wrong queue,
+    /// goes nowhere; the rest go to the destination's slot and queue.
+    #[test]
+    fn routing_steers_by_destination_and_drops_liars() {
+        let l = NodeLayout::new(5, 2); // node 0: ranks 0-2, node 1: ranks 3-4
+        let head = |dst: u32, src: u32| [rank_mac(dst), rank_mac(src)].concat();
+        assert_eq!(route(l, 0, Ingress::Rank(1), &head(2, 1)), Some(Hop::Rank(2)));
+        assert_eq!(route(l, 0, Ingress::Rank(1), &head(4, 1)), Some(Hop::Node { node: 1, queue: 1 }));
+        assert_eq!(route(l, 0, Ingress::Rank(1), &head(4, 0)), None, "rank 1 posing as rank 0");
+        assert_eq!(route(l, 1, Ingress::Node(0), &head(3, 0)), Some(Hop::Rank(0)));
+        assert_eq!(route(l, 1, Ingress::Node(1), &head(3, 0)), None, "rank 3's frame on slot 1's queue");
+        assert_eq!(route(l, 1, Ingress::Node(0), &head(0, 1)), None, "not a rank of node 1");
+        assert_eq!(route(l, 0, Ingress::Rank(0), &head(5, 0)), None, "no rank 5 in the job");
+        assert_eq!(route(l, 0, Ingress::Rank(0), &[0xff; 12]), None);
+        assert_eq!(route(l, 0, Ingress::Rank(0), &head(1, 0)[..8]), None, "a runt frame");
     }
 
     #[test]
