@@ -328,10 +328,18 @@ impl Device {
     pub fn resync(&mut self) -> Result<(), DriverError> {
         self.pending.clear();
         self.platform.sync()?;
+        // The device changes these words while we read them, so the order
+        // matters. BUSY first: once it is clear, nothing more is fetched
+        // until we ring again, so the counts read after it are final. (Read
+        // last, a clear BUSY could belong to a later moment than a stale
+        // fetch count, and we would post over commands still to be fetched.)
         let fetched = self.poll(|d| {
+            if d.status().contains(ur::Status::BUSY) {
+                return None;
+            }
             let fetched = d.read_ur(ur::off::CMD_FETCHED);
             let done = d.read_ur(ur::off::CMD_COMPLETED);
-            (done == fetched && !d.status().contains(ur::Status::BUSY)).then_some(fetched)
+            (done == fetched).then_some(fetched)
         })?;
         self.posted = fetched;
         let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");

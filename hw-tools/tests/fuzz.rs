@@ -123,3 +123,42 @@ fn most_changed_descriptors_get_past_the_first_decode_checks() {
     assert!(mutants > 100, "the strategy generates changed descriptors ({mutants})");
     assert!(past * 2 > mutants, "only {past} of {mutants} changed descriptors got past the first checks");
 }
+
+/// Regression (found by the random test): stale descriptors fetched after a
+/// doorbell rung far past the posted commands must all have ended before
+/// the driver posts again, or they run after (and overwrite) its commands.
+#[test]
+fn commands_after_a_garbage_doorbell_are_not_overrun_by_stale_descriptors() {
+    use hw_tools::fuzz::{Defect, Shape};
+    let first = vec![
+        Op::Send { len: 0, botf: false, from_sodimm: true },
+        Op::Send { len: 0, botf: false, from_sodimm: false },
+        Op::LocalRoundTrip { shape: Shape::Contiguous { off: 0, len: 0 }, seed: 0 },
+        Op::Invalid(Defect::LocalOtherSlot),
+        Op::Invalid(Defect::LocalOtherSlot),
+        Op::Doorbell { delta: 26 },
+        Op::LocalRoundTrip { shape: Shape::Contiguous { off: 0, len: 1 }, seed: 0 },
+    ];
+    let local = |len| Op::LocalRoundTrip { shape: Shape::Contiguous { off: 0, len }, seed: 0 };
+    let other = || Op::Invalid(Defect::LocalOtherSlot);
+    let second = vec![
+        Op::Send { len: 81, botf: false, from_sodimm: true },
+        local(0),
+        other(),
+        other(),
+        other(),
+        local(0),
+        Op::Poke { region: 0, word: 264, value: 5 },
+        Op::BotfRoundTrip { shape: Shape::Contiguous { off: 0, len: 1 }, seed: 0 },
+        Op::Send { len: 0, botf: false, from_sodimm: false },
+        Op::Doorbell { delta: 12 },
+        local(0),
+    ];
+    for ops in [first, second] {
+        for round in 0..10 {
+            if let Err(e) = run_case(&Target::Simulator, &ops) {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}
