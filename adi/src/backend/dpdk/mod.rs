@@ -341,13 +341,12 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     let dir = std::env::var_os("DN_JOB_DIR")
         .map(std::path::PathBuf::from)
         .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
-    let link = match polling {
-        Polling::Rank => open_link(rank, size, job, frame, &dir, vdev.as_deref(), cfg.auth.clone())?,
-        Polling::Node => {
-            let nodes = env_num("DN_NODES").unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32;
-            open_via_poller(rank, NodeLayout::new(size, nodes), job, frame, &dir)?
-        }
+    let nodes = env_num("DN_NODES").unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32;
+    let how = match polling {
+        Polling::Rank => Open::Own { vdev: vdev.as_deref(), auth: cfg.auth.clone() },
+        Polling::Node => Open::ViaPoller(NodeLayout::new(size, nodes)),
     };
+    let link = open_link(rank, size, job, frame, &dir, how)?;
     DatagramTransport::over(link, rank, size, job, cfg, faults)
 }
 
@@ -385,48 +384,32 @@ pub fn shared_frame(vdev: &str) -> usize {
     (mtu + ETH).min(cap).clamp(*FRAME_RANGE.start(), *FRAME_RANGE.end())
 }
 
-#[cfg(not(feature = "dpdk"))]
-fn open_link(
-    _: u32,
-    _: u32,
-    _: u32,
-    _: usize,
-    _: &std::path::Path,
-    _: Option<&str>,
-    _: Option<AuthKey>,
-) -> Result<DpdkLink, TransportError> {
-    Err(cfg_err("this build of adi has no `dpdk` feature".into()))
+/// How a rank reaches the network: its own port (memif to each peer, or
+/// the shared segment `vdev`), or its node's polling process.
+#[cfg_attr(not(feature = "dpdk"), allow(dead_code))] // read only by the DPDK build
+enum Open<'a> {
+    Own { vdev: Option<&'a str>, auth: Option<AuthKey> },
+    ViaPoller(NodeLayout),
 }
 
-#[cfg(not(feature = "dpdk"))]
-fn open_via_poller(_: u32, _: NodeLayout, _: u32, _: usize, _: &std::path::Path) -> Result<DpdkLink, TransportError> {
-    Err(cfg_err("this build of adi has no `dpdk` feature".into()))
-}
-
-#[cfg(feature = "dpdk")]
-fn open_via_poller(
-    rank: u32,
-    layout: NodeLayout,
-    job: u32,
-    frame: usize,
-    dir: &std::path::Path,
-) -> Result<DpdkLink, TransportError> {
-    with_dpdk::DpdkLink::open_via_poller(rank, layout, job, frame, dir)
-}
-
-#[cfg(feature = "dpdk")]
 fn open_link(
     rank: u32,
     size: u32,
     job: u32,
     frame: usize,
     dir: &std::path::Path,
-    vdev: Option<&str>,
-    auth: Option<AuthKey>,
+    how: Open<'_>,
 ) -> Result<DpdkLink, TransportError> {
-    match vdev {
-        Some(v) => with_dpdk::DpdkLink::open_shared(rank, size, job, frame, v, auth),
-        None => with_dpdk::DpdkLink::open(rank, size, job, frame, dir),
+    #[cfg(feature = "dpdk")]
+    match how {
+        Open::Own { vdev: Some(v), auth } => with_dpdk::DpdkLink::open_shared(rank, size, job, frame, v, auth),
+        Open::Own { vdev: None, .. } => with_dpdk::DpdkLink::open(rank, size, job, frame, dir),
+        Open::ViaPoller(layout) => with_dpdk::DpdkLink::open_via_poller(rank, layout, job, frame, dir),
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = (rank, size, job, frame, dir, how);
+        Err(cfg_err("this build of adi has no `dpdk` feature".into()))
     }
 }
 

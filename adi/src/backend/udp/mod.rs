@@ -1095,9 +1095,9 @@ impl<L: Link> DatagramTransport<L> {
                     self.control(p, flag::NACK, expected)?;
                 }
             }
-            let rx = &self.rx[d];
-            let due = rx.unacked as usize >= self.cfg.window.div_ceil(2) || rx.ack_due.is_some_and(|t| now >= t);
-            if due && (rx.unacked > 0 || rx.ack_due.is_some()) {
+            // Half a window owed is acknowledged on arrival (`handle`);
+            // here only the delayed ACK whose time has come.
+            if self.rx[d].ack_due.is_some_and(|t| now >= t) {
                 self.stats.acks_sent += 1;
                 self.control(p, flag::ACK, 0)?;
             }
