@@ -219,6 +219,19 @@ fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
     let _ = std::fs::remove_file(&key);
 }
 
+/// DPDK's memif driver unmaps a ring when the process at the other end
+/// exits, from its interrupt thread, while the polling thread may be
+/// reading it: a rank crashed with SIGSEGV in CI (1 run in hundreds). So
+/// no rank exits while another still polls the rings they share. Here one
+/// rank polls on for 300 ms after its finalize, and fails if a peer's link
+/// goes down meanwhile; without the wait, it fails in every run.
+#[test]
+fn no_rank_exits_while_a_peer_still_polls_their_rings() {
+    run("allpairs", 4, &["DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS=1:300"]);
+    run("ring", 3, &["DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS=0:300"]);
+    run("pingpong", 2, &["DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS=1:300"]);
+}
+
 /// `--dpdk-vdev` is for one rank per launcher, and a vdev must look like one.
 #[test]
 fn dpdk_vdev_misuse_is_refused_with_the_fix() {
@@ -284,6 +297,22 @@ fn through_a_polling_process_per_node_the_suite_passes() {
         ("probe", 2, 2),
     ] {
         run_node(test, np, nodes, &[]);
+    }
+}
+
+/// Through pollers, the same hazard the other way round: a poller polls
+/// every rank's rings, so each rank says it has left and waits for its
+/// poller to let go of its rings before it exits. Each poller counts the
+/// ranks whose link went down without that: none.
+#[test]
+fn through_pollers_every_rank_is_let_go_before_it_exits() {
+    let out = run_node("allpairs", 5, 2, &["DN_STATS=1", "DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS=4:300"]);
+    if out.is_empty() {
+        return;
+    }
+    for node in 0..2 {
+        let line = out.lines().find(|l| l.contains(&format!("DPDK poller of node {node}:"))).unwrap_or_default();
+        assert!(line.contains("; 0 ranks gone without leaving"), "node {node}:\n{out}");
     }
 }
 

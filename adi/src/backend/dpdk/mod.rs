@@ -151,6 +151,30 @@ pub fn poller_up_file(dir: &std::path::Path, node: u32) -> std::path::PathBuf {
     dir.join(format!("dpdk-poller.{node}.up"))
 }
 
+/// The job-directory file a rank writes at the end of a clean finalize,
+/// once it no longer touches any memif ring ([`Link::leave`]).
+pub fn left_file(dir: &std::path::Path, rank: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk.{rank}.left"))
+}
+
+/// The job-directory file a node's poller writes once it no longer
+/// touches the rings it shares with `rank`, after `rank` has left.
+pub fn poller_released_file(dir: &std::path::Path, node: u32, rank: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk-poller.{node}.released.{rank}"))
+}
+
+/// The job-directory file a node's poller writes once it has stopped
+/// and no longer touches the rings it shares with the other pollers.
+pub fn poller_stopped_file(dir: &std::path::Path, node: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk-poller.{node}.stopped"))
+}
+
+/// Environment variable, for tests: `RANK:MS` makes rank `RANK` keep
+/// polling its rings for `MS` milliseconds at the end of finalize before
+/// it says it has left, so that the other processes of the job would
+/// leave while it polls if they did not wait for it.
+pub const POLL_BEFORE_LEAVING_ENV: &str = "DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS";
+
 /// The memif arguments of the interface between `rank` and its node's
 /// poller (the poller is the server); `ring` is log2 of its slots.
 pub fn poller_rank_args(job: u32, node: u32, rank: u32, frame: usize, server: bool) -> String {
@@ -463,6 +487,10 @@ mod with_dpdk {
         forged_hellos: u64,
         /// Whether runs of datagrams go out in one burst ([`Link::send_segments`]).
         batch: bool,
+        /// memif: the job directory, where leaving is announced
+        /// ([`Link::leave`]); `None` on a shared segment, whose rings are
+        /// the kernel's.
+        dir: Option<std::path::PathBuf>,
         /// Frames received and not yet handed over, with their port.
         pending: VecDeque<(Mbuf, usize)>,
         /// Where the next receive poll starts (fairness among peers).
@@ -513,6 +541,7 @@ mod with_dpdk {
                 })?;
             }
             let mut link = DpdkLink::empty(eal, pool, frame, job, rank, size, "memif interfaces".into());
+            link.dir = Some(dir.to_path_buf());
             for (p, port) in ports.into_iter().enumerate() {
                 let Some(port) = port else { continue };
                 link.port_of[p] = Some(link.ports.len());
@@ -620,6 +649,7 @@ mod with_dpdk {
             let mut link =
                 DpdkLink::empty(eal, pool, frame, job, rank, size, format!("the DPDK polling process of node {node}"));
             link.via_poller = Some(node);
+            link.dir = Some(dir.to_path_buf());
             link.my_mac.push(rank_mac(rank));
             link.ports.push(port);
             link.rank_of_port.push(None);
@@ -656,6 +686,7 @@ mod with_dpdk {
                 hello_key: None,
                 forged_hellos: 0,
                 batch: true,
+                dir: None,
                 pending: VecDeque::new(),
                 next: 0,
                 out: Vec::with_capacity(1),
@@ -854,6 +885,22 @@ mod with_dpdk {
         Ok(())
     }
 
+    /// Wait until no process in `holders` touches the memif rings it
+    /// shares with us: each holder is a port and the file the process at
+    /// its other end writes once it no longer touches them. A port whose
+    /// link is down needs no wait: its peer has gone, and the EAL has
+    /// already unmapped what it shared with it. No deadline: a peer still
+    /// working keeps us (MPI_Finalize is collective), and one that died
+    /// took its link down.
+    pub(super) fn wait_released(ports: &[Port], mut holders: Vec<(usize, std::path::PathBuf)>) {
+        while !holders.is_empty() {
+            holders.retain(|(port, file)| ports[*port].link_up() && !file.exists());
+            if !holders.is_empty() {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+    }
+
     impl Drop for DpdkLink {
         fn drop(&mut self) {
             // Stopping a memif port whose peer has already gone can
@@ -947,6 +994,62 @@ mod with_dpdk {
 
         fn recv_buffer(&self, datagram: usize) -> usize {
             datagram.max(self.frame) + 1
+        }
+
+        /// memif rings are memory shared with the process at the other
+        /// end, and DPDK's memif driver unmaps it from its interrupt
+        /// thread when that process exits, while the polling thread may be
+        /// reading it: a peer that polled on while we left crashed with
+        /// SIGSEGV (seen in CI, 1 run in hundreds). So leaving is a
+        /// handshake in the job directory: we stop touching our rings, say
+        /// so ([`left_file`]), and exit only once every process we share
+        /// rings with has said the same (the other ranks over per-pair
+        /// memif; our node's poller, [`poller_released_file`]).
+        fn leave(&mut self) -> io::Result<()> {
+            let Some(dir) = self.dir.clone() else { return Ok(()) };
+            let linger = match std::env::var(POLL_BEFORE_LEAVING_ENV) {
+                Err(_) => 0,
+                Ok(v) => {
+                    let (r, ms) = v
+                        .split_once(':')
+                        .and_then(|(r, ms)| Some((r.parse::<u32>().ok()?, ms.parse::<u64>().ok()?)))
+                        .ok_or_else(|| {
+                            io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!("{POLL_BEFORE_LEAVING_ENV}={v:?}: give RANK:MILLISECONDS"),
+                            )
+                        })?;
+                    if r == self.rank {
+                        ms
+                    } else {
+                        0
+                    }
+                }
+            };
+            let until = Instant::now() + Duration::from_millis(linger);
+            while Instant::now() < until {
+                self.poll_ports();
+                self.pending.clear();
+                // The hazard itself: a peer gone while we still poll.
+                if let Some(p) = (0..self.ports.len()).find(|&p| !self.ports[p].link_up()) {
+                    let who = self.rank_of_port[p].map_or_else(|| self.what.clone(), |r| format!("rank {r}"));
+                    return Err(io::Error::other(format!(
+                        "{who} left while this rank still polled the memif rings it shares with it"
+                    )));
+                }
+            }
+            std::fs::write(left_file(&dir, self.rank), b"left")?;
+            let holders = match self.via_poller {
+                Some(node) => vec![(0, poller_released_file(&dir, node, self.rank))],
+                None => self
+                    .rank_of_port
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(port, r)| Some((port, left_file(&dir, (*r)?))))
+                    .collect(),
+            };
+            wait_released(&self.ports, holders);
+            Ok(())
         }
 
         fn describe(&self, rank: u32) -> String {

@@ -122,6 +122,10 @@ pub struct PollerStats {
     pub passes: u64,
     /// See `passes`.
     pub busy_passes: u64,
+    /// Local ranks whose link went down before they said they had left
+    /// ([`left_file`]): they crashed, or left while we could still have
+    /// been reading the rings they share with us.
+    pub gone_unannounced: u64,
 }
 
 impl std::fmt::Display for PollerStats {
@@ -129,14 +133,15 @@ impl std::fmt::Display for PollerStats {
         write!(
             f,
             "frames to local ranks by slot {:?}, to other nodes by queue {:?}; dropped: {} ring full, {} \
-             disconnected, {} stray; {} of {} passes moved frames",
+             disconnected, {} stray; {} of {} passes moved frames; {} ranks gone without leaving",
             self.to_rank,
             self.to_node_queue,
             self.dropped_full,
             self.dropped_down,
             self.dropped_stray,
             self.busy_passes,
-            self.passes
+            self.passes,
+            self.gone_unannounced
         )
     }
 }
@@ -208,7 +213,7 @@ mod imp {
 
     use dpdk_sys::{Mbuf, Port, PortConfig};
 
-    use super::super::with_dpdk::{dpdk_err, start_eal_as, wait_for_file, wait_link, START_TIMEOUT};
+    use super::super::with_dpdk::{dpdk_err, start_eal_as, wait_for_file, wait_link, wait_released, START_TIMEOUT};
     use super::*;
 
     /// Where a port's frames go.
@@ -235,6 +240,10 @@ mod imp {
         /// Frames in `out` after the last flush.
         waiting: usize,
         stats: PollerStats,
+        /// The job directory (where ranks say they have left).
+        dir: PathBuf,
+        /// Per port: its rank has left and we no longer touch its rings.
+        released: Vec<bool>,
     }
 
     impl Poller {
@@ -266,6 +275,8 @@ mod imp {
                 out: Vec::new(),
                 rx: Vec::with_capacity(64),
                 waiting: 0,
+                dir: o.dir.clone(),
+                released: Vec::new(),
                 stats: PollerStats {
                     to_rank: vec![0; locals.len()],
                     to_node_queue: vec![0; slots as usize],
@@ -317,6 +328,7 @@ mod imp {
             }
             self.ports.push(port);
             self.kinds.push(kind);
+            self.released.push(false);
             self.out.push((0..queues).map(|_| Vec::new()).collect());
         }
 
@@ -324,6 +336,9 @@ mod imp {
         fn pass(&mut self) -> usize {
             let mut moved = 0;
             for i in 0..self.ports.len() {
+                if self.released[i] {
+                    continue;
+                }
                 let queues = self.out[i].len();
                 for q in 0..queues {
                     if self.ports[i].rx_burst(q as u16, &mut self.rx, 64) == 0 {
@@ -370,6 +385,11 @@ mod imp {
                     if out.is_empty() {
                         continue;
                     }
+                    if self.released[i] {
+                        self.stats.dropped_down += out.len() as u64;
+                        out.clear();
+                        continue;
+                    }
                     let sent = port.tx_burst(q as u16, out) as u64;
                     match self.kinds[i] {
                         Kind::Rank(slot) => self.stats.to_rank[slot as usize] += sent,
@@ -389,13 +409,47 @@ mod imp {
             waiting
         }
 
+        /// Let go of the rings of every local rank that has left
+        /// ([`left_file`]): stop touching them, then tell the rank
+        /// ([`poller_released_file`]), which may then exit. A rank whose
+        /// link went down without that is counted and let go too.
+        fn release_leavers(&mut self) -> Result<(), TransportError> {
+            for i in 0..self.ports.len() {
+                let Kind::Rank(slot) = self.kinds[i] else { continue };
+                let rank = self.layout.ranks_of(self.node).start + slot;
+                if self.released[i] {
+                    continue;
+                }
+                if !left_file(&self.dir, rank).exists() {
+                    if !self.ports[i].link_up() {
+                        self.released[i] = true;
+                        self.stats.gone_unannounced += 1;
+                    }
+                    continue;
+                }
+                self.released[i] = true;
+                let f = poller_released_file(&self.dir, self.node, rank);
+                std::fs::write(&f, b"released").map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
+            }
+            Ok(())
+        }
+
         /// Move frames until `stop`: poll, yielding the core after a pass
         /// that moved nothing, and after [`SPIN_ENV`] without traffic
-        /// sleep 20 µs between passes.
+        /// sleep 20 µs between passes. Every millisecond, let go of the
+        /// ranks that have left. On `stop`, leave as the ranks do
+        /// ([`Link::leave`]): stop touching the rings shared with the
+        /// other nodes' pollers, say so, and return once they have too.
         pub(super) fn serve(mut self, stop: &AtomicBool, up_file: &Path) -> Result<PollerStats, TransportError> {
             let mut last = Instant::now();
             let mut all_up = false;
+            let mut next_check = Instant::now();
             while !stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if all_up && now >= next_check {
+                    self.release_leavers()?;
+                    next_check = now + Duration::from_millis(1);
+                }
                 if !all_up && self.ports.iter().all(|p| p.link_up()) {
                     all_up = true;
                     // The ranks start sending once every poller says so:
@@ -416,6 +470,15 @@ mod imp {
                     std::thread::yield_now();
                 }
             }
+            let f = poller_stopped_file(&self.dir, self.node);
+            std::fs::write(&f, b"stopped").map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
+            let holders = (self.kinds.iter().enumerate())
+                .filter_map(|(i, k)| match k {
+                    Kind::Node(b) => Some((i, poller_stopped_file(&self.dir, *b))),
+                    Kind::Rank(_) => None,
+                })
+                .collect();
+            wait_released(&self.ports, holders);
             let stats = std::mem::take(&mut self.stats);
             // As the ranks do: ports are left to the process exit
             // (stopping a memif port whose peer is gone can deadlock).

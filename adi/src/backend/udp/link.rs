@@ -67,6 +67,14 @@ pub trait Link: Send {
     }
     /// A description of `rank`'s address, for error messages.
     fn describe(&self, rank: u32) -> String;
+    /// Leave the job: called once, at the end of a clean finalize; the
+    /// link is not used afterwards. A link whose rings are memory shared
+    /// with other processes returns only once none of them touches those
+    /// rings any more, so that this process's exit cannot pull the memory
+    /// from under a peer that still polls it.
+    fn leave(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One UDP socket per rank (seed 001): every peer's datagrams arrive on it.

@@ -1418,7 +1418,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
                 }
             }
             if done {
-                return Ok(());
+                return self.link.leave().map_err(|e| self.link_err("cannot leave the job", e));
             }
             self.idle()?;
         }
