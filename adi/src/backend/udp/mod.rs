@@ -131,6 +131,9 @@ pub struct UdpConfig {
     /// `mtu` was chosen by the user; otherwise it follows the path MTU to
     /// the peers (see [`UdpTransport::from_env`]).
     pub mtu_fixed: bool,
+    /// `window` was chosen by the user; otherwise it follows the datagram
+    /// size ([`UdpConfig::window_for`]) once the path has set it.
+    pub window_fixed: bool,
     /// A rank with exactly one peer connects its socket to it
     /// [`DN_UDP_CONNECT=0` turns it off]. The kernel then keeps the route
     /// for sends and demultiplexes arrivals early, which saves about 0.35 us
@@ -142,6 +145,10 @@ pub struct UdpConfig {
     /// every poll.
     pub connect: bool,
 }
+
+/// Bytes a sender keeps in flight to one peer when the window follows
+/// the datagram size ([`UdpConfig::window_for`]).
+pub const IN_FLIGHT: usize = 256 * 1024;
 
 impl Default for UdpConfig {
     fn default() -> Self {
@@ -168,6 +175,7 @@ impl Default for UdpConfig {
             gso: true,
             gro: true,
             mtu_fixed: false,
+            window_fixed: false,
             connect: true,
         }
     }
@@ -198,6 +206,7 @@ impl UdpConfig {
         }
         if let Some(v) = num("DN_UDP_WINDOW")? {
             c.window = v as usize;
+            c.window_fixed = true;
         }
         if let Some(v) = num("DN_UDP_TIMEOUT_MS")? {
             c.peer_timeout = Duration::from_millis(v);
@@ -235,6 +244,17 @@ impl UdpConfig {
         } else {
             64 * 1024
         }
+    }
+
+    /// The window for datagrams of `mtu` payload bytes: about
+    /// [`IN_FLIGHT`] bytes, between 64 and 512 datagrams. With path-sized
+    /// datagrams on a 1,500-byte veth (1,416 bytes: 185 datagrams), a
+    /// window of 64 (90 KB) kept the sender waiting for ACKs: once the
+    /// sender stopped copying, 128 to 512 reached 2.7-2.8 GB/s at 1 and 4
+    /// MiB where 64 reached 2.3 (docs/BENCHMARKS.md). 64-KB datagrams
+    /// (loopback) keep 64, already 4 MB in flight.
+    pub fn window_for(mtu: usize) -> usize {
+        (IN_FLIGHT / mtu.max(1)).clamp(64, 512)
     }
 
     /// The datagram payload for the path to `peers` (path MTU less the IP,
@@ -484,6 +504,9 @@ impl UdpTransport {
                 cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
             }
         }
+        if !cfg.window_fixed {
+            cfg.window = UdpConfig::window_for(cfg.mtu);
+        }
         // Injected corruption happens before the kernel computes the UDP
         // checksum, so only our own CRC can catch it.
         cfg.full_crc |= faults.is_some();
@@ -681,6 +704,50 @@ impl<L: Link> DatagramTransport<L> {
         }
         .write(&mut dg);
         (seq, dg)
+    }
+
+    /// Queue a message of `header` followed by `len` bytes of bulk data
+    /// that stay where they are: fragment `k` carries its share of them as
+    /// `part(offset, n)` (bytes `offset..offset + n` of the bulk data),
+    /// after its protocol header (and, in the first fragment, `header`),
+    /// and is sent from there as iovecs. `false`: the backlog is full.
+    /// `header` fits one fragment; `len > 0`.
+    fn queue_held(
+        &mut self,
+        dest: u32,
+        header: &[u8],
+        len: usize,
+        part: impl Fn(usize, usize) -> Body,
+    ) -> Result<bool, TransportError> {
+        let (mtu, h) = (self.cfg.mtu, header.len());
+        let total = h + len;
+        if total > self.cfg.max_message {
+            return Err(TransportError::Backend {
+                backend: L::NAME,
+                msg: format!("a {total}-byte message exceeds the maximum"),
+            });
+        }
+        let d = dest as usize;
+        let nfrags = total.div_ceil(mtu);
+        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + nfrags > self.cfg.backlog {
+            return Ok(false);
+        }
+        for frag in 0..nfrags {
+            let n = (total - frag * mtu).min(mtu);
+            let (seq, mut dg) = self.start_data(dest, total, frag, nfrags, n);
+            // The bulk bytes of this fragment: message bytes
+            // frag * mtu .. + n, less the header in front of them.
+            let (at, bulk) = if frag == 0 {
+                dg.extend_from_slice(header);
+                (0, n - h)
+            } else {
+                (frag * mtu - h, n)
+            };
+            let body = (bulk > 0).then(|| part(at, bulk));
+            self.tx[d].queued.push_back(Sent { seq, datagram: dg, body });
+        }
+        self.pump(dest)?;
+        Ok(true)
     }
 
     /// Move queued datagrams into the window and send them.
@@ -1236,42 +1303,27 @@ impl<L: Link> Transport for DatagramTransport<L> {
                 msg: format!("send range {range:?} lies outside its {}-byte buffer", data.len()),
             });
         };
-        let len = header.len() + body.len();
-        if len > self.cfg.mtu {
-            // Does not fit one datagram: fragment a copy.
+        if header.len() > self.cfg.mtu || body.is_empty() {
             return self.try_send(dest, &[header, body]);
         }
-        let d = dest as usize;
-        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
-            return Ok(false);
-        }
-        let (seq, mut dg) = self.start_data(dest, len, 0, 1, len);
-        dg.extend_from_slice(header);
         // The bulk bytes stay in the engine's buffer until acknowledged.
-        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some(Body::Shared(data.clone(), range)) });
-        self.pump(dest)?;
-        Ok(true)
+        let start = range.start;
+        self.queue_held(dest, header, body.len(), |at, n| Body::Shared(data.clone(), start + at..start + at + n))
     }
 
     unsafe fn try_send_lent(&mut self, dest: u32, header: &[u8], data: &[u8]) -> Result<Lent, TransportError> {
-        let len = header.len() + data.len();
-        if len > self.cfg.mtu || data.is_empty() {
-            // Several datagrams (or nothing to hold): copy.
+        if header.len() > self.cfg.mtu || data.is_empty() {
+            // Nothing to hold (or a header that needs fragments itself): copy.
             return Ok(if self.try_send(dest, &[header, data])? { Lent::Copied } else { Lent::NotNow });
         }
-        let d = dest as usize;
-        if !self.tx[d].queued.is_empty() && self.tx[d].queued.len() + 1 > self.cfg.backlog {
+        // The bulk bytes stay in the caller's buffer until acknowledged
+        // (the caller's contract keeps them there), every fragment's part
+        // of them sent from there with the datagram's header as iovecs.
+        let part = |at: usize, n: usize| Body::Lent { ptr: data[at..at + n].as_ptr(), len: n };
+        if !self.queue_held(dest, header, data.len(), part)? {
             return Ok(Lent::NotNow);
         }
-        let (seq, mut dg) = self.start_data(dest, len, 0, 1, len);
-        dg.extend_from_slice(header);
-        // The bulk bytes stay in the caller's buffer until acknowledged
-        // (the caller's contract keeps them there).
-        let body = Body::Lent { ptr: data.as_ptr(), len: data.len() };
-        self.tx[d].queued.push_back(Sent { seq, datagram: dg, body: Some(body) });
-        let token = self.tx[d].built_total;
-        self.pump(dest)?;
-        Ok(Lent::Held(token))
+        Ok(Lent::Held(self.tx[dest as usize].built_total))
     }
 
     fn lent_released(&self, dest: u32, token: u64) -> bool {
@@ -1710,6 +1762,62 @@ mod tests {
             }
         }
         assert!(t.lent_released(0, token), "the ACK did not release the lent buffer");
+    }
+
+    /// The window follows the datagram size: about 256 KiB in flight,
+    /// never fewer than 64 datagrams nor more than 512.
+    #[test]
+    fn the_window_keeps_about_a_quarter_mebibyte_in_flight() {
+        assert_eq!(UdpConfig::window_for(1416), 185); // 1,500-byte veth
+        assert_eq!(UdpConfig::window_for(1024), 256); // the paper's datagrams
+        assert_eq!(UdpConfig::window_for(64_000), 64); // loopback
+        assert_eq!(UdpConfig::window_for(64), 512);
+    }
+
+    /// Issue 8: a lent message of several fragments goes out from the
+    /// caller's buffer (every fragment's bulk part points into it: no
+    /// copy), and the buffer is released only when the last fragment is
+    /// acknowledged.
+    #[test]
+    fn a_lent_message_of_several_fragments_is_sent_from_the_callers_buffer() {
+        let (mut t, raw, me) = pair();
+        raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        t.cfg.mtu = 1000;
+        let buf: Vec<u8> = (0..3500u32).map(|i| (i * 7 % 251) as u8).collect();
+        // SAFETY: `buf` is neither written nor freed before the end of the test.
+        let token = match unsafe { t.try_send_lent(0, b"hdr", &buf).unwrap() } {
+            Lent::Held(token) => token,
+            other => panic!("a 4-fragment body was not held: {other:?}"),
+        };
+        let range = buf.as_ptr_range();
+        let bodies: Vec<(*const u8, usize)> = (t.tx[0].unacked.iter().chain(&t.tx[0].queued))
+            .map(|s| match &s.body {
+                Some(Body::Lent { ptr, len }) => (*ptr, *len),
+                _ => panic!("a fragment holds a copy"),
+            })
+            .collect();
+        assert_eq!(bodies.iter().map(|b| b.1).collect::<Vec<_>>(), [997, 1000, 1000, 503]);
+        assert!(bodies.iter().all(|&(p, n)| range.contains(&p) && p.wrapping_add(n) <= range.end));
+        // What arrives is the header then the buffer, in order.
+        let mut got = Vec::new();
+        let mut d = vec![0u8; 70_000];
+        for _ in 0..4 {
+            let n = raw.recv(&mut d).unwrap();
+            got.extend_from_slice(&d[HEADER..n]);
+        }
+        assert_eq!(&got[..3], b"hdr");
+        assert_eq!(&got[3..], &buf[..]);
+        for (ack, released) in [(3, false), (4, true)] {
+            let h = Header { flags: flag::ACK, ack, msg_len: 0, payload: 0, ..data(0, b"") };
+            raw.send_to(&datagram(h, b""), me).unwrap();
+            for _ in 0..200 {
+                drain(&mut t, 0);
+                if t.lent_released(0, token) || t.tx[0].acked_total == u64::from(ack) {
+                    break;
+                }
+            }
+            assert_eq!(t.lent_released(0, token), released, "after an ACK of {ack} of 4 fragments");
+        }
     }
 
     /// Issue 8: a gap the sender never fills (its datagram acknowledged by a
