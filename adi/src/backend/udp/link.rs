@@ -83,8 +83,9 @@ pub struct UdpLink {
     peers: Vec<SocketAddr>,
     by_addr: HashMap<SocketAddr, u32>,
     offloads: Offloads,
-    /// Connected to its one peer: sends name no address.
-    connected: bool,
+    /// Connected to its one peer (this rank): sends name no address and
+    /// receives come from it.
+    connected_to: Option<u32>,
     blocking: bool,
 }
 
@@ -95,12 +96,13 @@ impl UdpLink {
     pub fn new(sock: UdpSocket, rank: u32, peers: Vec<SocketAddr>, gso: bool, gro: bool, connect: bool) -> UdpLink {
         let offloads = sockio::enable(&sock, gso, gro);
         let own = peers.get(rank as usize).copied();
+        let other = 1 - rank.min(1);
         let connected = connect
             && peers.len() == 2
-            && own.is_some_and(|own| peers[1 - rank as usize] != own)
-            && sock.connect(peers[1 - rank as usize]).is_ok();
+            && own.is_some_and(|own| peers[other as usize] != own)
+            && sock.connect(peers[other as usize]).is_ok();
         let by_addr = peers.iter().enumerate().map(|(r, a)| (*a, r as u32)).collect();
-        UdpLink { sock, peers, by_addr, offloads, connected, blocking: false }
+        UdpLink { sock, peers, by_addr, offloads, connected_to: connected.then_some(other), blocking: false }
     }
 
     fn set_blocking(&mut self, on: bool) {
@@ -110,15 +112,24 @@ impl UdpLink {
     }
 
     fn recv_call(&mut self, buf: &mut [u8]) -> io::Result<Received> {
-        let (len, from, seg) = if self.offloads.gro {
-            sockio::recv(&self.sock, buf)?
-        } else {
-            let (n, from) = self.sock.recv_from(buf)?;
-            (n, from, None)
+        // Connected, the socket takes datagrams from its peer only: the
+        // kernel need not write the sender's address back (a receive
+        // without it is the call TCP's busy-polled read makes).
+        let sender = self.connected_to.is_none();
+        let (len, from, seg) = match (self.offloads.gro, sender) {
+            (true, _) => sockio::recv(&self.sock, buf, sender)?,
+            (false, true) => {
+                let (n, from) = self.sock.recv_from(buf)?;
+                (n, Some(from), None)
+            }
+            (false, false) => (self.sock.recv(buf)?, None, None),
         };
         Ok(Received {
             len,
-            from: self.by_addr.get(&from).copied(),
+            from: match from {
+                Some(from) => self.by_addr.get(&from).copied(),
+                None => self.connected_to,
+            },
             seg: seg.unwrap_or(len).max(1),
             batched: seg.is_some(),
         })
@@ -141,7 +152,7 @@ impl Link for UdpLink {
         let addr = self.peers[dest as usize];
         self.set_blocking(false);
         loop {
-            let r = if self.connected {
+            let r = if self.connected_to.is_some() {
                 // Naming the address would make the kernel look the route up again.
                 SockRef::from(&self.sock).send_vectored(parts)
             } else if parts.len() == 1 {
@@ -164,7 +175,7 @@ impl Link for UdpLink {
         let to = socket2::SockAddr::from(self.peers[dest as usize]);
         self.set_blocking(false);
         loop {
-            match sockio::send_segments(&self.sock, (!self.connected).then_some(&to), parts, segment) {
+            match sockio::send_segments(&self.sock, self.connected_to.is_none().then_some(&to), parts, segment) {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 r => return r,
             }
