@@ -109,6 +109,10 @@ pub struct SimpleCommunicator {
     rank: Rank,
 }
 
+/// The point-to-point context of `MPI_COMM_SELF` (`+ 1`: its collectives).
+/// Splits allocate context ids upwards from 2, two at a time.
+const SELF_CTX: u32 = u32::MAX - 1;
+
 /// Color for [`Communicator::split_by_color`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Color {
@@ -235,6 +239,13 @@ impl SimpleCommunicator {
             return Err(MpiError::Invalid("gather table has the wrong number of entries".into()));
         }
         Ok(table)
+    }
+
+    /// This process alone (`MPI_COMM_SELF`), on context ids that no split
+    /// hands out ([`SELF_CTX`]): made locally, with no collective call.
+    pub(crate) fn only_me(&self) -> SimpleCommunicator {
+        let me = self.group.members[self.rank as usize];
+        self.make_child(vec![me], SELF_CTX)
     }
 
     fn make_child(&self, members: Vec<u32>, ctx: u32) -> SimpleCommunicator {
@@ -695,5 +706,107 @@ impl Process<'_> {
     /// The rank of this process in its communicator.
     pub fn rank(&self) -> Rank {
         self.rank
+    }
+}
+
+/// Point-to-point calls on buffers given as raw pointers, for the C ABI
+/// (`MPI_Send(buf, ...)`, `MPI_Isend`, `MPI_Irecv`; MPI 4.1 §3.2, §3.7).
+/// They go to the engine exactly as the typed calls do, with no copy; the
+/// difference is who keeps a non-blocking operation's buffer alive: not a
+/// [`crate::request::scope`], but the caller, as the MPI standard makes the
+/// C caller do (§3.7.2: the buffer is not to be accessed until the request
+/// completes).
+pub mod raw {
+    use super::*;
+    use crate::request::StaticScope;
+
+    /// The bytes at `ptr..ptr + len` as a slice of any lifetime (none for `len == 0`).
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is readable for as long as the slice is used.
+    unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+        if len == 0 || ptr.is_null() {
+            &[]
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        }
+    }
+
+    /// Blocking send of `len` bytes at `ptr` (`MPI_Send`, `MPI_Ssend` when `sync`).
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is readable for the duration of the call.
+    pub unsafe fn send(to: &Process<'_>, ptr: *const u8, len: usize, tag: Tag, sync: bool) -> Result<()> {
+        // SAFETY: the caller's contract covers this call, which is where
+        // the slice lives.
+        send_impl(to.comm, to.rank, unsafe { bytes(ptr, len) }, tag, sync)
+    }
+
+    /// Blocking receive into the `len` bytes at `ptr` (`MPI_Recv`); `tag`
+    /// `None` is any tag.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is writable and not otherwise accessed for the
+    /// duration of the call.
+    pub unsafe fn recv<S: Source + ?Sized>(from: &S, ptr: *mut u8, len: usize, tag: Option<Tag>) -> Result<Status> {
+        let tag = tag_sel(tag)?;
+        let out: &mut [u8] = if len == 0 || ptr.is_null() {
+            &mut []
+        } else {
+            // SAFETY: the caller's contract, for the duration of this call.
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+        };
+        recv_into_raw(from, tag, out)
+    }
+
+    /// Start a send of `len` bytes at `ptr` (`MPI_Isend`, `MPI_Issend`).
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` stays readable and unchanged until the request has
+    /// completed (waited or tested to completion) or been dropped (a drop
+    /// waits for it).
+    pub unsafe fn isend(
+        to: &Process<'_>,
+        ptr: *const u8,
+        len: usize,
+        tag: Tag,
+        sync: bool,
+    ) -> Result<Request<'static>> {
+        // SAFETY: the caller's contract makes the bytes live as long as
+        // the request, which is all that `'static` stands for here.
+        isend_impl(to.comm, StaticScope, to.rank, unsafe { bytes(ptr, len) }, tag, sync)
+    }
+
+    /// Start a receive into the `len` bytes at `ptr` (`MPI_Irecv`); `tag`
+    /// `None` is any tag.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` stays writable and is not otherwise accessed until
+    /// the request has completed or been dropped.
+    pub unsafe fn irecv<S: Source + ?Sized>(
+        from: &S,
+        ptr: *mut u8,
+        len: usize,
+        tag: Option<Tag>,
+    ) -> Result<Request<'static>> {
+        let tag = tag_sel(tag)?;
+        let out: &'static mut [u8] = if len == 0 || ptr.is_null() {
+            &mut []
+        } else {
+            // SAFETY: the caller's contract, for as long as the request lives.
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+        };
+        irecv_impl(from, StaticScope, out, tag)
+    }
+
+    fn tag_sel(tag: Option<Tag>) -> Result<TagSel> {
+        match tag {
+            None => Ok(TagSel::Any),
+            Some(t) => {
+                check_tag(t)?;
+                Ok(TagSel::Tag(t))
+            }
+        }
     }
 }

@@ -435,6 +435,11 @@ impl Universe {
         self.world.clone()
     }
 
+    /// The communicator of this process alone (`MPI_COMM_SELF`).
+    pub fn self_communicator(&self) -> SimpleCommunicator {
+        self.world.only_me()
+    }
+
     /// Name of the transport backend (`dimmnet`, `udp`, `local`).
     pub fn backend(&self) -> Result<&'static str> {
         Ok(self.shared.borrow_mut().engine()?.backend())
