@@ -1,0 +1,406 @@
+//! The environment (MPI 4.1 §11: init, finalize, abort, versions, time),
+//! errors and error handlers (§9.3-9.5), communicators (§7.4), datatype
+//! sizes and counts (§5.1), and the ABI chapter's `MPI_Abi_get_version`.
+
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
+
+use mpi::{Color, Communicator};
+
+use crate::abi::*;
+use crate::*;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
+    if abi_major.is_null() || abi_minor.is_null() {
+        return MPI_ERR_ARG;
+    }
+    // SAFETY: both are non-null and, by the standard's contract, writable.
+    unsafe {
+        abi_major.write(ABI_VERSION.0);
+        abi_minor.write(ABI_VERSION.1);
+    }
+    MPI_SUCCESS
+}
+
+fn init(required: c_int) -> R<c_int> {
+    let mut guard = lock();
+    if guard.is_some() || FINALIZED.load(Ordering::SeqCst) {
+        return Err(Fail::new(MPI_ERR_OTHER, "MPI is initialised once per process: MPI_Init was already called"));
+    }
+    let universe = mpi::initialize()?;
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    let mut comms = HashMap::new();
+    comms.insert(MPI_COMM_WORLD, CommEntry { comm: universe.world(), errhandler: MPI_ERRORS_ARE_FATAL });
+    comms.insert(MPI_COMM_SELF, CommEntry { comm: universe.self_communicator(), errhandler: MPI_ERRORS_ARE_FATAL });
+    *guard = Some(State {
+        universe,
+        comms,
+        requests: HashMap::new(),
+        detached: Vec::new(),
+        next_handle: FIRST_HANDLE,
+        thread_level: provided,
+        main_thread: std::thread::current().id(),
+    });
+    Ok(provided)
+}
+
+fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
+    match init(required) {
+        Ok(p) => {
+            if !provided.is_null() {
+                // SAFETY: non-null, and writable by the standard's contract.
+                unsafe { provided.write(p) };
+            }
+            MPI_SUCCESS
+        }
+        Err(f) => report(call, MPI_ERRORS_ARE_FATAL, None, f),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    init_call("MPI_Init", MPI_THREAD_SINGLE, std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    if ![MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE].contains(&required) {
+        let f = Fail::new(MPI_ERR_ARG, format!("{required} is not a thread level (MPI_THREAD_SINGLE ...)"));
+        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, None, f);
+    }
+    init_call("MPI_Init_thread", required, provided)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    let v = lock().is_some() || FINALIZED.load(Ordering::SeqCst);
+    // SAFETY: the standard's contract on `flag`.
+    match unsafe { put(flag, v as c_int, "flag") } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    let v = FINALIZED.load(Ordering::SeqCst);
+    // SAFETY: the standard's contract on `flag`.
+    match unsafe { put(flag, v as c_int, "flag") } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Finalize() -> c_int {
+    let Some(mut st) = lock().take() else {
+        let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
+        return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, None, f);
+    };
+    FINALIZED.store(true, Ordering::SeqCst);
+    let rank = st.universe.world().rank();
+    // Requests still active are the program's error (§11.2.2); dropping
+    // one waits for it, so that no buffer is written after we return.
+    st.requests.clear();
+    st.detached.clear();
+    st.comms.clear();
+    match st.universe.finalize() {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, Some(rank), e.into()),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
+    let guard = lock();
+    let rank = guard.as_ref().and_then(|s| s.comms.get(&MPI_COMM_WORLD)).map(|e| e.comm.rank());
+    let on = if comm == MPI_COMM_WORLD { String::new() } else { format!(" (communicator {comm:#x})") };
+    match rank {
+        Some(r) => eprintln!("MPI_Abort on rank {r} with error code {errorcode}{on}"),
+        None => eprintln!("MPI_Abort with error code {errorcode}{on}"),
+    }
+    // The launcher sees a rank leave with this code and stops the others.
+    std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on `provided`.
+    with_state("MPI_Query_thread", MPI_COMM_WORLD, |st| unsafe { put(provided, st.thread_level, "provided") })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    with_state("MPI_Is_thread_main", MPI_COMM_WORLD, |st| {
+        let main = (std::thread::current().id() == st.main_thread) as c_int;
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, main, "flag") }
+    })
+}
+
+/// Copy `s` into a C buffer of `max` bytes (NUL included) and its length into `len`.
+///
+/// # Safety
+/// `out` is null or has room for `max` bytes; `len` is null or writable.
+unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max: c_int) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "the string buffer is a null pointer"));
+    }
+    let b = s.as_bytes();
+    let n = b.len().min(max as usize - 1);
+    // SAFETY: `out` has room for `max` bytes (the caller's contract) and
+    // n + 1 <= max.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), out.cast::<u8>(), n);
+        out.add(n).write(0);
+        put(len, n as c_int, "resultlen")
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    };
+    // SAFETY: the standard's contract: MPI_MAX_PROCESSOR_NAME bytes.
+    match unsafe { put_string(name, resultlen, &host, MPI_MAX_PROCESSOR_NAME) } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    if version.is_null() || subversion.is_null() {
+        return MPI_ERR_ARG;
+    }
+    // SAFETY: non-null, writable by the standard's contract.
+    unsafe {
+        version.write(VERSION.0);
+        subversion.write(VERSION.1);
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Get_library_version`'s text.
+pub fn library_version() -> String {
+    format!(
+        "DIMMnet-2 stack libmpi_abi {} (MPI {}.{} standard ABI {}.{}; backends: dimmnet simulator, udp, dpdk)",
+        env!("CARGO_PKG_VERSION"),
+        VERSION.0,
+        VERSION.1,
+        ABI_VERSION.0,
+        ABI_VERSION.1
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract: MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    match unsafe { put_string(version, resultlen, &library_version(), MPI_MAX_LIBRARY_VERSION_STRING) } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> f64 {
+    // Simulated time on the simulator, the host's clock elsewhere.
+    lock().as_ref().map_or(0.0, |st| st.universe.wtime())
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> f64 {
+    1e-9
+}
+
+/// The text of an error class.
+fn class_text(class: c_int) -> &'static str {
+    match class {
+        MPI_SUCCESS => "no error",
+        MPI_ERR_BUFFER => "invalid buffer pointer",
+        MPI_ERR_COUNT => "invalid count argument",
+        MPI_ERR_TYPE => "invalid datatype",
+        MPI_ERR_TAG => "invalid tag",
+        MPI_ERR_COMM => "invalid communicator",
+        MPI_ERR_RANK => "invalid rank",
+        MPI_ERR_REQUEST => "invalid request",
+        MPI_ERR_ROOT => "invalid root",
+        MPI_ERR_OP => "invalid operation",
+        MPI_ERR_ARG => "invalid argument",
+        MPI_ERR_TRUNCATE => "message truncated",
+        MPI_ERR_OTHER => "other error",
+        MPI_ERR_INTERN => "internal error",
+        MPI_ERR_UNSUPPORTED_OPERATION => "unsupported operation",
+        MPI_ERR_ERRHANDLER => "invalid error handler",
+        _ => "unknown error",
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let last = LAST_ERROR.with(|l| l.borrow().clone());
+    let text = match last {
+        Some((c, msg)) if c == errorcode => format!("{}: {msg}", class_text(errorcode)),
+        _ => class_text(errorcode).to_string(),
+    };
+    // SAFETY: the standard's contract: MPI_MAX_ERROR_STRING bytes.
+    match unsafe { put_string(string, resultlen, &text, MPI_MAX_ERROR_STRING) } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    if !(0..=MPI_ERR_LASTCODE).contains(&errorcode) {
+        return MPI_ERR_ARG;
+    }
+    // Our error codes are the classes.
+    // SAFETY: the standard's contract on `errorclass`.
+    match unsafe { put(errorclass, errorcode, "errorclass") } {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => f.class,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
+    with_state("MPI_Comm_set_errhandler", comm, |st| {
+        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
+            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
+        }
+        st.comm(comm)?;
+        if let Some(e) = st.comms.get_mut(&comm) {
+            e.errhandler = errhandler;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
+    with_state("MPI_Comm_get_errhandler", comm, |st| {
+        let e = st.comm(comm)?.errhandler;
+        // SAFETY: the standard's contract on `errhandler`.
+        unsafe { put(errhandler, e, "errhandler") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
+    // The predefined handlers are all there are; freeing one only resets
+    // the caller's handle (§9.3.4).
+    // SAFETY: the standard's contract on `errhandler`.
+    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |_| unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
+    with_state("MPI_Comm_rank", comm, |st| {
+        let r = st.comm(comm)?.comm.rank();
+        // SAFETY: the standard's contract on `rank`.
+        unsafe { put(rank, r, "rank") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
+    with_state("MPI_Comm_size", comm, |st| {
+        let n = st.comm(comm)?.comm.size();
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+/// Register `c` under a new handle with `parent`'s error handler (§7.4.2).
+fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
+    let Some(c) = c else { return Ok(MPI_COMM_NULL) };
+    let errhandler = st.comm(parent)?.errhandler;
+    let h = st.new_handle();
+    st.comms.insert(h, CommEntry { comm: c, errhandler });
+    Ok(h)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
+    with_state("MPI_Comm_dup", comm, |st| {
+        let c = st.comm(comm)?.comm.duplicate()?;
+        let h = register(st, Some(c), comm)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {
+    with_state("MPI_Comm_split", comm, |st| {
+        let color = match color {
+            MPI_UNDEFINED => Color::Undefined,
+            c if c >= 0 => Color::With(c),
+            c => return Err(Fail::new(MPI_ERR_ARG, format!("split color {c} must be non-negative or MPI_UNDEFINED"))),
+        };
+        let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
+        let h = register(st, c, comm)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
+    if comm.is_null() {
+        return with_state("MPI_Comm_free", MPI_COMM_WORLD, |_| Err(Fail::new(MPI_ERR_ARG, "comm is a null pointer")));
+    }
+    // SAFETY: non-null, readable and writable by the standard's contract.
+    let h = unsafe { comm.read() };
+    with_state("MPI_Comm_free", h, |st| {
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
+        }
+        st.comm(h)?;
+        st.comms.remove(&h);
+        // SAFETY: as above.
+        unsafe { comm.write(MPI_COMM_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
+    with_state("MPI_Type_size", MPI_COMM_WORLD, |_| {
+        let n = type_size(datatype)? as c_int;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    with_state("MPI_Get_count", MPI_COMM_WORLD, |_| {
+        if status.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
+        }
+        // SAFETY: non-null and readable by the standard's contract.
+        let bytes = unsafe { status.read() }.bytes();
+        let size = type_size(datatype)? as u64;
+        // §3.2.5: MPI_UNDEFINED when the bytes are not whole elements.
+        let n = match bytes.checked_rem(size) {
+            Some(0) => c_int::try_from(bytes / size).unwrap_or(MPI_UNDEFINED),
+            _ => MPI_UNDEFINED,
+        };
+        // SAFETY: the standard's contract on `count`.
+        unsafe { put(count, n, "count") }
+    })
+}

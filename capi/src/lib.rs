@@ -1,0 +1,269 @@
+//! # libmpi_abi — unmodified C MPI programs on every backend
+//!
+//! The MPI standard ABI (MPI 5.0, ABI version 1.0; [`abi`]) over the `mpi`
+//! crate: a C program compiled once against `capi/include/mpi.h` and
+//! linked with `libmpi_abi.so` (through `mpicc`, see `scripts/install.sh`)
+//! runs under `dnrun` on the simulated DIMMnet-2, over UDP and over DPDK,
+//! because the backend is the launcher's choice, not the program's.
+//!
+//! What is here: the environment calls, communicators (`dup`, `split`,
+//! `free`), error handlers (`MPI_ERRORS_ARE_FATAL` by default,
+//! `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`), point-to-point in blocking and
+//! non-blocking forms with `MPI_PROC_NULL`, wildcards and
+//! `MPI_STATUS(ES)_IGNORE`, and the basic collectives with `MPI_IN_PLACE`,
+//! on the predefined contiguous datatypes. Everything else is absent from
+//! the library ([`abi::FUNCTIONS`] lists what is exported), so that a
+//! configure-style probe finds it missing rather than a stub that fails.
+//!
+//! Threads: `MPI_THREAD_SERIALIZED` at most (one call at a time, from any
+//! thread); `MPI_Init_thread` answers a request for `MPI_THREAD_MULTIPLE`
+//! with `MPI_THREAD_SERIALIZED`, as the standard allows.
+
+#![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
+
+pub mod abi;
+mod coll;
+mod env;
+mod p2p;
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
+
+use abi::*;
+use mpi::{Communicator, MpiError, SimpleCommunicator, Universe};
+
+/// A handle as the ABI passes it: a pointer-sized value (`struct MPI_ABI_X*`).
+pub type Handle = usize;
+
+/// A failed call: the MPI error class and what went wrong.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    class: c_int,
+    msg: String,
+}
+
+impl Fail {
+    pub(crate) fn new(class: c_int, msg: impl Into<String>) -> Fail {
+        Fail { class, msg: msg.into() }
+    }
+}
+
+impl From<MpiError> for Fail {
+    fn from(e: MpiError) -> Fail {
+        use adi::AdiError;
+        let class = match &e {
+            MpiError::InvalidRank { .. } | MpiError::Engine(AdiError::BadRank { .. }) => MPI_ERR_RANK,
+            MpiError::InvalidTag(_) => MPI_ERR_TAG,
+            MpiError::Count { .. } | MpiError::Size { .. } | MpiError::Engine(AdiError::Truncated { .. }) => {
+                MPI_ERR_TRUNCATE
+            }
+            MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
+            MpiError::Invalid(_) | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
+            _ => MPI_ERR_OTHER,
+        };
+        Fail { class, msg: e.to_string() }
+    }
+}
+
+pub(crate) type R<T> = Result<T, Fail>;
+
+/// A communicator handle's state.
+pub(crate) struct CommEntry {
+    pub(crate) comm: SimpleCommunicator,
+    pub(crate) errhandler: Handle,
+}
+
+/// A request handle's state.
+pub(crate) enum Req {
+    /// An operation in the engine.
+    Op(mpi::Request<'static>),
+    /// Already complete (an operation on `MPI_PROC_NULL`).
+    Done(MpiStatus),
+}
+
+/// Everything between `MPI_Init` and `MPI_Finalize`.
+pub(crate) struct State {
+    pub(crate) universe: Universe,
+    pub(crate) comms: HashMap<Handle, CommEntry>,
+    pub(crate) requests: HashMap<Handle, Req>,
+    /// Requests freed by `MPI_Request_free` while active: they complete on
+    /// their own; `MPI_Finalize` waits for them.
+    pub(crate) detached: Vec<Req>,
+    pub(crate) next_handle: Handle,
+    pub(crate) thread_level: c_int,
+    pub(crate) main_thread: std::thread::ThreadId,
+}
+
+// SAFETY: the state holds `Rc`s (the mpi crate's communicators and
+// requests are single-threaded), and it lives in `STATE`, whose mutex is the
+// only way to reach it: no `Rc` is ever handed out of a locked section, so
+// at most one thread touches any of them at a time, and the mutex orders
+// those accesses. That is `MPI_THREAD_SERIALIZED`, the most we provide.
+unsafe impl Send for State {}
+
+/// The library's state: `None` before `MPI_Init` and after `MPI_Finalize`.
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// `MPI_Finalize` has run.
+static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Handles the library makes start here, above every predefined value.
+const FIRST_HANDLE: Handle = 0x1_0000;
+
+impl State {
+    pub(crate) fn new_handle(&mut self) -> Handle {
+        let h = self.next_handle;
+        self.next_handle += 16;
+        h
+    }
+
+    pub(crate) fn comm(&self, h: Handle) -> R<&CommEntry> {
+        self.comms.get(&h).ok_or_else(|| {
+            let what = if h == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { format!("{h:#x}") };
+            Fail::new(MPI_ERR_COMM, format!("{what} is not a valid communicator (never created, or freed)"))
+        })
+    }
+}
+
+fn lock() -> MutexGuard<'static, Option<State>> {
+    // A panic while holding the lock leaves the state as it was between
+    // calls (every call completes or fails as a whole): keep going.
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What an error handler does with a failed call.
+fn report(call: &str, errhandler: Handle, rank: Option<i32>, f: Fail) -> c_int {
+    LAST_ERROR.with(|l| *l.borrow_mut() = Some((f.class, f.msg.clone())));
+    if errhandler == MPI_ERRORS_RETURN {
+        return f.class;
+    }
+    let who = rank.map_or_else(String::new, |r| format!(" on rank {r}"));
+    eprintln!("MPI error{who} in {call}: {} (error class {})", f.msg, f.class);
+    // MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT end the job; the launcher
+    // stops the other ranks and names this one.
+    std::process::exit(if f.class == 0 { 1 } else { f.class.min(125) })
+}
+
+thread_local! {
+    /// The last error's class and message, for `MPI_Error_string`.
+    static LAST_ERROR: std::cell::RefCell<Option<(c_int, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `body` on the initialised state; a failure goes to `comm`'s error
+/// handler (the `MPI_COMM_WORLD` handler when `comm` is not one: MPI 4.1
+/// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
+/// fatal handler, as the standard makes them erroneous.
+pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
+    let mut guard = lock();
+    let Some(st) = guard.as_mut() else {
+        let when =
+            if FINALIZED.load(std::sync::atomic::Ordering::SeqCst) { "after MPI_Finalize" } else { "before MPI_Init" };
+        drop(guard);
+        return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
+    };
+    match body(st) {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => {
+            let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
+            let errh = entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler);
+            let rank = st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank());
+            drop(guard);
+            report(call, errh, rank, f)
+        }
+    }
+}
+
+/// Write `v` through `out`, failing with `MPI_ERR_ARG` on a null pointer.
+///
+/// # Safety
+/// `out` is null or valid for a write of `T`.
+pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: non-null, and the caller's contract.
+    unsafe { out.write(v) };
+    Ok(())
+}
+
+/// Bytes per element of a predefined datatype (C on LP64 Linux), or the
+/// error for a datatype this library does not know.
+pub(crate) fn type_size(dt: Handle) -> R<usize> {
+    let n = match dt {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
+        | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
+        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
+        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_WCHAR | MPI_LOGICAL | MPI_INTEGER
+        | MPI_REAL | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 | MPI_COMPLEX4 => 4,
+        MPI_LONG
+        | MPI_UNSIGNED_LONG
+        | MPI_LONG_LONG
+        | MPI_UNSIGNED_LONG_LONG
+        | MPI_INT64_T
+        | MPI_UINT64_T
+        | MPI_DOUBLE
+        | MPI_AINT
+        | MPI_COUNT
+        | MPI_OFFSET
+        | MPI_DOUBLE_PRECISION
+        | MPI_LOGICAL8
+        | MPI_INTEGER8
+        | MPI_REAL8
+        | MPI_C_FLOAT_COMPLEX
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_COMPLEX
+        | MPI_COMPLEX8
+        | MPI_2INT
+        | MPI_FLOAT_INT
+        | MPI_SHORT_INT
+        | MPI_2REAL
+        | MPI_2INTEGER => 8,
+        MPI_LONG_DOUBLE
+        | MPI_C_DOUBLE_COMPLEX
+        | MPI_CXX_DOUBLE_COMPLEX
+        | MPI_DOUBLE_COMPLEX
+        | MPI_DOUBLE_INT
+        | MPI_LONG_INT
+        | MPI_2DOUBLE_PRECISION
+        | MPI_LOGICAL16
+        | MPI_INTEGER16
+        | MPI_REAL16
+        | MPI_COMPLEX16 => 16,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 | MPI_LONG_DOUBLE_INT => 32,
+        MPI_DATATYPE_NULL => return Err(Fail::new(MPI_ERR_TYPE, "MPI_DATATYPE_NULL is not a datatype")),
+        other => {
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                format!("{other:#x} is not a datatype this library knows (predefined contiguous types only)"),
+            ))
+        }
+    };
+    Ok(n)
+}
+
+/// `count` elements of `dt` in bytes, checked.
+pub(crate) fn byte_len(count: c_int, dt: Handle) -> R<usize> {
+    if count < 0 {
+        return Err(Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    (count as usize)
+        .checked_mul(type_size(dt)?)
+        .ok_or_else(|| Fail::new(MPI_ERR_COUNT, format!("{count} elements overflow the address space")))
+}
+
+/// Write `s` into a status pointer unless it is `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `out` is null or valid for a write of an `MPI_Status`.
+pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
+    if !out.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { out.write(s) };
+    }
+}
+
+/// A status for the C caller from the mpi crate's.
+pub(crate) fn c_status(s: &mpi::Status) -> MpiStatus {
+    MpiStatus::new(s.source_rank(), s.tag(), s.bytes(), s.is_cancelled())
+}

@@ -1,0 +1,560 @@
+//! Point-to-point (MPI 4.1 §3): blocking and non-blocking sends and
+//! receives straight from and into the caller's buffer (`mpi::raw`: no
+//! copy), probes, and completion (§3.7.3-3.7.5), with `MPI_PROC_NULL`
+//! (§3.10), `MPI_ANY_SOURCE`/`MPI_ANY_TAG` and `MPI_STATUS(ES)_IGNORE`.
+
+use std::ffi::{c_int, c_void};
+
+use mpi::{raw, Communicator, Source as _};
+
+use crate::abi::*;
+use crate::*;
+
+/// The tag selector of a receive or probe: `None` is any tag.
+fn recv_tag(tag: c_int) -> R<Option<c_int>> {
+    match tag {
+        MPI_ANY_TAG => Ok(None),
+        t if t >= 0 => Ok(Some(t)),
+        t => Err(Fail::new(MPI_ERR_TAG, format!("tag {t} is negative (and not MPI_ANY_TAG)"))),
+    }
+}
+
+/// Blocking send of every mode: standard, synchronous (`sync`), ready
+/// (a ready send is a standard send whose receive is known to be posted).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn send(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        let len = byte_len(count, dt)?;
+        if dest == MPI_PROC_NULL {
+            return Ok(());
+        }
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+        }
+        // SAFETY: `buf` holds `len` bytes for this call (the caller's contract).
+        Ok(unsafe { raw::send(&c.process_at_rank(dest), buf.cast(), len, tag, sync) }?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) }
+}
+
+/// Blocking receive.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn recv(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
+    let len = byte_len(count, dt)?;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        // SAFETY: the caller's contract on `status`.
+        unsafe { put_status(status, MpiStatus::empty()) };
+        return Ok(());
+    }
+    if len > 0 && buf.is_null() {
+        return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+    }
+    // SAFETY: `buf` has room for `len` bytes for this call (the caller's contract).
+    let s = unsafe {
+        if source == MPI_ANY_SOURCE {
+            raw::recv(&c.any_process(), buf.cast(), len, tag)
+        } else {
+            raw::recv(&c.process_at_rank(source), buf.cast(), len, tag)
+        }
+    }?;
+    // SAFETY: the caller's contract on `status`.
+    unsafe { put_status(status, c_status(&s)) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    with_state("MPI_Recv", comm, |st| unsafe { recv(st, buf, count, datatype, source, tag, comm, status) })
+}
+
+/// Register `r` as a new request handle and write it to `out`.
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+    }
+    let h = st.new_handle();
+    st.requests.insert(h, r);
+    // SAFETY: non-null; the caller's contract.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+/// Start a send.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` and stays unchanged until the
+/// request completes; `request` is writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn isend(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    sync: bool,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        let len = byte_len(count, dt)?;
+        let r = if dest == MPI_PROC_NULL {
+            Req::Done(MpiStatus::empty())
+        } else {
+            if len > 0 && buf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+            }
+            // SAFETY: the caller keeps `buf` until the request completes
+            // (the standard's contract, §3.7.2); the request's handle is
+            // the only way to complete it, and MPI_Finalize completes what
+            // is left.
+            Req::Op(unsafe { raw::isend(&c.process_at_rank(dest), buf.cast(), len, tag, sync) }?)
+        };
+        // SAFETY: the caller's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Isend", buf, count, datatype, dest, tag, comm, request, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Issend", buf, count, datatype, dest, tag, comm, request, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Irecv", comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        let len = byte_len(count, datatype)?;
+        let tag = recv_tag(tag)?;
+        let r = if source == MPI_PROC_NULL {
+            Req::Done(MpiStatus::empty())
+        } else {
+            if len > 0 && buf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+            }
+            // SAFETY: the caller keeps `buf` untouched until the request
+            // completes (the standard's contract, §3.7.2).
+            Req::Op(unsafe {
+                if source == MPI_ANY_SOURCE {
+                    raw::irecv(&c.any_process(), buf.cast(), len, tag)
+                } else {
+                    raw::irecv(&c.process_at_rank(source), buf.cast(), len, tag)
+                }
+            }?)
+        };
+        // SAFETY: the caller's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Sendrecv", comm, |st| {
+        let c = st.comm(comm)?.comm.clone();
+        let len = byte_len(sendcount, sendtype)?;
+        // The send starts first, so that two ranks exchanging with each
+        // other cannot deadlock however large the messages.
+        let send = if dest == MPI_PROC_NULL {
+            None
+        } else {
+            if len > 0 && sendbuf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+            }
+            // SAFETY: the send completes (wait below) before this call returns.
+            Some(unsafe { raw::isend(&c.process_at_rank(dest), sendbuf.cast(), len, sendtag, false) }?)
+        };
+        // SAFETY: the standard's contract on the receive arguments.
+        let r = unsafe { recv(st, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
+        if let Some(s) = send {
+            s.wait()?;
+        }
+        r
+    })
+}
+
+/// Probe: blocking, or not (`None` when nothing matches yet).
+fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<Option<MpiStatus>> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        return Ok(Some(MpiStatus::empty()));
+    }
+    let s = match (source == MPI_ANY_SOURCE, tag, block) {
+        (true, None, true) => Some(c.any_process().probe()?),
+        (true, Some(t), true) => Some(c.any_process().probe_with_tag(t)?),
+        (false, None, true) => Some(c.process_at_rank(source).probe()?),
+        (false, Some(t), true) => Some(c.process_at_rank(source).probe_with_tag(t)?),
+        (true, None, false) => c.any_process().immediate_probe()?,
+        (true, Some(t), false) => c.any_process().immediate_probe_with_tag(t)?,
+        (false, None, false) => c.process_at_rank(source).immediate_probe()?,
+        (false, Some(t), false) => c.process_at_rank(source).immediate_probe_with_tag(t)?,
+    };
+    Ok(s.as_ref().map(c_status))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) -> c_int {
+    with_state("MPI_Probe", comm, |st| {
+        let s = probe(st, source, tag, comm, true)?.unwrap_or_else(MpiStatus::empty);
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Iprobe", comm, |st| {
+        let s = probe(st, source, tag, comm, false)?;
+        // SAFETY: the standard's contract on `flag` and `status`.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Complete request `h` (waiting when `block`); `None`: not complete yet.
+/// A completed request's handle is freed.
+fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(Some(MpiStatus::empty()));
+    }
+    let r = st.requests.remove(&h).ok_or_else(|| {
+        Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request (completed and freed, or never started)"))
+    })?;
+    match r {
+        Req::Done(s) => Ok(Some(s)),
+        Req::Op(r) if block => Ok(Some(c_status(&r.wait()?))),
+        Req::Op(r) => match r.test()? {
+            Ok(s) => Ok(Some(c_status(&s))),
+            Err(r) => {
+                st.requests.insert(h, Req::Op(r));
+                Ok(None)
+            }
+        },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
+    with_state("MPI_Wait", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let h = unsafe { request.read() };
+        let s = complete(st, h, true)?.unwrap_or_else(MpiStatus::empty);
+        // SAFETY: the standard's contract on `request` and `status`.
+        unsafe {
+            request.write(MPI_REQUEST_NULL);
+            put_status(status, s);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+    with_state("MPI_Test", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let h = unsafe { request.read() };
+        let s = complete(st, h, false)?;
+        // SAFETY: the standard's contract on `request`, `flag` and `status`.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                request.write(MPI_REQUEST_NULL);
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The request handles of an array argument.
+///
+/// # Safety
+/// `reqs` holds `count` handles.
+unsafe fn handles<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
+    if count < 0 {
+        return Err(Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if reqs.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "array_of_requests is a null pointer"));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Waitall", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the arrays.
+        let reqs = unsafe { handles(count, array_of_requests)? };
+        // Waiting in order completes them all: each wait drives the
+        // progress of every other request.
+        for (i, h) in reqs.iter_mut().enumerate() {
+            let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
+            *h = MPI_REQUEST_NULL;
+            if !array_of_statuses.is_null() {
+                // SAFETY: the array has `count` statuses (the standard's contract).
+                unsafe { array_of_statuses.add(i).write(s) };
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    flag: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Testall", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the arrays.
+        let reqs = unsafe { handles(count, array_of_requests)? };
+        // All or nothing (§3.7.5): complete only when every one is done.
+        let mut all = true;
+        for h in reqs.iter() {
+            if *h == MPI_REQUEST_NULL {
+                continue;
+            }
+            // A request found complete is kept as done, so that the
+            // caller sees all of them complete at once or none.
+            match st.requests.remove(h) {
+                None => return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request"))),
+                Some(Req::Done(s)) => {
+                    st.requests.insert(*h, Req::Done(s));
+                }
+                Some(Req::Op(r)) => match r.test()? {
+                    Ok(s) => {
+                        st.requests.insert(*h, Req::Done(c_status(&s)));
+                    }
+                    Err(r) => {
+                        st.requests.insert(*h, Req::Op(r));
+                        all = false;
+                    }
+                },
+            }
+        }
+        if all {
+            for (i, h) in reqs.iter_mut().enumerate() {
+                let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
+                *h = MPI_REQUEST_NULL;
+                if !array_of_statuses.is_null() {
+                    // SAFETY: the array has `count` statuses.
+                    unsafe { array_of_statuses.add(i).write(s) };
+                }
+            }
+        }
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, all as c_int, "flag") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Waitany", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array.
+        let reqs = unsafe { handles(count, array_of_requests)? };
+        if reqs.iter().all(|h| *h == MPI_REQUEST_NULL) {
+            // SAFETY: the standard's contract on `index` and `status`.
+            unsafe {
+                put(index, MPI_UNDEFINED, "index")?;
+                put_status(status, MpiStatus::empty());
+            }
+            return Ok(());
+        }
+        loop {
+            for (i, h) in reqs.iter_mut().enumerate() {
+                if *h == MPI_REQUEST_NULL {
+                    continue;
+                }
+                if let Some(s) = complete(st, *h, false)? {
+                    *h = MPI_REQUEST_NULL;
+                    // SAFETY: the standard's contract on `index` and `status`.
+                    unsafe {
+                        put(index, i as c_int, "index")?;
+                        put_status(status, s);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
+    with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let h = unsafe { request.read() };
+        // The operation still completes (§3.7.3), with the buffer the
+        // caller's to keep until then: the request is kept, progressed by
+        // every later call, and waited for at MPI_Finalize at the latest.
+        if h != MPI_REQUEST_NULL {
+            let r = st.requests.remove(&h).ok_or_else(|| {
+                Fail::new(
+                    MPI_ERR_REQUEST,
+                    format!("{h:#x} is not an active request (completed and freed, or never started)"),
+                )
+            })?;
+            st.detached.push(r);
+        }
+        // SAFETY: as above.
+        unsafe { request.write(MPI_REQUEST_NULL) };
+        Ok(())
+    })
+}

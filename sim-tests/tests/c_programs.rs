@@ -1,0 +1,142 @@
+//! Unmodified C MPI programs (issue 11): compiled once with our `mpicc`
+//! against the standard-ABI `mpi.h`, then run under `dnrun` on the
+//! simulated DIMMnet-2, over UDP and over DPDK with the same binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use sim_tests::{bin_dir, dnrun, ensure_binaries};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository root").to_path_buf()
+}
+
+/// A prefix laid out as `scripts/install.sh` lays one out (bin/mpicc,
+/// include/mpi.h, lib/libmpi_abi.so.1), pointing at this build.
+fn prefix() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        ensure_binaries();
+        let dir = bin_dir();
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args(["build", "--quiet", "-p", "capi"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("run cargo").success(), "building libmpi_abi failed");
+        let p = dir.join("c-prefix");
+        let _ = std::fs::remove_dir_all(&p);
+        for d in ["bin", "lib"] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        std::fs::copy(repo().join("capi/mpicc"), p.join("bin/mpicc")).unwrap();
+        std::os::unix::fs::symlink(repo().join("capi/include"), p.join("include")).unwrap();
+        for name in ["libmpi_abi.so", "libmpi_abi.so.1"] {
+            std::os::unix::fs::symlink(dir.join("libmpi_abi.so"), p.join("lib").join(name)).unwrap();
+        }
+        p
+    })
+}
+
+/// Compile `sim-tests/c/<name>.c` with our mpicc (warnings are errors).
+fn build(name: &str) -> PathBuf {
+    let out = bin_dir().join(format!("c-{name}"));
+    let src = repo().join(format!("sim-tests/c/{name}.c"));
+    let o = Command::new(prefix().join("bin/mpicc"))
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .expect("run mpicc (is a C compiler installed?)");
+    assert!(o.status.success(), "mpicc {name}.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn c_basic() -> &'static Path {
+    static B: OnceLock<PathBuf> = OnceLock::new();
+    B.get_or_init(|| build("basic"))
+}
+
+fn run(np: u32, nodes: u16, extra: &[&str], prog: &Path) -> (bool, String) {
+    let out = dnrun(np, nodes, extra, prog.to_str().unwrap(), &[]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+fn basic_ok(np: u32, nodes: u16, extra: &[&str]) {
+    let (ok, text) = run(np, nodes, extra, c_basic());
+    assert!(ok && text.contains(&format!("OK c-basic on {np} ranks")), "c-basic on {np} ranks {extra:?}:\n{text}");
+}
+
+#[test]
+fn a_c_program_runs_on_the_simulator_with_odd_and_even_rank_counts() {
+    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)] {
+        basic_ok(np, nodes, &[]);
+    }
+}
+
+/// The ABI claim: the binary built once runs on every backend.
+#[test]
+fn the_same_binary_runs_over_udp_and_dpdk() {
+    basic_ok(2, 1, &["--backend", "udp"]);
+    basic_ok(3, 1, &["--backend", "udp"]);
+    if adi::backend::dpdk::available().is_ok() {
+        basic_ok(3, 1, &["--backend", "dpdk"]);
+    }
+}
+
+/// MPI_ERRORS_ARE_FATAL by default: the job ends, naming the rank and the call.
+#[test]
+fn an_error_under_the_default_handler_ends_the_job_naming_rank_and_call() {
+    let (ok, text) = run(2, 1, &[], &build("fatal"));
+    assert!(!ok, "the job succeeded:\n{text}");
+    assert!(text.contains("rank 1 in MPI_Send") && text.contains("rank 99"), "{text}");
+    assert!(!text.contains("not reached"), "{text}");
+}
+
+/// Every function the header declares is in the library (a program that
+/// takes each one's address links), and nothing undeclared is exported
+/// under an MPI_ name.
+#[test]
+fn every_declared_function_is_exported_and_nothing_else() {
+    let names: Vec<&str> = mpi_abi::abi::FUNCTIONS
+        .iter()
+        .map(|f| f.split('(').next().unwrap().rsplit(' ').next().unwrap().trim_start_matches('*'))
+        .collect();
+    let mut src = String::from("#include <mpi.h>\n#include <stdio.h>\nint main(void) {\n    void *f[] = {\n");
+    for n in &names {
+        src += &format!("        (void *){n},\n");
+    }
+    src += "    };\n    printf(\"%zu\\n\", sizeof f / sizeof f[0]);\n    return 0;\n}\n";
+    let dir = bin_dir().join("c-exports");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("all.c"), src).unwrap();
+    let exe = dir.join("all");
+    let o = Command::new(prefix().join("bin/mpicc"))
+        .args(["-std=c99", "-pedantic", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(dir.join("all.c"))
+        .output()
+        .expect("run mpicc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&exe).output().expect("run the program");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), names.len().to_string());
+    let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(prefix().join("lib/libmpi_abi.so")).output();
+    if let Ok(nm) = nm {
+        let text = String::from_utf8_lossy(&nm.stdout);
+        let exported: Vec<&str> =
+            text.lines().filter_map(|l| l.split_whitespace().nth(2)).filter(|s| s.starts_with("MPI_")).collect();
+        for e in &exported {
+            assert!(names.contains(e), "{e} is exported but not declared in mpi.h");
+        }
+        assert_eq!(exported.len(), names.len(), "{exported:?}");
+    }
+}
+
+#[test]
+fn mpicc_shows_its_command() {
+    let o = Command::new(prefix().join("bin/mpicc")).arg("-show").output().expect("run mpicc");
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("/include") && s.contains("-lmpi_abi") && s.contains("rpath"), "{s}");
+}
