@@ -1,6 +1,6 @@
 //! The job launcher behind `dnrun`: start the simulator (or pick another
 //! backend), start the ranks as separate processes with what they need in
-//! their environment, forward their output with rank prefixes, and tear
+//! their environment, forward their output (with rank prefixes on request), and tear
 //! everything down — on success, on the first failing rank, on a timeout or
 //! on Ctrl-C — leaving no process and no file behind.
 
@@ -73,6 +73,10 @@ pub struct LaunchOptions {
     pub dpdk_vdev: Option<String>,
     /// DPDK: who polls the receive queues.
     pub dpdk_polling: DpdkPolling,
+    /// Prefix each line a rank prints with `[rank] ` (`--tag-output`, `-l`);
+    /// by default output passes through as the rank wrote it, as `mpirun`
+    /// passes it, so that a rank's `--json` pipes straight into a parser.
+    pub tag_output: bool,
     /// A program that understands `__dnrun-reaper DIR` ([`reap`]): `dnrun`
     /// itself. Started first, it stops the job's processes and removes its
     /// files if the launcher is killed outright (`kill -9`).
@@ -221,8 +225,9 @@ fn terminate(children: &mut [Option<Child>], grace: Duration) {
     }
 }
 
-/// Copy `from` to our stdout or stderr, prefixing each line with `[rank]`.
-fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool) -> std::thread::JoinHandle<()> {
+/// Copy `from` to our stdout or stderr a line at a time (so that two
+/// ranks' lines never interleave), prefixing each with `[rank] ` when `tag`.
+fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool, tag: bool) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut r = BufReader::new(from);
         let mut line = Vec::new();
@@ -234,7 +239,7 @@ fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool) -> std:
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
                     }
-                    let mut out = format!("[{rank}] ").into_bytes();
+                    let mut out = if tag { format!("[{rank}] ").into_bytes() } else { Vec::new() };
                     out.extend_from_slice(&line);
                     let _ =
                         if to_stderr { std::io::stderr().write_all(&out) } else { std::io::stdout().write_all(&out) };
@@ -689,10 +694,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             Ok(mut c) => {
                 reaper.watch(c.id());
                 if let Some(o) = c.stdout.take() {
-                    forwarders.push(forward(rank, o, false));
+                    forwarders.push(forward(rank, o, false, opts.tag_output));
                 }
                 if let Some(e) = c.stderr.take() {
-                    forwarders.push(forward(rank, e, true));
+                    forwarders.push(forward(rank, e, true, opts.tag_output));
                 }
                 children.push(Guard(Some(c)));
             }

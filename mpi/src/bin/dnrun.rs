@@ -64,6 +64,14 @@ struct Args {
     /// memory (seed 000 §4.1; costs a core, see docs/BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "rank")]
     dpdk_poller: DpdkPolling,
+    /// Prefix every line of output with the rank that printed it, `[rank] `
+    /// (Open MPI's --tag-output, MPICH's -l). By default output passes
+    /// through unchanged, as mpirun passes it.
+    #[arg(short = 'l', long = "tag-output")]
+    tag_output: bool,
+    /// Ranks per node (MPICH's -ppn): sets --nodes to ceil(NP / PPN).
+    #[arg(long)]
+    ppn: Option<u32>,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
@@ -94,6 +102,81 @@ fn parse_ranks(s: &str) -> Result<RankList, String> {
     Ok(RankList(out))
 }
 
+/// Options that take a value, so that the value is not taken for the
+/// program when scanning for where dnrun's own options end.
+const WITH_VALUE: &[&str] = &[
+    "-n",
+    "--np",
+    "--nodes",
+    "--backend",
+    "--profile",
+    "--trace",
+    "--timeout",
+    "--partition-mib",
+    "-x",
+    "--env",
+    "--hostfile",
+    "--ranks",
+    "--job-id",
+    "--dpdk-vdev",
+    "--dpdk-poller",
+    "--ppn",
+];
+
+/// Accept the spellings of the common launchers (`mpiexec`/`mpirun` are
+/// dnrun under another name): MPICH's and Open MPI's `-np N`, `-ppn N`,
+/// and `-genv`/`-env KEY VALUE` (for `-x KEY=VALUE`), in dnrun's own
+/// options only: the program's arguments pass untouched.
+fn mpiexec_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut it = argv.into_iter();
+    out.extend(it.next()); // the program name
+    while let Some(a) = it.next() {
+        let Some(s) = a.to_str().map(str::to_string) else {
+            out.push(a);
+            out.extend(it);
+            break;
+        };
+        match s.as_str() {
+            "--" => {
+                out.push(a);
+                out.extend(it);
+                break;
+            }
+            "-np" | "-ppn" => {
+                out.push(format!("-{s}").into());
+                out.extend(it.next());
+            }
+            "-genv" | "-env" => match (it.next(), it.next()) {
+                (Some(k), Some(v)) => {
+                    out.push("-x".into());
+                    let mut kv = k;
+                    kv.push("=");
+                    kv.push(v);
+                    out.push(kv);
+                }
+                // Incomplete: let the parser say what is missing.
+                (k, _) => {
+                    out.push("-x".into());
+                    out.extend(k);
+                }
+            },
+            _ if WITH_VALUE.contains(&s.as_str()) => {
+                out.push(a);
+                out.extend(it.next());
+            }
+            _ if s.starts_with('-') => out.push(a),
+            _ => {
+                // The program: it and its arguments as they are.
+                out.push(a);
+                out.extend(it);
+                break;
+            }
+        }
+    }
+    out
+}
+
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if argv.len() == 3 && argv[1] == mpi::launcher::REAPER_ARG {
@@ -108,7 +191,21 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(mpi::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
     }
-    let a = Args::parse();
+    let a = Args::parse_from(mpiexec_flags(argv));
+    let nodes = match a.ppn {
+        None => a.nodes,
+        Some(0) => {
+            eprintln!("dnrun: --ppn must be at least 1");
+            return ExitCode::from(2);
+        }
+        Some(ppn) => match u16::try_from(a.np.div_ceil(ppn)) {
+            Ok(n) => n,
+            Err(_) => {
+                eprintln!("dnrun: --ppn {ppn} with {} ranks makes more than 65535 nodes", a.np);
+                return ExitCode::from(2);
+            }
+        },
+    };
     let mut env = Vec::new();
     for kv in &a.env {
         match kv.split_once('=') {
@@ -121,7 +218,7 @@ fn main() -> ExitCode {
     }
     let opts = LaunchOptions {
         np: a.np,
-        nodes: a.nodes,
+        nodes,
         backend: a.backend,
         profile: a.profile,
         trace: a.trace,
@@ -136,6 +233,7 @@ fn main() -> ExitCode {
         job_id: a.job_id,
         dpdk_vdev: a.dpdk_vdev,
         dpdk_polling: a.dpdk_poller,
+        tag_output: a.tag_output,
         reaper: std::env::current_exe().ok(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -150,5 +248,29 @@ fn main() -> ExitCode {
             eprintln!("dnrun: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(args: &[&str]) -> Vec<String> {
+        let v = std::iter::once("mpiexec").chain(args.iter().copied()).map(std::ffi::OsString::from).collect();
+        mpiexec_flags(v).into_iter().skip(1).map(|s| s.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn mpich_and_open_mpi_spellings_become_dnruns_and_the_program_keeps_its_own() {
+        assert_eq!(
+            rewrite(&["-np", "4", "-genv", "A", "1", "-l", "./prog", "-np", "3", "-genv", "B", "2"]),
+            ["--np", "4", "-x", "A=1", "-l", "./prog", "-np", "3", "-genv", "B", "2"]
+        );
+        assert_eq!(rewrite(&["-n", "-np", "--", "-np"]), ["-n", "-np", "--", "-np"], "a value is not rewritten");
+        assert_eq!(rewrite(&["-ppn", "2", "-x", "-np=1", "prog"]), ["--ppn", "2", "-x", "-np=1", "prog"]);
+        let a = Args::parse_from(mpiexec_flags(
+            ["mpirun", "-np", "6", "-ppn", "4", "--tag-output", "p", "x"].map(std::ffi::OsString::from).to_vec(),
+        ));
+        assert_eq!((a.np, a.ppn, a.tag_output, a.command), (6, Some(4), true, vec!["p".to_string(), "x".to_string()]));
     }
 }
