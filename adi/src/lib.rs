@@ -20,6 +20,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod offload;
+pub mod pmi;
 pub mod transport;
 pub mod wire;
 
@@ -38,6 +39,9 @@ pub const ENV_BACKEND: &str = "DN_BACKEND";
 pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
     let backend = match std::env::var(ENV_BACKEND) {
         Ok(b) => b,
+        // Started by a standard launcher (PMI-1): UDP between the ranks,
+        // addresses through the launcher's key-value space.
+        Err(_) if std::env::var("DN_RANK").is_err() && pmi::launched_by_pmi() => "udp".into(),
         Err(_) if std::env::var("DN_RANK").is_err() => "local".into(),
         Err(_) => "sim".into(),
     };

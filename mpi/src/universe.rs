@@ -573,6 +573,8 @@ impl Universe {
         let engine = self.shared.borrow_mut().engine.take().ok_or(MpiError::Finalized)?;
         let rank = engine.rank();
         engine.finalize()?;
+        // A standard launcher (PMI-1) is told this process is done.
+        adi::pmi::finalize().map_err(|e| MpiError::Init(e.to_string()))?;
         if let Ok(dir) = std::env::var(ENV_JOB_DIR) {
             let _ = std::fs::write(std::path::Path::new(&dir).join(format!("finalized.{rank}")), b"");
         }

@@ -140,3 +140,48 @@ fn mpicc_shows_its_command() {
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("/include") && s.contains("-lmpi_abi") && s.contains("rpath"), "{s}");
 }
+
+/// `mpiexec.hydra`, if this host has MPICH's (scripts/setup.sh installs it).
+fn hydra() -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/bin/mpiexec.hydra");
+    p.is_file().then_some(p)
+}
+
+fn run_hydra(np: u32, prog: &Path, args: &[&str]) -> (bool, String) {
+    let hydra = hydra().expect("hydra");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(hydra)
+        .args(["-n", &np.to_string()])
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("run mpiexec.hydra");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// A standard launcher nobody here wrote: MPICH's hydra starts the ranks
+/// and they find each other through its PMI-1 key-value space, then talk
+/// over UDP. The C program and a Rust MPI program alike, odd and even
+/// rank counts.
+#[test]
+fn mpich_hydra_launches_our_programs_through_pmi_1() {
+    if hydra().is_none() {
+        eprintln!("no mpiexec.hydra on this host (scripts/setup.sh installs mpich): not run");
+        return;
+    }
+    for np in [1, 2, 4] {
+        let (ok, text) = run_hydra(np, c_basic(), &[]);
+        assert!(ok && text.contains(&format!("OK c-basic on {np} ranks")), "hydra -n {np} c-basic:\n{text}");
+    }
+    ensure_binaries();
+    let suite = bin_dir().join("mpi-suite");
+    for (test, np) in [("allpairs", 3), ("collectives", 5)] {
+        let (ok, text) = run_hydra(np, &suite, &[test]);
+        assert!(ok && text.contains(&format!("OK {test} on {np} ranks (udp backend)")), "hydra {test}:\n{text}");
+    }
+    // An error under the default handler still names the rank and the call.
+    let (ok, text) = run_hydra(2, &build("fatal"), &[]);
+    assert!(!ok && text.contains("rank 1 in MPI_Send"), "{text}");
+}

@@ -57,6 +57,11 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<SocketAddr>, TransportError> {
 
 /// Bind and learn the peers from the environment `dnrun` sets.
 pub fn exchange_from_env(cfg: &UdpConfig) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
+    if std::env::var("DN_RANK").is_err() {
+        if let Some(pmi) = crate::pmi::Pmi::from_env()? {
+            return exchange_through_pmi(pmi, cfg);
+        }
+    }
     let rank = env_num("DN_RANK")? as u32;
     let size = env_num("DN_SIZE")? as u32;
     let job = std::env::var("DN_JOB_ID").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
@@ -85,6 +90,30 @@ pub fn exchange_from_env(cfg: &UdpConfig) -> Result<(UdpSocket, u32, Vec<SocketA
     let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
     publish(&dir, rank, me)?;
     let peers = gather(&dir, size, EXCHANGE_TIMEOUT)?;
+    Ok((sock, rank, peers, job))
+}
+
+/// Under a standard launcher (PMI-1): bind, `put` our address, `barrier`,
+/// `get` everyone's. The job id is derived from the key-value space's
+/// name, alike on every rank.
+fn exchange_through_pmi(
+    mut pmi: crate::pmi::Pmi,
+    cfg: &UdpConfig,
+) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
+    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
+    let bind: SocketAddr =
+        format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
+    let sock = UdpTransport::bind(bind, cfg)?;
+    let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
+    pmi.put(&format!("dn-udp-{}", pmi.rank), &me.to_string())?;
+    pmi.barrier()?;
+    let mut peers = Vec::with_capacity(pmi.size as usize);
+    for r in 0..pmi.size {
+        let text = pmi.get(&format!("dn-udp-{r}"))?;
+        peers.push(text.parse().map_err(|_| cfg_err(format!("rank {r} published a bad address {text:?}")))?);
+    }
+    let (rank, job) = (pmi.rank, crate::pmi::job_id(&pmi.kvsname));
+    pmi.keep();
     Ok((sock, rank, peers, job))
 }
 
