@@ -30,13 +30,13 @@ fn init(required: c_int) -> R<c_int> {
     }
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
-    let mut comms = HashMap::new();
+    let mut comms = Table::default();
     comms.insert(MPI_COMM_WORLD, CommEntry { comm: universe.world(), errhandler: MPI_ERRORS_ARE_FATAL });
     comms.insert(MPI_COMM_SELF, CommEntry { comm: universe.self_communicator(), errhandler: MPI_ERRORS_ARE_FATAL });
     *guard = Some(State {
         universe,
         comms,
-        requests: HashMap::new(),
+        requests: Table::default(),
         detached: Vec::new(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,

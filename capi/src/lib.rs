@@ -69,6 +69,30 @@ impl From<MpiError> for Fail {
 
 pub(crate) type R<T> = Result<T, Fail>;
 
+/// Hashing for handle tables: our handles are distinct integers, so one
+/// multiplication (Fibonacci hashing) spreads them; the default SipHash
+/// cost about 100 instructions per lookup, on every MPI call (callgrind,
+/// docs/BENCHMARKS.md).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A table keyed by handle.
+pub(crate) type Table<V> = HashMap<Handle, V, std::hash::BuildHasherDefault<HandleHasher>>;
+
 /// A communicator handle's state.
 pub(crate) struct CommEntry {
     pub(crate) comm: SimpleCommunicator,
@@ -86,8 +110,8 @@ pub(crate) enum Req {
 /// Everything between `MPI_Init` and `MPI_Finalize`.
 pub(crate) struct State {
     pub(crate) universe: Universe,
-    pub(crate) comms: HashMap<Handle, CommEntry>,
-    pub(crate) requests: HashMap<Handle, Req>,
+    pub(crate) comms: Table<CommEntry>,
+    pub(crate) requests: Table<Req>,
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
