@@ -185,3 +185,16 @@ fn mpich_hydra_launches_our_programs_through_pmi_1() {
     let (ok, text) = run_hydra(2, &build("fatal"), &[]);
     assert!(!ok && text.contains("rank 1 in MPI_Send"), "{text}");
 }
+
+/// The C layer charges the simulated host what the Rust API charges: a C
+/// ping-pong's 0-byte one-way latency on the simulated P4 is seed 004
+/// Table 2's 5.12 us, as dnbench's is (simulated time is deterministic).
+#[test]
+fn a_c_ping_pong_keeps_the_papers_zero_byte_latency() {
+    let (ok, text) = run(2, 2, &[], &build("pingpong"));
+    let us: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("OK pingpong 0 B: ")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no latency line:\n{text}"));
+    assert!(ok && (us - 5.12).abs() < 0.02, "{us} us one way, Table 2 says 5.12:\n{text}");
+}
