@@ -105,8 +105,19 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     };
     FINALIZED.store(true, Ordering::SeqCst);
     let rank = st.universe.world().rank();
-    // Requests still active are the program's error (§11.2.2); dropping
-    // one waits for it, so that no buffer is written after we return.
+    // Requests still active are the program's error (§11.2.2). A receive
+    // nothing will match is cancelled, so that finalize cannot hang on it;
+    // the rest are waited for (dropping a request waits), so that no
+    // buffer is read or written after we return.
+    let left = st.requests.len();
+    for r in st.requests.values().chain(st.detached.iter()) {
+        if let Req::Op(r) = r {
+            let _ = r.cancel();
+        }
+    }
+    if left > 0 {
+        eprintln!("MPI_Finalize on rank {rank}: {left} requests still active (never waited for); receives among them cancelled");
+    }
     st.requests.clear();
     st.detached.clear();
     st.comms.clear();

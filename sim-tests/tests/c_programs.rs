@@ -198,3 +198,11 @@ fn a_c_ping_pong_keeps_the_papers_zero_byte_latency() {
         .unwrap_or_else(|| panic!("no latency line:\n{text}"));
     assert!(ok && (us - 5.12).abs() < 0.02, "{us} us one way, Table 2 says 5.12:\n{text}");
 }
+
+/// A receive left active at MPI_Finalize is cancelled with a warning
+/// instead of hanging the job.
+#[test]
+fn finalize_with_a_receive_never_matched_does_not_hang() {
+    let (ok, text) = run(2, 1, &["--timeout", "60"], &build("leftover"));
+    assert!(ok && text.contains("OK leftover") && text.contains("1 requests still active"), "{text}");
+}
