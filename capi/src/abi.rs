@@ -266,6 +266,22 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
     "int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    // Non-blocking collectives (§6.12)
+    "int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    // Persistent requests and cancellation (§3.9, §3.8.4)
+    "int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Start(MPI_Request *request)",
+    "int MPI_Startall(int count, MPI_Request array_of_requests[])",
+    "int MPI_Cancel(MPI_Request *request)",
+    "int MPI_Test_cancelled(const MPI_Status *status, int *flag)",
+    // Attributes and names (§7.7, §7.8)
+    "int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)",
+    "int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)",
+    "int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)",
 ];
 
 /// `mpi.h`, generated from the tables above.

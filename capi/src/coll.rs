@@ -368,3 +368,110 @@ pub unsafe extern "C" fn MPI_Alltoall(
         Ok(c.all_to_all_into(send, recv)?)
     })
 }
+
+// ---- non-blocking collectives (§6.12) --------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_int {
+    with_state("MPI_Ibarrier", comm, |st| {
+        let r = st.comm(comm)?.comm.immediate_barrier()?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Ibcast", comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        let root = root_of(c, root)?;
+        let len = byte_len(count, datatype)?;
+        // SAFETY: the caller keeps `buffer` (count elements) untouched
+        // until the request completes (§6.12); 'static stands for that.
+        let buf: &'static mut [u8] = unsafe { bytes_mut(buffer, len, "buffer")? };
+        let r = c.process_at_rank(root).immediate_broadcast_into(buf)?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Iallreduce", comm, |st| {
+        let c = st.comm(comm)?.comm.clone();
+        let n = count_of(count)?;
+        let op = system_op(op)?;
+        let r = typed!(datatype, T => {
+            // SAFETY: the caller keeps both buffers until the request
+            // completes (§6.12); the send side is copied at the start.
+            let owned: Vec<T>;
+            let send: &[T] = if in_place(sendbuf) {
+                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
+                &owned
+            } else {
+                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
+            };
+            // SAFETY: as above; 'static stands for "until completion".
+            let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
+            Ok(c.immediate_all_reduce_into(send, recv, op)?)
+        })?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Ireduce", comm, |st| {
+        let c = st.comm(comm)?.comm.clone();
+        let root = root_of(&c, root)?;
+        let n = count_of(count)?;
+        let op = system_op(op)?;
+        let at_root = c.rank() == root;
+        let r = typed!(datatype, T => {
+            // SAFETY: the caller keeps the buffers until the request
+            // completes (§6.12); the send side is copied at the start.
+            let owned: Vec<T>;
+            let send: &[T] = if in_place(sendbuf) && at_root {
+                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
+                &owned
+            } else {
+                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
+            };
+            let p = c.process_at_rank(root);
+            if at_root {
+                // SAFETY: as above; 'static stands for "until completion".
+                let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
+                Ok(p.immediate_reduce_into_root(send, recv, op)?)
+            } else {
+                Ok(p.immediate_reduce_into(send, op)?)
+            }
+        })?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+    })
+}

@@ -31,8 +31,9 @@ fn init(required: c_int) -> R<c_int> {
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     let mut comms = Table::default();
-    comms.insert(MPI_COMM_WORLD, CommEntry { comm: universe.world(), errhandler: MPI_ERRORS_ARE_FATAL });
-    comms.insert(MPI_COMM_SELF, CommEntry { comm: universe.self_communicator(), errhandler: MPI_ERRORS_ARE_FATAL });
+    let entry = |comm, name: &str| CommEntry { comm, errhandler: MPI_ERRORS_ARE_FATAL, name: name.into() };
+    comms.insert(MPI_COMM_WORLD, entry(universe.world(), "MPI_COMM_WORLD"));
+    comms.insert(MPI_COMM_SELF, entry(universe.self_communicator(), "MPI_COMM_SELF"));
     *guard = Some(State {
         universe,
         comms,
@@ -111,8 +112,16 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     // buffer is read or written after we return.
     let left = st.requests.len();
     for r in st.requests.values().chain(st.detached.iter()) {
-        if let Req::Op(r) = r {
-            let _ = r.cancel();
+        match r {
+            Req::Op(r) => {
+                let _ = r.cancel();
+            }
+            Req::Persistent(p) => {
+                if let Some(r) = &p.active {
+                    let _ = r.cancel();
+                }
+            }
+            Req::Done(_) => {}
         }
     }
     if left > 0 {
@@ -340,7 +349,7 @@ fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
     let errhandler = st.comm(parent)?.errhandler;
     let h = st.new_handle();
-    st.comms.insert(h, CommEntry { comm: c, errhandler });
+    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new() });
     Ok(h)
 }
 
@@ -413,5 +422,78 @@ pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handl
         };
         // SAFETY: the standard's contract on `count`.
         unsafe { put(count, n, "count") }
+    })
+}
+
+/// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
+/// hands out pointers to them (§7.7.2). `AtomicI32` has `int`'s layout.
+static ATTR_TAG_UB: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(mpi::TAG_UB);
+static ATTR_HOST: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_PROC_NULL);
+static ATTR_IO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_ANY_SOURCE);
+static ATTR_WTIME_IS_GLOBAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static ATTR_UNIVERSE_SIZE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static ATTR_APPNUM: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static ATTR_LASTUSEDCODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_ERR_LASTCODE);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_attr(
+    comm: Handle,
+    comm_keyval: c_int,
+    attribute_val: *mut std::ffi::c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Comm_get_attr", comm, |st| {
+        st.comm(comm)?;
+        let world = st.comm(MPI_COMM_WORLD)?.comm.size();
+        ATTR_UNIVERSE_SIZE.store(world, Ordering::Relaxed);
+        // Simulated time is one clock for every rank.
+        ATTR_WTIME_IS_GLOBAL.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
+        let v: &'static std::sync::atomic::AtomicI32 = match comm_keyval {
+            MPI_TAG_UB => &ATTR_TAG_UB,
+            MPI_HOST => &ATTR_HOST,
+            MPI_IO => &ATTR_IO,
+            MPI_WTIME_IS_GLOBAL => &ATTR_WTIME_IS_GLOBAL,
+            MPI_UNIVERSE_SIZE => &ATTR_UNIVERSE_SIZE,
+            MPI_APPNUM => &ATTR_APPNUM,
+            MPI_LASTUSEDCODE => &ATTR_LASTUSEDCODE,
+            k => {
+                return Err(Fail::new(
+                    MPI_ERR_KEYVAL,
+                    format!("keyval {k} is not a predefined attribute (user keyvals are not implemented)"),
+                ))
+            }
+        };
+        // SAFETY: the standard's contract: `attribute_val` is the address
+        // of a `void *`, which receives the address of the (static) value.
+        unsafe {
+            put(attribute_val.cast::<*const std::sync::atomic::AtomicI32>(), v as *const _, "attribute_val")?;
+            put(flag, 1, "flag")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_char) -> c_int {
+    with_state("MPI_Comm_set_name", comm, |st| {
+        if comm_name.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "comm_name is a null pointer"));
+        }
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy();
+        let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+        st.comm(comm)?;
+        if let Some(e) = st.comms.get_mut(&comm) {
+            e.name = name;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    with_state("MPI_Comm_get_name", comm, |st| {
+        let name = st.comm(comm)?.name.clone();
+        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        unsafe { put_string(comm_name, resultlen, &name, MPI_MAX_OBJECT_NAME) }
     })
 }

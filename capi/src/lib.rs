@@ -97,6 +97,8 @@ pub(crate) type Table<V> = HashMap<Handle, V, std::hash::BuildHasherDefault<Hand
 pub(crate) struct CommEntry {
     pub(crate) comm: SimpleCommunicator,
     pub(crate) errhandler: Handle,
+    /// `MPI_Comm_set_name`'s name.
+    pub(crate) name: String,
 }
 
 /// A request handle's state.
@@ -105,6 +107,24 @@ pub(crate) enum Req {
     Op(mpi::Request<'static>),
     /// Already complete (an operation on `MPI_PROC_NULL`).
     Done(MpiStatus),
+    /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9).
+    Persistent(Box<Persistent>),
+}
+
+/// A persistent request: the arguments of its operation, and the
+/// operation while it is active (between `MPI_Start` and completion).
+pub(crate) struct Persistent {
+    pub(crate) comm: SimpleCommunicator,
+    pub(crate) op: PersistentOp,
+    pub(crate) active: Option<mpi::Request<'static>>,
+    /// Completed (by a test that had to report all-or-nothing) and not yet reported.
+    pub(crate) done: Option<MpiStatus>,
+}
+
+/// What a persistent request does each time it is started.
+pub(crate) enum PersistentOp {
+    Send { buf: *const u8, len: usize, dest: c_int, tag: c_int, sync: bool },
+    Recv { buf: *mut u8, len: usize, source: c_int, tag: Option<c_int> },
 }
 
 /// Everything between `MPI_Init` and `MPI_Finalize`.

@@ -145,7 +145,7 @@ pub unsafe extern "C" fn MPI_Recv(
 ///
 /// # Safety
 /// `out` is writable.
-unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
+pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
     }
@@ -346,7 +346,9 @@ pub unsafe extern "C" fn MPI_Iprobe(
 }
 
 /// Complete request `h` (waiting when `block`); `None`: not complete yet.
-/// A completed request's handle is freed.
+/// A completed request's handle is freed, except a persistent request's,
+/// which becomes inactive (see [`after`]); an inactive one completes at
+/// once with an empty status (§3.9).
 fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Some(MpiStatus::empty()));
@@ -355,6 +357,22 @@ fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
         Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request (completed and freed, or never started)"))
     })?;
     match r {
+        Req::Persistent(mut p) => {
+            let s = match (p.done.take(), p.active.take()) {
+                (Some(s), _) => Some(s),
+                (None, None) => Some(MpiStatus::empty()),
+                (None, Some(r)) if block => Some(c_status(&r.wait()?)),
+                (None, Some(r)) => match r.test()? {
+                    Ok(s) => Some(c_status(&s)),
+                    Err(r) => {
+                        p.active = Some(r);
+                        None
+                    }
+                },
+            };
+            st.requests.insert(h, Req::Persistent(p));
+            Ok(s)
+        }
         Req::Done(s) => Ok(Some(s)),
         Req::Op(r) if block => Ok(Some(c_status(&r.wait()?))),
         Req::Op(r) => match r.test()? {
@@ -378,7 +396,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) 
         let s = complete(st, h, true)?.unwrap_or_else(MpiStatus::empty);
         // SAFETY: the standard's contract on `request` and `status`.
         unsafe {
-            request.write(MPI_REQUEST_NULL);
+            request.write(after(st, h));
             put_status(status, s);
         }
         Ok(())
@@ -398,7 +416,7 @@ pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status
         unsafe {
             put(flag, s.is_some() as c_int, "flag")?;
             if let Some(s) = s {
-                request.write(MPI_REQUEST_NULL);
+                request.write(after(st, h));
                 put_status(status, s);
             }
         }
@@ -437,7 +455,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         // progress of every other request.
         for (i, h) in reqs.iter_mut().enumerate() {
             let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
-            *h = MPI_REQUEST_NULL;
+            *h = after(st, *h);
             if !array_of_statuses.is_null() {
                 // SAFETY: the array has `count` statuses (the standard's contract).
                 unsafe { array_of_statuses.add(i).write(s) };
@@ -470,6 +488,20 @@ pub unsafe extern "C" fn MPI_Testall(
                 Some(Req::Done(s)) => {
                     st.requests.insert(*h, Req::Done(s));
                 }
+                Some(Req::Persistent(mut p)) => {
+                    if p.done.is_none() {
+                        if let Some(r) = p.active.take() {
+                            match r.test()? {
+                                Ok(s) => p.done = Some(c_status(&s)),
+                                Err(r) => {
+                                    p.active = Some(r);
+                                    all = false;
+                                }
+                            }
+                        }
+                    }
+                    st.requests.insert(*h, Req::Persistent(p));
+                }
                 Some(Req::Op(r)) => match r.test()? {
                     Ok(s) => {
                         st.requests.insert(*h, Req::Done(c_status(&s)));
@@ -484,7 +516,7 @@ pub unsafe extern "C" fn MPI_Testall(
         if all {
             for (i, h) in reqs.iter_mut().enumerate() {
                 let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
-                *h = MPI_REQUEST_NULL;
+                *h = after(st, *h);
                 if !array_of_statuses.is_null() {
                     // SAFETY: the array has `count` statuses.
                     unsafe { array_of_statuses.add(i).write(s) };
@@ -506,7 +538,12 @@ pub unsafe extern "C" fn MPI_Waitany(
     with_state("MPI_Waitany", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the array.
         let reqs = unsafe { handles(count, array_of_requests)? };
-        if reqs.iter().all(|h| *h == MPI_REQUEST_NULL) {
+        // Null and inactive persistent requests take no part (§3.7.5).
+        let inactive = |st: &State, h: Handle| {
+            h == MPI_REQUEST_NULL
+                || matches!(st.requests.get(&h), Some(Req::Persistent(p)) if p.active.is_none() && p.done.is_none())
+        };
+        if reqs.iter().all(|h| inactive(st, *h)) {
             // SAFETY: the standard's contract on `index` and `status`.
             unsafe {
                 put(index, MPI_UNDEFINED, "index")?;
@@ -516,11 +553,11 @@ pub unsafe extern "C" fn MPI_Waitany(
         }
         loop {
             for (i, h) in reqs.iter_mut().enumerate() {
-                if *h == MPI_REQUEST_NULL {
+                if inactive(st, *h) {
                     continue;
                 }
                 if let Some(s) = complete(st, *h, false)? {
-                    *h = MPI_REQUEST_NULL;
+                    *h = after(st, *h);
                     // SAFETY: the standard's contract on `index` and `status`.
                     unsafe {
                         put(index, i as c_int, "index")?;
@@ -551,10 +588,169 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
                     format!("{h:#x} is not an active request (completed and freed, or never started)"),
                 )
             })?;
-            st.detached.push(r);
+            match r {
+                Req::Persistent(p) => st.detached.extend(p.active.map(Req::Op)),
+                r => st.detached.push(r),
+            }
         }
         // SAFETY: as above.
         unsafe { request.write(MPI_REQUEST_NULL) };
         Ok(())
+    })
+}
+
+/// What a request handle becomes once its operation has completed:
+/// `MPI_REQUEST_NULL`, or itself for a persistent request (now inactive).
+fn after(st: &State, h: Handle) -> Handle {
+    if st.requests.contains_key(&h) {
+        h
+    } else {
+        MPI_REQUEST_NULL
+    }
+}
+
+/// A persistent request over `op` (§3.9.1), inactive until started.
+///
+/// # Safety
+/// `request` is writable.
+unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *mut Handle) -> R<()> {
+    let comm = st.comm(comm)?.comm.clone();
+    let p = Persistent { comm, op, active: None, done: None };
+    // SAFETY: the caller's contract on `request`.
+    unsafe { new_request(st, Req::Persistent(Box::new(p)), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Send_init", comm, |st| {
+        let len = byte_len(count, datatype)?;
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+        }
+        if tag < 0 {
+            return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
+        }
+        let op = PersistentOp::Send { buf: buf.cast(), len, dest, tag, sync: false };
+        // SAFETY: the standard's contract on `request`.
+        unsafe { persistent(st, comm, op, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Recv_init", comm, |st| {
+        let len = byte_len(count, datatype)?;
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+        }
+        let op = PersistentOp::Recv { buf: buf.cast(), len, source, tag: recv_tag(tag)? };
+        // SAFETY: the standard's contract on `request`.
+        unsafe { persistent(st, comm, op, request) }
+    })
+}
+
+/// Start persistent request `h` (§3.9.2).
+fn start(st: &mut State, h: Handle) -> R<()> {
+    let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+        return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
+    };
+    if p.active.is_some() || p.done.is_some() {
+        return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of a persistent request that is still active"));
+    }
+    let c = &p.comm;
+    match p.op {
+        PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
+            p.done = Some(MpiStatus::empty());
+        }
+        PersistentOp::Send { buf, len, dest, tag, sync } => {
+            // SAFETY: the caller keeps the buffer given to MPI_Send_init
+            // until each started operation completes (§3.9).
+            p.active = Some(unsafe { raw::isend(&c.process_at_rank(dest), buf, len, tag, sync) }?);
+        }
+        PersistentOp::Recv { buf, len, source, tag } => {
+            // SAFETY: as above, for MPI_Recv_init's buffer.
+            p.active = Some(unsafe {
+                if source == MPI_ANY_SOURCE {
+                    raw::irecv(&c.any_process(), buf, len, tag)
+                } else {
+                    raw::irecv(&c.process_at_rank(source), buf, len, tag)
+                }
+            }?);
+        }
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
+    with_state("MPI_Start", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        start(st, unsafe { request.read() })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Handle) -> c_int {
+    with_state("MPI_Startall", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array.
+        for h in unsafe { handles(count, array_of_requests)? }.iter() {
+            start(st, *h)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
+    with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let h = unsafe { request.read() };
+        let r = match st.requests.get(&h) {
+            Some(Req::Op(r)) => Some(r),
+            Some(Req::Persistent(p)) => p.active.as_ref(),
+            Some(Req::Done(_)) => None,
+            None => return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request"))),
+        };
+        // The request must still be completed; its status says whether the
+        // cancellation won (§3.8.4).
+        if let Some(r) = r {
+            r.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    with_state("MPI_Test_cancelled", MPI_COMM_WORLD, |_| {
+        if status.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer"));
+        }
+        // SAFETY: non-null and readable by the standard's contract.
+        let c = unsafe { status.read() }.cancelled();
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, c as c_int, "flag") }
     })
 }

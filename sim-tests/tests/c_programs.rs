@@ -206,3 +206,25 @@ fn finalize_with_a_receive_never_matched_does_not_hang() {
     let (ok, text) = run(2, 1, &["--timeout", "60"], &build("leftover"));
     assert!(ok && text.contains("OK leftover") && text.contains("1 requests still active"), "{text}");
 }
+
+/// Persistent requests, cancellation, attributes, names and non-blocking
+/// collectives (sim-tests/c/more.c) on every backend and under hydra.
+#[test]
+fn persistent_requests_cancellation_attributes_and_nonblocking_collectives() {
+    let prog = build("more");
+    let ok = |np: u32, nodes: u16, extra: &[&str]| {
+        let (ok, text) = run(np, nodes, extra, &prog);
+        assert!(ok && text.contains(&format!("OK c-more on {np} ranks")), "c-more on {np} {extra:?}:\n{text}");
+    };
+    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2)] {
+        ok(np, nodes, &[]);
+    }
+    ok(3, 1, &["--backend", "udp"]);
+    if adi::backend::dpdk::available().is_ok() {
+        ok(3, 1, &["--backend", "dpdk"]);
+    }
+    if hydra().is_some() {
+        let (ok, text) = run_hydra(3, &prog, &[]);
+        assert!(ok && text.contains("OK c-more on 3 ranks"), "hydra c-more:\n{text}");
+    }
+}

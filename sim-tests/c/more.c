@@ -1,0 +1,106 @@
+/* Persistent requests, cancellation, attributes and names, and the
+ * non-blocking collectives; checks that can fail, "OK c-more on N ranks"
+ * from rank 0 when every rank passed. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int errors = 0, rank, size;
+
+#define CHECK(cond, ...)                                                \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            errors++;                                                   \
+            fprintf(stderr, "[%d] FAIL line %d: ", rank, __LINE__);     \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fprintf(stderr, "\n");                                      \
+        }                                                               \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+
+    /* Persistent requests: the same pair started three times. */
+    int out = 0, in = -1;
+    MPI_Request pr[2];
+    MPI_Recv_init(&in, 1, MPI_INT, prev, 4, MPI_COMM_WORLD, &pr[0]);
+    MPI_Send_init(&out, 1, MPI_INT, next, 4, MPI_COMM_WORLD, &pr[1]);
+    for (int round = 0; round < 3; round++) {
+        out = rank * 10 + round;
+        MPI_Startall(2, pr);
+        MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+        CHECK(in == prev * 10 + round, "persistent round %d got %d", round, in);
+        CHECK(pr[0] != MPI_REQUEST_NULL && pr[1] != MPI_REQUEST_NULL, "a persistent handle was freed by Waitall");
+    }
+    /* An inactive persistent request completes at once; Waitany ignores it. */
+    MPI_Status st;
+    MPI_Wait(&pr[0], &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "inactive wait status %d", st.MPI_SOURCE);
+    int idx = 5;
+    MPI_Waitany(2, pr, &idx, &st);
+    CHECK(idx == MPI_UNDEFINED, "waitany over inactive requests gave %d", idx);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Start(&pr[0]);
+    int rc = MPI_Start(&pr[0]);
+    CHECK(rc == MPI_ERR_REQUEST, "starting an active request gave %d", rc);
+    MPI_Cancel(&pr[0]);
+    MPI_Wait(&pr[0], &st);
+    int flag = 0;
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1, "the persistent receive was not cancelled");
+    MPI_Request_free(&pr[0]);
+    MPI_Request_free(&pr[1]);
+    CHECK(pr[0] == MPI_REQUEST_NULL, "freed handle not reset");
+
+    /* Cancel a receive nothing matches. */
+    MPI_Request r;
+    MPI_Irecv(&in, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &r);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1 && r == MPI_REQUEST_NULL, "cancelled receive");
+
+    /* Attributes and names. */
+    int *ub = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    CHECK(flag && ub && *ub >= 32767, "MPI_TAG_UB");
+    int *usize = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &usize, &flag);
+    CHECK(flag && usize && *usize == size, "MPI_UNIVERSE_SIZE");
+    rc = MPI_Comm_get_attr(MPI_COMM_WORLD, 12345, &ub, &flag);
+    CHECK(rc == MPI_ERR_KEYVAL, "unknown keyval gave %d", rc);
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    MPI_Comm_get_name(MPI_COMM_WORLD, name, &len);
+    CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14, "world's name '%s'", name);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_name(dup, "mine");
+    MPI_Comm_get_name(dup, name, &len);
+    CHECK(strcmp(name, "mine") == 0, "dup's name '%s'", name);
+
+    /* Non-blocking collectives, overlapped with point-to-point. */
+    MPI_Request c[4];
+    int bc = rank == size - 1 ? 77 : 0;
+    long sum[2] = {rank, 1};
+    double mine = rank + 0.5, red = 0;
+    MPI_Ibarrier(dup, &c[0]);
+    MPI_Ibcast(&bc, 1, MPI_INT, size - 1, dup, &c[1]);
+    MPI_Iallreduce(MPI_IN_PLACE, sum, 2, MPI_LONG, MPI_SUM, dup, &c[2]);
+    MPI_Ireduce(&mine, &red, 1, MPI_DOUBLE, MPI_MAX, size > 1 ? 1 : 0, dup, &c[3]);
+    MPI_Waitall(4, c, MPI_STATUSES_IGNORE);
+    CHECK(bc == 77, "ibcast %d", bc);
+    CHECK(sum[0] == (long)size * (size - 1) / 2 && sum[1] == size, "iallreduce");
+    if (rank == (size > 1 ? 1 : 0)) CHECK(red == size - 0.5, "ireduce %g", red);
+    MPI_Comm_free(&dup);
+
+    int total = 0;
+    MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && total == 0) printf("OK c-more on %d ranks\n", size);
+    MPI_Finalize();
+    return total == 0 ? 0 : 1;
+}
