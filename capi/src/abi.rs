@@ -120,7 +120,126 @@ ints! { INTS:
     "Fortran status size and indices" {
         MPI_F_STATUS_SIZE = 8, MPI_F_SOURCE = 0, MPI_F_TAG = 1, MPI_F_ERROR = 2,
     }
+    "File open modes and window assertions (powers of 2)" {
+        MPI_MODE_APPEND = 1, MPI_MODE_CREATE = 2, MPI_MODE_DELETE_ON_CLOSE = 4, MPI_MODE_EXCL = 8,
+        MPI_MODE_RDONLY = 16, MPI_MODE_RDWR = 32, MPI_MODE_SEQUENTIAL = 64, MPI_MODE_UNIQUE_OPEN = 128,
+        MPI_MODE_WRONLY = 256, MPI_MODE_NOCHECK = 1024, MPI_MODE_NOPRECEDE = 2048, MPI_MODE_NOPUT = 4096,
+        MPI_MODE_NOSTORE = 8192, MPI_MODE_NOSUCCEED = 16384,
+    }
+    "Array order and distribution" {
+        MPI_ORDER_C = 12, MPI_ORDER_FORTRAN = 15, MPI_DISTRIBUTE_NONE = 16, MPI_DISTRIBUTE_BLOCK = 17,
+        MPI_DISTRIBUTE_CYCLIC = 18, MPI_DISTRIBUTE_DFLT_DARG = 19,
+    }
+    "Datatype combiners" {
+        MPI_COMBINER_NAMED = 101, MPI_COMBINER_DUP = 102, MPI_COMBINER_CONTIGUOUS = 103,
+        MPI_COMBINER_VECTOR = 104, MPI_COMBINER_HVECTOR = 105, MPI_COMBINER_INDEXED = 106,
+        MPI_COMBINER_HINDEXED = 107, MPI_COMBINER_INDEXED_BLOCK = 108, MPI_COMBINER_HINDEXED_BLOCK = 109,
+        MPI_COMBINER_STRUCT = 110, MPI_COMBINER_SUBARRAY = 111, MPI_COMBINER_DARRAY = 112,
+        MPI_COMBINER_F90_INTEGER = 113, MPI_COMBINER_F90_REAL = 114, MPI_COMBINER_F90_COMPLEX = 115,
+        MPI_COMBINER_RESIZED = 116, MPI_COMBINER_VALUE_INDEX = 117,
+    }
+    "Fortran datatype matching" {
+        MPIX_TYPECLASS_LOGICAL = 191, MPI_TYPECLASS_INTEGER = 192, MPI_TYPECLASS_REAL = 193,
+        MPI_TYPECLASS_COMPLEX = 194,
+    }
+    "Topologies, window locks, flavors and models, file positioning" {
+        MPI_CART = 211, MPI_GRAPH = 212, MPI_DIST_GRAPH = 213, MPI_LOCK_EXCLUSIVE = 301,
+        MPI_LOCK_SHARED = 302, MPI_WIN_FLAVOR_CREATE = 311, MPI_WIN_FLAVOR_ALLOCATE = 312,
+        MPI_WIN_FLAVOR_DYNAMIC = 313, MPI_WIN_FLAVOR_SHARED = 314, MPI_WIN_UNIFIED = 321,
+        MPI_WIN_SEPARATE = 322, MPI_SEEK_SET = 401, MPI_SEEK_CUR = 402, MPI_SEEK_END = 403,
+    }
+    "Window attribute keys" {
+        MPI_WIN_BASE = 601, MPI_WIN_DISP_UNIT = 602, MPI_WIN_SIZE = 603, MPI_WIN_CREATE_FLAVOR = 604,
+        MPI_WIN_MODEL = 605,
+    }
+    "MPI_T verbosity, binding, scope and performance-variable classes" {
+        MPI_T_VERBOSITY_USER_BASIC = 0x09, MPI_T_VERBOSITY_USER_DETAIL = 0x0a,
+        MPI_T_VERBOSITY_USER_ALL = 0x0c, MPI_T_VERBOSITY_TUNER_BASIC = 0x11,
+        MPI_T_VERBOSITY_TUNER_DETAIL = 0x12, MPI_T_VERBOSITY_TUNER_ALL = 0x14,
+        MPI_T_VERBOSITY_MPIDEV_BASIC = 0x21, MPI_T_VERBOSITY_MPIDEV_DETAIL = 0x22,
+        MPI_T_VERBOSITY_MPIDEV_ALL = 0x24, MPI_T_BIND_NO_OBJECT = 1, MPI_T_BIND_MPI_COMM = 2,
+        MPI_T_BIND_MPI_DATATYPE = 3, MPI_T_BIND_MPI_ERRHANDLER = 4, MPI_T_BIND_MPI_FILE = 5,
+        MPI_T_BIND_MPI_GROUP = 6, MPI_T_BIND_MPI_OP = 7, MPI_T_BIND_MPI_REQUEST = 8,
+        MPI_T_BIND_MPI_WIN = 9, MPI_T_BIND_MPI_MESSAGE = 10, MPI_T_BIND_MPI_INFO = 11,
+        MPI_T_BIND_MPI_SESSION = 12, MPI_T_SCOPE_CONSTANT = 1, MPI_T_SCOPE_READONLY = 2,
+        MPI_T_SCOPE_LOCAL = 3, MPI_T_SCOPE_GROUP = 4, MPI_T_SCOPE_GROUP_EQ = 5, MPI_T_SCOPE_ALL = 6,
+        MPI_T_SCOPE_ALL_EQ = 7, MPI_T_PVAR_CLASS_STATE = 1, MPI_T_PVAR_CLASS_LEVEL = 2,
+        MPI_T_PVAR_CLASS_SIZE = 3, MPI_T_PVAR_CLASS_PERCENTAGE = 4, MPI_T_PVAR_CLASS_HIGHWATERMARK = 5,
+        MPI_T_PVAR_CLASS_LOWWATERMARK = 6, MPI_T_PVAR_CLASS_COUNTER = 7, MPI_T_PVAR_CLASS_AGGREGATE = 8,
+        MPI_T_PVAR_CLASS_TIMER = 9, MPI_T_PVAR_CLASS_GENERIC = 10,
+    }
+    "MPI_T error classes" {
+        MPI_T_ERR_CANNOT_INIT = 1001, MPI_T_ERR_NOT_ACCESSIBLE = 1002, MPI_T_ERR_NOT_INITIALIZED = 1003,
+        MPI_T_ERR_NOT_SUPPORTED = 1004, MPI_T_ERR_MEMORY = 1005, MPI_T_ERR_INVALID = 1006,
+        MPI_T_ERR_INVALID_INDEX = 1007, MPI_T_ERR_INVALID_ITEM = 1008, MPI_T_ERR_INVALID_SESSION = 1009,
+        MPI_T_ERR_INVALID_HANDLE = 1010, MPI_T_ERR_INVALID_NAME = 1011, MPI_T_ERR_OUT_OF_HANDLES = 1012,
+        MPI_T_ERR_OUT_OF_SESSIONS = 1013, MPI_T_ERR_CVAR_SET_NOT_NOW = 1014,
+        MPI_T_ERR_CVAR_SET_NEVER = 1015, MPI_T_ERR_PVAR_NO_WRITE = 1016,
+        MPI_T_ERR_PVAR_NO_STARTSTOP = 1017, MPI_T_ERR_PVAR_NO_ATOMIC = 1018,
+    }
 }
+
+/// The standard's callback types and the handle types of the tool
+/// interface, as C declarations: every standard-ABI header has them,
+/// whether or not the functions that take them are implemented (a
+/// program's own code names them).
+pub const TYPEDEFS: &[&str] = &[
+    "typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);",
+    "typedef void (MPI_User_function_c)(void *invec, void *inoutvec, MPI_Count *len, MPI_Datatype *datatype);",
+    "typedef int (MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);",
+    "typedef int (MPI_Grequest_free_function)(void *extra_state);",
+    "typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);",
+    "typedef int (MPI_Copy_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);",
+    "typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);",
+    "typedef int (MPI_Comm_copy_attr_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);",
+    "typedef int (MPI_Comm_delete_attr_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);",
+    "typedef int (MPI_Type_copy_attr_function)(MPI_Datatype datatype, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);",
+    "typedef int (MPI_Type_delete_attr_function)(MPI_Datatype datatype, int keyval, void *attribute_val, void *extra_state);",
+    "typedef int (MPI_Win_copy_attr_function)(MPI_Win win, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);",
+    "typedef int (MPI_Win_delete_attr_function)(MPI_Win win, int keyval, void *attribute_val, void *extra_state);",
+    "typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state);",
+    "typedef int (MPI_Datarep_conversion_function)(void *userbuf, MPI_Datatype datatype, int count, void *filebuf, MPI_Offset position, void *extra_state);",
+    "typedef int (MPI_Datarep_conversion_function_c)(void *userbuf, MPI_Datatype datatype, MPI_Count count, void *filebuf, MPI_Offset position, void *extra_state);",
+    "typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);",
+    "typedef void (MPI_File_errhandler_function)(MPI_File *file, int *error_code, ...);",
+    "typedef void (MPI_Win_errhandler_function)(MPI_Win *win, int *error_code, ...);",
+    "typedef void (MPI_Session_errhandler_function)(MPI_Session *session, int *error_code, ...);",
+    "typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;",
+    "typedef MPI_File_errhandler_function MPI_File_errhandler_fn;",
+    "typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;",
+    "typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;",
+    "#define MPI_NULL_COPY_FN               ((MPI_Copy_function*)0x0)",
+    "#define MPI_DUP_FN                     ((MPI_Copy_function*)0x1)",
+    "#define MPI_NULL_DELETE_FN             ((MPI_Delete_function*)0x0)",
+    "#define MPI_COMM_NULL_COPY_FN          ((MPI_Comm_copy_attr_function*)0x0)",
+    "#define MPI_COMM_DUP_FN                ((MPI_Comm_copy_attr_function*)0x1)",
+    "#define MPI_COMM_NULL_DELETE_FN        ((MPI_Comm_delete_attr_function*)0x0)",
+    "#define MPI_TYPE_NULL_COPY_FN          ((MPI_Type_copy_attr_function*)0x0)",
+    "#define MPI_TYPE_DUP_FN                ((MPI_Type_copy_attr_function*)0x1)",
+    "#define MPI_TYPE_NULL_DELETE_FN        ((MPI_Type_delete_attr_function*)0x0)",
+    "#define MPI_WIN_NULL_COPY_FN           ((MPI_Win_copy_attr_function*)0x0)",
+    "#define MPI_WIN_DUP_FN                 ((MPI_Win_copy_attr_function*)0x1)",
+    "#define MPI_WIN_NULL_DELETE_FN         ((MPI_Win_delete_attr_function*)0x0)",
+    "#define MPI_CONVERSION_FN_NULL         ((MPI_Datarep_conversion_function*)0x0)",
+    "#define MPI_CONVERSION_FN_NULL_C       ((MPI_Datarep_conversion_function_c*)0x0)",
+    "#define MPI_DISPLACEMENT_CURRENT       ((MPI_Offset)-1)",
+    "typedef struct MPI_T_enum_t* MPI_T_enum;",
+    "typedef struct MPI_T_cvar_handle_t* MPI_T_cvar_handle;",
+    "typedef struct MPI_T_pvar_handle_t* MPI_T_pvar_handle;",
+    "typedef struct MPI_T_pvar_session_t* MPI_T_pvar_session;",
+    "typedef struct MPI_T_event_registration_t* MPI_T_event_registration;",
+    "typedef struct MPI_T_event_instance_t* MPI_T_event_instance;",
+    "#define MPI_T_ENUM_NULL                ((MPI_T_enum)0)",
+    "#define MPI_T_CVAR_HANDLE_NULL         ((MPI_T_cvar_handle)0)",
+    "#define MPI_T_PVAR_SESSION_NULL        ((MPI_T_pvar_session)0)",
+    "#define MPI_T_PVAR_HANDLE_NULL         ((MPI_T_pvar_handle)0)",
+    "#define MPI_T_PVAR_ALL_HANDLES         ((MPI_T_pvar_handle)1)",
+    "typedef enum MPI_T_cb_safety { MPI_T_CB_REQUIRE_NONE = 0x00, MPI_T_CB_REQUIRE_MPI_RESTRICTED = 0x03, MPI_T_CB_REQUIRE_THREAD_SAFE = 0x0F, MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE = 0x3F } MPI_T_cb_safety;",
+    "typedef enum MPI_T_source_order { MPI_T_SOURCE_ORDERED = 1, MPI_T_SOURCE_UNORDERED = 2 } MPI_T_source_order;",
+    "typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance, MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);",
+    "typedef void (MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);",
+    "typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_registration event_registration, int source_index, MPI_T_cb_safety cb_safety, void *user_data);",
+];
 
 /// `#define`d sizes: `(name, value)`.
 pub const SIZES: &[(&str, i32)] = &[
@@ -346,6 +465,10 @@ pub fn header() -> String {
     line("");
     for (name, v) in SIZES {
         line(&format!("#define {name:<30} {v}"));
+    }
+    line("");
+    for t in TYPEDEFS {
+        line(t);
     }
     line("");
     for f in FUNCTIONS {
