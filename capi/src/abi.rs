@@ -359,6 +359,14 @@ pub const FUNCTIONS: &[&str] = &[
     // Datatypes (§5)
     "int MPI_Type_size(MPI_Datatype datatype, int *size)",
     "int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)",
+    "int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
+    "int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)",
+    "int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
+    "int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)",
+    "int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)",
+    "int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)",
+    "int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)",
+    "int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)",
     // Point-to-point (§3)
     "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",

@@ -406,23 +406,111 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_
     })
 }
 
+/// Whole elements of `datatype` in a status's byte count, or
+/// `MPI_UNDEFINED` when the bytes are not whole elements (§3.2.5).
+///
+/// # Safety
+/// `status` is null or readable.
+unsafe fn elements(status: *const MpiStatus, datatype: Handle) -> R<i64> {
+    if status.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
+    }
+    // SAFETY: non-null and readable by the caller's contract.
+    let bytes = unsafe { status.read() }.bytes();
+    let size = type_size(datatype)? as u64;
+    Ok(match bytes.checked_rem(size) {
+        Some(0) => i64::try_from(bytes / size).unwrap_or(i64::from(MPI_UNDEFINED)),
+        _ => i64::from(MPI_UNDEFINED),
+    })
+}
+
+/// A count for an `int` result: `MPI_UNDEFINED` when it does not fit (§3.2.5).
+fn as_int(n: i64) -> c_int {
+    c_int::try_from(n).unwrap_or(MPI_UNDEFINED)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
     with_state("MPI_Get_count", MPI_COMM_WORLD, |_| {
-        if status.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
-        }
-        // SAFETY: non-null and readable by the standard's contract.
-        let bytes = unsafe { status.read() }.bytes();
-        let size = type_size(datatype)? as u64;
-        // §3.2.5: MPI_UNDEFINED when the bytes are not whole elements.
-        let n = match bytes.checked_rem(size) {
-            Some(0) => c_int::try_from(bytes / size).unwrap_or(MPI_UNDEFINED),
-            _ => MPI_UNDEFINED,
-        };
-        // SAFETY: the standard's contract on `count`.
-        unsafe { put(count, n, "count") }
+        // SAFETY: the standard's contract on `status` and `count`.
+        unsafe { put(count, as_int(elements(status, datatype)?), "count") }
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    with_state("MPI_Get_count_c", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `status` and `count`.
+        unsafe { put(count, elements(status, datatype)?, "count") }
+    })
+}
+
+/// For the predefined datatypes a basic element is the datatype itself,
+/// so `MPI_Get_elements` is `MPI_Get_count`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    with_state("MPI_Get_elements", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `status` and `count`.
+        unsafe { put(count, as_int(elements(status, datatype)?), "count") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    with_state("MPI_Get_elements_c", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `status` and `count`.
+        unsafe { put(count, elements(status, datatype)?, "count") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
+    with_state("MPI_Type_size_c", MPI_COMM_WORLD, |_| {
+        let n = type_size(datatype)? as i64;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+/// Lower bound 0 and extent the size: the predefined datatypes are
+/// contiguous (§5.1.7). `T` is `MPI_Aint` (`isize`) or `MPI_Count` (`i64`).
+///
+/// # Safety
+/// `lb` and `extent` are null or writable.
+unsafe fn extent<T: From<i16>>(call: &str, datatype: Handle, lb: *mut T, extent: *mut T) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |_| {
+        // Predefined sizes are at most 32 bytes.
+        let n = type_size(datatype)? as i16;
+        // SAFETY: the caller's contract.
+        unsafe {
+            put(lb, T::from(0), "lb")?;
+            put(extent, T::from(n), "extent")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent_: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { extent::<isize>("MPI_Type_get_extent", datatype, lb, extent_) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent_: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { extent::<i64>("MPI_Type_get_extent_c", datatype, lb, extent_) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent_: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { extent::<isize>("MPI_Type_get_true_extent", datatype, lb, extent_) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent_: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { extent::<i64>("MPI_Type_get_true_extent_c", datatype, lb, extent_) }
 }
 
 /// Storage for the predefined attributes' values: `MPI_Comm_get_attr`

@@ -64,6 +64,24 @@ int main(int argc, char **argv)
     MPI_Test_cancelled(&st, &flag);
     CHECK(flag == 1 && r == MPI_REQUEST_NULL, "cancelled receive");
 
+    /* Datatype queries on the predefined types. */
+    MPI_Aint lb = -1, ext = -1;
+    MPI_Type_get_extent(MPI_DOUBLE, &lb, &ext);
+    CHECK(lb == 0 && ext == 8, "extent of MPI_DOUBLE %ld/%ld", (long)lb, (long)ext);
+    MPI_Count clb = -1, cext = -1, csize = -1;
+    MPI_Type_get_true_extent_c(MPI_SHORT, &clb, &cext);
+    MPI_Type_size_c(MPI_2INT, &csize);
+    CHECK(clb == 0 && cext == 2 && csize == 8, "true extent %lld, size %lld", (long long)cext, (long long)csize);
+    short sh[3] = {1, 2, 3}, sh2[3] = {0, 0, 0};
+    MPI_Sendrecv(sh, 3, MPI_SHORT, rank, 8, sh2, 3, MPI_SHORT, rank, 8, MPI_COMM_WORLD, &st);
+    CHECK(sh2[2] == 3, "sendrecv to self");
+    MPI_Count cc = -1;
+    MPI_Get_count_c(&st, MPI_SHORT, &cc);
+    int ec = -1, odd = -1;
+    MPI_Get_elements(&st, MPI_SHORT, &ec);
+    MPI_Get_count(&st, MPI_INT, &odd);
+    CHECK(cc == 3 && ec == 3 && odd == MPI_UNDEFINED, "counts %lld %d %d", (long long)cc, ec, odd);
+
     /* Attributes and names. */
     int *ub = NULL;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
