@@ -151,6 +151,29 @@ unsafe fn elems_mut<'a, T: Equivalence>(p: *mut c_void, count: usize, what: &str
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), count) })
 }
 
+/// The send side of a reduction: `count` elements at `sendbuf`, or with
+/// `MPI_IN_PLACE` (where `in_place_ok`: everywhere for the all-reduce,
+/// at the root for a reduce) a copy of the receive buffer's, taken before
+/// the receive buffer is handed out (§6.9.3).
+///
+/// # Safety
+/// Both pointers hold `n` elements of `T` for the lifetime chosen.
+unsafe fn reduce_send<'a, T: Equivalence>(
+    sendbuf: *const c_void,
+    recvbuf: *const c_void,
+    n: usize,
+    in_place_ok: bool,
+) -> R<std::borrow::Cow<'a, [T]>> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        Ok(if in_place(sendbuf) && in_place_ok {
+            std::borrow::Cow::Owned(elems::<T>(recvbuf, n, "recvbuf")?.to_vec())
+        } else {
+            std::borrow::Cow::Borrowed(elems::<T>(sendbuf, n, "sendbuf")?)
+        })
+    }
+}
+
 fn count_of(count: c_int) -> R<usize> {
     usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
@@ -172,21 +195,15 @@ pub unsafe extern "C" fn MPI_Reduce(
         let op = system_op(op)?;
         let at_root = c.rank() == root;
         typed!(datatype, T => {
-            // SAFETY (both blocks): the standard's contract on the buffers:
-            // `count` elements each, the receive buffer significant at the root.
-            let owned: Vec<T>;
-            let send: &[T] = if in_place(sendbuf) && at_root {
-                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
-                &owned
-            } else {
-                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
-            };
+            // SAFETY: the standard's contract: `count` elements in each buffer
+            // (until completion for the non-blocking forms).
+            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
             let p = c.process_at_rank(root);
             if at_root {
                 let recv = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-                Ok(p.reduce_into_root(send, recv, op)?)
+                Ok(p.reduce_into_root(&send, recv, op)?)
             } else {
-                Ok(p.reduce_into(send, op)?)
+                Ok(p.reduce_into(&send, op)?)
             }
         })
     })
@@ -206,32 +223,46 @@ pub unsafe extern "C" fn MPI_Allreduce(
         let n = count_of(count)?;
         let op = system_op(op)?;
         typed!(datatype, T => {
-            // SAFETY: the standard's contract: `count` elements in each buffer.
-            let owned: Vec<T>;
-            let send: &[T] = if in_place(sendbuf) {
-                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
-                &owned
-            } else {
-                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
-            };
+            // SAFETY: the standard's contract: `count` elements in each buffer
+            // (until completion for the non-blocking forms).
+            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
             // SAFETY: as above.
             let recv = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-            Ok(c.all_reduce_into(send, recv, op)?)
+            Ok(c.all_reduce_into(&send, recv, op)?)
         })
     })
 }
 
-/// One process's block of a gather or scatter, in bytes, with the two
-/// sides' signatures checked to agree (§6.5: same amount of data).
-fn block(scount: c_int, stype: Handle, rcount: c_int, rtype: Handle) -> R<(usize, usize)> {
-    Ok((byte_len(scount, stype)?, byte_len(rcount, rtype)?))
-}
-
+/// The two sides' blocks must be the same amount of data (§6.5).
 fn same(call: &str, a: usize, b: usize) -> R<()> {
     if a != b {
         return Err(Fail::new(MPI_ERR_TRUNCATE, format!("{call}: {a} bytes sent per process, but {b} received")));
     }
     Ok(())
+}
+
+/// The block a process contributes to a gather: `sendcount` elements at
+/// `sendbuf`, checked against the `rlen`-byte receive blocks, or with
+/// `MPI_IN_PLACE` a copy of `own` (its block, already in the receive
+/// buffer).
+///
+/// # Safety
+/// `sendbuf` holds `sendcount` elements of `sendtype` for the lifetime chosen.
+unsafe fn gather_send<'a>(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    rlen: usize,
+    own: &[u8],
+) -> R<std::borrow::Cow<'a, [u8]>> {
+    if in_place(sendbuf) {
+        return Ok(std::borrow::Cow::Owned(own.to_vec()));
+    }
+    let slen = byte_len(sendcount, sendtype)?;
+    same(call, slen, rlen)?;
+    // SAFETY: the caller's contract.
+    Ok(std::borrow::Cow::Borrowed(unsafe { bytes(sendbuf, slen, "sendbuf")? }))
 }
 
 #[no_mangle]
@@ -259,17 +290,9 @@ pub unsafe extern "C" fn MPI_Gather(
         // SAFETY: the standard's contract: `recvbuf` holds size blocks at the root.
         let recv = unsafe { bytes_mut(recvbuf, total, "recvbuf")? };
         let me = c.rank() as usize * rlen;
-        let owned: Vec<u8>;
-        let send: &[u8] = if in_place(sendbuf) {
-            owned = recv[me..me + rlen].to_vec();
-            &owned
-        } else {
-            let (slen, _) = block(sendcount, sendtype, recvcount, recvtype)?;
-            same("MPI_Gather", slen, rlen)?;
-            // SAFETY: the standard's contract on `sendbuf`.
-            unsafe { bytes(sendbuf, slen, "sendbuf")? }
-        };
-        Ok(p.gather_into_root(send, recv)?)
+        // SAFETY: the standard's contract on `sendbuf`.
+        let send = unsafe { gather_send("MPI_Gather", sendbuf, sendcount, sendtype, rlen, &recv[me..me + rlen])? };
+        Ok(p.gather_into_root(&send[..], recv)?)
     })
 }
 
@@ -325,17 +348,9 @@ pub unsafe extern "C" fn MPI_Allgather(
         // SAFETY: the standard's contract: `recvbuf` holds size blocks.
         let recv = unsafe { bytes_mut(recvbuf, rlen * c.size() as usize, "recvbuf")? };
         let me = c.rank() as usize * rlen;
-        let owned: Vec<u8>;
-        let send: &[u8] = if in_place(sendbuf) {
-            owned = recv[me..me + rlen].to_vec();
-            &owned
-        } else {
-            let (slen, _) = block(sendcount, sendtype, recvcount, recvtype)?;
-            same("MPI_Allgather", slen, rlen)?;
-            // SAFETY: the standard's contract on `sendbuf`.
-            unsafe { bytes(sendbuf, slen, "sendbuf")? }
-        };
-        Ok(c.all_gather_into(send, recv)?)
+        // SAFETY: the standard's contract on `sendbuf`.
+        let send = unsafe { gather_send("MPI_Allgather", sendbuf, sendcount, sendtype, rlen, &recv[me..me + rlen])? };
+        Ok(c.all_gather_into(&send[..], recv)?)
     })
 }
 
@@ -360,7 +375,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
             owned = recv.to_vec();
             &owned
         } else {
-            let (slen, _) = block(sendcount, sendtype, recvcount, recvtype)?;
+            let slen = byte_len(sendcount, sendtype)?;
             same("MPI_Alltoall", slen, rlen)?;
             // SAFETY: the standard's contract: `sendbuf` holds size blocks.
             unsafe { bytes(sendbuf, slen * n, "sendbuf")? }
@@ -417,18 +432,12 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         let n = count_of(count)?;
         let op = system_op(op)?;
         let r = typed!(datatype, T => {
-            // SAFETY: the caller keeps both buffers until the request
-            // completes (§6.12); the send side is copied at the start.
-            let owned: Vec<T>;
-            let send: &[T] = if in_place(sendbuf) {
-                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
-                &owned
-            } else {
-                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
-            };
+            // SAFETY: the standard's contract: `count` elements in each buffer
+            // (until completion for the non-blocking forms).
+            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
             // SAFETY: as above; 'static stands for "until completion".
             let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-            Ok(c.immediate_all_reduce_into(send, recv, op)?)
+            Ok(c.immediate_all_reduce_into(&send, recv, op)?)
         })?;
         // SAFETY: the standard's contract on `request`.
         unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
@@ -453,22 +462,16 @@ pub unsafe extern "C" fn MPI_Ireduce(
         let op = system_op(op)?;
         let at_root = c.rank() == root;
         let r = typed!(datatype, T => {
-            // SAFETY: the caller keeps the buffers until the request
-            // completes (§6.12); the send side is copied at the start.
-            let owned: Vec<T>;
-            let send: &[T] = if in_place(sendbuf) && at_root {
-                owned = unsafe { elems::<T>(recvbuf, n, "recvbuf")? }.to_vec();
-                &owned
-            } else {
-                unsafe { elems::<T>(sendbuf, n, "sendbuf")? }
-            };
+            // SAFETY: the standard's contract: `count` elements in each buffer
+            // (until completion for the non-blocking forms).
+            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
             let p = c.process_at_rank(root);
             if at_root {
                 // SAFETY: as above; 'static stands for "until completion".
                 let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-                Ok(p.immediate_reduce_into_root(send, recv, op)?)
+                Ok(p.immediate_reduce_into_root(&send, recv, op)?)
             } else {
-                Ok(p.immediate_reduce_into(send, op)?)
+                Ok(p.immediate_reduce_into(&send, op)?)
             }
         })?;
         // SAFETY: the standard's contract on `request`.

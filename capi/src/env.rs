@@ -429,38 +429,46 @@ fn as_int(n: i64) -> c_int {
     c_int::try_from(n).unwrap_or(MPI_UNDEFINED)
 }
 
+/// `MPI_Get_count` and `MPI_Get_elements` (the same for the predefined
+/// datatypes: each is its own basic element), as `int` or `MPI_Count`.
+///
+/// # Safety
+/// `status` is null or readable; `count` is null or writable.
+unsafe fn count_call<T>(
+    call: &str,
+    status: *const MpiStatus,
+    datatype: Handle,
+    count: *mut T,
+    conv: fn(i64) -> T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |_| {
+        // SAFETY: the caller's contract on `status` and `count`.
+        unsafe { put(count, conv(elements(status, datatype)?), "count") }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    with_state("MPI_Get_count", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `status` and `count`.
-        unsafe { put(count, as_int(elements(status, datatype)?), "count") }
-    })
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count", status, datatype, count, as_int) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    with_state("MPI_Get_count_c", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `status` and `count`.
-        unsafe { put(count, elements(status, datatype)?, "count") }
-    })
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count_c", status, datatype, count, |n| n) }
 }
 
-/// For the predefined datatypes a basic element is the datatype itself,
-/// so `MPI_Get_elements` is `MPI_Get_count`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    with_state("MPI_Get_elements", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `status` and `count`.
-        unsafe { put(count, as_int(elements(status, datatype)?), "count") }
-    })
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements", status, datatype, count, as_int) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    with_state("MPI_Get_elements_c", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `status` and `count`.
-        unsafe { put(count, elements(status, datatype)?, "count") }
-    })
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements_c", status, datatype, count, |n| n) }
 }
 
 #[no_mangle]

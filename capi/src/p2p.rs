@@ -19,6 +19,28 @@ fn recv_tag(tag: c_int) -> R<Option<c_int>> {
     }
 }
 
+/// Evaluate `$e` with `$s` the source `$source` names in `$c`: any
+/// process (`MPI_ANY_SOURCE`) or the one at that rank.
+macro_rules! from_source {
+    ($c:expr, $source:expr, $s:ident => $e:expr) => {
+        if $source == MPI_ANY_SOURCE {
+            let $s = &$c.any_process();
+            $e
+        } else {
+            let $s = &$c.process_at_rank($source);
+            $e
+        }
+    };
+}
+
+/// A buffer of `len > 0` bytes must not be a null pointer (`MPI_ERR_BUFFER`).
+fn check_buf(ptr: *const c_void, len: usize, what: &str) -> R<()> {
+    if len > 0 && ptr.is_null() {
+        return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+    }
+    Ok(())
+}
+
 /// Blocking send of every mode: standard, synchronous (`sync`), ready
 /// (a ready send is a standard send whose receive is known to be posted).
 ///
@@ -41,9 +63,7 @@ unsafe fn send(
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
-        if len > 0 && buf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
-        }
+        check_buf(buf.cast(), len, "send")?;
         // SAFETY: `buf` holds `len` bytes for this call (the caller's contract).
         Ok(unsafe { raw::send(&c.process_at_rank(dest), buf.cast(), len, tag, sync) }?)
     })
@@ -111,17 +131,9 @@ unsafe fn recv(
         unsafe { put_status(status, MpiStatus::empty()) };
         return Ok(());
     }
-    if len > 0 && buf.is_null() {
-        return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
-    }
+    check_buf(buf.cast(), len, "receive")?;
     // SAFETY: `buf` has room for `len` bytes for this call (the caller's contract).
-    let s = unsafe {
-        if source == MPI_ANY_SOURCE {
-            raw::recv(&c.any_process(), buf.cast(), len, tag)
-        } else {
-            raw::recv(&c.process_at_rank(source), buf.cast(), len, tag)
-        }
-    }?;
+    let s = unsafe { from_source!(c, source, from => raw::recv(from, buf.cast(), len, tag)) }?;
     // SAFETY: the caller's contract on `status`.
     unsafe { put_status(status, c_status(&s)) };
     Ok(())
@@ -139,6 +151,18 @@ pub unsafe extern "C" fn MPI_Recv(
 ) -> c_int {
     // SAFETY: the standard's contract on the arguments.
     with_state("MPI_Recv", comm, |st| unsafe { recv(st, buf, count, datatype, source, tag, comm, status) })
+}
+
+/// The handle `request` points at.
+///
+/// # Safety
+/// `request` is null or readable.
+unsafe fn read_handle(request: *const Handle) -> R<Handle> {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+    }
+    // SAFETY: non-null; the caller's contract.
+    Ok(unsafe { request.read() })
 }
 
 /// Register `r` as a new request handle and write it to `out`.
@@ -179,9 +203,7 @@ unsafe fn isend(
         let r = if dest == MPI_PROC_NULL {
             Req::Done(MpiStatus::empty())
         } else {
-            if len > 0 && buf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
-            }
+            check_buf(buf.cast(), len, "send")?;
             // SAFETY: the caller keeps `buf` until the request completes
             // (the standard's contract, §3.7.2); the request's handle is
             // the only way to complete it, and MPI_Finalize completes what
@@ -238,18 +260,10 @@ pub unsafe extern "C" fn MPI_Irecv(
         let r = if source == MPI_PROC_NULL {
             Req::Done(MpiStatus::empty())
         } else {
-            if len > 0 && buf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
-            }
+            check_buf(buf.cast(), len, "receive")?;
             // SAFETY: the caller keeps `buf` untouched until the request
             // completes (the standard's contract, §3.7.2).
-            Req::Op(unsafe {
-                if source == MPI_ANY_SOURCE {
-                    raw::irecv(&c.any_process(), buf.cast(), len, tag)
-                } else {
-                    raw::irecv(&c.process_at_rank(source), buf.cast(), len, tag)
-                }
-            }?)
+            Req::Op(unsafe { from_source!(c, source, from => raw::irecv(from, buf.cast(), len, tag)) }?)
         };
         // SAFETY: the caller's contract on `request`.
         unsafe { new_request(st, r, request) }
@@ -279,9 +293,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         let send = if dest == MPI_PROC_NULL {
             None
         } else {
-            if len > 0 && sendbuf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
-            }
+            check_buf(sendbuf.cast(), len, "send")?;
             // SAFETY: the send completes (wait below) before this call returns.
             Some(unsafe { raw::isend(&c.process_at_rank(dest), sendbuf.cast(), len, sendtag, false) }?)
         };
@@ -301,16 +313,12 @@ fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<
     if source == MPI_PROC_NULL {
         return Ok(Some(MpiStatus::empty()));
     }
-    let s = match (source == MPI_ANY_SOURCE, tag, block) {
-        (true, None, true) => Some(c.any_process().probe()?),
-        (true, Some(t), true) => Some(c.any_process().probe_with_tag(t)?),
-        (false, None, true) => Some(c.process_at_rank(source).probe()?),
-        (false, Some(t), true) => Some(c.process_at_rank(source).probe_with_tag(t)?),
-        (true, None, false) => c.any_process().immediate_probe()?,
-        (true, Some(t), false) => c.any_process().immediate_probe_with_tag(t)?,
-        (false, None, false) => c.process_at_rank(source).immediate_probe()?,
-        (false, Some(t), false) => c.process_at_rank(source).immediate_probe_with_tag(t)?,
-    };
+    let s = from_source!(c, source, from => match (tag, block) {
+        (None, true) => Some(from.probe()?),
+        (Some(t), true) => Some(from.probe_with_tag(t)?),
+        (None, false) => from.immediate_probe()?,
+        (Some(t), false) => from.immediate_probe_with_tag(t)?,
+    });
     Ok(s.as_ref().map(c_status))
 }
 
@@ -388,11 +396,8 @@ fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Wait", MPI_COMM_WORLD, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let h = unsafe { request.read() };
+        // SAFETY: the standard's contract on `request`.
+        let h = unsafe { read_handle(request)? };
         let s = complete(st, h, true)?.unwrap_or_else(MpiStatus::empty);
         // SAFETY: the standard's contract on `request` and `status`.
         unsafe {
@@ -406,11 +411,8 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Test", MPI_COMM_WORLD, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let h = unsafe { request.read() };
+        // SAFETY: the standard's contract on `request`.
+        let h = unsafe { read_handle(request)? };
         let s = complete(st, h, false)?;
         // SAFETY: the standard's contract on `request`, `flag` and `status`.
         unsafe {
@@ -573,11 +575,8 @@ pub unsafe extern "C" fn MPI_Waitany(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
     with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let h = unsafe { request.read() };
+        // SAFETY: the standard's contract on `request`.
+        let h = unsafe { read_handle(request)? };
         // The operation still completes (§3.7.3), with the buffer the
         // caller's to keep until then: the request is kept, progressed by
         // every later call, and waited for at MPI_Finalize at the latest.
@@ -632,9 +631,7 @@ pub unsafe extern "C" fn MPI_Send_init(
 ) -> c_int {
     with_state("MPI_Send_init", comm, |st| {
         let len = byte_len(count, datatype)?;
-        if len > 0 && buf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
-        }
+        check_buf(buf.cast(), len, "send")?;
         if tag < 0 {
             return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
         }
@@ -656,9 +653,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
 ) -> c_int {
     with_state("MPI_Recv_init", comm, |st| {
         let len = byte_len(count, datatype)?;
-        if len > 0 && buf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
-        }
+        check_buf(buf.cast(), len, "receive")?;
         let op = PersistentOp::Recv { buf: buf.cast(), len, source, tag: recv_tag(tag)? };
         // SAFETY: the standard's contract on `request`.
         unsafe { persistent(st, comm, op, request) }
@@ -685,13 +680,7 @@ fn start(st: &mut State, h: Handle) -> R<()> {
         }
         PersistentOp::Recv { buf, len, source, tag } => {
             // SAFETY: as above, for MPI_Recv_init's buffer.
-            p.active = Some(unsafe {
-                if source == MPI_ANY_SOURCE {
-                    raw::irecv(&c.any_process(), buf, len, tag)
-                } else {
-                    raw::irecv(&c.process_at_rank(source), buf, len, tag)
-                }
-            }?);
+            p.active = Some(unsafe { from_source!(c, source, from => raw::irecv(from, buf, len, tag)) }?);
         }
     }
     Ok(())
@@ -700,11 +689,8 @@ fn start(st: &mut State, h: Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
     with_state("MPI_Start", MPI_COMM_WORLD, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        start(st, unsafe { request.read() })
+        // SAFETY: the standard's contract on `request`.
+        start(st, unsafe { read_handle(request)? })
     })
 }
 
@@ -722,11 +708,8 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Hand
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
     with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let h = unsafe { request.read() };
+        // SAFETY: the standard's contract on `request`.
+        let h = unsafe { read_handle(request)? };
         let r = match st.requests.get(&h) {
             Some(Req::Op(r)) => Some(r),
             Some(Req::Persistent(p)) => p.active.as_ref(),

@@ -8,18 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int errors = 0;
-static int rank, size;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            errors++;                                      \
-            fprintf(stderr, "[%d] FAIL line %d: ", rank, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                  \
-            fprintf(stderr, "\n");                         \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 int main(int argc, char **argv)
 {

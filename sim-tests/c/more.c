@@ -5,17 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int errors = 0, rank, size;
-
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            errors++;                                                   \
-            fprintf(stderr, "[%d] FAIL line %d: ", rank, __LINE__);     \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, "\n");                                      \
-        }                                                               \
-    } while (0)
+#include "check.h"
 
 int main(int argc, char **argv)
 {
@@ -115,6 +105,27 @@ int main(int argc, char **argv)
     CHECK(sum[0] == (long)size * (size - 1) / 2 && sum[1] == size, "iallreduce");
     if (rank == (size > 1 ? 1 : 0)) CHECK(red == size - 0.5, "ireduce %g", red);
     MPI_Comm_free(&dup);
+
+    /* Zero counts everywhere, from a root other than 0. */
+    int zr = size - 1, dummy = 5, other = 6;
+    MPI_Bcast(&dummy, 0, MPI_INT, zr, MPI_COMM_WORLD);
+    MPI_Allreduce(&dummy, &other, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Reduce(&dummy, &other, 0, MPI_DOUBLE, MPI_MAX, zr, MPI_COMM_WORLD);
+    MPI_Gather(&dummy, 0, MPI_INT, &other, 0, MPI_INT, zr, MPI_COMM_WORLD);
+    MPI_Alltoall(&dummy, 0, MPI_INT, &other, 0, MPI_INT, MPI_COMM_WORLD);
+    CHECK(dummy == 5 && other == 6, "a zero-count collective wrote %d/%d", dummy, other);
+
+    /* Polling loops: Iprobe until a message is there, Testall until done. */
+    int token = rank, got = -1;
+    MPI_Request pq[2];
+    MPI_Isend(&token, 1, MPI_INT, next, 21, MPI_COMM_WORLD, &pq[0]);
+    flag = 0;
+    while (!flag) MPI_Iprobe(prev, 21, MPI_COMM_WORLD, &flag, &st);
+    CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 21, "iprobe status %d/%d", st.MPI_SOURCE, st.MPI_TAG);
+    MPI_Irecv(&got, 1, MPI_INT, prev, 21, MPI_COMM_WORLD, &pq[1]);
+    flag = 0;
+    while (!flag) MPI_Testall(2, pq, &flag, MPI_STATUSES_IGNORE);
+    CHECK(got == prev && pq[0] == MPI_REQUEST_NULL && pq[1] == MPI_REQUEST_NULL, "polled exchange %d", got);
 
     int total = 0;
     MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
