@@ -1,45 +1,118 @@
-//! Collectives (MPI 4.1 §6) on the predefined contiguous datatypes, with
-//! `MPI_IN_PLACE` (§6.1.2) and roots other than 0. Reductions run on the
-//! element type the datatype names (`MPI_INT` is `i32`, `MPI_2INT` a
-//! value-index pair, ...), through the mpi crate's algorithms, which the
-//! simulator may offload to the device.
+//! Collectives (MPI 4.1 §6), blocking and non-blocking (§6.12), with
+//! `MPI_IN_PLACE` (§6.1.2), roots other than 0, and any committed
+//! datatype: data the datatype lays out contiguously moves from and into
+//! the caller's buffers as they are; scattered data is packed, or staged
+//! and unpacked at completion ([`crate::datatype`]). Reductions run on the
+//! element type a predefined datatype names (`MPI_INT` is `i32`,
+//! `MPI_2INT` a value-index pair, ...), through the mpi crate's
+//! algorithms, which the simulator may offload to the device.
+//!
+//! Each collective is written once, as the start of a non-blocking
+//! operation; the blocking call waits for it (the mpi crate's blocking
+//! collectives do the same), so the two forms cannot drift apart.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use mpi::datatype::Equivalence;
 use mpi::{Communicator, CommunicatorCollectives, Root, SystemOperation, ValueIndex};
 
 use crate::abi::*;
+use crate::datatype::{incoming, outgoing, Span, Unpack};
+use crate::p2p::new_request;
 use crate::*;
 
-/// `len` bytes at `p` (empty for `len == 0`).
-///
-/// # Safety
-/// `p..p + len` is readable for the lifetime chosen.
-unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> R<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is a null pointer")));
-    }
-    // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p.cast(), len) })
+/// Bytes a collective sends, and what it keeps alive until completion.
+struct Out {
+    bytes: &'static [u8],
+    hold: Vec<Vec<u8>>,
 }
 
-/// `len` writable bytes at `p`.
+/// The bytes of `span` at `buf`: the caller's, or a packed copy.
 ///
 /// # Safety
-/// `p..p + len` is writable and not otherwise accessed for the lifetime chosen.
-unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> R<&'a mut [u8]> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is a null pointer")));
-    }
+/// `buf` holds the span's elements until the operation completes.
+unsafe fn out(buf: *const c_void, span: &Span, what: &str) -> R<Out> {
     // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), len) })
+    Ok(match unsafe { outgoing(buf, span, what)? } {
+        Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
+        Cow::Owned(v) => owned(v),
+    })
+}
+
+/// Bytes of our own, kept with the operation.
+fn owned(v: Vec<u8>) -> Out {
+    // SAFETY: the vector's heap bytes do not move when the vector does,
+    // and the operation keeps the vector until it completes.
+    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) };
+    Out { bytes, hold: vec![v] }
+}
+
+/// `len` bytes of scratch space kept in `hold` (a root's block that stays
+/// in place with `MPI_IN_PLACE`).
+fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> &'static mut [u8] {
+    let mut v = vec![0u8; len];
+    // SAFETY: as in [`owned`]; nothing else refers to the vector.
+    let s = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
+    hold.push(v);
+    s
+}
+
+/// An operation with what it keeps: buffers, and a staged receive
+/// unpacked in full when it completes.
+fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Active {
+    let unpack = unpack.map(|mut u| {
+        u.whole = true;
+        u
+    });
+    Active { r, stage: Stage { hold, unpack } }
+}
+
+/// Run a collective to completion.
+fn blocking(call: &str, comm: Handle, start: impl FnOnce(&mut State) -> R<Active>) -> c_int {
+    with_state(call, comm, |st| {
+        start(st)?.wait()?;
+        Ok(())
+    })
+}
+
+/// Start a collective and hand out its request.
+///
+/// # Safety
+/// `request` is null or writable.
+unsafe fn nonblocking(
+    call: &str,
+    comm: Handle,
+    request: *mut Handle,
+    start: impl FnOnce(&mut State) -> R<Active>,
+) -> c_int {
+    with_state(call, comm, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        let a = start(st)?;
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { new_request(st, Req::Op(a), request) }
+    })
+}
+
+/// The blocking and non-blocking entry points of one collective, from
+/// the function that starts it.
+macro_rules! collective {
+    ($name:ident / $iname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: the standard's contract on the arguments, for the call.
+            blocking(stringify!($name), $comm, |st| unsafe { $start(st, $($arg),*) })
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $iname($($arg: $ty,)* request: *mut Handle) -> c_int {
+            // SAFETY: the standard's contract on the arguments, which the
+            // caller keeps until the request completes (§6.12).
+            unsafe { nonblocking(stringify!($iname), $comm, request, |st| $start(st, $($arg),*)) }
+        }
+    };
 }
 
 fn in_place(p: *const c_void) -> bool {
@@ -55,29 +128,6 @@ fn root_of(c: &SimpleCommunicator, root: c_int) -> R<c_int> {
         ));
     }
     Ok(root)
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
-    with_state("MPI_Barrier", comm, |st| Ok(st.comm(comm)?.comm.barrier()?))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Bcast", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let root = root_of(c, root)?;
-        let len = byte_len(count, datatype)?;
-        // SAFETY: the standard's contract: `buffer` holds `count` elements.
-        let buf = unsafe { bytes_mut(buffer, len, "buffer")? };
-        Ok(c.process_at_rank(root).broadcast_into(buf)?)
-    })
 }
 
 /// The operation a handle names.
@@ -178,61 +228,6 @@ fn count_of(count: c_int) -> R<usize> {
     usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Reduce", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let root = root_of(c, root)?;
-        let n = count_of(count)?;
-        let op = system_op(op)?;
-        let at_root = c.rank() == root;
-        typed!(datatype, T => {
-            // SAFETY: the standard's contract: `count` elements in each buffer
-            // (until completion for the non-blocking forms).
-            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
-            let p = c.process_at_rank(root);
-            if at_root {
-                let recv = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-                Ok(p.reduce_into_root(&send, recv, op)?)
-            } else {
-                Ok(p.reduce_into(&send, op)?)
-            }
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Allreduce", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let n = count_of(count)?;
-        let op = system_op(op)?;
-        typed!(datatype, T => {
-            // SAFETY: the standard's contract: `count` elements in each buffer
-            // (until completion for the non-blocking forms).
-            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
-            // SAFETY: as above.
-            let recv = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-            Ok(c.all_reduce_into(&send, recv, op)?)
-        })
-    })
-}
-
 /// The two sides' blocks must be the same amount of data (§6.5).
 fn same(call: &str, a: usize, b: usize) -> R<()> {
     if a != b {
@@ -241,211 +236,388 @@ fn same(call: &str, a: usize, b: usize) -> R<()> {
     Ok(())
 }
 
-/// The block a process contributes to a gather: `sendcount` elements at
-/// `sendbuf`, checked against the `rlen`-byte receive blocks, or with
-/// `MPI_IN_PLACE` a copy of `own` (its block, already in the receive
-/// buffer).
+/// What a process contributes to a gather: `sendcount` elements at
+/// `sendbuf`, checked against its receive block `own`, or with
+/// `MPI_IN_PLACE` a copy of `own` (its block, already in place).
 ///
 /// # Safety
-/// `sendbuf` holds `sendcount` elements of `sendtype` for the lifetime chosen.
-unsafe fn gather_send<'a>(
+/// `sendbuf` holds `sendcount` elements of `sendtype` until completion.
+unsafe fn own_block(
     call: &str,
+    st: &State,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: Handle,
-    rlen: usize,
     own: &[u8],
-) -> R<std::borrow::Cow<'a, [u8]>> {
+) -> R<Out> {
     if in_place(sendbuf) {
-        return Ok(std::borrow::Cow::Owned(own.to_vec()));
+        return Ok(owned(own.to_vec()));
     }
-    let slen = byte_len(sendcount, sendtype)?;
-    same(call, slen, rlen)?;
     // SAFETY: the caller's contract.
-    Ok(std::borrow::Cow::Borrowed(unsafe { bytes(sendbuf, slen, "sendbuf")? }))
+    let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
+    same(call, o.bytes.len(), own.len())?;
+    Ok(o)
+}
+
+/// One `int` per process (`recvcounts`, `displs`, ...).
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn per_rank<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// Block `i` of a v-collective's byte view.
+fn block_of(bytes: &[u8], counts: &[mpi::Count], displs: &[mpi::Count], i: usize) -> Vec<u8> {
+    let (d, c) = (displs[i] as usize, counts[i] as usize);
+    bytes.get(d..d + c).map_or_else(Vec::new, <[u8]>::to_vec)
+}
+
+unsafe fn barrier(st: &mut State, comm: Handle) -> R<Active> {
+    Ok(Active::plain(st.comm(comm)?.comm.immediate_barrier()?))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Gather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Gather", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let root = root_of(c, root)?;
-        let p = c.process_at_rank(root);
-        if c.rank() != root {
-            // SAFETY: the standard's contract on `sendbuf`.
-            let send = unsafe { bytes(sendbuf, byte_len(sendcount, sendtype)?, "sendbuf")? };
-            return Ok(p.gather_into(send)?);
-        }
-        let rlen = byte_len(recvcount, recvtype)?;
-        let total = rlen * c.size() as usize;
-        // SAFETY: the standard's contract: `recvbuf` holds size blocks at the root.
-        let recv = unsafe { bytes_mut(recvbuf, total, "recvbuf")? };
-        let me = c.rank() as usize * rlen;
-        // SAFETY: the standard's contract on `sendbuf`.
-        let send = unsafe { gather_send("MPI_Gather", sendbuf, sendcount, sendtype, rlen, &recv[me..me + rlen])? };
-        Ok(p.gather_into_root(&send[..], recv)?)
-    })
+pub extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
+    // SAFETY: no pointer arguments.
+    blocking("MPI_Barrier", comm, |st| unsafe { barrier(st, comm) })
 }
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Scatter", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let root = root_of(c, root)?;
-        let p = c.process_at_rank(root);
-        if c.rank() != root {
-            // SAFETY: the standard's contract on `recvbuf`.
-            let recv = unsafe { bytes_mut(recvbuf, byte_len(recvcount, recvtype)?, "recvbuf")? };
-            return Ok(p.scatter_into(recv)?);
-        }
-        let slen = byte_len(sendcount, sendtype)?;
-        // SAFETY: the standard's contract: `sendbuf` holds size blocks at the root.
-        let send = unsafe { bytes(sendbuf, slen * c.size() as usize, "sendbuf")? };
-        if in_place(recvbuf) {
-            // The root's own block stays where it is.
-            let mut mine = vec![0u8; slen];
-            return Ok(p.scatter_into_root(send, &mut mine[..])?);
-        }
-        let rlen = byte_len(recvcount, recvtype)?;
-        same("MPI_Scatter", slen, rlen)?;
-        // SAFETY: the standard's contract on `recvbuf`.
-        let recv = unsafe { bytes_mut(recvbuf, rlen, "recvbuf")? };
-        Ok(p.scatter_into_root(send, recv)?)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Allgather", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let rlen = byte_len(recvcount, recvtype)?;
-        // SAFETY: the standard's contract: `recvbuf` holds size blocks.
-        let recv = unsafe { bytes_mut(recvbuf, rlen * c.size() as usize, "recvbuf")? };
-        let me = c.rank() as usize * rlen;
-        // SAFETY: the standard's contract on `sendbuf`.
-        let send = unsafe { gather_send("MPI_Allgather", sendbuf, sendcount, sendtype, rlen, &recv[me..me + rlen])? };
-        Ok(c.all_gather_into(&send[..], recv)?)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    with_state("MPI_Alltoall", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let n = c.size() as usize;
-        let rlen = byte_len(recvcount, recvtype)?;
-        // SAFETY: the standard's contract: `recvbuf` holds size blocks.
-        let recv = unsafe { bytes_mut(recvbuf, rlen * n, "recvbuf")? };
-        let owned: Vec<u8>;
-        let send: &[u8] = if in_place(sendbuf) {
-            owned = recv.to_vec();
-            &owned
-        } else {
-            let slen = byte_len(sendcount, sendtype)?;
-            same("MPI_Alltoall", slen, rlen)?;
-            // SAFETY: the standard's contract: `sendbuf` holds size blocks.
-            unsafe { bytes(sendbuf, slen * n, "sendbuf")? }
-        };
-        Ok(c.all_to_all_into(send, recv)?)
-    })
-}
-
-// ---- non-blocking collectives (§6.12) --------------------------------------
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_int {
-    with_state("MPI_Ibarrier", comm, |st| {
-        let r = st.comm(comm)?.comm.immediate_barrier()?;
-        // SAFETY: the standard's contract on `request`.
-        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
-    })
+    // SAFETY: the standard's contract on `request`.
+    unsafe { nonblocking("MPI_Ibarrier", comm, request, |st| barrier(st, comm)) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ibcast(
+unsafe fn bcast(
+    st: &mut State,
     buffer: *mut c_void,
     count: c_int,
     datatype: Handle,
     root: c_int,
     comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    with_state("MPI_Ibcast", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let root = root_of(c, root)?;
-        let len = byte_len(count, datatype)?;
-        // SAFETY: the caller keeps `buffer` (count elements) untouched
-        // until the request completes (§6.12); 'static stands for that.
-        let buf: &'static mut [u8] = unsafe { bytes_mut(buffer, len, "buffer")? };
-        let r = c.process_at_rank(root).immediate_broadcast_into(buf)?;
-        // SAFETY: the standard's contract on `request`.
-        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let root = root_of(c, root)?;
+    let at_root = c.rank() == root;
+    // SAFETY: the caller's contract: `buffer` holds `count` elements.
+    let mut inc = unsafe { incoming(buffer, &st.span(count, datatype)?, "buffer", at_root)? };
+    // SAFETY: the bytes are the caller's or the staging buffer's, kept below.
+    let r = c.process_at_rank(root).immediate_broadcast_into(unsafe { inc.bytes() })?;
+    // The root's elements do not change: its staging buffer is only read.
+    Ok(if at_root {
+        active(r, inc.stage.map(Unpack::into_bytes).into_iter().collect(), None)
+    } else {
+        active(r, Vec::new(), inc.stage)
     })
 }
+collective!(MPI_Bcast / MPI_Ibcast = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallreduce(
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn gather(
+    st: &mut State,
     sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
     recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
+    recvcount: c_int,
+    recvtype: Handle,
+    root: c_int,
     comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    with_state("MPI_Iallreduce", comm, |st| {
-        let c = st.comm(comm)?.comm.clone();
-        let n = count_of(count)?;
-        let op = system_op(op)?;
-        let r = typed!(datatype, T => {
-            // SAFETY: the standard's contract: `count` elements in each buffer
-            // (until completion for the non-blocking forms).
-            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
-            // SAFETY: as above; 'static stands for "until completion".
-            let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-            Ok(c.immediate_all_reduce_into(&send, recv, op)?)
-        })?;
-        // SAFETY: the standard's contract on `request`.
-        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
-    })
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let p = c.process_at_rank(root_of(c, root)?);
+    if c.rank() != root {
+        // SAFETY: the caller's contract on `sendbuf`.
+        let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
+        return Ok(active(p.immediate_gather_into(o.bytes)?, o.hold, None));
+    }
+    let (n, me) = (c.size(), c.rank() as usize);
+    let span = st.span_times(recvcount, n, recvtype)?;
+    // SAFETY: the caller's contract: `recvbuf` holds a block per process at the root.
+    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { inc.bytes() };
+    let each = recv.len() / n as usize;
+    // SAFETY: the caller's contract on `sendbuf`.
+    let o = unsafe { own_block("MPI_Gather", st, sendbuf, sendcount, sendtype, &recv[me * each..][..each])? };
+    let r = p.immediate_gather_into_root(o.bytes, recv)?;
+    Ok(active(r, o.hold, inc.stage))
 }
+collective!(MPI_Gather / MPI_Igather = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce(
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn scatter(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let p = c.process_at_rank(root_of(c, root)?);
+    if c.rank() != root {
+        // SAFETY: the caller's contract on `recvbuf`.
+        let mut inc = unsafe { incoming(recvbuf, &st.span(recvcount, recvtype)?, "recvbuf", false)? };
+        // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+        let r = p.immediate_scatter_into(unsafe { inc.bytes() })?;
+        return Ok(active(r, Vec::new(), inc.stage));
+    }
+    // SAFETY: the caller's contract: `sendbuf` holds a block per process at the root.
+    let o = unsafe { out(sendbuf, &st.span_times(sendcount, c.size(), sendtype)?, "sendbuf")? };
+    let each = o.bytes.len() / c.size() as usize;
+    let mut hold = o.hold;
+    let mut unpack = None;
+    let recv = if in_place(recvbuf) {
+        // The root's own block stays where it is.
+        scratch(&mut hold, each)
+    } else {
+        let span = st.span(recvcount, recvtype)?;
+        same("MPI_Scatter", each, span.len())?;
+        // SAFETY: the caller's contract on `recvbuf`.
+        let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
+        // SAFETY: as above.
+        let b = unsafe { inc.bytes() };
+        unpack = inc.stage;
+        b
+    };
+    let r = p.immediate_scatter_into_root(o.bytes, recv)?;
+    Ok(active(r, hold, unpack))
+}
+collective!(MPI_Scatter / MPI_Iscatter = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn allgather(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let (n, me) = (c.size(), c.rank() as usize);
+    let span = st.span_times(recvcount, n, recvtype)?;
+    // SAFETY: the caller's contract: `recvbuf` holds a block per process.
+    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { inc.bytes() };
+    let each = recv.len() / n as usize;
+    // SAFETY: the caller's contract on `sendbuf`.
+    let o = unsafe { own_block("MPI_Allgather", st, sendbuf, sendcount, sendtype, &recv[me * each..][..each])? };
+    let r = c.immediate_all_gather_into(o.bytes, recv)?;
+    Ok(active(r, o.hold, inc.stage))
+}
+collective!(MPI_Allgather / MPI_Iallgather = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn alltoall(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let n = c.size();
+    let span = st.span_times(recvcount, n, recvtype)?;
+    // SAFETY: the caller's contract: `recvbuf` holds a block per process.
+    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { inc.bytes() };
+    let o = if in_place(sendbuf) {
+        owned(recv.to_vec())
+    } else {
+        // SAFETY: the caller's contract: `sendbuf` holds a block per process.
+        let o = unsafe { out(sendbuf, &st.span_times(sendcount, n, sendtype)?, "sendbuf")? };
+        same("MPI_Alltoall", o.bytes.len(), recv.len())?;
+        o
+    };
+    let r = c.immediate_all_to_all_into(o.bytes, recv)?;
+    Ok(active(r, o.hold, inc.stage))
+}
+collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+
+// ---- the v-collectives (§6.5-6.8): a count and displacement per process ----
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn gatherv(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let p = c.process_at_rank(root_of(c, root)?);
+    if c.rank() != root {
+        // SAFETY: the caller's contract on `sendbuf`.
+        let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
+        return Ok(active(p.immediate_gather_varcount_into(o.bytes)?, o.hold, None));
+    }
+    let (n, me) = (c.size(), c.rank() as usize);
+    // SAFETY: the caller's contract: one count and displacement per process,
+    // and `recvbuf` holds the blocks they name.
+    let mut b = unsafe {
+        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(displs, n, "displs")?);
+        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
+    };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { b.inc.bytes() };
+    let own = block_of(recv, &b.counts, &b.displs, me);
+    // SAFETY: the caller's contract on `sendbuf`.
+    let o = unsafe { own_block("MPI_Gatherv", st, sendbuf, sendcount, sendtype, &own)? };
+    let r = p.immediate_gather_varcount_into_root(o.bytes, recv, &b.counts, &b.displs)?;
+    Ok(active(r, o.hold, b.inc.stage))
+}
+collective!(MPI_Gatherv / MPI_Igatherv = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn scatterv(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let p = c.process_at_rank(root_of(c, root)?);
+    if c.rank() != root {
+        // SAFETY: the caller's contract on `recvbuf`.
+        let mut inc = unsafe { incoming(recvbuf, &st.span(recvcount, recvtype)?, "recvbuf", false)? };
+        // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+        let r = p.immediate_scatter_varcount_into(unsafe { inc.bytes() })?;
+        return Ok(active(r, Vec::new(), inc.stage));
+    }
+    let (n, me) = (c.size(), c.rank() as usize);
+    // SAFETY: the caller's contract: one count and displacement per process,
+    // and `sendbuf` holds the blocks they name (only read: `fill`).
+    let mut b = unsafe {
+        let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(displs, n, "displs")?);
+        st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
+    };
+    // SAFETY: as above.
+    let send: &[u8] = unsafe { b.inc.bytes() };
+    let mut hold: Vec<Vec<u8>> = b.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
+    let mine = b.counts[me] as usize;
+    let mut unpack = None;
+    let recv = if in_place(recvbuf) {
+        scratch(&mut hold, mine)
+    } else {
+        let span = st.span(recvcount, recvtype)?;
+        same("MPI_Scatterv", mine, span.len())?;
+        // SAFETY: the caller's contract on `recvbuf`.
+        let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
+        // SAFETY: as above.
+        let r = unsafe { inc.bytes() };
+        unpack = inc.stage;
+        r
+    };
+    let r = p.immediate_scatter_varcount_into_root(send, &b.counts, &b.displs, recv)?;
+    Ok(active(r, hold, unpack))
+}
+collective!(MPI_Scatterv / MPI_Iscatterv = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn allgatherv(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let (n, me) = (c.size(), c.rank() as usize);
+    // SAFETY: the caller's contract: one count and displacement per process,
+    // and `recvbuf` holds the blocks they name.
+    let mut b = unsafe {
+        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(displs, n, "displs")?);
+        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
+    };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { b.inc.bytes() };
+    let own = block_of(recv, &b.counts, &b.displs, me);
+    // SAFETY: the caller's contract on `sendbuf`.
+    let o = unsafe { own_block("MPI_Allgatherv", st, sendbuf, sendcount, sendtype, &own)? };
+    let r = c.immediate_all_gather_varcount_into(o.bytes, recv, &b.counts, &b.displs)?;
+    Ok(active(r, o.hold, b.inc.stage))
+}
+collective!(MPI_Allgatherv / MPI_Iallgatherv = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm);
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn alltoallv(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let n = c.size();
+    // SAFETY: the caller's contract: one count and displacement per process,
+    // and each buffer holds the blocks they name.
+    let mut rb = unsafe {
+        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(rdispls, n, "rdispls")?);
+        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
+    };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let recv = unsafe { rb.inc.bytes() };
+    let (o, scounts, sdispls) = if in_place(sendbuf) {
+        // In place, what goes out is what the receive blocks hold (§6.8).
+        (owned(recv.to_vec()), rb.counts.clone(), rb.displs.clone())
+    } else {
+        // SAFETY: as above; the send blocks are only read (`fill`).
+        let mut sb = unsafe {
+            let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(sdispls, n, "sdispls")?);
+            st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
+        };
+        // SAFETY: as above.
+        let bytes: &'static [u8] = unsafe { sb.inc.bytes() };
+        let hold = sb.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
+        (Out { bytes, hold }, sb.counts, sb.displs)
+    };
+    let r = c.immediate_all_to_all_varcount_into(o.bytes, &scounts, &sdispls, recv, &rb.counts, &rb.displs)?;
+    Ok(active(r, o.hold, rb.inc.stage))
+}
+collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm);
+
+// ---- reductions (§6.9-6.11) --------------------------------------------------
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn reduce(
+    st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -453,28 +625,173 @@ pub unsafe extern "C" fn MPI_Ireduce(
     op: Handle,
     root: c_int,
     comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    with_state("MPI_Ireduce", comm, |st| {
-        let c = st.comm(comm)?.comm.clone();
-        let root = root_of(&c, root)?;
-        let n = count_of(count)?;
-        let op = system_op(op)?;
-        let at_root = c.rank() == root;
-        let r = typed!(datatype, T => {
-            // SAFETY: the standard's contract: `count` elements in each buffer
-            // (until completion for the non-blocking forms).
-            let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
-            let p = c.process_at_rank(root);
-            if at_root {
-                // SAFETY: as above; 'static stands for "until completion".
-                let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-                Ok(p.immediate_reduce_into_root(&send, recv, op)?)
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let root = root_of(c, root)?;
+    let n = count_of(count)?;
+    let op = system_op(op)?;
+    let at_root = c.rank() == root;
+    let p = c.process_at_rank(root);
+    let r = typed!(datatype, T => {
+        // SAFETY: the caller's contract: `count` elements in each buffer
+        // until completion; the operation copies what it sends.
+        let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
+        if at_root {
+            // SAFETY: as above.
+            let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
+            Ok(p.immediate_reduce_into_root(&send, recv, op)?)
+        } else {
+            Ok(p.immediate_reduce_into(&send, op)?)
+        }
+    })?;
+    Ok(Active::plain(r))
+}
+collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm);
+
+/// Reductions whose every process sends and receives `count` elements:
+/// all-reduce, scan and exclusive scan.
+#[derive(Clone, Copy)]
+enum Everyone {
+    Allreduce,
+    Scan,
+    Exscan,
+}
+
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn everyone(
+    st: &mut State,
+    kind: Everyone,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let n = count_of(count)?;
+    let op = system_op(op)?;
+    let r = typed!(datatype, T => {
+        // SAFETY: the caller's contract: `count` elements in each buffer
+        // until completion; the operation copies what it sends.
+        let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
+        // SAFETY: as above.
+        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
+        Ok(match kind {
+            Everyone::Allreduce => c.immediate_all_reduce_into(&send, recv, op)?,
+            Everyone::Scan => c.immediate_scan_into(&send, recv, op)?,
+            Everyone::Exscan => c.immediate_exclusive_scan_into(&send, recv, op)?,
+        })
+    })?;
+    Ok(Active::plain(r))
+}
+
+unsafe fn allreduce(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Active> {
+    // SAFETY: the caller's contract.
+    unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
+}
+collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+
+unsafe fn scan(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Active> {
+    // SAFETY: the caller's contract.
+    unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
+}
+collective!(MPI_Scan / MPI_Iscan = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+
+unsafe fn exscan(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Active> {
+    // SAFETY: the caller's contract.
+    unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
+}
+collective!(MPI_Exscan / MPI_Iexscan = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+
+unsafe fn reduce_scatter_block(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let n = count_of(recvcount)?;
+    let total = n * c.size() as usize;
+    let op = system_op(op)?;
+    let r = typed!(datatype, T => {
+        // SAFETY: the caller's contract: a block per process to send (in
+        // `recvbuf` with MPI_IN_PLACE), which the operation copies, and
+        // `recvcount` elements to receive into until completion.
+        let send: Cow<'_, [T]> = unsafe {
+            if in_place(sendbuf) {
+                Cow::Owned(elems::<T>(recvbuf, total, "recvbuf")?.to_vec())
             } else {
-                Ok(p.immediate_reduce_into(&send, op)?)
+                Cow::Borrowed(elems::<T>(sendbuf, total, "sendbuf")?)
             }
-        })?;
-        // SAFETY: the standard's contract on `request`.
-        unsafe { crate::p2p::new_request(st, Req::Op(r), request) }
+        };
+        // SAFETY: as above.
+        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
+        Ok(c.immediate_reduce_scatter_block_into(&send, recv, op)?)
+    })?;
+    Ok(Active::plain(r))
+}
+collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+
+/// `MPI_Reduce_scatter` (§6.10.1): the all-reduce of everyone's
+/// `sum(recvcounts)` elements, of which this process keeps its block.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    with_state("MPI_Reduce_scatter", comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        // SAFETY: the standard's contract: one count per process.
+        let counts = unsafe { per_rank(recvcounts, c.size(), "recvcounts")? };
+        let counts: Vec<usize> = counts.iter().map(|&k| count_of(k)).collect::<R<_>>()?;
+        let total: usize = counts.iter().sum();
+        let me = c.rank() as usize;
+        let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
+        let op = system_op(op)?;
+        typed!(datatype, T => {
+            // SAFETY: the standard's contract: `total` elements to send (in
+            // `recvbuf` with MPI_IN_PLACE), `counts[me]` to receive.
+            let send: Vec<T> = unsafe {
+                if in_place(sendbuf) { elems::<T>(recvbuf, total, "recvbuf")?.to_vec() } else { elems::<T>(sendbuf, total, "sendbuf")?.to_vec() }
+            };
+            let mut all = send.clone();
+            c.all_reduce_into(&send, &mut all, op)?;
+            // SAFETY: as above.
+            let recv = unsafe { elems_mut::<T>(recvbuf, mine, "recvbuf")? };
+            recv.copy_from_slice(&all[from..from + mine]);
+            Ok(())
+        })
     })
 }

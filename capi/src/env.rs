@@ -38,6 +38,7 @@ fn init(required: c_int) -> R<c_int> {
         universe,
         comms,
         requests: Table::default(),
+        types: Table::default(),
         detached: Vec::new(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,
@@ -113,12 +114,12 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     let left = st.requests.len();
     for r in st.requests.values().chain(st.detached.iter()) {
         match r {
-            Req::Op(r) => {
-                let _ = r.cancel();
+            Req::Op(a) => {
+                let _ = a.r.cancel();
             }
             Req::Persistent(p) => {
-                if let Some(r) = &p.active {
-                    let _ = r.cancel();
+                if let Some(a) = &p.active {
+                    let _ = a.r.cancel();
                 }
             }
             Req::Done(_) => {}
@@ -397,130 +398,6 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
-    with_state("MPI_Type_size", MPI_COMM_WORLD, |_| {
-        let n = type_size(datatype)? as c_int;
-        // SAFETY: the standard's contract on `size`.
-        unsafe { put(size, n, "size") }
-    })
-}
-
-/// Whole elements of `datatype` in a status's byte count, or
-/// `MPI_UNDEFINED` when the bytes are not whole elements (§3.2.5).
-///
-/// # Safety
-/// `status` is null or readable.
-unsafe fn elements(status: *const MpiStatus, datatype: Handle) -> R<i64> {
-    if status.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
-    }
-    // SAFETY: non-null and readable by the caller's contract.
-    let bytes = unsafe { status.read() }.bytes();
-    let size = type_size(datatype)? as u64;
-    Ok(match bytes.checked_rem(size) {
-        Some(0) => i64::try_from(bytes / size).unwrap_or(i64::from(MPI_UNDEFINED)),
-        _ => i64::from(MPI_UNDEFINED),
-    })
-}
-
-/// A count for an `int` result: `MPI_UNDEFINED` when it does not fit (§3.2.5).
-fn as_int(n: i64) -> c_int {
-    c_int::try_from(n).unwrap_or(MPI_UNDEFINED)
-}
-
-/// `MPI_Get_count` and `MPI_Get_elements` (the same for the predefined
-/// datatypes: each is its own basic element), as `int` or `MPI_Count`.
-///
-/// # Safety
-/// `status` is null or readable; `count` is null or writable.
-unsafe fn count_call<T>(
-    call: &str,
-    status: *const MpiStatus,
-    datatype: Handle,
-    count: *mut T,
-    conv: fn(i64) -> T,
-) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |_| {
-        // SAFETY: the caller's contract on `status` and `count`.
-        unsafe { put(count, conv(elements(status, datatype)?), "count") }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { count_call("MPI_Get_count", status, datatype, count, as_int) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { count_call("MPI_Get_count_c", status, datatype, count, |n| n) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { count_call("MPI_Get_elements", status, datatype, count, as_int) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { count_call("MPI_Get_elements_c", status, datatype, count, |n| n) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
-    with_state("MPI_Type_size_c", MPI_COMM_WORLD, |_| {
-        let n = type_size(datatype)? as i64;
-        // SAFETY: the standard's contract on `size`.
-        unsafe { put(size, n, "size") }
-    })
-}
-
-/// Lower bound 0 and extent the size: the predefined datatypes are
-/// contiguous (§5.1.7). `T` is `MPI_Aint` (`isize`) or `MPI_Count` (`i64`).
-///
-/// # Safety
-/// `lb` and `extent` are null or writable.
-unsafe fn extent<T: From<i16>>(call: &str, datatype: Handle, lb: *mut T, extent: *mut T) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |_| {
-        // Predefined sizes are at most 32 bytes.
-        let n = type_size(datatype)? as i16;
-        // SAFETY: the caller's contract.
-        unsafe {
-            put(lb, T::from(0), "lb")?;
-            put(extent, T::from(n), "extent")
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent_: *mut isize) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { extent::<isize>("MPI_Type_get_extent", datatype, lb, extent_) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent_: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { extent::<i64>("MPI_Type_get_extent_c", datatype, lb, extent_) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent_: *mut isize) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { extent::<isize>("MPI_Type_get_true_extent", datatype, lb, extent_) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent_: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
-    unsafe { extent::<i64>("MPI_Type_get_true_extent_c", datatype, lb, extent_) }
-}
-
 /// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
 /// hands out pointers to them (§7.7.2). `AtomicI32` has `int`'s layout.
 static ATTR_TAG_UB: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(mpi::TAG_UB);
@@ -568,15 +445,34 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     })
 }
 
+/// An object name argument (`MPI_Comm_set_name`, ...), cut to
+/// `MPI_MAX_OBJECT_NAME - 1` characters.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub(crate) unsafe fn c_name(name: *const c_char) -> R<String> {
+    if name.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "the name is a null pointer"));
+    }
+    // SAFETY: the caller's contract.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    Ok(name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect())
+}
+
+/// Write an object's name (`MPI_MAX_OBJECT_NAME` bytes at most).
+///
+/// # Safety
+/// `out` has room for `MPI_MAX_OBJECT_NAME` bytes; `len` is writable.
+pub(crate) unsafe fn put_name(name: &str, out: *mut c_char, len: *mut c_int) -> R<()> {
+    // SAFETY: the caller's contract.
+    unsafe { put_string(out, len, name, MPI_MAX_OBJECT_NAME) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_char) -> c_int {
     with_state("MPI_Comm_set_name", comm, |st| {
-        if comm_name.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "comm_name is a null pointer"));
-        }
         // SAFETY: the standard's contract: a NUL-terminated string.
-        let name = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy();
-        let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+        let name = unsafe { c_name(comm_name)? };
         st.comm(comm)?;
         if let Some(e) = st.comms.get_mut(&comm) {
             e.name = name;
@@ -590,6 +486,6 @@ pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char,
     with_state("MPI_Comm_get_name", comm, |st| {
         let name = st.comm(comm)?.name.clone();
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
-        unsafe { put_string(comm_name, resultlen, &name, MPI_MAX_OBJECT_NAME) }
+        unsafe { put_name(&name, comm_name, resultlen) }
     })
 }

@@ -8,12 +8,13 @@
 //!
 //! What is here: the environment calls, communicators (`dup`, `split`,
 //! `free`), error handlers (`MPI_ERRORS_ARE_FATAL` by default,
-//! `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`), point-to-point in blocking and
-//! non-blocking forms with `MPI_PROC_NULL`, wildcards and
-//! `MPI_STATUS(ES)_IGNORE`, and the basic collectives with `MPI_IN_PLACE`,
-//! on the predefined contiguous datatypes. Everything else is absent from
-//! the library ([`abi::FUNCTIONS`] lists what is exported), so that a
-//! configure-style probe finds it missing rather than a stub that fails.
+//! `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`), point-to-point in blocking,
+//! non-blocking and persistent forms with `MPI_PROC_NULL`, wildcards and
+//! `MPI_STATUS(ES)_IGNORE`, derived datatypes and packing ([`datatype`]),
+//! and the collectives, blocking and non-blocking, with their `v` forms and
+//! `MPI_IN_PLACE`. Everything else is absent from the library
+//! ([`abi::FUNCTIONS`] lists what is exported), so that a configure-style
+//! probe finds it missing rather than a stub that fails.
 //!
 //! Threads: `MPI_THREAD_SERIALIZED` at most (one call at a time, from any
 //! thread); `MPI_Init_thread` answers a request for `MPI_THREAD_MULTIPLE`
@@ -24,6 +25,7 @@
 
 pub mod abi;
 mod coll;
+mod datatype;
 mod env;
 mod p2p;
 
@@ -101,10 +103,60 @@ pub(crate) struct CommEntry {
     pub(crate) name: String,
 }
 
+/// An operation in the engine, with what it needs when it completes.
+pub(crate) struct Active {
+    /// Declared first, so dropped first: dropping a request waits for it,
+    /// and only then are the buffers in `stage` released.
+    pub(crate) r: mpi::Request<'static>,
+    pub(crate) stage: Stage,
+}
+
+/// Buffers an operation keeps until it completes (none when it works on
+/// the caller's buffers in place).
+#[derive(Default)]
+pub(crate) struct Stage {
+    /// Packed copies of the data it sends, or scratch space it writes:
+    /// only kept alive, never read here.
+    #[allow(dead_code)]
+    pub(crate) hold: Vec<Vec<u8>>,
+    /// Received bytes to unpack into the caller's elements.
+    pub(crate) unpack: Option<datatype::Unpack>,
+}
+
+impl Active {
+    /// An operation on the caller's buffers in place.
+    pub(crate) fn plain(r: mpi::Request<'static>) -> Active {
+        Active { r, stage: Stage::default() }
+    }
+
+    fn finish(stage: Stage, s: &mpi::Status) -> MpiStatus {
+        if let Some(u) = stage.unpack {
+            // SAFETY: the receive buffer is the caller's until this
+            // completion (the standard's contract on non-blocking calls).
+            unsafe { u.finish(s.bytes()) }
+        }
+        c_status(s)
+    }
+
+    /// Wait for completion.
+    pub(crate) fn wait(self) -> R<MpiStatus> {
+        let s = self.r.wait()?;
+        Ok(Active::finish(self.stage, &s))
+    }
+
+    /// Complete if done; the operation back if not.
+    pub(crate) fn test(self) -> R<Result<MpiStatus, Active>> {
+        Ok(match self.r.test()? {
+            Ok(s) => Ok(Active::finish(self.stage, &s)),
+            Err(r) => Err(Active { r, stage: self.stage }),
+        })
+    }
+}
+
 /// A request handle's state.
 pub(crate) enum Req {
     /// An operation in the engine.
-    Op(mpi::Request<'static>),
+    Op(Active),
     /// Already complete (an operation on `MPI_PROC_NULL`).
     Done(MpiStatus),
     /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9).
@@ -116,15 +168,15 @@ pub(crate) enum Req {
 pub(crate) struct Persistent {
     pub(crate) comm: SimpleCommunicator,
     pub(crate) op: PersistentOp,
-    pub(crate) active: Option<mpi::Request<'static>>,
+    pub(crate) active: Option<Active>,
     /// Completed (by a test that had to report all-or-nothing) and not yet reported.
     pub(crate) done: Option<MpiStatus>,
 }
 
 /// What a persistent request does each time it is started.
 pub(crate) enum PersistentOp {
-    Send { buf: *const u8, len: usize, dest: c_int, tag: c_int, sync: bool },
-    Recv { buf: *mut u8, len: usize, source: c_int, tag: Option<c_int> },
+    Send { buf: *const std::ffi::c_void, span: datatype::Span, dest: c_int, tag: c_int, sync: bool },
+    Recv { buf: *mut std::ffi::c_void, span: datatype::Span, source: c_int, tag: Option<c_int> },
 }
 
 /// Everything between `MPI_Init` and `MPI_Finalize`.
@@ -132,6 +184,8 @@ pub(crate) struct State {
     pub(crate) universe: Universe,
     pub(crate) comms: Table<CommEntry>,
     pub(crate) requests: Table<Req>,
+    /// Derived datatypes.
+    pub(crate) types: Table<datatype::TypeEntry>,
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
@@ -229,71 +283,6 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
     // SAFETY: non-null, and the caller's contract.
     unsafe { out.write(v) };
     Ok(())
-}
-
-/// Bytes per element of a predefined datatype (C on LP64 Linux), or the
-/// error for a datatype this library does not know.
-pub(crate) fn type_size(dt: Handle) -> R<usize> {
-    let n = match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
-        | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
-        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
-        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_WCHAR | MPI_LOGICAL | MPI_INTEGER
-        | MPI_REAL | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 | MPI_COMPLEX4 => 4,
-        MPI_LONG
-        | MPI_UNSIGNED_LONG
-        | MPI_LONG_LONG
-        | MPI_UNSIGNED_LONG_LONG
-        | MPI_INT64_T
-        | MPI_UINT64_T
-        | MPI_DOUBLE
-        | MPI_AINT
-        | MPI_COUNT
-        | MPI_OFFSET
-        | MPI_DOUBLE_PRECISION
-        | MPI_LOGICAL8
-        | MPI_INTEGER8
-        | MPI_REAL8
-        | MPI_C_FLOAT_COMPLEX
-        | MPI_CXX_FLOAT_COMPLEX
-        | MPI_COMPLEX
-        | MPI_COMPLEX8
-        | MPI_2INT
-        | MPI_FLOAT_INT
-        | MPI_SHORT_INT
-        | MPI_2REAL
-        | MPI_2INTEGER => 8,
-        MPI_LONG_DOUBLE
-        | MPI_C_DOUBLE_COMPLEX
-        | MPI_CXX_DOUBLE_COMPLEX
-        | MPI_DOUBLE_COMPLEX
-        | MPI_DOUBLE_INT
-        | MPI_LONG_INT
-        | MPI_2DOUBLE_PRECISION
-        | MPI_LOGICAL16
-        | MPI_INTEGER16
-        | MPI_REAL16
-        | MPI_COMPLEX16 => 16,
-        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 | MPI_LONG_DOUBLE_INT => 32,
-        MPI_DATATYPE_NULL => return Err(Fail::new(MPI_ERR_TYPE, "MPI_DATATYPE_NULL is not a datatype")),
-        other => {
-            return Err(Fail::new(
-                MPI_ERR_TYPE,
-                format!("{other:#x} is not a datatype this library knows (predefined contiguous types only)"),
-            ))
-        }
-    };
-    Ok(n)
-}
-
-/// `count` elements of `dt` in bytes, checked.
-pub(crate) fn byte_len(count: c_int, dt: Handle) -> R<usize> {
-    if count < 0 {
-        return Err(Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")));
-    }
-    (count as usize)
-        .checked_mul(type_size(dt)?)
-        .ok_or_else(|| Fail::new(MPI_ERR_COUNT, format!("{count} elements overflow the address space")))
 }
 
 /// Write `s` into a status pointer unless it is `MPI_STATUS_IGNORE`.

@@ -5,9 +5,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::{raw, Communicator, Source as _};
+use std::borrow::Cow;
+
+use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
+use crate::datatype::{incoming, outgoing, Span};
 use crate::*;
 
 /// The tag selector of a receive or probe: `None` is any tag.
@@ -33,12 +36,43 @@ macro_rules! from_source {
     };
 }
 
-/// A buffer of `len > 0` bytes must not be a null pointer (`MPI_ERR_BUFFER`).
-fn check_buf(ptr: *const c_void, len: usize, what: &str) -> R<()> {
-    if len > 0 && ptr.is_null() {
-        return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-    }
-    Ok(())
+/// Start sending `span` of `buf`: from the caller's bytes in place, or
+/// from a packed copy the operation keeps.
+///
+/// # Safety
+/// `buf` holds the span's elements until the operation completes.
+pub(crate) unsafe fn start_send(
+    to: &Process<'_>,
+    buf: *const c_void,
+    span: &Span,
+    tag: c_int,
+    sync: bool,
+) -> R<Active> {
+    // SAFETY: the caller's contract.
+    Ok(match unsafe { outgoing(buf, span, "send")? } {
+        // SAFETY: the caller keeps `b` until completion.
+        Cow::Borrowed(b) => Active::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
+        Cow::Owned(v) => {
+            // SAFETY: `v`'s heap bytes move with the request, which keeps them.
+            let r = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
+            Active { r, stage: Stage { hold: vec![v], unpack: None } }
+        }
+    })
+}
+
+/// Start receiving `span` of `buf`: into the caller's bytes in place, or
+/// into a staging buffer unpacked at completion.
+///
+/// # Safety
+/// `buf` has room for the span's elements and is left alone until the
+/// operation completes.
+unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Active> {
+    // SAFETY: the caller's contract.
+    let inc = unsafe { incoming(buf, span, "receive", false)? };
+    // SAFETY: `inc.ptr` is the caller's buffer or the staging buffer the
+    // request keeps, valid for `inc.len` bytes until completion.
+    let r = unsafe { raw::irecv(from, inc.ptr, inc.len, tag) }?;
+    Ok(Active { r, stage: Stage { hold: Vec::new(), unpack: inc.stage } })
 }
 
 /// Blocking send of every mode: standard, synchronous (`sync`), ready
@@ -59,13 +93,14 @@ unsafe fn send(
 ) -> c_int {
     with_state(call, comm, |st| {
         let c = &st.comm(comm)?.comm;
-        let len = byte_len(count, dt)?;
+        let span = st.span(count, dt)?;
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
-        check_buf(buf.cast(), len, "send")?;
-        // SAFETY: `buf` holds `len` bytes for this call (the caller's contract).
-        Ok(unsafe { raw::send(&c.process_at_rank(dest), buf.cast(), len, tag, sync) }?)
+        // SAFETY: `buf` holds the elements for this call (the caller's contract).
+        let data = unsafe { outgoing(buf, &span, "send")? };
+        // SAFETY: `data` is valid for this call.
+        Ok(unsafe { raw::send(&c.process_at_rank(dest), data.as_ptr(), data.len(), tag, sync) }?)
     })
 }
 
@@ -124,18 +159,22 @@ unsafe fn recv(
     status: *mut MpiStatus,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
-    let len = byte_len(count, dt)?;
+    let span = st.span(count, dt)?;
     let tag = recv_tag(tag)?;
     if source == MPI_PROC_NULL {
         // SAFETY: the caller's contract on `status`.
         unsafe { put_status(status, MpiStatus::empty()) };
         return Ok(());
     }
-    check_buf(buf.cast(), len, "receive")?;
-    // SAFETY: `buf` has room for `len` bytes for this call (the caller's contract).
-    let s = unsafe { from_source!(c, source, from => raw::recv(from, buf.cast(), len, tag)) }?;
-    // SAFETY: the caller's contract on `status`.
-    unsafe { put_status(status, c_status(&s)) };
+    // SAFETY: `buf` has room for the elements for this call (the caller's contract).
+    let inc = unsafe { incoming(buf, &span, "receive", false)? };
+    // SAFETY: `inc` is valid for `inc.len` bytes for this call.
+    let s = unsafe { from_source!(c, source, from => raw::recv(from, inc.ptr, inc.len, tag)) }?;
+    // SAFETY: the caller's contract on `buf` and `status`.
+    unsafe {
+        inc.finish(s.bytes());
+        put_status(status, c_status(&s));
+    }
     Ok(())
 }
 
@@ -199,16 +238,15 @@ unsafe fn isend(
 ) -> c_int {
     with_state(call, comm, |st| {
         let c = &st.comm(comm)?.comm;
-        let len = byte_len(count, dt)?;
+        let span = st.span(count, dt)?;
         let r = if dest == MPI_PROC_NULL {
             Req::Done(MpiStatus::empty())
         } else {
-            check_buf(buf.cast(), len, "send")?;
             // SAFETY: the caller keeps `buf` until the request completes
             // (the standard's contract, §3.7.2); the request's handle is
             // the only way to complete it, and MPI_Finalize completes what
             // is left.
-            Req::Op(unsafe { raw::isend(&c.process_at_rank(dest), buf.cast(), len, tag, sync) }?)
+            Req::Op(unsafe { start_send(&c.process_at_rank(dest), buf, &span, tag, sync) }?)
         };
         // SAFETY: the caller's contract on `request`.
         unsafe { new_request(st, r, request) }
@@ -255,15 +293,14 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     with_state("MPI_Irecv", comm, |st| {
         let c = &st.comm(comm)?.comm;
-        let len = byte_len(count, datatype)?;
+        let span = st.span(count, datatype)?;
         let tag = recv_tag(tag)?;
         let r = if source == MPI_PROC_NULL {
             Req::Done(MpiStatus::empty())
         } else {
-            check_buf(buf.cast(), len, "receive")?;
             // SAFETY: the caller keeps `buf` untouched until the request
             // completes (the standard's contract, §3.7.2).
-            Req::Op(unsafe { from_source!(c, source, from => raw::irecv(from, buf.cast(), len, tag)) }?)
+            Req::Op(unsafe { from_source!(c, source, from => start_recv(from, buf, &span, tag)) }?)
         };
         // SAFETY: the caller's contract on `request`.
         unsafe { new_request(st, r, request) }
@@ -287,15 +324,14 @@ pub unsafe extern "C" fn MPI_Sendrecv(
 ) -> c_int {
     with_state("MPI_Sendrecv", comm, |st| {
         let c = st.comm(comm)?.comm.clone();
-        let len = byte_len(sendcount, sendtype)?;
+        let span = st.span(sendcount, sendtype)?;
         // The send starts first, so that two ranks exchanging with each
         // other cannot deadlock however large the messages.
         let send = if dest == MPI_PROC_NULL {
             None
         } else {
-            check_buf(sendbuf.cast(), len, "send")?;
             // SAFETY: the send completes (wait below) before this call returns.
-            Some(unsafe { raw::isend(&c.process_at_rank(dest), sendbuf.cast(), len, sendtag, false) }?)
+            Some(unsafe { start_send(&c.process_at_rank(dest), sendbuf, &span, sendtag, false) }?)
         };
         // SAFETY: the standard's contract on the receive arguments.
         let r = unsafe { recv(st, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
@@ -369,9 +405,9 @@ fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
             let s = match (p.done.take(), p.active.take()) {
                 (Some(s), _) => Some(s),
                 (None, None) => Some(MpiStatus::empty()),
-                (None, Some(r)) if block => Some(c_status(&r.wait()?)),
+                (None, Some(r)) if block => Some(r.wait()?),
                 (None, Some(r)) => match r.test()? {
-                    Ok(s) => Some(c_status(&s)),
+                    Ok(s) => Some(s),
                     Err(r) => {
                         p.active = Some(r);
                         None
@@ -382,9 +418,9 @@ fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
             Ok(s)
         }
         Req::Done(s) => Ok(Some(s)),
-        Req::Op(r) if block => Ok(Some(c_status(&r.wait()?))),
+        Req::Op(r) if block => Ok(Some(r.wait()?)),
         Req::Op(r) => match r.test()? {
-            Ok(s) => Ok(Some(c_status(&s))),
+            Ok(s) => Ok(Some(s)),
             Err(r) => {
                 st.requests.insert(h, Req::Op(r));
                 Ok(None)
@@ -494,7 +530,7 @@ pub unsafe extern "C" fn MPI_Testall(
                     if p.done.is_none() {
                         if let Some(r) = p.active.take() {
                             match r.test()? {
-                                Ok(s) => p.done = Some(c_status(&s)),
+                                Ok(s) => p.done = Some(s),
                                 Err(r) => {
                                     p.active = Some(r);
                                     all = false;
@@ -506,7 +542,7 @@ pub unsafe extern "C" fn MPI_Testall(
                 }
                 Some(Req::Op(r)) => match r.test()? {
                     Ok(s) => {
-                        st.requests.insert(*h, Req::Done(c_status(&s)));
+                        st.requests.insert(*h, Req::Done(s));
                     }
                     Err(r) => {
                         st.requests.insert(*h, Req::Op(r));
@@ -630,12 +666,11 @@ pub unsafe extern "C" fn MPI_Send_init(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Send_init", comm, |st| {
-        let len = byte_len(count, datatype)?;
-        check_buf(buf.cast(), len, "send")?;
+        let span = st.span(count, datatype)?;
         if tag < 0 {
             return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
         }
-        let op = PersistentOp::Send { buf: buf.cast(), len, dest, tag, sync: false };
+        let op = PersistentOp::Send { buf, span, dest, tag, sync: false };
         // SAFETY: the standard's contract on `request`.
         unsafe { persistent(st, comm, op, request) }
     })
@@ -652,9 +687,8 @@ pub unsafe extern "C" fn MPI_Recv_init(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Recv_init", comm, |st| {
-        let len = byte_len(count, datatype)?;
-        check_buf(buf.cast(), len, "receive")?;
-        let op = PersistentOp::Recv { buf: buf.cast(), len, source, tag: recv_tag(tag)? };
+        let span = st.span(count, datatype)?;
+        let op = PersistentOp::Recv { buf, span, source, tag: recv_tag(tag)? };
         // SAFETY: the standard's contract on `request`.
         unsafe { persistent(st, comm, op, request) }
     })
@@ -669,18 +703,19 @@ fn start(st: &mut State, h: Handle) -> R<()> {
         return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of a persistent request that is still active"));
     }
     let c = &p.comm;
-    match p.op {
+    match &p.op {
         PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
             p.done = Some(MpiStatus::empty());
         }
-        PersistentOp::Send { buf, len, dest, tag, sync } => {
+        PersistentOp::Send { buf, span, dest, tag, sync } => {
             // SAFETY: the caller keeps the buffer given to MPI_Send_init
             // until each started operation completes (§3.9).
-            p.active = Some(unsafe { raw::isend(&c.process_at_rank(dest), buf, len, tag, sync) }?);
+            p.active = Some(unsafe { start_send(&c.process_at_rank(*dest), *buf, span, *tag, *sync) }?);
         }
-        PersistentOp::Recv { buf, len, source, tag } => {
+        PersistentOp::Recv { buf, span, source, tag } => {
+            let (buf, tag) = (*buf, *tag);
             // SAFETY: as above, for MPI_Recv_init's buffer.
-            p.active = Some(unsafe { from_source!(c, source, from => raw::irecv(from, buf, len, tag)) }?);
+            p.active = Some(unsafe { from_source!(c, *source, from => start_recv(from, buf, span, tag)) }?);
         }
     }
     Ok(())
@@ -719,7 +754,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
         // The request must still be completed; its status says whether the
         // cancellation won (§3.8.4).
         if let Some(r) = r {
-            r.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
+            r.r.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
         }
         Ok(())
     })

@@ -228,3 +228,22 @@ fn persistent_requests_cancellation_attributes_and_nonblocking_collectives() {
         assert!(ok && text.contains("OK c-more on 3 ranks"), "hydra c-more:\n{text}");
     }
 }
+
+/// Derived datatypes in point-to-point and collectives, packing, the
+/// v-collectives, scans and reduce-scatters (sim-tests/c/types.c), with
+/// odd rank counts and roots other than 0.
+#[test]
+fn derived_datatypes_v_collectives_and_scans() {
+    let prog = build("types");
+    let ok = |np: u32, nodes: u16, extra: &[&str]| {
+        let (ok, text) = run(np, nodes, extra, &prog);
+        assert!(ok && text.contains(&format!("OK c-types on {np} ranks")), "c-types on {np} {extra:?}:\n{text}");
+    };
+    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)] {
+        ok(np, nodes, &[]);
+    }
+    ok(3, 1, &["--backend", "udp"]);
+    if adi::backend::dpdk::available().is_ok() {
+        ok(3, 1, &["--backend", "dpdk"]);
+    }
+}

@@ -1,0 +1,1473 @@
+//! Datatypes (MPI 4.1 §5.1): the predefined ones, and derived datatypes
+//! built by the type constructors (§5.1.2-5.1.7), committed, freed,
+//! decoded (§5.1.13), and packed (§5.2).
+//!
+//! A datatype's typemap is flattened once, when it is built, into byte
+//! blocks in typemap order ([`Layout`]). A send or receive of `count`
+//! elements is then a [`Span`]: one contiguous run of the caller's bytes
+//! when the layout allows (a contiguous or dense derived type, or a single
+//! element of a type with one block) — sent and received in place, with no
+//! copy — or otherwise a packed copy (sends) or a staging buffer unpacked
+//! when the operation completes (receives).
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use crate::abi::*;
+use crate::*;
+
+/// A datatype's flattened typemap (MPI 4.1 §5.1.1).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Layout {
+    /// Bytes of data in one element (`MPI_Type_size`).
+    pub(crate) size: usize,
+    /// Lower and upper bound: the extent is `ub - lb` (§5.1.7).
+    pub(crate) lb: isize,
+    pub(crate) ub: isize,
+    /// Bounds of the data itself (§5.1.8).
+    pub(crate) true_lb: isize,
+    pub(crate) true_ub: isize,
+    /// The largest alignment of its basic types, which pads a struct's
+    /// extent as a C compiler pads a struct (§5.1.6).
+    pub(crate) align: usize,
+    /// `(byte offset, length)` of the data of one element, in typemap
+    /// order, adjacent blocks merged.
+    pub(crate) blocks: Vec<(isize, usize)>,
+    /// The basic elements in typemap order, as runs of `(size of one, how
+    /// many)`, for `MPI_Get_elements` (§5.1.11).
+    pub(crate) basics: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    /// A basic type of `size` bytes made of `parts` equal basic elements.
+    fn basic(size: usize, align: usize, parts: usize) -> Layout {
+        Layout {
+            size,
+            lb: 0,
+            ub: size as isize,
+            true_lb: 0,
+            true_ub: size as isize,
+            align,
+            blocks: vec![(0, size)],
+            basics: vec![(size / parts, parts)],
+        }
+    }
+
+    /// A pair type (`MPI_DOUBLE_INT`, ...; §6.9.4): a value then an `int`,
+    /// laid out as the C struct `{ value; int; }`.
+    fn pair(value: usize) -> Layout {
+        let align = value.min(16);
+        let int_at = value;
+        let ub = (int_at + 4).next_multiple_of(align.max(4));
+        Layout {
+            size: value + 4,
+            lb: 0,
+            ub: ub as isize,
+            true_lb: 0,
+            true_ub: (int_at + 4) as isize,
+            align: align.max(4),
+            blocks: vec![(0, value + 4)],
+            basics: vec![(value, 1), (4, 1)],
+        }
+    }
+
+    pub(crate) fn extent(&self) -> isize {
+        self.ub - self.lb
+    }
+
+    /// One block, and elements that follow each other with no gap.
+    fn dense(&self) -> bool {
+        self.blocks.len() == 1 && self.extent() == self.size as isize
+    }
+
+    /// Pack `count` elements at `src` into `out` (`count * size` bytes).
+    ///
+    /// # Safety
+    /// `src` holds `count` elements of this layout.
+    pub(crate) unsafe fn pack(&self, src: *const u8, count: usize, out: &mut [u8]) {
+        let mut at = 0;
+        for i in 0..count {
+            let base = i as isize * self.extent();
+            for &(off, len) in &self.blocks {
+                // SAFETY: the caller's contract: every block of every element is readable.
+                let from = unsafe { std::slice::from_raw_parts(src.offset(base + off), len) };
+                out[at..at + len].copy_from_slice(from);
+                at += len;
+            }
+        }
+    }
+
+    /// Unpack the first `n` bytes of `packed` into elements at `dst`
+    /// (a short message fills the first blocks only).
+    ///
+    /// # Safety
+    /// `dst` has room for the elements `packed` holds.
+    pub(crate) unsafe fn unpack(&self, packed: &[u8], dst: *mut u8) {
+        let mut at = 0;
+        let mut i = 0isize;
+        while at < packed.len() {
+            let base = i * self.extent();
+            for &(off, len) in &self.blocks {
+                let take = len.min(packed.len() - at);
+                if take == 0 {
+                    return;
+                }
+                // SAFETY: the caller's contract: the block is writable.
+                unsafe { std::ptr::copy_nonoverlapping(packed[at..].as_ptr(), dst.offset(base + off), take) };
+                at += take;
+            }
+            if self.blocks.is_empty() {
+                return;
+            }
+            i += 1;
+        }
+    }
+
+    /// Basic elements in `bytes` bytes of packed data, or `None` when they
+    /// end inside one (§5.1.11).
+    fn elements_in(&self, bytes: u64) -> Option<u64> {
+        let per: u64 = self.basics.iter().map(|&(_, n)| n as u64).sum();
+        if self.size == 0 {
+            return (bytes == 0).then_some(0);
+        }
+        let whole = bytes / self.size as u64;
+        let mut rest = bytes % self.size as u64;
+        let mut n = whole * per;
+        for &(sz, run) in &self.basics {
+            if rest == 0 {
+                break;
+            }
+            let k = (rest / sz.max(1) as u64).min(run as u64);
+            n += k;
+            rest -= k * sz as u64;
+            if k < run as u64 {
+                break;
+            }
+        }
+        (rest == 0).then_some(n)
+    }
+}
+
+/// Builds a layout by placing copies of other layouts.
+struct Builder {
+    l: Layout,
+    /// Nothing placed yet: the bounds are still unset.
+    empty: bool,
+    /// Some data placed: the true bounds are set.
+    has_data: bool,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        Builder {
+            l: Layout {
+                size: 0,
+                lb: 0,
+                ub: 0,
+                true_lb: 0,
+                true_ub: 0,
+                align: 1,
+                blocks: Vec::new(),
+                basics: Vec::new(),
+            },
+            empty: true,
+            has_data: false,
+        }
+    }
+
+    fn block(&mut self, off: isize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        match self.l.blocks.last_mut() {
+            Some(last) if last.0 + last.1 as isize == off => last.1 += len,
+            _ => self.l.blocks.push((off, len)),
+        }
+    }
+
+    fn basics(&mut self, runs: &[(usize, usize)], times: usize) {
+        for _ in 0..if runs.len() == 1 { 1 } else { times } {
+            for &(sz, n) in runs {
+                let n = if runs.len() == 1 { n * times } else { n };
+                match self.l.basics.last_mut() {
+                    Some(last) if last.0 == sz => last.1 += n,
+                    _ => self.l.basics.push((sz, n)),
+                }
+            }
+        }
+    }
+
+    /// Place `count` consecutive elements of `child` from byte `disp`.
+    fn place(&mut self, child: &Layout, disp: isize, count: usize) -> R<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let ext = child.extent();
+        let too_big = || Fail::new(MPI_ERR_COUNT, "the datatype's extent overflows the address space");
+        let span = ext.checked_mul(count as isize - 1).ok_or_else(too_big)?;
+        let (lo, hi) = (disp + child.lb + span.min(0), disp + child.ub + span.max(0));
+        if self.empty {
+            (self.l.lb, self.l.ub) = (lo, hi);
+            self.empty = false;
+        } else {
+            self.l.lb = self.l.lb.min(lo);
+            self.l.ub = self.l.ub.max(hi);
+        }
+        if child.size > 0 {
+            let (tlo, thi) = (disp + child.true_lb + span.min(0), disp + child.true_ub + span.max(0));
+            if self.has_data {
+                self.l.true_lb = self.l.true_lb.min(tlo);
+                self.l.true_ub = self.l.true_ub.max(thi);
+            } else {
+                (self.l.true_lb, self.l.true_ub) = (tlo, thi);
+                self.has_data = true;
+            }
+        }
+        self.l.size = child.size.checked_mul(count).and_then(|s| s.checked_add(self.l.size)).ok_or_else(too_big)?;
+        self.l.align = self.l.align.max(child.align);
+        if child.dense() {
+            self.block(disp + child.blocks[0].0, child.size * count);
+        } else {
+            for i in 0..count {
+                let base = disp + i as isize * ext;
+                for &(off, len) in &child.blocks {
+                    self.block(base + off, len);
+                }
+            }
+        }
+        self.basics(&child.basics, count);
+        Ok(())
+    }
+
+    fn done(self) -> Layout {
+        self.l
+    }
+}
+
+/// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
+#[derive(Clone, Debug)]
+pub(crate) struct Contents {
+    combiner: c_int,
+    ints: Vec<c_int>,
+    aints: Vec<isize>,
+    /// The datatypes it was built from, with their definitions (so that a
+    /// decode still works after the program freed them).
+    types: Vec<(Handle, Option<Arc<TypeDef>>)>,
+}
+
+/// A derived datatype's definition.
+#[derive(Debug)]
+pub(crate) struct TypeDef {
+    pub(crate) layout: Arc<Layout>,
+    contents: Contents,
+}
+
+/// A derived datatype handle's state.
+pub(crate) struct TypeEntry {
+    pub(crate) def: Arc<TypeDef>,
+    /// `MPI_Type_commit` has run: it may be used in communication.
+    pub(crate) committed: bool,
+    /// `MPI_Type_set_name`'s name.
+    name: String,
+}
+
+/// The size of a predefined datatype with a contiguous layout: the fast
+/// path of every call, with no table lookup.
+fn contiguous_size(dt: Handle) -> Option<usize> {
+    Some(match dt {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
+        | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
+        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
+        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_WCHAR | MPI_LOGICAL | MPI_INTEGER
+        | MPI_REAL | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 | MPI_COMPLEX4 => 4,
+        MPI_LONG
+        | MPI_UNSIGNED_LONG
+        | MPI_LONG_LONG
+        | MPI_UNSIGNED_LONG_LONG
+        | MPI_INT64_T
+        | MPI_UINT64_T
+        | MPI_DOUBLE
+        | MPI_AINT
+        | MPI_COUNT
+        | MPI_OFFSET
+        | MPI_DOUBLE_PRECISION
+        | MPI_LOGICAL8
+        | MPI_INTEGER8
+        | MPI_REAL8
+        | MPI_C_FLOAT_COMPLEX
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_COMPLEX
+        | MPI_COMPLEX8
+        | MPI_2INT
+        | MPI_FLOAT_INT
+        | MPI_2REAL
+        | MPI_2INTEGER => 8,
+        MPI_LONG_DOUBLE
+        | MPI_C_DOUBLE_COMPLEX
+        | MPI_CXX_DOUBLE_COMPLEX
+        | MPI_DOUBLE_COMPLEX
+        | MPI_2DOUBLE_PRECISION
+        | MPI_LOGICAL16
+        | MPI_INTEGER16
+        | MPI_REAL16
+        | MPI_COMPLEX16 => 16,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 => 32,
+        _ => return None,
+    })
+}
+
+/// The layout of a predefined datatype.
+fn predefined(dt: Handle) -> Option<Layout> {
+    let two_part = matches!(
+        dt,
+        MPI_2INT
+            | MPI_FLOAT_INT
+            | MPI_2REAL
+            | MPI_2INTEGER
+            | MPI_2DOUBLE_PRECISION
+            | MPI_C_FLOAT_COMPLEX
+            | MPI_CXX_FLOAT_COMPLEX
+            | MPI_COMPLEX
+            | MPI_COMPLEX4
+            | MPI_COMPLEX8
+            | MPI_C_DOUBLE_COMPLEX
+            | MPI_CXX_DOUBLE_COMPLEX
+            | MPI_DOUBLE_COMPLEX
+            | MPI_COMPLEX16
+            | MPI_C_LONG_DOUBLE_COMPLEX
+            | MPI_CXX_LONG_DOUBLE_COMPLEX
+            | MPI_COMPLEX32
+    );
+    if let Some(n) = contiguous_size(dt) {
+        let parts = if two_part { 2 } else { 1 };
+        return Some(Layout::basic(n, (n / parts).min(16), parts));
+    }
+    Some(match dt {
+        MPI_DOUBLE_INT | MPI_LONG_INT => Layout::pair(8),
+        MPI_LONG_DOUBLE_INT => Layout::pair(16),
+        MPI_SHORT_INT => {
+            // { short; int; }: the int at offset 4.
+            Layout {
+                size: 6,
+                lb: 0,
+                ub: 8,
+                true_lb: 0,
+                true_ub: 8,
+                align: 4,
+                blocks: vec![(0, 2), (4, 4)],
+                basics: vec![(2, 1), (4, 1)],
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The name of a predefined datatype, from the ABI tables.
+fn predefined_name(dt: Handle) -> Option<&'static str> {
+    HANDLES.iter().find(|h| h.0 == "MPI_Datatype")?.2.iter().find(|(_, v)| *v == dt).map(|(n, _)| *n)
+}
+
+/// How `count` elements of a datatype at a buffer map onto bytes.
+pub(crate) enum Span {
+    /// `len` contiguous bytes at `buf + offset`: sent and received in place.
+    Direct { offset: isize, len: usize },
+    /// Scattered blocks: packed for a send, staged and unpacked for a receive.
+    Scattered { layout: Arc<Layout>, count: usize, len: usize },
+}
+
+impl Span {
+    /// Bytes of data.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Span::Direct { len, .. } | Span::Scattered { len, .. } => *len,
+        }
+    }
+}
+
+fn bad_count(count: impl std::fmt::Display) -> Fail {
+    Fail::new(MPI_ERR_COUNT, format!("count {count} is negative"))
+}
+
+impl State {
+    /// The layout of any datatype, committed or not (for queries and
+    /// constructors).
+    pub(crate) fn layout(&self, dt: Handle) -> R<Arc<Layout>> {
+        if let Some(e) = self.types.get(&dt) {
+            return Ok(e.def.layout.clone());
+        }
+        predefined(dt).map(Arc::new).ok_or_else(|| unknown_type(dt))
+    }
+
+    /// `count` elements of `dt`, which must be committed (§5.1.9).
+    pub(crate) fn span(&self, count: c_int, dt: Handle) -> R<Span> {
+        if count < 0 {
+            return Err(bad_count(count));
+        }
+        self.span_n(count as usize, dt)
+    }
+
+    /// `count * times` elements (a collective's buffer of one block per process).
+    pub(crate) fn span_times(&self, count: c_int, times: c_int, dt: Handle) -> R<Span> {
+        if count < 0 {
+            return Err(bad_count(count));
+        }
+        self.span_n(count as usize * times.max(0) as usize, dt)
+    }
+
+    fn span_n(&self, count: usize, dt: Handle) -> R<Span> {
+        if let Some(size) = contiguous_size(dt) {
+            let len = count.checked_mul(size).ok_or_else(|| too_many(count))?;
+            return Ok(Span::Direct { offset: 0, len });
+        }
+        let layout = self.committed(dt)?;
+        let len = layout.size.checked_mul(count).ok_or_else(|| too_many(count))?;
+        if len == 0 {
+            return Ok(Span::Direct { offset: 0, len: 0 });
+        }
+        if layout.blocks.len() == 1 && (count == 1 || layout.dense()) {
+            return Ok(Span::Direct { offset: layout.blocks[0].0, len });
+        }
+        Ok(Span::Scattered { layout, count, len })
+    }
+
+    /// The layout of `dt`, which must be committed (§5.1.9).
+    pub(crate) fn committed(&self, dt: Handle) -> R<Arc<Layout>> {
+        match self.types.get(&dt) {
+            Some(e) if !e.committed => Err(Fail::new(
+                MPI_ERR_TYPE,
+                format!("datatype {dt:#x} is not committed: call MPI_Type_commit before using it to communicate"),
+            )),
+            Some(e) => Ok(e.def.layout.clone()),
+            None => Ok(Arc::new(predefined(dt).ok_or_else(|| unknown_type(dt))?)),
+        }
+    }
+
+    /// A v-collective's buffer: block `i` of `counts[i]` elements of `dt`
+    /// at `displs[i]` extents from `buf`, as bytes the mpi crate moves:
+    /// the caller's own where the datatype is dense, else a staging buffer
+    /// (filled with the current values when `fill`).
+    ///
+    /// # Safety
+    /// `buf` holds the blocks.
+    pub(crate) unsafe fn blocks(
+        &self,
+        buf: *mut c_void,
+        counts: &[c_int],
+        displs: &[c_int],
+        dt: Handle,
+        fill: bool,
+    ) -> R<Blocks> {
+        let l = self.committed(dt)?;
+        let cs: Vec<usize> = counts.iter().map(|&c| count_arg(c, "a count")).collect::<R<_>>()?;
+        let as_count = |b: usize| {
+            mpi::Count::try_from(b).map_err(|_| {
+                Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per v-collective"))
+            })
+        };
+        if l.dense() || l.size == 0 {
+            let mut end = 0usize;
+            let (mut cb, mut db) = (Vec::new(), Vec::new());
+            for (&c, &d) in cs.iter().zip(displs) {
+                if d < 0 {
+                    return Err(Fail::new(MPI_ERR_ARG, format!("displacement {d} is negative")));
+                }
+                let (off, len) = (d as usize * l.size, c * l.size);
+                if len > 0 {
+                    end = end.max(off + len);
+                }
+                cb.push(as_count(len)?);
+                db.push(as_count(off)?);
+            }
+            let offset = l.blocks.first().map_or(0, |b| b.0);
+            if end > 0 && near_null(buf, offset) {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the buffer is a null pointer"));
+            }
+            // SAFETY: the caller's contract (the blocks are in the buffer).
+            let ptr = unsafe { buf.cast::<u8>().offset(offset) };
+            return Ok(Blocks { inc: Incoming { ptr, len: end, stage: None }, counts: cb, displs: db });
+        }
+        if near_null(buf, l.true_lb) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the buffer is a null pointer"));
+        }
+        let parts: Vec<(isize, usize)> = displs.iter().map(|&d| d as isize).zip(cs.iter().copied()).collect();
+        let (mut cb, mut db, mut at) = (Vec::new(), Vec::new(), 0usize);
+        for &c in &cs {
+            cb.push(as_count(c * l.size)?);
+            db.push(as_count(at)?);
+            at += c * l.size;
+        }
+        let mut u = Unpack::new(&l, buf.cast(), parts, fill);
+        u.whole = true;
+        Ok(Blocks { inc: Incoming { ptr: u.tmp.as_mut_ptr(), len: at, stage: Some(u) }, counts: cb, displs: db })
+    }
+}
+
+/// A v-collective's buffer as bytes: where, and each block's byte count
+/// and displacement.
+pub(crate) struct Blocks {
+    pub(crate) inc: Incoming,
+    pub(crate) counts: Vec<mpi::Count>,
+    pub(crate) displs: Vec<mpi::Count>,
+}
+
+fn too_many(count: usize) -> Fail {
+    Fail::new(MPI_ERR_COUNT, format!("{count} elements overflow the address space"))
+}
+
+impl State {
+    fn type_entry(&self, dt: Handle) -> R<&TypeEntry> {
+        self.types.get(&dt).ok_or_else(|| {
+            if predefined(dt).is_some() {
+                Fail::new(MPI_ERR_TYPE, format!("{} is predefined: it cannot be freed or renamed", name_of(dt)))
+            } else {
+                unknown_type(dt)
+            }
+        })
+    }
+}
+
+fn name_of(dt: Handle) -> String {
+    predefined_name(dt).map_or_else(|| format!("{dt:#x}"), str::to_string)
+}
+
+fn unknown_type(dt: Handle) -> Fail {
+    if dt == MPI_DATATYPE_NULL {
+        return Fail::new(MPI_ERR_TYPE, "MPI_DATATYPE_NULL is not a datatype");
+    }
+    Fail::new(MPI_ERR_TYPE, format!("{dt:#x} is not a datatype (never created, or freed)"))
+}
+
+/// Data at `buf + offset` would be in the never-mapped first page: a null
+/// buffer, rather than `MPI_BOTTOM` (null) with absolute displacements
+/// (§5.1.12).
+fn near_null(buf: *const c_void, offset: isize) -> bool {
+    (buf as isize).wrapping_add(offset).unsigned_abs() < 4096
+}
+
+/// The bytes a send takes from `buf`: the caller's own when the span is
+/// direct, else a packed copy.
+///
+/// # Safety
+/// `buf` holds the span's elements, for the lifetime chosen.
+pub(crate) unsafe fn outgoing<'a>(buf: *const c_void, span: &Span, what: &str) -> R<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
+    match span {
+        Span::Direct { len: 0, .. } => Ok(Cow::Borrowed(&[])),
+        Span::Direct { offset, len } => {
+            if near_null(buf, *offset) {
+                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+            }
+            // SAFETY: the caller's contract; MPI_BOTTOM (null) plus an
+            // absolute displacement is the standard's addressing (§5.1.12).
+            Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(buf.cast::<u8>().offset(*offset), *len) }))
+        }
+        Span::Scattered { layout, count, len } => {
+            if near_null(buf, layout.true_lb) {
+                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+            }
+            let mut out = vec![0u8; *len];
+            // SAFETY: the caller's contract.
+            unsafe { layout.pack(buf.cast(), *count, &mut out) };
+            Ok(Cow::Owned(out))
+        }
+    }
+}
+
+/// Where a receive puts its bytes.
+pub(crate) struct Incoming {
+    /// Start and length of the bytes to receive into.
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
+    /// For a scattered span: the staging buffer `ptr` points into, and
+    /// where its bytes go.
+    pub(crate) stage: Option<Unpack>,
+}
+
+/// Received bytes waiting to be unpacked into the caller's elements.
+pub(crate) struct Unpack {
+    tmp: Vec<u8>,
+    dest: *mut u8,
+    layout: Arc<Layout>,
+    /// The blocks of elements `tmp` holds, one after the other:
+    /// `(displacement in extents, count)`.
+    parts: Vec<(isize, usize)>,
+    /// Unpack all of `tmp` whatever the status says (collectives).
+    pub(crate) whole: bool,
+}
+
+impl Unpack {
+    fn new(layout: &Arc<Layout>, dest: *mut u8, parts: Vec<(isize, usize)>, fill: bool) -> Unpack {
+        let len = parts.iter().map(|p| p.1 * layout.size).sum();
+        let mut tmp = vec![0u8; len];
+        if fill {
+            let mut at = 0;
+            for &(d, c) in &parts {
+                let n = c * layout.size;
+                // SAFETY: `dest` holds these elements (the callers' contract).
+                unsafe { layout.pack(dest.offset(d * layout.extent()), c, &mut tmp[at..at + n]) };
+                at += n;
+            }
+        }
+        Unpack { tmp, dest, layout: layout.clone(), parts, whole: false }
+    }
+
+    /// Unpack the first `n` received bytes.
+    ///
+    /// # Safety
+    /// `dest` is still the caller's buffer, writable.
+    pub(crate) unsafe fn finish(self, n: u64) {
+        let n = if self.whole { self.tmp.len() } else { (n as usize).min(self.tmp.len()) };
+        let mut at = 0;
+        for &(d, c) in &self.parts {
+            if at >= n {
+                break;
+            }
+            let end = (at + c * self.layout.size).min(n);
+            // SAFETY: the caller's contract.
+            unsafe { self.layout.unpack(&self.tmp[at..end], self.dest.offset(d * self.layout.extent())) };
+            at = end;
+        }
+    }
+
+    /// The staging buffer, for a send side that only reads it.
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.tmp
+    }
+}
+
+impl Incoming {
+    /// The bytes to receive into, for the lifetime chosen.
+    ///
+    /// # Safety
+    /// Nothing else accesses them meanwhile; the staging buffer outlives them.
+    pub(crate) unsafe fn bytes<'a>(&mut self) -> &'a mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: the caller's contract; `ptr` is valid for `len` bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Unpack a staged receive of `n` bytes.
+    ///
+    /// # Safety
+    /// As [`Unpack::finish`].
+    pub(crate) unsafe fn finish(self, n: u64) {
+        if let Some(u) = self.stage {
+            // SAFETY: the caller's contract.
+            unsafe { u.finish(n) };
+        }
+    }
+}
+
+/// Where a receive into `buf` puts its bytes; with `fill`, a staging
+/// buffer starts with the elements' current values (`MPI_IN_PLACE`).
+///
+/// # Safety
+/// `buf` has room for the span's elements.
+pub(crate) unsafe fn incoming(buf: *mut c_void, span: &Span, what: &str, fill: bool) -> R<Incoming> {
+    match span {
+        Span::Direct { len: 0, .. } => Ok(Incoming { ptr: std::ptr::null_mut(), len: 0, stage: None }),
+        Span::Direct { offset, len } => {
+            if near_null(buf, *offset) {
+                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+            }
+            // SAFETY: the caller's contract (MPI_BOTTOM plus absolute displacements, §5.1.12).
+            Ok(Incoming { ptr: unsafe { buf.cast::<u8>().offset(*offset) }, len: *len, stage: None })
+        }
+        Span::Scattered { layout, len, count } => {
+            if near_null(buf, layout.true_lb) {
+                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+            }
+            let mut stage = Unpack::new(layout, buf.cast(), vec![(0, *count)], fill);
+            Ok(Incoming { ptr: stage.tmp.as_mut_ptr(), len: *len, stage: Some(stage) })
+        }
+    }
+}
+
+// ---- the calls -------------------------------------------------------------------
+
+/// A non-negative `int` argument as a count.
+fn count_arg(n: c_int, what: &str) -> R<usize> {
+    usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("{what} {n} is negative")))
+}
+
+/// `n` values at `p` (an array argument).
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Register a new derived datatype (uncommitted) and write its handle.
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn define(st: &mut State, layout: Layout, contents: Contents, out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "newtype is a null pointer"));
+    }
+    let h = st.new_handle();
+    let def = Arc::new(TypeDef { layout: Arc::new(layout), contents });
+    st.types.insert(h, TypeEntry { def, committed: false, name: String::new() });
+    // SAFETY: non-null; the caller's contract.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+impl State {
+    /// The constructor argument `dt`, with its definition when derived.
+    fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
+        match self.types.get(&dt) {
+            Some(e) => Ok((dt, Some(e.def.clone()))),
+            None => predefined(dt).map(|_| (dt, None)).ok_or_else(|| unknown_type(dt)),
+        }
+    }
+}
+
+/// Build a datatype from blocks of one old type: block `i` has `lens[i]`
+/// elements at `disps[i]` (in bytes, or in extents of `old` when
+/// `in_extents`).
+///
+/// # Safety
+/// `out` is writable.
+#[allow(clippy::too_many_arguments)] // the constructors' shared shape
+unsafe fn blocks_of(
+    st: &mut State,
+    old: Handle,
+    lens: &[usize],
+    disps: &[isize],
+    in_extents: bool,
+    combiner: c_int,
+    ints: Vec<c_int>,
+    aints: Vec<isize>,
+    out: *mut Handle,
+) -> R<()> {
+    let child = st.layout(old)?;
+    let unit = if in_extents { child.extent() } else { 1 };
+    let mut b = Builder::new();
+    for (&len, &d) in lens.iter().zip(disps) {
+        let at = d.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
+        b.place(&child, at, len)?;
+    }
+    let contents = Contents { combiner, ints, aints, types: vec![st.part(old)?] };
+    // SAFETY: the caller's contract on `out`.
+    unsafe { define(st, b.done(), contents, out) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_contiguous", MPI_COMM_WORLD, |st| {
+        let n = count_arg(count, "count")?;
+        // SAFETY: the standard's contract on `newtype`.
+        unsafe { blocks_of(st, oldtype, &[n], &[0], true, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], newtype) }
+    })
+}
+
+/// `MPI_Type_vector` and `MPI_Type_create_hvector`: `count` blocks of
+/// `blocklength` elements, `stride` apart (in extents or in bytes).
+///
+/// # Safety
+/// `newtype` is writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn vector(
+    call: &str,
+    count: c_int,
+    blocklength: c_int,
+    stride: isize,
+    in_extents: bool,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let n = count_arg(count, "count")?;
+        let bl = count_arg(blocklength, "blocklength")?;
+        let disps: Vec<isize> = (0..n as isize).map(|i| i * stride).collect();
+        let (combiner, ints, aints) = if in_extents {
+            (MPI_COMBINER_VECTOR, vec![count, blocklength, stride as c_int], vec![])
+        } else {
+            (MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
+        };
+        // SAFETY: the caller's contract on `newtype`.
+        unsafe { blocks_of(st, oldtype, &vec![bl; n], &disps, in_extents, combiner, ints, aints, newtype) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { vector("MPI_Type_vector", count, blocklength, stride as isize, true, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: isize,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { vector("MPI_Type_create_hvector", count, blocklength, stride, false, oldtype, newtype) }
+}
+
+/// `MPI_Type_indexed` and friends: `count` blocks at displacements given
+/// as `int`s in extents, or as `MPI_Aint`s in bytes; block lengths one
+/// per block, or one for all (`*_block`).
+///
+/// # Safety
+/// The arrays hold `count` values (one block length when `one_length`).
+#[allow(clippy::too_many_arguments)] // the MPI calls' own arguments
+unsafe fn indexed(
+    call: &str,
+    count: c_int,
+    lens: *const c_int,
+    one_length: bool,
+    int_disps: *const c_int,
+    byte_disps: *const isize,
+    oldtype: Handle,
+    newtype: *mut Handle,
+    combiner: c_int,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let n = count_arg(count, "count")?;
+        // SAFETY: the caller's contract on the arrays.
+        let lens = unsafe { array(lens, if one_length { 1 } else { n }, "array_of_blocklengths")? };
+        let ls: Vec<usize> = if one_length {
+            vec![count_arg(*lens.first().unwrap_or(&0), "blocklength")?; n]
+        } else {
+            lens.iter().map(|&l| count_arg(l, "a block length")).collect::<R<_>>()?
+        };
+        let mut ints = vec![count];
+        ints.extend_from_slice(lens);
+        let (disps, aints): (Vec<isize>, Vec<isize>) = if byte_disps.is_null() {
+            // SAFETY: as above.
+            let d = unsafe { array(int_disps, n, "array_of_displacements")? };
+            ints.extend_from_slice(d);
+            (d.iter().map(|&x| x as isize).collect(), vec![])
+        } else {
+            // SAFETY: as above.
+            let d = unsafe { array(byte_disps, n, "array_of_displacements")? };
+            (d.to_vec(), d.to_vec())
+        };
+        let in_extents = byte_disps.is_null();
+        // SAFETY: the caller's contract on `newtype`.
+        unsafe { blocks_of(st, oldtype, &ls, &disps, in_extents, combiner, ints, aints, newtype) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let (lens, disps) = (array_of_blocklengths, array_of_displacements);
+    // SAFETY: the standard's contract on the arguments.
+    unsafe {
+        let (c, d) = (MPI_COMBINER_INDEXED, std::ptr::null());
+        indexed("MPI_Type_indexed", count, lens, false, disps, d, oldtype, newtype, c)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const isize,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let (lens, disps) = (array_of_blocklengths, array_of_displacements);
+    if count > 0 && disps.is_null() {
+        return with_state("MPI_Type_create_hindexed", MPI_COMM_WORLD, |_| {
+            Err(Fail::new(MPI_ERR_ARG, "array_of_displacements is a null pointer"))
+        });
+    }
+    // SAFETY: the standard's contract on the arguments.
+    unsafe {
+        let c = MPI_COMBINER_HINDEXED;
+        let d = if count == 0 { [0isize].as_ptr() } else { disps };
+        indexed("MPI_Type_create_hindexed", count, lens, false, std::ptr::null(), d, oldtype, newtype, c)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let disps = array_of_displacements;
+    // SAFETY: the standard's contract on the arguments; `blocklength` is
+    // read as a one-element array.
+    unsafe {
+        let c = MPI_COMBINER_INDEXED_BLOCK;
+        let call = "MPI_Type_create_indexed_block";
+        indexed(call, count, &blocklength, true, disps, std::ptr::null(), oldtype, newtype, c)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const isize,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let disps = array_of_displacements;
+    if count > 0 && disps.is_null() {
+        return with_state("MPI_Type_create_hindexed_block", MPI_COMM_WORLD, |_| {
+            Err(Fail::new(MPI_ERR_ARG, "array_of_displacements is a null pointer"))
+        });
+    }
+    // SAFETY: as above.
+    unsafe {
+        let c = MPI_COMBINER_HINDEXED_BLOCK;
+        let d = if count == 0 { [0isize].as_ptr() } else { disps };
+        let call = "MPI_Type_create_hindexed_block";
+        indexed(call, count, &blocklength, true, std::ptr::null(), d, oldtype, newtype, c)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const isize,
+    array_of_types: *const Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    with_state("MPI_Type_create_struct", MPI_COMM_WORLD, |st| {
+        let n = count_arg(count, "count")?;
+        // SAFETY: the standard's contract: each array holds `count` values.
+        let (lens, disps, types) = unsafe {
+            (
+                array(array_of_blocklengths, n, "array_of_blocklengths")?,
+                array(array_of_displacements, n, "array_of_displacements")?,
+                array(array_of_types, n, "array_of_types")?,
+            )
+        };
+        let mut b = Builder::new();
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            b.place(&*st.layout(types[i])?, disps[i], count_arg(lens[i], "a block length")?)?;
+            parts.push(st.part(types[i])?);
+        }
+        let mut l = b.done();
+        // The extent is padded to the alignment of its strictest member,
+        // as a C compiler pads a struct (§5.1.6, "epsilon").
+        let ext = l.extent();
+        let padded = (ext as usize).next_multiple_of(l.align) as isize;
+        if ext >= 0 && padded != ext {
+            l.ub = l.lb + padded;
+        }
+        let mut ints = vec![count];
+        ints.extend_from_slice(lens);
+        let contents = Contents { combiner: MPI_COMBINER_STRUCT, ints, aints: disps.to_vec(), types: parts };
+        // SAFETY: the standard's contract on `newtype`.
+        unsafe { define(st, l, contents, newtype) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    oldtype: Handle,
+    lb: isize,
+    extent: isize,
+    newtype: *mut Handle,
+) -> c_int {
+    with_state("MPI_Type_create_resized", MPI_COMM_WORLD, |st| {
+        let mut l = (*st.layout(oldtype)?).clone();
+        (l.lb, l.ub) = (lb, lb + extent);
+        let contents = Contents {
+            combiner: MPI_COMBINER_RESIZED,
+            ints: vec![],
+            aints: vec![lb, extent],
+            types: vec![st.part(oldtype)?],
+        };
+        // SAFETY: the standard's contract on `newtype`.
+        unsafe { define(st, l, contents, newtype) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_dup", MPI_COMM_WORLD, |st| {
+        let l = (*st.layout(oldtype)?).clone();
+        let committed = st.types.get(&oldtype).is_none_or(|e| e.committed);
+        let contents =
+            Contents { combiner: MPI_COMBINER_DUP, ints: vec![], aints: vec![], types: vec![st.part(oldtype)?] };
+        // SAFETY: the standard's contract on `newtype`.
+        unsafe { define(st, l, contents, newtype)? };
+        // A duplicate is committed if its original was (§5.1.10).
+        // SAFETY: `define` wrote it.
+        let h = unsafe { newtype.read() };
+        if let Some(e) = st.types.get_mut(&h) {
+            e.committed = committed;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
+    with_state("MPI_Type_commit", MPI_COMM_WORLD, |st| {
+        if datatype.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "datatype is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let dt = unsafe { datatype.read() };
+        match st.types.get_mut(&dt) {
+            Some(e) => e.committed = true,
+            // Committing a predefined datatype is allowed and does nothing.
+            None => drop(st.layout(dt)?),
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
+    with_state("MPI_Type_free", MPI_COMM_WORLD, |st| {
+        if datatype.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "datatype is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let dt = unsafe { datatype.read() };
+        st.type_entry(dt)?;
+        // Operations in progress and types built from it keep their own
+        // copy of the layout (§5.1.10).
+        st.types.remove(&dt);
+        // SAFETY: as above.
+        unsafe { datatype.write(MPI_DATATYPE_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
+    with_state("MPI_Type_size", MPI_COMM_WORLD, |st| {
+        let n = st.layout(datatype)?.size;
+        let n = c_int::try_from(n).unwrap_or(MPI_UNDEFINED);
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
+    with_state("MPI_Type_size_c", MPI_COMM_WORLD, |st| {
+        let n = st.layout(datatype)?.size as i64;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+/// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`
+/// (`isize`) or `MPI_Count` (`i64`).
+///
+/// # Safety
+/// `lb` and `extent` are null or writable.
+unsafe fn bounds<T>(
+    call: &str,
+    datatype: Handle,
+    true_: bool,
+    lb: *mut T,
+    extent: *mut T,
+    conv: fn(isize) -> T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let l = st.layout(datatype)?;
+        let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
+        // SAFETY: the caller's contract.
+        unsafe {
+            put(lb, conv(lo), "lb")?;
+            put(extent, conv(hi - lo), "extent")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_extent", datatype, false, lb, extent, |v| v) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_extent_c", datatype, false, lb, extent, |v| v as i64) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_true_extent", datatype, true, lb, extent, |v| v) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_true_extent_c", datatype, true, lb, extent, |v| v as i64) }
+}
+
+/// Whole elements (`basic`: basic elements, §5.1.11) of `datatype` in a
+/// status's byte count, or `MPI_UNDEFINED` when the bytes end inside one
+/// (§3.2.5).
+///
+/// # Safety
+/// `status` is null or readable.
+unsafe fn elements(st: &State, status: *const MpiStatus, datatype: Handle, basic: bool) -> R<i64> {
+    if status.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
+    }
+    // SAFETY: non-null and readable by the caller's contract.
+    let bytes = unsafe { status.read() }.bytes();
+    let l = st.layout(datatype)?;
+    let n = if basic {
+        l.elements_in(bytes)
+    } else if l.size == 0 {
+        Some(0)
+    } else {
+        (bytes % l.size as u64 == 0).then_some(bytes / l.size as u64)
+    };
+    Ok(n.and_then(|n| i64::try_from(n).ok()).unwrap_or(i64::from(MPI_UNDEFINED)))
+}
+
+/// A count for an `int` result: `MPI_UNDEFINED` when it does not fit (§3.2.5).
+fn as_int(n: i64) -> c_int {
+    c_int::try_from(n).unwrap_or(MPI_UNDEFINED)
+}
+
+/// `MPI_Get_count` and `MPI_Get_elements`, as `int` or `MPI_Count`.
+///
+/// # Safety
+/// `status` is null or readable; `count` is null or writable.
+unsafe fn count_call<T>(
+    call: &str,
+    status: *const MpiStatus,
+    datatype: Handle,
+    basic: bool,
+    count: *mut T,
+    conv: fn(i64) -> T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `status` and `count`.
+        unsafe { put(count, conv(elements(st, status, datatype, basic)?), "count") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count", status, datatype, false, count, as_int) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count_c", status, datatype, false, count, |n| n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements", status, datatype, true, count, as_int) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements_c", status, datatype, true, count, |n| n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_envelope(
+    datatype: Handle,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_envelope", MPI_COMM_WORLD, |st| {
+        let (ni, na, nd, c) = match st.types.get(&datatype) {
+            Some(e) => {
+                let c = &e.def.contents;
+                (c.ints.len(), c.aints.len(), c.types.len(), c.combiner)
+            }
+            None => {
+                st.layout(datatype)?;
+                (0, 0, 0, MPI_COMBINER_NAMED)
+            }
+        };
+        // SAFETY: the standard's contract on the pointers.
+        unsafe {
+            put(num_integers, ni as c_int, "num_integers")?;
+            put(num_addresses, na as c_int, "num_addresses")?;
+            put(num_datatypes, nd as c_int, "num_datatypes")?;
+            put(combiner, c, "combiner")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_contents(
+    datatype: Handle,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut isize,
+    array_of_datatypes: *mut Handle,
+) -> c_int {
+    with_state("MPI_Type_get_contents", MPI_COMM_WORLD, |st| {
+        let Some(e) = st.types.get(&datatype) else {
+            st.layout(datatype)?;
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                "MPI_Type_get_contents of a predefined datatype (its combiner is MPI_COMBINER_NAMED)",
+            ));
+        };
+        let c = e.def.contents.clone();
+        let short = |what: &str, max: c_int, need: usize| {
+            if (max.max(0) as usize) < need {
+                Err(Fail::new(MPI_ERR_ARG, format!("{what} is {max}, but this datatype has {need}")))
+            } else {
+                Ok(())
+            }
+        };
+        short("max_integers", max_integers, c.ints.len())?;
+        short("max_addresses", max_addresses, c.aints.len())?;
+        short("max_datatypes", max_datatypes, c.types.len())?;
+        // SAFETY: the standard's contract: each array holds its max.
+        unsafe {
+            for (i, v) in c.ints.iter().enumerate() {
+                array_of_integers.add(i).write(*v);
+            }
+            for (i, v) in c.aints.iter().enumerate() {
+                array_of_addresses.add(i).write(*v);
+            }
+        }
+        for (i, (h, def)) in c.types.iter().enumerate() {
+            // A derived datatype comes back as a new handle the caller frees (§5.1.13).
+            let h = match def {
+                None => *h,
+                Some(def) => {
+                    let n = st.new_handle();
+                    st.types.insert(n, TypeEntry { def: def.clone(), committed: true, name: String::new() });
+                    n
+                }
+            };
+            // SAFETY: as above.
+            unsafe { array_of_datatypes.add(i).write(h) };
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c_char) -> c_int {
+    with_state("MPI_Type_set_name", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let name = unsafe { crate::env::c_name(type_name)? };
+        st.type_entry(datatype)?;
+        if let Some(e) = st.types.get_mut(&datatype) {
+            e.name = name;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    with_state("MPI_Type_get_name", MPI_COMM_WORLD, |st| {
+        let name = match st.types.get(&datatype) {
+            Some(e) => e.name.clone(),
+            None => predefined_name(datatype).ok_or_else(|| unknown_type(datatype))?.to_string(),
+        };
+        // SAFETY: the standard's contract on the pointers.
+        unsafe { crate::env::put_name(&name, type_name, resultlen) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: Handle, comm: Handle, size: *mut c_int) -> c_int {
+    with_state("MPI_Pack_size", comm, |st| {
+        st.comm(comm)?;
+        let n = count_arg(incount, "incount")?;
+        let bytes = st.layout(datatype)?.size.checked_mul(n).and_then(|b| c_int::try_from(b).ok());
+        let bytes = bytes.ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the packed size does not fit an int"))?;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, bytes, "size") }
+    })
+}
+
+/// The position argument of `MPI_Pack`/`MPI_Unpack`, checked against the
+/// buffer's size and the bytes to move.
+///
+/// # Safety
+/// `position` is null or readable.
+unsafe fn position(position: *const c_int, size: c_int, need: usize, call: &str) -> R<usize> {
+    if position.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "position is a null pointer"));
+    }
+    // SAFETY: non-null; the caller's contract.
+    let at = unsafe { position.read() };
+    let (at, size) = (count_arg(at, "position")?, count_arg(size, "the buffer size")?);
+    if at.checked_add(need).is_none_or(|end| end > size) {
+        return Err(Fail::new(
+            MPI_ERR_TRUNCATE,
+            format!("{call}: {need} bytes from position {at} do not fit a buffer of {size} bytes"),
+        ));
+    }
+    Ok(at)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: Handle,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position_: *mut c_int,
+    comm: Handle,
+) -> c_int {
+    with_state("MPI_Pack", comm, |st| {
+        st.comm(comm)?;
+        let span = st.span(incount, datatype)?;
+        // SAFETY: the standard's contract on `position`.
+        let at = unsafe { position(position_, outsize, span.len(), "MPI_Pack")? };
+        // SAFETY: the standard's contract: `inbuf` holds the elements.
+        let data = unsafe { outgoing(inbuf, &span, "input")? };
+        if !data.is_empty() {
+            if outbuf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "outbuf is a null pointer"));
+            }
+            // SAFETY: `outbuf` holds `outsize` bytes, and `at + len <= outsize` (checked).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), outbuf.cast::<u8>().add(at), data.len()) };
+        }
+        // SAFETY: checked non-null above.
+        unsafe { position_.write((at + data.len()) as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position_: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: Handle,
+    comm: Handle,
+) -> c_int {
+    with_state("MPI_Unpack", comm, |st| {
+        st.comm(comm)?;
+        let span = st.span(outcount, datatype)?;
+        // SAFETY: the standard's contract on `position`.
+        let at = unsafe { position(position_, insize, span.len(), "MPI_Unpack")? };
+        // SAFETY: the standard's contract: `outbuf` has room for the elements.
+        let mut into = unsafe { incoming(outbuf, &span, "output", false)? };
+        if into.len > 0 {
+            if inbuf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "inbuf is a null pointer"));
+            }
+            // SAFETY: `inbuf` holds `insize` bytes and `at + len <= insize`
+            // (checked); `into` is the output's bytes or a staging buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(inbuf.cast::<u8>().add(at), into.bytes().as_mut_ptr(), into.len);
+            }
+        }
+        let n = into.len;
+        // SAFETY: the output buffer's contract, as above.
+        unsafe { into.finish(n as u64) };
+        // SAFETY: checked non-null above.
+        unsafe { position_.write((at + n) as c_int) };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int() -> Layout {
+        predefined(MPI_INT).unwrap()
+    }
+
+    #[test]
+    fn a_vector_flattens_into_its_blocks_and_packs_them_in_order() {
+        let mut b = Builder::new();
+        for i in 0..3 {
+            b.place(&int(), i * 12, 2).unwrap();
+        }
+        let l = b.done();
+        assert_eq!(l.blocks, vec![(0, 8), (12, 8), (24, 8)]);
+        assert_eq!((l.size, l.lb, l.ub), (24, 0, 32));
+        let src: Vec<i32> = (0..9).collect();
+        let mut out = vec![0u8; 24];
+        // SAFETY: `src` holds the 32 bytes the layout reads.
+        unsafe { l.pack(src.as_ptr().cast(), 1, &mut out) };
+        let packed: Vec<i32> = out.chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(packed, vec![0, 1, 3, 4, 6, 7]);
+        let mut back = vec![-1i32; 9];
+        // SAFETY: `back` has room for the 32 bytes the layout writes.
+        unsafe { l.unpack(&out, back.as_mut_ptr().cast()) };
+        assert_eq!(back, vec![0, 1, -1, 3, 4, -1, 6, 7, -1]);
+    }
+
+    #[test]
+    fn a_contiguous_type_merges_into_one_block() {
+        let mut b = Builder::new();
+        b.place(&int(), 0, 1000).unwrap();
+        let l = b.done();
+        assert_eq!(l.blocks, vec![(0, 4000)]);
+        assert_eq!(l.basics, vec![(4, 1000)]);
+        assert!(l.dense());
+    }
+
+    #[test]
+    fn elements_end_inside_a_struct_or_on_a_boundary() {
+        // { int; double; } as struct: basics 4 then 8.
+        let mut b = Builder::new();
+        b.place(&int(), 0, 1).unwrap();
+        b.place(&predefined(MPI_DOUBLE).unwrap(), 8, 1).unwrap();
+        let l = b.done();
+        assert_eq!(l.size, 12);
+        assert_eq!(l.elements_in(24), Some(4));
+        assert_eq!(l.elements_in(16), Some(3));
+        assert_eq!(l.elements_in(14), None);
+        assert_eq!(l.elements_in(0), Some(0));
+    }
+
+    #[test]
+    fn pair_types_are_laid_out_as_c_structs() {
+        let di = predefined(MPI_DOUBLE_INT).unwrap();
+        assert_eq!((di.size, di.extent()), (12, 16));
+        let si = predefined(MPI_SHORT_INT).unwrap();
+        assert_eq!((si.size, si.extent(), si.blocks.clone()), (6, 8, vec![(0, 2), (4, 4)]));
+        assert_eq!(predefined(MPI_2INT).unwrap().basics, vec![(4, 2)]);
+    }
+}
