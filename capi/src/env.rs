@@ -31,7 +31,8 @@ fn init(required: c_int) -> R<c_int> {
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     let mut comms = Table::default();
-    let entry = |comm, name: &str| CommEntry { comm, errhandler: MPI_ERRORS_ARE_FATAL, name: name.into() };
+    let entry =
+        |comm, name: &str| CommEntry { comm, errhandler: MPI_ERRORS_ARE_FATAL, name: name.into(), attrs: Vec::new() };
     comms.insert(MPI_COMM_WORLD, entry(universe.world(), "MPI_COMM_WORLD"));
     comms.insert(MPI_COMM_SELF, entry(universe.self_communicator(), "MPI_COMM_SELF"));
     *guard = Some(State {
@@ -39,6 +40,11 @@ fn init(required: c_int) -> R<c_int> {
         comms,
         requests: Table::default(),
         types: Table::default(),
+        groups: Table::default(),
+        keyvals: std::collections::HashMap::new(),
+        next_keyval: crate::attr::FIRST_KEYVAL,
+        messages: Table::default(),
+        buffered: Default::default(),
         detached: Vec::new(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,
@@ -130,6 +136,9 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     }
     st.requests.clear();
     st.detached.clear();
+    // Buffered sends still in flight go out before the engine stops
+    // (dropping a request waits for it).
+    st.buffered = Default::default();
     st.comms.clear();
     match st.universe.finalize() {
         Ok(()) => MPI_SUCCESS,
@@ -184,16 +193,21 @@ unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max: c_int) -> 
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+/// This host's name (`localhost` when it has none).
+pub(crate) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     } else {
         "localhost".into()
-    };
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let host = host_name();
     // SAFETY: the standard's contract: MPI_MAX_PROCESSOR_NAME bytes.
     match unsafe { put_string(name, resultlen, &host, MPI_MAX_PROCESSOR_NAME) } {
         Ok(()) => MPI_SUCCESS,
@@ -346,11 +360,11 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int 
 }
 
 /// Register `c` under a new handle with `parent`'s error handler (§7.4.2).
-fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
+pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
     let errhandler = st.comm(parent)?.errhandler;
     let h = st.new_handle();
-    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new() });
+    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new(), attrs: Vec::new() });
     Ok(h)
 }
 
@@ -359,6 +373,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     with_state("MPI_Comm_dup", comm, |st| {
         let c = st.comm(comm)?.comm.duplicate()?;
         let h = register(st, Some(c), comm)?;
+        crate::attr::copy_all(st, comm, h)?;
         // SAFETY: the standard's contract on `newcomm`.
         unsafe { put(newcomm, h, "newcomm") }
     })
@@ -391,6 +406,8 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
             return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
         }
         st.comm(h)?;
+        // Attributes are deleted first, through their delete callbacks (§7.7.2).
+        crate::attr::delete_all(st, h)?;
         st.comms.remove(&h);
         // SAFETY: as above.
         unsafe { comm.write(MPI_COMM_NULL) };
@@ -430,10 +447,15 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_APPNUM => &ATTR_APPNUM,
             MPI_LASTUSEDCODE => &ATTR_LASTUSEDCODE,
             k => {
-                return Err(Fail::new(
-                    MPI_ERR_KEYVAL,
-                    format!("keyval {k} is not a predefined attribute (user keyvals are not implemented)"),
-                ))
+                let v = crate::attr::get(st, comm, k)?;
+                // SAFETY: the standard's contract: `attribute_val` is the
+                // address of a `void *`, which receives the value stored.
+                return unsafe {
+                    if let Some(v) = v {
+                        put(attribute_val.cast::<*mut std::ffi::c_void>(), v, "attribute_val")?;
+                    }
+                    put(flag, v.is_some() as c_int, "flag")
+                };
             }
         };
         // SAFETY: the standard's contract: `attribute_val` is the address

@@ -24,9 +24,13 @@
 #![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
 
 pub mod abi;
+mod attr;
+mod bsend;
 mod coll;
 mod datatype;
 mod env;
+mod group;
+mod message;
 mod p2p;
 
 use std::collections::HashMap;
@@ -101,6 +105,8 @@ pub(crate) struct CommEntry {
     pub(crate) errhandler: Handle,
     /// `MPI_Comm_set_name`'s name.
     pub(crate) name: String,
+    /// User attributes: keyval and value, in the order they were set.
+    pub(crate) attrs: Vec<(c_int, *mut std::ffi::c_void)>,
 }
 
 /// An operation in the engine, with what it needs when it completes.
@@ -186,6 +192,15 @@ pub(crate) struct State {
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
+    /// Groups: the `MPI_COMM_WORLD` ranks of their members.
+    pub(crate) groups: Table<Vec<u32>>,
+    /// User keyvals (§7.7.2) and the next one to hand out.
+    pub(crate) keyvals: HashMap<c_int, attr::Keyval>,
+    pub(crate) next_keyval: c_int,
+    /// Messages matched by `MPI_Mprobe`/`MPI_Improbe`, not yet received.
+    pub(crate) messages: Table<mpi::Message>,
+    /// Buffered mode: the attached buffer and the sends in flight.
+    pub(crate) buffered: bsend::Buffered,
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
@@ -253,6 +268,12 @@ thread_local! {
 /// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
 /// fatal handler, as the standard makes them erroneous.
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
+    if attr::IN_CALLBACK.with(|c| c.get()) {
+        // The call running the callback holds the lock: waiting for it
+        // would never end.
+        eprintln!("MPI error in {call}: called from an attribute callback, which this library does not allow");
+        return MPI_ERR_OTHER;
+    }
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
         let when =

@@ -14,7 +14,7 @@ use crate::datatype::{incoming, outgoing, Span};
 use crate::*;
 
 /// The tag selector of a receive or probe: `None` is any tag.
-fn recv_tag(tag: c_int) -> R<Option<c_int>> {
+pub(crate) fn recv_tag(tag: c_int) -> R<Option<c_int>> {
     match tag {
         MPI_ANY_TAG => Ok(None),
         t if t >= 0 => Ok(Some(t)),
@@ -342,6 +342,41 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Sendrecv_replace", comm, |st| {
+        let c = st.comm(comm)?.comm.clone();
+        let span = st.span(count, datatype)?;
+        // The message goes out from a copy, so that the receive may
+        // overwrite the buffer at once.
+        let send = if dest == MPI_PROC_NULL {
+            None
+        } else {
+            // SAFETY: `buf` holds the elements (the standard's contract).
+            let data = unsafe { outgoing(buf, &span, "send")? }.into_owned();
+            // SAFETY: `data`'s heap bytes move with the request, which keeps them.
+            let r = unsafe { raw::isend(&c.process_at_rank(dest), data.as_ptr(), data.len(), sendtag, false) }?;
+            Some(Active { r, stage: Stage { hold: vec![data], unpack: None } })
+        };
+        // SAFETY: the standard's contract on the receive arguments.
+        let r = unsafe { recv(st, buf, count, datatype, source, recvtag, comm, status) };
+        if let Some(s) = send {
+            s.wait()?;
+        }
+        r
+    })
+}
+
 /// Probe: blocking, or not (`None` when nothing matches yet).
 fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<Option<MpiStatus>> {
     let c = &st.comm(comm)?.comm;
@@ -566,6 +601,40 @@ pub unsafe extern "C" fn MPI_Testall(
     })
 }
 
+/// Null and inactive persistent requests take no part in the `any` and
+/// `some` calls (§3.7.5).
+fn inactive(st: &State, h: Handle) -> bool {
+    h == MPI_REQUEST_NULL
+        || matches!(st.requests.get(&h), Some(Req::Persistent(p)) if p.active.is_none() && p.done.is_none())
+}
+
+/// Complete the requests of `reqs` that are done (at least one, waiting
+/// for it, when `block`); `None` when none takes part. With `first`, stop
+/// at the first one found.
+fn some(st: &mut State, reqs: &mut [Handle], block: bool, first: bool) -> R<Option<Vec<(usize, MpiStatus)>>> {
+    if reqs.iter().all(|h| inactive(st, *h)) {
+        return Ok(None);
+    }
+    loop {
+        let mut done = Vec::new();
+        for (i, h) in reqs.iter_mut().enumerate() {
+            if inactive(st, *h) {
+                continue;
+            }
+            if let Some(s) = complete(st, *h, false)? {
+                *h = after(st, *h);
+                done.push((i, s));
+                if first {
+                    break;
+                }
+            }
+        }
+        if !done.is_empty() || !block {
+            return Ok(Some(done));
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitany(
     count: c_int,
@@ -576,36 +645,108 @@ pub unsafe extern "C" fn MPI_Waitany(
     with_state("MPI_Waitany", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the array.
         let reqs = unsafe { handles(count, array_of_requests)? };
-        // Null and inactive persistent requests take no part (§3.7.5).
-        let inactive = |st: &State, h: Handle| {
-            h == MPI_REQUEST_NULL
-                || matches!(st.requests.get(&h), Some(Req::Persistent(p)) if p.active.is_none() && p.done.is_none())
+        let (i, s) = match some(st, reqs, true, true)? {
+            Some(d) => (d[0].0 as c_int, d[0].1),
+            None => (MPI_UNDEFINED, MpiStatus::empty()),
         };
-        if reqs.iter().all(|h| inactive(st, *h)) {
-            // SAFETY: the standard's contract on `index` and `status`.
-            unsafe {
-                put(index, MPI_UNDEFINED, "index")?;
-                put_status(status, MpiStatus::empty());
-            }
-            return Ok(());
+        // SAFETY: the standard's contract on `index` and `status`.
+        unsafe {
+            put(index, i, "index")?;
+            put_status(status, s);
         }
-        loop {
-            for (i, h) in reqs.iter_mut().enumerate() {
-                if inactive(st, *h) {
-                    continue;
-                }
-                if let Some(s) = complete(st, *h, false)? {
-                    *h = after(st, *h);
-                    // SAFETY: the standard's contract on `index` and `status`.
-                    unsafe {
-                        put(index, i as c_int, "index")?;
-                        put_status(status, s);
-                    }
-                    return Ok(());
-                }
-            }
-        }
+        Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Testany", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array.
+        let reqs = unsafe { handles(count, array_of_requests)? };
+        let (i, f, s) = match some(st, reqs, false, true)? {
+            None => (MPI_UNDEFINED, 1, Some(MpiStatus::empty())),
+            Some(d) if d.is_empty() => (MPI_UNDEFINED, 0, None),
+            Some(d) => (d[0].0 as c_int, 1, Some(d[0].1)),
+        };
+        // SAFETY: the standard's contract on `index`, `flag` and `status`.
+        unsafe {
+            put(index, i, "index")?;
+            put(flag, f, "flag")?;
+            if let Some(s) = s {
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Waitsome` and `MPI_Testsome`.
+///
+/// # Safety
+/// The arrays hold `incount` entries; the pointers are writable.
+unsafe fn waitsome(
+    call: &str,
+    block: bool,
+    incount: c_int,
+    array_of_requests: *mut Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on the array.
+        let reqs = unsafe { handles(incount, array_of_requests)? };
+        let Some(done) = some(st, reqs, block, false)? else {
+            // SAFETY: the caller's contract on `outcount`.
+            return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
+        };
+        if !done.is_empty() && array_of_indices.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
+        }
+        for (k, (i, s)) in done.iter().enumerate() {
+            // SAFETY: the caller's contract: room for `incount` entries.
+            unsafe {
+                array_of_indices.add(k).write(*i as c_int);
+                if !array_of_statuses.is_null() {
+                    array_of_statuses.add(k).write(*s);
+                }
+            }
+        }
+        // SAFETY: the caller's contract on `outcount`.
+        unsafe { put(outcount, done.len() as c_int, "outcount") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
+    // SAFETY: the standard's contract on the arrays.
+    unsafe { waitsome("MPI_Waitsome", true, incount, r, o, i, s) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
+    // SAFETY: the standard's contract on the arrays.
+    unsafe { waitsome("MPI_Testsome", false, incount, r, o, i, s) }
 }
 
 #[no_mangle]

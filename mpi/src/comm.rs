@@ -174,8 +174,9 @@ impl SimpleCommunicator {
         self.group.clone()
     }
 
-    /// Job rank of each member, in communicator order.
-    pub(crate) fn members(&self) -> &[u32] {
+    /// The job (`MPI_COMM_WORLD`) rank of each member, in communicator
+    /// order: its process group (`MPI_Comm_group`, MPI 4.1 §7.3.2).
+    pub fn members(&self) -> &[u32] {
         &self.group.members
     }
 
@@ -239,6 +240,53 @@ impl SimpleCommunicator {
             return Err(MpiError::Invalid("gather table has the wrong number of entries".into()));
         }
         Ok(table)
+    }
+
+    /// A communicator of the processes at `ranks` of this one, in that
+    /// order, made by those processes alone: each calls it with the same
+    /// `ranks` and `tag`, and the others need not call it at all
+    /// (`MPI_Comm_create_group`, MPI 4.1 §7.4.2). `None` on a process not
+    /// in `ranks`.
+    ///
+    /// The first process collects everyone's next free context id and
+    /// hands out the largest, so that the new context is unused by every
+    /// member, as a split does over the whole communicator.
+    pub fn create_from_ranks(&self, ranks: &[Rank], tag: Tag) -> Result<Option<SimpleCommunicator>> {
+        let mut seen = std::collections::HashSet::new();
+        for &r in ranks {
+            self.job_rank(r)?;
+            if !seen.insert(r) {
+                return Err(MpiError::Invalid(format!("rank {r} is in the group twice")));
+            }
+        }
+        let Some(me) = ranks.iter().position(|&r| r == self.rank) else {
+            return Ok(None);
+        };
+        check_tag(tag)?;
+        // Tags below the collective schedules' (1 << 30) and above the
+        // split's (2, 3), one per user tag.
+        let t = (1 << 29) | (tag & 0x0FFF_FFFF);
+        let next = self.shared.borrow().next_ctx;
+        let word = |d: Vec<u8>| -> Result<u32> {
+            let b: [u8; 4] = d.try_into().map_err(|_| MpiError::Invalid("corrupt context agreement".into()))?;
+            Ok(u32::from_le_bytes(b))
+        };
+        let ctx = if me == 0 {
+            let mut ctx = next;
+            for &r in &ranks[1..] {
+                ctx = ctx.max(word(self.coll_recv(r, t)?)?);
+            }
+            for &r in &ranks[1..] {
+                self.coll_send(r, t, &ctx.to_le_bytes())?;
+            }
+            ctx
+        } else {
+            self.coll_send(ranks[0], t, &next.to_le_bytes())?;
+            word(self.coll_recv(ranks[0], t)?)?
+        };
+        self.shared.borrow_mut().next_ctx = ctx + 2;
+        let members = ranks.iter().map(|&r| self.group.members[r as usize]).collect();
+        Ok(Some(self.make_child(members, ctx)))
     }
 
     /// This process alone (`MPI_COMM_SELF`), on context ids that no split
@@ -322,6 +370,20 @@ impl Communicator for SimpleCommunicator {
         }
         group.sort();
         Ok(Some(self.make_child(group.into_iter().map(|g| g.2).collect(), ctx)))
+    }
+}
+
+/// A message a matched probe took out of matching (`MPI_Message`, MPI 4.1
+/// §3.8.2): only the receive it is handed to ([`raw::imrecv`]) gets it.
+pub struct Message {
+    msg: adi::Matched,
+    comm: SimpleCommunicator,
+}
+
+impl Message {
+    /// The message's envelope, in its communicator's ranks.
+    pub fn status(&self) -> Status {
+        self.comm.status(self.msg.status())
     }
 }
 
@@ -798,6 +860,55 @@ pub mod raw {
             unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
         irecv_impl(from, StaticScope, out, tag)
+    }
+
+    /// Matched probe (`MPI_Mprobe`, or `MPI_Improbe` when not `block`):
+    /// the message found is taken out of matching, for [`imrecv`] alone.
+    pub fn mprobe<S: Source + ?Sized>(from: &S, tag: Option<Tag>, block: bool) -> Result<Option<Message>> {
+        let tag = tag_sel(tag)?;
+        let comm = from.comm();
+        let src = from.adi_source()?;
+        let mut c = comm.shared.borrow_mut();
+        charge_call(c.engine()?);
+        let msg = if !block {
+            c.engine()?.improbe(src, tag, comm.ctx)?
+        } else if c.nbc.is_empty() {
+            Some(c.engine()?.mprobe(src, tag, comm.ctx)?)
+        } else {
+            // Keep non-blocking collectives moving while waiting (as probe does).
+            let mut found = None;
+            c.wait_until(|c| {
+                found = c.engine()?.improbe(src, tag, comm.ctx)?;
+                Ok(found.is_some())
+            })?;
+            found
+        };
+        Ok(msg.map(|msg| Message { msg, comm: comm.clone() }))
+    }
+
+    /// Start receiving a matched message into the `len` bytes at `ptr`
+    /// (`MPI_Imrecv`; `MPI_Mrecv` waits for it).
+    ///
+    /// # Safety
+    /// As [`irecv`]: the bytes stay writable and otherwise untouched until
+    /// the request has completed or been dropped.
+    pub unsafe fn imrecv(msg: Message, ptr: *mut u8, len: usize) -> Result<Request<'static>> {
+        let Message { msg, comm } = msg;
+        let out: &'static mut [u8] = if len == 0 || ptr.is_null() {
+            &mut []
+        } else {
+            // SAFETY: the caller's contract, for as long as the request lives.
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+        };
+        let id = {
+            let mut c = comm.shared.borrow_mut();
+            let e = c.engine()?;
+            charge_request(e);
+            // SAFETY: as in irecv_impl: the request owns the only access to
+            // `out` until it leaves the engine.
+            unsafe { e.imrecv_into(msg, out)? }
+        };
+        Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.group.clone(), StaticScope.core()))
     }
 
     fn tag_sel(tag: Option<Tag>) -> Result<TagSel> {

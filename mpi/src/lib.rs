@@ -33,7 +33,9 @@ pub mod request;
 mod universe;
 
 pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};
-pub use comm::{raw, AnyProcess, Color, Communicator, Destination, Process, SimpleCommunicator, Source, Status};
+pub use comm::{
+    raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
+};
 pub use error::{MpiError, Result};
 pub use request::Request;
 pub use universe::{initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

@@ -247,3 +247,21 @@ fn derived_datatypes_v_collectives_and_scans() {
         ok(3, 1, &["--backend", "dpdk"]);
     }
 }
+
+/// Groups, communicators made from them, attributes, buffered sends,
+/// matched probes and the any/some completions (sim-tests/c/groups.c).
+#[test]
+fn groups_attributes_buffered_sends_and_matched_probes() {
+    let prog = build("groups");
+    let ok = |np: u32, nodes: u16, extra: &[&str]| {
+        let (ok, text) = run(np, nodes, extra, &prog);
+        assert!(ok && text.contains(&format!("OK c-groups on {np} ranks")), "c-groups on {np} {extra:?}:\n{text}");
+    };
+    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)] {
+        ok(np, nodes, &[]);
+    }
+    ok(3, 1, &["--backend", "udp"]);
+    if adi::backend::dpdk::available().is_ok() {
+        ok(3, 1, &["--backend", "dpdk"]);
+    }
+}

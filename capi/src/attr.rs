@@ -1,0 +1,187 @@
+//! User attributes on communicators (MPI 4.1 §7.7.2): keyvals with copy
+//! and delete callbacks, run on `MPI_Comm_dup`, `MPI_Comm_set_attr` over
+//! an existing value, `MPI_Comm_delete_attr` and `MPI_Comm_free`.
+//!
+//! The callbacks run inside the library's call; one that calls MPI back
+//! gets `MPI_ERR_OTHER` with a message (see [`with_state`]), not a hang.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+
+use crate::abi::*;
+use crate::*;
+
+/// Keyvals the library hands out start here, above the predefined ones.
+pub(crate) const FIRST_KEYVAL: c_int = 1000;
+
+/// `MPI_Comm_copy_attr_function`.
+type CopyFn = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// `MPI_Comm_delete_attr_function`.
+type DeleteFn = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// `MPI_COMM_DUP_FN`: the ABI's value for "copy the value as it is".
+const DUP_FN: usize = 1;
+
+/// A keyval: its callbacks (null: none) and extra state.
+pub(crate) struct Keyval {
+    copy: usize,
+    delete: usize,
+    extra: *mut c_void,
+    /// `MPI_Comm_free_keyval` has run: no new attributes; those set stay.
+    freed: bool,
+}
+
+thread_local! {
+    /// A callback of ours is running on this thread.
+    pub(crate) static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run a user callback, marked so that an MPI call from inside it fails
+/// cleanly instead of waiting forever for the lock this call holds.
+fn callback<T>(f: impl FnOnce() -> T) -> T {
+    IN_CALLBACK.with(|c| c.set(true));
+    let r = f();
+    IN_CALLBACK.with(|c| c.set(false));
+    r
+}
+
+impl State {
+    fn keyval(&self, k: c_int) -> R<&Keyval> {
+        self.keyvals.get(&k).ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} was never created")))
+    }
+}
+
+/// Run `k`'s delete callback on `v`, set on `comm`.
+fn delete_value(st: &State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
+    let kv = st.keyval(k)?;
+    if kv.delete != 0 {
+        // SAFETY: the program registered this function pointer as an
+        // `MPI_Comm_delete_attr_function` (the standard's contract).
+        let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+        // SAFETY: as above; the arguments are the ones the standard gives it.
+        let rc = callback(|| unsafe { f(comm, k, v, kv.extra) });
+        if rc != MPI_SUCCESS {
+            return Err(Fail::new(rc, format!("the delete callback of keyval {k} returned {rc}")));
+        }
+    }
+    Ok(())
+}
+
+/// The value of user attribute `k` on `comm`, if set.
+pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> {
+    st.keyval(k)?;
+    Ok(st.comm(comm)?.attrs.iter().find(|a| a.0 == k).map(|a| a.1))
+}
+
+/// Copy `from`'s attributes to its duplicate `to`, through their copy
+/// callbacks (§7.4.2, `MPI_Comm_dup`).
+pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
+    let attrs = st.comm(from)?.attrs.clone();
+    let mut copied = Vec::new();
+    for (k, v) in attrs {
+        let kv = st.keyval(k)?;
+        match kv.copy {
+            0 => {}
+            DUP_FN => copied.push((k, v)),
+            f => {
+                // SAFETY: the program registered this function pointer as an
+                // `MPI_Comm_copy_attr_function` (the standard's contract).
+                let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
+                let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
+                let out_p: *mut *mut c_void = &mut out;
+                // SAFETY: as above, with the arguments the standard gives it.
+                let rc = callback(|| unsafe { f(from, k, kv.extra, v, out_p.cast(), &mut flag) });
+                if rc != MPI_SUCCESS {
+                    return Err(Fail::new(rc, format!("the copy callback of keyval {k} returned {rc}")));
+                }
+                if flag != 0 {
+                    copied.push((k, out));
+                }
+            }
+        }
+    }
+    if let Some(e) = st.comms.get_mut(&to) {
+        e.attrs = copied;
+    }
+    Ok(())
+}
+
+/// Delete every attribute of `comm` (`MPI_Comm_free`), last set first.
+pub(crate) fn delete_all(st: &mut State, comm: Handle) -> R<()> {
+    let attrs = st.comms.get_mut(&comm).map(|e| std::mem::take(&mut e.attrs)).unwrap_or_default();
+    for (k, v) in attrs.into_iter().rev() {
+        delete_value(st, comm, k, v)?;
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_keyval(
+    comm_copy_attr_fn: usize,
+    comm_delete_attr_fn: usize,
+    comm_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    with_state("MPI_Comm_create_keyval", MPI_COMM_WORLD, |st| {
+        let k = st.next_keyval;
+        // SAFETY: the standard's contract on `comm_keyval`.
+        unsafe { put(comm_keyval, k, "comm_keyval")? };
+        st.next_keyval += 1;
+        let kv = Keyval { copy: comm_copy_attr_fn, delete: comm_delete_attr_fn, extra: extra_state, freed: false };
+        st.keyvals.insert(k, kv);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
+    with_state("MPI_Comm_free_keyval", MPI_COMM_WORLD, |st| {
+        if comm_keyval.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "comm_keyval is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let k = unsafe { comm_keyval.read() };
+        if k < FIRST_KEYVAL {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
+        }
+        st.keyval(k)?;
+        if let Some(kv) = st.keyvals.get_mut(&k) {
+            kv.freed = true;
+        }
+        // SAFETY: as above.
+        unsafe { comm_keyval.write(MPI_KEYVAL_INVALID) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    with_state("MPI_Comm_set_attr", comm, |st| {
+        st.comm(comm)?;
+        if st.keyval(comm_keyval)?.freed {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {comm_keyval} was freed")));
+        }
+        // A value already set is deleted first (§7.7.2).
+        if let Some(old) = get(st, comm, comm_keyval)? {
+            delete_value(st, comm, comm_keyval, old)?;
+        }
+        if let Some(e) = st.comms.get_mut(&comm) {
+            e.attrs.retain(|a| a.0 != comm_keyval);
+            e.attrs.push((comm_keyval, attribute_val));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) -> c_int {
+    with_state("MPI_Comm_delete_attr", comm, |st| {
+        let v = get(st, comm, comm_keyval)?
+            .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("no attribute of keyval {comm_keyval} is set")))?;
+        delete_value(st, comm, comm_keyval, v)?;
+        if let Some(e) = st.comms.get_mut(&comm) {
+            e.attrs.retain(|a| a.0 != comm_keyval);
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,414 @@
+//! Groups (MPI 4.1 §7.3) and the communicator calls built on them:
+//! `MPI_Comm_create`, `MPI_Comm_create_group`, `MPI_Comm_compare`,
+//! `MPI_Comm_split_type` (§7.4).
+//!
+//! A group is the `MPI_COMM_WORLD` ranks of its members, in group order.
+
+use std::ffi::c_int;
+
+use mpi::{Color, Communicator};
+
+use crate::abi::*;
+use crate::*;
+
+impl State {
+    /// The members of group `g`.
+    fn group(&self, g: Handle) -> R<&[u32]> {
+        if g == MPI_GROUP_EMPTY {
+            return Ok(&[]);
+        }
+        self.groups.get(&g).map(Vec::as_slice).ok_or_else(|| {
+            let what = if g == MPI_GROUP_NULL { "MPI_GROUP_NULL".to_string() } else { format!("{g:#x}") };
+            Fail::new(MPI_ERR_GROUP, format!("{what} is not a valid group (never created, or freed)"))
+        })
+    }
+
+    /// Register a group and write its handle (`MPI_GROUP_EMPTY` when empty).
+    ///
+    /// # Safety
+    /// `out` is null or writable.
+    unsafe fn new_group(&mut self, members: Vec<u32>, out: *mut Handle) -> R<()> {
+        let h = if members.is_empty() {
+            MPI_GROUP_EMPTY
+        } else {
+            let h = self.new_handle();
+            self.groups.insert(h, members);
+            h
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put(out, h, "newgroup") }
+    }
+
+    /// This process's `MPI_COMM_WORLD` rank.
+    fn me(&self) -> R<u32> {
+        Ok(self.comm(MPI_COMM_WORLD)?.comm.rank() as u32)
+    }
+}
+
+/// `IDENT` (same members, same order), `SIMILAR` (same members) or `UNEQUAL`.
+fn compare(a: &[u32], b: &[u32]) -> c_int {
+    if a == b {
+        return MPI_IDENT;
+    }
+    let (mut x, mut y) = (a.to_vec(), b.to_vec());
+    x.sort_unstable();
+    y.sort_unstable();
+    if x == y {
+        MPI_SIMILAR
+    } else {
+        MPI_UNEQUAL
+    }
+}
+
+/// The ranks `ranks` of a group of `n`, checked: in range, no repeats.
+fn check_ranks(ranks: &[c_int], n: usize) -> R<()> {
+    let mut seen = vec![false; n];
+    for &r in ranks {
+        let i = usize::try_from(r)
+            .ok()
+            .filter(|&i| i < n)
+            .ok_or_else(|| Fail::new(MPI_ERR_RANK, format!("rank {r} is not in a group of {n} processes")))?;
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(Fail::new(MPI_ERR_RANK, format!("rank {r} is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// `n` values at `p`.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn ints<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
+    let n = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("n {n} is negative")))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
+    with_state("MPI_Comm_group", comm, |st| {
+        let members = st.comm(comm)?.comm.members().to_vec();
+        // SAFETY: the standard's contract on `group`.
+        unsafe { st.new_group(members, group) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_int {
+    with_state("MPI_Group_size", MPI_COMM_WORLD, |st| {
+        let n = st.group(group)?.len() as c_int;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_int {
+    with_state("MPI_Group_rank", MPI_COMM_WORLD, |st| {
+        let me = st.me()?;
+        let r = st.group(group)?.iter().position(|&m| m == me).map_or(MPI_UNDEFINED, |i| i as c_int);
+        // SAFETY: the standard's contract on `rank`.
+        unsafe { put(rank, r, "rank") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
+    with_state("MPI_Group_free", MPI_COMM_WORLD, |st| {
+        if group.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "group is a null pointer"));
+        }
+        // SAFETY: non-null; the standard's contract.
+        let g = unsafe { group.read() };
+        // Freeing MPI_GROUP_EMPTY (which group calls hand out) is allowed.
+        if g != MPI_GROUP_EMPTY {
+            st.group(g)?;
+            st.groups.remove(&g);
+        }
+        // SAFETY: as above.
+        unsafe { group.write(MPI_GROUP_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_compare(group1: Handle, group2: Handle, result: *mut c_int) -> c_int {
+    with_state("MPI_Group_compare", MPI_COMM_WORLD, |st| {
+        let r = compare(st.group(group1)?, st.group(group2)?);
+        // SAFETY: the standard's contract on `result`.
+        unsafe { put(result, r, "result") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_translate_ranks(
+    group1: Handle,
+    n: c_int,
+    ranks1: *const c_int,
+    group2: Handle,
+    ranks2: *mut c_int,
+) -> c_int {
+    with_state("MPI_Group_translate_ranks", MPI_COMM_WORLD, |st| {
+        let (g1, g2) = (st.group(group1)?, st.group(group2)?);
+        // SAFETY: the standard's contract: `n` ranks in, `n` out.
+        let r1 = unsafe { ints(ranks1, n, "ranks1")? };
+        let mut out = Vec::with_capacity(r1.len());
+        for &r in r1 {
+            out.push(if r == MPI_PROC_NULL {
+                MPI_PROC_NULL
+            } else {
+                let m = usize::try_from(r).ok().and_then(|i| g1.get(i)).ok_or_else(|| {
+                    Fail::new(MPI_ERR_RANK, format!("rank {r} is not in group1 of {} processes", g1.len()))
+                })?;
+                g2.iter().position(|x| x == m).map_or(MPI_UNDEFINED, |i| i as c_int)
+            });
+        }
+        if !out.is_empty() {
+            if ranks2.is_null() {
+                return Err(Fail::new(MPI_ERR_ARG, "ranks2 is a null pointer"));
+            }
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), ranks2, out.len()) };
+        }
+        Ok(())
+    })
+}
+
+/// A set operation on two groups (§7.3.2), in the order the standard gives.
+///
+/// # Safety
+/// `newgroup` is null or writable.
+unsafe fn set_op(
+    call: &str,
+    g1: Handle,
+    g2: Handle,
+    newgroup: *mut Handle,
+    keep: fn(&[u32], &[u32]) -> Vec<u32>,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let v = keep(st.group(g1)?, st.group(g2)?);
+        // SAFETY: the caller's contract.
+        unsafe { st.new_group(v, newgroup) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_union(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on `newgroup`.
+    unsafe {
+        set_op("MPI_Group_union", group1, group2, newgroup, |a, b| {
+            a.iter().chain(b.iter().filter(|m| !a.contains(m))).copied().collect()
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_intersection(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on `newgroup`.
+    unsafe {
+        set_op("MPI_Group_intersection", group1, group2, newgroup, |a, b| {
+            a.iter().filter(|m| b.contains(m)).copied().collect()
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_difference(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on `newgroup`.
+    unsafe {
+        set_op("MPI_Group_difference", group1, group2, newgroup, |a, b| {
+            a.iter().filter(|m| !b.contains(m)).copied().collect()
+        })
+    }
+}
+
+/// The group of `ranks` of `group` (`incl`), or of the rest (`excl`).
+///
+/// # Safety
+/// `newgroup` is null or writable.
+unsafe fn subset(
+    call: &str,
+    st: &mut State,
+    group: Handle,
+    ranks: &[c_int],
+    incl: bool,
+    newgroup: *mut Handle,
+) -> R<()> {
+    let g = st.group(group)?;
+    check_ranks(ranks, g.len()).map_err(|f| Fail::new(f.class, format!("{call}: {}", f.msg)))?;
+    let v: Vec<u32> = if incl {
+        ranks.iter().map(|&r| g[r as usize]).collect()
+    } else {
+        g.iter().enumerate().filter(|(i, _)| !ranks.contains(&(*i as c_int))).map(|(_, m)| *m).collect()
+    };
+    // SAFETY: the caller's contract.
+    unsafe { st.new_group(v, newgroup) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
+    with_state("MPI_Group_incl", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        unsafe { subset("MPI_Group_incl", st, group, ints(ranks, n, "ranks")?, true, newgroup) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
+    with_state("MPI_Group_excl", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        unsafe { subset("MPI_Group_excl", st, group, ints(ranks, n, "ranks")?, false, newgroup) }
+    })
+}
+
+/// The ranks `(first, last, stride)` triplets name (§7.3.2).
+fn expand(ranges: &[[c_int; 3]], n: usize) -> R<Vec<c_int>> {
+    let mut out = Vec::new();
+    for &[first, last, stride] in ranges {
+        if stride == 0 {
+            return Err(Fail::new(MPI_ERR_ARG, "a range has stride 0"));
+        }
+        let mut r = first;
+        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+            out.push(r);
+            if out.len() > n {
+                return Err(Fail::new(MPI_ERR_RANK, "the ranges name more ranks than the group has"));
+            }
+            r += stride;
+        }
+    }
+    Ok(out)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_incl(
+    group: Handle,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut Handle,
+) -> c_int {
+    with_state("MPI_Group_range_incl", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: `n` triplets.
+        let r = expand(unsafe { ints(ranges, n, "ranges")? }, st.group(group)?.len())?;
+        // SAFETY: the standard's contract on `newgroup`.
+        unsafe { subset("MPI_Group_range_incl", st, group, &r, true, newgroup) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_excl(
+    group: Handle,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut Handle,
+) -> c_int {
+    with_state("MPI_Group_range_excl", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: `n` triplets.
+        let r = expand(unsafe { ints(ranges, n, "ranges")? }, st.group(group)?.len())?;
+        // SAFETY: the standard's contract on `newgroup`.
+        unsafe { subset("MPI_Group_range_excl", st, group, &r, false, newgroup) }
+    })
+}
+
+/// The ranks in `comm` of `group`'s members, which must all belong to it.
+fn ranks_in(st: &State, comm: Handle, group: Handle) -> R<Vec<c_int>> {
+    let members = st.comm(comm)?.comm.members();
+    st.group(group)?
+        .iter()
+        .map(|m| {
+            members.iter().position(|x| x == m).map(|i| i as c_int).ok_or_else(|| {
+                Fail::new(MPI_ERR_GROUP, format!("world rank {m} of the group is not in the communicator"))
+            })
+        })
+        .collect()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) -> c_int {
+    with_state("MPI_Comm_create", comm, |st| {
+        let ranks = ranks_in(st, comm, group)?;
+        let c = &st.comm(comm)?.comm;
+        // Collective over `comm`: a split in which the group's members
+        // take color 0, ordered by their rank in the group.
+        let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
+            Some(i) => (Color::With(0), i as c_int),
+            None => (Color::Undefined, 0),
+        };
+        let c = c.split_by_color_with_key(color, key)?;
+        let h = crate::env::register(st, c, comm)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag: c_int, newcomm: *mut Handle) -> c_int {
+    with_state("MPI_Comm_create_group", comm, |st| {
+        let ranks = ranks_in(st, comm, group)?;
+        let c = st.comm(comm)?.comm.create_from_ranks(&ranks, tag)?;
+        let h = crate::env::register(st, c, comm)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) -> c_int {
+    with_state("MPI_Comm_compare", comm1, |st| {
+        let (a, b) = (st.comm(comm1)?.comm.members(), st.comm(comm2)?.comm.members());
+        let r = match compare(a, b) {
+            _ if comm1 == comm2 => MPI_IDENT,
+            MPI_IDENT => MPI_CONGRUENT,
+            r => r,
+        };
+        // SAFETY: the standard's contract on `result`.
+        unsafe { put(result, r, "result") }
+    })
+}
+
+/// The shared-memory domain of this process (`MPI_COMM_TYPE_SHARED`): its
+/// simulated node on the simulator (ranks fill nodes in order, as `dnrun`
+/// places them), else its host.
+fn shared_domain(st: &State) -> R<c_int> {
+    let world = &st.comm(MPI_COMM_WORLD)?.comm;
+    if st.universe.is_simulated() {
+        let nodes = std::env::var("DN_NODES").ok().and_then(|n| n.parse::<u16>().ok()).unwrap_or(1);
+        let per = mpi::launcher::slots_per_node(world.size() as u32, nodes).max(1);
+        return Ok((world.rank() as u32 / per) as c_int);
+    }
+    let host = crate::env::host_name();
+    let h = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    Ok((h & 0x7fff_ffff) as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split_type(
+    comm: Handle,
+    split_type: c_int,
+    key: c_int,
+    _info: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    with_state("MPI_Comm_split_type", comm, |st| {
+        let color = match split_type {
+            MPI_UNDEFINED => Color::Undefined,
+            // Hardware-guided splits fall back to shared memory, as the
+            // standard lets an implementation do (§7.4.2).
+            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_HW_GUIDED => {
+                Color::With(shared_domain(st)?)
+            }
+            t => return Err(Fail::new(MPI_ERR_ARG, format!("split_type {t} is not one this library knows"))),
+        };
+        let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
+        let h = crate::env::register(st, c, comm)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}

@@ -1,0 +1,157 @@
+//! Matched probes and receives (MPI 4.1 §3.8.2-3.8.3): `MPI_Mprobe` and
+//! `MPI_Improbe` take the message they find out of matching, so that only
+//! the `MPI_Mrecv`/`MPI_Imrecv` handed its `MPI_Message` receives it —
+//! what a threaded program needs where probe-then-receive would race.
+
+use std::ffi::{c_int, c_void};
+
+use mpi::{raw, Communicator};
+
+use crate::abi::*;
+use crate::datatype::incoming;
+use crate::p2p::{new_request, recv_tag};
+use crate::*;
+
+/// Probe for a message and take it (`None`: nothing yet, when not `block`).
+fn mprobe(st: &mut State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<Option<(Handle, MpiStatus)>> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        return Ok(Some((MPI_MESSAGE_NO_PROC, MpiStatus::empty())));
+    }
+    let m = if source == MPI_ANY_SOURCE {
+        raw::mprobe(&c.any_process(), tag, block)?
+    } else {
+        raw::mprobe(&c.process_at_rank(source), tag, block)?
+    };
+    Ok(match m {
+        None => None,
+        Some(m) => {
+            let s = c_status(&m.status());
+            let h = st.new_handle();
+            st.messages.insert(h, m);
+            Some((h, s))
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Mprobe", comm, |st| {
+        if message.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "message is a null pointer"));
+        }
+        let (h, s) = mprobe(st, source, tag, comm, true)?.unwrap_or((MPI_MESSAGE_NULL, MpiStatus::empty()));
+        // SAFETY: the standard's contract on `message` (checked) and `status`.
+        unsafe {
+            message.write(h);
+            put_status(status, s);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Improbe", comm, |st| {
+        if message.is_null() || flag.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "flag or message is a null pointer"));
+        }
+        let found = mprobe(st, source, tag, comm, false)?;
+        // SAFETY: the standard's contract on the pointers (checked non-null).
+        unsafe {
+            flag.write(found.is_some() as c_int);
+            if let Some((h, s)) = found {
+                message.write(h);
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Start receiving the message `*message` names into `buf`; the handle
+/// becomes `MPI_MESSAGE_NULL`. `None` for `MPI_MESSAGE_NO_PROC`.
+///
+/// # Safety
+/// `message` is readable and writable; `buf` has room for `count`
+/// elements and is left alone until the receive completes.
+unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, message: *mut Handle) -> R<Option<Active>> {
+    if message.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "message is a null pointer"));
+    }
+    // SAFETY: non-null; the caller's contract.
+    let h = unsafe { message.read() };
+    let span = st.span(count, dt)?;
+    if h == MPI_MESSAGE_NO_PROC {
+        // SAFETY: as above.
+        unsafe { message.write(MPI_MESSAGE_NULL) };
+        return Ok(None);
+    }
+    let m = st.messages.remove(&h).ok_or_else(|| {
+        Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a matched message (never probed, or already received)"))
+    })?;
+    // SAFETY: as above.
+    unsafe { message.write(MPI_MESSAGE_NULL) };
+    // SAFETY: the caller's contract on `buf`.
+    let inc = unsafe { incoming(buf, &span, "receive", false)? };
+    // SAFETY: `inc` is the caller's buffer or a staging buffer the request keeps.
+    let r = unsafe { raw::imrecv(m, inc.ptr, inc.len) }?;
+    Ok(Some(Active { r, stage: Stage { hold: Vec::new(), unpack: inc.stage } }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Mrecv", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the arguments, for the call.
+        let s = match unsafe { mrecv(st, buf, count, datatype, message)? } {
+            Some(a) => a.wait()?,
+            None => MpiStatus::empty(),
+        };
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    message: *mut Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Imrecv", MPI_COMM_WORLD, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: the standard's contract: `buf` is left alone until the
+        // request completes.
+        let r = match unsafe { mrecv(st, buf, count, datatype, message)? } {
+            Some(a) => Req::Op(a),
+            None => Req::Done(MpiStatus::empty()),
+        };
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { new_request(st, r, request) }
+    })
+}

@@ -1,0 +1,234 @@
+/* Groups and the communicators built from them (MPI 4.1 §7.3-7.4), user
+ * attributes (§7.7), buffered sends (§3.6), matched probes (§3.8.2),
+ * Sendrecv_replace and the any/some completions; "OK c-groups on N
+ * ranks" from rank 0 when every rank passed. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static int copies = 0, deletes = 0;
+
+static int copy_fn(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra;
+    copies++;
+    *(void **)out = (char *)in + 1;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int delete_fn(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    (void)comm, (void)keyval, (void)val;
+    deletes += *(int *)extra;
+    return MPI_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int n = 0, r = 0, rc;
+
+    /* The world group, the even ranks, and set operations. */
+    MPI_Group world, evens, odds, both, none, rev;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_size(world, &n);
+    MPI_Group_rank(world, &r);
+    CHECK(n == size && r == rank, "world group %d/%d", n, r);
+    int ne = (size + 1) / 2, *ev = malloc(size * sizeof(int));
+    for (int i = 0; i < ne; i++) ev[i] = 2 * i;
+    MPI_Group_incl(world, ne, ev, &evens);
+    MPI_Group_excl(world, ne, ev, &odds);
+    MPI_Group_size(odds, &n);
+    CHECK(n == size - ne, "odds size %d", n);
+    MPI_Group_rank(evens, &r);
+    CHECK(r == (rank % 2 ? MPI_UNDEFINED : rank / 2), "rank in evens %d", r);
+    MPI_Group_union(evens, odds, &both);
+    MPI_Group_compare(both, world, &r);
+    CHECK(r == (size > 2 ? MPI_SIMILAR : MPI_IDENT), "union vs world %d", r);
+    MPI_Group_intersection(evens, odds, &none);
+    CHECK(none == MPI_GROUP_EMPTY, "disjoint intersection is not MPI_GROUP_EMPTY");
+    int range[1][3] = {{size - 1, 0, -1}};
+    MPI_Group_range_incl(world, 1, range, &rev);
+    int t1[2] = {0, size - 1}, t2[2] = {-9, -9};
+    MPI_Group_translate_ranks(world, 2, t1, rev, t2);
+    CHECK(t2[0] == size - 1 && t2[1] == 0, "translate to reversed %d %d", t2[0], t2[1]);
+    int bad = size;
+    MPI_Group junk;
+    rc = MPI_Group_incl(world, 1, &bad, &junk);
+    CHECK(rc == MPI_ERR_RANK, "incl of an absent rank gave %d", rc);
+
+    /* Comm_create over everyone; Comm_create_group by the odd ranks only. */
+    MPI_Comm ec, oc, rc_comm;
+    MPI_Comm_create(MPI_COMM_WORLD, evens, &ec);
+    if (rank % 2 == 0) {
+        MPI_Comm_size(ec, &n);
+        MPI_Comm_rank(ec, &r);
+        CHECK(n == ne && r == rank / 2, "evens comm %d/%d", n, r);
+        int sum = 0, one = 1;
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, ec);
+        CHECK(sum == ne, "allreduce over evens %d", sum);
+        MPI_Comm_free(&ec);
+    } else {
+        CHECK(ec == MPI_COMM_NULL, "an odd rank got an evens comm");
+    }
+    if (rank % 2 == 1) {
+        MPI_Comm_create_group(MPI_COMM_WORLD, odds, 7, &oc);
+        MPI_Comm_rank(oc, &r);
+        CHECK(r == rank / 2, "odds comm rank %d", r);
+        int b = rank == 1 ? 42 : 0;
+        MPI_Bcast(&b, 1, MPI_INT, 0, oc);
+        CHECK(b == 42, "bcast over odds %d", b);
+        MPI_Comm_free(&oc);
+    }
+    MPI_Comm_create(MPI_COMM_WORLD, rev, &rc_comm);
+    MPI_Comm_rank(rc_comm, &r);
+    CHECK(r == size - 1 - rank, "reversed comm rank %d", r);
+    MPI_Comm_compare(rc_comm, MPI_COMM_WORLD, &r);
+    CHECK(r == (size > 1 ? MPI_SIMILAR : MPI_CONGRUENT), "reversed vs world %d", r);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_compare(dup, MPI_COMM_WORLD, &r);
+    CHECK(r == MPI_CONGRUENT, "dup vs world %d", r);
+    MPI_Comm_compare(MPI_COMM_WORLD, MPI_COMM_WORLD, &r);
+    CHECK(r == MPI_IDENT, "world vs world %d", r);
+    MPI_Comm shared;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    MPI_Comm_size(shared, &n);
+    CHECK(n >= 1 && n <= size, "shared comm of %d", n);
+    MPI_Comm_free(&shared);
+    MPI_Comm_free(&rc_comm);
+    MPI_Group_free(&evens);
+    MPI_Group_free(&odds);
+    MPI_Group_free(&both);
+    MPI_Group_free(&rev);
+    MPI_Group_free(&world);
+    CHECK(world == MPI_GROUP_NULL, "freed group not reset");
+    rc = MPI_Group_size(world, &n);
+    CHECK(rc == MPI_ERR_GROUP, "size of a freed group gave %d", rc);
+
+    /* Attributes: copied on dup, deleted on free and on replacement. */
+    int key = MPI_KEYVAL_INVALID, weight = 1, flag = 0;
+    static char base[4];
+    MPI_Comm_create_keyval(copy_fn, delete_fn, &key, &weight);
+    MPI_Comm_set_attr(dup, key, base);
+    void *val = NULL;
+    MPI_Comm_get_attr(dup, key, &val, &flag);
+    CHECK(flag == 1 && val == base, "attribute read back");
+    MPI_Comm dup2;
+    MPI_Comm_dup(dup, &dup2);
+    MPI_Comm_get_attr(dup2, key, &val, &flag);
+    CHECK(copies == 1 && flag == 1 && val == base + 1, "copied attribute %d", copies);
+    MPI_Comm_set_attr(dup, key, base + 2);
+    CHECK(deletes == 1, "replacing did not delete the old value (%d)", deletes);
+    MPI_Comm_free(&dup2);
+    CHECK(deletes == 2, "free did not delete the attribute (%d)", deletes);
+    MPI_Comm_delete_attr(dup, key);
+    MPI_Comm_get_attr(dup, key, &val, &flag);
+    CHECK(deletes == 3 && flag == 0, "delete_attr %d %d", deletes, flag);
+    MPI_Comm_free_keyval(&key);
+    CHECK(key == MPI_KEYVAL_INVALID, "freed keyval not reset");
+    int *tag_ub = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    CHECK(flag == 1 && *tag_ub >= 32767, "MPI_TAG_UB");
+    MPI_Comm_free(&dup);
+
+    /* Buffered sends within the attached buffer. */
+    int bsize = 2 * (MPI_BSEND_OVERHEAD + 64 * (int)sizeof(int));
+    char *bbuf = malloc(bsize);
+    int big[64], got[64];
+    for (int i = 0; i < 64; i++) big[i] = rank * 1000 + i;
+    rc = MPI_Bsend(big, 64, MPI_INT, next, 8, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_BUFFER, "bsend without a buffer gave %d", rc);
+    MPI_Buffer_attach(bbuf, bsize);
+    MPI_Bsend(big, 64, MPI_INT, next, 8, MPI_COMM_WORLD);
+    MPI_Request ib;
+    MPI_Ibsend(big, 32, MPI_INT, next, 9, MPI_COMM_WORLD, &ib);
+    rc = MPI_Bsend(bbuf, bsize, MPI_CHAR, next, 10, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_BUFFER, "a bsend larger than the buffer gave %d", rc);
+    memset(big, 0, sizeof big); /* the buffered copies must not see this */
+    MPI_Wait(&ib, MPI_STATUS_IGNORE);
+    MPI_Recv(got, 64, MPI_INT, prev, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got[63] == prev * 1000 + 63, "bsend data %d", got[63]);
+    MPI_Recv(got, 64, MPI_INT, prev, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got[31] == prev * 1000 + 31, "ibsend data %d", got[31]);
+    void *dbuf = NULL;
+    int dsize = 0;
+    MPI_Buffer_detach(&dbuf, &dsize);
+    CHECK(dbuf == bbuf && dsize == bsize, "detach gave back %p/%d", dbuf, dsize);
+    free(bbuf);
+
+    /* Matched probe: the message found is received by its handle alone. */
+    int v = rank, w = -1;
+    MPI_Request sr;
+    MPI_Isend(&v, 1, MPI_INT, next, 11, MPI_COMM_WORLD, &sr);
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_Mprobe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, &msg, &st);
+    CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 11, "mprobe status %d/%d", st.MPI_SOURCE, st.MPI_TAG);
+    flag = 1;
+    MPI_Message other;
+    MPI_Improbe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, &flag, &other, MPI_STATUS_IGNORE);
+    CHECK(flag == 0, "a matched message was found again");
+    MPI_Mrecv(&w, 1, MPI_INT, &msg, &st);
+    CHECK(w == prev && msg == MPI_MESSAGE_NULL, "mrecv got %d", w);
+    MPI_Wait(&sr, MPI_STATUS_IGNORE);
+    MPI_Isend(&v, 1, MPI_INT, next, 12, MPI_COMM_WORLD, &sr);
+    flag = 0;
+    while (!flag) MPI_Improbe(prev, 12, MPI_COMM_WORLD, &flag, &msg, MPI_STATUS_IGNORE);
+    MPI_Request mr;
+    MPI_Imrecv(&w, 1, MPI_INT, &msg, &mr);
+    MPI_Wait(&mr, &st);
+    MPI_Wait(&sr, MPI_STATUS_IGNORE);
+    CHECK(w == prev && st.MPI_SOURCE == prev, "imrecv got %d", w);
+    MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &st);
+    CHECK(msg == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL, "mprobe of MPI_PROC_NULL");
+    MPI_Mrecv(&w, 1, MPI_INT, &msg, &st);
+    CHECK(msg == MPI_MESSAGE_NULL, "mrecv of MPI_MESSAGE_NO_PROC");
+
+    /* Sendrecv_replace around the ring. */
+    int ring[3] = {rank, rank + 1, rank + 2};
+    MPI_Sendrecv_replace(ring, 3, MPI_INT, next, 13, prev, 13, MPI_COMM_WORLD, &st);
+    CHECK(ring[0] == prev && ring[2] == prev + 2, "sendrecv_replace %d %d", ring[0], ring[2]);
+
+    /* Waitsome, Testsome and Testany over receives from everyone. */
+    int *vals = malloc(size * sizeof(int)), *idx = malloc(size * sizeof(int));
+    MPI_Request *rs = malloc(size * sizeof(MPI_Request)), *ss = malloc(size * sizeof(MPI_Request));
+    for (int i = 0; i < size; i++) {
+        vals[i] = -1;
+        MPI_Irecv(&vals[i], 1, MPI_INT, i, 14, MPI_COMM_WORLD, &rs[i]);
+    }
+    for (int i = 0; i < size; i++) MPI_Isend(&rank, 1, MPI_INT, i, 14, MPI_COMM_WORLD, &ss[i]);
+    int done = 0, out = 0;
+    while (done < size) {
+        MPI_Waitsome(size, rs, &out, idx, MPI_STATUSES_IGNORE);
+        CHECK(out >= 1, "waitsome returned %d", out);
+        for (int k = 0; k < out; k++) CHECK(rs[idx[k]] == MPI_REQUEST_NULL, "waitsome left a handle");
+        done += out;
+    }
+    MPI_Waitsome(size, rs, &out, idx, MPI_STATUSES_IGNORE);
+    CHECK(out == MPI_UNDEFINED, "waitsome over nothing gave %d", out);
+    for (int i = 0; i < size; i++) CHECK(vals[i] == i, "waitsome value from %d: %d", i, vals[i]);
+    int index = 0;
+    flag = 0;
+    while (1) {
+        MPI_Testany(size, ss, &index, &flag, MPI_STATUS_IGNORE);
+        if (flag && index == MPI_UNDEFINED) break;
+    }
+    MPI_Testsome(size, ss, &out, idx, MPI_STATUSES_IGNORE);
+    CHECK(out == MPI_UNDEFINED, "testsome over nothing gave %d", out);
+    free(ev), free(vals), free(idx), free(rs), free(ss);
+
+    int sum = 0;
+    MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && sum == 0) printf("OK c-groups on %d ranks\n", size);
+    MPI_Finalize();
+    return sum == 0 ? 0 : 1;
+}
