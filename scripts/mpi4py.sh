@@ -17,7 +17,7 @@ work=$(cd "$work" && pwd)
 python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 MPI4PY_BUILD_CONFIGURE=1 MPICC="$work/prefix/bin/mpicc" \
-    "$work/venv/bin/pip" install -q --force-reinstall --no-binary mpi4py "mpi4py==$version"
+    "$work/venv/bin/pip" install -q --no-cache-dir --force-reinstall --no-binary mpi4py "mpi4py==$version"
 mpiexec="$work/prefix/bin/mpiexec"
 run() { echo "== $*"; timeout 600 "$@"; }
 "$py" -c "from mpi4py import MPI; print(MPI.Get_library_version())"

@@ -412,3 +412,23 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+    with_state("MPI_Comm_test_inter", comm, |st| {
+        st.comm(comm)?;
+        // Every communicator here is an intracommunicator (§7.6.1).
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, 0, "flag") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int {
+    with_state("MPI_Topo_test", comm, |st| {
+        st.comm(comm)?;
+        // No communicator here has a topology (§8.5.5).
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put(status, MPI_UNDEFINED, "status") }
+    })
+}

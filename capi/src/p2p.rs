@@ -282,6 +282,20 @@ pub unsafe extern "C" fn MPI_Issend(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, false) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Irecv(
     buf: *mut c_void,
     count: c_int,
@@ -796,6 +810,34 @@ unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *m
     unsafe { new_request(st, Req::Persistent(Box::new(p)), request) }
 }
 
+/// A persistent send of any mode (`sync`: synchronous; a ready send is a
+/// standard one whose receive is known to be posted).
+///
+/// # Safety
+/// `request` is writable; `buf` stays valid while the request lives.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn send_init(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    sync: bool,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let span = st.span(count, datatype)?;
+        if tag < 0 {
+            return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
+        }
+        let op = PersistentOp::Send { buf, span, dest, tag, sync };
+        // SAFETY: the caller's contract on `request`.
+        unsafe { persistent(st, comm, op, request) }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Send_init(
     buf: *const c_void,
@@ -806,15 +848,36 @@ pub unsafe extern "C" fn MPI_Send_init(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Send_init", comm, |st| {
-        let span = st.span(count, datatype)?;
-        if tag < 0 {
-            return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
-        }
-        let op = PersistentOp::Send { buf, span, dest, tag, sync: false };
-        // SAFETY: the standard's contract on `request`.
-        unsafe { persistent(st, comm, op, request) }
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, false) }
 }
 
 #[no_mangle]

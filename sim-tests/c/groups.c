@@ -226,6 +226,30 @@ int main(int argc, char **argv)
     CHECK(out == MPI_UNDEFINED, "testsome over nothing gave %d", out);
     free(ev), free(vals), free(idx), free(rs), free(ss);
 
+    /* Ready and synchronous modes, non-blocking and persistent; the
+     * communicator class queries mpi4py asks every communicator. */
+    int rv = -1, sv = rank;
+    MPI_Request pr[2];
+    MPI_Irecv(&rv, 1, MPI_INT, prev, 15, MPI_COMM_WORLD, &pr[0]);
+    MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted: ready mode is legal */
+    MPI_Irsend(&sv, 1, MPI_INT, next, 15, MPI_COMM_WORLD, &pr[1]);
+    MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+    CHECK(rv == prev, "irsend got %d", rv);
+    MPI_Recv_init(&rv, 1, MPI_INT, prev, 16, MPI_COMM_WORLD, &pr[0]);
+    MPI_Ssend_init(&sv, 1, MPI_INT, next, 16, MPI_COMM_WORLD, &pr[1]);
+    for (int k = 0; k < 2; k++) {
+        rv = -1;
+        MPI_Startall(2, pr);
+        MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+        CHECK(rv == prev, "ssend_init round %d got %d", k, rv);
+    }
+    MPI_Request_free(&pr[0]);
+    MPI_Request_free(&pr[1]);
+    MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+    CHECK(flag == 0, "MPI_COMM_WORLD is an intercommunicator?");
+    MPI_Topo_test(MPI_COMM_WORLD, &r);
+    CHECK(r == MPI_UNDEFINED, "topology of MPI_COMM_WORLD %d", r);
+
     int sum = 0;
     MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && sum == 0) printf("OK c-groups on %d ranks\n", size);
