@@ -10,7 +10,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::{raw, Communicator};
+use mpi::Communicator;
 
 use crate::abi::*;
 use crate::datatype::outgoing;
@@ -78,10 +78,9 @@ unsafe fn bsend(
     }
     // SAFETY: the caller's contract, for the copy made here.
     let data = unsafe { outgoing(buf, &span, "send")? }.into_owned();
-    // SAFETY: `data`'s heap bytes move with the request, which keeps them.
-    let r = unsafe { raw::isend(&c.process_at_rank(dest), data.as_ptr(), data.len(), tag, false) }?;
     let n = data.len();
-    st.buffered.pending.push((Active { r, stage: Stage { hold: vec![data], unpack: None } }, n));
+    let a = crate::p2p::send_owned(&c.process_at_rank(dest), data, tag, false)?;
+    st.buffered.pending.push((a, n));
     Ok(())
 }
 

@@ -52,12 +52,17 @@ pub(crate) unsafe fn start_send(
     Ok(match unsafe { outgoing(buf, span, "send")? } {
         // SAFETY: the caller keeps `b` until completion.
         Cow::Borrowed(b) => Active::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
-        Cow::Owned(v) => {
-            // SAFETY: `v`'s heap bytes move with the request, which keeps them.
-            let r = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
-            Active { r, stage: Stage { hold: vec![v], unpack: None } }
-        }
+        Cow::Owned(v) => send_owned(to, v, tag, sync)?,
     })
+}
+
+/// Start sending bytes of our own (a packed or buffered copy), which the
+/// operation keeps until it completes.
+pub(crate) fn send_owned(to: &Process<'_>, v: Vec<u8>, tag: c_int, sync: bool) -> R<Active> {
+    // SAFETY: `v`'s heap bytes do not move when `v` does, and the request
+    // keeps `v` until it completes.
+    let r = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
+    Ok(Active { r, stage: Stage { hold: vec![v], unpack: None } })
 }
 
 /// Start receiving `span` of `buf`: into the caller's bytes in place, or
@@ -378,9 +383,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         } else {
             // SAFETY: `buf` holds the elements (the standard's contract).
             let data = unsafe { outgoing(buf, &span, "send")? }.into_owned();
-            // SAFETY: `data`'s heap bytes move with the request, which keeps them.
-            let r = unsafe { raw::isend(&c.process_at_rank(dest), data.as_ptr(), data.len(), sendtag, false) }?;
-            Some(Active { r, stage: Stage { hold: vec![data], unpack: None } })
+            Some(send_owned(&c.process_at_rank(dest), data, sendtag, false)?)
         };
         // SAFETY: the standard's contract on the receive arguments.
         let r = unsafe { recv(st, buf, count, datatype, source, recvtag, comm, status) };

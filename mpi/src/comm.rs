@@ -643,6 +643,30 @@ fn receive_one<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     Ok((v, st))
 }
 
+/// Take the first matching message out of matching (MPI 4.1 §3.8.2):
+/// waiting for one when `block`, while non-blocking collectives keep
+/// moving (as probe does); `None` when not `block` and there is none.
+fn matched_probe(
+    c: &mut crate::universe::Context,
+    src: AdiSource,
+    tag: TagSel,
+    ctx: u32,
+    block: bool,
+) -> Result<Option<adi::Matched>> {
+    if !block {
+        return Ok(c.engine()?.improbe(src, tag, ctx)?);
+    }
+    if c.nbc.is_empty() {
+        return Ok(Some(c.engine()?.mprobe(src, tag, ctx)?));
+    }
+    let mut found = None;
+    c.wait_until(|c| {
+        found = c.engine()?.improbe(src, tag, ctx)?;
+        Ok(found.is_some())
+    })?;
+    Ok(found)
+}
+
 /// Receive a message of any length as a `Vec<T>`, allocated once at its
 /// size: a matched probe (MPI 4.1 §3.8.2) sizes it, then the message is
 /// received straight into it.
@@ -651,17 +675,8 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
     charge_call(c.engine()?);
-    let msg = if c.nbc.is_empty() {
-        c.engine()?.mprobe(src, tag, comm.ctx)?
-    } else {
-        // Keep non-blocking collectives moving while waiting (as probe does).
-        let mut found = None;
-        c.wait_until(|c| {
-            found = c.engine()?.improbe(src, tag, comm.ctx)?;
-            Ok(found.is_some())
-        })?;
-        found.ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?
-    };
+    let msg = matched_probe(&mut c, src, tag, comm.ctx, true)?
+        .ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?;
     let st = msg.status();
     let size = std::mem::size_of::<T>();
     let e = c.engine()?;
@@ -870,19 +885,7 @@ pub mod raw {
         let src = from.adi_source()?;
         let mut c = comm.shared.borrow_mut();
         charge_call(c.engine()?);
-        let msg = if !block {
-            c.engine()?.improbe(src, tag, comm.ctx)?
-        } else if c.nbc.is_empty() {
-            Some(c.engine()?.mprobe(src, tag, comm.ctx)?)
-        } else {
-            // Keep non-blocking collectives moving while waiting (as probe does).
-            let mut found = None;
-            c.wait_until(|c| {
-                found = c.engine()?.improbe(src, tag, comm.ctx)?;
-                Ok(found.is_some())
-            })?;
-            found
-        };
+        let msg = matched_probe(&mut c, src, tag, comm.ctx, block)?;
         Ok(msg.map(|msg| Message { msg, comm: comm.clone() }))
     }
 

@@ -211,22 +211,31 @@ fn finalize_with_a_receive_never_matched_does_not_hang() {
 /// collectives (sim-tests/c/more.c) on every backend and under hydra.
 #[test]
 fn persistent_requests_cancellation_attributes_and_nonblocking_collectives() {
-    let prog = build("more");
+    let prog = everywhere("more", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+    if hydra().is_some() {
+        let (ok, text) = run_hydra(3, &prog, &[]);
+        assert!(ok && text.contains("OK c-more on 3 ranks"), "hydra c-more:\n{text}");
+    }
+}
+
+/// Build `sim-tests/c/<name>.c` and run it on the simulator at each
+/// `(ranks, nodes)`, then on 3 ranks over UDP and DPDK; each run must
+/// print "OK c-<name> on N ranks". The binary, for further runs.
+fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
+    let prog = build(name);
     let ok = |np: u32, nodes: u16, extra: &[&str]| {
         let (ok, text) = run(np, nodes, extra, &prog);
-        assert!(ok && text.contains(&format!("OK c-more on {np} ranks")), "c-more on {np} {extra:?}:\n{text}");
+        let want = format!("OK c-{name} on {np} ranks");
+        assert!(ok && text.contains(&want), "c-{name} on {np} {extra:?}:\n{text}");
     };
-    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2)] {
+    for &(np, nodes) in sim {
         ok(np, nodes, &[]);
     }
     ok(3, 1, &["--backend", "udp"]);
     if adi::backend::dpdk::available().is_ok() {
         ok(3, 1, &["--backend", "dpdk"]);
     }
-    if hydra().is_some() {
-        let (ok, text) = run_hydra(3, &prog, &[]);
-        assert!(ok && text.contains("OK c-more on 3 ranks"), "hydra c-more:\n{text}");
-    }
+    prog
 }
 
 /// Derived datatypes in point-to-point and collectives, packing, the
@@ -234,34 +243,12 @@ fn persistent_requests_cancellation_attributes_and_nonblocking_collectives() {
 /// odd rank counts and roots other than 0.
 #[test]
 fn derived_datatypes_v_collectives_and_scans() {
-    let prog = build("types");
-    let ok = |np: u32, nodes: u16, extra: &[&str]| {
-        let (ok, text) = run(np, nodes, extra, &prog);
-        assert!(ok && text.contains(&format!("OK c-types on {np} ranks")), "c-types on {np} {extra:?}:\n{text}");
-    };
-    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)] {
-        ok(np, nodes, &[]);
-    }
-    ok(3, 1, &["--backend", "udp"]);
-    if adi::backend::dpdk::available().is_ok() {
-        ok(3, 1, &["--backend", "dpdk"]);
-    }
+    everywhere("types", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
 
 /// Groups, communicators made from them, attributes, buffered sends,
 /// matched probes and the any/some completions (sim-tests/c/groups.c).
 #[test]
 fn groups_attributes_buffered_sends_and_matched_probes() {
-    let prog = build("groups");
-    let ok = |np: u32, nodes: u16, extra: &[&str]| {
-        let (ok, text) = run(np, nodes, extra, &prog);
-        assert!(ok && text.contains(&format!("OK c-groups on {np} ranks")), "c-groups on {np} {extra:?}:\n{text}");
-    };
-    for (np, nodes) in [(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)] {
-        ok(np, nodes, &[]);
-    }
-    ok(3, 1, &["--backend", "udp"]);
-    if adi::backend::dpdk::available().is_ok() {
-        ok(3, 1, &["--backend", "dpdk"]);
-    }
+    everywhere("groups", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
