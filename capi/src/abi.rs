@@ -319,6 +319,17 @@ impl MpiStatus {
         self.internal[2] != 0
     }
 
+    /// Set the bytes the operation moved, leaving the other fields alone.
+    pub fn set_bytes(&mut self, bytes: u64) {
+        self.internal[0] = bytes as u32 as i32;
+        self.internal[1] = (bytes >> 32) as u32 as i32;
+    }
+
+    /// Set whether the operation was cancelled, leaving the other fields alone.
+    pub fn set_cancelled(&mut self, cancelled: bool) {
+        self.internal[2] = cancelled as i32;
+    }
+
     /// The status of a receive from `MPI_PROC_NULL` (MPI 4.1 §3.10).
     pub fn empty() -> MpiStatus {
         MpiStatus::new(MPI_PROC_NULL, MPI_ANY_TAG, 0, false)
@@ -417,6 +428,8 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Buffer_attach(void *buffer, int size)",
@@ -472,12 +485,22 @@ pub const FUNCTIONS: &[&str] = &[
     // Persistent requests and cancellation (§3.9, §3.8.4)
     "int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Start(MPI_Request *request)",
     "int MPI_Startall(int count, MPI_Request array_of_requests[])",
     "int MPI_Cancel(MPI_Request *request)",
     "int MPI_Test_cancelled(const MPI_Status *status, int *flag)",
+    "int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)",
+    "int MPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)",
+    "int MPI_Status_set_cancelled(MPI_Status *status, int flag)",
+    "int MPI_Status_get_source(const MPI_Status *status, int *source)",
+    "int MPI_Status_set_source(MPI_Status *status, int source)",
+    "int MPI_Status_get_tag(const MPI_Status *status, int *tag)",
+    "int MPI_Status_set_tag(MPI_Status *status, int tag)",
+    "int MPI_Status_get_error(const MPI_Status *status, int *error)",
+    "int MPI_Status_set_error(MPI_Status *status, int error)",
     // Attributes and names (§7.7, §7.8)
     "int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)",
     "int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)",

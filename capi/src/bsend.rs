@@ -1,5 +1,5 @@
-//! Buffered mode (MPI 4.1 §3.6): `MPI_Bsend` and `MPI_Ibsend` complete at
-//! once, with the message copied out of the caller's buffer, within the
+//! Buffered mode (MPI 4.1 §3.6): `MPI_Bsend`, `MPI_Ibsend` and each start
+//! of `MPI_Bsend_init` complete at once, with the message copied out of the caller's buffer, within the
 //! space the program attached with `MPI_Buffer_attach`.
 //!
 //! The copy lives in the library (the engine sends from it), not in the
@@ -10,10 +10,10 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::Communicator;
+use mpi::{Communicator, Process};
 
 use crate::abi::*;
-use crate::datatype::outgoing;
+use crate::datatype::{outgoing, Span};
 use crate::*;
 
 /// The attached buffer and the buffered sends not yet complete.
@@ -59,29 +59,40 @@ unsafe fn bsend(
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
-    let b = &mut st.buffered;
-    let Some((_, size)) = b.attached else {
-        return Err(Fail::new(MPI_ERR_BUFFER, "a buffered send needs a buffer: call MPI_Buffer_attach first"));
-    };
-    b.reap()?;
-    let used: usize = b.pending.iter().map(|p| p.1 + OVERHEAD).sum();
-    if used + span.len() + OVERHEAD > size as usize {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            format!(
-                "the attached buffer of {size} bytes has {} free, and this message needs {} ({} + MPI_BSEND_OVERHEAD)",
-                (size as usize).saturating_sub(used),
-                span.len() + OVERHEAD,
-                span.len()
-            ),
-        ));
+    // SAFETY: the caller's contract.
+    unsafe { st.buffered.send(&c.process_at_rank(dest), buf, &span, tag) }
+}
+
+impl Buffered {
+    /// Send `span` of `buf` from a copy, within the attached buffer's
+    /// space: `MPI_Bsend`, `MPI_Ibsend` and each start of `MPI_Bsend_init`.
+    ///
+    /// # Safety
+    /// `buf` holds the span's elements for the call.
+    pub(crate) unsafe fn send(&mut self, to: &Process<'_>, buf: *const c_void, span: &Span, tag: c_int) -> R<()> {
+        let Some((_, size)) = self.attached else {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a buffered send needs a buffer: call MPI_Buffer_attach first"));
+        };
+        self.reap()?;
+        let used: usize = self.pending.iter().map(|p| p.1 + OVERHEAD).sum();
+        if used + span.len() + OVERHEAD > size as usize {
+            return Err(Fail::new(
+                MPI_ERR_BUFFER,
+                format!(
+                    "the attached buffer of {size} bytes has {} free, and this message needs {} ({} + MPI_BSEND_OVERHEAD)",
+                    (size as usize).saturating_sub(used),
+                    span.len() + OVERHEAD,
+                    span.len()
+                ),
+            ));
+        }
+        // SAFETY: the caller's contract, for the copy made here.
+        let data = unsafe { outgoing(buf, span, "send")? }.into_owned();
+        let n = data.len();
+        let a = crate::p2p::send_owned(to, data, tag, false)?;
+        self.pending.push((a, n));
+        Ok(())
     }
-    // SAFETY: the caller's contract, for the copy made here.
-    let data = unsafe { outgoing(buf, &span, "send")? }.into_owned();
-    let n = data.len();
-    let a = crate::p2p::send_owned(&c.process_at_rank(dest), data, tag, false)?;
-    st.buffered.pending.push((a, n));
-    Ok(())
 }
 
 #[no_mangle]

@@ -65,7 +65,7 @@ fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) 
         u.whole = true;
         u
     });
-    Active { r, stage: Stage { hold, unpack } }
+    Active { r, stage: Stage { hold, unpack, ..Stage::default() } }
 }
 
 /// Run a collective to completion.

@@ -146,6 +146,23 @@ impl Layout {
         }
         (rest == 0).then_some(n)
     }
+
+    /// Bytes of packed data that hold `n` basic elements: the inverse of
+    /// [`Layout::elements_in`], for `MPI_Status_set_elements` (§13.3).
+    pub(crate) fn bytes_for(&self, n: u64) -> u64 {
+        let per: u64 = self.basics.iter().map(|&(_, k)| k as u64).sum();
+        if per == 0 {
+            return 0;
+        }
+        let mut bytes = n / per * self.size as u64;
+        let mut rest = n % per;
+        for &(sz, run) in &self.basics {
+            let k = rest.min(run as u64);
+            bytes += k * sz as u64;
+            rest -= k;
+        }
+        bytes
+    }
 }
 
 /// Builds a layout by placing copies of other layouts.
@@ -1446,6 +1463,21 @@ mod tests {
         assert_eq!(l.blocks, vec![(0, 4000)]);
         assert_eq!(l.basics, vec![(4, 1000)]);
         assert!(l.dense());
+    }
+
+    #[test]
+    fn bytes_for_inverts_elements_in() {
+        // { int; double; } as struct: basics 4 then 8; and a basic type.
+        let mut b = Builder::new();
+        b.place(&int(), 0, 1).unwrap();
+        b.place(&predefined(MPI_DOUBLE).unwrap(), 8, 1).unwrap();
+        let l = b.done();
+        for n in 0..7 {
+            assert_eq!(l.elements_in(l.bytes_for(n)), Some(n), "{n} elements");
+        }
+        assert_eq!(l.bytes_for(3), 16);
+        let d = predefined(MPI_DOUBLE).unwrap();
+        assert_eq!(d.bytes_for(5), 40);
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod env;
 mod group;
 mod message;
 mod p2p;
+mod status;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -127,6 +128,13 @@ pub(crate) struct Stage {
     pub(crate) hold: Vec<Vec<u8>>,
     /// Received bytes to unpack into the caller's elements.
     pub(crate) unpack: Option<datatype::Unpack>,
+    /// Operations that complete with this one, reporting nothing of their
+    /// own: the send half of `MPI_Isendrecv` (§3.10).
+    pub(crate) with: Vec<Active>,
+    /// The status to report instead of the operation's own: the receive
+    /// half of `MPI_Isendrecv` from `MPI_PROC_NULL`, whose operation is
+    /// the send half.
+    pub(crate) status: Option<MpiStatus>,
 }
 
 impl Active {
@@ -141,17 +149,30 @@ impl Active {
             // completion (the standard's contract on non-blocking calls).
             unsafe { u.finish(s.bytes()) }
         }
-        c_status(s)
+        stage.status.unwrap_or_else(|| c_status(s))
     }
 
     /// Wait for completion.
-    pub(crate) fn wait(self) -> R<MpiStatus> {
+    pub(crate) fn wait(mut self) -> R<MpiStatus> {
+        for a in std::mem::take(&mut self.stage.with) {
+            a.wait()?;
+        }
         let s = self.r.wait()?;
         Ok(Active::finish(self.stage, &s))
     }
 
     /// Complete if done; the operation back if not.
-    pub(crate) fn test(self) -> R<Result<MpiStatus, Active>> {
+    pub(crate) fn test(mut self) -> R<Result<MpiStatus, Active>> {
+        let mut left = Vec::new();
+        for a in std::mem::take(&mut self.stage.with) {
+            if let Err(a) = a.test()? {
+                left.push(a);
+            }
+        }
+        if !left.is_empty() {
+            self.stage.with = left;
+            return Ok(Err(self));
+        }
         Ok(match self.r.test()? {
             Ok(s) => Ok(Active::finish(self.stage, &s)),
             Err(r) => Err(Active { r, stage: self.stage }),
@@ -181,7 +202,7 @@ pub(crate) struct Persistent {
 
 /// What a persistent request does each time it is started.
 pub(crate) enum PersistentOp {
-    Send { buf: *const std::ffi::c_void, span: datatype::Span, dest: c_int, tag: c_int, sync: bool },
+    Send { buf: *const std::ffi::c_void, span: datatype::Span, dest: c_int, tag: c_int, mode: p2p::Mode },
     Recv { buf: *mut std::ffi::c_void, span: datatype::Span, source: c_int, tag: Option<c_int> },
 }
 

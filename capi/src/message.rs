@@ -110,7 +110,7 @@ unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, mess
     let inc = unsafe { incoming(buf, &span, "receive", false)? };
     // SAFETY: `inc` is the caller's buffer or a staging buffer the request keeps.
     let r = unsafe { raw::imrecv(m, inc.ptr, inc.len) }?;
-    Ok(Some(Active { r, stage: Stage { hold: Vec::new(), unpack: inc.stage } }))
+    Ok(Some(Active { r, stage: Stage { unpack: inc.stage, ..Stage::default() } }))
 }
 
 #[no_mangle]

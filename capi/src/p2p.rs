@@ -62,7 +62,7 @@ pub(crate) fn send_owned(to: &Process<'_>, v: Vec<u8>, tag: c_int, sync: bool) -
     // SAFETY: `v`'s heap bytes do not move when `v` does, and the request
     // keeps `v` until it completes.
     let r = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
-    Ok(Active { r, stage: Stage { hold: vec![v], unpack: None } })
+    Ok(Active { r, stage: Stage { hold: vec![v], ..Stage::default() } })
 }
 
 /// Start receiving `span` of `buf`: into the caller's bytes in place, or
@@ -77,7 +77,7 @@ unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span
     // SAFETY: `inc.ptr` is the caller's buffer or the staging buffer the
     // request keeps, valid for `inc.len` bytes until completion.
     let r = unsafe { raw::irecv(from, inc.ptr, inc.len, tag) }?;
-    Ok(Active { r, stage: Stage { hold: Vec::new(), unpack: inc.stage } })
+    Ok(Active { r, stage: Stage { unpack: inc.stage, ..Stage::default() } })
 }
 
 /// Blocking send of every mode: standard, synchronous (`sync`), ready
@@ -326,6 +326,84 @@ pub unsafe extern "C" fn MPI_Irecv(
     })
 }
 
+/// What a send-receive sends: the caller's send buffer, or (the
+/// `_replace` forms) a copy of the receive buffer, taken before the
+/// receive may overwrite it.
+enum SendPart {
+    Buffer { buf: *const c_void, count: c_int, dt: Handle },
+    Copy,
+}
+
+/// Start a send-receive (§3.10): the send starts first, so that two ranks
+/// exchanging with each other cannot deadlock however large the messages.
+/// One operation, which completes when both halves have and reports the
+/// receive's status.
+///
+/// # Safety
+/// The buffers hold their elements and are left alone until the operation
+/// completes (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn start_sendrecv(
+    st: &State,
+    send: SendPart,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let rspan = st.span(recvcount, recvtype)?;
+    let tag = recv_tag(recvtag)?;
+    if sendtag < 0 {
+        return Err(Fail::new(MPI_ERR_TAG, format!("sendtag {sendtag} is negative")));
+    }
+    let sent = match send {
+        _ if dest == MPI_PROC_NULL => None,
+        SendPart::Buffer { buf, count, dt } => {
+            let span = st.span(count, dt)?;
+            // SAFETY: the caller's contract on the send buffer.
+            Some(unsafe { start_send(&c.process_at_rank(dest), buf, &span, sendtag, false) }?)
+        }
+        SendPart::Copy => {
+            // SAFETY: the receive buffer holds the elements to send.
+            let data = unsafe { outgoing(recvbuf, &rspan, "send")? }.into_owned();
+            Some(send_owned(&c.process_at_rank(dest), data, sendtag, false)?)
+        }
+    };
+    let received = if source == MPI_PROC_NULL {
+        None
+    } else {
+        // SAFETY: the caller's contract on the receive buffer.
+        Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
+    };
+    Ok(match (sent, received) {
+        (None, None) => Req::Done(MpiStatus::empty()),
+        (None, Some(r)) => Req::Op(r),
+        (Some(mut s), None) => {
+            s.stage.status = Some(MpiStatus::empty());
+            Req::Op(s)
+        }
+        (Some(s), Some(mut r)) => {
+            r.stage.with.push(s);
+            Req::Op(r)
+        }
+    })
+}
+
+/// Wait for a request made here and now (the blocking forms of the calls
+/// written as non-blocking ones).
+fn wait_req(r: Req) -> R<MpiStatus> {
+    match r {
+        Req::Op(a) => a.wait(),
+        Req::Done(s) => Ok(s),
+        Req::Persistent(_) => Err(Fail::new(MPI_ERR_INTERN, "a persistent request where none was made")),
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Sendrecv(
     sendbuf: *const c_void,
@@ -342,22 +420,40 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     with_state("MPI_Sendrecv", comm, |st| {
-        let c = st.comm(comm)?.comm.clone();
-        let span = st.span(sendcount, sendtype)?;
-        // The send starts first, so that two ranks exchanging with each
-        // other cannot deadlock however large the messages.
-        let send = if dest == MPI_PROC_NULL {
-            None
-        } else {
-            // SAFETY: the send completes (wait below) before this call returns.
-            Some(unsafe { start_send(&c.process_at_rank(dest), sendbuf, &span, sendtag, false) }?)
-        };
-        // SAFETY: the standard's contract on the receive arguments.
-        let r = unsafe { recv(st, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
-        if let Some(s) = send {
-            s.wait()?;
-        }
-        r
+        let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
+        // SAFETY: the standard's contract on the buffers; complete before returning.
+        let r =
+            unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        let s = wait_req(r)?;
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Isendrecv", comm, |st| {
+        let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
+        // SAFETY: the standard's contract: the buffers are the request's
+        // until it completes (§3.7.2).
+        let r =
+            unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { new_request(st, r, request) }
     })
 }
 
@@ -374,23 +470,35 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MpiStatus,
 ) -> c_int {
     with_state("MPI_Sendrecv_replace", comm, |st| {
-        let c = st.comm(comm)?.comm.clone();
-        let span = st.span(count, datatype)?;
-        // The message goes out from a copy, so that the receive may
-        // overwrite the buffer at once.
-        let send = if dest == MPI_PROC_NULL {
-            None
-        } else {
-            // SAFETY: `buf` holds the elements (the standard's contract).
-            let data = unsafe { outgoing(buf, &span, "send")? }.into_owned();
-            Some(send_owned(&c.process_at_rank(dest), data, sendtag, false)?)
-        };
-        // SAFETY: the standard's contract on the receive arguments.
-        let r = unsafe { recv(st, buf, count, datatype, source, recvtag, comm, status) };
-        if let Some(s) = send {
-            s.wait()?;
-        }
-        r
+        // SAFETY: the standard's contract on the buffer; complete before returning.
+        let r =
+            unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
+        let s = wait_req(r)?;
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Isendrecv_replace", comm, |st| {
+        // SAFETY: the standard's contract: the buffer is the request's
+        // until it completes.
+        let r =
+            unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { new_request(st, r, request) }
     })
 }
 
@@ -813,8 +921,16 @@ unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *m
     unsafe { new_request(st, Req::Persistent(Box::new(p)), request) }
 }
 
-/// A persistent send of any mode (`sync`: synchronous; a ready send is a
-/// standard one whose receive is known to be posted).
+/// The mode of a persistent send (§3.4; a ready send is a standard one
+/// whose receive is known to be posted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Standard,
+    Synchronous,
+    Buffered,
+}
+
+/// A persistent send of any mode.
 ///
 /// # Safety
 /// `request` is writable; `buf` stays valid while the request lives.
@@ -828,14 +944,14 @@ unsafe fn send_init(
     tag: c_int,
     comm: Handle,
     request: *mut Handle,
-    sync: bool,
+    mode: Mode,
 ) -> c_int {
     with_state(call, comm, |st| {
         let span = st.span(count, datatype)?;
         if tag < 0 {
             return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
         }
-        let op = PersistentOp::Send { buf, span, dest, tag, sync };
+        let op = PersistentOp::Send { buf, span, dest, tag, mode };
         // SAFETY: the caller's contract on `request`.
         unsafe { persistent(st, comm, op, request) }
     })
@@ -852,7 +968,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     request: *mut Handle,
 ) -> c_int {
     // SAFETY: the standard's contract on the arguments.
-    unsafe { send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, false) }
+    unsafe { send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
 }
 
 #[no_mangle]
@@ -866,7 +982,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     request: *mut Handle,
 ) -> c_int {
     // SAFETY: the standard's contract on the arguments.
-    unsafe { send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, true) }
+    unsafe { send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, Mode::Synchronous) }
 }
 
 #[no_mangle]
@@ -880,7 +996,21 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     request: *mut Handle,
 ) -> c_int {
     // SAFETY: the standard's contract on the arguments.
-    unsafe { send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, false) }
+    unsafe { send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Buffered) }
 }
 
 #[no_mangle]
@@ -914,10 +1044,18 @@ fn start(st: &mut State, h: Handle) -> R<()> {
         PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
             p.done = Some(MpiStatus::empty());
         }
-        PersistentOp::Send { buf, span, dest, tag, sync } => {
+        PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
+            // The message is copied now: the started request is complete.
+            // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
+            // valid while the request lives (§3.9).
+            unsafe { st.buffered.send(&c.process_at_rank(*dest), *buf, span, *tag) }?;
+            p.done = Some(MpiStatus::empty());
+        }
+        PersistentOp::Send { buf, span, dest, tag, mode } => {
+            let sync = *mode == Mode::Synchronous;
             // SAFETY: the caller keeps the buffer given to MPI_Send_init
             // until each started operation completes (§3.9).
-            p.active = Some(unsafe { start_send(&c.process_at_rank(*dest), *buf, span, *tag, *sync) }?);
+            p.active = Some(unsafe { start_send(&c.process_at_rank(*dest), *buf, span, *tag, sync) }?);
         }
         PersistentOp::Recv { buf, span, source, tag } => {
             let (buf, tag) = (*buf, *tag);
@@ -964,18 +1102,5 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
             r.r.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
         }
         Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
-    with_state("MPI_Test_cancelled", MPI_COMM_WORLD, |_| {
-        if status.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer"));
-        }
-        // SAFETY: non-null and readable by the standard's contract.
-        let c = unsafe { status.read() }.cancelled();
-        // SAFETY: the standard's contract on `flag`.
-        unsafe { put(flag, c as c_int, "flag") }
     })
 }

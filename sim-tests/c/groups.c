@@ -159,6 +159,20 @@ int main(int argc, char **argv)
     CHECK(got[63] == prev * 1000 + 63, "bsend data %d", got[63]);
     MPI_Recv(got, 64, MPI_INT, prev, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(got[31] == prev * 1000 + 31, "ibsend data %d", got[31]);
+    /* A persistent buffered send: copied at each start, so that changing
+     * the buffer after the start does not change what arrives. */
+    MPI_Request pb;
+    MPI_Bsend_init(big, 16, MPI_INT, next, 12, MPI_COMM_WORLD, &pb);
+    for (int round = 0; round < 3; round++) {
+        big[0] = 100 * rank + round;
+        MPI_Start(&pb);
+        big[0] = -1;
+        MPI_Wait(&pb, MPI_STATUS_IGNORE);
+        CHECK(pb != MPI_REQUEST_NULL, "a persistent buffered request was freed by its wait");
+        MPI_Recv(got, 16, MPI_INT, prev, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(got[0] == 100 * prev + round, "bsend_init round %d got %d", round, got[0]);
+    }
+    MPI_Request_free(&pb);
     void *dbuf = NULL;
     int dsize = 0;
     MPI_Buffer_detach(&dbuf, &dsize);

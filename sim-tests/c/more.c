@@ -127,6 +127,61 @@ int main(int argc, char **argv)
     while (!flag) MPI_Testall(2, pq, &flag, MPI_STATUSES_IGNORE);
     CHECK(got == prev && pq[0] == MPI_REQUEST_NULL && pq[1] == MPI_REQUEST_NULL, "polled exchange %d", got);
 
+    /* Non-blocking send-receive around the ring, and its in-place form,
+     * polled; then with MPI_PROC_NULL on either side. */
+    int sv[3] = {rank, rank + 1, rank + 2}, rv[3] = {-1, -1, -1};
+    MPI_Request q;
+    MPI_Isendrecv(sv, 3, MPI_INT, next, 31, rv, 3, MPI_INT, prev, 31, MPI_COMM_WORLD, &q);
+    flag = 0;
+    while (!flag) MPI_Test(&q, &flag, &st);
+    CHECK(rv[2] == prev + 2 && st.MPI_SOURCE == prev && st.MPI_TAG == 31, "isendrecv %d from %d", rv[2], st.MPI_SOURCE);
+    int cnt = -1;
+    MPI_Get_count(&st, MPI_INT, &cnt);
+    CHECK(cnt == 3 && q == MPI_REQUEST_NULL, "isendrecv count %d", cnt);
+    int ring = rank;
+    MPI_Isendrecv_replace(&ring, 1, MPI_INT, next, 32, prev, 32, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, &st);
+    CHECK(ring == prev && st.MPI_SOURCE == prev, "isendrecv_replace %d", ring);
+    rv[0] = -7;
+    MPI_Isendrecv(sv, 3, MPI_INT, MPI_PROC_NULL, 33, rv, 3, MPI_INT, MPI_PROC_NULL, 33, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, &st);
+    CHECK(rv[0] == -7 && st.MPI_SOURCE == MPI_PROC_NULL, "isendrecv with MPI_PROC_NULL");
+    /* Send to the next, receive from no one; then the reverse. */
+    MPI_Isendrecv(sv, 1, MPI_INT, next, 34, rv, 1, MPI_INT, MPI_PROC_NULL, 34, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG, "half-null isendrecv status %d", st.MPI_SOURCE);
+    MPI_Isendrecv(sv, 1, MPI_INT, MPI_PROC_NULL, 34, rv, 1, MPI_INT, prev, 34, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, &st);
+    CHECK(rv[0] == prev && st.MPI_SOURCE == prev, "other half-null isendrecv %d", rv[0]);
+    rc = MPI_Isendrecv(sv, 1, MPI_INT, next, -3, rv, 1, MPI_INT, prev, 0, MPI_COMM_WORLD, &q);
+    CHECK(rc == MPI_ERR_TAG, "a negative send tag gave %d", rc);
+
+    /* Filling in a status, as a generalized request or a layered library
+     * does: the counts read back through Get_count/Get_elements. */
+    MPI_Status made;
+    MPI_Status_set_source(&made, 5);
+    MPI_Status_set_tag(&made, 6);
+    MPI_Status_set_error(&made, MPI_ERR_OTHER);
+    MPI_Status_set_elements(&made, MPI_DOUBLE, 7);
+    MPI_Status_set_cancelled(&made, 1);
+    int src = -1, tg = -1, er = -1, el = -1;
+    MPI_Status_get_source(&made, &src);
+    MPI_Status_get_tag(&made, &tg);
+    MPI_Status_get_error(&made, &er);
+    MPI_Get_count(&made, MPI_DOUBLE, &el);
+    MPI_Test_cancelled(&made, &flag);
+    CHECK(src == 5 && tg == 6 && er == MPI_ERR_OTHER && el == 7 && flag, "status fields %d %d %d %d %d", src, tg, er, el, flag);
+    MPI_Count bytes = -1;
+    MPI_Status_set_elements_c(&made, MPI_2INT, 3);
+    MPI_Get_elements_c(&made, MPI_INT, &bytes);
+    CHECK(bytes == 3, "elements of 3 basic ints %lld", (long long)bytes);
+    MPI_Get_count(&made, MPI_2INT, &el);
+    CHECK(el == MPI_UNDEFINED, "3 ints as MPI_2INT pairs gave %d", el);
+    rc = MPI_Status_set_elements(&made, MPI_INT, -1);
+    CHECK(rc == MPI_ERR_COUNT, "a negative element count gave %d", rc);
+    rc = MPI_Status_set_tag(MPI_STATUS_IGNORE, 1);
+    CHECK(rc == MPI_ERR_ARG, "setting MPI_STATUS_IGNORE gave %d", rc);
+
     int total = 0;
     MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && total == 0) printf("OK c-more on %d ranks\n", size);

@@ -1,0 +1,112 @@
+//! Reading and writing a status's fields (MPI 5.0 §3.2.5 and §13.3):
+//! `MPI_Test_cancelled`, and the calls a generalized request or a layered
+//! library uses to fill in a status — `MPI_Status_set_elements`,
+//! `MPI_Status_set_cancelled`, and MPI 5.0's getters and setters of
+//! `MPI_SOURCE`, `MPI_TAG` and `MPI_ERROR`.
+
+use std::ffi::c_int;
+
+use crate::abi::*;
+use crate::*;
+
+/// The status `status` points at.
+///
+/// # Safety
+/// `status` is null or valid for reads and writes.
+unsafe fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
+    // SAFETY: the caller's contract.
+    unsafe { status.as_mut() }
+        .ok_or_else(|| Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE cannot be set)"))
+}
+
+/// Run `f` on the status; errors go to `MPI_COMM_WORLD`'s handler.
+///
+/// # Safety
+/// `status` is null or valid for reads and writes.
+unsafe fn on_status(call: &str, status: *mut MpiStatus, f: impl FnOnce(&State, &mut MpiStatus) -> R<()>) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract.
+        f(st, unsafe { status_mut(status)? })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    with_state("MPI_Test_cancelled", MPI_COMM_WORLD, |_| {
+        if status.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer"));
+        }
+        // SAFETY: non-null and readable by the standard's contract.
+        let c = unsafe { status.read() }.cancelled();
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, c as c_int, "flag") }
+    })
+}
+
+/// Make the status say it holds `count` basic elements of `datatype`, so
+/// that `MPI_Get_elements` and `MPI_Get_count` read them back (§13.3).
+///
+/// # Safety
+/// `status` is null or valid for reads and writes.
+unsafe fn set_elements(call: &str, status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        on_status(call, status, |st, s| {
+            let n = u64::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))?;
+            let bytes = st.layout(datatype)?.bytes_for(n);
+            s.set_bytes(bytes);
+            Ok(())
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements(status: *mut MpiStatus, datatype: Handle, count: c_int) -> c_int {
+    // SAFETY: the standard's contract on `status`.
+    unsafe { set_elements("MPI_Status_set_elements", status, datatype, i64::from(count)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_c(status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
+    // SAFETY: the standard's contract on `status`.
+    unsafe { set_elements("MPI_Status_set_elements_c", status, datatype, count) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
+    // SAFETY: the standard's contract on `status`.
+    unsafe {
+        on_status("MPI_Status_set_cancelled", status, |_, s| {
+            s.set_cancelled(flag != 0);
+            Ok(())
+        })
+    }
+}
+
+/// `MPI_Status_get_source`/`_tag`/`_error` and their setters (MPI 5.0
+/// §3.2.5): one public field each.
+macro_rules! field {
+    ($get:ident, $set:ident, $field:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $get(status: *const MpiStatus, value: *mut c_int) -> c_int {
+            // SAFETY: the standard's contract on `status` and `value`;
+            // the status is only read.
+            unsafe { on_status(stringify!($get), status.cast_mut(), |_, s| put(value, s.$field, "the result")) }
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $set(status: *mut MpiStatus, value: c_int) -> c_int {
+            // SAFETY: the standard's contract on `status`.
+            unsafe {
+                on_status(stringify!($set), status, |_, s| {
+                    s.$field = value;
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+field!(MPI_Status_get_source, MPI_Status_set_source, source);
+field!(MPI_Status_get_tag, MPI_Status_set_tag, tag);
+field!(MPI_Status_get_error, MPI_Status_set_error, error);
