@@ -39,7 +39,7 @@ fn err(msg: String) -> TransportError {
 }
 
 /// The `key=value` words of a reply line.
-fn words(line: &str) -> HashMap<String, String> {
+pub fn words(line: &str) -> HashMap<String, String> {
     line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 

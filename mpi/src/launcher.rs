@@ -662,8 +662,36 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             pollers.push((node, Guard(Some(child))));
         }
     }
+    // PMI-1 for programs built against another MPI (MPICH's); our own
+    // ranks read DN_RANK and leave the socket alone. Only when every rank
+    // runs here: a job across hosts has no one server for its barrier.
+    let pmi = opts.ranks.is_none().then(|| crate::pmi_server::PmiServer::new(opts.np, job_id, dir.join("job")));
     for &rank in &local {
         let mut cmd = Command::new(&program);
+        let pmi_end = match &pmi {
+            Some(_) => Some(
+                std::os::unix::net::UnixStream::pair()
+                    .map_err(|e| LaunchError::Io(format!("cannot make the PMI socket of rank {rank}: {e}")))?,
+            ),
+            None => None,
+        };
+        if let Some((_, theirs)) = &pmi_end {
+            use std::os::fd::AsRawFd;
+            let fd = theirs.as_raw_fd();
+            cmd.env("PMI_FD", fd.to_string()).env("PMI_RANK", rank.to_string()).env("PMI_SIZE", opts.np.to_string());
+            // SAFETY: runs in the child between fork and exec; fcntl is a
+            // plain system call (async-signal-safe). It lets the rank's end
+            // of the socket, open in the parent until after the spawn,
+            // survive the exec; no other descriptor is touched.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         cmd.args(&opts.args)
             .env(
                 "DN_BACKEND",
@@ -690,7 +718,19 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         supervised(&mut cmd, libc::SIGKILL);
-        match cmd.spawn() {
+        let spawned = cmd.spawn();
+        if let (Some(server), Some((ours, theirs))) = (&pmi, pmi_end) {
+            // The rank holds its end now (or never will): close ours of it.
+            drop(theirs);
+            if spawned.is_ok() {
+                if let Err(e) = server.serve(rank, ours) {
+                    // Our own ranks do not need it; another MPI's rank
+                    // fails on the closed socket, naming PMI.
+                    eprintln!("dnrun: cannot serve PMI to rank {rank}: {e}");
+                }
+            }
+        }
+        match spawned {
             Ok(mut c) => {
                 reaper.watch(c.id());
                 if let Some(o) = c.stdout.take() {
@@ -770,6 +810,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                     ));
                     culprit = Some(124);
                 }
+            }
+            if let Some((rank, code)) = pmi.as_ref().and_then(|p| p.aborted()) {
+                stopped = Some(format!("rank {rank} called MPI_Abort with exit code {code}; stopping the job"));
+                culprit = Some(code);
             }
             if interrupted.load(Ordering::SeqCst) {
                 stopped = Some("interrupted; stopping the job".into());

@@ -186,6 +186,36 @@ fn mpich_hydra_launches_our_programs_through_pmi_1() {
     assert!(!ok && text.contains("rank 1 in MPI_Send"), "{text}");
 }
 
+/// The other direction: a program built against MPICH (its own
+/// `mpicc.mpich`, its own library) runs under `dnrun`, which serves it
+/// PMI-1 as hydra would — so one launcher starts our programs and theirs.
+/// Odd and even rank counts, on either backend setting (MPICH ignores
+/// ours); an `MPI_Abort` on rank 1 stops the job with its code.
+#[test]
+fn dnrun_serves_pmi_1_to_a_program_built_with_mpich() {
+    let mpicc = PathBuf::from("/usr/bin/mpicc.mpich");
+    if !mpicc.is_file() {
+        eprintln!("no mpicc.mpich on this host (scripts/setup.sh installs mpich): not run");
+        return;
+    }
+    let prog = bin_dir().join("c-foreign-mpich");
+    let o = Command::new(&mpicc)
+        .args(["-std=c11", "-Wall", "-Werror", "-O2", "-o"])
+        .arg(&prog)
+        .arg(repo().join("sim-tests/c/foreign.c"))
+        .output()
+        .expect("run mpicc.mpich");
+    assert!(o.status.success(), "mpicc.mpich foreign.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    for (np, extra) in [(1, &["--backend", "udp"][..]), (3, &["--backend", "udp"][..]), (4, &[][..])] {
+        let (ok, text) = run(np, 1, extra, &prog);
+        assert!(ok && text.contains(&format!("OK foreign on {np} ranks")), "dnrun -n {np} {extra:?} foreign:\n{text}");
+    }
+    let out = dnrun(3, 1, &["--backend", "udp"], prog.to_str().unwrap(), &["abort"]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "MPI_Abort(3) on rank 1:\n{text}");
+    assert!(text.contains("rank 1"), "the launcher names the aborting rank:\n{text}");
+}
+
 /// The C layer charges the simulated host what the Rust API charges: a C
 /// ping-pong's 0-byte one-way latency on the simulated P4 is seed 004
 /// Table 2's 5.12 us, as dnbench's is (simulated time is deterministic).
