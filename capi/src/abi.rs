@@ -331,8 +331,14 @@ impl MpiStatus {
     }
 
     /// The status of a receive from `MPI_PROC_NULL` (MPI 4.1 §3.10).
-    pub fn empty() -> MpiStatus {
+    pub fn proc_null() -> MpiStatus {
         MpiStatus::new(MPI_PROC_NULL, MPI_ANY_TAG, 0, false)
+    }
+
+    /// The empty status (§3.7.3): what completing a null or inactive
+    /// request, or a send, reports.
+    pub fn empty() -> MpiStatus {
+        MpiStatus::new(MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false)
     }
 }
 
@@ -448,6 +454,10 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)",
     "int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
     "int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
+    "int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)",
+    "int MPI_Request_get_status_all(int count, const MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])",
+    "int MPI_Request_get_status_any(int count, const MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)",
+    "int MPI_Request_get_status_some(int incount, const MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
     "int MPI_Request_free(MPI_Request *request)",
     // Collectives (§6)
     "int MPI_Barrier(MPI_Comm comm)",

@@ -126,9 +126,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
         // SAFETY: the standard's contract on the arguments.
         unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
         // SAFETY: checked non-null; the standard's contract.
-        unsafe {
-            crate::p2p::new_request(st, Req::Done(MpiStatus::new(MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false)), request)
-        }
+        unsafe { crate::p2p::new_request(st, Req::Done(MpiStatus::empty()), request) }
     })
 }
 

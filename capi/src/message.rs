@@ -17,7 +17,7 @@ fn mprobe(st: &mut State, source: c_int, tag: c_int, comm: Handle, block: bool) 
     let c = &st.comm(comm)?.comm;
     let tag = recv_tag(tag)?;
     if source == MPI_PROC_NULL {
-        return Ok(Some((MPI_MESSAGE_NO_PROC, MpiStatus::empty())));
+        return Ok(Some((MPI_MESSAGE_NO_PROC, MpiStatus::proc_null())));
     }
     let m = if source == MPI_ANY_SOURCE {
         raw::mprobe(&c.any_process(), tag, block)?
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
         // SAFETY: the standard's contract on the arguments, for the call.
         let s = match unsafe { mrecv(st, buf, count, datatype, message)? } {
             Some(a) => a.wait()?,
-            None => MpiStatus::empty(),
+            None => MpiStatus::proc_null(),
         };
         // SAFETY: the standard's contract on `status`.
         unsafe { put_status(status, s) };
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
         // request completes.
         let r = match unsafe { mrecv(st, buf, count, datatype, message)? } {
             Some(a) => Req::Op(a),
-            None => Req::Done(MpiStatus::empty()),
+            None => Req::Done(MpiStatus::proc_null()),
         };
         // SAFETY: checked non-null; the standard's contract.
         unsafe { new_request(st, r, request) }

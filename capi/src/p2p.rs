@@ -168,7 +168,7 @@ unsafe fn recv(
     let tag = recv_tag(tag)?;
     if source == MPI_PROC_NULL {
         // SAFETY: the caller's contract on `status`.
-        unsafe { put_status(status, MpiStatus::empty()) };
+        unsafe { put_status(status, MpiStatus::proc_null()) };
         return Ok(());
     }
     // SAFETY: `buf` has room for the elements for this call (the caller's contract).
@@ -245,7 +245,7 @@ unsafe fn isend(
         let c = &st.comm(comm)?.comm;
         let span = st.span(count, dt)?;
         let r = if dest == MPI_PROC_NULL {
-            Req::Done(MpiStatus::empty())
+            Req::Done(MpiStatus::proc_null())
         } else {
             // SAFETY: the caller keeps `buf` until the request completes
             // (the standard's contract, §3.7.2); the request's handle is
@@ -315,7 +315,7 @@ pub unsafe extern "C" fn MPI_Irecv(
         let span = st.span(count, datatype)?;
         let tag = recv_tag(tag)?;
         let r = if source == MPI_PROC_NULL {
-            Req::Done(MpiStatus::empty())
+            Req::Done(MpiStatus::proc_null())
         } else {
             // SAFETY: the caller keeps `buf` untouched until the request
             // completes (the standard's contract, §3.7.2).
@@ -381,10 +381,10 @@ unsafe fn start_sendrecv(
         Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
     };
     Ok(match (sent, received) {
-        (None, None) => Req::Done(MpiStatus::empty()),
+        (None, None) => Req::Done(MpiStatus::proc_null()),
         (None, Some(r)) => Req::Op(r),
         (Some(mut s), None) => {
-            s.stage.status = Some(MpiStatus::empty());
+            s.stage.status = Some(MpiStatus::proc_null());
             Req::Op(s)
         }
         (Some(s), Some(mut r)) => {
@@ -507,7 +507,7 @@ fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<
     let c = &st.comm(comm)?.comm;
     let tag = recv_tag(tag)?;
     if source == MPI_PROC_NULL {
-        return Ok(Some(MpiStatus::empty()));
+        return Ok(Some(MpiStatus::proc_null()));
     }
     let s = from_source!(c, source, from => match (tag, block) {
         (None, true) => Some(from.probe()?),
@@ -622,22 +622,36 @@ pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status
     })
 }
 
-/// The request handles of an array argument.
+/// The request handles of an array argument, read-only.
 ///
 /// # Safety
 /// `reqs` holds `count` handles.
-unsafe fn handles<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
+unsafe fn handles_ref<'a>(count: c_int, reqs: *const Handle) -> R<&'a [Handle]> {
     if count < 0 {
         return Err(Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")));
     }
     if count == 0 {
-        return Ok(&mut []);
+        return Ok(&[]);
     }
     if reqs.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "array_of_requests is a null pointer"));
     }
     // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
+    Ok(unsafe { std::slice::from_raw_parts(reqs, count as usize) })
+}
+
+/// The request handles of an array argument, which the call rewrites.
+///
+/// # Safety
+/// `reqs` holds `count` writable handles.
+unsafe fn handles<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
+    // SAFETY: the caller's contract; checked as for reading.
+    let n = unsafe { handles_ref(count, reqs)? }.len();
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: the caller's contract: `count` writable handles.
+    Ok(unsafe { std::slice::from_raw_parts_mut(reqs, n) })
 }
 
 #[no_mangle]
@@ -673,43 +687,11 @@ pub unsafe extern "C" fn MPI_Testall(
     with_state("MPI_Testall", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the arrays.
         let reqs = unsafe { handles(count, array_of_requests)? };
-        // All or nothing (§3.7.5): complete only when every one is done.
+        // All or nothing (§3.7.5): complete only when every one is done;
+        // those found done are kept done until then.
         let mut all = true;
         for h in reqs.iter() {
-            if *h == MPI_REQUEST_NULL {
-                continue;
-            }
-            // A request found complete is kept as done, so that the
-            // caller sees all of them complete at once or none.
-            match st.requests.remove(h) {
-                None => return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request"))),
-                Some(Req::Done(s)) => {
-                    st.requests.insert(*h, Req::Done(s));
-                }
-                Some(Req::Persistent(mut p)) => {
-                    if p.done.is_none() {
-                        if let Some(r) = p.active.take() {
-                            match r.test()? {
-                                Ok(s) => p.done = Some(s),
-                                Err(r) => {
-                                    p.active = Some(r);
-                                    all = false;
-                                }
-                            }
-                        }
-                    }
-                    st.requests.insert(*h, Req::Persistent(p));
-                }
-                Some(Req::Op(r)) => match r.test()? {
-                    Ok(s) => {
-                        st.requests.insert(*h, Req::Done(s));
-                    }
-                    Err(r) => {
-                        st.requests.insert(*h, Req::Op(r));
-                        all = false;
-                    }
-                },
-            }
+            all &= peek(st, *h)?.is_some();
         }
         if all {
             for (i, h) in reqs.iter_mut().enumerate() {
@@ -723,6 +705,153 @@ pub unsafe extern "C" fn MPI_Testall(
         }
         // SAFETY: the standard's contract on `flag`.
         unsafe { put(flag, all as c_int, "flag") }
+    })
+}
+
+/// Whether request `h` has completed, without freeing or deactivating it
+/// (`MPI_Request_get_status`, §3.7.3, and `MPI_Testall`'s all or nothing):
+/// an operation found complete is kept as done, so that the call that
+/// completes it later reports the same status. Null and inactive requests
+/// give the empty status.
+fn peek(st: &mut State, h: Handle) -> R<Option<MpiStatus>> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(Some(MpiStatus::empty()));
+    }
+    let r = st.requests.remove(&h).ok_or_else(|| {
+        Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request (completed and freed, or never started)"))
+    })?;
+    let (r, s) = match r {
+        Req::Done(s) => (Req::Done(s), Some(s)),
+        Req::Persistent(mut p) => {
+            let s = match (p.done, p.active.take()) {
+                (Some(s), _) => Some(s),
+                (None, None) => Some(MpiStatus::empty()),
+                (None, Some(a)) => match a.test()? {
+                    Ok(s) => {
+                        p.done = Some(s);
+                        Some(s)
+                    }
+                    Err(a) => {
+                        p.active = Some(a);
+                        None
+                    }
+                },
+            };
+            (Req::Persistent(p), s)
+        }
+        Req::Op(a) => match a.test()? {
+            Ok(s) => (Req::Done(s), Some(s)),
+            Err(a) => (Req::Op(a), None),
+        },
+    };
+    st.requests.insert(h, r);
+    Ok(s)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+    with_state("MPI_Request_get_status", MPI_COMM_WORLD, |st| {
+        let s = peek(st, request)?;
+        // SAFETY: the standard's contract on `flag` and `status`.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    array_of_requests: *const Handle,
+    flag: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Request_get_status_all", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array (only read here).
+        let reqs = unsafe { handles_ref(count, array_of_requests)? };
+        let mut done = Vec::with_capacity(reqs.len());
+        for h in reqs.iter() {
+            done.push(peek(st, *h)?);
+        }
+        let all = done.iter().all(Option::is_some);
+        if all && !array_of_statuses.is_null() {
+            for (i, s) in done.into_iter().flatten().enumerate() {
+                // SAFETY: the array has `count` statuses (the standard's contract).
+                unsafe { array_of_statuses.add(i).write(s) };
+            }
+        }
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, all as c_int, "flag") }
+    })
+}
+
+/// The requests of `reqs` that take part and have completed, without
+/// freeing them (`None`: none takes part); with `first`, the first only.
+fn peek_some(st: &mut State, reqs: &[Handle], first: bool) -> R<Option<Vec<(usize, MpiStatus)>>> {
+    if reqs.iter().all(|h| inactive(st, *h)) {
+        return Ok(None);
+    }
+    let mut done = Vec::new();
+    for (i, h) in reqs.iter().enumerate() {
+        if inactive(st, *h) {
+            continue;
+        }
+        if let Some(s) = peek(st, *h)? {
+            done.push((i, s));
+            if first {
+                break;
+            }
+        }
+    }
+    Ok(Some(done))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    array_of_requests: *const Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Request_get_status_any", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array (only read here).
+        let reqs = unsafe { handles_ref(count, array_of_requests)? };
+        let (i, f, s) = match peek_some(st, reqs, true)? {
+            None => (MPI_UNDEFINED, 1, Some(MpiStatus::empty())),
+            Some(d) if d.is_empty() => (MPI_UNDEFINED, 0, None),
+            Some(d) => (d[0].0 as c_int, 1, Some(d[0].1)),
+        };
+        // SAFETY: the standard's contract on `index`, `flag` and `status`.
+        unsafe {
+            put(index, i, "index")?;
+            put(flag, f, "flag")?;
+            if let Some(s) = s {
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Request_get_status_some", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array (only read here).
+        let reqs = unsafe { handles_ref(incount, array_of_requests)? };
+        let done = peek_some(st, reqs, false)?;
+        // SAFETY: the standard's contract on the output arrays.
+        unsafe { put_some(done, outcount, array_of_indices, array_of_statuses) }
     })
 }
 
@@ -827,25 +956,41 @@ unsafe fn waitsome(
     with_state(call, MPI_COMM_WORLD, |st| {
         // SAFETY: the caller's contract on the array.
         let reqs = unsafe { handles(incount, array_of_requests)? };
-        let Some(done) = some(st, reqs, block, false)? else {
-            // SAFETY: the caller's contract on `outcount`.
-            return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
-        };
-        if !done.is_empty() && array_of_indices.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
-        }
-        for (k, (i, s)) in done.iter().enumerate() {
-            // SAFETY: the caller's contract: room for `incount` entries.
-            unsafe {
-                array_of_indices.add(k).write(*i as c_int);
-                if !array_of_statuses.is_null() {
-                    array_of_statuses.add(k).write(*s);
-                }
+        let done = some(st, reqs, block, false)?;
+        // SAFETY: the caller's contract on the output arrays.
+        unsafe { put_some(done, outcount, array_of_indices, array_of_statuses) }
+    })
+}
+
+/// The results of the `some` calls: `MPI_UNDEFINED` when no request took
+/// part, else how many completed, which, and their statuses.
+///
+/// # Safety
+/// `outcount` is writable; the arrays have room for every request.
+unsafe fn put_some(
+    done: Option<Vec<(usize, MpiStatus)>>,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> R<()> {
+    let Some(done) = done else {
+        // SAFETY: the caller's contract on `outcount`.
+        return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
+    };
+    if !done.is_empty() && array_of_indices.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
+    }
+    for (k, (i, s)) in done.iter().enumerate() {
+        // SAFETY: the caller's contract: room for every request.
+        unsafe {
+            array_of_indices.add(k).write(*i as c_int);
+            if !array_of_statuses.is_null() {
+                array_of_statuses.add(k).write(*s);
             }
         }
-        // SAFETY: the caller's contract on `outcount`.
-        unsafe { put(outcount, done.len() as c_int, "outcount") }
-    })
+    }
+    // SAFETY: the caller's contract on `outcount`.
+    unsafe { put(outcount, done.len() as c_int, "outcount") }
 }
 
 #[no_mangle]
@@ -1042,7 +1187,7 @@ fn start(st: &mut State, h: Handle) -> R<()> {
     let c = &p.comm;
     match &p.op {
         PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
-            p.done = Some(MpiStatus::empty());
+            p.done = Some(MpiStatus::proc_null());
         }
         PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
             // The message is copied now: the started request is complete.

@@ -298,7 +298,10 @@ impl<'b> Request<'b> {
                 e.cancel_recv(*id)?;
                 Ok(())
             }
-            State::P2p { .. } => Err(MpiError::Invalid("cancel of a send: only receives can be cancelled".into())),
+            // A send is never withdrawn once started (its data may be on
+            // the wire): the cancellation fails, which §3.8.4 allows — the
+            // send completes as usual and its status says not cancelled.
+            State::P2p { .. } => Ok(()),
             State::Coll { .. } => {
                 Err(MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into()))
             }
