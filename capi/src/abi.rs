@@ -366,6 +366,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Error_class(int errorcode, int *errorclass)",
     "int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)",
     "int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)",
+    "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)",
     "int MPI_Errhandler_free(MPI_Errhandler *errhandler)",
     // Communicators (§7)
     "int MPI_Comm_rank(MPI_Comm comm, int *rank)",
@@ -489,6 +490,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",

@@ -2,10 +2,12 @@
 //! and delete callbacks, run on `MPI_Comm_dup`, `MPI_Comm_set_attr` over
 //! an existing value, `MPI_Comm_delete_attr` and `MPI_Comm_free`.
 //!
-//! The callbacks run inside the library's call; one that calls MPI back
-//! gets `MPI_ERR_OTHER` with a message (see [`with_state`]), not a hang.
+//! The callbacks run after the call has done its part and released the
+//! library's lock ([`Deferred`], run by [`with_state`]), so that they may
+//! call MPI themselves — mpi4py's delete callbacks free the communicators
+//! they cached. A communicator being freed stays valid until its delete
+//! callbacks have run.
 
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;
@@ -31,18 +33,55 @@ pub(crate) struct Keyval {
     freed: bool,
 }
 
-thread_local! {
-    /// A callback of ours is running on this thread.
-    pub(crate) static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+/// Work a call leaves for after its lock is released: user callbacks, and
+/// what must wait for them.
+pub(crate) enum Deferred {
+    /// Run a delete callback on a value set on `comm`.
+    Delete { comm: Handle, k: c_int, v: *mut c_void, f: DeleteFn, extra: *mut c_void },
+    /// Run a copy callback on `from`'s value, setting the copy on `to`.
+    Copy { from: Handle, to: Handle, k: c_int, v: *mut c_void, f: CopyFn, extra: *mut c_void },
+    /// Free the communicator, its delete callbacks done.
+    FreeComm(Handle),
 }
 
-/// Run a user callback, marked so that an MPI call from inside it fails
-/// cleanly instead of waiting forever for the lock this call holds.
-fn callback<T>(f: impl FnOnce() -> T) -> T {
-    IN_CALLBACK.with(|c| c.set(true));
-    let r = f();
-    IN_CALLBACK.with(|c| c.set(false));
-    r
+impl Deferred {
+    /// Run it, without the lock (`relock` takes it for the parts that
+    /// change the library's state).
+    pub(crate) fn run(self, relock: impl Fn(&mut dyn FnMut(&mut State))) -> R<()> {
+        match self {
+            Deferred::Delete { comm, k, v, f, extra } => {
+                // SAFETY: the program registered `f` as an
+                // `MPI_Comm_delete_attr_function` (the standard's contract),
+                // and it gets the arguments the standard gives it.
+                let rc = unsafe { f(comm, k, v, extra) };
+                if rc != MPI_SUCCESS {
+                    return Err(Fail::new(rc, format!("the delete callback of keyval {k} returned {rc}")));
+                }
+            }
+            Deferred::Copy { from, to, k, v, f, extra } => {
+                let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
+                let out_p: *mut *mut c_void = &mut out;
+                // SAFETY: the program registered `f` as an
+                // `MPI_Comm_copy_attr_function`; the arguments are the
+                // standard's, `out_p` and `flag` valid for the call.
+                let rc = unsafe { f(from, k, extra, v, out_p.cast(), &mut flag) };
+                if rc != MPI_SUCCESS {
+                    return Err(Fail::new(rc, format!("the copy callback of keyval {k} returned {rc}")));
+                }
+                if flag != 0 {
+                    relock(&mut |st| {
+                        if let Some(e) = st.comms.get_mut(&to) {
+                            e.attrs.push((k, out));
+                        }
+                    });
+                }
+            }
+            Deferred::FreeComm(h) => relock(&mut |st| {
+                st.comms.remove(&h);
+            }),
+        }
+        Ok(())
+    }
 }
 
 impl State {
@@ -51,18 +90,15 @@ impl State {
     }
 }
 
-/// Run `k`'s delete callback on `v`, set on `comm`.
-fn delete_value(st: &State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
+/// Have `k`'s delete callback run on `v`, set on `comm`, once the lock is released.
+fn delete_value(st: &mut State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
     let kv = st.keyval(k)?;
     if kv.delete != 0 {
-        // SAFETY: the program registered this function pointer as an
-        // `MPI_Comm_delete_attr_function` (the standard's contract).
+        // SAFETY: the program registered this value as an
+        // `MPI_Comm_delete_attr_function` pointer (the standard's contract).
         let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-        // SAFETY: as above; the arguments are the ones the standard gives it.
-        let rc = callback(|| unsafe { f(comm, k, v, kv.extra) });
-        if rc != MPI_SUCCESS {
-            return Err(Fail::new(rc, format!("the delete callback of keyval {k} returned {rc}")));
-        }
+        let extra = kv.extra;
+        st.deferred.push(Deferred::Delete { comm, k, v, f, extra });
     }
     Ok(())
 }
@@ -74,7 +110,7 @@ pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> 
 }
 
 /// Copy `from`'s attributes to its duplicate `to`, through their copy
-/// callbacks (§7.4.2, `MPI_Comm_dup`).
+/// callbacks (§7.4.2, `MPI_Comm_dup`), which run once the lock is released.
 pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
     let attrs = st.comm(from)?.attrs.clone();
     let mut copied = Vec::new();
@@ -84,19 +120,11 @@ pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
             0 => {}
             DUP_FN => copied.push((k, v)),
             f => {
-                // SAFETY: the program registered this function pointer as an
-                // `MPI_Comm_copy_attr_function` (the standard's contract).
+                // SAFETY: the program registered this value as an
+                // `MPI_Comm_copy_attr_function` pointer (the standard's contract).
                 let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
-                let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
-                let out_p: *mut *mut c_void = &mut out;
-                // SAFETY: as above, with the arguments the standard gives it.
-                let rc = callback(|| unsafe { f(from, k, kv.extra, v, out_p.cast(), &mut flag) });
-                if rc != MPI_SUCCESS {
-                    return Err(Fail::new(rc, format!("the copy callback of keyval {k} returned {rc}")));
-                }
-                if flag != 0 {
-                    copied.push((k, out));
-                }
+                let extra = kv.extra;
+                st.deferred.push(Deferred::Copy { from, to, k, v, f, extra });
             }
         }
     }
@@ -106,7 +134,8 @@ pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
     Ok(())
 }
 
-/// Delete every attribute of `comm` (`MPI_Comm_free`), last set first.
+/// Delete every attribute of `comm` (`MPI_Comm_free`, and `MPI_Finalize`
+/// on `MPI_COMM_SELF`, §11.2.2), last set first.
 pub(crate) fn delete_all(st: &mut State, comm: Handle) -> R<()> {
     let attrs = st.comms.get_mut(&comm).map(|e| std::mem::take(&mut e.attrs)).unwrap_or_default();
     for (k, v) in attrs.into_iter().rev() {

@@ -761,37 +761,43 @@ unsafe fn reduce_scatter_block(
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
 
 /// `MPI_Reduce_scatter` (§6.10.1): the all-reduce of everyone's
-/// `sum(recvcounts)` elements, of which this process keeps its block.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
+/// `sum(recvcounts)` elements into a whole the operation owns, of which
+/// this process copies out its block at completion.
+unsafe fn reduce_scatter(
+    st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> c_int {
-    with_state("MPI_Reduce_scatter", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        // SAFETY: the standard's contract: one count per process.
-        let counts = unsafe { per_rank(recvcounts, c.size(), "recvcounts")? };
-        let counts: Vec<usize> = counts.iter().map(|&k| count_of(k)).collect::<R<_>>()?;
-        let total: usize = counts.iter().sum();
-        let me = c.rank() as usize;
-        let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
-        let op = system_op(op)?;
-        typed!(datatype, T => {
-            // SAFETY: the standard's contract: `total` elements to send (in
-            // `recvbuf` with MPI_IN_PLACE), `counts[me]` to receive.
-            let send: Vec<T> = unsafe {
-                if in_place(sendbuf) { elems::<T>(recvbuf, total, "recvbuf")?.to_vec() } else { elems::<T>(sendbuf, total, "sendbuf")?.to_vec() }
-            };
-            let mut all = send.clone();
-            c.all_reduce_into(&send, &mut all, op)?;
-            // SAFETY: as above.
-            let recv = unsafe { elems_mut::<T>(recvbuf, mine, "recvbuf")? };
-            recv.copy_from_slice(&all[from..from + mine]);
-            Ok(())
-        })
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    // SAFETY: the caller's contract: one count per process.
+    let counts = unsafe { per_rank(recvcounts, c.size(), "recvcounts")? };
+    let counts: Vec<usize> = counts.iter().map(|&k| count_of(k)).collect::<R<_>>()?;
+    let total: usize = counts.iter().sum();
+    let me = c.rank() as usize;
+    let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
+    let op = system_op(op)?;
+    typed!(datatype, T => {
+        // SAFETY: the caller's contract: `total` elements to send (in
+        // `recvbuf` with MPI_IN_PLACE), copied here, and `counts[me]` to
+        // receive into until completion.
+        let send: Vec<T> = unsafe {
+            if in_place(sendbuf) { elems::<T>(recvbuf, total, "recvbuf")?.to_vec() } else { elems::<T>(sendbuf, total, "sendbuf")?.to_vec() }
+        };
+        // SAFETY: as above.
+        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, mine, "recvbuf")? };
+        let mut all = send.clone();
+        // SAFETY: `all`'s heap elements do not move when `all` moves into
+        // the completion below, which the operation keeps (and drops
+        // after the request, which waits).
+        let whole: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(all.as_mut_ptr(), total) };
+        let r = c.immediate_all_reduce_into(&send, whole, op)?;
+        let mut a = Active::plain(r);
+        a.stage.then = Some(Box::new(move || recv.copy_from_slice(&all[from..from + mine])));
+        Ok(a)
     })
 }
+collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm);

@@ -485,10 +485,10 @@ impl State {
             let mut end = 0usize;
             let (mut cb, mut db) = (Vec::new(), Vec::new());
             for (&c, &d) in cs.iter().zip(displs) {
-                if d < 0 {
+                if d < 0 && c > 0 {
                     return Err(Fail::new(MPI_ERR_ARG, format!("displacement {d} is negative")));
                 }
-                let (off, len) = (d as usize * l.size, c * l.size);
+                let (off, len) = (d.max(0) as usize * l.size, c * l.size);
                 if len > 0 {
                     end = end.max(off + len);
                 }
@@ -1307,6 +1307,11 @@ pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c
     with_state("MPI_Type_set_name", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract: a NUL-terminated string.
         let name = unsafe { crate::env::c_name(type_name)? };
+        // A predefined type may be renamed too (§7.8), for this process.
+        if predefined_name(datatype).is_some() && datatype != MPI_DATATYPE_NULL {
+            st.predefined_names.insert(datatype, name);
+            return Ok(());
+        }
         st.type_entry(datatype)?;
         if let Some(e) = st.types.get_mut(&datatype) {
             e.name = name;
@@ -1318,9 +1323,10 @@ pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     with_state("MPI_Type_get_name", MPI_COMM_WORLD, |st| {
-        let name = match st.types.get(&datatype) {
-            Some(e) => e.name.clone(),
-            None => predefined_name(datatype).ok_or_else(|| unknown_type(datatype))?.to_string(),
+        let name = match (st.types.get(&datatype), st.predefined_names.get(&datatype)) {
+            (Some(e), _) => e.name.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => predefined_name(datatype).ok_or_else(|| unknown_type(datatype))?.to_string(),
         };
         // SAFETY: the standard's contract on the pointers.
         unsafe { crate::env::put_name(&name, type_name, resultlen) }

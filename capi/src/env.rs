@@ -43,6 +43,8 @@ fn init(required: c_int) -> R<c_int> {
         groups: Table::default(),
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,
+        deferred: Vec::new(),
+        predefined_names: Default::default(),
         messages: Table::default(),
         buffered: Default::default(),
         detached: Vec::new(),
@@ -107,6 +109,14 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
+    // First, as if MPI_COMM_SELF were freed: its attributes' delete
+    // callbacks run, and may still call MPI (§11.2.2).
+    if lock().is_some() {
+        let rc = with_state("MPI_Finalize", MPI_COMM_SELF, |st| crate::attr::delete_all(st, MPI_COMM_SELF));
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+    }
     let Some(mut st) = lock().take() else {
         let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
         return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, None, f);
@@ -324,6 +334,24 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c
     })
 }
 
+/// `MPI_Comm_call_errhandler` (§9.3.1): what the communicator's handler
+/// does with `errorcode` — end the job under `MPI_ERRORS_ARE_FATAL` or
+/// `MPI_ERRORS_ABORT`, or return `MPI_SUCCESS` (the handler ran) under
+/// `MPI_ERRORS_RETURN`.
+#[no_mangle]
+pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
+    let mut returns = false;
+    let rc = with_state("MPI_Comm_call_errhandler", comm, |st| {
+        returns = st.comm(comm)?.errhandler == MPI_ERRORS_RETURN;
+        Err(Fail::new(errorcode, format!("the program raised error code {errorcode}")))
+    });
+    if returns && rc == errorcode {
+        MPI_SUCCESS
+    } else {
+        rc
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Comm_get_errhandler", comm, |st| {
@@ -406,9 +434,10 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
             return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
         }
         st.comm(h)?;
-        // Attributes are deleted first, through their delete callbacks (§7.7.2).
+        // Attributes are deleted first, through their delete callbacks
+        // (§7.7.2); the handle stays valid for them.
         crate::attr::delete_all(st, h)?;
-        st.comms.remove(&h);
+        st.deferred.push(crate::attr::Deferred::FreeComm(h));
         // SAFETY: as above.
         unsafe { comm.write(MPI_COMM_NULL) };
         Ok(())

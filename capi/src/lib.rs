@@ -135,6 +135,9 @@ pub(crate) struct Stage {
     /// half of `MPI_Isendrecv` from `MPI_PROC_NULL`, whose operation is
     /// the send half.
     pub(crate) status: Option<MpiStatus>,
+    /// Run at completion, after the unpacking: `MPI_Ireduce_scatter`
+    /// copies this process's block out of the reduced whole it owns.
+    pub(crate) then: Option<Box<dyn FnOnce()>>,
 }
 
 impl Active {
@@ -148,6 +151,9 @@ impl Active {
             // SAFETY: the receive buffer is the caller's until this
             // completion (the standard's contract on non-blocking calls).
             unsafe { u.finish(s.bytes()) }
+        }
+        if let Some(f) = stage.then {
+            f();
         }
         stage.status.unwrap_or_else(|| c_status(s))
     }
@@ -213,11 +219,15 @@ pub(crate) struct State {
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
+    /// Names given to predefined datatypes (`MPI_Type_set_name`).
+    pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
     pub(crate) groups: Table<Vec<u32>>,
     /// User keyvals (§7.7.2) and the next one to hand out.
     pub(crate) keyvals: HashMap<c_int, attr::Keyval>,
     pub(crate) next_keyval: c_int,
+    /// Callbacks the current call runs once it releases the lock.
+    pub(crate) deferred: Vec<attr::Deferred>,
     /// Messages matched by `MPI_Mprobe`/`MPI_Improbe`, not yet received.
     pub(crate) messages: Table<mpi::Message>,
     /// Buffered mode: the attached buffer and the sends in flight.
@@ -289,12 +299,6 @@ thread_local! {
 /// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
 /// fatal handler, as the standard makes them erroneous.
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
-    if attr::IN_CALLBACK.with(|c| c.get()) {
-        // The call running the callback holds the lock: waiting for it
-        // would never end.
-        eprintln!("MPI error in {call}: called from an attribute callback, which this library does not allow");
-        return MPI_ERR_OTHER;
-    }
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
         let when =
@@ -302,12 +306,36 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         drop(guard);
         return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
     };
-    match body(st) {
+    let mut result = body(st);
+    let deferred = std::mem::take(&mut st.deferred);
+    if !deferred.is_empty() {
+        // User callbacks run without the lock: they may call MPI.
+        drop(guard);
+        let relock = |f: &mut dyn FnMut(&mut State)| {
+            if let Some(st) = lock().as_mut() {
+                f(st);
+            }
+        };
+        for d in deferred {
+            if let Err(f) = d.run(relock) {
+                result = result.and(Err(f));
+            }
+        }
+        guard = lock();
+    }
+    match result {
         Ok(()) => MPI_SUCCESS,
         Err(f) => {
-            let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
-            let errh = entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler);
-            let rank = st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank());
+            let (errh, rank) = match guard.as_ref() {
+                Some(st) => {
+                    let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
+                    (
+                        entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
+                        st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()),
+                    )
+                }
+                None => (MPI_ERRORS_ARE_FATAL, None),
+            };
             drop(guard);
             report(call, errh, rank, f)
         }

@@ -27,6 +27,30 @@ static int delete_fn(MPI_Comm comm, int keyval, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+/* Delete callbacks that call MPI, as mpi4py's do: this one frees the
+ * communicator cached in the attribute; the one being freed is still
+ * valid inside it. */
+static int free_cached(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    (void)keyval, (void)extra;
+    int n = -1;
+    if (MPI_Comm_size(comm, &n) != MPI_SUCCESS || n < 1) return MPI_ERR_OTHER;
+    int rc = MPI_Comm_free((MPI_Comm *)val);
+    free(val);
+    return rc;
+}
+
+/* Set on MPI_COMM_SELF: MPI_Finalize runs it first, with MPI still usable. */
+static int self_deleted = 0;
+static int at_finalize(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    (void)comm, (void)keyval, (void)val, (void)extra;
+    int finalized = 1, r = -1;
+    MPI_Finalized(&finalized);
+    if (!finalized && MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS && r >= 0) self_deleted = 1;
+    return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -135,6 +159,18 @@ int main(int argc, char **argv)
     CHECK(deletes == 3 && flag == 0, "delete_attr %d %d", deletes, flag);
     MPI_Comm_free_keyval(&key);
     CHECK(key == MPI_KEYVAL_INVALID, "freed keyval not reset");
+    int ckey = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_cached, &ckey, NULL);
+    MPI_Comm *cached = malloc(sizeof *cached);
+    MPI_Comm_dup(MPI_COMM_WORLD, cached);
+    MPI_Comm holder;
+    MPI_Comm_dup(MPI_COMM_WORLD, &holder);
+    MPI_Comm_set_attr(holder, ckey, cached);
+    rc = MPI_Comm_free(&holder);
+    CHECK(rc == MPI_SUCCESS && holder == MPI_COMM_NULL, "freeing through a callback that calls MPI gave %d", rc);
+    int skey = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &skey, NULL);
+    MPI_Comm_set_attr(MPI_COMM_SELF, skey, NULL);
     int *tag_ub = NULL;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
     CHECK(flag == 1 && *tag_ub >= 32767, "MPI_TAG_UB");
@@ -268,5 +304,6 @@ int main(int argc, char **argv)
     MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && sum == 0) printf("OK c-groups on %d ranks\n", size);
     MPI_Finalize();
-    return sum == 0 ? 0 : 1;
+    if (!self_deleted) fprintf(stderr, "[%d] FAIL: MPI_Finalize did not delete MPI_COMM_SELF's attribute first\n", rank);
+    return sum == 0 && self_deleted ? 0 : 1;
 }

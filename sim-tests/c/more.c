@@ -192,6 +192,19 @@ int main(int argc, char **argv)
     MPI_Test_cancelled(&st, &flag);
     CHECK(!flag && b == prev, "a send reported cancelled (%d) yet received %d", flag, b);
 
+    /* The program raises an error through the handler (MPI_ERRORS_RETURN
+     * here: the call succeeds), and names a predefined datatype. */
+    rc = MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_ROOT);
+    CHECK(rc == MPI_SUCCESS, "call_errhandler under MPI_ERRORS_RETURN gave %d", rc);
+    rc = MPI_Comm_call_errhandler(MPI_COMM_NULL, MPI_ERR_ROOT);
+    CHECK(rc == MPI_ERR_COMM, "call_errhandler on MPI_COMM_NULL gave %d", rc);
+    char tname[MPI_MAX_OBJECT_NAME];
+    int tlen = 0;
+    MPI_Type_set_name(MPI_INT, "my int");
+    MPI_Type_get_name(MPI_INT, tname, &tlen);
+    CHECK(strcmp(tname, "my int") == 0 && tlen == 6, "renamed MPI_INT is '%s'", tname);
+    MPI_Type_set_name(MPI_INT, "MPI_INT");
+
     /* Filling in a status, as a generalized request or a layered library
      * does: the counts read back through Get_count/Get_elements. */
     MPI_Status made;

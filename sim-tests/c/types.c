@@ -246,6 +246,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < total; i++) all[i] = 1;
     MPI_Reduce_scatter(all, part_, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     for (int k = 0; k <= rank; k++) CHECK(part_[k] == size, "reduce_scatter [%d] = %d", k, part_[k]);
+    /* Its non-blocking form, in place: rank r's block (r + 1 elements)
+     * starts at r(r+1)/2; every rank contributes its index there. */
+    for (int i = 0; i < total; i++) all[i] = rank + i;
+    MPI_Ireduce_scatter(MPI_IN_PLACE, all, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nb);
+    MPI_Wait(&nb, MPI_STATUS_IGNORE);
+    for (int k = 0; k <= rank; k++) {
+        int at = rank * (rank + 1) / 2 + k;
+        CHECK(all[k] == size * at + size * (size - 1) / 2, "ireduce_scatter [%d] = %d", k, all[k]);
+    }
 
     /* Iallgather of a contiguous derived type, and zero counts of one. */
     MPI_Datatype pair;

@@ -243,6 +243,11 @@ fn blocks<T>(what: &str, n: usize, counts: &[Count], displs: &[Count], cap: usiz
         .zip(displs)
         .enumerate()
         .map(|(i, (&c, &d))| {
+            // An empty block moves nothing, wherever it says it is (mpi4py
+            // passes displacements past the end of an empty buffer).
+            if c == 0 {
+                return Ok((0, 0));
+            }
             if c < 0 || d < 0 {
                 return Err(MpiError::Invalid(format!(
                     "{what}: count {c} or displacement {d} of rank {i} is negative"
