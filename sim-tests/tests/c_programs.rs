@@ -186,6 +186,43 @@ fn mpich_hydra_launches_our_programs_through_pmi_1() {
     assert!(!ok && text.contains("rank 1 in MPI_Send"), "{text}");
 }
 
+/// hydra across two "hosts" (network namespaces, a hosts file of their
+/// addresses; `scripts/netns-hydra.sh`): the ranks on each host bind the
+/// address the hosts file gives theirs, so the ones across the veth pair
+/// reach each other. And the DPDK backend, which hydra cannot start,
+/// says so.
+#[test]
+fn mpich_hydra_runs_one_job_across_two_network_namespaces() {
+    if hydra().is_none() {
+        eprintln!("no mpiexec.hydra on this host (scripts/setup.sh installs mpich): not run");
+        return;
+    }
+    let out = Command::new(hydra().expect("hydra"))
+        .args(["-n", "2", "-genv", "DN_BACKEND", "dpdk"])
+        .arg(c_basic())
+        .output()
+        .expect("run mpiexec.hydra");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success() && text.contains("under a PMI launcher"), "DPDK under hydra:\n{text}");
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc/self")) == 0;
+    if !root {
+        eprintln!("not root: network namespaces not tested");
+        return;
+    }
+    ensure_binaries();
+    let script = repo().join("scripts/netns-hydra.sh");
+    let suite = bin_dir().join("mpi-suite");
+    for (prog, np, args, want) in [
+        (c_basic().to_path_buf(), "4", vec![], "OK c-basic on 4 ranks".to_string()),
+        (c_basic().to_path_buf(), "3", vec![], "OK c-basic on 3 ranks".to_string()),
+        (suite, "4", vec!["collectives"], "OK collectives on 4 ranks (udp backend)".to_string()),
+    ] {
+        let out = Command::new(&script).arg(&prog).arg(np).args(&args).output().expect("run netns-hydra.sh");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains(&want), "netns-hydra {} {np} {args:?}:\n{text}", prog.display());
+    }
+}
+
 /// The other direction: a program built against MPICH (its own
 /// `mpicc.mpich`, its own library) runs under `dnrun`, which serves it
 /// PMI-1 as hydra would — so one launcher starts our programs and theirs.

@@ -339,6 +339,15 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
     available().map_err(|e| {
         cfg_err(format!("--backend dpdk: {e}. Install DPDK with scripts/setup.sh and rebuild, or use --backend udp"))
     })?;
+    if std::env::var_os("DN_RANK").is_none() && crate::pmi::launched_by_pmi() {
+        return Err(cfg_err(
+            "DN_BACKEND=dpdk under a PMI launcher (hydra): the DPDK backend's ranks find each other through \
+             dnrun (memif sockets in its job directory, or MAC hellos with --dpdk-vdev), which a PMI launcher \
+             does not provide. Start the job with this prefix's mpiexec --backend dpdk, or use UDP under hydra \
+             (leave DN_BACKEND unset)"
+                .into(),
+        ));
+    }
     let num = |k: &str| -> Result<u32, TransportError> {
         let v = env_num(k)?;
         u32::try_from(v).map_err(|_| cfg_err(format!("{k}={v} is too large")))

@@ -100,10 +100,13 @@ fn exchange_through_pmi(
     mut pmi: crate::pmi::Pmi,
     cfg: &UdpConfig,
 ) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
-    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
-    let bind: SocketAddr =
-        format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
-    let sock = UdpTransport::bind(bind, cfg)?;
+    let sock = match std::env::var("DN_UDP_BIND") {
+        Ok(ip) => UdpTransport::bind(
+            format!("{ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={ip:?} is not an IP address")))?,
+            cfg,
+        )?,
+        Err(_) => bind_as_launcher_names_us(cfg)?,
+    };
     let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
     pmi.put(&format!("dn-udp-{}", pmi.rank), &me.to_string())?;
     pmi.barrier()?;
@@ -115,6 +118,26 @@ fn exchange_through_pmi(
     let (rank, job) = (pmi.rank, crate::pmi::job_id(&pmi.kvsname));
     pmi.keep();
     Ok((sock, rank, peers, job))
+}
+
+/// The variable in which hydra gives each process its host's name as the
+/// hosts file (`-f`) spells it.
+const HYDRA_HOSTNAME: &str = "MPIR_CVAR_CH3_INTERFACE_HOSTNAME";
+
+/// Bind where the other hosts can reach us: the address of our host's
+/// name as the launcher gave it (hydra: [`HYDRA_HOSTNAME`], e.g.
+/// `10.199.0.2` from a hosts file of addresses), when it is an address of
+/// this machine; else loopback, for a job on one host. `DN_UDP_BIND`
+/// overrides both.
+fn bind_as_launcher_names_us(cfg: &UdpConfig) -> Result<UdpSocket, TransportError> {
+    use std::net::ToSocketAddrs;
+    let named = std::env::var(HYDRA_HOSTNAME).ok().and_then(|h| (h.as_str(), 0).to_socket_addrs().ok());
+    for addr in named.into_iter().flatten().filter(|a| a.is_ipv4()) {
+        if let Ok(sock) = UdpTransport::bind(addr, cfg) {
+            return Ok(sock);
+        }
+    }
+    UdpTransport::bind(SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
 }
 
 fn publish(dir: &Path, rank: u32, addr: SocketAddr) -> Result<(), TransportError> {
