@@ -557,7 +557,17 @@ fn unknown_type(dt: Handle) -> Fail {
 /// Data at `buf + offset` would be in the never-mapped first page: a null
 /// buffer, rather than `MPI_BOTTOM` (null) with absolute displacements
 /// (§5.1.12).
-fn near_null(buf: *const c_void, offset: isize) -> bool {
+/// The fast path of a send or receive: the bytes of `count` elements of a
+/// predefined contiguous datatype, which move from and into the caller's
+/// buffer as they are; `None` for anything else (a derived type, a bad
+/// count or handle), which goes through [`State::span`] and its errors.
+#[inline]
+pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
+    usize::try_from(count).ok()?.checked_mul(contiguous_size(dt)?)
+}
+
+/// A null buffer (or one near null: `MPI_BOTTOM` plus a small offset).
+pub(crate) fn near_null(buf: *const c_void, offset: isize) -> bool {
     (buf as isize).wrapping_add(offset).unsigned_abs() < 4096
 }
 

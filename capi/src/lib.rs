@@ -306,10 +306,20 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         drop(guard);
         return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
     };
-    let mut result = body(st);
-    let deferred = std::mem::take(&mut st.deferred);
+    let result = body(st);
+    if result.is_ok() && st.deferred.is_empty() {
+        return MPI_SUCCESS;
+    }
+    finish_call(call, comm, guard, result)
+}
+
+/// The rest of a call that failed or left callbacks to run: run them
+/// without the lock (they may call MPI), then apply the error handler.
+#[cold]
+#[inline(never)]
+fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<State>>, mut result: R<()>) -> c_int {
+    let deferred = guard.as_mut().map(|st| std::mem::take(&mut st.deferred)).unwrap_or_default();
     if !deferred.is_empty() {
-        // User callbacks run without the lock: they may call MPI.
         drop(guard);
         let relock = |f: &mut dyn FnMut(&mut State)| {
             if let Some(st) = lock().as_mut() {
@@ -323,23 +333,16 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         }
         guard = lock();
     }
-    match result {
-        Ok(()) => MPI_SUCCESS,
-        Err(f) => {
-            let (errh, rank) = match guard.as_ref() {
-                Some(st) => {
-                    let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
-                    (
-                        entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
-                        st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()),
-                    )
-                }
-                None => (MPI_ERRORS_ARE_FATAL, None),
-            };
-            drop(guard);
-            report(call, errh, rank, f)
+    let Err(f) = result else { return MPI_SUCCESS };
+    let (errh, rank) = match guard.as_ref() {
+        Some(st) => {
+            let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
+            (entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
         }
-    }
+        None => (MPI_ERRORS_ARE_FATAL, None),
+    };
+    drop(guard);
+    report(call, errh, rank, f)
 }
 
 /// Write `v` through `out`, failing with `MPI_ERR_ARG` on a null pointer.

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
-use crate::datatype::{incoming, outgoing, Span};
+use crate::datatype::{direct_bytes, incoming, near_null, outgoing, Span};
 use crate::*;
 
 /// The tag selector of a receive or probe: `None` is any tag.
@@ -98,6 +98,16 @@ unsafe fn send(
 ) -> c_int {
     with_state(call, comm, |st| {
         let c = &st.comm(comm)?.comm;
+        // The fast path: a predefined type, sent from the caller's bytes.
+        if let (Some(len), true) = (direct_bytes(count, dt), dest != MPI_PROC_NULL) {
+            let p = if len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { buf.cast::<u8>() };
+            if len > 0 && near_null(buf, 0) {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+            }
+            // SAFETY: `buf` holds `len` bytes for this call (the caller's
+            // contract), or `len` is 0 and `p` is never read.
+            return Ok(unsafe { raw::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
+        }
         let span = st.span(count, dt)?;
         if dest == MPI_PROC_NULL {
             return Ok(());
@@ -164,8 +174,21 @@ unsafe fn recv(
     status: *mut MpiStatus,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
-    let span = st.span(count, dt)?;
     let tag = recv_tag(tag)?;
+    // The fast path: a predefined type, received into the caller's bytes.
+    if let (Some(len), true) = (direct_bytes(count, dt), source != MPI_PROC_NULL) {
+        let p = if len == 0 { std::ptr::null_mut() } else { buf.cast::<u8>() };
+        if len > 0 && near_null(buf, 0) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+        }
+        // SAFETY: `buf` has room for `len` bytes for this call (the
+        // caller's contract); a 0-byte receive writes nothing.
+        let s = unsafe { from_source!(c, source, from => raw::recv(from, p, len, tag)) }?;
+        // SAFETY: the caller's contract on `status`.
+        unsafe { put_status(status, c_status(&s)) };
+        return Ok(());
+    }
+    let span = st.span(count, dt)?;
     if source == MPI_PROC_NULL {
         // SAFETY: the caller's contract on `status`.
         unsafe { put_status(status, MpiStatus::proc_null()) };
