@@ -90,7 +90,7 @@ impl Layout {
             let base = i as isize * self.extent();
             for &(off, len) in &self.blocks {
                 // SAFETY: the caller's contract: every block of every element is readable.
-                let from = unsafe { std::slice::from_raw_parts(src.offset(base + off), len) };
+                let from = unsafe { std::slice::from_raw_parts(addr(src, base + off), len) };
                 out[at..at + len].copy_from_slice(from);
                 at += len;
             }
@@ -113,7 +113,7 @@ impl Layout {
                     return;
                 }
                 // SAFETY: the caller's contract: the block is writable.
-                unsafe { std::ptr::copy_nonoverlapping(packed[at..].as_ptr(), dst.offset(base + off), take) };
+                unsafe { std::ptr::copy_nonoverlapping(packed[at..].as_ptr(), addr(dst, base + off), take) };
                 at += take;
             }
             if self.blocks.is_empty() {
@@ -499,8 +499,8 @@ impl State {
             if end > 0 && near_null(buf, offset) {
                 return Err(Fail::new(MPI_ERR_BUFFER, "the buffer is a null pointer"));
             }
-            // SAFETY: the caller's contract (the blocks are in the buffer).
-            let ptr = unsafe { buf.cast::<u8>().offset(offset) };
+            // The blocks are in the buffer (the caller's contract).
+            let ptr = addr(buf.cast::<u8>(), offset);
             return Ok(Blocks { inc: Incoming { ptr, len: end, stage: None }, counts: cb, displs: db });
         }
         if near_null(buf, l.true_lb) {
@@ -566,6 +566,19 @@ pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
     usize::try_from(count).ok()?.checked_mul(contiguous_size(dt)?)
 }
 
+/// The byte at `off` from `buf`: the standard's addressing (§5.1.12), in
+/// which `buf` may be `MPI_BOTTOM` (null) and `off` an absolute address
+/// from `MPI_Get_address`. Computed on the address, not as an offset from
+/// null (undefined in Rust); the program exposed the address by passing
+/// it to us.
+pub(crate) fn addr(buf: *const u8, off: isize) -> *mut u8 {
+    if buf.is_null() {
+        std::ptr::with_exposed_provenance_mut(off as usize)
+    } else {
+        buf.cast_mut().wrapping_offset(off)
+    }
+}
+
 /// A null buffer (or one near null: `MPI_BOTTOM` plus a small offset).
 pub(crate) fn near_null(buf: *const c_void, offset: isize) -> bool {
     (buf as isize).wrapping_add(offset).unsigned_abs() < 4096
@@ -586,7 +599,7 @@ pub(crate) unsafe fn outgoing<'a>(buf: *const c_void, span: &Span, what: &str) -
             }
             // SAFETY: the caller's contract; MPI_BOTTOM (null) plus an
             // absolute displacement is the standard's addressing (§5.1.12).
-            Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(buf.cast::<u8>().offset(*offset), *len) }))
+            Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(addr(buf.cast(), *offset), *len) }))
         }
         Span::Scattered { layout, count, len } => {
             if near_null(buf, layout.true_lb) {
@@ -631,7 +644,7 @@ impl Unpack {
             for &(d, c) in &parts {
                 let n = c * layout.size;
                 // SAFETY: `dest` holds these elements (the callers' contract).
-                unsafe { layout.pack(dest.offset(d * layout.extent()), c, &mut tmp[at..at + n]) };
+                unsafe { layout.pack(addr(dest, d * layout.extent()), c, &mut tmp[at..at + n]) };
                 at += n;
             }
         }
@@ -651,7 +664,7 @@ impl Unpack {
             }
             let end = (at + c * self.layout.size).min(n);
             // SAFETY: the caller's contract.
-            unsafe { self.layout.unpack(&self.tmp[at..end], self.dest.offset(d * self.layout.extent())) };
+            unsafe { self.layout.unpack(&self.tmp[at..end], addr(self.dest, d * self.layout.extent())) };
             at = end;
         }
     }
@@ -699,8 +712,8 @@ pub(crate) unsafe fn incoming(buf: *mut c_void, span: &Span, what: &str, fill: b
             if near_null(buf, *offset) {
                 return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
             }
-            // SAFETY: the caller's contract (MPI_BOTTOM plus absolute displacements, §5.1.12).
-            Ok(Incoming { ptr: unsafe { buf.cast::<u8>().offset(*offset) }, len: *len, stage: None })
+            // MPI_BOTTOM plus absolute displacements is the standard's addressing (§5.1.12).
+            Ok(Incoming { ptr: addr(buf.cast(), *offset), len: *len, stage: None })
         }
         Span::Scattered { layout, len, count } => {
             if near_null(buf, layout.true_lb) {
@@ -1310,6 +1323,28 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         }
         Ok(())
     })
+}
+
+/// `MPI_Get_address` (§5.1.5): the address of `location` as an `MPI_Aint`,
+/// for displacements relative to `MPI_BOTTOM`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
+    with_state("MPI_Get_address", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `address`.
+        unsafe { put(address, location as isize, "address") }
+    })
+}
+
+/// `MPI_Aint_add` (§5.1.5): `base + disp`, as address arithmetic.
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+
+/// `MPI_Aint_diff` (§5.1.5): `addr1 - addr2`, as address arithmetic.
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
+    addr1.wrapping_sub(addr2)
 }
 
 #[no_mangle]

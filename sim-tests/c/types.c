@@ -256,6 +256,21 @@ int main(int argc, char **argv)
         CHECK(all[k] == size * at + size * (size - 1) / 2, "ireduce_scatter [%d] = %d", k, all[k]);
     }
 
+    /* Absolute addresses: a type whose displacement is an address, sent
+     * from MPI_BOTTOM to oneself. */
+    double arr[4] = {rank, rank + 0.25, rank + 0.5, rank + 0.75}, dback[4] = {0};
+    MPI_Aint a0, a3;
+    MPI_Get_address(&arr[0], &a0);
+    MPI_Get_address(&arr[3], &a3);
+    CHECK(MPI_Aint_diff(a3, a0) == 3 * (MPI_Aint)sizeof(double) && MPI_Aint_add(a0, 24) == a3, "address arithmetic");
+    int four = 4;
+    MPI_Datatype absolute;
+    MPI_Type_create_hindexed(1, &four, &a0, MPI_DOUBLE, &absolute);
+    MPI_Type_commit(&absolute);
+    MPI_Sendrecv(MPI_BOTTOM, 1, absolute, rank, 77, dback, 4, MPI_DOUBLE, rank, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(dback[3] == rank + 0.75 && dback[0] == rank, "send from MPI_BOTTOM %g", dback[3]);
+    MPI_Type_free(&absolute);
+
     /* Iallgather of a contiguous derived type, and zero counts of one. */
     MPI_Datatype pair;
     MPI_Type_contiguous(2, MPI_INT, &pair);
