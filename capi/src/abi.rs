@@ -400,6 +400,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
     "int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)",
     "int MPI_Get_address(const void *location, MPI_Aint *address)",
+    "int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)",
     "MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)",
     "MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2)",
     "int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",

@@ -1325,6 +1325,34 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     })
 }
 
+/// `MPI_Type_match_size` (§19.2.5): the Fortran-sized predefined type of
+/// a class (`MPI_TYPECLASS_INTEGER`, `_REAL`, `_COMPLEX`, or MPICH's
+/// logical class) and a size in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut Handle) -> c_int {
+    with_state("MPI_Type_match_size", MPI_COMM_WORLD, |_| {
+        let candidates: &[Handle] = match typeclass {
+            MPI_TYPECLASS_INTEGER => &[MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8, MPI_INTEGER16],
+            MPI_TYPECLASS_REAL => &[MPI_REAL2, MPI_REAL4, MPI_REAL8, MPI_REAL16],
+            MPI_TYPECLASS_COMPLEX => &[MPI_COMPLEX4, MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32],
+            MPIX_TYPECLASS_LOGICAL => &[MPI_LOGICAL1, MPI_LOGICAL2, MPI_LOGICAL4, MPI_LOGICAL8, MPI_LOGICAL16],
+            c => {
+                return Err(Fail::new(
+                    MPI_ERR_ARG,
+                    format!("{c} is not a type class (MPI_TYPECLASS_INTEGER, _REAL, _COMPLEX)"),
+                ))
+            }
+        };
+        let want = usize::try_from(size).ok();
+        let found = candidates.iter().copied().find(|&h| predefined(h).is_some_and(|l| Some(l.size) == want));
+        let h = found.ok_or_else(|| {
+            Fail::new(MPI_ERR_ARG, format!("no predefined type of class {typeclass} has {size} bytes in this library"))
+        })?;
+        // SAFETY: the standard's contract on `datatype`.
+        unsafe { put(datatype, h, "datatype") }
+    })
+}
+
 /// `MPI_Get_address` (§5.1.5): the address of `location` as an `MPI_Aint`,
 /// for displacements relative to `MPI_BOTTOM`.
 #[no_mangle]

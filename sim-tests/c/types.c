@@ -256,6 +256,15 @@ int main(int argc, char **argv)
         CHECK(all[k] == size * at + size * (size - 1) / 2, "ireduce_scatter [%d] = %d", k, all[k]);
     }
 
+    /* Fortran-sized types by class and size. */
+    MPI_Datatype matched = MPI_DATATYPE_NULL;
+    int msz = 0;
+    MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &matched);
+    MPI_Type_size(matched, &msz);
+    CHECK(matched == MPI_REAL8 && msz == 8, "match_size real 8 gave size %d", msz);
+    rc = MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &matched);
+    CHECK(rc == MPI_ERR_ARG, "a 3-byte integer class gave %d", rc);
+
     /* Absolute addresses: a type whose displacement is an address, sent
      * from MPI_BOTTOM to oneself. */
     double arr[4] = {rank, rank + 0.25, rank + 0.5, rank + 0.75}, dback[4] = {0};
