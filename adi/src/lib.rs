@@ -37,6 +37,7 @@ pub const ENV_BACKEND: &str = "DN_BACKEND";
 /// started without a launcher (neither `DN_BACKEND` nor `DN_RANK` set) is a
 /// single-rank job on the in-process backend.
 pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
+    pmi::release_unused();
     let backend = match std::env::var(ENV_BACKEND) {
         Ok(b) => b,
         // Started by a standard launcher (PMI-1): UDP between the ranks,

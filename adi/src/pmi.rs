@@ -48,6 +48,28 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 /// The connection after the address exchange, kept for `finalize`.
 static KEPT: Mutex<Option<Pmi>> = Mutex::new(None);
 
+/// Set by `dnrun` next to the PMI-1 socket it gives every rank (for
+/// programs built against another MPI), to say that our own library,
+/// which `dnrun` starts through `DN_RANK`, may close it.
+pub const SERVED_BY_DNRUN: &str = "DN_PMI_SERVED";
+
+/// Close the PMI-1 socket `dnrun` gave this process if the process does not
+/// use it (it was started through `DN_RANK`), so that the rank holds no
+/// descriptor it does not use; the server's thread for it ends.
+pub fn release_unused() {
+    if std::env::var_os("DN_RANK").is_none() || std::env::var_os(SERVED_BY_DNRUN).is_none() {
+        return;
+    }
+    let Some(fd) = std::env::var("PMI_FD").ok().and_then(|v| v.trim().parse::<i32>().ok()) else { return };
+    if TAKEN.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: dnrun opened this descriptor for this process and named it
+    // in PMI_FD (with DN_PMI_SERVED); nothing else in the process uses
+    // it, and TAKEN makes this the only owner. Dropping the File closes it.
+    drop(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+}
+
 /// Whether a PMI process manager started this process.
 pub fn launched_by_pmi() -> bool {
     std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()

@@ -663,7 +663,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
     }
     // PMI-1 for programs built against another MPI (MPICH's); our own
-    // ranks read DN_RANK and leave the socket alone. Only when every rank
+    // ranks read DN_RANK and close the socket (adi::pmi::release_unused). Only when every rank
     // runs here: a job across hosts has no one server for its barrier.
     let pmi = opts.ranks.is_none().then(|| crate::pmi_server::PmiServer::new(opts.np, job_id, dir.join("job")));
     for &rank in &local {
@@ -678,7 +678,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         if let Some((_, theirs)) = &pmi_end {
             use std::os::fd::AsRawFd;
             let fd = theirs.as_raw_fd();
-            cmd.env("PMI_FD", fd.to_string()).env("PMI_RANK", rank.to_string()).env("PMI_SIZE", opts.np.to_string());
+            cmd.env("PMI_FD", fd.to_string())
+                .env("PMI_RANK", rank.to_string())
+                .env("PMI_SIZE", opts.np.to_string())
+                .env(adi::pmi::SERVED_BY_DNRUN, "1");
             // SAFETY: runs in the child between fork and exec; fcntl is a
             // plain system call (async-signal-safe). It lets the rank's end
             // of the socket, open in the parent until after the spawn,

@@ -12,7 +12,8 @@
 //! after it) and `finalize`, which also marks the rank as finalized for the
 //! launcher. `abort` has no reply: the launcher stops the job with the
 //! exit code it names ([`PmiServer::aborted`]). Our own library, which `dnrun`
-//! also gives `DN_RANK`, ignores the socket.
+//! also gives `DN_RANK`, closes the socket unused (`DN_PMI_SERVED`,
+//! [`adi::pmi::release_unused`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
