@@ -613,6 +613,110 @@ unsafe fn alltoallv(
 }
 collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm);
 
+/// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
+/// datatype and byte displacement. The blocks to send are packed into one
+/// buffer and the received ones land in a staging buffer, unpacked into
+/// their places at completion; the bytes in between move as `Alltoallv`
+/// of bytes. With `MPI_IN_PLACE`, what goes out is what the receive
+/// blocks hold.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn alltoallw(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    let n = c.size();
+    let fits = |b: usize| {
+        mpi::Count::try_from(b).map_err(|_| {
+            Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per collective"))
+        })
+    };
+    // SAFETY: the caller's contract: one count, displacement and datatype
+    // per process.
+    let (rc, rd, rt) = unsafe {
+        (
+            per_rank(recvcounts, n, "recvcounts")?,
+            per_rank(rdispls, n, "rdispls")?,
+            types_per_rank(recvtypes, n, "recvtypes")?,
+        )
+    };
+    let (sc, sd, stypes, sbuf) = if in_place(sendbuf) {
+        (rc, rd, rt, recvbuf.cast_const())
+    } else {
+        // SAFETY: as above.
+        unsafe {
+            (
+                per_rank(sendcounts, n, "sendcounts")?,
+                per_rank(sdispls, n, "sdispls")?,
+                types_per_rank(sendtypes, n, "sendtypes")?,
+                sendbuf,
+            )
+        }
+    };
+    let (mut packed, mut scounts, mut sdis) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n as usize {
+        let span = st.span(sc[i], stypes[i])?;
+        // SAFETY: the caller's contract: the block is in the send buffer.
+        let bytes = unsafe { outgoing(crate::datatype::addr(sbuf.cast(), sd[i] as isize).cast(), &span, "send")? };
+        sdis.push(fits(packed.len())?);
+        scounts.push(fits(bytes.len())?);
+        packed.extend_from_slice(&bytes);
+    }
+    let (mut rcounts, mut rdis, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
+    for i in 0..n as usize {
+        let layout = st.committed(rt[i])?;
+        let k = count_of(rc[i])?;
+        let len = layout.size.checked_mul(k).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a receive block is too large"))?;
+        if len > 0 && crate::datatype::near_null(recvbuf, rd[i] as isize + layout.true_lb) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+        }
+        rdis.push(fits(total)?);
+        rcounts.push(fits(len)?);
+        places.push((total, len, crate::datatype::addr(recvbuf.cast(), rd[i] as isize), layout));
+        total += len;
+    }
+    let mut staging = vec![0u8; total];
+    // SAFETY: the heap bytes of `packed` and `staging` do not move when the
+    // vectors move into the operation, which keeps them until it completes.
+    let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
+        (
+            std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
+            std::slice::from_raw_parts_mut(staging.as_mut_ptr(), total),
+        )
+    };
+    let r = c.immediate_all_to_all_varcount_into(out, &scounts, &sdis, into, &rcounts, &rdis)?;
+    let mut a = active(r, vec![packed], None);
+    a.stage.then = Some(Box::new(move || {
+        for (at, len, dst, layout) in places {
+            // SAFETY: the receive blocks are the caller's until this
+            // completion (the standard's contract on the buffers).
+            unsafe { layout.unpack(&staging[at..at + len], dst) };
+        }
+    }));
+    Ok(a)
+}
+collective!(MPI_Alltoallw / MPI_Ialltoallw = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm);
+
+/// The datatypes of an array argument, one per process.
+///
+/// # Safety
+/// `p` is null or holds `n` handles.
+unsafe fn types_per_rank<'a>(p: *const Handle, n: c_int, what: &str) -> R<&'a [Handle]> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n.max(0) as usize) })
+}
+
 // ---- reductions (§6.9-6.11) --------------------------------------------------
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments

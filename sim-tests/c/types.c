@@ -256,6 +256,40 @@ int main(int argc, char **argv)
         CHECK(all[k] == size * at + size * (size - 1) / 2, "ireduce_scatter [%d] = %d", k, all[k]);
     }
 
+    /* Alltoallw: to peer i, i + 1 ints at a byte displacement, sent as
+     * MPI_INT, or as pairs of ints when i + 1 is even; its I form. */
+    {
+        int wtot = size * (size + 1) / 2, *wsend = malloc(wtot * sizeof(int));
+        int *wrecv = malloc(size * (rank + 1) * sizeof(int));
+        int *wsc = malloc(4 * size * sizeof(int)), *wsd = wsc + size, *wrc = wsc + 2 * size, *wrd = wsc + 3 * size;
+        MPI_Datatype *wst = malloc(2 * size * sizeof(MPI_Datatype)), *wrt = wst + size, wpair;
+        MPI_Type_contiguous(2, MPI_INT, &wpair);
+        MPI_Type_commit(&wpair);
+        for (int i = 0, at = 0; i < size; at += i + 1, i++) {
+            for (int k = 0; k <= i; k++) wsend[at + k] = rank * 1000 + i * 10 + k;
+            wst[i] = (i + 1) % 2 == 0 ? wpair : MPI_INT;
+            wsc[i] = (i + 1) % 2 == 0 ? (i + 1) / 2 : i + 1;
+            wsd[i] = at * (int)sizeof(int);
+            wrt[i] = MPI_INT;
+            wrc[i] = rank + 1;
+            wrd[i] = i * (rank + 1) * (int)sizeof(int);
+        }
+        for (int round = 0; round < 2; round++) {
+            for (int k = 0; k < size * (rank + 1); k++) wrecv[k] = -1;
+            if (round == 0) {
+                MPI_Alltoallw(wsend, wsc, wsd, wst, wrecv, wrc, wrd, wrt, MPI_COMM_WORLD);
+            } else {
+                MPI_Ialltoallw(wsend, wsc, wsd, wst, wrecv, wrc, wrd, wrt, MPI_COMM_WORLD, &nb);
+                MPI_Wait(&nb, MPI_STATUS_IGNORE);
+            }
+            for (int j = 0; j < size; j++)
+                for (int k = 0; k <= rank; k++)
+                    CHECK(wrecv[j * (rank + 1) + k] == j * 1000 + rank * 10 + k, "alltoallw round %d from %d [%d] = %d", round, j, k, wrecv[j * (rank + 1) + k]);
+        }
+        MPI_Type_free(&wpair);
+        free(wsend), free(wrecv), free(wsc), free(wst);
+    }
+
     /* Fortran-sized types by class and size. */
     MPI_Datatype matched = MPI_DATATYPE_NULL;
     int msz = 0;
