@@ -245,8 +245,8 @@ pub const TYPEDEFS: &[&str] = &[
 pub const SIZES: &[(&str, i32)] = &[
     ("MPI_MAX_DATAREP_STRING", 128),
     ("MPI_MAX_ERROR_STRING", MPI_MAX_ERROR_STRING),
-    ("MPI_MAX_INFO_KEY", 256),
-    ("MPI_MAX_INFO_VAL", 1024),
+    ("MPI_MAX_INFO_KEY", MPI_MAX_INFO_KEY),
+    ("MPI_MAX_INFO_VAL", MPI_MAX_INFO_VAL),
     ("MPI_MAX_LIBRARY_VERSION_STRING", MPI_MAX_LIBRARY_VERSION_STRING),
     ("MPI_MAX_OBJECT_NAME", MPI_MAX_OBJECT_NAME),
     ("MPI_MAX_PORT_NAME", 1024),
@@ -261,6 +261,10 @@ pub const MPI_MAX_ERROR_STRING: i32 = 512;
 pub const MPI_MAX_LIBRARY_VERSION_STRING: i32 = 8192;
 /// `MPI_MAX_OBJECT_NAME`.
 pub const MPI_MAX_OBJECT_NAME: i32 = 128;
+/// `MPI_MAX_INFO_KEY`.
+pub const MPI_MAX_INFO_KEY: i32 = 256;
+/// `MPI_MAX_INFO_VAL`.
+pub const MPI_MAX_INFO_VAL: i32 = 1024;
 /// `MPI_MAX_PROCESSOR_NAME`.
 pub const MPI_MAX_PROCESSOR_NAME: i32 = 256;
 
@@ -366,6 +370,20 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Error_class(int errorcode, int *errorclass)",
     "int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)",
     "int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)",
+    "int MPI_Info_create(MPI_Info *info)",
+    "int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info)",
+    "int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)",
+    "int MPI_Info_free(MPI_Info *info)",
+    "int MPI_Info_set(MPI_Info info, const char *key, const char *value)",
+    "int MPI_Info_delete(MPI_Info info, const char *key)",
+    "int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)",
+    "int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)",
+    "int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)",
+    "int MPI_Info_get_nkeys(MPI_Info info, int *nkeys)",
+    "int MPI_Info_get_nthkey(MPI_Info info, int n, char *key)",
+    "int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)",
+    "int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)",
+    "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)",
     "int MPI_Errhandler_free(MPI_Errhandler *errhandler)",
     // Communicators (§7)

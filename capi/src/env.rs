@@ -31,8 +31,13 @@ fn init(required: c_int) -> R<c_int> {
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     let mut comms = Table::default();
-    let entry =
-        |comm, name: &str| CommEntry { comm, errhandler: MPI_ERRORS_ARE_FATAL, name: name.into(), attrs: Vec::new() };
+    let entry = |comm, name: &str| CommEntry {
+        comm,
+        errhandler: MPI_ERRORS_ARE_FATAL,
+        name: name.into(),
+        attrs: Vec::new(),
+        info: Vec::new(),
+    };
     comms.insert(MPI_COMM_WORLD, entry(universe.world(), "MPI_COMM_WORLD"));
     comms.insert(MPI_COMM_SELF, entry(universe.self_communicator(), "MPI_COMM_SELF"));
     *guard = Some(State {
@@ -45,6 +50,7 @@ fn init(required: c_int) -> R<c_int> {
         next_keyval: crate::attr::FIRST_KEYVAL,
         deferred: Vec::new(),
         predefined_names: Default::default(),
+        infos: Default::default(),
         messages: Table::default(),
         buffered: Default::default(),
         detached: Vec::new(),
@@ -188,7 +194,7 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
 ///
 /// # Safety
 /// `out` is null or has room for `max` bytes; `len` is null or writable.
-unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max: c_int) -> R<()> {
+pub(crate) unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max: c_int) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "the string buffer is a null pointer"));
     }
@@ -392,19 +398,33 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
     let errhandler = st.comm(parent)?.errhandler;
     let h = st.new_handle();
-    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new(), attrs: Vec::new() });
+    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new(), attrs: Vec::new(), info: Vec::new() });
+    Ok(h)
+}
+
+/// Duplicate `comm` (§7.4.2): its attributes through their copy
+/// callbacks, its info hints and error handler; the new handle goes to
+/// `newcomm`.
+///
+/// # Safety
+/// `newcomm` is null or writable.
+pub(crate) unsafe fn dup(st: &mut State, comm: Handle, newcomm: *mut Handle) -> R<Handle> {
+    let c = st.comm(comm)?.comm.duplicate()?;
+    let info = st.comm(comm)?.info.clone();
+    let h = register(st, Some(c), comm)?;
+    crate::attr::copy_all(st, comm, h)?;
+    if let Some(e) = st.comms.get_mut(&h) {
+        e.info = info;
+    }
+    // SAFETY: the caller's contract on `newcomm`.
+    unsafe { put(newcomm, h, "newcomm")? };
     Ok(h)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    with_state("MPI_Comm_dup", comm, |st| {
-        let c = st.comm(comm)?.comm.duplicate()?;
-        let h = register(st, Some(c), comm)?;
-        crate::attr::copy_all(st, comm, h)?;
-        // SAFETY: the standard's contract on `newcomm`.
-        unsafe { put(newcomm, h, "newcomm") }
-    })
+    // SAFETY: the standard's contract on `newcomm`.
+    with_state("MPI_Comm_dup", comm, |st| unsafe { dup(st, comm, newcomm) }.map(|_| ()))
 }
 
 #[no_mangle]

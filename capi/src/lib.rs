@@ -30,6 +30,7 @@ mod coll;
 mod datatype;
 mod env;
 mod group;
+mod info;
 mod message;
 mod p2p;
 mod status;
@@ -108,6 +109,8 @@ pub(crate) struct CommEntry {
     pub(crate) name: String,
     /// User attributes: keyval and value, in the order they were set.
     pub(crate) attrs: Vec<(c_int, *mut std::ffi::c_void)>,
+    /// Info hints (`MPI_Comm_set_info`), kept as given: none is acted on.
+    pub(crate) info: info::Pairs,
 }
 
 /// An operation in the engine, with what it needs when it completes.
@@ -219,6 +222,8 @@ pub(crate) struct State {
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
+    /// Info objects (§10).
+    pub(crate) infos: Table<info::Pairs>,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.

@@ -176,6 +176,54 @@ int main(int argc, char **argv)
     CHECK(flag == 1 && *tag_ub >= 32767, "MPI_TAG_UB");
     MPI_Comm_free(&dup);
 
+    /* Info objects: ordered keys, a value replaced in place, dup, delete,
+     * truncation reported through buflen; hints on a communicator kept as
+     * given; MPI_INFO_ENV read-only. */
+    MPI_Info inf, inf2, used;
+    char ival[8], ikey[MPI_MAX_INFO_KEY];
+    int vlen = sizeof ival, nkeys = -1;
+    MPI_Info_create(&inf);
+    MPI_Info_set(inf, "cb_nodes", "4");
+    MPI_Info_set(inf, "striping", "a-long-value");
+    MPI_Info_set(inf, "cb_nodes", "8");
+    MPI_Info_get_nkeys(inf, &nkeys);
+    MPI_Info_get_string(inf, "cb_nodes", &vlen, ival, &flag);
+    CHECK(nkeys == 2 && flag && strcmp(ival, "8") == 0 && vlen == 2, "info %d keys, cb_nodes '%s' (%d)", nkeys, ival, vlen);
+    vlen = 4;
+    MPI_Info_get_string(inf, "striping", &vlen, ival, &flag);
+    CHECK(flag && strcmp(ival, "a-l") == 0 && vlen == 13, "truncated value '%s', full length %d", ival, vlen);
+    MPI_Info_get_nthkey(inf, 1, ikey);
+    CHECK(strcmp(ikey, "striping") == 0, "second key '%s'", ikey);
+    MPI_Info_dup(inf, &inf2);
+    MPI_Info_delete(inf2, "striping");
+    rc = MPI_Info_delete(inf2, "striping");
+    CHECK(rc == MPI_ERR_INFO_NOKEY, "deleting a missing key gave %d", rc);
+    MPI_Info_get_nkeys(inf, &nkeys);
+    CHECK(nkeys == 2, "the dup's delete changed the original (%d keys)", nkeys);
+    MPI_Comm hinted;
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, inf, &hinted);
+    MPI_Comm_get_info(hinted, &used);
+    MPI_Info_get_nkeys(used, &nkeys);
+    CHECK(nkeys == 2, "dup_with_info kept %d hints", nkeys);
+    MPI_Info_free(&used);
+    MPI_Comm_set_info(hinted, inf2);
+    MPI_Comm_get_info(hinted, &used);
+    MPI_Info_get_nkeys(used, &nkeys);
+    CHECK(nkeys == 1, "set_info kept %d hints", nkeys);
+    MPI_Info_free(&used);
+    MPI_Comm_free(&hinted);
+    MPI_Info_free(&inf);
+    MPI_Info_free(&inf2);
+    CHECK(inf == MPI_INFO_NULL, "freed info not reset");
+    rc = MPI_Info_get_nkeys(inf, &nkeys);
+    CHECK(rc == MPI_ERR_INFO, "MPI_INFO_NULL's keys gave %d", rc);
+    vlen = sizeof ikey;
+    MPI_Info_get_string(MPI_INFO_ENV, "command", &vlen, ikey, &flag);
+    CHECK(flag && strstr(ikey, "c-groups") != NULL, "MPI_INFO_ENV command '%s'", ikey);
+    MPI_Info env = MPI_INFO_ENV;
+    rc = MPI_Info_free(&env);
+    CHECK(rc == MPI_ERR_INFO, "freeing MPI_INFO_ENV gave %d", rc);
+
     /* Buffered sends within the attached buffer. */
     int bsize = 2 * (MPI_BSEND_OVERHEAD + 64 * (int)sizeof(int));
     char *bbuf = malloc(bsize);
