@@ -393,20 +393,30 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: Handle,
     split_type: c_int,
     key: c_int,
-    _info: Handle,
+    info: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
     with_state("MPI_Comm_split_type", comm, |st| {
+        let hints = st.info_or_null(info)?;
+        // The one hardware resource this library knows (§7.4.2: every
+        // implementation recognizes it): the memory a node's ranks share.
+        let shared_memory = hints.iter().any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory");
         let color = match split_type {
             MPI_UNDEFINED => Color::Undefined,
-            // Hardware-guided splits fall back to shared memory, as the
-            // standard lets an implementation do (§7.4.2).
-            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_HW_GUIDED => {
-                Color::With(shared_domain(st)?)
-            }
+            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => Color::With(shared_domain(st)?),
+            // Guided by the info: a resource type this library does not
+            // know gives MPI_COMM_NULL, as the standard says.
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED if shared_memory => Color::With(shared_domain(st)?),
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => Color::Undefined,
             t => return Err(Fail::new(MPI_ERR_ARG, format!("split_type {t} is not one this library knows"))),
         };
-        let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
+        let parent = &st.comm(comm)?.comm;
+        let mut c = parent.split_by_color_with_key(color, key)?;
+        // An unguided split yields strict subsets only: a level that would
+        // hold the whole communicator is MPI_COMM_NULL (§7.4.2).
+        if split_type == MPI_COMM_TYPE_HW_UNGUIDED && c.as_ref().is_some_and(|n| n.size() == parent.size()) {
+            c = None;
+        }
         let h = crate::env::register(st, c, comm)?;
         // SAFETY: the standard's contract on `newcomm`.
         unsafe { put(newcomm, h, "newcomm") }

@@ -212,6 +212,21 @@ int main(int argc, char **argv)
     CHECK(nkeys == 1, "set_info kept %d hints", nkeys);
     MPI_Info_free(&used);
     MPI_Comm_free(&hinted);
+    /* Guided splits: MPI_COMM_NULL unless the info names a resource this
+     * library knows (shared memory); an unguided one only strict subsets. */
+    MPI_Comm g;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, MPI_INFO_NULL, &g);
+    CHECK(g == MPI_COMM_NULL, "hw_guided without a resource type gave a communicator");
+    MPI_Info_set(inf2, "mpi_hw_resource_type", "mpi_shared_memory");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, inf2, &g);
+    CHECK(g != MPI_COMM_NULL, "resource_guided on shared memory gave MPI_COMM_NULL");
+    if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, MPI_INFO_NULL, &g);
+    if (g != MPI_COMM_NULL) {
+        MPI_Comm_size(g, &n);
+        CHECK(n < size, "an unguided split kept all %d ranks", n);
+        MPI_Comm_free(&g);
+    }
     MPI_Info_free(&inf);
     MPI_Info_free(&inf2);
     CHECK(inf == MPI_INFO_NULL, "freed info not reset");
