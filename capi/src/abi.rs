@@ -384,6 +384,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)",
     "int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)",
     "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
+    "int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)",
     "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)",
     "int MPI_Errhandler_free(MPI_Errhandler *errhandler)",
     // Communicators (§7)

@@ -359,6 +359,43 @@ pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag:
     })
 }
 
+/// `MPI_Comm_create_from_group` (§7.4.2, MPI 4.0): a communicator of a
+/// group's members, made by the members alone, told apart from others
+/// being made at the same time by `stringtag`. Groups here name
+/// `MPI_COMM_WORLD`'s processes, so the members agree through it, as
+/// `MPI_Comm_create_group` does, with the tag derived from the string.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_from_group(
+    group: Handle,
+    stringtag: *const std::ffi::c_char,
+    info: Handle,
+    errhandler: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    with_state("MPI_Comm_create_from_group", MPI_COMM_WORLD, |st| {
+        if stringtag.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "stringtag is a null pointer"));
+        }
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
+        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
+            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
+        }
+        st.info_or_null(info)?;
+        // FNV-1a of the string, folded into the tags every process may use.
+        let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+        let tag = (hash % (mpi::TAG_UB as u32)) as c_int;
+        let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
+        let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
+        let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
+        if let Some(e) = st.comms.get_mut(&h) {
+            e.errhandler = errhandler;
+        }
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) -> c_int {
     with_state("MPI_Comm_compare", comm1, |st| {

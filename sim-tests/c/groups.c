@@ -212,6 +212,22 @@ int main(int argc, char **argv)
     CHECK(nkeys == 1, "set_info kept %d hints", nkeys);
     MPI_Info_free(&used);
     MPI_Comm_free(&hinted);
+    /* A communicator from a group alone (no parent), with its own
+     * error handler: the reversed world. */
+    MPI_Comm fg;
+    MPI_Group wg, rg;
+    int rrange[1][3] = {{size - 1, 0, -1}};
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_range_incl(wg, 1, rrange, &rg);
+    MPI_Comm_create_from_group(rg, "dn.test.reversed", MPI_INFO_NULL, MPI_ERRORS_RETURN, &fg);
+    MPI_Group_free(&wg);
+    MPI_Group_free(&rg);
+    MPI_Comm_rank(fg, &r);
+    CHECK(r == size - 1 - rank, "create_from_group rank %d", r);
+    MPI_Errhandler feh;
+    MPI_Comm_get_errhandler(fg, &feh);
+    CHECK(feh == MPI_ERRORS_RETURN, "create_from_group's error handler");
+    MPI_Comm_free(&fg);
     /* Guided splits: MPI_COMM_NULL unless the info names a resource this
      * library knows (shared memory); an unguided one only strict subsets. */
     MPI_Comm g;
