@@ -555,7 +555,8 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_cha
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     with_state("MPI_Comm_get_name", comm, |st| {
-        let name = st.comm(comm)?.name.clone();
+        // The null handle has a name too, as the null datatype does.
+        let name = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { st.comm(comm)?.name.clone() };
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
         unsafe { put_name(&name, comm_name, resultlen) }
     })

@@ -212,6 +212,10 @@ int main(int argc, char **argv)
     CHECK(nkeys == 1, "set_info kept %d hints", nkeys);
     MPI_Info_free(&used);
     MPI_Comm_free(&hinted);
+    char cname[MPI_MAX_OBJECT_NAME];
+    int clen = 0;
+    MPI_Comm_get_name(MPI_COMM_NULL, cname, &clen);
+    CHECK(strcmp(cname, "MPI_COMM_NULL") == 0 && clen == 13, "MPI_COMM_NULL's name '%s'", cname);
     /* A communicator from a group alone (no parent), with its own
      * error handler: the reversed world. */
     MPI_Comm fg;
