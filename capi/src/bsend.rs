@@ -1,6 +1,9 @@
 //! Buffered mode (MPI 4.1 §3.6): `MPI_Bsend`, `MPI_Ibsend` and each start
-//! of `MPI_Bsend_init` complete at once, with the message copied out of the caller's buffer, within the
-//! space the program attached with `MPI_Buffer_attach`.
+//! of `MPI_Bsend_init` complete at once, with the message copied out of
+//! the caller's buffer, within the space the program attached: to the
+//! communicator (`MPI_Comm_attach_buffer`, MPI 4.1), else to the process
+//! (`MPI_Buffer_attach`); `MPI_BUFFER_AUTOMATIC` lets the library take
+//! what it needs.
 //!
 //! The copy lives in the library (the engine sends from it), not in the
 //! attached bytes; the attached size is enforced as the standard's
@@ -16,10 +19,19 @@ use crate::abi::*;
 use crate::datatype::{outgoing, Span};
 use crate::*;
 
-/// The attached buffer and the buffered sends not yet complete.
+/// What a program attached.
+#[derive(Clone, Copy)]
+enum Space {
+    /// Its bytes: their address and size.
+    Buffer(*mut c_void, usize),
+    /// `MPI_BUFFER_AUTOMATIC`: no limit.
+    Automatic,
+}
+
+/// An attached buffer and the buffered sends not yet complete.
 #[derive(Default)]
 pub(crate) struct Buffered {
-    attached: Option<(*mut c_void, c_int)>,
+    attached: Option<Space>,
     pending: Vec<(Active, usize)>,
 }
 
@@ -37,6 +49,83 @@ impl Buffered {
         }
         self.pending = left;
         Ok(())
+    }
+
+    fn attach(&mut self, buffer: *mut c_void, size: i64) -> R<()> {
+        if self.attached.is_some() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached: detach it first"));
+        }
+        self.attached = Some(if buffer as usize == BUFFER_AUTOMATIC {
+            Space::Automatic
+        } else {
+            match usize::try_from(size) {
+                Ok(n) if n == 0 || !buffer.is_null() => Space::Buffer(buffer, n),
+                _ => {
+                    return Err(Fail::new(MPI_ERR_BUFFER, format!("buffer {buffer:?} of size {size} is not a buffer")))
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Wait for every buffered message to go (§3.6.1).
+    fn flush(&mut self) -> R<()> {
+        for (a, _) in self.pending.drain(..) {
+            a.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Detach after flushing: the buffer's address and size
+    /// (`MPI_BUFFER_AUTOMATIC` and 0 for an automatic one).
+    fn detach(&mut self) -> R<(*mut c_void, usize)> {
+        let Some(space) = self.attached else {
+            return Err(Fail::new(MPI_ERR_BUFFER, "no buffer is attached"));
+        };
+        self.flush()?;
+        self.attached = None;
+        Ok(match space {
+            Space::Buffer(b, n) => (b, n),
+            Space::Automatic => (BUFFER_AUTOMATIC as *mut c_void, 0),
+        })
+    }
+
+    /// One request over the buffered messages in flight, complete when they
+    /// all are (`MPI_Buffer_iflush`).
+    fn iflush(&mut self) -> Req {
+        let mut all: Vec<Active> = self.pending.drain(..).map(|p| p.0).collect();
+        match all.pop() {
+            None => Req::Done(MpiStatus::empty()),
+            Some(mut last) => {
+                last.stage.with.extend(all);
+                last.stage.status = Some(MpiStatus::empty());
+                Req::Op(last)
+            }
+        }
+    }
+}
+
+/// `MPI_BUFFER_AUTOMATIC`'s value in the ABI.
+const BUFFER_AUTOMATIC: usize = 2;
+
+/// The buffer a buffered send on `comm` uses: the communicator's if one is
+/// attached to it, else the process's (MPI 4.1 §3.6). (Of the state's
+/// fields, so that a caller may hold another field meanwhile.)
+pub(crate) fn buffer_for<'a>(
+    comms: &'a mut Table<CommEntry>,
+    process: &'a mut Buffered,
+    comm: Handle,
+) -> &'a mut Buffered {
+    match comms.get_mut(&comm) {
+        Some(e) if e.buffered.attached.is_some() => &mut e.buffered,
+        _ => process,
+    }
+}
+
+impl State {
+    fn comm_buffer(&mut self, comm: Handle) -> R<&mut Buffered> {
+        self.comm(comm)?;
+        self.comms.get_mut(&comm).map(|e| &mut e.buffered).ok_or_else(|| Fail::new(MPI_ERR_COMM, "no communicator"))
     }
 }
 
@@ -60,7 +149,7 @@ unsafe fn bsend(
         return Ok(());
     }
     // SAFETY: the caller's contract.
-    unsafe { st.buffered.send(&c.process_at_rank(dest), buf, &span, tag) }
+    unsafe { buffer_for(&mut st.comms, &mut st.buffered, comm).send(&c.process_at_rank(dest), buf, &span, tag) }
 }
 
 impl Buffered {
@@ -70,17 +159,24 @@ impl Buffered {
     /// # Safety
     /// `buf` holds the span's elements for the call.
     pub(crate) unsafe fn send(&mut self, to: &Process<'_>, buf: *const c_void, span: &Span, tag: c_int) -> R<()> {
-        let Some((_, size)) = self.attached else {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a buffered send needs a buffer: call MPI_Buffer_attach first"));
+        let size = match self.attached {
+            None => {
+                return Err(Fail::new(
+                    MPI_ERR_BUFFER,
+                    "a buffered send needs a buffer: call MPI_Buffer_attach or MPI_Comm_attach_buffer first",
+                ))
+            }
+            Some(Space::Automatic) => usize::MAX,
+            Some(Space::Buffer(_, n)) => n,
         };
         self.reap()?;
         let used: usize = self.pending.iter().map(|p| p.1 + OVERHEAD).sum();
-        if used + span.len() + OVERHEAD > size as usize {
+        if used.saturating_add(span.len() + OVERHEAD) > size {
             return Err(Fail::new(
                 MPI_ERR_BUFFER,
                 format!(
                     "the attached buffer of {size} bytes has {} free, and this message needs {} ({} + MPI_BSEND_OVERHEAD)",
-                    (size as usize).saturating_sub(used),
+                    size.saturating_sub(used),
                     span.len() + OVERHEAD,
                     span.len()
                 ),
@@ -130,34 +226,115 @@ pub unsafe extern "C" fn MPI_Ibsend(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    with_state("MPI_Buffer_attach", MPI_COMM_WORLD, |st| {
-        if st.buffered.attached.is_some() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached: detach it first"));
+/// Attach to the process (`comm` null) or to a communicator.
+///
+/// # Safety
+/// `buffer` is the program's for as long as it stays attached.
+unsafe fn attach(call: &str, comm: Option<Handle>, buffer: *mut c_void, size: i64) -> c_int {
+    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
+        let b = match comm {
+            Some(c) => st.comm_buffer(c)?,
+            None => &mut st.buffered,
+        };
+        b.attach(buffer, size)
+    })
+}
+
+/// Detach from the process or a communicator, writing the address and the
+/// size (as `int` or `MPI_Count`).
+///
+/// # Safety
+/// `buffer_addr` is the address of a `void *`; `size` is writable.
+unsafe fn detach<T: TryFrom<usize>>(call: &str, comm: Option<Handle>, buffer_addr: *mut c_void, size: *mut T) -> c_int {
+    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
+        let b = match comm {
+            Some(c) => st.comm_buffer(c)?,
+            None => &mut st.buffered,
+        };
+        let (p, n) = b.detach()?;
+        let n = T::try_from(n).map_err(|_| {
+            Fail::new(MPI_ERR_COUNT, format!("the buffer's size {n} does not fit an int: use the _c call"))
+        })?;
+        // SAFETY: the caller's contract on the pointers.
+        unsafe {
+            put(buffer_addr.cast::<*mut c_void>(), p, "buffer_addr")?;
+            put(size, n, "size")
         }
-        if size < 0 || (size > 0 && buffer.is_null()) {
-            return Err(Fail::new(MPI_ERR_BUFFER, format!("buffer {buffer:?} of size {size} is not a buffer")));
-        }
-        st.buffered.attached = Some((buffer, size));
-        Ok(())
     })
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Buffer_attach", None, buffer, i64::from(size)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Buffer_attach_c", None, buffer, size) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    with_state("MPI_Buffer_detach", MPI_COMM_WORLD, |st| {
-        let Some((b, n)) = st.buffered.attached.take() else {
-            return Err(Fail::new(MPI_ERR_BUFFER, "no buffer is attached"));
-        };
-        // Detaching waits for the buffered messages to go (§3.6.1).
-        for (a, _) in st.buffered.pending.drain(..) {
-            a.wait()?;
-        }
-        // SAFETY: the standard's contract: `buffer_addr` is the address of a `void *`.
-        unsafe {
-            put(buffer_addr.cast::<*mut c_void>(), b, "buffer_addr")?;
-            put(size, n, "size")
-        }
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Buffer_detach", None, buffer_addr, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Buffer_detach_c", None, buffer_addr, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer(comm: Handle, buffer: *mut c_void, size: c_int) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Comm_attach_buffer", Some(comm), buffer, i64::from(size)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(comm: Handle, buffer: *mut c_void, size: i64) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Comm_attach_buffer_c", Some(comm), buffer, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Comm_detach_buffer", Some(comm), buffer_addr, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Comm_detach_buffer_c", Some(comm), buffer_addr, size) }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Buffer_flush() -> c_int {
+    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| st.buffered.flush())
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
+    with_state("MPI_Comm_flush_buffer", comm, |st| st.comm_buffer(comm)?.flush())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
+    with_state("MPI_Buffer_iflush", MPI_COMM_WORLD, |st| {
+        let r = st.buffered.iflush();
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int {
+    with_state("MPI_Comm_iflush_buffer", comm, |st| {
+        let r = st.comm_buffer(comm)?.iflush();
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, r, request) }
     })
 }

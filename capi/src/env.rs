@@ -37,6 +37,7 @@ fn init(required: c_int) -> R<c_int> {
         name: name.into(),
         attrs: Vec::new(),
         info: Vec::new(),
+        buffered: Default::default(),
     };
     comms.insert(MPI_COMM_WORLD, entry(universe.world(), "MPI_COMM_WORLD"));
     comms.insert(MPI_COMM_SELF, entry(universe.self_communicator(), "MPI_COMM_SELF"));
@@ -398,7 +399,15 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
     let errhandler = st.comm(parent)?.errhandler;
     let h = st.new_handle();
-    st.comms.insert(h, CommEntry { comm: c, errhandler, name: String::new(), attrs: Vec::new(), info: Vec::new() });
+    let e = CommEntry {
+        comm: c,
+        errhandler,
+        name: String::new(),
+        attrs: Vec::new(),
+        info: Vec::new(),
+        buffered: Default::default(),
+    };
+    st.comms.insert(h, e);
     Ok(h)
 }
 

@@ -111,6 +111,8 @@ pub(crate) struct CommEntry {
     pub(crate) attrs: Vec<(c_int, *mut std::ffi::c_void)>,
     /// Info hints (`MPI_Comm_set_info`), kept as given: none is acted on.
     pub(crate) info: info::Pairs,
+    /// The buffer attached to it (`MPI_Comm_attach_buffer`), if any.
+    pub(crate) buffered: bsend::Buffered,
 }
 
 /// An operation in the engine, with what it needs when it completes.
@@ -203,6 +205,8 @@ pub(crate) enum Req {
 /// operation while it is active (between `MPI_Start` and completion).
 pub(crate) struct Persistent {
     pub(crate) comm: SimpleCommunicator,
+    /// Its handle, for the buffer a buffered send uses.
+    pub(crate) handle: Handle,
     pub(crate) op: PersistentOp,
     pub(crate) active: Option<Active>,
     /// Completed (by a test that had to report all-or-nothing) and not yet reported.

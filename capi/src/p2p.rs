@@ -1083,8 +1083,9 @@ fn after(st: &State, h: Handle) -> Handle {
 /// # Safety
 /// `request` is writable.
 unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *mut Handle) -> R<()> {
+    let handle = comm;
     let comm = st.comm(comm)?.comm.clone();
-    let p = Persistent { comm, op, active: None, done: None };
+    let p = Persistent { comm, handle, op, active: None, done: None };
     // SAFETY: the caller's contract on `request`.
     unsafe { new_request(st, Req::Persistent(Box::new(p)), request) }
 }
@@ -1214,9 +1215,10 @@ fn start(st: &mut State, h: Handle) -> R<()> {
         }
         PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
             // The message is copied now: the started request is complete.
+            let b = crate::bsend::buffer_for(&mut st.comms, &mut st.buffered, p.handle);
             // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
             // valid while the request lives (§3.9).
-            unsafe { st.buffered.send(&c.process_at_rank(*dest), *buf, span, *tag) }?;
+            unsafe { b.send(&c.process_at_rank(*dest), *buf, span, *tag) }?;
             p.done = Some(MpiStatus::empty());
         }
         PersistentOp::Send { buf, span, dest, tag, mode } => {

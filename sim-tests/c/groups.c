@@ -298,6 +298,36 @@ int main(int argc, char **argv)
     CHECK(dbuf == bbuf && dsize == bsize, "detach gave back %p/%d", dbuf, dsize);
     free(bbuf);
 
+    /* A buffer attached to a communicator (MPI 4.1) serves the buffered
+     * sends on it, and only those; flush and iflush; an automatic buffer. */
+    MPI_Comm bc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &bc);
+    char *cbuf = malloc(MPI_BSEND_OVERHEAD + 64);
+    MPI_Comm_attach_buffer(bc, cbuf, MPI_BSEND_OVERHEAD + 64);
+    rc = MPI_Bsend(big, 4, MPI_INT, next, 13, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_BUFFER, "a world bsend used the communicator's buffer (%d)", rc);
+    MPI_Bsend(big, 4, MPI_INT, next, 13, bc);
+    rc = MPI_Bsend(big, 4, MPI_INT, next, 14, bc);
+    MPI_Comm_flush_buffer(bc);
+    MPI_Recv(got, 4, MPI_INT, prev, 13, bc, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) MPI_Recv(got, 4, MPI_INT, prev, 14, bc, MPI_STATUS_IGNORE);
+    MPI_Request fl;
+    MPI_Bsend(big, 4, MPI_INT, next, 15, bc);
+    MPI_Comm_iflush_buffer(bc, &fl);
+    MPI_Recv(got, 4, MPI_INT, prev, 15, bc, MPI_STATUS_IGNORE);
+    MPI_Wait(&fl, MPI_STATUS_IGNORE);
+    void *cb = NULL;
+    MPI_Count csz = 0;
+    MPI_Comm_detach_buffer_c(bc, &cb, &csz);
+    CHECK(cb == cbuf && csz == MPI_BSEND_OVERHEAD + 64, "comm detach gave back %p/%lld", cb, (long long)csz);
+    free(cbuf);
+    MPI_Comm_attach_buffer(bc, MPI_BUFFER_AUTOMATIC, 0);
+    for (int i = 0; i < 4; i++) MPI_Bsend(big, 64, MPI_INT, next, 16, bc);
+    for (int i = 0; i < 4; i++) MPI_Recv(got, 64, MPI_INT, prev, 16, bc, MPI_STATUS_IGNORE);
+    MPI_Comm_detach_buffer(bc, &cb, &n);
+    CHECK(cb == MPI_BUFFER_AUTOMATIC && n == 0, "automatic detach gave %p/%d", cb, n);
+    MPI_Comm_free(&bc);
+
     /* Matched probe: the message found is received by its handle alone. */
     int v = rank, w = -1;
     MPI_Request sr;
