@@ -165,11 +165,8 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
     with_state("MPI_Comm_free_keyval", MPI_COMM_WORLD, |st| {
-        if comm_keyval.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "comm_keyval is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let k = unsafe { comm_keyval.read() };
+        // SAFETY: the standard's contract on `comm_keyval`.
+        let k = unsafe { read_arg(comm_keyval, "comm_keyval")? };
         if k < FIRST_KEYVAL {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
         }

@@ -123,9 +123,13 @@ pub(crate) fn buffer_for<'a>(
 }
 
 impl State {
-    fn comm_buffer(&mut self, comm: Handle) -> R<&mut Buffered> {
-        self.comm(comm)?;
-        self.comms.get_mut(&comm).map(|e| &mut e.buffered).ok_or_else(|| Fail::new(MPI_ERR_COMM, "no communicator"))
+    /// The buffer slot of a communicator, or of the process (`None`):
+    /// what attach, detach and flush work on.
+    fn slot(&mut self, comm: Option<Handle>) -> R<&mut Buffered> {
+        match comm {
+            None => Ok(&mut self.buffered),
+            Some(c) => Ok(&mut self.comm_mut(c)?.buffered),
+        }
     }
 }
 
@@ -231,13 +235,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
 /// # Safety
 /// `buffer` is the program's for as long as it stays attached.
 unsafe fn attach(call: &str, comm: Option<Handle>, buffer: *mut c_void, size: i64) -> c_int {
-    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
-        let b = match comm {
-            Some(c) => st.comm_buffer(c)?,
-            None => &mut st.buffered,
-        };
-        b.attach(buffer, size)
-    })
+    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| st.slot(comm)?.attach(buffer, size))
 }
 
 /// Detach from the process or a communicator, writing the address and the
@@ -247,11 +245,7 @@ unsafe fn attach(call: &str, comm: Option<Handle>, buffer: *mut c_void, size: i6
 /// `buffer_addr` is the address of a `void *`; `size` is writable.
 unsafe fn detach<T: TryFrom<usize>>(call: &str, comm: Option<Handle>, buffer_addr: *mut c_void, size: *mut T) -> c_int {
     with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
-        let b = match comm {
-            Some(c) => st.comm_buffer(c)?,
-            None => &mut st.buffered,
-        };
-        let (p, n) = b.detach()?;
+        let (p, n) = st.slot(comm)?.detach()?;
         let n = T::try_from(n).map_err(|_| {
             Fail::new(MPI_ERR_COUNT, format!("the buffer's size {n} does not fit an int: use the _c call"))
         })?;
@@ -313,18 +307,18 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mu
 
 #[no_mangle]
 pub extern "C" fn MPI_Buffer_flush() -> c_int {
-    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| st.buffered.flush())
+    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| st.slot(None)?.flush())
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
-    with_state("MPI_Comm_flush_buffer", comm, |st| st.comm_buffer(comm)?.flush())
+    with_state("MPI_Comm_flush_buffer", comm, |st| st.slot(Some(comm))?.flush())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
     with_state("MPI_Buffer_iflush", MPI_COMM_WORLD, |st| {
-        let r = st.buffered.iflush();
+        let r = st.slot(None)?.iflush();
         // SAFETY: the standard's contract on `request`.
         unsafe { crate::p2p::new_request(st, r, request) }
     })
@@ -333,7 +327,7 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int {
     with_state("MPI_Comm_iflush_buffer", comm, |st| {
-        let r = st.comm_buffer(comm)?.iflush();
+        let r = st.slot(Some(comm))?.iflush();
         // SAFETY: the standard's contract on `request`.
         unsafe { crate::p2p::new_request(st, r, request) }
     })

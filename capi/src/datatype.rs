@@ -1072,11 +1072,8 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
     with_state("MPI_Type_commit", MPI_COMM_WORLD, |st| {
-        if datatype.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "datatype is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let dt = unsafe { datatype.read() };
+        // SAFETY: the standard's contract on `datatype`.
+        let dt = unsafe { read_arg(datatype, "datatype")? };
         match st.types.get_mut(&dt) {
             Some(e) => e.committed = true,
             // Committing a predefined datatype is allowed and does nothing.
@@ -1089,11 +1086,8 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
     with_state("MPI_Type_free", MPI_COMM_WORLD, |st| {
-        if datatype.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "datatype is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let dt = unsafe { datatype.read() };
+        // SAFETY: the standard's contract on `datatype`.
+        let dt = unsafe { read_arg(datatype, "datatype")? };
         st.type_entry(dt)?;
         // Operations in progress and types built from it keep their own
         // copy of the layout (§5.1.10).
@@ -1424,11 +1418,8 @@ pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: Handle, comm: H
 /// # Safety
 /// `position` is null or readable.
 unsafe fn position(position: *const c_int, size: c_int, need: usize, call: &str) -> R<usize> {
-    if position.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "position is a null pointer"));
-    }
-    // SAFETY: non-null; the caller's contract.
-    let at = unsafe { position.read() };
+    // SAFETY: the caller's contract on `position`.
+    let at = unsafe { read_arg(position, "position")? };
     let (at, size) = (count_arg(at, "position")?, count_arg(size, "the buffer size")?);
     if at.checked_add(need).is_none_or(|end| end > size) {
         return Err(Fail::new(

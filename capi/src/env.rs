@@ -333,10 +333,7 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c
         if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
             return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
         }
-        st.comm(comm)?;
-        if let Some(e) = st.comms.get_mut(&comm) {
-            e.errhandler = errhandler;
-        }
+        st.comm_mut(comm)?.errhandler = errhandler;
         Ok(())
     })
 }
@@ -553,10 +550,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_cha
     with_state("MPI_Comm_set_name", comm, |st| {
         // SAFETY: the standard's contract: a NUL-terminated string.
         let name = unsafe { c_name(comm_name)? };
-        st.comm(comm)?;
-        if let Some(e) = st.comms.get_mut(&comm) {
-            e.name = name;
-        }
+        st.comm_mut(comm)?.name = name;
         Ok(())
     })
 }

@@ -122,11 +122,8 @@ pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
     with_state("MPI_Group_free", MPI_COMM_WORLD, |st| {
-        if group.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "group is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let g = unsafe { group.read() };
+        // SAFETY: the standard's contract on `group`.
+        let g = unsafe { read_arg(group, "group")? };
         // Freeing MPI_GROUP_EMPTY (which group calls hand out) is allowed.
         if g != MPI_GROUP_EMPTY {
             st.group(g)?;

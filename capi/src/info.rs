@@ -132,11 +132,8 @@ pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
     with_state("MPI_Info_free", MPI_COMM_WORLD, |st| {
-        if info.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "info is a null pointer"));
-        }
-        // SAFETY: non-null; the standard's contract.
-        let h = unsafe { info.read() };
+        // SAFETY: the standard's contract on `info`.
+        let h = unsafe { read_arg(info, "info")? };
         st.info_mut(h)?;
         st.infos.remove(&h);
         // SAFETY: as above.
@@ -277,10 +274,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
 pub extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
     with_state("MPI_Comm_set_info", comm, |st| {
         let pairs = st.info(info)?;
-        st.comm(comm)?;
-        if let Some(e) = st.comms.get_mut(&comm) {
-            e.info = pairs;
-        }
+        st.comm_mut(comm)?.info = pairs;
         Ok(())
     })
 }

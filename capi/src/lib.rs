@@ -272,11 +272,18 @@ impl State {
     }
 
     pub(crate) fn comm(&self, h: Handle) -> R<&CommEntry> {
-        self.comms.get(&h).ok_or_else(|| {
-            let what = if h == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { format!("{h:#x}") };
-            Fail::new(MPI_ERR_COMM, format!("{what} is not a valid communicator (never created, or freed)"))
-        })
+        self.comms.get(&h).ok_or_else(|| unknown_comm(h))
     }
+
+    pub(crate) fn comm_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
+        self.comms.get_mut(&h).ok_or_else(|| unknown_comm(h))
+    }
+}
+
+/// The error for a handle that names no communicator.
+fn unknown_comm(h: Handle) -> Fail {
+    let what = if h == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_COMM, format!("{what} is not a valid communicator (never created, or freed)"))
 }
 
 fn lock() -> MutexGuard<'static, Option<State>> {
@@ -352,6 +359,19 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
     };
     drop(guard);
     report(call, errh, rank, f)
+}
+
+/// Read the argument `p` points at, failing with `MPI_ERR_ARG` on a null
+/// pointer (the reading side of [`put`]).
+///
+/// # Safety
+/// `p` is null or valid for a read of `T`.
+pub(crate) unsafe fn read_arg<T: Copy>(p: *const T, what: &str) -> R<T> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: non-null, and the caller's contract.
+    Ok(unsafe { p.read() })
 }
 
 /// Write `v` through `out`, failing with `MPI_ERR_ARG` on a null pointer.

@@ -90,11 +90,8 @@ pub unsafe extern "C" fn MPI_Improbe(
 /// `message` is readable and writable; `buf` has room for `count`
 /// elements and is left alone until the receive completes.
 unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, message: *mut Handle) -> R<Option<Active>> {
-    if message.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "message is a null pointer"));
-    }
-    // SAFETY: non-null; the caller's contract.
-    let h = unsafe { message.read() };
+    // SAFETY: the caller's contract on `message`.
+    let h = unsafe { read_arg(message, "message")? };
     let span = st.span(count, dt)?;
     if h == MPI_MESSAGE_NO_PROC {
         // SAFETY: as above.

@@ -220,18 +220,6 @@ pub unsafe extern "C" fn MPI_Recv(
     with_state("MPI_Recv", comm, |st| unsafe { recv(st, buf, count, datatype, source, tag, comm, status) })
 }
 
-/// The handle `request` points at.
-///
-/// # Safety
-/// `request` is null or readable.
-unsafe fn read_handle(request: *const Handle) -> R<Handle> {
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-    }
-    // SAFETY: non-null; the caller's contract.
-    Ok(unsafe { request.read() })
-}
-
 /// Register `r` as a new request handle and write it to `out`.
 ///
 /// # Safety
@@ -616,7 +604,7 @@ fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
 pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Wait", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_handle(request)? };
+        let h = unsafe { read_arg(request, "request")? };
         let s = complete(st, h, true)?.unwrap_or_else(MpiStatus::empty);
         // SAFETY: the standard's contract on `request` and `status`.
         unsafe {
@@ -631,7 +619,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) 
 pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Test", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_handle(request)? };
+        let h = unsafe { read_arg(request, "request")? };
         let s = complete(st, h, false)?;
         // SAFETY: the standard's contract on `request`, `flag` and `status`.
         unsafe {
@@ -1046,7 +1034,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
     with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_handle(request)? };
+        let h = unsafe { read_arg(request, "request")? };
         // The operation still completes (§3.7.3), with the buffer the
         // caller's to keep until then: the request is kept, progressed by
         // every later call, and waited for at MPI_Finalize at the latest.
@@ -1240,7 +1228,7 @@ fn start(st: &mut State, h: Handle) -> R<()> {
 pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
     with_state("MPI_Start", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
-        start(st, unsafe { read_handle(request)? })
+        start(st, unsafe { read_arg(request, "request")? })
     })
 }
 
@@ -1259,7 +1247,7 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Hand
 pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
     with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_handle(request)? };
+        let h = unsafe { read_arg(request, "request")? };
         let r = match st.requests.get(&h) {
             Some(Req::Op(r)) => Some(r),
             Some(Req::Persistent(p)) => p.active.as_ref(),

@@ -33,11 +33,8 @@ unsafe fn on_status(call: &str, status: *mut MpiStatus, f: impl FnOnce(&State, &
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
     with_state("MPI_Test_cancelled", MPI_COMM_WORLD, |_| {
-        if status.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer"));
-        }
-        // SAFETY: non-null and readable by the standard's contract.
-        let c = unsafe { status.read() }.cancelled();
+        // SAFETY: the standard's contract on `status`.
+        let c = unsafe { read_arg(status, "status")? }.cancelled();
         // SAFETY: the standard's contract on `flag`.
         unsafe { put(flag, c as c_int, "flag") }
     })

@@ -16,7 +16,7 @@
 //! [`adi::pmi::release_unused`]).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -25,6 +25,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 const KEYLEN_MAX: usize = 64;
 const VALLEN_MAX: usize = 1024;
 const KVSNAME_MAX: usize = 256;
+/// The longest command line read: a `put` of the longest key and value,
+/// with room to spare.
+const LINE_MAX: u64 = 4096;
 
 /// The job's key-value space and its barrier.
 #[derive(Default)]
@@ -105,8 +108,14 @@ fn serve(s: &Shared, rank: u32, stream: UnixStream) -> std::io::Result<()> {
     let mut line = String::new();
     loop {
         line.clear();
-        if r.read_line(&mut line)? == 0 {
+        if (&mut r).take(LINE_MAX).read_line(&mut line)? == 0 {
             return Ok(());
+        }
+        if !line.ends_with('\n') && line.len() as u64 == LINE_MAX {
+            // No command of PMI-1 is this long (a value is at most
+            // VALLEN_MAX): refuse it rather than buffer without end.
+            w.write_all(b"cmd=error rc=-1 msg=line_too_long\n")?;
+            return Err(std::io::Error::other(format!("a command line longer than {LINE_MAX} bytes")));
         }
         let words = adi::pmi::words(&line);
         let cmd = words.get("cmd").map(String::as_str).unwrap_or("");
@@ -262,6 +271,9 @@ mod tests {
         assert_eq!(server.aborted(), Some((0, 3)));
         let long = "v".repeat(VALLEN_MAX + 1);
         assert_eq!(c.call(&format!("cmd=put kvsname={kvs} key=k value={long}"))["rc"], "-1");
+        // A line without end is refused, not buffered: the connection closes.
+        let endless = "x".repeat(LINE_MAX as usize * 2);
+        assert_eq!(c.call(&format!("cmd=put {endless}"))["msg"], "line_too_long");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -286,6 +286,10 @@ int main(int argc, char **argv)
                 for (int k = 0; k <= rank; k++)
                     CHECK(wrecv[j * (rank + 1) + k] == j * 1000 + rank * 10 + k, "alltoallw round %d from %d [%d] = %d", round, j, k, wrecv[j * (rank + 1) + k]);
         }
+        /* Zero counts everywhere, with null buffers: nothing moves, no error. */
+        for (int i = 0; i < size; i++) wsc[i] = wsd[i] = wrc[i] = wrd[i] = 0;
+        rc = MPI_Alltoallw(NULL, wsc, wsd, wst, NULL, wrc, wrd, wrt, MPI_COMM_WORLD);
+        CHECK(rc == MPI_SUCCESS, "a zero-count alltoallw gave %d", rc);
         MPI_Type_free(&wpair);
         free(wsend), free(wrecv), free(wsc), free(wst);
     }
