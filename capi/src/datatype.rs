@@ -40,7 +40,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// A basic type of `size` bytes made of `parts` equal basic elements.
-    fn basic(size: usize, align: usize, parts: usize) -> Layout {
+    pub(crate) fn basic(size: usize, align: usize, parts: usize) -> Layout {
         Layout {
             size,
             lb: 0,
@@ -166,7 +166,7 @@ impl Layout {
 }
 
 /// Builds a layout by placing copies of other layouts.
-struct Builder {
+pub(crate) struct Builder {
     l: Layout,
     /// Nothing placed yet: the bounds are still unset.
     empty: bool,
@@ -175,7 +175,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn new() -> Builder {
+    pub(crate) fn new() -> Builder {
         Builder {
             l: Layout {
                 size: 0,
@@ -215,7 +215,7 @@ impl Builder {
     }
 
     /// Place `count` consecutive elements of `child` from byte `disp`.
-    fn place(&mut self, child: &Layout, disp: isize, count: usize) -> R<()> {
+    pub(crate) fn place(&mut self, child: &Layout, disp: isize, count: usize) -> R<()> {
         if count == 0 {
             return Ok(());
         }
@@ -256,7 +256,7 @@ impl Builder {
         Ok(())
     }
 
-    fn done(self) -> Layout {
+    pub(crate) fn done(self) -> Layout {
         self.l
     }
 }
@@ -264,12 +264,58 @@ impl Builder {
 /// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
 #[derive(Clone, Debug)]
 pub(crate) struct Contents {
-    combiner: c_int,
-    ints: Vec<c_int>,
-    aints: Vec<isize>,
+    pub(crate) combiner: c_int,
+    pub(crate) ints: Vec<c_int>,
+    pub(crate) aints: Vec<isize>,
+    /// Large counts: the arguments of a large-count (`_c`) constructor
+    /// that are `MPI_Count`s.
+    pub(crate) counts: Vec<i64>,
     /// The datatypes it was built from, with their definitions (so that a
     /// decode still works after the program freed them).
-    types: Vec<(Handle, Option<Arc<TypeDef>>)>,
+    pub(crate) types: Vec<(Handle, Option<Arc<TypeDef>>)>,
+}
+
+/// Which form of a constructor was called (MPI 4.1 §5.1.13): the `int`
+/// form, or the large-count (`_c`) form, whose counts, block lengths,
+/// displacements and bounds `MPI_Type_get_contents_c` returns as large
+/// counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Form {
+    Int,
+    Large,
+}
+
+/// A constructor's arguments as §5.1.13 records them: its counts (and
+/// displacements in extents), then its byte displacements and bounds.
+struct Args {
+    form: Form,
+    combiner: c_int,
+    counts: Vec<i64>,
+    addrs: Vec<i64>,
+}
+
+impl Args {
+    /// `counts` came from `int` arguments in the `int` form, so they fit.
+    fn new(form: Form, combiner: c_int, counts: Vec<i64>, addrs: Vec<i64>) -> Args {
+        Args { form, combiner, counts, addrs }
+    }
+
+    fn contents(self, types: Vec<(Handle, Option<Arc<TypeDef>>)>) -> Contents {
+        let Args { form, combiner, mut counts, addrs } = self;
+        match form {
+            Form::Int => Contents {
+                combiner,
+                ints: counts.iter().map(|&v| v as c_int).collect(),
+                aints: addrs.iter().map(|&v| v as isize).collect(),
+                counts: vec![],
+                types,
+            },
+            Form::Large => {
+                counts.extend(addrs);
+                Contents { combiner, ints: vec![], aints: vec![], counts, types }
+            }
+        }
+    }
 }
 
 /// A derived datatype's definition.
@@ -727,8 +773,9 @@ pub(crate) unsafe fn incoming(buf: *mut c_void, span: &Span, what: &str, fill: b
 
 // ---- the calls -------------------------------------------------------------------
 
-/// A non-negative `int` argument as a count.
-fn count_arg(n: c_int, what: &str) -> R<usize> {
+/// A non-negative count argument (`int` or `MPI_Count`) as a `usize`.
+fn count_arg(n: impl Into<i64>, what: &str) -> R<usize> {
+    let n = n.into();
     usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("{what} {n} is negative")))
 }
 
@@ -736,7 +783,7 @@ fn count_arg(n: c_int, what: &str) -> R<usize> {
 ///
 /// # Safety
 /// `p` holds `n` values.
-unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -747,11 +794,43 @@ unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// An `int` array argument, widened to the large-count form.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn ints_arg(p: *const c_int, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| i64::from(v)).collect())
+}
+
+/// An `MPI_Aint` array argument, in the large-count form.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn aints_arg(p: *const isize, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| v as i64).collect())
+}
+
+/// An `MPI_Count` array argument.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn counts_arg(p: *const i64, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { array(p, n, what)? }.to_vec())
+}
+
+/// A displacement or bound in bytes or extents: an address-sized value.
+fn disp_arg(v: i64) -> R<isize> {
+    isize::try_from(v).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {v} overflows an address")))
+}
+
 /// Register a new derived datatype (uncommitted) and write its handle.
 ///
 /// # Safety
 /// `out` is null or writable.
-unsafe fn define(st: &mut State, layout: Layout, contents: Contents, out: *mut Handle) -> R<()> {
+pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, out: *mut Handle) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "newtype is a null pointer"));
     }
@@ -765,7 +844,7 @@ unsafe fn define(st: &mut State, layout: Layout, contents: Contents, out: *mut H
 
 impl State {
     /// The constructor argument `dt`, with its definition when derived.
-    fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
+    pub(crate) fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
         match self.types.get(&dt) {
             Some(e) => Ok((dt, Some(e.def.clone()))),
             None => predefined(dt).map(|_| (dt, None)).ok_or_else(|| unknown_type(dt)),
@@ -778,66 +857,81 @@ impl State {
 /// `in_extents`).
 ///
 /// # Safety
-/// `out` is writable.
-#[allow(clippy::too_many_arguments)] // the constructors' shared shape
+/// `out` is null or writable.
 unsafe fn blocks_of(
     st: &mut State,
     old: Handle,
-    lens: &[usize],
-    disps: &[isize],
+    lens: &[i64],
+    disps: &[i64],
     in_extents: bool,
-    combiner: c_int,
-    ints: Vec<c_int>,
-    aints: Vec<isize>,
+    args: Args,
     out: *mut Handle,
 ) -> R<()> {
     let child = st.layout(old)?;
     let unit = if in_extents { child.extent() } else { 1 };
     let mut b = Builder::new();
     for (&len, &d) in lens.iter().zip(disps) {
-        let at = d.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
-        b.place(&child, at, len)?;
+        let at = disp_arg(d)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
+        b.place(&child, at, count_arg(len, "a block length")?)?;
     }
-    let contents = Contents { combiner, ints, aints, types: vec![st.part(old)?] };
+    let contents = args.contents(vec![st.part(old)?]);
     // SAFETY: the caller's contract on `out`.
     unsafe { define(st, b.done(), contents, out) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    with_state("MPI_Type_contiguous", MPI_COMM_WORLD, |st| {
-        let n = count_arg(count, "count")?;
-        // SAFETY: the standard's contract on `newtype`.
-        unsafe { blocks_of(st, oldtype, &[n], &[0], true, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], newtype) }
+/// `MPI_Type_contiguous(_c)` (§5.1.2).
+///
+/// # Safety
+/// `newtype` is null or writable.
+unsafe fn contiguous(call: &str, form: Form, count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        count_arg(count, "count")?;
+        let args = Args::new(form, MPI_COMBINER_CONTIGUOUS, vec![count], vec![]);
+        // SAFETY: the caller's contract on `newtype`.
+        unsafe { blocks_of(st, oldtype, &[count], &[0], true, args, newtype) }
     })
 }
 
-/// `MPI_Type_vector` and `MPI_Type_create_hvector`: `count` blocks of
-/// `blocklength` elements, `stride` apart (in extents or in bytes).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { contiguous("MPI_Type_contiguous", Form::Int, count.into(), oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { contiguous("MPI_Type_contiguous_c", Form::Large, count, oldtype, newtype) }
+}
+
+/// `MPI_Type_vector` and `MPI_Type_create_hvector`, in both forms
+/// (§5.1.2): `count` blocks of `blocklength` elements, `stride` apart (in
+/// extents, or in bytes when `bytes`).
 ///
 /// # Safety
-/// `newtype` is writable.
+/// `newtype` is null or writable.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn vector(
     call: &str,
-    count: c_int,
-    blocklength: c_int,
-    stride: isize,
-    in_extents: bool,
+    form: Form,
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    bytes: bool,
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
         let n = count_arg(count, "count")?;
-        let bl = count_arg(blocklength, "blocklength")?;
-        let disps: Vec<isize> = (0..n as isize).map(|i| i * stride).collect();
-        let (combiner, ints, aints) = if in_extents {
-            (MPI_COMBINER_VECTOR, vec![count, blocklength, stride as c_int], vec![])
+        count_arg(blocklength, "blocklength")?;
+        let disps: Vec<i64> = (0..n as i64).map(|i| i.saturating_mul(stride)).collect();
+        let args = if bytes {
+            Args::new(form, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
         } else {
-            (MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
+            Args::new(form, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![])
         };
         // SAFETY: the caller's contract on `newtype`.
-        unsafe { blocks_of(st, oldtype, &vec![bl; n], &disps, in_extents, combiner, ints, aints, newtype) }
+        unsafe { blocks_of(st, oldtype, &vec![blocklength; n], &disps, !bytes, args, newtype) }
     })
 }
 
@@ -849,8 +943,21 @@ pub unsafe extern "C" fn MPI_Type_vector(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let (c, b, s) = (count.into(), blocklength.into(), stride.into());
     // SAFETY: the standard's contract on the arguments.
-    unsafe { vector("MPI_Type_vector", count, blocklength, stride as isize, true, oldtype, newtype) }
+    unsafe { vector("MPI_Type_vector", Form::Int, c, b, s, false, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { vector("MPI_Type_vector_c", Form::Large, count, blocklength, stride, false, oldtype, newtype) }
 }
 
 #[no_mangle]
@@ -861,52 +968,61 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let (c, b, s) = (count.into(), blocklength.into(), stride as i64);
     // SAFETY: the standard's contract on the arguments.
-    unsafe { vector("MPI_Type_create_hvector", count, blocklength, stride, false, oldtype, newtype) }
+    unsafe { vector("MPI_Type_create_hvector", Form::Int, c, b, s, true, oldtype, newtype) }
 }
 
-/// `MPI_Type_indexed` and friends: `count` blocks at displacements given
-/// as `int`s in extents, or as `MPI_Aint`s in bytes; block lengths one
-/// per block, or one for all (`*_block`).
-///
-/// # Safety
-/// The arrays hold `count` values (one block length when `one_length`).
-#[allow(clippy::too_many_arguments)] // the MPI calls' own arguments
-unsafe fn indexed(
-    call: &str,
-    count: c_int,
-    lens: *const c_int,
-    one_length: bool,
-    int_disps: *const c_int,
-    byte_disps: *const isize,
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
     oldtype: Handle,
     newtype: *mut Handle,
+) -> c_int {
+    let call = "MPI_Type_create_hvector_c";
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { vector(call, Form::Large, count, blocklength, stride, true, oldtype, newtype) }
+}
+
+/// The arrays of an indexed constructor, read by its entry point.
+struct Indexed {
+    count: i64,
+    /// One length per block, or the one length of every block (`*_block`).
+    lens: Vec<i64>,
+    disps: Vec<i64>,
+}
+
+/// `MPI_Type_indexed`, `create_hindexed`, `create_indexed_block` and
+/// `create_hindexed_block`, in both forms (§5.1.2): blocks at
+/// displacements in extents of `oldtype`, or in bytes when `bytes`.
+///
+/// # Safety
+/// `newtype` is null or writable; `read` reads the caller's arrays.
+unsafe fn indexed(
+    call: &str,
+    form: Form,
     combiner: c_int,
+    bytes: bool,
+    read: impl FnOnce() -> R<Indexed>,
+    oldtype: Handle,
+    newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let n = count_arg(count, "count")?;
-        // SAFETY: the caller's contract on the arrays.
-        let lens = unsafe { array(lens, if one_length { 1 } else { n }, "array_of_blocklengths")? };
-        let ls: Vec<usize> = if one_length {
-            vec![count_arg(*lens.first().unwrap_or(&0), "blocklength")?; n]
+        let Indexed { count, lens, disps } = read()?;
+        let n = disps.len();
+        let all = if lens.len() == n { lens.clone() } else { vec![lens.first().copied().unwrap_or(0); n] };
+        let mut counts = vec![count];
+        counts.extend_from_slice(&lens);
+        let args = if bytes {
+            Args::new(form, combiner, counts, disps.clone())
         } else {
-            lens.iter().map(|&l| count_arg(l, "a block length")).collect::<R<_>>()?
+            counts.extend_from_slice(&disps);
+            Args::new(form, combiner, counts, vec![])
         };
-        let mut ints = vec![count];
-        ints.extend_from_slice(lens);
-        let (disps, aints): (Vec<isize>, Vec<isize>) = if byte_disps.is_null() {
-            // SAFETY: as above.
-            let d = unsafe { array(int_disps, n, "array_of_displacements")? };
-            ints.extend_from_slice(d);
-            (d.iter().map(|&x| x as isize).collect(), vec![])
-        } else {
-            // SAFETY: as above.
-            let d = unsafe { array(byte_disps, n, "array_of_displacements")? };
-            (d.to_vec(), d.to_vec())
-        };
-        let in_extents = byte_disps.is_null();
         // SAFETY: the caller's contract on `newtype`.
-        unsafe { blocks_of(st, oldtype, &ls, &disps, in_extents, combiner, ints, aints, newtype) }
+        unsafe { blocks_of(st, oldtype, &all, &disps, !bytes, args, newtype) }
     })
 }
 
@@ -918,12 +1034,32 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let (lens, disps) = (array_of_blocklengths, array_of_displacements);
-    // SAFETY: the standard's contract on the arguments.
-    unsafe {
-        let (c, d) = (MPI_COMBINER_INDEXED, std::ptr::null());
-        indexed("MPI_Type_indexed", count, lens, false, disps, d, oldtype, newtype, c)
-    }
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        Ok(Indexed { count: count.into(), lens, disps: ints_arg(array_of_displacements, n, "array_of_displacements")? })
+    };
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed("MPI_Type_indexed", Form::Int, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
+    };
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed("MPI_Type_indexed_c", Form::Large, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
 }
 
 #[no_mangle]
@@ -934,18 +1070,38 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let (lens, disps) = (array_of_blocklengths, array_of_displacements);
-    if count > 0 && disps.is_null() {
-        return with_state("MPI_Type_create_hindexed", MPI_COMM_WORLD, |_| {
-            Err(Fail::new(MPI_ERR_ARG, "array_of_displacements is a null pointer"))
-        });
-    }
-    // SAFETY: the standard's contract on the arguments.
-    unsafe {
-        let c = MPI_COMBINER_HINDEXED;
-        let d = if count == 0 { [0isize].as_ptr() } else { disps };
-        indexed("MPI_Type_create_hindexed", count, lens, false, std::ptr::null(), d, oldtype, newtype, c)
-    }
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        Ok(Indexed {
+            count: count.into(),
+            lens,
+            disps: aints_arg(array_of_displacements, n, "array_of_displacements")?,
+        })
+    };
+    let (call, c) = ("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
+    };
+    let (call, c) = ("MPI_Type_create_hindexed_c", MPI_COMBINER_HINDEXED);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
 }
 
 #[no_mangle]
@@ -956,14 +1112,34 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let disps = array_of_displacements;
-    // SAFETY: the standard's contract on the arguments; `blocklength` is
-    // read as a one-element array.
-    unsafe {
-        let c = MPI_COMBINER_INDEXED_BLOCK;
-        let call = "MPI_Type_create_indexed_block";
-        indexed(call, count, &blocklength, true, disps, std::ptr::null(), oldtype, newtype, c)
-    }
+    // SAFETY: the standard's contract: the array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let disps = ints_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
+    };
+    let (call, c) = ("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Int, c, false, read, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
+    count: i64,
+    blocklength: i64,
+    array_of_displacements: *const i64,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract: the array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok(Indexed { count, lens: vec![blocklength], disps })
+    };
+    let (call, c) = ("MPI_Type_create_indexed_block_c", MPI_COMBINER_INDEXED_BLOCK);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Large, c, false, read, oldtype, newtype) }
 }
 
 #[no_mangle]
@@ -974,19 +1150,69 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let disps = array_of_displacements;
-    if count > 0 && disps.is_null() {
-        return with_state("MPI_Type_create_hindexed_block", MPI_COMM_WORLD, |_| {
-            Err(Fail::new(MPI_ERR_ARG, "array_of_displacements is a null pointer"))
-        });
-    }
-    // SAFETY: as above.
-    unsafe {
-        let c = MPI_COMBINER_HINDEXED_BLOCK;
-        let d = if count == 0 { [0isize].as_ptr() } else { disps };
-        let call = "MPI_Type_create_hindexed_block";
-        indexed(call, count, &blocklength, true, std::ptr::null(), d, oldtype, newtype, c)
-    }
+    // SAFETY: the standard's contract: the array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
+    };
+    let (call, c) = ("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
+    count: i64,
+    blocklength: i64,
+    array_of_displacements: *const i64,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract: the array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok(Indexed { count, lens: vec![blocklength], disps })
+    };
+    let (call, c) = ("MPI_Type_create_hindexed_block_c", MPI_COMBINER_HINDEXED_BLOCK);
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
+}
+
+/// `MPI_Type_create_struct(_c)` (§5.1.2): block `i` is `lens[i]`
+/// elements of `types[i]` at byte `disps[i]`.
+///
+/// # Safety
+/// `newtype` is null or writable; `read` reads the caller's arrays.
+unsafe fn structure(
+    call: &str,
+    form: Form,
+    read: impl FnOnce() -> R<(Indexed, Vec<Handle>)>,
+    newtype: *mut Handle,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let (Indexed { count, lens, disps }, types) = read()?;
+        let mut b = Builder::new();
+        let mut parts = Vec::with_capacity(types.len());
+        for ((&len, &d), &t) in lens.iter().zip(&disps).zip(&types) {
+            b.place(&*st.layout(t)?, disp_arg(d)?, count_arg(len, "a block length")?)?;
+            parts.push(st.part(t)?);
+        }
+        let mut l = b.done();
+        // The extent is padded to the alignment of its strictest member,
+        // as a C compiler pads a struct (§5.1.6, "epsilon").
+        let ext = l.extent();
+        let padded = (ext as usize).next_multiple_of(l.align) as isize;
+        if ext >= 0 && padded != ext {
+            l.ub = l.lb + padded;
+        }
+        let mut counts = vec![count];
+        counts.extend_from_slice(&lens);
+        let contents = Args::new(form, MPI_COMBINER_STRUCT, counts, disps).contents(parts);
+        // SAFETY: the caller's contract on `newtype`.
+        unsafe { define(st, l, contents, newtype) }
+    })
 }
 
 #[no_mangle]
@@ -997,34 +1223,49 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     array_of_types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Type_create_struct", MPI_COMM_WORLD, |st| {
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
         let n = count_arg(count, "count")?;
-        // SAFETY: the standard's contract: each array holds `count` values.
-        let (lens, disps, types) = unsafe {
-            (
-                array(array_of_blocklengths, n, "array_of_blocklengths")?,
-                array(array_of_displacements, n, "array_of_displacements")?,
-                array(array_of_types, n, "array_of_types")?,
-            )
-        };
-        let mut b = Builder::new();
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            b.place(&*st.layout(types[i])?, disps[i], count_arg(lens[i], "a block length")?)?;
-            parts.push(st.part(types[i])?);
-        }
-        let mut l = b.done();
-        // The extent is padded to the alignment of its strictest member,
-        // as a C compiler pads a struct (§5.1.6, "epsilon").
-        let ext = l.extent();
-        let padded = (ext as usize).next_multiple_of(l.align) as isize;
-        if ext >= 0 && padded != ext {
-            l.ub = l.lb + padded;
-        }
-        let mut ints = vec![count];
-        ints.extend_from_slice(lens);
-        let contents = Contents { combiner: MPI_COMBINER_STRUCT, ints, aints: disps.to_vec(), types: parts };
-        // SAFETY: the standard's contract on `newtype`.
+        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok((Indexed { count: count.into(), lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
+    };
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { structure("MPI_Type_create_struct", Form::Int, read, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    array_of_types: *const Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract: each array holds `count` values.
+    let read = || unsafe {
+        let n = count_arg(count, "count")?;
+        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
+        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
+        Ok((Indexed { count, lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
+    };
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { structure("MPI_Type_create_struct_c", Form::Large, read, newtype) }
+}
+
+/// `MPI_Type_create_resized(_c)` (§5.1.7): `oldtype` with new bounds.
+///
+/// # Safety
+/// `newtype` is null or writable.
+unsafe fn resized(call: &str, form: Form, oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let mut l = (*st.layout(oldtype)?).clone();
+        let (lo, ext) = (disp_arg(lb)?, disp_arg(extent)?);
+        l.lb = lo;
+        l.ub = lo.checked_add(ext).ok_or_else(|| Fail::new(MPI_ERR_ARG, "lb + extent overflows an address"))?;
+        let contents =
+            Args::new(form, MPI_COMBINER_RESIZED, vec![], vec![lb, extent]).contents(vec![st.part(oldtype)?]);
+        // SAFETY: the caller's contract on `newtype`.
         unsafe { define(st, l, contents, newtype) }
     })
 }
@@ -1036,18 +1277,19 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     newtype: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Type_create_resized", MPI_COMM_WORLD, |st| {
-        let mut l = (*st.layout(oldtype)?).clone();
-        (l.lb, l.ub) = (lb, lb + extent);
-        let contents = Contents {
-            combiner: MPI_COMBINER_RESIZED,
-            ints: vec![],
-            aints: vec![lb, extent],
-            types: vec![st.part(oldtype)?],
-        };
-        // SAFETY: the standard's contract on `newtype`.
-        unsafe { define(st, l, contents, newtype) }
-    })
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { resized("MPI_Type_create_resized", Form::Int, oldtype, lb as i64, extent as i64, newtype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized_c(
+    oldtype: Handle,
+    lb: i64,
+    extent: i64,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { resized("MPI_Type_create_resized_c", Form::Large, oldtype, lb, extent, newtype) }
 }
 
 #[no_mangle]
@@ -1055,8 +1297,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
     with_state("MPI_Type_dup", MPI_COMM_WORLD, |st| {
         let l = (*st.layout(oldtype)?).clone();
         let committed = st.types.get(&oldtype).is_none_or(|e| e.committed);
-        let contents =
-            Contents { combiner: MPI_COMBINER_DUP, ints: vec![], aints: vec![], types: vec![st.part(oldtype)?] };
+        let contents = Args::new(Form::Int, MPI_COMBINER_DUP, vec![], vec![]).contents(vec![st.part(oldtype)?]);
         // SAFETY: the standard's contract on `newtype`.
         unsafe { define(st, l, contents, newtype)? };
         // A duplicate is committed if its original was (§5.1.10).
@@ -1088,7 +1329,9 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
     with_state("MPI_Type_free", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `datatype`.
         let dt = unsafe { read_arg(datatype, "datatype")? };
-        st.type_entry(dt)?;
+        if is_f90(st.type_entry(dt)?) {
+            return Err(Fail::new(MPI_ERR_TYPE, "a type from MPI_Type_create_f90_* is predefined: it cannot be freed"));
+        }
         // Operations in progress and types built from it keep their own
         // copy of the layout (§5.1.10).
         st.types.remove(&dt);
@@ -1235,6 +1478,32 @@ pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: 
     unsafe { count_call("MPI_Get_elements_c", status, datatype, true, count, |n| n) }
 }
 
+impl State {
+    /// How `datatype` was built: `None` for a named predefined type.
+    fn contents_of(&self, datatype: Handle) -> R<Option<&Contents>> {
+        match self.types.get(&datatype) {
+            Some(e) => Ok(Some(&e.def.contents)),
+            None => self.layout(datatype).map(|_| None),
+        }
+    }
+}
+
+/// `MPI_Type_get_envelope(_c)` (§5.1.13): `[integers, addresses, large
+/// counts, datatypes]` and the combiner.
+fn envelope(st: &State, datatype: Handle, form: Form) -> R<([usize; 4], c_int)> {
+    let Some(c) = st.contents_of(datatype)? else {
+        return Ok(([0; 4], MPI_COMBINER_NAMED));
+    };
+    if form == Form::Int && !c.counts.is_empty() {
+        return Err(Fail::new(
+            MPI_ERR_TYPE,
+            "this datatype was built by a large-count constructor: decode it with MPI_Type_get_envelope_c \
+             and MPI_Type_get_contents_c",
+        ));
+    }
+    Ok(([c.ints.len(), c.aints.len(), c.counts.len(), c.types.len()], c.combiner))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_envelope(
     datatype: Handle,
@@ -1244,16 +1513,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     combiner: *mut c_int,
 ) -> c_int {
     with_state("MPI_Type_get_envelope", MPI_COMM_WORLD, |st| {
-        let (ni, na, nd, c) = match st.types.get(&datatype) {
-            Some(e) => {
-                let c = &e.def.contents;
-                (c.ints.len(), c.aints.len(), c.types.len(), c.combiner)
-            }
-            None => {
-                st.layout(datatype)?;
-                (0, 0, 0, MPI_COMBINER_NAMED)
-            }
-        };
+        let ([ni, na, _, nd], c) = envelope(st, datatype, Form::Int)?;
         // SAFETY: the standard's contract on the pointers.
         unsafe {
             put(num_integers, ni as c_int, "num_integers")?;
@@ -1262,6 +1522,90 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
             put(combiner, c, "combiner")
         }
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_envelope_c(
+    datatype: Handle,
+    num_integers: *mut i64,
+    num_addresses: *mut i64,
+    num_large_counts: *mut i64,
+    num_datatypes: *mut i64,
+    combiner: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_envelope_c", MPI_COMM_WORLD, |st| {
+        let ([ni, na, nc, nd], c) = envelope(st, datatype, Form::Large)?;
+        // SAFETY: the standard's contract on the pointers.
+        unsafe {
+            put(num_integers, ni as i64, "num_integers")?;
+            put(num_addresses, na as i64, "num_addresses")?;
+            put(num_large_counts, nc as i64, "num_large_counts")?;
+            put(num_datatypes, nd as i64, "num_datatypes")?;
+            put(combiner, c, "combiner")
+        }
+    })
+}
+
+/// The output arrays of `MPI_Type_get_contents(_c)` and their sizes.
+struct ContentsOut {
+    max: [i64; 4],
+    ints: *mut c_int,
+    aints: *mut isize,
+    counts: *mut i64,
+    types: *mut Handle,
+}
+
+/// Copy `vals` into the caller's array `out` of `max` values.
+///
+/// # Safety
+/// `out` holds `max` values.
+unsafe fn fill<T: Copy>(out: *mut T, max: i64, vals: &[T], what: &str) -> R<()> {
+    if max < vals.len() as i64 {
+        return Err(Fail::new(MPI_ERR_ARG, format!("max_{what} is {max}, but this datatype has {}", vals.len())));
+    }
+    if !vals.is_empty() {
+        if out.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, format!("array_of_{what} is a null pointer")));
+        }
+        // SAFETY: the caller's contract; `vals` fits (checked).
+        unsafe { std::ptr::copy_nonoverlapping(vals.as_ptr(), out, vals.len()) };
+    }
+    Ok(())
+}
+
+/// `MPI_Type_get_contents(_c)` (§5.1.13).
+///
+/// # Safety
+/// Each output array holds its maximum.
+unsafe fn decode(st: &mut State, datatype: Handle, form: Form, out: ContentsOut) -> R<()> {
+    envelope(st, datatype, form)?;
+    let Some(c) = st.contents_of(datatype)?.cloned() else {
+        return Err(Fail::new(
+            MPI_ERR_TYPE,
+            "MPI_Type_get_contents of a named predefined datatype (its combiner is MPI_COMBINER_NAMED)",
+        ));
+    };
+    // SAFETY: the caller's contract on the arrays.
+    unsafe {
+        fill(out.ints, out.max[0], &c.ints, "integers")?;
+        fill(out.aints, out.max[1], &c.aints, "addresses")?;
+        fill(out.counts, out.max[2], &c.counts, "large_counts")?;
+    }
+    // A derived datatype comes back as a new handle the caller frees (§5.1.13).
+    let handles: Vec<Handle> = c
+        .types
+        .iter()
+        .map(|(h, def)| match def {
+            None => *h,
+            Some(def) => {
+                let n = st.new_handle();
+                st.types.insert(n, TypeEntry { def: def.clone(), committed: true, name: String::new() });
+                n
+            }
+        })
+        .collect();
+    // SAFETY: as above.
+    unsafe { fill(out.types, out.max[3], &handles, "datatypes") }
 }
 
 #[no_mangle]
@@ -1275,47 +1619,40 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     array_of_datatypes: *mut Handle,
 ) -> c_int {
     with_state("MPI_Type_get_contents", MPI_COMM_WORLD, |st| {
-        let Some(e) = st.types.get(&datatype) else {
-            st.layout(datatype)?;
-            return Err(Fail::new(
-                MPI_ERR_TYPE,
-                "MPI_Type_get_contents of a predefined datatype (its combiner is MPI_COMBINER_NAMED)",
-            ));
+        let out = ContentsOut {
+            max: [max_integers.into(), max_addresses.into(), 0, max_datatypes.into()],
+            ints: array_of_integers,
+            aints: array_of_addresses,
+            counts: std::ptr::null_mut(),
+            types: array_of_datatypes,
         };
-        let c = e.def.contents.clone();
-        let short = |what: &str, max: c_int, need: usize| {
-            if (max.max(0) as usize) < need {
-                Err(Fail::new(MPI_ERR_ARG, format!("{what} is {max}, but this datatype has {need}")))
-            } else {
-                Ok(())
-            }
-        };
-        short("max_integers", max_integers, c.ints.len())?;
-        short("max_addresses", max_addresses, c.aints.len())?;
-        short("max_datatypes", max_datatypes, c.types.len())?;
         // SAFETY: the standard's contract: each array holds its max.
-        unsafe {
-            for (i, v) in c.ints.iter().enumerate() {
-                array_of_integers.add(i).write(*v);
-            }
-            for (i, v) in c.aints.iter().enumerate() {
-                array_of_addresses.add(i).write(*v);
-            }
-        }
-        for (i, (h, def)) in c.types.iter().enumerate() {
-            // A derived datatype comes back as a new handle the caller frees (§5.1.13).
-            let h = match def {
-                None => *h,
-                Some(def) => {
-                    let n = st.new_handle();
-                    st.types.insert(n, TypeEntry { def: def.clone(), committed: true, name: String::new() });
-                    n
-                }
-            };
-            // SAFETY: as above.
-            unsafe { array_of_datatypes.add(i).write(h) };
-        }
-        Ok(())
+        unsafe { decode(st, datatype, Form::Int, out) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_contents_c(
+    datatype: Handle,
+    max_integers: i64,
+    max_addresses: i64,
+    max_large_counts: i64,
+    max_datatypes: i64,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut isize,
+    array_of_large_counts: *mut i64,
+    array_of_datatypes: *mut Handle,
+) -> c_int {
+    with_state("MPI_Type_get_contents_c", MPI_COMM_WORLD, |st| {
+        let out = ContentsOut {
+            max: [max_integers, max_addresses, max_large_counts, max_datatypes],
+            ints: array_of_integers,
+            aints: array_of_addresses,
+            counts: array_of_large_counts,
+            types: array_of_datatypes,
+        };
+        // SAFETY: the standard's contract: each array holds its max.
+        unsafe { decode(st, datatype, Form::Large, out) }
     })
 }
 
@@ -1349,6 +1686,78 @@ pub unsafe extern "C" fn MPI_Type_match_size(typeclass: c_int, size: c_int, data
 
 /// `MPI_Get_address` (§5.1.5): the address of `location` as an `MPI_Aint`,
 /// for displacements relative to `MPI_BOTTOM`.
+/// Parameterized Fortran types (§19.2.5): the predefined type a
+/// `SELECTED_INT_KIND(r)` / `SELECTED_REAL_KIND(p, r)` selects, as a
+/// handle whose combiner records the call (`MPI_COMBINER_F90_*`). The same
+/// arguments return the same handle; like a predefined type, it is
+/// committed and cannot be freed.
+fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>, out: *mut Handle) -> R<()> {
+    let undefined = |v: c_int| v == MPI_UNDEFINED;
+    let (p, r) = match ints[..] {
+        [r] => (MPI_UNDEFINED, r),
+        [p, r] => (p, r),
+        _ => (MPI_UNDEFINED, MPI_UNDEFINED),
+    };
+    if combiner != MPI_COMBINER_F90_INTEGER && undefined(p) && undefined(r) {
+        return Err(Fail::new(MPI_ERR_ARG, "p and r are both MPI_UNDEFINED: give a precision or a range"));
+    }
+    let fits = |v: c_int, max: c_int| undefined(v) || (0..=max).contains(&v);
+    // (decimal precision, decimal exponent range) of each real kind.
+    let reals = [(6, 37), (15, 307)];
+    let pick = match combiner {
+        MPI_COMBINER_F90_INTEGER => [(2, MPI_INTEGER1), (4, MPI_INTEGER2), (9, MPI_INTEGER4), (18, MPI_INTEGER8)]
+            .iter()
+            .find(|(max, _)| fits(r, *max))
+            .map(|&(_, h)| h),
+        c => {
+            let kinds = if c == MPI_COMBINER_F90_REAL { [MPI_REAL4, MPI_REAL8] } else { [MPI_COMPLEX8, MPI_COMPLEX16] };
+            reals.iter().zip(kinds).find(|((pm, rm), _)| fits(p, *pm) && fits(r, *rm)).map(|(_, h)| h)
+        }
+    };
+    let base = pick.ok_or_else(|| {
+        Fail::new(MPI_ERR_ARG, format!("no Fortran kind of this library has precision {p} and range {r}"))
+    })?;
+    let same = |e: &&TypeEntry| e.def.contents.combiner == combiner && e.def.contents.ints == ints;
+    let h = match st.types.iter().find(|(_, e)| same(e)) {
+        Some((&h, _)) => h,
+        None => {
+            let h = st.new_handle();
+            let contents = Contents { combiner, ints, aints: vec![], counts: vec![], types: vec![] };
+            let def = Arc::new(TypeDef { layout: Arc::new(st.layout(base)?.as_ref().clone()), contents });
+            st.types.insert(h, TypeEntry { def, committed: true, name: String::new() });
+            h
+        }
+    };
+    // SAFETY: the standard's contract on `newtype`.
+    unsafe { put(out, h, "newtype") }
+}
+
+/// A type `MPI_Type_create_f90_*` returned: predefined, never freed.
+fn is_f90(e: &TypeEntry) -> bool {
+    matches!(e.def.contents.combiner, MPI_COMBINER_F90_INTEGER | MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_create_f90_integer", MPI_COMM_WORLD, |st| {
+        f90_type(st, MPI_COMBINER_F90_INTEGER, vec![r], newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_create_f90_real", MPI_COMM_WORLD, |st| {
+        f90_type(st, MPI_COMBINER_F90_REAL, vec![p, r], newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_create_f90_complex", MPI_COMM_WORLD, |st| {
+        f90_type(st, MPI_COMBINER_F90_COMPLEX, vec![p, r], newtype)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
     with_state("MPI_Get_address", MPI_COMM_WORLD, |_| {

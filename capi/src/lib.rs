@@ -24,6 +24,7 @@
 #![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
 
 pub mod abi;
+mod arrays;
 mod attr;
 mod bsend;
 mod coll;

@@ -313,6 +313,14 @@ fn derived_datatypes_v_collectives_and_scans() {
     everywhere("types", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
 
+/// Subarrays, distributed arrays over the grid MPI_Dims_create picks,
+/// the large-count constructors and their decoding, and the Fortran kind
+/// types (sim-tests/c/arrays.c).
+#[test]
+fn subarrays_distributed_arrays_and_large_count_types() {
+    everywhere("arrays", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
+}
+
 /// Groups, communicators made from them, attributes, buffered sends,
 /// matched probes and the any/some completions (sim-tests/c/groups.c).
 #[test]
