@@ -752,6 +752,32 @@ unsafe fn reduce(
 }
 collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm);
 
+/// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`, here.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+) -> c_int {
+    with_state("MPI_Reduce_local", MPI_COMM_WORLD, |_| {
+        let n = count_of(count)?;
+        let op = system_op(op)?;
+        typed!(datatype, T => {
+            let bytes = n * std::mem::size_of::<T>();
+            let (i, o) = (inbuf as usize, inoutbuf as usize);
+            if bytes > 0 && i < o + bytes && o < i + bytes {
+                return Err(Fail::new(MPI_ERR_BUFFER, "inbuf and inoutbuf overlap (§6.9.7 forbids it)"));
+            }
+            // SAFETY: the standard's contract: both buffers hold `count`
+            // elements for this call; they do not overlap (checked).
+            let (a, b) = unsafe { (elems::<T>(inbuf, n, "inbuf")?, elems_mut::<T>(inoutbuf, n, "inoutbuf")?) };
+            Ok(mpi::coll::reduce_local_into(a, b, op)?)
+        })
+    })
+}
+
 /// Reductions whose every process sends and receives `count` elements:
 /// all-reduce, scan and exclusive scan.
 #[derive(Clone, Copy)]

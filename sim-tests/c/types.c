@@ -353,6 +353,15 @@ int main(int argc, char **argv)
     free(counts), free(displs), free(gv), free(sc), free(sd), free(rc_), free(rd), free(sbuf), free(rbuf);
     free(blk), free(all), free(ag), free(rows), free(cols);
 
+    /* Reduce_local (§6.9.7): no communication, inout = in op inout. */
+    double din[3] = {1.5, -2, 4}, dio[3] = {2, 5, -1};
+    MPI_Reduce_local(din, dio, 3, MPI_DOUBLE, MPI_MAX);
+    CHECK(dio[0] == 2 && dio[1] == 5 && dio[2] == 4, "reduce_local max %g %g %g", dio[0], dio[1], dio[2]);
+    int iin[2] = {3, 4}, iio[2] = {5, 6};
+    MPI_Reduce_local(iin, iio, 2, MPI_INT, MPI_PROD);
+    CHECK(iio[0] == 15 && iio[1] == 24, "reduce_local prod %d %d", iio[0], iio[1]);
+    CHECK(MPI_Reduce_local(iio, iio, 2, MPI_INT, MPI_SUM) == MPI_ERR_BUFFER, "overlapping reduce_local accepted");
+
     int sum = 0;
     MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && sum == 0) printf("OK c-types on %d ranks\n", size);

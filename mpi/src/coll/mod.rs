@@ -196,6 +196,21 @@ pub trait IntoOperation<T> {
     fn into_operation(self) -> Result<Operation>;
 }
 
+/// Combine two local buffers, `inoutbuf[i] = inbuf[i] op inoutbuf[i]`,
+/// with no communication (`MPI_Reduce_local`, MPI 4.1 §6.9.7).
+pub fn reduce_local_into<T: Equivalence, O: IntoOperation<T>>(inbuf: &[T], inoutbuf: &mut [T], op: O) -> Result<()> {
+    if inbuf.len() != inoutbuf.len() {
+        return Err(MpiError::Invalid(format!(
+            "reduce_local: {} input elements but {} in the result buffer",
+            inbuf.len(),
+            inoutbuf.len()
+        )));
+    }
+    let op = op.into_operation()?;
+    (op.f)(bytemuck::cast_slice(inbuf), bytemuck::cast_slice_mut(inoutbuf));
+    Ok(())
+}
+
 impl<T: Reducible> IntoOperation<T> for SystemOperation {
     fn into_operation(self) -> Result<Operation> {
         Operation::system::<T>(self)
