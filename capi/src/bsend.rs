@@ -112,7 +112,7 @@ const BUFFER_AUTOMATIC: usize = 2;
 /// attached to it, else the process's (MPI 4.1 §3.6). (Of the state's
 /// fields, so that a caller may hold another field meanwhile.)
 pub(crate) fn buffer_for<'a>(
-    comms: &'a mut Table<CommEntry>,
+    comms: &'a mut crate::comm_table::CommTable,
     process: &'a mut Buffered,
     comm: Handle,
 ) -> &'a mut Buffered {

@@ -30,7 +30,6 @@ fn init(required: c_int) -> R<c_int> {
     }
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
-    let mut comms = Table::default();
     let entry = |comm, name: &str| CommEntry {
         comm,
         errhandler: MPI_ERRORS_ARE_FATAL,
@@ -39,8 +38,10 @@ fn init(required: c_int) -> R<c_int> {
         info: Vec::new(),
         buffered: Default::default(),
     };
-    comms.insert(MPI_COMM_WORLD, entry(universe.world(), "MPI_COMM_WORLD"));
-    comms.insert(MPI_COMM_SELF, entry(universe.self_communicator(), "MPI_COMM_SELF"));
+    let comms = crate::comm_table::CommTable::predefined(
+        entry(universe.world(), "MPI_COMM_WORLD"),
+        entry(universe.self_communicator(), "MPI_COMM_SELF"),
+    );
     *guard = Some(State {
         universe,
         comms,
@@ -395,7 +396,6 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int 
 pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
     let errhandler = st.comm(parent)?.errhandler;
-    let h = st.new_handle();
     let e = CommEntry {
         comm: c,
         errhandler,
@@ -404,8 +404,7 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
         info: Vec::new(),
         buffered: Default::default(),
     };
-    st.comms.insert(h, e);
-    Ok(h)
+    Ok(st.comms.add(e))
 }
 
 /// Duplicate `comm` (§7.4.2): its attributes through their copy

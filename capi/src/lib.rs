@@ -28,6 +28,7 @@ mod arrays;
 mod attr;
 mod bsend;
 mod coll;
+mod comm_table;
 mod datatype;
 mod env;
 mod group;
@@ -223,7 +224,7 @@ pub(crate) enum PersistentOp {
 /// Everything between `MPI_Init` and `MPI_Finalize`.
 pub(crate) struct State {
     pub(crate) universe: Universe,
-    pub(crate) comms: Table<CommEntry>,
+    pub(crate) comms: comm_table::CommTable,
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
@@ -263,7 +264,7 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Handles the library makes start here, above every predefined value.
-const FIRST_HANDLE: Handle = 0x1_0000;
+pub(crate) const FIRST_HANDLE: Handle = 0x1_0000;
 
 impl State {
     pub(crate) fn new_handle(&mut self) -> Handle {

@@ -1,0 +1,83 @@
+//! Communicators by handle, found by index rather than by hashing: the
+//! lookup every point-to-point call makes first (docs/BENCHMARKS.md, "The
+//! C ABI's cost over the Rust API").
+//!
+//! `MPI_COMM_WORLD` and `MPI_COMM_SELF` are slots 0 and 1. A communicator
+//! the program makes gets slot `k` and the handle `FIRST_HANDLE + 16 *
+//! (k - 2) + COMM_MARK`: the low bits tell it from every other handle the
+//! library hands out (those are multiples of 16), so no handle of another
+//! kind, predefined or not, ever finds a communicator. Slots are not
+//! reused, so a freed communicator's handle stays invalid.
+
+use crate::abi::*;
+use crate::{CommEntry, Handle, FIRST_HANDLE};
+
+/// The low bits of a communicator handle the library made.
+const COMM_MARK: Handle = 0x5;
+
+#[derive(Default)]
+pub(crate) struct CommTable {
+    slots: Vec<Option<Box<CommEntry>>>,
+}
+
+impl CommTable {
+    /// The slot a handle names, if it is a communicator handle at all.
+    #[inline]
+    fn slot(h: Handle) -> Option<usize> {
+        match h {
+            MPI_COMM_WORLD => Some(0),
+            MPI_COMM_SELF => Some(1),
+            h if h >= FIRST_HANDLE && h & 0xF == COMM_MARK => Some(((h - FIRST_HANDLE) >> 4) + 2),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, h: &Handle) -> Option<&CommEntry> {
+        self.slots.get(Self::slot(*h)?)?.as_deref()
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, h: &Handle) -> Option<&mut CommEntry> {
+        self.slots.get_mut(Self::slot(*h)?)?.as_deref_mut()
+    }
+
+    /// Install the predefined communicators.
+    pub(crate) fn predefined(world: CommEntry, self_: CommEntry) -> CommTable {
+        CommTable { slots: vec![Some(Box::new(world)), Some(Box::new(self_))] }
+    }
+
+    /// Register a new communicator and return its handle.
+    pub(crate) fn add(&mut self, e: CommEntry) -> Handle {
+        let k = self.slots.len().max(2);
+        self.slots.resize_with(k, || None);
+        self.slots.push(Some(Box::new(e)));
+        FIRST_HANDLE + ((k - 2) << 4) + COMM_MARK
+    }
+
+    pub(crate) fn remove(&mut self, h: &Handle) -> Option<CommEntry> {
+        let k = Self::slot(*h)?;
+        self.slots.get_mut(k)?.take().map(|b| *b)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_of_other_kinds_never_find_a_communicator() {
+        // Every non-communicator handle the library makes is a multiple of
+        // 16 from FIRST_HANDLE; predefined handles are below it.
+        for h in [FIRST_HANDLE, FIRST_HANDLE + 16, FIRST_HANDLE + 32 * 1024, MPI_INT, MPI_SUM, MPI_COMM_NULL] {
+            assert_eq!(CommTable::slot(h), None, "{h:#x}");
+        }
+        assert_eq!(CommTable::slot(MPI_COMM_WORLD), Some(0));
+        assert_eq!(CommTable::slot(FIRST_HANDLE + COMM_MARK), Some(2));
+        assert_eq!(CommTable::slot(FIRST_HANDLE + 16 * 7 + COMM_MARK), Some(9));
+    }
+}
