@@ -68,9 +68,21 @@ fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) 
     Active { r, stage: Stage { hold, unpack, ..Stage::default() } }
 }
 
-/// Run a collective to completion.
-fn blocking(call: &str, comm: Handle, start: impl FnOnce(&mut State) -> R<Active>) -> c_int {
+/// Run a collective to completion; on an intercommunicator, run `inter`
+/// (its intercommunicator form), or refuse.
+fn blocking(
+    call: &str,
+    comm: Handle,
+    start: impl FnOnce(&mut State) -> R<Active>,
+    inter: Option<impl FnOnce(&mut State) -> R<()>>,
+) -> c_int {
     with_state(call, comm, |st| {
+        if crate::inter::is_inter(st, comm) {
+            return match inter {
+                Some(f) => f(st),
+                None => crate::inter::refuse_inter(st, comm, call),
+            };
+        }
         start(st)?.wait()?;
         Ok(())
     })
@@ -90,6 +102,7 @@ unsafe fn nonblocking(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
+        crate::inter::refuse_inter(st, comm, call)?;
         let a = start(st)?;
         // SAFETY: checked non-null; the caller's contract.
         unsafe { new_request(st, Req::Op(a), request) }
@@ -97,13 +110,20 @@ unsafe fn nonblocking(
 }
 
 /// The blocking and non-blocking entry points of one collective, from
-/// the function that starts it.
+/// the function that starts it, and on an intercommunicator the blocking
+/// form's body (`inter = |st| ...`), if it has one.
 macro_rules! collective {
-    ($name:ident / $iname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident) => {
+    (@inter) => { None::<fn(&mut State) -> R<()>> };
+    (@inter |$st:ident| $e:expr) => {
+        // SAFETY: the standard's contract on the arguments, for the call.
+        Some(|$st: &mut State| -> R<()> { unsafe { $e } })
+    };
+    ($name:ident / $iname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            let inter = collective!(@inter $(|$st| $inter)?);
             // SAFETY: the standard's contract on the arguments, for the call.
-            blocking(stringify!($name), $comm, |st| unsafe { $start(st, $($arg),*) })
+            blocking(stringify!($name), $comm, |st| unsafe { $start(st, $($arg),*) }, inter)
         }
 
         #[no_mangle]
@@ -284,7 +304,12 @@ unsafe fn barrier(st: &mut State, comm: Handle) -> R<Active> {
 #[no_mangle]
 pub extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     // SAFETY: no pointer arguments.
-    blocking("MPI_Barrier", comm, |st| unsafe { barrier(st, comm) })
+    blocking(
+        "MPI_Barrier",
+        comm,
+        |st| unsafe { barrier(st, comm) },
+        Some(|st: &mut State| crate::inter::barrier(st, comm)),
+    )
 }
 
 #[no_mangle]
@@ -315,7 +340,7 @@ unsafe fn bcast(
         active(r, Vec::new(), inc.stage)
     })
 }
-collective!(MPI_Bcast / MPI_Ibcast = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Bcast / MPI_Ibcast = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn gather(
@@ -348,7 +373,7 @@ unsafe fn gather(
     let r = p.immediate_gather_into_root(o.bytes, recv)?;
     Ok(active(r, o.hold, inc.stage))
 }
-collective!(MPI_Gather / MPI_Igather = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Gather / MPI_Igather = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn scatter(
@@ -392,7 +417,7 @@ unsafe fn scatter(
     let r = p.immediate_scatter_into_root(o.bytes, recv)?;
     Ok(active(r, hold, unpack))
 }
-collective!(MPI_Scatter / MPI_Iscatter = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Scatter / MPI_Iscatter = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn allgather(
@@ -418,7 +443,7 @@ unsafe fn allgather(
     let r = c.immediate_all_gather_into(o.bytes, recv)?;
     Ok(active(r, o.hold, inc.stage))
 }
-collective!(MPI_Allgather / MPI_Iallgather = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Allgather / MPI_Iallgather = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn alltoall(
@@ -449,7 +474,7 @@ unsafe fn alltoall(
     let r = c.immediate_all_to_all_into(o.bytes, recv)?;
     Ok(active(r, o.hold, inc.stage))
 }
-collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
 // ---- the v-collectives (§6.5-6.8): a count and displacement per process ----
 
@@ -488,7 +513,7 @@ unsafe fn gatherv(
     let r = p.immediate_gather_varcount_into_root(o.bytes, recv, &b.counts, &b.displs)?;
     Ok(active(r, o.hold, b.inc.stage))
 }
-collective!(MPI_Gatherv / MPI_Igatherv = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Gatherv / MPI_Igatherv = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn scatterv(
@@ -539,7 +564,7 @@ unsafe fn scatterv(
     let r = p.immediate_scatter_varcount_into_root(send, &b.counts, &b.displs, recv)?;
     Ok(active(r, hold, unpack))
 }
-collective!(MPI_Scatterv / MPI_Iscatterv = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Scatterv / MPI_Iscatterv = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn allgatherv(
@@ -569,7 +594,7 @@ unsafe fn allgatherv(
     let r = c.immediate_all_gather_varcount_into(o.bytes, recv, &b.counts, &b.displs)?;
     Ok(active(r, o.hold, b.inc.stage))
 }
-collective!(MPI_Allgatherv / MPI_Iallgatherv = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Allgatherv / MPI_Iallgatherv = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn alltoallv(
@@ -611,7 +636,7 @@ unsafe fn alltoallv(
     let r = c.immediate_all_to_all_varcount_into(o.bytes, &scounts, &sdispls, recv, &rb.counts, &rb.displs)?;
     Ok(active(r, o.hold, rb.inc.stage))
 }
-collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts, sdispls)), sendtype, recvbuf, 0, Some((recvcounts, rdispls)), recvtype, comm));
 
 /// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
 /// datatype and byte displacement. The blocks to send are packed into one
@@ -750,7 +775,7 @@ unsafe fn reduce(
     })?;
     Ok(Active::plain(r))
 }
-collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm);
+collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 
 /// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`, here.
 #[no_mangle]
@@ -775,6 +800,48 @@ pub unsafe extern "C" fn MPI_Reduce_local(
             let (a, b) = unsafe { (elems::<T>(inbuf, n, "inbuf")?, elems_mut::<T>(inoutbuf, n, "inoutbuf")?) };
             Ok(mpi::coll::reduce_local_into(a, b, op)?)
         })
+    })
+}
+
+/// `MPI_Reduce` (`root` given) and `MPI_Allreduce` on an
+/// intercommunicator (§6.9.1, §6.9.6): the result is the other group's.
+///
+/// # Safety
+/// The standard's contract on the buffers.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn inter_reduce(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+    root: Option<c_int>,
+    comm: Handle,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
+    let n = count_of(count)?;
+    let op = system_op(op)?;
+    let root = root.map(|r| crate::inter::root_arg(c, r)).transpose()?;
+    typed!(datatype, T => {
+        use mpi::inter::InterRoot;
+        // SAFETY: the caller's contract: each buffer holds `count` elements
+        // where it is significant, for this call.
+        unsafe {
+            let send: &[T] = match root {
+                Some(InterRoot::Here | InterRoot::Idle) => &[],
+                _ => elems::<T>(sendbuf, n, "sendbuf")?,
+            };
+            let recv: &mut [T] = match root {
+                Some(InterRoot::Here) | None => elems_mut::<T>(recvbuf, n, "recvbuf")?,
+                _ => &mut [],
+            };
+            match root {
+                Some(r) => c.inter_reduce(r, send, recv, op)?,
+                None => c.inter_all_reduce(send, recv, op)?,
+            }
+            Ok(())
+        }
     })
 }
 
@@ -828,7 +895,7 @@ unsafe fn allreduce(
     // SAFETY: the caller's contract.
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
 }
-collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
 
 unsafe fn scan(
     st: &mut State,

@@ -27,7 +27,7 @@ impl State {
     ///
     /// # Safety
     /// `out` is null or writable.
-    unsafe fn new_group(&mut self, members: Vec<u32>, out: *mut Handle) -> R<()> {
+    pub(crate) unsafe fn new_group(&mut self, members: Vec<u32>, out: *mut Handle) -> R<()> {
         let h = if members.is_empty() {
             MPI_GROUP_EMPTY
         } else {
@@ -460,10 +460,9 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
     with_state("MPI_Comm_test_inter", comm, |st| {
-        st.comm(comm)?;
-        // Every communicator here is an intracommunicator (§7.6.1).
+        let inter = st.comm(comm)?.comm.is_inter();
         // SAFETY: the standard's contract on `flag`.
-        unsafe { put(flag, 0, "flag") }
+        unsafe { put(flag, c_int::from(inter), "flag") }
     })
 }
 

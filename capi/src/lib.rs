@@ -33,6 +33,7 @@ mod datatype;
 mod env;
 mod group;
 mod info;
+mod inter;
 mod message;
 mod p2p;
 mod status;

@@ -80,7 +80,7 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    fn new(members: Vec<u32>) -> Group {
+    pub(crate) fn new(members: Vec<u32>) -> Group {
         let mut index = vec![-1; members.iter().max().map_or(0, |m| *m as usize + 1)];
         for (i, r) in members.iter().enumerate() {
             index[*r as usize] = i as Rank;
@@ -102,11 +102,15 @@ impl Group {
 /// messages never match another communicator's (MPI 4.1 §7.1).
 #[derive(Clone)]
 pub struct SimpleCommunicator {
-    shared: Shared,
-    group: Rc<Group>,
+    pub(crate) shared: Shared,
+    /// The local group: this process and its peers (of an intracommunicator).
+    pub(crate) group: Rc<Group>,
     /// Point-to-point context; `ctx + 1` is the collective context.
-    ctx: u32,
-    rank: Rank,
+    pub(crate) ctx: u32,
+    pub(crate) rank: Rank,
+    /// An intercommunicator's remote group and local communicator
+    /// (MPI 4.1 §7.6); `None` for an intracommunicator.
+    pub(crate) inter: Option<Rc<crate::inter::Inter>>,
 }
 
 /// The point-to-point context of `MPI_COMM_SELF` (`+ 1`: its collectives).
@@ -151,19 +155,34 @@ pub trait Communicator {
 
 impl SimpleCommunicator {
     pub(crate) fn world(shared: Shared, rank: u32, size: u32) -> SimpleCommunicator {
-        SimpleCommunicator { shared, group: Rc::new(Group::new((0..size).collect())), ctx: 0, rank: rank as Rank }
+        SimpleCommunicator {
+            shared,
+            group: Rc::new(Group::new((0..size).collect())),
+            ctx: 0,
+            rank: rank as Rank,
+            inter: None,
+        }
     }
 
-    fn job_rank(&self, r: Rank) -> Result<u32> {
-        self.group
-            .members
-            .get(usize::try_from(r).map_err(|_| MpiError::InvalidRank { rank: r, size: self.size() })?)
-            .copied()
-            .ok_or(MpiError::InvalidRank { rank: r, size: self.size() })
+    /// The job rank of the process a send or receive names: a member of
+    /// this group, or of the remote group of an intercommunicator (§7.6).
+    pub(crate) fn job_rank(&self, r: Rank) -> Result<u32> {
+        let peers = &self.peers().members;
+        let bad = || MpiError::InvalidRank { rank: r, size: peers.len() as Rank };
+        peers.get(usize::try_from(r).map_err(|_| bad())?).copied().ok_or_else(bad)
+    }
+
+    /// The group point-to-point ranks refer to: the remote group of an
+    /// intercommunicator, else this one.
+    pub(crate) fn peers(&self) -> &Rc<Group> {
+        match &self.inter {
+            Some(i) => &i.remote,
+            None => &self.group,
+        }
     }
 
     fn status(&self, st: adi::Status) -> Status {
-        self.group.status(st)
+        self.peers().status(st)
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -194,12 +213,12 @@ impl SimpleCommunicator {
 
     // ---- internal collectives on the collective context -------------------------
 
-    fn coll_send(&self, to: Rank, tag: i32, data: &[u8]) -> Result<()> {
+    pub(crate) fn coll_send(&self, to: Rank, tag: i32, data: &[u8]) -> Result<()> {
         let dest = self.job_rank(to)?;
         Ok(self.shared.borrow_mut().engine()?.send(dest, tag, self.ctx + 1, data, false)?)
     }
 
-    fn coll_recv(&self, from: Rank, tag: i32) -> Result<Vec<u8>> {
+    pub(crate) fn coll_recv(&self, from: Rank, tag: i32) -> Result<Vec<u8>> {
         let src = self.job_rank(from)?;
         let (_, d) =
             self.shared.borrow_mut().engine()?.recv(AdiSource::Rank(src), TagSel::Tag(tag), self.ctx + 1, u64::MAX)?;
@@ -252,6 +271,7 @@ impl SimpleCommunicator {
     /// hands out the largest, so that the new context is unused by every
     /// member, as a split does over the whole communicator.
     pub fn create_from_ranks(&self, ranks: &[Rank], tag: Tag) -> Result<Option<SimpleCommunicator>> {
+        self.intra_only("create_from_ranks")?;
         let mut seen = std::collections::HashSet::new();
         for &r in ranks {
             self.job_rank(r)?;
@@ -296,11 +316,11 @@ impl SimpleCommunicator {
         self.make_child(vec![me], SELF_CTX)
     }
 
-    fn make_child(&self, members: Vec<u32>, ctx: u32) -> SimpleCommunicator {
+    pub(crate) fn make_child(&self, members: Vec<u32>, ctx: u32) -> SimpleCommunicator {
         let group = Group::new(members);
         let me = self.group.members[self.rank as usize];
         let rank = group.comm_rank(me);
-        SimpleCommunicator { shared: self.shared.clone(), group: Rc::new(group), ctx, rank }
+        SimpleCommunicator { shared: self.shared.clone(), group: Rc::new(group), ctx, rank, inter: None }
     }
 }
 
@@ -328,10 +348,16 @@ impl Communicator for SimpleCommunicator {
     /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages, run
     /// as a schedule like every collective.
     fn barrier(&self) -> Result<()> {
+        if self.inter.is_some() {
+            return self.inter_barrier();
+        }
         crate::coll::CommunicatorCollectives::immediate_barrier(self)?.finish_blocking()
     }
 
     fn duplicate(&self) -> Result<SimpleCommunicator> {
+        if self.inter.is_some() {
+            return self.inter_duplicate();
+        }
         Ok(self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone()))
     }
 
@@ -340,6 +366,7 @@ impl Communicator for SimpleCommunicator {
     }
 
     fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
+        self.intra_only("split")?;
         charge_call(self.shared.borrow_mut().engine()?);
         let c = match color {
             Color::With(v) if v < 0 => return Err(MpiError::Invalid(format!("split color {v} must be non-negative"))),
@@ -517,7 +544,7 @@ fn isend_impl<'a, Sc: Scope<'a>>(
         unsafe { e.isend_borrowed(dest, tag, comm.ctx, bytes, sync)? }
     };
     let target = Target::Send { dest: to, tag, bytes: bytes.len() as u64 };
-    Ok(Request::new(comm.shared.clone(), id, target, comm.group.clone(), scope.core()))
+    Ok(Request::new(comm.shared.clone(), id, target, comm.peers().clone(), scope.core()))
 }
 
 /// Receiving operations and probes.
@@ -723,7 +750,7 @@ fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?Sized>(
         // access to the buffer.
         unsafe { e.irecv_into(src, tag, comm.ctx, out)? }
     };
-    Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.group.clone(), scope.core()))
+    Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.peers().clone(), scope.core()))
 }
 
 fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
@@ -911,7 +938,7 @@ pub mod raw {
             // `out` until it leaves the engine.
             unsafe { e.imrecv_into(msg, out)? }
         };
-        Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.group.clone(), StaticScope.core()))
+        Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.peers().clone(), StaticScope.core()))
     }
 
     fn tag_sel(tag: Option<Tag>) -> Result<TagSel> {

@@ -28,6 +28,7 @@ pub mod coll;
 mod comm;
 pub mod datatype;
 mod error;
+pub mod inter;
 pub mod launcher;
 pub mod pmi_server;
 pub mod request;

@@ -321,6 +321,15 @@ fn subarrays_distributed_arrays_and_large_count_types() {
     everywhere("arrays", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
 
+/// Intercommunicators between the even and the odd ranks: creation,
+/// point-to-point across, the blocking collectives with MPI_ROOT and
+/// MPI_PROC_NULL roots, merge and dup, and the refused operations
+/// (sim-tests/c/inter.c); odd counts give groups of different sizes.
+#[test]
+fn intercommunicators_carry_point_to_point_and_collectives() {
+    everywhere("inter", &[(2, 2), (3, 3), (5, 2), (8, 4)]);
+}
+
 /// Groups, communicators made from them, attributes, buffered sends,
 /// matched probes and the any/some completions (sim-tests/c/groups.c).
 #[test]

@@ -45,6 +45,7 @@ pub(crate) fn start(
     recv: Vec<u8>,
     op: Option<Operation>,
 ) -> Result<Locked<Exec>> {
+    comm.intra_only("this collective")?;
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
     let seq = comm.next_coll_seq();

@@ -1,0 +1,397 @@
+//! Intercommunicators (MPI 4.1 §7.6): two disjoint groups, where a send
+//! names a rank of the other group and a collective moves data from one
+//! group to the other (§6.2.2).
+//!
+//! An intercommunicator is a [`SimpleCommunicator`] whose point-to-point
+//! ranks refer to the remote group ([`SimpleCommunicator::peers`]). Each
+//! one has three context ids, agreed by both groups when it is made:
+//! `ctx` for point-to-point, `ctx + 1` for its collectives, and a private
+//! intracommunicator over the local group on `ctx + 2`/`ctx + 3` for the
+//! collectives' local steps.
+//!
+//! The collectives are blocking, and linear between the groups: the root
+//! talks to each remote process, and where both groups send to each
+//! other, the "low" group (the one whose leader has the lower job rank)
+//! sends first, so that neither side can wait on the other.
+
+use std::rc::Rc;
+
+use crate::coll::{IntoOperation, Root};
+use crate::comm::{Communicator, Group, SimpleCommunicator};
+use crate::datatype::Equivalence;
+use crate::error::{MpiError, Result};
+use crate::{Rank, Tag};
+
+/// An intercommunicator's other group and local communicator.
+pub(crate) struct Inter {
+    /// The remote group, whose ranks sends and receives name.
+    pub(crate) remote: Rc<Group>,
+    /// The local group as an intracommunicator of its own.
+    pub(crate) local: SimpleCommunicator,
+    /// This side is the low group: it sends first when the groups exchange.
+    pub(crate) low: bool,
+}
+
+/// The root argument of a rooted intercommunicator collective (§6.2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterRoot {
+    /// This process is the root (`MPI_ROOT`).
+    Here,
+    /// Another process of this group is the root (`MPI_PROC_NULL`).
+    Idle,
+    /// The root is this rank of the remote group.
+    Remote(Rank),
+}
+
+/// Tags of the intercommunicator's own messages, on its collective
+/// context (and its local communicator's): below the schedules' tags
+/// (`1 << 30` and up) and apart from the splits' (2, 3).
+mod tag {
+    pub const AGREE: i32 = 16;
+    pub const BCAST: i32 = 17;
+    pub const GATHER: i32 = 18;
+    pub const SCATTER: i32 = 19;
+    pub const ALLGATHER: i32 = 20;
+    pub const ALLTOALL: i32 = 21;
+    pub const REDUCE: i32 = 22;
+    pub const BARRIER: i32 = 23;
+    /// `MPI_Intercomm_create`'s messages carry the user's tag in the low bits.
+    pub const CREATE: i32 = 1 << 28;
+}
+
+fn words(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn unwords(b: &[u8]) -> Result<Vec<u32>> {
+    if b.len() % 4 != 0 {
+        return Err(MpiError::Invalid("corrupt intercommunicator agreement".into()));
+    }
+    Ok(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// `got` into `into`, which must be the same length (§6.2.2: the amount
+/// of data sent must equal the amount received).
+fn place(into: &mut [u8], got: &[u8], call: &str) -> Result<()> {
+    if got.len() != into.len() {
+        return Err(MpiError::Invalid(format!(
+            "{call} on an intercommunicator: {} bytes arrived for a block of {}",
+            got.len(),
+            into.len()
+        )));
+    }
+    into.copy_from_slice(got);
+    Ok(())
+}
+
+impl SimpleCommunicator {
+    /// Whether this is an intercommunicator (`MPI_Comm_test_inter`).
+    pub fn is_inter(&self) -> bool {
+        self.inter.is_some()
+    }
+
+    /// The remote group's job ranks, in its rank order
+    /// (`MPI_Comm_remote_group`), for an intercommunicator.
+    pub fn remote_members(&self) -> Option<&[u32]> {
+        self.inter.as_ref().map(|i| &i.remote.members[..])
+    }
+
+    /// An error naming `what` on an intercommunicator.
+    pub(crate) fn intra_only(&self, what: &str) -> Result<()> {
+        if self.is_inter() {
+            return Err(MpiError::Invalid(format!("{what} is not available on an intercommunicator in this library")));
+        }
+        Ok(())
+    }
+
+    fn inter_parts(&self) -> Result<&Inter> {
+        self.inter.as_deref().ok_or_else(|| MpiError::Invalid("not an intercommunicator".into()))
+    }
+
+    /// Make an intercommunicator between this communicator's group and
+    /// the group whose leader is `remote_leader` of `peer`
+    /// (`MPI_Intercomm_create`, §7.6.2). Every process of both groups
+    /// calls it; `local_leader` and `remote_leader` need only be
+    /// meaningful at the leaders, and `tag` tells concurrent creations
+    /// on `peer` apart.
+    pub fn create_intercomm(
+        &self,
+        local_leader: Rank,
+        peer: &SimpleCommunicator,
+        remote_leader: Rank,
+        tag: Tag,
+    ) -> Result<SimpleCommunicator> {
+        self.intra_only("the local communicator of MPI_Intercomm_create")?;
+        self.job_rank(local_leader)?;
+        let t = tag::CREATE | (tag & 0x0FFF_FFFF);
+        let next = self.shared.borrow().next_ctx;
+        let (ctx, low, remote) = if self.rank == local_leader {
+            let mut ctx = next;
+            for r in (0..self.size()).filter(|&r| r != local_leader) {
+                ctx = ctx.max(*unwords(&self.coll_recv(r, t)?)?.first().unwrap_or(&0));
+            }
+            peer.job_rank(remote_leader)?;
+            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+            let me = self.group.members[self.rank as usize];
+            let low = me < peer.job_rank(remote_leader)?;
+            let theirs = if low {
+                peer.coll_send(remote_leader, t, &words(&mine))?;
+                unwords(&peer.coll_recv(remote_leader, t)?)?
+            } else {
+                let theirs = unwords(&peer.coll_recv(remote_leader, t)?)?;
+                peer.coll_send(remote_leader, t, &words(&mine))?;
+                theirs
+            };
+            let (&rctx, remote) =
+                theirs.split_first().ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
+            let ctx = ctx.max(rctx);
+            let out: Vec<u32> = [ctx, u32::from(low)].into_iter().chain(remote.iter().copied()).collect();
+            for r in (0..self.size()).filter(|&r| r != local_leader) {
+                self.coll_send(r, t, &words(&out))?;
+            }
+            (ctx, low, remote.to_vec())
+        } else {
+            self.coll_send(local_leader, t, &words(&[next]))?;
+            let got = unwords(&self.coll_recv(local_leader, t)?)?;
+            match got[..] {
+                [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
+                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+            }
+        };
+        if let Some(m) = remote.iter().find(|&&m| self.group.comm_rank(m) >= 0) {
+            return Err(MpiError::Invalid(format!(
+                "MPI_Intercomm_create: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
+            )));
+        }
+        Ok(self.inter_from(ctx, remote, low))
+    }
+
+    /// An intercommunicator on context `ctx` from this (local) group to `remote`.
+    fn inter_from(&self, ctx: u32, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
+        {
+            let mut sh = self.shared.borrow_mut();
+            sh.next_ctx = sh.next_ctx.max(ctx + 4);
+        }
+        let local = self.make_child(self.group.members.clone(), ctx + 2);
+        let inter = Inter { remote: Rc::new(Group::new(remote)), local, low };
+        SimpleCommunicator {
+            shared: self.shared.clone(),
+            group: self.group.clone(),
+            ctx,
+            rank: self.rank,
+            inter: Some(Rc::new(inter)),
+        }
+    }
+
+    /// Both groups agree on a context id free everywhere, and each learns
+    /// the other's `extra` word: the local leaders exchange them.
+    fn inter_agree(&self, extra: u32) -> Result<(u32, u32)> {
+        let i = self.inter_parts()?;
+        let next = self.shared.borrow().next_ctx;
+        let local = &i.local;
+        let (ctx, theirs) = if local.rank == 0 {
+            let mut ctx = next;
+            for r in 1..local.size() {
+                ctx = ctx.max(*unwords(&local.coll_recv(r, tag::AGREE)?)?.first().unwrap_or(&0));
+            }
+            let got = self.leaders_swap(&words(&[ctx, extra]), tag::AGREE)?;
+            let (rctx, rextra) = match unwords(&got)?[..] {
+                [c, e] => (c, e),
+                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+            };
+            let ctx = ctx.max(rctx);
+            for r in 1..local.size() {
+                local.coll_send(r, tag::AGREE, &words(&[ctx, rextra]))?;
+            }
+            (ctx, rextra)
+        } else {
+            local.coll_send(0, tag::AGREE, &words(&[next]))?;
+            match unwords(&local.coll_recv(0, tag::AGREE)?)?[..] {
+                [c, e] => (c, e),
+                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+            }
+        };
+        let mut sh = self.shared.borrow_mut();
+        sh.next_ctx = sh.next_ctx.max(ctx + 4);
+        Ok((ctx, theirs))
+    }
+
+    /// The local leader's `mine` for the remote leader's, the low group's
+    /// leader sending first.
+    fn leaders_swap(&self, mine: &[u8], t: i32) -> Result<Vec<u8>> {
+        if self.inter_parts()?.low {
+            self.coll_send(0, t, mine)?;
+            self.coll_recv(0, t)
+        } else {
+            let got = self.coll_recv(0, t)?;
+            self.coll_send(0, t, mine)?;
+            Ok(got)
+        }
+    }
+
+    /// A duplicate with new contexts (`MPI_Comm_dup` of an intercommunicator).
+    pub(crate) fn inter_duplicate(&self) -> Result<SimpleCommunicator> {
+        let (ctx, _) = self.inter_agree(0)?;
+        let i = self.inter_parts()?;
+        Ok(self.inter_from(ctx, i.remote.members.clone(), i.low))
+    }
+
+    /// The intracommunicator of both groups (`MPI_Intercomm_merge`,
+    /// §7.6.2): the group that passed `high = false` first; when both
+    /// passed the same, the low group first.
+    pub fn merge(&self, high: bool) -> Result<SimpleCommunicator> {
+        let (ctx, their_high) = self.inter_agree(u32::from(high))?;
+        let i = self.inter_parts()?;
+        let mine_first = if high == (their_high != 0) { i.low } else { !high };
+        let (a, b) = if mine_first { (&self.group, &i.remote) } else { (&i.remote, &self.group) };
+        let members = a.members.iter().chain(&b.members).copied().collect();
+        Ok(self.make_child(members, ctx))
+    }
+
+    /// `MPI_Barrier` on an intercommunicator: no process leaves before
+    /// every process of both groups has entered.
+    pub(crate) fn inter_barrier(&self) -> Result<()> {
+        let i = self.inter_parts()?;
+        i.local.barrier()?;
+        if i.local.rank == 0 {
+            self.leaders_swap(&[], tag::BARRIER)?;
+        }
+        // Nobody leaves this one before the leader, who has heard from the
+        // other group, enters it.
+        i.local.barrier()
+    }
+
+    /// `MPI_Bcast` on an intercommunicator: `buf` goes from the root to
+    /// every process of the other group.
+    pub fn inter_broadcast(&self, root: InterRoot, buf: &mut [u8]) -> Result<()> {
+        let i = self.inter_parts()?;
+        match root {
+            InterRoot::Here => self.coll_send(0, tag::BCAST, buf),
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(r) => {
+                if i.local.rank == 0 {
+                    place(buf, &self.coll_recv(r, tag::BCAST)?, "MPI_Bcast")?;
+                }
+                i.local.process_at_rank(0).broadcast_into(buf)
+            }
+        }
+    }
+
+    /// `MPI_Gather(v)` on an intercommunicator: the root receives block
+    /// `r` of `recv` from remote rank `r`.
+    pub fn inter_gather(&self, root: InterRoot, send: &[u8], recv: &mut [&mut [u8]]) -> Result<()> {
+        self.inter_parts()?;
+        match root {
+            InterRoot::Here => {
+                for (r, block) in recv.iter_mut().enumerate() {
+                    place(block, &self.coll_recv(r as Rank, tag::GATHER)?, "MPI_Gather")?;
+                }
+                Ok(())
+            }
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(r) => self.coll_send(r, tag::GATHER, send),
+        }
+    }
+
+    /// `MPI_Scatter(v)` on an intercommunicator: the root sends block `r`
+    /// of `send` to remote rank `r`.
+    pub fn inter_scatter(&self, root: InterRoot, send: &[&[u8]], recv: &mut [u8]) -> Result<()> {
+        self.inter_parts()?;
+        match root {
+            InterRoot::Here => {
+                for (r, block) in send.iter().enumerate() {
+                    self.coll_send(r as Rank, tag::SCATTER, block)?;
+                }
+                Ok(())
+            }
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(r) => place(recv, &self.coll_recv(r, tag::SCATTER)?, "MPI_Scatter"),
+        }
+    }
+
+    /// Send `send[r]` to each remote rank `r` and receive `recv[r]` from
+    /// it, the low group sending first.
+    fn exchange(&self, send: &[&[u8]], recv: &mut [&mut [u8]], t: i32, call: &str) -> Result<()> {
+        let i = self.inter_parts()?;
+        let n = i.remote.members.len();
+        if send.len() != n || recv.len() != n {
+            return Err(MpiError::Invalid(format!("{call}: one block per remote process ({n}) is needed")));
+        }
+        let sends = |c: &Self| send.iter().enumerate().try_for_each(|(r, b)| c.coll_send(r as Rank, t, b));
+        if i.low {
+            sends(self)?;
+        }
+        for (r, block) in recv.iter_mut().enumerate() {
+            place(block, &self.coll_recv(r as Rank, t)?, call)?;
+        }
+        if !i.low {
+            sends(self)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Allgather(v)` on an intercommunicator: `recv[r]` is remote
+    /// rank `r`'s `send`.
+    pub fn inter_all_gather(&self, send: &[u8], recv: &mut [&mut [u8]]) -> Result<()> {
+        let blocks = vec![send; recv.len()];
+        self.exchange(&blocks, recv, tag::ALLGATHER, "MPI_Allgather")
+    }
+
+    /// `MPI_Alltoall(v)` on an intercommunicator: `send[r]` goes to remote
+    /// rank `r`, whose block for this process arrives in `recv[r]`.
+    pub fn inter_all_to_all(&self, send: &[&[u8]], recv: &mut [&mut [u8]]) -> Result<()> {
+        self.exchange(send, recv, tag::ALLTOALL, "MPI_Alltoall")
+    }
+
+    /// The reduction of the local group's `send`, at local rank 0.
+    fn local_reduce<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], op: O) -> Result<Vec<T>> {
+        let i = self.inter_parts()?;
+        let root = i.local.process_at_rank(0);
+        let mut acc = send.to_vec();
+        if i.local.rank == 0 {
+            root.reduce_into_root(send, &mut acc, op)?;
+        } else {
+            root.reduce_into(send, op)?;
+        }
+        Ok(acc)
+    }
+
+    /// `MPI_Reduce` on an intercommunicator: the root receives the
+    /// reduction of the other group's `send`.
+    pub fn inter_reduce<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        root: InterRoot,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<()> {
+        match root {
+            InterRoot::Here => place(bytemuck::cast_slice_mut(recv), &self.coll_recv(0, tag::REDUCE)?, "MPI_Reduce"),
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(r) => {
+                let acc = self.local_reduce(send, op)?;
+                if self.rank == 0 {
+                    self.coll_send(r, tag::REDUCE, bytemuck::cast_slice(&acc))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `MPI_Allreduce` on an intercommunicator: every process receives the
+    /// reduction of the other group's `send`.
+    pub fn inter_all_reduce<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<()> {
+        let acc = self.local_reduce(send, op)?;
+        let i = self.inter_parts()?;
+        if i.local.rank == 0 {
+            let theirs = self.leaders_swap(bytemuck::cast_slice(&acc), tag::REDUCE)?;
+            place(bytemuck::cast_slice_mut(recv), &theirs, "MPI_Allreduce")?;
+        }
+        i.local.process_at_rank(0).broadcast_into(recv)
+    }
+}

@@ -1,0 +1,154 @@
+/* Intercommunicators (MPI 4.1 §7.6) between the even and the odd ranks
+ * of MPI_COMM_WORLD: creation, the remote group, point-to-point across,
+ * the blocking collectives with MPI_ROOT/MPI_PROC_NULL roots (§6.2.2),
+ * merge and dup, and the operations refused with an error; "OK c-inter on
+ * N ranks" from rank 0 when every rank passed. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (size < 2) {
+        if (rank == 0) printf("OK c-inter on %d ranks\n", size);
+        MPI_Finalize();
+        return 0;
+    }
+    int color = rank % 2, n0 = (size + 1) / 2, n1 = size / 2;
+    MPI_Comm local, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &local);
+    int lrank, lsize;
+    MPI_Comm_rank(local, &lrank);
+    MPI_Comm_size(local, &lsize);
+    /* The leaders are world ranks 0 (evens) and 1 (odds). */
+    int rc = MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color ? 0 : 1, 77, &inter);
+    CHECK(rc == MPI_SUCCESS, "Intercomm_create rc %d", rc);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    int flag = 0, rsize = -1, isize = -1, irank = -1, gsize = -1;
+    MPI_Comm_test_inter(inter, &flag);
+    MPI_Comm_remote_size(inter, &rsize);
+    MPI_Comm_size(inter, &isize);
+    MPI_Comm_rank(inter, &irank);
+    CHECK(flag == 1 && rsize == (color ? n0 : n1) && isize == lsize && irank == lrank,
+          "inter flag %d remote size %d size %d rank %d", flag, rsize, isize, irank);
+    MPI_Group rg;
+    MPI_Comm_remote_group(inter, &rg);
+    MPI_Group_size(rg, &gsize);
+    CHECK(gsize == rsize, "remote group size %d", gsize);
+    MPI_Group_free(&rg);
+    MPI_Comm_test_inter(local, &flag);
+    CHECK(flag == 0, "an intracommunicator tests as inter");
+
+    /* Point-to-point across: local rank i of each group sends to remote
+     * rank i mod rsize; every remote process receives what is meant for it. */
+    int to = lrank % rsize, v = 1000 * color + lrank;
+    MPI_Request sreq;
+    MPI_Isend(&v, 1, MPI_INT, to, 5, inter, &sreq);
+    for (int j = 0; j < rsize; j++) {
+        /* Remote rank j sends to me if j % lsize == lrank. */
+        if (j % lsize != lrank) continue;
+        int got = -1;
+        MPI_Status st;
+        MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 5, inter, &st);
+        CHECK(got == 1000 * (1 - color) + st.MPI_SOURCE && st.MPI_SOURCE >= 0 && st.MPI_SOURCE < rsize,
+              "inter recv %d from %d", got, st.MPI_SOURCE);
+    }
+    MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+    CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "inter barrier");
+
+    /* Bcast from the evens' last rank to the odds. */
+    int root0 = n0 - 1, b[3] = {0, 0, 0};
+    if (color == 0) {
+        if (lrank == root0) b[0] = 7, b[1] = 8, b[2] = 9;
+        MPI_Bcast(b, 3, MPI_INT, lrank == root0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+    } else {
+        MPI_Bcast(b, 3, MPI_INT, root0, inter);
+        CHECK(b[0] == 7 && b[1] == 8 && b[2] == 9, "inter bcast %d %d %d", b[0], b[1], b[2]);
+    }
+
+    /* Gather at the odds' rank 0 from the evens, then scatter back. */
+    int *all = malloc(sizeof(int) * (size_t)size), one = 100 + lrank, back = -1;
+    if (color == 1) {
+        MPI_Gather(NULL, 0, MPI_INT, all, 1, MPI_INT, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+        if (lrank == 0)
+            for (int i = 0; i < n0; i++) CHECK(all[i] == 100 + i, "inter gather [%d] = %d", i, all[i]);
+        for (int i = 0; i < n0; i++) all[i] = 200 + i;
+        MPI_Scatter(all, 1, MPI_INT, NULL, 0, MPI_INT, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+    } else {
+        MPI_Gather(&one, 1, MPI_INT, NULL, 0, MPI_INT, 0, inter);
+        MPI_Scatter(NULL, 0, MPI_INT, &back, 1, MPI_INT, 0, inter);
+        CHECK(back == 200 + lrank, "inter scatter %d", back);
+    }
+
+    /* Allgather: each process gets every remote rank's value. */
+    int me = 1000 * color + lrank;
+    MPI_Allgather(&me, 1, MPI_INT, all, 1, MPI_INT, inter);
+    for (int i = 0; i < rsize; i++) CHECK(all[i] == 1000 * (1 - color) + i, "inter allgather [%d] = %d", i, all[i]);
+    /* Alltoall: block j to remote rank j. */
+    int *sb = malloc(sizeof(int) * (size_t)rsize);
+    for (int j = 0; j < rsize; j++) sb[j] = 10000 * color + 100 * lrank + j;
+    MPI_Alltoall(sb, 1, MPI_INT, all, 1, MPI_INT, inter);
+    for (int i = 0; i < rsize; i++)
+        CHECK(all[i] == 10000 * (1 - color) + 100 * i + lrank, "inter alltoall [%d] = %d", i, all[i]);
+
+    /* Allreduce: the sum over the other group. */
+    int sum = -1, want = 0;
+    for (int i = 0; i < rsize; i++) want += 1000 * (1 - color) + i;
+    MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, inter);
+    CHECK(sum == want, "inter allreduce %d, want %d", sum, want);
+    /* Reduce at the evens' rank 0 of the odds' values. */
+    double d = lrank + 0.5, dr = -1;
+    if (color == 0) {
+        MPI_Reduce(NULL, &dr, 1, MPI_DOUBLE, MPI_MAX, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+        if (lrank == 0) CHECK(dr == n1 - 0.5, "inter reduce %g", dr);
+    } else {
+        MPI_Reduce(&d, NULL, 1, MPI_DOUBLE, MPI_MAX, 0, inter);
+    }
+
+    /* Merge: the evens (high = 0) first. */
+    MPI_Comm merged;
+    MPI_Intercomm_merge(inter, color, &merged);
+    int mrank = -1, msize = -1;
+    MPI_Comm_rank(merged, &mrank);
+    MPI_Comm_size(merged, &msize);
+    CHECK(msize == size && mrank == (color ? n0 + lrank : lrank), "merged rank %d of %d", mrank, msize);
+    int total = 0;
+    MPI_Allreduce(&rank, &total, 1, MPI_INT, MPI_SUM, merged);
+    CHECK(total == size * (size - 1) / 2, "merged allreduce %d", total);
+
+    /* A duplicate carries its own traffic. */
+    MPI_Comm dup;
+    MPI_Comm_dup(inter, &dup);
+    MPI_Comm_test_inter(dup, &flag);
+    CHECK(flag == 1, "dup of an intercommunicator is not inter");
+    if (lrank == 0) {
+        int x = 40 + color, y = -1;
+        MPI_Sendrecv(&x, 1, MPI_INT, 0, 9, &y, 1, MPI_INT, 0, 9, dup, MPI_STATUS_IGNORE);
+        CHECK(y == 41 - color, "dup sendrecv %d", y);
+    }
+
+    /* What the library does not do on an intercommunicator: an error. */
+    MPI_Request rq;
+    CHECK(MPI_Iallreduce(&me, &sum, 1, MPI_INT, MPI_SUM, inter, &rq) == MPI_ERR_UNSUPPORTED_OPERATION,
+          "Iallreduce on an intercommunicator did not say unsupported");
+    MPI_Comm bad;
+    CHECK(MPI_Comm_split(inter, 0, 0, &bad) != MPI_SUCCESS, "split of an intercommunicator accepted");
+    CHECK(MPI_Bcast(b, 1, MPI_INT, size + 5, inter) == MPI_ERR_ROOT, "a bad inter root accepted");
+
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&merged);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
+    free(all), free(sb);
+    int bad_total = 0;
+    MPI_Allreduce(&errors, &bad_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && bad_total == 0) printf("OK c-inter on %d ranks\n", size);
+    MPI_Finalize();
+    return bad_total == 0 ? 0 : 1;
+}
