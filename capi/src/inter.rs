@@ -63,13 +63,19 @@ fn split_mut<'a>(bytes: &'a mut [u8], counts: &[mpi::Count], displs: &[mpi::Coun
     Ok(out.into_iter().map(|b| b.unwrap_or(&mut [])).collect())
 }
 
-/// A v-collective's arrays of `n` counts and displacements.
+/// The blocks of one process each: a v-collective's `(counts, displs)`
+/// arrays, or `n` blocks of `count` elements one after another.
 ///
 /// # Safety
-/// Both arrays hold `n` values.
-unsafe fn v_args<'a>(counts: *const c_int, displs: *const c_int, n: usize) -> R<(&'a [c_int], &'a [c_int])> {
-    // SAFETY: the caller's contract.
-    unsafe { Ok((crate::datatype::array(counts, n, "counts")?, crate::datatype::array(displs, n, "displs")?)) }
+/// Both arrays of `v` hold `n` values.
+unsafe fn per_process(v: Option<(*const c_int, *const c_int)>, count: c_int, n: usize) -> R<(Vec<c_int>, Vec<c_int>)> {
+    Ok(match v {
+        // SAFETY: the caller's contract.
+        Some((cs, ds)) => unsafe {
+            (crate::datatype::array(cs, n, "counts")?.to_vec(), crate::datatype::array(ds, n, "displs")?.to_vec())
+        },
+        None => (vec![count; n], (0..n as c_int).map(|i| i * count).collect()),
+    })
 }
 
 /// Receive blocks of `counts`/`displs` elements into `buf` with `body`,
@@ -184,11 +190,8 @@ pub(crate) unsafe fn gather(
     match root_arg(c, root)? {
         InterRoot::Idle => Ok(()),
         InterRoot::Here => {
-            let (counts, displs) = match v {
-                // SAFETY: the caller's contract.
-                Some((cs, ds)) => unsafe { v_args(cs, ds, n) }.map(|(a, b)| (a.to_vec(), b.to_vec()))?,
-                None => (vec![recvcount; n], (0..n as c_int).map(|i| i * recvcount).collect()),
-            };
+            // SAFETY: the caller's contract on the arrays.
+            let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
             // SAFETY: the caller's contract.
             unsafe {
                 receive_blocks(st, recvbuf, &counts, &displs, recvtype, |b| {
@@ -226,11 +229,8 @@ pub(crate) unsafe fn scatter(
     match root_arg(c, root)? {
         InterRoot::Idle => Ok(()),
         InterRoot::Here => {
-            let (counts, displs) = match v {
-                // SAFETY: the caller's contract.
-                Some((cs, ds)) => unsafe { v_args(cs, ds, n) }.map(|(a, b)| (a.to_vec(), b.to_vec()))?,
-                None => (vec![sendcount; n], (0..n as c_int).map(|i| i * sendcount).collect()),
-            };
+            // SAFETY: the caller's contract on the arrays.
+            let (counts, displs) = unsafe { per_process(v, sendcount, n)? };
             // SAFETY: the caller's contract.
             let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &counts, &displs, sendtype)? };
             let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
@@ -267,11 +267,8 @@ pub(crate) unsafe fn allgather(
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
     let n = remote_size(c);
-    let (counts, displs) = match v {
-        // SAFETY: the caller's contract.
-        Some((cs, ds)) => unsafe { v_args(cs, ds, n) }.map(|(a, b)| (a.to_vec(), b.to_vec()))?,
-        None => (vec![recvcount; n], (0..n as c_int).map(|i| i * recvcount).collect()),
-    };
+    // SAFETY: the caller's contract on the arrays.
+    let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
     // SAFETY: the caller's contract.
     let data = unsafe { sent(st, sendbuf, sendcount, sendtype)? };
     // SAFETY: the caller's contract.
@@ -297,15 +294,9 @@ pub(crate) unsafe fn alltoall(
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
     let n = remote_size(c);
-    let args = |v: Option<(*const c_int, *const c_int)>, count: c_int| -> R<(Vec<c_int>, Vec<c_int>)> {
-        match v {
-            // SAFETY: the caller's contract.
-            Some((cs, ds)) => unsafe { v_args(cs, ds, n) }.map(|(a, b)| (a.to_vec(), b.to_vec())),
-            None => Ok((vec![count; n], (0..n as c_int).map(|i| i * count).collect())),
-        }
-    };
-    let (scounts, sdispls) = args(sv, sendcount)?;
-    let (rcounts, rdispls) = args(rv, recvcount)?;
+    // SAFETY: the caller's contract on the arrays.
+    let ((scounts, sdispls), (rcounts, rdispls)) =
+        unsafe { (per_process(sv, sendcount, n)?, per_process(rv, recvcount, n)?) };
     // SAFETY: the caller's contract.
     let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &scounts, &sdispls, sendtype)? };
     let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
