@@ -332,10 +332,12 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
     with_state("MPI_Comm_create", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = &st.comm(comm)?.comm;
-        // Collective over `comm`: a split in which the group's members
-        // take color 0, ordered by their rank in the group.
+        // Collective over `comm`: a split in which each group's members
+        // share a color, ordered by their rank in the group. The groups
+        // may differ between processes if they are disjoint (§7.4.2,
+        // since MPI 2.2): a group's lowest rank in `comm` tells it apart.
         let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
-            Some(i) => (Color::With(0), i as c_int),
+            Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as c_int),
             None => (Color::Undefined, 0),
         };
         let c = c.split_by_color_with_key(color, key)?;

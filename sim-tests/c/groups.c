@@ -103,6 +103,16 @@ int main(int argc, char **argv)
     } else {
         CHECK(ec == MPI_COMM_NULL, "an odd rank got an evens comm");
     }
+    /* Disjoint groups in one call (§7.4.2): each parity gets its own. */
+    MPI_Comm pc;
+    MPI_Comm_create(MPI_COMM_WORLD, rank % 2 == 0 ? evens : odds, &pc);
+    MPI_Comm_size(pc, &n);
+    MPI_Comm_rank(pc, &r);
+    CHECK(n == (rank % 2 == 0 ? ne : size - ne) && r == rank / 2, "parity comm %d/%d", n, r);
+    int psum = 0;
+    MPI_Allreduce(&rank, &psum, 1, MPI_INT, MPI_MAX, pc);
+    CHECK(psum % 2 == rank % 2, "parity comm mixes the groups: max %d", psum);
+    MPI_Comm_free(&pc);
     if (rank % 2 == 1) {
         MPI_Comm_create_group(MPI_COMM_WORLD, odds, 7, &oc);
         MPI_Comm_rank(oc, &r);
