@@ -103,6 +103,27 @@ unsafe fn receive_blocks(
     Ok(())
 }
 
+/// Receive `count` elements of `dt` into `buf` with `body`, then unpack them.
+///
+/// # Safety
+/// `buf` has room for them.
+unsafe fn receive_one(
+    st: &State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    body: impl FnOnce(&mut [u8]) -> R<()>,
+) -> R<()> {
+    // SAFETY: the caller's contract.
+    let mut inc = unsafe { incoming(buf, &st.span(count, dt)?, "recvbuf", false)? };
+    // SAFETY: the caller's bytes or a staging buffer, for this call.
+    body(unsafe { inc.bytes() })?;
+    let n = inc.len as u64;
+    // SAFETY: as above.
+    unsafe { inc.finish(n) };
+    Ok(())
+}
+
 /// The bytes of `count` elements of `dt` at `buf`.
 ///
 /// # Safety
@@ -150,16 +171,8 @@ pub(crate) unsafe fn bcast(
             let mut data = unsafe { sent(st, buffer, count, datatype)? }.into_owned();
             Ok(c.inter_broadcast(InterRoot::Here, &mut data)?)
         }
-        r => {
-            // SAFETY: the caller's contract.
-            let mut inc = unsafe { incoming(buffer, &st.span(count, datatype)?, "buffer", false)? };
-            // SAFETY: the caller's bytes or a staging buffer, for this call.
-            c.inter_broadcast(r, unsafe { inc.bytes() })?;
-            let n = inc.len as u64;
-            // SAFETY: as above.
-            unsafe { inc.finish(n) };
-            Ok(())
-        }
+        // SAFETY: the caller's contract.
+        r => unsafe { receive_one(st, buffer, count, datatype, |b| Ok(c.inter_broadcast(r, b)?)) },
     }
 }
 
@@ -236,16 +249,8 @@ pub(crate) unsafe fn scatter(
             let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
             Ok(c.inter_scatter(InterRoot::Here, &blocks, &mut [])?)
         }
-        r => {
-            // SAFETY: the caller's contract.
-            let mut inc = unsafe { incoming(recvbuf, &st.span(recvcount, recvtype)?, "recvbuf", false)? };
-            // SAFETY: the caller's bytes or a staging buffer, for this call.
-            c.inter_scatter(r, &[], unsafe { inc.bytes() })?;
-            let len = inc.len as u64;
-            // SAFETY: as above.
-            unsafe { inc.finish(len) };
-            Ok(())
-        }
+        // SAFETY: the caller's contract.
+        r => unsafe { receive_one(st, recvbuf, recvcount, recvtype, |b| Ok(c.inter_scatter(r, &[], b)?)) },
     }
 }
 
