@@ -115,7 +115,7 @@ pub struct SimpleCommunicator {
 
 /// The point-to-point context of `MPI_COMM_SELF` (`+ 1`: its collectives).
 /// Splits allocate context ids upwards from 2, two at a time.
-const SELF_CTX: u32 = u32::MAX - 1;
+pub(crate) const SELF_CTX: u32 = u32::MAX - 1;
 
 /// Color for [`Communicator::split_by_color`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

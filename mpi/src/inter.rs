@@ -59,6 +59,10 @@ mod tag {
     pub const CREATE: i32 = 1 << 28;
 }
 
+/// What a local leader sends its members when `MPI_Intercomm_create`
+/// failed there (a reply of one word; a real one has at least two).
+const FAILED: u32 = u32::MAX;
+
 fn words(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
@@ -130,40 +134,79 @@ impl SimpleCommunicator {
             for r in (0..self.size()).filter(|&r| r != local_leader) {
                 ctx = ctx.max(*unwords(&self.coll_recv(r, t)?)?.first().unwrap_or(&0));
             }
-            peer.job_rank(remote_leader)?;
-            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
-            let me = self.group.members[self.rank as usize];
-            let low = me < peer.job_rank(remote_leader)?;
-            let theirs = if low {
-                peer.coll_send(remote_leader, t, &words(&mine))?;
-                unwords(&peer.coll_recv(remote_leader, t)?)?
-            } else {
-                let theirs = unwords(&peer.coll_recv(remote_leader, t)?)?;
-                peer.coll_send(remote_leader, t, &words(&mine))?;
-                theirs
+            // The leaders' exchange; whatever happens, the members hear of
+            // it, so that a failure at the leader does not leave them waiting.
+            let exchange = || -> Result<(u32, bool, Vec<u32>)> {
+                let them = peer.job_rank(remote_leader)?;
+                let me = self.group.members[self.rank as usize];
+                if them == me {
+                    return Err(MpiError::Invalid(
+                        "MPI_Intercomm_create: the remote leader is this process; the groups must be disjoint (§7.6.2)"
+                            .into(),
+                    ));
+                }
+                let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+                let low = me < them;
+                let theirs = if low {
+                    peer.coll_send(remote_leader, t, &words(&mine))?;
+                    unwords(&peer.coll_recv(remote_leader, t)?)?
+                } else {
+                    let theirs = unwords(&peer.coll_recv(remote_leader, t)?)?;
+                    peer.coll_send(remote_leader, t, &words(&mine))?;
+                    theirs
+                };
+                let (&rctx, remote) = theirs
+                    .split_first()
+                    .ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
+                Ok((ctx.max(rctx), low, remote.to_vec()))
             };
-            let (&rctx, remote) =
-                theirs.split_first().ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
-            let ctx = ctx.max(rctx);
-            let out: Vec<u32> = [ctx, u32::from(low)].into_iter().chain(remote.iter().copied()).collect();
+            let outcome = exchange();
+            let out: Vec<u32> = match &outcome {
+                Ok((ctx, low, remote)) => [*ctx, u32::from(*low)].into_iter().chain(remote.iter().copied()).collect(),
+                Err(_) => vec![FAILED],
+            };
             for r in (0..self.size()).filter(|&r| r != local_leader) {
                 self.coll_send(r, t, &words(&out))?;
             }
-            (ctx, low, remote.to_vec())
+            outcome?
         } else {
             self.coll_send(local_leader, t, &words(&[next]))?;
             let got = unwords(&self.coll_recv(local_leader, t)?)?;
             match got[..] {
+                [FAILED] => {
+                    return Err(MpiError::Invalid(
+                        "MPI_Intercomm_create failed at the local leader (its error names the cause)".into(),
+                    ))
+                }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
                 _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
             }
         };
+        self.check_agreed(ctx, &remote)?;
         if let Some(m) = remote.iter().find(|&&m| self.group.comm_rank(m) >= 0) {
             return Err(MpiError::Invalid(format!(
                 "MPI_Intercomm_create: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
             )));
         }
         Ok(self.inter_from(ctx, remote, low))
+    }
+
+    /// Check what another process sent in an agreement, which a corrupt or
+    /// forged message could make anything: a context id with room for the
+    /// four an intercommunicator takes, below `MPI_COMM_SELF`'s, and
+    /// members that are distinct processes of the job.
+    fn check_agreed(&self, ctx: u32, remote: &[u32]) -> Result<()> {
+        if ctx > crate::comm::SELF_CTX - 8 {
+            return Err(MpiError::Invalid(format!("intercommunicator agreement: context id {ctx} is out of range")));
+        }
+        let n = self.shared.borrow_mut().engine()?.size();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(m) = remote.iter().find(|&&m| m >= n || !seen.insert(m)) {
+            return Err(MpiError::Invalid(format!(
+                "intercommunicator agreement: remote member {m} is repeated or not one of the job's {n} processes"
+            )));
+        }
+        Ok(())
     }
 
     /// An intercommunicator on context `ctx` from this (local) group to `remote`.
@@ -211,6 +254,7 @@ impl SimpleCommunicator {
                 _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
             }
         };
+        self.check_agreed(ctx, &[])?;
         let mut sh = self.shared.borrow_mut();
         sh.next_ctx = sh.next_ctx.max(ctx + 4);
         Ok((ctx, theirs))

@@ -60,7 +60,23 @@ int main(int argc, char **argv)
               "inter recv %d from %d", got, st.MPI_SOURCE);
     }
     MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+    /* A polling loop: Iprobe until the remote leader's message is there;
+     * its status names a remote rank. */
+    if (lrank == 0) {
+        int x = 7 + color, y = -1, found = 0;
+        MPI_Status pst;
+        MPI_Isend(&x, 1, MPI_INT, 0, 6, inter, &sreq);
+        while (!found) MPI_Iprobe(MPI_ANY_SOURCE, 6, inter, &found, &pst);
+        CHECK(pst.MPI_SOURCE == 0, "inter iprobe source %d", pst.MPI_SOURCE);
+        MPI_Recv(&y, 1, MPI_INT, pst.MPI_SOURCE, 6, inter, MPI_STATUS_IGNORE);
+        CHECK(y == 8 - color, "inter iprobe then recv %d", y);
+        MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+    }
     CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "inter barrier");
+    /* Zero counts move nothing and still complete. */
+    CHECK(MPI_Bcast(NULL, 0, MPI_INT, color ? 0 : (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL), inter) == MPI_SUCCESS,
+          "zero-count inter bcast");
+    CHECK(MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, inter) == MPI_SUCCESS, "zero-count inter allgather");
 
     /* Bcast from the evens' last rank to the odds. */
     int root0 = n0 - 1, b[3] = {0, 0, 0};
@@ -141,6 +157,15 @@ int main(int argc, char **argv)
     CHECK(MPI_Comm_split(inter, 0, 0, &bad) != MPI_SUCCESS, "split of an intercommunicator accepted");
     CHECK(MPI_Bcast(b, 1, MPI_INT, size + 5, inter) == MPI_ERR_ROOT, "a bad inter root accepted");
 
+    /* A process that would lead both groups is refused, not left waiting
+     * (the error goes to the local communicator's handler). */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    CHECK(MPI_Intercomm_create(MPI_COMM_SELF, 0, MPI_COMM_WORLD, rank, 3, &bad) == MPI_ERR_ARG,
+          "an intercommunicator with itself accepted");
+    /* The same with members: the leader fails and tells them, so every
+     * process gets the error instead of waiting for the leader. */
+    CHECK(MPI_Intercomm_create(MPI_COMM_WORLD, 0, MPI_COMM_WORLD, 0, 4, &bad) == MPI_ERR_ARG,
+          "a member of a failed Intercomm_create did not get the error");
     MPI_Comm_free(&dup);
     MPI_Comm_free(&merged);
     MPI_Comm_free(&inter);
