@@ -13,7 +13,7 @@ use crate::*;
 
 impl State {
     /// The members of group `g`.
-    fn group(&self, g: Handle) -> R<&[u32]> {
+    pub(crate) fn group(&self, g: Handle) -> R<&[u32]> {
         if g == MPI_GROUP_EMPTY {
             return Ok(&[]);
         }
@@ -315,7 +315,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
 }
 
 /// The ranks in `comm` of `group`'s members, which must all belong to it.
-fn ranks_in(st: &State, comm: Handle, group: Handle) -> R<Vec<c_int>> {
+pub(crate) fn ranks_in(st: &State, comm: Handle, group: Handle) -> R<Vec<c_int>> {
     let members = st.comm(comm)?.comm.members();
     st.group(group)?
         .iter()
@@ -336,7 +336,10 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
         // share a color, ordered by their rank in the group. The groups
         // may differ between processes if they are disjoint (§7.4.2,
         // since MPI 2.2): a group's lowest rank in `comm` tells it apart.
+        // On an intercommunicator each group passes a subset of its own,
+        // and the two subsets make the new intercommunicator: one color.
         let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
+            Some(i) if c.is_inter() => (Color::With(0), i as c_int),
             Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as c_int),
             None => (Color::Undefined, 0),
         };
@@ -358,6 +361,31 @@ pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag:
     })
 }
 
+/// The checks of the `*_from_group(s)` calls' `stringtag`, `info` and
+/// `errhandler` (MPI 4.0), and the tag the string stands for: its FNV-1a
+/// hash, folded into the tags every process may use.
+///
+/// # Safety
+/// `stringtag` is null or a NUL-terminated string.
+pub(crate) unsafe fn from_group_args(
+    st: &State,
+    stringtag: *const std::ffi::c_char,
+    info: Handle,
+    errhandler: Handle,
+) -> R<c_int> {
+    if stringtag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "stringtag is a null pointer"));
+    }
+    // SAFETY: the caller's contract: a NUL-terminated string.
+    let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
+    if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
+        return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
+    }
+    st.info_or_null(info)?;
+    let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+    Ok((hash % (mpi::TAG_UB as u32)) as c_int)
+}
+
 /// `MPI_Comm_create_from_group` (§7.4.2, MPI 4.0): a communicator of a
 /// group's members, made by the members alone, told apart from others
 /// being made at the same time by `stringtag`. Groups here name
@@ -372,18 +400,8 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     newcomm: *mut Handle,
 ) -> c_int {
     with_state("MPI_Comm_create_from_group", MPI_COMM_WORLD, |st| {
-        if stringtag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "stringtag is a null pointer"));
-        }
-        // SAFETY: the standard's contract: a NUL-terminated string.
-        let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
-        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
-            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
-        }
-        st.info_or_null(info)?;
-        // FNV-1a of the string, folded into the tags every process may use.
-        let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
-        let tag = (hash % (mpi::TAG_UB as u32)) as c_int;
+        // SAFETY: the standard's contract on `stringtag`.
+        let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
         let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
         let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
         let h = crate::env::register(st, c, MPI_COMM_WORLD)?;

@@ -226,7 +226,7 @@ impl SimpleCommunicator {
     }
 
     /// Everyone's `mine`, in rank order (linear gather to 0, then broadcast).
-    fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         let n = self.size();
         let table: Vec<Vec<u8>> = if self.rank == 0 {
             let mut t = vec![mine.to_vec()];
@@ -366,13 +366,15 @@ impl Communicator for SimpleCommunicator {
     }
 
     fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
-        self.intra_only("split")?;
         charge_call(self.shared.borrow_mut().engine()?);
         let c = match color {
             Color::With(v) if v < 0 => return Err(MpiError::Invalid(format!("split color {v} must be non-negative"))),
             Color::With(v) => v,
             Color::Undefined => -1,
         };
+        if self.is_inter() {
+            return self.inter_split(c, key);
+        }
         // Everyone contributes (color, key, next free context id).
         let next = self.shared.borrow().next_ctx;
         let mut mine = c.to_le_bytes().to_vec();

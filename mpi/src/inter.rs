@@ -55,6 +55,7 @@ mod tag {
     pub const ALLTOALL: i32 = 21;
     pub const REDUCE: i32 = 22;
     pub const BARRIER: i32 = 23;
+    pub const SPLIT: i32 = 24;
     /// `MPI_Intercomm_create`'s messages carry the user's tag in the low bits.
     pub const CREATE: i32 = 1 << 28;
 }
@@ -188,7 +189,7 @@ impl SimpleCommunicator {
                 "MPI_Intercomm_create: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
             )));
         }
-        Ok(self.inter_from(ctx, remote, low))
+        Ok(self.inter_from(ctx, self.group.members.clone(), remote, low))
     }
 
     /// Check what another process sent in an agreement, which a corrupt or
@@ -209,21 +210,20 @@ impl SimpleCommunicator {
         Ok(())
     }
 
-    /// An intercommunicator on context `ctx` from this (local) group to `remote`.
-    fn inter_from(&self, ctx: u32, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
+    /// An intercommunicator on context `ctx` from the processes `local`
+    /// (this one among them) to `remote`.
+    fn inter_from(&self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
         {
             let mut sh = self.shared.borrow_mut();
             sh.next_ctx = sh.next_ctx.max(ctx + 4);
         }
-        let local = self.make_child(self.group.members.clone(), ctx + 2);
-        let inter = Inter { remote: Rc::new(Group::new(remote)), local, low };
-        SimpleCommunicator {
-            shared: self.shared.clone(),
-            group: self.group.clone(),
-            ctx,
-            rank: self.rank,
-            inter: Some(Rc::new(inter)),
-        }
+        let base = self.make_child(local, ctx);
+        let inter = Inter {
+            remote: Rc::new(Group::new(remote)),
+            local: base.make_child(base.group.members.clone(), ctx + 2),
+            low,
+        };
+        SimpleCommunicator { inter: Some(Rc::new(inter)), ..base }
     }
 
     /// Both groups agree on a context id free everywhere, and each learns
@@ -277,7 +277,57 @@ impl SimpleCommunicator {
     pub(crate) fn inter_duplicate(&self) -> Result<SimpleCommunicator> {
         let (ctx, _) = self.inter_agree(0)?;
         let i = self.inter_parts()?;
-        Ok(self.inter_from(ctx, i.remote.members.clone(), i.low))
+        Ok(self.inter_from(ctx, self.group.members.clone(), i.remote.members.clone(), i.low))
+    }
+
+    /// `MPI_Comm_split` of an intercommunicator (§7.4.2): each group is
+    /// split by color, and the two groups' subgroups of one color form a
+    /// new intercommunicator, ordered by key and then by old rank. A
+    /// process whose color is negative (`MPI_UNDEFINED`), or whose color
+    /// the other group does not have, gets none.
+    ///
+    /// All the new intercommunicators share one context id, agreed by
+    /// both groups: their processes are disjoint. Each group's colors and
+    /// keys are gathered locally; the leaders swap the tables.
+    pub(crate) fn inter_split(&self, color: i32, key: i32) -> Result<Option<SimpleCommunicator>> {
+        let i = self.inter_parts()?;
+        let mine: Vec<u8> = color.to_le_bytes().into_iter().chain(key.to_le_bytes()).collect();
+        let table = i.local.allgather_bytes(&mine)?.concat();
+        let (ctx, _) = self.inter_agree(0)?;
+        let theirs = if i.local.rank == 0 {
+            let got = self.leaders_swap(&table, tag::SPLIT)?;
+            for r in 1..i.local.size() {
+                i.local.coll_send(r, tag::SPLIT, &got)?;
+            }
+            got
+        } else {
+            i.local.coll_recv(0, tag::SPLIT)?
+        };
+        if table.len() != 8 * self.group.members.len() || theirs.len() != 8 * i.remote.members.len() {
+            return Err(MpiError::Invalid("corrupt intercommunicator split table".into()));
+        }
+        if color < 0 {
+            return Ok(None);
+        }
+        // The members of `members` whose entry in `table` has this color,
+        // by (key, rank).
+        let pick = |table: &[u8], members: &[u32]| -> Vec<u32> {
+            let word = |e: &[u8], at: usize| i32::from_le_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
+            let mut g: Vec<(i32, usize, u32)> = table
+                .chunks_exact(8)
+                .zip(members)
+                .enumerate()
+                .filter(|(_, (e, _))| word(e, 0) == color)
+                .map(|(r, (e, &m))| (word(e, 4), r, m))
+                .collect();
+            g.sort_unstable();
+            g.into_iter().map(|(_, _, m)| m).collect()
+        };
+        let remote = pick(&theirs, &i.remote.members);
+        if remote.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.inter_from(ctx, pick(&table, &self.group.members), remote, i.low)))
     }
 
     /// The intracommunicator of both groups (`MPI_Intercomm_merge`,
