@@ -644,9 +644,44 @@ collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, s
 /// their places at completion; the bytes in between move as `Alltoallv`
 /// of bytes. With `MPI_IN_PLACE`, what goes out is what the receive
 /// blocks hold.
+/// `MPI_Alltoallw`'s blocks, packed to go and staged to arrive.
+struct Wblocks {
+    /// The send blocks, one after another; `scounts`/`sdispls` in bytes.
+    packed: Vec<u8>,
+    scounts: Vec<mpi::Count>,
+    sdispls: Vec<mpi::Count>,
+    /// Room for the receive blocks; `rcounts`/`rdispls` in bytes.
+    staging: Vec<u8>,
+    rcounts: Vec<mpi::Count>,
+    rdispls: Vec<mpi::Count>,
+    /// Where each received block is unpacked: (offset in `staging`,
+    /// length, address, layout).
+    places: Vec<(usize, usize, *mut u8, std::sync::Arc<crate::datatype::Layout>)>,
+}
+
+impl Wblocks {
+    /// Unpack the received blocks into their places.
+    ///
+    /// # Safety
+    /// The receive blocks are the caller's, writable (the standard's
+    /// contract on the buffer, until the operation completes).
+    unsafe fn unpack(&self) {
+        for (at, len, dst, layout) in &self.places {
+            // SAFETY: the caller's contract.
+            unsafe { layout.unpack(&self.staging[*at..*at + *len], *dst) };
+        }
+    }
+}
+
+/// Pack and stage `MPI_Alltoallw`'s blocks for `n` peers (the remote
+/// group's size on an intercommunicator).
+///
+/// # Safety
+/// The standard's contract on the buffers and arrays.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
-unsafe fn alltoallw(
-    st: &mut State,
+unsafe fn wblocks(
+    st: &State,
+    n: c_int,
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
@@ -655,10 +690,7 @@ unsafe fn alltoallw(
     recvcounts: *const c_int,
     rdispls: *const c_int,
     recvtypes: *const Handle,
-    comm: Handle,
-) -> R<Active> {
-    let c = &st.comm(comm)?.comm;
-    let n = c.size();
+) -> R<Wblocks> {
     let fits = |b: usize| {
         mpi::Count::try_from(b).map_err(|_| {
             Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per collective"))
@@ -708,27 +740,92 @@ unsafe fn alltoallw(
         places.push((total, len, crate::datatype::addr(recvbuf.cast(), rd[i] as isize), layout));
         total += len;
     }
-    let mut staging = vec![0u8; total];
-    // SAFETY: the heap bytes of `packed` and `staging` do not move when the
-    // vectors move into the operation, which keeps them until it completes.
+    Ok(Wblocks { packed, scounts, sdispls: sdis, staging: vec![0u8; total], rcounts, rdispls: rdis, places })
+}
+
+/// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
+/// datatype and byte displacement. The blocks to send are packed into one
+/// buffer and the received ones land in a staging buffer, unpacked into
+/// their places at completion; the bytes in between move as `Alltoallv`
+/// of bytes. With `MPI_IN_PLACE`, what goes out is what the receive
+/// blocks hold.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn alltoallw(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> R<Active> {
+    let c = &st.comm(comm)?.comm;
+    // SAFETY: the caller's contract.
+    let mut w = unsafe {
+        wblocks(st, c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
+    };
+    let packed = std::mem::take(&mut w.packed);
+    // SAFETY: the heap bytes of `packed` and `w.staging` do not move when
+    // the vectors move into the operation, which keeps them until it
+    // completes.
     let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
         (
             std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
-            std::slice::from_raw_parts_mut(staging.as_mut_ptr(), total),
+            std::slice::from_raw_parts_mut(w.staging.as_mut_ptr(), w.staging.len()),
         )
     };
-    let r = c.immediate_all_to_all_varcount_into(out, &scounts, &sdis, into, &rcounts, &rdis)?;
+    let r = c.immediate_all_to_all_varcount_into(out, &w.scounts, &w.sdispls, into, &w.rcounts, &w.rdispls)?;
     let mut a = active(r, vec![packed], None);
-    a.stage.then = Some(Box::new(move || {
-        for (at, len, dst, layout) in places {
-            // SAFETY: the receive blocks are the caller's until this
-            // completion (the standard's contract on the buffers).
-            unsafe { layout.unpack(&staging[at..at + len], dst) };
-        }
-    }));
+    // SAFETY: the receive blocks are the caller's until this completion
+    // (the standard's contract on the buffers).
+    a.stage.then = Some(Box::new(move || unsafe { w.unpack() }));
     Ok(a)
 }
-collective!(MPI_Alltoallw / MPI_Ialltoallw = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm);
+
+/// `MPI_Alltoallw` on an intercommunicator: a block for each process of
+/// the remote group (§6.8). `MPI_IN_PLACE` is not valid there.
+///
+/// # Safety
+/// The standard's contract on the buffers and arrays.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn inter_alltoallw(
+    st: &mut State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> R<()> {
+    if in_place(sendbuf) {
+        return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid on an intercommunicator (§6.8)"));
+    }
+    let c = &st.comm(comm)?.comm;
+    let n = c.remote_members().map_or(0, |m| m.len()) as c_int;
+    // SAFETY: the caller's contract.
+    let mut w =
+        unsafe { wblocks(st, n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)? };
+    let block = |d: mpi::Count, l: mpi::Count| d as usize..(d + l) as usize;
+    let out: Vec<&[u8]> = w.sdispls.iter().zip(&w.scounts).map(|(&d, &l)| &w.packed[block(d, l)]).collect();
+    let mut into: Vec<&mut [u8]> = Vec::new();
+    let mut rest = &mut w.staging[..];
+    for &l in &w.rcounts {
+        let (b, tail) = std::mem::take(&mut rest).split_at_mut(l as usize);
+        into.push(b);
+        rest = tail;
+    }
+    c.inter_all_to_all(&out, &mut into)?;
+    // SAFETY: the caller's contract on the receive blocks.
+    unsafe { w.unpack() };
+    Ok(())
+}
+collective!(MPI_Alltoallw / MPI_Ialltoallw = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm, inter = |st| inter_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm));
 
 /// The datatypes of an array argument, one per process.
 ///
