@@ -400,6 +400,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Comm_remote_size(MPI_Comm comm, int *size)",
     "int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)",
     "int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)",
+    "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)",
     "int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)",
     "int MPI_Topo_test(MPI_Comm comm, int *status)",
     "int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)",

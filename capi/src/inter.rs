@@ -1,9 +1,10 @@
 //! Intercommunicators (MPI 4.1 §7.6): `MPI_Intercomm_create`,
-//! `MPI_Intercomm_merge`, the remote group's queries, and the blocking
-//! collectives on an intercommunicator (§6.2.2), over the mpi crate's
-//! [`mpi::inter`]. Point-to-point needs nothing here: the mpi crate
-//! addresses the remote group. The non-blocking collectives, scans and
-//! reduce-scatters are refused on an intercommunicator with
+//! `MPI_Intercomm_create_from_groups`, `MPI_Intercomm_merge`, the remote
+//! group's queries, and the blocking collectives on an intercommunicator
+//! (§6.2.2), over the mpi crate's [`mpi::inter`]. Point-to-point, split
+//! and `MPI_Comm_create` need nothing here: the mpi crate addresses the
+//! remote group and splits both groups. The non-blocking collectives,
+//! scans and reduce-scatters are refused on an intercommunicator with
 //! `MPI_ERR_UNSUPPORTED_OPERATION`.
 
 use std::ffi::{c_int, c_void};
@@ -333,6 +334,55 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     })
 }
 
+/// `MPI_Intercomm_create_from_groups` (§7.6.2, MPI 4.0): an
+/// intercommunicator between two disjoint groups, made without a parent
+/// communicator; `stringtag` tells concurrent creations apart. Groups
+/// here name `MPI_COMM_WORLD`'s processes, so the local group's
+/// communicator is made as `MPI_Comm_create_from_group` makes it, and
+/// the leaders meet through `MPI_COMM_WORLD`, as `MPI_Intercomm_create`'s
+/// leaders meet through its peer communicator.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
+    local_group: Handle,
+    local_leader: c_int,
+    remote_group: Handle,
+    remote_leader: c_int,
+    stringtag: *const std::ffi::c_char,
+    info: Handle,
+    errhandler: Handle,
+    newintercomm: *mut Handle,
+) -> c_int {
+    with_state("MPI_Intercomm_create_from_groups", MPI_COMM_WORLD, |st| {
+        if newintercomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newintercomm is a null pointer"));
+        }
+        // SAFETY: the standard's contract on `stringtag`.
+        let tag = unsafe { crate::group::from_group_args(st, stringtag, info, errhandler)? };
+        let ranks = crate::group::ranks_in(st, MPI_COMM_WORLD, local_group)?;
+        let remote = st.group(remote_group)?;
+        let leader_at = |n: usize, r: c_int, which: &str| {
+            usize::try_from(r).ok().filter(|&r| r < n).ok_or_else(|| {
+                Fail::new(MPI_ERR_RANK, format!("{which} {r} is not a rank of its group of {n} processes"))
+            })
+        };
+        leader_at(ranks.len(), local_leader, "local_leader")?;
+        let them = remote[leader_at(remote.len(), remote_leader, "remote_leader")?] as c_int;
+        let world = &st.comm(MPI_COMM_WORLD)?.comm;
+        let local = world.create_from_ranks(&ranks, tag)?.ok_or_else(|| {
+            Fail::new(MPI_ERR_GROUP, "this process is not in local_group; only the groups' members call this")
+        })?;
+        let c = local.create_intercomm(local_leader, world, them, tag)?;
+        let h = crate::env::register(st, Some(c), MPI_COMM_WORLD)?;
+        if let Some(e) = st.comms.get_mut(&h) {
+            e.errhandler = errhandler;
+        }
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { newintercomm.write(h) };
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Intercomm_merge(intercomm: Handle, high: c_int, newintracomm: *mut Handle) -> c_int {
     with_state("MPI_Intercomm_merge", intercomm, |st| {
@@ -371,7 +421,7 @@ pub(crate) fn refuse_inter(st: &State, comm: Handle, call: &str) -> R<()> {
     if st.comm(comm).is_ok_and(|e| e.comm.is_inter()) {
         return Err(Fail::new(
             MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{call} on an intercommunicator is not in this library (its blocking collectives are, except scans and reduce-scatters)"),
+            format!("{call} on an intercommunicator is not in this library (its blocking collectives are, except the reduce-scatters; scans are not defined on one)"),
         ));
     }
     Ok(())

@@ -1,7 +1,8 @@
 /* Intercommunicators (MPI 4.1 §7.6) between the even and the odd ranks
  * of MPI_COMM_WORLD: creation, the remote group, point-to-point across,
  * the blocking collectives with MPI_ROOT/MPI_PROC_NULL roots (§6.2.2),
- * merge and dup, and the operations refused with an error; "OK c-inter on
+ * Alltoallw, split, Comm_create, Intercomm_create_from_groups, merge
+ * and dup, and the operations refused with an error; "OK c-inter on
  * N ranks" from rank 0 when every rank passed. */
 #include <mpi.h>
 #include <stdio.h>
@@ -149,12 +150,111 @@ int main(int argc, char **argv)
         CHECK(y == 41 - color, "dup sendrecv %d", y);
     }
 
+    /* Alltoallw: two ints to each remote rank, received as one pair type,
+     * the blocks in reverse order in the receive buffer. */
+    {
+        MPI_Datatype pair;
+        MPI_Type_contiguous(2, MPI_INT, &pair);
+        MPI_Type_commit(&pair);
+        int *ws = malloc(sizeof(int) * 2 * (size_t)rsize), *wr = malloc(sizeof(int) * 2 * (size_t)rsize);
+        int *sc = malloc(sizeof(int) * 4 * (size_t)rsize), *sd = sc + rsize, *rn = sd + rsize, *rd = rn + rsize;
+        MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * 2 * (size_t)rsize), *rt = types + rsize;
+        for (int j = 0; j < rsize; j++) {
+            ws[2 * j] = me, ws[2 * j + 1] = j;
+            sc[j] = 2, sd[j] = 8 * j, types[j] = MPI_INT;
+            rn[j] = 1, rd[j] = 8 * (rsize - 1 - j), rt[j] = pair;
+        }
+        CHECK(MPI_Alltoallw(ws, sc, sd, types, wr, rn, rd, rt, inter) == MPI_SUCCESS, "inter alltoallw");
+        for (int j = 0; j < rsize; j++) {
+            int *p = wr + 2 * (rsize - 1 - j);
+            CHECK(p[0] == 1000 * (1 - color) + j && p[1] == lrank, "inter alltoallw from %d: %d %d", j, p[0], p[1]);
+        }
+        CHECK(MPI_Alltoallw(MPI_IN_PLACE, sc, sd, types, wr, rn, rd, rt, inter) != MPI_SUCCESS,
+              "MPI_IN_PLACE accepted on an intercommunicator");
+        MPI_Type_free(&pair);
+        free(ws), free(wr), free(sc), free(types);
+    }
+
+    /* Split (§7.4.2): each group by the parity of its local rank, keys
+     * reversing the order; a parity the other group lacks gives
+     * MPI_COMM_NULL. */
+    {
+        MPI_Comm sp;
+        int c = lrank % 2;
+        CHECK(MPI_Comm_split(inter, c, -lrank, &sp) == MPI_SUCCESS, "inter split");
+        int want_l = (lsize - c + 1) / 2, want_r = (rsize - c + 1) / 2;
+        if (want_r == 0) {
+            CHECK(sp == MPI_COMM_NULL, "inter split with no remote of color %d is not MPI_COMM_NULL", c);
+        } else {
+            int f = 0, sr = -1, ss = -1, rs = -1, tot = -1, exp = 0;
+            MPI_Comm_test_inter(sp, &f);
+            MPI_Comm_rank(sp, &sr);
+            MPI_Comm_size(sp, &ss);
+            MPI_Comm_remote_size(sp, &rs);
+            CHECK(f == 1 && ss == want_l && rs == want_r && sr == (lsize - 1 - lrank) / 2,
+                  "inter split: inter %d rank %d size %d remote %d", f, sr, ss, rs);
+            /* The sum of the world ranks of the remote subgroup. */
+            for (int j = c; j < rsize; j += 2) exp += 2 * j + (1 - color);
+            MPI_Allreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, sp);
+            CHECK(tot == exp, "inter split allreduce %d, want %d", tot, exp);
+            MPI_Comm_free(&sp);
+        }
+        /* One group's color undefined: nobody has a partner. */
+        CHECK(MPI_Comm_split(inter, color ? MPI_UNDEFINED : 5, 0, &sp) == MPI_SUCCESS && sp == MPI_COMM_NULL,
+              "inter split with the other group undefined is not MPI_COMM_NULL");
+    }
+
+    /* Comm_create (§7.4.2): each group's local rank 0 alone; an
+     * intercommunicator of the two leaders. */
+    {
+        MPI_Group lg, first;
+        MPI_Comm leaders;
+        int zero = 0;
+        MPI_Comm_group(inter, &lg);
+        MPI_Group_incl(lg, 1, &zero, &first);
+        CHECK(MPI_Comm_create(inter, first, &leaders) == MPI_SUCCESS, "inter Comm_create");
+        if (lrank == 0) {
+            int rs = -1, y = -1, x = 60 + color;
+            MPI_Comm_remote_size(leaders, &rs);
+            CHECK(rs == 1, "inter Comm_create remote size %d", rs);
+            MPI_Sendrecv(&x, 1, MPI_INT, 0, 1, &y, 1, MPI_INT, 0, 1, leaders, MPI_STATUS_IGNORE);
+            CHECK(y == 61 - color, "inter Comm_create sendrecv %d", y);
+            MPI_Comm_free(&leaders);
+        } else {
+            CHECK(leaders == MPI_COMM_NULL, "a non-member got an intercommunicator from Comm_create");
+        }
+        MPI_Group_free(&first);
+        MPI_Group_free(&lg);
+    }
+
+    /* Intercomm_create_from_groups (§7.6.2, MPI 4.0): the same two groups,
+     * with no parent communicator. */
+    {
+        MPI_Group lg, rg2;
+        MPI_Comm fg;
+        int rs = -1, tot = -1, exp = 0;
+        MPI_Comm_group(local, &lg);
+        MPI_Comm_remote_group(inter, &rg2);
+        rc = MPI_Intercomm_create_from_groups(lg, 0, rg2, 0, "c-inter", MPI_INFO_NULL, MPI_ERRORS_RETURN, &fg);
+        CHECK(rc == MPI_SUCCESS, "Intercomm_create_from_groups rc %d", rc);
+        MPI_Comm_remote_size(fg, &rs);
+        CHECK(rs == rsize, "from_groups remote size %d", rs);
+        for (int j = 0; j < rsize; j++) exp += 2 * j + (1 - color);
+        MPI_Allreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, fg);
+        CHECK(tot == exp, "from_groups allreduce %d, want %d", tot, exp);
+        MPI_Comm_free(&fg);
+        CHECK(MPI_Intercomm_create_from_groups(lg, lsize, rg2, 0, "c-inter-bad", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                               &fg) == MPI_ERR_RANK,
+              "a local leader outside the group accepted");
+        MPI_Group_free(&lg);
+        MPI_Group_free(&rg2);
+    }
+
     /* What the library does not do on an intercommunicator: an error. */
     MPI_Request rq;
     CHECK(MPI_Iallreduce(&me, &sum, 1, MPI_INT, MPI_SUM, inter, &rq) == MPI_ERR_UNSUPPORTED_OPERATION,
           "Iallreduce on an intercommunicator did not say unsupported");
     MPI_Comm bad;
-    CHECK(MPI_Comm_split(inter, 0, 0, &bad) != MPI_SUCCESS, "split of an intercommunicator accepted");
     CHECK(MPI_Bcast(b, 1, MPI_INT, size + 5, inter) == MPI_ERR_ROOT, "a bad inter root accepted");
 
     /* A process that would lead both groups is refused, not left waiting
