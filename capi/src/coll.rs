@@ -1052,7 +1052,7 @@ unsafe fn reduce_scatter_block(
     })?;
     Ok(Active::plain(r))
 }
-collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 
 /// `MPI_Reduce_scatter` (§6.10.1): the all-reduce of everyone's
 /// `sum(recvcounts)` elements into a whole the operation owns, of which
@@ -1094,4 +1094,44 @@ unsafe fn reduce_scatter(
         Ok(a)
     })
 }
-collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op, comm));
+
+/// `MPI_Reduce_scatter` (`recvcounts`) and `MPI_Reduce_scatter_block`
+/// (`recvcount` each) on an intercommunicator: this group's blocks of the
+/// other group's reduction (§6.11.2). `MPI_IN_PLACE` is not valid there.
+///
+/// # Safety
+/// The standard's contract on the buffers and the array.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn inter_reduce_scatter(
+    st: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: Option<*const c_int>,
+    recvcount: c_int,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<()> {
+    if in_place(sendbuf) {
+        return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid on an intercommunicator (§6.11.2)"));
+    }
+    let c = &st.comm(comm)?.comm;
+    let counts: Vec<usize> = match recvcounts {
+        // SAFETY: the caller's contract: one count per local process.
+        Some(p) => unsafe { per_rank(p, c.size(), "recvcounts")? }.iter().map(|&k| count_of(k)).collect::<R<_>>()?,
+        None => vec![count_of(recvcount)?; c.size() as usize],
+    };
+    let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
+    let op = system_op(op)?;
+    typed!(datatype, T => {
+        // SAFETY: the caller's contract: `total` elements to send and
+        // `mine` to receive, for this call.
+        unsafe {
+            let send = elems::<T>(sendbuf, total, "sendbuf")?;
+            let recv = elems_mut::<T>(recvbuf, mine, "recvbuf")?;
+            c.inter_reduce_scatter(send, recv, &counts, op)?;
+        }
+        Ok(())
+    })
+}

@@ -3,9 +3,9 @@
 //! group's queries, and the blocking collectives on an intercommunicator
 //! (§6.2.2), over the mpi crate's [`mpi::inter`]. Point-to-point, split
 //! and `MPI_Comm_create` need nothing here: the mpi crate addresses the
-//! remote group and splits both groups. The non-blocking collectives,
-//! scans and reduce-scatters are refused on an intercommunicator with
-//! `MPI_ERR_UNSUPPORTED_OPERATION`.
+//! remote group and splits both groups. The non-blocking collectives
+//! (and the scans, which MPI does not define on an intercommunicator)
+//! are refused there with `MPI_ERR_UNSUPPORTED_OPERATION`.
 
 use std::ffi::{c_int, c_void};
 
@@ -421,7 +421,7 @@ pub(crate) fn refuse_inter(st: &State, comm: Handle, call: &str) -> R<()> {
     if st.comm(comm).is_ok_and(|e| e.comm.is_inter()) {
         return Err(Fail::new(
             MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{call} on an intercommunicator is not in this library (its blocking collectives are, except the reduce-scatters; scans are not defined on one)"),
+            format!("{call} on an intercommunicator is not in this library: it has the blocking collectives there (MPI defines no scans on one)"),
         ));
     }
     Ok(())

@@ -56,6 +56,7 @@ mod tag {
     pub const REDUCE: i32 = 22;
     pub const BARRIER: i32 = 23;
     pub const SPLIT: i32 = 24;
+    pub const REDUCE_SCATTER: i32 = 25;
     /// `MPI_Intercomm_create`'s messages carry the user's tag in the low bits.
     pub const CREATE: i32 = 1 << 28;
 }
@@ -487,5 +488,58 @@ impl SimpleCommunicator {
             place(bytemuck::cast_slice_mut(recv), &theirs, "MPI_Allreduce")?;
         }
         i.local.process_at_rank(0).broadcast_into(recv)
+    }
+
+    /// `MPI_Reduce_scatter(_block)` on an intercommunicator (§6.11.2):
+    /// the reduction of the other group's `send` is scattered over this
+    /// group, `counts[r]` elements to local rank `r`. Both groups' `send`
+    /// hold the same number of elements, the sum of `counts`.
+    ///
+    /// Each group reduces at its leader, the leaders swap the results and
+    /// scatter them. A leader whose counts do not match what arrived
+    /// sends each member a block one byte too long, so that every process
+    /// gets an error rather than waiting.
+    pub fn inter_reduce_scatter<T: Equivalence, O: IntoOperation<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: O,
+    ) -> Result<()> {
+        let i = self.inter_parts()?;
+        let size = std::mem::size_of::<T>();
+        if counts.len() != self.group.members.len() || send.len() != counts.iter().sum::<usize>() {
+            return Err(MpiError::Invalid(format!(
+                "MPI_Reduce_scatter on an intercommunicator: {} counts for {} processes, {} elements to send for {}",
+                counts.len(),
+                self.group.members.len(),
+                send.len(),
+                counts.iter().sum::<usize>()
+            )));
+        }
+        let acc = self.local_reduce(send, op)?;
+        if i.local.rank != 0 {
+            let got = i.local.coll_recv(0, tag::REDUCE_SCATTER)?;
+            return place(bytemuck::cast_slice_mut(recv), &got, "MPI_Reduce_scatter");
+        }
+        let theirs = self.leaders_swap(bytemuck::cast_slice(&acc), tag::REDUCE_SCATTER)?;
+        let agreed = theirs.len() == acc.len() * size;
+        let mut at = counts[0] * size;
+        for (r, &k) in counts.iter().enumerate().skip(1) {
+            let block = match theirs.get(at..at + k * size) {
+                Some(b) if agreed => b.to_vec(),
+                _ => vec![0; k * size + 1],
+            };
+            i.local.coll_send(r as Rank, tag::REDUCE_SCATTER, &block)?;
+            at += k * size;
+        }
+        if !agreed {
+            return Err(MpiError::Invalid(format!(
+                "MPI_Reduce_scatter on an intercommunicator: the other group reduced {} bytes, this one {}; both groups must send the same number of elements",
+                theirs.len(),
+                acc.len() * size
+            )));
+        }
+        place(bytemuck::cast_slice_mut(recv), &theirs[..counts[0] * size], "MPI_Reduce_scatter")
     }
 }

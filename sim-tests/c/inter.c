@@ -1,7 +1,7 @@
 /* Intercommunicators (MPI 4.1 §7.6) between the even and the odd ranks
  * of MPI_COMM_WORLD: creation, the remote group, point-to-point across,
  * the blocking collectives with MPI_ROOT/MPI_PROC_NULL roots (§6.2.2),
- * Alltoallw, split, Comm_create, Intercomm_create_from_groups, merge
+ * Reduce_scatter(_block), Alltoallw, split, Comm_create, Intercomm_create_from_groups, merge
  * and dup, and the operations refused with an error; "OK c-inter on
  * N ranks" from rank 0 when every rank passed. */
 #include <mpi.h>
@@ -148,6 +148,35 @@ int main(int argc, char **argv)
         int x = 40 + color, y = -1;
         MPI_Sendrecv(&x, 1, MPI_INT, 0, 9, &y, 1, MPI_INT, 0, 9, dup, MPI_STATUS_IGNORE);
         CHECK(y == 41 - color, "dup sendrecv %d", y);
+    }
+
+    /* Reduce_scatter(_block) (§6.11.2): each group sends lsize * rsize
+     * elements (the same number on both sides) and each process gets
+     * rsize of the other group's sum. */
+    {
+        int tot = lsize * rsize, *rs = malloc(sizeof(int) * (size_t)(tot + lsize)),
+            *rr = malloc(sizeof(int) * (size_t)(rsize + 1));
+        int *cnt = malloc(sizeof(int) * (size_t)lsize), qsum = rsize * (rsize - 1) / 2;
+        for (int j = 0; j < tot; j++) rs[j] = 1000 * color + lrank + j;
+        for (int r = 0; r < lsize; r++) cnt[r] = rsize;
+        for (int block = 0; block < 2; block++) {
+            for (int j = 0; j < rsize; j++) rr[j] = -1;
+            rc = block ? MPI_Reduce_scatter_block(rs, rr, rsize, MPI_INT, MPI_SUM, inter)
+                       : MPI_Reduce_scatter(rs, rr, cnt, MPI_INT, MPI_SUM, inter);
+            CHECK(rc == MPI_SUCCESS, "inter reduce_scatter%s rc %d", block ? "_block" : "", rc);
+            for (int j = 0; j < rsize; j++) {
+                int at = lrank * rsize + j, want = rsize * 1000 * (1 - color) + qsum + rsize * at;
+                CHECK(rr[j] == want, "inter reduce_scatter%s [%d] = %d, want %d", block ? "_block" : "", j, rr[j],
+                      want);
+            }
+        }
+        CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, rr, cnt, MPI_INT, MPI_SUM, inter) != MPI_SUCCESS,
+              "MPI_IN_PLACE accepted by an inter reduce_scatter");
+        /* The groups disagree on the total: every process hears of it. */
+        for (int j = tot; j < tot + lsize; j++) rs[j] = 0;
+        CHECK(MPI_Reduce_scatter_block(rs, rr, rsize + color, MPI_INT, MPI_SUM, inter) != MPI_SUCCESS,
+              "inter reduce_scatter_block with different totals accepted");
+        free(rs), free(rr), free(cnt);
     }
 
     /* Alltoallw: two ints to each remote rank, received as one pair type,
