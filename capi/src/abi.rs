@@ -365,6 +365,8 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Get_library_version(char *version, int *resultlen)",
     "double MPI_Wtime(void)",
     "double MPI_Wtick(void)",
+    "int MPI_Pcontrol(const int level, ...)",
+    "int MPI_Get_hw_resource_info(MPI_Info *hw_info)",
     // Errors (§9.3-9.4)
     "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
     "int MPI_Error_class(int errorcode, int *errorclass)",

@@ -278,6 +278,34 @@ pub extern "C" fn MPI_Wtick() -> f64 {
     1e-9
 }
 
+/// `MPI_Pcontrol` (§15.2.4): a hook for profiling libraries, which the
+/// library itself ignores, at every level. The header declares it
+/// variadic, as the standard does; the arguments after `level` are never
+/// read, which the C calling convention allows.
+#[no_mangle]
+pub extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
+    MPI_SUCCESS
+}
+
+/// `MPI_Get_hw_resource_info` (§11.4.1, MPI 4.1): what this process runs
+/// on, as an info object the caller frees: the one hardware resource type
+/// this library recognizes in `MPI_Comm_split_type` (shared memory), the
+/// host, and the backend the job runs over.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int {
+    with_state("MPI_Get_hw_resource_info", MPI_COMM_WORLD, |st| {
+        let mut pairs = vec![
+            ("mpi_hw_resource_type".to_string(), "mpi_shared_memory".to_string()),
+            ("host".to_string(), host_name()),
+        ];
+        if let Ok(b) = st.universe.backend() {
+            pairs.push(("dn_backend".to_string(), b.to_string()));
+        }
+        // SAFETY: the standard's contract on `hw_info`.
+        unsafe { crate::info::hand_out(st, pairs, hw_info, "hw_info") }
+    })
+}
+
 /// The text of an error class.
 fn class_text(class: c_int) -> &'static str {
     match class {

@@ -95,7 +95,7 @@ fn env_pairs(st: &State) -> Pairs {
 ///
 /// # Safety
 /// `out` is null or writable.
-unsafe fn hand_out(st: &mut State, pairs: Pairs, out: *mut Handle, what: &str) -> R<()> {
+pub(crate) unsafe fn hand_out(st: &mut State, pairs: Pairs, out: *mut Handle, what: &str) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }

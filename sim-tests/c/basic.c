@@ -27,6 +27,16 @@ int main(int argc, char **argv)
     int len = 0;
     MPI_Get_processor_name(name, &len);
     CHECK(len > 0 && (int)strlen(name) == len, "processor name");
+    /* The profiling hook takes any level and extra arguments (§15.2.4). */
+    CHECK(MPI_Pcontrol(2) == MPI_SUCCESS && MPI_Pcontrol(0, "extra", 3) == MPI_SUCCESS, "Pcontrol");
+    /* The hardware info names the resource Comm_split_type recognizes. */
+    MPI_Info hw = MPI_INFO_NULL;
+    char hv[64] = "";
+    int hflag = 0;
+    CHECK(MPI_Get_hw_resource_info(&hw) == MPI_SUCCESS && hw != MPI_INFO_NULL, "Get_hw_resource_info");
+    MPI_Info_get_string(hw, "mpi_hw_resource_type", &(int){sizeof hv}, hv, &hflag);
+    CHECK(hflag && strcmp(hv, "mpi_shared_memory") == 0, "hw resource type '%s'", hv);
+    MPI_Info_free(&hw);
     double t0 = MPI_Wtime();
 
     /* A ring: each rank sends its rank to the next, blocking. */
