@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use mpi::datatype::Equivalence;
-use mpi::{Communicator, CommunicatorCollectives, Root, SystemOperation, ValueIndex};
+use mpi::{Communicator, CommunicatorCollectives, Root, ValueIndex};
 
 use crate::abi::*;
 use crate::datatype::{incoming, outgoing, Span, Unpack};
@@ -148,26 +148,6 @@ fn root_of(c: &SimpleCommunicator, root: c_int) -> R<c_int> {
         ));
     }
     Ok(root)
-}
-
-/// The operation a handle names.
-fn system_op(op: Handle) -> R<SystemOperation> {
-    Ok(match op {
-        MPI_SUM => SystemOperation::Sum,
-        MPI_PROD => SystemOperation::Product,
-        MPI_MIN => SystemOperation::Min,
-        MPI_MAX => SystemOperation::Max,
-        MPI_LAND => SystemOperation::LogicalAnd,
-        MPI_LOR => SystemOperation::LogicalOr,
-        MPI_LXOR => SystemOperation::LogicalXor,
-        MPI_BAND => SystemOperation::BitwiseAnd,
-        MPI_BOR => SystemOperation::BitwiseOr,
-        MPI_BXOR => SystemOperation::BitwiseXor,
-        MPI_MINLOC => SystemOperation::MinLoc,
-        MPI_MAXLOC => SystemOperation::MaxLoc,
-        MPI_OP_NULL => return Err(Fail::new(MPI_ERR_OP, "MPI_OP_NULL is not an operation")),
-        other => return Err(Fail::new(MPI_ERR_OP, format!("{other:#x} is not an operation this library has"))),
-    })
 }
 
 /// Run `$body` with `$T` the element type of datatype `$dt`.
@@ -855,7 +835,7 @@ unsafe fn reduce(
     let c = &st.comm(comm)?.comm;
     let root = root_of(c, root)?;
     let n = count_of(count)?;
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     let at_root = c.rank() == root;
     let p = c.process_at_rank(root);
     let r = typed!(datatype, T => {
@@ -883,9 +863,9 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     datatype: Handle,
     op: Handle,
 ) -> c_int {
-    with_state("MPI_Reduce_local", MPI_COMM_WORLD, |_| {
+    with_state("MPI_Reduce_local", MPI_COMM_WORLD, |st| {
         let n = count_of(count)?;
-        let op = system_op(op)?;
+        let op = crate::op::op_of(st, op, datatype)?;
         typed!(datatype, T => {
             let bytes = n * std::mem::size_of::<T>();
             let (i, o) = (inbuf as usize, inoutbuf as usize);
@@ -918,7 +898,7 @@ unsafe fn inter_reduce(
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
     let n = count_of(count)?;
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     let root = root.map(|r| crate::inter::root_arg(c, r)).transpose()?;
     typed!(datatype, T => {
         use mpi::inter::InterRoot;
@@ -964,7 +944,7 @@ unsafe fn everyone(
 ) -> R<Active> {
     let c = &st.comm(comm)?.comm;
     let n = count_of(count)?;
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     let r = typed!(datatype, T => {
         // SAFETY: the caller's contract: `count` elements in each buffer
         // until completion; the operation copies what it sends.
@@ -1034,7 +1014,7 @@ unsafe fn reduce_scatter_block(
     let c = &st.comm(comm)?.comm;
     let n = count_of(recvcount)?;
     let total = n * c.size() as usize;
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     let r = typed!(datatype, T => {
         // SAFETY: the caller's contract: a block per process to send (in
         // `recvbuf` with MPI_IN_PLACE), which the operation copies, and
@@ -1073,7 +1053,7 @@ unsafe fn reduce_scatter(
     let total: usize = counts.iter().sum();
     let me = c.rank() as usize;
     let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     typed!(datatype, T => {
         // SAFETY: the caller's contract: `total` elements to send (in
         // `recvbuf` with MPI_IN_PLACE), copied here, and `counts[me]` to
@@ -1123,7 +1103,7 @@ unsafe fn inter_reduce_scatter(
         None => vec![count_of(recvcount)?; c.size() as usize],
     };
     let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
-    let op = system_op(op)?;
+    let op = crate::op::op_of(st, op, datatype)?;
     typed!(datatype, T => {
         // SAFETY: the caller's contract: `total` elements to send and
         // `mine` to receive, for this call.

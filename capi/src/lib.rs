@@ -35,6 +35,7 @@ mod group;
 mod info;
 mod inter;
 mod message;
+mod op;
 mod p2p;
 mod status;
 
@@ -242,6 +243,8 @@ pub(crate) struct State {
     pub(crate) deferred: Vec<attr::Deferred>,
     /// Messages matched by `MPI_Mprobe`/`MPI_Improbe`, not yet received.
     pub(crate) messages: Table<mpi::Message>,
+    /// User-defined reduction operations (§6.9.5).
+    pub(crate) ops: Table<op::UserOp>,
     /// Buffered mode: the attached buffer and the sends in flight.
     pub(crate) buffered: bsend::Buffered,
     /// Requests freed by `MPI_Request_free` while active: they complete on
@@ -292,7 +295,22 @@ fn unknown_comm(h: Handle) -> Fail {
 fn lock() -> MutexGuard<'static, Option<State>> {
     // A panic while holding the lock leaves the state as it was between
     // calls (every call completes or fails as a whole): keep going.
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+    match STATE.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            // The lock is held: by another thread (wait for it), or by this
+            // one, running a user-defined operation inside a reduction,
+            // where waiting would never end.
+            if op::IN_USER_FN.with(|f| f.get()) {
+                eprintln!(
+                    "MPI error: an MPI function was called from inside a user-defined reduction operation, which the standard does not allow (§6.9.5); ending the job"
+                );
+                std::process::exit(MPI_ERR_OTHER.min(125));
+            }
+            STATE.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
 }
 
 /// What an error handler does with a failed call.

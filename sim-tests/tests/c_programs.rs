@@ -95,6 +95,16 @@ fn an_error_under_the_default_handler_ends_the_job_naming_rank_and_call() {
     assert!(!text.contains("not reached"), "{text}");
 }
 
+/// A user-defined operation that calls MPI ends the job with a message
+/// instead of deadlocking on the library's lock.
+#[test]
+fn mpi_called_inside_a_user_operation_ends_the_job() {
+    let (ok, text) = run(2, 1, &[], &build("reenter"));
+    assert!(!ok, "the job succeeded:\n{text}");
+    assert!(text.contains("inside a user-defined reduction"), "{text}");
+    assert!(!text.contains("not reached"), "{text}");
+}
+
 /// Every function the header declares is in the library (a program that
 /// takes each one's address links), and nothing undeclared is exported
 /// under an MPI_ name.
@@ -319,6 +329,14 @@ fn derived_datatypes_v_collectives_and_scans() {
 #[test]
 fn subarrays_distributed_arrays_and_large_count_types() {
     everywhere("arrays", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
+}
+
+/// User-defined reduction operations, commutative and not, in blocking
+/// and non-blocking reductions, scans, reduce-scatter and Reduce_local,
+/// and the errors around them (sim-tests/c/ops.c).
+#[test]
+fn user_defined_operations_reduce_in_rank_order() {
+    everywhere("ops", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
 
 /// Intercommunicators between the even and the odd ranks: creation,

@@ -242,6 +242,19 @@ impl Operation {
         Operation::user(f, false)
     }
 
+    /// A user-defined operation on elements of `elem` bytes, given as a
+    /// function on whole buffers of them, `f(src, acc)` setting
+    /// `acc = src ⊕ acc` (the form of a C `MPI_User_function`). The
+    /// buffers may have any alignment; their lengths are multiples of
+    /// `elem`.
+    pub fn from_bytes(
+        elem: usize,
+        commutative: bool,
+        f: impl Fn(&[u8], &mut [u8]) + Send + Sync + 'static,
+    ) -> Operation {
+        Operation { f: Arc::new(f), commutative, elem, device: None }
+    }
+
     fn user<T: Equivalence>(f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static, commutative: bool) -> Operation {
         let g: ByteOp = Arc::new(move |src: &[u8], acc: &mut [u8]| {
             // Copies, so that buffers of any alignment work.

@@ -1,0 +1,203 @@
+//! User-defined reduction operations (MPI 4.1 §6.9.5): `MPI_Op_create`,
+//! its large-count form, `MPI_Op_free` and `MPI_Op_commutative`, and the
+//! operation a reduction's `op` handle names.
+//!
+//! A user function runs inside the reduction that calls it, on the
+//! predefined datatypes the library reduces (the datatype handle it gets
+//! is the one the caller passed). The standard lets it call no MPI
+//! communication function; a call to MPI from inside it ends the job
+//! with a message (see `lock` in lib.rs) instead of deadlocking.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+
+use mpi::coll::{IntoOperation, Operation, Reducible, SystemOperation};
+
+use crate::abi::*;
+use crate::*;
+
+/// `MPI_User_function`.
+type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+/// `MPI_User_function_c` (`len` as an `MPI_Count`).
+type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut Handle);
+
+/// The C function of a user-defined operation.
+#[derive(Clone, Copy)]
+pub(crate) enum UserFunction {
+    Int(UserFn),
+    Large(UserFnC),
+}
+
+/// A user-defined operation (`MPI_Op_create`).
+#[derive(Clone, Copy)]
+pub(crate) struct UserOp {
+    f: UserFunction,
+    commute: bool,
+}
+
+thread_local! {
+    /// A user function is running on this thread (under the state's lock).
+    pub(crate) static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The alignment every predefined type's elements need.
+const ALIGN: usize = 16;
+
+impl UserOp {
+    /// Call the function on `n` elements of `dt` at `src` and `acc`.
+    ///
+    /// # Safety
+    /// Both point to `n` elements of `dt`, aligned for it.
+    unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle) {
+        let mut dt = dt;
+        IN_USER_FN.with(|f| f.set(true));
+        // SAFETY: the caller's contract; the function is the user's, called
+        // as the standard's MPI_User_function(_c) signature says.
+        unsafe {
+            match self.f {
+                UserFunction::Int(f) => {
+                    // Reductions here are under 2 GiB, so the count fits.
+                    let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
+                    f(src, acc, &mut len, &mut dt)
+                }
+                UserFunction::Large(f) => {
+                    let mut len = n as i64;
+                    f(src, acc, &mut len, &mut dt)
+                }
+            }
+        }
+        IN_USER_FN.with(|f| f.set(false));
+    }
+
+    /// The operation on buffers of `elem`-byte elements of `dt`: the
+    /// buffers are copied to aligned memory when they are not aligned.
+    fn operation(self, elem: usize, dt: Handle) -> Operation {
+        Operation::from_bytes(elem, self.commute, move |src: &[u8], acc: &mut [u8]| {
+            let n = src.len().min(acc.len()) / elem.max(1);
+            let aligned = |p: *const u8| p as usize % ALIGN == 0;
+            if aligned(src.as_ptr()) && aligned(acc.as_ptr()) {
+                // SAFETY: `n` elements in each, aligned; `src` is only read
+                // (the C signature is not const).
+                unsafe { self.call(src.as_ptr().cast_mut().cast(), acc.as_mut_ptr().cast(), n, dt) };
+                return;
+            }
+            let words = src.len().div_ceil(ALIGN);
+            let (mut s, mut a) = (vec![0u128; words], vec![0u128; words]);
+            let (sb, ab): (&mut [u8], &mut [u8]) = (bytemuck::cast_slice_mut(&mut s), bytemuck::cast_slice_mut(&mut a));
+            sb[..src.len()].copy_from_slice(src);
+            ab[..acc.len()].copy_from_slice(acc);
+            // SAFETY: as above, in aligned copies.
+            unsafe { self.call(sb.as_mut_ptr().cast(), ab.as_mut_ptr().cast(), n, dt) };
+            acc.copy_from_slice(&ab[..acc.len()]);
+        })
+    }
+}
+
+/// The operation a reduction's `op` handle names, for elements of `dt`.
+pub(crate) enum OpChoice {
+    System(SystemOperation),
+    User(UserOp, Handle),
+}
+
+impl<T: Reducible> IntoOperation<T> for OpChoice {
+    fn into_operation(self) -> mpi::Result<Operation> {
+        match self {
+            OpChoice::System(o) => Operation::system::<T>(o),
+            OpChoice::User(u, dt) => Ok(u.operation(std::mem::size_of::<T>(), dt)),
+        }
+    }
+}
+
+/// The predefined operation a handle names.
+fn system_op(op: Handle) -> R<SystemOperation> {
+    Ok(match op {
+        MPI_SUM => SystemOperation::Sum,
+        MPI_PROD => SystemOperation::Product,
+        MPI_MIN => SystemOperation::Min,
+        MPI_MAX => SystemOperation::Max,
+        MPI_LAND => SystemOperation::LogicalAnd,
+        MPI_LOR => SystemOperation::LogicalOr,
+        MPI_LXOR => SystemOperation::LogicalXor,
+        MPI_BAND => SystemOperation::BitwiseAnd,
+        MPI_BOR => SystemOperation::BitwiseOr,
+        MPI_BXOR => SystemOperation::BitwiseXor,
+        MPI_MINLOC => SystemOperation::MinLoc,
+        MPI_MAXLOC => SystemOperation::MaxLoc,
+        MPI_OP_NULL => return Err(Fail::new(MPI_ERR_OP, "MPI_OP_NULL is not an operation")),
+        other => return Err(Fail::new(MPI_ERR_OP, format!("{other:#x} is not an operation this library has"))),
+    })
+}
+
+/// The operation `op` names, applied to elements of datatype `dt`.
+pub(crate) fn op_of(st: &State, op: Handle, dt: Handle) -> R<OpChoice> {
+    match st.ops.get(&op) {
+        Some(u) => Ok(OpChoice::User(*u, dt)),
+        None => system_op(op).map(OpChoice::System),
+    }
+}
+
+/// Register a user function as a new operation handle.
+///
+/// # Safety
+/// `op` is null or writable.
+unsafe fn create(st: &mut State, f: UserFunction, commute: c_int, op: *mut Handle) -> R<()> {
+    if op.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "op is a null pointer"));
+    }
+    let h = st.new_handle();
+    st.ops.insert(h, UserOp { f, commute: commute != 0 });
+    // SAFETY: non-null; the caller's contract.
+    unsafe { op.write(h) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut Handle) -> c_int {
+    with_state("MPI_Op_create", MPI_COMM_WORLD, |st| {
+        let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "user_fn is a null pointer"))?;
+        // SAFETY: the standard's contract on `op`.
+        unsafe { create(st, UserFunction::Int(f), commute, op) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create_c(user_fn: Option<UserFnC>, commute: c_int, op: *mut Handle) -> c_int {
+    with_state("MPI_Op_create_c", MPI_COMM_WORLD, |st| {
+        let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "user_fn is a null pointer"))?;
+        // SAFETY: the standard's contract on `op`.
+        unsafe { create(st, UserFunction::Large(f), commute, op) }
+    })
+}
+
+/// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`; a reduction already
+/// started with it completes (it holds the function itself).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
+    with_state("MPI_Op_free", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `op`.
+        let h = unsafe { read_arg(op, "op")? };
+        if st.ops.remove(&h).is_none() {
+            let what = if system_op(h).is_ok() {
+                "a predefined operation, which cannot be freed"
+            } else {
+                "not an operation (never created, or freed)"
+            };
+            return Err(Fail::new(MPI_ERR_OP, format!("{h:#x} is {what}")));
+        }
+        // SAFETY: as above.
+        unsafe { put(op, MPI_OP_NULL, "op") }
+    })
+}
+
+/// `MPI_Op_commutative`: every predefined operation commutes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> c_int {
+    with_state("MPI_Op_commutative", MPI_COMM_WORLD, |st| {
+        let c = match st.ops.get(&op) {
+            Some(u) => u.commute,
+            None => system_op(op).map(|_| true)?,
+        };
+        // SAFETY: the standard's contract on `commute`.
+        unsafe { put(commute, c_int::from(c), "commute") }
+    })
+}
