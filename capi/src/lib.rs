@@ -39,9 +39,9 @@ mod op;
 mod p2p;
 mod status;
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::{Mutex, MutexGuard};
 
 use abi::*;
 use mpi::{Communicator, MpiError, SimpleCommunicator, Universe};
@@ -292,25 +292,33 @@ fn unknown_comm(h: Handle) -> Fail {
     Fail::new(MPI_ERR_COMM, format!("{what} is not a valid communicator (never created, or freed)"))
 }
 
+/// The state's lock. It does not poison: a panic while holding it leaves
+/// the state as it was between calls (every call completes or fails as a
+/// whole), so the next call goes on (and the lock is `parking_lot`'s, whose
+/// uncontended take and release are one atomic instruction each, with no
+/// poison bookkeeping on the hot path).
+#[inline(always)]
 fn lock() -> MutexGuard<'static, Option<State>> {
-    // A panic while holding the lock leaves the state as it was between
-    // calls (every call completes or fails as a whole): keep going.
     match STATE.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            // The lock is held: by another thread (wait for it), or by this
-            // one, running a user-defined operation inside a reduction,
-            // where waiting would never end.
-            if op::IN_USER_FN.with(|f| f.get()) {
-                eprintln!(
-                    "MPI error: an MPI function was called from inside a user-defined reduction operation, which the standard does not allow (§6.9.5); ending the job"
-                );
-                std::process::exit(MPI_ERR_OTHER.min(125));
-            }
-            STATE.lock().unwrap_or_else(|p| p.into_inner())
-        }
+        Some(g) => g,
+        None => lock_slow(),
     }
+}
+
+/// The lock when `try_lock` did not take it: it is held.
+#[cold]
+#[inline(never)]
+fn lock_slow() -> MutexGuard<'static, Option<State>> {
+    // Held by another thread (wait for it), or by this one, running a
+    // user-defined operation inside a reduction, where waiting would never
+    // end.
+    if op::IN_USER_FN.with(|f| f.get()) {
+        eprintln!(
+            "MPI error: an MPI function was called from inside a user-defined reduction operation, which the standard does not allow (§6.9.5); ending the job"
+        );
+        std::process::exit(MPI_ERR_OTHER.min(125));
+    }
+    STATE.lock()
 }
 
 /// What an error handler does with a failed call.
@@ -335,6 +343,7 @@ thread_local! {
 /// handler (the `MPI_COMM_WORLD` handler when `comm` is not one: MPI 4.1
 /// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
 /// fatal handler, as the standard makes them erroneous.
+#[inline(always)]
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {

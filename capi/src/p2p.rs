@@ -163,6 +163,7 @@ pub unsafe extern "C" fn MPI_Rsend(
 /// # Safety
 /// `buf` has room for `count` elements of `dt`; `status` is null or writable.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[inline]
 unsafe fn recv(
     st: &mut State,
     buf: *mut c_void,
