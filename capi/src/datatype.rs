@@ -1343,6 +1343,10 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
+    if let Some(l) = user_fn_layout(datatype) {
+        // SAFETY: the standard's contract on `size`.
+        return unsafe { put(size, l.size as c_int, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
     with_state("MPI_Type_size", MPI_COMM_WORLD, |st| {
         let n = st.layout(datatype)?.size;
         let n = c_int::try_from(n).unwrap_or(MPI_UNDEFINED);
@@ -1353,11 +1357,21 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
+    if let Some(l) = user_fn_layout(datatype) {
+        // SAFETY: the standard's contract on `size`.
+        return unsafe { put(size, l.size as i64, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
     with_state("MPI_Type_size_c", MPI_COMM_WORLD, |st| {
         let n = st.layout(datatype)?.size as i64;
         // SAFETY: the standard's contract on `size`.
         unsafe { put(size, n, "size") }
     })
+}
+
+/// A predefined datatype's layout, when a user-defined operation is
+/// running on this thread (and so holds the state).
+fn user_fn_layout(dt: Handle) -> Option<Layout> {
+    crate::op::in_user_fn().then(|| predefined(dt)).flatten()
 }
 
 /// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`
@@ -1373,6 +1387,15 @@ unsafe fn bounds<T>(
     extent: *mut T,
     conv: fn(isize) -> T,
 ) -> c_int {
+    // Inside a user-defined operation the state is held by the reduction
+    // running it; the predefined datatypes, the only ones it is given,
+    // need no state (§6.9.5 lets the function query its datatype).
+    if let Some(l) = user_fn_layout(datatype) {
+        let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
+        // SAFETY: the caller's contract.
+        return unsafe { put(lb, conv(lo), "lb").and_then(|_| put(extent, conv(hi - lo), "extent")) }
+            .map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
     with_state(call, MPI_COMM_WORLD, |st| {
         let l = st.layout(datatype)?;
         let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };

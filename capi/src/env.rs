@@ -167,8 +167,11 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
-    let guard = lock();
-    let rank = guard.as_ref().and_then(|s| s.comms.get(&MPI_COMM_WORLD)).map(|e| e.comm.rank());
+    // Inside a user-defined operation the running reduction holds the
+    // state (§6.9.5 allows MPI_Abort there): no rank in the message then.
+    let guard = (!crate::op::in_user_fn()).then(lock);
+    let rank =
+        guard.as_ref().and_then(|g| g.as_ref()).and_then(|s| s.comms.get(&MPI_COMM_WORLD)).map(|e| e.comm.rank());
     let on = if comm == MPI_COMM_WORLD { String::new() } else { format!(" (communicator {comm:#x})") };
     match rank {
         Some(r) => eprintln!("MPI_Abort on rank {r} with error code {errorcode}{on}"),

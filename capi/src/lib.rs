@@ -314,7 +314,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     // end.
     if op::IN_USER_FN.with(|f| f.get()) {
         eprintln!(
-            "MPI error: an MPI function was called from inside a user-defined reduction operation, which the standard does not allow (§6.9.5); ending the job"
+            "MPI error: an MPI function was called from inside a user-defined reduction operation; only the predefined datatypes' size and extent queries and MPI_Abort may be (§6.9.5); ending the job"
         );
         std::process::exit(MPI_ERR_OTHER.min(125));
     }

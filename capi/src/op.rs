@@ -4,9 +4,12 @@
 //!
 //! A user function runs inside the reduction that calls it, on the
 //! predefined datatypes the library reduces (the datatype handle it gets
-//! is the one the caller passed). The standard lets it call no MPI
-//! communication function; a call to MPI from inside it ends the job
-//! with a message (see `lock` in lib.rs) instead of deadlocking.
+//! is the one the caller passed). The standard lets it query its datatype
+//! and call `MPI_Abort`, but no communication function: inside it, the
+//! predefined datatypes' size and extent queries and `MPI_Abort` work
+//! without the state (which the running reduction holds), and any other
+//! MPI call ends the job with a message (see `lock` in lib.rs) instead of
+//! deadlocking.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -38,6 +41,13 @@ pub(crate) struct UserOp {
 thread_local! {
     /// A user function is running on this thread (under the state's lock).
     pub(crate) static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A user function is running on this thread, holding the state's lock:
+/// only the calls that need no state answer (the predefined datatypes'
+/// queries, `MPI_Abort`).
+pub(crate) fn in_user_fn() -> bool {
+    IN_USER_FN.with(|f| f.get())
 }
 
 /// The alignment every predefined type's elements need.
@@ -124,6 +134,9 @@ fn system_op(op: Handle) -> R<SystemOperation> {
         MPI_MINLOC => SystemOperation::MinLoc,
         MPI_MAXLOC => SystemOperation::MaxLoc,
         MPI_OP_NULL => return Err(Fail::new(MPI_ERR_OP, "MPI_OP_NULL is not an operation")),
+        MPI_REPLACE | MPI_NO_OP => {
+            return Err(Fail::new(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP are for one-sided accumulates only (§12.3.4)"))
+        }
         other => return Err(Fail::new(MPI_ERR_OP, format!("{other:#x} is not an operation this library has"))),
     })
 }
@@ -189,12 +202,15 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
     })
 }
 
-/// `MPI_Op_commutative`: every predefined operation commutes.
+/// `MPI_Op_commutative`: the predefined reductions commute; `MPI_REPLACE`
+/// and `MPI_NO_OP` (the accumulate operations, which keep one operand)
+/// do not.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> c_int {
     with_state("MPI_Op_commutative", MPI_COMM_WORLD, |st| {
         let c = match st.ops.get(&op) {
             Some(u) => u.commute,
+            None if op == MPI_REPLACE || op == MPI_NO_OP => false,
             None => system_op(op).map(|_| true)?,
         };
         // SAFETY: the standard's contract on `commute`.

@@ -19,6 +19,12 @@ static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     calls++;
     if (*dt != MPI_INT) CHECK(0, "int_sum got datatype %ld", (long)(intptr_t)*dt);
+    /* A user function may query its datatype (§6.9.5), as mpi4py's does. */
+    int sz = -1;
+    MPI_Count lb = -1, ext = -1;
+    MPI_Type_size(*dt, &sz);
+    MPI_Type_get_extent_c(*dt, &lb, &ext);
+    if (sz != 4 || lb != 0 || ext != 4) CHECK(0, "datatype queries in a user function: %d %lld %lld", sz, (long long)lb, (long long)ext);
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
@@ -59,6 +65,8 @@ int main(int argc, char **argv)
     CHECK(flag == 0, "compose commutative %d", flag);
     MPI_Op_commutative(MPI_MAX, &flag);
     CHECK(flag == 1, "MPI_MAX commutative %d", flag);
+    MPI_Op_commutative(MPI_REPLACE, &flag);
+    CHECK(flag == 0, "MPI_REPLACE commutative %d", flag);
 
     /* Allreduce, small and large (the large one runs the ring or
      * Rabenseifner's algorithm, whose chunks start anywhere). */

@@ -1,4 +1,5 @@
-/* A user-defined operation that calls MPI, which §6.9.5 does not allow:
+/* A user-defined operation that calls MPI beyond its datatype queries and
+ * MPI_Abort, which §6.9.5 does not allow:
  * the job ends with a message saying so rather than deadlocking on the
  * library's own lock. */
 #include <mpi.h>
