@@ -401,9 +401,16 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
     // The predefined handlers are all there are; freeing one only resets
-    // the caller's handle (§9.3.4).
-    // SAFETY: the standard's contract on `errhandler`.
-    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |_| unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") })
+    // the caller's handle (§9.3.4). MPI_ERRHANDLER_NULL is no handler.
+    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `errhandler`.
+        let h = unsafe { read_arg(errhandler, "errhandler")? };
+        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h) {
+            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler")));
+        }
+        // SAFETY: as above.
+        unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }
+    })
 }
 
 #[no_mangle]

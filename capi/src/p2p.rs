@@ -1039,17 +1039,14 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         // The operation still completes (§3.7.3), with the buffer the
         // caller's to keep until then: the request is kept, progressed by
         // every later call, and waited for at MPI_Finalize at the latest.
-        if h != MPI_REQUEST_NULL {
-            let r = st.requests.remove(&h).ok_or_else(|| {
-                Fail::new(
-                    MPI_ERR_REQUEST,
-                    format!("{h:#x} is not an active request (completed and freed, or never started)"),
-                )
-            })?;
-            match r {
-                Req::Persistent(p) => st.detached.extend(p.active.map(Req::Op)),
-                r => st.detached.push(r),
-            }
+        // MPI_REQUEST_NULL is no request to free (§3.7.3).
+        let r = st.requests.remove(&h).ok_or_else(|| {
+            let what = if h == MPI_REQUEST_NULL { "MPI_REQUEST_NULL".to_string() } else { format!("{h:#x}") };
+            Fail::new(MPI_ERR_REQUEST, format!("{what} is not a request (completed and freed, or never started)"))
+        })?;
+        match r {
+            Req::Persistent(p) => st.detached.extend(p.active.map(Req::Op)),
+            r => st.detached.push(r),
         }
         // SAFETY: as above.
         unsafe { request.write(MPI_REQUEST_NULL) };

@@ -46,6 +46,10 @@ int main(int argc, char **argv)
     MPI_Request_free(&pr[0]);
     MPI_Request_free(&pr[1]);
     CHECK(pr[0] == MPI_REQUEST_NULL, "freed handle not reset");
+    /* MPI_REQUEST_NULL and MPI_ERRHANDLER_NULL are nothing to free. */
+    CHECK(MPI_Request_free(&pr[0]) == MPI_ERR_REQUEST, "MPI_REQUEST_NULL freed");
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    CHECK(MPI_Errhandler_free(&eh) == MPI_ERR_ERRHANDLER, "MPI_ERRHANDLER_NULL freed");
 
     /* Cancel a receive nothing matches. */
     MPI_Request r;
