@@ -66,7 +66,8 @@ impl UserOp {
         unsafe {
             match self.f {
                 UserFunction::Int(f) => {
-                    // Reductions here are under 2 GiB, so the count fits.
+                    // Every reduction here takes an int count (there are no
+                    // large-count reductions), so `n` fits.
                     let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
                     f(src, acc, &mut len, &mut dt)
                 }
