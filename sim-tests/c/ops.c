@@ -121,6 +121,13 @@ int main(int argc, char **argv)
     MPI_Allreduce(mine, res, 1, MPI_2INT, comp, MPI_COMM_WORLD);
     CHECK(res[0] == want[0] && res[1] == want[1], "non-commutative allreduce (%d,%d), want (%d,%d)", res[0], res[1],
           want[0], want[1]);
+    /* The same, non-blocking, completed by a polling loop: the user
+     * function runs inside MPI_Test's progress. */
+    res[0] = res[1] = 0;
+    int done = 0;
+    MPI_Iallreduce(mine, res, 1, MPI_2INT, comp, MPI_COMM_WORLD, &rq);
+    while (!done) MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+    CHECK(res[0] == want[0] && res[1] == want[1], "polled non-commutative iallreduce (%d,%d)", res[0], res[1]);
     res[0] = res[1] = 0;
     MPI_Reduce(mine, res, 1, MPI_2INT, comp, root, MPI_COMM_WORLD);
     if (rank == root)
