@@ -336,6 +336,7 @@ pub(crate) struct TypeEntry {
 
 /// The size of a predefined datatype with a contiguous layout: the fast
 /// path of every call, with no table lookup.
+#[inline(always)]
 fn contiguous_size(dt: Handle) -> Option<usize> {
     Some(match dt {
         MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
@@ -600,14 +601,11 @@ fn unknown_type(dt: Handle) -> Fail {
     Fail::new(MPI_ERR_TYPE, format!("{dt:#x} is not a datatype (never created, or freed)"))
 }
 
-/// Data at `buf + offset` would be in the never-mapped first page: a null
-/// buffer, rather than `MPI_BOTTOM` (null) with absolute displacements
-/// (§5.1.12).
 /// The fast path of a send or receive: the bytes of `count` elements of a
 /// predefined contiguous datatype, which move from and into the caller's
 /// buffer as they are; `None` for anything else (a derived type, a bad
 /// count or handle), which goes through [`State::span`] and its errors.
-#[inline]
+#[inline(always)] // on every send and receive; out of line it costs a call frame
 pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
     usize::try_from(count).ok()?.checked_mul(contiguous_size(dt)?)
 }
@@ -625,7 +623,9 @@ pub(crate) fn addr(buf: *const u8, off: isize) -> *mut u8 {
     }
 }
 
-/// A null buffer (or one near null: `MPI_BOTTOM` plus a small offset).
+/// Data at `buf + offset` would be in the never-mapped first page: a null
+/// buffer (or `MPI_BOTTOM` plus a small offset), rather than `MPI_BOTTOM`
+/// (null) with absolute displacements (§5.1.12).
 pub(crate) fn near_null(buf: *const c_void, offset: isize) -> bool {
     (buf as isize).wrapping_add(offset).unsigned_abs() < 4096
 }
