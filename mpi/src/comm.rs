@@ -111,6 +111,8 @@ pub struct SimpleCommunicator {
     /// An intercommunicator's remote group and local communicator
     /// (MPI 4.1 §7.6); `None` for an intracommunicator.
     pub(crate) inter: Option<Rc<crate::inter::Inter>>,
+    /// Its process topology (MPI 4.1 chapter 8), if it has one.
+    pub(crate) topo: Option<Rc<crate::topo::Topology>>,
 }
 
 /// The point-to-point context of `MPI_COMM_SELF` (`+ 1`: its collectives).
@@ -161,6 +163,7 @@ impl SimpleCommunicator {
             ctx: 0,
             rank: rank as Rank,
             inter: None,
+            topo: None,
         }
     }
 
@@ -320,7 +323,7 @@ impl SimpleCommunicator {
         let group = Group::new(members);
         let me = self.group.members[self.rank as usize];
         let rank = group.comm_rank(me);
-        SimpleCommunicator { shared: self.shared.clone(), group: Rc::new(group), ctx, rank, inter: None }
+        SimpleCommunicator { shared: self.shared.clone(), group: Rc::new(group), ctx, rank, inter: None, topo: None }
     }
 }
 
@@ -358,7 +361,10 @@ impl Communicator for SimpleCommunicator {
         if self.inter.is_some() {
             return self.inter_duplicate();
         }
-        Ok(self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone()))
+        // The duplicate keeps the topology (§7.4.2).
+        let mut c = self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone());
+        c.topo = self.topo.clone();
+        Ok(c)
     }
 
     fn split_by_color(&self, color: Color) -> Result<Option<SimpleCommunicator>> {

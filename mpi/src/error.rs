@@ -44,6 +44,13 @@ pub enum MpiError {
     /// Invalid argument.
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A call that needs a process topology on a communicator without one,
+    /// or with another kind (MPI 4.1 §8: `MPI_ERR_TOPOLOGY`).
+    #[error("{0}")]
+    Topology(String),
+    /// Invalid grid dimensions (§8.5: `MPI_ERR_DIMS`).
+    #[error("invalid dimensions: {0}")]
+    Dims(String),
 }
 
 /// Result of MPI calls.

@@ -32,6 +32,7 @@ pub mod inter;
 pub mod launcher;
 pub mod pmi_server;
 pub mod request;
+pub mod topo;
 mod universe;
 
 pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};

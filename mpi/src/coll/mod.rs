@@ -178,7 +178,7 @@ fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedu
 }
 
 /// Start `sched` as a non-blocking collective whose result goes to `out`.
-fn immediate<'b>(
+pub(crate) fn immediate<'b>(
     comm: &SimpleCommunicator,
     sched: Schedule,
     send: Vec<u8>,

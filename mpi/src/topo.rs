@@ -1,0 +1,810 @@
+//! Process topologies (MPI 4.1 chapter 8): Cartesian grids, graphs and
+//! distributed graphs attached to a communicator, and the neighborhood
+//! collectives that move data along their edges (§8.6).
+//!
+//! A topology is a fact about a communicator, made by a collective call on
+//! its parent: [`SimpleCommunicator::create_cartesian`] (`MPI_Cart_create`),
+//! [`SimpleCommunicator::create_graph`] (`MPI_Graph_create`),
+//! [`SimpleCommunicator::create_dist_graph_adjacent`] and
+//! [`SimpleCommunicator::create_dist_graph`]. `duplicate` keeps it; splits
+//! do not. This library never reorders ranks (`reorder` is a hint, §8.5.1),
+//! so a topology's rank `r` is the parent's rank `r`.
+//!
+//! ```no_run
+//! use mpi::traits::*;
+//! # fn main() -> mpi::Result<()> {
+//! let universe = mpi::initialize()?;
+//! let world = universe.world();
+//! let mut dims = [0, 0];
+//! mpi::topo::dims_create(world.size(), &mut dims)?;
+//! let grid = world.create_cartesian(&dims, &[true, false], false)?.expect("every rank is on the grid");
+//! let mut got = vec![-1i32; 4];
+//! grid.neighbor_all_gather_into(&[grid.rank()], &mut got[..])?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::coll::schedule::{Builder, Slice, BUF_RECV, BUF_SEND};
+use crate::comm::{Color, Communicator, SimpleCommunicator};
+use crate::datatype::Equivalence;
+use crate::error::{MpiError, Result};
+use crate::request::Request;
+use crate::{Count, Rank};
+
+/// The most edges between the same two processes in one direction that a
+/// neighborhood collective can tell apart: the round field of a
+/// collective's message tag has 10 bits.
+pub const MAX_PARALLEL_EDGES: u32 = 1024;
+
+/// A communicator's topology (`MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH`,
+/// `MPI_DIST_GRAPH`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// A Cartesian grid (§8.5.1).
+    Cartesian(Cartesian),
+    /// A graph every process knows in full (§8.5.3).
+    Graph(Graph),
+    /// This process's edges of a distributed graph (§8.5.4).
+    DistGraph(DistGraph),
+}
+
+/// A Cartesian grid: its extents and which dimensions wrap around.
+/// Ranks are laid out row-major (the last dimension varies fastest, §8.5.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cartesian {
+    dims: Vec<Count>,
+    periods: Vec<bool>,
+}
+
+/// A graph in `MPI_Graph_create`'s form (§8.5.3): the neighbors of node
+/// `i` are `edges[index[i-1]..index[i]]` (`index[-1]` being 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    index: Vec<Count>,
+    edges: Vec<Rank>,
+}
+
+/// One process's part of a distributed graph (§8.5.4): where its data
+/// comes from and where it goes, with optional weights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistGraph {
+    sources: Vec<Rank>,
+    source_weights: Option<Vec<Count>>,
+    destinations: Vec<Rank>,
+    destination_weights: Option<Vec<Count>>,
+}
+
+/// One edge of a neighborhood collective, as seen from one end: the peer
+/// (`None`: `MPI_PROC_NULL`, a Cartesian grid's edge) and the round that
+/// tells apart several edges between the same two processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// The process at the other end.
+    pub peer: Option<Rank>,
+    /// Matches the round of the same edge at the other end.
+    pub round: u32,
+}
+
+/// One block of a neighborhood exchange: `len` bytes at `off` of the send
+/// or receive buffer, to or from the edge's peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The edge the block travels on.
+    pub edge: Edge,
+    /// Offset in bytes.
+    pub off: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+fn invalid(msg: String) -> MpiError {
+    MpiError::Invalid(msg)
+}
+
+/// Fill the zero entries of `dims` with a balanced factorization (§8.5.2,
+/// `MPI_Dims_create`): their product with the given entries is `nnodes`,
+/// the filled values as close to each other as possible and in
+/// non-increasing order.
+pub fn dims_create(nnodes: Count, dims: &mut [Count]) -> Result<()> {
+    if nnodes < 1 {
+        return Err(invalid(format!("dims_create: nnodes {nnodes} is not positive")));
+    }
+    if let Some(&d) = dims.iter().find(|&&d| d < 0) {
+        return Err(MpiError::Dims(format!("dims holds {d}: entries are 0 (to fill) or positive")));
+    }
+    let fixed: i64 = dims.iter().filter(|&&d| d > 0).map(|&d| i64::from(d)).product();
+    let free = dims.iter().filter(|&&d| d == 0).count();
+    let nodes = i64::from(nnodes);
+    if nodes % fixed != 0 || (free == 0 && fixed != nodes) {
+        return Err(MpiError::Dims(format!(
+            "{nnodes} processes do not fill a grid whose given dimensions {dims:?} multiply to {fixed}"
+        )));
+    }
+    let mut fill = balanced(nodes / fixed, free).into_iter();
+    for d in dims.iter_mut().filter(|d| **d == 0) {
+        *d = fill.next().unwrap_or(1) as Count;
+    }
+    Ok(())
+}
+
+/// A balanced factorization of `n` into `k` factors, largest first: the
+/// one whose largest and smallest factors are closest (§8.5.2: "as close
+/// to each other as possible").
+fn balanced(n: i64, k: usize) -> Vec<i64> {
+    fn search(rest: i64, k: usize, cap: i64, cur: &mut Vec<i64>, best: &mut Option<Vec<i64>>) {
+        if k == 0 {
+            if rest == 1 {
+                let spread = |v: &[i64]| v.first().copied().unwrap_or(1) - v.last().copied().unwrap_or(1);
+                if best.as_ref().is_none_or(|b| spread(cur) < spread(b)) {
+                    *best = Some(cur.clone());
+                }
+            }
+            return;
+        }
+        // The next factor is at most `cap` (largest first) and at least
+        // the k-th root of what is left, or the rest would exceed it.
+        let mut d = cap.min(rest);
+        while d >= 1 {
+            if rest % d == 0 && d.checked_pow(k as u32).is_none_or(|p| p >= rest) {
+                cur.push(d);
+                search(rest / d, k - 1, d, cur, best);
+                cur.pop();
+            } else if d.checked_pow(k as u32).is_some_and(|p| p < rest) {
+                break;
+            }
+            d -= 1;
+        }
+    }
+    let mut best = None;
+    search(n, k, n, &mut Vec::with_capacity(k), &mut best);
+    best.unwrap_or_else(|| vec![1; k])
+}
+
+/// Edges numbered by occurrence: the k-th edge to (or from) the same peer
+/// gets round k, which the other end numbers the same way (§8.6: several
+/// edges between two processes are matched in order).
+fn numbered(peers: &[Rank]) -> Result<Vec<Edge>> {
+    let mut seen: HashMap<Rank, u32> = HashMap::new();
+    peers
+        .iter()
+        .map(|&p| {
+            let k = seen.entry(p).or_insert(0);
+            if *k >= MAX_PARALLEL_EDGES {
+                return Err(invalid(format!(
+                    "more than {MAX_PARALLEL_EDGES} edges between this process and {p}: \
+                     a neighborhood collective cannot tell them apart"
+                )));
+            }
+            *k += 1;
+            Ok(Edge { peer: Some(p), round: *k - 1 })
+        })
+        .collect()
+}
+
+impl Cartesian {
+    /// A grid of `dims` processes per dimension; `periods[d]` makes
+    /// dimension `d` wrap around. Every extent is positive and the grid has
+    /// at most `i32::MAX` processes.
+    pub fn new(dims: &[Count], periods: &[bool]) -> Result<Cartesian> {
+        if dims.len() != periods.len() {
+            return Err(invalid(format!("{} dimensions but {} periods", dims.len(), periods.len())));
+        }
+        if let Some((d, &e)) = dims.iter().enumerate().find(|(_, &e)| e <= 0) {
+            return Err(MpiError::Dims(format!("dimension {d} has extent {e}: extents are positive")));
+        }
+        let size = dims.iter().try_fold(1i32, |acc, &e| acc.checked_mul(e));
+        if size.is_none() {
+            return Err(MpiError::Dims(format!("a grid of {dims:?} has more than {} processes", i32::MAX)));
+        }
+        Ok(Cartesian { dims: dims.to_vec(), periods: periods.to_vec() })
+    }
+
+    /// Processes per dimension.
+    pub fn dims(&self) -> &[Count] {
+        &self.dims
+    }
+
+    /// Whether each dimension wraps around.
+    pub fn periods(&self) -> &[bool] {
+        &self.periods
+    }
+
+    /// The number of processes on the grid.
+    pub fn size(&self) -> Count {
+        self.dims.iter().product()
+    }
+
+    /// The rank at `coords` (`MPI_Cart_rank`): a coordinate outside a
+    /// periodic dimension wraps around; outside another one it is an error.
+    pub fn rank_of(&self, coords: &[Count]) -> Result<Rank> {
+        if coords.len() != self.dims.len() {
+            return Err(invalid(format!("{} coordinates for a {}-dimensional grid", coords.len(), self.dims.len())));
+        }
+        let mut r: i64 = 0;
+        for (d, ((&c, &e), &p)) in coords.iter().zip(&self.dims).zip(&self.periods).enumerate() {
+            let c = if p {
+                c.rem_euclid(e)
+            } else if (0..e).contains(&c) {
+                c
+            } else {
+                return Err(invalid(format!(
+                    "coordinate {c} of dimension {d} is outside 0..{e}, and the dimension is not periodic"
+                )));
+            };
+            r = r * i64::from(e) + i64::from(c);
+        }
+        Ok(r as Rank)
+    }
+
+    /// The coordinates of `rank` (`MPI_Cart_coords`).
+    pub fn coords_of(&self, rank: Rank) -> Result<Vec<Count>> {
+        if !(0..self.size()).contains(&rank) {
+            return Err(MpiError::InvalidRank { rank, size: self.size() });
+        }
+        let mut rest = rank;
+        let mut coords = vec![0; self.dims.len()];
+        for (c, &e) in coords.iter_mut().zip(&self.dims).rev() {
+            *c = rest % e;
+            rest /= e;
+        }
+        Ok(coords)
+    }
+
+    /// The ranks `disp` steps down and up dimension `dim` from `rank`
+    /// (`MPI_Cart_shift`: source, destination); `None` past the edge of a
+    /// dimension that does not wrap.
+    pub fn shift(&self, rank: Rank, dim: usize, disp: Count) -> Result<(Option<Rank>, Option<Rank>)> {
+        if dim >= self.dims.len() {
+            return Err(MpiError::Dims(format!(
+                "direction {dim} is not a dimension of a {}-dimensional grid",
+                self.dims.len()
+            )));
+        }
+        let coords = self.coords_of(rank)?;
+        let (e, periodic) = (i64::from(self.dims[dim]), self.periods[dim]);
+        let step = |delta: i64| -> Result<Option<Rank>> {
+            let c = i64::from(coords[dim]) + delta;
+            if !periodic && !(0..e).contains(&c) {
+                return Ok(None);
+            }
+            let mut at = coords.clone();
+            at[dim] = c.rem_euclid(e) as Count;
+            self.rank_of(&at).map(Some)
+        };
+        Ok((step(-i64::from(disp))?, step(i64::from(disp))?))
+    }
+
+    /// Keep the dimensions where `remain` is true (`MPI_Cart_sub`): the
+    /// color and key that split the grid into the sub-grids through
+    /// `rank`, and the sub-grid.
+    pub fn sub(&self, rank: Rank, remain: &[bool]) -> Result<(Count, Count, Cartesian)> {
+        if remain.len() != self.dims.len() {
+            return Err(invalid(format!("{} remain_dims for a {}-dimensional grid", remain.len(), self.dims.len())));
+        }
+        let coords = self.coords_of(rank)?;
+        let (mut color, mut key) = (0i64, 0i64);
+        let (mut dims, mut periods) = (Vec::new(), Vec::new());
+        for (d, &keep) in remain.iter().enumerate() {
+            let (e, c) = (i64::from(self.dims[d]), i64::from(coords[d]));
+            if keep {
+                key = key * e + c;
+                dims.push(self.dims[d]);
+                periods.push(self.periods[d]);
+            } else {
+                color = color * e + c;
+            }
+        }
+        Ok((color as Count, key as Count, Cartesian { dims, periods }))
+    }
+
+    /// The edges of `rank`: per dimension, the neighbor below and the one
+    /// above (§8.6), incoming and outgoing. A message that travels up a
+    /// dimension `d` has round `2d + 1`, down `2d`, so that on a periodic
+    /// dimension of one or two processes, where both neighbors are the
+    /// same process, each block still lands in its own place.
+    fn edges(&self, rank: Rank) -> Result<(Vec<Edge>, Vec<Edge>)> {
+        if self.dims.len() * 2 > MAX_PARALLEL_EDGES as usize {
+            return Err(invalid(format!(
+                "neighborhood collectives take at most {} dimensions",
+                MAX_PARALLEL_EDGES / 2
+            )));
+        }
+        let (mut inc, mut out) = (Vec::new(), Vec::new());
+        for d in 0..self.dims.len() {
+            let (below, above) = self.shift(rank, d, 1)?;
+            let up = 2 * d as u32 + 1;
+            inc.push(Edge { peer: below, round: up });
+            inc.push(Edge { peer: above, round: up - 1 });
+            out.push(Edge { peer: below, round: up - 1 });
+            out.push(Edge { peer: above, round: up });
+        }
+        Ok((inc, out))
+    }
+}
+
+impl Graph {
+    /// A graph of `index.len()` nodes in `MPI_Graph_create`'s form.
+    pub fn new(index: &[Count], edges: &[Rank]) -> Result<Graph> {
+        let nnodes = index.len() as Count;
+        let mut last = 0;
+        for (i, &x) in index.iter().enumerate() {
+            if x < last {
+                return Err(invalid(format!("index[{i}] = {x} is less than the entry before it ({last})")));
+            }
+            last = x;
+        }
+        if last as usize != edges.len() {
+            return Err(invalid(format!("index ends at {last}, but there are {} edges", edges.len())));
+        }
+        if let Some((i, &e)) = edges.iter().enumerate().find(|(_, &e)| !(0..nnodes).contains(&e)) {
+            return Err(invalid(format!("edges[{i}] = {e} is not a node of the {nnodes}-node graph")));
+        }
+        Ok(Graph { index: index.to_vec(), edges: edges.to_vec() })
+    }
+
+    /// The number of nodes.
+    pub fn nnodes(&self) -> Count {
+        self.index.len() as Count
+    }
+
+    /// `MPI_Graph_get`'s `index`.
+    pub fn index(&self) -> &[Count] {
+        &self.index
+    }
+
+    /// `MPI_Graph_get`'s `edges`.
+    pub fn edges(&self) -> &[Rank] {
+        &self.edges
+    }
+
+    /// The neighbors of node `rank` (`MPI_Graph_neighbors`).
+    pub fn neighbors(&self, rank: Rank) -> Result<&[Rank]> {
+        if !(0..self.nnodes()).contains(&rank) {
+            return Err(MpiError::InvalidRank { rank, size: self.nnodes() });
+        }
+        let r = rank as usize;
+        let lo = if r == 0 { 0 } else { self.index[r - 1] as usize };
+        Ok(&self.edges[lo..self.index[r] as usize])
+    }
+}
+
+impl DistGraph {
+    /// This process's edges: it receives from `sources` and sends to
+    /// `destinations`, each a rank of a communicator of `size` processes;
+    /// weights, if given, one per edge and not negative.
+    pub fn new(
+        size: Count,
+        sources: &[Rank],
+        source_weights: Option<&[Count]>,
+        destinations: &[Rank],
+        destination_weights: Option<&[Count]>,
+    ) -> Result<DistGraph> {
+        for (what, ranks, weights) in
+            [("source", sources, source_weights), ("destination", destinations, destination_weights)]
+        {
+            if let Some(&r) = ranks.iter().find(|&&r| !(0..size).contains(&r)) {
+                return Err(MpiError::InvalidRank { rank: r, size });
+            }
+            if let Some(w) = weights {
+                if w.len() != ranks.len() {
+                    return Err(invalid(format!("{} {what} weights for {} {what}s", w.len(), ranks.len())));
+                }
+                if let Some(&x) = w.iter().find(|&&x| x < 0) {
+                    return Err(invalid(format!("{what} weight {x} is negative")));
+                }
+            }
+        }
+        Ok(DistGraph {
+            sources: sources.to_vec(),
+            source_weights: source_weights.map(<[Count]>::to_vec),
+            destinations: destinations.to_vec(),
+            destination_weights: destination_weights.map(<[Count]>::to_vec),
+        })
+    }
+
+    /// The processes this one receives from, in order.
+    pub fn sources(&self) -> &[Rank] {
+        &self.sources
+    }
+
+    /// The processes this one sends to, in order.
+    pub fn destinations(&self) -> &[Rank] {
+        &self.destinations
+    }
+
+    /// The weights of the incoming edges, if the graph has weights.
+    pub fn source_weights(&self) -> Option<&[Count]> {
+        self.source_weights.as_deref()
+    }
+
+    /// The weights of the outgoing edges, if the graph has weights.
+    pub fn destination_weights(&self) -> Option<&[Count]> {
+        self.destination_weights.as_deref()
+    }
+
+    /// Whether it was made with weights (`MPI_Dist_graph_neighbors_count`'s
+    /// `weighted`): false only when both sides were `MPI_UNWEIGHTED`.
+    pub fn weighted(&self) -> bool {
+        self.source_weights.is_some() || self.destination_weights.is_some()
+    }
+}
+
+impl Topology {
+    /// The edges of process `rank`: incoming, in the order the receive
+    /// blocks are laid out, and outgoing, in the order of the send blocks
+    /// (§8.6).
+    pub fn edges(&self, rank: Rank) -> Result<(Vec<Edge>, Vec<Edge>)> {
+        match self {
+            Topology::Cartesian(c) => c.edges(rank),
+            Topology::Graph(g) => {
+                let n = numbered(g.neighbors(rank)?)?;
+                Ok((n.clone(), n))
+            }
+            Topology::DistGraph(d) => Ok((numbered(&d.sources)?, numbered(&d.destinations)?)),
+        }
+    }
+}
+
+/// Decode the edge list `MPI_Dist_graph_create` exchanges: `(source,
+/// destination, weight)` triples as 12 little-endian bytes each.
+fn triples(bytes: &[u8]) -> Result<Vec<(Rank, Rank, Count)>> {
+    if bytes.len() % 12 != 0 {
+        return Err(invalid("internal: a corrupt edge list in dist_graph_create".into()));
+    }
+    let word = |c: &[u8], at: usize| i32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+    Ok(bytes.chunks_exact(12).map(|c| (word(c, 0), word(c, 4), word(c, 8))).collect())
+}
+
+impl SimpleCommunicator {
+    /// The communicator's topology, if it has one (`MPI_Topo_test`).
+    pub fn topology(&self) -> Option<&Topology> {
+        self.topo.as_deref()
+    }
+
+    fn with_topology(mut self, t: Topology) -> SimpleCommunicator {
+        self.topo = Some(Rc::new(t));
+        self
+    }
+
+    /// A communicator of the first `size` ranks, in order (a topology's
+    /// processes; the rest get `None`).
+    fn first(&self, size: Count, what: &str) -> Result<Option<SimpleCommunicator>> {
+        self.intra_only(what)?;
+        if size > self.size() {
+            return Err(invalid(format!("{what} has {size} processes, but the communicator {}", self.size())));
+        }
+        let color = if self.rank() < size { Color::With(0) } else { Color::Undefined };
+        self.split_by_color_with_key(color, self.rank())
+    }
+
+    /// A Cartesian grid on the first `dims`-product ranks (`MPI_Cart_create`,
+    /// §8.5.1); the others get `None`. Collective. `reorder` is accepted and
+    /// ignored: ranks keep their order.
+    pub fn create_cartesian(
+        &self,
+        dims: &[Count],
+        periods: &[bool],
+        reorder: bool,
+    ) -> Result<Option<SimpleCommunicator>> {
+        let _ = reorder;
+        let cart = Cartesian::new(dims, periods)?;
+        Ok(self.first(cart.size(), "the grid")?.map(|c| c.with_topology(Topology::Cartesian(cart))))
+    }
+
+    /// A graph on the first `index.len()` ranks (`MPI_Graph_create`,
+    /// §8.5.3); the others get `None`. Collective.
+    pub fn create_graph(&self, index: &[Count], edges: &[Rank], reorder: bool) -> Result<Option<SimpleCommunicator>> {
+        let _ = reorder;
+        let g = Graph::new(index, edges)?;
+        Ok(self.first(g.nnodes(), "the graph")?.map(|c| c.with_topology(Topology::Graph(g))))
+    }
+
+    /// A distributed graph in which every process names its own incoming
+    /// and outgoing edges (`MPI_Dist_graph_create_adjacent`, §8.5.4).
+    /// Collective.
+    pub fn create_dist_graph_adjacent(
+        &self,
+        sources: &[Rank],
+        source_weights: Option<&[Count]>,
+        destinations: &[Rank],
+        destination_weights: Option<&[Count]>,
+        reorder: bool,
+    ) -> Result<SimpleCommunicator> {
+        let _ = reorder;
+        self.intra_only("a distributed graph")?;
+        let g = DistGraph::new(self.size(), sources, source_weights, destinations, destination_weights)?;
+        Ok(self.duplicate_plain()?.with_topology(Topology::DistGraph(g)))
+    }
+
+    /// A distributed graph from edges any process may name
+    /// (`MPI_Dist_graph_create`, §8.5.4): process `sources[i]` sends to
+    /// the `degrees[i]` next entries of `destinations`, with those weights
+    /// if given. Collective; every process learns its own edges, in the
+    /// order of the rank that named them and then of its arrays.
+    pub fn create_dist_graph(
+        &self,
+        sources: &[Rank],
+        degrees: &[Count],
+        destinations: &[Rank],
+        weights: Option<&[Count]>,
+        reorder: bool,
+    ) -> Result<SimpleCommunicator> {
+        let _ = reorder;
+        self.intra_only("a distributed graph")?;
+        if sources.len() != degrees.len() {
+            return Err(invalid(format!("{} sources but {} degrees", sources.len(), degrees.len())));
+        }
+        let size = self.size();
+        let mut mine = Vec::new();
+        let mut at = 0usize;
+        for (&s, &d) in sources.iter().zip(degrees) {
+            if !(0..size).contains(&s) {
+                return Err(MpiError::InvalidRank { rank: s, size });
+            }
+            let d = usize::try_from(d).map_err(|_| invalid(format!("degree {d} is negative")))?;
+            let end = at.checked_add(d).filter(|&e| e <= destinations.len()).ok_or_else(|| {
+                invalid(format!("the degrees add up to more than the {} destinations", destinations.len()))
+            })?;
+            for (k, &t) in destinations.iter().enumerate().take(end).skip(at) {
+                if !(0..size).contains(&t) {
+                    return Err(MpiError::InvalidRank { rank: t, size });
+                }
+                let w = match weights {
+                    Some(w) => *w.get(k).ok_or_else(|| invalid(format!("{} weights for more edges", w.len())))?,
+                    None => 0,
+                };
+                if w < 0 {
+                    return Err(invalid(format!("weight {w} is negative")));
+                }
+                for v in [s, t, w] {
+                    mine.extend(v.to_le_bytes());
+                }
+            }
+            at = end;
+        }
+        // Everyone learns every edge (the graph is small next to the data
+        // its collectives move), and whether anyone gave weights.
+        mine.push(u8::from(weights.is_some()));
+        let table = self.allgather_bytes(&mine)?;
+        let me = self.rank();
+        let (mut src, mut sw, mut dst, mut dw, mut weighted) = (vec![], vec![], vec![], vec![], false);
+        for e in &table {
+            let (flag, edges) = e.split_last().ok_or_else(|| invalid("internal: an empty edge list".into()))?;
+            weighted |= *flag != 0;
+            for (s, t, w) in triples(edges)? {
+                if t == me {
+                    src.push(s);
+                    sw.push(w);
+                }
+                if s == me {
+                    dst.push(t);
+                    dw.push(w);
+                }
+            }
+        }
+        let g = if weighted {
+            DistGraph::new(size, &src, Some(&sw), &dst, Some(&dw))?
+        } else {
+            DistGraph::new(size, &src, None, &dst, None)?
+        };
+        Ok(self.duplicate_plain()?.with_topology(Topology::DistGraph(g)))
+    }
+
+    /// The sub-grids of a Cartesian communicator that keep the dimensions
+    /// where `remain` is true (`MPI_Cart_sub`, §8.5.6). Collective.
+    pub fn cartesian_sub(&self, remain: &[bool]) -> Result<SimpleCommunicator> {
+        let Some(Topology::Cartesian(cart)) = self.topology() else {
+            return Err(MpiError::Topology("cartesian_sub needs a communicator with a Cartesian topology".into()));
+        };
+        let (color, key, sub) = cart.sub(self.rank(), remain)?;
+        let c = self.split_by_color_with_key(Color::With(color), key)?;
+        let c = c.ok_or_else(|| invalid("internal: a Cartesian sub-grid without this process".into()))?;
+        Ok(c.with_topology(Topology::Cartesian(sub)))
+    }
+
+    /// A duplicate without the topology (the base of a new one).
+    fn duplicate_plain(&self) -> Result<SimpleCommunicator> {
+        let mut c = self.duplicate()?;
+        c.topo = None;
+        Ok(c)
+    }
+
+    fn edges_here(&self, what: &str) -> Result<(Vec<Edge>, Vec<Edge>)> {
+        match self.topology() {
+            Some(t) => t.edges(self.rank()),
+            None => Err(MpiError::Topology(format!("{what} needs a communicator with a process topology"))),
+        }
+    }
+
+    /// The incoming and outgoing edges of this process (the order of a
+    /// neighborhood collective's blocks).
+    pub fn neighbor_edges(&self) -> Result<(Vec<Edge>, Vec<Edge>)> {
+        self.edges_here("neighbor_edges")
+    }
+
+    /// Start a neighborhood exchange (§8.6): each block of `sends` goes
+    /// from `send` to its edge's peer, each block of `recvs` arrives from
+    /// its edge's peer into `recv`; blocks on `MPI_PROC_NULL` edges move
+    /// nothing and leave `recv` as it was. The building block of every
+    /// neighborhood collective, blocking or not.
+    pub fn immediate_neighbor_exchange<'b>(
+        &self,
+        send: &[u8],
+        sends: &[Block],
+        recv: &'b mut [u8],
+        recvs: &[Block],
+    ) -> Result<Request<'b>> {
+        let mut b = Builder::new();
+        let size = self.size();
+        for (what, blocks, cap) in [("send", sends, send.len()), ("receive", recvs, recv.len())] {
+            for (i, blk) in blocks.iter().enumerate() {
+                if blk.off.checked_add(blk.len).is_none_or(|e| e > cap) {
+                    return Err(invalid(format!(
+                        "{what} block {i} ({} bytes at {}) ends beyond the {cap}-byte buffer",
+                        blk.len, blk.off
+                    )));
+                }
+                if blk.edge.round >= MAX_PARALLEL_EDGES {
+                    return Err(invalid(format!("{what} block {i}: round {} is too large", blk.edge.round)));
+                }
+                match blk.edge.peer {
+                    Some(p) if !(0..size).contains(&p) => return Err(MpiError::InvalidRank { rank: p, size }),
+                    Some(p) => {
+                        if what == "send" {
+                            b.send(p as u32, blk.edge.round, Slice::new(BUF_SEND, blk.off as u64, blk.len as u64), &[]);
+                        } else {
+                            b.recv(p as u32, blk.edge.round, Slice::new(BUF_RECV, blk.off as u64, blk.len as u64), &[]);
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+        let init = recv.to_vec();
+        crate::coll::immediate(self, b.build(), send.to_vec(), init, None, Some(recv))
+    }
+
+    /// Blocking [`SimpleCommunicator::immediate_neighbor_exchange`].
+    pub fn neighbor_exchange(&self, send: &[u8], sends: &[Block], recv: &mut [u8], recvs: &[Block]) -> Result<()> {
+        self.immediate_neighbor_exchange(send, sends, recv, recvs)?.finish_blocking()
+    }
+
+    /// `MPI_Neighbor_allgather`: `send` to every outgoing neighbor; the
+    /// block from incoming neighbor `i` into `recv[i·k..(i+1)·k]`, `k` being
+    /// `send.len()`.
+    pub fn neighbor_all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let (inc, out) = self.edges_here("neighbor_all_gather_into")?;
+        let k = std::mem::size_of_val(send);
+        let sends: Vec<Block> = out.iter().map(|&edge| Block { edge, off: 0, len: k }).collect();
+        self.typed_exchange(send, &sends, recv, &inc, k, "neighbor_all_gather_into")
+    }
+
+    /// `MPI_Neighbor_alltoall`: block `j` of `send` to outgoing neighbor
+    /// `j`, the block from incoming neighbor `i` into block `i` of `recv`;
+    /// every block has `recv.len()` / (number of incoming neighbors) elements.
+    pub fn neighbor_all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let (inc, out) = self.edges_here("neighbor_all_to_all_into")?;
+        let k = if out.is_empty() { 0 } else { std::mem::size_of_val(send) / out.len() };
+        if k * out.len() != std::mem::size_of_val(send) {
+            return Err(invalid(format!(
+                "neighbor_all_to_all_into: {} send elements do not split into {} blocks",
+                send.len(),
+                out.len()
+            )));
+        }
+        let sends: Vec<Block> = out.iter().enumerate().map(|(j, &edge)| Block { edge, off: j * k, len: k }).collect();
+        self.typed_exchange(send, &sends, recv, &inc, k, "neighbor_all_to_all_into")
+    }
+
+    fn typed_exchange<T: Equivalence>(
+        &self,
+        send: &[T],
+        sends: &[Block],
+        recv: &mut [T],
+        inc: &[Edge],
+        k: usize,
+        what: &str,
+    ) -> Result<()> {
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        if k * inc.len() != out.len() {
+            return Err(invalid(format!(
+                "{what}: the receive buffer has {} bytes, not {} neighbors × {k}",
+                out.len(),
+                inc.len()
+            )));
+        }
+        let recvs: Vec<Block> = inc.iter().enumerate().map(|(i, &edge)| Block { edge, off: i * k, len: k }).collect();
+        self.neighbor_exchange(bytemuck::cast_slice(send), sends, out, &recvs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_are_balanced_and_largest_first() {
+        assert_eq!(balanced(12, 2), vec![4, 3]);
+        assert_eq!(balanced(27, 2), vec![9, 3]);
+        assert_eq!(balanced(27, 3), vec![3, 3, 3]);
+        assert_eq!(balanced(7, 3), vec![7, 1, 1]);
+        assert_eq!(balanced(24, 3), vec![4, 3, 2]);
+        assert_eq!(balanced(1, 0), Vec::<i64>::new());
+        let mut d = [0, 3, 0];
+        dims_create(24, &mut d).unwrap();
+        assert_eq!(d, [4, 3, 2]);
+        assert!(matches!(dims_create(10, &mut [0, 3]), Err(MpiError::Dims(_))));
+        assert!(matches!(dims_create(6, &mut [-1, 0]), Err(MpiError::Dims(_))));
+    }
+
+    #[test]
+    fn cartesian_ranks_are_row_major_and_wrap_only_where_periodic() {
+        let c = Cartesian::new(&[2, 3], &[false, true]).unwrap();
+        assert_eq!(c.size(), 6);
+        assert_eq!(c.rank_of(&[1, 2]).unwrap(), 5);
+        assert_eq!(c.coords_of(5).unwrap(), vec![1, 2]);
+        assert_eq!(c.rank_of(&[1, -1]).unwrap(), 5);
+        assert!(c.rank_of(&[2, 0]).is_err());
+        assert!(matches!(c.coords_of(6), Err(MpiError::InvalidRank { .. })));
+        // Rank 1 is (0, 1): down dimension 0 is off the grid, up is (1, 1).
+        assert_eq!(c.shift(1, 0, 1).unwrap(), (None, Some(4)));
+        // Dimension 1 wraps: (0, 1) - 2 = (0, 2), (0, 1) + 2 = (0, 0).
+        assert_eq!(c.shift(1, 1, 2).unwrap(), (Some(2), Some(0)));
+        assert!(matches!(c.shift(1, 2, 1), Err(MpiError::Dims(_))));
+        assert!(matches!(Cartesian::new(&[2, 0], &[false, false]), Err(MpiError::Dims(_))));
+        assert!(Cartesian::new(&[2], &[false, true]).is_err());
+    }
+
+    #[test]
+    fn a_sub_grid_is_colored_by_the_dropped_coordinates() {
+        let c = Cartesian::new(&[2, 3, 2], &[true, false, true]).unwrap();
+        // Rank 7 is (1, 0, 1).
+        let (color, key, sub) = c.sub(7, &[true, false, true]).unwrap();
+        assert_eq!((color, key), (0, 3));
+        assert_eq!((sub.dims(), sub.periods()), (&[2, 2][..], &[true, true][..]));
+        let (color, key, sub) = c.sub(7, &[false, true, false]).unwrap();
+        assert_eq!((color, key, sub.dims()), (3, 0, &[3][..]));
+    }
+
+    #[test]
+    fn each_outgoing_edge_matches_the_incoming_edge_at_its_peer() {
+        // The block a process sends on an outgoing edge must arrive on the
+        // incoming edge, at the peer, with the same peer and round: check
+        // every pair, including periodic dimensions of 1 and 2 processes.
+        for (dims, periods) in [(vec![3, 4], vec![true, false]), (vec![2, 1], vec![true, true]), (vec![5], vec![false])]
+        {
+            let c = Topology::Cartesian(Cartesian::new(&dims, &periods).unwrap());
+            check_matching(&c, dims.iter().product());
+        }
+        let g = Topology::Graph(Graph::new(&[2, 4, 5], &[1, 1, 0, 0, 2]).unwrap());
+        let (inc, out) = g.edges(0).unwrap();
+        assert_eq!(inc, out);
+        assert_eq!(out.iter().map(|e| e.round).collect::<Vec<_>>(), vec![0, 1]);
+        assert!(Graph::new(&[1, 1], &[1]).is_ok());
+        assert!(Graph::new(&[2, 1], &[1, 0]).is_err());
+        assert!(Graph::new(&[1], &[3]).is_err());
+    }
+
+    fn check_matching(t: &Topology, n: Rank) {
+        for r in 0..n {
+            let (_, out) = t.edges(r).unwrap();
+            for (j, e) in out.iter().enumerate() {
+                let Some(p) = e.peer else { continue };
+                let (inc, _) = t.edges(p).unwrap();
+                let hits = inc.iter().filter(|i| i.peer == Some(r) && i.round == e.round).count();
+                assert_eq!(hits, 1, "{t:?}: rank {r}'s outgoing edge {j} to {p} must match one incoming edge there");
+            }
+        }
+    }
+
+    #[test]
+    fn dist_graph_edges_are_checked() {
+        assert!(DistGraph::new(3, &[0, 1], None, &[2], None).is_ok());
+        assert!(matches!(DistGraph::new(3, &[3], None, &[], None), Err(MpiError::InvalidRank { .. })));
+        assert!(DistGraph::new(3, &[0], Some(&[1, 2]), &[], None).is_err());
+        assert!(DistGraph::new(3, &[0], Some(&[-1]), &[], None).is_err());
+        assert!(!DistGraph::new(3, &[0], None, &[1], None).unwrap().weighted());
+    }
+}
