@@ -1,6 +1,6 @@
 //! Array datatypes: subarrays (MPI 4.1 §5.1.3) and distributed arrays
-//! (§5.1.4), with `MPI_Dims_create` (§8.5.2), which programs call to
-//! choose the process grid of a distributed array.
+//! (§5.1.4). (`MPI_Dims_create`, which programs call to choose the process
+//! grid of a distributed array, is with the topologies in `topo.rs`.)
 //!
 //! Both constructors are built the way the standard defines them: one
 //! dimension at a time from the fastest-varying one outward (the last in C
@@ -62,7 +62,7 @@ fn c_order(order: c_int) -> R<bool> {
 }
 
 /// `ndims` as a length (it may be zero: a single element).
-fn ndims_arg(ndims: c_int) -> R<usize> {
+pub(crate) fn ndims_arg(ndims: c_int) -> R<usize> {
     usize::try_from(ndims).map_err(|_| Fail::new(MPI_ERR_DIMS, format!("ndims {ndims} is negative")))
 }
 
@@ -331,86 +331,9 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
     unsafe { darray(call, Form::Large, size, rank, ndims, read, order, oldtype, newtype) }
 }
 
-/// A balanced factorization of `n` into `k` factors, largest first: the
-/// one whose largest and smallest factors are closest (§8.5.2: "as close
-/// to each other as possible").
-fn balanced(n: i64, k: usize) -> Vec<i64> {
-    fn search(rest: i64, k: usize, cap: i64, cur: &mut Vec<i64>, best: &mut Option<Vec<i64>>) {
-        if k == 0 {
-            if rest == 1 {
-                let spread = |v: &[i64]| v.first().copied().unwrap_or(1) - v.last().copied().unwrap_or(1);
-                if best.as_ref().is_none_or(|b| spread(cur) < spread(b)) {
-                    *best = Some(cur.clone());
-                }
-            }
-            return;
-        }
-        // The next factor is at most `cap` (largest first) and at least
-        // the k-th root of what is left, or the rest would exceed it.
-        let mut d = cap.min(rest);
-        while d >= 1 {
-            if rest % d == 0 && d.checked_pow(k as u32).is_none_or(|p| p >= rest) {
-                cur.push(d);
-                search(rest / d, k - 1, d, cur, best);
-                cur.pop();
-            } else if d.checked_pow(k as u32).is_some_and(|p| p < rest) {
-                break;
-            }
-            d -= 1;
-        }
-    }
-    let mut best = None;
-    search(n, k, n, &mut Vec::with_capacity(k), &mut best);
-    best.unwrap_or_else(|| vec![1; k])
-}
-
-/// `MPI_Dims_create` (§8.5.2): fill the zero entries of `dims` so that
-/// their product with the others is `nnodes`, balanced, largest first.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    with_state("MPI_Dims_create", MPI_COMM_WORLD, |_| {
-        let n = ndims_arg(ndims)?;
-        if nnodes < 1 {
-            return Err(Fail::new(MPI_ERR_ARG, format!("nnodes {nnodes} is not positive")));
-        }
-        if n > 0 && dims.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "dims is a null pointer"));
-        }
-        // SAFETY: the standard's contract: `dims` holds `ndims` values (non-null, checked).
-        let dims = if n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(dims, n) } };
-        if let Some(&d) = dims.iter().find(|&&d| d < 0) {
-            return Err(Fail::new(MPI_ERR_DIMS, format!("dims holds {d}: entries are 0 (to fill) or positive")));
-        }
-        let fixed: i64 = dims.iter().filter(|&&d| d > 0).map(|&d| i64::from(d)).product();
-        let free = dims.iter().filter(|&&d| d == 0).count();
-        let nodes = i64::from(nnodes);
-        if nodes % fixed != 0 || (free == 0 && fixed != nodes) {
-            return Err(Fail::new(
-                MPI_ERR_DIMS,
-                format!("{nnodes} processes do not fill a grid whose given dimensions {dims:?} multiply to {fixed}"),
-            ));
-        }
-        let mut fill = balanced(nodes / fixed, free).into_iter();
-        for d in dims.iter_mut().filter(|d| **d == 0) {
-            *d = fill.next().unwrap_or(1) as c_int;
-        }
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dims_are_balanced_and_largest_first() {
-        assert_eq!(balanced(12, 2), vec![4, 3]);
-        assert_eq!(balanced(27, 2), vec![9, 3]);
-        assert_eq!(balanced(27, 3), vec![3, 3, 3]);
-        assert_eq!(balanced(7, 3), vec![7, 1, 1]);
-        assert_eq!(balanced(24, 3), vec![4, 3, 2]);
-        assert_eq!(balanced(1, 0), Vec::<i64>::new());
-    }
 
     #[test]
     fn block_and_cyclic_cover_every_index_once() {

@@ -70,7 +70,7 @@ fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) 
 
 /// Run a collective to completion; on an intercommunicator, run `inter`
 /// (its intercommunicator form), or refuse.
-fn blocking(
+pub(crate) fn blocking(
     call: &str,
     comm: Handle,
     start: impl FnOnce(&mut State) -> R<Active>,
@@ -92,7 +92,7 @@ fn blocking(
 ///
 /// # Safety
 /// `request` is null or writable.
-unsafe fn nonblocking(
+pub(crate) unsafe fn nonblocking(
     call: &str,
     comm: Handle,
     request: *mut Handle,
@@ -134,8 +134,9 @@ macro_rules! collective {
         }
     };
 }
+pub(crate) use collective;
 
-fn in_place(p: *const c_void) -> bool {
+pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
@@ -224,7 +225,7 @@ unsafe fn reduce_send<'a, T: Equivalence>(
     }
 }
 
-fn count_of(count: c_int) -> R<usize> {
+pub(crate) fn count_of(count: c_int) -> R<usize> {
     usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
@@ -618,22 +619,17 @@ unsafe fn alltoallv(
 }
 collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts, sdispls)), sendtype, recvbuf, 0, Some((recvcounts, rdispls)), recvtype, comm));
 
-/// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
-/// datatype and byte displacement. The blocks to send are packed into one
-/// buffer and the received ones land in a staging buffer, unpacked into
-/// their places at completion; the bytes in between move as `Alltoallv`
-/// of bytes. With `MPI_IN_PLACE`, what goes out is what the receive
-/// blocks hold.
-/// `MPI_Alltoallw`'s blocks, packed to go and staged to arrive.
-struct Wblocks {
+/// A w-style exchange's blocks (`MPI_Alltoallw`, the neighborhood
+/// collectives), packed to go and staged to arrive.
+pub(crate) struct Wblocks {
     /// The send blocks, one after another; `scounts`/`sdispls` in bytes.
     packed: Vec<u8>,
-    scounts: Vec<mpi::Count>,
-    sdispls: Vec<mpi::Count>,
+    pub(crate) scounts: Vec<mpi::Count>,
+    pub(crate) sdispls: Vec<mpi::Count>,
     /// Room for the receive blocks; `rcounts`/`rdispls` in bytes.
     staging: Vec<u8>,
-    rcounts: Vec<mpi::Count>,
-    rdispls: Vec<mpi::Count>,
+    pub(crate) rcounts: Vec<mpi::Count>,
+    pub(crate) rdispls: Vec<mpi::Count>,
     /// Where each received block is unpacked: (offset in `staging`,
     /// length, address, layout).
     places: Vec<(usize, usize, *mut u8, std::sync::Arc<crate::datatype::Layout>)>,
@@ -653,8 +649,53 @@ impl Wblocks {
     }
 }
 
+/// One block of a w-style exchange: `count` elements of `dt` at `at`.
+#[derive(Clone, Copy)]
+pub(crate) struct WBlock {
+    pub(crate) at: *mut u8,
+    pub(crate) count: c_int,
+    pub(crate) dt: Handle,
+}
+
+/// Pack the `sends` blocks into one buffer and stage room for the `recvs`
+/// blocks, each unpacked into its place at completion.
+///
+/// # Safety
+/// Each send block holds its elements; each receive block has room for
+/// them (the standard's contract on the buffers).
+pub(crate) unsafe fn wblocks_of(st: &State, sends: &[WBlock], recvs: &[WBlock]) -> R<Wblocks> {
+    let fits = |b: usize| {
+        mpi::Count::try_from(b).map_err(|_| {
+            Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per collective"))
+        })
+    };
+    let (mut packed, mut scounts, mut sdis) = (Vec::new(), Vec::new(), Vec::new());
+    for b in sends {
+        let span = st.span(b.count, b.dt)?;
+        // SAFETY: the caller's contract: the block is in the send buffer.
+        let bytes = unsafe { outgoing(b.at.cast_const().cast(), &span, "send")? };
+        sdis.push(fits(packed.len())?);
+        scounts.push(fits(bytes.len())?);
+        packed.extend_from_slice(&bytes);
+    }
+    let (mut rcounts, mut rdis, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
+    for b in recvs {
+        let layout = st.committed(b.dt)?;
+        let k = count_of(b.count)?;
+        let len = layout.size.checked_mul(k).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a receive block is too large"))?;
+        if len > 0 && crate::datatype::near_null(b.at.cast_const().cast(), layout.true_lb) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+        }
+        rdis.push(fits(total)?);
+        rcounts.push(fits(len)?);
+        places.push((total, len, b.at, layout));
+        total += len;
+    }
+    Ok(Wblocks { packed, scounts, sdispls: sdis, staging: vec![0u8; total], rcounts, rdispls: rdis, places })
+}
+
 /// Pack and stage `MPI_Alltoallw`'s blocks for `n` peers (the remote
-/// group's size on an intercommunicator).
+/// group's size on an intercommunicator); displacements in bytes.
 ///
 /// # Safety
 /// The standard's contract on the buffers and arrays.
@@ -671,11 +712,6 @@ unsafe fn wblocks(
     rdispls: *const c_int,
     recvtypes: *const Handle,
 ) -> R<Wblocks> {
-    let fits = |b: usize| {
-        mpi::Count::try_from(b).map_err(|_| {
-            Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per collective"))
-        })
-    };
     // SAFETY: the caller's contract: one count, displacement and datatype
     // per process.
     let (rc, rd, rt) = unsafe {
@@ -698,29 +734,37 @@ unsafe fn wblocks(
             )
         }
     };
-    let (mut packed, mut scounts, mut sdis) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..n as usize {
-        let span = st.span(sc[i], stypes[i])?;
-        // SAFETY: the caller's contract: the block is in the send buffer.
-        let bytes = unsafe { outgoing(crate::datatype::addr(sbuf.cast(), sd[i] as isize).cast(), &span, "send")? };
-        sdis.push(fits(packed.len())?);
-        scounts.push(fits(bytes.len())?);
-        packed.extend_from_slice(&bytes);
-    }
-    let (mut rcounts, mut rdis, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
-    for i in 0..n as usize {
-        let layout = st.committed(rt[i])?;
-        let k = count_of(rc[i])?;
-        let len = layout.size.checked_mul(k).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a receive block is too large"))?;
-        if len > 0 && crate::datatype::near_null(recvbuf, rd[i] as isize + layout.true_lb) {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
-        }
-        rdis.push(fits(total)?);
-        rcounts.push(fits(len)?);
-        places.push((total, len, crate::datatype::addr(recvbuf.cast(), rd[i] as isize), layout));
-        total += len;
-    }
-    Ok(Wblocks { packed, scounts, sdispls: sdis, staging: vec![0u8; total], rcounts, rdispls: rdis, places })
+    let at = |buf: *const c_void, d: c_int| crate::datatype::addr(buf.cast(), d as isize);
+    let sends: Vec<WBlock> =
+        (0..n as usize).map(|i| WBlock { at: at(sbuf, sd[i]), count: sc[i], dt: stypes[i] }).collect();
+    let recvs: Vec<WBlock> =
+        (0..n as usize).map(|i| WBlock { at: at(recvbuf.cast_const(), rd[i]), count: rc[i], dt: rt[i] }).collect();
+    // SAFETY: the caller's contract on the buffers.
+    unsafe { wblocks_of(st, &sends, &recvs) }
+}
+
+/// Start the exchange of `w`'s packed blocks into its staging buffer with
+/// `start`, and unpack what arrived into place when it completes.
+pub(crate) fn run_wblocks(
+    mut w: Wblocks,
+    start: impl FnOnce(&'static [u8], &'static mut [u8], &Wblocks) -> R<mpi::Request<'static>>,
+) -> R<Active> {
+    let packed = std::mem::take(&mut w.packed);
+    // SAFETY: the heap bytes of `packed` and `w.staging` do not move when
+    // the vectors move into the operation, which keeps them until it
+    // completes.
+    let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
+        (
+            std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
+            std::slice::from_raw_parts_mut(w.staging.as_mut_ptr(), w.staging.len()),
+        )
+    };
+    let r = start(out, into, &w)?;
+    let mut a = active(r, vec![packed], None);
+    // SAFETY: the receive blocks are the caller's until this completion
+    // (the standard's contract on the buffers).
+    a.stage.then = Some(Box::new(move || unsafe { w.unpack() }));
+    Ok(a)
 }
 
 /// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
@@ -744,25 +788,12 @@ unsafe fn alltoallw(
 ) -> R<Active> {
     let c = &st.comm(comm)?.comm;
     // SAFETY: the caller's contract.
-    let mut w = unsafe {
+    let w = unsafe {
         wblocks(st, c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
     };
-    let packed = std::mem::take(&mut w.packed);
-    // SAFETY: the heap bytes of `packed` and `w.staging` do not move when
-    // the vectors move into the operation, which keeps them until it
-    // completes.
-    let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
-        (
-            std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
-            std::slice::from_raw_parts_mut(w.staging.as_mut_ptr(), w.staging.len()),
-        )
-    };
-    let r = c.immediate_all_to_all_varcount_into(out, &w.scounts, &w.sdispls, into, &w.rcounts, &w.rdispls)?;
-    let mut a = active(r, vec![packed], None);
-    // SAFETY: the receive blocks are the caller's until this completion
-    // (the standard's contract on the buffers).
-    a.stage.then = Some(Box::new(move || unsafe { w.unpack() }));
-    Ok(a)
+    run_wblocks(w, |out, into, w| {
+        Ok(c.immediate_all_to_all_varcount_into(out, &w.scounts, &w.sdispls, into, &w.rcounts, &w.rdispls)?)
+    })
 }
 
 /// `MPI_Alltoallw` on an intercommunicator: a block for each process of

@@ -485,13 +485,3 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> 
         unsafe { put(flag, c_int::from(inter), "flag") }
     })
 }
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int {
-    with_state("MPI_Topo_test", comm, |st| {
-        st.comm(comm)?;
-        // No communicator here has a topology (§8.5.5).
-        // SAFETY: the standard's contract on `status`.
-        unsafe { put(status, MPI_UNDEFINED, "status") }
-    })
-}

@@ -35,9 +35,11 @@ mod group;
 mod info;
 mod inter;
 mod message;
+mod neighbor;
 mod op;
 mod p2p;
 mod status;
+mod topo;
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
@@ -73,6 +75,8 @@ impl From<MpiError> for Fail {
             }
             MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
             MpiError::Invalid(_) | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
+            MpiError::Topology(_) => MPI_ERR_TOPOLOGY,
+            MpiError::Dims(_) => MPI_ERR_DIMS,
             _ => MPI_ERR_OTHER,
         };
         Fail { class, msg: e.to_string() }
@@ -402,6 +406,23 @@ pub(crate) unsafe fn read_arg<T: Copy>(p: *const T, what: &str) -> R<T> {
     }
     // SAFETY: non-null, and the caller's contract.
     Ok(unsafe { p.read() })
+}
+
+/// The `n` values of an array argument: none when `n` is 0 (the pointer
+/// is then not read), `MPI_ERR_ARG` for a negative `n` or a null pointer.
+///
+/// # Safety
+/// `p` is null or valid for reads of `n` values of `T`.
+pub(crate) unsafe fn array_arg<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
+    let n = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("{what}: length {n} is negative")))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: non-null, and the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Write `v` through `out`, failing with `MPI_ERR_ARG` on a null pointer.

@@ -339,6 +339,15 @@ fn user_defined_operations_reduce_in_rank_order() {
     everywhere("ops", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
 
+/// Process topologies and neighborhood collectives (sim-tests/c/topo.c):
+/// grids, graphs and distributed graphs, their queries, the five
+/// neighborhood collectives blocking and non-blocking, and the errors; at
+/// 1 and 2 ranks a periodic dimension's two neighbors are one process.
+#[test]
+fn topologies_and_neighborhood_collectives() {
+    everywhere("topo", &[(1, 1), (2, 2), (3, 3), (4, 2), (6, 3), (8, 4)]);
+}
+
 /// Intercommunicators between the even and the odd ranks: creation,
 /// point-to-point across, the blocking collectives with MPI_ROOT and
 /// MPI_PROC_NULL roots, merge and dup, and the refused operations
