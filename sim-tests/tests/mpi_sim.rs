@@ -46,6 +46,9 @@ suite! {
     sync_2r_2n: "sync", 2, 2;
     comms_4r_2n: "comms", 4, 2;
     comms_8r_4n: "comms", 8, 4;
+    topo_1r_1n: "topo", 1, 1;
+    topo_2r_2n: "topo", 2, 2;
+    topo_6r_3n: "topo", 6, 3;
 }
 
 #[test]

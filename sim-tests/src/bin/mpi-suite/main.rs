@@ -55,6 +55,7 @@ fn main() -> ExitCode {
             "probe" => probe(&w)?,
             "sync" => sync(&u, &w)?,
             "comms" => comms(&w)?,
+            "topo" => topo(&w)?,
             "sockets" => sockets(&w)?,
             "idle" => idle(&w)?,
             "poll-iprobe" => poll_iprobe(&u, &w)?,
@@ -485,6 +486,54 @@ fn sync(u: &Universe, w: &SimpleCommunicator) -> R {
 }
 
 /// dup and split give communicators with their own ranks and contexts.
+/// Process topologies through the Rust API (`mpi::topo`): a 2-D grid
+/// periodic in dimension 0, its neighborhood allgather and alltoall checked
+/// against the grid's arithmetic, a row sub-grid, and a distributed graph.
+fn topo(w: &SimpleCommunicator) -> R {
+    use mpi::topo::Topology;
+    let (me, n) = (w.rank(), w.size());
+    let mut dims = [0, 0];
+    mpi::topo::dims_create(n, &mut dims).map_err(e)?;
+    let grid = w.create_cartesian(&dims, &[true, false], true).map_err(e)?.ok_or("not on the grid")?;
+    let Some(Topology::Cartesian(cart)) = grid.topology() else {
+        return Err("the grid has no Cartesian topology".into());
+    };
+    check!(grid.rank() == me, "ranks were reordered");
+    let coords = cart.coords_of(me).map_err(e)?;
+    check!(coords == [me / dims[1], me % dims[1]], "coords {coords:?} of {me} on {dims:?}");
+    // The neighbor below and above in each dimension, by arithmetic.
+    let at = |c0: i32, c1: i32| -> Option<Rank> {
+        let c0 = c0.rem_euclid(dims[0]);
+        (0..dims[1]).contains(&c1).then_some(c0 * dims[1] + c1)
+    };
+    let (c0, c1) = (coords[0], coords[1]);
+    let nbrs = [at(c0 - 1, c1), at(c0 + 1, c1), at(c0, c1 - 1), at(c0, c1 + 1)];
+    let mut got = [-1i32; 4];
+    grid.neighbor_all_gather_into(&[me], &mut got[..]).map_err(e)?;
+    for (i, nb) in nbrs.iter().enumerate() {
+        check!(got[i] == nb.unwrap_or(-1), "allgather block {i}: {} want {nb:?}", got[i]);
+    }
+    let out: Vec<i32> = (0..4).map(|j| me * 10 + j).collect();
+    let mut got = [-1i32; 4];
+    grid.neighbor_all_to_all_into(&out, &mut got[..]).map_err(e)?;
+    // Block 2d comes from below (its block 2d + 1), block 2d + 1 from above (its 2d).
+    for (i, nb) in nbrs.iter().enumerate() {
+        let want = nb.map_or(-1, |p| p * 10 + (i as i32 ^ 1));
+        check!(got[i] == want, "alltoall block {i}: {} want {want}", got[i]);
+    }
+    let row = grid.cartesian_sub(&[false, true]).map_err(e)?;
+    check!(row.size() == dims[1] && row.rank() == c1, "row: size {} rank {}", row.size(), row.rank());
+    check!(grid.duplicate().map_err(e)?.topology() == grid.topology(), "dup lost the topology");
+    check!(w.cartesian_sub(&[true]).is_err(), "cartesian_sub on world accepted");
+    // A distributed graph: receive from r - 1, send to r + 1.
+    let ring = w.create_dist_graph_adjacent(&[(me + n - 1) % n], None, &[(me + 1) % n], None, false).map_err(e)?;
+    let mut from = [-1i32];
+    ring.neighbor_all_gather_into(&[me], &mut from[..]).map_err(e)?;
+    check!(from[0] == (me + n - 1) % n, "dist graph: got {} from r - 1", from[0]);
+    check!(w.neighbor_all_gather_into(&[me], &mut from[..]).is_err(), "a neighborhood collective on world accepted");
+    Ok(())
+}
+
 fn comms(w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let dup = w.duplicate().map_err(e)?;
