@@ -414,16 +414,29 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     comm_dist_graph: *mut Handle,
 ) -> c_int {
     with_state("MPI_Dist_graph_create", comm_old, |st| {
-        st.info_or_null(info)?;
-        // SAFETY: the standard's contract on the arrays.
-        let (s, deg) = unsafe { (array_arg(sources, n, "sources")?, array_arg(degrees, n, "degrees")?) };
-        let total = deg.iter().try_fold(0 as c_int, |acc, &d| if d < 0 { None } else { acc.checked_add(d) });
-        let total =
-            total.ok_or_else(|| Fail::new(MPI_ERR_ARG, "degrees holds a negative value, or their sum overflows"))?;
-        // SAFETY: as above: one destination (and weight) per edge.
-        let (d, w) =
-            unsafe { (array_arg(destinations, total, "destinations")?, weights(weights_arg, total, "weights")?) };
-        let c = st.comm(comm_old)?.comm.create_dist_graph(s, deg, d, w, reorder != 0)?;
+        // Arguments this process cannot read still take part in the
+        // exchange, so that the others get an error instead of waiting.
+        let read = |st: &State| -> R<_> {
+            st.info_or_null(info)?;
+            // SAFETY: the standard's contract on the arrays.
+            let (s, deg) = unsafe { (array_arg(sources, n, "sources")?, array_arg(degrees, n, "degrees")?) };
+            let total = deg.iter().try_fold(0 as c_int, |acc, &d| if d < 0 { None } else { acc.checked_add(d) });
+            let total = total
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "degrees holds a negative value, or their sum overflows"))?;
+            // SAFETY: as above: one destination (and weight) per edge.
+            let (d, w) =
+                unsafe { (array_arg(destinations, total, "destinations")?, weights(weights_arg, total, "weights")?) };
+            Ok((s, deg, d, w))
+        };
+        let args = read(st);
+        let comm = &st.comm(comm_old)?.comm;
+        let c = match args {
+            Ok((s, deg, d, w)) => comm.create_dist_graph(s, deg, d, w, reorder != 0)?,
+            Err(f) => {
+                comm.create_dist_graph_failed(mpi::MpiError::Invalid(f.msg.clone()));
+                return Err(f);
+            }
+        };
         let h = register(st, Some(c), comm_old)?;
         // SAFETY: the standard's contract on `comm_dist_graph`.
         unsafe { put(comm_dist_graph, h, "comm_dist_graph") }

@@ -457,6 +457,50 @@ fn triples(bytes: &[u8]) -> Result<Vec<(Rank, Rank, Count)>> {
     Ok(bytes.chunks_exact(12).map(|c| (word(c, 0), word(c, 4), word(c, 8))).collect())
 }
 
+/// `MPI_Dist_graph_create`'s edges as the 12-byte triples [`triples`]
+/// decodes, then one byte: whether weights were given. Checked: ranks in
+/// `0..size`, degrees and weights not negative, the arrays long enough.
+fn edge_list(
+    size: Count,
+    sources: &[Rank],
+    degrees: &[Count],
+    destinations: &[Rank],
+    weights: Option<&[Count]>,
+) -> Result<Vec<u8>> {
+    if sources.len() != degrees.len() {
+        return Err(invalid(format!("{} sources but {} degrees", sources.len(), degrees.len())));
+    }
+    let mut mine = Vec::new();
+    let mut at = 0usize;
+    for (&s, &d) in sources.iter().zip(degrees) {
+        if !(0..size).contains(&s) {
+            return Err(MpiError::InvalidRank { rank: s, size });
+        }
+        let d = usize::try_from(d).map_err(|_| invalid(format!("degree {d} is negative")))?;
+        let end = at.checked_add(d).filter(|&e| e <= destinations.len()).ok_or_else(|| {
+            invalid(format!("the degrees add up to more than the {} destinations", destinations.len()))
+        })?;
+        for (k, &t) in destinations.iter().enumerate().take(end).skip(at) {
+            if !(0..size).contains(&t) {
+                return Err(MpiError::InvalidRank { rank: t, size });
+            }
+            let w = match weights {
+                Some(w) => *w.get(k).ok_or_else(|| invalid(format!("{} weights for more edges", w.len())))?,
+                None => 0,
+            };
+            if w < 0 {
+                return Err(invalid(format!("weight {w} is negative")));
+            }
+            for v in [s, t, w] {
+                mine.extend(v.to_le_bytes());
+            }
+        }
+        at = end;
+    }
+    mine.push(u8::from(weights.is_some()));
+    Ok(mine)
+}
+
 impl SimpleCommunicator {
     /// The communicator's topology, if it has one (`MPI_Topo_test`).
     pub fn topology(&self) -> Option<&Topology> {
@@ -533,45 +577,41 @@ impl SimpleCommunicator {
     ) -> Result<SimpleCommunicator> {
         let _ = reorder;
         self.intra_only("a distributed graph")?;
-        if sources.len() != degrees.len() {
-            return Err(invalid(format!("{} sources but {} degrees", sources.len(), degrees.len())));
+        let mine = edge_list(self.size(), sources, degrees, destinations, weights);
+        self.agree_dist_graph(mine)
+    }
+
+    /// Take part in a [`SimpleCommunicator::create_dist_graph`] whose
+    /// arguments this process could not even read (a null array, in C):
+    /// the other processes get an error instead of waiting for it, and
+    /// this one gets `why`.
+    pub fn create_dist_graph_failed(&self, why: MpiError) -> MpiError {
+        match self.agree_dist_graph(Err(why)) {
+            Err(e) => e,
+            Ok(_) => invalid("internal: a failed dist_graph_create succeeded".into()),
         }
-        let size = self.size();
-        let mut mine = Vec::new();
-        let mut at = 0usize;
-        for (&s, &d) in sources.iter().zip(degrees) {
-            if !(0..size).contains(&s) {
-                return Err(MpiError::InvalidRank { rank: s, size });
-            }
-            let d = usize::try_from(d).map_err(|_| invalid(format!("degree {d} is negative")))?;
-            let end = at.checked_add(d).filter(|&e| e <= destinations.len()).ok_or_else(|| {
-                invalid(format!("the degrees add up to more than the {} destinations", destinations.len()))
-            })?;
-            for (k, &t) in destinations.iter().enumerate().take(end).skip(at) {
-                if !(0..size).contains(&t) {
-                    return Err(MpiError::InvalidRank { rank: t, size });
-                }
-                let w = match weights {
-                    Some(w) => *w.get(k).ok_or_else(|| invalid(format!("{} weights for more edges", w.len())))?,
-                    None => 0,
-                };
-                if w < 0 {
-                    return Err(invalid(format!("weight {w} is negative")));
-                }
-                for v in [s, t, w] {
-                    mine.extend(v.to_le_bytes());
-                }
-            }
-            at = end;
-        }
+    }
+
+    /// Exchange every process's edges (or its failure) and build this
+    /// process's part of the graph; a failure anywhere is an error
+    /// everywhere, so no process waits for one that gave up.
+    fn agree_dist_graph(&self, mine: Result<Vec<u8>>) -> Result<SimpleCommunicator> {
         // Everyone learns every edge (the graph is small next to the data
-        // its collectives move), and whether anyone gave weights.
-        mine.push(u8::from(weights.is_some()));
-        let table = self.allgather_bytes(&mine)?;
-        let me = self.rank();
+        // its collectives move), and whether anyone gave weights. The
+        // first byte says whether this process's arguments were valid.
+        let entry = match &mine {
+            Ok(edges) => [&[0u8][..], edges].concat(),
+            Err(_) => vec![1u8],
+        };
+        let table = self.allgather_bytes(&entry)?;
+        mine?;
+        if let Some(r) = table.iter().position(|e| e.first() != Some(&0)) {
+            return Err(invalid(format!("process {r} gave dist_graph_create invalid edges")));
+        }
+        let (me, size) = (self.rank(), self.size());
         let (mut src, mut sw, mut dst, mut dw, mut weighted) = (vec![], vec![], vec![], vec![], false);
         for e in &table {
-            let (flag, edges) = e.split_last().ok_or_else(|| invalid("internal: an empty edge list".into()))?;
+            let (flag, edges) = e[1..].split_last().ok_or_else(|| invalid("internal: an empty edge list".into()))?;
             weighted |= *flag != 0;
             for (s, t, w) in triples(edges)? {
                 if t == me {

@@ -281,6 +281,16 @@ int main(int argc, char **argv)
     MPI_Comm_free(&dg3);
     free(es), free(ed), free(ew), free(deg);
 
+    /* One process's bad edges (a rank past the end; then a null array)
+     * are an error on every process, not a wait for the one that gave up. */
+    int bsrc = 0, bdeg = 1, bdst = size;
+    MPI_Comm bad_dg = MPI_COMM_NULL;
+    int rcb1 = MPI_Dist_graph_create(MPI_COMM_WORLD, rank == 0, &bsrc, &bdeg, &bdst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &bad_dg);
+    CHECK(rcb1 != MPI_SUCCESS && bad_dg == MPI_COMM_NULL, "a bad edge on rank 0: rank %d got %d", rank, rcb1);
+    if (rank == 0) CHECK(rcb1 == MPI_ERR_RANK, "a bad edge's rank: %d", rcb1);
+    int rcb2 = MPI_Dist_graph_create(MPI_COMM_WORLD, rank == 0, rank == 0 ? NULL : &bsrc, &bdeg, &bdst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &bad_dg);
+    CHECK(rcb2 != MPI_SUCCESS && bad_dg == MPI_COMM_NULL, "a null sources array on rank 0: rank %d got %d", rank, rcb2);
+
     /* An unweighted adjacent graph with no edges at all. */
     MPI_Comm empty;
     CHECK(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_UNWEIGHTED, 0, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &empty) == MPI_SUCCESS, "an empty dist graph");
