@@ -120,7 +120,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     with_state("MPI_Cart_create", comm_old, |st| {
         // SAFETY: the standard's contract on the arrays.
         let g = unsafe { grid(ndims, dims, periods)? };
-        let c = st.comm(comm_old)?.comm.create_cartesian(g.dims(), g.periods(), reorder != 0)?;
+        let c = intra(st, comm_old)?.create_cartesian(g.dims(), g.periods(), reorder != 0)?;
         let h = register(st, c, comm_old)?;
         // SAFETY: the standard's contract on `comm_cart`.
         unsafe { put(comm_cart, h, "comm_cart") }
@@ -213,13 +213,20 @@ pub unsafe extern "C" fn MPI_Cart_sub(comm: Handle, remain_dims: *const c_int, n
     })
 }
 
+/// `comm`'s communicator, which must be an intracommunicator: topologies
+/// are not defined on intercommunicators (§8.2), `MPI_ERR_COMM`.
+fn intra(st: &State, comm: Handle) -> R<&mpi::SimpleCommunicator> {
+    let c = &st.comm(comm)?.comm;
+    if c.is_inter() {
+        return Err(Fail::new(MPI_ERR_COMM, "a topology needs an intracommunicator (§8.2)"));
+    }
+    Ok(c)
+}
+
 /// This process's rank in a topology of `size` processes on `comm`, or
 /// `MPI_UNDEFINED` (the `_map` functions: no reordering).
 fn map_rank(st: &State, comm: Handle, size: c_int) -> R<c_int> {
-    let c = &st.comm(comm)?.comm;
-    if c.is_inter() {
-        return Err(Fail::new(MPI_ERR_COMM, "a topology needs an intracommunicator"));
-    }
+    let c = intra(st, comm)?;
     if size > c.size() {
         return Err(Fail::new(
             MPI_ERR_DIMS,
@@ -271,7 +278,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     with_state("MPI_Graph_create", comm_old, |st| {
         // SAFETY: the standard's contract on the arrays.
         let g = unsafe { graph_arg(nnodes, index, edges)? };
-        let c = st.comm(comm_old)?.comm.create_graph(g.index(), g.edges(), reorder != 0)?;
+        let c = intra(st, comm_old)?.create_graph(g.index(), g.edges(), reorder != 0)?;
         let h = register(st, c, comm_old)?;
         // SAFETY: the standard's contract on `comm_graph`.
         unsafe { put(comm_graph, h, "comm_graph") }
@@ -394,7 +401,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
                 weights(destweights, outdegree, "destweights")?,
             )
         };
-        let c = st.comm(comm_old)?.comm.create_dist_graph_adjacent(s, sw, d, dw, reorder != 0)?;
+        let c = intra(st, comm_old)?.create_dist_graph_adjacent(s, sw, d, dw, reorder != 0)?;
         let h = register(st, Some(c), comm_old)?;
         // SAFETY: the standard's contract on `comm_dist_graph`.
         unsafe { put(comm_dist_graph, h, "comm_dist_graph") }
@@ -429,7 +436,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             Ok((s, deg, d, w))
         };
         let args = read(st);
-        let comm = &st.comm(comm_old)?.comm;
+        let comm = intra(st, comm_old)?;
         let c = match args {
             Ok((s, deg, d, w)) => comm.create_dist_graph(s, deg, d, w, reorder != 0)?,
             Err(f) => {

@@ -281,6 +281,12 @@ int main(int argc, char **argv)
 
     /* What the library does not do on an intercommunicator: an error. */
     MPI_Request rq;
+    /* Topologies are for intracommunicators (§8.2). */
+    int tdims[1] = {1}, tper[1] = {0};
+    MPI_Comm tcomm = MPI_COMM_NULL;
+    CHECK(MPI_Cart_create(inter, 1, tdims, tper, 0, &tcomm) == MPI_ERR_COMM && tcomm == MPI_COMM_NULL, "Cart_create on an intercommunicator");
+    CHECK(MPI_Dist_graph_create_adjacent(inter, 0, NULL, MPI_UNWEIGHTED, 0, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &tcomm) == MPI_ERR_COMM,
+          "Dist_graph_create_adjacent on an intercommunicator");
     CHECK(MPI_Iallreduce(&me, &sum, 1, MPI_INT, MPI_SUM, inter, &rq) == MPI_ERR_UNSUPPORTED_OPERATION,
           "Iallreduce on an intercommunicator did not say unsupported");
     MPI_Comm bad;

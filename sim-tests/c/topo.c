@@ -175,6 +175,10 @@ int main(int argc, char **argv)
     }
     int lo = (rank + size - 1) % size, hi = (rank + 1) % size;
     CHECK(rin[0] == lo * 100 + 1 && rin[1] == hi * 100, "Ineighbor_alltoall on the ring: %d %d after %d polls", rin[0], rin[1], polls);
+    /* Zero counts move nothing and leave the receive blocks alone. */
+    rin[0] = rin[1] = -7;
+    CHECK(MPI_Neighbor_alltoall(rout, 0, MPI_INT, rin, 0, MPI_INT, ring) == MPI_SUCCESS && rin[0] == -7 && rin[1] == -7,
+          "a zero-count neighbor alltoall: %d %d", rin[0], rin[1]);
     MPI_Comm_free(&ring);
 
     /* A grid smaller than the communicator: the rest get MPI_COMM_NULL,
