@@ -15,7 +15,7 @@ use fpga_regs::packet::PacketType;
 use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
 use simlink::mmio::Mapping;
-use simlink::simctl::{self, HostCost, MAX_WATCH};
+use simlink::simctl::{self, HostCost, Watch};
 use volatile_register::RW;
 
 use crate::error::DriverError;
@@ -78,27 +78,37 @@ pub struct OpenOptions {
     pub actor: Option<u32>,
 }
 
+/// Most distinct words a [`ReadLog`] lists; a round that reads more waits
+/// for any change since its first read instead.
+const READ_LOG_WORDS: usize = 32;
+
 /// The words read since the last [`Device::observe`], with the value last
 /// read from each: what a poll that found nothing waits on.
 #[derive(Default)]
 struct ReadLog {
     n: Cell<usize>,
-    words: [Cell<(u32, u64)>; MAX_WATCH],
+    words: [Cell<(u32, u64)>; READ_LOG_WORDS],
+    /// The slot's epoch at the round's first read (see [`Platform::epoch`]).
+    since: Cell<u64>,
 }
 
 impl ReadLog {
+    /// Record that the word at `slot_off` read `value`, at `epoch`.
     #[inline]
-    fn log(&self, slot_off: usize, value: u64) {
+    fn log(&self, slot_off: usize, value: u64, epoch: u64) {
         let w = (slot_off & !7) as u32;
         let n = self.n.get();
-        if n > MAX_WATCH {
+        if n == 0 {
+            self.since.set(epoch);
+        }
+        if n > READ_LOG_WORDS {
             return;
         }
-        if let Some(c) = self.words[..n.min(MAX_WATCH)].iter().find(|c| c.get().0 == w) {
+        if let Some(c) = self.words[..n.min(READ_LOG_WORDS)].iter().find(|c| c.get().0 == w) {
             c.set((w, value));
             return;
         }
-        if n < MAX_WATCH {
+        if n < READ_LOG_WORDS {
             self.words[n].set((w, value));
         }
         self.n.set(n + 1);
@@ -108,16 +118,22 @@ impl ReadLog {
         self.n.set(0);
     }
 
-    fn with<R>(&self, f: impl FnOnce(Option<&[(u32, u64)]>) -> R) -> R {
+    /// What a wait on this round's reads waits for: the words with their
+    /// values; a round too long to list, any change since its first read;
+    /// a round that read nothing, any change from `now`.
+    fn with<R>(&self, now: u64, f: impl FnOnce(Watch<'_>) -> R) -> R {
         let n = self.n.get();
-        if n == 0 || n > MAX_WATCH {
-            return f(None);
+        if n == 0 {
+            return f(Watch::ChangeSince(now));
         }
-        let mut buf = [(0u32, 0u64); MAX_WATCH];
+        if n > READ_LOG_WORDS {
+            return f(Watch::ChangeSince(self.since.get()));
+        }
+        let mut buf = [(0u32, 0u64); READ_LOG_WORDS];
         for (b, c) in buf.iter_mut().zip(&self.words) {
             *b = c.get();
         }
-        f(Some(&buf[..n]))
+        f(Watch::Words(&buf[..n]))
     }
 }
 
@@ -376,7 +392,7 @@ impl Device {
     /// the words read since [`Device::observe`] (simulation) or spin once
     /// (hardware).
     pub fn idle(&self) -> Result<(), DriverError> {
-        self.reads.with(|w| self.platform.idle(w, WaitStart::UNBOUNDED))
+        self.reads.with(self.platform.epoch(), |w| self.platform.idle(w, WaitStart::UNBOUNDED))
     }
 
     /// Limit how long one of this device's own waits ([`Device::wait`],
@@ -397,9 +413,12 @@ impl Device {
     /// this process last read there)`, see [`Device::ring_nwa_word`] and
     /// [`Device::completion_word`] — or spin once on hardware. A word that
     /// already differs from its value ends the wait at once, so a change
-    /// that happened while this process was busy is never missed.
+    /// that happened while this process was busy is never missed. An empty
+    /// list waits for any change; more than [`simctl::MAX_WATCH`] words is
+    /// an error in simulation (nothing is ever silently watched less).
     pub fn idle_on(&self, words: &[(u32, u64)]) -> Result<(), DriverError> {
-        self.platform.idle(Some(words), WaitStart::UNBOUNDED)
+        let watch = if words.is_empty() { Watch::ChangeSince(self.platform.epoch()) } else { Watch::Words(words) };
+        self.platform.idle(watch, WaitStart::UNBOUNDED)
     }
 
     /// Slot offset of the completion word of a command (for [`Device::idle_on`]).
@@ -421,7 +440,7 @@ impl Device {
         // observe/idle the same way, so the value read here goes nowhere.
         let _ = self.platform.before_read(Device::watched_ur(off));
         let v = reg.read();
-        self.reads.log(Region::Ur.offset() + off, v);
+        self.reads.log(Region::Ur.offset() + off, v, self.platform.epoch());
         v
     }
 
@@ -486,7 +505,7 @@ impl Device {
         self.platform.before_read(Watched::Pw)?;
         self.pw.read_bytes(off, buf).map_err(|e| DriverError::Invalid(e.to_string()))?;
         if let (0, Some(w)) = (off % 8, buf.first_chunk::<8>()) {
-            self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(*w));
+            self.reads.log(Region::Pw.offset() + off, u64::from_le_bytes(*w), self.platform.epoch());
         }
         Ok(())
     }
@@ -496,7 +515,7 @@ impl Device {
         self.platform.charge(HostCost::UcRead, 1);
         self.platform.before_read(Watched::Llcm)?;
         let v = self.llcm.read_u64(off).map_err(|e| DriverError::Invalid(e.to_string()))?;
-        self.reads.log(Region::Llcm.offset() + off, v);
+        self.reads.log(Region::Llcm.offset() + off, v, self.platform.epoch());
         Ok(v)
     }
 
@@ -545,7 +564,7 @@ impl Device {
             Region::Pw => Watched::Pw,
         })?;
         let v = map.read_u64(off & !7).map_err(|e| DriverError::Invalid(e.to_string()))?;
-        self.reads.log(region.offset() + off, v);
+        self.reads.log(region.offset() + off, v, self.platform.epoch());
         Ok(v)
     }
 
@@ -675,7 +694,7 @@ impl Device {
                 let seen = e.done.read();
                 if seen != seq + 1 {
                     let at = self.platform.now_ps();
-                    self.platform.idle(Some(&[(word, seen)]), start)?;
+                    self.platform.idle(Watch::Words(&[(word, seen)]), start)?;
                     if self.platform.now_ps() != at {
                         // Changed after the read: the read that sees it comes now.
                         self.platform.charge(HostCost::UcRead, 1);
@@ -683,13 +702,13 @@ impl Device {
                 }
             }
             let done = e.done.read();
-            self.reads.log(word as usize, done);
+            self.reads.log(word as usize, done, self.platform.epoch());
             if done == seq + 1 {
                 // Written together with the done word: as current as it.
                 self.platform.charge(HostCost::UcRead, 1);
                 return Ok(CompletionResult::decode(e.result.read()));
             }
-            self.reads.with(|w| self.platform.idle(w, start))?;
+            self.reads.with(self.platform.epoch(), |w| self.platform.idle(w, start))?;
         }
     }
 
@@ -702,7 +721,7 @@ impl Device {
             if let Some(v) = f(self) {
                 return Ok(v);
             }
-            self.reads.with(|w| self.platform.idle(w, start))?;
+            self.reads.with(self.platform.epoch(), |w| self.platform.idle(w, start))?;
         }
     }
 
@@ -782,7 +801,7 @@ impl Device {
         self.platform.charge(HostCost::UcRead, 1);
         let _ = self.platform.before_read(Device::watched_ur(off & !7));
         let v = self.ur.read_u64(off & !7).unwrap_or(0);
-        self.reads.log(Region::Ur.offset() + off, v);
+        self.reads.log(Region::Ur.offset() + off, v, self.platform.epoch());
         v
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use fpga_regs::ur::CQ_DEPTH;
 use simlink::actor::{ActorEnd, ActorError};
-use simlink::simctl::{HostCost, YieldRequest, COST_SLOTS};
+use simlink::simctl::{HostCost, Watch, YieldRequest, COST_SLOTS};
 
 use crate::error::DriverError;
 
@@ -225,12 +225,13 @@ impl Platform {
         }
     }
 
-    /// A poll found nothing: let the device make progress. `watch` lists
-    /// the slot offsets of the words the poll read (`None`: unknown); in
-    /// simulation the wait ends only when the device writes one of them.
-    /// On hardware it spins once, and fails with `Timeout` when the wait
-    /// that began at `start` has lasted longer than the timeout.
-    pub fn idle(&self, watch: Option<&[(u32, u64)]>, start: WaitStart) -> Result<(), DriverError> {
+    /// A poll found nothing: let the device make progress. `watch` says
+    /// what the poll read; in simulation the wait ends only when the device
+    /// writes one of those words (or, for [`Watch::ChangeSince`], anything
+    /// in the slot after that epoch). On hardware it spins once, and fails
+    /// with `Timeout` when the wait that began at `start` has lasted longer
+    /// than the timeout.
+    pub fn idle(&self, watch: Watch<'_>, start: WaitStart) -> Result<(), DriverError> {
         match self {
             Platform::Hardware(h) => {
                 if let (Some(t0), Some(limit)) = (start.0, h.timeout.get()) {
@@ -242,7 +243,7 @@ impl Platform {
                 Ok(())
             }
             Platform::Simulated(a) => {
-                a.end.set_watch(watch);
+                a.end.set_watch(watch)?;
                 a.yield_now(YieldRequest::Wait)
             }
         }
@@ -254,6 +255,16 @@ impl Platform {
     pub fn doorbell(&self, seq: u64, effects: Effects) {
         if let Platform::Simulated(a) = self {
             a.doorbell(seq, effects);
+        }
+    }
+
+    /// The slot's epoch in simulation (see `simlink::simctl::ActorRecord::epoch`):
+    /// every device read made now sees the slot as of it. 0 on hardware.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        match self {
+            Platform::Hardware(_) => 0,
+            Platform::Simulated(a) => a.epoch.get(),
         }
     }
 
@@ -294,6 +305,8 @@ pub struct SimActor {
     lookahead: u64,
     /// From the last grant: see `ActorRecord::reach`.
     reach: Cell<u64>,
+    /// From the last grant: see `ActorRecord::epoch`.
+    epoch: Cell<u64>,
     /// Read limits from doorbells rung since the last grant.
     own: OwnLimits,
     costs: [u64; COST_SLOTS],
@@ -311,6 +324,7 @@ impl From<ActorError> for DriverError {
             ActorError::Shutdown => DriverError::Shutdown,
             ActorError::Refused(m) => DriverError::AttachRefused(m),
             ActorError::Deadlock { message, packets_held } => DriverError::Deadlock { message, packets_held },
+            e @ ActorError::WatchTooLong { .. } => DriverError::Invalid(e.to_string()),
         }
     }
 }
@@ -324,6 +338,7 @@ impl SimActor {
         Ok(SimActor {
             lookahead: end.lookahead(),
             reach: Cell::new(grant.reach),
+            epoch: Cell::new(grant.epoch),
             costs: end.costs(),
             end,
             clock: Cell::new(grant.clock),
@@ -406,6 +421,7 @@ impl SimActor {
             self.clock.set(g.clock);
             self.horizon.set(g.horizon);
             self.reach.set(g.reach);
+            self.epoch.set(g.epoch);
             // The model has seen every doorbell rung before this grant.
             self.own.reset();
         }

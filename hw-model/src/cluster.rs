@@ -20,9 +20,9 @@ use fpga_regs::layout;
 use fpga_regs::ur::CQ_DEPTH;
 use fpga_regs::Peer;
 use simlink::mmio::Mapping;
-use simlink::model::{ModelEnd, Publish};
+use simlink::model::{GrantTo, ModelEnd, Publish, Waiting};
 use simlink::scheduler::{self, Next, Party, ProgressWatch};
-use simlink::simctl::{self, ActorState, CtlHeader, GrantResult, YieldRequest, MAX_ACTORS, MAX_WATCH};
+use simlink::simctl::{self, ActorState, CtlHeader, GrantResult, YieldRequest, MAX_ACTORS};
 
 use crate::model::{Model, ModelConfig, ModelError, Reach, RegionMask, Stats};
 use crate::profile::HostProfile;
@@ -107,7 +107,7 @@ pub struct RunReport {
 }
 
 /// The scheduler's view of one actor record.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Actor {
     /// `Free`, `Runnable`, `Waiting`, `Exited` or `Dead` (the model-side states).
     state: ActorState,
@@ -118,9 +118,10 @@ struct Actor {
     grant_clock: SimTime,
     /// Result to hand over at the next grant.
     pending_result: GrantResult,
-    /// Words a waiting actor watches (`watch_n > MAX_WATCH` or 0: any change wakes it).
-    watch: [u32; MAX_WATCH],
-    watch_n: usize,
+    /// Words a waiting actor watches, sorted (empty: any change wakes it).
+    watch: Vec<u32>,
+    /// The regions those words lie in (all, for any change).
+    watch_regions: RegionMask,
 }
 
 impl Party for Actor {
@@ -136,10 +137,30 @@ impl Actor {
     /// The regions of its slot whose change would wake it (all, if it did
     /// not say what it polls).
     fn watches(&self) -> RegionMask {
-        if self.watch_n == 0 || self.watch_n > MAX_WATCH {
-            return RegionMask::all();
+        self.watch_regions
+    }
+
+    /// Whether a device write to `touch` (in this actor's slot) ends its wait.
+    fn woken_by(&self, touch: &crate::model::Touch) -> bool {
+        if self.watch.is_empty() {
+            return true;
         }
-        self.watch[..self.watch_n].iter().fold(RegionMask::empty(), |m, w| m | RegionMask::of_offset(*w as usize))
+        // The first watched word that ends past the touch's start.
+        let first = self.watch.partition_point(|w| w.saturating_add(8) <= touch.off);
+        self.watch.get(first).is_some_and(|w| touch.covers(*w))
+    }
+
+    /// Wait on `words` (sorted here), or on any change when empty.
+    fn set_watch(&mut self, words: impl Iterator<Item = u32>) {
+        self.watch.clear();
+        self.watch.extend(words);
+        self.watch.sort_unstable();
+        self.watch.dedup();
+        self.watch_regions = if self.watch.is_empty() {
+            RegionMask::all()
+        } else {
+            self.watch.iter().fold(RegionMask::empty(), |m, w| m | RegionMask::of_offset(*w as usize))
+        };
     }
 
     const FREE: Actor = Actor {
@@ -150,8 +171,8 @@ impl Actor {
         clock: SimTime::ZERO,
         grant_clock: SimTime::ZERO,
         pending_result: GrantResult::Ok,
-        watch: [0; MAX_WATCH],
-        watch_n: 0,
+        watch: Vec::new(),
+        watch_regions: RegionMask::all(),
     };
 }
 
@@ -166,6 +187,9 @@ pub struct Cluster {
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
     by_slot: Vec<Option<usize>>,
+    /// Device writes to each slot so far (by source index): the epoch
+    /// published with each grant (`ActorRecord::epoch`).
+    epochs: Vec<u64>,
     attached_ever: u32,
     grants: u64,
     deadlocks: u64,
@@ -253,6 +277,7 @@ impl Cluster {
             },
         )?;
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
+        let epochs = vec![0; by_slot.len()];
         let files = created.keep();
         Ok(Cluster {
             cfg,
@@ -261,6 +286,7 @@ impl Cluster {
             actors: Vec::new(),
             touched: Vec::new(),
             by_slot,
+            epochs,
             attached_ever: 0,
             grants: 0,
             deadlocks: 0,
@@ -386,8 +412,8 @@ impl Cluster {
                 clock,
                 grant_clock: clock,
                 pending_result: GrantResult::Ok,
-                watch: [0; MAX_WATCH],
-                watch_n: 0,
+                watch: Vec::new(),
+                watch_regions: RegionMask::all(),
             };
             self.attached_ever += 1;
             self.ctl.set_state(i, ActorState::Runnable);
@@ -462,15 +488,17 @@ impl Cluster {
 
     fn run_actor(&mut self, i: usize) {
         let horizon = self.horizon(i);
-        let a = self.actors[i];
-        let res = a.pending_result;
+        let a = &self.actors[i];
+        let (clock, pid, result) = (a.clock, a.pid, a.pending_result);
+        let epoch = self.epochs[layout::source_index(a.node, a.slot, self.cfg.slots)];
         self.actors[i].pending_result = GrantResult::Ok;
-        self.actors[i].grant_clock = a.clock;
+        self.actors[i].grant_clock = clock;
         self.grants += 1;
-        self.ctl.grant(i, a.clock.0, horizon.0, self.reach(i).0, res);
+        let reach = self.reach(i).0;
+        self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, reach, epoch, result });
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
-            if !pid_alive(a.pid) {
+            if !pid_alive(pid) {
                 self.mark_dead(i);
                 return;
             }
@@ -479,31 +507,34 @@ impl Cluster {
     }
 
     fn handle_yield(&mut self, i: usize) {
-        let a = self.actors[i];
+        let (node, slot, grant) = (self.actors[i].node, self.actors[i].slot, self.actors[i].grant_clock);
         let y = self.ctl.yielded(i);
-        let clock = SimTime(y.clock).max(a.grant_clock);
+        let clock = SimTime(y.clock).max(grant);
         let db: [u64; CQ_DEPTH] = y.doorbells;
-        let grant = a.grant_clock;
-        self.model.doorbell(a.node, a.slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
-        self.model.host_activity(a.node, a.slot, clock);
+        self.model.doorbell(node, slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
+        self.model.host_activity(node, slot, clock);
         self.last_time = self.last_time.max(clock);
         self.actors[i].clock = clock;
+        // What the hand-over itself changed (the actor's own slot, and
+        // anyone its host activity woke) counts before the wait is judged.
+        self.wake_touched(clock);
         let mut changed_already = false;
-        if y.request == Some(YieldRequest::Wait) {
-            let mut watch = [0u32; MAX_WATCH];
-            let mut n = 0;
-            let base = a.slot as usize * layout::SLOT_STRIDE; // watch words are slot offsets
-            let mmio = self.model.mmio(a.node);
-            for (k, &(w, seen)) in y.watch.iter().flatten().enumerate() {
-                watch[k] = w;
-                n = k + 1;
-                // Futex semantics: if the word already moved on, do not sleep.
-                if mmio.read_u64(base + w as usize).map_or(true, |now| now != seen) {
-                    changed_already = true;
+        if let Some(watch) = &y.watch {
+            let key = layout::source_index(node, slot, self.cfg.slots);
+            match watch {
+                Waiting::Words(words) => {
+                    let base = slot as usize * layout::SLOT_STRIDE; // watch words are slot offsets
+                    let mmio = self.model.mmio(node);
+                    // Futex semantics: if a word already moved on, do not sleep.
+                    changed_already =
+                        words.iter().any(|&(w, seen)| mmio.read_u64(base + w as usize).map_or(true, |now| now != seen));
+                    self.actors[i].set_watch(words.iter().map(|(w, _)| *w));
+                }
+                Waiting::ChangeSince(since) => {
+                    changed_already = self.epochs[key] > *since;
+                    self.actors[i].set_watch(std::iter::empty());
                 }
             }
-            self.actors[i].watch = watch;
-            self.actors[i].watch_n = n;
         }
         let next = match y.request {
             Some(YieldRequest::Detach) => ActorState::Exited,
@@ -512,24 +543,25 @@ impl Cluster {
         };
         self.actors[i].state = next;
         self.ctl.set_state(i, next);
-        self.wake_touched(clock);
     }
 
-    /// Make waiting actors runnable at `max(their clock, t)` when the device
-    /// changed a word they were polling (or anything in their slot, if they
-    /// did not say what they poll).
+    /// Count the device's writes to each slot (its epoch) and make waiting
+    /// actors runnable at `max(their clock, t)` when the device changed a
+    /// word they were polling (or anything in their slot, if they did not
+    /// say what they poll).
     fn wake_touched(&mut self, t: SimTime) {
         let mut touched = std::mem::take(&mut self.touched);
         self.model.swap_touched(&mut touched);
         for touch in touched.drain(..) {
             let key = layout::source_index(touch.node, touch.slot, self.cfg.slots);
+            if let Some(e) = self.epochs.get_mut(key) {
+                *e += 1;
+            }
             if let Some(i) = self.by_slot.get(key).copied().flatten() {
-                let a = &self.actors[i];
-                let watched =
-                    a.watch_n == 0 || a.watch_n > MAX_WATCH || a.watch[..a.watch_n].iter().any(|w| touch.covers(*w));
-                if a.state == ActorState::Waiting && watched {
-                    self.actors[i].state = ActorState::Runnable;
-                    self.actors[i].clock = self.actors[i].clock.max(t);
+                let a = &mut self.actors[i];
+                if a.state == ActorState::Waiting && a.woken_by(&touch) {
+                    a.state = ActorState::Runnable;
+                    a.clock = a.clock.max(t);
                     self.ctl.set_state(i, ActorState::Runnable);
                 }
             }
@@ -620,7 +652,7 @@ impl Cluster {
         }
         if !self.ctl.idle(Duration::from_millis(100)) {
             for i in 0..self.actors.len() {
-                let a = self.actors[i];
+                let a = &self.actors[i];
                 if matches!(a.state, ActorState::Runnable | ActorState::Waiting) && !pid_alive(a.pid) {
                     self.mark_dead(i);
                 }

@@ -363,3 +363,37 @@ fn intercommunicators_carry_point_to_point_and_collectives() {
 fn groups_attributes_buffered_sends_and_matched_probes() {
     everywhere("groups", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
 }
+
+/// Run `prog` with `dnrun -v` and return (its "OK ..." line, the
+/// simulator's summary line): both carry simulated times, which must be
+/// the same in every run of the same job.
+fn scale_run(np: u32, nodes: u16, prog: &Path) -> (String, String) {
+    let (ok, text) = run(np, nodes, &["-v"], prog);
+    let want = format!("OK c-scale on {np} ranks");
+    let line = |prefix: &str| text.lines().find(|l| l.contains(prefix)).map(str::to_string);
+    match (ok, line(&want), line("dimmnet-sim: done at")) {
+        (true, Some(okl), Some(summary)) => (okl, summary),
+        _ => panic!("c-scale on {np} ranks, {nodes} nodes:\n{text}"),
+    }
+}
+
+/// Issue 28: jobs of more than 17 ranks deadlocked on the simulator. A
+/// rank watches one ring word per peer while it waits; past the control
+/// file's 16 watch words the wait fell back to "any change wakes me" and
+/// forgot the values it had read, so a message that landed while the rank
+/// was between reading its rings and handing over never woke it. One rank
+/// per node at 32 and 64 ranks, two per node at an odd 33, and 37 ranks
+/// on 5 nodes (the last node not full); the same job twice gives the same
+/// simulated times, device statistics and grants.
+#[test]
+fn jobs_of_32_and_64_ranks_finish_and_repeat_exactly() {
+    let prog = build("scale");
+    for (np, nodes) in [(32, 32), (64, 64), (33, 17), (37, 5)] {
+        let first = scale_run(np, nodes, &prog);
+        if np == 64 {
+            assert_eq!(scale_run(np, nodes, &prog), first, "a second run of {np} ranks differs");
+        }
+    }
+    let first = scale_run(32, 32, &prog);
+    assert_eq!(scale_run(32, 32, &prog), first, "a second run of 32 ranks differs");
+}

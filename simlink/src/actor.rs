@@ -13,7 +13,7 @@ use fpga_regs::ur::CQ_DEPTH;
 
 use crate::mmio::Mapping;
 use crate::simctl::{
-    self, flags, handoff, ActorRecord, ActorState, CtlHeader, GrantResult, YieldRequest, COST_SLOTS, MAX_ACTORS,
+    self, flags, handoff, ActorRecord, ActorState, CtlHeader, GrantResult, Watch, YieldRequest, COST_SLOTS, MAX_ACTORS,
     MAX_WATCH,
 };
 
@@ -50,6 +50,14 @@ pub enum ActorError {
         /// Some IVS packets were held by full rings.
         packets_held: bool,
     },
+    /// A wait named more words than the control file holds.
+    #[error("a wait on {words} device words is more than the simulator can watch ({max}); watch fewer words, or wait for any change since the first read")]
+    WatchTooLong {
+        /// Words named.
+        words: usize,
+        /// [`MAX_WATCH`].
+        max: usize,
+    },
 }
 
 /// What a grant hands over: the clock to resume at and the horizon to run to.
@@ -61,6 +69,8 @@ pub struct Grant {
     pub horizon: u64,
     /// The shortest time (ps) from this slot to another live actor's.
     pub reach: u64,
+    /// The slot's epoch: see [`ActorRecord::epoch`].
+    pub epoch: u64,
 }
 
 /// An attached actor's view of the control file.
@@ -155,7 +165,7 @@ impl ActorEnd {
             costs,
             lookahead,
             detached: Cell::new(false),
-            last: Cell::new(Grant { clock: 0, horizon: 0, reach: 0 }),
+            last: Cell::new(Grant { clock: 0, horizon: 0, reach: 0, epoch: 0 }),
         };
         let grant = end.wait_grant(go)?;
         Ok((end, grant))
@@ -190,21 +200,32 @@ impl ActorEnd {
         self.detached.get()
     }
 
-    /// The words the next `Wait` waits on: `(slot offset, value last read)`.
-    /// `None`, an empty list or more than [`MAX_WATCH`] words: any change
-    /// to the slot wakes it.
-    pub fn set_watch(&self, watch: Option<&[(u32, u64)]>) {
+    /// What the next `Wait` waits on. An empty word list waits for any
+    /// change after the last grant (nothing was read to be missed); more
+    /// than [`MAX_WATCH`] words are refused.
+    pub fn set_watch(&self, watch: Watch<'_>) -> Result<(), ActorError> {
         let rec = self.record();
         match watch {
-            Some(words) if words.len() <= MAX_WATCH && !words.is_empty() => {
+            Watch::Words(words) if words.len() > MAX_WATCH => {
+                return Err(ActorError::WatchTooLong { words: words.len(), max: MAX_WATCH })
+            }
+            Watch::Words([]) => {
+                rec.watch_since.store(self.last.get().epoch, SeqCst);
+                rec.watch_count.store(0, SeqCst);
+            }
+            Watch::Words(words) => {
                 for ((slot, val), (w, v)) in rec.watch.iter().zip(rec.watch_val.iter()).zip(words) {
                     slot.store(*w, SeqCst);
                     val.store(*v, SeqCst);
                 }
                 rec.watch_count.store(words.len() as u32, SeqCst);
             }
-            _ => rec.watch_count.store(0, SeqCst),
+            Watch::ChangeSince(epoch) => {
+                rec.watch_since.store(epoch, SeqCst);
+                rec.watch_count.store(0, SeqCst);
+            }
         }
+        Ok(())
     }
 
     /// Record that command `seq` was rung at simulated time `at` (ps).
@@ -245,8 +266,12 @@ impl ActorEnd {
                 return Err(gone("the simulator process exited"));
             }
         }
-        let grant =
-            Grant { clock: rec.clock.load(SeqCst), horizon: rec.horizon.load(SeqCst), reach: rec.reach.load(SeqCst) };
+        let grant = Grant {
+            clock: rec.clock.load(SeqCst),
+            horizon: rec.horizon.load(SeqCst),
+            reach: rec.reach.load(SeqCst),
+            epoch: rec.epoch.load(SeqCst),
+        };
         let result = rec.result();
         let message = || simctl::load_str(&header.message);
         let packets_held = header.flags.load(SeqCst) & flags::PACKETS_HELD != 0;

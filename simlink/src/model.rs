@@ -33,6 +33,21 @@ pub struct Publish<'a> {
     pub profile_name: &'a str,
 }
 
+/// What a grant hands an actor (see [`ModelEnd::grant`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrantTo {
+    /// The clock to resume at (ps).
+    pub clock: u64,
+    /// Run without yielding while the clock stays at or below this (ps).
+    pub horizon: u64,
+    /// See [`crate::simctl::ActorRecord::reach`].
+    pub reach: u64,
+    /// See [`crate::simctl::ActorRecord::epoch`].
+    pub epoch: u64,
+    /// What the grant says.
+    pub result: GrantResult,
+}
+
 /// An actor asking to be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttachRequest {
@@ -55,9 +70,18 @@ pub struct Yielded {
     pub clock: u64,
     /// When each command was rung (ps), at `seq % CQ_DEPTH`.
     pub doorbells: [u64; CQ_DEPTH],
-    /// For `Wait`: the slot offsets it polled with the values it last read;
-    /// `None` means any change to its slot wakes it.
-    pub watch: Option<Vec<(u32, u64)>>,
+    /// For `Wait`: what ends the wait.
+    pub watch: Option<Waiting>,
+}
+
+/// What a waiting actor waits for, as the model reads it (the owned form
+/// of [`crate::simctl::Watch`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// Slot offsets polled, with the values last read there.
+    Words(Vec<(u32, u64)>),
+    /// Any device write to the slot after this epoch.
+    ChangeSince(u64),
 }
 
 /// The model's side of the control file.
@@ -140,12 +164,15 @@ impl ModelEnd {
     }
 
     /// Give actor `i` the token: resume at `clock`, run to `horizon`, with
-    /// `result`; `reach` is [`crate::simctl::ActorRecord::reach`].
-    pub fn grant(&self, i: usize, clock: u64, horizon: u64, reach: u64, result: GrantResult) {
+    /// `result`; `reach` and `epoch` are [`crate::simctl::ActorRecord::reach`]
+    /// and [`crate::simctl::ActorRecord::epoch`].
+    pub fn grant(&self, i: usize, g: &GrantTo) {
         let rec = self.record(i);
-        rec.clock.store(clock, SeqCst);
-        rec.horizon.store(horizon, SeqCst);
-        rec.reach.store(reach, SeqCst);
+        rec.clock.store(g.clock, SeqCst);
+        rec.horizon.store(g.horizon, SeqCst);
+        rec.reach.store(g.reach, SeqCst);
+        rec.epoch.store(g.epoch, SeqCst);
+        let result = g.result;
         rec.set_result(result);
         rec.grants.fetch_add(1, SeqCst);
         rec.set_state(ActorState::Running);
@@ -171,14 +198,17 @@ impl ModelEnd {
     pub fn yielded(&self, i: usize) -> Yielded {
         let rec = self.record(i);
         let request = rec.request();
-        let watch = if request == Some(YieldRequest::Wait) {
-            let n = rec.watch_count.load(SeqCst) as usize;
-            (1..=MAX_WATCH)
-                .contains(&n)
-                .then(|| (0..n).map(|k| (rec.watch[k].load(SeqCst), rec.watch_val[k].load(SeqCst))).collect())
-        } else {
-            None
-        };
+        let watch = (request == Some(YieldRequest::Wait)).then(|| {
+            // A count past the arrays (a version mismatch or a stray
+            // write) is read as "any change since the last grant".
+            match rec.watch_count.load(SeqCst) as usize {
+                n @ 1..=MAX_WATCH => {
+                    Waiting::Words((0..n).map(|k| (rec.watch[k].load(SeqCst), rec.watch_val[k].load(SeqCst))).collect())
+                }
+                0 => Waiting::ChangeSince(rec.watch_since.load(SeqCst)),
+                _ => Waiting::ChangeSince(rec.epoch.load(SeqCst)),
+            }
+        });
         Yielded {
             request,
             clock: rec.clock.load(SeqCst),

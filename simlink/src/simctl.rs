@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = 256;
 /// File name of the control file inside a cluster directory.
@@ -243,20 +243,35 @@ pub struct ActorRecord {
     /// actor's slot to reach another live actor's slot (loopback on a shared
     /// node, the network otherwise; `u64::MAX` when it is alone).
     pub reach: AtomicU64,
+    /// Written with each grant: how many times the device has written this
+    /// actor's slot so far (its *epoch*). The slot does not change while the
+    /// actor holds the token, so every read made during a grant sees the
+    /// slot as of the epoch that came with it.
+    pub epoch: AtomicU64,
+    /// With `watch_count` 0: the epoch of the oldest read the wait rests on.
+    /// If the device wrote the slot after that epoch, the wait ends at once.
+    pub watch_since: AtomicU64,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
     pub db_time: [AtomicU64; CQ_DEPTH],
     /// The value the actor last read from each watched word. If a word
     /// already differs when the actor yields (it changed while the actor was
     /// busy elsewhere), the wait ends at once — no wake-up is lost.
     pub watch_val: [AtomicU64; MAX_WATCH],
-    /// Number of valid entries in `watch`; more than [`MAX_WATCH`] means
-    /// "wake me on any change to my slot".
+    /// Number of valid entries in `watch` (at most [`MAX_WATCH`]); 0 means
+    /// "wake me on any change to my slot after epoch `watch_since`".
     pub watch_count: AtomicU32,
+    _pad0: AtomicU32,
     /// Slot offsets of the 64-bit words the actor's last unsuccessful poll
     /// read: a `WAIT` ends when the model writes one of them.
     pub watch: [AtomicU32; MAX_WATCH],
-    _pad: [u8; 1024 - 4 * 4 - 8 * 2 - 4 * 4 - 8 - 8 - 8 * CQ_DEPTH - 4 - 4 * MAX_WATCH - 8 * MAX_WATCH],
+    _pad: [u8; RECORD_SIZE - RECORD_FIXED - 12 * MAX_WATCH],
 }
+
+/// Bytes of an [`ActorRecord`] before and between its two watch arrays.
+const RECORD_FIXED: usize = 4 * 4 + 8 * 2 + 4 * 4 + 8 * 4 + 8 * CQ_DEPTH + 4 * 2;
+
+/// Size of one actor record: whole pages.
+pub const RECORD_SIZE: usize = (RECORD_FIXED + 12 * MAX_WATCH).next_multiple_of(4096);
 
 impl ActorRecord {
     /// The record's state (`None`: a value no party of this version writes).
@@ -295,11 +310,30 @@ impl ActorRecord {
     }
 }
 
-/// Most words an actor can watch while waiting.
-pub const MAX_WATCH: usize = 16;
+/// Most words an actor can name in one wait: one ring per possible peer
+/// and every command-queue entry twice over, so that no wait the stack
+/// builds is ever cut short. (A longer list is refused, never degraded: a
+/// degraded "any change" wait that forgot the values it had read lost
+/// wake-ups and deadlocked jobs of more than 17 ranks, issue 28.)
+pub const MAX_WATCH: usize = MAX_ACTORS + 2 * CQ_DEPTH;
+
+/// What a waiting actor waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watch<'a> {
+    /// These slot words, each with the value the actor last read there: the
+    /// wait ends when the device writes one of them, and at once if one
+    /// already differs. At most [`MAX_WATCH`] of them.
+    Words(&'a [(u32, u64)]),
+    /// Any device write to the slot after this epoch (see
+    /// [`ActorRecord::epoch`]): the wait ends at once if the slot has
+    /// changed since. For a round of reads too long to list: pass the epoch
+    /// of its first read.
+    ChangeSince(u64),
+}
 
 const _: () = assert!(size_of::<CtlHeader>() == 4096);
-const _: () = assert!(size_of::<ActorRecord>() == 1024);
+const _: () = assert!(size_of::<ActorRecord>() == RECORD_SIZE);
+const _: () = assert!(core::mem::offset_of!(ActorRecord, watch) == RECORD_FIXED + 8 * MAX_WATCH);
 
 /// Byte offset of actor record `i`.
 pub const fn actor_offset(i: usize) -> usize {
