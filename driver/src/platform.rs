@@ -185,7 +185,7 @@ impl Platform {
     pub fn read_needs_sync(&self, what: Watched) -> bool {
         match self {
             Platform::Hardware(_) => false,
-            Platform::Simulated(a) => a.clock.get() > a.horizon.get().min(a.own.get(what)),
+            Platform::Simulated(a) => a.clock.get() > a.horizon_for(what).min(a.own.get(what)),
         }
     }
 
@@ -301,6 +301,8 @@ pub struct SimActor {
     end: ActorEnd,
     clock: Cell<u64>,
     horizon: Cell<u64>,
+    /// See `ActorRecord::ur_horizon`.
+    regions: Cell<simlink::model::RegionHorizons>,
     /// See `CtlHeader::doorbell_lookahead`.
     lookahead: u64,
     /// From the last grant: see `ActorRecord::reach`.
@@ -343,6 +345,7 @@ impl SimActor {
             end,
             clock: Cell::new(grant.clock),
             horizon: Cell::new(grant.horizon),
+            regions: Cell::new(grant.regions),
             own: OwnLimits::new(),
             counts: Default::default(),
         })
@@ -380,9 +383,23 @@ impl SimActor {
         }
     }
 
+    /// The horizon of the last grant for reads of `what`: each region has
+    /// its own (the slot's own pending events bound only the regions they
+    /// write).
+    #[inline]
+    fn horizon_for(&self, what: Watched) -> u64 {
+        let r = self.regions.get();
+        match what {
+            Watched::UrRegister | Watched::Completion(_) => r.ur,
+            Watched::Llcm => r.llcm,
+            Watched::Pw => r.pw,
+            Watched::Ww => u64::MAX,
+        }
+    }
+
     #[inline]
     fn before_read(&self, what: Watched) -> Result<(), DriverError> {
-        if self.clock.get() > self.horizon.get().min(self.own.get(what)) {
+        if self.clock.get() > self.horizon_for(what).min(self.own.get(what)) {
             self.yield_now(YieldRequest::Sync)
         } else {
             Ok(())
@@ -420,6 +437,7 @@ impl SimActor {
             let g = self.end.last_grant();
             self.clock.set(g.clock);
             self.horizon.set(g.horizon);
+            self.regions.set(g.regions);
             self.reach.set(g.reach);
             self.epoch.set(g.epoch);
             // The model has seen every doorbell rung before this grant.

@@ -12,6 +12,7 @@
 //! jumps to the event that wakes it. When nothing can run and nothing is in
 //! flight while actors wait, the run is deadlocked and they are told so.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
@@ -20,11 +21,11 @@ use fpga_regs::layout;
 use fpga_regs::ur::CQ_DEPTH;
 use fpga_regs::Peer;
 use simlink::mmio::Mapping;
-use simlink::model::{GrantTo, ModelEnd, Publish, Waiting};
-use simlink::scheduler::{self, Next, Party, ProgressWatch};
+use simlink::model::{GrantTo, ModelEnd, Publish, RegionHorizons, Waiting};
+use simlink::scheduler::{self, Bounds, Lookahead, Next, Party, ProgressWatch};
 use simlink::simctl::{self, ActorState, CtlHeader, GrantResult, YieldRequest, MAX_ACTORS};
 
-use crate::model::{Model, ModelConfig, ModelError, Reach, RegionMask, Stats};
+use crate::model::{Model, ModelConfig, ModelError, Stats, Touches};
 use crate::profile::HostProfile;
 use crate::time::SimTime;
 use crate::trace::Trace;
@@ -48,6 +49,11 @@ pub struct ClusterConfig {
     /// have attached (so the schedule does not depend on start-up order), the
     /// run ends when all have detached, and deadlocks are reported.
     pub expected_actors: u32,
+    /// Pin the scheduler and every actor's hand-offs to this CPU
+    /// (`simlink::affinity`): one party runs at a time, and a hand-off
+    /// within one CPU costs a fraction of one across CPUs. `None`: not
+    /// pinned, and the parties spin briefly instead.
+    pub cpu: Option<usize>,
 }
 
 impl ClusterConfig {
@@ -61,6 +67,7 @@ impl ClusterConfig {
             profile: HostProfile::p4_2003(),
             trace: None,
             expected_actors: 0,
+            cpu: None,
         }
     }
 }
@@ -98,6 +105,12 @@ pub struct RunReport {
     pub stats: Stats,
     /// Actor grants (scheduler hand-offs).
     pub grants: u64,
+    /// Hand-backs because the actor's clock passed its horizon (`Sync`).
+    pub syncs: u64,
+    /// Hand-backs with nothing to do that went to sleep (`Wait`).
+    pub waits: u64,
+    /// `Wait`s that ended at once: a watched word had already changed.
+    pub waits_changed: u64,
     /// Deadlocks reported.
     pub deadlocks: u64,
     /// Actors that died without detaching.
@@ -120,8 +133,6 @@ struct Actor {
     pending_result: GrantResult,
     /// Words a waiting actor watches, sorted (empty: any change wakes it).
     watch: Vec<u32>,
-    /// The regions those words lie in (all, for any change).
-    watch_regions: RegionMask,
 }
 
 impl Party for Actor {
@@ -134,12 +145,6 @@ impl Party for Actor {
 }
 
 impl Actor {
-    /// The regions of its slot whose change would wake it (all, if it did
-    /// not say what it polls).
-    fn watches(&self) -> RegionMask {
-        self.watch_regions
-    }
-
     /// Whether a device write to `touch` (in this actor's slot) ends its wait.
     fn woken_by(&self, touch: &crate::model::Touch) -> bool {
         if self.watch.is_empty() {
@@ -156,11 +161,6 @@ impl Actor {
         self.watch.extend(words);
         self.watch.sort_unstable();
         self.watch.dedup();
-        self.watch_regions = if self.watch.is_empty() {
-            RegionMask::all()
-        } else {
-            self.watch.iter().fold(RegionMask::empty(), |m, w| m | RegionMask::of_offset(*w as usize))
-        };
     }
 
     const FREE: Actor = Actor {
@@ -172,7 +172,6 @@ impl Actor {
         grant_clock: SimTime::ZERO,
         pending_result: GrantResult::Ok,
         watch: Vec::new(),
-        watch_regions: RegionMask::all(),
     };
 }
 
@@ -183,7 +182,19 @@ pub struct Cluster {
     /// The model end of the control file.
     ctl: ModelEnd,
     /// Scheduler state of every record admitted so far (index = record).
+    /// Change an actor's state or clock only through [`Cluster::transition`],
+    /// which keeps the indexes below in step.
     actors: Vec<Actor>,
+    /// The runnable actors by `(clock, index)`.
+    runnable: BTreeSet<(u64, usize)>,
+    /// How many actors wait.
+    waiting: usize,
+    /// Live (runnable or waiting) actors per node.
+    live_on_node: Vec<u32>,
+    /// Live actors in all.
+    live: u32,
+    /// The shortest hops between slots (see [`Model::hop`]).
+    hops: Lookahead,
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
     by_slot: Vec<Option<usize>>,
@@ -192,13 +203,14 @@ pub struct Cluster {
     epochs: Vec<u64>,
     attached_ever: u32,
     grants: u64,
+    syncs: u64,
+    waits: u64,
+    waits_changed: u64,
     deadlocks: u64,
     dead: Vec<u32>,
     created_dir: bool,
     files: Vec<PathBuf>,
     last_time: SimTime,
-    /// See `CtlHeader::doorbell_lookahead`.
-    lookahead: SimTime,
     /// Livelock detection (see [`LIVELOCK_WINDOW`]).
     progress: ProgressWatch,
 }
@@ -261,7 +273,9 @@ impl Cluster {
             let t = Trace::create(path, cfg.nodes, cfg.slots).map_err(io("cannot create trace", path))?;
             model.set_trace(t);
         }
-        let lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
+        let doorbell_lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
+        let (same_node, other_node) = model.hops();
+        let hops = Lookahead { same_node: same_node.0, other_node: other_node.0 };
         let size = simctl::file_size(MAX_ACTORS);
         let file = created.file(&ctl_path).map_err(io("cannot create", &ctl_path))?;
         file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
@@ -271,30 +285,39 @@ impl Cluster {
                 nodes: cfg.nodes,
                 slots: cfg.slots,
                 expected_actors: cfg.expected_actors,
-                doorbell_lookahead: lookahead.0,
+                doorbell_lookahead: doorbell_lookahead.0,
                 costs: cfg.profile.cost_table(),
                 profile_name: &cfg.profile.name,
+                cpu: cfg.cpu.and_then(|c| u32::try_from(c).ok()),
             },
         )?;
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
         let epochs = vec![0; by_slot.len()];
+        let live_on_node = vec![0; cfg.nodes as usize];
         let files = created.keep();
         Ok(Cluster {
             cfg,
             model,
             ctl,
             actors: Vec::new(),
+            runnable: BTreeSet::new(),
+            waiting: 0,
+            live_on_node,
+            live: 0,
+            hops,
             touched: Vec::new(),
             by_slot,
             epochs,
             attached_ever: 0,
             grants: 0,
+            syncs: 0,
+            waits: 0,
+            waits_changed: 0,
             deadlocks: 0,
             dead: Vec::new(),
             created_dir,
             files,
             last_time: SimTime::ZERO,
-            lookahead,
             progress: ProgressWatch::new(LIVELOCK_WINDOW.0, LIVELOCK_COMMANDS),
         })
     }
@@ -317,6 +340,13 @@ impl Cluster {
     /// Run until `stop` is set or, with an expected actor count, until every
     /// expected actor has attached and left.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunReport, ClusterError> {
+        if let Some(cpu) = self.cfg.cpu {
+            simlink::affinity::pin_current_thread(cpu).map_err(|source| ClusterError::Io {
+                what: "cannot pin the scheduler to CPU",
+                path: cpu.to_string(),
+                source,
+            })?;
+        }
         loop {
             if stop.load(SeqCst) {
                 self.shutdown();
@@ -328,7 +358,8 @@ impl Cluster {
             }
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
             let next_event = self.model.next_event_time().map(|t| t.0);
-            match scheduler::next(&self.actors, next_event, started, self.cfg.expected_actors > 0) {
+            let lowest = self.runnable.first().copied();
+            match scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0) {
                 Next::Event => {
                     if let Some(t) = self.model.step() {
                         self.last_time = self.last_time.max(t);
@@ -349,6 +380,9 @@ impl Cluster {
             sim_time_ps: self.last_time.max(self.model.now()).0,
             stats: self.model.stats().clone(),
             grants: self.grants,
+            syncs: self.syncs,
+            waits: self.waits,
+            waits_changed: self.waits_changed,
             deadlocks: self.deadlocks,
             dead_actors: self.dead.clone(),
             trace_events: self.model.trace.as_ref().map_or(0, |t| t.events()),
@@ -366,9 +400,47 @@ impl Cluster {
     }
 
     fn job_finished(&self) -> bool {
-        self.cfg.expected_actors > 0
-            && self.attached_ever >= self.cfg.expected_actors
-            && self.actors.iter().all(|a| matches!(a.state, ActorState::Free | ActorState::Exited | ActorState::Dead))
+        self.cfg.expected_actors > 0 && self.attached_ever >= self.cfg.expected_actors && self.live == 0
+    }
+
+    /// Move actor `i` to `state` at `clock`, keeping the runnable order,
+    /// the waiting count and the live counts in step, and tell the control
+    /// file.
+    fn transition(&mut self, i: usize, state: ActorState, clock: SimTime) {
+        let a = &mut self.actors[i];
+        let live = |s: ActorState| matches!(s, ActorState::Runnable | ActorState::Waiting);
+        match a.state {
+            ActorState::Runnable => {
+                self.runnable.remove(&(a.clock.0, i));
+            }
+            ActorState::Waiting => self.waiting -= 1,
+            _ => {}
+        }
+        let node = a.node as usize;
+        match (live(a.state), live(state)) {
+            (false, true) => {
+                self.live_on_node[node] += 1;
+                self.live += 1;
+            }
+            (true, false) => {
+                self.live_on_node[node] -= 1;
+                self.live -= 1;
+            }
+            _ => {}
+        }
+        let changed = a.state != state;
+        a.state = state;
+        a.clock = clock;
+        match state {
+            ActorState::Runnable => {
+                self.runnable.insert((clock.0, i));
+            }
+            ActorState::Waiting => self.waiting += 1,
+            _ => {}
+        }
+        if changed {
+            self.ctl.set_state(i, state);
+        }
     }
 
     /// Admit actors that asked to attach.
@@ -404,8 +476,10 @@ impl Cluster {
                 // Only records ever admitted are scanned by the scheduler.
                 self.actors.resize(i + 1, Actor::FREE);
             }
+            // A record reused after its process left: out of every index first.
+            self.transition(i, ActorState::Free, clock);
             self.actors[i] = Actor {
-                state: ActorState::Runnable,
+                state: ActorState::Free,
                 node,
                 slot,
                 pid,
@@ -413,81 +487,83 @@ impl Cluster {
                 grant_clock: clock,
                 pending_result: GrantResult::Ok,
                 watch: Vec::new(),
-                watch_regions: RegionMask::all(),
             };
             self.attached_ever += 1;
-            self.ctl.set_state(i, ActorState::Runnable);
+            self.transition(i, ActorState::Runnable, clock);
         }
     }
 
-    /// The horizon of actor `i`: the latest clock at which it may still read
-    /// device state without handing over. Conservative (DESIGN §3): nothing
-    /// else can change its slot before then, so every read, positive or
-    /// negative, sees the device exactly as of the actor's clock. It is the
-    /// earliest of:
-    ///
-    /// * every other runnable actor's clock — that actor may ring a doorbell
-    ///   at its clock, so nobody reads past it (lowest-clock-first order
-    ///   between processes, SimGrid's maestro);
-    /// * every pending device event at the actor's own slot;
-    /// * every pending event elsewhere that can reach this slot, plus the
-    ///   shortest hop between slots ([`Model::min_hop`]): one that may send
-    ///   a packet here ([`Model::pending_effects`]), or one that may wake a
-    ///   waiting actor (it changes a region the actor watches), which could
-    ///   then ring a doorbell (plus the fetch time) that sends here.
-    ///
-    /// minus one picosecond: an event at `te` is processed before an actor
-    /// whose clock reached `te` runs. Without the event bounds an actor that
-    /// polls without blocking (`test`, `iprobe`, a register loop) while
-    /// every other actor waits on the device never hands over: the event
-    /// that would wake them is never processed. The actor's own unreported
+    /// What bounds actor `i`'s horizon (see [`scheduler::horizon`]): the
+    /// earliest pending events at its slot, its node and anywhere (the
+    /// model indexes them per slot), and the lowest clocks of the other
+    /// runnable actors of its node (at most a node's slots to look at) and
+    /// anywhere (the first two of the runnable order). Conservative
+    /// (DESIGN §3): nothing else can change its slot before the horizon
+    /// these give, so every read, positive or negative, sees the device
+    /// exactly as of the actor's clock. The actor's own unreported
     /// doorbells are bounded on its side (it knows when it rang; see
     /// `doorbell_lookahead` in the control file).
-    fn horizon(&self, i: usize) -> SimTime {
+    fn bounds(&self, i: usize) -> Bounds {
+        let a = &self.actors[i];
+        let me = Peer::new(a.node, a.slot);
+        let node_actor = (0..self.cfg.slots)
+            .filter_map(|s| self.by_slot[layout::source_index(a.node, s, self.cfg.slots)])
+            .filter(|&j| j != i && self.actors[j].state == ActorState::Runnable)
+            .map(|j| self.actors[j].clock.0)
+            .min();
+        // The lowest runnable actor of another node: at most this node's
+        // actors come before it in the order.
+        let other_actor = self.runnable.iter().find(|(_, j)| self.actors[*j].node != a.node).map(|(c, _)| *c);
+        let b = Bounds {
+            own_send: self.model.next_send_at(me).map(|t| t.0),
+            node_event: self.model.next_event_beside(me).map(|t| t.0),
+            other_event: self.model.next_event_off_node(a.node).map(|t| t.0),
+            node_actor,
+            other_actor,
+        };
+        #[cfg(debug_assertions)]
+        {
+            let place = |j: usize| (self.actors[j].node, self.actors[j].slot);
+            let events = self.model.pending_events().map(|(t, p, sends)| (t.0, p.node, p.slot, sends));
+            debug_assert_eq!(b, Bounds::scan(i, &self.actors, place, events), "indexed bounds of actor {i}");
+        }
+        b
+    }
+
+    /// The horizons of actor `i`'s reads of each region: `horizon` (what
+    /// other parties allow), or earlier if one of its own slot's pending
+    /// events writes that region sooner. PW, which only the slot's own
+    /// commands write, is not bounded by other parties while none of its
+    /// remote reads is in flight.
+    fn region_horizons(&self, i: usize, horizon: SimTime) -> RegionHorizons {
         let me = Peer::new(self.actors[i].node, self.actors[i].slot);
-        let hop = self.model.min_hop().0;
-        let react = hop.saturating_add(self.lookahead.0);
-        let mut bounds = Vec::new();
-        self.model.pending_effects(|e| {
-            let at = if e.at == me {
-                e.time.0
-            } else {
-                let direct = match e.reach {
-                    Reach::Anyone => e.time.0.saturating_add(hop),
-                    Reach::Peer(p) if p == me => e.time.0.saturating_add(hop),
-                    _ => u64::MAX,
-                };
-                let key = layout::source_index(e.at.node, e.at.slot, self.cfg.slots);
-                let wakes = match self.by_slot.get(key).copied().flatten().map(|j| &self.actors[j]) {
-                    Some(a) if a.state == ActorState::Waiting => a.watches().intersects(e.touches),
-                    _ => false,
-                };
-                if wakes {
-                    direct.min(e.time.0.saturating_add(react))
-                } else {
-                    direct
-                }
-            };
-            bounds.push(at);
-        });
-        SimTime(scheduler::horizon(i, &self.actors, bounds))
+        let own = |r: Touches| self.model.next_event_touching(me, r).map_or(u64::MAX, |t| t.0.saturating_sub(1));
+        let outside_pw = if self.model.remote_reads_in_flight(me) { horizon.0 } else { u64::MAX };
+        RegionHorizons {
+            ur: horizon.0.min(own(Touches::UR)),
+            llcm: horizon.0.min(own(Touches::LLCM)),
+            pw: outside_pw.min(own(Touches::PW)),
+        }
     }
 
     /// The shortest time for anything at actor `i`'s slot to reach another
     /// live actor's slot (see `ActorRecord::reach`).
     fn reach(&self, i: usize) -> SimTime {
-        let me = Peer::new(self.actors[i].node, self.actors[i].slot);
-        let mut r = SimTime::NEVER;
-        for (j, a) in self.actors.iter().enumerate() {
-            if j != i && matches!(a.state, ActorState::Runnable | ActorState::Waiting) {
-                r = r.min(self.model.hop(me, Peer::new(a.node, a.slot)));
-            }
+        let a = &self.actors[i];
+        let mine = u32::from(matches!(a.state, ActorState::Runnable | ActorState::Waiting));
+        let on_node = self.live_on_node[a.node as usize] - mine;
+        if on_node > 0 {
+            SimTime(self.hops.same_node)
+        } else if self.live - mine > on_node {
+            SimTime(self.hops.other_node)
+        } else {
+            SimTime::NEVER
         }
-        r
     }
 
     fn run_actor(&mut self, i: usize) {
-        let horizon = self.horizon(i);
+        let b = self.bounds(i);
+        let horizon = SimTime(scheduler::horizon(&b, self.hops));
         let a = &self.actors[i];
         let (clock, pid, result) = (a.clock, a.pid, a.pending_result);
         let epoch = self.epochs[layout::source_index(a.node, a.slot, self.cfg.slots)];
@@ -495,7 +571,8 @@ impl Cluster {
         self.actors[i].grant_clock = clock;
         self.grants += 1;
         let reach = self.reach(i).0;
-        self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, reach, epoch, result });
+        let regions = self.region_horizons(i, horizon);
+        self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, regions, reach, epoch, result });
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
             if !pid_alive(pid) {
@@ -514,7 +591,7 @@ impl Cluster {
         self.model.doorbell(node, slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
         self.model.host_activity(node, slot, clock);
         self.last_time = self.last_time.max(clock);
-        self.actors[i].clock = clock;
+        self.transition(i, ActorState::Runnable, clock);
         // What the hand-over itself changed (the actor's own slot, and
         // anyone its host activity woke) counts before the wait is judged.
         self.wake_touched(clock);
@@ -536,13 +613,18 @@ impl Cluster {
                 }
             }
         }
+        match y.request {
+            Some(YieldRequest::Wait) if changed_already => self.waits_changed += 1,
+            Some(YieldRequest::Wait) => self.waits += 1,
+            Some(YieldRequest::Detach) => {}
+            _ => self.syncs += 1,
+        }
         let next = match y.request {
             Some(YieldRequest::Detach) => ActorState::Exited,
             Some(YieldRequest::Wait) if !changed_already => ActorState::Waiting,
             _ => ActorState::Runnable,
         };
-        self.actors[i].state = next;
-        self.ctl.set_state(i, next);
+        self.transition(i, next, clock);
     }
 
     /// Count the device's writes to each slot (its epoch) and make waiting
@@ -558,11 +640,10 @@ impl Cluster {
                 *e += 1;
             }
             if let Some(i) = self.by_slot.get(key).copied().flatten() {
-                let a = &mut self.actors[i];
+                let a = &self.actors[i];
                 if a.state == ActorState::Waiting && a.woken_by(&touch) {
-                    a.state = ActorState::Runnable;
-                    a.clock = a.clock.max(t);
-                    self.ctl.set_state(i, ActorState::Runnable);
+                    let clock = a.clock.max(t);
+                    self.transition(i, ActorState::Runnable, clock);
                 }
             }
         }
@@ -592,9 +673,8 @@ impl Cluster {
         self.ctl.report_deadlock(&msg, !held.is_empty());
         for i in 0..self.actors.len() {
             if self.actors[i].state == ActorState::Waiting {
-                self.actors[i].state = ActorState::Runnable;
                 self.actors[i].pending_result = GrantResult::Deadlock;
-                self.ctl.set_state(i, ActorState::Runnable);
+                self.transition(i, ActorState::Runnable, self.actors[i].clock);
             }
         }
     }
@@ -631,17 +711,15 @@ impl Cluster {
         self.ctl.report_deadlock(&msg, false);
         for i in 0..self.actors.len() {
             if matches!(self.actors[i].state, ActorState::Waiting | ActorState::Runnable) {
-                self.actors[i].state = ActorState::Runnable;
                 self.actors[i].pending_result = GrantResult::Deadlock;
-                self.ctl.set_state(i, ActorState::Runnable);
+                self.transition(i, ActorState::Runnable, self.actors[i].clock);
             }
         }
     }
 
     fn mark_dead(&mut self, i: usize) {
-        self.actors[i].state = ActorState::Dead;
         self.dead.push(i as u32);
-        self.ctl.set_state(i, ActorState::Dead);
+        self.transition(i, ActorState::Dead, self.actors[i].clock);
     }
 
     /// Nothing to do: sleep until an actor attaches (or a timeout, to check

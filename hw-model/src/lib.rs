@@ -26,6 +26,6 @@ pub mod time;
 pub mod trace;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
-pub use model::{Model, ModelConfig};
+pub use model::{Model, ModelConfig, Touches};
 pub use profile::HostProfile;
 pub use time::SimTime;

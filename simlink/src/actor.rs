@@ -67,6 +67,8 @@ pub struct Grant {
     pub clock: u64,
     /// Run without yielding while the clock stays at or below this (ps).
     pub horizon: u64,
+    /// The same for reads of each region (see [`ActorRecord::ur_horizon`]).
+    pub regions: crate::model::RegionHorizons,
     /// The shortest time (ps) from this slot to another live actor's.
     pub reach: u64,
     /// The slot's epoch: see [`ActorRecord::epoch`].
@@ -81,6 +83,24 @@ pub struct ActorEnd {
     lookahead: u64,
     detached: Cell<bool>,
     last: Cell<Grant>,
+    /// The model's CPU, when the simulation is pinned (see [`crate::affinity`]).
+    cpu: Option<usize>,
+    /// The attaching thread and the mask it had before it was pinned.
+    pinned: Option<(libc::pid_t, crate::affinity::Mask)>,
+    /// How long to spin for a grant (none when pinned).
+    spin: Duration,
+}
+
+thread_local! {
+    /// Whether this thread was pinned to the model's CPU (a thread other
+    /// than the attaching one, e.g. a progress thread, is pinned the first
+    /// time it hands over).
+    static THREAD_PINNED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments and touches no memory of ours.
+    unsafe { libc::gettid() }
 }
 
 fn gone(msg: impl Into<String>) -> ActorError {
@@ -117,6 +137,18 @@ impl ActorEnd {
         }
         let costs = std::array::from_fn(|i| header.costs[i].load(SeqCst));
         let lookahead = header.doorbell_lookahead.load(SeqCst);
+        // Hand over on the model's CPU: a wake-up across CPUs costs an
+        // inter-processor interrupt (see crate::affinity). A CPU this
+        // process may not use leaves it unpinned, and spinning.
+        let cpu = match header.cpu.load(SeqCst) {
+            simctl::NO_CPU => None,
+            c => Some(c as usize),
+        };
+        let pinned = cpu.and_then(|c| crate::affinity::pin_current_thread(c).ok()).map(|old| (gettid(), old));
+        if pinned.is_some() {
+            THREAD_PINNED.with(|p| p.set(true));
+        }
+        let spin = handoff::spin_for(pinned.is_some(), handoff::SPIN_ACTOR);
 
         // Claim a record under the attach lock.
         let me = std::process::id();
@@ -165,7 +197,16 @@ impl ActorEnd {
             costs,
             lookahead,
             detached: Cell::new(false),
-            last: Cell::new(Grant { clock: 0, horizon: 0, reach: 0, epoch: 0 }),
+            last: Cell::new(Grant {
+                clock: 0,
+                horizon: 0,
+                regions: crate::model::RegionHorizons { ur: 0, llcm: 0, pw: 0 },
+                reach: 0,
+                epoch: 0,
+            }),
+            cpu,
+            pinned,
+            spin,
         };
         let grant = end.wait_grant(go)?;
         Ok((end, grant))
@@ -242,6 +283,11 @@ impl ActorEnd {
         if self.header().flags.load(SeqCst) & flags::SHUTDOWN != 0 {
             return Err(ActorError::Shutdown);
         }
+        if let Some(cpu) = self.cpu {
+            if !THREAD_PINNED.with(Cell::get) {
+                THREAD_PINNED.with(|p| p.set(crate::affinity::pin_current_thread(cpu).is_ok()));
+            }
+        }
         let rec = self.record();
         rec.clock.store(clock, SeqCst);
         rec.set_request(req);
@@ -259,7 +305,7 @@ impl ActorEnd {
     fn wait_grant(&self, go: u32) -> Result<Grant, ActorError> {
         let (header, rec) = (self.header(), self.record());
         loop {
-            if handoff::wait_change(&rec.go, &rec.sleeping, go, handoff::SPIN_ACTOR, Some(Duration::from_millis(250))) {
+            if handoff::wait_change(&rec.go, &rec.sleeping, go, self.spin, Some(Duration::from_millis(250))) {
                 break;
             }
             if !model_alive(header.model_pid.load(SeqCst)) {
@@ -269,6 +315,11 @@ impl ActorEnd {
         let grant = Grant {
             clock: rec.clock.load(SeqCst),
             horizon: rec.horizon.load(SeqCst),
+            regions: crate::model::RegionHorizons {
+                ur: rec.ur_horizon.load(SeqCst),
+                llcm: rec.llcm_horizon.load(SeqCst),
+                pw: rec.pw_horizon.load(SeqCst),
+            },
             reach: rec.reach.load(SeqCst),
             epoch: rec.epoch.load(SeqCst),
         };
@@ -289,11 +340,17 @@ impl ActorEnd {
         outcome
     }
 
-    /// Leave the simulation (also done on drop).
+    /// Leave the simulation (also done on drop). The attaching thread gets
+    /// back the CPUs it had before it was pinned.
     pub fn detach(&self, clock: u64) {
         if !self.detached.get() {
             let _ = self.yield_now(clock, YieldRequest::Detach);
             self.detached.set(true);
+        }
+        if let Some((tid, old)) = &self.pinned {
+            if *tid == gettid() && crate::affinity::restore(old).is_ok() {
+                THREAD_PINNED.with(|p| p.set(false));
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 //! as `fpga-regs` says; everything else the simulation needs is here, in one
 //! place:
 //!
+//! * [`affinity`] — keeping every hand-off on one CPU;
 //! * [`mmio`] — memory shared between processes (the node files, the
 //!   control file, and on hardware the card's own mapping), with the only
 //!   raw-pointer access of the stack;
@@ -20,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod affinity;
 pub mod mmio;
 pub mod model;
 pub mod process;

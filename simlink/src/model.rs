@@ -31,6 +31,8 @@ pub struct Publish<'a> {
     pub costs: [u64; COST_SLOTS],
     /// The host profile's name.
     pub profile_name: &'a str,
+    /// The CPU the model runs on, for actors to hand over on (`None`: not pinned).
+    pub cpu: Option<u32>,
 }
 
 /// What a grant hands an actor (see [`ModelEnd::grant`]).
@@ -40,12 +42,26 @@ pub struct GrantTo {
     pub clock: u64,
     /// Run without yielding while the clock stays at or below this (ps).
     pub horizon: u64,
+    /// Per region: see [`crate::simctl::ActorRecord::ur_horizon`].
+    pub regions: RegionHorizons,
     /// See [`crate::simctl::ActorRecord::reach`].
     pub reach: u64,
     /// See [`crate::simctl::ActorRecord::epoch`].
     pub epoch: u64,
     /// What the grant says.
     pub result: GrantResult,
+}
+
+/// The horizons of reads of each region of a slot (ps; see
+/// [`crate::simctl::ActorRecord::ur_horizon`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionHorizons {
+    /// UR.
+    pub ur: u64,
+    /// LLCM.
+    pub llcm: u64,
+    /// PW.
+    pub pw: u64,
 }
 
 /// An actor asking to be admitted.
@@ -88,6 +104,8 @@ pub enum Waiting {
 pub struct ModelEnd {
     ctl: Mapping,
     attach_seq_seen: u32,
+    /// How long to spin for a hand-back (none when pinned).
+    spin: Duration,
 }
 
 impl ModelEnd {
@@ -103,13 +121,15 @@ impl ModelEnd {
         h.expected_actors.store(p.expected_actors, SeqCst);
         h.model_pid.store(std::process::id(), SeqCst);
         h.doorbell_lookahead.store(p.doorbell_lookahead, SeqCst);
+        h.cpu.store(p.cpu.unwrap_or(simctl::NO_CPU), SeqCst);
         for (slot, v) in h.costs.iter().zip(p.costs) {
             slot.store(v, SeqCst);
         }
         simctl::store_str(&h.profile_name, p.profile_name);
         h.magic.store(simctl::MAGIC, SeqCst);
         h.flags.store(flags::READY, SeqCst);
-        Ok(ModelEnd { ctl, attach_seq_seen: 0 })
+        let spin = handoff::spin_for(p.cpu.is_some(), handoff::SPIN_MODEL);
+        Ok(ModelEnd { ctl, attach_seq_seen: 0, spin })
     }
 
     fn header(&self) -> &CtlHeader {
@@ -170,6 +190,9 @@ impl ModelEnd {
         let rec = self.record(i);
         rec.clock.store(g.clock, SeqCst);
         rec.horizon.store(g.horizon, SeqCst);
+        rec.ur_horizon.store(g.regions.ur, SeqCst);
+        rec.llcm_horizon.store(g.regions.llcm, SeqCst);
+        rec.pw_horizon.store(g.regions.pw, SeqCst);
         rec.reach.store(g.reach, SeqCst);
         rec.epoch.store(g.epoch, SeqCst);
         let result = g.result;
@@ -188,7 +211,7 @@ impl ModelEnd {
             if rec.state() == Some(ActorState::Yielded) {
                 return true;
             }
-            if !handoff::wait_change(&h.model_go, &h.model_sleeping, seen, handoff::SPIN_MODEL, Some(timeout)) {
+            if !handoff::wait_change(&h.model_go, &h.model_sleeping, seen, self.spin, Some(timeout)) {
                 return rec.state() == Some(ActorState::Yielded);
             }
         }

@@ -1,14 +1,21 @@
 //! The scheduling rules, as pure functions of the parties' states and
-//! clocks (DESIGN §3, after SimGrid's maestro). No files, no processes:
-//! the cluster feeds them what it knows and moves the decision through the
-//! control file with [`crate::model::ModelEnd`].
+//! clocks (DESIGN §3, after SimGrid's maestro, with the lookahead of
+//! conservative parallel discrete-event simulation). No files, no
+//! processes: the cluster feeds them what it knows and moves the decision
+//! through the control file with [`crate::model::ModelEnd`].
 //!
 //! * Exactly one party runs at a time: the model (processing its next
 //!   event) or one actor.
 //! * The next to run is the lowest simulated clock: a pending event before
 //!   any actor whose clock is not earlier; actors in `(clock, index)` order.
 //! * An actor runs until its clock passes its *horizon*: the earliest time
-//!   at which anything else could affect what it reads.
+//!   at which anything else could change a word of its slot, less one
+//!   picosecond. Nothing reaches a slot but a packet, and a packet takes at
+//!   least the [`Lookahead`] of its path (the loopback of a node, or the
+//!   network); so an actor may run ahead of every other party by that much
+//!   (SST's synchronisation window, Chandy–Misra–Bryant's lookahead). A
+//!   waiting actor bounds nobody: it can act only after an event at its
+//!   own slot wakes it, and that event bounds everyone already.
 //! * Waiting actors with nothing runnable and nothing pending: deadlock.
 //! * Commands completing for a long stretch of simulated time without
 //!   moving a byte: livelock.
@@ -36,7 +43,8 @@ pub enum Next {
     Idle,
 }
 
-/// The runnable actor with the lowest `(clock, index)`.
+/// The runnable actor with the lowest `(clock, index)`, by a scan (the
+/// cluster keeps them ordered; this is the reference it is checked against).
 pub fn lowest_runnable<P: Party>(parties: &[P]) -> Option<usize> {
     let mut best: Option<usize> = None;
     for (i, a) in parties.iter().enumerate() {
@@ -47,40 +55,108 @@ pub fn lowest_runnable<P: Party>(parties: &[P]) -> Option<usize> {
     best
 }
 
-/// Decide who runs next. `next_event` is the time of the model's next
-/// pending event; actors run only once the job has `started` (every
-/// expected actor attached, so the schedule does not depend on start-up
-/// order); deadlocks are reported only when the job size is `known`.
-pub fn next<P: Party>(parties: &[P], next_event: Option<u64>, started: bool, known: bool) -> Next {
-    let pick = if started { lowest_runnable(parties) } else { None };
+/// Decide who runs next. `lowest` is the runnable actor with the lowest
+/// `(clock, index)`; `next_event` the time of the model's next pending
+/// event. Actors run only once the job has `started` (every expected
+/// actor attached, so the schedule does not depend on start-up order);
+/// deadlocks are reported only when the job size is `known` and some
+/// actor is `waiting`.
+pub fn next(lowest: Option<(u64, usize)>, next_event: Option<u64>, started: bool, known: bool, waiting: bool) -> Next {
+    let pick = if started { lowest } else { None };
     match (next_event, pick) {
         // An event at an actor's clock is processed before the actor runs.
-        (Some(te), Some(i)) if te <= parties[i].clock() => Next::Event,
+        (Some(te), Some((clock, _))) if te <= clock => Next::Event,
         (Some(_), None) => Next::Event,
-        (_, Some(i)) => Next::Actor(i),
-        (None, None) if started && known && parties.iter().any(|a| a.state() == ActorState::Waiting) => Next::Deadlock,
+        (_, Some((_, i))) => Next::Actor(i),
+        (None, None) if started && known && waiting => Next::Deadlock,
         (None, None) => Next::Idle,
     }
 }
 
-/// The horizon of actor `i`: the latest clock at which it may still read
-/// without handing over. `bounds` are the earliest times at which pending
-/// device events could affect it (the cluster computes them from the
-/// model's pending effects); every other runnable actor's clock bounds it
-/// too, since that actor may ring a doorbell then. One picosecond before
-/// the earliest of them: an event at `t` is processed before an actor whose
-/// clock reached `t` runs.
-pub fn horizon<P: Party>(i: usize, parties: &[P], bounds: impl IntoIterator<Item = u64>) -> u64 {
-    let mut h = u64::MAX;
-    for b in bounds {
-        h = h.min(b.saturating_sub(1));
-    }
-    for (j, a) in parties.iter().enumerate() {
-        if j != i && a.state() == ActorState::Runnable {
-            h = h.min(a.clock());
+/// The shortest time (ps) for anything at one slot to change another slot
+/// (see `hw_model::Model::hop`): through the node's loopback path, or
+/// across the network. Both are at least a picosecond.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lookahead {
+    /// Between two slots of one node.
+    pub same_node: u64,
+    /// Between slots of different nodes.
+    pub other_node: u64,
+}
+
+/// The earliest things at *other* slots that could change an actor's
+/// slot, gathered by where they are (times in ps). The actor's own slot's
+/// pending events bound its reads of the regions they write, region by
+/// region (the cluster does that); they do not bound it here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// The earliest pending event at its own slot that may send a packet
+    /// (which may come back: to the slot itself through the loopback, or
+    /// as a peer's answer).
+    pub own_send: Option<u64>,
+    /// The earliest pending event at another slot of its node.
+    pub node_event: Option<u64>,
+    /// The earliest pending event at a slot of another node.
+    pub other_event: Option<u64>,
+    /// The lowest clock of another runnable actor of its node.
+    pub node_actor: Option<u64>,
+    /// The lowest clock of a runnable actor of another node.
+    pub other_actor: Option<u64>,
+}
+
+impl Bounds {
+    /// The bounds of actor `i` by a scan over every party and every
+    /// pending event `(time, node, slot, may send)`: the reference the
+    /// cluster's indexed computation must equal. `where_is(j)` gives actor
+    /// `j`'s `(node, slot)`.
+    pub fn scan<P: Party>(
+        i: usize,
+        parties: &[P],
+        where_is: impl Fn(usize) -> (u16, u16),
+        events: impl IntoIterator<Item = (u64, u16, u16, bool)>,
+    ) -> Bounds {
+        let me = where_is(i);
+        let mut b = Bounds::default();
+        let low = |o: &mut Option<u64>, t: u64| *o = Some(o.map_or(t, |x| x.min(t)));
+        for (t, node, slot, sends) in events {
+            if (node, slot) == me {
+                if sends {
+                    low(&mut b.own_send, t);
+                }
+                continue;
+            }
+            low(if node == me.0 { &mut b.node_event } else { &mut b.other_event }, t);
         }
+        for (j, a) in parties.iter().enumerate() {
+            if j != i && a.state() == ActorState::Runnable {
+                low(if where_is(j).0 == me.0 { &mut b.node_actor } else { &mut b.other_actor }, a.clock());
+            }
+        }
+        b
     }
-    h
+}
+
+/// The horizon of an actor: the latest clock at which it may still read
+/// its slot without handing over, as far as other parties are concerned.
+/// An event at another slot, or another runnable actor (which may ring a
+/// doorbell, or free ring space, at its clock), can change the slot only
+/// a lookahead later, by a packet; an event at its own slot that sends
+/// one, at the earliest a loopback later (a packet to itself). One picosecond before the earliest of
+/// these: an event at `t` is processed before an actor whose clock reached
+/// `t` runs. `u64::MAX` when nothing bounds it.
+pub fn horizon(b: &Bounds, l: Lookahead) -> u64 {
+    let later = |t: Option<u64>, by: u64| t.map(|t| t.saturating_add(by));
+    [
+        later(b.own_send, l.same_node),
+        later(b.node_event, l.same_node),
+        later(b.other_event, l.other_node),
+        later(b.node_actor, l.same_node),
+        later(b.other_actor, l.other_node),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .map_or(u64::MAX, |t| t.saturating_sub(1))
 }
 
 /// A livelock: commands completed for a stretch of simulated time without
@@ -141,57 +217,83 @@ mod tests {
             self.1
         }
     }
-    use ActorState::{Exited, Runnable, Waiting};
+    use ActorState::{Runnable, Waiting};
 
     #[test]
     fn the_lowest_clock_runs_first_and_ties_go_to_the_lower_index() {
         let p = [A(Runnable, 50), A(Waiting, 10), A(Runnable, 20), A(Runnable, 20)];
         assert_eq!(lowest_runnable(&p), Some(2));
-        assert_eq!(next(&p, Some(30), true, true), Next::Actor(2));
-        assert_eq!(next(&p, Some(20), true, true), Next::Event, "an event at the actor's clock goes first");
-        assert_eq!(next(&p, Some(19), true, true), Next::Event);
-        assert_eq!(next(&p, None, true, true), Next::Actor(2));
+        let low = Some((20, 2));
+        assert_eq!(next(low, Some(30), true, true, true), Next::Actor(2));
+        assert_eq!(next(low, Some(20), true, true, true), Next::Event, "an event at the actor's clock goes first");
+        assert_eq!(next(low, Some(19), true, true, true), Next::Event);
+        assert_eq!(next(low, None, true, true, true), Next::Actor(2));
     }
 
     #[test]
     fn nobody_runs_before_the_job_has_started() {
-        let p = [A(Runnable, 0)];
-        assert_eq!(next(&p, None, false, true), Next::Idle);
-        assert_eq!(next(&p, Some(5), false, true), Next::Event);
+        assert_eq!(next(Some((0, 0)), None, false, true, false), Next::Idle);
+        assert_eq!(next(Some((0, 0)), Some(5), false, true, false), Next::Event);
     }
 
     #[test]
     fn waiting_with_nothing_pending_is_a_deadlock_only_for_a_known_job() {
-        let p = [A(Waiting, 5), A(Exited, 9)];
-        assert_eq!(next(&p, None, true, true), Next::Deadlock);
-        assert_eq!(next(&p, None, true, false), Next::Idle);
-        assert_eq!(next(&p, Some(7), true, true), Next::Event, "a pending event may still wake it");
-        assert_eq!(next(&[A(Exited, 1)], None, true, true), Next::Idle);
+        assert_eq!(next(None, None, true, true, true), Next::Deadlock);
+        assert_eq!(next(None, None, true, false, true), Next::Idle);
+        assert_eq!(next(None, Some(7), true, true, true), Next::Event, "a pending event may still wake it");
+        assert_eq!(next(None, None, true, true, false), Next::Idle, "everyone left");
     }
 
+    const L: Lookahead = Lookahead { same_node: 100, other_node: 1000 };
+
     #[test]
-    fn the_horizon_stops_before_every_other_runnable_clock_and_every_bound() {
-        let p = [A(Runnable, 10), A(Runnable, 40), A(Waiting, 15), A(Exited, 12)];
-        assert_eq!(horizon(0, &p, []), 40);
-        assert_eq!(horizon(0, &p, [100, 30]), 29);
-        assert_eq!(horizon(1, &p, []), 10);
-        assert_eq!(horizon(0, &[A(Runnable, 0)], []), u64::MAX);
-        assert_eq!(horizon(0, &[A(Runnable, 0)], [0]), 0, "a bound at 0 saturates");
+    fn the_horizon_is_a_lookahead_past_other_parties() {
+        let nothing = Bounds::default();
+        assert_eq!(horizon(&nothing, L), u64::MAX);
+        let near = Bounds { node_event: Some(500), ..nothing };
+        assert_eq!(horizon(&near, L), 599, "an event at another slot of its node: a loopback later");
+        let far = Bounds { other_event: Some(500), ..nothing };
+        assert_eq!(horizon(&far, L), 1499, "an event on another node: a network hop later");
+        let both = Bounds { node_event: Some(1500), other_event: Some(500), ..nothing };
+        assert_eq!(horizon(&both, L), 1499);
+        let own = Bounds { own_send: Some(500), other_event: Some(900), ..nothing };
+        assert_eq!(horizon(&own, L), 599, "its own slot sends a packet: it may come back through the loopback");
+        let actors = Bounds { node_actor: Some(40), other_actor: Some(30), ..nothing };
+        assert_eq!(horizon(&actors, L), 139, "a runnable neighbour");
+        let remote = Bounds { node_actor: Some(900), other_actor: Some(30), ..nothing };
+        assert_eq!(horizon(&remote, L), 999, "a remote actor bounds by its clock plus the network");
+        let zero = Lookahead { same_node: 1, other_node: 1 };
+        assert_eq!(horizon(&Bounds { node_event: Some(0), ..nothing }, zero), 0, "a bound at 0 saturates");
     }
 
     proptest! {
-        /// The party chosen to run never has a clock above anyone's horizon
-        /// (no one reads past the moment another party could act).
+        /// The horizon never reaches a time at which any single other party
+        /// could already have changed the actor's slot, and is the latest
+        /// that does not: the scan's aggregates lose nothing.
         #[test]
-        fn the_chosen_actor_is_within_every_other_horizon(clocks in proptest::collection::vec((0u64..1000, any::<bool>()), 1..8)) {
-            let p: Vec<A> = clocks.iter().map(|&(c, r)| A(if r { Runnable } else { Waiting }, c)).collect();
-            if let Some(i) = lowest_runnable(&p) {
-                for j in 0..p.len() {
-                    if j != i && p[j].0 == Runnable {
-                        prop_assert!(p[i].1 <= horizon(j, &p, []));
-                        prop_assert!(horizon(i, &p, []) >= p[i].1);
+        fn the_horizon_is_the_latest_safe_clock(
+            parties in proptest::collection::vec((0u64..5000, any::<bool>(), 0u16..3), 1..10),
+            events in proptest::collection::vec((0u64..5000, 0u16..3, 0u16..4, any::<bool>()), 0..10),
+        ) {
+            let p: Vec<A> = parties.iter().map(|&(c, r, _)| A(if r { Runnable } else { Waiting }, c)).collect();
+            // Actor j sits at (node, j): slots are distinct.
+            let where_is = |j: usize| (parties[j].2, j as u16);
+            for i in 0..p.len() {
+                let h = horizon(&Bounds::scan(i, &p, where_is, events.iter().copied()), L);
+                let me = where_is(i);
+                let hop = |n: u16| if n == me.0 { L.same_node } else { L.other_node };
+                let mut first = u64::MAX;
+                for &(t, n, s, sends) in &events {
+                    if (n, s) != me || sends {
+                        first = first.min(t + hop(n));
                     }
                 }
+                for (j, a) in p.iter().enumerate() {
+                    if j != i && a.0 == Runnable {
+                        first = first.min(a.1 + hop(where_is(j).0));
+                    }
+                }
+                prop_assert_eq!(h, if first == u64::MAX { u64::MAX } else { first - 1 });
             }
         }
     }

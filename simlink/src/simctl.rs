@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = 256;
 /// File name of the control file inside a cluster directory.
@@ -86,6 +86,9 @@ host_costs! {
     /// 8-byte loads in the paper; see `hw_model::profile::PwAccess`).
     PwRead = 11, "pw_read_ns";
 }
+
+/// [`CtlHeader::cpu`] when the simulation is not pinned to a CPU.
+pub const NO_CPU: u32 = u32::MAX;
 
 /// Number of slots in the cost table.
 pub const COST_SLOTS: usize = 16;
@@ -196,7 +199,9 @@ pub struct CtlHeader {
     pub model_pid: AtomicU32,
     /// Bumped by every attaching actor, so the model rescans records only then.
     pub attach_seq: AtomicU32,
-    _pad0: AtomicU32,
+    /// The CPU the model runs on and every actor hands over on
+    /// ([`crate::affinity`]); [`NO_CPU`] when nobody is pinned.
+    pub cpu: AtomicU32,
     /// Latest simulated time the model has processed (ps).
     pub sim_time: AtomicU64,
     /// The device's lookahead (ps): no doorbell has any effect earlier than
@@ -225,10 +230,19 @@ pub struct ActorRecord {
     request: AtomicU32,
     /// The actor's simulated clock (ps): written by the actor when it yields, by the model when it grants.
     pub clock: AtomicU64,
-    /// Run without yielding while the clock stays at or below this (ps): the
-    /// lowest clock of the other runnable actors and one picosecond before
-    /// the next pending device event, whichever is earlier.
+    /// Run without yielding while the clock stays at or below this (ps): one
+    /// picosecond before the earliest time any other party could change the
+    /// slot (see `simlink::scheduler::horizon`).
     pub horizon: AtomicU64,
+    /// Read UR only at or below this: `horizon`, or earlier if one of the
+    /// slot's own pending events writes UR sooner.
+    pub ur_horizon: AtomicU64,
+    /// The same for LLCM (the ring pointers).
+    pub llcm_horizon: AtomicU64,
+    /// The same for PW, which nothing but the slot's own commands writes:
+    /// no earlier than `horizon` demands while no remote read of the
+    /// slot's is in flight.
+    pub pw_horizon: AtomicU64,
     /// Node the actor drives.
     pub node: AtomicU32,
     /// Slot the actor drives.
@@ -268,7 +282,7 @@ pub struct ActorRecord {
 }
 
 /// Bytes of an [`ActorRecord`] before and between its two watch arrays.
-const RECORD_FIXED: usize = 4 * 4 + 8 * 2 + 4 * 4 + 8 * 4 + 8 * CQ_DEPTH + 4 * 2;
+const RECORD_FIXED: usize = 4 * 4 + 8 * 5 + 4 * 4 + 8 * 4 + 8 * CQ_DEPTH + 4 * 2;
 
 /// Size of one actor record: whole pages.
 pub const RECORD_SIZE: usize = (RECORD_FIXED + 12 * MAX_WATCH).next_multiple_of(4096);
@@ -405,19 +419,28 @@ pub mod handoff {
     use linux_futex::{AsFutex, Shared};
 
     /// How long the model spins waiting for the running actor to hand
-    /// control back before sleeping in the kernel.
+    /// control back before sleeping in the kernel, when the parties are not
+    /// pinned to one CPU (pinned, nobody spins: see [`crate::affinity`]).
     pub const SPIN_MODEL: Duration = Duration::from_micros(200);
 
-    /// How long an actor spins after yielding before sleeping in the kernel.
+    /// How long an actor spins after yielding before sleeping in the
+    /// kernel, when not pinned to the model's CPU.
     ///
-    /// Hand-offs are the simulator's hot path. Measured on the 2-core CI
-    /// machine (`cargo bench -p hw-tools --bench sim_speed`): waking a sleeping
+    /// Unpinned, hand-offs cross CPUs. Measured on the 2-core CI machine
+    /// (`cargo bench -p hw-tools --bench sim_speed`): waking a sleeping
     /// process costs ~14 us per hand-off, spinning while calling
-    /// `sched_yield` every few hundred nanoseconds ~5 us (the spinner gives
-    /// its core away whenever another thread can use it, so three parties on
-    /// two cores still make progress). Past the spin time the waiter sleeps,
-    /// so an idle simulation costs nothing.
+    /// `sched_yield` every few hundred nanoseconds ~5 us. Past the spin time
+    /// the waiter sleeps, so an idle simulation costs nothing.
     pub const SPIN_ACTOR: Duration = Duration::from_micros(200);
+
+    /// How long a party spins: nothing when the parties share one CPU.
+    pub fn spin_for(pinned: bool, unpinned: Duration) -> Duration {
+        if pinned {
+            Duration::ZERO
+        } else {
+            unpinned
+        }
+    }
 
     /// Spin iterations between `sched_yield` calls.
     const YIELD_EVERY: u32 = 64;

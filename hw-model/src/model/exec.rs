@@ -53,12 +53,13 @@ impl Model {
         let timing = self.cfg.timing.clone();
         let decoded = Command::decode(&words);
         let op = decoded.as_ref().ok().map(Command::opcode);
-        self.nodes[node as usize].slots[slot as usize].inflight.insert(seq, Inflight { op, start });
         let exec_done = start + timing.cycles(timing.exec_cycles);
         let outcome = match decoded {
             Err(e) => Start::Refuse(e.code),
             Ok(cmd) => self.start(node, slot, &cmd, exec_done).unwrap_or_else(Start::Refuse),
         };
+        let remote_read = matches!(outcome, Start::Send { kind: PacketKind::RvlRequest { .. }, .. });
+        self.nodes[node as usize].slots[slot as usize].inflight.insert(seq, Inflight { op, start, remote_read });
         let src = Peer::new(node, slot);
         match outcome {
             Start::Refuse(code) => {

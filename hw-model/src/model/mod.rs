@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::path::Path;
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
+use fpga_regs::packet::HEADER_LEN;
 use fpga_regs::ur::{self, Caps, Status, CQ_DEPTH};
 use fpga_regs::{ErrorCode, Opcode, Peer};
 use simlink::mmio::Mapping;
@@ -214,56 +215,6 @@ pub(crate) struct Packet {
     pub kind: PacketKind,
 }
 
-bitflags::bitflags! {
-    /// Regions of a slot.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct RegionMask: u8 {
-        /// User registers.
-        const UR = 1;
-        /// Low Latency Common Memory.
-        const LLCM = 2;
-        /// Prefetch Window.
-        const PW = 4;
-    }
-}
-
-impl RegionMask {
-    /// The region holding slot offset `off` (WW, which only the host
-    /// writes, counts as nothing).
-    pub fn of_offset(off: usize) -> RegionMask {
-        match Region::ALL.iter().find(|r| (r.offset()..r.offset() + r.size()).contains(&off)) {
-            Some(Region::Ur) => RegionMask::UR,
-            Some(Region::Llcm) => RegionMask::LLCM,
-            Some(Region::Pw) => RegionMask::PW,
-            _ => RegionMask::empty(),
-        }
-    }
-}
-
-/// Whom a pending event may send a packet to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reach {
-    /// No one.
-    Nobody,
-    /// This slot only.
-    Peer(Peer),
-    /// Any slot.
-    Anyone,
-}
-
-/// A pending event, as [`Model::pending_effects`] describes it.
-#[derive(Clone, Copy, Debug)]
-pub struct PendingEffect {
-    /// When it happens.
-    pub time: SimTime,
-    /// The slot whose words it changes.
-    pub at: Peer,
-    /// Which of that slot's regions it may change.
-    pub touches: RegionMask,
-    /// Whom it may send a packet to.
-    pub reach: Reach,
-}
-
 #[derive(Debug)]
 pub(crate) enum Event {
     /// The command engine of a slot may fetch its next descriptor.
@@ -276,6 +227,87 @@ pub(crate) enum Event {
     RingCommit { node: u16, slot: u16, source: usize, record: u64, ack: Packet },
     /// A schedule entry finished (collective engine).
     SchedEntry(coll::EntryRef),
+}
+
+impl Event {
+    /// The one slot whose words the event changes, at its own time (a
+    /// command's fetch and completion: the issuer's; a packet's arrival
+    /// and a ring commit: the destination's; a schedule entry: its
+    /// engine's). It reaches any other slot only by sending a packet
+    /// ([`Model::send`]), which arrives at least [`Model::hop`] later.
+    fn at(&self) -> Peer {
+        match self {
+            Event::Fetch { node, slot } | Event::Complete { node, slot, .. } | Event::RingCommit { node, slot, .. } => {
+                Peer::new(*node, *slot)
+            }
+            Event::Arrive(p) => p.dst,
+            Event::SchedEntry(e) => Peer::new(e.node, e.slot),
+        }
+    }
+
+    /// Whether processing the event may put a packet on the wire (which may
+    /// come back to its slot). A completion sends nothing, unless it
+    /// restarts an engine that stalled on a full completion queue (the
+    /// cluster checks [`Model::engine_stalled`] for that); an arriving
+    /// acknowledgement or RVL response only completes a command.
+    fn may_send(&self) -> bool {
+        match self {
+            Event::Complete { .. } => false,
+            Event::Arrive(p) => !matches!(
+                p.kind,
+                PacketKind::Ack { .. }
+                    | PacketKind::Nack { .. }
+                    | PacketKind::SchedAck { .. }
+                    | PacketKind::RvlResponse { .. }
+            ),
+            Event::Fetch { .. } | Event::RingCommit { .. } | Event::SchedEntry(_) => true,
+        }
+    }
+
+    /// The regions of its slot the event, or an event it schedules at its
+    /// own slot without a packet, may write ([`Touches`]). Every event may
+    /// write UR (status, counters, completions). LLCM: only an IVS arrival
+    /// (its ring commit follows) and the commit itself. PW: only a fetch (a
+    /// VL completes later), a completion that deposits there, and an RVL
+    /// response on its way into PW.
+    fn touches(&self) -> Touches {
+        let extra = match self {
+            Event::Fetch { .. } => Touches::PW,
+            Event::Complete { deposit: Some(Deposit::Pw { .. }), .. } => Touches::PW,
+            Event::Complete { .. } | Event::SchedEntry(_) => Touches::NONE,
+            Event::RingCommit { .. } => Touches::LLCM,
+            Event::Arrive(p) => match p.kind {
+                PacketKind::Ivs { .. } => Touches::LLCM,
+                PacketKind::RvlResponse { reply: fpga_regs::Near::Window(_), .. } => Touches::PW,
+                _ => Touches::NONE,
+            },
+        };
+        Touches(Touches::UR.0 | extra.0)
+    }
+}
+
+/// Which host-visible regions of a slot an event may write (bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touches(u8);
+
+impl Touches {
+    const NONE: Touches = Touches(0);
+    /// User registers.
+    pub const UR: Touches = Touches(1);
+    /// Low Latency Common Memory.
+    pub const LLCM: Touches = Touches(2);
+    /// Prefetch Window.
+    pub const PW: Touches = Touches(4);
+    /// The regions, in the order of [`Model::next_event_touching`]'s index.
+    const ALL: [Touches; 3] = [Touches::UR, Touches::LLCM, Touches::PW];
+
+    fn contains(self, r: Touches) -> bool {
+        self.0 & r.0 == r.0
+    }
+
+    fn index(self) -> usize {
+        Touches::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
 }
 
 struct Scheduled {
@@ -307,6 +339,9 @@ pub(crate) struct Inflight {
     /// What it is (`None`: a descriptor that does not decode, refused).
     pub op: Option<Opcode>,
     pub start: SimTime,
+    /// It asked a remote slot for data that will land in this slot's PW
+    /// (an RVL, or a BOTF carrying an RVL request).
+    pub remote_read: bool,
 }
 
 /// An IVS packet waiting for ring space.
@@ -354,6 +389,9 @@ pub(crate) struct NodeState {
     pub sodimm_port: Timeline,
 }
 
+/// Pending events' `(time, seq)`, earliest first.
+type TimeHeap = BinaryHeap<Reverse<(SimTime, u64)>>;
+
 /// The model of a whole cluster.
 pub struct Model {
     pub(crate) cfg: ModelConfig,
@@ -361,6 +399,18 @@ pub struct Model {
     pub(crate) sodimm: Vec<memmap2::MmapMut>,
     pub(crate) nodes: Vec<NodeState>,
     events: BinaryHeap<Reverse<Scheduled>>,
+    /// The same events' `(time, seq)` per slot (by source index), so that
+    /// the earliest event of a slot or of a node is found without a scan.
+    slot_events: Vec<TimeHeap>,
+    /// The earliest `(time, seq)` of each node's events, and the same
+    /// ordered: the earliest event on another node is found without a scan.
+    node_first: Vec<Option<(SimTime, u64)>>,
+    nodes_by_first: std::collections::BTreeSet<(SimTime, u64, u16)>,
+    /// Those of them that may send a packet ([`Event::may_send`]).
+    slot_send_events: Vec<TimeHeap>,
+    /// Those of them that may write the slot's UR, LLCM and PW
+    /// ([`Event::touches`]), by region.
+    slot_region_events: [Vec<TimeHeap>; 3],
     next_seq: u64,
     now: SimTime,
     touched: Vec<Touch>,
@@ -418,6 +468,8 @@ impl Model {
             sodimm.push(anon);
         }
         created.keep();
+        let nodes_slots = cfg.nodes as usize * cfg.slots as usize;
+        let cfg_slots = cfg.slots as usize;
         let nodes = (0..cfg.nodes)
             .map(|_| NodeState { slots: (0..cfg.slots).map(|_| SlotState::default()).collect(), ..Default::default() })
             .collect();
@@ -427,6 +479,11 @@ impl Model {
             sodimm,
             nodes,
             events: BinaryHeap::new(),
+            slot_events: (0..nodes_slots).map(|_| BinaryHeap::new()).collect(),
+            node_first: vec![None; nodes_slots / cfg_slots],
+            slot_send_events: (0..nodes_slots).map(|_| BinaryHeap::new()).collect(),
+            nodes_by_first: std::collections::BTreeSet::new(),
+            slot_region_events: std::array::from_fn(|_| (0..nodes_slots).map(|_| BinaryHeap::new()).collect()),
             next_seq: 0,
             now: SimTime::ZERO,
             touched: Vec::new(),
@@ -472,69 +529,85 @@ impl Model {
         self.events.peek().map(|Reverse(s)| s.time)
     }
 
-    /// Every pending event as the scheduler's lookahead sees it: when it
-    /// happens, the slot whose words it changes then, which regions of that
-    /// slot it may change, and which slots it may send a packet to.
-    ///
-    /// Every event changes words of one slot only, at its own time (a
-    /// command's fetch and completion: the issuer's; a packet's arrival and
-    /// ring commit: the destination's). It reaches another slot only by
-    /// sending a packet, and only the slots it can send to: a fetch (or a
-    /// completion that may restart a command engine with commands still to
-    /// fetch) to anyone; an arriving IVS, RVS or RVL request, and a ring
-    /// commit, only back to the packet's sender; an arriving ACK, NACK or
-    /// RVL response to nobody.
-    pub fn pending_effects(&self, mut f: impl FnMut(PendingEffect)) {
-        for Reverse(s) in self.events.iter() {
-            let ur = RegionMask::UR;
-            // `touches` covers what the event *and the events it schedules at
-            // the same slot* may write: a fetch leads to completions (UR, PW,
-            // LLCM), an arriving IVS to the ring commit (LLCM). Missing the
-            // descendants let a running actor pass the moment a waiting one
-            // would be woken (and then act on it): a job hung.
-            let (at, touches, reach) = match &s.event {
-                Event::Fetch { node, slot } => (Peer::new(*node, *slot), RegionMask::all(), Reach::Anyone),
-                Event::Complete { node, slot, .. } => {
-                    (Peer::new(*node, *slot), ur | RegionMask::PW | RegionMask::LLCM, Reach::Nobody)
-                }
-                Event::RingCommit { node, slot, ack, .. } => {
-                    (Peer::new(*node, *slot), ur | RegionMask::LLCM, Reach::Peer(ack.dst))
-                }
-                // A finished entry fires its successors: SENDs to anyone.
-                Event::SchedEntry(e) => (Peer::new(e.node, e.slot), ur, Reach::Anyone),
-                Event::Arrive(p) => match p.kind {
-                    PacketKind::Ack { .. } | PacketKind::Nack { .. } | PacketKind::SchedAck { .. } => {
-                        (p.dst, ur, Reach::Nobody)
-                    }
-                    // A schedule message may complete a RECV, whose successors send anywhere.
-                    PacketKind::Sched { .. } => (p.dst, ur, Reach::Anyone),
-                    PacketKind::RvlResponse { .. } => (p.dst, ur | RegionMask::PW, Reach::Nobody),
-                    PacketKind::Ivs { .. } => (p.dst, ur | RegionMask::LLCM, Reach::Peer(p.src)),
-                    _ => (p.dst, ur, Reach::Peer(p.src)),
-                },
-            };
-            let st = &self.nodes[at.node as usize].slots[at.slot as usize];
-            let reach = if st.fetched < st.posted { Reach::Anyone } else { reach };
-            f(PendingEffect { time: s.time, at, touches, reach });
+    /// The earliest pending event at `peer`'s slot (one that changes its words).
+    pub fn next_event_at(&self, peer: Peer) -> Option<SimTime> {
+        let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
+        self.slot_events.get(key)?.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Every pending event's time, the slot whose words it changes and
+    /// whether it may send a packet (as [`Model::next_send_at`] counts it),
+    /// in no particular order (for checks; the scheduler uses the indexes).
+    pub fn pending_events(&self) -> impl Iterator<Item = (SimTime, Peer, bool)> + '_ {
+        self.events.iter().map(|Reverse(s)| {
+            let at = s.event.at();
+            (s.time, at, s.event.may_send() || self.engine_stalled(at))
+        })
+    }
+
+    /// The earliest pending event at `peer`'s slot that may send a packet:
+    /// every one of them while its command engine is stalled (a completion
+    /// restarts it), else those that send by themselves.
+    pub fn next_send_at(&self, peer: Peer) -> Option<SimTime> {
+        if self.engine_stalled(peer) {
+            return self.next_event_at(peer);
         }
+        let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
+        self.slot_send_events.get(key)?.peek().map(|Reverse((t, _))| *t)
     }
 
-    /// The shortest time for anything that happens at one slot to change
-    /// another slot: a packet through the loopback path of a node, or across
-    /// the network (`nic_tx + link + nic_rx`; see `send`).
-    pub fn min_hop(&self) -> SimTime {
-        self.hop(Peer::new(0, 0), Peer::new(0, 1)).min(self.hop(Peer::new(0, 0), Peer::new(1, 0)))
+    /// Whether `peer`'s command engine waits for a completion-queue entry
+    /// (the next completion restarts it: it fetches, and may send).
+    pub fn engine_stalled(&self, peer: Peer) -> bool {
+        self.nodes[peer.node as usize].slots[peer.slot as usize].stalled
     }
 
-    /// The shortest time for anything at slot `a` to change slot `b`:
-    /// loopback on one node, the network (`nic_tx + link + nic_rx`) across.
+    /// The earliest pending event that may write `region` of `peer`'s slot.
+    pub fn next_event_touching(&self, peer: Peer, region: Touches) -> Option<SimTime> {
+        let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
+        self.slot_region_events[region.index()].get(key)?.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Whether data from elsewhere may still land in `peer`'s PW: a remote
+    /// read it issued is in flight. Otherwise only the slot's own events
+    /// (its local VL completions) can change its PW.
+    pub fn remote_reads_in_flight(&self, peer: Peer) -> bool {
+        self.nodes[peer.node as usize].slots[peer.slot as usize].inflight.values().any(|f| f.remote_read)
+    }
+
+    /// The earliest pending event at another slot of `peer`'s node.
+    pub fn next_event_beside(&self, peer: Peer) -> Option<SimTime> {
+        (0..self.cfg.slots)
+            .filter(|s| *s != peer.slot)
+            .filter_map(|s| self.next_event_at(Peer::new(peer.node, s)))
+            .min()
+    }
+
+    /// The earliest pending event at a slot of a node other than `node`.
+    pub fn next_event_off_node(&self, node: u16) -> Option<SimTime> {
+        self.nodes_by_first.iter().find(|(_, _, n)| *n != node).map(|(t, _, _)| *t)
+    }
+
+    /// The shortest time for anything that happens at slot `a` to change
+    /// slot `b` (`a != b`): the first event it can cause there is a packet's
+    /// arrival ([`Model::send`]), which takes at least the loopback path of
+    /// a node or the network (`nic_tx + link + nic_rx`), plus putting a
+    /// packet header through it (at least one cycle, so this is never 0).
+    /// This is the simulator's lookahead between slots (DESIGN §3).
     pub fn hop(&self, a: Peer, b: Peer) -> SimTime {
         let t = &self.cfg.timing;
+        let header = HEADER_LEN as u64;
         if a.node == b.node {
-            t.cycles(t.loopback_cycles)
+            t.cycles(t.loopback_cycles) + t.xfer(header, t.window_bytes_per_cycle)
         } else {
-            t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles))
+            let wire = t.xfer(header.saturating_add(t.wire_overhead_bytes), t.link_bytes_per_cycle);
+            t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles)) + wire
         }
+    }
+
+    /// [`Model::hop`] within a node and across nodes.
+    pub fn hops(&self) -> (SimTime, SimTime) {
+        (self.hop(Peer::new(0, 0), Peer::new(0, 1)), self.hop(Peer::new(0, 0), Peer::new(1, 0)))
     }
 
     /// Whether some IVS packet is held by backpressure anywhere.
@@ -563,12 +636,61 @@ impl Model {
     pub(crate) fn schedule(&mut self, time: SimTime, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.events.push(Reverse(Scheduled { time: time.max(self.now), seq, event }));
+        let time = time.max(self.now);
+        let at = event.at();
+        let key = layout::source_index(at.node, at.slot, self.cfg.slots);
+        self.slot_events[key].push(Reverse((time, seq)));
+        let touches = event.touches();
+        for (r, heaps) in Touches::ALL.iter().zip(self.slot_region_events.iter_mut()) {
+            if touches.contains(*r) {
+                heaps[key].push(Reverse((time, seq)));
+            }
+        }
+        if event.may_send() {
+            self.slot_send_events[key].push(Reverse((time, seq)));
+        }
+        let node = at.node as usize;
+        if self.node_first[node].is_none_or(|first| (time, seq) < first) {
+            if let Some((t, q)) = self.node_first[node] {
+                self.nodes_by_first.remove(&(t, q, at.node));
+            }
+            self.node_first[node] = Some((time, seq));
+            self.nodes_by_first.insert((time, seq, at.node));
+        }
+        self.events.push(Reverse(Scheduled { time, seq, event }));
     }
 
     /// Process the next event, if any. Returns its time.
     pub fn step(&mut self) -> Option<SimTime> {
         let Reverse(s) = self.events.pop()?;
+        // Events leave in (time, seq) order, so the earliest of its slot is this one.
+        let at = s.event.at();
+        let key = layout::source_index(at.node, at.slot, self.cfg.slots);
+        let popped = self.slot_events[key].pop();
+        debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
+        let touches = s.event.touches();
+        for (r, heaps) in Touches::ALL.iter().zip(self.slot_region_events.iter_mut()) {
+            if touches.contains(*r) {
+                let popped = heaps[key].pop();
+                debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
+            }
+        }
+        if s.event.may_send() {
+            let popped = self.slot_send_events[key].pop();
+            debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
+        }
+        // It was its node's earliest event too.
+        debug_assert_eq!(self.node_first[at.node as usize], Some((s.time, s.seq)));
+        self.nodes_by_first.remove(&(s.time, s.seq, at.node));
+        let base = layout::source_index(at.node, 0, self.cfg.slots);
+        let first = self.slot_events[base..base + self.cfg.slots as usize]
+            .iter()
+            .filter_map(|h| h.peek().map(|Reverse(ts)| *ts))
+            .min();
+        self.node_first[at.node as usize] = first;
+        if let Some((t, q)) = first {
+            self.nodes_by_first.insert((t, q, at.node));
+        }
         self.now = s.time;
         self.stats.events += 1;
         if self.planted.panic_at_event == Some(self.stats.events) {

@@ -43,6 +43,11 @@ enum Cmd {
         /// SO-DIMM partition per slot, in MiB.
         #[arg(long, default_value_t = 64)]
         partition_mib: u64,
+        /// The CPU the simulator and every simulated process hand over on:
+        /// a number, `auto` (the one it starts on) or `none` (not pinned;
+        /// hand-offs then cross CPUs and cost several times more).
+        #[arg(long, default_value = "auto")]
+        cpu: String,
     },
     /// Drive random register sequences through the driver and check the
     /// device's invariants after each case; a failure prints the seed and
@@ -90,13 +95,25 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib } => {
+        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib, cpu } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
             let mut cfg = ClusterConfig::new(dir, nodes, slots);
             cfg.profile = profile;
             cfg.trace = trace;
             cfg.expected_actors = actors;
             cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
+            cfg.cpu = match cpu.as_str() {
+                "none" => None,
+                "auto" => simlink::affinity::current_cpu(),
+                n => {
+                    let c: usize = n.parse().map_err(|_| format!("--cpu {n:?}: give a CPU number, auto or none"))?;
+                    let allowed = simlink::affinity::current_mask().map_err(|e| format!("--cpu: {e}"))?;
+                    if !allowed.contains(c) {
+                        return Err(format!("--cpu {c}: this process may not run on CPU {c}"));
+                    }
+                    Some(c)
+                }
+            };
             let stop = Arc::new(AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
                 signal_hook::flag::register(sig, stop.clone())
@@ -109,7 +126,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cluster.run(&stop).map_err(|e| e.to_string())?;
             let report = cluster.finish().map_err(|e| e.to_string())?;
             eprintln!(
-                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants, {} device schedules",
+                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants ({} at the horizon, {} waits, {} waits already over), {} device schedules",
                 report.sim_time_ps as f64 / 1e6,
                 report.stats.events,
                 report.stats.commands,
@@ -117,6 +134,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 report.stats.packets,
                 report.deadlocks,
                 report.grants,
+                report.syncs,
+                report.waits,
+                report.waits_changed,
                 report.stats.schedules
             );
             Ok(())
