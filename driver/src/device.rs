@@ -42,6 +42,11 @@ pub struct DeviceInfo {
     pub version: (u16, u16),
 }
 
+/// Where a host is in the arrival queue (map 1.2, `fpga_regs::llcm`): the
+/// number of records the device had published when it last looked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrivalCursor(u64);
+
 /// A posted command, to be waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(pub u64);
@@ -450,6 +455,10 @@ impl Device {
         let entries = ur::off::COMPLETIONS..ur::off::COMPLETIONS + CQ_DEPTH * ur::off::COMPLETION_STRIDE;
         if entries.contains(&off) {
             Watched::Completion((off - ur::off::COMPLETIONS) / ur::off::COMPLETION_STRIDE)
+        } else if off == ur::off::RX_ACCEPTED {
+            // Moves only when a record is published in a ring, together
+            // with that ring's NWA: as current as LLCM.
+            Watched::Llcm
         } else {
             Watched::UrRegister
         }
@@ -929,6 +938,59 @@ impl Device {
             self.wait(t2)?;
         }
         Ok(())
+    }
+
+    /// Whether the device keeps the arrival queue (map 1.2).
+    pub fn has_arrivals(&self) -> bool {
+        self.info.caps.contains(Caps::ARRIVALS)
+    }
+
+    /// Start following the arrival queue at the device's current count
+    /// (`RX_ACCEPTED`, one uncached read): every record published from now
+    /// on is reported by [`Device::read_arrivals`]. Take it before enabling
+    /// the rings it is to report on.
+    pub fn arrival_cursor(&self) -> Result<ArrivalCursor, DriverError> {
+        if !self.has_arrivals() {
+            return Err(DriverError::Invalid(format!(
+                "this device (register map {}.{}) has no arrival queue; it came with map 1.2",
+                self.info.version.0, self.info.version.1
+            )));
+        }
+        Ok(ArrivalCursor(self.read_ur(ur::off::RX_ACCEPTED)))
+    }
+
+    /// Push the source of every record published in any ring since
+    /// `cursor` onto `out`, oldest first, and move the cursor past them:
+    /// one uncached read when there are none, one more per record.
+    /// `Ok(false)`: more than `ARRIVAL_ENTRIES` records went by (some
+    /// entries were overwritten) or an entry names no source of this
+    /// fabric — the caller must look at every ring once.
+    pub fn read_arrivals(&self, cursor: &mut ArrivalCursor, out: &mut Vec<Peer>) -> Result<bool, DriverError> {
+        use fpga_regs::llcm::{arrival, off, ARRIVAL_ENTRIES};
+        let head = self.read_ur(ur::off::RX_ACCEPTED);
+        let from = cursor.0;
+        cursor.0 = head;
+        let n = head.wrapping_sub(from);
+        if n > ARRIVAL_ENTRIES as u64 {
+            return Ok(false);
+        }
+        let sources = self.info.nodes as usize * self.info.slots as usize;
+        for k in from..from.wrapping_add(n) {
+            match arrival::decode(k, self.read_llcm(off::arrival(k))?) {
+                Some(idx) if idx < sources => {
+                    let slots = self.info.slots as usize;
+                    out.push(Peer::new((idx / slots) as u16, (idx % slots) as u16));
+                }
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// What a wait for the next arrival watches, for [`Device::idle_on`]:
+    /// `RX_ACCEPTED` with the value `cursor` last read there.
+    pub fn arrivals_watch(&self, cursor: &ArrivalCursor) -> (u32, u64) {
+        ((Region::Ur.offset() + ur::off::RX_ACCEPTED) as u32, cursor.0)
     }
 
     /// Advance `src`'s NRA by `bytes` (rounded up to the 8-byte record alignment).

@@ -23,10 +23,15 @@ pub const UR_OFFSET: usize = 0x0_0000;
 /// Size of the UR page.
 pub const UR_SIZE: usize = 0x1000;
 
-/// Low Latency Common Memory: the IVS ring table and host scratch.
+/// Low Latency Common Memory: the IVS ring table, host scratch and (map
+/// 1.2) the arrival queue.
 pub const LLCM_OFFSET: usize = 0x0_4000;
-/// Size of LLCM (16 KiB).
-pub const LLCM_SIZE: usize = 0x4000;
+/// Size of LLCM (48 KiB since map 1.2, which added ring entries for
+/// sources 256-1023 and the arrival queue after the 1.1 16 KiB; on a card,
+/// on-chip memory of this size for each of 16 slots is 768 KiB, more than
+/// the block RAM of the 2003 prototype's FPGA, so such a card would hold
+/// fewer slots or keep LLCM in external SRAM).
+pub const LLCM_SIZE: usize = 0xC000;
 
 /// Write Window: the host writes data and BOTF packet images here.
 pub const WW_OFFSET: usize = 0x1_0000;
@@ -38,12 +43,13 @@ pub const PW_OFFSET: usize = 0x2_0000;
 /// Size of PW (64 KiB).
 pub const PW_SIZE: usize = 0x1_0000;
 
-/// Largest number of nodes a fabric may have (ours).
-pub const MAX_NODES: usize = 64;
+/// Largest number of nodes a fabric may have (ours; 64 before map 1.2).
+pub const MAX_NODES: usize = 1024;
 /// Largest number of slots (processes) per node (ours).
 pub const MAX_SLOTS: usize = 16;
-/// Largest `nodes × slots`: one IVS ring-table entry per possible source.
-pub const MAX_SOURCES: usize = 256;
+/// Largest `nodes × slots`: one IVS ring-table entry per possible source
+/// (ours; 256 before map 1.2).
+pub const MAX_SOURCES: usize = 1024;
 
 /// Default SO-DIMM partition per slot (64 MiB; the model can be configured).
 pub const DEFAULT_PARTITION_SIZE: u64 = 64 << 20;

@@ -31,6 +31,6 @@ pub use layout::Region;
 pub use packet::{PacketHeader, PacketType, PatternBlock};
 
 /// Register map version as "major.minor".
-pub const MAP_VERSION: &str = "1.1";
+pub const MAP_VERSION: &str = "1.2";
 
-const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 1);
+const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 2);

@@ -14,12 +14,34 @@
 //! so counters may start anywhere the host sets them; every record the controller appends
 //! is padded to 8 bytes; a record is never split across a packet boundary,
 //! but it may wrap around the end of the ring.
+//!
+//! **Map 1.2 (ours)**: 1,024 sources instead of 256, and an *arrival
+//! queue*. Entries 0–255 and the scratch area keep their 1.1 offsets (a 1.1
+//! driver still works for jobs of up to 256 sources); entries 256–1,023
+//! follow the scratch area. Finding new data by reading every source's NWA
+//! costs one uncached read per source per poll: 1,023 reads, about 110 us
+//! on the paper's host, at 1,024 ranks. So whenever the controller publishes
+//! a record in any ring it also writes the source's index into the arrival
+//! queue, entry `k % ARRIVAL_ENTRIES` for the `k`-th record it published
+//! (counted in UR `RX_ACCEPTED`), tagged with `k`'s low 32 bits. A host
+//! reads `RX_ACCEPTED`, then the entries it has not seen, and drains only
+//! those rings: a poll that finds nothing costs one read at any job size.
+//! The queue never stalls the controller: an entry whose tag is not the one
+//! the host expects was overwritten (the host fell more than
+//! `ARRIVAL_ENTRIES` records behind), and the host scans every ring once.
 
 use core::mem::{offset_of, size_of};
 use volatile_register::RW;
 
 use crate::field;
 use crate::layout::{LLCM_SIZE, MAX_SOURCES};
+
+/// Ring entries at the start of LLCM (the whole table of map 1.1).
+pub const LOW_RINGS: usize = 256;
+/// Entries of the arrival queue (map 1.2).
+pub const ARRIVAL_ENTRIES: usize = 1024;
+/// Host scratch words (the 1.1 offset and size).
+const SCRATCH_WORDS: usize = 1024;
 use crate::meta::{Access, Field, Register, Source};
 
 /// Alignment of every ring record (bytes).
@@ -41,14 +63,20 @@ pub struct RingEntry {
 /// The LLCM region.
 #[repr(C)]
 pub struct Llcm {
-    /// Ring table, indexed by source.
-    pub rings: [RingEntry; MAX_SOURCES],
+    /// Ring table entries of sources 0–255 (at their map 1.1 offsets).
+    pub rings: [RingEntry; LOW_RINGS],
     /// Host scratch memory (the controller never touches it).
-    pub scratch: [RW<u64>; (LLCM_SIZE - MAX_SOURCES * 32) / 8],
+    pub scratch: [RW<u64>; SCRATCH_WORDS],
+    /// Ring table entries of sources 256–1,023 (map 1.2).
+    pub high_rings: [RingEntry; MAX_SOURCES - LOW_RINGS],
+    /// The arrival queue (map 1.2): entry `k % ARRIVAL_ENTRIES` names the
+    /// source of the `k`-th record the controller published ([`arrival`]).
+    pub arrivals: [RW<u64>; ARRIVAL_ENTRIES],
 }
 
 const _: () = assert!(size_of::<Llcm>() == LLCM_SIZE);
 const _: () = assert!(size_of::<RingEntry>() == 32);
+const _: () = assert!(offset_of!(Llcm, scratch) == 0x2000, "the 1.1 scratch offset");
 
 /// Offsets inside LLCM.
 pub mod off {
@@ -67,9 +95,48 @@ pub mod off {
     pub const RING_NRA: usize = offset_of!(RingEntry, nra);
     /// Host scratch.
     pub const SCRATCH: usize = offset_of!(Llcm, scratch);
+    /// Ring entries of sources 256 and up (map 1.2).
+    pub const HIGH_RINGS: usize = offset_of!(Llcm, high_rings);
+    /// The arrival queue (map 1.2).
+    pub const ARRIVALS: usize = offset_of!(Llcm, arrivals);
     /// Offset of ring entry `source`.
     pub const fn ring(source: usize) -> usize {
-        RINGS + source * RING_STRIDE
+        if source < LOW_RINGS {
+            RINGS + source * RING_STRIDE
+        } else {
+            HIGH_RINGS + (source - LOW_RINGS) * RING_STRIDE
+        }
+    }
+    /// Offset of arrival queue entry `k % ARRIVAL_ENTRIES`.
+    pub const fn arrival(k: u64) -> usize {
+        ARRIVALS + (k % ARRIVAL_ENTRIES as u64) as usize * 8
+    }
+}
+
+/// Fields of an arrival queue entry (map 1.2).
+pub mod arrival {
+    use super::*;
+    /// Source index.
+    pub const SOURCE: Field = field!("source", 0, 32, "index of the source whose ring got the record");
+    /// Tag.
+    pub const TAG: Field =
+        field!("tag", 32, 32, "low 32 bits of k, the record's number; another tag means the entry was overwritten");
+    /// All fields.
+    pub const FIELDS: &[Field] = &[SOURCE, TAG];
+
+    /// The entry for the `k`-th record published, from `source`.
+    pub const fn encode(k: u64, source: usize) -> u64 {
+        ((k & 0xffff_ffff) << 32) | (source as u64 & 0xffff_ffff)
+    }
+
+    /// The source named by the entry read for record `k`, or `None` if
+    /// the entry no longer holds record `k`.
+    pub const fn decode(k: u64, word: u64) -> Option<usize> {
+        if word >> 32 == k & 0xffff_ffff {
+            Some((word & 0xffff_ffff) as usize)
+        } else {
+            None
+        }
     }
 }
 
@@ -148,24 +215,46 @@ pub const REGISTERS: &[Register] = &[
     Register {
         name: "RING",
         offset: off::RINGS,
-        count: MAX_SOURCES,
+        count: LOW_RINGS,
         stride: off::RING_STRIDE,
         words: 4,
         access: Access::RW,
         source: Source::Paper,
-        doc: "IVS ring table, one entry per source (IPUSH, seed 004 §2). Words: BASE (absolute SO-DIMM address, host), SIZE_CTRL (host, fields below), NWA = Next Write Addr (controller, monotonic byte count), NRA = Next Read Addr (host, monotonic byte count). Layout and counter encoding are ours",
+        doc: "IVS ring table, one entry per source (IPUSH, seed 004 §2), sources 0-255. Words: BASE (absolute SO-DIMM address, host), SIZE_CTRL (host, fields below), NWA = Next Write Addr (controller, monotonic byte count), NRA = Next Read Addr (host, monotonic byte count). Layout and counter encoding are ours",
         fields: size_ctrl::FIELDS,
     },
     Register {
         name: "SCRATCH",
         offset: off::SCRATCH,
-        count: (LLCM_SIZE - MAX_SOURCES * 32) / 8,
+        count: SCRATCH_WORDS,
         stride: 8,
         words: 1,
         access: Access::RW,
         source: Source::Ours,
         doc: "host scratch; the controller never reads or writes it",
         fields: &[],
+    },
+    Register {
+        name: "RING_HIGH",
+        offset: off::HIGH_RINGS,
+        count: MAX_SOURCES - LOW_RINGS,
+        stride: off::RING_STRIDE,
+        words: 4,
+        access: Access::RW,
+        source: Source::Ours,
+        doc: "map 1.2: the ring table entries of sources 256-1023, laid out as RING",
+        fields: size_ctrl::FIELDS,
+    },
+    Register {
+        name: "ARRIVAL",
+        offset: off::ARRIVALS,
+        count: ARRIVAL_ENTRIES,
+        stride: 8,
+        words: 1,
+        access: Access::RO,
+        source: Source::Ours,
+        doc: "map 1.2 arrival queue: when the controller publishes its k-th record in any ring (k = UR RX_ACCEPTED before the increment) it writes entry k % 1024 = (k's low 32 bits, source index), in the same cycle as NWA. A host reads RX_ACCEPTED and the entries it has not seen, and drains only those rings; a tag that is not the one it expects means it fell more than 1024 records behind, and it scans every ring",
+        fields: arrival::FIELDS,
     },
 ];
 
@@ -188,5 +277,25 @@ mod tests {
         assert_eq!(record_len(0), 0);
         assert_eq!(record_len(1), 8);
         assert_eq!(record_len(32), 32);
+    }
+
+    #[test]
+    fn ring_entries_keep_their_1_1_offsets_and_the_rest_follow_the_scratch_area() {
+        assert_eq!(off::ring(0), 0);
+        assert_eq!(off::ring(255), 255 * 32);
+        assert_eq!(off::SCRATCH, 256 * 32);
+        assert_eq!(off::ring(256), off::SCRATCH + 8 * SCRATCH_WORDS);
+        assert_eq!(off::ring(MAX_SOURCES - 1) + 32, off::ARRIVALS);
+        assert_eq!(off::arrival(ARRIVAL_ENTRIES as u64 + 3), off::ARRIVALS + 24);
+        assert_eq!(off::arrival(ARRIVAL_ENTRIES as u64 - 1) + 8, LLCM_SIZE);
+    }
+
+    #[test]
+    fn an_arrival_entry_names_its_record_or_is_known_to_be_overwritten() {
+        let w = arrival::encode(5, 1023);
+        assert_eq!(arrival::decode(5, w), Some(1023));
+        assert_eq!(arrival::decode(5 + ARRIVAL_ENTRIES as u64, w), None, "overwritten by a later record");
+        let far = (1u64 << 32) + 7;
+        assert_eq!(arrival::decode(far, arrival::encode(far, 9)), Some(9), "tags wrap with the counter");
     }
 }

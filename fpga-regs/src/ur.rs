@@ -19,7 +19,7 @@ pub const MAGIC: u32 = 0x444E_4D32;
 /// Register map major version (`ID[63:48]`); a driver refuses other majors.
 pub const VERSION_MAJOR: u16 = 1;
 /// Register map minor version (`ID[47:32]`).
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 
 /// Number of command queue entries (descriptors and completions).
 pub const CQ_DEPTH: usize = 32;
@@ -90,7 +90,9 @@ pub struct UserRegs {
     pub rx_refused: RO<u64>,
     /// Incoming IVS packets currently held because their ring is full.
     pub rx_held: RO<u64>,
-    /// Incoming IVS packets accepted into rings (monotonic).
+    /// Incoming IVS packets accepted into rings (monotonic): the records
+    /// published in rings, each when its NWA moves. Since map 1.2 the
+    /// arrival queue in LLCM names each one's source.
     pub rx_accepted: RO<u64>,
     /// Commands fetched and not yet completed.
     pub inflight: RO<u64>,
@@ -283,6 +285,8 @@ bitflags::bitflags! {
         const MODE_PACKED_LIST = 1 << 6;
         /// The SCHED command and the collective engine (ours).
         const SCHED = 1 << 7;
+        /// The LLCM arrival queue (map 1.2).
+        const ARRIVALS = 1 << 8;
         /// The device is the simulator (a `sim.ctl` sits beside the MMIO file).
         const SIMULATED = 1 << 31;
     }

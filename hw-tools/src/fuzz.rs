@@ -389,7 +389,11 @@ fn may_change(node: u16, slot: u16, region: Region, off: usize) -> bool {
     match region {
         Region::Ur => [ur::off::STATUS, ur::off::RX_HELD, ur::off::INFLIGHT, ur::off::RX_REFUSED, ur::off::RX_ACCEPTED]
             .contains(&off),
-        Region::Llcm => (node, slot) == (1, 0) && off == llcm::off::ring(0) + llcm::off::RING_NWA,
+        Region::Llcm => {
+            (node, slot) == (1, 0)
+                && (off == llcm::off::ring(0) + llcm::off::RING_NWA
+                    || (llcm::off::ARRIVALS..llcm::off::ARRIVALS + 8 * llcm::ARRIVAL_ENTRIES).contains(&off))
+        }
         _ => false,
     }
 }
@@ -467,6 +471,18 @@ pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Str
     let r = RingState::decode([w(0), w(8), w(16), w(24)]);
     if r.used().is_none() {
         return Err(format!("the victim ring holds more than its size: NWA {} NRA {} size {}", r.nwa, r.nra, r.size));
+    }
+    // The arrival queue (map 1.2) names every record the victim accepted
+    // that it still holds, and each one came from the attacker (source 0).
+    let accepted = model.read_ur(1, 0, ur::off::RX_ACCEPTED);
+    let llcm_base = layout::slot_region_offset(0, Region::Llcm);
+    for k in accepted.saturating_sub(llcm::ARRIVAL_ENTRIES as u64)..accepted {
+        let word = mmio.read_u64(llcm_base + llcm::off::arrival(k)).unwrap_or(0);
+        if llcm::arrival::decode(k, word) != Some(0) {
+            return Err(format!(
+                "arrival queue entry for record {k} of {accepted} is {word:#x}, not record {k} from source 0"
+            ));
+        }
     }
     Ok(())
 }

@@ -81,6 +81,17 @@ fn the_ivs_payload_check_catches_a_model_that_scrambles_payloads() {
     assert!(err.contains("IVS payload 0") && err.contains("arrived changed"), "{err}");
 }
 
+/// Issue 28: the arrival queue (map 1.2) names the source of every record
+/// accepted. The same case passes on the real model and fails on one that
+/// names the wrong source.
+#[test]
+fn the_arrival_queue_check_catches_a_model_that_misnames_sources() {
+    run_case(&Target::Simulator, &sends()).expect("the model names sources");
+    let planted = PlantedFaults { misname_arrivals: true, ..PlantedFaults::default() };
+    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err();
+    assert!(err.contains("arrival queue entry for record 0"), "{err}");
+}
+
 /// Issue 7: a panic in the model thread fails the case (and so the run,
 /// with its seed); it does not hang it.
 #[test]

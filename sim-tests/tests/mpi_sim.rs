@@ -357,3 +357,65 @@ fn out_of_range_dimmnet_knobs_are_refused_by_name() {
         assert!(stderr.contains(&format!("{knob}={value} is out of range")), "{kv}: {stderr}");
     }
 }
+
+/// Issue 28: past 16 peers a rank follows the device's arrival queue
+/// instead of reading every ring. `DN_RING_SCAN_PEERS=0` makes every job
+/// take that path: the point-to-point suite (wildcards, unexpected
+/// messages, ordering, rendezvous, many requests, probes), the collectives
+/// and polling with MPI_Test, on odd and even rank counts and shared nodes,
+/// and the collective results deterministic. A tiny ring (4 KiB) makes
+/// credit messages flow through the queue as well.
+#[test]
+fn the_arrival_queue_path_passes_the_suite() {
+    let queue = ["-x", "DN_RING_SCAN_PEERS=0"];
+    for (test, np, nodes) in [
+        ("allpairs", 3, 2),
+        ("wildcard", 4, 2),
+        ("unexpected", 4, 1),
+        ("many-requests", 8, 4),
+        ("ordering", 2, 2),
+        ("rndv-large", 4, 1),
+        ("mixed", 5, 2),
+        ("probe", 2, 1),
+        ("sync", 2, 2),
+        ("comms", 8, 4),
+    ] {
+        let out = dnrun(np, nodes, &queue, "mpi-suite", &[test]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("OK {test}")),
+            "{test} on {np} ranks over the arrival queue:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let small = ["-x", "DN_RING_SCAN_PEERS=0", "-x", "DN_RING_KIB=4"];
+    let out = dnrun(3, 3, &small, "mpi-suite", &["many-requests"]);
+    assert!(out.status.success(), "4 KiB rings over the queue:\n{}", String::from_utf8_lossy(&out.stderr));
+    for (np, nodes) in [(3, 2), (8, 4)] {
+        live_and_deterministic_with("collectives", np, nodes, &queue);
+    }
+    live_and_deterministic_with("poll-testall", 5, 3, &queue);
+}
+
+/// The queue path is only taken past 16 peers by default, so jobs of up to
+/// 17 ranks keep the seed's receive path and its simulated times: forcing
+/// the scan on a 5-rank job gives the times the default gives.
+#[test]
+fn small_jobs_keep_the_ring_scan() {
+    let times = |extra: &[&str]| {
+        let mut args = vec!["--backend", "sim"];
+        args.extend_from_slice(extra);
+        let out = dnrun(5, 3, &args, "mpi-suite", &["poll-testall"]);
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(" ps after "))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let scan = times(&[]);
+    assert!(!scan.is_empty());
+    assert_eq!(scan, times(&["-x", "DN_RING_SCAN_PEERS=4"]), "4 peers are scanned by default");
+    assert_ne!(scan, times(&["-x", "DN_RING_SCAN_PEERS=0"]), "the queue is a different receive path");
+}

@@ -24,7 +24,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
 pub const VERSION: u32 = 6;
 /// Maximum number of actors (attached processes) per cluster.
-pub const MAX_ACTORS: usize = 256;
+pub const MAX_ACTORS: usize = fpga_regs::layout::MAX_SOURCES;
 /// File name of the control file inside a cluster directory.
 pub const FILE_NAME: &str = "sim.ctl";
 
@@ -463,28 +463,33 @@ pub mod handoff {
         spin: Duration,
         timeout: Option<Duration>,
     ) -> bool {
-        let start = Instant::now();
-        let mut i = 0u32;
-        while word.load(SeqCst) == old {
-            i = i.wrapping_add(1);
-            if i % YIELD_EVERY == 0 {
-                if start.elapsed() >= spin {
-                    break;
+        // The clock is read only when spinning: a pinned hand-off reads no
+        // clock at all (a sleep interrupted early starts a full timeout
+        // again; the timeouts are liveness checks, not deadlines).
+        let start = (!spin.is_zero()).then(Instant::now);
+        if let Some(t0) = start {
+            let mut i = 0u32;
+            while word.load(SeqCst) == old {
+                i = i.wrapping_add(1);
+                if i % YIELD_EVERY == 0 {
+                    if t0.elapsed() >= spin {
+                        break;
+                    }
+                    std::thread::yield_now();
                 }
-                std::thread::yield_now();
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
         }
         loop {
             if word.load(SeqCst) != old {
                 return true;
             }
-            let remaining = match timeout {
-                Some(t) => match t.checked_sub(start.elapsed()) {
+            let remaining = match (timeout, start) {
+                (Some(t), Some(t0)) => match t.checked_sub(t0.elapsed()) {
                     Some(r) if !r.is_zero() => Some(r),
                     _ => return false,
                 },
-                None => None,
+                (t, _) => t,
             };
             sleeping.store(1, SeqCst);
             if word.load(SeqCst) != old {
@@ -492,11 +497,17 @@ pub mod handoff {
                 return true;
             }
             let futex: &linux_futex::Futex<Shared> = word.as_futex();
-            let _ = match remaining {
-                Some(r) => futex.wait_for(old, r).map_err(|_| ()),
-                None => futex.wait(old).map_err(|_| ()),
+            let timed_out = match remaining {
+                Some(r) => matches!(futex.wait_for(old, r), Err(linux_futex::TimedWaitError::TimedOut)),
+                None => {
+                    let _ = futex.wait(old);
+                    false
+                }
             };
             sleeping.store(0, SeqCst);
+            if timed_out {
+                return word.load(SeqCst) != old;
+            }
         }
     }
 }

@@ -23,12 +23,21 @@
 //! Partition layout (ours): a 4 KiB hello page at the partition base
 //! (exposed for remote reads: peers RVL it to know this rank is ready), the
 //! rings from +64 KiB, then landing zones from the next MiB boundary
-//! (exposed for remote writes).
+//! (exposed for remote writes). Unless `DN_RING_KIB` says otherwise, rings
+//! are 64 KiB, or the largest power of two that lets every peer's ring and
+//! the landing zones fit the partition (32 KiB at 1,024 ranks in 64 MiB).
+//!
+//! Finding new messages (ours): with up to [`DEFAULT_SCAN_PEERS`] peers a
+//! poll reads every ring's NWA, as seed 004 §7 does. With more, scanning
+//! costs an uncached read per peer per poll (110 us of the paper's host at
+//! 1,024 ranks), so the rank follows the device's arrival queue (register
+//! map 1.2) instead: one read of `RX_ACCEPTED` when nothing came, one more
+//! per record, and only the rings named are drained.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use driver::{Device, DriverError, OpenOptions, Ticket};
+use driver::{ArrivalCursor, Device, DriverError, OpenOptions, Ticket};
 use fpga_regs::llcm::{record_len, RING_ALIGN};
 use fpga_regs::packet::PacketHeader;
 use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
@@ -67,10 +76,20 @@ const PW_COPY_HALF: u64 = 0x4000;
 /// WW: packet images and rendezvous staging chunks.
 const WW_CHUNK: usize = 16 * 1024;
 
+/// Most peers whose rings a poll reads one by one; with more, the rank
+/// follows the arrival queue (`DN_RING_SCAN_PEERS` changes it). Jobs of up
+/// to 17 ranks thus run the seed's receive path unchanged.
+pub const DEFAULT_SCAN_PEERS: u32 = 16;
+
+/// Largest ring the automatic size picks.
+const AUTO_RING_MAX: u32 = 64 * 1024;
+
 /// Tunables.
 #[derive(Clone, Debug)]
 pub struct DimmnetConfig {
-    /// Bytes per IVS ring (one ring per source rank).
+    /// Bytes per IVS ring (one ring per source rank); 0: the largest power
+    /// of two up to 64 KiB with which every ring and the landing zones fit
+    /// the partition.
     pub ring_bytes: u32,
     /// Bytes per landing zone.
     pub zone_bytes: u64,
@@ -78,12 +97,40 @@ pub struct DimmnetConfig {
     pub zones: usize,
     /// Default eager threshold.
     pub eager_threshold: usize,
+    /// Follow the arrival queue instead of reading every ring when a rank
+    /// has more peers than this (and the device has the queue).
+    pub scan_peers: u32,
 }
 
 impl Default for DimmnetConfig {
     fn default() -> Self {
-        DimmnetConfig { ring_bytes: 64 * 1024, zone_bytes: 1 << 20, zones: 8, eager_threshold: 16 * 1024 }
+        DimmnetConfig {
+            ring_bytes: 0,
+            zone_bytes: 1 << 20,
+            zones: 8,
+            eager_threshold: 16 * 1024,
+            scan_peers: DEFAULT_SCAN_PEERS,
+        }
     }
+}
+
+/// How a rank finds messages that arrived (see the module documentation).
+enum Incoming {
+    /// Read every peer's NWA: the words idle watches, with the value last
+    /// read, and each rank's index among them.
+    Scan { watch: Vec<(u32, u64)>, watch_of: Vec<usize> },
+    /// Follow the arrival queue.
+    Queue {
+        cursor: ArrivalCursor,
+        /// Scratch: the sources the last read named, and whether a rank
+        /// was named already this poll.
+        named: Vec<Peer>,
+        marked: Vec<bool>,
+        /// Ranks to drain this poll.
+        drain: Vec<u32>,
+        /// Rank of each source index (`u32::MAX`: none).
+        rank_of: Vec<u32>,
+    },
 }
 
 /// Where each rank runs: node and slot.
@@ -240,6 +287,19 @@ impl Arrival for RingArrival<'_> {
     }
 }
 
+/// The ring size when none is given: 64 KiB, or the largest power of two
+/// (at least 4 KiB) with which `ranks` rings after the hello area and
+/// `landing` bytes of landing zones from the next MiB fit `partition`
+/// (too small a partition is reported by the caller's size check).
+fn auto_ring_bytes(ranks: u32, landing: u64, partition: u64) -> u32 {
+    let fits = |ring: u64| (RING_AREA + ranks as u64 * ring).div_ceil(1 << 20) * (1 << 20) + landing <= partition;
+    let mut ring = AUTO_RING_MAX;
+    while ring > 4096 && !fits(ring as u64) {
+        ring /= 2;
+    }
+    ring
+}
+
 /// The DIMMnet-2 transport of one rank.
 pub struct DimmnetTransport {
     dev: Device,
@@ -264,9 +324,7 @@ pub struct DimmnetTransport {
     rx: Vec<u8>,
     /// The head of the message being delivered (read from PW).
     head: Vec<u8>,
-    /// NWA word of each source's ring, and the NWA value last read.
-    watch: Vec<(u32, u64)>,
-    watch_of: Vec<usize>,
+    incoming: Incoming,
     next_poll: u32,
     /// Collective programs on the device.
     off: offload::OffloadState,
@@ -287,7 +345,8 @@ impl DimmnetTransport {
         if rank >= size {
             return Err(TransportError::Config(format!("rank {rank} is outside the {size}-rank map")));
         }
-        if cfg.ring_bytes < 4096 || cfg.ring_bytes % 8 != 0 {
+        let mut cfg = cfg;
+        if cfg.ring_bytes != 0 && (cfg.ring_bytes < 4096 || cfg.ring_bytes % 8 != 0) {
             return Err(TransportError::Config(format!(
                 "ring size {} must be a multiple of 8 of at least 4 KiB",
                 cfg.ring_bytes
@@ -303,6 +362,9 @@ impl DimmnetTransport {
             )));
         }
         let base = info.sodimm_base;
+        if cfg.ring_bytes == 0 {
+            cfg.ring_bytes = auto_ring_bytes(size, cfg.zones as u64 * cfg.zone_bytes, info.sodimm_size);
+        }
         let rings_end = RING_AREA + size as u64 * cfg.ring_bytes as u64;
         let landing = rings_end.div_ceil(1 << 20) << 20;
         let need = landing + cfg.zones as u64 * cfg.zone_bytes;
@@ -312,6 +374,9 @@ impl DimmnetTransport {
                 cfg.ring_bytes, cfg.zones, cfg.zone_bytes, info.sodimm_size
             )));
         }
+        // The arrival cursor comes before the rings: every record they take is reported.
+        let queue = size - 1 > cfg.scan_peers && dev.has_arrivals();
+        let cursor = if queue { Some(dev.arrival_cursor().map_err(map_err)?) } else { None };
         for s in 0..size {
             if s != rank {
                 dev.ring_setup(map.peer(s), base + RING_AREA + s as u64 * cfg.ring_bytes as u64, cfg.ring_bytes)
@@ -337,12 +402,31 @@ impl DimmnetTransport {
         dev.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: hello.len() as u32 } })
             .map_err(map_err)?;
         dev.expose(0, base, 4096, ExposePerm::REMOTE_READ).map_err(map_err)?;
-        let mut watch = Vec::new();
-        let mut watch_of = vec![usize::MAX; size as usize];
-        for s in (0..size).filter(|s| *s != rank) {
-            watch_of[s as usize] = watch.len();
-            watch.push((dev.ring_nwa_word(map.peer(s)).map_err(map_err)?, 0));
-        }
+        let incoming = match cursor {
+            Some(cursor) => {
+                let mut rank_of = vec![u32::MAX; info.nodes as usize * info.slots as usize];
+                for r in 0..size {
+                    let p = map.peer(r);
+                    rank_of[fpga_regs::layout::source_index(p.node, p.slot, info.slots)] = r;
+                }
+                Incoming::Queue {
+                    cursor,
+                    named: Vec::new(),
+                    marked: vec![false; size as usize],
+                    drain: Vec::new(),
+                    rank_of,
+                }
+            }
+            None => {
+                let mut watch = Vec::new();
+                let mut watch_of = vec![usize::MAX; size as usize];
+                for s in (0..size).filter(|s| *s != rank) {
+                    watch_of[s as usize] = watch.len();
+                    watch.push((dev.ring_nwa_word(map.peer(s)).map_err(map_err)?, 0));
+                }
+                Incoming::Scan { watch, watch_of }
+            }
+        };
         let n = size as usize;
         Ok(DimmnetTransport {
             part_size: info.sodimm_size,
@@ -362,8 +446,7 @@ impl DimmnetTransport {
             landing_base,
             rx: Vec::new(),
             head: Vec::new(),
-            watch,
-            watch_of,
+            incoming,
             next_poll: 0,
             off: offload::OffloadState::new(landing_base + landing_len as u64, info.sodimm_size - need),
             idle_words: Vec::new(),
@@ -425,12 +508,23 @@ impl DimmnetTransport {
                 Err(TransportError::Config(format!("{k}={v} is out of range: {what} must be {lo}..={hi}")))
             }
         };
+        let ring_bytes = if std::env::var_os("DN_RING_KIB").is_some() {
+            ranged("DN_RING_KIB", 0, 4, 1 << 20, "the ring size in KiB")? as u32 * 1024
+        } else {
+            d.ring_bytes
+        };
         let cfg = DimmnetConfig {
-            ring_bytes: ranged("DN_RING_KIB", d.ring_bytes as u64 / 1024, 4, 1 << 20, "the ring size in KiB")? as u32
-                * 1024,
+            ring_bytes,
             zone_bytes: ranged("DN_ZONE_KIB", d.zone_bytes / 1024, 1, 1 << 20, "the landing-zone size in KiB")? * 1024,
             zones: ranged("DN_ZONES", d.zones as u64, 1, 1024, "the number of landing zones")? as usize,
             eager_threshold: d.eager_threshold,
+            scan_peers: ranged(
+                "DN_RING_SCAN_PEERS",
+                d.scan_peers as u64,
+                0,
+                u32::MAX as u64,
+                "the most peers whose rings a poll reads one by one",
+            )? as u32,
         };
         DimmnetTransport::open(&path, me.slot, rank, map, cfg)
     }
@@ -524,7 +618,9 @@ impl DimmnetTransport {
     fn drain_ring(&mut self, src: u32, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
         let peer = self.map.peer(src);
         let nwa = self.dev.ring_nwa(peer).map_err(map_err)?;
-        self.watch[self.watch_of[src as usize]].1 = nwa;
+        if let Incoming::Scan { watch, watch_of } = &mut self.incoming {
+            watch[watch_of[src as usize]].1 = nwa;
+        }
         let corrupt = |what: String| TransportError::Backend {
             backend: BACKEND,
             msg: format!("corrupt record ({what}) in the ring from rank {src}"),
@@ -603,14 +699,58 @@ impl DimmnetTransport {
 
     /// Return credit explicitly to sources that sent a lot and got nothing back.
     fn return_credit(&mut self) -> Result<(), TransportError> {
-        let quarter = self.cfg.ring_bytes as u64 / 4;
         for s in 0..self.size {
-            let d = s as usize;
-            if s != self.rank && self.consumed[d] - self.reported[d] >= quarter && self.room(s) >= DN_HDR as u64 {
-                self.send_record(s, KIND_CREDIT, &[])?;
-            }
+            self.return_credit_to(s)?;
         }
         Ok(())
+    }
+
+    /// Return credit to `s` if it sent a lot and got nothing back (only
+    /// draining its ring can make that so).
+    fn return_credit_to(&mut self, s: u32) -> Result<(), TransportError> {
+        let quarter = self.cfg.ring_bytes as u64 / 4;
+        let d = s as usize;
+        if s != self.rank && self.consumed[d] - self.reported[d] >= quarter && self.room(s) >= DN_HDR as u64 {
+            self.send_record(s, KIND_CREDIT, &[])?;
+        }
+        Ok(())
+    }
+
+    /// A poll that follows the arrival queue: drain the rings it names, in
+    /// the order their first record arrived (every ring when the queue
+    /// overflowed), and return credit to their senders.
+    fn poll_queue(&mut self, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
+        let Incoming::Queue { cursor, named, marked, drain, rank_of } = &mut self.incoming else {
+            return Ok(0);
+        };
+        named.clear();
+        drain.clear();
+        if self.dev.read_arrivals(cursor, named).map_err(map_err)? {
+            for p in named.iter() {
+                let r = rank_of[fpga_regs::layout::source_index(p.node, p.slot, self.dev.info().slots)];
+                if r != u32::MAX && r != self.rank && !marked[r as usize] {
+                    marked[r as usize] = true;
+                    drain.push(r);
+                }
+            }
+        } else {
+            drain.extend((0..self.size).filter(|r| *r != self.rank));
+        }
+        let ranks = std::mem::take(drain);
+        let mut n = 0;
+        let mut out = Ok(());
+        for &r in &ranks {
+            if let Incoming::Queue { marked, .. } = &mut self.incoming {
+                marked[r as usize] = false;
+            }
+            if out.is_ok() {
+                out = self.drain_ring(r, sink).map(|k| n += k).and_then(|()| self.return_credit_to(r));
+            }
+        }
+        if let Incoming::Queue { drain, .. } = &mut self.incoming {
+            *drain = ranks;
+        }
+        out.map(|()| n)
     }
 }
 
@@ -669,6 +809,9 @@ impl Transport for DimmnetTransport {
 
     fn poll_arrivals(&mut self, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
         self.dev.observe().map_err(map_err)?;
+        if matches!(self.incoming, Incoming::Queue { .. }) {
+            return self.poll_queue(sink);
+        }
         let mut n = 0;
         for i in 0..self.size {
             let s = (self.next_poll + i) % self.size;
@@ -682,12 +825,16 @@ impl Transport for DimmnetTransport {
     }
 
     fn idle(&mut self) -> Result<(), TransportError> {
-        if !self.off.busy() {
-            return self.dev.idle_on(&self.watch).map_err(map_err);
-        }
         let mut words = std::mem::take(&mut self.idle_words);
         words.clear();
-        words.extend_from_slice(&self.watch);
+        match &self.incoming {
+            Incoming::Scan { watch, .. } if !self.off.busy() => {
+                self.idle_words = words;
+                return self.dev.idle_on(watch).map_err(map_err);
+            }
+            Incoming::Scan { watch, .. } => words.extend_from_slice(watch),
+            Incoming::Queue { cursor, .. } => words.push(self.dev.arrivals_watch(cursor)),
+        }
         self.off.watch(&mut words);
         let r = self.dev.idle_on(&words).map_err(map_err);
         self.idle_words = words;
@@ -852,5 +999,15 @@ mod tests {
         assert!(RankMap::parse("0.0,x").is_err());
         let m = RankMap::block(5, 2).unwrap();
         assert_eq!(m.peer(4), Peer::new(1, 1));
+    }
+
+    #[test]
+    fn automatic_rings_shrink_until_every_peer_fits() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(auto_ring_bytes(2, 8 * MIB, 64 * MIB), 64 * 1024, "the 64 KiB default while it fits");
+        assert_eq!(auto_ring_bytes(900, 8 * MIB, 64 * MIB), 32 * 1024);
+        assert_eq!(auto_ring_bytes(1024, 8 * MIB, 64 * MIB), 32 * 1024, "1,024 ranks in the default partition");
+        assert_eq!(auto_ring_bytes(1024, 8 * MIB, 16 * MIB), 4096);
+        assert_eq!(auto_ring_bytes(1024, 8 * MIB, 8 * MIB), 4096, "never below 4 KiB; the size check refuses it");
     }
 }

@@ -429,6 +429,8 @@ pub struct PlantedFaults {
     pub panic_at_event: Option<u64>,
     /// Flip the first byte of every IVS payload written into a ring.
     pub scramble_ivs: bool,
+    /// Name the wrong source in every arrival queue entry.
+    pub misname_arrivals: bool,
 }
 
 impl Model {
@@ -741,6 +743,7 @@ impl Model {
             | Caps::MODE_LIST
             | Caps::MODE_PACKED_LIST
             | Caps::SCHED
+            | Caps::ARRIVALS
             | Caps::SIMULATED;
         let caps_word = ur::caps::EXPOSE_ENTRIES.set(
             ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),

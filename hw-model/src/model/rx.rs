@@ -278,12 +278,17 @@ impl Model {
         if let Some(p) = st.pending_ring.get_mut(&source) {
             *p = p.saturating_sub(record);
         }
+        let k = st.rx_accepted;
         st.rx_accepted += 1;
         let accepted = st.rx_accepted;
         let off = Model::ring_offset(slot, source) + llcm::off::RING_NWA;
         let map = &self.mmio[node as usize];
         let nwa = map.read_u64(off).unwrap_or(0).wrapping_add(record);
         let _ = map.write_u64(off, nwa);
+        // The arrival queue (map 1.2), in the same cycle as NWA.
+        let entry = Model::region_off(slot, Region::Llcm, llcm::off::arrival(k));
+        let named = if self.planted.misname_arrivals { source ^ 1 } else { source };
+        let _ = map.write_u64(entry, llcm::arrival::encode(k, named));
         self.write_ur(node, slot, ur::off::RX_ACCEPTED, accepted);
         if let Some(tr) = self.trace.as_mut() {
             let nra =
@@ -291,6 +296,7 @@ impl Model {
             tr.counter(&format!("ring s{slot}<-src{source}"), node as u32, t, &[("nwa", nwa), ("nra", nra)]);
         }
         self.touch(node, slot, Region::Llcm.offset() + llcm::off::ring(source) + llcm::off::RING_NWA, 8);
+        self.touch(node, slot, Region::Llcm.offset() + llcm::off::arrival(k), 8);
         self.touch_ur(node, slot, ur::off::RX_ACCEPTED);
         self.send(t, ack);
     }
