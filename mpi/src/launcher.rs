@@ -225,30 +225,6 @@ fn terminate(children: &mut [Option<Child>], grace: Duration) {
     }
 }
 
-/// Copy `from` to our stdout or stderr a line at a time (so that two
-/// ranks' lines never interleave), prefixing each with `[rank] ` when `tag`.
-fn forward(rank: u32, from: impl Read + Send + 'static, to_stderr: bool, tag: bool) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(from);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if !line.ends_with(b"\n") {
-                        line.push(b'\n');
-                    }
-                    let mut out = if tag { format!("[{rank}] ").into_bytes() } else { Vec::new() };
-                    out.extend_from_slice(&line);
-                    let _ =
-                        if to_stderr { std::io::stderr().write_all(&out) } else { std::io::stdout().write_all(&out) };
-                }
-            }
-        }
-    })
-}
-
 /// A child process that is stopped (its whole process group) and reaped
 /// when the guard is dropped, on every error path.
 struct Guard(Option<Child>);
@@ -431,10 +407,11 @@ fn resolve_program(p: &Path) -> Result<PathBuf, LaunchError> {
         .ok_or_else(|| LaunchError::Usage(format!("{} was not found on PATH", p.display())))
 }
 
-/// Refuse a job this host cannot hold: `dnrun` keeps two pipes and three
-/// threads per local rank, and the ranks are processes of this user.
+/// Refuse a job this host cannot hold: `dnrun` keeps two pipes and a pidfd
+/// per local rank (and, while the rank starts, its PMI socket and a thread
+/// serving it), and the ranks are processes of this user.
 fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
-    let need_fds = 2 * local_ranks as u64 + 64;
+    let need_fds = 4 * local_ranks as u64 + 64;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit write/read only the struct we pass.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur < need_fds {
@@ -450,7 +427,7 @@ fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
             )));
         }
     }
-    let need_tasks = 4 * local_ranks as u64 + 64;
+    let need_tasks = 2 * local_ranks as u64 + 64;
     // SAFETY: as above.
     if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } == 0
         && lim.rlim_cur != libc::RLIM_INFINITY
@@ -470,8 +447,9 @@ fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
     Ok(())
 }
 
-/// The most ranks `dnrun` starts on one host (documented in the README).
-pub const MAX_LOCAL_RANKS: usize = 512;
+/// The most ranks `dnrun` starts on one host (documented in the README):
+/// as many as the simulated fabric has slots.
+pub const MAX_LOCAL_RANKS: usize = fpga_regs::layout::MAX_SOURCES;
 
 struct Cleanup(PathBuf);
 
@@ -495,11 +473,30 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         return Err(LaunchError::Usage("--nodes must be at least 1".into()));
     }
     let slots = slots_per_node(opts.np, opts.nodes);
-    if opts.backend == Backend::Sim && slots > 16 {
-        return Err(LaunchError::Usage(format!(
-            "{} ranks on {} nodes needs {slots} slots per node; a DIMMnet-2 node has at most 16 (use more --nodes)",
-            opts.np, opts.nodes
-        )));
+    if opts.backend == Backend::Sim {
+        use fpga_regs::layout::{MAX_NODES, MAX_SLOTS, MAX_SOURCES};
+        if slots as usize > MAX_SLOTS {
+            return Err(LaunchError::Usage(format!(
+                "{} ranks on {} nodes needs {slots} slots per node; a DIMMnet-2 node has at most {MAX_SLOTS} \
+                 (use more --nodes, or a larger -ppn no more than {MAX_SLOTS})",
+                opts.np, opts.nodes
+            )));
+        }
+        if opts.nodes as usize > MAX_NODES {
+            return Err(LaunchError::Usage(format!(
+                "{} nodes: a simulated DIMMnet-2 fabric has at most {MAX_NODES} (put more ranks on a node with -ppn)",
+                opts.nodes
+            )));
+        }
+        if opts.nodes as usize * slots as usize > MAX_SOURCES {
+            return Err(LaunchError::Usage(format!(
+                "{} ranks on {} nodes of {slots} slots are {} slots; the simulated fabric has at most {MAX_SOURCES} \
+                 (one IVS ring per source in every slot's table)",
+                opts.np,
+                opts.nodes,
+                opts.nodes as usize * slots as usize
+            )));
+        }
     }
     let local: Vec<u32> = match &opts.ranks {
         Some(r) => r.clone(),
@@ -633,7 +630,9 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     }
 
     let mut children: Vec<Guard> = Vec::new();
-    let mut forwarders = Vec::new();
+    // Every rank's output and exit, through one epoll set on this thread.
+    let mut io = crate::job_io::JobIo::new(opts.tag_output)
+        .map_err(|e| LaunchError::Io(format!("cannot set up the ranks' output forwarding: {e}")))?;
     let start = Instant::now();
     let job_id = opts.job_id.unwrap_or_else(|| {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
@@ -736,13 +735,12 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         match spawned {
             Ok(mut c) => {
                 reaper.watch(c.id());
-                if let Some(o) = c.stdout.take() {
-                    forwarders.push(forward(rank, o, false, opts.tag_output));
-                }
-                if let Some(e) = c.stderr.take() {
-                    forwarders.push(forward(rank, e, true, opts.tag_output));
-                }
+                let watched = io.add(rank, &mut c);
                 children.push(Guard(Some(c)));
+                if let Err(e) = watched {
+                    // The guards stop the ranks already started and the simulator.
+                    return Err(LaunchError::Io(format!("cannot watch rank {rank}'s output and exit: {e}")));
+                }
             }
             Err(e) => {
                 // The guards stop the ranks already started and the simulator.
@@ -751,61 +749,57 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
     }
 
-    // One waiter thread per rank reports exits in the order they happen, so
-    // the first failure is the one named.
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
-    let mut pids: Vec<Option<u32>> = vec![None; opts.np as usize];
-    for (i, guard) in children.iter_mut().enumerate() {
-        if let Some(mut c) = guard.take() {
-            let rank = local[i] as usize;
-            pids[rank] = Some(c.id());
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let st = c.wait();
-                let _ = tx.send((rank, st));
-            });
-        }
+    // From here on the ranks are reaped through `io` (in the order they
+    // exit, so the first failure is the one named), never by a guard.
+    for mut guard in children {
+        drop(guard.take());
     }
-    drop(tx);
+    let mut running = local.len();
     let mut codes: Vec<Option<i32>> = vec![None; opts.np as usize];
     let mut stopped: Option<String> = None;
     // The exit code that explains the stop (the failing rank's, or 1/124/130).
     let mut culprit: Option<i32> = None;
     let mut kill_at: Option<Instant> = None;
-    while pids.iter().any(Option::is_some) {
-        match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok((rank, st)) => {
-                pids[rank] = None;
-                let st = match st {
-                    Ok(st) => st,
-                    Err(e) => {
-                        stopped.get_or_insert(format!("cannot watch rank {rank}: {e}"));
-                        codes[rank] = Some(1);
-                        continue;
-                    }
-                };
-                codes[rank] = Some(code_of(st));
-                let finalized = dir.join("job").join(format!("finalized.{rank}")).exists();
-                if stopped.is_none() {
-                    if !st.success() {
-                        stopped = Some(format!("{}; stopping the job", describe(rank as u32, st)));
-                        culprit = Some(code_of(st));
-                    } else if !finalized && pids.iter().any(Option::is_some) {
-                        culprit = Some(1);
-                        stopped = Some(format!(
-                            "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
-                        ));
-                    }
+    while running > 0 {
+        let exits = match io.poll(Duration::from_millis(5)) {
+            Ok(exits) => exits,
+            Err(e) => {
+                stopped.get_or_insert(format!("cannot watch the ranks: {e}; stopping the job"));
+                culprit.get_or_insert(1);
+                Vec::new()
+            }
+        };
+        for (rank, st) in exits {
+            let rank = rank as usize;
+            running -= 1;
+            let st = match st {
+                Ok(st) => st,
+                Err(e) => {
+                    stopped.get_or_insert(format!("cannot watch rank {rank}: {e}"));
+                    codes[rank] = Some(1);
+                    continue;
+                }
+            };
+            codes[rank] = Some(code_of(st));
+            let finalized = dir.join("job").join(format!("finalized.{rank}")).exists();
+            if stopped.is_none() {
+                if !st.success() {
+                    stopped = Some(format!("{}; stopping the job", describe(rank as u32, st)));
+                    culprit = Some(code_of(st));
+                } else if !finalized && running > 0 {
+                    culprit = Some(1);
+                    stopped = Some(format!(
+                        "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
+                    ));
                 }
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if stopped.is_none() {
             if let Some(t) = opts.timeout {
                 if start.elapsed() > t {
-                    let list: Vec<String> =
-                        pids.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(r, _)| r.to_string()).collect();
+                    let mut list: Vec<u32> = io.running().map(|(r, _)| r).collect();
+                    list.sort_unstable();
+                    let list: Vec<String> = list.iter().map(u32::to_string).collect();
                     stopped = Some(format!(
                         "the job exceeded --timeout {} s; rank(s) {} were still running; stopping them",
                         t.as_secs(),
@@ -848,13 +842,19 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 _ => None,
             };
             if let Some(sig) = sig {
-                for pid in pids.iter().flatten() {
+                for (_, pid) in io.running() {
                     // SAFETY: kill(2) on the rank's own process group (created
                     // with process_group(0)); no memory is involved.
-                    unsafe { libc::kill(-(*pid as i32), sig) };
+                    unsafe { libc::kill(-(pid as i32), sig) };
                 }
             }
         }
+    }
+    // What the ranks wrote before they ended comes before what dnrun says.
+    // (A pipe a rank's own child still holds open is not waited for long.)
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    while io.output_open() && Instant::now() < drain_until {
+        let _ = io.poll(Duration::from_millis(20));
     }
     if let Some(msg) = &stopped {
         eprintln!("dnrun: {msg}");
@@ -888,9 +888,6 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         for l in sim_summary.lines() {
             eprintln!("dnrun: {l}");
         }
-    }
-    for f in forwarders {
-        let _ = f.join();
     }
     // The worst rank exit code; when dnrun stopped the job, the code of what
     // caused it (the ranks it killed are not the culprits).

@@ -29,6 +29,7 @@ mod comm;
 pub mod datatype;
 mod error;
 pub mod inter;
+mod job_io;
 pub mod launcher;
 pub mod pmi_server;
 pub mod request;

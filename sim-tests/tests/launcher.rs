@@ -70,7 +70,12 @@ fn refused_command_lines_start_nothing_and_leave_nothing() {
         (vec!["-n", "2", "--", "no-such-program-on-path-xyz"], "not found on PATH"),
         (vec!["-n", "2", "-x", "=v", "--", suite, "pingpong"], "KEY=VALUE"),
         (vec!["-n", "2", "--backend", "udp", "--hostfile", "/nonexistent", "--", suite, "pingpong"], "--hostfile"),
-        (vec!["-n", "1000", "--backend", "udp", "--", suite, "pingpong"], "ranks"),
+        (vec!["-n", "1025", "--backend", "udp", "--", suite, "pingpong"], "more than dnrun starts (1024)"),
+        (vec!["-n", "1100", "--nodes", "1100", "--", suite, "pingpong"], "at most 1024 (put more ranks on a node"),
+        (
+            vec!["-n", "2000", "--nodes", "1000", "--", suite, "pingpong"],
+            "2000 slots; the simulated fabric has at most 1024",
+        ),
     ];
     for (args, expect) in cases {
         let m = marker("refused");
