@@ -49,6 +49,8 @@ pub struct ClusterConfig {
     /// have attached (so the schedule does not depend on start-up order), the
     /// run ends when all have detached, and deadlocks are reported.
     pub expected_actors: u32,
+    /// How far ahead of other parties an actor may run (see [`LookaheadMode`]).
+    pub lookahead: LookaheadMode,
     /// Pin the scheduler and every actor's hand-offs to this CPU
     /// (`simlink::affinity`): one party runs at a time, and a hand-off
     /// within one CPU costs a fraction of one across CPUs. `None`: not
@@ -67,7 +69,35 @@ impl ClusterConfig {
             profile: HostProfile::p4_2003(),
             trace: None,
             expected_actors: 0,
+            lookahead: LookaheadMode::Full,
             cpu: None,
+        }
+    }
+}
+
+/// How far ahead of the other parties an actor may run. Every mode is
+/// conservative and gives the same simulated times and traces; they differ
+/// only in how often actors hand over (the tests compare them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LookaheadMode {
+    /// A packet's hop, and for LLCM the ring commit after it (the default).
+    #[default]
+    Full,
+    /// A packet's hop only.
+    Hop,
+    /// None: no actor reads past another runnable actor's clock or another
+    /// slot's next event (SimGrid's maestro order, one picosecond apart).
+    None,
+}
+
+impl std::str::FromStr for LookaheadMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(LookaheadMode::Full),
+            "hop" => Ok(LookaheadMode::Hop),
+            "none" => Ok(LookaheadMode::None),
+            other => Err(format!("lookahead {other:?}: give full, hop or none")),
         }
     }
 }
@@ -193,8 +223,11 @@ pub struct Cluster {
     live_on_node: Vec<u32>,
     /// Live actors in all.
     live: u32,
-    /// The shortest hops between slots (see [`Model::hop`]).
+    /// The shortest hops between slots (see [`Model::hop`]): the lookahead
+    /// of UR (and PW) reads.
     hops: Lookahead,
+    /// The lookahead of LLCM reads: a hop plus [`Model::ring_latency`].
+    ring_hops: Lookahead,
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
     by_slot: Vec<Option<usize>>,
@@ -275,7 +308,14 @@ impl Cluster {
         }
         let doorbell_lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
         let (same_node, other_node) = model.hops();
-        let hops = Lookahead { same_node: same_node.0, other_node: other_node.0 };
+        let (hops, ring) = match cfg.lookahead {
+            LookaheadMode::Full => {
+                (Lookahead { same_node: same_node.0, other_node: other_node.0 }, model.ring_latency().0)
+            }
+            LookaheadMode::Hop => (Lookahead { same_node: same_node.0, other_node: other_node.0 }, 0),
+            LookaheadMode::None => (Lookahead { same_node: 1, other_node: 1 }, 0),
+        };
+        let ring_hops = Lookahead { same_node: hops.same_node + ring, other_node: hops.other_node + ring };
         let size = simctl::file_size(MAX_ACTORS);
         let file = created.file(&ctl_path).map_err(io("cannot create", &ctl_path))?;
         file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
@@ -305,6 +345,7 @@ impl Cluster {
             live_on_node,
             live: 0,
             hops,
+            ring_hops,
             touched: Vec::new(),
             by_slot,
             epochs,
@@ -535,13 +576,17 @@ impl Cluster {
     /// events writes that region sooner. PW, which only the slot's own
     /// commands write, is not bounded by other parties while none of its
     /// remote reads is in flight.
-    fn region_horizons(&self, i: usize, horizon: SimTime) -> RegionHorizons {
+    fn region_horizons(&self, i: usize, b: &Bounds) -> RegionHorizons {
         let me = Peer::new(self.actors[i].node, self.actors[i].slot);
         let own = |r: Touches| self.model.next_event_touching(me, r).map_or(u64::MAX, |t| t.0.saturating_sub(1));
-        let outside_pw = if self.model.remote_reads_in_flight(me) { horizon.0 } else { u64::MAX };
+        // Any packet may change UR (counters, completions); LLCM changes
+        // only when an IVS record is committed, a ring latency later.
+        let outside = scheduler::horizon(b, self.hops);
+        let outside_ring = scheduler::horizon(b, self.ring_hops);
+        let outside_pw = if self.model.remote_reads_in_flight(me) { outside } else { u64::MAX };
         RegionHorizons {
-            ur: horizon.0.min(own(Touches::UR)),
-            llcm: horizon.0.min(own(Touches::LLCM)),
+            ur: outside.min(own(Touches::UR)),
+            llcm: outside_ring.min(own(Touches::LLCM)),
             pw: outside_pw.min(own(Touches::PW)),
         }
     }
@@ -563,7 +608,9 @@ impl Cluster {
 
     fn run_actor(&mut self, i: usize) {
         let b = self.bounds(i);
-        let horizon = SimTime(scheduler::horizon(&b, self.hops));
+        // The general horizon, where a process hands over between reads
+        // (Device::observe), is the one of its polls: LLCM's.
+        let horizon = SimTime(scheduler::horizon(&b, self.ring_hops));
         let a = &self.actors[i];
         let (clock, pid, result) = (a.clock, a.pid, a.pending_result);
         let epoch = self.epochs[layout::source_index(a.node, a.slot, self.cfg.slots)];
@@ -571,7 +618,7 @@ impl Cluster {
         self.actors[i].grant_clock = clock;
         self.grants += 1;
         let reach = self.reach(i).0;
-        let regions = self.region_horizons(i, horizon);
+        let regions = self.region_horizons(i, &b);
         self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, regions, reach, epoch, result });
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {

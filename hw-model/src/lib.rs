@@ -25,7 +25,7 @@ pub mod profile;
 pub mod time;
 pub mod trace;
 
-pub use cluster::{Cluster, ClusterConfig, ClusterError, RunReport};
+pub use cluster::{Cluster, ClusterConfig, ClusterError, LookaheadMode, RunReport};
 pub use model::{Model, ModelConfig, Touches};
 pub use profile::HostProfile;
 pub use time::SimTime;

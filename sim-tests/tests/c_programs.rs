@@ -397,3 +397,41 @@ fn jobs_of_32_and_64_ranks_finish_and_repeat_exactly() {
     let first = scale_run(32, 32, &prog);
     assert_eq!(scale_run(32, 32, &prog), first, "a second run of 32 ranks differs");
 }
+
+/// Issue 28: how far ahead of the others a process may run changes how
+/// often the simulator hands over, never what it computes. The same job
+/// under every lookahead mode (none: SimGrid's strict lowest-clock order;
+/// hop: a packet's hop; full: the default) gives identical output,
+/// simulated times, events, commands and packets, and the full lookahead
+/// hands over least. Two rank counts: the ring-scanning receive path (9
+/// ranks, 3 per node) and the arrival queue (24 ranks, 4 per node).
+#[test]
+fn the_lookahead_changes_hand_overs_never_results() {
+    let prog = build("scale");
+    for (np, nodes) in [(9u32, 3u16), (24, 6)] {
+        let mut runs = Vec::new();
+        for mode in ["none", "hop", "full"] {
+            sim_tests::ensure_binaries();
+            let dir = bin_dir();
+            let out = Command::new(dir.join("dnrun"))
+                .args(["-v", "-n", &np.to_string(), "--nodes", &nodes.to_string(), "--timeout", "300", "--"])
+                .arg(&prog)
+                .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
+                .env("DN_SIM_LOOKAHEAD", mode)
+                .output()
+                .expect("run dnrun");
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let ok = text.lines().find(|l| l.contains("OK c-scale")).map(str::to_string);
+            let summary = text.lines().find(|l| l.contains("dimmnet-sim: done at")).map(str::to_string);
+            let (Some(ok), Some(summary)) = (ok, summary) else { panic!("{mode}, {np} ranks:\n{text}") };
+            let (result, grants) = summary.split_once(" scheduler grants").expect("a grant count");
+            let (result, count) = result.rsplit_once(", ").expect("a grant count");
+            let count: u64 = count.parse().expect("a number of grants");
+            runs.push((mode, ok, result.to_string(), count, grants.to_string()));
+        }
+        for r in &runs[1..] {
+            assert_eq!((&r.1, &r.2), (&runs[0].1, &runs[0].2), "{np} ranks: lookahead {} changed the results", r.0);
+        }
+        assert!(runs[2].3 < runs[0].3, "{np} ranks: the full lookahead handed over no less: {runs:?}");
+    }
+}

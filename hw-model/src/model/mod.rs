@@ -310,15 +310,27 @@ impl Touches {
     }
 }
 
+/// A pending event, in the model's order: time, then the slot it changes
+/// (its source index), then the order it was scheduled in. Ordering ties
+/// by slot first keeps equal-time events at different slots (which may
+/// contend for their node's SO-DIMM port or link) in an order that does not
+/// depend on when each process happened to report its doorbells.
 struct Scheduled {
     time: SimTime,
+    key: u32,
     seq: u64,
     event: Event,
 }
 
+impl Scheduled {
+    fn order(&self) -> (SimTime, u32, u64) {
+        (self.time, self.key, self.seq)
+    }
+}
+
 impl PartialEq for Scheduled {
     fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
+        self.order() == o.order()
     }
 }
 impl Eq for Scheduled {}
@@ -329,7 +341,7 @@ impl PartialOrd for Scheduled {
 }
 impl Ord for Scheduled {
     fn cmp(&self, o: &Self) -> Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
+        self.order().cmp(&o.order())
     }
 }
 
@@ -404,8 +416,8 @@ pub struct Model {
     slot_events: Vec<TimeHeap>,
     /// The earliest `(time, seq)` of each node's events, and the same
     /// ordered: the earliest event on another node is found without a scan.
-    node_first: Vec<Option<(SimTime, u64)>>,
-    nodes_by_first: std::collections::BTreeSet<(SimTime, u64, u16)>,
+    node_first: Vec<Option<(SimTime, u32, u64)>>,
+    nodes_by_first: std::collections::BTreeSet<(SimTime, u32, u64, u16)>,
     /// Those of them that may send a packet ([`Event::may_send`]).
     slot_send_events: Vec<TimeHeap>,
     /// Those of them that may write the slot's UR, LLCM and PW
@@ -587,7 +599,7 @@ impl Model {
 
     /// The earliest pending event at a slot of a node other than `node`.
     pub fn next_event_off_node(&self, node: u16) -> Option<SimTime> {
-        self.nodes_by_first.iter().find(|(_, _, n)| *n != node).map(|(t, _, _)| *t)
+        self.nodes_by_first.iter().find(|(_, _, _, n)| *n != node).map(|(t, _, _, _)| *t)
     }
 
     /// The shortest time for anything that happens at slot `a` to change
@@ -605,6 +617,16 @@ impl Model {
             let wire = t.xfer(header.saturating_add(t.wire_overhead_bytes), t.link_bytes_per_cycle);
             t.cycles(t.nic_tx_cycles.saturating_add(t.link_latency_cycles).saturating_add(t.nic_rx_cycles)) + wire
         }
+    }
+
+    /// The least time from a packet leaving one slot's engine to a change
+    /// of another slot's LLCM, beyond the hop: its fetch had to execute
+    /// (`exec`), and an IVS record is published (NWA, the arrival queue)
+    /// only once it is in SO-DIMM (`sodimm_latency + status_write`, see
+    /// `ring_accept`). LLCM changes in no other way.
+    pub fn ring_latency(&self) -> SimTime {
+        let t = &self.cfg.timing;
+        t.cycles(t.exec_cycles.saturating_add(t.sodimm_latency_cycles).saturating_add(t.status_write_cycles))
     }
 
     /// [`Model::hop`] within a node and across nodes.
@@ -652,20 +674,21 @@ impl Model {
             self.slot_send_events[key].push(Reverse((time, seq)));
         }
         let node = at.node as usize;
-        if self.node_first[node].is_none_or(|first| (time, seq) < first) {
-            if let Some((t, q)) = self.node_first[node] {
-                self.nodes_by_first.remove(&(t, q, at.node));
+        let order = (time, key as u32, seq);
+        if self.node_first[node].is_none_or(|first| order < first) {
+            if let Some((t, k, q)) = self.node_first[node] {
+                self.nodes_by_first.remove(&(t, k, q, at.node));
             }
-            self.node_first[node] = Some((time, seq));
-            self.nodes_by_first.insert((time, seq, at.node));
+            self.node_first[node] = Some(order);
+            self.nodes_by_first.insert((time, key as u32, seq, at.node));
         }
-        self.events.push(Reverse(Scheduled { time, seq, event }));
+        self.events.push(Reverse(Scheduled { time, key: key as u32, seq, event }));
     }
 
     /// Process the next event, if any. Returns its time.
     pub fn step(&mut self) -> Option<SimTime> {
         let Reverse(s) = self.events.pop()?;
-        // Events leave in (time, seq) order, so the earliest of its slot is this one.
+        // Events leave in (time, slot, seq) order, so the earliest of its slot is this one.
         let at = s.event.at();
         let key = layout::source_index(at.node, at.slot, self.cfg.slots);
         let popped = self.slot_events[key].pop();
@@ -682,16 +705,17 @@ impl Model {
             debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
         }
         // It was its node's earliest event too.
-        debug_assert_eq!(self.node_first[at.node as usize], Some((s.time, s.seq)));
-        self.nodes_by_first.remove(&(s.time, s.seq, at.node));
+        debug_assert_eq!(self.node_first[at.node as usize], Some(s.order()));
+        self.nodes_by_first.remove(&(s.time, s.key, s.seq, at.node));
         let base = layout::source_index(at.node, 0, self.cfg.slots);
         let first = self.slot_events[base..base + self.cfg.slots as usize]
             .iter()
-            .filter_map(|h| h.peek().map(|Reverse(ts)| *ts))
+            .enumerate()
+            .filter_map(|(k, h)| h.peek().map(|Reverse((t, q))| (*t, (base + k) as u32, *q)))
             .min();
         self.node_first[at.node as usize] = first;
-        if let Some((t, q)) = first {
-            self.nodes_by_first.insert((t, q, at.node));
+        if let Some((t, k, q)) = first {
+            self.nodes_by_first.insert((t, k, q, at.node));
         }
         self.now = s.time;
         self.stats.events += 1;

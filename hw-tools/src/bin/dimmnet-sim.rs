@@ -48,6 +48,12 @@ enum Cmd {
         /// hand-offs then cross CPUs and cost several times more).
         #[arg(long, default_value = "auto")]
         cpu: String,
+        /// How far ahead of the others a process may run: full (a packet's
+        /// hop, and the ring commit after it), hop, or none. Every mode
+        /// gives the same simulated times; smaller ones hand over more. The
+        /// default comes from DN_SIM_LOOKAHEAD, else full.
+        #[arg(long)]
+        lookahead: Option<String>,
     },
     /// Drive random register sequences through the driver and check the
     /// device's invariants after each case; a failure prints the seed and
@@ -95,13 +101,17 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib, cpu } => {
+        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib, cpu, lookahead } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
             let mut cfg = ClusterConfig::new(dir, nodes, slots);
             cfg.profile = profile;
             cfg.trace = trace;
             cfg.expected_actors = actors;
             cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
+            cfg.lookahead = match lookahead.or_else(|| std::env::var("DN_SIM_LOOKAHEAD").ok()) {
+                Some(l) => l.parse()?,
+                None => hw_model::LookaheadMode::Full,
+            };
             cfg.cpu = match cpu.as_str() {
                 "none" => None,
                 "auto" => simlink::affinity::current_cpu(),
