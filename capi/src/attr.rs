@@ -42,6 +42,9 @@ pub(crate) enum Deferred {
     Copy { from: Handle, to: Handle, k: c_int, v: *mut c_void, f: CopyFn, extra: *mut c_void },
     /// Free the communicator, its delete callbacks done.
     FreeComm(Handle),
+    /// `DN_COMPUTE=measured`: a standing mark that every call ends with
+    /// (`finish_call` runs it after the others and keeps it).
+    CallEnds,
 }
 
 impl Deferred {
@@ -76,6 +79,7 @@ impl Deferred {
                     });
                 }
             }
+            Deferred::CallEnds => {}
             Deferred::FreeComm(h) => relock(&mut |st| {
                 st.comms.remove(&h);
             }),

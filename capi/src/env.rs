@@ -42,7 +42,9 @@ fn init(required: c_int) -> R<c_int> {
         entry(universe.world(), "MPI_COMM_WORLD"),
         entry(universe.self_communicator(), "MPI_COMM_SELF"),
     );
+    let measuring = universe.measuring();
     *guard = Some(State {
+        measuring,
         universe,
         comms,
         requests: Table::default(),
@@ -50,7 +52,8 @@ fn init(required: c_int) -> R<c_int> {
         groups: Table::default(),
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,
-        deferred: Vec::new(),
+        // The end-of-call mark of DN_COMPUTE=measured (see finish_call).
+        deferred: if measuring { vec![crate::attr::Deferred::CallEnds] } else { Vec::new() },
         predefined_names: Default::default(),
         infos: Default::default(),
         messages: Table::default(),
@@ -274,7 +277,16 @@ pub unsafe extern "C" fn MPI_Get_library_version(version: *mut c_char, resultlen
 #[no_mangle]
 pub extern "C" fn MPI_Wtime() -> f64 {
     // Simulated time on the simulator, the host's clock elsewhere.
-    lock().as_ref().map_or(0.0, |st| st.universe.wtime())
+    lock().as_ref().map_or(0.0, |st| {
+        if st.measuring {
+            // A call like the others: the computation before it counts.
+            let _ = st.universe.call_begins();
+            let t = st.universe.wtime();
+            st.universe.call_ends();
+            return t;
+        }
+        st.universe.wtime()
+    })
 }
 
 #[no_mangle]

@@ -257,6 +257,9 @@ pub(crate) struct State {
     pub(crate) next_handle: Handle,
     pub(crate) thread_level: c_int,
     pub(crate) main_thread: std::thread::ThreadId,
+    /// `DN_COMPUTE=measured`: each call charges the computation before it
+    /// (`mpi::compute`); a copy of `universe.measuring()` for the hot path.
+    pub(crate) measuring: bool,
 }
 
 // SAFETY: the state holds `Rc`s (the mpi crate's communicators and
@@ -356,6 +359,14 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         drop(guard);
         return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
     };
+    if st.measuring {
+        // The end of the call is marked by `Deferred::CallEnds`, which
+        // stays in `deferred` while measuring: the test below sends every
+        // measured call to `finish_call`, which starts the next burst.
+        if let Err(f) = measured_enter(st) {
+            return finish_call(call, comm, guard, Err(f));
+        }
+    }
     let result = body(st);
     if result.is_ok() && st.deferred.is_empty() {
         return MPI_SUCCESS;
@@ -363,12 +374,26 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
     finish_call(call, comm, guard, result)
 }
 
+/// `DN_COMPUTE=measured` (`mpi::compute`): a call begins; charge the
+/// computation before it. Out of line: the usual calls pay one test.
+#[cold]
+#[inline(never)]
+fn measured_enter(st: &mut State) -> R<()> {
+    st.universe.call_begins().map_err(Fail::from)
+}
+
 /// The rest of a call that failed or left callbacks to run: run them
 /// without the lock (they may call MPI), then apply the error handler.
 #[cold]
 #[inline(never)]
 fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<State>>, mut result: R<()>) -> c_int {
-    let deferred = guard.as_mut().map(|st| std::mem::take(&mut st.deferred)).unwrap_or_default();
+    let mut deferred = guard.as_mut().map(|st| std::mem::take(&mut st.deferred)).unwrap_or_default();
+    // Under DN_COMPUTE=measured a standing mark ends every call: it runs
+    // after the callbacks (part of the call) and stays for the next call.
+    let mark = deferred.iter().position(|d| matches!(d, crate::attr::Deferred::CallEnds));
+    if let Some(i) = mark {
+        deferred.remove(i);
+    }
     if !deferred.is_empty() {
         drop(guard);
         let relock = |f: &mut dyn FnMut(&mut State)| {
@@ -382,6 +407,12 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
             }
         }
         guard = lock();
+    }
+    if mark.is_some() {
+        if let Some(st) = guard.as_mut() {
+            st.universe.call_ends();
+            st.deferred.push(crate::attr::Deferred::CallEnds);
+        }
     }
     let Err(f) = result else { return MPI_SUCCESS };
     let (errh, rank) = match guard.as_ref() {

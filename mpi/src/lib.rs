@@ -26,6 +26,7 @@
 pub mod bench;
 pub mod coll;
 mod comm;
+pub mod compute;
 pub mod datatype;
 mod error;
 pub mod inter;

@@ -355,6 +355,8 @@ pub struct Universe {
     shared: Shared,
     world: SimpleCommunicator,
     thread: std::cell::RefCell<Option<ProgressThread>>,
+    /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]).
+    meter: std::cell::RefCell<Option<crate::compute::Meter>>,
 }
 
 /// Keep large buffers in the heap: message buffers of hundreds of KiB are
@@ -425,8 +427,29 @@ pub fn initialize() -> Result<Universe> {
         ProgressMode::Thread if !simulated => Some(ProgressThread::spawn(&shared)?),
         _ => None,
     };
+    let meter = measured_compute(&shared, rank)?;
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
-    Ok(Universe { shared, world, thread: std::cell::RefCell::new(thread) })
+    Ok(Universe { shared, world, thread: std::cell::RefCell::new(thread), meter: std::cell::RefCell::new(meter) })
+}
+
+/// The meter `DN_COMPUTE` asks for: none by default, or outside the
+/// simulator (where computation takes real time already).
+fn measured_compute(shared: &Shared, rank: u32) -> Result<Option<crate::compute::Meter>> {
+    use crate::compute::{ComputeMode, Meter};
+    let mode = ComputeMode::from_env().map_err(MpiError::Init)?;
+    let ComputeMode::Measured { scale } = mode else { return Ok(None) };
+    let table = shared.borrow_mut().engine()?.cost_table();
+    let Some(table) = table else {
+        if rank == 0 {
+            eprintln!(
+                "dnmpi: {}=measured is for the simulator; this backend takes real time already",
+                crate::compute::ENV_COMPUTE
+            );
+        }
+        return Ok(None);
+    };
+    let profile = table.get(HostCost::ComputeScale as usize).map_or(1.0, |ps| *ps as f64 / 1000.0);
+    Ok(Some(Meter::new(scale.unwrap_or(profile))))
 }
 
 impl Universe {
@@ -448,6 +471,35 @@ impl Universe {
     /// Protocol counters of this process.
     pub fn counters(&self) -> Result<adi::Counters> {
         Ok(self.shared.borrow_mut().engine()?.counters())
+    }
+
+    /// Whether computation between MPI calls is measured and charged
+    /// (`DN_COMPUTE=measured` on the simulator; see [`crate::compute`]).
+    pub fn measuring(&self) -> bool {
+        self.meter.borrow().is_some()
+    }
+
+    /// An MPI call begins: with [`Universe::measuring`], charge the thread
+    /// CPU time the program spent since the last call ended, scaled by the
+    /// profile's `compute_scale`, to the simulated clock.
+    pub fn call_begins(&self) -> Result<()> {
+        let ns = match self.meter.borrow_mut().as_mut() {
+            Some(m) => m.enter(),
+            None => return Ok(()),
+        };
+        self.compute(ns)
+    }
+
+    /// An MPI call ends: the next burst of computation starts.
+    pub fn call_ends(&self) {
+        if let Some(m) = self.meter.borrow_mut().as_mut() {
+            m.leave();
+        }
+    }
+
+    /// Simulated ns charged for measured computation so far (0 unless measuring).
+    pub fn measured_ns(&self) -> f64 {
+        self.meter.borrow().as_ref().map_or(0.0, |m| m.charged_ns())
     }
 
     /// Time in seconds (`MPI_Wtime`): simulated time on the simulator, wall

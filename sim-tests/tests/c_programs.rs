@@ -435,3 +435,32 @@ fn the_lookahead_changes_hand_overs_never_results() {
         assert!(runs[2].3 < runs[0].3, "{np} ranks: the full lookahead handed over no less: {runs:?}");
     }
 }
+
+/// Issue 28, computation between MPI calls: by default it costs no
+/// simulated time (a burst of computation between two MPI_Wtime calls takes
+/// only the calls' own cost); with `--compute measured:SCALE` it costs its
+/// thread CPU time times SCALE (bounds from the loop's own CPU time, which
+/// the program measures; CPU time, not wall time); a bad mode is refused.
+#[test]
+fn computation_between_calls_is_charged_only_when_measured() {
+    let prog = build("compute");
+    let burst = |extra: &[&str]| -> (f64, f64) {
+        let (ok, text) = run(2, 2, extra, &prog);
+        let line = text.lines().find(|l| l.contains("OK c-compute on 2 ranks")).map(str::to_string);
+        let parse = |l: &str, key: &str| -> Option<f64> { l.split(key).next()?.rsplit(' ').next()?.parse().ok() };
+        match (ok, line) {
+            (true, Some(l)) => (parse(&l, " us simulated").unwrap(), parse(&l, " us CPU").unwrap()),
+            _ => panic!("c-compute {extra:?}:\n{text}"),
+        }
+    };
+    let (none, cpu) = burst(&[]);
+    assert!(none < 1.0, "computation cost {none} us by default (its CPU time was {cpu} us)");
+    assert!(cpu > 1000.0, "the loop took {cpu} us of CPU: too short to measure anything");
+    let (again, _) = burst(&[]);
+    assert_eq!(none, again, "the default is repeatable");
+    let (measured, cpu) = burst(&["--compute", "measured:3"]);
+    assert!(measured >= 3.0 * cpu, "measured {measured} us simulated for {cpu} us of CPU at scale 3");
+    assert!(measured < 3.0 * cpu * 2.0 + 1000.0, "measured {measured} us for {cpu} us of CPU at scale 3");
+    let (ok, text) = run(2, 2, &["--compute", "sometimes"], &prog);
+    assert!(!ok && text.contains("give none, measured"), "{text}");
+}

@@ -85,6 +85,10 @@ host_costs! {
     /// Reading 8 bytes of PW, in the profile's PW access mode (uncached
     /// 8-byte loads in the paper; see `hw_model::profile::PwAccess`).
     PwRead = 11, "pw_read_ns";
+    /// Not a cost: simulated time per unit of this machine's measured
+    /// thread CPU time, for `--compute measured` (the profile's host is
+    /// this much slower); in the table, ps per ns.
+    ComputeScale = 12, "compute_scale";
 }
 
 /// [`CtlHeader::cpu`] when the simulation is not pinned to a CPU.

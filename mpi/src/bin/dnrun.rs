@@ -72,6 +72,15 @@ struct Args {
     /// Ranks per node (MPICH's -ppn): sets --nodes to ceil(NP / PPN).
     #[arg(long)]
     ppn: Option<u32>,
+    /// Simulator: what a program's own computation between MPI calls costs
+    /// in simulated time. `none` (the default): nothing, and every run of a
+    /// job gives the same simulated times. `measured`: the thread CPU time
+    /// of each burst, times the profile's compute_scale (`measured:SCALE`
+    /// to give the scale), SimGrid's simulate-computation; simulated times
+    /// then vary from run to run. C and Python programs; Rust programs
+    /// charge theirs with Universe::compute.
+    #[arg(long, default_value = "none")]
+    compute: String,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
@@ -121,6 +130,7 @@ const WITH_VALUE: &[&str] = &[
     "--dpdk-vdev",
     "--dpdk-poller",
     "--ppn",
+    "--compute",
 ];
 
 /// Accept the spellings of the common launchers (`mpiexec`/`mpirun` are
@@ -207,6 +217,22 @@ fn main() -> ExitCode {
         },
     };
     let mut env = Vec::new();
+    match a.compute.parse::<mpi::compute::ComputeMode>() {
+        Ok(mpi::compute::ComputeMode::None) => {}
+        Ok(_) => {
+            if a.backend == Backend::Sim {
+                eprintln!(
+                    "dnrun: --compute {}: simulated times include this host's measured CPU time and differ from run to run (--compute none is repeatable)",
+                    a.compute
+                );
+            }
+            env.push((mpi::compute::ENV_COMPUTE.to_string(), a.compute.clone()));
+        }
+        Err(e) => {
+            eprintln!("dnrun: --compute: {e}");
+            return ExitCode::from(2);
+        }
+    }
     for kv in &a.env {
         match kv.split_once('=') {
             Some((k, v)) if !k.is_empty() => env.push((k.to_string(), v.to_string())),
