@@ -12,13 +12,11 @@
 //! jumps to the event that wakes it. When nothing can run and nothing is in
 //! flight while actors wait, the run is deadlocked and they are told so.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
 
 use fpga_regs::layout;
-use fpga_regs::ur::CQ_DEPTH;
 use fpga_regs::Peer;
 use simlink::mmio::Mapping;
 use simlink::model::{GrantTo, ModelEnd, Publish, RegionHorizons, Waiting};
@@ -163,6 +161,8 @@ struct Actor {
     pending_result: GrantResult,
     /// Words a waiting actor watches, sorted (empty: any change wakes it).
     watch: Vec<u32>,
+    /// The regions of those words ([`Touches`] bits; all, for any change).
+    watch_regions: u8,
 }
 
 impl Party for Actor {
@@ -191,6 +191,11 @@ impl Actor {
         self.watch.extend(words);
         self.watch.sort_unstable();
         self.watch.dedup();
+        self.watch_regions = if self.watch.is_empty() {
+            Touches::REGIONS.iter().fold(0, |m, r| m | r.bits())
+        } else {
+            self.watch.iter().fold(0, |m, w| m | Touches::of_word(*w).bits())
+        };
     }
 
     const FREE: Actor = Actor {
@@ -202,6 +207,7 @@ impl Actor {
         grant_clock: SimTime::ZERO,
         pending_result: GrantResult::Ok,
         watch: Vec::new(),
+        watch_regions: 0b111,
     };
 }
 
@@ -216,7 +222,7 @@ pub struct Cluster {
     /// which keeps the indexes below in step.
     actors: Vec<Actor>,
     /// The runnable actors by `(clock, index)`.
-    runnable: BTreeSet<(u64, usize)>,
+    runnable: crate::order::Order,
     /// How many actors wait.
     waiting: usize,
     /// Live (runnable or waiting) actors per node.
@@ -228,8 +234,19 @@ pub struct Cluster {
     hops: Lookahead,
     /// The lookahead of LLCM reads: a hop plus [`Model::ring_latency`].
     ring_hops: Lookahead,
+    /// How soon a woken actor can act on anyone else ([`Model::wake_latency`]).
+    wake: u64,
+    /// Per node: the earliest time an event at one of its slots may reach
+    /// another slot ([`Cluster::slot_reach`]); the nodes ordered by it.
+    node_reach: Vec<Option<u64>>,
+    nodes_by_reach: crate::order::Order,
+    /// Nodes whose reach may have changed; scratch for the model's list.
+    stale_nodes: Vec<u16>,
+    changed_slots: Vec<Peer>,
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
+    /// Scratch for the words of a wait ([`ModelEnd::yielded`]).
+    watch_words: Vec<(u32, u64)>,
     by_slot: Vec<Option<usize>>,
     /// Device writes to each slot so far (by source index): the epoch
     /// published with each grant (`ActorRecord::epoch`).
@@ -307,15 +324,15 @@ impl Cluster {
             model.set_trace(t);
         }
         let doorbell_lookahead = cfg.profile.device.cycles(cfg.profile.device.fetch_cycles.max(1));
-        let (same_node, other_node) = model.hops();
-        let (hops, ring) = match cfg.lookahead {
-            LookaheadMode::Full => {
-                (Lookahead { same_node: same_node.0, other_node: other_node.0 }, model.ring_latency().0)
-            }
-            LookaheadMode::Hop => (Lookahead { same_node: same_node.0, other_node: other_node.0 }, 0),
-            LookaheadMode::None => (Lookahead { same_node: 1, other_node: 1 }, 0),
+        let (same, other) = model.hops();
+        let (same, other, ring) = match cfg.lookahead {
+            LookaheadMode::Full => (same.0, other.0, model.ring_latency().0),
+            LookaheadMode::Hop => (same.0, other.0, 0),
+            LookaheadMode::None => (1, 1, 0),
         };
-        let ring_hops = Lookahead { same_node: hops.same_node + ring, other_node: hops.other_node + ring };
+        let hops = Lookahead::new(same, other, same, other);
+        let ring_hops = Lookahead::new(same + ring, other + ring, same, other);
+        let wake = if cfg.lookahead == LookaheadMode::None { 0 } else { model.wake_latency().0 };
         let size = simctl::file_size(MAX_ACTORS);
         let file = created.file(&ctl_path).map_err(io("cannot create", &ctl_path))?;
         file.set_len(size as u64).map_err(io("cannot size", &ctl_path))?;
@@ -334,19 +351,29 @@ impl Cluster {
         let by_slot = vec![None; cfg.nodes as usize * cfg.slots as usize];
         let epochs = vec![0; by_slot.len()];
         let live_on_node = vec![0; cfg.nodes as usize];
+        let node_reach = vec![None; cfg.nodes as usize];
+        let nodes_cap = cfg.nodes as usize;
+        // Open-ended jobs may grow to every record.
+        let runnable_cap = if cfg.expected_actors == 0 { MAX_ACTORS } else { cfg.expected_actors as usize };
         let files = created.keep();
         Ok(Cluster {
             cfg,
             model,
             ctl,
             actors: Vec::new(),
-            runnable: BTreeSet::new(),
+            runnable: crate::order::Order::new(runnable_cap),
             waiting: 0,
             live_on_node,
             live: 0,
             hops,
             ring_hops,
+            wake,
+            node_reach,
+            nodes_by_reach: crate::order::Order::new(nodes_cap),
+            stale_nodes: Vec::new(),
+            changed_slots: Vec::new(),
             touched: Vec::new(),
+            watch_words: Vec::new(),
             by_slot,
             epochs,
             attached_ever: 0,
@@ -399,7 +426,7 @@ impl Cluster {
             }
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
             let next_event = self.model.next_event_time().map(|t| t.0);
-            let lowest = self.runnable.first().copied();
+            let lowest = self.runnable.first();
             match scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0) {
                 Next::Event => {
                     if let Some(t) = self.model.step() {
@@ -449,10 +476,13 @@ impl Cluster {
     /// file.
     fn transition(&mut self, i: usize, state: ActorState, clock: SimTime) {
         let a = &mut self.actors[i];
+        if a.state == state && a.clock == clock {
+            return;
+        }
         let live = |s: ActorState| matches!(s, ActorState::Runnable | ActorState::Waiting);
         match a.state {
             ActorState::Runnable => {
-                self.runnable.remove(&(a.clock.0, i));
+                self.runnable.remove(a.clock.0, i);
             }
             ActorState::Waiting => self.waiting -= 1,
             _ => {}
@@ -470,11 +500,15 @@ impl Cluster {
             _ => {}
         }
         let changed = a.state != state;
+        if changed && (a.state == ActorState::Waiting || state == ActorState::Waiting) {
+            // Whether its slot's quiet events can reach anyone changed.
+            self.stale_nodes.push(a.node);
+        }
         a.state = state;
         a.clock = clock;
         match state {
             ActorState::Runnable => {
-                self.runnable.insert((clock.0, i));
+                self.runnable.insert(clock.0, i);
             }
             ActorState::Waiting => self.waiting += 1,
             _ => {}
@@ -528,6 +562,7 @@ impl Cluster {
                 grant_clock: clock,
                 pending_result: GrantResult::Ok,
                 watch: Vec::new(),
+                watch_regions: 0b111,
             };
             self.attached_ever += 1;
             self.transition(i, ActorState::Runnable, clock);
@@ -544,7 +579,11 @@ impl Cluster {
     /// exactly as of the actor's clock. The actor's own unreported
     /// doorbells are bounded on its side (it knows when it rang; see
     /// `doorbell_lookahead` in the control file).
-    fn bounds(&self, i: usize) -> Bounds {
+    fn bounds(&mut self, i: usize) -> Bounds {
+        if !self.model.is_indexed() {
+            return self.scanned_bounds(i);
+        }
+        self.refresh_reach();
         let a = &self.actors[i];
         let me = Peer::new(a.node, a.slot);
         let node_actor = (0..self.cfg.slots)
@@ -554,35 +593,121 @@ impl Cluster {
             .min();
         // The lowest runnable actor of another node: at most this node's
         // actors come before it in the order.
-        let other_actor = self.runnable.iter().find(|(_, j)| self.actors[*j].node != a.node).map(|(c, _)| *c);
+        let other_actor = self.runnable.first_where(|j| self.actors[j].node != a.node).map(|(c, _)| c);
+        let node_event =
+            (0..self.cfg.slots).filter(|s| *s != me.slot).filter_map(|s| self.slot_reach(Peer::new(me.node, s))).min();
+        let other_event = self.nodes_by_reach.first_where(|n| n != me.node as usize).map(|(t, _)| t);
+        let (own_send, reply_near, reply_far) = self.model.next_send_at(me);
         let b = Bounds {
-            own_send: self.model.next_send_at(me).map(|t| t.0),
-            node_event: self.model.next_event_beside(me).map(|t| t.0),
-            other_event: self.model.next_event_off_node(a.node).map(|t| t.0),
+            own_send: own_send.map(|t| t.0),
+            reply_near: reply_near.map(|t| t.0),
+            reply_far: reply_far.map(|t| t.0),
+            node_event,
+            other_event,
             node_actor,
             other_actor,
         };
-        #[cfg(debug_assertions)]
-        {
-            let place = |j: usize| (self.actors[j].node, self.actors[j].slot);
-            let events = self.model.pending_events().map(|(t, p, sends)| (t.0, p.node, p.slot, sends));
-            debug_assert_eq!(b, Bounds::scan(i, &self.actors, place, events), "indexed bounds of actor {i}");
-        }
+        debug_assert_eq!(b, self.scanned_bounds(i), "indexed bounds of actor {i}");
         b
     }
 
-    /// The horizons of actor `i`'s reads of each region: `horizon` (what
-    /// other parties allow), or earlier if one of its own slot's pending
+    /// [`Cluster::bounds`] by a scan of every actor and pending event
+    /// ([`Bounds::scan`]): what a small cluster uses, and what a large
+    /// one's indexes are checked against in debug builds.
+    fn scanned_bounds(&self, i: usize) -> Bounds {
+        use simlink::scheduler::{Pending, Sent, SlotView};
+        let place = |j: usize| (self.actors[j].node, self.actors[j].slot);
+        let sent = |p: Peer, s: crate::model::Sends| match s {
+            crate::model::Sends::Nothing => Sent::Nothing,
+            crate::model::Sends::MaySelf => Sent::MaySelf,
+            crate::model::Sends::To(to) if to.node == p.node => Sent::Near,
+            crate::model::Sends::To(_) => Sent::Far,
+        };
+        let events = self.model.pending_events().map(|(t, p, s, touches)| Pending {
+            time: t.0,
+            node: p.node,
+            slot: p.slot,
+            sent: sent(p, s),
+            touches: touches.bits(),
+        });
+        let view = |node: u16, slot: u16| {
+            let p = Peer::new(node, slot);
+            let waiting = self.actor_at(p).filter(|a| a.state == ActorState::Waiting).map(|a| a.watch_regions);
+            SlotView { stalled: self.model.engine_stalled(p), waiting }
+        };
+        Bounds::scan(i, &self.actors, place, events, view, self.wake)
+    }
+
+    /// The actor attached to `p`'s slot, if any.
+    fn actor_at(&self, p: Peer) -> Option<&Actor> {
+        self.by_slot
+            .get(layout::source_index(p.node, p.slot, self.cfg.slots))
+            .copied()
+            .flatten()
+            .map(|j| &self.actors[j])
+    }
+
+    /// The earliest time a pending event at `p`'s slot may reach another
+    /// slot: when it may put a packet on the wire (any event while the
+    /// slot's engine is stalled), or, if the slot's actor waits, when it
+    /// may wake it by writing a region it watches, plus the time the actor
+    /// needs to act ([`Model::wake_latency`]). Events that do neither
+    /// touch nothing anyone else can read.
+    fn slot_reach(&self, p: Peer) -> Option<u64> {
+        let packet = self.model.next_packet_at(p).map(|t| t.0);
+        let waking = match self.actor_at(p) {
+            Some(a) if a.state == ActorState::Waiting => {
+                self.model.next_event_touching_any(p, a.watch_regions).map(|t| t.0.saturating_add(self.wake))
+            }
+            _ => None,
+        };
+        [packet, waking].into_iter().flatten().min()
+    }
+
+    /// Bring the per-node reach index up to date with the model's changed
+    /// slots and the actors that started or stopped waiting.
+    fn refresh_reach(&mut self) {
+        let mut changed = std::mem::take(&mut self.changed_slots);
+        self.model.take_changed_slots(&mut changed);
+        self.stale_nodes.extend(changed.iter().map(|p| p.node));
+        self.changed_slots = changed;
+        if self.stale_nodes.is_empty() {
+            return;
+        }
+        let mut stale = std::mem::take(&mut self.stale_nodes);
+        stale.sort_unstable();
+        stale.dedup();
+        for &n in &stale {
+            let reach = (0..self.cfg.slots).filter_map(|s| self.slot_reach(Peer::new(n, s))).min();
+            let old = self.node_reach[n as usize];
+            if old == reach {
+                continue;
+            }
+            if let Some(old) = old {
+                self.nodes_by_reach.remove(old, n as usize);
+            }
+            self.node_reach[n as usize] = reach;
+            if let Some(t) = reach {
+                self.nodes_by_reach.insert(t, n as usize);
+            }
+        }
+        stale.clear();
+        self.stale_nodes = stale;
+    }
+
+    /// The horizons of actor `i`'s reads of each region: what other
+    /// parties allow (`outside_ring`, the LLCM one, is [`scheduler::horizon`]
+    /// with the ring lookahead, given by the caller who computed it), or
+    /// earlier if one of its own slot's pending
     /// events writes that region sooner. PW, which only the slot's own
     /// commands write, is not bounded by other parties while none of its
     /// remote reads is in flight.
-    fn region_horizons(&self, i: usize, b: &Bounds) -> RegionHorizons {
+    fn region_horizons(&self, i: usize, b: &Bounds, outside_ring: u64) -> RegionHorizons {
         let me = Peer::new(self.actors[i].node, self.actors[i].slot);
         let own = |r: Touches| self.model.next_event_touching(me, r).map_or(u64::MAX, |t| t.0.saturating_sub(1));
         // Any packet may change UR (counters, completions); LLCM changes
         // only when an IVS record is committed, a ring latency later.
         let outside = scheduler::horizon(b, self.hops);
-        let outside_ring = scheduler::horizon(b, self.ring_hops);
         let outside_pw = if self.model.remote_reads_in_flight(me) { outside } else { u64::MAX };
         RegionHorizons {
             ur: outside.min(own(Touches::UR)),
@@ -618,7 +743,7 @@ impl Cluster {
         self.actors[i].grant_clock = clock;
         self.grants += 1;
         let reach = self.reach(i).0;
-        let regions = self.region_horizons(i, &b);
+        let regions = self.region_horizons(i, &b, horizon.0);
         self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, regions, reach, epoch, result });
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
@@ -632,13 +757,13 @@ impl Cluster {
 
     fn handle_yield(&mut self, i: usize) {
         let (node, slot, grant) = (self.actors[i].node, self.actors[i].slot, self.actors[i].grant_clock);
-        let y = self.ctl.yielded(i);
+        let mut words = std::mem::take(&mut self.watch_words);
+        let y = self.ctl.yielded(i, &mut words);
         let clock = SimTime(y.clock).max(grant);
-        let db: [u64; CQ_DEPTH] = y.doorbells;
-        self.model.doorbell(node, slot, clock, |seq| SimTime(db[seq as usize % CQ_DEPTH]).max(grant).min(clock));
+        let ctl = &self.ctl;
+        self.model.doorbell(node, slot, clock, |seq| SimTime(ctl.doorbell_time(i, seq)).max(grant).min(clock));
         self.model.host_activity(node, slot, clock);
         self.last_time = self.last_time.max(clock);
-        self.transition(i, ActorState::Runnable, clock);
         // What the hand-over itself changed (the actor's own slot, and
         // anyone its host activity woke) counts before the wait is judged.
         self.wake_touched(clock);
@@ -646,7 +771,7 @@ impl Cluster {
         if let Some(watch) = &y.watch {
             let key = layout::source_index(node, slot, self.cfg.slots);
             match watch {
-                Waiting::Words(words) => {
+                Waiting::Words => {
                     let base = slot as usize * layout::SLOT_STRIDE; // watch words are slot offsets
                     let mmio = self.model.mmio(node);
                     // Futex semantics: if a word already moved on, do not sleep.
@@ -660,6 +785,7 @@ impl Cluster {
                 }
             }
         }
+        self.watch_words = words;
         match y.request {
             Some(YieldRequest::Wait) if changed_already => self.waits_changed += 1,
             Some(YieldRequest::Wait) => self.waits += 1,

@@ -21,11 +21,12 @@
 pub mod cluster;
 pub mod files;
 pub mod model;
+pub mod order;
 pub mod profile;
 pub mod time;
 pub mod trace;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, LookaheadMode, RunReport};
-pub use model::{Model, ModelConfig, Touches};
+pub use model::{Model, ModelConfig, Sends, Touches};
 pub use profile::HostProfile;
 pub use time::SimTime;

@@ -255,9 +255,9 @@ impl ActorEnd {
                 rec.watch_count.store(0, SeqCst);
             }
             Watch::Words(words) => {
-                for ((slot, val), (w, v)) in rec.watch.iter().zip(rec.watch_val.iter()).zip(words) {
-                    slot.store(*w, SeqCst);
-                    val.store(*v, SeqCst);
+                for (e, (w, v)) in rec.watch.iter().zip(words) {
+                    e.offset.store(*w, SeqCst);
+                    e.value.store(*v, SeqCst);
                 }
                 rec.watch_count.store(words.len() as u32, SeqCst);
             }

@@ -152,6 +152,20 @@ impl Mapping {
         Ok(())
     }
 
+    /// Volatile 64-bit stores of `values` at `offset`, `offset + 8`, ...
+    /// (8-byte aligned): one bounds check for the whole run.
+    pub fn write_u64s(&self, offset: usize, values: &[u64]) -> Result<(), MapError> {
+        let len =
+            values.len().checked_mul(8).ok_or(MapError::OutOfRange { offset, len: usize::MAX, size: self.len() })?;
+        let p = self.check(offset, len, 8)? as *mut u64;
+        for (k, v) in values.iter().enumerate() {
+            // SAFETY: `p.add(k)` for `k < values.len()` lies in the checked,
+            // aligned range of `values.len() * 8` bytes at `offset`.
+            unsafe { std::ptr::write_volatile(p.add(k), *v) };
+        }
+        Ok(())
+    }
+
     /// Copy `dst.len()` bytes from `offset` into `dst`.
     pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), MapError> {
         let p = self.check(offset, dst.len(), 1)?;
@@ -184,6 +198,20 @@ impl Mapping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_of_words_is_written_whole_or_refused_whole() {
+        let path = std::env::temp_dir().join(format!("mmio-run-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        let m = Mapping::open(&path, 0, 4096).unwrap();
+        m.write_u64s(4080, &[1, 2]).unwrap();
+        assert_eq!((m.read_u64(4080).unwrap(), m.read_u64(4088).unwrap()), (1, 2));
+        // One word past the end: nothing is written.
+        assert!(m.write_u64s(4080, &[7, 8, 9]).is_err());
+        assert!(m.write_u64s(4, &[7]).is_err(), "misaligned");
+        assert_eq!((m.read_u64(4080).unwrap(), m.read_u64(4088).unwrap()), (1, 2));
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn a_file_shorter_than_the_window_is_refused_not_mapped() {

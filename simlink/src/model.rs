@@ -84,8 +84,7 @@ pub struct Yielded {
     pub request: Option<YieldRequest>,
     /// Its clock (ps).
     pub clock: u64,
-    /// When each command was rung (ps), at `seq % CQ_DEPTH`.
-    pub doorbells: [u64; CQ_DEPTH],
+
     /// For `Wait`: what ends the wait.
     pub watch: Option<Waiting>,
 }
@@ -94,8 +93,10 @@ pub struct Yielded {
 /// of [`crate::simctl::Watch`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Waiting {
-    /// Slot offsets polled, with the values last read there.
-    Words(Vec<(u32, u64)>),
+    /// Slot offsets polled, with the values last read there: put in the
+    /// buffer given to [`ModelEnd::yielded`] (reused from one hand-over
+    /// to the next, so a wait allocates nothing).
+    Words,
     /// Any device write to the slot after this epoch.
     ChangeSince(u64),
 }
@@ -217,27 +218,30 @@ impl ModelEnd {
         }
     }
 
-    /// What actor `i` reported when it yielded.
-    pub fn yielded(&self, i: usize) -> Yielded {
+    /// When actor `i` rang the doorbell that posted command `seq` (ps).
+    pub fn doorbell_time(&self, i: usize, seq: u64) -> u64 {
+        self.record(i).db_time[seq as usize % CQ_DEPTH].load(SeqCst)
+    }
+
+    /// What actor `i` reported when it yielded (the words of a
+    /// [`Waiting::Words`] wait go into `words`).
+    pub fn yielded(&self, i: usize, words: &mut Vec<(u32, u64)>) -> Yielded {
         let rec = self.record(i);
+        words.clear();
         let request = rec.request();
         let watch = (request == Some(YieldRequest::Wait)).then(|| {
             // A count past the arrays (a version mismatch or a stray
             // write) is read as "any change since the last grant".
             match rec.watch_count.load(SeqCst) as usize {
                 n @ 1..=MAX_WATCH => {
-                    Waiting::Words((0..n).map(|k| (rec.watch[k].load(SeqCst), rec.watch_val[k].load(SeqCst))).collect())
+                    words.extend(rec.watch[..n].iter().map(|e| (e.offset.load(SeqCst), e.value.load(SeqCst))));
+                    Waiting::Words
                 }
                 0 => Waiting::ChangeSince(rec.watch_since.load(SeqCst)),
                 _ => Waiting::ChangeSince(rec.epoch.load(SeqCst)),
             }
         });
-        Yielded {
-            request,
-            clock: rec.clock.load(SeqCst),
-            doorbells: std::array::from_fn(|k| rec.db_time[k].load(SeqCst)),
-            watch,
-        }
+        Yielded { request, clock: rec.clock.load(SeqCst), watch }
     }
 
     /// Sleep until an actor hands over or attaches, or `timeout` passes

@@ -82,6 +82,31 @@ pub struct Lookahead {
     pub same_node: u64,
     /// Between slots of different nodes.
     pub other_node: u64,
+    /// The first leg of a round trip, a packet's plain hop, within a node
+    /// (the way back is `same_node` or `other_node`).
+    pub leg_same: u64,
+    /// The same across nodes.
+    pub leg_other: u64,
+}
+
+impl Lookahead {
+    /// A lookahead of `same`/`other` with round trips of plain hops `leg_same`/`leg_other` out.
+    pub fn new(same_node: u64, other_node: u64, leg_same: u64, leg_other: u64) -> Lookahead {
+        Lookahead { same_node, other_node, leg_same, leg_other }
+    }
+}
+
+/// Where a pending event at an actor's own slot may send a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Nowhere.
+    Nothing,
+    /// Anywhere, the slot itself included.
+    MaySelf,
+    /// Only to another slot of the same node.
+    Near,
+    /// Only to a slot of another node.
+    Far,
 }
 
 /// The earliest things at *other* slots that could change an actor's
@@ -90,13 +115,19 @@ pub struct Lookahead {
 /// region (the cluster does that); they do not bound it here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bounds {
-    /// The earliest pending event at its own slot that may send a packet
-    /// (which may come back: to the slot itself through the loopback, or
-    /// as a peer's answer).
+    /// The earliest pending event at its own slot that may send a packet to
+    /// the slot itself (through the loopback).
     pub own_send: Option<u64>,
-    /// The earliest pending event at another slot of its node.
+    /// The earliest pending event at its own slot that sends only to
+    /// another slot of its node: something may come back a round trip later.
+    pub reply_near: Option<u64>,
+    /// The same, to a slot of another node.
+    pub reply_far: Option<u64>,
+    /// The earliest time a pending event at another slot of its node may
+    /// put a packet on the wire, or wake that slot's waiting actor (plus
+    /// the time the actor needs to act: see [`Bounds::scan`]).
     pub node_event: Option<u64>,
-    /// The earliest pending event at a slot of another node.
+    /// The same for the slots of other nodes.
     pub other_event: Option<u64>,
     /// The lowest clock of another runnable actor of its node.
     pub node_actor: Option<u64>,
@@ -104,28 +135,73 @@ pub struct Bounds {
     pub other_actor: Option<u64>,
 }
 
+/// A pending event as [`Bounds::scan`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// When it happens (ps).
+    pub time: u64,
+    /// The node and slot whose words it changes.
+    pub node: u16,
+    /// See `node`.
+    pub slot: u16,
+    /// Where it may send a packet.
+    pub sent: Sent,
+    /// The regions of its slot it (or what it schedules there) may write, as bits.
+    pub touches: u8,
+}
+
+/// What [`Bounds::scan`] needs to know about a slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotView {
+    /// Its command engine waits for a completion entry: the next completion
+    /// restarts it, and it may then send anything.
+    pub stalled: bool,
+    /// The regions its actor watches while it waits (bits); `None` when no
+    /// actor waits there.
+    pub waiting: Option<u8>,
+}
+
 impl Bounds {
     /// The bounds of actor `i` by a scan over every party and every
-    /// pending event `(time, node, slot, may send)`: the reference the
-    /// cluster's indexed computation must equal. `where_is(j)` gives actor
-    /// `j`'s `(node, slot)`.
+    /// pending event: the reference the cluster's indexed computation must
+    /// equal. `where_is(j)` gives actor `j`'s `(node, slot)`, `view` what
+    /// is known of a slot. An event at another slot matters when it may
+    /// send a packet (always, while its engine is stalled), or may wake the
+    /// actor waiting there (it writes a region the actor watches): that
+    /// actor can act `wake` after it (ring a doorbell that is then fetched
+    /// and executed, or free ring space whose held packet is then written).
+    /// Otherwise it touches nothing anyone reads.
     pub fn scan<P: Party>(
         i: usize,
         parties: &[P],
         where_is: impl Fn(usize) -> (u16, u16),
-        events: impl IntoIterator<Item = (u64, u16, u16, bool)>,
+        events: impl IntoIterator<Item = Pending>,
+        view: impl Fn(u16, u16) -> SlotView,
+        wake: u64,
     ) -> Bounds {
         let me = where_is(i);
         let mut b = Bounds::default();
         let low = |o: &mut Option<u64>, t: u64| *o = Some(o.map_or(t, |x| x.min(t)));
-        for (t, node, slot, sends) in events {
+        for e in events {
+            let (t, node, slot) = (e.time, e.node, e.slot);
             if (node, slot) == me {
-                if sends {
-                    low(&mut b.own_send, t);
+                match if view(node, slot).stalled { Sent::MaySelf } else { e.sent } {
+                    Sent::Nothing => {}
+                    Sent::MaySelf => low(&mut b.own_send, t),
+                    Sent::Near => low(&mut b.reply_near, t),
+                    Sent::Far => low(&mut b.reply_far, t),
                 }
                 continue;
             }
-            low(if node == me.0 { &mut b.node_event } else { &mut b.other_event }, t);
+            let v = view(node, slot);
+            let reach = if e.sent != Sent::Nothing || v.stalled {
+                t
+            } else if v.waiting.is_some_and(|w| w & e.touches != 0) {
+                t.saturating_add(wake)
+            } else {
+                continue;
+            };
+            low(if node == me.0 { &mut b.node_event } else { &mut b.other_event }, reach);
         }
         for (j, a) in parties.iter().enumerate() {
             if j != i && a.state() == ActorState::Runnable {
@@ -141,13 +217,16 @@ impl Bounds {
 /// An event at another slot, or another runnable actor (which may ring a
 /// doorbell, or free ring space, at its clock), can change the slot only
 /// a lookahead later, by a packet; an event at its own slot that sends
-/// one, at the earliest a loopback later (a packet to itself). One picosecond before the earliest of
+/// one, at the earliest a loopback later (a packet to itself), or a round
+/// trip later when it sends only elsewhere. One picosecond before the earliest of
 /// these: an event at `t` is processed before an actor whose clock reached
 /// `t` runs. `u64::MAX` when nothing bounds it.
 pub fn horizon(b: &Bounds, l: Lookahead) -> u64 {
     let later = |t: Option<u64>, by: u64| t.map(|t| t.saturating_add(by));
     [
         later(b.own_send, l.same_node),
+        later(b.reply_near, l.leg_same.saturating_add(l.same_node)),
+        later(b.reply_far, l.leg_other.saturating_add(l.other_node)),
         later(b.node_event, l.same_node),
         later(b.other_event, l.other_node),
         later(b.node_actor, l.same_node),
@@ -244,7 +323,7 @@ mod tests {
         assert_eq!(next(None, None, true, true, false), Next::Idle, "everyone left");
     }
 
-    const L: Lookahead = Lookahead { same_node: 100, other_node: 1000 };
+    const L: Lookahead = Lookahead { same_node: 100, other_node: 1000, leg_same: 80, leg_other: 900 };
 
     #[test]
     fn the_horizon_is_a_lookahead_past_other_parties() {
@@ -258,11 +337,15 @@ mod tests {
         assert_eq!(horizon(&both, L), 1499);
         let own = Bounds { own_send: Some(500), other_event: Some(900), ..nothing };
         assert_eq!(horizon(&own, L), 599, "its own slot sends a packet: it may come back through the loopback");
+        let reply = Bounds { reply_far: Some(500), ..nothing };
+        assert_eq!(horizon(&reply, L), 500 + 900 + 1000 - 1, "a reply to another node: a round trip");
+        let near = Bounds { reply_near: Some(500), reply_far: Some(500), ..nothing };
+        assert_eq!(horizon(&near, L), 500 + 80 + 100 - 1, "a reply within the node comes back sooner");
         let actors = Bounds { node_actor: Some(40), other_actor: Some(30), ..nothing };
         assert_eq!(horizon(&actors, L), 139, "a runnable neighbour");
         let remote = Bounds { node_actor: Some(900), other_actor: Some(30), ..nothing };
         assert_eq!(horizon(&remote, L), 999, "a remote actor bounds by its clock plus the network");
-        let zero = Lookahead { same_node: 1, other_node: 1 };
+        let zero = Lookahead::new(1, 1, 1, 1);
         assert_eq!(horizon(&Bounds { node_event: Some(0), ..nothing }, zero), 0, "a bound at 0 saturates");
     }
 
@@ -272,21 +355,43 @@ mod tests {
         /// that does not: the scan's aggregates lose nothing.
         #[test]
         fn the_horizon_is_the_latest_safe_clock(
-            parties in proptest::collection::vec((0u64..5000, any::<bool>(), 0u16..3), 1..10),
-            events in proptest::collection::vec((0u64..5000, 0u16..3, 0u16..4, any::<bool>()), 0..10),
+            parties in proptest::collection::vec((0u64..5000, any::<bool>(), 0u16..3, 0u8..8), 1..10),
+            events in proptest::collection::vec((0u64..5000, 0u16..3, 0u16..4, 0u8..4, 1u8..8), 0..10),
+            stalled in proptest::collection::vec(any::<bool>(), 12),
         ) {
-            let p: Vec<A> = parties.iter().map(|&(c, r, _)| A(if r { Runnable } else { Waiting }, c)).collect();
-            // Actor j sits at (node, j): slots are distinct.
+            let p: Vec<A> = parties.iter().map(|&(c, r, _, _)| A(if r { Runnable } else { Waiting }, c)).collect();
+            // Actor j sits at (node, j): slots are distinct; slots without one exist too.
             let where_is = |j: usize| (parties[j].2, j as u16);
+            let sent = |k: u8| [Sent::Nothing, Sent::MaySelf, Sent::Near, Sent::Far][k as usize];
+            let view = |n: u16, s: u16| SlotView {
+                stalled: stalled[(n as usize * 4 + s as usize) % stalled.len()],
+                waiting: p.iter().enumerate().find(|(j, a)| where_is(*j) == (n, s) && a.0 == Waiting).map(|(j, _)| parties[j].3),
+            };
+            const WAKE: u64 = 60;
             for i in 0..p.len() {
-                let h = horizon(&Bounds::scan(i, &p, where_is, events.iter().copied()), L);
+                let evs = events.iter().map(|&(t, n, s, k, touches)| Pending { time: t, node: n, slot: s, sent: sent(k), touches });
+                let h = horizon(&Bounds::scan(i, &p, where_is, evs, view, WAKE), L);
                 let me = where_is(i);
                 let hop = |n: u16| if n == me.0 { L.same_node } else { L.other_node };
                 let mut first = u64::MAX;
-                for &(t, n, s, sends) in &events {
-                    if (n, s) != me || sends {
-                        first = first.min(t + hop(n));
-                    }
+                for &(t, n, s, k, touches) in &events {
+                    let v = view(n, s);
+                    let class = if v.stalled { Sent::MaySelf } else { sent(k) };
+                    let back = if (n, s) == me {
+                        match class {
+                            Sent::Nothing => u64::MAX,
+                            Sent::MaySelf => t + L.same_node,
+                            Sent::Near => t + L.leg_same + L.same_node,
+                            Sent::Far => t + L.leg_other + L.other_node,
+                        }
+                    } else if class != Sent::Nothing {
+                        t + hop(n)
+                    } else if v.waiting.is_some_and(|w| w & touches != 0) {
+                        t + WAKE + hop(n)
+                    } else {
+                        u64::MAX
+                    };
+                    first = first.min(back);
                 }
                 for (j, a) in p.iter().enumerate() {
                     if j != i && a.0 == Runnable {

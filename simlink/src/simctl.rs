@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = fpga_regs::layout::MAX_SOURCES;
 /// File name of the control file inside a cluster directory.
@@ -269,27 +269,37 @@ pub struct ActorRecord {
     /// With `watch_count` 0: the epoch of the oldest read the wait rests on.
     /// If the device wrote the slot after that epoch, the wait ends at once.
     pub watch_since: AtomicU64,
-    /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
-    pub db_time: [AtomicU64; CQ_DEPTH],
-    /// The value the actor last read from each watched word. If a word
-    /// already differs when the actor yields (it changed while the actor was
-    /// busy elsewhere), the wait ends at once — no wake-up is lost.
-    pub watch_val: [AtomicU64; MAX_WATCH],
     /// Number of valid entries in `watch` (at most [`MAX_WATCH`]); 0 means
     /// "wake me on any change to my slot after epoch `watch_since`".
     pub watch_count: AtomicU32,
     _pad0: AtomicU32,
-    /// Slot offsets of the 64-bit words the actor's last unsuccessful poll
-    /// read: a `WAIT` ends when the model writes one of them.
-    pub watch: [AtomicU32; MAX_WATCH],
-    _pad: [u8; RECORD_SIZE - RECORD_FIXED - 12 * MAX_WATCH],
+    /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
+    pub db_time: [AtomicU64; CQ_DEPTH],
+    /// The 64-bit words the actor's last unsuccessful poll read: a `WAIT`
+    /// ends when the model writes one of them. Each entry holds the word's
+    /// slot offset and the value the actor last read there (side by side,
+    /// so a short list is a cache line or two): if a word already differs
+    /// when the actor yields (it changed while the actor was busy
+    /// elsewhere), the wait ends at once — no wake-up is lost.
+    pub watch: [WatchEntry; MAX_WATCH],
+    _pad: [u8; RECORD_SIZE - RECORD_FIXED - 16 * MAX_WATCH],
 }
 
-/// Bytes of an [`ActorRecord`] before and between its two watch arrays.
-const RECORD_FIXED: usize = 4 * 4 + 8 * 5 + 4 * 4 + 8 * 4 + 8 * CQ_DEPTH + 4 * 2;
+/// One watched word of an [`ActorRecord`].
+#[repr(C)]
+pub struct WatchEntry {
+    /// Slot offset of the word.
+    pub offset: AtomicU32,
+    _pad: AtomicU32,
+    /// The value the actor last read there.
+    pub value: AtomicU64,
+}
+
+/// Bytes of an [`ActorRecord`] before its watch list.
+const RECORD_FIXED: usize = 4 * 4 + 8 * 5 + 4 * 4 + 8 * 4 + 4 * 2 + 8 * CQ_DEPTH;
 
 /// Size of one actor record: whole pages.
-pub const RECORD_SIZE: usize = (RECORD_FIXED + 12 * MAX_WATCH).next_multiple_of(4096);
+pub const RECORD_SIZE: usize = (RECORD_FIXED + 16 * MAX_WATCH).next_multiple_of(4096);
 
 impl ActorRecord {
     /// The record's state (`None`: a value no party of this version writes).
@@ -351,7 +361,7 @@ pub enum Watch<'a> {
 
 const _: () = assert!(size_of::<CtlHeader>() == 4096);
 const _: () = assert!(size_of::<ActorRecord>() == RECORD_SIZE);
-const _: () = assert!(core::mem::offset_of!(ActorRecord, watch) == RECORD_FIXED + 8 * MAX_WATCH);
+const _: () = assert!(core::mem::offset_of!(ActorRecord, watch) == RECORD_FIXED);
 
 /// Byte offset of actor record `i`.
 pub const fn actor_offset(i: usize) -> usize {

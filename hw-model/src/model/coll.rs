@@ -495,11 +495,9 @@ impl Model {
     /// Put the schedule words back over host writes (they are read-only).
     pub(super) fn restore_sched_words(&mut self, node: u16, slot: u16) {
         let st = &self.nodes[node as usize].slots[slot as usize].sched;
-        let (done, result) = (st.done, st.result);
-        for k in 0..SCHED_SLOTS {
-            self.write_ur(node, slot, ur::off::SCHED_DONE + 8 * k, done[k]);
-            self.write_ur(node, slot, ur::off::SCHED_RESULT + 8 * k, result[k]);
-        }
+        let map = &self.mmio[node as usize];
+        let _ = map.write_u64s(Model::ur_off(slot, ur::off::SCHED_DONE), &st.done);
+        let _ = map.write_u64s(Model::ur_off(slot, ur::off::SCHED_RESULT), &st.result);
     }
 }
 

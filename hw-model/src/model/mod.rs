@@ -3,8 +3,8 @@
 //!
 //! The model is a discrete-event simulation: every operation reserves the
 //! resources it uses ([`Timeline`]s in device cycles) and schedules its
-//! effects as events; events are processed strictly in `(time, sequence)`
-//! order, so the same inputs always give the same results and the same trace.
+//! effects as events; events are processed strictly in `(time, slot,
+//! sequence)` order, so the same inputs always give the same results and the same trace.
 //! The host side is not simulated here: host processes (actors) read and write
 //! the MMIO surface directly, and the scheduler ([`crate::sched`]) tells the
 //! model when they rang a doorbell or may have advanced a ring pointer.
@@ -17,12 +17,12 @@
 //! multi-packet RVS/RVL transfer takes effect when its last packet arrives;
 //! held packets wait in per-source queues without blocking the link.
 
+mod agenda;
 mod coll;
 mod exec;
 mod rx;
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
@@ -245,22 +245,28 @@ impl Event {
         }
     }
 
-    /// Whether processing the event may put a packet on the wire (which may
-    /// come back to its slot). A completion sends nothing, unless it
-    /// restarts an engine that stalled on a full completion queue (the
-    /// cluster checks [`Model::engine_stalled`] for that); an arriving
-    /// acknowledgement or RVL response only completes a command.
-    fn may_send(&self) -> bool {
+    /// What processing the event may put on the wire, and where to (a
+    /// packet can come back to the event's own slot: directly when it is
+    /// addressed there, or as a round trip). A completion sends nothing,
+    /// unless it restarts an engine that stalled on a full completion queue
+    /// (the cluster checks [`Model::engine_stalled`] for that); an arriving
+    /// acknowledgement or RVL response only completes a command; a ring
+    /// commit and an arriving IVS, RVS or RVL request answer the packet's
+    /// source only. A fetch, and the collective engine, may send anywhere.
+    pub fn sends(&self) -> Sends {
+        let answer = |src: Peer, at: Peer| if src == at { Sends::MaySelf } else { Sends::To(src) };
         match self {
-            Event::Complete { .. } => false,
-            Event::Arrive(p) => !matches!(
-                p.kind,
+            Event::Complete { .. } => Sends::Nothing,
+            Event::RingCommit { ack, .. } => answer(ack.dst, ack.src),
+            Event::Arrive(p) => match p.kind {
                 PacketKind::Ack { .. }
-                    | PacketKind::Nack { .. }
-                    | PacketKind::SchedAck { .. }
-                    | PacketKind::RvlResponse { .. }
-            ),
-            Event::Fetch { .. } | Event::RingCommit { .. } | Event::SchedEntry(_) => true,
+                | PacketKind::Nack { .. }
+                | PacketKind::SchedAck { .. }
+                | PacketKind::RvlResponse { .. } => Sends::Nothing,
+                PacketKind::Ivs { .. } | PacketKind::Rvs { .. } | PacketKind::RvlRequest { .. } => answer(p.src, p.dst),
+                PacketKind::Sched { .. } => Sends::MaySelf,
+            },
+            Event::Fetch { .. } | Event::SchedEntry(_) => Sends::MaySelf,
         }
     }
 
@@ -286,6 +292,17 @@ impl Event {
     }
 }
 
+/// What an event may send ([`Event::sends`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sends {
+    /// No packet.
+    Nothing,
+    /// Only to this slot, never its own.
+    To(Peer),
+    /// Anywhere, its own slot included.
+    MaySelf,
+}
+
 /// Which host-visible regions of a slot an event may write (bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Touches(u8);
@@ -298,50 +315,32 @@ impl Touches {
     pub const LLCM: Touches = Touches(2);
     /// Prefetch Window.
     pub const PW: Touches = Touches(4);
-    /// The regions, in the order of [`Model::next_event_touching`]'s index.
-    const ALL: [Touches; 3] = [Touches::UR, Touches::LLCM, Touches::PW];
+    /// Every region.
+    pub const REGIONS: [Touches; 3] = [Touches::UR, Touches::LLCM, Touches::PW];
 
     fn contains(self, r: Touches) -> bool {
         self.0 & r.0 == r.0
     }
 
-    fn index(self) -> usize {
-        Touches::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    /// The bits (UR 1, LLCM 2, PW 4).
+    pub fn bits(self) -> u8 {
+        self.0
     }
-}
 
-/// A pending event, in the model's order: time, then the slot it changes
-/// (its source index), then the order it was scheduled in. Ordering ties
-/// by slot first keeps equal-time events at different slots (which may
-/// contend for their node's SO-DIMM port or link) in an order that does not
-/// depend on when each process happened to report its doorbells.
-struct Scheduled {
-    time: SimTime,
-    key: u32,
-    seq: u64,
-    event: Event,
-}
-
-impl Scheduled {
-    fn order(&self) -> (SimTime, u32, u64) {
-        (self.time, self.key, self.seq)
-    }
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, o: &Self) -> bool {
-        self.order() == o.order()
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.order().cmp(&o.order())
+    /// The region a word at slot offset `off` lies in, as far as what can
+    /// change it goes: `RX_ACCEPTED`, in UR, moves only with a ring commit,
+    /// so it counts as LLCM; WW, which only the host writes, as nothing.
+    pub fn of_word(off: u32) -> Touches {
+        let off = off as usize;
+        if off == layout::UR_OFFSET + ur::off::RX_ACCEPTED {
+            return Touches::LLCM;
+        }
+        match Region::ALL.iter().find(|r| (r.offset()..r.offset() + r.size()).contains(&off)) {
+            Some(Region::Ur) => Touches::UR,
+            Some(Region::Llcm) => Touches::LLCM,
+            Some(Region::Pw) => Touches::PW,
+            _ => Touches::NONE,
+        }
     }
 }
 
@@ -401,28 +400,74 @@ pub(crate) struct NodeState {
     pub sodimm_port: Timeline,
 }
 
-/// Pending events' `(time, seq)`, earliest first.
-type TimeHeap = BinaryHeap<Reverse<(SimTime, u64)>>;
+/// The most slots a cluster has for its scheduler to scan pending events
+/// instead of indexing them by slot (see [`Model::is_indexed`]).
+pub const SCAN_SLOTS: usize = 16;
+
+/// What the scheduler needs of a pending event at a slot.
+#[derive(Clone, Copy, Debug)]
+struct PendingAt {
+    time: SimTime,
+    seq: u64,
+    touches: Touches,
+    sends: Sends,
+}
+
+/// Read-only UR words that are the same in every slot (computed once:
+/// the host may overwrite them, and the model restores them at every
+/// hand-over).
+#[derive(Clone, Copy, Debug)]
+struct ConstantRegs {
+    id: u64,
+    caps: u64,
+    limits: u64,
+    clock_hz: u64,
+}
+
+impl ConstantRegs {
+    fn of(cfg: &ModelConfig) -> ConstantRegs {
+        let caps = Caps::VECTOR_LOCAL
+            | Caps::VECTOR_REMOTE
+            | Caps::IVS
+            | Caps::BOTF
+            | Caps::MODE_STRIDE
+            | Caps::MODE_LIST
+            | Caps::MODE_PACKED_LIST
+            | Caps::SCHED
+            | Caps::ARRIVALS
+            | Caps::SIMULATED;
+        let caps = ur::caps::EXPOSE_ENTRIES.set(
+            ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),
+            ur::EXPOSE_ENTRIES as u64,
+        );
+        let limits = ur::limits::RING_ENTRIES
+            .set(ur::limits::MAX_PAYLOAD.set(0, ur::MAX_PAYLOAD as u64), layout::MAX_SOURCES as u64);
+        let clock_hz = (cfg.timing.clock_mhz * 1e6).round() as u64;
+        ConstantRegs { id: ur::id_value(), caps, limits, clock_hz }
+    }
+}
 
 /// The model of a whole cluster.
 pub struct Model {
     pub(crate) cfg: ModelConfig,
+    constant_regs: ConstantRegs,
     pub(crate) mmio: Vec<Mapping>,
     pub(crate) sodimm: Vec<memmap2::MmapMut>,
     pub(crate) nodes: Vec<NodeState>,
-    events: BinaryHeap<Reverse<Scheduled>>,
-    /// The same events' `(time, seq)` per slot (by source index), so that
-    /// the earliest event of a slot or of a node is found without a scan.
-    slot_events: Vec<TimeHeap>,
-    /// The earliest `(time, seq)` of each node's events, and the same
-    /// ordered: the earliest event on another node is found without a scan.
-    node_first: Vec<Option<(SimTime, u32, u64)>>,
-    nodes_by_first: std::collections::BTreeSet<(SimTime, u32, u64, u16)>,
-    /// Those of them that may send a packet ([`Event::may_send`]).
-    slot_send_events: Vec<TimeHeap>,
-    /// Those of them that may write the slot's UR, LLCM and PW
-    /// ([`Event::touches`]), by region.
-    slot_region_events: [Vec<TimeHeap>; 3],
+    events: agenda::Agenda,
+    /// A summary of the same events per slot (by source index), so that
+    /// the scheduler finds a slot's earliest event of each kind without a
+    /// scan of every event. A slot has few pending events at a time (its
+    /// commands in flight and what is arriving), so a short list is
+    /// cheaper to keep than a heap per kind.
+    slot_pending: Vec<Vec<PendingAt>>,
+    /// Whether `slot_pending` and `changed` are kept: only for clusters of
+    /// more than [`SCAN_SLOTS`] slots; a smaller one's few pending events
+    /// are scanned where needed, which costs less than keeping an index.
+    indexed: bool,
+    /// Slots whose pending events (or engine) changed since the scheduler
+    /// last looked ([`Model::take_changed_slots`]).
+    changed: Vec<Peer>,
     next_seq: u64,
     now: SimTime,
     touched: Vec<Touch>,
@@ -483,21 +528,19 @@ impl Model {
         }
         created.keep();
         let nodes_slots = cfg.nodes as usize * cfg.slots as usize;
-        let cfg_slots = cfg.slots as usize;
         let nodes = (0..cfg.nodes)
             .map(|_| NodeState { slots: (0..cfg.slots).map(|_| SlotState::default()).collect(), ..Default::default() })
             .collect();
         let mut m = Model {
+            constant_regs: ConstantRegs::of(&cfg),
             cfg,
             mmio,
             sodimm,
             nodes,
-            events: BinaryHeap::new(),
-            slot_events: (0..nodes_slots).map(|_| BinaryHeap::new()).collect(),
-            node_first: vec![None; nodes_slots / cfg_slots],
-            slot_send_events: (0..nodes_slots).map(|_| BinaryHeap::new()).collect(),
-            nodes_by_first: std::collections::BTreeSet::new(),
-            slot_region_events: std::array::from_fn(|_| (0..nodes_slots).map(|_| BinaryHeap::new()).collect()),
+            events: agenda::Agenda::default(),
+            slot_pending: (0..nodes_slots).map(|_| Vec::new()).collect(),
+            indexed: nodes_slots > SCAN_SLOTS,
+            changed: Vec::new(),
             next_seq: 0,
             now: SimTime::ZERO,
             touched: Vec::new(),
@@ -540,34 +583,61 @@ impl Model {
 
     /// Time of the next pending event.
     pub fn next_event_time(&self) -> Option<SimTime> {
-        self.events.peek().map(|Reverse(s)| s.time)
+        self.events.first_time()
     }
 
     /// The earliest pending event at `peer`'s slot (one that changes its words).
     pub fn next_event_at(&self, peer: Peer) -> Option<SimTime> {
+        self.first_at(peer, |_| true)
+    }
+
+    /// The earliest pending event at `peer`'s slot that `keep` accepts.
+    fn first_at(&self, peer: Peer, keep: impl Fn(&PendingAt) -> bool) -> Option<SimTime> {
+        if !self.indexed {
+            return self
+                .events
+                .iter()
+                .filter(|e| e.peer == peer)
+                .map(|e| PendingAt { time: e.time, seq: e.seq, touches: e.touches, sends: e.sends })
+                .filter(|e| keep(e))
+                .map(|e| e.time)
+                .min();
+        }
         let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
-        self.slot_events.get(key)?.peek().map(|Reverse((t, _))| *t)
+        self.slot_pending.get(key)?.iter().filter(|e| keep(e)).map(|e| e.time).min()
+    }
+
+    /// Whether pending events are indexed by slot ([`SCAN_SLOTS`]); if not,
+    /// [`Model::take_changed_slots`] reports nothing and the scheduler scans
+    /// [`Model::pending_events`] instead.
+    pub fn is_indexed(&self) -> bool {
+        self.indexed
     }
 
     /// Every pending event's time, the slot whose words it changes and
-    /// whether it may send a packet (as [`Model::next_send_at`] counts it),
-    /// in no particular order (for checks; the scheduler uses the indexes).
-    pub fn pending_events(&self) -> impl Iterator<Item = (SimTime, Peer, bool)> + '_ {
-        self.events.iter().map(|Reverse(s)| {
-            let at = s.event.at();
-            (s.time, at, s.event.may_send() || self.engine_stalled(at))
-        })
+    /// what it may send (as [`Model::next_send_at`] counts it: anything, to
+    /// its own slot too, while that slot's engine is stalled), in no
+    /// particular order (for checks; the scheduler uses the indexes).
+    pub fn pending_events(&self) -> impl Iterator<Item = (SimTime, Peer, Sends, Touches)> + '_ {
+        self.events
+            .iter()
+            .map(|e| (e.time, e.peer, if self.engine_stalled(e.peer) { Sends::MaySelf } else { e.sends }, e.touches))
     }
 
-    /// The earliest pending event at `peer`'s slot that may send a packet:
-    /// every one of them while its command engine is stalled (a completion
-    /// restarts it), else those that send by themselves.
-    pub fn next_send_at(&self, peer: Peer) -> Option<SimTime> {
+    /// The earliest pending events at `peer`'s slot that may send a packet:
+    /// to the slot itself, and (only) to another slot of its node and of
+    /// another node. While its command engine is stalled, every event may
+    /// send anywhere (a completion restarts it).
+    pub fn next_send_at(&self, peer: Peer) -> (Option<SimTime>, Option<SimTime>, Option<SimTime>) {
         if self.engine_stalled(peer) {
-            return self.next_event_at(peer);
+            return (self.next_event_at(peer), None, None);
         }
-        let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
-        self.slot_send_events.get(key)?.peek().map(|Reverse((t, _))| *t)
+        let to = |near: bool| move |e: &PendingAt| matches!(e.sends, Sends::To(p) if (p.node == peer.node) == near);
+        (
+            self.first_at(peer, |e| e.sends == Sends::MaySelf),
+            self.first_at(peer, to(true)),
+            self.first_at(peer, to(false)),
+        )
     }
 
     /// Whether `peer`'s command engine waits for a completion-queue entry
@@ -578,8 +648,13 @@ impl Model {
 
     /// The earliest pending event that may write `region` of `peer`'s slot.
     pub fn next_event_touching(&self, peer: Peer, region: Touches) -> Option<SimTime> {
-        let key = layout::source_index(peer.node, peer.slot, self.cfg.slots);
-        self.slot_region_events[region.index()].get(key)?.peek().map(|Reverse((t, _))| *t)
+        self.first_at(peer, |e| e.touches.contains(region))
+    }
+
+    /// The earliest pending event at `peer`'s slot that writes any of the
+    /// regions `bits` ([`Touches::bits`]).
+    pub fn next_event_touching_any(&self, peer: Peer, bits: u8) -> Option<SimTime> {
+        self.first_at(peer, |e| e.touches.0 & bits != 0)
     }
 
     /// Whether data from elsewhere may still land in `peer`'s PW: a remote
@@ -589,17 +664,21 @@ impl Model {
         self.nodes[peer.node as usize].slots[peer.slot as usize].inflight.values().any(|f| f.remote_read)
     }
 
-    /// The earliest pending event at another slot of `peer`'s node.
-    pub fn next_event_beside(&self, peer: Peer) -> Option<SimTime> {
-        (0..self.cfg.slots)
-            .filter(|s| *s != peer.slot)
-            .filter_map(|s| self.next_event_at(Peer::new(peer.node, s)))
-            .min()
+    /// The earliest pending event at `peer`'s slot that may put a packet
+    /// on the wire (anywhere), or every event while its engine is stalled.
+    pub fn next_packet_at(&self, peer: Peer) -> Option<SimTime> {
+        if self.engine_stalled(peer) {
+            return self.next_event_at(peer);
+        }
+        let (a, b, c) = self.next_send_at(peer);
+        [a, b, c].into_iter().flatten().min()
     }
 
-    /// The earliest pending event at a slot of a node other than `node`.
-    pub fn next_event_off_node(&self, node: u16) -> Option<SimTime> {
-        self.nodes_by_first.iter().find(|(_, _, _, n)| *n != node).map(|(t, _, _, _)| *t)
+    /// The slots whose pending events, or engine, changed since the last
+    /// call (each at most once per change; the caller dedups), moved into `out`.
+    pub fn take_changed_slots(&mut self, out: &mut Vec<Peer>) {
+        out.clear();
+        std::mem::swap(out, &mut self.changed);
     }
 
     /// The shortest time for anything that happens at slot `a` to change
@@ -627,6 +706,18 @@ impl Model {
     pub fn ring_latency(&self) -> SimTime {
         let t = &self.cfg.timing;
         t.cycles(t.exec_cycles.saturating_add(t.sodimm_latency_cycles).saturating_add(t.status_write_cycles))
+    }
+
+    /// The least time from an actor being woken to anything it does
+    /// reaching another slot, beyond the hop: a doorbell is fetched and
+    /// executed first (`fetch + exec`), and ring space it frees takes a
+    /// held packet's SO-DIMM write before the acknowledgement leaves
+    /// (`sodimm_latency + status_write`; see `drain_held`).
+    pub fn wake_latency(&self) -> SimTime {
+        let t = &self.cfg.timing;
+        let doorbell = t.fetch_cycles.saturating_add(t.exec_cycles);
+        let drain = t.sodimm_latency_cycles.saturating_add(t.status_write_cycles);
+        t.cycles(doorbell.min(drain))
     }
 
     /// [`Model::hop`] within a node and across nodes.
@@ -663,59 +754,29 @@ impl Model {
         let time = time.max(self.now);
         let at = event.at();
         let key = layout::source_index(at.node, at.slot, self.cfg.slots);
-        self.slot_events[key].push(Reverse((time, seq)));
-        let touches = event.touches();
-        for (r, heaps) in Touches::ALL.iter().zip(self.slot_region_events.iter_mut()) {
-            if touches.contains(*r) {
-                heaps[key].push(Reverse((time, seq)));
-            }
+        if self.indexed {
+            self.slot_pending[key].push(PendingAt { time, seq, touches: event.touches(), sends: event.sends() });
+            self.changed.push(at);
         }
-        if event.may_send() {
-            self.slot_send_events[key].push(Reverse((time, seq)));
-        }
-        let node = at.node as usize;
-        let order = (time, key as u32, seq);
-        if self.node_first[node].is_none_or(|first| order < first) {
-            if let Some((t, k, q)) = self.node_first[node] {
-                self.nodes_by_first.remove(&(t, k, q, at.node));
-            }
-            self.node_first[node] = Some(order);
-            self.nodes_by_first.insert((time, key as u32, seq, at.node));
-        }
-        self.events.push(Reverse(Scheduled { time, key: key as u32, seq, event }));
+        self.events.push(time, key as u32, seq, event);
     }
 
     /// Process the next event, if any. Returns its time.
     pub fn step(&mut self) -> Option<SimTime> {
-        let Reverse(s) = self.events.pop()?;
+        let s = self.events.pop()?;
         // Events leave in (time, slot, seq) order, so the earliest of its slot is this one.
-        let at = s.event.at();
+        let at = s.peer;
         let key = layout::source_index(at.node, at.slot, self.cfg.slots);
-        let popped = self.slot_events[key].pop();
-        debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
-        let touches = s.event.touches();
-        for (r, heaps) in Touches::ALL.iter().zip(self.slot_region_events.iter_mut()) {
-            if touches.contains(*r) {
-                let popped = heaps[key].pop();
-                debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
+        if self.indexed {
+            let list = &mut self.slot_pending[key];
+            match list.iter().position(|e| e.seq == s.seq) {
+                Some(k) => {
+                    list.swap_remove(k);
+                }
+                None => debug_assert!(false, "event {} missing from its slot's list", s.seq),
             }
-        }
-        if s.event.may_send() {
-            let popped = self.slot_send_events[key].pop();
-            debug_assert_eq!(popped, Some(Reverse((s.time, s.seq))));
-        }
-        // It was its node's earliest event too.
-        debug_assert_eq!(self.node_first[at.node as usize], Some(s.order()));
-        self.nodes_by_first.remove(&(s.time, s.key, s.seq, at.node));
-        let base = layout::source_index(at.node, 0, self.cfg.slots);
-        let first = self.slot_events[base..base + self.cfg.slots as usize]
-            .iter()
-            .enumerate()
-            .filter_map(|(k, h)| h.peek().map(|Reverse((t, q))| (*t, (base + k) as u32, *q)))
-            .min();
-        self.node_first[at.node as usize] = first;
-        if let Some((t, k, q)) = first {
-            self.nodes_by_first.insert((t, k, q, at.node));
+            // Its slot's events change now, and its engine may stall or restart.
+            self.changed.push(at);
         }
         self.now = s.time;
         self.stats.events += 1;
@@ -758,35 +819,17 @@ impl Model {
     }
 
     fn init_slot_registers(&mut self, n: u16, s: u16) {
-        let cfg = &self.cfg;
-        let caps = Caps::VECTOR_LOCAL
-            | Caps::VECTOR_REMOTE
-            | Caps::IVS
-            | Caps::BOTF
-            | Caps::MODE_STRIDE
-            | Caps::MODE_LIST
-            | Caps::MODE_PACKED_LIST
-            | Caps::SCHED
-            | Caps::ARRIVALS
-            | Caps::SIMULATED;
-        let caps_word = ur::caps::EXPOSE_ENTRIES.set(
-            ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),
-            ur::EXPOSE_ENTRIES as u64,
-        );
-        let limits = ur::limits::RING_ENTRIES
-            .set(ur::limits::MAX_PAYLOAD.set(0, ur::MAX_PAYLOAD as u64), layout::MAX_SOURCES as u64);
-        let topo = ur::Topology { node: n, slot: s, nodes: cfg.nodes, slots: cfg.slots }.encode();
+        let topo = ur::Topology { node: n, slot: s, nodes: self.cfg.nodes, slots: self.cfg.slots }.encode();
         let base = self.partition_base(s);
-        let size = cfg.partition_size;
-        let clock = (cfg.timing.clock_mhz * 1e6).round() as u64;
+        let c = self.constant_regs;
         for (reg, v) in [
-            (ur::off::ID, ur::id_value()),
+            (ur::off::ID, c.id),
             (ur::off::TOPOLOGY, topo),
-            (ur::off::CAPS, caps_word),
+            (ur::off::CAPS, c.caps),
             (ur::off::SODIMM_BASE, base),
-            (ur::off::SODIMM_SIZE, size),
-            (ur::off::LIMITS, limits),
-            (ur::off::CLOCK_HZ, clock),
+            (ur::off::SODIMM_SIZE, self.cfg.partition_size),
+            (ur::off::LIMITS, c.limits),
+            (ur::off::CLOCK_HZ, c.clock_hz),
         ] {
             self.write_ur(n, s, reg, v);
         }
@@ -898,16 +941,18 @@ impl Model {
             (ur::off::RX_ACCEPTED, st.rx_accepted),
             (ur::off::INFLIGHT, st.inflight.len() as u64),
         ];
-        let completions = st.completion_words;
+        // The completion queue as it lies in UR: (done, result) pairs.
+        const _: () = assert!(ur::off::COMPLETION_STRIDE == 16);
+        let mut completions = [0u64; 2 * CQ_DEPTH];
+        for (pair, (done, result)) in completions.chunks_exact_mut(2).zip(st.completion_words.iter()) {
+            pair[0] = *done;
+            pair[1] = *result;
+        }
         for (reg, v) in regs {
             self.write_ur(node, slot, reg, v);
         }
         self.restore_sched_words(node, slot);
-        for (i, (done, result)) in completions.iter().enumerate() {
-            let base = ur::off::COMPLETIONS + i * ur::off::COMPLETION_STRIDE;
-            self.write_ur(node, slot, base, *done);
-            self.write_ur(node, slot, base + 8, *result);
-        }
+        let _ = self.mmio[node as usize].write_u64s(Model::ur_off(slot, ur::off::COMPLETIONS), &completions);
     }
 
     pub(crate) fn update_status(&mut self, node: u16, slot: u16) {
