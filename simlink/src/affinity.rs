@@ -26,6 +26,11 @@ impl std::fmt::Debug for Mask {
 }
 
 impl Mask {
+    /// How many CPUs the mask holds.
+    pub fn count(&self) -> usize {
+        (0..libc::CPU_SETSIZE as usize).filter(|c| self.contains(*c)).count()
+    }
+
     /// Whether `cpu` is in the mask.
     pub fn contains(&self, cpu: usize) -> bool {
         // SAFETY: CPU_ISSET reads one bit of the set; `cpu` is checked

@@ -443,7 +443,7 @@ pub mod handoff {
     /// Unpinned, hand-offs cross CPUs. Measured on the 2-core CI machine
     /// (`cargo bench -p hw-tools --bench sim_speed`): waking a sleeping
     /// process costs ~14 us per hand-off, spinning while calling
-    /// `sched_yield` every few hundred nanoseconds ~5 us. Past the spin time
+    /// `sched_yield` ~5 us. Past the spin time
     /// the waiter sleeps, so an idle simulation costs nothing.
     pub const SPIN_ACTOR: Duration = Duration::from_micros(200);
 
@@ -456,8 +456,13 @@ pub mod handoff {
         }
     }
 
-    /// Spin iterations between `sched_yield` calls.
-    const YIELD_EVERY: u32 = 64;
+    /// Spin rounds between readings of the clock. Every round gives the
+    /// CPU away (`sched_yield`): unpinned, the model and two or more actors
+    /// share fewer CPUs than they are, and the one party with work to do
+    /// must not wait for a spinner's time slice. Yielding every round
+    /// instead of every 64 (a few microseconds of `pause`s) took the
+    /// 2-rank 100,000 ping-pong from 1.16 s to 0.97 s (docs/BENCHMARKS.md).
+    const CLOCK_EVERY: u32 = 16;
 
     /// Bump `word` and wake its sleeper, if any.
     pub fn wake(word: &AtomicU32, sleeping: &AtomicU32) {
@@ -485,13 +490,10 @@ pub mod handoff {
             let mut i = 0u32;
             while word.load(SeqCst) == old {
                 i = i.wrapping_add(1);
-                if i % YIELD_EVERY == 0 {
-                    if t0.elapsed() >= spin {
-                        break;
-                    }
-                    std::thread::yield_now();
+                if i % CLOCK_EVERY == 0 && t0.elapsed() >= spin {
+                    break;
                 }
-                std::hint::spin_loop();
+                std::thread::yield_now();
             }
         }
         loop {
