@@ -20,6 +20,12 @@ fn main() {
         println!("cargo:rustc-env=DN_DPDK_MISSING=built with DN_NO_DPDK set");
         return;
     }
+    // Probe again when a `.pc` file appears, changes or goes in one of
+    // pkg-config's directories: installing libdpdk-dev after a first
+    // build must not leave the backend off until some source changes.
+    for dir in pkg_config_dirs() {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     let lib = match pkg_config::Config::new().atleast_version("21.11").probe("libdpdk") {
         Ok(lib) => lib,
         Err(e) => {
@@ -69,4 +75,24 @@ fn main() {
     // --libs leaves to the plugin loader.
     println!("cargo:rustc-link-lib=dylib=rte_bus_vdev");
     println!("cargo:rustc-cfg=dpdk_found");
+}
+
+/// The directories pkg-config searches (`PKG_CONFIG_PATH` first, then its
+/// built-in `pc_path`) that exist: cargo reruns this script when a file in
+/// one of them changes. A directory that does not exist is left out (cargo
+/// would rerun the script on every build for it).
+fn pkg_config_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> =
+        env::var_os("PKG_CONFIG_PATH").map(|p| env::split_paths(&p).collect()).unwrap_or_default();
+    let builtin = std::process::Command::new("pkg-config").args(["--variable", "pc_path", "pkg-config"]).output();
+    if let Ok(out) = builtin {
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            dirs.extend(env::split_paths(text.trim()));
+        }
+    }
+    dirs.retain(|d| d.is_dir());
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }

@@ -107,3 +107,20 @@ pub fn run_suite_ok(backend: &str, test: &str, np: u32, env: &[&str]) -> String 
     );
     stdout + &stderr
 }
+
+/// Whether the DPDK tests can run: this build has DPDK. Without it, a test
+/// that needs it says it was skipped and why (shown with `--nocapture`;
+/// `scripts/test.sh` says so up front), or fails when `DN_REQUIRE_DPDK` is
+/// set, as in CI, where a missing DPDK must not pass as a green suite.
+pub fn dpdk_or_skip(test: &str) -> bool {
+    match adi::backend::dpdk::available() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("DN_REQUIRE_DPDK").is_some() => {
+            panic!("{test}: DN_REQUIRE_DPDK is set but this build has no DPDK: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+    }
+}

@@ -81,7 +81,7 @@ fn a_c_program_runs_on_the_simulator_with_odd_and_even_rank_counts() {
 fn the_same_binary_runs_over_udp_and_dpdk() {
     basic_ok(2, 1, &["--backend", "udp"]);
     basic_ok(3, 1, &["--backend", "udp"]);
-    if adi::backend::dpdk::available().is_ok() {
+    if sim_tests::dpdk_or_skip("the_same_binary_runs_over_udp_and_dpdk (its DPDK part)") {
         basic_ok(3, 1, &["--backend", "dpdk"]);
     }
 }
@@ -309,7 +309,7 @@ fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
         ok(np, nodes, &[]);
     }
     ok(3, 1, &["--backend", "udp"]);
-    if adi::backend::dpdk::available().is_ok() {
+    if sim_tests::dpdk_or_skip("a C program's DPDK run") {
         ok(3, 1, &["--backend", "dpdk"]);
     }
     prog

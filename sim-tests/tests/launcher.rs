@@ -124,7 +124,7 @@ fn marked_with_arg(marker: &str, arg: &str) -> Vec<u32> {
 /// fails takes them down; `kill -9 dnrun` leaves none behind.
 #[test]
 fn dpdk_pollers_are_supervised_like_the_ranks() {
-    if adi::backend::dpdk::available().is_err() {
+    if !sim_tests::dpdk_or_skip("dpdk_pollers_are_supervised_like_the_ranks") {
         return;
     }
     let poller = mpi::launcher::POLLER_ARG;
@@ -173,7 +173,7 @@ fn dpdk_poller_misuse_is_refused() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expect), "{args:?}: expected {expect:?} in {stderr}");
     }
-    if adi::backend::dpdk::available().is_ok() {
+    if sim_tests::dpdk_or_skip("the --dpdk-poller misuse cases") {
         let args = ["-n", "2", "--ranks", "0", "--backend", "dpdk", "--dpdk-vdev", "net_af_packet0,iface=lo"];
         let out = dnrun_cmd(&marker("poller-misuse"), &[&args[..], &["--dpdk-poller", "node", "--", suite]].concat())
             .output()

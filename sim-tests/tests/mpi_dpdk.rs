@@ -12,13 +12,17 @@ fn have_dpdk() -> bool {
     adi::backend::dpdk::available().is_ok()
 }
 
+/// Whether `test` can run here (see [`sim_tests::dpdk_or_skip`]).
+fn can_run(test: &str) -> bool {
+    sim_tests::dpdk_or_skip(test)
+}
+
 fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
     sim_tests::run_suite("dpdk", test, np, env)
 }
 
 fn run(test: &str, np: u32, env: &[&str]) -> String {
-    if !have_dpdk() {
-        eprintln!("no DPDK in this build: {test} not run");
+    if !can_run(test) {
         return String::new();
     }
     let out = sim_tests::run_suite_ok("dpdk", test, np, env);
@@ -81,7 +85,7 @@ fn all_pairs_and_order_under_injected_faults() {
 
 #[test]
 fn a_peer_that_never_answers_ends_the_job_naming_it() {
-    if !have_dpdk() {
+    if !can_run("a_peer_that_never_answers_ends_the_job_naming_it") {
         return;
     }
     let (ok, _, stderr) = run_with("allpairs", 3, &["DN_UDP_FAULTS=blackhole=1", "DN_UDP_TIMEOUT_MS=1500"]);
@@ -112,7 +116,7 @@ fn small_and_large_frames_carry_every_message() {
 /// A frame size out of range is refused with the range, not a crash.
 #[test]
 fn a_bad_frame_size_is_refused_with_the_range() {
-    if !have_dpdk() {
+    if !can_run("a_bad_frame_size_is_refused_with_the_range") {
         return;
     }
     for bad in ["DN_DPDK_FRAME=100", "DN_DPDK_FRAME=70000", "DN_DPDK_FRAME=big"] {
@@ -163,7 +167,7 @@ impl Drop for Netns {
 /// `scripts/netns-dpdk.sh` runs the same between two namespaces.
 #[test]
 fn over_af_packet_each_rank_on_its_end_of_a_veth_pair() {
-    if !have_dpdk() {
+    if !can_run("over_af_packet_each_rank_on_its_end_of_a_veth_pair") {
         return;
     }
     let Some((netns, ifs)) = Netns::create(std::process::id() % 100_000) else {
@@ -235,7 +239,7 @@ fn no_rank_exits_while_a_peer_still_polls_their_rings() {
 /// `--dpdk-vdev` is for one rank per launcher, and a vdev must look like one.
 #[test]
 fn dpdk_vdev_misuse_is_refused_with_the_fix() {
-    if !have_dpdk() {
+    if !can_run("dpdk_vdev_misuse_is_refused_with_the_fix") {
         return;
     }
     let cases: [(&[&str], &str); 4] = [
@@ -254,7 +258,7 @@ fn dpdk_vdev_misuse_is_refused_with_the_fix() {
 /// `test` through a DPDK polling process per node (`--dpdk-poller node`)
 /// on `nodes` nodes; must print OK. Returns stdout and stderr.
 fn run_node(test: &str, np: u32, nodes: u16, env: &[&str]) -> String {
-    if !have_dpdk() {
+    if !can_run(test) {
         return String::new();
     }
     let (ok, stdout, stderr) = sim_tests::run_suite_with("dpdk", test, np, nodes, &["--dpdk-poller", "node"], env);
