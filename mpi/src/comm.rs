@@ -8,6 +8,7 @@ use bytemuck::Pod;
 
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
+use crate::request::sealed::Sealed as _;
 use crate::request::{Request, Scope, Target};
 use crate::universe::{charge_call, charge_request, Shared};
 use crate::{Rank, Tag, TAG_UB};

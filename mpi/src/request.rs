@@ -23,7 +23,7 @@
 //! borrowed) and needs no bookkeeping. Non-blocking collectives work on the
 //! library's own copies, so their requests need no scope.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
@@ -34,28 +34,54 @@ use crate::comm::{Group, Status};
 use crate::error::{MpiError, Result};
 use crate::universe::{charge_call, charge_request, Context, Locked, Shared};
 use crate::{Rank, Tag};
-
-/// The requests of one [`LocalScope`] still holding a buffer.
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ScopeCore {
-    pending: RefCell<Vec<(Shared, ReqId)>>,
-}
-
-impl ScopeCore {
-    fn register(&self, shared: &Shared, id: ReqId) {
-        self.pending.borrow_mut().push((shared.clone(), id));
-    }
-
-    fn unregister(&self, shared: &Shared, id: ReqId) {
-        self.pending.borrow_mut().retain(|(s, i)| !(*i == id && Shared::ptr_eq(s, shared)));
-    }
-}
+use sealed::ScopeCore;
 
 /// What a non-blocking point-to-point operation's buffer must outlive.
-pub trait Scope<'a> {
-    #[doc(hidden)]
-    fn core(&self) -> Option<Rc<ScopeCore>>;
+///
+/// Sealed: only this crate's scopes ([`LocalScope`], through [`scope`], and
+/// [`StaticScope`]) implement it. Soundness rests on it: the engine writes
+/// into a borrowed buffer until the request completes, and a request lost
+/// with `std::mem::forget` is completed by its scope's end only because
+/// every non-`'static` scope tracks its requests. A scope written outside
+/// this crate could track nothing and let the buffer be freed under the
+/// engine, so none can be written:
+///
+/// ```compile_fail,E0277
+/// struct Careless;
+/// impl<'a> mpi::request::Scope<'a> for Careless {}
+/// ```
+pub trait Scope<'a>: sealed::Sealed {}
+
+/// The half of [`Scope`] that only this crate can name or implement.
+pub(crate) mod sealed {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use adi::ReqId;
+
+    use crate::universe::Shared;
+
+    /// The requests of one [`LocalScope`] still holding a buffer.
+    #[derive(Default)]
+    pub struct ScopeCore {
+        pub(crate) pending: RefCell<Vec<(Shared, ReqId)>>,
+    }
+
+    impl ScopeCore {
+        pub(crate) fn register(&self, shared: &Shared, id: ReqId) {
+            self.pending.borrow_mut().push((shared.clone(), id));
+        }
+
+        pub(crate) fn unregister(&self, shared: &Shared, id: ReqId) {
+            self.pending.borrow_mut().retain(|(s, i)| !(*i == id && Shared::ptr_eq(s, shared)));
+        }
+    }
+
+    /// What a scope tracks: `None` for `'static` buffers, which nothing
+    /// can free.
+    pub trait Sealed {
+        fn core(&self) -> Option<Rc<ScopeCore>>;
+    }
 }
 
 /// A scope for requests on buffers that live at least as long as `'a`;
@@ -67,7 +93,9 @@ pub struct LocalScope<'a> {
     _invariant: PhantomData<Cell<&'a mut ()>>,
 }
 
-impl<'a> Scope<'a> for &LocalScope<'a> {
+impl<'a> Scope<'a> for &LocalScope<'a> {}
+
+impl sealed::Sealed for &LocalScope<'_> {
     fn core(&self) -> Option<Rc<ScopeCore>> {
         Some(self.core.clone())
     }
@@ -78,7 +106,9 @@ impl<'a> Scope<'a> for &LocalScope<'a> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StaticScope;
 
-impl Scope<'static> for StaticScope {
+impl Scope<'static> for StaticScope {}
+
+impl sealed::Sealed for StaticScope {
     fn core(&self) -> Option<Rc<ScopeCore>> {
         None
     }
