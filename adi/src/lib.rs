@@ -13,6 +13,7 @@
 //! * [`backend::dpdk`] — the same protocol over DPDK ports (seed 000).
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
 pub mod backend;
 pub mod config;

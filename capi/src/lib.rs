@@ -22,6 +22,7 @@
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
 pub mod abi;
 mod arrays;

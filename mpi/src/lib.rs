@@ -22,6 +22,7 @@
 //! nothing in this crate depends on it.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
 pub mod bench;
 pub mod coll;
