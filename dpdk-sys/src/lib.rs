@@ -77,6 +77,23 @@ impl fmt::Display for Hint {
     }
 }
 
+/// How to set a port up (the same with and without DPDK in the build).
+#[derive(Clone, Copy, Debug)]
+pub struct PortConfig {
+    /// Receive queues.
+    pub rx_queues: u16,
+    /// Transmit queues.
+    pub tx_queues: u16,
+    /// Descriptors per queue.
+    pub descriptors: u16,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 }
+    }
+}
+
 /// Result of a DPDK call.
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -8,7 +8,7 @@
 //! (The free function `tsc`, which needs no EAL, has no stand-in: nothing
 //! outside this crate reads the TSC without a port.)
 
-use crate::{available, Result};
+use crate::{available, PortConfig, Result};
 
 /// A value that cannot exist.
 #[derive(Debug, Clone, Copy)]
@@ -98,24 +98,6 @@ impl Drop for Mbuf {
 /// An Ethernet port (not available in this build).
 #[derive(Debug)]
 pub struct Port(Never);
-
-/// How to set a port up (the same fields as with DPDK, so that callers
-/// build either way).
-#[derive(Clone, Copy, Debug)]
-pub struct PortConfig {
-    /// Receive queues.
-    pub rx_queues: u16,
-    /// Transmit queues.
-    pub tx_queues: u16,
-    /// Descriptors per queue.
-    pub descriptors: u16,
-}
-
-impl Default for PortConfig {
-    fn default() -> Self {
-        PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 }
-    }
-}
 
 impl Port {
     /// Unreachable: it needs an [`Eal`], and none exists in this build.

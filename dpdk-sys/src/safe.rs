@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi;
-use crate::{Error, Hint, Result};
+use crate::{Error, Hint, PortConfig, Result};
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -247,23 +247,6 @@ pub struct Port {
     id: u16,
     rx_queues: u16,
     tx_queues: u16,
-}
-
-/// How to set a port up.
-#[derive(Clone, Copy, Debug)]
-pub struct PortConfig {
-    /// Receive queues.
-    pub rx_queues: u16,
-    /// Transmit queues.
-    pub tx_queues: u16,
-    /// Descriptors per queue.
-    pub descriptors: u16,
-}
-
-impl Default for PortConfig {
-    fn default() -> Self {
-        PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 }
-    }
 }
 
 impl Port {
