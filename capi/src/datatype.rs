@@ -335,10 +335,32 @@ pub(crate) struct TypeEntry {
 }
 
 /// The size of a predefined datatype with a contiguous layout: the fast
-/// path of every call, with no table lookup.
+/// path of every call, one load from [`CONTIGUOUS_SIZES`].
 #[inline(always)]
 fn contiguous_size(dt: Handle) -> Option<usize> {
-    Some(match dt {
+    let size = *CONTIGUOUS_SIZES.get(dt.wrapping_sub(FIRST_DATATYPE))?;
+    (size != 0).then_some(size as usize)
+}
+
+/// The ABI's predefined datatype handles are `0x200..0x300`.
+const FIRST_DATATYPE: Handle = 0x200;
+
+/// [`contiguous_sizes`] of every handle from [`FIRST_DATATYPE`] (0: not
+/// a contiguous predefined type), built at compile time.
+static CONTIGUOUS_SIZES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = contiguous_sizes(FIRST_DATATYPE + i) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The size of a predefined datatype with a contiguous layout, 0 for any
+/// other handle.
+const fn contiguous_sizes(dt: Handle) -> usize {
+    match dt {
         MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
         | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
         MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
@@ -376,8 +398,8 @@ fn contiguous_size(dt: Handle) -> Option<usize> {
         | MPI_REAL16
         | MPI_COMPLEX16 => 16,
         MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 => 32,
-        _ => return None,
-    })
+        _ => 0,
+    }
 }
 
 /// The layout of a predefined datatype.
@@ -1934,6 +1956,22 @@ mod tests {
 
     fn int() -> Layout {
         predefined(MPI_INT).unwrap()
+    }
+
+    #[test]
+    fn the_size_table_is_the_match_for_every_handle_and_nothing_else() {
+        let datatypes = &HANDLES.iter().find(|h| h.0 == "MPI_Datatype").unwrap().2;
+        let mut contiguous = 0;
+        for &(name, dt) in datatypes.iter() {
+            let want = contiguous_sizes(dt);
+            assert_eq!(contiguous_size(dt), (want != 0).then_some(want), "{name}");
+            contiguous += usize::from(want != 0);
+        }
+        assert!(contiguous > 60, "only {contiguous} contiguous predefined types");
+        // Handles outside the table's range, or in it but not a datatype.
+        for dt in [0, 0x1ff, 0x204, 0x2ff, 0x300, FIRST_HANDLE, usize::MAX, MPI_DATATYPE_NULL, MPI_DOUBLE_INT] {
+            assert_eq!(contiguous_size(dt), None, "{dt:#x}");
+        }
     }
 
     #[test]

@@ -259,7 +259,8 @@ pub(crate) struct State {
     pub(crate) thread_level: c_int,
     pub(crate) main_thread: std::thread::ThreadId,
     /// `DN_COMPUTE=measured`: each call charges the computation before it
-    /// (`mpi::compute`); a copy of `universe.measuring()` for the hot path.
+    /// (`mpi::compute`; the charge is the mpi crate's, on the call's first
+    /// reach of the engine, and this layer marks the calls' ends).
     pub(crate) measuring: bool,
 }
 
@@ -360,27 +361,16 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         drop(guard);
         return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
     };
-    if st.measuring {
-        // The end of the call is marked by `Deferred::CallEnds`, which
-        // stays in `deferred` while measuring: the test below sends every
-        // measured call to `finish_call`, which starts the next burst.
-        if let Err(f) = measured_enter(st) {
-            return finish_call(call, comm, guard, Err(f));
-        }
-    }
+    // Under DN_COMPUTE=measured the mpi crate charges the computation
+    // before this call when the call first reaches the engine; the end of
+    // the call is marked by `Deferred::CallEnds`, which stays in `deferred`
+    // while measuring: the test below sends every measured call to
+    // `finish_call`, which starts the next burst.
     let result = body(st);
     if result.is_ok() && st.deferred.is_empty() {
         return MPI_SUCCESS;
     }
     finish_call(call, comm, guard, result)
-}
-
-/// `DN_COMPUTE=measured` (`mpi::compute`): a call begins; charge the
-/// computation before it. Out of line: the usual calls pay one test.
-#[cold]
-#[inline(never)]
-fn measured_enter(st: &mut State) -> R<()> {
-    st.universe.call_begins().map_err(Fail::from)
 }
 
 /// The rest of a call that failed or left callbacks to run: run them

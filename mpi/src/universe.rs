@@ -40,6 +40,10 @@ pub(crate) struct Context {
     /// progress, and how many of them moved something.
     pub(crate) thread_passes: u64,
     pub(crate) thread_useful: u64,
+    /// `DN_COMPUTE=measured`, once the C layer marks call ends (see
+    /// [`crate::compute`]): the burst before a call is charged the first
+    /// time the call reaches the engine.
+    meter: Option<crate::compute::Meter>,
 }
 
 /// Who executes collective schedules (`DN_NBC_PROGRESS`).
@@ -69,8 +73,63 @@ pub enum ProgressMode {
 pub const THREAD_POLL_NS: f64 = 1000.0;
 
 impl Context {
+    /// The engine: every MPI call reaches the protocol through here.
+    #[inline]
     pub(crate) fn engine(&mut self) -> Result<&mut Engine> {
+        if self.meter.as_ref().is_some_and(|m| m.outside()) {
+            self.charge_burst()?;
+        }
         self.engine.as_mut().ok_or(MpiError::Finalized)
+    }
+
+    /// `DN_COMPUTE=measured`: a call begins; charge the computation
+    /// before it, before the call does anything that takes simulated time.
+    #[cold]
+    #[inline(never)]
+    fn charge_burst(&mut self) -> Result<()> {
+        let ns = self.meter.as_mut().map_or(0.0, |m| m.enter());
+        self.compute(ns)
+    }
+
+    /// Account for `ns` nanoseconds of computation (see [`Universe::compute`]).
+    pub(crate) fn compute(&mut self, ns: f64) -> Result<()> {
+        let c = self;
+        if c.progress != ProgressMode::Thread {
+            return Ok(c.engine()?.compute(ns)?);
+        }
+        let Some(start) = c.engine()?.now_ps() else { return Ok(c.engine()?.compute(ns)?) };
+        // One clock per simulated process: a thread pass advances it. A
+        // pass that outlasted the computation it ran beside left a debt:
+        // the thread's core was busy that much longer, while this core went
+        // on computing, so the next computations absorb it first.
+        let mut want = (ns.max(0.0) * 1000.0) as u64;
+        let absorbed = want.min(c.thread_debt_ps);
+        c.thread_debt_ps -= absorbed;
+        want -= absorbed;
+        if want == 0 {
+            return Ok(());
+        }
+        if c.nbc.is_empty() {
+            return Ok(c.engine()?.compute(want as f64 / 1000.0)?);
+        }
+        let end = start.saturating_add(want);
+        loop {
+            // The thread's pass: its costs are the time it takes on its core.
+            c.thread_last_ps = c.engine()?.now_ps().unwrap_or(0);
+            c.progress_collectives()?;
+            c.engine()?.progress()?;
+            c.progress_collectives()?;
+            let now = c.engine()?.now_ps().unwrap_or(end);
+            if now >= end {
+                c.thread_debt_ps += now - end;
+                return Ok(());
+            }
+            let left = (end - now) as f64 / 1000.0;
+            if c.nbc.is_empty() {
+                return Ok(c.engine()?.compute(left)?);
+            }
+            c.engine()?.compute(left.min(THREAD_POLL_NS))?;
+        }
     }
 
     /// Advance every collective in progress; `true` if any did something.
@@ -355,7 +414,8 @@ pub struct Universe {
     shared: Shared,
     world: SimpleCommunicator,
     thread: std::cell::RefCell<Option<ProgressThread>>,
-    /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]).
+    /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]),
+    /// until [`Universe::measure_calls`] hands it to the engine's context.
     meter: std::cell::RefCell<Option<crate::compute::Meter>>,
 }
 
@@ -421,6 +481,7 @@ pub fn initialize() -> Result<Universe> {
         thread_failed: None,
         thread_passes: 0,
         thread_useful: 0,
+        meter: None,
     });
     let thread = match progress {
         // On the simulator the thread is simulated inside `compute`.
@@ -476,29 +537,32 @@ impl Universe {
     /// Whether computation between MPI calls is measured and charged
     /// (`DN_COMPUTE=measured` on the simulator; see [`crate::compute`]).
     pub fn measuring(&self) -> bool {
-        self.meter.borrow().is_some()
+        self.meter.borrow().is_some() || self.shared.borrow_mut().meter.is_some()
     }
 
-    /// An MPI call begins: with [`Universe::measuring`], charge the thread
-    /// CPU time the program spent since the last call ended, scaled by the
-    /// profile's `compute_scale`, to the simulated clock.
-    pub fn call_begins(&self) -> Result<()> {
-        let ns = match self.meter.borrow_mut().as_mut() {
-            Some(m) => m.enter(),
-            None => return Ok(()),
-        };
-        self.compute(ns)
+    /// Start charging the computation between MPI calls, when
+    /// [`Universe::measuring`]: from now on the first time a call reaches
+    /// the engine charges the burst since the last [`Universe::call_ends`].
+    /// For a layer that marks the end of every call (the C ABI); a Rust
+    /// program charges its computation with [`Universe::compute`].
+    pub fn measure_calls(&self) {
+        if let Some(m) = self.meter.borrow_mut().take() {
+            self.shared.borrow_mut().meter = Some(m);
+        }
     }
 
     /// An MPI call ends: the next burst of computation starts.
     pub fn call_ends(&self) {
-        if let Some(m) = self.meter.borrow_mut().as_mut() {
+        if let Some(m) = self.shared.borrow_mut().meter.as_mut() {
             m.leave();
         }
     }
 
     /// Simulated ns charged for measured computation so far (0 unless measuring).
     pub fn measured_ns(&self) -> f64 {
+        if let Some(m) = self.shared.borrow_mut().meter.as_ref() {
+            return m.charged_ns();
+        }
         self.meter.borrow().as_ref().map_or(0.0, |m| m.charged_ns())
     }
 
@@ -530,43 +594,7 @@ impl Universe {
     /// With `DN_NBC_PROGRESS=thread`, the simulated progress thread runs
     /// meanwhile on its own core (see [`ProgressMode::Thread`]).
     pub fn compute(&self, ns: f64) -> Result<()> {
-        let mut c = self.shared.borrow_mut();
-        if c.progress != ProgressMode::Thread {
-            return Ok(c.engine()?.compute(ns)?);
-        }
-        let Some(start) = c.engine()?.now_ps() else { return Ok(c.engine()?.compute(ns)?) };
-        // One clock per simulated process: a thread pass advances it. A
-        // pass that outlasted the computation it ran beside left a debt:
-        // the thread's core was busy that much longer, while this core went
-        // on computing, so the next computations absorb it first.
-        let mut want = (ns.max(0.0) * 1000.0) as u64;
-        let absorbed = want.min(c.thread_debt_ps);
-        c.thread_debt_ps -= absorbed;
-        want -= absorbed;
-        if want == 0 {
-            return Ok(());
-        }
-        if c.nbc.is_empty() {
-            return Ok(c.engine()?.compute(want as f64 / 1000.0)?);
-        }
-        let end = start.saturating_add(want);
-        loop {
-            // The thread's pass: its costs are the time it takes on its core.
-            c.thread_last_ps = c.engine()?.now_ps().unwrap_or(0);
-            c.progress_collectives()?;
-            c.engine()?.progress()?;
-            c.progress_collectives()?;
-            let now = c.engine()?.now_ps().unwrap_or(end);
-            if now >= end {
-                c.thread_debt_ps += now - end;
-                return Ok(());
-            }
-            let left = (end - now) as f64 / 1000.0;
-            if c.nbc.is_empty() {
-                return Ok(c.engine()?.compute(left)?);
-            }
-            c.engine()?.compute(left.min(THREAD_POLL_NS))?;
-        }
+        self.shared.borrow_mut().compute(ns)
     }
 
     /// The real progress thread's work so far (`DN_NBC_PROGRESS=thread` on
