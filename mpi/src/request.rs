@@ -352,23 +352,7 @@ impl<'b> Request<'b> {
             if self.is_done(&mut c)? {
                 return Ok(true);
             }
-            // A collective the device executes needs nothing from the host:
-            // testing it is one look at its completion word (KACC's point).
-            if let State::Coll { exec, .. } = &self.state {
-                if exec.borrow().on_device() {
-                    exec.borrow_mut().advance(c.engine()?);
-                    return self.is_done(&mut c);
-                }
-                // With a progress thread, testing a collective looks at its
-                // state; the thread makes a pass when its poll period has
-                // passed (it runs while this core spins on test too).
-                if c.progress == crate::ProgressMode::Thread && !c.thread_due()? {
-                    return self.is_done(&mut c);
-                }
-            }
-            c.progress_collectives()?;
-            c.engine()?.progress()?;
-            c.progress_collectives()?;
+            test_pass(&mut c, &[&self])?;
             self.is_done(&mut c)
         })();
         match progressed {
@@ -405,45 +389,173 @@ impl Drop for Request<'_> {
     }
 }
 
-/// The shared state of `requests` (they all share one), after charging
-/// one MPI call; `None` for an empty list.
-fn shared_of(requests: &[Request<'_>], call: &str) -> Result<Option<Shared>> {
-    for r in requests {
-        r.pending(call)?;
-    }
-    let Some(r) = requests.first() else { return Ok(None) };
-    charge_call(r.shared.borrow_mut().engine()?);
-    Ok(Some(r.shared.clone()))
-}
-
-fn all_done(requests: &[Request<'_>], c: &mut Context) -> Result<bool> {
-    for r in requests {
-        if !r.is_done(c)? {
-            return Ok(false);
+/// One progress pass of a test call over `waiting` (none of which has
+/// ended): what `MPI_Test` does, and `MPI_Testall`/`any`/`some` once.
+fn test_pass(c: &mut Context, waiting: &[&Request<'_>]) -> Result<()> {
+    // A collective the device executes needs nothing from the host:
+    // testing it is one look at its completion word (KACC's point).
+    let mut only_collectives = true;
+    for r in waiting {
+        match &r.state {
+            State::Coll { exec, .. } if exec.borrow().on_device() => {
+                exec.borrow_mut().advance(c.engine()?);
+            }
+            State::Coll { .. } => {}
+            _ => only_collectives = false,
         }
     }
-    Ok(true)
+    let device_only = waiting.iter().all(|r| matches!(&r.state, State::Coll { exec, .. } if exec.borrow().on_device()));
+    if device_only {
+        return Ok(());
+    }
+    // With a progress thread, testing a collective looks at its state; the
+    // thread makes a pass when its poll period has passed (it runs while
+    // this core spins on test too).
+    if only_collectives && c.progress == crate::ProgressMode::Thread && !c.thread_due()? {
+        return Ok(());
+    }
+    c.progress_collectives()?;
+    c.engine()?.progress()?;
+    c.progress_collectives()?;
+    Ok(())
+}
+
+impl Request<'_> {
+    /// Complete a request that [`settle`] found ended: its status, or the
+    /// error it ended with (then the engine has forgotten its buffer).
+    /// Charges the request's processing, not an MPI call: the call that
+    /// settled it was charged. On a request that has not ended it waits,
+    /// as [`Request::wait`] does.
+    pub fn finish(mut self) -> Result<Status> {
+        self.pending("finish")?;
+        let shared = self.shared.clone();
+        let mut c = shared.borrow_mut();
+        // Ended: complete it with no further progress pass.
+        if self.is_done(&mut c)? {
+            return self.complete(&mut c);
+        }
+        drop(c);
+        self.wait_mut(false)
+    }
+}
+
+/// A request's part in a call that completes several (MPI 4.1 §3.7.5).
+pub enum Part<'r, 'b> {
+    /// Takes no part: a null request, or an inactive persistent one.
+    Idle,
+    /// Complete already: an operation on `MPI_PROC_NULL`, or one an
+    /// earlier call found complete and kept.
+    Ended,
+    /// Ends when every one of these requests has: one operation, or one
+    /// made of several (the two halves of `MPI_Isendrecv`).
+    Waiting(Vec<&'r Request<'b>>),
+}
+
+/// How much of a set a completion call waits for (MPI 4.1 §3.7.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Every part (`MPI_Waitall`, `MPI_Testall`).
+    All,
+    /// At least one part (`MPI_Waitany`, `MPI_Waitsome` and their tests).
+    One,
+}
+
+/// The completion engine of every call that completes several requests,
+/// for the Rust API and the C ABI alike (MPI 4.1 §3.7.5): one MPI call is
+/// charged; with `block`, the engine's wait runs (progress, then idle
+/// when a pass moved nothing) until `need` is met, else one progress pass
+/// is made unless `need` is met already. Returns which parts have ended
+/// (an [`Part::Idle`] part never has); nothing is completed: complete
+/// each ended request with [`Request::finish`]. A failed operation counts
+/// as ended (its error comes from `finish`). With nothing but idle parts
+/// it returns at once, all `false` (the call's `MPI_UNDEFINED` case).
+///
+/// Errors here are the library's own (MPI finalized, the engine failing)
+/// or a request already completed in the set (`call` names the call).
+pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Result<Vec<bool>> {
+    let mut shared = None;
+    for p in parts {
+        if let Part::Waiting(rs) = p {
+            for r in rs {
+                r.pending(call)?;
+                shared.get_or_insert_with(|| r.shared.clone());
+            }
+        }
+    }
+    let ended_now = |c: &mut Context| -> Result<Vec<bool>> {
+        let mut out = Vec::with_capacity(parts.len());
+        for p in parts {
+            out.push(match p {
+                Part::Idle => false,
+                Part::Ended => true,
+                Part::Waiting(rs) => {
+                    let mut all = true;
+                    for r in rs {
+                        all = all && r.is_done(c)?;
+                    }
+                    all
+                }
+            });
+        }
+        Ok(out)
+    };
+    let met = |ended: &[bool]| match need {
+        Need::All => parts.iter().zip(ended).all(|(p, &e)| e || matches!(p, Part::Idle)),
+        Need::One => ended.iter().any(|&e| e),
+    };
+    let Some(shared) = shared else {
+        // Nothing in the engine: every part is idle or complete already.
+        return Ok(parts.iter().map(|p| matches!(p, Part::Ended)).collect());
+    };
+    let mut c = shared.borrow_mut();
+    charge_call(c.engine()?);
+    let ended = ended_now(&mut c)?;
+    if met(&ended) {
+        return Ok(ended);
+    }
+    if !block {
+        let waiting: Vec<&Request<'_>> = parts
+            .iter()
+            .zip(&ended)
+            .filter(|(_, &e)| !e)
+            .flat_map(|(p, _)| match p {
+                Part::Waiting(rs) => rs.as_slice(),
+                _ => &[],
+            })
+            .copied()
+            .collect();
+        test_pass(&mut c, &waiting)?;
+        return ended_now(&mut c);
+    }
+    let mut last = ended;
+    c.wait_until(|c| {
+        last = ended_now(c)?;
+        Ok(met(&last))
+    })?;
+    Ok(last)
+}
+
+/// The parts of a list of Rust requests, all taking part.
+fn parts_of<'r, 'b>(requests: &'r [Request<'b>]) -> Vec<Part<'r, 'b>> {
+    requests.iter().map(|r| Part::Waiting(vec![r])).collect()
 }
 
 /// Wait for every request (`MPI_Waitall`, one MPI call); statuses in order.
 /// The first error is returned after every request has been given the
 /// chance to finish.
-pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let Some(shared) = shared_of(&requests, "wait_all")? else { return Ok(Vec::new()) };
-    let mut c = shared.borrow_mut();
+pub fn wait_all(requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
     // Progress until all have ended (an error surfaces per request below).
-    let _ = c.wait_until(|c| all_done(&requests, c));
+    let _ = settle(&parts_of(&requests), Need::All, true, "wait_all");
     let mut out = Vec::with_capacity(requests.len());
     let mut first_err = None;
-    for r in requests.iter_mut() {
-        match r.complete(&mut c) {
+    for r in requests {
+        match r.finish() {
             Ok(s) => out.push(s),
             Err(e) => {
                 first_err.get_or_insert(e);
             }
         }
     }
-    drop(c);
     match first_err {
         Some(e) => Err(e),
         None => Ok(out),
@@ -453,43 +565,66 @@ pub fn wait_all(mut requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// Wait for one request (`MPI_Waitany`): removes it from `requests` and
 /// returns its former index and status.
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
-    let Some(shared) = shared_of(requests, "wait_any")? else {
+    if requests.is_empty() {
         return Err(MpiError::Invalid("wait_any on an empty list".into()));
-    };
-    let mut c = shared.borrow_mut();
-    let mut found = None;
-    c.wait_until(|c| {
-        for (i, r) in requests.iter().enumerate() {
-            if r.is_done(c)? {
-                found = Some(i);
-                return Ok(true);
-            }
+    }
+    let ended = settle(&parts_of(requests), Need::One, true, "wait_any")?;
+    let i = ended.iter().position(|&e| e).ok_or_else(|| MpiError::Invalid("wait_any found nothing".into()))?;
+    Ok((i, requests.remove(i).finish()?))
+}
+
+/// Test for one request (`MPI_Testany`, one MPI call): the first found
+/// complete is removed from `requests`, with its former index and status;
+/// `None` when none has completed.
+pub fn test_any(requests: &mut Vec<Request<'_>>) -> Result<Option<(usize, Status)>> {
+    let ended = settle(&parts_of(requests), Need::One, false, "test_any")?;
+    let Some(i) = ended.iter().position(|&e| e) else { return Ok(None) };
+    Ok(Some((i, requests.remove(i).finish()?)))
+}
+
+/// Wait until at least one request completes (`MPI_Waitsome`, one MPI
+/// call), and complete every one that has: they are removed from
+/// `requests`, and returned with their former indices and outcomes (an
+/// operation that failed gives its error in its place, and the others
+/// still complete: MPI 4.1 §3.7.5's `MPI_ERR_IN_STATUS`).
+pub fn wait_some(requests: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Result<Status>)>> {
+    some(requests, true, "wait_some")
+}
+
+/// As [`wait_some`] without waiting (`MPI_Testsome`): empty when none has
+/// completed.
+pub fn test_some(requests: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Result<Status>)>> {
+    some(requests, false, "test_some")
+}
+
+fn some(requests: &mut Vec<Request<'_>>, block: bool, call: &str) -> Result<Vec<(usize, Result<Status>)>> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ended = settle(&parts_of(requests), Need::One, block, call)?;
+    let mut keep = Vec::with_capacity(requests.len());
+    let mut out = Vec::new();
+    for (i, (r, e)) in std::mem::take(requests).into_iter().zip(ended).enumerate() {
+        if e {
+            out.push((i, r.finish()));
+        } else {
+            keep.push(r);
         }
-        Ok(false)
-    })?;
-    let i = found.ok_or_else(|| MpiError::Invalid("wait_any found nothing".into()))?;
-    let mut r = requests.remove(i);
-    let st = r.complete(&mut c);
-    drop(c);
-    Ok((i, st?))
+    }
+    *requests = keep;
+    Ok(out)
 }
 
 /// Test every request (`MPI_Testall`, one MPI call): all statuses if all
 /// completed, otherwise the requests back, still pending.
-pub fn test_all(mut requests: Vec<Request<'_>>) -> Result<std::result::Result<Vec<Status>, Vec<Request<'_>>>> {
-    let Some(shared) = shared_of(&requests, "test_all")? else { return Ok(Ok(Vec::new())) };
-    let mut c = shared.borrow_mut();
-    c.progress_collectives()?;
-    c.engine()?.progress()?;
-    c.progress_collectives()?;
-    if all_done(&requests, &mut c)? {
-        let mut out = Vec::with_capacity(requests.len());
-        for r in requests.iter_mut() {
-            out.push(r.complete(&mut c)?);
-        }
-        Ok(Ok(out))
-    } else {
-        drop(c);
-        Ok(Err(requests))
+pub fn test_all(requests: Vec<Request<'_>>) -> Result<std::result::Result<Vec<Status>, Vec<Request<'_>>>> {
+    let ended = settle(&parts_of(&requests), Need::All, false, "test_all")?;
+    if !ended.iter().all(|&e| e) {
+        return Ok(Err(requests));
     }
+    let mut out = Vec::with_capacity(requests.len());
+    for r in requests {
+        out.push(r.finish()?);
+    }
+    Ok(Ok(out))
 }

@@ -335,6 +335,13 @@ fn non_blocking_collectives_complete_in_any_order() {
     }
 }
 
+/// Waiting for a late message costs one MPI call with every completion
+/// call (the engine's wait idles); a test loop costs one per poll.
+#[test]
+fn every_completion_call_waits_as_one_call() {
+    polling_is_live_and_deterministic("one-call-waits", 2, 2);
+}
+
 #[test]
 fn a_rank_busy_waiting_on_wtime_sees_the_message() {
     polling_is_live_and_deterministic("poll-wtime", 2, 2);

@@ -63,6 +63,7 @@ fn main() -> ExitCode {
             "poll-testall" => poll_testall(&u, &w)?,
             "poll-compute" => poll_compute(&u, &w)?,
             "poll-wtime" => poll_wtime(&u, &w)?,
+            "one-call-waits" => one_call_waits(&u, &w)?,
             "collectives" => collectives::collectives(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
@@ -734,6 +735,66 @@ fn report_time(u: &Universe, w: &SimpleCommunicator, what: &str, polls: u64) {
 fn late_send(u: &Universe, w: &SimpleCommunicator, to: Rank) -> R {
     u.compute(POLL_DELAY_NS).map_err(e)?;
     w.process_at_rank(to).send_with_tag(&b"hello"[..], 12).map_err(e)
+}
+
+/// Every completion call is one MPI call however long it waits (MPI 4.1
+/// §3.7.5; the engine's wait idles, it does not poll): rank 0 waits for
+/// rank 1's late message with `wait`, `wait_any`, `wait_some`, `wait_all`
+/// and the settle the C ABI's `MPI_Wait*` calls, and each is charged
+/// exactly one `MpiCall`; a `test_some` loop is charged one per poll.
+fn one_call_waits(u: &Universe, w: &SimpleCommunicator) -> R {
+    if w.size() < 2 || w.rank() > 1 || !u.is_simulated() {
+        return Ok(());
+    }
+    const WAYS: [&str; 6] = ["wait", "wait_any", "wait_some", "wait_all", "settle", "test_some"];
+    if w.rank() == 1 {
+        for _ in WAYS {
+            late_send(u, w, 0)?;
+        }
+        return Ok(());
+    }
+    let calls = || -> R<u64> {
+        let counts = u.with_engine(|e| e.cost_counts()).map_err(e)?.ok_or("no cost counts on the simulator")?;
+        Ok(counts[adi::HostCost::MpiCall as usize])
+    };
+    for way in WAYS {
+        let mut b = [0u8; 5];
+        let (charged, polls) = mpi::request::scope(|s| -> R<(u64, u64)> {
+            let r = w.process_at_rank(1).immediate_receive_into_with_tag(s, &mut b[..], 12).map_err(e)?;
+            let before = calls()?;
+            let mut polls = 1;
+            match way {
+                "wait" => drop(r.wait().map_err(e)?),
+                "wait_any" => drop(mpi::request::wait_any(&mut vec![r]).map_err(e)?),
+                "wait_some" => {
+                    let done = mpi::request::wait_some(&mut vec![r]).map_err(e)?;
+                    check!(done.len() == 1 && done[0].1.is_ok(), "wait_some completed {} requests", done.len());
+                }
+                "wait_all" => drop(mpi::request::wait_all(vec![r]).map_err(e)?),
+                "settle" => {
+                    let parts = [mpi::request::Part::Waiting(vec![&r])];
+                    let ended = mpi::request::settle(&parts, mpi::request::Need::One, true, "settle").map_err(e)?;
+                    check!(ended == [true], "settle returned {ended:?}");
+                    drop(parts);
+                    r.finish().map_err(e)?;
+                }
+                _ => {
+                    let mut rs = vec![r];
+                    polls = 0;
+                    while !rs.is_empty() {
+                        polls += 1;
+                        mpi::request::test_some(&mut rs).map_err(e)?;
+                    }
+                }
+            }
+            Ok((calls()? - before, polls))
+        })?;
+        check!(&b == b"hello", "{way}: received {b:?}");
+        check!(charged == polls, "{way}: charged {charged} MPI calls for {polls} call(s)");
+        check!(way != "test_some" || polls > 10, "test_some found the late message after {polls} polls");
+        report_time(u, w, &format!("one-call-waits {way}"), polls);
+    }
+    Ok(())
 }
 
 /// Check that a poller saw the message after the sender's delay and not
