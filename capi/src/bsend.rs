@@ -95,7 +95,7 @@ impl Buffered {
     fn iflush(&mut self) -> Req {
         let mut all: Vec<Active> = self.pending.drain(..).map(|p| p.0).collect();
         match all.pop() {
-            None => Req::Done(MpiStatus::empty()),
+            None => Req::Done(Ok(MpiStatus::empty())),
             Some(mut last) => {
                 last.stage.with.extend(all);
                 last.stage.status = Some(MpiStatus::empty());
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
         // SAFETY: the standard's contract on the arguments.
         unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
         // SAFETY: checked non-null; the standard's contract.
-        unsafe { crate::p2p::new_request(st, Req::Done(MpiStatus::empty()), request) }
+        unsafe { crate::p2p::new_request(st, Req::Done(Ok(MpiStatus::empty())), request) }
     })
 }
 

@@ -53,7 +53,7 @@ use mpi::{Communicator, MpiError, SimpleCommunicator, Universe};
 pub type Handle = usize;
 
 /// A failed call: the MPI error class and what went wrong.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Fail {
     class: c_int,
     msg: String,
@@ -160,7 +160,7 @@ impl Active {
         Active { r, stage: Stage::default() }
     }
 
-    fn finish(stage: Stage, s: &mpi::Status) -> MpiStatus {
+    fn unstage(stage: Stage, s: &mpi::Status) -> MpiStatus {
         if let Some(u) = stage.unpack {
             // SAFETY: the receive buffer is the caller's until this
             // completion (the standard's contract on non-blocking calls).
@@ -178,7 +178,26 @@ impl Active {
             a.wait()?;
         }
         let s = self.r.wait()?;
-        Ok(Active::finish(self.stage, &s))
+        Ok(Active::unstage(self.stage, &s))
+    }
+
+    /// The engine's requests this operation ends with, for
+    /// `mpi::request::settle`.
+    pub(crate) fn requests<'s>(&'s self, out: &mut Vec<&'s mpi::Request<'static>>) {
+        out.push(&self.r);
+        for a in &self.stage.with {
+            a.requests(out);
+        }
+    }
+
+    /// Complete an operation `mpi::request::settle` found ended (waiting
+    /// for it otherwise), charging no second MPI call.
+    pub(crate) fn finish(mut self) -> R<MpiStatus> {
+        for a in std::mem::take(&mut self.stage.with) {
+            a.finish()?;
+        }
+        let s = self.r.finish()?;
+        Ok(Active::unstage(self.stage, &s))
     }
 
     /// Complete if done; the operation back if not.
@@ -194,7 +213,7 @@ impl Active {
             return Ok(Err(self));
         }
         Ok(match self.r.test()? {
-            Ok(s) => Ok(Active::finish(self.stage, &s)),
+            Ok(s) => Ok(Active::unstage(self.stage, &s)),
             Err(r) => Err(Active { r, stage: self.stage }),
         })
     }
@@ -204,8 +223,9 @@ impl Active {
 pub(crate) enum Req {
     /// An operation in the engine.
     Op(Active),
-    /// Already complete (an operation on `MPI_PROC_NULL`).
-    Done(MpiStatus),
+    /// Already complete (an operation on `MPI_PROC_NULL`, or one that
+    /// `MPI_Request_get_status` found complete), with its outcome.
+    Done(R<MpiStatus>),
     /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9).
     Persistent(Box<Persistent>),
 }
@@ -218,8 +238,9 @@ pub(crate) struct Persistent {
     pub(crate) handle: Handle,
     pub(crate) op: PersistentOp,
     pub(crate) active: Option<Active>,
-    /// Completed (by a test that had to report all-or-nothing) and not yet reported.
-    pub(crate) done: Option<MpiStatus>,
+    /// Completed (on `MPI_PROC_NULL`, or found complete by
+    /// `MPI_Request_get_status`) and not yet reported, with its outcome.
+    pub(crate) done: Option<R<MpiStatus>>,
 }
 
 /// What a persistent request does each time it is started.

@@ -7,6 +7,7 @@ use std::ffi::{c_int, c_void};
 
 use std::borrow::Cow;
 
+use mpi::request::{Need, Part};
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
@@ -257,7 +258,7 @@ unsafe fn isend(
         let c = &st.comm(comm)?.comm;
         let span = st.span(count, dt)?;
         let r = if dest == MPI_PROC_NULL {
-            Req::Done(MpiStatus::proc_null())
+            Req::Done(Ok(MpiStatus::proc_null()))
         } else {
             // SAFETY: the caller keeps `buf` until the request completes
             // (the standard's contract, §3.7.2); the request's handle is
@@ -327,7 +328,7 @@ pub unsafe extern "C" fn MPI_Irecv(
         let span = st.span(count, datatype)?;
         let tag = recv_tag(tag)?;
         let r = if source == MPI_PROC_NULL {
-            Req::Done(MpiStatus::proc_null())
+            Req::Done(Ok(MpiStatus::proc_null()))
         } else {
             // SAFETY: the caller keeps `buf` untouched until the request
             // completes (the standard's contract, §3.7.2).
@@ -393,7 +394,7 @@ unsafe fn start_sendrecv(
         Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
     };
     Ok(match (sent, received) {
-        (None, None) => Req::Done(MpiStatus::proc_null()),
+        (None, None) => Req::Done(Ok(MpiStatus::proc_null())),
         (None, Some(r)) => Req::Op(r),
         (Some(mut s), None) => {
             s.stage.status = Some(MpiStatus::proc_null());
@@ -411,7 +412,7 @@ unsafe fn start_sendrecv(
 fn wait_req(r: Req) -> R<MpiStatus> {
     match r {
         Req::Op(a) => a.wait(),
-        Req::Done(s) => Ok(s),
+        Req::Done(s) => s,
         Req::Persistent(_) => Err(Fail::new(MPI_ERR_INTERN, "a persistent request where none was made")),
     }
 }
@@ -561,77 +562,154 @@ pub unsafe extern "C" fn MPI_Iprobe(
     })
 }
 
-/// Complete request `h` (waiting when `block`); `None`: not complete yet.
-/// A completed request's handle is freed, except a persistent request's,
-/// which becomes inactive (see [`after`]); an inactive one completes at
-/// once with an empty status (§3.9).
-fn complete(st: &mut State, h: Handle, block: bool) -> R<Option<MpiStatus>> {
+// ---- completion (MPI 4.1 §3.7.3-3.7.5) ---------------------------------------
+//
+// Every completion call is one call of `mpi::request::settle`, the engine
+// the Rust API's `wait_all`/`wait_any`/`wait_some` use: one MPI call
+// charged, the engine's wait (which idles) when blocking, one progress pass
+// when testing. What stays here is C's: handles, inactive persistent
+// requests, arrays of statuses and indices, and error classes.
+
+fn not_active(h: Handle) -> Fail {
+    let what = if h == MPI_REQUEST_NULL { "MPI_REQUEST_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_REQUEST, format!("{what} is not an active request (completed and freed, or never started)"))
+}
+
+/// The part request `h` plays in a completion call: null and inactive
+/// persistent requests take none (§3.7.5).
+fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
-        return Ok(Some(MpiStatus::empty()));
+        return Ok(Part::Idle);
     }
-    let r = st.requests.remove(&h).ok_or_else(|| {
-        Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request (completed and freed, or never started)"))
-    })?;
-    match r {
-        Req::Persistent(mut p) => {
+    let mut rs = Vec::new();
+    match st.requests.get(&h).ok_or_else(|| not_active(h))? {
+        Req::Done(_) => return Ok(Part::Ended),
+        Req::Persistent(p) => match (&p.done, &p.active) {
+            (Some(_), _) => return Ok(Part::Ended),
+            (None, None) => return Ok(Part::Idle),
+            (None, Some(a)) => a.requests(&mut rs),
+        },
+        Req::Op(a) => a.requests(&mut rs),
+    }
+    Ok(Part::Waiting(rs))
+}
+
+/// Settle requests `hs` as one call (see `mpi::request::settle`): which
+/// have ended, and which take no part.
+fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(Vec<bool>, Vec<bool>)> {
+    let parts = hs.iter().map(|&h| part(st, h)).collect::<R<Vec<_>>>()?;
+    let ended = mpi::request::settle(&parts, need, block, call)?;
+    Ok((ended, parts.iter().map(|p| matches!(p, Part::Idle)).collect()))
+}
+
+/// Complete request `h`, which has ended or takes no part (an empty
+/// status, §3.7.3): its outcome, and what its handle becomes —
+/// `MPI_REQUEST_NULL`, failed or not, except a persistent request's,
+/// which becomes inactive (§3.9).
+fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
+    if h == MPI_REQUEST_NULL {
+        return (Ok(MpiStatus::empty()), h);
+    }
+    match st.requests.remove(&h) {
+        None => (Err(not_active(h)), h),
+        Some(Req::Done(s)) => (s, MPI_REQUEST_NULL),
+        Some(Req::Op(a)) => (a.finish(), MPI_REQUEST_NULL),
+        Some(Req::Persistent(mut p)) => {
             let s = match (p.done.take(), p.active.take()) {
-                (Some(s), _) => Some(s),
-                (None, None) => Some(MpiStatus::empty()),
-                (None, Some(r)) if block => Some(r.wait()?),
-                (None, Some(r)) => match r.test()? {
-                    Ok(s) => Some(s),
-                    Err(r) => {
-                        p.active = Some(r);
-                        None
-                    }
-                },
+                (Some(s), _) => s,
+                (None, None) => Ok(MpiStatus::empty()),
+                (None, Some(a)) => a.finish(),
             };
             st.requests.insert(h, Req::Persistent(p));
-            Ok(s)
+            (s, h)
         }
-        Req::Done(s) => Ok(Some(s)),
-        Req::Op(r) if block => Ok(Some(r.wait()?)),
-        Req::Op(r) => match r.test()? {
-            Ok(s) => Ok(Some(s)),
-            Err(r) => {
-                st.requests.insert(h, Req::Op(r));
-                Ok(None)
-            }
-        },
     }
+}
+
+/// Keep the outcome of request `h`, found ended, without freeing or
+/// deactivating it (`MPI_Request_get_status`, §3.7.3): the call that
+/// completes it later reports the same outcome.
+fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(MpiStatus::empty());
+    }
+    let (r, s) = match st.requests.remove(&h).ok_or_else(|| not_active(h))? {
+        Req::Done(s) => (Req::Done(s.clone()), s),
+        Req::Op(a) => {
+            let s = a.finish();
+            (Req::Done(s.clone()), s)
+        }
+        Req::Persistent(mut p) => {
+            let s = match (&p.done, p.active.take()) {
+                (Some(s), _) => s.clone(),
+                (None, None) => Ok(MpiStatus::empty()),
+                (None, Some(a)) => {
+                    let s = a.finish();
+                    p.done = Some(s.clone());
+                    s
+                }
+            };
+            (Req::Persistent(p), s)
+        }
+    };
+    st.requests.insert(h, r);
+    s
+}
+
+/// A status array's entry for a request that failed, in a call that
+/// reports `MPI_ERR_IN_STATUS` (§3.2.5, §3.7.5).
+fn failed_status(f: &Fail) -> MpiStatus {
+    MpiStatus { error: f.class, ..MpiStatus::empty() }
+}
+
+/// The error of a call that completed several requests of which some
+/// failed: `MPI_ERR_IN_STATUS`, naming the first.
+fn in_status(failed: usize, first: &Fail) -> Fail {
+    Fail::new(
+        MPI_ERR_IN_STATUS,
+        format!("{failed} of the requests failed (see each status's MPI_ERROR); the first: {}", first.msg),
+    )
+}
+
+/// `MPI_Wait` and `MPI_Test` on one request.
+///
+/// # Safety
+/// `request` is readable and writable; `flag` and `status` are null or
+/// writable.
+unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `request`.
+        let h = unsafe { read_arg(request, "request")? };
+        let (ended, idle) = settle(st, &[h], Need::All, block, call)?;
+        let done = ended[0] || idle[0];
+        if !block {
+            // SAFETY: the caller's contract on `flag`.
+            unsafe { put(flag, done as c_int, "flag")? };
+        }
+        if !done {
+            return Ok(());
+        }
+        let (s, nh) = take(st, h);
+        // SAFETY: the caller's contract on `request` and `status`. A failed
+        // request is freed too, so that a test loop on it ends.
+        unsafe {
+            request.write(nh);
+            put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty()));
+        }
+        s.map(drop)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
-    with_state("MPI_Wait", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_arg(request, "request")? };
-        let s = complete(st, h, true)?.unwrap_or_else(MpiStatus::empty);
-        // SAFETY: the standard's contract on `request` and `status`.
-        unsafe {
-            request.write(after(st, h));
-            put_status(status, s);
-        }
-        Ok(())
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { one("MPI_Wait", true, request, std::ptr::null_mut(), status) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
-    with_state("MPI_Test", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `request`.
-        let h = unsafe { read_arg(request, "request")? };
-        let s = complete(st, h, false)?;
-        // SAFETY: the standard's contract on `request`, `flag` and `status`.
-        unsafe {
-            put(flag, s.is_some() as c_int, "flag")?;
-            if let Some(s) = s {
-                request.write(after(st, h));
-                put_status(status, s);
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { one("MPI_Test", false, request, flag, status) }
 }
 
 /// The request handles of an array argument, read-only.
@@ -666,27 +744,54 @@ unsafe fn handles<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
     Ok(unsafe { std::slice::from_raw_parts_mut(reqs, n) })
 }
 
+/// `MPI_Waitall` and `MPI_Testall`: all or nothing (§3.7.5). When some
+/// fail, every status says how its request ended and the call returns
+/// `MPI_ERR_IN_STATUS`.
+///
+/// # Safety
+/// The arrays hold `count` entries; `flag` is null or writable.
+unsafe fn all(
+    call: &str,
+    block: bool,
+    count: c_int,
+    reqs: *mut Handle,
+    flag: *mut c_int,
+    sts: *mut MpiStatus,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on the array.
+        let reqs = unsafe { handles(count, reqs)? };
+        let (ended, idle) = settle(st, reqs, Need::All, block, call)?;
+        let done = ended.iter().zip(&idle).all(|(e, i)| *e || *i);
+        if !block {
+            // SAFETY: the caller's contract on `flag`.
+            unsafe { put(flag, done as c_int, "flag")? };
+        }
+        if !done {
+            return Ok(());
+        }
+        let outcomes = reqs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, h)| {
+                let (s, nh) = take(st, *h);
+                *h = nh;
+                (i, s)
+            })
+            .collect();
+        // SAFETY: the array has `count` statuses (the caller's contract).
+        unsafe { put_outcomes(outcomes, sts) }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(
     count: c_int,
     array_of_requests: *mut Handle,
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
-    with_state("MPI_Waitall", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the arrays.
-        let reqs = unsafe { handles(count, array_of_requests)? };
-        // Waiting in order completes them all: each wait drives the
-        // progress of every other request.
-        for (i, h) in reqs.iter_mut().enumerate() {
-            let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
-            *h = after(st, *h);
-            if !array_of_statuses.is_null() {
-                // SAFETY: the array has `count` statuses (the standard's contract).
-                unsafe { array_of_statuses.add(i).write(s) };
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the standard's contract on the arrays.
+    unsafe { all("MPI_Waitall", true, count, array_of_requests, std::ptr::null_mut(), array_of_statuses) }
 }
 
 #[no_mangle]
@@ -696,80 +801,22 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
-    with_state("MPI_Testall", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the arrays.
-        let reqs = unsafe { handles(count, array_of_requests)? };
-        // All or nothing (§3.7.5): complete only when every one is done;
-        // those found done are kept done until then.
-        let mut all = true;
-        for h in reqs.iter() {
-            all &= peek(st, *h)?.is_some();
-        }
-        if all {
-            for (i, h) in reqs.iter_mut().enumerate() {
-                let s = complete(st, *h, true)?.unwrap_or_else(MpiStatus::empty);
-                *h = after(st, *h);
-                if !array_of_statuses.is_null() {
-                    // SAFETY: the array has `count` statuses.
-                    unsafe { array_of_statuses.add(i).write(s) };
-                }
-            }
-        }
-        // SAFETY: the standard's contract on `flag`.
-        unsafe { put(flag, all as c_int, "flag") }
-    })
-}
-
-/// Whether request `h` has completed, without freeing or deactivating it
-/// (`MPI_Request_get_status`, §3.7.3, and `MPI_Testall`'s all or nothing):
-/// an operation found complete is kept as done, so that the call that
-/// completes it later reports the same status. Null and inactive requests
-/// give the empty status.
-fn peek(st: &mut State, h: Handle) -> R<Option<MpiStatus>> {
-    if h == MPI_REQUEST_NULL {
-        return Ok(Some(MpiStatus::empty()));
-    }
-    let r = st.requests.remove(&h).ok_or_else(|| {
-        Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request (completed and freed, or never started)"))
-    })?;
-    let (r, s) = match r {
-        Req::Done(s) => (Req::Done(s), Some(s)),
-        Req::Persistent(mut p) => {
-            let s = match (p.done, p.active.take()) {
-                (Some(s), _) => Some(s),
-                (None, None) => Some(MpiStatus::empty()),
-                (None, Some(a)) => match a.test()? {
-                    Ok(s) => {
-                        p.done = Some(s);
-                        Some(s)
-                    }
-                    Err(a) => {
-                        p.active = Some(a);
-                        None
-                    }
-                },
-            };
-            (Req::Persistent(p), s)
-        }
-        Req::Op(a) => match a.test()? {
-            Ok(s) => (Req::Done(s), Some(s)),
-            Err(a) => (Req::Op(a), None),
-        },
-    };
-    st.requests.insert(h, r);
-    Ok(s)
+    // SAFETY: the standard's contract on the arrays.
+    unsafe { all("MPI_Testall", false, count, array_of_requests, flag, array_of_statuses) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Request_get_status", MPI_COMM_WORLD, |st| {
-        let s = peek(st, request)?;
-        // SAFETY: the standard's contract on `flag` and `status`.
-        unsafe {
-            put(flag, s.is_some() as c_int, "flag")?;
-            if let Some(s) = s {
-                put_status(status, s);
-            }
+        let (ended, idle) = settle(st, &[request], Need::All, false, "MPI_Request_get_status")?;
+        let done = ended[0] || idle[0];
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, done as c_int, "flag")? };
+        if done {
+            let s = keep(st, request);
+            // SAFETY: the standard's contract on `status`.
+            unsafe { put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty())) };
+            s?;
         }
         Ok(())
     })
@@ -785,41 +832,122 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
     with_state("MPI_Request_get_status_all", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the array (only read here).
         let reqs = unsafe { handles_ref(count, array_of_requests)? };
-        let mut done = Vec::with_capacity(reqs.len());
-        for h in reqs.iter() {
-            done.push(peek(st, *h)?);
-        }
-        let all = done.iter().all(Option::is_some);
-        if all && !array_of_statuses.is_null() {
-            for (i, s) in done.into_iter().flatten().enumerate() {
-                // SAFETY: the array has `count` statuses (the standard's contract).
-                unsafe { array_of_statuses.add(i).write(s) };
-            }
-        }
+        let call = "MPI_Request_get_status_all";
+        let (ended, idle) = settle(st, reqs, Need::All, false, call)?;
+        let all = ended.iter().zip(&idle).all(|(e, i)| *e || *i);
         // SAFETY: the standard's contract on `flag`.
-        unsafe { put(flag, all as c_int, "flag") }
+        unsafe { put(flag, all as c_int, "flag")? };
+        if !all {
+            return Ok(());
+        }
+        let outcomes: Vec<R<MpiStatus>> = reqs.iter().map(|&h| keep(st, h)).collect();
+        // SAFETY: the array has `count` statuses (the standard's contract).
+        unsafe { put_outcomes(outcomes.into_iter().enumerate().collect(), array_of_statuses) }
     })
 }
 
-/// The requests of `reqs` that take part and have completed, without
-/// freeing them (`None`: none takes part); with `first`, the first only.
-fn peek_some(st: &mut State, reqs: &[Handle], first: bool) -> R<Option<Vec<(usize, MpiStatus)>>> {
-    if reqs.iter().all(|h| inactive(st, *h)) {
-        return Ok(None);
-    }
-    let mut done = Vec::new();
-    for (i, h) in reqs.iter().enumerate() {
-        if inactive(st, *h) {
-            continue;
+/// Write the outcomes of completed requests to a status array, in order;
+/// when some failed, every entry's `MPI_ERROR` says how its request ended
+/// and the result is `MPI_ERR_IN_STATUS` (§3.7.5).
+///
+/// # Safety
+/// `sts` is null or has room for every outcome.
+unsafe fn put_outcomes(outcomes: Vec<(usize, R<MpiStatus>)>, sts: *mut MpiStatus) -> R<()> {
+    let failed = outcomes.iter().filter(|(_, s)| s.is_err()).count();
+    if !sts.is_null() {
+        for (k, (_, s)) in outcomes.iter().enumerate() {
+            let s = match s {
+                Ok(s) if failed > 0 => MpiStatus { error: MPI_SUCCESS, ..*s },
+                Ok(s) => *s,
+                Err(f) => failed_status(f),
+            };
+            // SAFETY: the caller's contract: room for every outcome.
+            unsafe { sts.add(k).write(s) };
         }
-        if let Some(s) = peek(st, *h)? {
-            done.push((i, s));
-            if first {
-                break;
+    }
+    match outcomes.into_iter().find_map(|(_, s)| s.err()) {
+        Some(f) => Err(in_status(failed, &f)),
+        None => Ok(()),
+    }
+}
+
+/// The first request of `reqs` that takes part and has ended, settled as
+/// one call (`Err(())`: none takes part).
+fn settle_any(st: &State, reqs: &[Handle], block: bool, call: &str) -> R<Result<Option<usize>, ()>> {
+    let (ended, idle) = settle(st, reqs, Need::One, block, call)?;
+    if idle.iter().all(|&i| i) {
+        return Ok(Err(()));
+    }
+    Ok(Ok(ended.iter().position(|&e| e)))
+}
+
+/// `MPI_Waitany`, `MPI_Testany` and `MPI_Request_get_status_any`
+/// (`free`: complete the request found, else keep its outcome).
+///
+/// # Safety
+/// The array holds `count` handles (writable when `free`); `index`,
+/// `flag` and `status` are null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI calls' own arguments
+unsafe fn any(
+    call: &str,
+    block: bool,
+    free: bool,
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on the array.
+        let reqs = unsafe { handles_ref(count, reqs)? };
+        let (i, f, s) = match settle_any(st, reqs, block, call)? {
+            Err(()) => (MPI_UNDEFINED, 1, Some(Ok(MpiStatus::empty()))),
+            Ok(None) => (MPI_UNDEFINED, 0, None),
+            Ok(Some(i)) if free => {
+                let (s, nh) = take(st, reqs[i]);
+                // SAFETY: the caller's contract: the array is writable when freeing.
+                unsafe { reqs.as_ptr().cast_mut().add(i).write(nh) };
+                (i as c_int, 1, Some(s))
+            }
+            Ok(Some(i)) => (i as c_int, 1, Some(keep(st, reqs[i]))),
+        };
+        // SAFETY: the caller's contract on `index`, `flag` and `status`.
+        unsafe {
+            put(index, i, "index")?;
+            if !block {
+                put(flag, f, "flag")?;
+            }
+            if let Some(s) = &s {
+                put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty()));
             }
         }
-    }
-    Ok(Some(done))
+        s.transpose().map(drop)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    let f = std::ptr::null_mut();
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { any("MPI_Waitany", true, true, count, array_of_requests, index, f, status) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { any("MPI_Testany", false, true, count, array_of_requests, index, flag, status) }
 }
 
 #[no_mangle]
@@ -830,23 +958,58 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    with_state("MPI_Request_get_status_any", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array (only read here).
-        let reqs = unsafe { handles_ref(count, array_of_requests)? };
-        let (i, f, s) = match peek_some(st, reqs, true)? {
-            None => (MPI_UNDEFINED, 1, Some(MpiStatus::empty())),
-            Some(d) if d.is_empty() => (MPI_UNDEFINED, 0, None),
-            Some(d) => (d[0].0 as c_int, 1, Some(d[0].1)),
-        };
-        // SAFETY: the standard's contract on `index`, `flag` and `status`.
-        unsafe {
-            put(index, i, "index")?;
-            put(flag, f, "flag")?;
-            if let Some(s) = s {
-                put_status(status, s);
-            }
+    let reqs = array_of_requests.cast_mut();
+    // SAFETY: the standard's contract on the arguments; the array is only read.
+    unsafe { any("MPI_Request_get_status_any", false, false, count, reqs, index, flag, status) }
+}
+
+/// `MPI_Waitsome`, `MPI_Testsome` and `MPI_Request_get_status_some`
+/// (`free`: complete the requests found, else keep their outcomes).
+///
+/// # Safety
+/// The arrays hold `incount` entries (the requests writable when
+/// `free`); `outcount` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI calls' own arguments
+unsafe fn some(
+    call: &str,
+    block: bool,
+    free: bool,
+    incount: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    sts: *mut MpiStatus,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on the array.
+        let hs = unsafe { handles_ref(incount, reqs)? };
+        let (ended, idle) = settle(st, hs, Need::One, block, call)?;
+        if idle.iter().all(|&i| i) {
+            // SAFETY: the caller's contract on `outcount`.
+            return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
         }
-        Ok(())
+        let found: Vec<usize> = (0..hs.len()).filter(|&i| ended[i]).collect();
+        if !found.is_empty() && indices.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
+        }
+        let mut outcomes = Vec::with_capacity(found.len());
+        for &i in &found {
+            let s = if free {
+                let (s, nh) = take(st, hs[i]);
+                // SAFETY: the caller's contract: the array is writable when freeing.
+                unsafe { reqs.add(i).write(nh) };
+                s
+            } else {
+                keep(st, hs[i])
+            };
+            // SAFETY: the caller's contract: room for every request.
+            unsafe { indices.add(outcomes.len()).write(i as c_int) };
+            outcomes.push((i, s));
+        }
+        // SAFETY: the caller's contract on `outcount`.
+        unsafe { put(outcount, found.len() as c_int, "outcount")? };
+        // SAFETY: the caller's contract on the status array.
+        unsafe { put_outcomes(outcomes, sts) }
     })
 }
 
@@ -858,151 +1021,9 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
-    with_state("MPI_Request_get_status_some", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array (only read here).
-        let reqs = unsafe { handles_ref(incount, array_of_requests)? };
-        let done = peek_some(st, reqs, false)?;
-        // SAFETY: the standard's contract on the output arrays.
-        unsafe { put_some(done, outcount, array_of_indices, array_of_statuses) }
-    })
-}
-
-/// Null and inactive persistent requests take no part in the `any` and
-/// `some` calls (§3.7.5).
-fn inactive(st: &State, h: Handle) -> bool {
-    h == MPI_REQUEST_NULL
-        || matches!(st.requests.get(&h), Some(Req::Persistent(p)) if p.active.is_none() && p.done.is_none())
-}
-
-/// Complete the requests of `reqs` that are done (at least one, waiting
-/// for it, when `block`); `None` when none takes part. With `first`, stop
-/// at the first one found.
-fn some(st: &mut State, reqs: &mut [Handle], block: bool, first: bool) -> R<Option<Vec<(usize, MpiStatus)>>> {
-    if reqs.iter().all(|h| inactive(st, *h)) {
-        return Ok(None);
-    }
-    loop {
-        let mut done = Vec::new();
-        for (i, h) in reqs.iter_mut().enumerate() {
-            if inactive(st, *h) {
-                continue;
-            }
-            if let Some(s) = complete(st, *h, false)? {
-                *h = after(st, *h);
-                done.push((i, s));
-                if first {
-                    break;
-                }
-            }
-        }
-        if !done.is_empty() || !block {
-            return Ok(Some(done));
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitany(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    index: *mut c_int,
-    status: *mut MpiStatus,
-) -> c_int {
-    with_state("MPI_Waitany", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array.
-        let reqs = unsafe { handles(count, array_of_requests)? };
-        let (i, s) = match some(st, reqs, true, true)? {
-            Some(d) => (d[0].0 as c_int, d[0].1),
-            None => (MPI_UNDEFINED, MpiStatus::empty()),
-        };
-        // SAFETY: the standard's contract on `index` and `status`.
-        unsafe {
-            put(index, i, "index")?;
-            put_status(status, s);
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testany(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MpiStatus,
-) -> c_int {
-    with_state("MPI_Testany", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array.
-        let reqs = unsafe { handles(count, array_of_requests)? };
-        let (i, f, s) = match some(st, reqs, false, true)? {
-            None => (MPI_UNDEFINED, 1, Some(MpiStatus::empty())),
-            Some(d) if d.is_empty() => (MPI_UNDEFINED, 0, None),
-            Some(d) => (d[0].0 as c_int, 1, Some(d[0].1)),
-        };
-        // SAFETY: the standard's contract on `index`, `flag` and `status`.
-        unsafe {
-            put(index, i, "index")?;
-            put(flag, f, "flag")?;
-            if let Some(s) = s {
-                put_status(status, s);
-            }
-        }
-        Ok(())
-    })
-}
-
-/// `MPI_Waitsome` and `MPI_Testsome`.
-///
-/// # Safety
-/// The arrays hold `incount` entries; the pointers are writable.
-unsafe fn waitsome(
-    call: &str,
-    block: bool,
-    incount: c_int,
-    array_of_requests: *mut Handle,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract on the array.
-        let reqs = unsafe { handles(incount, array_of_requests)? };
-        let done = some(st, reqs, block, false)?;
-        // SAFETY: the caller's contract on the output arrays.
-        unsafe { put_some(done, outcount, array_of_indices, array_of_statuses) }
-    })
-}
-
-/// The results of the `some` calls: `MPI_UNDEFINED` when no request took
-/// part, else how many completed, which, and their statuses.
-///
-/// # Safety
-/// `outcount` is writable; the arrays have room for every request.
-unsafe fn put_some(
-    done: Option<Vec<(usize, MpiStatus)>>,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> R<()> {
-    let Some(done) = done else {
-        // SAFETY: the caller's contract on `outcount`.
-        return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
-    };
-    if !done.is_empty() && array_of_indices.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
-    }
-    for (k, (i, s)) in done.iter().enumerate() {
-        // SAFETY: the caller's contract: room for every request.
-        unsafe {
-            array_of_indices.add(k).write(*i as c_int);
-            if !array_of_statuses.is_null() {
-                array_of_statuses.add(k).write(*s);
-            }
-        }
-    }
-    // SAFETY: the caller's contract on `outcount`.
-    unsafe { put(outcount, done.len() as c_int, "outcount") }
+    let (r, o, i, s) = (array_of_requests.cast_mut(), outcount, array_of_indices, array_of_statuses);
+    // SAFETY: the standard's contract on the arrays; the requests are only read.
+    unsafe { some("MPI_Request_get_status_some", false, false, incount, r, o, i, s) }
 }
 
 #[no_mangle]
@@ -1015,7 +1036,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
 ) -> c_int {
     let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
     // SAFETY: the standard's contract on the arrays.
-    unsafe { waitsome("MPI_Waitsome", true, incount, r, o, i, s) }
+    unsafe { some("MPI_Waitsome", true, true, incount, r, o, i, s) }
 }
 
 #[no_mangle]
@@ -1028,7 +1049,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 ) -> c_int {
     let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
     // SAFETY: the standard's contract on the arrays.
-    unsafe { waitsome("MPI_Testsome", false, incount, r, o, i, s) }
+    unsafe { some("MPI_Testsome", false, true, incount, r, o, i, s) }
 }
 
 #[no_mangle]
@@ -1052,16 +1073,6 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         unsafe { request.write(MPI_REQUEST_NULL) };
         Ok(())
     })
-}
-
-/// What a request handle becomes once its operation has completed:
-/// `MPI_REQUEST_NULL`, or itself for a persistent request (now inactive).
-fn after(st: &State, h: Handle) -> Handle {
-    if st.requests.contains_key(&h) {
-        h
-    } else {
-        MPI_REQUEST_NULL
-    }
 }
 
 /// A persistent request over `op` (§3.9.1), inactive until started.
@@ -1197,7 +1208,7 @@ fn start(st: &mut State, h: Handle) -> R<()> {
     let c = &p.comm;
     match &p.op {
         PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
-            p.done = Some(MpiStatus::proc_null());
+            p.done = Some(Ok(MpiStatus::proc_null()));
         }
         PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
             // The message is copied now: the started request is complete.
@@ -1205,7 +1216,7 @@ fn start(st: &mut State, h: Handle) -> R<()> {
             // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
             // valid while the request lives (§3.9).
             unsafe { b.send(&c.process_at_rank(*dest), *buf, span, *tag) }?;
-            p.done = Some(MpiStatus::empty());
+            p.done = Some(Ok(MpiStatus::empty()));
         }
         PersistentOp::Send { buf, span, dest, tag, mode } => {
             let sync = *mode == Mode::Synchronous;

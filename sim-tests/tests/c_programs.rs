@@ -295,6 +295,16 @@ fn persistent_requests_cancellation_attributes_and_nonblocking_collectives() {
     }
 }
 
+/// Completion after an error (sim-tests/c/complete.c): a truncated
+/// receive among others gives MPI_ERR_IN_STATUS with every status's
+/// MPI_ERROR set and every handle freed, on every backend. (That the C
+/// calls wait in one call is `mpi-suite one-call-waits`: they are the
+/// Rust API's `settle`.)
+#[test]
+fn completion_after_an_error_frees_handles_and_reports_in_status() {
+    everywhere("complete", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+}
+
 /// Build `sim-tests/c/<name>.c` and run it on the simulator at each
 /// `(ranks, nodes)`, then on 3 ranks over UDP and DPDK; each run must
 /// print "OK c-<name> on N ranks". The binary, for further runs.
