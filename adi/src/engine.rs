@@ -708,6 +708,9 @@ impl State {
 pub struct Engine {
     t: Box<dyn Transport>,
     st: State,
+    /// Work of the layers above, run by every progress pass (see
+    /// [`crate::hooks`]); taken out while it runs.
+    hooks: Vec<Box<dyn crate::ProgressHook>>,
 }
 
 impl Engine {
@@ -747,7 +750,46 @@ impl Engine {
                 charged: false,
                 queued: 0,
             },
+            hooks: Vec::new(),
         }
+    }
+
+    /// Register `hook`: from now on every progress pass advances it
+    /// ([`crate::hooks`]).
+    pub fn add_hook(&mut self, hook: Box<dyn crate::ProgressHook>) {
+        self.hooks.push(hook);
+    }
+
+    /// The registered hook of type `T` (`None` while it runs, or if none is).
+    pub fn hook_mut<T: crate::ProgressHook + 'static>(&mut self) -> Option<&mut T> {
+        self.hooks.iter_mut().find_map(|h| h.as_any_mut().downcast_mut::<T>())
+    }
+
+    /// Whether any registered hook has work.
+    pub fn hooks_busy(&self) -> bool {
+        self.hooks.iter().any(|h| h.busy())
+    }
+
+    /// Run every busy hook once; whether any moved something. Hooks run
+    /// with the list taken out, so a progress pass inside one runs none.
+    fn run_hooks(&mut self) -> Result<bool, AdiError> {
+        let mut hooks = std::mem::take(&mut self.hooks);
+        let mut result = Ok(false);
+        for h in hooks.iter_mut() {
+            if h.busy() {
+                match h.poll(self) {
+                    Ok(w) => result = result.map(|worked| worked | w),
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+        // Hooks registered while these ran go after them.
+        hooks.append(&mut self.hooks);
+        self.hooks = hooks;
+        result
     }
 
     /// This process's rank.
@@ -1369,9 +1411,21 @@ impl Engine {
         }
     }
 
-    /// One pass of the progress engine: receive, then drive rendezvous work
-    /// and the send queues. Returns whether anything happened.
+    /// One pass of the progress engine: the busy progress hooks, receive,
+    /// drive rendezvous work and the send queues, the hooks again. Returns
+    /// whether anything happened.
     pub fn progress(&mut self) -> Result<bool, AdiError> {
+        if !self.hooks_busy() {
+            return self.progress_own();
+        }
+        let mut worked = self.run_hooks()?;
+        worked |= self.progress_own()?;
+        worked |= self.run_hooks()?;
+        Ok(worked)
+    }
+
+    /// The engine's own part of a progress pass.
+    fn progress_own(&mut self) -> Result<bool, AdiError> {
         self.st.counters.progress_passes += 1;
         let mut worked = self.flush_all()?;
         let st = &mut self.st;

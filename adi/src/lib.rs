@@ -20,6 +20,7 @@ pub mod config;
 pub mod counters;
 pub mod engine;
 pub mod error;
+pub mod hooks;
 pub mod offload;
 pub mod pmi;
 pub mod transport;
@@ -29,6 +30,7 @@ pub use config::Config;
 pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
+pub use hooks::ProgressHook;
 pub use transport::{Caps, HostCost, Lent, Region, RemoteMemory, SimClock, Transport};
 
 /// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).

@@ -513,18 +513,11 @@ fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: 
     let e = c.engine()?;
     charge_call(e);
     charge_request(e);
-    if c.nbc.is_empty() {
-        c.engine()?.send(dest, tag, comm.ctx, bytes, sync)?;
-    } else {
-        // A rendezvous or synchronous send blocks until the receiver acts,
-        // and the receiver may be waiting for this process's part of a
-        // non-blocking collective: keep those moving meanwhile.
-        // SAFETY: `bytes` is borrowed for this whole call, and wait_borrowed
-        // completes the request, or abandons it if waiting fails, before
-        // returning.
-        let id = unsafe { c.engine()?.isend_borrowed(dest, tag, comm.ctx, bytes, sync)? };
-        c.wait_borrowed(id)?;
-    }
+    // A rendezvous or synchronous send blocks until the receiver acts,
+    // and the receiver may be waiting for this process's part of a
+    // non-blocking collective: the engine's wait keeps those moving (its
+    // progress hook).
+    c.engine()?.send(dest, tag, comm.ctx, bytes, sync)?;
     charge_request(c.engine()?);
     Ok(())
 }
@@ -651,20 +644,9 @@ fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Resu
     let e = c.engine()?;
     charge_call(e);
     charge_request(e);
-    let st = if c.nbc.is_empty() {
-        c.engine()?.recv_into(src, tag, comm.ctx, out)?
-    } else {
-        // Non-blocking collectives are in progress: keep them moving while
-        // this receive waits (one of them may be what the sender waits for).
-        // SAFETY: `out` is borrowed for this whole call, and wait_borrowed
-        // completes the request, or abandons it if waiting fails, before
-        // returning.
-        let id = unsafe { c.engine()?.irecv_into(src, tag, comm.ctx, out)? };
-        match c.wait_borrowed(id)? {
-            adi::Done::Placed { status } => status,
-            _ => return Err(MpiError::Invalid("internal: a receive into a buffer completed otherwise".into())),
-        }
-    };
+    // Collectives in progress keep moving while this receive waits (one of
+    // them may be what the sender waits for): the engine's progress hook.
+    let st = c.engine()?.recv_into(src, tag, comm.ctx, out)?;
     charge_request(c.engine()?);
     Ok(comm.status(st))
 }
@@ -692,15 +674,7 @@ fn matched_probe(
     if !block {
         return Ok(c.engine()?.improbe(src, tag, ctx)?);
     }
-    if c.nbc.is_empty() {
-        return Ok(Some(c.engine()?.mprobe(src, tag, ctx)?));
-    }
-    let mut found = None;
-    c.wait_until(|c| {
-        found = c.engine()?.improbe(src, tag, ctx)?;
-        Ok(found.is_some())
-    })?;
-    Ok(found)
+    Ok(Some(c.engine()?.mprobe(src, tag, ctx)?))
 }
 
 /// Receive a message of any length as a `Vec<T>`, allocated once at its
@@ -768,15 +742,7 @@ fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
     charge_call(e);
-    if c.nbc.is_empty() {
-        return Ok(comm.status(c.engine()?.probe(src, tag, comm.ctx)?));
-    }
-    let mut found = None;
-    c.wait_until(|c| {
-        found = c.engine()?.iprobe(src, tag, comm.ctx)?;
-        Ok(found.is_some())
-    })?;
-    found.map(|st| comm.status(st)).ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))
+    Ok(comm.status(c.engine()?.probe(src, tag, comm.ctx)?))
 }
 
 fn iprobe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Option<Status>> {

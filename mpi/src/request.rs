@@ -414,9 +414,7 @@ fn test_pass(c: &mut Context, waiting: &[&Request<'_>]) -> Result<()> {
     if only_collectives && c.progress == crate::ProgressMode::Thread && !c.thread_due()? {
         return Ok(());
     }
-    c.progress_collectives()?;
     c.engine()?.progress()?;
-    c.progress_collectives()?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use adi::{Engine, HostCost};
 
 use crate::coll::exec::Exec;
+use crate::coll::live::LiveCollectives;
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::error::{MpiError, Result};
 
@@ -18,12 +19,6 @@ pub(crate) struct Context {
     engine: Option<Engine>,
     /// Next free context id (even; id+1 is the collective context).
     pub(crate) next_ctx: u32,
-    /// Collectives in progress (non-blocking ones until they complete, and
-    /// the blocking one being waited for). Every wait of this library
-    /// advances them all, so that a process blocked in one call still does
-    /// its part of the others (DN_NBC_PROGRESS=manual: progress happens
-    /// inside MPI calls, as in LibNBC without a thread).
-    pub(crate) nbc: Vec<Locked<Exec>>,
     /// Who executes collective schedules (`DN_NBC_PROGRESS`).
     pub(crate) progress: ProgressMode,
     /// Simulated progress thread: how far its last pass ran past the
@@ -109,56 +104,33 @@ impl Context {
         if want == 0 {
             return Ok(());
         }
-        if c.nbc.is_empty() {
+        if !c.engine()?.hooks_busy() {
             return Ok(c.engine()?.compute(want as f64 / 1000.0)?);
         }
         let end = start.saturating_add(want);
         loop {
             // The thread's pass: its costs are the time it takes on its core.
             c.thread_last_ps = c.engine()?.now_ps().unwrap_or(0);
-            c.progress_collectives()?;
             c.engine()?.progress()?;
-            c.progress_collectives()?;
             let now = c.engine()?.now_ps().unwrap_or(end);
             if now >= end {
                 c.thread_debt_ps += now - end;
                 return Ok(());
             }
             let left = (end - now) as f64 / 1000.0;
-            if c.nbc.is_empty() {
+            if !c.engine()?.hooks_busy() {
                 return Ok(c.engine()?.compute(left)?);
             }
             c.engine()?.compute(left.min(THREAD_POLL_NS))?;
         }
     }
 
-    /// Advance every collective in progress; `true` if any did something.
-    pub(crate) fn progress_collectives(&mut self) -> Result<bool> {
-        if self.nbc.is_empty() {
-            return Ok(false);
-        }
-        let list = std::mem::take(&mut self.nbc);
-        let e = self.engine()?;
-        let mut worked = false;
-        let mut keep = Vec::with_capacity(list.len());
-        for x in list {
-            let (finished, progressed) = {
-                let mut ex = x.borrow_mut();
-                let before = ex.done_nodes();
-                // An error is kept in the execution and reported by its request.
-                let finished = ex.advance(e);
-                (finished, ex.done_nodes() != before)
-            };
-            worked |= progressed;
-            if !finished {
-                keep.push(x);
-            }
-        }
-        // New executions may have been registered meanwhile (none are: the
-        // registry is only appended to outside this call).
-        keep.append(&mut self.nbc);
-        self.nbc = keep;
-        Ok(worked)
+    /// The collectives in progress, registered with the engine's
+    /// progress (see [`crate::coll::live`]).
+    pub(crate) fn live_collectives(&mut self) -> Result<&mut LiveCollectives> {
+        self.engine()?
+            .hook_mut::<LiveCollectives>()
+            .ok_or_else(|| MpiError::Invalid("internal: the collectives' progress hook is missing".into()))
     }
 
     /// Hand `x` to the device if the mode says so and its operation can run
@@ -174,9 +146,7 @@ impl Context {
             if x.try_offload(self.engine()?, &steps)? {
                 return Ok(());
             }
-            let mut worked = self.progress_collectives()?;
-            worked |= self.engine()?.progress()?;
-            if !worked {
+            if !self.engine()?.progress()? {
                 self.engine()?.idle()?;
             }
         }
@@ -212,12 +182,11 @@ impl Context {
     /// pass finds nothing to do.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
         loop {
-            let mut worked = self.progress_collectives()?;
             if done(self)? {
                 return Ok(());
             }
-            worked |= self.engine()?.progress()?;
-            worked |= self.progress_collectives()?;
+            // The engine's pass runs its hooks: the collectives move too.
+            let worked = self.engine()?.progress()?;
             if done(self)? {
                 return Ok(());
             }
@@ -352,16 +321,11 @@ impl ProgressThread {
                 if c.engine.is_none() || c.thread_failed.is_some() {
                     return;
                 }
-                let idle = c.nbc.is_empty() && c.engine.as_ref().is_none_or(|e| e.live_requests() == 0);
+                let idle = c.engine.as_ref().is_none_or(|e| !e.hooks_busy() && e.live_requests() == 0);
                 if idle {
                     None
                 } else {
-                    let r = (|| -> Result<bool> {
-                        let mut worked = c.progress_collectives()?;
-                        worked |= c.engine()?.progress()?;
-                        worked |= c.progress_collectives()?;
-                        Ok(worked)
-                    })();
+                    let r = (|| -> Result<bool> { Ok(c.engine()?.progress()?) })();
                     c.thread_passes += 1;
                     match &r {
                         Ok(true) => c.thread_useful += 1,
@@ -470,10 +434,10 @@ pub fn initialize() -> Result<Universe> {
         }
         m => m,
     };
+    engine.add_hook(Box::<LiveCollectives>::default());
     let shared = Locked::new(Context {
         engine: Some(engine),
         next_ctx: 2,
-        nbc: Vec::new(),
         progress,
         thread_debt_ps: 0,
         thread_last_ps: 0,

@@ -22,6 +22,7 @@
 
 pub mod algo;
 pub(crate) mod exec;
+pub(crate) mod live;
 pub mod op;
 pub mod schedule;
 
@@ -52,7 +53,7 @@ pub(crate) fn start(
     let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
     c.offload(&mut x)?;
     let x = Locked::new(x);
-    c.nbc.push(x.clone());
+    c.live_collectives()?.register(x.clone());
     if let Some(t) = &c.thread {
         t.unpark();
     }
