@@ -10,6 +10,7 @@
 //! of `oldtype`.
 
 use std::ffi::c_int;
+use std::sync::Arc;
 
 use crate::abi::*;
 use crate::datatype::{array, define, Builder, Contents, Form, Layout};
@@ -21,7 +22,7 @@ type Runs = Vec<(i64, i64)>;
 
 /// Build the array type: dimension `d` has `sizes[d]` indices, of which
 /// `runs[d]` are in the type. `c_order`: the last dimension varies fastest.
-fn array_layout(old: &Layout, sizes: &[i64], runs: &[Runs], c_order: bool) -> R<Layout> {
+fn array_layout(old: &Arc<Layout>, sizes: &[i64], runs: &[Runs], c_order: bool) -> R<Layout> {
     let overflow = || Fail::new(MPI_ERR_COUNT, "the array's size overflows the address space");
     let mut dims: Vec<usize> = (0..sizes.len()).collect();
     if c_order {
@@ -30,26 +31,19 @@ fn array_layout(old: &Layout, sizes: &[i64], runs: &[Runs], c_order: bool) -> R<
     let mut cur = old.clone();
     // Bytes between consecutive indices of the current dimension.
     let mut stride = old.extent();
-    for (k, &d) in dims.iter().enumerate() {
+    for &d in &dims {
         let mut b = Builder::new();
         for &(first, n) in &runs[d] {
             let at = (first as isize).checked_mul(stride).ok_or_else(overflow)?;
-            if k == 0 {
-                // The innermost dimension places elements of `oldtype`,
-                // one extent apart: one run at a time.
-                b.place(&cur, at, n as usize)?;
-            } else {
-                for j in 0..n as isize {
-                    b.place(&cur, at + j * stride, 1)?;
-                }
-            }
+            // A run of indices: `n` copies of the inner dimension's type,
+            // one index (`stride` bytes) apart.
+            b.place_strided(&cur, at, n as usize, stride)?;
         }
-        cur = b.done();
+        cur = Arc::new(b.finish());
         stride = stride.checked_mul(sizes[d] as isize).ok_or_else(overflow)?;
     }
     // Resized to the whole array (§5.1.3, §5.1.4).
-    (cur.lb, cur.ub) = (0, stride);
-    Ok(cur)
+    Ok(cur.resized(0, stride)?)
 }
 
 /// `MPI_ORDER_C` (true) or `MPI_ORDER_FORTRAN` (false).
@@ -104,7 +98,7 @@ unsafe fn subarray(
             }
             runs.push(vec![(start, sub)]);
         }
-        let layout = array_layout(&*st.layout(oldtype)?, &sizes, &runs, c)?;
+        let layout = array_layout(&st.layout(oldtype)?, &sizes, &runs, c)?;
         let types = vec![st.part(oldtype)?];
         let contents = match form {
             Form::Int => {
@@ -261,7 +255,7 @@ unsafe fn darray<'a>(
         }
         let runs =
             (0..n).map(|d| owned(d, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d])).collect::<R<Vec<_>>>()?;
-        let layout = array_layout(&*st.layout(oldtype)?, &gsizes, &runs, c)?;
+        let layout = array_layout(&st.layout(oldtype)?, &gsizes, &runs, c)?;
         let types = vec![st.part(oldtype)?];
         let mut ints = vec![size, rank, ndims];
         let mut counts = vec![];
@@ -359,13 +353,13 @@ mod tests {
 
     #[test]
     fn a_c_order_subarray_takes_rows_of_the_inner_dimension() {
-        let int = Layout::basic(4, 4, 1);
+        let int = Arc::new(Layout::basic(4, 4, 1));
         // A 3x4 array of ints; the 2x2 block at (1, 1).
         let l = array_layout(&int, &[3, 4], &[vec![(1, 2)], vec![(1, 2)]], true).unwrap();
-        assert_eq!(l.blocks, vec![(20, 8), (36, 8)]);
+        assert_eq!(l.blocks().collect::<Vec<_>>(), vec![(20, 8), (36, 8)]);
         assert_eq!((l.lb, l.ub, l.size), (0, 48, 16));
         // The same in Fortran order: the first dimension is the fast one.
         let l = array_layout(&int, &[3, 4], &[vec![(1, 2)], vec![(1, 2)]], false).unwrap();
-        assert_eq!(l.blocks, vec![(16, 8), (28, 8)]);
+        assert_eq!(l.blocks().collect::<Vec<_>>(), vec![(16, 8), (28, 8)]);
     }
 }

@@ -644,7 +644,7 @@ impl Wblocks {
     unsafe fn unpack(&self) {
         for (at, len, dst, layout) in &self.places {
             // SAFETY: the caller's contract.
-            unsafe { layout.unpack(&self.staging[*at..*at + *len], *dst) };
+            unsafe { layout.unpack_raw(&self.staging[*at..*at + *len], *dst) };
         }
     }
 }

@@ -458,6 +458,13 @@ pub trait Destination {
         send_impl(self.comm(), self.destination_rank(), buf.as_bytes(), tag, false)
     }
 
+    /// Blocking send of `count` elements of a derived datatype
+    /// ([`crate::datatype::View`]; MPI 4.1 §5.1): from the buffer itself
+    /// when they are one block, else packed.
+    fn send_view(&self, view: &crate::datatype::View<'_>, tag: Tag) -> Result<()> {
+        send_impl(self.comm(), self.destination_rank(), &view.bytes()?, tag, false)
+    }
+
     /// Blocking synchronous-mode send, tag 0 (`MPI_Ssend`): returns once the receive has matched.
     fn synchronous_send<B: Buffer + ?Sized>(&self, buf: &B) -> Result<()> {
         self.synchronous_send_with_tag(buf, 0)
@@ -587,6 +594,19 @@ pub trait Source {
     fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: Tag) -> Result<Status> {
         check_tag(tag)?;
         receive_into(self, buf, TagSel::Tag(tag))
+    }
+
+    /// Blocking receive into `count` elements of a derived datatype
+    /// ([`crate::datatype::MutView`]; MPI 4.1 §5.1), with a tag: a message
+    /// of up to their packed size, unpacked into them; a shorter one fills
+    /// the first elements.
+    fn receive_into_view(&self, view: &mut crate::datatype::MutView<'_>, tag: Tag) -> Result<Status> {
+        check_tag(tag)?;
+        let mut staged = vec![0u8; view.packed_len()?];
+        let st = recv_into_raw(self, TagSel::Tag(tag), &mut staged)?;
+        let n = usize::try_from(st.bytes()).unwrap_or(usize::MAX).min(staged.len());
+        view.unpack(&staged[..n])?;
+        Ok(st)
     }
 
     /// Non-blocking receive straight into `buf` (`MPI_Irecv`), any tag;

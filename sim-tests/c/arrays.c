@@ -170,6 +170,38 @@ int main(int argc, char **argv)
         CHECK(col[k] == prev * 10 + (k / 3) * 5 + k % 3, "vector_c element %d = %d", k, col[k]);
     MPI_Type_free(&v);
 
+    /* A type is stored in the size of its description: a vector of 2^40
+     * blocks, and a subarray of a 2^20 x 2^20 array nested in it, build
+     * and answer queries at once (flattened into blocks they would need
+     * terabytes), and a 2^20-block vector carries data. */
+    MPI_Datatype vast, vast2, wide;
+    MPI_Type_vector_c((MPI_Count)1 << 40, 1, 2, MPI_INT, &vast);
+    MPI_Type_contiguous(4, vast, &vast2);
+    MPI_Type_commit(&vast2);
+    MPI_Count hs = 0, hlb = -1, hext = 0;
+    MPI_Type_size_c(vast2, &hs);
+    MPI_Type_get_extent_c(vast2, &hlb, &hext);
+    CHECK(hs == ((MPI_Count)16 << 40), "huge vector size %lld", (long long)hs);
+    CHECK(hlb == 0 && hext == 4 * (((MPI_Count)8 << 40) - 4), "huge vector extent %lld", (long long)hext);
+    MPI_Type_free(&vast);
+    MPI_Type_free(&vast2);
+    int wsizes[2] = {1 << 20, 1 << 20}, wsub[2] = {1 << 19, 1 << 19}, wstart[2] = {1, 2};
+    MPI_Type_create_subarray(2, wsizes, wsub, wstart, MPI_ORDER_C, MPI_CHAR, &wide);
+    MPI_Type_commit(&wide);
+    MPI_Type_size_c(wide, &hs);
+    CHECK(hs == ((MPI_Count)1 << 38), "wide subarray size %lld", (long long)hs);
+    MPI_Type_free(&wide);
+    MPI_Datatype spread;
+    int n20 = 1 << 20;
+    MPI_Type_vector(n20, 1, 2, MPI_INT, &spread);
+    MPI_Type_commit(&spread);
+    static int sparse[2 << 20], dense[1 << 20];
+    for (int k = 0; k < 2 * n20; k++) sparse[k] = k;
+    MPI_Sendrecv(sparse, 1, spread, next, 4, dense, n20, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(dense[0] == 0 && dense[n20 - 1] == 2 * (n20 - 1), "a 2^20-block vector moved %d .. %d", dense[0],
+          dense[n20 - 1]);
+    MPI_Type_free(&spread);
+
     /* Fortran kinds: predefined, the same handle each time, never freed. */
     MPI_Datatype i4, i4b, r8;
     MPI_Type_create_f90_integer(9, &i4);

@@ -49,6 +49,8 @@ suite! {
     topo_1r_1n: "topo", 1, 1;
     topo_2r_2n: "topo", 2, 2;
     topo_6r_3n: "topo", 6, 3;
+    views_1r_1n: "views", 1, 1;
+    views_3r_2n: "views", 3, 2;
 }
 
 #[test]

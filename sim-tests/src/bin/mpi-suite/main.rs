@@ -56,6 +56,7 @@ fn main() -> ExitCode {
             "sync" => sync(&u, &w)?,
             "comms" => comms(&w)?,
             "topo" => topo(&w)?,
+            "views" => views(&w)?,
             "sockets" => sockets(&w)?,
             "idle" => idle(&w)?,
             "poll-iprobe" => poll_iprobe(&u, &w)?,
@@ -735,6 +736,37 @@ fn report_time(u: &Universe, w: &SimpleCommunicator, what: &str, polls: u64) {
 fn late_send(u: &Universe, w: &SimpleCommunicator, to: Rank) -> R {
     u.compute(POLL_DELAY_NS).map_err(e)?;
     w.process_at_rank(to).send_with_tag(&b"hello"[..], 12).map_err(e)
+}
+
+/// Derived datatypes from Rust (MPI 4.1 §5.1): each rank sends column
+/// `rank % 4` of a 4x4 matrix of i32 (a vector: 4 blocks of 1, stride 4)
+/// to the next rank, which receives it into every other element of a row
+/// of 8 (stride 2); the elements in between keep their values. A view
+/// that reaches past its buffer is refused before anything moves.
+fn views(w: &SimpleCommunicator) -> R {
+    use mpi::datatype::{MutView, UserDatatype, View};
+    let (rank, size) = (w.rank(), w.size());
+    let int = UserDatatype::of::<i32>();
+    let column = UserDatatype::vector(4, 1, 4, &int).map_err(e)?;
+    let spread = UserDatatype::vector(4, 1, 2, &int).map_err(e)?;
+    let matrix: Vec<i32> = (0..16).map(|k| rank * 100 + k).collect();
+    let col = (rank % 4) as usize;
+    let bytes: &[u8] = matrix.as_bytes();
+    let send = View::new(&bytes[col * 4..], 1, &column).map_err(e)?;
+    let mut row = vec![-1i32; 8];
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    // 16 bytes go eagerly: everyone sends, then receives.
+    w.process_at_rank(next).send_view(&send, 5).map_err(e)?;
+    let mut view = MutView::new(row.as_bytes_mut(), 1, &spread).map_err(e)?;
+    let st = w.process_at_rank(prev).receive_into_view(&mut view, 5).map_err(e)?;
+    check!(st.bytes() == 16, "received {} bytes", st.bytes());
+    let pc = prev % 4;
+    let want: Vec<i32> = (0..8).map(|k| if k % 2 == 0 { prev * 100 + pc + 4 * (k / 2) } else { -1 }).collect();
+    check!(row == want, "rank {rank} received {row:?}, want {want:?}");
+    check!(View::new(&bytes[..51], 1, &column).is_err(), "a view past its buffer (52 bytes needed) was accepted");
+    check!(View::new(&bytes[..52], 1, &column).is_ok(), "a view that fits was refused");
+    check!(MutView::new(&mut [0u8; 27], 1, &spread).is_err(), "a receive view past its buffer was accepted");
+    Ok(())
 }
 
 /// Every completion call is one MPI call however long it waits (MPI 4.1

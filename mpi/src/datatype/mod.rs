@@ -1,7 +1,15 @@
-//! Typed buffers: plain-old-data values, slices and vectors (MPI 4.1 §3.2:
-//! the basic datatypes; anything `bytemuck::Pod` maps to contiguous bytes).
+//! Datatypes. Typed buffers: plain-old-data values, slices and vectors
+//! (MPI 4.1 §3.2: the basic datatypes; anything `bytemuck::Pod` maps to
+//! contiguous bytes); derived datatypes ([`UserDatatype`], §5.1) over
+//! [`typemap`]s, the one datatype engine of the Rust API and the C ABI.
 
 use bytemuck::Pod;
+
+pub mod typemap;
+mod user;
+
+pub use typemap::{Typemap, TypemapBuilder};
+pub use user::{MutView, UserDatatype, View};
 
 /// A type that maps to contiguous bytes (MPI's basic datatypes). Implemented
 /// for the primitive numbers and arrays of them; implement it for your own
