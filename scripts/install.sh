@@ -17,7 +17,7 @@ fi
 cd "$(dirname "$0")/.."
 mkdir -p "$1"
 prefix=$(cd "$1" && pwd)
-cargo build --release --locked -p capi -p mpi -p hw-tools --bins --lib
+cargo build --release --locked -p capi -p mpi-tools -p hw-tools --bins --lib
 install -d "$prefix/bin" "$prefix/lib" "$prefix/include"
 install -m 0644 capi/include/mpi.h "$prefix/include/mpi.h"
 install -m 0755 target/release/libmpi_abi.so "$prefix/lib/libmpi_abi.so.1"

@@ -837,6 +837,12 @@ impl Engine {
         self.t.name()
     }
 
+    /// The node this rank runs on, when the backend has nodes of its own
+    /// ([`crate::Transport::node`]).
+    pub fn node(&self) -> Option<u32> {
+        self.t.node()
+    }
+
     /// Counters.
     pub fn counters(&self) -> Counters {
         Counters {

@@ -113,6 +113,13 @@ pub trait Transport: Send {
     }
     /// Nothing to do: block until something may have changed.
     fn idle(&mut self) -> Result<(), TransportError>;
+    /// The node this rank runs on, when the backend places ranks on nodes
+    /// of its own (the simulator's, or DIMMnet-2 cards): the ranks of one
+    /// node share memory (`MPI_COMM_TYPE_SHARED`). `None`: the host is
+    /// the node.
+    fn node(&self) -> Option<u32> {
+        None
+    }
     /// Simulated time and host-cost accounting, if this transport runs
     /// against the simulator (`None` on sockets, DPDK and real hardware).
     fn sim_clock(&self) -> Option<&dyn SimClock> {

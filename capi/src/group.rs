@@ -428,14 +428,11 @@ pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: 
 }
 
 /// The shared-memory domain of this process (`MPI_COMM_TYPE_SHARED`): its
-/// simulated node on the simulator (ranks fill nodes in order, as `dnrun`
-/// places them), else its host.
+/// node where the backend has nodes (the simulator, DIMMnet-2 cards: the
+/// rank map's, explicit or in blocks), else its host.
 fn shared_domain(st: &State) -> R<c_int> {
-    let world = &st.comm(MPI_COMM_WORLD)?.comm;
-    if st.universe.is_simulated() {
-        let nodes = std::env::var("DN_NODES").ok().and_then(|n| n.parse::<u16>().ok()).unwrap_or(1);
-        let per = mpi::launcher::slots_per_node(world.size() as u32, nodes).max(1);
-        return Ok((world.rank() as u32 / per) as c_int);
+    if let Some(node) = st.universe.node()? {
+        return Ok((node & 0x7fff_ffff) as c_int);
     }
     let host = crate::env::host_name();
     let h = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));

@@ -17,23 +17,21 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Run programs with the launcher: `dnrun -n 4 --nodes 2 -- ./my_program`.
+//! Run programs with the launcher: `dnrun -n 4 --nodes 2 -- ./my_program`
+//! (crate `mpi-tools`, with the PMI-1 server and the benchmarks: an MPI
+//! program links none of them).
 //! The transport (simulated DIMMnet-2, UDP, ...) is the launcher's choice;
 //! nothing in this crate depends on it.
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
-pub mod bench;
 pub mod coll;
 mod comm;
 pub mod compute;
 pub mod datatype;
 mod error;
 pub mod inter;
-mod job_io;
-pub mod launcher;
-pub mod pmi_server;
 pub mod request;
 pub mod topo;
 mod universe;

@@ -493,6 +493,14 @@ impl Universe {
         Ok(self.shared.borrow_mut().engine()?.backend())
     }
 
+    /// The node this process runs on, when the backend places ranks on
+    /// nodes of its own (the simulator's, DIMMnet-2 cards); `None` when the
+    /// host is the node. Processes of one node share memory
+    /// (`MPI_COMM_TYPE_SHARED`).
+    pub fn node(&self) -> Result<Option<u32>> {
+        Ok(self.shared.borrow_mut().engine()?.node())
+    }
+
     /// Protocol counters of this process.
     pub fn counters(&self) -> Result<adi::Counters> {
         Ok(self.shared.borrow_mut().engine()?.counters())

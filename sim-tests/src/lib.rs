@@ -26,7 +26,7 @@ pub fn ensure_binaries() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let release = dir.file_name().is_some_and(|n| n == "release");
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "--bins", "-p", "mpi", "-p", "hw-tools", "-p", "sim-tests"]);
+        cmd.args(["build", "--quiet", "--bins", "-p", "mpi-tools", "-p", "hw-tools", "-p", "sim-tests"]);
         if release {
             cmd.arg("--release");
         }

@@ -127,7 +127,7 @@ fn dpdk_pollers_are_supervised_like_the_ranks() {
     if !sim_tests::dpdk_or_skip("dpdk_pollers_are_supervised_like_the_ranks") {
         return;
     }
-    let poller = mpi::launcher::POLLER_ARG;
+    let poller = mpi_tools::launcher::POLLER_ARG;
     let job = ["-n", "3", "--nodes", "2", "--backend", "dpdk", "--dpdk-poller", "node", "--"];
 
     // A poller killed while the ranks run.

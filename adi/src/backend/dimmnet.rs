@@ -759,6 +759,10 @@ impl Transport for DimmnetTransport {
         BACKEND
     }
 
+    fn node(&self) -> Option<u32> {
+        Some(u32::from(self.map.peer(self.rank).node))
+    }
+
     fn rank(&self) -> u32 {
         self.rank
     }

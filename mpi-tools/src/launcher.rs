@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::universe::ENV_JOB_DIR;
+use mpi::ENV_JOB_DIR;
 
 /// Which transport the ranks use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

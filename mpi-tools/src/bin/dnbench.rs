@@ -28,9 +28,9 @@
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use mpi::bench::{bw_iterations, iterations_for, Row, BW_MAX_WARMUP, LATENCY_WARMUP};
 use mpi::traits::*;
 use mpi::Universe;
+use mpi_tools::bench::{bw_iterations, iterations_for, Row, BW_MAX_WARMUP, LATENCY_WARMUP};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Test {

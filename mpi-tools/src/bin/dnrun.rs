@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mpi::launcher::{launch, Backend, DpdkPolling, LaunchOptions};
+use mpi_tools::launcher::{launch, Backend, DpdkPolling, LaunchOptions};
 
 /// Run an MPI program as NP processes.
 #[derive(Parser, Debug)]
@@ -189,17 +189,17 @@ fn mpiexec_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.len() == 3 && argv[1] == mpi::launcher::REAPER_ARG {
-        return ExitCode::from(mpi::launcher::reap(std::path::Path::new(&argv[2])) as u8);
+    if argv.len() == 3 && argv[1] == mpi_tools::launcher::REAPER_ARG {
+        return ExitCode::from(mpi_tools::launcher::reap(std::path::Path::new(&argv[2])) as u8);
     }
-    if argv.len() >= 2 && argv[1] == mpi::launcher::POLLER_ARG {
+    if argv.len() >= 2 && argv[1] == mpi_tools::launcher::POLLER_ARG {
         let stop = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
                 eprintln!("dnrun: cannot install a signal handler: {e}");
             }
         }
-        return ExitCode::from(mpi::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
+        return ExitCode::from(mpi_tools::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
     }
     let a = Args::parse_from(mpiexec_flags(argv));
     let nodes = match a.ppn {
