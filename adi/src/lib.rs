@@ -21,6 +21,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod hooks;
+pub mod job;
 pub mod offload;
 pub mod pmi;
 pub mod transport;
@@ -31,44 +32,98 @@ pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
 pub use error::{AdiError, TransportError};
 pub use hooks::ProgressHook;
+pub use job::JobEnv;
 pub use transport::{Caps, HostCost, Lent, Region, RemoteMemory, SimClock, Transport};
 
 /// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).
 pub const ENV_BACKEND: &str = "DN_BACKEND";
 
-/// Build the transport the launcher asked for (`DN_BACKEND`). A process
-/// started without a launcher (neither `DN_BACKEND` nor `DN_RANK` set) is a
-/// single-rank job on the in-process backend.
+/// How a backend opens a rank's transport for the job its launcher
+/// described (`None`: no `dnrun` job).
+pub type OpenTransport = fn(Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError>;
+
+/// A backend a rank can open: the names `DN_BACKEND` knows it by, and how
+/// it opens from the job its launcher described (`None`: no `dnrun` job).
+/// Adding a backend is a folder under `backend/` and a line in [`BACKENDS`].
+pub struct BackendEntry {
+    /// `DN_BACKEND` values that select it; the first is its name.
+    pub names: &'static [&'static str],
+    /// Open this rank's transport.
+    pub open: OpenTransport,
+}
+
+/// Every backend, in the order `DN_BACKEND`'s error lists them.
+pub const BACKENDS: &[BackendEntry] = &[
+    BackendEntry { names: &["sim", "dimmnet"], open: open_dimmnet },
+    BackendEntry { names: &["udp"], open: |job| Ok(Box::new(backend::udp::UdpTransport::from_job(job)?)) },
+    BackendEntry { names: &["dpdk"], open: |job| Ok(Box::new(backend::dpdk::from_job(job)?)) },
+    BackendEntry { names: &["local"], open: open_local },
+];
+
+#[cfg(feature = "dimmnet")]
+fn open_dimmnet(job: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {
+    let job = job.ok_or_else(|| job::not_in_a_job("DIMMnet-2"))?;
+    Ok(Box::new(backend::dimmnet::DimmnetTransport::from_job(job)?))
+}
+
+#[cfg(not(feature = "dimmnet"))]
+fn open_dimmnet(_: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {
+    Err(TransportError::Config(format!(
+        "{ENV_BACKEND}=sim: this build of adi has no DIMMnet-2 backend; rebuild with the cargo feature `dimmnet`"
+    )))
+}
+
+/// A single-rank job in this process.
+fn open_local(_: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {
+    backend::local::local_world(1, None, backend::local::default_caps())
+        .pop()
+        .map(|t| Box::new(t) as Box<dyn Transport>)
+        .ok_or_else(|| TransportError::Config("no local transport".into()))
+}
+
+/// Build the transport the launcher asked for (`DN_BACKEND`), from the
+/// job parsed once ([`JobEnv`]). A process started without a launcher
+/// (neither `DN_BACKEND` nor `DN_RANK` set) is a single-rank job on the
+/// in-process backend; one started by a standard launcher (PMI-1) uses
+/// UDP between the ranks, with addresses through the launcher's
+/// key-value space.
 pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
     pmi::release_unused();
+    let job = JobEnv::from_env()?;
     let backend = match std::env::var(ENV_BACKEND) {
         Ok(b) => b,
-        // Started by a standard launcher (PMI-1): UDP between the ranks,
-        // addresses through the launcher's key-value space.
-        Err(_) if std::env::var("DN_RANK").is_err() && pmi::launched_by_pmi() => "udp".into(),
-        Err(_) if std::env::var("DN_RANK").is_err() => "local".into(),
+        Err(_) if job.is_none() && pmi::launched_by_pmi() => "udp".into(),
+        Err(_) if job.is_none() => "local".into(),
         Err(_) => "sim".into(),
     };
-    match backend.as_str() {
-        #[cfg(feature = "dimmnet")]
-        "sim" | "dimmnet" => Ok(Box::new(backend::dimmnet::DimmnetTransport::from_env()?)),
-        #[cfg(not(feature = "dimmnet"))]
-        "sim" | "dimmnet" => Err(TransportError::Config(format!(
-            "{ENV_BACKEND}={backend}: this build of adi has no DIMMnet-2 backend; rebuild with the cargo feature `dimmnet`"
-        ))),
-        "udp" => Ok(Box::new(backend::udp::UdpTransport::from_env()?)),
-        "dpdk" => Ok(Box::new(backend::dpdk::from_env()?)),
-        "local" => backend::local::local_world(1, None, backend::local::default_caps())
-            .pop()
-            .map(|t| Box::new(t) as Box<dyn Transport>)
-            .ok_or_else(|| TransportError::Config("no local transport".into())),
-        other => Err(TransportError::Config(format!(
-            "{ENV_BACKEND}={other:?} is not a backend (sim, dimmnet, udp, dpdk, local)"
-        ))),
-    }
+    let entry = BACKENDS.iter().find(|b| b.names.contains(&backend.as_str())).ok_or_else(|| {
+        let all: Vec<&str> = BACKENDS.iter().flat_map(|b| b.names.iter().copied()).collect();
+        TransportError::Config(format!("{ENV_BACKEND}={backend:?} is not a backend ({})", all.join(", ")))
+    })?;
+    (entry.open)(job.as_ref())
 }
 
 /// An engine over the transport the launcher asked for.
 pub fn engine_from_env() -> Result<Engine, AdiError> {
     Engine::new(transport_from_env()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_name_selects_one_entry() {
+        let names: Vec<&str> = BACKENDS.iter().flat_map(|b| b.names.iter().copied()).collect();
+        for n in ["sim", "dimmnet", "udp", "dpdk", "local"] {
+            assert_eq!(names.iter().filter(|&&x| x == n).count(), 1, "{n} in {names:?}");
+        }
+        // Without a dnrun job, the backends that need one say how to get one.
+        for b in BACKENDS.iter().filter(|b| b.names[0] != "local") {
+            let e = (b.open)(None).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("dnrun") || e.contains("DPDK") || e.contains("PMI"), "{}: {e}", b.names[0]);
+        }
+        let local = BACKENDS.iter().find(|b| b.names.contains(&"local")).map(|b| b.open);
+        assert_eq!(local.and_then(|open| open(None).ok()).map(|t| t.size()), Some(1));
+    }
 }

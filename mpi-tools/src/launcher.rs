@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpi::ENV_JOB_DIR;
+use adi::job;
 
 /// Which transport the ranks use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -703,12 +703,13 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                     Backend::Dpdk => "dpdk",
                 },
             )
-            .env("DN_RANK", rank.to_string())
-            .env("DN_SIZE", opts.np.to_string())
-            .env("DN_NODES", opts.nodes.to_string())
+            // The job as adi::JobEnv reads it.
+            .env(job::ENV_RANK, rank.to_string())
+            .env(job::ENV_SIZE, opts.np.to_string())
+            .env(job::ENV_NODES, opts.nodes.to_string())
+            .env(job::ENV_JOB_DIR, dir.join("job"))
+            .env(job::ENV_JOB_ID, job_id.to_string())
             .env("DN_SIM_DIR", &sim_dir)
-            .env(ENV_JOB_DIR, dir.join("job"))
-            .env("DN_JOB_ID", job_id.to_string())
             .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
             .envs(opts.dpdk_vdev.iter().map(|v| (adi::backend::dpdk::DN_DPDK_VDEV, v.as_str())))
             .envs(

@@ -11,9 +11,10 @@ use crate::coll::live::LiveCollectives;
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::error::{MpiError, Result};
 
-/// Environment variable `dnrun` sets to a directory where each rank records
-/// that it finalised, so the launcher can tell an early exit from a normal one.
-pub const ENV_JOB_DIR: &str = "DN_JOB_DIR";
+/// The job directory `dnrun` gives each rank ([`adi::JobEnv`]), where a
+/// rank records that it finalised, so the launcher can tell an early exit
+/// from a normal one.
+pub use adi::job::ENV_JOB_DIR;
 
 pub(crate) struct Context {
     engine: Option<Engine>,
@@ -627,8 +628,8 @@ impl Universe {
         engine.finalize()?;
         // A standard launcher (PMI-1) is told this process is done.
         adi::pmi::finalize().map_err(|e| MpiError::Init(e.to_string()))?;
-        if let Ok(dir) = std::env::var(ENV_JOB_DIR) {
-            let _ = std::fs::write(std::path::Path::new(&dir).join(format!("finalized.{rank}")), b"");
+        if let Some(dir) = adi::JobEnv::from_env().ok().flatten().and_then(|j| j.dir) {
+            let _ = std::fs::write(dir.join(format!("finalized.{rank}")), b"");
         }
         Ok(())
     }

@@ -453,10 +453,12 @@ impl DimmnetTransport {
         })
     }
 
-    /// Open from the environment `dnrun` sets: `DN_SIM_DIR` (or `DN_DEVICE`
-    /// and `DN_SLOT` for a real card), `DN_RANK`, `DN_SIZE`, `DN_NODES` (or
-    /// `DN_RANKMAP`), and optionally `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
-    pub fn from_env() -> Result<DimmnetTransport, TransportError> {
+    /// Open for `job` ([`crate::JobEnv`]: rank, size, nodes), with this
+    /// backend's own settings from the environment `dnrun` sets:
+    /// `DN_SIM_DIR` (or `DN_DEVICE` and `DN_SLOT` for a real card),
+    /// optionally `DN_RANKMAP` (else ranks fill the job's nodes in blocks),
+    /// `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
+    pub fn from_job(job: &crate::JobEnv) -> Result<DimmnetTransport, TransportError> {
         let var = |k: &str| {
             std::env::var(k).map_err(|_| TransportError::Config(format!("{k} is not set; start the job with dnrun")))
         };
@@ -471,26 +473,13 @@ impl DimmnetTransport {
                 Ok(d)
             }
         };
-        // No truncating casts: DN_SIZE=4294967298 is refused, not read as 2.
-        let fits = |k: &str, max: u64| -> Result<u64, TransportError> {
-            let v = num(k)?;
-            if v <= max {
-                Ok(v)
-            } else {
-                Err(TransportError::Config(format!("{k}={v} is out of range: it must be at most {max}")))
-            }
-        };
-        let rank = fits("DN_RANK", u32::MAX as u64)? as u32;
-        let size = fits("DN_SIZE", u32::MAX as u64)? as u32;
+        let (rank, size) = (job.rank, job.size);
         let map = match std::env::var("DN_RANKMAP") {
             Ok(m) => RankMap::parse(&m)?,
-            Err(_) => RankMap::block(size, fits("DN_NODES", u16::MAX as u64)? as u16)?,
+            Err(_) => RankMap::block(size, job.nodes)?,
         };
         if map.len() as u32 != size {
             return Err(TransportError::Config(format!("DN_RANKMAP lists {} ranks but DN_SIZE is {size}", map.len())));
-        }
-        if rank >= size {
-            return Err(TransportError::Config(format!("DN_RANK={rank} is not below DN_SIZE={size}")));
         }
         let me = map.peer(rank);
         let path: PathBuf = match std::env::var("DN_DEVICE") {

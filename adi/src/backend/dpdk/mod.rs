@@ -45,7 +45,6 @@
 use std::io::{self, IoSlice};
 use std::time::Duration;
 
-use super::udp::addr::env_num;
 use super::udp::faults;
 use super::udp::link::{Link, Received};
 use super::udp::wire::{AuthKey, HEADER, TAG};
@@ -242,8 +241,8 @@ pub fn memif_args(job: u32, rank: u32, peer: u32, frame: usize) -> String {
 
 /// The protocol settings for DPDK: datagrams sized to one `frame`, no
 /// kernel offloads, the rest from the environment.
-pub fn config_from_env(frame: usize) -> Result<UdpConfig, TransportError> {
-    let mut cfg = UdpConfig::from_env()?;
+pub fn config_from_env(frame: usize, job_dir: Option<&std::path::Path>) -> Result<UdpConfig, TransportError> {
+    let mut cfg = UdpConfig::from_env(job_dir)?;
     cfg.mtu = frame - ETH - HEADER - TAG;
     cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
     cfg.mtu_fixed = true;
@@ -334,28 +333,25 @@ impl Link for DpdkLink {
     }
 }
 
-/// Open the rank's transport from the environment `dnrun --backend dpdk` sets.
-pub fn from_env() -> Result<DpdkTransport, TransportError> {
+/// Open the rank's transport for `job`, the one `dnrun --backend dpdk`
+/// described (with this backend's own settings from the environment).
+pub fn from_job(job: Option<&crate::JobEnv>) -> Result<DpdkTransport, TransportError> {
     available().map_err(|e| {
         cfg_err(format!("--backend dpdk: {e}. Install DPDK with scripts/setup.sh and rebuild, or use --backend udp"))
     })?;
-    if std::env::var_os("DN_RANK").is_none() && crate::pmi::launched_by_pmi() {
-        return Err(cfg_err(
-            "DN_BACKEND=dpdk under a PMI launcher (hydra): the DPDK backend's ranks find each other through \
-             dnrun (memif sockets in its job directory, or MAC hellos with --dpdk-vdev), which a PMI launcher \
-             does not provide. Start the job with this prefix's mpiexec --backend dpdk, or use UDP under hydra \
-             (leave DN_BACKEND unset)"
-                .into(),
-        ));
-    }
-    let num = |k: &str| -> Result<u32, TransportError> {
-        let v = env_num(k)?;
-        u32::try_from(v).map_err(|_| cfg_err(format!("{k}={v} is too large")))
+    let Some(job) = job else {
+        if crate::pmi::launched_by_pmi() {
+            return Err(cfg_err(
+                "DN_BACKEND=dpdk under a PMI launcher (hydra): the DPDK backend's ranks find each other through \
+                 dnrun (memif sockets in its job directory, or MAC hellos with --dpdk-vdev), which a PMI launcher \
+                 does not provide. Start the job with this prefix's mpiexec --backend dpdk, or use UDP under hydra \
+                 (leave DN_BACKEND unset)"
+                    .into(),
+            ));
+        }
+        return Err(crate::job::not_in_a_job("DPDK"));
     };
-    let (rank, size, job) = (num("DN_RANK")?, num("DN_SIZE")?, num("DN_JOB_ID")?);
-    if rank >= size {
-        return Err(cfg_err(format!("DN_RANK={rank} is outside a job of {size} ranks")));
-    }
+    let (rank, size, job_id) = (job.rank, job.size, job.job_id);
     let vdev = std::env::var(DN_DPDK_VDEV).ok().filter(|v| !v.trim().is_empty());
     let polling = Polling::from_env()?;
     if polling == Polling::Node && vdev.is_some() {
@@ -367,20 +363,18 @@ pub fn from_env() -> Result<DpdkTransport, TransportError> {
         (Some(v), None) => shared_frame(v),
         _ => frame_from_env()?,
     };
-    let mut cfg = config_from_env(frame)?;
+    let dir = job.dir()?;
+    let mut cfg = config_from_env(frame, Some(dir))?;
     let faults = faults::from_env()?;
     // Injected corruption must be caught by our own CRC over the whole payload.
     cfg.full_crc |= faults.is_some();
-    let dir = std::env::var_os("DN_JOB_DIR")
-        .map(std::path::PathBuf::from)
-        .ok_or_else(|| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?;
-    let nodes = env_num("DN_NODES").unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32;
+    let nodes = u32::from(job.nodes);
     let how = match polling {
         Polling::Rank => Open::Own { vdev: vdev.as_deref(), auth: cfg.auth.clone() },
         Polling::Node => Open::ViaPoller(NodeLayout::new(size, nodes)),
     };
-    let link = open_link(rank, size, job, frame, &dir, how)?;
-    DatagramTransport::over(link, rank, size, job, cfg, faults)
+    let link = open_link(rank, size, job_id, frame, dir, how)?;
+    DatagramTransport::over(link, rank, size, job_id, cfg, faults)
 }
 
 /// Where the kernel puts a received Ethernet frame in an af_packet

@@ -16,7 +16,7 @@
 //! another job on the same ports are dropped.
 
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::{UdpConfig, UdpTransport};
@@ -27,11 +27,6 @@ pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn cfg_err(m: String) -> TransportError {
     TransportError::Config(m)
-}
-
-pub(crate) fn env_num(k: &str) -> Result<u64, TransportError> {
-    let v = std::env::var(k).map_err(|_| cfg_err(format!("{k} is not set; start the job with dnrun")))?;
-    v.trim().parse().map_err(|_| cfg_err(format!("{k}={v:?} is not a number")))
 }
 
 /// Parse a host file: one `host:port` per rank.
@@ -55,19 +50,19 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<SocketAddr>, TransportError> {
     Ok(out)
 }
 
-/// Bind and learn the peers from the environment `dnrun` sets.
-pub fn exchange_from_env(cfg: &UdpConfig) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
-    if std::env::var("DN_RANK").is_err() {
-        if let Some(pmi) = crate::pmi::Pmi::from_env()? {
-            return exchange_through_pmi(pmi, cfg);
-        }
-    }
-    let rank = env_num("DN_RANK")? as u32;
-    let size = env_num("DN_SIZE")? as u32;
-    let job = std::env::var("DN_JOB_ID").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    if rank >= size {
-        return Err(cfg_err(format!("DN_RANK={rank} is not below DN_SIZE={size}")));
-    }
+/// Bind and learn the peers of `job` (the one `dnrun` described), or,
+/// outside a `dnrun` job, through the standard launcher's PMI-1.
+pub fn exchange(
+    cfg: &UdpConfig,
+    job: Option<&crate::JobEnv>,
+) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
+    let Some(job) = job else {
+        return match crate::pmi::Pmi::from_env()? {
+            Some(pmi) => exchange_through_pmi(pmi, cfg),
+            None => Err(crate::job::not_in_a_job("UDP")),
+        };
+    };
+    let (rank, size, job_id) = (job.rank, job.size, job.job_id);
     if let Ok(path) = std::env::var("DN_UDP_HOSTFILE") {
         let text = std::fs::read_to_string(&path).map_err(|e| cfg_err(format!("cannot read host file {path}: {e}")))?;
         let peers = parse_hostfile(&text)?;
@@ -78,19 +73,17 @@ pub fn exchange_from_env(cfg: &UdpConfig) -> Result<(UdpSocket, u32, Vec<SocketA
             )));
         }
         let sock = UdpTransport::bind(peers[rank as usize], cfg)?;
-        return Ok((sock, rank, peers, job));
+        return Ok((sock, rank, peers, job_id));
     }
-    let dir = PathBuf::from(
-        std::env::var("DN_JOB_DIR").map_err(|_| cfg_err("DN_JOB_DIR is not set; start the job with dnrun".into()))?,
-    );
+    let dir = job.dir()?;
     let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
     let bind: SocketAddr =
         format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
     let sock = UdpTransport::bind(bind, cfg)?;
     let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
-    publish(&dir, rank, me)?;
-    let peers = gather(&dir, size, EXCHANGE_TIMEOUT)?;
-    Ok((sock, rank, peers, job))
+    publish(dir, rank, me)?;
+    let peers = gather(dir, size, EXCHANGE_TIMEOUT)?;
+    Ok((sock, rank, peers, job_id))
 }
 
 /// Under a standard launcher (PMI-1): bind, `put` our address, `barrier`,

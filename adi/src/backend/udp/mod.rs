@@ -51,12 +51,14 @@ pub const KEY_FILE_ENV: &str = "DN_UDP_KEY_FILE";
 /// The key file `dnrun` writes into the job directory.
 pub const KEY_FILE: &str = "udp.key";
 
-/// Read the job's key: exactly 32 bytes, readable by its owner only.
-pub fn load_key() -> Result<AuthKey, TransportError> {
+/// Read the job's key (`DN_UDP_KEY_FILE`, or the one `dnrun` wrote into
+/// the job directory `job_dir`): exactly 32 bytes, readable by its owner
+/// only.
+pub fn load_key(job_dir: Option<&std::path::Path>) -> Result<AuthKey, TransportError> {
     use std::os::unix::fs::PermissionsExt;
-    let path = match (std::env::var_os(KEY_FILE_ENV), std::env::var_os("DN_JOB_DIR")) {
+    let path = match (std::env::var_os(KEY_FILE_ENV), job_dir) {
         (Some(p), _) => std::path::PathBuf::from(p),
-        (None, Some(d)) => std::path::Path::new(&d).join(KEY_FILE),
+        (None, Some(d)) => d.join(KEY_FILE),
         (None, None) => {
             return Err(TransportError::Config(format!(
                 "{AUTH_ENV}=1 needs the job's key: start the job with dnrun, or set {KEY_FILE_ENV} to a file of 32 random bytes shared by all ranks"
@@ -183,7 +185,7 @@ impl Default for UdpConfig {
 
 impl UdpConfig {
     /// Defaults with environment overrides.
-    pub fn from_env() -> Result<UdpConfig, TransportError> {
+    pub fn from_env(job_dir: Option<&std::path::Path>) -> Result<UdpConfig, TransportError> {
         let mut c = UdpConfig::default();
         let num = |k: &str| -> Result<Option<u64>, TransportError> {
             match std::env::var(k) {
@@ -227,7 +229,7 @@ impl UdpConfig {
             }
         }
         match std::env::var(AUTH_ENV).as_deref() {
-            Ok("1") => c.auth = Some(load_key()?),
+            Ok("1") => c.auth = Some(load_key(job_dir)?),
             Ok("0") | Err(_) => {}
             Ok(other) => return Err(TransportError::Config(format!("{AUTH_ENV}={other:?} must be 1 or 0"))),
         }
@@ -493,10 +495,10 @@ impl UdpTransport {
     }
 
     /// Open from the environment `dnrun --backend udp` sets (see [`addr`]).
-    pub fn from_env() -> Result<UdpTransport, TransportError> {
-        let cfg = UdpConfig::from_env()?;
+    pub fn from_job(job: Option<&crate::JobEnv>) -> Result<UdpTransport, TransportError> {
+        let cfg = UdpConfig::from_env(job.and_then(|j| j.dir.as_deref()))?;
         let faults = faults::from_env()?;
-        let (sock, rank, peers, job) = addr::exchange_from_env(&cfg)?;
+        let (sock, rank, peers, job) = addr::exchange(&cfg, job)?;
         let mut cfg = cfg;
         if !cfg.mtu_fixed {
             if let Ok(local) = sock.local_addr() {

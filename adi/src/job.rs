@@ -1,0 +1,125 @@
+//! The job a rank belongs to, as its launcher describes it: parsed once,
+//! here, for every backend (the contract between `dnrun` and a rank).
+//!
+//! `dnrun` sets `DN_RANK`, `DN_SIZE`, `DN_JOB_ID`, `DN_JOB_DIR` and
+//! `DN_NODES`; a backend reads what it needs from the [`JobEnv`], and only
+//! its own settings (`DN_RANKMAP`, `DN_UDP_*`, ...) from the environment.
+//! A process without `DN_RANK` is in no `dnrun` job: it runs alone, or
+//! under a standard launcher that speaks PMI-1 ([`crate::pmi`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::TransportError;
+
+/// This process's rank in the job.
+pub const ENV_RANK: &str = "DN_RANK";
+/// The number of ranks.
+pub const ENV_SIZE: &str = "DN_SIZE";
+/// A number that tells this job from others on the same hosts.
+pub const ENV_JOB_ID: &str = "DN_JOB_ID";
+/// The job's private directory (rendezvous files, keys, sockets).
+pub const ENV_JOB_DIR: &str = "DN_JOB_DIR";
+/// How many nodes (simulated, or DPDK polling domains) the ranks fill.
+pub const ENV_NODES: &str = "DN_NODES";
+
+/// What the launcher told this rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEnv {
+    /// This process's rank (below `size`).
+    pub rank: u32,
+    /// Ranks in the job (at least 1).
+    pub size: u32,
+    /// The job's number (0 when the launcher gave none).
+    pub job_id: u32,
+    /// The job's private directory, when the launcher made one.
+    pub dir: Option<PathBuf>,
+    /// Nodes the ranks fill, in blocks (1 when not given).
+    pub nodes: u16,
+}
+
+fn cfg_err(m: String) -> TransportError {
+    TransportError::Config(m)
+}
+
+/// `k`'s value as a number no larger than `max` (no truncating casts:
+/// `DN_SIZE=4294967298` is refused, not read as 2).
+fn number(k: &str, v: &str, max: u64) -> Result<u64, TransportError> {
+    let n: u64 = v.trim().parse().map_err(|_| cfg_err(format!("{k}={v:?} is not a number")))?;
+    if n > max {
+        return Err(cfg_err(format!("{k}={n} is out of range: it must be at most {max}")));
+    }
+    Ok(n)
+}
+
+impl JobEnv {
+    /// The job from the environment; `None` when `DN_RANK` is not set.
+    pub fn from_env() -> Result<Option<JobEnv>, TransportError> {
+        JobEnv::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The job from variables `get` looks up (the environment, or a test's).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<JobEnv>, TransportError> {
+        let Some(rank) = get(ENV_RANK) else { return Ok(None) };
+        let rank = number(ENV_RANK, &rank, u32::MAX.into())? as u32;
+        let size = get(ENV_SIZE).ok_or_else(|| cfg_err(format!("{ENV_RANK} is set but {ENV_SIZE} is not")))?;
+        let size = number(ENV_SIZE, &size, u32::MAX.into())? as u32;
+        if rank >= size {
+            return Err(cfg_err(format!("{ENV_RANK}={rank} is not below {ENV_SIZE}={size}")));
+        }
+        let job_id = get(ENV_JOB_ID).map(|v| number(ENV_JOB_ID, &v, u32::MAX.into())).transpose()?.unwrap_or(0) as u32;
+        let nodes = get(ENV_NODES).map(|v| number(ENV_NODES, &v, u16::MAX.into())).transpose()?.unwrap_or(1) as u16;
+        if nodes == 0 {
+            return Err(cfg_err(format!("{ENV_NODES}=0: a job needs at least one node")));
+        }
+        let dir = get(ENV_JOB_DIR).filter(|d| !d.is_empty()).map(PathBuf::from);
+        Ok(Some(JobEnv { rank, size, job_id, dir, nodes }))
+    }
+
+    /// The job directory, which this backend needs.
+    pub fn dir(&self) -> Result<&Path, TransportError> {
+        self.dir.as_deref().ok_or_else(|| cfg_err(format!("{ENV_JOB_DIR} is not set; start the job with dnrun")))
+    }
+}
+
+/// The error for a backend that needs a `dnrun` job and is not in one.
+pub fn not_in_a_job(backend: &str) -> TransportError {
+    cfg_err(format!("the {backend} backend needs {ENV_RANK} and {ENV_SIZE}: start the job with dnrun"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<Option<JobEnv>, TransportError> {
+        JobEnv::from_vars(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_job_is_read_with_its_defaults() {
+        assert_eq!(parse(&[]).unwrap(), None);
+        let j = parse(&[("DN_RANK", "2"), ("DN_SIZE", " 5 ")]).unwrap().unwrap();
+        assert_eq!(j, JobEnv { rank: 2, size: 5, job_id: 0, dir: None, nodes: 1 });
+        assert!(j.dir().unwrap_err().to_string().contains("DN_JOB_DIR is not set"));
+        let j =
+            parse(&[("DN_RANK", "0"), ("DN_SIZE", "1"), ("DN_JOB_ID", "7"), ("DN_NODES", "3"), ("DN_JOB_DIR", "/x")])
+                .unwrap()
+                .unwrap();
+        assert_eq!((j.job_id, j.nodes, j.dir().unwrap()), (7, 3, Path::new("/x")));
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_name() {
+        for (vars, says) in [
+            (&[("DN_RANK", "1")][..], "DN_SIZE is not"),
+            (&[("DN_RANK", "x"), ("DN_SIZE", "2")][..], "DN_RANK=\"x\" is not a number"),
+            (&[("DN_RANK", "2"), ("DN_SIZE", "2")][..], "not below DN_SIZE=2"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "4294967298")][..], "DN_SIZE=4294967298 is out of range"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_NODES", "0")][..], "DN_NODES=0"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_NODES", "70000")][..], "DN_NODES=70000 is out of range"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_JOB_ID", "-1")][..], "DN_JOB_ID=\"-1\""),
+        ] {
+            let e = parse(vars).unwrap_err().to_string();
+            assert!(e.contains(says), "{vars:?}: {e}");
+        }
+    }
+}
