@@ -9,3 +9,7 @@ MIRIFLAGS=-Zmiri-tree-borrows cargo +nightly miri test -p adi --test engine_borr
 # The other engine tests, without the large ping-pong: under Miri its 300 KB
 # messages take longer than the local backend's 60 s deadlock limit.
 cargo +nightly miri test -p adi --test engine_local -- --skip ping_pong
+# The datatype engine's safe packing over its raw copies, and the
+# progress hooks (a hook that sends from inside a blocking receive).
+cargo +nightly miri test -p mpi --lib datatype::typemap
+cargo +nightly miri test -p adi --test engine_hooks

@@ -69,7 +69,14 @@ pub struct Typemap {
     pub one_block: Option<(isize, usize)>,
     /// The description.
     pub node: Node,
+    /// The blocks of one element, when there are at most [`FLAT_BLOCKS`]:
+    /// what every element of a pack walks, walked once (a bounded cache,
+    /// so the typemap stays the size of its description).
+    flat: Option<Arc<[(isize, usize)]>>,
 }
+
+/// The most blocks per element kept walked ([`Typemap::blocks`]).
+pub const FLAT_BLOCKS: usize = 256;
 
 fn overflow() -> MpiError {
     MpiError::Invalid("the datatype's extent or size overflows the address space".into())
@@ -90,7 +97,24 @@ impl Typemap {
             basics: parts as u64,
             one_block: (size > 0).then_some((0, size)),
             node: Node::Bytes { off: 0, len: size, basic: size / parts },
+            flat: None,
         }
+        .with_flat()
+    }
+
+    /// Keep the blocks walked when there are few ([`FLAT_BLOCKS`]).
+    fn with_flat(mut self) -> Typemap {
+        self.flat = None;
+        let walked: Vec<(isize, usize)> = self.walk_blocks().take(FLAT_BLOCKS + 1).collect();
+        if walked.len() <= FLAT_BLOCKS {
+            self.flat = Some(walked.into());
+        }
+        self
+    }
+
+    /// The blocks of one element, walked from the description.
+    fn walk_blocks(&self) -> Blocks<'_> {
+        Blocks { flat: None, stack: vec![Frame { node: &self.node, base: 0, i: 0 }], pending: None }
     }
 
     /// The typemap of a Rust value type: one basic element of its size.
@@ -129,7 +153,10 @@ impl Typemap {
     /// The blocks `(offset, length)` of one element in typemap order,
     /// adjacent ones merged, produced as the tree is walked.
     pub fn blocks(&self) -> Blocks<'_> {
-        Blocks { stack: vec![Frame { node: &self.node, base: 0, i: 0 }], pending: None }
+        match &self.flat {
+            Some(f) => Blocks { flat: Some(f.iter()), stack: Vec::new(), pending: None },
+            None => self.walk_blocks(),
+        }
     }
 
     /// The bytes `count` elements span around their first: the lowest and
@@ -354,6 +381,8 @@ fn walk(stack: &mut Vec<Frame<'_>>) -> Option<Leaf> {
 /// The blocks of one element, merged where adjacent
 /// ([`Typemap::blocks`]).
 pub struct Blocks<'a> {
+    /// The kept walk, when there is one.
+    flat: Option<std::slice::Iter<'a, (isize, usize)>>,
     stack: Vec<Frame<'a>>,
     pending: Option<(isize, usize)>,
 }
@@ -362,6 +391,9 @@ impl Iterator for Blocks<'_> {
     type Item = (isize, usize);
 
     fn next(&mut self) -> Option<(isize, usize)> {
+        if let Some(f) = &mut self.flat {
+            return f.next().copied();
+        }
         loop {
             let Some(leaf) = walk(&mut self.stack) else { return self.pending.take() };
             match &mut self.pending {
@@ -456,7 +488,9 @@ impl TypemapBuilder {
             basics: self.basics,
             one_block: self.one_block.flatten(),
             node,
+            flat: None,
         }
+        .with_flat()
     }
 
     /// As [`TypemapBuilder::finish`], with the extent padded to the
@@ -505,6 +539,20 @@ mod tests {
         let mut b = TypemapBuilder::new();
         b.place(&int(), 0, 2).unwrap();
         b.finish()
+    }
+
+    #[test]
+    fn the_kept_walk_is_the_walk_and_only_for_few_blocks() {
+        for n in [1usize, 2, FLAT_BLOCKS, FLAT_BLOCKS + 1, 1000] {
+            let mut b = TypemapBuilder::new();
+            b.place_strided(&int(), 4, n, 12).unwrap();
+            let l = b.finish();
+            assert_eq!(l.flat.is_some(), n <= FLAT_BLOCKS, "{n} blocks");
+            let walked: Vec<_> = l.walk_blocks().collect();
+            assert_eq!(l.blocks().collect::<Vec<_>>(), walked);
+            assert_eq!(walked.len(), n);
+            assert_eq!(walked[n - 1], (4 + 12 * (n as isize - 1), 4));
+        }
     }
 
     #[test]
