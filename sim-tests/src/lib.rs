@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
 
+pub mod matrix;
+
 /// The target directory of the current build profile (where `dnrun` lives).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");

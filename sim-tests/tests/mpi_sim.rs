@@ -14,44 +14,14 @@ fn run(test: &str, np: u32, nodes: u16) {
     );
 }
 
-macro_rules! suite {
-    ($($name:ident: $test:literal, $np:literal, $nodes:literal;)*) => {
-        $(#[test] fn $name() { run($test, $np, $nodes); })*
+/// The suite's cases that run on the simulator (sim_tests::matrix).
+macro_rules! sim_cases {
+    ($($name:ident: $test:literal, $np:literal, $nodes:literal, [$($on:ident)*];)*) => {
+        $(sim_tests::on_sim!([$($on)*] #[test] fn $name() { run($test, $np, $nodes); });)*
     };
 }
 
-suite! {
-    pingpong_2r_1n: "pingpong", 2, 1;
-    pingpong_2r_2n: "pingpong", 2, 2;
-    pingpong_8r_4n: "pingpong", 8, 4;
-    ring_4r_2n: "ring", 4, 2;
-    ring_8r_1n: "ring", 8, 1;
-    allpairs_2r_2n: "allpairs", 2, 2;
-    allpairs_4r_1n: "allpairs", 4, 1;
-    allpairs_8r_4n: "allpairs", 8, 4;
-    wildcard_4r_2n: "wildcard", 4, 2;
-    wildcard_8r_2n: "wildcard", 8, 2;
-    unexpected_2r_2n: "unexpected", 2, 2;
-    unexpected_4r_1n: "unexpected", 4, 1;
-    many_requests_2r_1n: "many-requests", 2, 1;
-    many_requests_8r_4n: "many-requests", 8, 4;
-    ordering_2r_2n: "ordering", 2, 2;
-    rndv_large_2r_2n: "rndv-large", 2, 2;
-    rndv_large_4r_1n: "rndv-large", 4, 1;
-    mixed_4r_2n: "mixed", 4, 2;
-    mixed_8r_4n: "mixed", 8, 4;
-    lent_3r_2n: "lent", 3, 2;
-    lent_1r_1n: "lent", 1, 1;
-    probe_2r_1n: "probe", 2, 1;
-    sync_2r_2n: "sync", 2, 2;
-    comms_4r_2n: "comms", 4, 2;
-    comms_8r_4n: "comms", 8, 4;
-    topo_1r_1n: "topo", 1, 1;
-    topo_2r_2n: "topo", 2, 2;
-    topo_6r_3n: "topo", 6, 3;
-    views_1r_1n: "views", 1, 1;
-    views_3r_2n: "views", 3, 2;
-}
+sim_tests::suite_matrix!(sim_cases);
 
 #[test]
 fn a_rank_that_exits_early_stops_the_job_with_a_clear_error() {

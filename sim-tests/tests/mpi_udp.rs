@@ -10,39 +10,15 @@ fn run(test: &str, np: u32, env: &[&str]) -> String {
     sim_tests::run_suite_ok("udp", test, np, env)
 }
 
-macro_rules! suite {
-    ($($name:ident: $test:literal, $np:literal;)*) => {
-        $(#[test] fn $name() { run($test, $np, &[]); })*
+/// The suite's cases that run over UDP (sim_tests::matrix), every
+/// rank on this host.
+macro_rules! udp_cases {
+    ($($name:ident: $test:literal, $np:literal, $nodes:literal, [$($on:ident)*];)*) => {
+        $(sim_tests::on_udp!([$($on)*] #[test] fn $name() { run($test, $np, &[]); });)*
     };
 }
 
-suite! {
-    pingpong_2r: "pingpong", 2;
-    pingpong_8r: "pingpong", 8;
-    ring_4r: "ring", 4;
-    allpairs_4r: "allpairs", 4;
-    allpairs_8r: "allpairs", 8;
-    wildcard_4r: "wildcard", 4;
-    unexpected_2r: "unexpected", 2;
-    many_requests_4r: "many-requests", 4;
-    ordering_2r: "ordering", 2;
-    rndv_large_2r: "rndv-large", 2;
-    mixed_4r: "mixed", 4;
-    lent_3r: "lent", 3;
-    probe_2r: "probe", 2;
-    sync_2r: "sync", 2;
-    comms_4r: "comms", 4;
-    poll_iprobe_2r: "poll-iprobe", 2;
-    poll_test_2r: "poll-test", 2;
-    poll_testall_5r: "poll-testall", 5;
-    poll_compute_2r: "poll-compute", 2;
-    poll_wtime_2r: "poll-wtime", 2;
-    collectives_1r: "collectives", 1;
-    collectives_4r: "collectives", 4;
-    collectives_7r: "collectives", 7;
-    nbc_3r: "nbc", 3;
-    nbc_6r: "nbc", 6;
-}
+sim_tests::suite_matrix!(udp_cases);
 
 const FAULTS: &str = "DN_UDP_FAULTS=loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7";
 
