@@ -412,7 +412,8 @@ pub(crate) unsafe fn outgoing<'a>(buf: *const c_void, span: &Span, what: &str) -
                 return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
             }
             let mut out = vec![0u8; *len];
-            // SAFETY: the caller's contract.
+            // SAFETY: this function's contract: `buf` holds the span's
+            // `count` elements, so every block pack_raw reads is readable.
             unsafe { layout.pack_raw(buf.cast(), *count, &mut out) };
             Ok(Cow::Owned(out))
         }
@@ -469,7 +470,9 @@ impl Unpack {
                 break;
             }
             let end = (at + c * self.layout.size).min(n);
-            // SAFETY: the caller's contract.
+            // SAFETY: `finish`'s contract: `dest` is still the caller's
+            // buffer, writable for the elements of part `(d, c)`, and
+            // `end - at` bytes fill at most those `c` elements.
             unsafe { self.layout.unpack_raw(&self.tmp[at..end], addr(self.dest, d * self.layout.extent())) };
             at = end;
         }
@@ -500,7 +503,8 @@ impl Incoming {
     /// As [`Unpack::finish`].
     pub(crate) unsafe fn finish(self, n: u64) {
         if let Some(u) = self.stage {
-            // SAFETY: the caller's contract.
+            // SAFETY: this function's contract is `Unpack::finish`'s:
+            // the receive buffer is still the caller's, writable.
             unsafe { u.finish(n) };
         }
     }
@@ -550,7 +554,9 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is not null (checked) and holds `n` values of `T` (this
+    // function's contract: the array argument's length is the MPI call's
+    // count); nothing writes them during the call.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
@@ -559,7 +565,7 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T
 /// # Safety
 /// `p` holds `n` values.
 unsafe fn ints_arg(p: *const c_int, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` ints.
     Ok(unsafe { array(p, n, what)? }.iter().map(|&v| i64::from(v)).collect())
 }
 
@@ -568,7 +574,7 @@ unsafe fn ints_arg(p: *const c_int, n: usize, what: &str) -> R<Vec<i64>> {
 /// # Safety
 /// `p` holds `n` values.
 unsafe fn aints_arg(p: *const isize, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Aints.
     Ok(unsafe { array(p, n, what)? }.iter().map(|&v| v as i64).collect())
 }
 
@@ -577,7 +583,7 @@ unsafe fn aints_arg(p: *const isize, n: usize, what: &str) -> R<Vec<i64>> {
 /// # Safety
 /// `p` holds `n` values.
 unsafe fn counts_arg(p: *const i64, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Counts.
     Ok(unsafe { array(p, n, what)? }.to_vec())
 }
 
@@ -1098,7 +1104,8 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
         // Operations in progress and types built from it keep their own
         // copy of the layout (§5.1.10).
         st.types.remove(&dt);
-        // SAFETY: as above.
+        // SAFETY: the standard's contract on `datatype` (MPI 4.1 §5.1.10:
+        // INOUT): it was readable above, and it is writable.
         unsafe { datatype.write(MPI_DATATYPE_NULL) };
         Ok(())
     })
@@ -1155,14 +1162,16 @@ unsafe fn bounds<T>(
     // need no state (§6.9.5 lets the function query its datatype).
     if let Some(l) = user_fn_layout(datatype) {
         let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
-        // SAFETY: the caller's contract.
+        // SAFETY: this function's contract: `lb` and `extent` are null
+        // (refused by `put`) or writable, as the MPI call's OUT arguments.
         return unsafe { put(lb, conv(lo), "lb").and_then(|_| put(extent, conv(hi - lo), "extent")) }
             .map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
     }
     with_state(call, MPI_COMM_WORLD, |st| {
         let l = st.layout(datatype)?;
         let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
-        // SAFETY: the caller's contract.
+        // SAFETY: as the early return above: `lb` and `extent` are null
+        // or writable (this function's contract).
         unsafe {
             put(lb, conv(lo), "lb")?;
             put(extent, conv(hi - lo), "extent")
@@ -1390,7 +1399,9 @@ unsafe fn decode(st: &mut State, datatype: Handle, form: Form, out: ContentsOut)
             }
         })
         .collect();
-    // SAFETY: as above.
+    // SAFETY: this function's contract: `out.types` holds `out.max[3]`
+    // handles (MPI_Type_get_contents's `max_datatypes`); `fill` checks the
+    // count fits and the pointer is not null.
     unsafe { fill(out.types, out.max[3], &handles, "datatypes") }
 }
 

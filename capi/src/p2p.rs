@@ -49,7 +49,8 @@ pub(crate) unsafe fn start_send(
     tag: c_int,
     sync: bool,
 ) -> R<Active> {
-    // SAFETY: the caller's contract.
+    // SAFETY: this function's contract is `outgoing`'s: `buf` holds the
+    // span's elements (for longer: until the operation completes).
     Ok(match unsafe { outgoing(buf, span, "send")? } {
         // SAFETY: the caller keeps `b` until completion.
         Cow::Borrowed(b) => Active::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
@@ -73,7 +74,8 @@ pub(crate) fn send_owned(to: &Process<'_>, v: Vec<u8>, tag: c_int, sync: bool) -
 /// `buf` has room for the span's elements and is left alone until the
 /// operation completes.
 unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Active> {
-    // SAFETY: the caller's contract.
+    // SAFETY: this function's contract is `incoming`'s: `buf` has room for
+    // the span's elements (and is left alone until completion).
     let inc = unsafe { incoming(buf, span, "receive", false)? };
     // SAFETY: `inc.ptr` is the caller's buffer or the staging buffer the
     // request keeps, valid for `inc.len` bytes until completion.
@@ -726,7 +728,8 @@ unsafe fn handles_ref<'a>(count: c_int, reqs: *const Handle) -> R<&'a [Handle]> 
     if reqs.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "array_of_requests is a null pointer"));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `reqs` is not null (checked) and holds `count` handles, as
+    // the MPI call's `array_of_requests` (this function's contract).
     Ok(unsafe { std::slice::from_raw_parts(reqs, count as usize) })
 }
 
@@ -1069,7 +1072,8 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
             Req::Persistent(p) => st.detached.extend(p.active.map(Req::Op)),
             r => st.detached.push(r),
         }
-        // SAFETY: as above.
+        // SAFETY: the standard's contract on `request` (INOUT, MPI 4.1
+        // §3.7.3): readable above, and writable.
         unsafe { request.write(MPI_REQUEST_NULL) };
         Ok(())
     })
