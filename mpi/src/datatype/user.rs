@@ -167,6 +167,9 @@ impl<'a> View<'a> {
     /// elements are one block, else a packed copy.
     pub fn bytes(&self) -> Result<std::borrow::Cow<'a, [u8]>> {
         let m = &self.datatype.map;
+        if self.count == 0 || m.size == 0 {
+            return Ok(std::borrow::Cow::Borrowed(&[]));
+        }
         match (m.dense(), m.one_block) {
             (true, Some((off, _))) => {
                 let len = m.packed_len(self.count)?;
@@ -201,5 +204,33 @@ impl<'a> MutView<'a> {
     /// Place `packed` (a received message) into the elements.
     pub fn unpack(&mut self, packed: &[u8]) -> Result<()> {
         self.datatype.map.unpack(packed, self.buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_are_checked_when_made_and_empty_ones_move_nothing() {
+        let int = UserDatatype::of::<i32>();
+        // One int at byte 100, as a dense type: no element fits an empty buffer.
+        let far = UserDatatype::hindexed(&[1], &[100], &int).unwrap().resized(100, 4).unwrap();
+        assert!(far.typemap().dense());
+        assert!(View::new(&[], 1, &far).is_err());
+        let none = View::new(&[], 0, &far).unwrap();
+        assert!(none.bytes().unwrap().is_empty());
+        let buf = [7u8; 104];
+        assert_eq!(View::new(&buf, 1, &far).unwrap().bytes().unwrap().len(), 4);
+        // Scattered: packed; the gaps are not sent.
+        let v = UserDatatype::vector(2, 1, 3, &int).unwrap();
+        let data: Vec<u8> = (0..16).collect();
+        assert_eq!(&*View::new(&data, 1, &v).unwrap().bytes().unwrap(), &[0, 1, 2, 3, 12, 13, 14, 15]);
+        let mut back = [0u8; 16];
+        let mut mv = MutView::new(&mut back, 1, &v).unwrap();
+        assert_eq!(mv.packed_len().unwrap(), 8);
+        mv.unpack(&[1, 1, 1, 1, 2, 2, 2, 2]).unwrap();
+        assert_eq!(back, [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2]);
+        assert!(UserDatatype::structured(&[1, 1], &[0], &[&int, &int]).is_err(), "arrays of different lengths");
     }
 }
