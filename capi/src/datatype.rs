@@ -695,18 +695,13 @@ unsafe fn vector(
         } else {
             Args::new(form, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![])
         };
-        // One entry in the description however many blocks: a block of
-        // `len` elements, placed `n` times a stride apart.
         let old = st.layout(oldtype)?;
         let unit = if bytes { 1 } else { old.extent() };
         let step = disp_arg(stride)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "the stride overflows"))?;
-        let mut block = Builder::new();
-        block.place(&old, 0, len)?;
-        let mut b = Builder::new();
-        b.place_strided(&std::sync::Arc::new(block.finish()), 0, n, step)?;
+        let layout = Layout::vector(n, len, step, &old)?;
         let contents = args.contents(vec![st.part(oldtype)?]);
         // SAFETY: the caller's contract on `newtype`.
-        unsafe { define(st, b.finish(), contents, newtype) }
+        unsafe { define(st, layout, contents, newtype) }
     })
 }
 

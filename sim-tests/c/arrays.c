@@ -191,6 +191,14 @@ int main(int argc, char **argv)
     MPI_Type_size_c(wide, &hs);
     CHECK(hs == ((MPI_Count)1 << 38), "wide subarray size %lld", (long long)hs);
     MPI_Type_free(&wide);
+    /* Blocks of no elements: an empty type, extent 0 whatever the stride. */
+    MPI_Datatype hollow;
+    MPI_Type_vector(3, 0, 2, MPI_INT, &hollow);
+    MPI_Type_size_c(hollow, &hs);
+    MPI_Type_get_extent_c(hollow, &hlb, &hext);
+    CHECK(hs == 0 && hlb == 0 && hext == 0, "vector of empty blocks: size %lld lb %lld extent %lld", (long long)hs,
+          (long long)hlb, (long long)hext);
+    MPI_Type_free(&hollow);
     MPI_Datatype spread;
     int n20 = 1 << 20;
     MPI_Type_vector(n20, 1, 2, MPI_INT, &spread);

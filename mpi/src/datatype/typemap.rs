@@ -134,6 +134,21 @@ impl Typemap {
         b.finish_struct()
     }
 
+    /// `count` blocks of `blocklength` elements of `old`, `stride` bytes
+    /// apart (`MPI_Type_create_hvector`; `MPI_Type_vector` with the stride
+    /// times `old`'s extent): one entry in the description however many
+    /// blocks. Blocks of no elements make an empty typemap, with bounds 0
+    /// (as MPICH has it), whatever the stride.
+    pub fn vector(count: usize, blocklength: usize, stride: isize, old: &Arc<Typemap>) -> Result<Typemap> {
+        let mut b = TypemapBuilder::new();
+        if blocklength > 0 {
+            let mut block = TypemapBuilder::new();
+            block.place(old, 0, blocklength)?;
+            b.place_strided(&Arc::new(block.finish()), 0, count, stride)?;
+        }
+        Ok(b.finish())
+    }
+
     /// `ub - lb`.
     pub fn extent(&self) -> isize {
         self.ub - self.lb
@@ -553,6 +568,15 @@ mod tests {
             assert_eq!(walked.len(), n);
             assert_eq!(walked[n - 1], (4 + 12 * (n as isize - 1), 4));
         }
+    }
+
+    #[test]
+    fn a_vector_of_empty_blocks_is_empty_whatever_its_stride() {
+        let v = Typemap::vector(3, 0, 8, &int()).unwrap();
+        assert_eq!((v.size, v.lb, v.ub, v.basics, v.blocks().count()), (0, 0, 0, 0, 0));
+        let v = Typemap::vector(3, 2, 12, &int()).unwrap();
+        assert_eq!((v.size, v.extent()), (24, 32));
+        assert_eq!(v.blocks().collect::<Vec<_>>(), vec![(0, 8), (12, 8), (24, 8)]);
     }
 
     #[test]

@@ -79,10 +79,7 @@ impl UserDatatype {
     /// As [`UserDatatype::vector`] with the stride in bytes
     /// (`MPI_Type_create_hvector`).
     pub fn hvector(count: usize, blocklength: usize, stride: isize, old: &UserDatatype) -> Result<UserDatatype> {
-        let block = UserDatatype::contiguous(blocklength, old)?;
-        let mut b = TypemapBuilder::new();
-        b.place_strided(&block.map, 0, count, stride)?;
-        Ok(UserDatatype { map: Arc::new(b.finish()) })
+        Ok(UserDatatype { map: Arc::new(Typemap::vector(count, blocklength, stride, &old.map)?) })
     }
 
     /// Block `i` of `blocklengths[i]` elements of `old` at
