@@ -181,9 +181,18 @@ impl Active {
         Ok(Active::unstage(self.stage, &s))
     }
 
-    /// The engine's requests this operation ends with, for
-    /// `mpi::request::settle`.
-    pub(crate) fn requests<'s>(&'s self, out: &mut Vec<&'s mpi::Request<'static>>) {
+    /// This operation's part in `mpi::request::settle`: its request, and
+    /// those of the operations that complete with it (none, usually: no
+    /// allocation).
+    pub(crate) fn part(&self) -> mpi::request::Part<'_, 'static> {
+        let mut with = Vec::new();
+        for a in &self.stage.with {
+            a.requests(&mut with);
+        }
+        mpi::request::Part::Waiting(&self.r, with)
+    }
+
+    fn requests<'s>(&'s self, out: &mut Vec<&'s mpi::Request<'static>>) {
         out.push(&self.r);
         for a in &self.stage.with {
             a.requests(out);

@@ -583,17 +583,15 @@ fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Part::Idle);
     }
-    let mut rs = Vec::new();
-    match st.requests.get(&h).ok_or_else(|| not_active(h))? {
-        Req::Done(_) => return Ok(Part::Ended),
+    Ok(match st.requests.get(&h).ok_or_else(|| not_active(h))? {
+        Req::Done(_) => Part::Ended,
         Req::Persistent(p) => match (&p.done, &p.active) {
-            (Some(_), _) => return Ok(Part::Ended),
-            (None, None) => return Ok(Part::Idle),
-            (None, Some(a)) => a.requests(&mut rs),
+            (Some(_), _) => Part::Ended,
+            (None, None) => Part::Idle,
+            (None, Some(a)) => a.part(),
         },
-        Req::Op(a) => a.requests(&mut rs),
-    }
-    Ok(Part::Waiting(rs))
+        Req::Op(a) => a.part(),
+    })
 }
 
 /// Settle requests `hs` as one call (see `mpi::request::settle`): which
@@ -602,6 +600,15 @@ fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(
     let parts = hs.iter().map(|&h| part(st, h)).collect::<R<Vec<_>>>()?;
     let ended = mpi::request::settle(&parts, need, block, call)?;
     Ok((ended, parts.iter().map(|p| matches!(p, Part::Idle)).collect()))
+}
+
+/// Settle one request (`MPI_Wait`, `MPI_Test`, `MPI_Request_get_status`):
+/// whether it has ended or takes no part (then it completes at once, with
+/// an empty status). The polling loop's call: one allocation, no more.
+fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bool> {
+    let p = part(st, h)?;
+    let idle = matches!(p, Part::Idle);
+    Ok(mpi::request::settle(std::slice::from_ref(&p), Need::All, block, call)?[0] || idle)
 }
 
 /// Complete request `h`, which has ended or takes no part (an empty
@@ -682,8 +689,7 @@ unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, s
     with_state(call, MPI_COMM_WORLD, |st| {
         // SAFETY: the caller's contract on `request`.
         let h = unsafe { read_arg(request, "request")? };
-        let (ended, idle) = settle(st, &[h], Need::All, block, call)?;
-        let done = ended[0] || idle[0];
+        let done = settle_one(st, h, block, call)?;
         if !block {
             // SAFETY: the caller's contract on `flag`.
             unsafe { put(flag, done as c_int, "flag")? };
@@ -811,8 +817,7 @@ pub unsafe extern "C" fn MPI_Testall(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Request_get_status", MPI_COMM_WORLD, |st| {
-        let (ended, idle) = settle(st, &[request], Need::All, false, "MPI_Request_get_status")?;
-        let done = ended[0] || idle[0];
+        let done = settle_one(st, request, false, "MPI_Request_get_status")?;
         // SAFETY: the standard's contract on `flag`.
         unsafe { put(flag, done as c_int, "flag")? };
         if done {

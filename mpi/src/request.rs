@@ -444,9 +444,21 @@ pub enum Part<'r, 'b> {
     /// Complete already: an operation on `MPI_PROC_NULL`, or one an
     /// earlier call found complete and kept.
     Ended,
-    /// Ends when every one of these requests has: one operation, or one
-    /// made of several (the two halves of `MPI_Isendrecv`).
-    Waiting(Vec<&'r Request<'b>>),
+    /// Ends when its request has, and every request it ends with (the
+    /// other half of `MPI_Isendrecv`; usually none, which allocates
+    /// nothing: a polling loop's `MPI_Test` stays cheap).
+    Waiting(&'r Request<'b>, Vec<&'r Request<'b>>),
+}
+
+impl<'r, 'b> Part<'r, 'b> {
+    /// The engine requests this part waits for.
+    fn requests(&self) -> impl Iterator<Item = &'r Request<'b>> + '_ {
+        let (op, with) = match self {
+            Part::Waiting(op, with) => (Some(*op), with.as_slice()),
+            _ => (None, &[][..]),
+        };
+        op.into_iter().chain(with.iter().copied())
+    }
 }
 
 /// How much of a set a completion call waits for (MPI 4.1 §3.7.5).
@@ -472,13 +484,9 @@ pub enum Need {
 /// or a request already completed in the set (`call` names the call).
 pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Result<Vec<bool>> {
     let mut shared = None;
-    for p in parts {
-        if let Part::Waiting(rs) = p {
-            for r in rs {
-                r.pending(call)?;
-                shared.get_or_insert_with(|| r.shared.clone());
-            }
-        }
+    for r in parts.iter().flat_map(Part::requests) {
+        r.pending(call)?;
+        shared.get_or_insert_with(|| r.shared.clone());
     }
     let ended_now = |c: &mut Context| -> Result<Vec<bool>> {
         let mut out = Vec::with_capacity(parts.len());
@@ -486,9 +494,9 @@ pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Re
             out.push(match p {
                 Part::Idle => false,
                 Part::Ended => true,
-                Part::Waiting(rs) => {
+                Part::Waiting(..) => {
                     let mut all = true;
-                    for r in rs {
+                    for r in p.requests() {
                         all = all && r.is_done(c)?;
                     }
                     all
@@ -512,16 +520,8 @@ pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Re
         return Ok(ended);
     }
     if !block {
-        let waiting: Vec<&Request<'_>> = parts
-            .iter()
-            .zip(&ended)
-            .filter(|(_, &e)| !e)
-            .flat_map(|(p, _)| match p {
-                Part::Waiting(rs) => rs.as_slice(),
-                _ => &[],
-            })
-            .copied()
-            .collect();
+        let waiting: Vec<&Request<'_>> =
+            parts.iter().zip(&ended).filter(|(_, &e)| !e).flat_map(|(p, _)| p.requests()).collect();
         test_pass(&mut c, &waiting)?;
         return ended_now(&mut c);
     }
@@ -535,7 +535,7 @@ pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Re
 
 /// The parts of a list of Rust requests, all taking part.
 fn parts_of<'r, 'b>(requests: &'r [Request<'b>]) -> Vec<Part<'r, 'b>> {
-    requests.iter().map(|r| Part::Waiting(vec![r])).collect()
+    requests.iter().map(|r| Part::Waiting(r, Vec::new())).collect()
 }
 
 /// Wait for every request (`MPI_Waitall`, one MPI call); statuses in order.

@@ -804,7 +804,7 @@ fn one_call_waits(u: &Universe, w: &SimpleCommunicator) -> R {
                 }
                 "wait_all" => drop(mpi::request::wait_all(vec![r]).map_err(e)?),
                 "settle" => {
-                    let parts = [mpi::request::Part::Waiting(vec![&r])];
+                    let parts = [mpi::request::Part::Waiting(&r, Vec::new())];
                     let ended = mpi::request::settle(&parts, mpi::request::Need::One, true, "settle").map_err(e)?;
                     check!(ended == [true], "settle returned {ended:?}");
                     drop(parts);
