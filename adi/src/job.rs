@@ -37,6 +37,22 @@ pub struct JobEnv {
     pub nodes: u16,
 }
 
+/// Write `bytes` to `path`, a file only its owner may read or write:
+/// created with mode 0600 (so no umask widens it and no `chmod` leaves a
+/// window), truncated if it exists.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?.write_all(bytes)
+}
+
+/// Create `path` and any missing parents as directories only their owner
+/// may enter (mode 0700, created so).
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
 fn cfg_err(m: String) -> TransportError {
     TransportError::Config(m)
 }

@@ -297,7 +297,16 @@ impl Cluster {
             return Err(ModelError::Shape(format!("at most {MAX_ACTORS} actors")).into());
         }
         let created_dir = !cfg.dir.exists();
-        std::fs::create_dir_all(&cfg.dir).map_err(io("cannot create directory", &cfg.dir))?;
+        {
+            // Its files hold every rank's data: the owner's alone (0700),
+            // created so.
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&cfg.dir)
+                .map_err(io("cannot create directory", &cfg.dir))?;
+        }
         // Whatever this start-up creates is removed again if it fails part-way.
         let mut created = crate::files::Created::new();
         if created_dir {

@@ -37,7 +37,14 @@ pub fn create_exclusive(path: &Path) -> io::Result<File> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    std::fs::OpenOptions::new().read(true).write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(path)
+    // Mode 0600: a simulator's files hold the ranks' data.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// A fresh directory name for a cluster under /dev/shm (or the temp dir).

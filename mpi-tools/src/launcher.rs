@@ -162,6 +162,20 @@ fn job_dir() -> PathBuf {
     root.join(format!("dnrun-{}-{nonce:x}", std::process::id()))
 }
 
+/// Create the job directory `dir` and its `job` folder, both mode 0700 from
+/// the start: the simulator's files (which hold every rank's messages),
+/// the memif sockets and the rendezvous files inside are then out of
+/// other users' reach whatever the umask. A name that exists already is
+/// refused, not reused: it may be another user's.
+fn make_job_dir(dir: &Path) -> Result<(), LaunchError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut b = std::fs::DirBuilder::new();
+    b.mode(0o700);
+    b.create(dir)
+        .and_then(|()| b.create(dir.join("job")))
+        .map_err(|e| LaunchError::Io(format!("cannot create the job directory {}: {e}", dir.display())))
+}
+
 /// Locate `dimmnet-sim`: `$DN_SIM_BIN`, next to this executable, or on `PATH`.
 pub fn find_simulator() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("DN_SIM_BIN") {
@@ -578,8 +592,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     check_host_limits(local.len())?;
 
     let dir = job_dir();
-    std::fs::create_dir_all(dir.join("job"))
-        .map_err(|e| LaunchError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    make_job_dir(&dir)?;
     let _cleanup = Cleanup(dir.clone());
     if matches!(opts.backend, Backend::Udp | Backend::Dpdk) {
         write_udp_key(opts, &dir.join("job"))?;

@@ -165,7 +165,7 @@ fn answer(s: &Shared, rank: u32, cmd: &str, words: &HashMap<String, String>) -> 
             "cmd=barrier_out".into()
         }
         "finalize" => {
-            let _ = std::fs::write(s.job_dir.join(format!("finalized.{rank}")), b"");
+            let _ = adi::job::write_private(&s.job_dir.join(format!("finalized.{rank}")), b"");
             "cmd=finalize_ack".into()
         }
         "abort" => {

@@ -629,7 +629,7 @@ impl Universe {
         // A standard launcher (PMI-1) is told this process is done.
         adi::pmi::finalize().map_err(|e| MpiError::Init(e.to_string()))?;
         if let Some(dir) = adi::JobEnv::from_env().ok().flatten().and_then(|j| j.dir) {
-            let _ = std::fs::write(dir.join(format!("finalized.{rank}")), b"");
+            let _ = adi::job::write_private(&dir.join(format!("finalized.{rank}")), b"");
         }
         Ok(())
     }

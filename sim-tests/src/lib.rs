@@ -42,17 +42,24 @@ pub fn ensure_binaries() {
 
 /// Run `dnrun -n np --nodes nodes [extra...] -- program args...`.
 pub fn dnrun(np: u32, nodes: u16, extra: &[&str], program: &str, args: &[&str]) -> Output {
+    dnrun_command(np, nodes, extra, program, args).output().expect("run dnrun")
+}
+
+/// The command [`dnrun`] runs, its output piped, to start as the caller
+/// needs (several jobs at once).
+pub fn dnrun_command(np: u32, nodes: u16, extra: &[&str], program: &str, args: &[&str]) -> Command {
     ensure_binaries();
     let dir = bin_dir();
-    Command::new(dir.join("dnrun"))
-        .args(["-n", &np.to_string(), "--nodes", &nodes.to_string(), "--timeout", "300"])
+    let mut c = Command::new(dir.join("dnrun"));
+    c.args(["-n", &np.to_string(), "--nodes", &nodes.to_string(), "--timeout", "300"])
         .args(extra)
         .arg("--")
         .arg(dir.join(program))
         .args(args)
         .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
-        .output()
-        .expect("run dnrun")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
 }
 
 /// Directories this process's jobs may have left in /dev/shm.

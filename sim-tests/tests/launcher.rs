@@ -182,3 +182,59 @@ fn dpdk_poller_misuse_is_refused() {
         assert!(stderr.contains("--dpdk-poller node is for memif"), "{stderr}");
     }
 }
+
+/// Issue 30: a job's directory and files are its owner's alone, created so
+/// (the jobs run under umask 000, which would leave anything not created
+/// with its mode world-readable), on every backend; the memif sockets are
+/// files in that directory, so two DPDK jobs with the same `--job-id` do
+/// not clash.
+#[test]
+fn job_files_are_the_owners_alone() {
+    ensure_binaries();
+    let dir = bin_dir();
+    let mut cases: Vec<(&str, Vec<&str>)> = vec![("sim", vec!["--nodes", "2"]), ("udp", vec!["-x", "DN_UDP_AUTH=1"])];
+    if sim_tests::dpdk_or_skip("job_files_are_the_owners_alone (dpdk)") {
+        cases.push(("dpdk", vec!["--job-id", "7"]));
+        cases.push(("dpdk", vec!["--job-id", "7", "--dpdk-poller", "node", "--nodes", "2"]));
+    }
+    for (backend, flags) in cases {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("umask 000; exec \"$0\" \"$@\"")
+            .arg(dir.join("dnrun"))
+            .args(["-n", "3", "--timeout", "120", "--backend", backend])
+            .args(&flags)
+            .arg("--")
+            .arg(dir.join("mpi-suite"))
+            .arg("private-files")
+            .env("DN_SIM_BIN", dir.join("dimmnet-sim"))
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success() && stdout.contains("OK private-files"),
+            "{backend} {flags:?}:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+        eprintln!("{backend} {flags:?}: {}", stdout.lines().find(|l| l.starts_with("private-files")).unwrap_or(""));
+    }
+}
+
+/// Two DPDK jobs with the same `--job-id` at once: both complete (their
+/// memif sockets live in their own job directories).
+#[test]
+fn two_dpdk_jobs_with_one_job_id_both_run() {
+    if !sim_tests::dpdk_or_skip("two_dpdk_jobs_with_one_job_id_both_run") {
+        return;
+    }
+    let start = || {
+        sim_tests::dnrun_command(2, 1, &["--backend", "dpdk", "--job-id", "7"], "mpi-suite", &["rndv-large"])
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start(), start());
+    for (name, child) in [("first", a), ("second", b)] {
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && stdout.contains("OK rndv-large"), "{name} job:\n{stdout}\n{stderr}");
+    }
+}

@@ -24,7 +24,8 @@
 //! publishes `dpdk.<rank>` in the job directory, and then adds the client
 //! side to each lower rank once that rank has published (a memif client
 //! that finds no server retries only after seconds). The sockets are
-//! abstract (no file) and vanish with the processes.
+//! files in the job directory, which is its owner's alone
+//! ([`socket_in`]).
 //!
 //! **On a shared segment** (`DN_DPDK_VDEV`, `dnrun --dpdk-vdev`: one rank
 //! per host or namespace, e.g. af_packet on a veth end): one port for all
@@ -43,6 +44,7 @@
 //! them without reading the protocol header.
 
 use std::io::{self, IoSlice};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::udp::faults;
@@ -175,14 +177,44 @@ pub fn poller_stopped_file(dir: &std::path::Path, node: u32) -> std::path::PathB
 pub const POLL_BEFORE_LEAVING_ENV: &str = "DN_DPDK_TEST_POLL_BEFORE_LEAVING_MS";
 
 /// The memif arguments of the interface between `rank` and its node's
-/// poller (the poller is the server); `ring` is log2 of its slots.
-pub fn poller_rank_args(job: u32, node: u32, rank: u32, frame: usize, server: bool) -> String {
+/// poller (the poller is the server), its socket in the job directory
+/// `dir`.
+pub fn poller_rank_args(dir: &Path, node: u32, rank: u32, frame: usize, server: bool) -> String {
     let role = if server { "server" } else { "client" };
     let mac = rank_mac(rank).map(|b| format!("{b:02x}")).join(":");
     format!(
-        "role={role},socket=/dn-memif-{job}-n{node}-r{rank},socket-abstract=yes,id=0,bsize={frame},rsize={},mac={mac}",
+        "role={role},socket={},socket-abstract=no,id=0,bsize={frame},rsize={},mac={mac}",
+        socket_in(dir, &format!("n{node}-r{rank}")).display(),
         poller::RANK_RING_LOG2
     )
+}
+
+/// The memif socket named `name` of the job whose directory is `dir`.
+///
+/// A socket file in the job directory, not a name in the abstract
+/// namespace: the directory is its owner's alone (mode 0700, made so by
+/// `dnrun`), so no other user of the host can connect to a job's socket
+/// before its own rank does, and two jobs never share a name whatever
+/// their `--job-id`s.
+pub fn socket_in(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("memif-{name}"))
+}
+
+/// The longest socket path the kernel takes (`sun_path`, less its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Refuse a job directory too deep for its memif sockets' paths.
+pub fn check_socket_dir(dir: &Path) -> Result<(), TransportError> {
+    let longest = socket_in(dir, "n65535-r4294967295");
+    if longest.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(cfg_err(format!(
+            "the job directory {} is too deep for memif socket paths ({} bytes at most): \
+             start the job from dnrun with /dev/shm or a short TMPDIR",
+            dir.display(),
+            MAX_SOCKET_PATH
+        )));
+    }
+    Ok(())
 }
 /// Default frame size: bytes of packet data per mbuf and memif buffer
 /// (`DN_DPDK_FRAME`). memif moves frames through shared memory, so a frame
@@ -227,16 +259,18 @@ pub fn available() -> Result<(), String> {
     }
 }
 
-/// The memif socket of the pair `a`, `b` of job `job` (abstract namespace).
-pub fn memif_socket(job: u32, a: u32, b: u32) -> String {
-    format!("/dn-memif-{job}-{}-{}", a.min(b), a.max(b))
+/// The memif socket of the pair `a`, `b` of the job whose directory is
+/// `dir` ([`socket_in`]).
+pub fn memif_socket(dir: &Path, a: u32, b: u32) -> PathBuf {
+    socket_in(dir, &format!("{}-{}", a.min(b), a.max(b)))
 }
 
 /// The memif arguments of `rank`'s interface to `peer`, with `frame`-byte
 /// buffers and 512 of them per ring (the protocol's window is 64).
-pub fn memif_args(job: u32, rank: u32, peer: u32, frame: usize) -> String {
+pub fn memif_args(dir: &Path, rank: u32, peer: u32, frame: usize) -> String {
     let role = if rank < peer { "server" } else { "client" };
-    format!("role={role},socket={},socket-abstract=yes,id=0,bsize={frame},rsize=9", memif_socket(job, rank, peer))
+    let socket = memif_socket(dir, rank, peer);
+    format!("role={role},socket={},socket-abstract=no,id=0,bsize={frame},rsize=9", socket.display())
 }
 
 /// The protocol settings for DPDK: datagrams sized to one `frame`, no
@@ -364,6 +398,9 @@ pub fn from_job(job: Option<&crate::JobEnv>) -> Result<DpdkTransport, TransportE
         _ => frame_from_env()?,
     };
     let dir = job.dir()?;
+    if vdev.is_none() {
+        check_socket_dir(dir)?;
+    }
     let mut cfg = config_from_env(frame, Some(dir))?;
     let faults = faults::from_env()?;
     // Injected corruption must be caught by our own CRC over the whole payload.
@@ -513,7 +550,7 @@ mod with_dpdk {
             dir: &std::path::Path,
         ) -> Result<DpdkLink, TransportError> {
             let servers: Vec<String> =
-                ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(job, rank, p, frame))).collect();
+                ((rank + 1)..size).map(|p| format!("net_memif{p},{}", memif_args(dir, rank, p, frame))).collect();
             let (eal, pool) = start_eal(rank, size, job, frame.max(2048), &servers)?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 512 };
             let mut ports: Vec<Option<Port>> = (0..size).map(|_| None).collect();
@@ -524,14 +561,15 @@ mod with_dpdk {
             }
             // Servers listen: say so, then connect to the lower ranks' servers.
             let mine = dir.join(format!("dpdk.{rank}"));
-            std::fs::write(&mine, b"ready").map_err(|e| cfg_err(format!("cannot write {}: {e}", mine.display())))?;
+            crate::job::write_private(&mine, b"ready")
+                .map_err(|e| cfg_err(format!("cannot write {}: {e}", mine.display())))?;
             let deadline = Instant::now() + START_TIMEOUT;
             for p in 0..rank {
                 wait_for_file(&dir.join(format!("dpdk.{p}")), deadline, || {
                     format!("rank {p} did not start its DPDK interfaces")
                 })?;
                 let name = format!("net_memif{p}");
-                eal.add_vdev(&name, &memif_args(job, rank, p, frame))
+                eal.add_vdev(&name, &memif_args(dir, rank, p, frame))
                     .map_err(|e| dpdk_err(&format!("cannot create the interface to rank {p}"), e))?;
                 let port = Port::start(&eal, &name, pool, cfg)
                     .map_err(|e| dpdk_err(&format!("cannot start the interface to rank {p}"), e))?;
@@ -540,7 +578,7 @@ mod with_dpdk {
             for (p, port) in ports.iter().enumerate() {
                 let Some(port) = port else { continue };
                 wait_link(port, deadline, || {
-                    format!("the memif link to rank {p} (socket {})", memif_socket(job, rank, p as u32))
+                    format!("the memif link to rank {p} (socket {})", memif_socket(dir, rank, p as u32).display())
                 })?;
             }
             let mut link = DpdkLink::empty(eal, pool, frame, job, rank, size, "memif interfaces".into());
@@ -637,7 +675,7 @@ mod with_dpdk {
             wait_for_file(&poller_ready_file(dir, node), deadline, || {
                 format!("the DPDK polling process of node {node} did not start (start the job with dnrun --dpdk-poller node)")
             })?;
-            let vdev = format!("net_memif0,{}", poller_rank_args(job, node, rank, frame, false));
+            let vdev = format!("net_memif0,{}", poller_rank_args(dir, node, rank, frame, false));
             let (eal, pool) = start_eal(rank, size, job, frame.max(2048), &[vdev])?;
             let cfg = PortConfig { rx_queues: 1, tx_queues: 1, descriptors: 1024 };
             let port = Port::start(&eal, "net_memif0", pool, cfg)
@@ -1041,7 +1079,7 @@ mod with_dpdk {
                     )));
                 }
             }
-            std::fs::write(left_file(&dir, self.rank), b"left")?;
+            crate::job::write_private(&left_file(&dir, self.rank), b"left")?;
             let holders = match self.via_poller {
                 Some(node) => vec![(0, poller_released_file(&dir, node, self.rank))],
                 None => self

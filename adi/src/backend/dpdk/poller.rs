@@ -73,6 +73,7 @@ impl PollerOptions {
     /// with the frame size and spin from the environment.
     pub fn from_env(job: u32, node: u32, size: u32, nodes: u32, dir: PathBuf) -> Result<Self, TransportError> {
         let layout = NodeLayout::new(size, nodes);
+        super::check_socket_dir(&dir)?;
         if size == 0 || node >= layout.nodes() {
             return Err(cfg_err(format!(
                 "node {node} has no ranks in a job of {size} ranks on {nodes} nodes ({} slots each)",
@@ -86,17 +87,18 @@ impl PollerOptions {
         Ok(PollerOptions { job, node, layout, frame: frame_from_env()?, dir, spin: Duration::from_micros(spin) })
     }
 
-    /// The memif socket of the link between nodes `a` and `b`.
-    pub fn node_socket(&self, a: u32, b: u32) -> String {
-        format!("/dn-memif-{}-n{}-n{}", self.job, a.min(b), a.max(b))
+    /// The memif socket of the link between nodes `a` and `b`, in the
+    /// job directory ([`super::socket_in`]).
+    pub fn node_socket(&self, a: u32, b: u32) -> PathBuf {
+        super::socket_in(&self.dir, &format!("n{}-n{}", a.min(b), a.max(b)))
     }
 
     #[cfg(feature = "dpdk")]
     fn node_args(&self, peer: u32) -> String {
         let role = if self.node < peer { "server" } else { "client" };
         format!(
-            "role={role},socket={},socket-abstract=yes,id=0,bsize={},rsize={NODE_RING_LOG2}",
-            self.node_socket(self.node, peer),
+            "role={role},socket={},socket-abstract=no,id=0,bsize={},rsize={NODE_RING_LOG2}",
+            self.node_socket(self.node, peer).display(),
             self.frame
         )
     }
@@ -253,7 +255,7 @@ mod imp {
             let locals: Vec<u32> = layout.ranks_of(o.node).collect();
             let mut vdevs: Vec<String> = locals
                 .iter()
-                .map(|&r| format!("net_memif_r{r},{}", poller_rank_args(o.job, o.node, r, o.frame, true)))
+                .map(|&r| format!("net_memif_r{r},{}", poller_rank_args(&o.dir, o.node, r, o.frame, true)))
                 .collect();
             let higher = (o.node + 1)..layout.nodes();
             vdevs.extend(higher.clone().map(|b| format!("net_memif_n{b},{}", o.node_args(b))));
@@ -298,7 +300,8 @@ mod imp {
                 p.add(port, Kind::Node(b), slots);
             }
             let ready = poller_ready_file(&o.dir, o.node);
-            std::fs::write(&ready, b"ready").map_err(|e| cfg_err(format!("cannot write {}: {e}", ready.display())))?;
+            crate::job::write_private(&ready, b"ready")
+                .map_err(|e| cfg_err(format!("cannot write {}: {e}", ready.display())))?;
             let deadline = Instant::now() + START_TIMEOUT;
             for b in 0..o.node {
                 wait_for_file(&poller_ready_file(&o.dir, b), deadline, || {
@@ -429,7 +432,8 @@ mod imp {
                 }
                 self.released[i] = true;
                 let f = poller_released_file(&self.dir, self.node, rank);
-                std::fs::write(&f, b"released").map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
+                crate::job::write_private(&f, b"released")
+                    .map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
             }
             Ok(())
         }
@@ -455,7 +459,7 @@ mod imp {
                     // The ranks start sending once every poller says so:
                     // before, a frame for a rank not yet connected would
                     // be lost and wait for a retransmission.
-                    std::fs::write(up_file, b"up")
+                    crate::job::write_private(up_file, b"up")
                         .map_err(|e| cfg_err(format!("cannot write {}: {e}", up_file.display())))?;
                 }
                 self.stats.passes += 1;
@@ -471,7 +475,8 @@ mod imp {
                 }
             }
             let f = poller_stopped_file(&self.dir, self.node);
-            std::fs::write(&f, b"stopped").map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
+            crate::job::write_private(&f, b"stopped")
+                .map_err(|e| cfg_err(format!("cannot write {}: {e}", f.display())))?;
             let holders = (self.kinds.iter().enumerate())
                 .filter_map(|(i, k)| match k {
                     Kind::Node(b) => Some((i, poller_stopped_file(&self.dir, *b))),
@@ -507,7 +512,8 @@ mod tests {
         }
         assert_eq!(rank_of_mac(&rank_mac(5), 5), None, "rank 5 is not in a job of 5");
         assert_eq!(rank_of_mac(&[0xff; 6], 5), None);
-        assert!(poller_rank_args(7, 1, 3, 9216, false).contains("mac=02:44:4e:00:00:03"));
+        let args = poller_rank_args(std::path::Path::new("/j"), 1, 3, 9216, false);
+        assert!(args.contains("mac=02:44:4e:00:00:03") && args.contains("socket=/j/memif-n1-r3,socket-abstract=no"));
     }
 
     /// A rank that lies about who it is, or a frame on the wrong queue,

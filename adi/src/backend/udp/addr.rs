@@ -136,7 +136,8 @@ fn bind_as_launcher_names_us(cfg: &UdpConfig) -> Result<UdpSocket, TransportErro
 fn publish(dir: &Path, rank: u32, addr: SocketAddr) -> Result<(), TransportError> {
     let tmp = dir.join(format!(".udp.{rank}.tmp"));
     let fin = dir.join(format!("udp.{rank}"));
-    std::fs::write(&tmp, addr.to_string()).map_err(|e| cfg_err(format!("cannot write {}: {e}", tmp.display())))?;
+    crate::job::write_private(&tmp, addr.to_string().as_bytes())
+        .map_err(|e| cfg_err(format!("cannot write {}: {e}", tmp.display())))?;
     std::fs::rename(&tmp, &fin).map_err(|e| cfg_err(format!("cannot publish {}: {e}", fin.display())))
 }
 

@@ -58,6 +58,7 @@ fn main() -> ExitCode {
             "topo" => topo(&w)?,
             "views" => views(&w)?,
             "sockets" => sockets(&w)?,
+            "private-files" => private_files(&w)?,
             "idle" => idle(&w)?,
             "poll-iprobe" => poll_iprobe(&u, &w)?,
             "poll-test" => poll_test(&u, &w)?,
@@ -605,6 +606,71 @@ fn sockets(w: &SimpleCommunicator) -> R {
     } else {
         w.process_at_rank(0).send(&mine).map_err(e)?;
     }
+    Ok(())
+}
+
+/// Every directory of the job is its owner's alone (0700) and every file
+/// in it 0600 — checked by rank 0 once all ranks are up, so that the
+/// simulator's files, the rendezvous files, the UDP key and the memif
+/// sockets all exist. Sockets are reached through their 0700 directory;
+/// none may be in the abstract namespace, which has no permissions. As
+/// root with a `nobody` user, `nobody` must fail to read a file.
+fn private_files(w: &SimpleCommunicator) -> R {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    w.barrier().map_err(e)?;
+    if w.rank() != 0 {
+        return Ok(());
+    }
+    let job = std::env::var("DN_JOB_DIR").map_err(|_| "DN_JOB_DIR is not set (run with dnrun)")?;
+    let root = std::path::Path::new(&job).parent().ok_or("DN_JOB_DIR has no parent")?.to_path_buf();
+    let uid = std::fs::metadata(&root).map_err(e)?.uid();
+    let (mut stack, mut files, mut sockets, mut readable, mut socket) = (vec![root.clone()], 0, 0, None, None);
+    while let Some(d) = stack.pop() {
+        let m = std::fs::symlink_metadata(&d).map_err(e)?;
+        check!(m.mode() & 0o777 == 0o700 && m.uid() == uid, "{} has mode {:o}", d.display(), m.mode() & 0o777);
+        for entry in std::fs::read_dir(&d).map_err(e)? {
+            let p = entry.map_err(e)?.path();
+            let m = std::fs::symlink_metadata(&p).map_err(e)?;
+            let t = m.file_type();
+            if t.is_dir() {
+                stack.push(p);
+            } else if t.is_socket() {
+                sockets += 1;
+                socket.get_or_insert(p);
+            } else {
+                check!(t.is_file(), "{} is neither a file, a directory nor a socket", p.display());
+                check!(m.mode() & 0o777 == 0o600, "{} has mode {:o}, not 0600", p.display(), m.mode() & 0o777);
+                files += 1;
+                readable.get_or_insert(p);
+            }
+        }
+    }
+    let unix = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    check!(!unix.contains("@dn-memif"), "a memif socket is in the abstract namespace");
+    let nobody = match readable {
+        Some(f) if uid == 0 && std::path::Path::new("/usr/sbin/runuser").exists() => {
+            let out = std::process::Command::new("/usr/sbin/runuser")
+                .args(["-u", "nobody", "--", "cat"])
+                .arg(&f)
+                .output()
+                .map_err(e)?;
+            check!(!out.status.success(), "user nobody read {}", f.display());
+            // A memif socket: nobody must not connect (as it could when
+            // the sockets were abstract names).
+            if let Some(sock) = socket.filter(|_| std::path::Path::new("/usr/bin/python3").exists()) {
+                let connect = "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])";
+                let out = std::process::Command::new("/usr/sbin/runuser")
+                    .args(["-u", "nobody", "--", "/usr/bin/python3", "-c", connect])
+                    .arg(&sock)
+                    .output()
+                    .map_err(e)?;
+                check!(!out.status.success(), "user nobody connected to {}", sock.display());
+            }
+            "nobody cannot read or connect to them"
+        }
+        _ => "not checked as nobody (needs root and runuser)",
+    };
+    println!("private-files: {files} files and {sockets} sockets, all private; {nobody}");
     Ok(())
 }
 
