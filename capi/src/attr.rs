@@ -82,6 +82,7 @@ impl Deferred {
             Deferred::CallEnds => {}
             Deferred::FreeComm(h) => relock(&mut |st| {
                 st.comms.remove(&h);
+                st.sweep_keyvals();
             }),
         }
         Ok(())
@@ -90,7 +91,17 @@ impl Deferred {
 
 impl State {
     fn keyval(&self, k: c_int) -> R<&Keyval> {
-        self.keyvals.get(&k).ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} was never created")))
+        self.keyvals
+            .get(&k)
+            .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("{k} is not a keyval (never created, or freed)")))
+    }
+
+    /// Forget the freed keyvals no attribute uses any more: their records
+    /// are kept only for the delete callbacks of values still set (§7.7.2),
+    /// so a program creating and freeing keyvals in a loop holds none.
+    pub(crate) fn sweep_keyvals(&mut self) {
+        let comms = &self.comms;
+        self.keyvals.retain(|k, kv| !kv.freed || comms.values().any(|e| e.attrs.iter().any(|a| a.0 == *k)));
     }
 }
 
@@ -174,10 +185,13 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
         if k < FIRST_KEYVAL {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
         }
-        st.keyval(k)?;
+        if st.keyval(k)?.freed {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} was freed already")));
+        }
         if let Some(kv) = st.keyvals.get_mut(&k) {
             kv.freed = true;
         }
+        st.sweep_keyvals();
         // SAFETY: as above.
         unsafe { comm_keyval.write(MPI_KEYVAL_INVALID) };
         Ok(())
@@ -212,6 +226,7 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) 
         if let Some(e) = st.comms.get_mut(&comm) {
             e.attrs.retain(|a| a.0 != comm_keyval);
         }
+        st.sweep_keyvals();
         Ok(())
     })
 }

@@ -50,12 +50,12 @@ fn owned(v: Vec<u8>) -> Out {
 
 /// `len` bytes of scratch space kept in `hold` (a root's block that stays
 /// in place with `MPI_IN_PLACE`).
-fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> &'static mut [u8] {
-    let mut v = vec![0u8; len];
+fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> R<&'static mut [u8]> {
+    let mut v = mpi::datatype::zeroed_buffer(len, "scratch space")?;
     // SAFETY: as in [`owned`]; nothing else refers to the vector.
     let s = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
     hold.push(v);
-    s
+    Ok(s)
 }
 
 /// An operation with what it keeps: buffers, and a staged receive
@@ -384,7 +384,7 @@ unsafe fn scatter(
     let mut unpack = None;
     let recv = if in_place(recvbuf) {
         // The root's own block stays where it is.
-        scratch(&mut hold, each)
+        scratch(&mut hold, each)?
     } else {
         let span = st.span(recvcount, recvtype)?;
         same("MPI_Scatter", each, span.len())?;
@@ -531,7 +531,7 @@ unsafe fn scatterv(
     let mine = b.counts[me] as usize;
     let mut unpack = None;
     let recv = if in_place(recvbuf) {
-        scratch(&mut hold, mine)
+        scratch(&mut hold, mine)?
     } else {
         let span = st.span(recvcount, recvtype)?;
         same("MPI_Scatterv", mine, span.len())?;
@@ -691,7 +691,15 @@ pub(crate) unsafe fn wblocks_of(st: &State, sends: &[WBlock], recvs: &[WBlock]) 
         places.push((total, len, b.at, layout));
         total += len;
     }
-    Ok(Wblocks { packed, scounts, sdispls: sdis, staging: vec![0u8; total], rcounts, rdispls: rdis, places })
+    Ok(Wblocks {
+        packed,
+        scounts,
+        sdispls: sdis,
+        staging: mpi::datatype::zeroed_buffer(total, "a staging buffer")?,
+        rcounts,
+        rdispls: rdis,
+        places,
+    })
 }
 
 /// Pack and stage `MPI_Alltoallw`'s blocks for `n` peers (the remote

@@ -60,6 +60,11 @@ impl CommTable {
         self.slots.get_mut(k)?.take().map(|b| *b)
     }
 
+    /// Every live communicator.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &CommEntry> {
+        self.slots.iter().filter_map(|s| s.as_deref())
+    }
+
     pub(crate) fn clear(&mut self) {
         self.slots.clear();
     }

@@ -333,7 +333,7 @@ impl State {
             db.push(as_count(at)?);
             at += c * l.size;
         }
-        let mut u = Unpack::new(&l, buf.cast(), parts, fill);
+        let mut u = Unpack::new(&l, buf.cast(), parts, fill)?;
         u.whole = true;
         Ok(Blocks { inc: Incoming { ptr: u.tmp.as_mut_ptr(), len: at, stage: Some(u) }, counts: cb, displs: db })
     }
@@ -411,7 +411,7 @@ pub(crate) unsafe fn outgoing<'a>(buf: *const c_void, span: &Span, what: &str) -
             if near_null(buf, layout.true_lb) {
                 return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
             }
-            let mut out = vec![0u8; *len];
+            let mut out = mpi::datatype::zeroed_buffer(*len, "a packing buffer")?;
             // SAFETY: this function's contract: `buf` holds the span's
             // `count` elements, so every block pack_raw reads is readable.
             unsafe { layout.pack_raw(buf.cast(), *count, &mut out) };
@@ -443,9 +443,12 @@ pub(crate) struct Unpack {
 }
 
 impl Unpack {
-    fn new(layout: &Arc<Layout>, dest: *mut u8, parts: Vec<(isize, usize)>, fill: bool) -> Unpack {
-        let len = parts.iter().map(|p| p.1 * layout.size).sum();
-        let mut tmp = vec![0u8; len];
+    fn new(layout: &Arc<Layout>, dest: *mut u8, parts: Vec<(isize, usize)>, fill: bool) -> R<Unpack> {
+        let len = parts
+            .iter()
+            .try_fold(0usize, |n, p| p.1.checked_mul(layout.size).and_then(|b| b.checked_add(n)))
+            .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the receive is larger than an address space"))?;
+        let mut tmp = mpi::datatype::zeroed_buffer(len, "a staging buffer for the receive")?;
         if fill {
             let mut at = 0;
             for &(d, c) in &parts {
@@ -455,7 +458,7 @@ impl Unpack {
                 at += n;
             }
         }
-        Unpack { tmp, dest, layout: layout.clone(), parts, whole: false }
+        Ok(Unpack { tmp, dest, layout: layout.clone(), parts, whole: false })
     }
 
     /// Unpack the first `n` received bytes.
@@ -529,7 +532,7 @@ pub(crate) unsafe fn incoming(buf: *mut c_void, span: &Span, what: &str, fill: b
             if near_null(buf, layout.true_lb) {
                 return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
             }
-            let mut stage = Unpack::new(layout, buf.cast(), vec![(0, *count)], fill);
+            let mut stage = Unpack::new(layout, buf.cast(), vec![(0, *count)], fill)?;
             Ok(Incoming { ptr: stage.tmp.as_mut_ptr(), len: *len, stage: Some(stage) })
         }
     }
@@ -970,7 +973,7 @@ unsafe fn structure(
             parts.push(st.part(t)?);
         }
         // The extent is padded as a C compiler pads a struct (§5.1.6).
-        let l = b.finish_struct();
+        let l = b.finish_struct()?;
         let mut counts = vec![count];
         counts.extend_from_slice(&lens);
         let contents = Args::new(form, MPI_COMBINER_STRUCT, counts, disps).contents(parts);

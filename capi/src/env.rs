@@ -182,7 +182,7 @@ pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
         None => eprintln!("MPI_Abort with error code {errorcode}{on}"),
     }
     // The launcher sees a rank leave with this code and stops the others.
-    std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff })
+    std::process::exit(mpi::abort_status(errorcode))
 }
 
 #[no_mangle]
@@ -322,8 +322,10 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int
     })
 }
 
-/// The text of an error class.
-fn class_text(class: c_int) -> &'static str {
+/// The text of an error class: every class of the MPI 5.0 ABI (§9.4,
+/// Table 9.1), whether or not this library returns it, so that a program
+/// printing any class gets its meaning.
+pub(crate) fn class_text(class: c_int) -> &'static str {
     match class {
         MPI_SUCCESS => "no error",
         MPI_ERR_BUFFER => "invalid buffer pointer",
@@ -334,14 +336,61 @@ fn class_text(class: c_int) -> &'static str {
         MPI_ERR_RANK => "invalid rank",
         MPI_ERR_REQUEST => "invalid request",
         MPI_ERR_ROOT => "invalid root",
+        MPI_ERR_GROUP => "invalid group",
         MPI_ERR_OP => "invalid operation",
+        MPI_ERR_TOPOLOGY => "invalid topology",
+        MPI_ERR_DIMS => "invalid dimension argument",
         MPI_ERR_ARG => "invalid argument",
+        MPI_ERR_UNKNOWN => "unknown error",
         MPI_ERR_TRUNCATE => "message truncated",
         MPI_ERR_OTHER => "other error",
         MPI_ERR_INTERN => "internal error",
+        MPI_ERR_PENDING => "pending request",
+        MPI_ERR_IN_STATUS => "error code is in status",
+        MPI_ERR_ACCESS => "permission denied",
+        MPI_ERR_AMODE => "invalid file access mode",
+        MPI_ERR_ASSERT => "invalid assertion",
+        MPI_ERR_BAD_FILE => "invalid file name",
+        MPI_ERR_BASE => "invalid base address",
+        MPI_ERR_CONVERSION => "data conversion failed",
+        MPI_ERR_DISP => "invalid displacement",
+        MPI_ERR_DUP_DATAREP => "data representation already defined",
+        MPI_ERR_FILE_EXISTS => "file exists",
+        MPI_ERR_FILE_IN_USE => "file in use",
+        MPI_ERR_FILE => "invalid file handle",
+        MPI_ERR_INFO_KEY => "info key too long",
+        MPI_ERR_INFO_NOKEY => "info key not defined",
+        MPI_ERR_INFO_VALUE => "info value too long",
+        MPI_ERR_INFO => "invalid info object",
+        MPI_ERR_IO => "I/O error",
+        MPI_ERR_KEYVAL => "invalid keyval",
+        MPI_ERR_LOCKTYPE => "invalid lock type",
+        MPI_ERR_NAME => "invalid service name",
+        MPI_ERR_NO_MEM => "out of memory",
+        MPI_ERR_NOT_SAME => "arguments differ between processes",
+        MPI_ERR_NO_SPACE => "no space left",
+        MPI_ERR_NO_SUCH_FILE => "no such file",
+        MPI_ERR_PORT => "invalid port name",
+        MPI_ERR_QUOTA => "quota exceeded",
+        MPI_ERR_READ_ONLY => "read-only file or file system",
+        MPI_ERR_RMA_ATTACH => "memory cannot be attached to the window",
+        MPI_ERR_RMA_CONFLICT => "conflicting accesses to a window",
+        MPI_ERR_RMA_RANGE => "access outside the target window",
+        MPI_ERR_RMA_SHARED => "memory cannot be shared",
+        MPI_ERR_RMA_SYNC => "RMA call outside its synchronisation",
+        MPI_ERR_SERVICE => "invalid service",
+        MPI_ERR_SIZE => "invalid size",
+        MPI_ERR_SPAWN => "cannot spawn processes",
+        MPI_ERR_UNSUPPORTED_DATAREP => "unsupported data representation",
         MPI_ERR_UNSUPPORTED_OPERATION => "unsupported operation",
+        MPI_ERR_WIN => "invalid window",
+        MPI_ERR_RMA_FLAVOR => "wrong window flavor",
+        MPI_ERR_PROC_ABORTED => "a process aborted",
+        MPI_ERR_VALUE_TOO_LARGE => "value too large for its output argument",
+        MPI_ERR_SESSION => "invalid session",
         MPI_ERR_ERRHANDLER => "invalid error handler",
-        _ => "unknown error",
+        MPI_ERR_ABI => "ABI mismatch",
+        _ => "unknown error class",
     }
 }
 
@@ -613,4 +662,22 @@ pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char,
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
         unsafe { put_name(&name, comm_name, resultlen) }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every error class of the ABI has its own text (issue 30: GROUP,
+    /// TOPOLOGY, DIMS, INFO*, KEYVAL and IN_STATUS said "unknown error").
+    #[test]
+    fn every_error_class_has_a_text() {
+        let mut seen = std::collections::HashSet::new();
+        for class in MPI_SUCCESS..=MPI_ERR_ABI {
+            let t = class_text(class);
+            assert!(t != "unknown error class", "class {class} has no text");
+            assert!(seen.insert(t), "class {class} shares its text {t:?}");
+        }
+        assert_eq!(class_text(MPI_ERR_ABI + 1), "unknown error class");
+    }
 }

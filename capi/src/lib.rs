@@ -57,11 +57,20 @@ pub type Handle = usize;
 pub(crate) struct Fail {
     class: c_int,
     msg: String,
+    /// The status a failed receive has all the same (a truncated message:
+    /// its source, tag and the bytes that fit, `MPI_ERROR` set).
+    status: Option<MpiStatus>,
 }
 
 impl Fail {
     pub(crate) fn new(class: c_int, msg: impl Into<String>) -> Fail {
-        Fail { class, msg: msg.into() }
+        Fail { class, msg: msg.into(), status: None }
+    }
+
+    /// The status to report for this failure: the receive's, or an empty
+    /// one; `MPI_ERROR` is the class either way.
+    pub(crate) fn status(&self) -> MpiStatus {
+        MpiStatus { error: self.class, ..self.status.unwrap_or_else(MpiStatus::empty) }
     }
 }
 
@@ -71,16 +80,23 @@ impl From<MpiError> for Fail {
         let class = match &e {
             MpiError::InvalidRank { .. } | MpiError::Engine(AdiError::BadRank { .. }) => MPI_ERR_RANK,
             MpiError::InvalidTag(_) => MPI_ERR_TAG,
-            MpiError::Count { .. } | MpiError::Size { .. } | MpiError::Engine(AdiError::Truncated { .. }) => {
-                MPI_ERR_TRUNCATE
-            }
+            MpiError::Count { .. }
+            | MpiError::Size { .. }
+            | MpiError::Truncated { .. }
+            | MpiError::Engine(AdiError::Truncated { .. }) => MPI_ERR_TRUNCATE,
             MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
             MpiError::Invalid(_) | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
             MpiError::Topology(_) => MPI_ERR_TOPOLOGY,
             MpiError::Dims(_) => MPI_ERR_DIMS,
+            MpiError::TooLarge(_) => MPI_ERR_COUNT,
+            MpiError::NoMemory(_) => MPI_ERR_NO_MEM,
             _ => MPI_ERR_OTHER,
         };
-        Fail { class, msg: e.to_string() }
+        let status = match &e {
+            MpiError::Truncated { status, .. } => Some(c_status(status)),
+            _ => None,
+        };
+        Fail { class, msg: e.to_string(), status }
     }
 }
 

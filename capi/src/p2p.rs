@@ -220,8 +220,16 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
-    with_state("MPI_Recv", comm, |st| unsafe { recv(st, buf, count, datatype, source, tag, comm, status) })
+    with_state("MPI_Recv", comm, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
+        // A truncated receive still says whose message it was (§3.2.5).
+        if let Err(Fail { status: Some(_), .. }) = &r {
+            // SAFETY: the standard's contract on `status`.
+            unsafe { put_status(status, r.as_ref().map_or_else(Fail::status, |()| MpiStatus::empty())) };
+        }
+        r
+    })
 }
 
 /// Register `r` as a new request handle and write it to `out`.
@@ -668,7 +676,7 @@ fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
 /// A status array's entry for a request that failed, in a call that
 /// reports `MPI_ERR_IN_STATUS` (§3.2.5, §3.7.5).
 fn failed_status(f: &Fail) -> MpiStatus {
-    MpiStatus { error: f.class, ..MpiStatus::empty() }
+    f.status()
 }
 
 /// The error of a call that completed several requests of which some
@@ -702,7 +710,7 @@ unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, s
         // request is freed too, so that a test loop on it ends.
         unsafe {
             request.write(nh);
-            put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty()));
+            put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s));
         }
         s.map(drop)
     })
@@ -927,7 +935,7 @@ unsafe fn any(
                 put(flag, f, "flag")?;
             }
             if let Some(s) = &s {
-                put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty()));
+                put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s));
             }
         }
         s.transpose().map(drop)

@@ -97,6 +97,18 @@ impl Group {
     pub(crate) fn status(&self, st: adi::Status) -> Status {
         Status::new(self.comm_rank(st.source), st.tag, st.len)
     }
+
+    /// A receive's error in this group's ranks: a truncated message
+    /// becomes [`MpiError::Truncated`], with the status the receive has
+    /// all the same (its sender, tag, and the bytes that fit).
+    pub(crate) fn error(&self, e: impl Into<MpiError>) -> MpiError {
+        match e.into() {
+            MpiError::Engine(adi::AdiError::Truncated { sender, tag, len, capacity }) => {
+                MpiError::Truncated { status: Status::new(self.comm_rank(sender), tag, capacity), len }
+            }
+            e => e,
+        }
+    }
 }
 
 /// A communicator: a group of processes with its own context ids, so its
@@ -602,7 +614,7 @@ pub trait Source {
     /// the first elements.
     fn receive_into_view(&self, view: &mut crate::datatype::MutView<'_>, tag: Tag) -> Result<Status> {
         check_tag(tag)?;
-        let mut staged = vec![0u8; view.packed_len()?];
+        let mut staged = crate::datatype::zeroed_buffer(view.packed_len()?, "a staging buffer")?;
         let st = recv_into_raw(self, TagSel::Tag(tag), &mut staged)?;
         let n = usize::try_from(st.bytes()).unwrap_or(usize::MAX).min(staged.len());
         view.unpack(&staged[..n])?;
@@ -666,7 +678,7 @@ fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Resu
     charge_request(e);
     // Collectives in progress keep moving while this receive waits (one of
     // them may be what the sender waits for): the engine's progress hook.
-    let st = c.engine()?.recv_into(src, tag, comm.ctx, out)?;
+    let st = c.engine()?.recv_into(src, tag, comm.ctx, out).map_err(|e| comm.peers().error(e))?;
     charge_request(c.engine()?);
     Ok(comm.status(st))
 }
@@ -723,7 +735,7 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     // SAFETY: `v` lives until after wait_borrowed, which completes the
     // request or abandons it before returning.
     let id = unsafe { e.imrecv_into(msg, bytemuck::cast_slice_mut(&mut v))? };
-    c.wait_borrowed(id)?;
+    c.wait_borrowed(id).map_err(|e| comm.peers().error(e))?;
     charge_request(c.engine()?);
     Ok((v, comm.status(st)))
 }

@@ -51,6 +51,28 @@ pub enum MpiError {
     /// Invalid grid dimensions (§8.5: `MPI_ERR_DIMS`).
     #[error("invalid dimensions: {0}")]
     Dims(String),
+    /// A message longer than its receive buffer (`MPI_ERR_TRUNCATE`, MPI
+    /// 4.1 §3.2.5): the buffer holds its first bytes, and `status` says
+    /// whose message it was (the sender's rank in the receive's
+    /// communicator) and how many bytes were received.
+    #[error(
+        "message of {len} bytes from rank {} (tag {}) does not fit the {}-byte receive buffer",
+        status.source_rank(), status.tag(), status.bytes()
+    )]
+    Truncated {
+        /// The receive's status: source, tag, bytes received.
+        status: crate::comm::Status,
+        /// The message's length.
+        len: u64,
+    },
+    /// A size, extent or displacement no address or count can hold (a
+    /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
+    #[error("{0}")]
+    TooLarge(String),
+    /// Memory the call needs could not be had (`MPI_ERR_NO_MEM`): the
+    /// call fails, the process goes on.
+    #[error("out of memory: {0}")]
+    NoMemory(String),
 }
 
 /// Result of MPI calls.

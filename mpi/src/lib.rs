@@ -42,7 +42,7 @@ pub use comm::{
 };
 pub use error::{MpiError, Result};
 pub use request::Request;
-pub use universe::{initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};
+pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};
 
 /// A process rank.
 pub type Rank = i32;

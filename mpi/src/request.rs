@@ -253,7 +253,7 @@ impl<'b> Request<'b> {
                     s.unregister(&self.shared, id);
                 }
                 let e = c.engine()?;
-                let d = e.wait(id)?;
+                let d = e.wait(id).map_err(|e| self.group.error(e))?;
                 charge_request(e);
                 Ok(match (target, d) {
                     (Target::Recv, Done::Placed { status }) => self.group.status(status),

@@ -398,6 +398,16 @@ fn tune_allocator() {
     }
 }
 
+/// The exit status of a process aborted with `code`: the code's low byte
+/// (all a status holds), but never 0, which would read as success
+/// (`MPI_Abort(comm, 256)` and `MPI_Abort(comm, 0)` exit 1).
+pub fn abort_status(code: i32) -> i32 {
+    match code & 0xff {
+        0 => 1,
+        c => c,
+    }
+}
+
 /// Initialise MPI from the environment `dnrun` provides. A program started
 /// without `dnrun` runs as a single-process job.
 pub fn initialize() -> Result<Universe> {
@@ -413,6 +423,7 @@ pub fn initialize() -> Result<Universe> {
             )))
         }
     };
+    crate::coll::check_env()?;
     let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();
@@ -596,7 +607,7 @@ impl Universe {
     pub fn abort(&self, code: i32) -> ! {
         let rank = self.world.rank();
         eprintln!("MPI abort on rank {rank} with code {code}");
-        std::process::exit(code)
+        std::process::exit(abort_status(code))
     }
 
     /// Finalise: wait for every process (a barrier), complete queued sends,

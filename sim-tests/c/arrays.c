@@ -210,6 +210,27 @@ int main(int argc, char **argv)
           dense[n20 - 1]);
     MPI_Type_free(&spread);
 
+    /* Issue 30: sizes that cannot be served are refused with an error
+     * class, never an abort. Bounds beyond the address space: */
+    int two[2] = {1, 1}, eclass = -1;
+    MPI_Aint far[2] = {(MPI_Aint)1 << 62, -((MPI_Aint)1 << 62)};
+    MPI_Datatype ints2[2] = {MPI_INT, MPI_INT}, wild = MPI_DATATYPE_NULL;
+    MPI_Error_class(MPI_Type_create_struct(2, two, far, ints2, &wild), &eclass);
+    CHECK(eclass == MPI_ERR_COUNT && wild == MPI_DATATYPE_NULL, "a struct of extent 2^63 gave class %d", eclass);
+    /* INT_MAX elements of 1000 doubles each (16 TB to stage): */
+    MPI_Datatype kilo;
+    MPI_Type_vector(1000, 1, 2, MPI_DOUBLE, &kilo);
+    MPI_Type_commit(&kilo);
+    MPI_Request never = MPI_REQUEST_NULL;
+    double one = 0;
+    MPI_Error_class(MPI_Irecv(&one, INT_MAX, kilo, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &never), &eclass);
+    CHECK(eclass == MPI_ERR_NO_MEM && never == MPI_REQUEST_NULL, "a 16 TB staging buffer gave class %d", eclass);
+    MPI_Type_free(&kilo);
+    /* A subarray of INT_MAX x INT_MAX ints: refused at once. */
+    int isz[2] = {INT_MAX, INT_MAX}, ione[2] = {1, 1}, izero[2] = {0, 0};
+    MPI_Error_class(MPI_Type_create_subarray(2, isz, ione, izero, MPI_ORDER_C, MPI_INT, &wild), &eclass);
+    CHECK(eclass == MPI_ERR_COUNT, "an INT_MAX x INT_MAX subarray gave class %d", eclass);
+
     /* Fortran kinds: predefined, the same handle each time, never freed. */
     MPI_Datatype i4, i4b, r8;
     MPI_Type_create_f90_integer(9, &i4);

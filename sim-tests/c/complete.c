@@ -5,6 +5,7 @@
  * handle, failed or not, becomes MPI_REQUEST_NULL, so that a test loop
  * on it ends. "OK c-complete on N ranks" from rank 0 when every rank passed. */
 #include <mpi.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -52,6 +53,8 @@ int main(int argc, char **argv)
           sts[0].MPI_ERROR, sts[2].MPI_ERROR);
     CHECK(class_of(sts[1].MPI_ERROR) == MPI_ERR_TRUNCATE, "Waitall: the truncated receive's MPI_ERROR is %d",
           sts[1].MPI_ERROR);
+    CHECK(sts[1].MPI_SOURCE == peer && sts[1].MPI_TAG == 2, "Waitall: the truncated receive's status says %d/%d",
+          sts[1].MPI_SOURCE, sts[1].MPI_TAG);
     CHECK(sts[0].MPI_SOURCE == peer && sts[0].MPI_TAG == 1 && sts[2].MPI_TAG == 3, "Waitall: statuses %d/%d %d",
           sts[0].MPI_SOURCE, sts[0].MPI_TAG, sts[2].MPI_TAG);
     CHECK(a[3] == 13 && c[0] == 30 && c[3] == 33, "Waitall: data of the good receives lost: %d %d", a[3], c[3]);
@@ -122,6 +125,18 @@ int main(int argc, char **argv)
     rc = MPI_Wait(&r, &st);
     CHECK(class_of(rc) == MPI_ERR_TRUNCATE && r == MPI_REQUEST_NULL, "Wait after Request_get_status: class %d",
           class_of(rc));
+
+    /* A truncated MPI_Recv fills its status: whose message, which tag,
+     * the bytes that fit, MPI_ERROR (issue 30; MPICH does the same). */
+    send4(peer, 5, &sends[ns++]);
+    memset(&st, 0x55, sizeof st);
+    rc = MPI_Recv(b, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    int got = -1;
+    MPI_Get_count(&st, MPI_INT, &got);
+    CHECK(class_of(rc) == MPI_ERR_TRUNCATE && st.MPI_SOURCE == peer && st.MPI_TAG == 5 && got == 2 &&
+              class_of(st.MPI_ERROR) == MPI_ERR_TRUNCATE,
+          "truncated MPI_Recv: class %d, status source %d tag %d count %d error %d", class_of(rc), st.MPI_SOURCE,
+          st.MPI_TAG, got, st.MPI_ERROR);
 
     /* The sends all completed: nothing failed on their side. */
     MPI_Status sst[16];

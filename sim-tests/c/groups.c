@@ -167,8 +167,26 @@ int main(int argc, char **argv)
     MPI_Comm_delete_attr(dup, key);
     MPI_Comm_get_attr(dup, key, &val, &flag);
     CHECK(deletes == 3 && flag == 0, "delete_attr %d %d", deletes, flag);
+    int again = key;
     MPI_Comm_free_keyval(&key);
     CHECK(key == MPI_KEYVAL_INVALID, "freed keyval not reset");
+    /* Issue 30: freeing a freed keyval is an error, not a success. */
+    int eclass = -1;
+    MPI_Error_class(MPI_Comm_free_keyval(&again), &eclass);
+    CHECK(eclass == MPI_ERR_KEYVAL, "freeing a freed keyval gave class %d", eclass);
+    /* A keyval freed while an attribute uses it keeps its delete callback
+     * until that attribute goes (§7.7.2); then it is gone for good. */
+    int lkey = MPI_KEYVAL_INVALID, lweight = 10;
+    MPI_Comm ldup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ldup);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &lkey, &lweight);
+    MPI_Comm_set_attr(ldup, lkey, base);
+    int lkey_was = lkey, before = deletes;
+    MPI_Comm_free_keyval(&lkey);
+    MPI_Comm_free(&ldup);
+    CHECK(deletes == before + 10, "a freed keyval's attribute was not deleted (%d)", deletes - before);
+    MPI_Error_class(MPI_Comm_set_attr(MPI_COMM_WORLD, lkey_was, base), &eclass);
+    CHECK(eclass == MPI_ERR_KEYVAL, "a freed keyval still set an attribute (class %d)", eclass);
     int ckey = MPI_KEYVAL_INVALID;
     MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_cached, &ckey, NULL);
     MPI_Comm *cached = malloc(sizeof *cached);

@@ -95,6 +95,19 @@ fn an_error_under_the_default_handler_ends_the_job_naming_rank_and_call() {
     assert!(!text.contains("not reached"), "{text}");
 }
 
+/// `MPI_Abort(code)` never reads as success (issue 30): the job's status
+/// is the code's low byte, and 1 where that byte is 0 (256, 0), on one
+/// rank and on several.
+#[test]
+fn an_abort_never_exits_zero() {
+    let prog = build("fatal");
+    for (np, code, want) in [(1, "256", 1), (2, "256", 1), (1, "0", 1), (2, "7", 7), (1, "-1", 255)] {
+        let out = dnrun(np, 1, &[], prog.to_str().unwrap(), &["abort", code]);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(want), "MPI_Abort({code}) on {np} ranks:\n{text}");
+    }
+}
+
 /// A user-defined operation that calls MPI ends the job with a message
 /// instead of deadlocking on the library's lock.
 #[test]

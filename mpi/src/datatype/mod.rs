@@ -70,6 +70,40 @@ impl<T: Equivalence> BufferMut for Vec<T> {
     }
 }
 
+/// `len` zeroed bytes (a staging or packing buffer), or
+/// [`MpiError::NoMemory`](crate::MpiError::NoMemory) naming `what` when the
+/// allocator cannot give them: a count no memory holds fails the call
+/// (`MPI_ERR_NO_MEM`), it does not abort the process.
+///
+/// More than the host's memory and swap is refused before asking: under
+/// Linux's overcommit such an allocation may be granted and the process
+/// then killed while the zeros are written.
+pub fn zeroed_buffer(len: usize, what: &str) -> crate::Result<Vec<u8>> {
+    let refuse = || crate::MpiError::NoMemory(format!("{what} of {len} bytes cannot be allocated"));
+    if len as u64 > host_memory() {
+        return Err(refuse());
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| refuse())?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+/// Bytes of memory and swap on this host (`u64::MAX` if unknown).
+fn host_memory() -> u64 {
+    // SAFETY: `sysinfo` only writes the struct it is given, which is
+    // zeroed plain data owned here.
+    let info = unsafe {
+        let mut i: libc::sysinfo = std::mem::zeroed();
+        if libc::sysinfo(&mut i) != 0 {
+            return u64::MAX;
+        }
+        i
+    };
+    let unit = u64::from(info.mem_unit.max(1));
+    (info.totalram as u64).saturating_add(info.totalswap as u64).saturating_mul(unit)
+}
+
 /// Bytes to a vector of `T` (copied, so alignment does not matter).
 pub(crate) fn vec_from_bytes<T: Pod>(bytes: &[u8]) -> Option<Vec<T>> {
     let sz = std::mem::size_of::<T>();

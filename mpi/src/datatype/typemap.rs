@@ -79,7 +79,7 @@ pub struct Typemap {
 pub const FLAT_BLOCKS: usize = 256;
 
 fn overflow() -> MpiError {
-    MpiError::Invalid("the datatype's extent or size overflows the address space".into())
+    MpiError::TooLarge("the datatype's extent, bounds or size overflow the address space".into())
 }
 
 impl Typemap {
@@ -131,7 +131,7 @@ impl Typemap {
         // Infallible: two small blocks.
         let _ = b.place(&value_t, 0, 1);
         let _ = b.place(&int, value.next_multiple_of(4) as isize, 1);
-        b.finish_struct()
+        b.finish_struct().expect("a value and an int fit in an address space")
     }
 
     /// `count` blocks of `blocklength` elements of `old`, `stride` bytes
@@ -208,7 +208,7 @@ impl Typemap {
     /// vector (§5.2). Fails if an element reaches outside `buf`.
     pub fn pack(&self, buf: &[u8], count: usize) -> Result<Vec<u8>> {
         self.check_fits(count, buf.len())?;
-        let mut out = vec![0u8; self.packed_len(count)?];
+        let mut out = super::zeroed_buffer(self.packed_len(count)?, "a packing buffer")?;
         // SAFETY: check_fits proved every block of every element lies
         // inside `buf`, which is readable for its length.
         unsafe { self.pack_raw(buf.as_ptr(), count, &mut out) };
@@ -457,14 +457,20 @@ impl TypemapBuilder {
         let span = stride.checked_mul(count as isize - 1).ok_or_else(overflow)?;
         let lo = disp.checked_add(child.lb).and_then(|v| v.checked_add(span.min(0))).ok_or_else(overflow)?;
         let hi = disp.checked_add(child.ub).and_then(|v| v.checked_add(span.max(0))).ok_or_else(overflow)?;
-        self.bounds = Some(self.bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        let bounds = self.bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi)));
+        // The extent, `ub - lb`, must be an address difference too.
+        bounds.1.checked_sub(bounds.0).ok_or_else(overflow)?;
+        self.bounds = Some(bounds);
         let block = child.one_block.and_then(|(off, len)| {
             let at = disp.checked_add(off)?;
             (count == 1 || stride == len as isize).then(|| Some((at, len.checked_mul(count)?))).flatten()
         });
         if child.size > 0 {
-            let (tlo, thi) = (disp + child.true_lb + span.min(0), disp + child.true_ub + span.max(0));
-            self.data = Some(self.data.map_or((tlo, thi), |(a, b)| (a.min(tlo), b.max(thi))));
+            let tlo = disp.checked_add(child.true_lb).and_then(|v| v.checked_add(span.min(0))).ok_or_else(overflow)?;
+            let thi = disp.checked_add(child.true_ub).and_then(|v| v.checked_add(span.max(0))).ok_or_else(overflow)?;
+            let data = self.data.map_or((tlo, thi), |(a, b)| (a.min(tlo), b.max(thi)));
+            data.1.checked_sub(data.0).ok_or_else(overflow)?;
+            self.data = Some(data);
             // One block stays one block while each part starts where the last ended.
             self.one_block = Some(match (self.one_block, block) {
                 (None, b) => b,
@@ -511,14 +517,14 @@ impl TypemapBuilder {
     /// As [`TypemapBuilder::finish`], with the extent padded to the
     /// alignment of the strictest member, as a C compiler pads a struct
     /// (`MPI_Type_create_struct`, §5.1.6 "epsilon").
-    pub fn finish_struct(self) -> Typemap {
+    pub fn finish_struct(self) -> Result<Typemap> {
         let mut t = self.finish();
         let ext = t.extent();
         if ext >= 0 {
-            let padded = (ext as usize).next_multiple_of(t.align) as isize;
-            t.ub = t.lb + padded;
+            let padded = (ext as usize).checked_next_multiple_of(t.align).ok_or_else(overflow)?;
+            t.ub = isize::try_from(padded).ok().and_then(|p| t.lb.checked_add(p)).ok_or_else(overflow)?;
         }
-        t
+        Ok(t)
     }
 }
 
@@ -608,7 +614,7 @@ mod tests {
         let mut b = TypemapBuilder::new();
         b.place(&int(), 0, 1).unwrap();
         b.place(&double(), 8, 1).unwrap();
-        let l = b.finish_struct();
+        let l = b.finish_struct().unwrap();
         assert_eq!((l.size, l.extent()), (12, 16));
         for n in 0..7 {
             assert_eq!(l.elements_in(l.bytes_for(n)), Some(n), "{n} elements");

@@ -115,7 +115,7 @@ impl UserDatatype {
         for ((&n, &d), t) in blocklengths.iter().zip(displacements).zip(types) {
             b.place(&t.map, d, n)?;
         }
-        Ok(UserDatatype { map: Arc::new(b.finish_struct()) })
+        Ok(UserDatatype { map: Arc::new(b.finish_struct()?) })
     }
 
     /// The same data with lower bound `lb` and extent `extent`
