@@ -65,6 +65,7 @@ fn init(required: c_int) -> R<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     });
+    INITIALIZED.store(true, Ordering::SeqCst);
     Ok(provided)
 }
 
@@ -102,7 +103,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    let v = lock().is_some() || FINALIZED.load(Ordering::SeqCst);
+    // Without the lock: MPI_Initialized may be called from any thread at
+    // any time (MPI 4.1 §11.2.1), even while another thread is in MPI.
+    let v = INITIALIZED.load(Ordering::SeqCst);
     // SAFETY: the standard's contract on `flag`.
     match unsafe { put(flag, v as c_int, "flag") } {
         Ok(()) => MPI_SUCCESS,

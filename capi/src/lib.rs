@@ -321,6 +321,8 @@ unsafe impl Send for State {}
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// `MPI_Finalize` has run.
 static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `MPI_Init` has run (and stays so after `MPI_Finalize`).
+static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Handles the library makes start here, above every predefined value.
 pub(crate) const FIRST_HANDLE: Handle = 0x1_0000;
@@ -373,7 +375,15 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
         );
         std::process::exit(MPI_ERR_OTHER.min(125));
     }
-    STATE.lock()
+    // Held by another thread: two threads are in MPI at once, which the
+    // thread level this library grants (MPI_THREAD_SERIALIZED at most)
+    // makes erroneous (§11.6). Waiting could deadlock — the holder may be
+    // blocked on what this thread was about to send — so end the job,
+    // saying why, instead of hanging.
+    eprintln!(
+        "MPI error: two threads called MPI at the same time; this library provides MPI_THREAD_SERIALIZED at most (MPI_Init_thread's `provided`), so calls from different threads must not overlap; ending the job"
+    );
+    std::process::exit(MPI_ERR_OTHER.min(125))
 }
 
 /// What an error handler does with a failed call.
