@@ -59,7 +59,7 @@ fn main() {
         .allowlist_type("rte_mbuf")
         .allowlist_type("rte_eth_conf")
         .allowlist_type("rte_eth_stats")
-        .allowlist_var("RTE_MBUF_DEFAULT_BUF_SIZE|RTE_PKTMBUF_HEADROOM|RTE_ETHER_ADDR_LEN|RTE_ETH_LINK_UP")
+        .allowlist_var("RTE_MBUF_DEFAULT_BUF_SIZE|RTE_PKTMBUF_HEADROOM|RTE_ETHER_ADDR_LEN|RTE_ETH_LINK_UP|RTE_MAX_ETHPORTS")
         .opaque_type("rte_mempool")
         .generate()
         .unwrap_or_else(|e| panic!("bindgen failed on DPDK's headers ({e}); is libclang-dev installed? (scripts/setup.sh)"));

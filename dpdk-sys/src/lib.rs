@@ -109,6 +109,19 @@ pub fn available() -> Result<()> {
     }
 }
 
+/// How many Ethernet ports one process of this DPDK build can have
+/// (`RTE_MAX_ETHPORTS`, fixed when DPDK was built), if this build has DPDK.
+pub fn max_ports() -> Option<usize> {
+    #[cfg(dpdk_found)]
+    {
+        Some(ffi::RTE_MAX_ETHPORTS as usize)
+    }
+    #[cfg(not(dpdk_found))]
+    {
+        None
+    }
+}
+
 /// The EAL arguments for a process with no hugepages, no PCI devices and
 /// no shared configuration (what works in containers and CI), with a
 /// unique `file_prefix`, `mem_mb` MiB of memory and the given vdevs.

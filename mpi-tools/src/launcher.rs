@@ -567,6 +567,10 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         if opts.dpdk_polling == DpdkPolling::Node && opts.reaper.is_none() {
             return Err(LaunchError::Usage("--dpdk-poller node needs the dnrun program to start the pollers".into()));
         }
+        if opts.dpdk_vdev.is_none() {
+            let node = opts.dpdk_polling == DpdkPolling::Node;
+            adi::backend::dpdk::check_port_count(opts.np, u32::from(opts.nodes), node).map_err(LaunchError::Usage)?;
+        }
     } else if opts.dpdk_vdev.is_some() {
         return Err(LaunchError::Usage("--dpdk-vdev is for --backend dpdk".into()));
     } else if opts.dpdk_polling == DpdkPolling::Node {

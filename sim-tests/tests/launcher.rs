@@ -180,6 +180,23 @@ fn dpdk_poller_misuse_is_refused() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("--dpdk-poller node is for memif"), "{stderr}");
+        // More ports than the EAL allows (issue 30: hundreds of EAL lines
+        // from inside MPI_Init): refused up front, the limit named, and
+        // nothing started.
+        let max = dpdk_sys::max_ports().unwrap();
+        let too_many = (max + 8).to_string();
+        for (extra, expect) in [
+            (&[][..], "use --dpdk-poller node"),
+            (&["--dpdk-poller", "node"][..], "spread the ranks over more --nodes"),
+        ] {
+            let m = marker("too-many-ports");
+            let args = [&["-n", &too_many, "--backend", "dpdk"][..], extra, &["--", suite, "pingpong"]].concat();
+            let out = dnrun_cmd(&m, &args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(&format!("allows {max} per process")) && stderr.contains(expect), "{stderr}");
+            assert!(marked_processes(&m).is_empty(), "a refused job started processes");
+        }
     }
 }
 

@@ -259,6 +259,48 @@ pub fn available() -> Result<(), String> {
     }
 }
 
+/// Refuse a memif job that needs more Ethernet ports in one process than
+/// this DPDK build allows (`RTE_MAX_ETHPORTS`; 32 in Debian's): with
+/// per-rank polling each rank has a port per peer; with `--dpdk-poller
+/// node` a rank has one and its node's poller one per local rank and one
+/// per other node. The error names the limit and what fits.
+pub fn check_port_count(np: u32, nodes: u32, node_pollers: bool) -> Result<(), String> {
+    let Some(max) = dpdk_max_ports() else { return Ok(()) };
+    let (need, who) = if node_pollers {
+        let layout = NodeLayout::new(np, nodes.max(1));
+        ((layout.slots + layout.nodes() - 1) as usize, "the busiest node's DPDK polling process")
+    } else {
+        (np.saturating_sub(1) as usize, "each rank (one memif port per peer)")
+    };
+    if need > max {
+        let hint = if node_pollers {
+            "spread the ranks over more --nodes".to_string()
+        } else {
+            format!(
+                "at most {} ranks poll their own ports; use --dpdk-poller node (one port per rank, on a node poller) \
+                 with --nodes, or --backend udp",
+                max + 1
+            )
+        };
+        return Err(format!(
+            "{np} ranks over DPDK memif need {need} Ethernet ports in {who}, but this DPDK allows {max} per process \
+             (RTE_MAX_ETHPORTS): {hint}"
+        ));
+    }
+    Ok(())
+}
+
+fn dpdk_max_ports() -> Option<usize> {
+    #[cfg(feature = "dpdk")]
+    {
+        dpdk_sys::max_ports()
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        None
+    }
+}
+
 /// The memif socket of the pair `a`, `b` of the job whose directory is
 /// `dir` ([`socket_in`]).
 pub fn memif_socket(dir: &Path, a: u32, b: u32) -> PathBuf {
