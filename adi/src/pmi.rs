@@ -38,9 +38,20 @@ fn err(msg: String) -> TransportError {
     TransportError::Config(format!("PMI: {msg}"))
 }
 
-/// The `key=value` words of a reply line.
+/// The key under which [`words`] keeps a word that is not `key=value`.
+pub const STRAY: &str = "";
+
+/// The `key=value` words of a line; a word without `=` (the rest of a
+/// value that held a space, which the protocol cannot carry) is kept
+/// under [`STRAY`], so that a server can refuse the line rather than
+/// store a value cut short.
 pub fn words(line: &str) -> HashMap<String, String> {
-    line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    line.split_whitespace()
+        .map(|w| match w.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (STRAY.to_string(), w.to_string()),
+        })
+        .collect()
 }
 
 /// The connection is taken once per process.
@@ -191,15 +202,56 @@ impl Pmi {
         }
     }
 
-    /// Keep the connection until [`finalize`].
+    /// Keep the connection until [`finalize`], and watch it: a process
+    /// manager that goes away before then (`mpiexec.hydra` and its proxy
+    /// killed with `kill -9`) has left this rank nothing to finish for, so
+    /// the rank ends, saying why, instead of running on alone
+    /// ([`watch_hangup`]).
     pub fn keep(self) {
+        use std::os::fd::AsRawFd;
+        watch_hangup(self.writer.as_raw_fd());
         *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+    }
+}
+
+/// Set once this process has sent `finalize`: the process manager may then
+/// close the connection.
+static FINALIZING: AtomicBool = AtomicBool::new(false);
+
+/// A thread that waits for the process manager to hang up the connection
+/// `fd` (poll for `POLLRDHUP`, which replies do not wake) and ends the
+/// process when it does before [`finalize`]. It reads nothing, so the
+/// calls on the connection are undisturbed.
+fn watch_hangup(fd: std::os::fd::RawFd) {
+    let spawned = std::thread::Builder::new().name("pmi-watch".into()).spawn(move || loop {
+        let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: `p` is one valid pollfd for the call; `fd` stays open
+        // while the process runs before finalize (the kept connection owns
+        // it), and after finalize this thread only returns.
+        let n = unsafe { libc::poll(&mut p, 1, -1) };
+        if FINALIZING.load(Ordering::SeqCst) {
+            return;
+        }
+        if n < 0 {
+            continue; // EINTR
+        }
+        if p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            eprintln!(
+                "MPI: the process manager that started this rank (PMI) closed its connection before MPI_Finalize: \
+                 the launcher is gone; ending this rank"
+            );
+            std::process::exit(1);
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("MPI: cannot watch the PMI connection ({e}); this rank will not notice its launcher dying");
     }
 }
 
 /// Tell the process manager this process is done (`cmd=finalize`), if one
 /// started it.
 pub fn finalize() -> Result<(), TransportError> {
+    FINALIZING.store(true, Ordering::SeqCst);
     let p = KEPT.lock().unwrap_or_else(|p| p.into_inner()).take();
     match p {
         Some(mut p) => p.call("cmd=finalize", "finalize_ack").map(|_| ()),

@@ -28,6 +28,11 @@ const KVSNAME_MAX: usize = 256;
 /// The longest command line read: a `put` of the longest key and value,
 /// with room to spare.
 const LINE_MAX: u64 = 4096;
+/// The most keys the space holds: an MPI library puts a few per rank, and
+/// a program that puts without end must get an error, not grow the
+/// launcher (400,000 puts once took `dnrun` to 460 MB). At the longest
+/// key and value this is about 70 MB.
+pub const KEYS_MAX: usize = 65_536;
 
 /// The job's key-value space and its barrier.
 #[derive(Default)]
@@ -37,6 +42,9 @@ struct Space {
     arrived: u32,
     /// Barriers completed so far.
     generation: u64,
+    /// The first rank that finalized or closed its connection: no barrier
+    /// can complete after that, and the ranks in one are told so.
+    gone: Option<u32>,
 }
 
 struct Shared {
@@ -109,6 +117,7 @@ fn serve(s: &Shared, rank: u32, stream: UnixStream) -> std::io::Result<()> {
     loop {
         line.clear();
         if (&mut r).take(LINE_MAX).read_line(&mut line)? == 0 {
+            leave(s, rank);
             return Ok(());
         }
         if !line.ends_with('\n') && line.len() as u64 == LINE_MAX {
@@ -125,6 +134,7 @@ fn serve(s: &Shared, rank: u32, stream: UnixStream) -> std::io::Result<()> {
         w.write_all(reply.as_bytes())?;
         w.write_all(b"\n")?;
         if cmd == "finalize" {
+            leave(s, rank);
             return Ok(());
         }
     }
@@ -151,8 +161,16 @@ fn answer(s: &Shared, rank: u32, cmd: &str, words: &HashMap<String, String>) -> 
             "cmd=put_result rc=-1 msg=key_missing_or_too_long".into()
         }
         "put" if arg("value").len() > VALLEN_MAX => "cmd=put_result rc=-1 msg=value_too_long".into(),
+        // PMI-1 separates words by spaces, so a value cannot hold one: a
+        // word that is not `key=value` would otherwise be dropped and the
+        // value stored cut short.
+        "put" if words.contains_key(adi::pmi::STRAY) => "cmd=put_result rc=-1 msg=value_holds_a_space".into(),
         "put" => {
-            lock(s).values.insert(arg("key").into(), arg("value").into());
+            let mut sp = lock(s);
+            if sp.values.len() >= KEYS_MAX && !sp.values.contains_key(arg("key")) {
+                return Some(format!("cmd=put_result rc=-1 msg=key_value_space_full_at_{KEYS_MAX}_keys"));
+            }
+            sp.values.insert(arg("key").into(), arg("value").into());
             "cmd=put_result rc=0 msg=success".into()
         }
         "get" if wrong_space() => "cmd=get_result rc=-1 msg=no_such_kvsname".into(),
@@ -160,10 +178,10 @@ fn answer(s: &Shared, rank: u32, cmd: &str, words: &HashMap<String, String>) -> 
             Some(v) => format!("cmd=get_result rc=0 msg=success value={v}"),
             None => "cmd=get_result rc=-1 msg=key_not_found".into(),
         },
-        "barrier_in" => {
-            barrier(s);
-            "cmd=barrier_out".into()
-        }
+        "barrier_in" => match barrier(s) {
+            Ok(()) => "cmd=barrier_out".into(),
+            Err(gone) => format!("cmd=barrier_out rc=-1 msg=rank_{gone}_has_left_the_job"),
+        },
         "finalize" => {
             let _ = adi::job::write_private(&s.job_dir.join(format!("finalized.{rank}")), b"");
             "cmd=finalize_ack".into()
@@ -183,22 +201,38 @@ fn answer(s: &Shared, rank: u32, cmd: &str, words: &HashMap<String, String>) -> 
     })
 }
 
-/// Wait until all `np` ranks have entered this barrier.
-fn barrier(s: &Shared) {
+/// Wait until all `np` ranks have entered this barrier; the rank that has
+/// left the job instead, if one has (finalized, or closed its connection),
+/// since the barrier can then never complete.
+fn barrier(s: &Shared) -> Result<(), u32> {
     let mut sp = lock(s);
+    if let Some(r) = sp.gone {
+        return Err(r);
+    }
     let generation = sp.generation;
     sp.arrived += 1;
     if sp.arrived == s.np {
         sp.arrived = 0;
         sp.generation += 1;
         s.released.notify_all();
-        return;
+        return Ok(());
     }
-    // A rank that dies before the barrier leaves the others here; the
-    // launcher stops the job on that death, and these threads end with it.
     while sp.generation == generation {
+        if let Some(r) = sp.gone {
+            sp.arrived -= 1;
+            return Err(r);
+        }
         sp = s.released.wait(sp).unwrap_or_else(|p| p.into_inner());
     }
+    Ok(())
+}
+
+/// `rank` has finalized or closed its connection: release the ranks in a
+/// barrier (with an error; a rank that dies is also stopped by the
+/// launcher, but one that finalized early is not).
+fn leave(s: &Shared, rank: u32) {
+    lock(s).gone.get_or_insert(rank);
+    s.released.notify_all();
 }
 
 #[cfg(test)]
@@ -289,6 +323,40 @@ mod tests {
             Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
         };
         assert!(closed, "the connection stays open after refusing: {reply}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 30: a barrier after a rank finalized answers with an error
+    /// (it hung until --timeout); so does one already waiting when a rank
+    /// closes its connection. A value with a space is refused, not cut,
+    /// and the space holds at most KEYS_MAX keys.
+    #[test]
+    fn barriers_after_a_rank_left_fail_and_the_space_is_bounded() {
+        let dir = std::env::temp_dir().join(format!("pmi-server-left-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = PmiServer::new(3, 1, dir.clone());
+        let kvs = server.kvsname().to_string();
+        let (mut a, b, mut c) = (connect(&server, 0), connect(&server, 1), connect(&server, 2));
+        let waiting = std::thread::spawn(move || a.call("cmd=barrier_in"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(b); // rank 1 exits without a word
+        let w = waiting.join().unwrap();
+        assert_eq!(
+            (w["cmd"].as_str(), w["rc"].as_str(), w["msg"].as_str()),
+            ("barrier_out", "-1", "rank_1_has_left_the_job")
+        );
+        assert_eq!(c.call("cmd=barrier_in")["rc"], "-1", "a later barrier fails at once");
+        let put = c.call(&format!("cmd=put kvsname={kvs} key=k value=two words"));
+        assert_eq!((put["rc"].as_str(), put["msg"].as_str()), ("-1", "value_holds_a_space"));
+        let server = PmiServer::new(1, 2, dir.clone());
+        let mut d = connect(&server, 0);
+        let kvs = server.kvsname().to_string();
+        for i in 1..KEYS_MAX {
+            assert_eq!(d.call(&format!("cmd=put kvsname={kvs} key=k{i} value=v"))["rc"], "0");
+        }
+        let full = d.call(&format!("cmd=put kvsname={kvs} key=one-more value=v"));
+        assert_eq!(full["msg"], format!("key_value_space_full_at_{KEYS_MAX}_keys"));
+        assert_eq!(d.call(&format!("cmd=put kvsname={kvs} key=k1 value=w"))["rc"], "0", "replacing still works");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -133,3 +133,26 @@ pub fn dpdk_or_skip(test: &str) -> bool {
         }
     }
 }
+
+/// Live (non-zombie) processes whose environment holds `DN_TEST_MARKER=marker`.
+pub fn marked_processes(marker: &str) -> Vec<u32> {
+    let needle = format!("DN_TEST_MARKER={marker}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The command name of process `pid` (`/proc/PID/comm`), empty if gone.
+pub fn process_name(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|s| s.trim().to_string()).unwrap_or_default()
+}

@@ -6,30 +6,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sim_tests::{bin_dir, ensure_binaries};
+use sim_tests::{bin_dir, ensure_binaries, marked_processes};
 
 /// A value no other process on the host carries in its environment.
 fn marker(tag: &str) -> String {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("{tag}-{}-{t}", std::process::id())
-}
-
-/// Live (non-zombie) processes whose environment holds `DN_TEST_MARKER=marker`.
-fn marked_processes(marker: &str) -> Vec<u32> {
-    let needle = format!("DN_TEST_MARKER={marker}");
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
-            .unwrap_or(true);
-        if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn job_dirs_of(pid: u32) -> Vec<PathBuf> {
@@ -254,4 +236,83 @@ fn two_dpdk_jobs_with_one_job_id_both_run() {
         let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && stdout.contains("OK rndv-large"), "{name} job:\n{stdout}\n{stderr}");
     }
+}
+
+/// Issue 30: a rank started by a PMI process manager ends when the manager
+/// goes away before `MPI_Finalize` (a killed `mpiexec.hydra` whose ranks
+/// were not killed with it) instead of running on alone. The manager here
+/// is a minimal PMI-1 server over `PMI_PORT` that hangs up once the
+/// one-rank job is blocked in a receive nobody will satisfy.
+#[test]
+fn a_rank_ends_when_its_process_manager_hangs_up() {
+    use std::io::{BufRead, BufReader, Write};
+    ensure_binaries();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().to_string();
+    let mut rank = Command::new(bin_dir().join("mpi-suite"))
+        .arg("stuck")
+        .env("PMI_PORT", &port)
+        .env("PMI_ID", "0")
+        .env_remove("DN_RANK")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (conn, _) = listener.accept().unwrap();
+    let hangup = conn.try_clone().unwrap();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    let mut kv = std::collections::HashMap::new();
+    let mut out = BufReader::new(rank.stdout.take().unwrap());
+    let serve = std::thread::spawn(move || loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let words = adi::pmi::words(&line);
+        let arg = |k: &str| words.get(k).cloned().unwrap_or_default();
+        let reply = match arg("cmd").as_str() {
+            "initack" => "cmd=initack\ncmd=set size=1\ncmd=set rank=0\ncmd=set debug=0".to_string(),
+            "init" => "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".into(),
+            "get_maxes" => "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024".into(),
+            "get_my_kvsname" => "cmd=my_kvsname kvsname=kvs_test".into(),
+            "get_universe_size" => "cmd=universe_size size=1 rc=0".into(),
+            "get_appnum" => "cmd=appnum appnum=0".into(),
+            "put" => {
+                kv.insert(arg("key"), arg("value"));
+                "cmd=put_result rc=0".into()
+            }
+            "barrier_in" => "cmd=barrier_out".into(),
+            "get" => match kv.get(&arg("key")) {
+                Some(v) => format!("cmd=get_result rc=0 value={v}"),
+                None => "cmd=get_result rc=-1".into(),
+            },
+            other => format!("cmd={other}_result rc=-1"),
+        };
+        if writeln!(w, "{reply}").is_err() {
+            return;
+        }
+    });
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("stuck: rank 0 waiting"), "the rank did not start: {line:?}");
+    // The manager goes away: its side of the connection closes.
+    hangup.shutdown(std::net::Shutdown::Both).unwrap();
+    serve.join().unwrap();
+    let status = {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = rank.try_wait().unwrap() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = rank.kill();
+                panic!("the rank outlived its process manager by 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(rank.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.success() && err.contains("closed its connection before MPI_Finalize"), "{status}: {err}");
 }

@@ -60,6 +60,12 @@ fn main() -> ExitCode {
             "sockets" => sockets(&w)?,
             "private-files" => private_files(&w)?,
             "idle" => idle(&w)?,
+            "stuck" => {
+                // Every rank waits for a message nobody sends: for tests
+                // that kill the launcher under a running job.
+                println!("stuck: rank {} waiting", w.rank());
+                let _: (u8, _) = w.any_process().receive_with_tag(999).map_err(e)?;
+            }
             "poll-iprobe" => poll_iprobe(&u, &w)?,
             "poll-test" => poll_test(&u, &w)?,
             "poll-testall" => poll_testall(&u, &w)?,
