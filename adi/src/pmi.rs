@@ -254,7 +254,16 @@ pub fn finalize() -> Result<(), TransportError> {
     FINALIZING.store(true, Ordering::SeqCst);
     let p = KEPT.lock().unwrap_or_else(|p| p.into_inner()).take();
     match p {
-        Some(mut p) => p.call("cmd=finalize", "finalize_ack").map(|_| ()),
+        Some(mut p) => {
+            let r = p.call("cmd=finalize", "finalize_ack").map(|_| ());
+            // Shut the connection down before closing it: the watcher
+            // thread's poll holds a reference to the socket, so a close
+            // alone would not end it, nor tell the manager we are gone.
+            // SAFETY: `shutdown` on the descriptor `p` owns and keeps open
+            // until it is dropped below; it touches no memory.
+            unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&p.writer), libc::SHUT_RDWR) };
+            r
+        }
         None => Ok(()),
     }
 }
