@@ -141,8 +141,11 @@ impl Pmi {
         let mut w = file.try_clone().map_err(|e| err(format!("{e}")))?;
         let mut r = BufReader::new(file.try_clone().map_err(|e| err(format!("{e}")))?);
         writeln!(w, "cmd=initack pmiid={id}").map_err(|e| err(format!("cannot write to the process manager: {e}")))?;
-        let (mut rank, mut size, mut acked) = (None, None, false);
-        while !(acked && rank.is_some() && size.is_some()) {
+        // The manager answers `initack`, then `set size`, `set rank` and
+        // `set debug` (as MPICH's client reads them): all four are read
+        // here, so that none is left to be taken for the reply to `init`.
+        let (mut rank, mut size, mut acked, mut debug) = (None, None, false, false);
+        while !(acked && rank.is_some() && size.is_some() && debug) {
             let mut line = String::new();
             if r.read_line(&mut line).map_err(|e| err(format!("{e}")))? == 0 {
                 return Err(err("the process manager closed the connection during initack".into()));
@@ -152,6 +155,7 @@ impl Pmi {
                 (Some("initack"), _, _) => acked = true,
                 (Some("set"), Some(s), _) => size = s.parse().ok(),
                 (Some("set"), _, Some(x)) => rank = x.parse().ok(),
+                (Some("set"), None, None) if w.contains_key("debug") => debug = true,
                 _ => {}
             }
         }

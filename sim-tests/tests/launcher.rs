@@ -295,7 +295,12 @@ fn a_rank_ends_when_its_process_manager_hangs_up() {
     });
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert!(line.contains("stuck: rank 0 waiting"), "the rank did not start: {line:?}");
+    if !line.contains("stuck: rank 0 waiting") {
+        let _ = rank.kill();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(rank.stderr.as_mut().unwrap(), &mut err);
+        panic!("the rank did not start: {line:?}\n{err}");
+    }
     // The manager goes away: its side of the connection closes.
     hangup.shutdown(std::net::Shutdown::Both).unwrap();
     serve.join().unwrap();
