@@ -192,7 +192,8 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
             kv.freed = true;
         }
         st.sweep_keyvals();
-        // SAFETY: as above.
+        // SAFETY: `comm_keyval` was read above, so it is not null; the standard makes it writable
+        // (MPI 4.1 §7.7.2).
         unsafe { comm_keyval.write(MPI_KEYVAL_INVALID) };
         Ok(())
     })

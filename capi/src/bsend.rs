@@ -152,7 +152,8 @@ unsafe fn bsend(
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` holds `count` elements of `datatype` for this call (MPI 4.1 §3.6); the buffered
+    // send copies them.
     unsafe { buffer_for(&mut st.comms, &mut st.buffered, comm).send(&c.process_at_rank(dest), buf, &span, tag) }
 }
 

@@ -33,7 +33,8 @@ struct Out {
 /// # Safety
 /// `buf` holds the span's elements until the operation completes.
 unsafe fn out(buf: *const c_void, span: &Span, what: &str) -> R<Out> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` holds the span's elements until the operation completes (this function's
+    // contract, passed on to `outgoing`).
     Ok(match unsafe { outgoing(buf, span, what)? } {
         Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
         Cow::Owned(v) => owned(v),
@@ -215,7 +216,8 @@ unsafe fn reduce_send<'a, T: Equivalence>(
     n: usize,
     in_place_ok: bool,
 ) -> R<std::borrow::Cow<'a, [T]>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `sendbuf`, or `recvbuf` under MPI_IN_PLACE, holds `n` elements of `T` (this
+    // function's contract); `elems` checks null and alignment.
     unsafe {
         Ok(if in_place(sendbuf) && in_place_ok {
             std::borrow::Cow::Owned(elems::<T>(recvbuf, n, "recvbuf")?.to_vec())
@@ -254,7 +256,8 @@ unsafe fn own_block(
     if in_place(sendbuf) {
         return Ok(owned(own.to_vec()));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` until completion (this function's
+    // contract).
     let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
     same(call, o.bytes.len(), own.len())?;
     Ok(o)
@@ -268,7 +271,8 @@ unsafe fn per_rank<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> 
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is not null (checked above) and holds `n` ints: one count or displacement per
+    // process (MPI 4.1 §6.5).
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
@@ -390,7 +394,8 @@ unsafe fn scatter(
         same("MPI_Scatter", each, span.len())?;
         // SAFETY: the caller's contract on `recvbuf`.
         let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
-        // SAFETY: as above.
+        // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
+        // until it completes (§6.12).
         let b = unsafe { inc.bytes() };
         unpack = inc.stage;
         b
@@ -525,7 +530,8 @@ unsafe fn scatterv(
         let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(displs, n, "displs")?);
         st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
     };
-    // SAFETY: as above.
+    // SAFETY: the blocks are `sendbuf`'s, only read, or the staging buffer's, kept in `hold` until
+    // completion.
     let send: &[u8] = unsafe { b.inc.bytes() };
     let mut hold: Vec<Vec<u8>> = b.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
     let mine = b.counts[me] as usize;
@@ -537,7 +543,8 @@ unsafe fn scatterv(
         same("MPI_Scatterv", mine, span.len())?;
         // SAFETY: the caller's contract on `recvbuf`.
         let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
-        // SAFETY: as above.
+        // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
+        // until it completes (§6.12).
         let r = unsafe { inc.bytes() };
         unpack = inc.stage;
         r
@@ -609,7 +616,8 @@ unsafe fn alltoallv(
             let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(sdispls, n, "sdispls")?);
             st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
         };
-        // SAFETY: as above.
+        // SAFETY: the send blocks are `sendbuf`'s, only read, or the staging buffer's, kept in
+        // `hold` until completion.
         let bytes: &'static [u8] = unsafe { sb.inc.bytes() };
         let hold = sb.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
         (Out { bytes, hold }, sb.counts, sb.displs)
@@ -643,7 +651,8 @@ impl Wblocks {
     /// contract on the buffer, until the operation completes).
     unsafe fn unpack(&self) {
         for (at, len, dst, layout) in &self.places {
-            // SAFETY: the caller's contract.
+            // SAFETY: `dst` is a receive block of the caller's `recvbuf`, writable until this
+            // completion (§6.12; this function's contract).
             unsafe { layout.unpack_raw(&self.staging[*at..*at + *len], *dst) };
         }
     }
@@ -732,7 +741,8 @@ unsafe fn wblocks(
     let (sc, sd, stypes, sbuf) = if in_place(sendbuf) {
         (rc, rd, rt, recvbuf.cast_const())
     } else {
-        // SAFETY: as above.
+        // SAFETY: `sendcounts`, `sdispls` and `sendtypes` hold one entry per process (§6.8);
+        // `per_rank` and `types_per_rank` refuse null pointers.
         unsafe {
             (
                 per_rank(sendcounts, n, "sendcounts")?,
@@ -795,7 +805,8 @@ unsafe fn alltoallw(
     comm: Handle,
 ) -> R<Active> {
     let c = &st.comm(comm)?.comm;
-    // SAFETY: the caller's contract.
+    // SAFETY: the arrays hold one entry per process and the buffers the blocks they name, until
+    // completion (§6.8; this function's contract).
     let w = unsafe {
         wblocks(st, c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
     };
@@ -827,7 +838,8 @@ unsafe fn inter_alltoallw(
     }
     let c = &st.comm(comm)?.comm;
     let n = c.remote_members().map_or(0, |m| m.len()) as c_int;
-    // SAFETY: the caller's contract.
+    // SAFETY: the arrays hold one entry per remote process and the buffers the blocks they name,
+    // for this call (§6.8; this function's contract).
     let mut w =
         unsafe { wblocks(st, n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)? };
     let block = |d: mpi::Count, l: mpi::Count| d as usize..(d + l) as usize;
@@ -854,7 +866,8 @@ unsafe fn types_per_rank<'a>(p: *const Handle, n: c_int, what: &str) -> R<&'a [H
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is not null (checked above) and holds `n` datatype handles, one per process
+    // (§6.8).
     Ok(unsafe { std::slice::from_raw_parts(p, n.max(0) as usize) })
 }
 
@@ -882,7 +895,8 @@ unsafe fn reduce(
         // until completion; the operation copies what it sends.
         let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
         if at_root {
-            // SAFETY: as above.
+            // SAFETY: at the root `recvbuf` holds `count` elements of `T`, writable until
+            // completion (§6.9.1); `elems_mut` checks null and alignment.
             let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
             Ok(p.immediate_reduce_into_root(&send, recv, op)?)
         } else {
@@ -988,7 +1002,8 @@ unsafe fn everyone(
         // SAFETY: the caller's contract: `count` elements in each buffer
         // until completion; the operation copies what it sends.
         let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
-        // SAFETY: as above.
+        // SAFETY: `recvbuf` holds `count` elements of `T`, writable until completion (§6.9.6);
+        // `elems_mut` checks null and alignment.
         let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
         Ok(match kind {
             Everyone::Allreduce => c.immediate_all_reduce_into(&send, recv, op)?,
@@ -1008,7 +1023,8 @@ unsafe fn allreduce(
     op: Handle,
     comm: Handle,
 ) -> R<Active> {
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
+    // contract, passed on).
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
@@ -1022,7 +1038,8 @@ unsafe fn scan(
     op: Handle,
     comm: Handle,
 ) -> R<Active> {
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
+    // contract, passed on).
     unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Scan / MPI_Iscan = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -1036,7 +1053,8 @@ unsafe fn exscan(
     op: Handle,
     comm: Handle,
 ) -> R<Active> {
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
+    // contract, passed on).
     unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Exscan / MPI_Iexscan = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -1065,7 +1083,8 @@ unsafe fn reduce_scatter_block(
                 Cow::Borrowed(elems::<T>(sendbuf, total, "sendbuf")?)
             }
         };
-        // SAFETY: as above.
+        // SAFETY: `recvbuf` holds `recvcount` elements of `T`, writable until completion (§6.10.2);
+        // `elems_mut` checks null and alignment.
         let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
         Ok(c.immediate_reduce_scatter_block_into(&send, recv, op)?)
     })?;
@@ -1100,7 +1119,8 @@ unsafe fn reduce_scatter(
         let send: Vec<T> = unsafe {
             if in_place(sendbuf) { elems::<T>(recvbuf, total, "recvbuf")?.to_vec() } else { elems::<T>(sendbuf, total, "sendbuf")?.to_vec() }
         };
-        // SAFETY: as above.
+        // SAFETY: `recvbuf` holds `recvcounts[me]` elements of `T`, writable until completion
+        // (§6.10.1); `elems_mut` checks null and alignment.
         let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, mine, "recvbuf")? };
         let mut all = send.clone();
         // SAFETY: `all`'s heap elements do not move when `all` moves into

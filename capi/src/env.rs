@@ -472,7 +472,8 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
         if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h) {
             return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler")));
         }
-        // SAFETY: as above.
+        // SAFETY: `errhandler` is writable (the standard's contract on MPI_Errhandler_free,
+        // §9.3.4); `put` refuses null.
         unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }
     })
 }
@@ -566,7 +567,8 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
         // (§7.7.2); the handle stays valid for them.
         crate::attr::delete_all(st, h)?;
         st.deferred.push(crate::attr::Deferred::FreeComm(h));
-        // SAFETY: as above.
+        // SAFETY: `comm` was read above, so it is not null; the standard makes it writable
+        // (§7.4.3).
         unsafe { comm.write(MPI_COMM_NULL) };
         Ok(())
     })
@@ -633,7 +635,8 @@ pub(crate) unsafe fn c_name(name: *const c_char) -> R<String> {
     if name.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "the name is a null pointer"));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `name` is not null (checked above) and points at a NUL-terminated string (§7.8: the
+    // caller's name argument).
     let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
     Ok(name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect())
 }
@@ -643,7 +646,8 @@ pub(crate) unsafe fn c_name(name: *const c_char) -> R<String> {
 /// # Safety
 /// `out` has room for `MPI_MAX_OBJECT_NAME` bytes; `len` is writable.
 pub(crate) unsafe fn put_name(name: &str, out: *mut c_char, len: *mut c_int) -> R<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `out` has room for MPI_MAX_OBJECT_NAME bytes and `len` is writable (§7.8);
+    // `put_string` refuses null pointers.
     unsafe { put_string(out, len, name, MPI_MAX_OBJECT_NAME) }
 }
 

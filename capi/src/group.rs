@@ -35,7 +35,8 @@ impl State {
             self.groups.insert(h, members);
             h
         };
-        // SAFETY: the caller's contract.
+        // SAFETY: `out` is writable for a group handle (the standard's contract on the call's
+        // `newgroup`); `put` refuses null.
         unsafe { put(out, h, "newgroup") }
     }
 
@@ -87,7 +88,8 @@ unsafe fn ints<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is not null (checked above) and holds `n` ranks (the standard's contract on the
+    // rank array).
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
@@ -129,7 +131,8 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
             st.group(g)?;
             st.groups.remove(&g);
         }
-        // SAFETY: as above.
+        // SAFETY: `group` was read above, so it is not null; the standard makes it writable
+        // (§7.3.3).
         unsafe { group.write(MPI_GROUP_NULL) };
         Ok(())
     })
@@ -171,7 +174,8 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
             if ranks2.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "ranks2 is a null pointer"));
             }
-            // SAFETY: as above.
+            // SAFETY: `ranks2` is not null (checked above) and has room for `n` ints (§7.3.1);
+            // `out` holds `n` (built above, one per rank of `ranks1`).
             unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), ranks2, out.len()) };
         }
         Ok(())
@@ -191,7 +195,8 @@ unsafe fn set_op(
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
         let v = keep(st.group(g1)?, st.group(g2)?);
-        // SAFETY: the caller's contract.
+        // SAFETY: `newgroup` is writable for a handle (the standard's contract); `new_group`
+        // refuses null.
         unsafe { st.new_group(v, newgroup) }
     })
 }
@@ -245,7 +250,8 @@ unsafe fn subset(
     } else {
         g.iter().enumerate().filter(|(i, _)| !ranks.contains(&(*i as c_int))).map(|(_, m)| *m).collect()
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `newgroup` is writable for a handle (the standard's contract); `new_group` refuses
+    // null.
     unsafe { st.new_group(v, newgroup) }
 }
 

@@ -22,7 +22,8 @@ unsafe fn text(s: *const c_char, max: c_int, what: &str, class: c_int) -> R<Stri
     if s.is_null() {
         return Err(Fail::new(class, format!("the {what} is a null pointer")));
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `s` is not null (checked above) and points at a NUL-terminated string (§10: info keys
+    // and values are C strings).
     let t = unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy();
     let t = t.trim_matches(' ');
     if t.is_empty() || t.len() >= max as usize {
@@ -136,7 +137,7 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
         let h = unsafe { read_arg(info, "info")? };
         st.info_mut(h)?;
         st.infos.remove(&h);
-        // SAFETY: as above.
+        // SAFETY: `info` was read above, so it is not null; the standard makes it writable (§10.2).
         unsafe { info.write(MPI_INFO_NULL) };
         Ok(())
     })

@@ -71,7 +71,8 @@ fn split_mut<'a>(bytes: &'a mut [u8], counts: &[mpi::Count], displs: &[mpi::Coun
 /// Both arrays of `v` hold `n` values.
 unsafe fn per_process(v: Option<(*const c_int, *const c_int)>, count: c_int, n: usize) -> R<(Vec<c_int>, Vec<c_int>)> {
     Ok(match v {
-        // SAFETY: the caller's contract.
+        // SAFETY: `cs` and `ds` hold one count and displacement per remote process (MPI 4.1 §6.5);
+        // `array` refuses null pointers.
         Some((cs, ds)) => unsafe {
             (crate::datatype::array(cs, n, "counts")?.to_vec(), crate::datatype::array(ds, n, "displs")?.to_vec())
         },
@@ -92,7 +93,8 @@ unsafe fn receive_blocks(
     dt: Handle,
     body: impl FnOnce(&mut [&mut [u8]]) -> R<()>,
 ) -> R<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` holds the blocks `counts` and `displs` name, writable for this call (this
+    // function's contract).
     let mut b = unsafe { st.blocks(buf, counts, displs, dt, false)? };
     // SAFETY: the caller's bytes or a staging buffer, for this call.
     let bytes = unsafe { b.inc.bytes() };
@@ -115,12 +117,14 @@ unsafe fn receive_one(
     dt: Handle,
     body: impl FnOnce(&mut [u8]) -> R<()>,
 ) -> R<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` holds `count` elements of `dt`, writable for this call (this function's
+    // contract).
     let mut inc = unsafe { incoming(buf, &st.span(count, dt)?, "recvbuf", false)? };
     // SAFETY: the caller's bytes or a staging buffer, for this call.
     body(unsafe { inc.bytes() })?;
     let n = inc.len as u64;
-    // SAFETY: as above.
+    // SAFETY: `buf` is still the caller's, writable, for this call: the staged bytes go into its
+    // elements.
     unsafe { inc.finish(n) };
     Ok(())
 }
@@ -130,7 +134,8 @@ unsafe fn receive_one(
 /// # Safety
 /// `buf` holds them.
 unsafe fn sent<'a>(st: &State, buf: *const c_void, count: c_int, dt: Handle) -> R<std::borrow::Cow<'a, [u8]>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` holds `count` elements of `dt`, readable for this call (this function's
+    // contract).
     unsafe { outgoing(buf, &st.span(count, dt)?, "sendbuf") }
 }
 
@@ -168,11 +173,13 @@ pub(crate) unsafe fn bcast(
     match root_arg(c, root)? {
         InterRoot::Idle => Ok(()),
         InterRoot::Here => {
-            // SAFETY: the caller's contract.
+            // SAFETY: at the root `buffer` holds `count` elements of `datatype` for this call
+            // (§6.4).
             let mut data = unsafe { sent(st, buffer, count, datatype)? }.into_owned();
             Ok(c.inter_broadcast(InterRoot::Here, &mut data)?)
         }
-        // SAFETY: the caller's contract.
+        // SAFETY: in the other group `buffer` has room for `count` elements of `datatype` for this
+        // call (§6.4).
         r => unsafe { receive_one(st, buffer, count, datatype, |b| Ok(c.inter_broadcast(r, b)?)) },
     }
 }
@@ -206,7 +213,8 @@ pub(crate) unsafe fn gather(
         InterRoot::Here => {
             // SAFETY: the caller's contract on the arrays.
             let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
-            // SAFETY: the caller's contract.
+            // SAFETY: at the root `recvbuf` holds the blocks `recvcounts` and `displs` name, for
+            // this call (§6.5).
             unsafe {
                 receive_blocks(st, recvbuf, &counts, &displs, recvtype, |b| {
                     Ok(c.inter_gather(InterRoot::Here, &[], b)?)
@@ -214,7 +222,7 @@ pub(crate) unsafe fn gather(
             }
         }
         r => {
-            // SAFETY: the caller's contract.
+            // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` for this call (§6.5).
             let data = unsafe { sent(st, sendbuf, sendcount, sendtype)? };
             Ok(c.inter_gather(r, &data, &mut [])?)
         }
@@ -245,12 +253,13 @@ pub(crate) unsafe fn scatter(
         InterRoot::Here => {
             // SAFETY: the caller's contract on the arrays.
             let (counts, displs) = unsafe { per_process(v, sendcount, n)? };
-            // SAFETY: the caller's contract.
+            // SAFETY: at the root `sendbuf` holds the blocks `sendcounts` and `displs` name, for
+            // this call (§6.6).
             let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &counts, &displs, sendtype)? };
             let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
             Ok(c.inter_scatter(InterRoot::Here, &blocks, &mut [])?)
         }
-        // SAFETY: the caller's contract.
+        // SAFETY: `recvbuf` has room for `recvcount` elements of `recvtype` for this call (§6.6).
         r => unsafe { receive_one(st, recvbuf, recvcount, recvtype, |b| Ok(c.inter_scatter(r, &[], b)?)) },
     }
 }
@@ -275,9 +284,10 @@ pub(crate) unsafe fn allgather(
     let n = remote_size(c);
     // SAFETY: the caller's contract on the arrays.
     let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
-    // SAFETY: the caller's contract.
+    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` for this call (§6.7).
     let data = unsafe { sent(st, sendbuf, sendcount, sendtype)? };
-    // SAFETY: the caller's contract.
+    // SAFETY: `recvbuf` holds a block per remote process as `counts` and `displs` say, for this
+    // call (§6.7).
     unsafe { receive_blocks(st, recvbuf, &counts, &displs, recvtype, |b| Ok(c.inter_all_gather(&data, b)?)) }
 }
 
@@ -303,10 +313,12 @@ pub(crate) unsafe fn alltoall(
     // SAFETY: the caller's contract on the arrays.
     let ((scounts, sdispls), (rcounts, rdispls)) =
         unsafe { (per_process(sv, sendcount, n)?, per_process(rv, recvcount, n)?) };
-    // SAFETY: the caller's contract.
+    // SAFETY: `sendbuf` holds a block per remote process as `scounts` and `sdispls` say, for this
+    // call (§6.8).
     let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &scounts, &sdispls, sendtype)? };
     let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
-    // SAFETY: the caller's contract.
+    // SAFETY: `recvbuf` holds a block per remote process as `rcounts` and `rdispls` say, for this
+    // call (§6.8).
     unsafe { receive_blocks(st, recvbuf, &rcounts, &rdispls, recvtype, |b| Ok(c.inter_all_to_all(&blocks, b)?)) }
 }
 

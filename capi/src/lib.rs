@@ -314,7 +314,10 @@ pub(crate) struct State {
 // requests are single-threaded), and it lives in `STATE`, whose mutex is the
 // only way to reach it: no `Rc` is ever handed out of a locked section, so
 // at most one thread touches any of them at a time, and the mutex orders
-// those accesses. That is `MPI_THREAD_SERIALIZED`, the most we provide.
+// those accesses. That is `MPI_THREAD_SERIALIZED`, the most we provide. A
+// second thread arriving while one holds the lock does not wait and then
+// share: `lock_slow` ends the job (sim-tests/c/threads.c is that case; its
+// "serial" form, threads taking turns, is the one the mutex orders).
 unsafe impl Send for State {}
 
 /// The library's state: `None` before `MPI_Init` and after `MPI_Finalize`.
@@ -522,7 +525,8 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
     if !out.is_null() {
-        // SAFETY: the caller's contract.
+        // SAFETY: `out` is not null (checked above) and writable for one MPI_Status (this
+        // function's contract).
         unsafe { out.write(s) };
     }
 }

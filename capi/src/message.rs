@@ -94,14 +94,15 @@ unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, mess
     let h = unsafe { read_arg(message, "message")? };
     let span = st.span(count, dt)?;
     if h == MPI_MESSAGE_NO_PROC {
-        // SAFETY: as above.
+        // SAFETY: `message` was read above, so it is not null; the standard makes it writable
+        // (§3.8.3).
         unsafe { message.write(MPI_MESSAGE_NULL) };
         return Ok(None);
     }
     let m = st.messages.remove(&h).ok_or_else(|| {
         Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a matched message (never probed, or already received)"))
     })?;
-    // SAFETY: as above.
+    // SAFETY: `message` was read above, so it is not null; the standard makes it writable (§3.8.3).
     unsafe { message.write(MPI_MESSAGE_NULL) };
     // SAFETY: the caller's contract on `buf`.
     let inc = unsafe { incoming(buf, &span, "receive", false)? };

@@ -54,7 +54,8 @@ unsafe fn varied(
     dt: Handle,
     side: &str,
 ) -> R<Blocks> {
-    // SAFETY: the caller's contract.
+    // SAFETY: each array holds one entry per neighbor (MPI 4.1 §8.6); the readers refuse null
+    // pointers.
     let (c, d) = unsafe {
         (
             array_arg(counts, n as c_int, &format!("{side}counts"))?,
@@ -77,7 +78,8 @@ unsafe fn varied(
 /// # Safety
 /// The three arrays hold `n` values.
 unsafe fn typed(n: usize, counts: *const c_int, displs: *const isize, types: *const Handle, side: &str) -> R<Blocks> {
-    // SAFETY: the caller's contract.
+    // SAFETY: each array holds one entry per neighbor (MPI 4.1 §8.6); the readers refuse null
+    // pointers.
     let (c, d, t) = unsafe {
         (
             array_arg(counts, n as c_int, &format!("{side}counts"))?,
@@ -108,7 +110,7 @@ unsafe fn start(
     let (inc, out) = st.comm(comm)?.comm.neighbor_edges()?;
     let (sb, se) = on_edges(sendbuf, send(st, out.len())?, &out);
     let (rb, re) = on_edges(recvbuf.cast_const(), recv(st, inc.len())?, &inc);
-    // SAFETY: the caller's contract.
+    // SAFETY: each block is in the caller's buffers, which hold it until completion (§8.6, §8.7).
     let w = unsafe { wblocks_of(st, &sb, &rb)? };
     let c = &st.comm(comm)?.comm;
     let block = |e: &Edge, off: mpi::Count, len: mpi::Count| Block { edge: *e, off: off as usize, len: len as usize };

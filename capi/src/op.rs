@@ -198,7 +198,7 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
             };
             return Err(Fail::new(MPI_ERR_OP, format!("{h:#x} is {what}")));
         }
-        // SAFETY: as above.
+        // SAFETY: `op` was read above, so it is not null; the standard makes it writable (§6.9.5).
         unsafe { put(op, MPI_OP_NULL, "op") }
     })
 }

@@ -14,7 +14,8 @@ use crate::*;
 /// # Safety
 /// `status` is null or valid for reads and writes.
 unsafe fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract); `as_mut`
+    // handles null.
     unsafe { status.as_mut() }
         .ok_or_else(|| Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE cannot be set)"))
 }
@@ -25,7 +26,8 @@ unsafe fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
 /// `status` is null or valid for reads and writes.
 unsafe fn on_status(call: &str, status: *mut MpiStatus, f: impl FnOnce(&State, &mut MpiStatus) -> R<()>) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract.
+        // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract on this
+        // call).
         f(st, unsafe { status_mut(status)? })
     })
 }
@@ -46,7 +48,8 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
 /// # Safety
 /// `status` is null or valid for reads and writes.
 unsafe fn set_elements(call: &str, status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract on this
+    // call).
     unsafe {
         on_status(call, status, |st, s| {
             let n = u64::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))?;

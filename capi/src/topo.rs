@@ -71,7 +71,8 @@ unsafe fn put_array<T: Copy>(out: *mut T, max: c_int, values: &[T], what: &str) 
 /// `dims` and `periods` hold `ndims` values.
 unsafe fn grid(ndims: c_int, dims: *const c_int, periods: *const c_int) -> R<Cartesian> {
     let n = ndims_arg(ndims)?;
-    // SAFETY: the caller's contract.
+    // SAFETY: `dims` and `periods` hold `n` ints each (MPI 4.1 §8.5.1); `array_arg` refuses null
+    // pointers.
     let (d, p) = unsafe { (array_arg(dims, n as c_int, "dims")?, array_arg(periods, n as c_int, "periods")?) };
     let periods: Vec<bool> = p.iter().map(|&x| x != 0).collect();
     Ok(Cartesian::new(d, &periods)?)
@@ -258,10 +259,11 @@ pub unsafe extern "C" fn MPI_Cart_map(
 /// # Safety
 /// `index` holds `nnodes` values and `edges` as many as its last.
 unsafe fn graph_arg(nnodes: c_int, index: *const c_int, edges: *const c_int) -> R<Graph> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `index` holds `nnodes` ints (MPI 4.1 §8.5.3); `array_arg` refuses a null pointer.
     let ix = unsafe { array_arg(index, nnodes, "index")? };
     let m = ix.last().copied().unwrap_or(0);
-    // SAFETY: as above.
+    // SAFETY: `edges` holds as many ints as the last entry of `index` says (§8.5.3); `array_arg`
+    // refuses null.
     let e = unsafe { array_arg(edges, m, "edges")? };
     Ok(Graph::new(ix, e)?)
 }
@@ -369,7 +371,8 @@ unsafe fn weights<'a>(p: *const c_int, n: c_int, what: &str) -> R<Option<&'a [c_
             }
             Ok(Some(&[]))
         }
-        // SAFETY: the caller's contract.
+        // SAFETY: `p` is neither of the two constants (handled above), so it holds `n` weights
+        // (§8.5.4); `array_arg` refuses null.
         _ => Ok(Some(unsafe { array_arg(p, n, what)? })),
     }
 }
