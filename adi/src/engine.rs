@@ -1561,6 +1561,23 @@ impl Engine {
         Ok(self.counters())
     }
 
+    /// Receive and drop every message still in the unexpected queue, and
+    /// return their envelopes (source in the job, tag, context, length).
+    ///
+    /// For finalize, once every rank has entered it (MPI 4.1 §11.2.2: a
+    /// message still unreceived then is the program's error): a
+    /// rendezvous send waits for its receiver's CTS, so an unreceived one
+    /// would keep its sender in finalize for good. Taking the data ends
+    /// the sender's wait; the caller warns about what was dropped.
+    pub fn drain_unexpected(&mut self) -> Result<Vec<Envelope>, AdiError> {
+        let mut dropped = Vec::new();
+        while let Some(env) = self.st.unexpected.front().map(|u| u.env) {
+            self.recv(Source::Rank(env.src), TagSel::Tag(env.tag), env.ctx, env.len)?;
+            dropped.push(env);
+        }
+        Ok(dropped)
+    }
+
     /// Requests still alive (not yet waited for or freed).
     pub fn live_requests(&self) -> usize {
         self.st.reqs.slots.len() - self.st.reqs.free.len()

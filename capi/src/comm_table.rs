@@ -64,10 +64,6 @@ impl CommTable {
     pub(crate) fn values(&self) -> impl Iterator<Item = &CommEntry> {
         self.slots.iter().filter_map(|s| s.as_deref())
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.slots.clear();
-    }
 }
 
 #[cfg(test)]

@@ -160,13 +160,15 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     if left > 0 {
         eprintln!("MPI_Finalize on rank {rank}: {left} requests still active (never waited for); receives among them cancelled");
     }
-    st.requests.clear();
-    st.detached.clear();
-    // Buffered sends still in flight go out before the engine stops
-    // (dropping a request waits for it).
-    st.buffered = Default::default();
-    st.comms.clear();
-    match st.universe.finalize() {
+    // The sends among them, and the buffered sends still in flight, go out
+    // before the engine stops (dropping a request waits for it) — once
+    // every rank is in finalize and has drained what it never received, so
+    // that a rendezvous send nobody received ends too (it waits for its
+    // receiver, which would otherwise wait in finalize's barrier for it).
+    let pending =
+        (std::mem::take(&mut st.requests), std::mem::take(&mut st.detached), std::mem::take(&mut st.buffered));
+    let comms = std::mem::take(&mut st.comms);
+    match st.universe.finalize_with((pending, comms)) {
         Ok(()) => MPI_SUCCESS,
         Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, Some(rank), e.into()),
     }

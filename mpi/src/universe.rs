@@ -602,6 +602,27 @@ impl Universe {
         Ok(f(c.engine()?))
     }
 
+    /// Every process is in finalize: receive and drop the messages still
+    /// unreceived here (the program's error, MPI 4.1 §11.2.2), warning
+    /// about each, so that their senders — a rendezvous send waits for its
+    /// receiver — can leave too.
+    fn drain_unreceived(&self) -> Result<()> {
+        let dropped = self.shared.borrow_mut().engine()?.drain_unexpected()?;
+        let rank = self.world.rank();
+        for env in dropped.iter().take(8) {
+            eprintln!(
+                "MPI_Finalize on rank {rank}: dropped a message of {} bytes from job rank {} (tag {}) that was never received",
+                env.len,
+                env.src,
+                env.tag
+            );
+        }
+        if dropped.len() > 8 {
+            eprintln!("MPI_Finalize on rank {rank}: ... and {} more never received", dropped.len() - 8);
+        }
+        Ok(())
+    }
+
     /// Terminate this process at once with `code` (`MPI_Abort`): no barrier,
     /// no finalize. The launcher then stops the other ranks and reports it.
     pub fn abort(&self, code: i32) -> ! {
@@ -613,14 +634,25 @@ impl Universe {
     /// Finalise: wait for every process (a barrier), complete queued sends,
     /// leave the job.
     pub fn finalize(self) -> Result<()> {
-        self.finalize_inner()
+        self.finalize_inner(())
     }
 
-    fn finalize_inner(&self) -> Result<()> {
+    /// [`Universe::finalize`], dropping `pending` once every process has
+    /// entered finalize and the messages nobody received are drained: the
+    /// C layer's requests that the program left active (a dropped request
+    /// waits for its operation), whose sends may need the receivers to be
+    /// in finalize to end.
+    pub fn finalize_with<P>(self, pending: P) -> Result<()> {
+        self.finalize_inner(pending)
+    }
+
+    fn finalize_inner<P>(&self, pending: P) -> Result<()> {
         if self.shared.borrow().engine.is_none() {
             return Ok(());
         }
         self.world.barrier()?;
+        self.drain_unreceived()?;
+        drop(pending);
         if let Some(mut t) = self.thread.borrow_mut().take() {
             t.stop();
             let c = self.shared.borrow();
@@ -652,7 +684,7 @@ impl Drop for Universe {
             // Do not pretend to synchronise with the others while unwinding.
             return;
         }
-        if let Err(e) = self.finalize_inner() {
+        if let Err(e) = self.finalize_inner(()) {
             eprintln!("MPI finalize failed: {e}");
         }
     }
