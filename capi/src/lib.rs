@@ -59,7 +59,7 @@ pub(crate) struct Fail {
     msg: String,
     /// The status a failed receive has all the same (a truncated message:
     /// its source, tag and the bytes that fit, `MPI_ERROR` set).
-    status: Option<MpiStatus>,
+    status: Option<Box<MpiStatus>>,
 }
 
 impl Fail {
@@ -70,8 +70,27 @@ impl Fail {
     /// The status to report for this failure: the receive's, or an empty
     /// one; `MPI_ERROR` is the class either way.
     pub(crate) fn status(&self) -> MpiStatus {
-        MpiStatus { error: self.class, ..self.status.unwrap_or_else(MpiStatus::empty) }
+        MpiStatus { error: self.class, ..self.status.as_deref().copied().unwrap_or_else(MpiStatus::empty) }
     }
+}
+
+/// Write what a completed receive says into `out` (unless it is
+/// `MPI_STATUS_IGNORE`): its status, or the status a failure carries (a
+/// truncated message still has a source, a tag and the bytes that fit,
+/// §3.2.5); then its outcome.
+///
+/// # Safety
+/// `out` is null or valid for a write of an `MPI_Status`.
+pub(crate) unsafe fn put_outcome(out: *mut MpiStatus, r: R<MpiStatus>) -> R<()> {
+    let s = match &r {
+        Ok(s) => Some(*s),
+        Err(f) => f.status.is_some().then(|| f.status()),
+    };
+    if let Some(s) = s {
+        // SAFETY: this function's contract on `out`.
+        unsafe { put_status(out, s) };
+    }
+    r.map(drop)
 }
 
 impl From<MpiError> for Fail {
@@ -93,7 +112,7 @@ impl From<MpiError> for Fail {
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
-            MpiError::Truncated { status, .. } => Some(c_status(status)),
+            MpiError::Truncated { status, .. } => Some(Box::new(c_status(status))),
             _ => None,
         };
         Fail { class, msg: e.to_string(), status }

@@ -223,12 +223,12 @@ pub unsafe extern "C" fn MPI_Recv(
     with_state("MPI_Recv", comm, |st| {
         // SAFETY: the standard's contract on the arguments.
         let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
-        // A truncated receive still says whose message it was (§3.2.5).
-        if let Err(Fail { status: Some(_), .. }) = &r {
+        if let Err(f) = r {
+            // A truncated receive still says whose message it was (§3.2.5).
             // SAFETY: the standard's contract on `status`.
-            unsafe { put_status(status, r.as_ref().map_or_else(Fail::status, |()| MpiStatus::empty())) };
+            return unsafe { put_outcome(status, Err(f)) };
         }
-        r
+        Ok(())
     })
 }
 
@@ -447,10 +447,8 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         // SAFETY: the standard's contract on the buffers; complete before returning.
         let r =
             unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
-        let s = wait_req(r)?;
         // SAFETY: the standard's contract on `status`.
-        unsafe { put_status(status, s) };
-        Ok(())
+        unsafe { put_outcome(status, wait_req(r)) }
     })
 }
 
@@ -496,10 +494,8 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         // SAFETY: the standard's contract on the buffer; complete before returning.
         let r =
             unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
-        let s = wait_req(r)?;
         // SAFETY: the standard's contract on `status`.
-        unsafe { put_status(status, s) };
-        Ok(())
+        unsafe { put_outcome(status, wait_req(r)) }
     })
 }
 
@@ -831,7 +827,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_in
         if done {
             let s = keep(st, request);
             // SAFETY: the standard's contract on `status`.
-            unsafe { put_status(status, *s.as_ref().unwrap_or(&MpiStatus::empty())) };
+            unsafe { put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s)) };
             s?;
         }
         Ok(())

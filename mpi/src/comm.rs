@@ -846,8 +846,12 @@ pub mod raw {
 
     /// Blocking send of `len` bytes at `ptr` (`MPI_Send`, `MPI_Ssend` when `sync`).
     ///
+    /// Never inlined, as [`recv`]: `scripts/capi-cost.sh` counts the C
+    /// layer's instructions as those of `MPI_Send` outside this function.
+    ///
     /// # Safety
     /// `ptr..ptr + len` is readable for the duration of the call.
+    #[inline(never)]
     pub unsafe fn send(to: &Process<'_>, ptr: *const u8, len: usize, tag: Tag, sync: bool) -> Result<()> {
         // SAFETY: the caller's contract covers this call, which is where
         // the slice lives.
@@ -857,9 +861,14 @@ pub mod raw {
     /// Blocking receive into the `len` bytes at `ptr` (`MPI_Recv`); `tag`
     /// `None` is any tag.
     ///
+    /// Never inlined: `scripts/capi-cost.sh` counts the C layer's
+    /// instructions as those of `MPI_Recv` outside this function (an
+    /// inlined copy would count the whole receive).
+    ///
     /// # Safety
     /// `ptr..ptr + len` is writable and not otherwise accessed for the
     /// duration of the call.
+    #[inline(never)]
     pub unsafe fn recv<S: Source + ?Sized>(from: &S, ptr: *mut u8, len: usize, tag: Option<Tag>) -> Result<Status> {
         let tag = tag_sel(tag)?;
         let out: &mut [u8] = if len == 0 || ptr.is_null() {

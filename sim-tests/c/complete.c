@@ -138,6 +138,15 @@ int main(int argc, char **argv)
           "truncated MPI_Recv: class %d, status source %d tag %d count %d error %d", class_of(rc), st.MPI_SOURCE,
           st.MPI_TAG, got, st.MPI_ERROR);
 
+    /* So does a truncated MPI_Sendrecv. */
+    send4(peer, 7, &sends[ns++]);
+    memset(&st, 0x55, sizeof st);
+    rc = MPI_Sendrecv(NULL, 0, MPI_INT, MPI_PROC_NULL, 0, b, 2, MPI_INT, peer, 7, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_INT, &got);
+    CHECK(class_of(rc) == MPI_ERR_TRUNCATE && st.MPI_SOURCE == peer && st.MPI_TAG == 7 && got == 2,
+          "truncated MPI_Sendrecv: class %d, status source %d tag %d count %d", class_of(rc), st.MPI_SOURCE,
+          st.MPI_TAG, got);
+
     /* The sends all completed: nothing failed on their side. */
     MPI_Status sst[16];
     rc = MPI_Waitall(ns, sends, sst);
