@@ -46,13 +46,6 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?.write_all(bytes)
 }
 
-/// Create `path` and any missing parents as directories only their owner
-/// may enter (mode 0700, created so).
-pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
-}
-
 fn cfg_err(m: String) -> TransportError {
     TransportError::Config(m)
 }

@@ -330,7 +330,7 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int
 /// The text of an error class: every class of the MPI 5.0 ABI (§9.4,
 /// Table 9.1), whether or not this library returns it, so that a program
 /// printing any class gets its meaning.
-pub(crate) fn class_text(class: c_int) -> &'static str {
+fn class_text(class: c_int) -> &'static str {
     match class {
         MPI_SUCCESS => "no error",
         MPI_ERR_BUFFER => "invalid buffer pointer",

@@ -88,9 +88,11 @@ pub const FORCING: &[(&str, &[&str])] = &[
     ("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"]),
 ];
 
-/// The algorithm forced by environment variable `var`, if any; an unknown
-/// name is an error that lists the known ones.
-fn forced(var: &str, known: &[&'static str]) -> Result<Option<&'static str>> {
+/// The algorithm forced by environment variable `var` (one of
+/// [`FORCING`]), if any; an unknown name is an error that lists the known
+/// ones.
+fn forced(var: &str) -> Result<Option<&'static str>> {
+    let known = FORCING.iter().find(|(name, _)| *name == var).map_or(&[][..], |(_, k)| *k);
     match std::env::var(var) {
         Err(_) => Ok(None),
         Ok(v) if v == "auto" => Ok(None),
@@ -146,7 +148,7 @@ pub const SCATTER_BINOMIAL: Option<(u64, u64)> = Some((1, 64));
 pub const PIPELINE_CHUNK: u64 = 16 * 1024;
 
 fn gather_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_GATHER", &["linear", "binomial"])? {
+    Ok(match forced("DN_COLL_GATHER")? {
         Some("binomial") => algo::gather_binomial(n, r, root, blk),
         Some(_) => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
         None if (GATHER_BINOMIAL.0..=GATHER_BINOMIAL.1).contains(&blk) && n > 2 => {
@@ -157,7 +159,7 @@ fn gather_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
 }
 
 fn scatter_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_SCATTER", &["linear", "binomial"])? {
+    Ok(match forced("DN_COLL_SCATTER")? {
         Some("binomial") => algo::scatter_binomial(n, r, root, blk),
         Some(_) => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
         None if SCATTER_BINOMIAL.is_some_and(|(lo, hi)| (lo..=hi).contains(&blk)) && n > 2 => {
@@ -168,7 +170,7 @@ fn scatter_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
 }
 
 fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_BCAST", &["binomial", "scatter-allgather", "pipeline"])? {
+    Ok(match forced("DN_COLL_BCAST")? {
         Some("scatter-allgather") => algo::bcast_scatter_allgather(n, r, root, len),
         Some("pipeline") => algo::bcast_pipeline(n, r, root, len, PIPELINE_CHUNK),
         Some(_) => algo::bcast_binomial(n, r, root, len),
@@ -186,7 +188,7 @@ fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
 pub const ALLTOALL_SMALL: u64 = 128;
 
 fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
-    let bruck = match forced("DN_COLL_ALLTOALL", &["pairwise", "bruck"])? {
+    let bruck = match forced("DN_COLL_ALLTOALL")? {
         Some(a) => a == "bruck",
         None => blk <= ALLTOALL_SMALL && n > 2,
     };
@@ -200,7 +202,7 @@ fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
 
 fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
     let elem = op.elem.max(1) as u64;
-    let choice = match forced("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"])? {
+    let choice = match forced("DN_COLL_ALLREDUCE")? {
         Some(a) => a,
         None if len >= ALLREDUCE_LARGE && n > 2 && n.is_power_of_two() => "rabenseifner",
         None if len >= ALLREDUCE_LARGE && n > 2 => "ring",

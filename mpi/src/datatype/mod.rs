@@ -77,10 +77,12 @@ impl<T: Equivalence> BufferMut for Vec<T> {
 ///
 /// More than the host's memory and swap is refused before asking: under
 /// Linux's overcommit such an allocation may be granted and the process
-/// then killed while the zeros are written.
+/// then killed while the zeros are written. (Only sizes of 1 GiB and more
+/// are checked: the check is a system call, and this is on every
+/// scattered send and receive.)
 pub fn zeroed_buffer(len: usize, what: &str) -> crate::Result<Vec<u8>> {
     let refuse = || crate::MpiError::NoMemory(format!("{what} of {len} bytes cannot be allocated"));
-    if len as u64 > host_memory() {
+    if len >= 1 << 30 && len as u64 > host_memory() {
         return Err(refuse());
     }
     let mut v = Vec::new();
