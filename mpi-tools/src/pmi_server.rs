@@ -251,6 +251,13 @@ mod tests {
         }
     }
 
+    /// A fresh directory for a test's `finalized.RANK` files.
+    fn test_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pmi-server-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn connect(server: &PmiServer, rank: u32) -> Client {
         let (ours, theirs) = UnixStream::pair().unwrap();
         server.serve(rank, theirs).unwrap();
@@ -259,8 +266,7 @@ mod tests {
 
     #[test]
     fn three_ranks_exchange_through_put_barrier_get() {
-        let dir = std::env::temp_dir().join(format!("pmi-server-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = test_dir("test");
         let server = PmiServer::new(3, 0xabc, dir.clone());
         let kvs = server.kvsname().to_string();
         let ranks: Vec<_> = (0..3)
@@ -332,8 +338,7 @@ mod tests {
     /// and the space holds at most KEYS_MAX keys.
     #[test]
     fn barriers_after_a_rank_left_fail_and_the_space_is_bounded() {
-        let dir = std::env::temp_dir().join(format!("pmi-server-left-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = test_dir("left");
         let server = PmiServer::new(3, 1, dir.clone());
         let kvs = server.kvsname().to_string();
         let (mut a, b, mut c) = (connect(&server, 0), connect(&server, 1), connect(&server, 2));

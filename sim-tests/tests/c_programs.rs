@@ -59,9 +59,29 @@ fn c_basic() -> &'static Path {
 }
 
 fn run(np: u32, nodes: u16, extra: &[&str], prog: &Path) -> (bool, String) {
-    let out = dnrun(np, nodes, extra, prog.to_str().unwrap(), &[]);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    run_with(np, nodes, extra, prog, &[])
+}
+
+/// [`run`] with arguments for the program: whether it succeeded, and its
+/// output and errors.
+fn run_with(np: u32, nodes: u16, extra: &[&str], prog: &Path, args: &[&str]) -> (bool, String) {
+    let out = dnrun(np, nodes, extra, prog.to_str().unwrap(), args);
+    (out.status.success(), output_text(&out))
+}
+
+/// A job's output and errors, one after the other.
+fn output_text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The `dnrun` flags of each backend a program runs on here, each with a
+/// `--timeout` (the simulator, UDP, and DPDK when this build has it).
+fn every_backend(what: &str) -> Vec<Vec<&'static str>> {
+    let mut b = vec![vec!["--timeout", "60"], vec!["--backend", "udp", "--timeout", "60"]];
+    if sim_tests::dpdk_or_skip(what) {
+        b.push(vec!["--backend", "dpdk", "--timeout", "60"]);
+    }
+    b
 }
 
 fn basic_ok(np: u32, nodes: u16, extra: &[&str]) {
@@ -102,24 +122,17 @@ fn an_error_under_the_default_handler_ends_the_job_naming_rank_and_call() {
 #[test]
 fn two_threads_in_mpi_at_once_end_the_job_saying_so() {
     let prog = build("threads");
-    let mut backends = vec![vec![], vec!["--backend", "udp"]];
-    if sim_tests::dpdk_or_skip("two_threads_in_mpi_at_once (dpdk)") {
-        backends.push(vec!["--backend", "dpdk"]);
-    }
-    for extra in backends {
-        let mut flags = extra.clone();
-        flags.extend(["--timeout", "60"]);
-        let out = dnrun(2, 1, &flags, prog.to_str().unwrap(), &[]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    for extra in every_backend("two_threads_in_mpi_at_once (dpdk)") {
+        let (ok, text) = run(2, 1, &extra, &prog);
         // On the simulator the blocked receive may be found a deadlock
         // first (simulated time runs while the other thread sleeps): an
         // error that ends the job too.
+        let on_sim = !extra.contains(&"--backend");
         let said = text.contains("two threads called MPI at the same time")
-            || (extra.is_empty() && text.contains("no progress is possible: deadlock"));
-        assert!(!out.status.success() && said && !text.contains("timed out"), "{extra:?}:\n{text}");
-        let out = dnrun(2, 1, &extra, prog.to_str().unwrap(), &["serial"]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("OK threads on 2 ranks: got 41"), "serial {extra:?}:\n{text}");
+            || (on_sim && text.contains("no progress is possible: deadlock"));
+        assert!(!ok && said && !text.contains("timed out"), "{extra:?}:\n{text}");
+        let (ok, text) = run_with(2, 1, &extra, &prog, &["serial"]);
+        assert!(ok && text.contains("OK threads on 2 ranks: got 41"), "serial {extra:?}:\n{text}");
     }
 }
 
@@ -131,7 +144,7 @@ fn an_abort_never_exits_zero() {
     let prog = build("fatal");
     for (np, code, want) in [(1, "256", 1), (2, "256", 1), (1, "0", 1), (2, "7", 7), (1, "-1", 255)] {
         let out = dnrun(np, 1, &[], prog.to_str().unwrap(), &["abort", code]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = output_text(&out);
         assert_eq!(out.status.code(), Some(want), "MPI_Abort({code}) on {np} ranks:\n{text}");
     }
 }
@@ -208,7 +221,7 @@ fn run_hydra(np: u32, prog: &Path, args: &[&str]) -> (bool, String) {
         .args(args)
         .output()
         .expect("run mpiexec.hydra");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = output_text(&out);
     (out.status.success(), text)
 }
 
@@ -253,7 +266,7 @@ fn mpich_hydra_runs_one_job_across_two_network_namespaces() {
         .arg(c_basic())
         .output()
         .expect("run mpiexec.hydra");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = output_text(&out);
     assert!(!out.status.success() && text.contains("under a PMI launcher"), "DPDK under hydra:\n{text}");
     let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc/self")) == 0;
     if !root {
@@ -269,7 +282,7 @@ fn mpich_hydra_runs_one_job_across_two_network_namespaces() {
         (suite, "4", vec!["collectives"], "OK collectives on 4 ranks (udp backend)".to_string()),
     ] {
         let out = Command::new(&script).arg(&prog).arg(np).args(&args).output().expect("run netns-hydra.sh");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = output_text(&out);
         assert!(out.status.success() && text.contains(&want), "netns-hydra {} {np} {args:?}:\n{text}", prog.display());
     }
 }
@@ -299,7 +312,7 @@ fn dnrun_serves_pmi_1_to_a_program_built_with_mpich() {
         assert!(ok && text.contains(&format!("OK foreign on {np} ranks")), "dnrun -n {np} {extra:?} foreign:\n{text}");
     }
     let out = dnrun(3, 1, &["--backend", "udp"], prog.to_str().unwrap(), &["abort"]);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = output_text(&out);
     assert_eq!(out.status.code(), Some(3), "MPI_Abort(3) on rank 1:\n{text}");
     assert!(text.contains("rank 1"), "the launcher names the aborting rank:\n{text}");
 }
@@ -326,16 +339,9 @@ fn finalize_with_a_receive_never_matched_does_not_hang() {
     assert!(ok && text.contains("OK leftover") && text.contains("1 requests still active"), "{text}");
     // Issue 30: rendezvous sends never received (one freed, one left
     // active) end too, with a warning naming each, on every backend.
-    let mut backends = vec![vec![], vec!["--backend", "udp"]];
-    if sim_tests::dpdk_or_skip("leftover sends over DPDK") {
-        backends.push(vec!["--backend", "dpdk"]);
-    }
-    for b in backends {
-        let mut flags = b.clone();
-        flags.extend(["--timeout", "60"]);
-        let out = dnrun(2, 1, &flags, prog.to_str().unwrap(), &["sends"]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("OK leftover"), "{b:?}:\n{text}");
+    for b in every_backend("leftover sends over DPDK") {
+        let (ok, text) = run_with(2, 1, &b, &prog, &["sends"]);
+        assert!(ok && text.contains("OK leftover"), "{b:?}:\n{text}");
         for tag in [5, 6] {
             let warned =
                 format!("dropped a message of 1048576 bytes from job rank 0 (tag {tag}) that was never received");
@@ -490,7 +496,7 @@ fn the_lookahead_changes_hand_overs_never_results() {
                 .env("DN_SIM_LOOKAHEAD", mode)
                 .output()
                 .expect("run dnrun");
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let text = output_text(&out);
             let ok = text.lines().find(|l| l.contains("OK c-scale")).map(str::to_string);
             let summary = text.lines().find(|l| l.contains("dimmnet-sim: done at")).map(str::to_string);
             let (Some(ok), Some(summary)) = (ok, summary) else { panic!("{mode}, {np} ranks:\n{text}") };
