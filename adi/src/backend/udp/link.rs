@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, IoSlice};
 use std::net::{SocketAddr, UdpSocket};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
@@ -67,6 +67,14 @@ pub trait Link: Send {
     }
     /// A description of `rank`'s address, for error messages.
     fn describe(&self, rank: u32) -> String;
+    /// The protocol's clock: every timer (retransmission, delayed ACK,
+    /// peer loss, goodbyes) reads it here, so that a link can bring its
+    /// own time. Real links use the host's monotonic clock; the test
+    /// network's (`virtual_net`) advances only when every rank waits, so
+    /// that the protocol's timing is exact and repeatable.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
     /// Leave the job: called once, at the end of a clean finalize; the
     /// link is not used afterwards. A link whose rings are memory shared
     /// with other processes returns only once none of them touches those
