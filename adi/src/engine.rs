@@ -1430,6 +1430,22 @@ impl Engine {
         Ok(worked)
     }
 
+    /// How often a thread of the process must call [`Engine::keep_alive`]
+    /// while the program computes outside MPI ([`Transport::keepalive`];
+    /// `None`: never).
+    pub fn keepalive_interval(&self) -> Option<std::time::Duration> {
+        self.t.keepalive()
+    }
+
+    /// A progress pass of the engine alone, without the hooks: the
+    /// transport answers its peers (acknowledgements, pings) and arrivals
+    /// are matched, but no collective schedule moves, so the progress mode
+    /// the program chose stays what it is (MPI 4.1 §2.9 lets the library
+    /// progress at any time).
+    pub fn keep_alive(&mut self) -> Result<bool, AdiError> {
+        self.progress_own()
+    }
+
     /// The engine's own part of a progress pass.
     fn progress_own(&mut self) -> Result<bool, AdiError> {
         self.st.counters.progress_passes += 1;

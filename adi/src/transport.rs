@@ -135,6 +135,13 @@ pub trait Transport: Send {
     fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
         None
     }
+    /// How often the process must look at this transport even while the
+    /// program computes outside MPI, or its peers take it for lost: the
+    /// datagram protocol declares a peer that answers nothing for its
+    /// timeout lost. `None` (the default): peers never time out.
+    fn keepalive(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Backend counters, for `DN_STATS=1`.
     fn report(&self) -> Option<String> {
         None

@@ -32,6 +32,7 @@ pub mod compute;
 pub mod datatype;
 mod error;
 pub mod inter;
+mod keepalive;
 pub mod request;
 pub mod topo;
 mod universe;

@@ -10,6 +10,7 @@ use crate::coll::exec::Exec;
 use crate::coll::live::LiveCollectives;
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::error::{MpiError, Result};
+use crate::keepalive::KeepAlive;
 
 /// The job directory `dnrun` gives each rank ([`adi::JobEnv`]), where a
 /// rank records that it finalised, so the launcher can tell an early exit
@@ -179,6 +180,13 @@ impl Context {
         Ok(self.engine()?.wait(id)?)
     }
 
+    /// One keep-alive pass of the engine ([`crate::keepalive`]); `None`
+    /// once finalized.
+    pub(crate) fn keep_alive(&mut self) -> Option<Result<bool>> {
+        let e = self.engine.as_mut()?;
+        Some(e.keep_alive().map_err(Into::into))
+    }
+
     /// Progress (collectives included) until `done` holds, idling when a
     /// pass finds nothing to do.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
@@ -239,6 +247,12 @@ impl<T> Locked<T> {
         self.borrow_mut()
     }
 
+    /// A reference that does not keep the state alive (for threads that
+    /// must not outlive the library).
+    pub(crate) fn downgrade(&self) -> Weak<LockedInner<T>> {
+        Arc::downgrade(&self.0)
+    }
+
     pub(crate) fn ptr_eq(a: &Locked<T>, b: &Locked<T>) -> bool {
         Arc::ptr_eq(&a.0, &b.0)
     }
@@ -247,7 +261,7 @@ impl<T> Locked<T> {
 impl<T> LockedInner<T> {
     /// The lock for the progress thread: only if it is free and no
     /// application call is waiting for it.
-    fn try_for_thread(&self) -> Option<MutexGuard<'_, T>> {
+    pub(crate) fn try_for_thread(&self) -> Option<MutexGuard<'_, T>> {
         if self.wanted.load(Ordering::Acquire) > 0 {
             return None;
         }
@@ -298,7 +312,7 @@ pub const THREAD_SPIN: Duration = Duration::from_micros(200);
 impl ProgressThread {
     fn spawn(shared: &Shared) -> Result<ProgressThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let weak: Weak<LockedInner<Context>> = Arc::downgrade(&shared.0);
+        let weak: Weak<LockedInner<Context>> = shared.downgrade();
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("dnmpi-progress".into())
@@ -379,6 +393,9 @@ pub struct Universe {
     shared: Shared,
     world: SimpleCommunicator,
     thread: std::cell::RefCell<Option<ProgressThread>>,
+    /// Answers the peers while the program computes, on networks whose
+    /// peers time out ([`crate::keepalive`]).
+    keepalive: std::cell::RefCell<Option<KeepAlive>>,
     /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]),
     /// until [`Universe::measure_calls`] hands it to the engine's context.
     meter: std::cell::RefCell<Option<crate::compute::Meter>>,
@@ -447,6 +464,7 @@ pub fn initialize() -> Result<Universe> {
         m => m,
     };
     engine.add_hook(Box::<LiveCollectives>::default());
+    let every = engine.keepalive_interval();
     let shared = Locked::new(Context {
         engine: Some(engine),
         next_ctx: 2,
@@ -464,9 +482,16 @@ pub fn initialize() -> Result<Universe> {
         ProgressMode::Thread if !simulated => Some(ProgressThread::spawn(&shared)?),
         _ => None,
     };
+    let keepalive = KeepAlive::start(&shared, every)?;
     let meter = measured_compute(&shared, rank)?;
     let world = SimpleCommunicator::world(shared.clone(), rank, size);
-    Ok(Universe { shared, world, thread: std::cell::RefCell::new(thread), meter: std::cell::RefCell::new(meter) })
+    Ok(Universe {
+        shared,
+        world,
+        thread: std::cell::RefCell::new(thread),
+        keepalive: std::cell::RefCell::new(keepalive),
+        meter: std::cell::RefCell::new(meter),
+    })
 }
 
 /// The meter `DN_COMPUTE` asks for: none by default, or outside the
@@ -666,6 +691,7 @@ impl Universe {
                 );
             }
         }
+        drop(self.keepalive.borrow_mut().take());
         let engine = self.shared.borrow_mut().engine.take().ok_or(MpiError::Finalized)?;
         let rank = engine.rank();
         engine.finalize()?;

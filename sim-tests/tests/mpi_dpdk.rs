@@ -63,6 +63,23 @@ fn all_pairs_and_order_under_injected_faults() {
     run("collectives", 3, &[FAULTS]);
 }
 
+/// Issue 30: liveness without data. The last rank computes for three peer
+/// timeouts without calling MPI; its keep-alive thread answers for it,
+/// whether the others sent it something first (they wait for its
+/// acknowledgements) or only wait for it (they ping it). Hung instead, it
+/// is named by every rank that waits for it, even one that owes it nothing.
+#[test]
+fn a_computing_rank_is_waited_for_and_a_hung_one_is_named() {
+    if !can_run("a_computing_rank_is_waited_for_and_a_hung_one_is_named") {
+        return;
+    }
+    for case in ["quiet-peer 3", "quiet-peer 3 send-first"] {
+        run(case, 3, &["DN_UDP_TIMEOUT_MS=1000"]);
+        let (ok, _, stderr) = run_with(case, 3, &["DN_UDP_FAULTS=blackhole=2", "DN_UDP_TIMEOUT_MS=1000"]);
+        assert!(!ok && stderr.contains("rank 2 is unreachable"), "{case}: {stderr}");
+    }
+}
+
 #[test]
 fn a_peer_that_never_answers_ends_the_job_naming_it() {
     if !can_run("a_peer_that_never_answers_ends_the_job_naming_it") {

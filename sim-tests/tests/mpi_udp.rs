@@ -66,6 +66,20 @@ fn small_datagrams_fragment_and_reassemble_under_faults() {
     assert!(reassembled > 0, "nothing was fragmented:\n{out}");
 }
 
+/// Issue 30: liveness without data. The last rank computes for three peer
+/// timeouts without calling MPI; its keep-alive thread answers for it,
+/// whether the others sent it something first (they wait for its
+/// acknowledgements) or only wait for it (they ping it). Hung instead, it
+/// is named by every rank that waits for it, even one that owes it nothing.
+#[test]
+fn a_computing_rank_is_waited_for_and_a_hung_one_is_named() {
+    for case in ["quiet-peer 3", "quiet-peer 3 send-first"] {
+        run(case, 3, &["DN_UDP_TIMEOUT_MS=1000"]);
+        let (ok, _, stderr) = run_with(case, 3, &["DN_UDP_FAULTS=blackhole=2", "DN_UDP_TIMEOUT_MS=1000"]);
+        assert!(!ok && stderr.contains("rank 2 is unreachable"), "{case}: {stderr}");
+    }
+}
+
 #[test]
 fn a_peer_that_never_answers_ends_the_job_naming_it() {
     let (ok, _, stderr) = run_with("allpairs", 3, &["DN_UDP_FAULTS=blackhole=1", "DN_UDP_TIMEOUT_MS=1500"]);

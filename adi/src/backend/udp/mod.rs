@@ -348,6 +348,11 @@ pub struct UdpStats {
     /// Peers left behind in finalize without their goodbye, after
     /// `goodbye_wait` of silence.
     pub left_without_bye: u64,
+    /// Pings sent to peers that had been silent for a quarter of the peer
+    /// timeout, and pings from peers answered.
+    pub pings_sent: u64,
+    /// Pings from peers answered.
+    pub pings_answered: u64,
     /// Send calls that carried several datagrams (UDP GSO).
     pub gso_sends: u64,
     /// Receive calls that returned several coalesced datagrams (UDP GRO).
@@ -428,6 +433,8 @@ struct PeerRx {
     gap_asked: Option<Instant>,
     /// The last time a valid datagram came from this peer.
     heard: Instant,
+    /// When we last pinged it (it had been silent; see [`flag::PING`]).
+    pinged: Option<Instant>,
     /// Its goodbye arrived (it is finalizing and fully acknowledged).
     got_bye: bool,
     /// It has confirmed ours (HAVE_BYE).
@@ -567,6 +574,7 @@ impl<L: Link> DatagramTransport<L> {
                 gap_since: None,
                 gap_asked: None,
                 heard: now,
+                pinged: None,
                 got_bye: false,
                 has_ours: false,
                 told_have: false,
@@ -1035,6 +1043,12 @@ impl<L: Link> DatagramTransport<L> {
         }
         self.acked(h.src, h.ack);
         self.rx[h.src as usize].heard = self.rx_now;
+        if h.flags & flag::PING != 0 {
+            self.stats.pings_answered += 1;
+            self.stats.acks_sent += 1;
+            self.control(h.src, flag::ACK, 0)?;
+            return Ok(false);
+        }
         if h.flags & flag::BYE != 0 {
             self.goodbye_from(h.src, h.flags & flag::HAVE_BYE != 0)?;
             return Ok(false);
@@ -1176,6 +1190,30 @@ impl<L: Link> DatagramTransport<L> {
                     self.control(p, flag::NACK, expected)?;
                 }
             }
+            // Liveness without data (issue 30): a peer silent for a
+            // quarter of the peer timeout is pinged, and again every eighth;
+            // one that answers nothing for the whole timeout is lost, even
+            // if we only wait for it and owe it nothing. A peer that said
+            // goodbye has left; in finalize the goodbyes decide.
+            if self.watches(d) {
+                let silent = now.saturating_duration_since(self.rx[d].heard);
+                if silent >= self.cfg.peer_timeout {
+                    return Err(TransportError::PeerLost {
+                        rank: p,
+                        reason: format!(
+                            "nothing came from it for {:.1} s, not even an answer to a ping every {} ms (DN_UDP_TIMEOUT_MS={})",
+                            silent.as_secs_f64(),
+                            self.ping_every().as_millis(),
+                            self.cfg.peer_timeout.as_millis()
+                        ),
+                    });
+                }
+                if now >= self.ping_due(d) {
+                    self.rx[d].pinged = Some(now);
+                    self.stats.pings_sent += 1;
+                    self.control(p, flag::PING, 0)?;
+                }
+            }
             // Half a window owed is acknowledged on arrival (`handle`);
             // here only the delayed ACK whose time has come.
             if self.rx[d].ack_due.is_some_and(|t| now >= t) {
@@ -1186,9 +1224,36 @@ impl<L: Link> DatagramTransport<L> {
         Ok(())
     }
 
+    /// Whether peer `d`'s silence is watched (pinged, and fatal after the
+    /// peer timeout): not ourselves, not a peer that said goodbye, not in
+    /// finalize (where the goodbyes decide), not when we play the hung peer.
+    fn watches(&self, d: usize) -> bool {
+        d != self.rank as usize
+            && !self.rx[d].got_bye
+            && !self.leaving
+            && !self.faults.as_ref().is_some_and(Faults::is_hung)
+    }
+
+    /// How often a silent peer is pinged once it is due.
+    fn ping_every(&self) -> Duration {
+        self.cfg.peer_timeout / 8
+    }
+
+    /// When silent peer `d` is due a ping: a quarter of the peer timeout
+    /// after it was last heard, then every [`Self::ping_every`].
+    fn ping_due(&self, d: usize) -> Instant {
+        let rx = &self.rx[d];
+        let first = rx.heard + self.cfg.peer_timeout / 4;
+        rx.pinged.map_or(first, |t| first.max(t + self.ping_every()))
+    }
+
     /// The earliest timer, if any.
     fn next_deadline(&self) -> Option<Instant> {
         let mut best: Option<Instant> = None;
+        for d in (0..self.size as usize).filter(|&d| self.watches(d)) {
+            let at = self.ping_due(d).min(self.rx[d].heard + self.cfg.peer_timeout);
+            best = Some(best.map_or(at, |b| b.min(at)));
+        }
         for (d, tx) in self.tx.iter().enumerate() {
             if let Some(t) = tx.timer {
                 let at = (t + tx.rto).min(tx.progress + self.cfg.peer_timeout);
@@ -1421,13 +1486,19 @@ impl<L: Link> Transport for DatagramTransport<L> {
         Ok(())
     }
 
+    fn keepalive(&self) -> Option<Duration> {
+        // Pings start a quarter of the timeout into a silence: answering
+        // sixteen times per timeout leaves a peer a dozen looks to find us.
+        Some(self.cfg.peer_timeout / 16)
+    }
+
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "{} datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            "{} datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; pings: {} sent, {} answered; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
             L::NAME, s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
-            s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.gso_sends, s.gro_batches, s.gso_fallbacks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+            s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.pings_sent, s.pings_answered, s.gso_sends, s.gro_batches, s.gso_fallbacks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
         ))
     }
 

@@ -196,6 +196,60 @@ fn a_silent_peer_is_lost_exactly_one_peer_timeout_after_the_first_unanswered_dat
     assert_eq!(at, timeout);
 }
 
+/// Issue 30: a rank that only waits for a peer, owing it nothing, still
+/// notices that the peer is gone. It pings the silent peer from a quarter
+/// of the peer timeout on, every eighth, and gives up, naming it, exactly
+/// one timeout after it last heard from it.
+#[test]
+fn a_rank_that_only_receives_notices_a_silent_peer_at_the_timeout() {
+    let fate: Fate = Arc::new(|from, _, _| if from == 1 { vec![] } else { vec![Duration::ZERO] });
+    let net = VirtualNet::new(2, LATENCY, LIMIT, fate);
+    let cfg = config();
+    let timeout = cfg.peer_timeout;
+    let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, cfg.clone(), None).unwrap();
+    let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, cfg, None).unwrap();
+    let silent = std::thread::spawn(move || {
+        while b.link.elapsed() < 2 * timeout && b.poll(&mut |_, _| {}).and_then(|_| b.idle()).is_ok() {}
+    });
+    let err = receive(&mut a).expect_err("the wait for a silent peer never ended");
+    let (at, stats) = (a.link.elapsed(), a.stats());
+    drop(a);
+    silent.join().unwrap();
+    assert!(matches!(err, TransportError::PeerLost { rank: 1, .. }), "{err}");
+    assert!(err.to_string().contains("ping"), "{err}");
+    assert_eq!(at, timeout);
+    // At 2.5, 3.75, 5, 6.25, 7.5 and 8.75 s.
+    assert_eq!(stats.pings_sent, 6, "{stats:?}");
+}
+
+/// The other side of the same rule: a peer that sends nothing for three
+/// peer timeouts but answers pings is waited for, and its message arrives.
+#[test]
+fn a_quiet_peer_that_answers_pings_is_waited_for() {
+    let net = VirtualNet::new(2, LATENCY, LIMIT, virtual_net::reliable());
+    let cfg = config();
+    let late = 3 * cfg.peer_timeout;
+    let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, cfg.clone(), None).unwrap();
+    let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, cfg, None).unwrap();
+    let quiet = std::thread::spawn(move || -> Result<UdpStats, TransportError> {
+        while b.link.elapsed() < late {
+            b.poll(&mut |_, _| {})?;
+            b.idle()?;
+        }
+        assert!(b.try_send(0, &[b"at last"])?);
+        b.finalize()?;
+        Ok(b.stats())
+    });
+    let (m, at) = receive(&mut a).unwrap();
+    a.finalize().unwrap();
+    let stats = a.stats();
+    drop(a);
+    let theirs = quiet.join().unwrap().unwrap();
+    assert_eq!(m, b"at last");
+    assert!(at > late, "{at:?}");
+    assert!(stats.pings_sent > 0 && theirs.pings_answered > 0, "{stats:?} {theirs:?}");
+}
+
 /// The receiver's own liveness check: a gap that the sender never fills
 /// is asked for again every `rto_max` and ends the wait, naming the peer,
 /// exactly `peer_timeout` after it opened.

@@ -9,8 +9,8 @@
 //! | offset | field |
 //! |---|---|
 //! | 0 | magic `u16` = 0x4455 |
-//! | 2 | version `u8` = 1 |
-//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8, BYE 16, HAVE_BYE 32, AUTH 64 |
+//! | 2 | version `u8` = 2 |
+//! | 3 | flags `u8`: DATA 1, ACK 2 (ack only), NACK 4, FULL_CRC 8, BYE 16, HAVE_BYE 32, AUTH 64, PING 128 |
 //! | 4 | job id `u32` |
 //! | 8 | source rank `u32` |
 //! | 12 | destination rank `u32` |
@@ -41,8 +41,8 @@
 pub const HEADER: usize = 40;
 /// Magic.
 pub const MAGIC: u16 = 0x4455;
-/// Version.
-pub const VERSION: u8 = 1;
+/// Version (2: PING).
+pub const VERSION: u8 = 2;
 
 /// Flags.
 pub mod flag {
@@ -61,6 +61,10 @@ pub mod flag {
     pub const HAVE_BYE: u8 = 32;
     /// A keyed tag of [`super::TAG`] bytes follows the payload.
     pub const AUTH: u8 = 64;
+    /// Are you there? Sent to a peer silent for a quarter of the peer
+    /// timeout and answered at once with an ACK, so that a rank that only
+    /// waits for data can tell a quiet peer from a lost one.
+    pub const PING: u8 = 128;
 }
 
 /// Bytes of the authentication tag (authenticated mode).
@@ -206,13 +210,13 @@ impl Header {
         if h.dst != me || h.src >= size || h.src == me {
             return Err(Reject::UnknownSender);
         }
-        let known = flag::DATA | flag::ACK | flag::NACK | flag::FULL_CRC | flag::BYE | flag::HAVE_BYE | flag::AUTH;
-        if h.flags & !known != 0 || h.flags == 0 {
+        if h.flags == 0 {
             return Err(Reject::Malformed);
         }
-        // A goodbye is a control datagram of its own.
+        // A goodbye and a ping are control datagrams of their own.
         if (h.flags & flag::HAVE_BYE != 0 && h.flags & flag::BYE == 0)
             || (h.flags & flag::BYE != 0 && h.flags & (flag::DATA | flag::NACK) != 0)
+            || (h.flags & flag::PING != 0 && h.flags & (flag::DATA | flag::NACK | flag::BYE) != 0)
         {
             return Err(Reject::Malformed);
         }
@@ -303,7 +307,16 @@ mod tests {
         assert_eq!(Header::parse(&bad, 77, 0, 4), Err(Reject::Malformed));
         let bye = Header { flags: flag::BYE | flag::HAVE_BYE, msg_len: 0, nfrags: 0, payload: 0, ..header() };
         assert!(Header::parse(&datagram(bye, b""), 77, 0, 4).is_ok());
-        for flags in [flag::HAVE_BYE, flag::BYE | flag::DATA, flag::BYE | flag::NACK] {
+        let ping = Header { flags: flag::PING, ..bye };
+        assert!(Header::parse(&datagram(ping, b""), 77, 0, 4).is_ok());
+        for flags in [
+            flag::HAVE_BYE,
+            flag::BYE | flag::DATA,
+            flag::BYE | flag::NACK,
+            flag::PING | flag::DATA,
+            flag::PING | flag::NACK,
+            flag::PING | flag::BYE,
+        ] {
             let bad = datagram(Header { flags, ..bye }, b"");
             assert_eq!(Header::parse(&bad, 77, 0, 4), Err(Reject::Malformed), "flags {flags:#x}");
         }

@@ -60,6 +60,10 @@ fn main() -> ExitCode {
             "sockets" => sockets(&w)?,
             "private-files" => private_files(&w)?,
             "idle" => idle(&w)?,
+            "quiet-peer" => {
+                let secs = std::env::args().nth(2).map_or(Ok(3.0), |s| s.parse::<f64>()).map_err(e)?;
+                quiet_peer(&w, secs, std::env::args().nth(3).as_deref() == Some("send-first"))?
+            }
             "stuck" => {
                 // Every rank waits for a message nobody sends: for tests
                 // that kill the launcher under a running job.
@@ -787,6 +791,38 @@ fn idle(w: &SimpleCommunicator) -> R {
         let before = cpu_seconds()?;
         let (_, _) = w.process_at_rank(0).receive::<u8>().map_err(e)?;
         println!("idle: a 5 s blocking receive used {:.2} s of CPU", cpu_seconds()? - before);
+    }
+    Ok(())
+}
+
+/// Issue 30: the last rank computes (sleeps) for `secs` without calling
+/// MPI, then sends each other rank a message; the others only wait for it
+/// (`send_first`: each sends the last rank a message first, which it
+/// receives after its computation). Over UDP or DPDK with a peer timeout
+/// shorter than `secs`, the job must still succeed (the quiet rank answers
+/// its peers while it computes), and with the last rank hung
+/// (`DN_UDP_FAULTS=blackhole=N-1`) every waiting rank must end with an
+/// error naming it.
+fn quiet_peer(w: &SimpleCommunicator, secs: f64, send_first: bool) -> R {
+    let last = w.size() - 1;
+    if last == 0 {
+        return Ok(());
+    }
+    if w.rank() == last {
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        for r in 0..last {
+            if send_first {
+                let (got, _) = w.process_at_rank(r).receive::<u32>().map_err(e)?;
+                check!(got == r as u32 + 1, "quiet-peer: {got} from rank {r}");
+            }
+            w.process_at_rank(r).send(&(r as u32 + 100)).map_err(e)?;
+        }
+    } else {
+        if send_first {
+            w.process_at_rank(last).send(&(w.rank() as u32 + 1)).map_err(e)?;
+        }
+        let (got, _) = w.process_at_rank(last).receive::<u32>().map_err(e)?;
+        check!(got == w.rank() as u32 + 100, "quiet-peer: {got} from the last rank");
     }
     Ok(())
 }

@@ -1,0 +1,74 @@
+//! The keep-alive thread: on a network whose peers time out (UDP, DPDK),
+//! a rank that computes without calling MPI must still answer its peers,
+//! or a peer waiting for it would take it for lost (issue 30).
+//!
+//! The datagram protocol declares a peer lost when it answers nothing,
+//! neither data nor pings, for `DN_UDP_TIMEOUT_MS`. Without this thread
+//! only MPI calls answer, so a rank computing longer than the timeout was
+//! declared lost by any peer that had sent it something, and a rank that
+//! only waits could not tell a computing peer from a hung one. The thread
+//! wakes [`adi::Transport::keepalive`] apart (sixteen times per timeout),
+//! and when the program is outside MPI (the library's lock is free and no
+//! call waits for it) makes one pass of the engine alone
+//! ([`adi::Engine::keep_alive`]): acknowledgements, pings and arrivals,
+//! but no collective schedule, so the progress mode stays the program's
+//! choice. It costs the program nothing inside MPI calls; outside, one
+//! pass of a few microseconds per wake-up. On the simulator (no timeouts,
+//! and time is simulated) there is no thread.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::error::{MpiError, Result};
+use crate::universe::{Context, LockedInner, Shared};
+
+/// The running keep-alive thread; stopped and joined when dropped.
+pub(crate) struct KeepAlive {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl KeepAlive {
+    /// Start the thread for `shared`'s engine if its transport needs one.
+    pub(crate) fn start(shared: &Shared, every: Option<Duration>) -> Result<Option<KeepAlive>> {
+        let Some(every) = every else { return Ok(None) };
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak = shared.downgrade();
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("dnmpi-keepalive".into())
+            .spawn(move || run(&weak, &flag, every))
+            .map_err(|e| MpiError::Init(format!("cannot start the keep-alive thread: {e}")))?;
+        Ok(Some(KeepAlive { stop, handle: Some(handle) }))
+    }
+}
+
+fn run(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, every: Duration) {
+    loop {
+        std::thread::park_timeout(every);
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(ctx) = shared.upgrade() else { return };
+        // Inside an MPI call the program answers its peers itself.
+        let Some(mut c) = ctx.try_for_thread() else { continue };
+        match c.keep_alive() {
+            // Finalized, or the engine failed: the program's next call
+            // meets the same failure and reports it.
+            None | Some(Err(_)) => return,
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            // The thread only ever returns.
+            let _ = h.join();
+        }
+    }
+}
