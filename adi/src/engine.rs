@@ -1295,6 +1295,16 @@ impl Engine {
         Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
     }
 
+    /// The envelope of the first unexpected message matching, without a
+    /// progress pass and without charging simulated time: for a layer
+    /// above that looks, inside its own progress, for a message it only
+    /// expects when something went wrong (a collective's failure notice).
+    pub fn peek_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Status> {
+        let (found, _) = self.st.find_unexpected(src, tag, ctx);
+        let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env)?;
+        Some(Status { source: env.src, tag: env.tag, len: env.len })
+    }
+
     /// Blocking probe.
     pub fn probe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Status, AdiError> {
         loop {

@@ -199,6 +199,14 @@ fn mismatched_collective_counts_are_reported_in_every_mode() {
         assert_eq!(stdout.matches("refused").count(), 2, "{mode}: both receivers refuse:\n{stdout}");
         assert!(stdout.contains(says), "{mode}:\n{stdout}");
     }
+    // Issue 30: where a rank that finds the fault is not on every rank's
+    // path (an allreduce at 3 and 5 ranks), the others fail on its notice.
+    for np in [2, 3, 5] {
+        let out = dnrun(np, 2, &["--backend", "sim", "--timeout", "60"], "mpi-suite", &["coll-mismatch-all"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{np}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.matches(" refused: ").count(), 3 * np as usize, "{np} ranks:\n{stdout}");
+    }
     // More than the device memory an offloaded schedule may use: an error
     // on every rank, not a wait for memory that never comes.
     let out = dnrun(

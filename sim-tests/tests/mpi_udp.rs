@@ -80,6 +80,18 @@ fn a_computing_rank_is_waited_for_and_a_hung_one_is_named() {
     }
 }
 
+/// Issue 30: an allreduce, an allgather and an iallreduce whose counts
+/// differ between ranks fail on every rank (the rank that finds the fault
+/// tells the others; they used to wait for ever), and a correct allreduce
+/// afterwards still works.
+#[test]
+fn mismatched_collectives_fail_on_every_rank_and_the_communicator_goes_on() {
+    for np in [2, 3, 5] {
+        let out = run("coll-mismatch-all", np, &[]);
+        assert_eq!(out.matches(" refused: ").count(), 3 * np as usize, "{np} ranks:\n{out}");
+    }
+}
+
 #[test]
 fn a_peer_that_never_answers_ends_the_job_naming_it() {
     let (ok, _, stderr) = run_with("allpairs", 3, &["DN_UDP_FAULTS=blackhole=1", "DN_UDP_TIMEOUT_MS=1500"]);

@@ -2,12 +2,22 @@
 //! predecessors are done (seed 002 §3: "issue" and "query"). Blocking
 //! collectives run it to completion; non-blocking ones advance it from
 //! `test` and `wait`.
+//!
+//! A collective that fails on one member (counts that do not match, MPI
+//! 4.1 §6.1: a message longer or shorter than its receive) would leave the
+//! others waiting for messages that member will never send. So the member
+//! that finds the fault withdraws its receives and sends and tells every
+//! other member in a notice (round [`NOTICE_ROUND`] of the collective's
+//! tag); a member still waiting in that collective finds the notice and
+//! fails too, naming the rank and the fault. Every member ends, none
+//! waits for ever, and the communicator stays usable: the next collective
+//! has another sequence number, so nothing left of this one can match it.
 
 use adi::offload::{OffloadId, Program, Span, Step, StepKind};
 use adi::{Done, Engine, HostCost, ReqId, Source, TagSel};
 
 use super::op::Operation;
-use super::schedule::{Kind, Schedule, Slice, BUF_RECV};
+use super::schedule::{Kind, Schedule, Slice, BUF_RECV, NOTICE_ROUND};
 use crate::error::{MpiError, Result};
 
 /// The message tag of a schedule node: collective messages travel on the
@@ -17,6 +27,12 @@ use crate::error::{MpiError, Result};
 /// collectives never match each other's messages) and 10 bits of round.
 pub(crate) fn tag(seq: u32, round: u32) -> i32 {
     (1 << 30) | (((seq & 0xF_FFFF) << 10) | (round & 0x3FF)) as i32
+}
+
+/// Whether a message with `ctx` and `tag` is a collective's (see [`tag`]):
+/// on a collective context (odd), with bit 30 of the tag set.
+pub(crate) fn is_collective(ctx: u32, tag: i32) -> bool {
+    ctx % 2 == 1 && tag & (1 << 30) != 0
 }
 
 /// A schedule being executed, with its buffers.
@@ -44,6 +60,10 @@ pub(crate) struct Exec {
     result: Option<(usize, usize)>,
     /// Why the execution stopped, until its request reports it.
     error: Option<MpiError>,
+    /// The fault found here, while the notices to the other members go out.
+    failing: Option<MpiError>,
+    /// The execution failed on another member's notice (it is not passed on).
+    notified: bool,
     /// The device executes it (`DN_NBC_PROGRESS=offload`).
     device: Option<OffloadId>,
     /// The receive buffer's initial contents were copied to the device.
@@ -106,6 +126,8 @@ impl Exec {
             complete: false,
             result: None,
             error: None,
+            failing: None,
+            notified: false,
             device: None,
             staged_recv: false,
         })
@@ -385,6 +407,7 @@ impl Exec {
             }
         }
         if self.done < self.sched.nodes.len() {
+            self.look_for_notice(e)?;
             return Ok(false);
         }
         // Every completed send is collected (not only the last): a wait that
@@ -408,16 +431,86 @@ impl Exec {
         if self.complete || self.error.is_some() {
             return true;
         }
+        if self.failing.is_some() {
+            return self.notices_sent(e);
+        }
         match self.progress(e) {
             Ok(done) => {
                 self.complete = done;
                 done
             }
-            Err(err) => {
-                self.error = Some(err);
-                true
+            Err(err) => self.fail(e, err),
+        }
+    }
+
+    /// The execution failed with `err`: withdraw every receive and send it
+    /// has in flight (their peers are told, or told us), and unless a
+    /// notice told us, tell every other member.
+    fn fail(&mut self, e: &mut Engine, err: MpiError) -> bool {
+        for (_, id) in self.running.drain(..) {
+            e.abandon(id);
+        }
+        for id in self.sends.drain(..) {
+            e.abandon(id);
+        }
+        if self.notified || self.device.is_some() {
+            self.error = Some(err);
+            return true;
+        }
+        let me = e.rank();
+        let mut text = err.to_string();
+        let mut cut = text.len().min(1024);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        for &m in self.members.iter().filter(|&&m| m != me) {
+            // Best effort: a member that cannot be reached fails on its own.
+            if let Ok(id) = e.isend(m, tag(self.seq, NOTICE_ROUND), self.ctx, text.as_bytes().to_vec(), false) {
+                self.sends.push(id);
             }
         }
+        self.failing = Some(err);
+        self.notices_sent(e)
+    }
+
+    /// Whether the notices of a failure have gone out; the failure is then
+    /// the execution's outcome.
+    fn notices_sent(&mut self, e: &mut Engine) -> bool {
+        let mut k = 0;
+        while k < self.sends.len() {
+            let id = self.sends[k];
+            match e.is_done(id) {
+                Ok(false) => k += 1,
+                // Sent; or it failed, and that member fails on its own.
+                done => {
+                    match done {
+                        Ok(_) => drop(e.wait(id)),
+                        Err(_) => e.abandon(id),
+                    }
+                    self.sends.swap_remove(k);
+                }
+            }
+        }
+        if self.sends.is_empty() {
+            self.error = self.failing.take();
+        }
+        self.error.is_some()
+    }
+
+    /// A notice from a member that found this collective broken: this
+    /// member fails too, with the fault that member found.
+    fn look_for_notice(&mut self, e: &mut Engine) -> Result<()> {
+        let sel = TagSel::Tag(tag(self.seq, NOTICE_ROUND));
+        let Some(st) = e.peek_unexpected(Source::Any, sel, self.ctx) else { return Ok(()) };
+        let id = e.irecv(Source::Rank(st.source), sel, self.ctx, st.len)?;
+        let text = match e.wait(id)? {
+            Done::Received { data, .. } => String::from_utf8_lossy(&data).into_owned(),
+            _ => String::new(),
+        };
+        self.notified = true;
+        let rank = self.members.iter().position(|&m| m == st.source).map_or(-1, |r| r as i64);
+        Err(MpiError::Invalid(format!("rank {rank} of the communicator could not complete this collective: {text}")))
     }
 
     /// Nodes done so far (to tell whether a pass did anything).

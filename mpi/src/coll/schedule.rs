@@ -53,6 +53,11 @@ pub enum Kind {
     Copy = 4,
 }
 
+/// The first round no schedule may use: a member that finds its part of
+/// a collective broken tells the other members in a message of this round
+/// (see `exec`). Rounds are 10 bits of the message tag.
+pub const NOTICE_ROUND: u32 = 0x3FF;
+
 /// One node: fixed size, dependencies by index into [`Schedule::deps`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
@@ -64,7 +69,8 @@ pub struct Node {
     /// Peer, as a rank of the communicator (SEND, RECV).
     pub peer: u32,
     /// Round number, part of the message tag, so that messages between the
-    /// same two ranks in one collective match in the intended order.
+    /// same two ranks in one collective match in the intended order; below
+    /// [`NOTICE_ROUND`].
     pub round: u32,
     /// First predecessor in [`Schedule::deps`].
     pub first_dep: u32,
@@ -198,6 +204,9 @@ impl Schedule {
                         return Err(format!("node {i}: source and destination differ in length"));
                     }
                 }
+            }
+            if matches!(n.kind, Kind::Send | Kind::Recv) && n.round >= NOTICE_ROUND {
+                return Err(format!("node {i}: round {} is not below {NOTICE_ROUND}", n.round));
             }
             if matches!(n.kind, Kind::Send | Kind::Recv) && n.peer >= size {
                 return Err(format!("node {i}: peer {} is not a rank of a {size}-process communicator", n.peer));

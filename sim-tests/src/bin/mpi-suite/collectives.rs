@@ -277,6 +277,32 @@ pub fn mismatch(w: &SimpleCommunicator) -> R {
     }
 }
 
+/// Issue 30: collectives whose counts differ between ranks (rank 0
+/// passes 8 elements, the others 4): an allreduce, an allgather and a
+/// non-blocking allreduce. No rank may wait for ever: each either
+/// completes or reports an error (the rank that finds the fault tells the
+/// others), and a correct allreduce afterwards gives every rank the right
+/// sum, so the communicator is still usable.
+pub fn mismatch_all(w: &SimpleCommunicator) -> R {
+    let me = w.rank();
+    let n = if me == 0 { 8 } else { 4 };
+    let report = |what: &str, r: mpi::Result<()>| match r {
+        Ok(()) => println!("mismatch-all: rank {me} {what} completed"),
+        Err(err) => println!("mismatch-all: rank {me} {what} refused: {err}"),
+    };
+    let send = vec![1u64; n];
+    let mut sum = vec![0u64; n];
+    report("allreduce", w.all_reduce_into(&send[..], &mut sum[..], SystemOperation::Sum));
+    let mut all = vec![0u64; n * w.size() as usize];
+    report("allgather", w.all_gather_into(&send[..], &mut all[..]));
+    let r = w.immediate_all_reduce_into(&send[..], &mut sum[..], SystemOperation::Sum);
+    report("iallreduce", r.and_then(|r| r.wait().map(drop)));
+    let mut total = [0u64];
+    w.all_reduce_into(&[1u64][..], &mut total[..], SystemOperation::Sum).map_err(e)?;
+    check!(total[0] == w.size() as u64, "after the mismatches an allreduce gave {} on rank {me}", total[0]);
+    Ok(())
+}
+
 /// A broadcast larger than the device memory an offloaded schedule may
 /// use: with `DN_NBC_PROGRESS=offload` every rank gets an error naming the
 /// shortage at once (it used to wait for memory that would never come).
