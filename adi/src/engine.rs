@@ -1295,13 +1295,14 @@ impl Engine {
         Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
     }
 
-    /// The envelope of the first unexpected message matching, without a
-    /// progress pass and without charging simulated time: for a layer
-    /// above that looks, inside its own progress, for a message it only
-    /// expects when something went wrong (a collective's failure notice).
-    pub fn peek_unexpected(&mut self, src: Source, tag: TagSel, ctx: u32) -> Option<Status> {
-        let (found, _) = self.st.find_unexpected(src, tag, ctx);
-        let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env)?;
+    /// The envelope of the first unexpected message on context `ctx` whose
+    /// source and tag satisfy `pred`, without a progress pass, without
+    /// charging simulated time and without counting a search: for a layer
+    /// above that looks, inside its own progress, for messages it only
+    /// expects when something went wrong (a collective's failure notice, a
+    /// message of another collective in its place).
+    pub fn peek_unexpected(&self, ctx: u32, pred: &dyn Fn(u32, i32) -> bool) -> Option<Status> {
+        let env = self.st.unexpected.iter().map(|u| u.env).find(|e| e.ctx == ctx && pred(e.src, e.tag))?;
         Some(Status { source: env.src, tag: env.tag, len: env.len })
     }
 

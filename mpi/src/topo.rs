@@ -703,7 +703,15 @@ impl SimpleCommunicator {
             }
         }
         let init = recv.to_vec();
-        crate::coll::immediate(self, b.build(), send.to_vec(), init, None, Some(recv))
+        crate::coll::immediate(
+            self,
+            crate::coll::exec::CollKind::Neighbor,
+            b.build(),
+            send.to_vec(),
+            init,
+            None,
+            Some(recv),
+        )
     }
 
     /// Blocking [`SimpleCommunicator::immediate_neighbor_exchange`].

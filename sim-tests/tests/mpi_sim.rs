@@ -206,6 +206,21 @@ fn mismatched_collective_counts_are_reported_in_every_mode() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{np}: {}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(stdout.matches(" refused: ").count(), 3 * np as usize, "{np} ranks:\n{stdout}");
+        // Different collectives at one point: everyone but the broadcast's
+        // root refuses; on the device their messages never match, and the
+        // simulator reports the wait instead of a wrong sum.
+        for mode in ["manual", "offload"] {
+            let flags = ["--backend", "sim", "--timeout", "60", "-x", &format!("DN_NBC_PROGRESS={mode}")];
+            let out = dnrun(np, 2, &flags, "mpi-suite", &["coll-kind-mismatch"]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(!stdout.contains("allreduce completed"), "{mode}, {np} ranks:\n{stdout}");
+            if mode == "manual" {
+                assert!(out.status.success(), "{np}: {}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(stdout.matches(" refused: ").count(), 2 * np as usize - 1, "{np} ranks:\n{stdout}");
+            } else {
+                assert!(stdout.contains("deadlock"), "{np} ranks:\n{stdout}");
+            }
+        }
     }
     // More than the device memory an offloaded schedule may use: an error
     // on every rank, not a wait for memory that never comes.

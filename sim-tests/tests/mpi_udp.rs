@@ -82,13 +82,19 @@ fn a_computing_rank_is_waited_for_and_a_hung_one_is_named() {
 
 /// Issue 30: an allreduce, an allgather and an iallreduce whose counts
 /// differ between ranks fail on every rank (the rank that finds the fault
-/// tells the others; they used to wait for ever), and a correct allreduce
-/// afterwards still works.
+/// tells the others; they used to wait for ever), so do a broadcast and an
+/// allreduce called at the same point, and a correct allreduce afterwards
+/// still works.
 #[test]
 fn mismatched_collectives_fail_on_every_rank_and_the_communicator_goes_on() {
     for np in [2, 3, 5] {
         let out = run("coll-mismatch-all", np, &[]);
         assert_eq!(out.matches(" refused: ").count(), 3 * np as usize, "{np} ranks:\n{out}");
+        // Different collectives at one point (they used to succeed with a
+        // wrong sum): everyone but the broadcast's root refuses.
+        let out = run("coll-kind-mismatch", np, &[]);
+        assert_eq!(out.matches(" refused: ").count(), 2 * np as usize - 1, "{np} ranks:\n{out}");
+        assert!(out.contains("called MPI_Bcast where this process called MPI_Allreduce"), "{out}");
     }
 }
 

@@ -20,13 +20,125 @@ use super::op::Operation;
 use super::schedule::{Kind, Schedule, Slice, BUF_RECV, NOTICE_ROUND};
 use crate::error::{MpiError, Result};
 
+/// Which collective a schedule carries out, as the MPI operation the
+/// program called (a blocking call and its non-blocking form are one
+/// kind; the v-forms are their plain form's kind, since the roots of some
+/// and the leaves of others call either). Part of every message tag, so
+/// that messages of different collectives never match, and a process that
+/// finds another's kind in its collective's place reports the mismatch
+/// (MPI 4.1 §6.1: every process calls the same collective).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum CollKind {
+    /// `MPI_Barrier`.
+    Barrier = 1,
+    /// `MPI_Bcast`.
+    Bcast,
+    /// `MPI_Gather(v)`.
+    Gather,
+    /// `MPI_Scatter(v)`.
+    Scatter,
+    /// `MPI_Allgather(v)`.
+    Allgather,
+    /// `MPI_Alltoall(v)`.
+    Alltoall,
+    /// `MPI_Reduce`.
+    Reduce,
+    /// `MPI_Allreduce` (and `MPI_Reduce_scatter`, built on it).
+    Allreduce,
+    /// `MPI_Reduce_scatter_block`.
+    ReduceScatterBlock,
+    /// `MPI_Scan`.
+    Scan,
+    /// `MPI_Exscan`.
+    Exscan,
+    /// A neighbourhood collective or `MPI_Alltoallw` (one exchange of blocks).
+    Neighbor,
+    /// A schedule of the program's own (seed 002's API).
+    Schedule,
+}
+
+impl CollKind {
+    const ALL: [CollKind; 13] = [
+        CollKind::Barrier,
+        CollKind::Bcast,
+        CollKind::Gather,
+        CollKind::Scatter,
+        CollKind::Allgather,
+        CollKind::Alltoall,
+        CollKind::Reduce,
+        CollKind::Allreduce,
+        CollKind::ReduceScatterBlock,
+        CollKind::Scan,
+        CollKind::Exscan,
+        CollKind::Neighbor,
+        CollKind::Schedule,
+    ];
+
+    /// The kind with this number in a tag.
+    fn from_bits(bits: u32) -> Option<CollKind> {
+        CollKind::ALL.into_iter().find(|k| *k as u32 == bits)
+    }
+
+    /// What the program called, for messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CollKind::Barrier => "MPI_Barrier",
+            CollKind::Bcast => "MPI_Bcast",
+            CollKind::Gather => "MPI_Gather(v)",
+            CollKind::Scatter => "MPI_Scatter(v)",
+            CollKind::Allgather => "MPI_Allgather(v)",
+            CollKind::Alltoall => "MPI_Alltoall(v)",
+            CollKind::Reduce => "MPI_Reduce",
+            CollKind::Allreduce => "MPI_Allreduce or MPI_Reduce_scatter",
+            CollKind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            CollKind::Scan => "MPI_Scan",
+            CollKind::Exscan => "MPI_Exscan",
+            CollKind::Neighbor => "a neighbourhood collective or MPI_Alltoallw",
+            CollKind::Schedule => "a schedule of its own",
+        }
+    }
+}
+
+/// A collective's identity on its communicator: 14 bits of its sequence
+/// number there (outstanding non-blocking collectives never match each
+/// other's messages, up to 16,384 of them at once) and 6 bits of its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp(u32);
+
+impl Stamp {
+    const SEQ_BITS: u32 = 14;
+    const KIND_BITS: u32 = 6;
+
+    pub(crate) fn new(seq: u32, kind: CollKind) -> Stamp {
+        Stamp(((seq & ((1 << Self::SEQ_BITS) - 1)) << Self::KIND_BITS) | kind as u32)
+    }
+
+    /// The stamp in a collective message's tag (see [`tag`]).
+    fn of_tag(tag: i32) -> Stamp {
+        Stamp((tag as u32 >> 10) & ((1 << (Self::SEQ_BITS + Self::KIND_BITS)) - 1))
+    }
+
+    fn same_seq(self, other: Stamp) -> bool {
+        self.0 >> Self::KIND_BITS == other.0 >> Self::KIND_BITS
+    }
+
+    fn kind(self) -> Option<CollKind> {
+        CollKind::from_bits(self.0 & ((1 << Self::KIND_BITS) - 1))
+    }
+
+    /// The sequence number's low bits, for messages.
+    fn seq(self) -> u32 {
+        self.0 >> Self::KIND_BITS
+    }
+}
+
 /// The message tag of a schedule node: collective messages travel on the
 /// communicator's collective context with bit 30 set (the library's own
-/// internal messages use small tags there), 20 bits of the collective's
-/// sequence number on its communicator (so that outstanding non-blocking
-/// collectives never match each other's messages) and 10 bits of round.
-pub(crate) fn tag(seq: u32, round: u32) -> i32 {
-    (1 << 30) | (((seq & 0xF_FFFF) << 10) | (round & 0x3FF)) as i32
+/// internal messages use small tags there), the collective's [`Stamp`]
+/// (20 bits) and 10 bits of round.
+pub(crate) fn tag(stamp: Stamp, round: u32) -> i32 {
+    ((1 << 30) | (stamp.0 << 10) | (round & 0x3FF)) as i32
 }
 
 /// Whether a message with `ctx` and `tag` is a collective's (see [`tag`]):
@@ -43,7 +155,7 @@ pub(crate) struct Exec {
     /// Job rank of each communicator rank.
     members: Vec<u32>,
     ctx: u32,
-    seq: u32,
+    stamp: Stamp,
     /// Predecessors not yet done, per node.
     missing: Vec<u32>,
     /// Successors, flattened: `succ[succ_start[i]..succ_start[i + 1]]`.
@@ -81,7 +193,7 @@ impl Exec {
         op: Option<Operation>,
         members: Vec<u32>,
         ctx: u32,
-        seq: u32,
+        stamp: Stamp,
     ) -> Result<Exec> {
         sched
             .validate(send.len() as u64, recv.len() as u64, members.len() as u32)
@@ -115,7 +227,7 @@ impl Exec {
             op,
             members,
             ctx,
-            seq,
+            stamp,
             missing,
             succ_start,
             succ,
@@ -181,8 +293,9 @@ impl Exec {
         let bufs: Vec<u64> = self.bufs.iter().map(|b| b.len() as u64).collect();
         let reduce = self.op.as_ref().and_then(|o| o.device);
         // Messages of one collective: its communicator's collective context
-        // and its sequence number there (as the host executor's tags).
-        let key = ((self.ctx as u64) << 32) | self.seq as u64;
+        // and its stamp there (as the host executor's tags): collectives of
+        // different kinds never match, and the simulator reports the wait.
+        let key = ((self.ctx as u64) << 32) | self.stamp.0 as u64;
         let prog = Program { steps, deps: &self.sched.deps, bufs: &bufs, reduce, key };
         let recv: &[u8] = if self.staged_recv { &self.bufs[1] } else { &[] };
         let Some(dev) = e.offload() else { return Ok(true) };
@@ -313,14 +426,14 @@ impl Exec {
         match n.kind {
             Kind::Send => {
                 let data = self.slice(&n.src).to_vec();
-                let id = e.isend(self.members[n.peer as usize], tag(self.seq, n.round), self.ctx, data, false)?;
+                let id = e.isend(self.members[n.peer as usize], tag(self.stamp, n.round), self.ctx, data, false)?;
                 // The data was copied: the buffer may be reused at once.
                 self.sends.push(id);
                 self.finish(i);
             }
             Kind::Recv => {
                 let src = Source::Rank(self.members[n.peer as usize]);
-                let id = e.irecv(src, TagSel::Tag(tag(self.seq, n.round)), self.ctx, n.dst.len)?;
+                let id = e.irecv(src, TagSel::Tag(tag(self.stamp, n.round)), self.ctx, n.dst.len)?;
                 self.running.push((i, id));
             }
             Kind::Copy | Kind::Calc => {
@@ -466,7 +579,7 @@ impl Exec {
         text.truncate(cut);
         for &m in self.members.iter().filter(|&&m| m != me) {
             // Best effort: a member that cannot be reached fails on its own.
-            if let Ok(id) = e.isend(m, tag(self.seq, NOTICE_ROUND), self.ctx, text.as_bytes().to_vec(), false) {
+            if let Ok(id) = e.isend(m, tag(self.stamp, NOTICE_ROUND), self.ctx, text.as_bytes().to_vec(), false) {
                 self.sends.push(id);
             }
         }
@@ -499,17 +612,34 @@ impl Exec {
     }
 
     /// A notice from a member that found this collective broken: this
-    /// member fails too, with the fault that member found.
+    /// member fails too, with the fault that member found. Or a message of
+    /// another kind of collective in this one's place (same sequence
+    /// number): the processes called different collectives, and this
+    /// member fails, naming both, and tells the others.
     fn look_for_notice(&mut self, e: &mut Engine) -> Result<()> {
-        let sel = TagSel::Tag(tag(self.seq, NOTICE_ROUND));
-        let Some(st) = e.peek_unexpected(Source::Any, sel, self.ctx) else { return Ok(()) };
+        let me = self.stamp;
+        let notice = tag(me, NOTICE_ROUND);
+        let found = e.peek_unexpected(self.ctx, &|_, t| {
+            t == notice || (t & (1 << 30) != 0 && Stamp::of_tag(t).same_seq(me) && Stamp::of_tag(t) != me)
+        });
+        let Some(st) = found else { return Ok(()) };
+        let rank = self.members.iter().position(|&m| m == st.source).map_or(-1, |r| r as i64);
+        if st.tag != notice {
+            let theirs = Stamp::of_tag(st.tag).kind().map_or("an unknown collective", CollKind::name);
+            let mine = me.kind().map_or("an unknown collective", CollKind::name);
+            return Err(MpiError::Invalid(format!(
+                "the processes called different collectives: rank {rank} called {theirs} where this process called {mine} \
+                 (collective {} on this communicator; MPI 4.1 §6.1)",
+                me.seq()
+            )));
+        }
+        let sel = TagSel::Tag(notice);
         let id = e.irecv(Source::Rank(st.source), sel, self.ctx, st.len)?;
         let text = match e.wait(id)? {
             Done::Received { data, .. } => String::from_utf8_lossy(&data).into_owned(),
             _ => String::new(),
         };
         self.notified = true;
-        let rank = self.members.iter().position(|&m| m == st.source).map_or(-1, |r| r as i64);
         Err(MpiError::Invalid(format!("rank {rank} of the communicator could not complete this collective: {text}")))
     }
 

@@ -34,13 +34,14 @@ use crate::error::{MpiError, Result};
 use crate::request::Request;
 use crate::universe::{charge_call, Locked};
 use crate::{Count, Rank};
-use exec::Exec;
+use exec::{CollKind, Exec, Stamp};
 use schedule::Schedule;
 
 /// Charge one MPI call, number the collective on `comm` and register its
 /// execution with the progress of every wait.
 pub(crate) fn start(
     comm: &SimpleCommunicator,
+    kind: CollKind,
     sched: Schedule,
     send: Vec<u8>,
     recv: Vec<u8>,
@@ -50,7 +51,7 @@ pub(crate) fn start(
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
     let seq = comm.next_coll_seq();
-    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), seq)?;
+    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), Stamp::new(seq, kind))?;
     c.offload(&mut x)?;
     let x = Locked::new(x);
     c.live_collectives()?.register(x.clone());
@@ -220,13 +221,14 @@ fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedu
 /// Start `sched` as a non-blocking collective whose result goes to `out`.
 pub(crate) fn immediate<'b>(
     comm: &SimpleCommunicator,
+    kind: CollKind,
     sched: Schedule,
     send: Vec<u8>,
     recv: Vec<u8>,
     op: Option<Operation>,
     out: Option<&'b mut [u8]>,
 ) -> Result<Request<'b>> {
-    let x = start(comm, sched, send, recv, op)?;
+    let x = start(comm, kind, sched, send, recv, op)?;
     Ok(Request::collective(comm.shared().clone(), x, out, comm.group()))
 }
 
@@ -521,7 +523,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
 
     fn immediate_barrier(&self) -> Result<Request<'static>> {
         let (n, r) = dims(self);
-        immediate(self, algo::barrier(n, r), Vec::new(), Vec::new(), None, None)
+        immediate(self, CollKind::Barrier, algo::barrier(n, r), Vec::new(), Vec::new(), None, None)
     }
 
     fn immediate_all_gather_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -534,7 +536,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         same_len("immediate_all_gather_into", s.len() * n as usize, out.len())?;
         let sched = algo::allgather_ring(n, r, &even_blocks(n as usize, s.len()));
         let len = out.len();
-        immediate(self, sched, s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self, CollKind::Allgather, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn immediate_all_to_all_into<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -553,7 +555,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         }
         let sched = alltoall_schedule(n, r, (s.len() / n as usize) as u64)?;
         let len = out.len();
-        immediate(self, sched, s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self, CollKind::Alltoall, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn immediate_all_reduce_into<'b, T: Equivalence, O: IntoOperation<T>>(
@@ -568,7 +570,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         same_len("immediate_all_reduce_into", s.len(), out.len())?;
         let sched = allreduce_schedule(n, r, s.len() as u64, &op)?;
         let len = out.len();
-        immediate(self, sched, s.to_vec(), vec![0; len], Some(op), Some(out))
+        immediate(self, CollKind::Allreduce, sched, s.to_vec(), vec![0; len], Some(op), Some(out))
     }
 
     fn immediate_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
@@ -582,7 +584,15 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("immediate_scan_into", s.len(), out.len())?;
         let init = out.to_vec();
-        immediate(self, algo::scan_linear(n, r, s.len() as u64, false), s.to_vec(), init, Some(op), Some(out))
+        immediate(
+            self,
+            CollKind::Scan,
+            algo::scan_linear(n, r, s.len() as u64, false),
+            s.to_vec(),
+            init,
+            Some(op),
+            Some(out),
+        )
     }
 
     fn immediate_schedule<'b>(
@@ -596,7 +606,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
             return Err(MpiError::Invalid("the schedule has CALC nodes but no operation was given".into()));
         }
         let init = recv.to_vec();
-        immediate(self, schedule, send.to_vec(), init, op.cloned(), Some(recv))
+        immediate(self, CollKind::Schedule, schedule, send.to_vec(), init, op.cloned(), Some(recv))
     }
 
     fn immediate_exclusive_scan_into<'b, T: Equivalence, O: IntoOperation<T>>(
@@ -610,7 +620,15 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("immediate_exclusive_scan_into", s.len(), out.len())?;
         let init = out.to_vec();
-        immediate(self, algo::scan_linear(n, r, s.len() as u64, true), s.to_vec(), init, Some(op), Some(out))
+        immediate(
+            self,
+            CollKind::Exscan,
+            algo::scan_linear(n, r, s.len() as u64, true),
+            s.to_vec(),
+            init,
+            Some(op),
+            Some(out),
+        )
     }
 
     fn immediate_reduce_scatter_block_into<'b, T: Equivalence, O: IntoOperation<T>>(
@@ -625,7 +643,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         same_len("immediate_reduce_scatter_block_into", s.len(), out.len() * n as usize)?;
         let sched = algo::reduce_scatter_block(n, r, out.len() as u64);
         let (total, blk) = (s.len(), out.len());
-        let x = start(self, sched, s.to_vec(), vec![0; total + blk], Some(op))?;
+        let x = start(self, CollKind::ReduceScatterBlock, sched, s.to_vec(), vec![0; total + blk], Some(op))?;
         x.borrow_mut().set_result(total, blk);
         Ok(Request::collective(self.shared().clone(), x, Some(out), self.group()))
     }
@@ -643,7 +661,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let s = send.as_bytes();
         same_len("immediate_all_gather_varcount_into (own block)", s.len(), b[r as usize].1 as usize)?;
         let init = out.to_vec();
-        immediate(self, algo::allgather_ring(n, r, &b), s.to_vec(), init, None, Some(out))
+        immediate(self, CollKind::Allgather, algo::allgather_ring(n, r, &b), s.to_vec(), init, None, Some(out))
     }
 
     fn immediate_all_to_all_varcount_into<'b, T: Equivalence>(
@@ -673,7 +691,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
             rb[r as usize].1 as usize,
         )?;
         let init = out.to_vec();
-        immediate(self, algo::alltoall_pairwise(n, r, &sb, &rb), s.to_vec(), init, None, Some(out))
+        immediate(self, CollKind::Alltoall, algo::alltoall_pairwise(n, r, &sb, &rb), s.to_vec(), init, None, Some(out))
     }
 
     fn exclusive_scan_into<T: Equivalence, O: IntoOperation<T>>(
@@ -879,7 +897,7 @@ impl Root for Process<'_> {
         let b = buf.as_bytes_mut();
         let sched = bcast_schedule(n, r, self.rank as u32, b.len() as u64)?;
         let init = b.to_vec();
-        immediate(self.comm, sched, Vec::new(), init, None, Some(b))
+        immediate(self.comm, CollKind::Bcast, sched, Vec::new(), init, None, Some(b))
     }
 
     fn immediate_reduce_into<T: Equivalence, O: IntoOperation<T>>(
@@ -891,7 +909,7 @@ impl Root for Process<'_> {
         let (n, r, root) = self.check_root(false, "immediate_reduce_into")?;
         let s = bytes(send);
         let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
-        immediate(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op), None)
+        immediate(self.comm, CollKind::Reduce, sched, s.to_vec(), vec![0; s.len()], Some(op), None)
     }
 
     fn immediate_reduce_into_root<'b, T: Equivalence, O: IntoOperation<T>>(
@@ -905,14 +923,14 @@ impl Root for Process<'_> {
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("immediate_reduce_into_root", s.len(), out.len())?;
         let sched = algo::reduce_binomial(n, r, root, s.len() as u64);
-        immediate(self.comm, sched, s.to_vec(), vec![0; s.len()], Some(op), Some(out))
+        immediate(self.comm, CollKind::Reduce, sched, s.to_vec(), vec![0; s.len()], Some(op), Some(out))
     }
 
     fn immediate_gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>> {
         let (n, r, root) = self.check_root(false, "immediate_gather_into")?;
         let s = send.as_bytes();
         let sched = gather_schedule(n, r, root, s.len() as u64)?;
-        immediate(self.comm, sched, s.to_vec(), Vec::new(), None, None)
+        immediate(self.comm, CollKind::Gather, sched, s.to_vec(), Vec::new(), None, None)
     }
 
     fn immediate_gather_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -925,7 +943,7 @@ impl Root for Process<'_> {
         same_len("immediate_gather_into_root", s.len() * n as usize, out.len())?;
         let sched = gather_schedule(n, r, root, s.len() as u64)?;
         let len = out.len();
-        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self.comm, CollKind::Gather, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn immediate_scatter_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>> {
@@ -933,7 +951,7 @@ impl Root for Process<'_> {
         let out = recv.as_bytes_mut();
         let sched = scatter_schedule(n, r, root, out.len() as u64)?;
         let len = out.len();
-        immediate(self.comm, sched, Vec::new(), vec![0; len], None, Some(out))
+        immediate(self.comm, CollKind::Scatter, sched, Vec::new(), vec![0; len], None, Some(out))
     }
 
     fn immediate_scatter_into_root<'b, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
@@ -946,14 +964,14 @@ impl Root for Process<'_> {
         same_len("immediate_scatter_into_root", s.len(), out.len() * n as usize)?;
         let sched = scatter_schedule(n, r, root, out.len() as u64)?;
         let len = out.len();
-        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self.comm, CollKind::Scatter, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn immediate_gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>> {
         let (n, r, root) = self.check_root(false, "immediate_gather_varcount_into")?;
         let s = send.as_bytes();
         let sched = algo::gather_linear(n, r, root, s.len() as u64, &[]);
-        immediate(self.comm, sched, s.to_vec(), Vec::new(), None, None)
+        immediate(self.comm, CollKind::Gather, sched, s.to_vec(), Vec::new(), None, None)
     }
 
     fn immediate_gather_varcount_into_root<'b, S: Buffer + ?Sized, T: Equivalence>(
@@ -969,7 +987,15 @@ impl Root for Process<'_> {
         let s = send.as_bytes();
         same_len("immediate_gather_varcount_into_root (own block)", s.len(), b[r as usize].1 as usize)?;
         let init = out.to_vec();
-        immediate(self.comm, algo::gather_linear(n, r, root, s.len() as u64, &b), s.to_vec(), init, None, Some(out))
+        immediate(
+            self.comm,
+            CollKind::Gather,
+            algo::gather_linear(n, r, root, s.len() as u64, &b),
+            s.to_vec(),
+            init,
+            None,
+            Some(out),
+        )
     }
 
     fn immediate_scatter_varcount_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>> {
@@ -977,7 +1003,7 @@ impl Root for Process<'_> {
         let out = recv.as_bytes_mut();
         let sched = algo::scatter_linear(n, r, root, out.len() as u64, &[]);
         let len = out.len();
-        immediate(self.comm, sched, Vec::new(), vec![0; len], None, Some(out))
+        immediate(self.comm, CollKind::Scatter, sched, Vec::new(), vec![0; len], None, Some(out))
     }
 
     fn immediate_scatter_varcount_into_root<'b, T: Equivalence, R: BufferMut + ?Sized>(
@@ -994,7 +1020,7 @@ impl Root for Process<'_> {
         same_len("immediate_scatter_varcount_into_root (own block)", b[r as usize].1 as usize, out.len())?;
         let len = out.len();
         let sched = algo::scatter_linear(n, r, root, len as u64, &b);
-        immediate(self.comm, sched, s.to_vec(), vec![0; len], None, Some(out))
+        immediate(self.comm, CollKind::Scatter, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
 
     fn reduce_into_root<T: Equivalence, O: IntoOperation<T>>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()> {

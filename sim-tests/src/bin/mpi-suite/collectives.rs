@@ -303,6 +303,34 @@ pub fn mismatch_all(w: &SimpleCommunicator) -> R {
     Ok(())
 }
 
+/// Issue 30: processes that call different collectives at the same point
+/// (rank 0 a broadcast, the others an allreduce; then the other way round)
+/// used to succeed with a wrong sum. Now every process that waits for the
+/// other kind's messages reports the mismatch, naming both calls, the
+/// others learn it from its notice, and a correct allreduce afterwards
+/// still gives the right sum.
+pub fn kind_mismatch(w: &SimpleCommunicator) -> R {
+    let me = w.rank();
+    let report = |what: &str, r: mpi::Result<()>| match r {
+        Ok(()) => println!("kind-mismatch: rank {me} {what} completed"),
+        Err(err) => println!("kind-mismatch: rank {me} {what} refused: {err}"),
+    };
+    let mut buf = [me as u64 + 1; 4];
+    let mut sum = [0u64; 4];
+    for bcast_on_zero in [true, false] {
+        let bcast = (me == 0) == bcast_on_zero;
+        if bcast {
+            report("bcast", w.process_at_rank(0).broadcast_into(&mut buf[..]));
+        } else {
+            report("allreduce", w.all_reduce_into(&buf[..], &mut sum[..], SystemOperation::Sum));
+        }
+    }
+    let mut total = [0u64];
+    w.all_reduce_into(&[1u64][..], &mut total[..], SystemOperation::Sum).map_err(e)?;
+    check!(total[0] == w.size() as u64, "after the mismatches an allreduce gave {} on rank {me}", total[0]);
+    Ok(())
+}
+
 /// A broadcast larger than the device memory an offloaded schedule may
 /// use: with `DN_NBC_PROGRESS=offload` every rank gets an error naming the
 /// shortage at once (it used to wait for memory that would never come).

@@ -80,6 +80,7 @@ fn main() -> ExitCode {
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
+            "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,
             "coll-huge" => collectives::huge(&w)?,
             "overlap" => {
                 let limit = std::env::args().nth(2).map_or(Ok(60.0), |s| s.parse::<f64>()).map_err(e)?;
