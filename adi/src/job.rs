@@ -95,6 +95,44 @@ pub fn not_in_a_job(backend: &str) -> TransportError {
     cfg_err(format!("the {backend} backend needs {ENV_RANK} and {ENV_SIZE}: start the job with dnrun"))
 }
 
+/// What a launcher must prepare for a job on one backend, and check before
+/// it starts anything: the launcher's half of a [`crate::BackendEntry`],
+/// so that `dnrun` iterates the same registry as the ranks.
+pub struct LaunchNeeds {
+    /// One line for the launcher's help.
+    pub about: &'static str,
+    /// The simulator process, started before the ranks.
+    pub simulator: bool,
+    /// The job's key for authenticated datagrams (`DN_UDP_AUTH=1`), written
+    /// into the job directory for the ranks.
+    pub datagram_key: bool,
+    /// The launcher options, beyond the common ones, that apply to it
+    /// (given to another backend, they are refused, naming the ones that
+    /// take them).
+    pub options: &'static [&'static str],
+    /// The job against the backend's limits and rules; the error says what
+    /// to change.
+    pub check: fn(&LaunchPlan<'_>) -> Result<(), String>,
+}
+
+/// A job as its launcher plans it, for [`LaunchNeeds::check`].
+pub struct LaunchPlan<'a> {
+    /// Ranks in the job.
+    pub np: u32,
+    /// Nodes the ranks are placed on.
+    pub nodes: u32,
+    /// The ranks started by this launcher (all, unless `--ranks`).
+    pub local: &'a [u32],
+    /// Some ranks run on other hosts (`--ranks`).
+    pub across_hosts: bool,
+    /// Every rank's address is in a file (`--hostfile`).
+    pub hostfile: bool,
+    /// DPDK: the interface shared with the other hosts (`--dpdk-vdev`).
+    pub dpdk_vdev: Option<&'a str>,
+    /// DPDK: a polling process per node (`--dpdk-poller node`).
+    pub node_pollers: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

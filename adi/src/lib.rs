@@ -42,23 +42,80 @@ pub const ENV_BACKEND: &str = "DN_BACKEND";
 /// described (`None`: no `dnrun` job).
 pub type OpenTransport = fn(Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError>;
 
-/// A backend a rank can open: the names `DN_BACKEND` knows it by, and how
-/// it opens from the job its launcher described (`None`: no `dnrun` job).
-/// Adding a backend is a folder under `backend/` and a line in [`BACKENDS`].
+/// A backend: the names `DN_BACKEND` knows it by, how a rank opens it
+/// from the job its launcher described (`None`: no `dnrun` job), and what
+/// the launcher must prepare and check for a job on it (`None`: no
+/// launcher job runs on it). The ranks and `dnrun` both iterate
+/// [`BACKENDS`]: adding a backend is a folder under `backend/` and a line
+/// there.
 pub struct BackendEntry {
     /// `DN_BACKEND` values that select it; the first is its name.
     pub names: &'static [&'static str],
     /// Open this rank's transport.
     pub open: OpenTransport,
+    /// The launcher's half.
+    pub launch: Option<job::LaunchNeeds>,
+}
+
+impl BackendEntry {
+    /// Its name (`DN_BACKEND`, `dnrun --backend`).
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
 }
 
 /// Every backend, in the order `DN_BACKEND`'s error lists them.
 pub const BACKENDS: &[BackendEntry] = &[
-    BackendEntry { names: &["sim", "dimmnet"], open: open_dimmnet },
-    BackendEntry { names: &["udp"], open: |job| Ok(Box::new(backend::udp::UdpTransport::from_job(job)?)) },
-    BackendEntry { names: &["dpdk"], open: |job| Ok(Box::new(backend::dpdk::from_job(job)?)) },
-    BackendEntry { names: &["local"], open: open_local },
+    BackendEntry {
+        names: &["sim", "dimmnet"],
+        open: open_dimmnet,
+        launch: Some(job::LaunchNeeds {
+            about: "the simulated DIMMnet-2 (starts dimmnet-sim)",
+            simulator: true,
+            datagram_key: false,
+            options: &[],
+            check: check_dimmnet,
+        }),
+    },
+    BackendEntry {
+        names: &["udp"],
+        open: |job| Ok(Box::new(backend::udp::UdpTransport::from_job(job)?)),
+        launch: Some(job::LaunchNeeds {
+            about: "reliable UDP over the host network (seed 001)",
+            simulator: false,
+            datagram_key: true,
+            options: &["--hostfile", "--ranks"],
+            check: backend::udp::addr::check_launch,
+        }),
+    },
+    BackendEntry {
+        names: &["dpdk"],
+        open: |job| Ok(Box::new(backend::dpdk::from_job(job)?)),
+        launch: Some(job::LaunchNeeds {
+            about: "the same protocol over DPDK: memif between the ranks of this host (seed 000)",
+            simulator: false,
+            datagram_key: true,
+            options: &["--ranks", "--dpdk-vdev", "--dpdk-poller"],
+            check: backend::dpdk::check_launch,
+        }),
+    },
+    BackendEntry { names: &["local"], open: open_local, launch: None },
 ];
+
+/// The backend a launcher runs jobs on by this name.
+pub fn launchable(name: &str) -> Option<&'static BackendEntry> {
+    BACKENDS.iter().find(|b| b.launch.is_some() && b.names.contains(&name))
+}
+
+#[cfg(feature = "dimmnet")]
+fn check_dimmnet(plan: &job::LaunchPlan<'_>) -> Result<(), String> {
+    backend::dimmnet::check_launch(plan)
+}
+
+#[cfg(not(feature = "dimmnet"))]
+fn check_dimmnet(_: &job::LaunchPlan<'_>) -> Result<(), String> {
+    Err("--backend sim: this build of adi has no DIMMnet-2 backend; rebuild with the cargo feature `dimmnet`".into())
+}
 
 #[cfg(feature = "dimmnet")]
 fn open_dimmnet(job: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {

@@ -14,16 +14,56 @@ use std::time::{Duration, Instant};
 
 use adi::job;
 
-/// Which transport the ranks use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// The simulated DIMMnet-2 (starts `dimmnet-sim`).
-    Sim,
-    /// Reliable UDP over the host network (seed 001).
-    Udp,
-    /// The same protocol over DPDK: memif interfaces between the ranks of
-    /// this host (seed 000).
-    Dpdk,
+/// Which transport the ranks use: an entry of the one registry of
+/// backends ([`adi::BACKENDS`]) that a launcher can run jobs on.
+#[derive(Clone, Copy)]
+pub struct Backend {
+    entry: &'static adi::BackendEntry,
+    needs: &'static adi::job::LaunchNeeds,
+}
+
+impl Backend {
+    /// The backend called `name` (`--backend`), if a launcher runs jobs on it.
+    pub fn named(name: &str) -> Option<Backend> {
+        let entry = adi::launchable(name)?;
+        Some(Backend { entry, needs: entry.launch.as_ref()? })
+    }
+
+    /// Every backend a launcher runs jobs on, in the registry's order.
+    pub fn all() -> impl Iterator<Item = Backend> {
+        adi::BACKENDS.iter().filter_map(|b| Backend::named(b.name()))
+    }
+
+    /// Its name, as `DN_BACKEND` gives it to the ranks.
+    pub fn name(&self) -> &'static str {
+        self.entry.name()
+    }
+
+    /// What the launcher prepares and checks for it.
+    pub fn needs(&self) -> &'static adi::job::LaunchNeeds {
+        self.needs
+    }
+
+    /// `--backend`'s value parser: a name of the registry, or an error
+    /// listing them.
+    pub fn parse(name: &str) -> Result<Backend, String> {
+        Backend::named(name).ok_or_else(|| {
+            let all: Vec<String> = Backend::all().map(|b| format!("{}: {}", b.name(), b.needs.about)).collect();
+            format!("{name:?} is not a backend; use one of ({})", all.join("; "))
+        })
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq for Backend {
+    fn eq(&self, other: &Backend) -> bool {
+        std::ptr::eq(self.entry, other.entry)
+    }
 }
 
 /// Who polls DPDK receive queues (seed 000 §4.1).
@@ -473,6 +513,10 @@ impl Drop for Cleanup {
     }
 }
 
+/// The launcher options that only some backends take
+/// ([`adi::job::LaunchNeeds::options`]).
+pub const BACKEND_OPTIONS: [&str; 4] = ["--hostfile", "--ranks", "--dpdk-vdev", "--dpdk-poller"];
+
 /// Run a job to completion.
 ///
 /// Every option is checked before anything is started, so a refused
@@ -487,31 +531,6 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         return Err(LaunchError::Usage("--nodes must be at least 1".into()));
     }
     let slots = slots_per_node(opts.np, opts.nodes);
-    if opts.backend == Backend::Sim {
-        use fpga_regs::layout::{MAX_NODES, MAX_SLOTS, MAX_SOURCES};
-        if slots as usize > MAX_SLOTS {
-            return Err(LaunchError::Usage(format!(
-                "{} ranks on {} nodes needs {slots} slots per node; a DIMMnet-2 node has at most {MAX_SLOTS} \
-                 (use more --nodes, or a larger -ppn no more than {MAX_SLOTS})",
-                opts.np, opts.nodes
-            )));
-        }
-        if opts.nodes as usize > MAX_NODES {
-            return Err(LaunchError::Usage(format!(
-                "{} nodes: a simulated DIMMnet-2 fabric has at most {MAX_NODES} (put more ranks on a node with -ppn)",
-                opts.nodes
-            )));
-        }
-        if opts.nodes as usize * slots as usize > MAX_SOURCES {
-            return Err(LaunchError::Usage(format!(
-                "{} ranks on {} nodes of {slots} slots are {} slots; the simulated fabric has at most {MAX_SOURCES} \
-                 (one IVS ring per source in every slot's table)",
-                opts.np,
-                opts.nodes,
-                opts.nodes as usize * slots as usize
-            )));
-        }
-    }
     let local: Vec<u32> = match &opts.ranks {
         Some(r) => r.clone(),
         None => (0..opts.np).collect(),
@@ -522,83 +541,53 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if let Some(dup) = local.iter().enumerate().find(|(i, r)| local[..*i].contains(r)).map(|(_, r)| r) {
         return Err(LaunchError::Usage(format!("--ranks names rank {dup} twice")));
     }
-    if opts.ranks.is_some() && opts.backend == Backend::Udp && opts.hostfile.is_none() {
-        return Err(LaunchError::Usage("--ranks across hosts needs --hostfile (the addresses of every rank)".into()));
+    // The options of some backends only (BACKEND_OPTIONS), given to another.
+    let given: [(&str, bool); BACKEND_OPTIONS.len()] = [
+        ("--hostfile", opts.hostfile.is_some()),
+        ("--ranks", opts.ranks.is_some()),
+        ("--dpdk-vdev", opts.dpdk_vdev.is_some()),
+        ("--dpdk-poller", opts.dpdk_polling == DpdkPolling::Node),
+    ];
+    let needs = opts.backend.needs();
+    if let Some((option, _)) = given.iter().find(|(o, on)| *on && !needs.options.contains(o)) {
+        let takers: Vec<&str> = Backend::all().filter(|b| b.needs.options.contains(option)).map(|b| b.name()).collect();
+        return Err(LaunchError::Usage(format!(
+            "{option} is for --backend {}; a job on {} does not take it",
+            takers.join(" or "),
+            opts.backend.name()
+        )));
     }
-    if opts.backend == Backend::Dpdk {
-        if let Err(e) = adi::backend::dpdk::available() {
-            return Err(LaunchError::Usage(format!(
-                "--backend dpdk: {e}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp"
-            )));
-        }
-        if opts.hostfile.is_some() {
-            return Err(LaunchError::Usage(
-                "--hostfile is for --backend udp; DPDK ranks find each other by MAC hellos (--dpdk-vdev)".into(),
-            ));
-        }
-        match &opts.dpdk_vdev {
-            None if opts.ranks.is_some() => {
-                return Err(LaunchError::Usage(
-                    "--ranks with --backend dpdk needs --dpdk-vdev (the interface shared with the other hosts); \
-                     without it every rank runs here over memif"
-                        .into(),
-                ))
-            }
-            Some(v) if local.len() != 1 || opts.np < 2 => {
-                return Err(LaunchError::Usage(format!(
-                    "--dpdk-vdev {v}: start exactly one rank of a job of 2 or more here (e.g. -n 2 --ranks 0), \
-                     and the others on the other ends of the segment with the same --job-id"
-                )))
-            }
-            Some(v) if !v.starts_with("net_") || v.split(',').next().is_some_and(|n| n.len() <= 4) => {
-                return Err(LaunchError::Usage(format!(
-                    "--dpdk-vdev {v:?} is not an EAL vdev argument (NAME[,KEY=VALUE...], e.g. net_af_packet0,iface=eth1)"
-                )))
-            }
-            _ => {}
-        }
-        if opts.dpdk_polling == DpdkPolling::Node && opts.dpdk_vdev.is_some() {
-            return Err(LaunchError::Usage(
-                "--dpdk-poller node is for memif between the ranks of this host; with --dpdk-vdev each rank polls \
-                 its own interface"
-                    .into(),
-            ));
-        }
-        if opts.dpdk_polling == DpdkPolling::Node && opts.reaper.is_none() {
-            return Err(LaunchError::Usage("--dpdk-poller node needs the dnrun program to start the pollers".into()));
-        }
-        if opts.dpdk_vdev.is_none() {
-            let node = opts.dpdk_polling == DpdkPolling::Node;
-            adi::backend::dpdk::check_port_count(opts.np, u32::from(opts.nodes), node).map_err(LaunchError::Usage)?;
-        }
-    } else if opts.dpdk_vdev.is_some() {
-        return Err(LaunchError::Usage("--dpdk-vdev is for --backend dpdk".into()));
-    } else if opts.dpdk_polling == DpdkPolling::Node {
-        return Err(LaunchError::Usage("--dpdk-poller is for --backend dpdk".into()));
+    if opts.dpdk_polling == DpdkPolling::Node && opts.reaper.is_none() {
+        return Err(LaunchError::Usage("--dpdk-poller node needs the dnrun program to start the pollers".into()));
     }
-    if opts.ranks.is_some() && opts.backend == Backend::Sim {
-        return Err(LaunchError::Usage(
-            "--ranks is for UDP jobs across hosts; a simulated job runs all its ranks here".into(),
-        ));
-    }
+    let plan = adi::job::LaunchPlan {
+        np: opts.np,
+        nodes: u32::from(opts.nodes),
+        local: &local,
+        across_hosts: opts.ranks.is_some(),
+        hostfile: opts.hostfile.is_some(),
+        dpdk_vdev: opts.dpdk_vdev.as_deref(),
+        node_pollers: opts.dpdk_polling == DpdkPolling::Node,
+    };
+    (needs.check)(&plan).map_err(LaunchError::Usage)?;
     if let Some(h) = &opts.hostfile {
         if !h.is_file() {
             return Err(LaunchError::Usage(format!("--hostfile {} is not a readable file", h.display())));
         }
     }
     let program = resolve_program(&opts.program)?;
-    let sim_bin = match opts.backend {
-        Backend::Sim => Some(find_simulator().ok_or_else(|| {
+    let sim_bin = match needs.simulator {
+        true => Some(find_simulator().ok_or_else(|| {
             LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
         })?),
-        Backend::Udp | Backend::Dpdk => None,
+        false => None,
     };
     check_host_limits(local.len())?;
 
     let dir = job_dir();
     make_job_dir(&dir)?;
     let _cleanup = Cleanup(dir.clone());
-    if matches!(opts.backend, Backend::Udp | Backend::Dpdk) {
+    if needs.datagram_key {
         write_udp_key(opts, &dir.join("job"))?;
     }
     // Declared after the cleanup, so dropped first: it is told "done" and
@@ -658,7 +647,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     // DPDK polling processes, one per node with ranks, before the ranks
     // (a rank waits for its node's poller to listen).
     let mut pollers: Vec<(u32, Guard)> = Vec::new();
-    if let (Backend::Dpdk, DpdkPolling::Node, Some(me)) = (opts.backend, opts.dpdk_polling, &opts.reaper) {
+    if let (DpdkPolling::Node, Some(me)) = (opts.dpdk_polling, &opts.reaper) {
         let layout = adi::backend::dpdk::NodeLayout::new(opts.np, u32::from(opts.nodes));
         for node in 0..layout.nodes() {
             let mut cmd = Command::new(me);
@@ -712,14 +701,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             }
         }
         cmd.args(&opts.args)
-            .env(
-                "DN_BACKEND",
-                match opts.backend {
-                    Backend::Sim => "sim",
-                    Backend::Udp => "udp",
-                    Backend::Dpdk => "dpdk",
-                },
-            )
+            .env(adi::ENV_BACKEND, opts.backend.name())
             // The job as adi::JobEnv reads it.
             .env(job::ENV_RANK, rank.to_string())
             .env(job::ENV_SIZE, opts.np.to_string())
@@ -729,10 +711,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .env("DN_SIM_DIR", &sim_dir)
             .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
             .envs(opts.dpdk_vdev.iter().map(|v| (adi::backend::dpdk::DN_DPDK_VDEV, v.as_str())))
-            .envs(
-                (opts.backend == Backend::Dpdk && opts.dpdk_polling == DpdkPolling::Node)
-                    .then_some((adi::backend::dpdk::DN_DPDK_POLLER, "node")),
-            )
+            .envs((opts.dpdk_polling == DpdkPolling::Node).then_some((adi::backend::dpdk::DN_DPDK_POLLER, "node")))
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -914,4 +893,27 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         None => local.iter().map(|r| codes[*r as usize].unwrap_or(1)).max().unwrap_or(0),
     };
     Ok(JobReport { codes, stopped, exit_code })
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// One registry: every backend a launcher can run is there by name,
+    /// the in-process one is not, and every option a backend takes is one
+    /// the launcher knows.
+    #[test]
+    fn dnrun_runs_every_registered_backend_and_knows_their_options() {
+        let names: Vec<&str> = Backend::all().map(|b| b.name()).collect();
+        assert_eq!(names, ["sim", "udp", "dpdk"]);
+        assert!(Backend::named("local").is_none());
+        assert_eq!(Backend::named("dimmnet").map(|b| b.name()), Some("sim"));
+        let err = Backend::parse("tcp").err().unwrap_or_default();
+        assert!(err.contains("(sim: ") && err.contains("; udp: ") && err.contains("; dpdk: "), "{err}");
+        for b in Backend::all() {
+            for o in b.needs().options {
+                assert!(BACKEND_OPTIONS.contains(o), "{}: {o} is no launcher option", b.name());
+            }
+        }
+    }
 }

@@ -44,7 +44,10 @@ fn refused_command_lines_start_nothing_and_leave_nothing() {
     let suite = bin_dir().join("mpi-suite");
     let suite = suite.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["-n", "2", "--ranks", "0-1", "--", suite, "pingpong"], "--ranks is for UDP jobs"),
+        (
+            vec!["-n", "2", "--ranks", "0-1", "--", suite, "pingpong"],
+            "--ranks is for --backend udp or dpdk; a job on sim does not take it",
+        ),
         (vec!["-n", "2", "--backend", "udp", "--ranks", "5", "--", suite, "pingpong"], "names rank 5"),
         (vec!["-n", "0", "--", suite, "pingpong"], "-n must be at least 1"),
         (vec!["-n", "40", "--", suite, "pingpong"], "at most 16"),

@@ -21,8 +21,9 @@ struct Args {
     /// Number of nodes; ranks are placed in blocks of ceil(NP/NODES).
     #[arg(long, default_value_t = 1)]
     nodes: u16,
-    /// Transport: the simulated DIMMnet-2, or UDP over the host network.
-    #[arg(long, value_enum, default_value = "sim")]
+    /// Transport: sim (the simulated DIMMnet-2), udp (reliable UDP over
+    /// the host network) or dpdk (the same protocol over DPDK).
+    #[arg(long, value_parser = Backend::parse, default_value = "sim")]
     backend: Backend,
     /// Simulator host profile: p4-2003, modern, or a JSON file.
     #[arg(long, default_value = "p4-2003")]
@@ -220,7 +221,7 @@ fn main() -> ExitCode {
     match a.compute.parse::<mpi::compute::ComputeMode>() {
         Ok(mpi::compute::ComputeMode::None) => {}
         Ok(_) => {
-            if a.backend == Backend::Sim {
+            if a.backend.needs().simulator {
                 eprintln!(
                     "dnrun: --compute {}: simulated times include this host's measured CPU time and differ from run to run (--compute none is repeatable)",
                     a.compute

@@ -1147,6 +1147,44 @@ mod with_dpdk {
     }
 }
 
+/// The launcher's checks of a DPDK job (see [`crate::job::LaunchNeeds`]):
+/// DPDK is built in; across hosts, one rank per launcher on a shared
+/// interface that looks like an EAL vdev; the node pollers only for memif
+/// on this host; no more ports than the EAL has.
+pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), String> {
+    available().map_err(|e| {
+        format!("--backend dpdk: {e}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp")
+    })?;
+    match plan.dpdk_vdev {
+        None if plan.across_hosts => {
+            return Err("--ranks with --backend dpdk needs --dpdk-vdev (the interface shared with the other hosts); \
+                        without it every rank runs here over memif"
+                .into())
+        }
+        Some(v) if plan.local.len() != 1 || plan.np < 2 => {
+            return Err(format!(
+                "--dpdk-vdev {v}: start exactly one rank of a job of 2 or more here (e.g. -n 2 --ranks 0), \
+                 and the others on the other ends of the segment with the same --job-id"
+            ))
+        }
+        Some(v) if !v.starts_with("net_") || v.split(',').next().is_some_and(|n| n.len() <= 4) => {
+            return Err(format!(
+                "--dpdk-vdev {v:?} is not an EAL vdev argument (NAME[,KEY=VALUE...], e.g. net_af_packet0,iface=eth1)"
+            ))
+        }
+        _ => {}
+    }
+    if plan.node_pollers && plan.dpdk_vdev.is_some() {
+        return Err("--dpdk-poller node is for memif between the ranks of this host; with --dpdk-vdev each rank \
+                    polls its own interface"
+            .into());
+    }
+    if plan.dpdk_vdev.is_none() {
+        check_port_count(plan.np, plan.nodes, plan.node_pollers)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
