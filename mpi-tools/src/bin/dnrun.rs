@@ -21,8 +21,7 @@ struct Args {
     /// Number of nodes; ranks are placed in blocks of ceil(NP/NODES).
     #[arg(long, default_value_t = 1)]
     nodes: u16,
-    /// Transport: sim (the simulated DIMMnet-2), udp (reliable UDP over
-    /// the host network) or dpdk (the same protocol over DPDK).
+    /// Transport (the list comes from the backend registry, see `args`).
     #[arg(long, value_parser = Backend::parse, default_value = "sim")]
     backend: Backend,
     /// Simulator host profile: p4-2003, modern, or a JSON file.
@@ -85,6 +84,14 @@ struct Args {
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
+}
+
+/// Parse the command line, `--backend`'s help listing the registry's backends.
+fn args(argv: Vec<std::ffi::OsString>) -> Args {
+    use clap::{CommandFactory, FromArgMatches};
+    let list: Vec<String> = Backend::all().map(|b| format!("{}: {}", b.name(), b.needs().about)).collect();
+    let cmd = Args::command().mut_arg("backend", |a| a.help(format!("Transport. {}", list.join("; "))));
+    Args::from_arg_matches(&cmd.get_matches_from(argv)).unwrap_or_else(|e| e.exit())
 }
 
 /// A list of ranks given as `0-3,6`.
@@ -202,7 +209,7 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(mpi_tools::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
     }
-    let a = Args::parse_from(mpiexec_flags(argv));
+    let a = args(mpiexec_flags(argv));
     let nodes = match a.ppn {
         None => a.nodes,
         Some(0) => {
