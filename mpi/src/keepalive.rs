@@ -23,6 +23,11 @@ use std::time::Duration;
 use crate::error::{MpiError, Result};
 use crate::universe::{Context, LockedInner, Shared};
 
+/// The most engine passes of one wake-up: enough for a message from every
+/// peer of a large job, and a bound on how long the thread keeps the
+/// library's lock from a program that enters MPI meanwhile.
+const MAX_PASSES: usize = 4096;
+
 /// The running keep-alive thread; stopped and joined when dropped.
 pub(crate) struct KeepAlive {
     stop: Arc<AtomicBool>,
@@ -53,11 +58,20 @@ fn run(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, every: Duration) 
         let Some(ctx) = shared.upgrade() else { return };
         // Inside an MPI call the program answers its peers itself.
         let Some(mut c) = ctx.try_for_thread() else { continue };
-        match c.keep_alive() {
-            // Finalized, or the engine failed: the program's next call
-            // meets the same failure and reports it.
-            None | Some(Err(_)) => return,
-            Some(Ok(_)) => {}
+        // A pass hands over at most one message: take everything that
+        // has arrived (31 peers' messages at 32 ranks), so that none of
+        // them waits a whole period for its acknowledgement.
+        for _ in 0..MAX_PASSES {
+            if ctx.wanted() {
+                break;
+            }
+            match c.keep_alive() {
+                // Finalized, or the engine failed: the program's next call
+                // meets the same failure and reports it.
+                None | Some(Err(_)) => return,
+                Some(Ok(true)) => {}
+                Some(Ok(false)) => break,
+            }
         }
     }
 }

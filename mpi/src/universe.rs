@@ -259,6 +259,12 @@ impl<T> Locked<T> {
 }
 
 impl<T> LockedInner<T> {
+    /// Whether a call of the application waits for the lock (a thread
+    /// holding it should let go).
+    pub(crate) fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Acquire) > 0
+    }
+
     /// The lock for the progress thread: only if it is free and no
     /// application call is waiting for it.
     pub(crate) fn try_for_thread(&self) -> Option<MutexGuard<'_, T>> {

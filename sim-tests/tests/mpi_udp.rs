@@ -78,6 +78,9 @@ fn a_computing_rank_is_waited_for_and_a_hung_one_is_named() {
         let (ok, _, stderr) = run_with(case, 3, &["DN_UDP_FAULTS=blackhole=2", "DN_UDP_TIMEOUT_MS=1000"]);
         assert!(!ok && stderr.contains("rank 2 is unreachable"), "{case}: {stderr}");
     }
+    // 31 messages waiting for the computing rank's acknowledgement: its
+    // keep-alive takes them all at each wake-up, not one per wake-up.
+    run("quiet-peer 3 send-first", 32, &["DN_UDP_TIMEOUT_MS=1000"]);
 }
 
 /// Issue 30: an allreduce, an allgather and an iallreduce whose counts
