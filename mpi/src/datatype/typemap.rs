@@ -284,6 +284,56 @@ impl Typemap {
         }
     }
 
+    /// Call `f(offset, len)` for the runs of the caller's buffer that hold
+    /// packed bytes `off..off + len` of `count` elements, in order. The
+    /// walk skips whole copies of a repeated part by arithmetic, so
+    /// reaching a chunk in the middle of a vector of 2^31 blocks costs its
+    /// depth, not the blocks before it: packing in bounded chunks costs
+    /// what packing at once does.
+    fn for_range(&self, count: usize, off: usize, len: usize, f: &mut dyn FnMut(isize, usize)) {
+        if self.size == 0 || len == 0 {
+            return;
+        }
+        let (mut i, mut skip, mut left) = (off / self.size, off % self.size, len);
+        while left > 0 && i < count {
+            visit(&self.node, i as isize * self.extent(), &mut skip, &mut left, f);
+            i += 1;
+        }
+    }
+
+    /// Pack bytes `off..off + out.len()` of the packed form of `count`
+    /// elements at `src` into `out`: one chunk of [`Typemap::pack_raw`]'s
+    /// output, for a message sent in bounded chunks.
+    ///
+    /// # Safety
+    /// Every block of the `count` elements at `src` is readable, and
+    /// `off + out.len()` is at most `count * size`.
+    pub unsafe fn pack_range_raw(&self, src: *const u8, count: usize, off: usize, out: &mut [u8]) {
+        let mut at = 0;
+        self.for_range(count, off, out.len(), &mut |o, n| {
+            // SAFETY: the caller's contract: the block is readable; `at + n`
+            // stays within `out` since the runs sum to at most `out.len()`.
+            unsafe { std::ptr::copy_nonoverlapping(addr(src, o), out[at..at + n].as_mut_ptr(), n) };
+            at += n;
+        });
+    }
+
+    /// Unpack `data`, bytes `off..off + data.len()` of the packed form of
+    /// `count` elements, into their places at `dst`.
+    ///
+    /// # Safety
+    /// Every block of the `count` elements at `dst` is writable, and
+    /// `off + data.len()` is at most `count * size`.
+    pub unsafe fn unpack_range_raw(&self, dst: *mut u8, count: usize, off: usize, data: &[u8]) {
+        let mut at = 0;
+        self.for_range(count, off, data.len(), &mut |o, n| {
+            // SAFETY: the caller's contract: the block is writable; the runs
+            // sum to at most `data.len()`.
+            unsafe { std::ptr::copy_nonoverlapping(data[at..at + n].as_ptr(), addr(dst, o), n) };
+            at += n;
+        });
+    }
+
     /// The basic elements in typemap order, as `(size of one, how many)`
     /// runs, produced as the tree is walked.
     fn basic_runs(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
@@ -363,6 +413,49 @@ struct Leaf {
 }
 
 /// The next leaf of a depth-first walk, in typemap order.
+/// [`Typemap::for_range`]'s walk of `node` placed at `base`: skip the
+/// first `*skip` packed bytes, then hand `f` runs until `*left` are done.
+fn visit(node: &Node, base: isize, skip: &mut usize, left: &mut usize, f: &mut dyn FnMut(isize, usize)) {
+    match node {
+        Node::Bytes { off, len, .. } => {
+            if *skip >= *len {
+                *skip -= *len;
+                return;
+            }
+            let take = (*len - *skip).min(*left);
+            if take > 0 {
+                f(base + off + *skip as isize, take);
+            }
+            *skip = 0;
+            *left -= take;
+        }
+        Node::Repeat { disp, count, stride, child } => {
+            let one = child.size;
+            let all = one.saturating_mul(*count);
+            if one == 0 || *skip >= all {
+                *skip -= all.min(*skip);
+                return;
+            }
+            let first = *skip / one;
+            *skip %= one;
+            for k in first..*count {
+                if *left == 0 {
+                    return;
+                }
+                visit(&child.node, base + disp + k as isize * stride, skip, left, f);
+            }
+        }
+        Node::Seq(parts) => {
+            for p in parts {
+                if *left == 0 {
+                    return;
+                }
+                visit(p, base, skip, left, f);
+            }
+        }
+    }
+}
+
 fn walk(stack: &mut Vec<Frame<'_>>) -> Option<Leaf> {
     loop {
         let top = stack.last_mut()?;
@@ -594,6 +687,65 @@ mod tests {
         assert_eq!(l.one_block, Some((0, 4000)));
         assert_eq!(l.basics, 1000);
         assert!(l.dense());
+    }
+
+    /// Packing in chunks gives the bytes packing at once does, whatever the
+    /// chunks: vectors, an indexed type (a sequence), a struct with a gap,
+    /// a resized type repeated, nested vectors, several elements, and
+    /// chunks that start and end inside blocks and inside elements.
+    #[test]
+    fn packing_and_unpacking_in_chunks_is_packing_at_once() {
+        let vec3 = Arc::new(Typemap::vector(3, 2, 12, &int()).unwrap());
+        let mut ix = TypemapBuilder::new();
+        for (d, n) in [(40isize, 3usize), (0, 1), (20, 2)] {
+            ix.place(&int(), d, n).unwrap();
+        }
+        let ix = Arc::new(ix.finish());
+        let mut st = TypemapBuilder::new();
+        st.place(&double(), 0, 1).unwrap();
+        st.place(&int(), 12, 3).unwrap();
+        st.place(&ix, 32, 1).unwrap();
+        let st = Arc::new(st.finish_struct().unwrap());
+        let resized = Arc::new(vec3.resized(-4, 60).unwrap());
+        let nested = Arc::new(Typemap::vector(4, 1, 64, &resized).unwrap());
+        for (name, t) in [("vector", vec3), ("indexed", ix), ("struct", st), ("nested", nested)] {
+            for count in [1usize, 3] {
+                let span = (t.true_ub + t.extent().abs() * count as isize + 64) as usize;
+                let base = 8usize;
+                let src: Vec<u8> = (0..span + base).map(|i| (i * 7 + 3) as u8).collect();
+                let whole = t.pack(&src[base..], count).unwrap();
+                for chunk in [1usize, 3, 5, 8, 13, whole.len().max(1)] {
+                    let mut out = vec![0u8; whole.len()];
+                    let mut back = vec![0u8; src.len()];
+                    let mut at = 0;
+                    while at < whole.len() {
+                        let n = chunk.min(whole.len() - at);
+                        // SAFETY: every block of `count` elements lies inside
+                        // `src[base..]` and `back[base..]` (pack checked it),
+                        // and `at + n` is within the packed length.
+                        unsafe {
+                            t.pack_range_raw(src[base..].as_ptr(), count, at, &mut out[at..at + n]);
+                            t.unpack_range_raw(back[base..].as_mut_ptr(), count, at, &whole[at..at + n]);
+                        }
+                        at += n;
+                    }
+                    assert_eq!(out, whole, "{name} x{count}, chunks of {chunk}");
+                    let mut expect = vec![0u8; src.len()];
+                    t.unpack(&whole, &mut expect[base..]).unwrap();
+                    assert_eq!(back, expect, "{name} x{count}, unpacked in chunks of {chunk}");
+                }
+            }
+        }
+    }
+
+    /// A chunk in the middle of a vector of 2^31 blocks is reached by
+    /// arithmetic: this test would walk 2^30 blocks otherwise.
+    #[test]
+    fn a_chunk_deep_in_a_huge_vector_is_found_at_once() {
+        let v = Typemap::vector(1 << 31, 1, 8, &int()).unwrap();
+        let mut runs = Vec::new();
+        v.for_range(1, 4 << 30, 10, &mut |o, n| runs.push((o, n)));
+        assert_eq!(runs, vec![(8 << 30, 4), ((8 << 30) + 8, 4), ((8 << 30) + 16, 2)]);
     }
 
     #[test]
