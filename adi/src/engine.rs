@@ -149,21 +149,65 @@ impl RawBytes {
     }
 }
 
+/// A message whose bytes are made on demand, one chunk at a time (a
+/// datatype's elements packed from the caller's memory, MPI 4.1 §5.1):
+/// the engine holds at most one chunk of it at once, a packet's worth or
+/// a remote-memory window's ([`Engine::isend_packed`]).
+pub trait PackSource: Send {
+    /// Bytes in the message.
+    fn len(&self) -> u64;
+    /// Whether the message is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Write bytes `off..off + out.len()` of the message into `out`.
+    fn pack(&self, off: u64, out: &mut [u8]);
+}
+
+/// Where a message's bytes go as they arrive, one chunk at a time (a
+/// datatype's elements in the caller's memory): the engine stages at most
+/// one chunk ([`Engine::irecv_unpacked`]).
+pub trait UnpackSink: Send {
+    /// Bytes it takes; a longer message is truncated (`MPI_ERR_TRUNCATE`).
+    fn capacity(&self) -> u64;
+    /// Put bytes `off..off + data.len()` of the message in their places.
+    fn unpack(&mut self, off: u64, data: &[u8]);
+}
+
 /// Where a send's bytes are until it completes.
-#[derive(Debug)]
 enum SendData {
     /// Owned by the engine (shared with a transport that keeps them for
     /// retransmission).
     Owned(Arc<Vec<u8>>),
     /// The caller's buffer ([`Engine::isend_borrowed`]).
     Borrowed(RawBytes),
+    /// Made on demand ([`Engine::isend_packed`]).
+    Packed(Box<dyn PackSource>),
+}
+
+impl std::fmt::Debug for SendData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendData::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            SendData::Borrowed(b) => write!(f, "{b:?}"),
+            SendData::Packed(p) => write!(f, "Packed({} bytes)", p.len()),
+        }
+    }
 }
 
 impl SendData {
-    fn bytes(&self) -> &[u8] {
+    /// Bytes `off..off + len`: in place, or packed for the occasion.
+    fn range(&self, off: u64, len: u64) -> std::borrow::Cow<'_, [u8]> {
+        use std::borrow::Cow;
+        let r = off as usize..(off + len) as usize;
         match self {
-            SendData::Owned(v) => v,
-            SendData::Borrowed(b) => b.bytes(),
+            SendData::Owned(v) => Cow::Borrowed(&v[r]),
+            SendData::Borrowed(b) => Cow::Borrowed(&b.bytes()[r]),
+            SendData::Packed(p) => {
+                let mut out = vec![0u8; len as usize];
+                p.pack(off, &mut out);
+                Cow::Owned(out)
+            }
         }
     }
 
@@ -171,21 +215,47 @@ impl SendData {
         match self {
             SendData::Owned(v) => v.len(),
             SendData::Borrowed(b) => b.len,
+            SendData::Packed(p) => p.len() as usize,
         }
     }
 }
 
 /// Where a receive puts the message.
-#[derive(Debug)]
 enum RecvBuf {
     /// A vector the engine grows as data arrives (filled in order: no
     /// zeroing pass), handed over at completion.
     Owned(Vec<u8>),
     /// The caller's buffer ([`Engine::irecv_into`]).
     Borrowed(RawBytes),
+    /// Unpacked as it arrives ([`Engine::irecv_unpacked`]).
+    Unpack(Box<dyn UnpackSink>),
+}
+
+impl std::fmt::Debug for RecvBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecvBuf::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            RecvBuf::Borrowed(b) => write!(f, "{b:?}"),
+            RecvBuf::Unpack(u) => write!(f, "Unpack({} bytes)", u.capacity()),
+        }
+    }
 }
 
 impl RecvBuf {
+    /// Let `read` fill `n` bytes at `at`: in place, or in a chunk that is
+    /// unpacked afterwards.
+    fn fill<E>(&mut self, at: usize, n: usize, read: impl FnOnce(&mut [u8]) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            RecvBuf::Unpack(u) => {
+                let mut chunk = vec![0u8; n];
+                read(&mut chunk)?;
+                u.unpack(at as u64, &chunk);
+                Ok(())
+            }
+            buf => read(buf.region(at, n)),
+        }
+    }
+
     /// Copy `data` to offset `at` (the caller checked `at + data.len()`
     /// against the capacity).
     fn put(&mut self, at: usize, data: &[u8]) {
@@ -202,6 +272,7 @@ impl RecvBuf {
                     out.copy_from_slice(data);
                 }
             }
+            RecvBuf::Unpack(u) => u.unpack(at as u64, data),
         }
     }
 
@@ -215,6 +286,8 @@ impl RecvBuf {
                 &mut v[at..at + n]
             }
             RecvBuf::Borrowed(b) => b.region_mut(at, n).unwrap_or(&mut []),
+            // `fill` unpacks a chunk instead; nothing is read in place.
+            RecvBuf::Unpack(_) => &mut [],
         }
     }
 }
@@ -515,6 +588,7 @@ impl State {
                 *v = d;
             }
             (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Borrowed(d)) => buf.put(0, &d[..keep]),
+            (buf @ RecvBuf::Unpack(_), d) => buf.put(0, &d[..keep]),
             (buf @ RecvBuf::Borrowed(_), std::borrow::Cow::Owned(d)) => {
                 charges[HostCost::CopyByte as usize] += d.len() as u64;
                 if keep > 0 {
@@ -545,6 +619,7 @@ impl State {
                 v.resize(keep, 0);
                 a.read_from(hlen, v)
             }
+            buf @ RecvBuf::Unpack(_) => buf.fill(0, keep, |out| a.read_from(hlen, out)),
         };
         if let Err(e) = filled {
             return self.fail(e.into());
@@ -930,6 +1005,28 @@ impl Engine {
         self.start_send(dest, tag, ctx, SendData::Borrowed(raw), sync)
     }
 
+    /// Start a send of a message made on demand by `src`, one chunk at a
+    /// time, as the transport takes it: a packet's worth, or a window of
+    /// the receiver's memory (issue 30: a message of a non-contiguous
+    /// datatype is never packed whole). Retransmissions keep their own
+    /// copies, as for any send.
+    pub fn isend_packed(
+        &mut self,
+        dest: u32,
+        tag: i32,
+        ctx: u32,
+        src: Box<dyn PackSource>,
+        sync: bool,
+    ) -> Result<ReqId, AdiError> {
+        if usize::try_from(src.len()).is_err() {
+            return Err(AdiError::Invalid(format!(
+                "a message of {} bytes is more than this host can address",
+                src.len()
+            )));
+        }
+        self.start_send(dest, tag, ctx, SendData::Packed(src), sync)
+    }
+
     fn start_send(&mut self, dest: u32, tag: i32, ctx: u32, data: SendData, sync: bool) -> Result<ReqId, AdiError> {
         self.check_rank(dest)?;
         self.charge(HostCost::AdiOp, 1);
@@ -991,7 +1088,7 @@ impl Engine {
                 Payload::None => {}
                 Payload::Slice { req, offset, len, .. } => {
                     if let Some(Req::Send(s)) = self.st.reqs.get(*req) {
-                        msg.extend_from_slice(&s.data.bytes()[*offset as usize..(*offset + *len) as usize]);
+                        msg.extend_from_slice(&s.data.range(*offset, *len));
                     }
                     // A message to self waits in the self inbox: one copy
                     // more than a message from a peer (counted once per
@@ -1040,6 +1137,11 @@ impl Engine {
                     match self.st.reqs.get(*req) {
                         Some(Req::Send(SendReq { data: SendData::Owned(v), .. })) => {
                             self.t.try_send_shared(dest, hdr, v, range)?
+                        }
+                        Some(Req::Send(SendReq { data: SendData::Packed(p), .. })) => {
+                            let mut chunk = vec![0u8; range.len()];
+                            p.pack(*offset, &mut chunk);
+                            self.t.try_send(dest, &[hdr, &chunk])?
                         }
                         Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) if !*lend => {
                             self.t.try_send(dest, &[hdr, &b.bytes()[range]])?
@@ -1124,6 +1226,21 @@ impl Engine {
     pub unsafe fn irecv_into(&mut self, src: Source, tag: TagSel, ctx: u32, buf: &mut [u8]) -> Result<ReqId, AdiError> {
         let raw = RawBytes { ptr: buf.as_mut_ptr(), len: buf.len() };
         self.post_recv(src, tag, ctx, buf.len() as u64, RecvBuf::Borrowed(raw))
+    }
+
+    /// Post a receive whose bytes go to `sink` as they arrive (completed
+    /// as [`Done::Placed`]): at most one chunk is staged at a time. A
+    /// longer message than the sink's capacity fills it and ends in
+    /// [`AdiError::Truncated`].
+    pub fn irecv_unpacked(
+        &mut self,
+        src: Source,
+        tag: TagSel,
+        ctx: u32,
+        sink: Box<dyn UnpackSink>,
+    ) -> Result<ReqId, AdiError> {
+        let capacity = sink.capacity();
+        self.post_recv(src, tag, ctx, capacity, RecvBuf::Unpack(sink))
     }
 
     fn post_recv(
@@ -1346,7 +1463,7 @@ impl Engine {
                 let status = Status { source: env.src, tag: env.tag, len: env.len };
                 Ok(match r.buf {
                     RecvBuf::Owned(data) => Done::Received { status, data },
-                    RecvBuf::Borrowed(_) => Done::Placed { status },
+                    RecvBuf::Borrowed(_) | RecvBuf::Unpack(_) => Done::Placed { status },
                 })
             }
             None => Err(AdiError::BadRequest(id)),
@@ -1528,8 +1645,8 @@ impl Engine {
                 Some(addr) if dest != self.st.rank => {
                     if w.len > 0 {
                         if let Some(Req::Send(s)) = self.st.reqs.get(w.sreq) {
-                            let data = &s.data.bytes()[w.offset as usize..(w.offset + w.len) as usize];
-                            remote(&mut *self.t)?.put(dest, addr, data)?;
+                            let data = s.data.range(w.offset, w.len);
+                            remote(&mut *self.t)?.put(dest, addr, &data)?;
                         }
                         remote(&mut *self.t)?.flush()?;
                     }
@@ -1561,7 +1678,8 @@ impl Engine {
             let keep = r.capacity.min(r.env.map_or(0, |e| e.len));
             if offset < keep {
                 let (o, n) = (offset as usize, (keep - offset).min(len) as usize);
-                remote(&mut *self.t)?.read(&region, 0, r.buf.region(o, n))?;
+                let t = remote(&mut *self.t)?;
+                r.buf.fill(o, n, |out| t.read(&region, 0, out))?;
             }
             remote(&mut *self.t)?.free(region);
             self.st.finish_segment(id, offset + len);

@@ -29,7 +29,7 @@ pub mod wire;
 
 pub use config::Config;
 pub use counters::Counters;
-pub use engine::{Done, Engine, Matched, ReqId, Source, Status, TagSel};
+pub use engine::{Done, Engine, Matched, PackSource, ReqId, Source, Status, TagSel, UnpackSink};
 pub use error::{AdiError, TransportError};
 pub use hooks::ProgressHook;
 pub use job::JobEnv;
