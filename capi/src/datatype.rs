@@ -219,7 +219,28 @@ impl Span {
             Span::Direct { len, .. } | Span::Scattered { len, .. } => *len,
         }
     }
+
+    /// The layout and count of scattered elements whose message the engine
+    /// packs or unpacks a chunk at a time (`mpi::raw::isend_typed`), never
+    /// whole: those of [`STREAM_FROM`] bytes or more. `buf` is checked as
+    /// [`outgoing`] checks it.
+    pub(crate) fn streamed(&self, buf: *const c_void, what: &str) -> R<Option<(Arc<Layout>, usize)>> {
+        match self {
+            Span::Scattered { layout, count, len } if *len >= STREAM_FROM => {
+                if near_null(buf, layout.true_lb) {
+                    return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
+                }
+                Ok(Some((layout.clone(), *count)))
+            }
+            _ => Ok(None),
+        }
+    }
 }
+
+/// Messages of scattered elements at least this long are streamed through
+/// the engine a chunk at a time (issue 30: memory bounded by a packet, not
+/// by the message); shorter ones are packed or staged whole, one small copy.
+pub(crate) const STREAM_FROM: usize = 64 * 1024;
 
 fn bad_count(count: impl std::fmt::Display) -> Fail {
     Fail::new(MPI_ERR_COUNT, format!("count {count} is negative"))

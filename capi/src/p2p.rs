@@ -49,6 +49,11 @@ pub(crate) unsafe fn start_send(
     tag: c_int,
     sync: bool,
 ) -> R<Active> {
+    if let Some((layout, count)) = span.streamed(buf, "send")? {
+        // SAFETY: this function's contract: `buf` holds the span's
+        // elements until the operation completes.
+        return Ok(Active::plain(unsafe { raw::isend_typed(to, buf.cast(), layout, count, tag, sync) }?));
+    }
     // SAFETY: this function's contract is `outgoing`'s: `buf` holds the
     // span's elements (for longer: until the operation completes).
     Ok(match unsafe { outgoing(buf, span, "send")? } {
@@ -74,6 +79,11 @@ pub(crate) fn send_owned(to: &Process<'_>, v: Vec<u8>, tag: c_int, sync: bool) -
 /// `buf` has room for the span's elements and is left alone until the
 /// operation completes.
 unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Active> {
+    if let Some((layout, count)) = span.streamed(buf, "receive")? {
+        // SAFETY: this function's contract: `buf` has room for the span's
+        // elements and is left alone until the operation completes.
+        return Ok(Active::plain(unsafe { raw::irecv_typed(from, buf.cast(), layout, count, tag) }?));
+    }
     // SAFETY: this function's contract is `incoming`'s: `buf` has room for
     // the span's elements (and is left alone until completion).
     let inc = unsafe { incoming(buf, span, "receive", false)? };
@@ -115,10 +125,16 @@ unsafe fn send(
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
+        let to = c.process_at_rank(dest);
+        if let Some((layout, count)) = span.streamed(buf, "send")? {
+            // SAFETY: `buf` holds the elements for this call (the caller's
+            // contract), and the wait ends the request within it.
+            return Ok(unsafe { raw::isend_typed(&to, buf.cast(), layout, count, tag, sync) }?.wait().map(drop)?);
+        }
         // SAFETY: `buf` holds the elements for this call (the caller's contract).
         let data = unsafe { outgoing(buf, &span, "send")? };
         // SAFETY: `data` is valid for this call.
-        Ok(unsafe { raw::send(&c.process_at_rank(dest), data.as_ptr(), data.len(), tag, sync) }?)
+        Ok(unsafe { raw::send(&to, data.as_ptr(), data.len(), tag, sync) }?)
     })
 }
 
@@ -192,10 +208,43 @@ unsafe fn recv(
         unsafe { put_status(status, c_status(&s)) };
         return Ok(());
     }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { recv_derived(st, buf, count, dt, source, tag, comm, status) }
+}
+
+/// [`recv`] of a derived datatype (or from `MPI_PROC_NULL`), out of the
+/// fast path's way.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[cold]
+#[inline(never)]
+unsafe fn recv_derived(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: Option<c_int>,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
     let span = st.span(count, dt)?;
     if source == MPI_PROC_NULL {
         // SAFETY: the caller's contract on `status`.
         unsafe { put_status(status, MpiStatus::proc_null()) };
+        return Ok(());
+    }
+    if let Some((layout, count)) = span.streamed(buf, "receive")? {
+        // SAFETY: `buf` has room for the elements for this call (the
+        // caller's contract), and the wait ends the request within it.
+        let s = unsafe {
+            from_source!(c, source, from => raw::irecv_typed(from, buf.cast(), layout, count, tag).and_then(|r| r.wait()))
+        }?;
+        // SAFETY: the caller's contract on `status`.
+        unsafe { put_status(status, c_status(&s)) };
         return Ok(());
     }
     // SAFETY: `buf` has room for the elements for this call (the caller's contract).

@@ -829,6 +829,7 @@ impl Process<'_> {
 /// completes).
 pub mod raw {
     use super::*;
+    use crate::datatype::Typemap;
     use crate::request::StaticScope;
 
     /// The bytes at `ptr..ptr + len` as a slice of any lifetime (none for `len == 0`).
@@ -918,6 +919,115 @@ pub mod raw {
             unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
         irecv_impl(from, StaticScope, out, tag)
+    }
+
+    /// Start a send of `count` elements of `layout` at `ptr`, packed one
+    /// chunk at a time as the transport takes them, never whole (issue 30:
+    /// a message of a non-contiguous datatype costs a packet of memory, not
+    /// its size). A null `ptr` is `MPI_BOTTOM` (absolute displacements).
+    ///
+    /// # Safety
+    /// Every block of the `count` elements at `ptr` stays readable and
+    /// unchanged until the request has completed or been dropped.
+    pub unsafe fn isend_typed(
+        to: &Process<'_>,
+        ptr: *const u8,
+        layout: std::sync::Arc<Typemap>,
+        count: usize,
+        tag: Tag,
+        sync: bool,
+    ) -> Result<Request<'static>> {
+        check_tag(tag)?;
+        let comm = to.comm;
+        let dest = comm.job_rank(to.rank)?;
+        let elems = Elements::new(ptr.cast_mut(), layout, count)?;
+        let bytes = elems.len;
+        let id = {
+            let mut c = comm.shared.borrow_mut();
+            let e = c.engine()?;
+            charge_call(e);
+            charge_request(e);
+            e.isend_packed(dest, tag, comm.ctx, Box::new(elems), sync)?
+        };
+        let target = Target::Send { dest: to.rank, tag, bytes };
+        Ok(Request::new(comm.shared.clone(), id, target, comm.peers().clone(), StaticScope.core()))
+    }
+
+    /// Start a receive into `count` elements of `layout` at `ptr`, unpacked
+    /// one chunk at a time as the message arrives; `tag` `None` is any tag.
+    ///
+    /// # Safety
+    /// Every block of the `count` elements at `ptr` stays writable and is
+    /// not otherwise accessed until the request has completed or been
+    /// dropped.
+    pub unsafe fn irecv_typed<S: Source + ?Sized>(
+        from: &S,
+        ptr: *mut u8,
+        layout: std::sync::Arc<Typemap>,
+        count: usize,
+        tag: Option<Tag>,
+    ) -> Result<Request<'static>> {
+        let tag = tag_sel(tag)?;
+        let comm = from.comm();
+        let src = from.adi_source()?;
+        let elems = Elements::new(ptr, layout, count)?;
+        let id = {
+            let mut c = comm.shared.borrow_mut();
+            let e = c.engine()?;
+            charge_call(e);
+            charge_request(e);
+            e.irecv_unpacked(src, tag, comm.ctx, Box::new(elems))?
+        };
+        Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.peers().clone(), StaticScope.core()))
+    }
+
+    /// `count` elements of a typemap in the caller's memory, as the engine
+    /// packs and unpacks them a chunk at a time.
+    struct Elements {
+        base: *mut u8,
+        layout: std::sync::Arc<Typemap>,
+        count: usize,
+        len: u64,
+    }
+
+    impl Elements {
+        fn new(base: *mut u8, layout: std::sync::Arc<Typemap>, count: usize) -> Result<Elements> {
+            let len = layout.packed_len(count)? as u64;
+            Ok(Elements { base, layout, count, len })
+        }
+    }
+
+    // SAFETY: `Elements` stands for the caller's elements, which the
+    // unsafe constructors' contracts keep valid (and, for a receive,
+    // otherwise untouched) while the request lives; the engine reaches it
+    // only through `&mut Engine`, behind the library's lock, so one thread
+    // at a time.
+    unsafe impl Send for Elements {}
+
+    impl adi::PackSource for Elements {
+        fn len(&self) -> u64 {
+            self.len
+        }
+
+        fn pack(&self, off: u64, out: &mut [u8]) {
+            // SAFETY: isend_typed's contract keeps every block of the
+            // `count` elements readable; the walk never goes past `count`
+            // elements nor past `out`, whatever `off` is.
+            unsafe { self.layout.pack_range_raw(self.base, self.count, off as usize, out) }
+        }
+    }
+
+    impl adi::UnpackSink for Elements {
+        fn capacity(&self) -> u64 {
+            self.len
+        }
+
+        fn unpack(&mut self, off: u64, data: &[u8]) {
+            // SAFETY: irecv_typed's contract keeps every block of the
+            // `count` elements writable and ours; the walk never goes past
+            // `count` elements.
+            unsafe { self.layout.unpack_range_raw(self.base, self.count, off as usize, data) }
+        }
     }
 
     /// Matched probe (`MPI_Mprobe`, or `MPI_Improbe` when not `block`):
