@@ -42,7 +42,7 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{MpiError, Result};
-pub use request::Request;
+pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};
 
 /// A process rank.

@@ -369,9 +369,66 @@ impl<'b> Request<'b> {
     }
 }
 
+/// A request that is cancelled, not waited for, if it is dropped before it
+/// completes (rsmpi's `CancelGuard`): for a receive the program may give
+/// up on, say on an early return with `?`. A plain [`Request`] dropped
+/// unfinished waits for its operation, which for a receive nobody will
+/// match is for ever; dropped, this guard cancels the receive first (MPI
+/// 4.1 §3.8.4: one not yet matched then ends at once, its buffer
+/// untouched; one that matched completes), then waits. A send or a
+/// collective cannot be cancelled and is waited for as usual.
+/// [`CancelGuard::wait`] and [`CancelGuard::test`] complete it normally.
+#[must_use = "a guard dropped at once cancels its receive at once"]
+pub struct CancelGuard<'b>(Option<Request<'b>>);
+
+impl<'b> From<Request<'b>> for CancelGuard<'b> {
+    fn from(r: Request<'b>) -> CancelGuard<'b> {
+        CancelGuard(Some(r))
+    }
+}
+
+impl<'b> CancelGuard<'b> {
+    /// Wait for the operation (`MPI_Wait`), not cancelling it.
+    pub fn wait(mut self) -> Result<Status> {
+        match self.0.take() {
+            Some(r) => r.wait(),
+            None => Err(MpiError::Invalid("wait on a guard whose request is gone".into())),
+        }
+    }
+
+    /// Complete the operation if it can (`MPI_Test`): `Ok(Ok(status))`
+    /// when done, `Ok(Err(self))` when still pending.
+    pub fn test(mut self) -> Result<std::result::Result<Status, CancelGuard<'b>>> {
+        match self.0.take() {
+            Some(r) => Ok(r.test()?.map_err(|r| CancelGuard(Some(r)))),
+            None => Err(MpiError::Invalid("test on a guard whose request is gone".into())),
+        }
+    }
+
+    /// The request, without the guard: dropping it waits again.
+    pub fn into_request(mut self) -> Option<Request<'b>> {
+        self.0.take()
+    }
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0.take() {
+            // A finished request or a send: nothing to cancel, and the
+            // drop of `r` below does what a plain request's drop does.
+            if matches!(r.state, State::P2p { target: Target::Recv, .. }) {
+                if let Err(e) = r.cancel() {
+                    eprintln!("MPI: a guarded receive could not be cancelled: {e}");
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Request<'_> {
     /// Dropping an unfinished request waits for it; if that fails, or the
     /// thread is panicking, the engine forgets the request's buffer instead.
+    /// A receive that may never be matched belongs in a [`CancelGuard`].
     fn drop(&mut self) {
         if matches!(self.state, State::Finished) {
             return;

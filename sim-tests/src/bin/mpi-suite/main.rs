@@ -452,6 +452,25 @@ fn lent(w: &SimpleCommunicator) -> R {
         })?;
         check!(st.is_cancelled(), "cancel of an unmatched receive did not win: {st:?}");
         check!(never.iter().all(|b| *b == 7), "a cancelled receive wrote its buffer");
+        // A guarded receive given up on an early return is cancelled, not
+        // waited for (a plain request's drop would wait for ever here).
+        let early = mpi::request::scope(|s| -> R {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut never[..], 78).map_err(e)?;
+            let _guard = mpi::CancelGuard::from(r);
+            Err("an early return".into())
+        });
+        check!(early.is_err(), "the early return did not happen");
+        check!(never.iter().all(|b| *b == 7), "a receive cancelled by its guard wrote its buffer");
+        // A guarded receive that is matched completes as usual.
+        let mut got4 = vec![0u8; len];
+        mpi::request::scope(|s| -> R {
+            let r = w.process_at_rank(prev).immediate_receive_into_with_tag(s, &mut got4[..], 79).map_err(e)?;
+            let g = mpi::CancelGuard::from(r);
+            w.process_at_rank(next).send_with_tag(&mine[..], 79).map_err(e)?;
+            g.wait().map_err(e)?;
+            Ok(())
+        })?;
+        check!(got4 == data(prev, me, k, len), "a guarded receive got the wrong bytes");
         w.barrier().map_err(e)?;
     }
     Ok(())
