@@ -1564,7 +1564,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
 
 #[cfg(test)]
 mod tests {
-    use super::wire::{flag, seal, Header, HEADER};
+    use super::wire::{datagram, flag, Header, HEADER};
     use super::*;
 
     /// Rank 1 as a real transport; rank 0 is a raw socket at the address
@@ -1576,14 +1576,6 @@ mod tests {
         let me = sock.local_addr().unwrap();
         let t = UdpTransport::new(sock, 1, vec![raw.local_addr().unwrap(), me], 7, cfg, None).unwrap();
         (t, raw, me)
-    }
-
-    fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
-        let mut d = vec![0u8; HEADER + payload.len()];
-        h.write(&mut d);
-        d[HEADER..].copy_from_slice(payload);
-        seal(&mut d);
-        d
     }
 
     fn data(seq: u32, payload: &[u8]) -> Header {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::virtual_net::{self, Fate, VirtualLink, VirtualNet};
-use super::wire::{flag, seal, Header, HEADER};
+use super::wire::{datagram, flag, Header};
 use super::*;
 use crate::transport::Transport;
 
@@ -87,6 +87,29 @@ fn exchange(k: u32, n: u32, len: usize, cfg: &UdpConfig, fate: Fate) -> Vec<Resu
     threads.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("the rank panicked".into()))).collect()
 }
 
+/// Ranks 0 and 1 of a two-rank job on a network treating datagrams as
+/// `fate` says, with the default protocol ([`config`]).
+fn two(fate: Fate) -> (Rank, Rank) {
+    let net = VirtualNet::new(2, LATENCY, LIMIT, fate);
+    let open = |r| DatagramTransport::over(net.link(r), r, 2, JOB, config(), None).unwrap();
+    (open(0), open(1))
+}
+
+/// Every datagram from rank 1 is lost: it plays the hung peer.
+fn rank1_silent() -> Fate {
+    Arc::new(|from, _, _| if from == 1 { vec![] } else { vec![Duration::ZERO] })
+}
+
+/// Run rank `t` in a thread that polls and idles, answering into the void
+/// when its datagrams are lost, until its clock reads `until`.
+fn poll_until(mut t: Rank, until: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(
+        move || {
+            while t.link.elapsed() < until && t.poll(&mut |_, _| {}).and_then(|_| t.idle()).is_ok() {}
+        },
+    )
+}
+
 /// Rank 1's transport in a thread running `body`, and rank 0 as a bare
 /// link in the test's hands, to send whatever rank 0 could send.
 fn forger<T: Send + 'static>(
@@ -101,14 +124,6 @@ fn forger<T: Send + 'static>(
         (out, t.stats())
     });
     (raw, h)
-}
-
-fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
-    let mut d = vec![0u8; HEADER + payload.len()];
-    h.write(&mut d);
-    d[HEADER..].copy_from_slice(payload);
-    seal(&mut d);
-    d
 }
 
 /// Data datagram `seq` from rank 0 to rank 1 holding the whole of `payload`.
@@ -150,9 +165,7 @@ fn receive(t: &mut Rank) -> Result<(Vec<u8>, Duration), TransportError> {
 fn a_lost_datagram_is_resent_when_its_timer_runs_out_and_the_timer_doubles() {
     for (lost, expect_ms) in [(0u64, 0u64), (1, 5), (2, 15), (3, 35), (4, 75)] {
         let fate: Fate = Arc::new(move |from, _, n| if from == 0 && n < lost { vec![] } else { vec![Duration::ZERO] });
-        let net = VirtualNet::new(2, LATENCY, LIMIT, fate);
-        let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, config(), None).unwrap();
-        let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, config(), None).unwrap();
+        let (mut a, mut b) = two(fate);
         let sender = std::thread::spawn(move || {
             assert!(a.try_send(1, &[b"ping"]).unwrap());
             a.finalize().map(|()| a.stats())
@@ -173,20 +186,10 @@ fn a_lost_datagram_is_resent_when_its_timer_runs_out_and_the_timer_doubles() {
 /// `peer_timeout` after the first datagram it did not acknowledge.
 #[test]
 fn a_silent_peer_is_lost_exactly_one_peer_timeout_after_the_first_unanswered_datagram() {
-    let fate: Fate = Arc::new(|from, _, _| if from == 1 { vec![] } else { vec![Duration::ZERO] });
-    let net = VirtualNet::new(2, LATENCY, LIMIT, fate);
-    let cfg = config();
-    let timeout = cfg.peer_timeout;
-    let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, cfg.clone(), None).unwrap();
-    let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, cfg, None).unwrap();
-    let silent = std::thread::spawn(move || {
-        // It receives and acknowledges, into the void, for twice as long.
-        while b.link.elapsed() < 2 * timeout {
-            if b.poll(&mut |_, _| {}).is_err() || b.idle().is_err() {
-                break;
-            }
-        }
-    });
+    let timeout = config().peer_timeout;
+    let (mut a, b) = two(rank1_silent());
+    // It receives and acknowledges, into the void, for twice as long.
+    let silent = poll_until(b, 2 * timeout);
     assert!(a.try_send(1, &[b"hello"]).unwrap());
     let err = a.finalize().expect_err("a peer that never answered was not noticed");
     let at = a.link.elapsed();
@@ -202,15 +205,9 @@ fn a_silent_peer_is_lost_exactly_one_peer_timeout_after_the_first_unanswered_dat
 /// one timeout after it last heard from it.
 #[test]
 fn a_rank_that_only_receives_notices_a_silent_peer_at_the_timeout() {
-    let fate: Fate = Arc::new(|from, _, _| if from == 1 { vec![] } else { vec![Duration::ZERO] });
-    let net = VirtualNet::new(2, LATENCY, LIMIT, fate);
-    let cfg = config();
-    let timeout = cfg.peer_timeout;
-    let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, cfg.clone(), None).unwrap();
-    let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, cfg, None).unwrap();
-    let silent = std::thread::spawn(move || {
-        while b.link.elapsed() < 2 * timeout && b.poll(&mut |_, _| {}).and_then(|_| b.idle()).is_ok() {}
-    });
+    let timeout = config().peer_timeout;
+    let (mut a, b) = two(rank1_silent());
+    let silent = poll_until(b, 2 * timeout);
     let err = receive(&mut a).expect_err("the wait for a silent peer never ended");
     let (at, stats) = (a.link.elapsed(), a.stats());
     drop(a);
@@ -226,11 +223,8 @@ fn a_rank_that_only_receives_notices_a_silent_peer_at_the_timeout() {
 /// peer timeouts but answers pings is waited for, and its message arrives.
 #[test]
 fn a_quiet_peer_that_answers_pings_is_waited_for() {
-    let net = VirtualNet::new(2, LATENCY, LIMIT, virtual_net::reliable());
-    let cfg = config();
-    let late = 3 * cfg.peer_timeout;
-    let mut a = DatagramTransport::over(net.link(0), 0, 2, JOB, cfg.clone(), None).unwrap();
-    let mut b = DatagramTransport::over(net.link(1), 1, 2, JOB, cfg, None).unwrap();
+    let late = 3 * config().peer_timeout;
+    let (mut a, mut b) = two(virtual_net::reliable());
     let quiet = std::thread::spawn(move || -> Result<UdpStats, TransportError> {
         while b.link.elapsed() < late {
             b.poll(&mut |_, _| {})?;

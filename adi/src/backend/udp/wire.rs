@@ -260,18 +260,20 @@ pub fn seq_lt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
+/// A sealed datagram of header `h` and `payload`: what a test forges.
+#[cfg(test)]
+pub(crate) fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
+    let mut d = vec![0u8; HEADER + payload.len()];
+    h.write(&mut d);
+    d[HEADER..].copy_from_slice(payload);
+    seal(&mut d);
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
-        let mut d = vec![0u8; HEADER + payload.len()];
-        h.write(&mut d);
-        d[HEADER..].copy_from_slice(payload);
-        seal(&mut d);
-        d
-    }
 
     fn header() -> Header {
         Header {
