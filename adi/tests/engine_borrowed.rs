@@ -7,26 +7,10 @@
 //!
 //! Small enough to run under Miri: `cargo +nightly miri test -p adi --test engine_borrowed`.
 
-use adi::backend::local::{default_caps, local_world, LocalTransport};
-use adi::{AdiError, Config, Done, Engine, Source, TagSel};
+use adi::{AdiError, Done, Source, TagSel};
 
-fn run<R: Send + 'static>(n: u32, threshold: usize, f: fn(u32, &mut Engine) -> R) -> Vec<R> {
-    let ts: Vec<LocalTransport> = local_world(n, None, default_caps());
-    let handles: Vec<_> = ts
-        .into_iter()
-        .map(|t| {
-            std::thread::spawn(move || {
-                let rank = adi::Transport::rank(&t);
-                let cfg = Config { eager_threshold: threshold, force_rendezvous: false, print_stats: false };
-                let mut e = Engine::with_config(Box::new(t), cfg);
-                let r = f(rank, &mut e);
-                e.finalize().unwrap();
-                r
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
+mod common;
+use common::run;
 
 fn payload(i: u32, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 7 + j * 3 + 1) as u8).collect()
@@ -37,7 +21,7 @@ fn payload(i: u32, len: usize) -> Vec<u8> {
 /// one extra copy for the eager one only.
 #[test]
 fn borrowed_buffers_both_protocols_expected_and_unexpected() {
-    let copies = run(2, 64, |rank, e| {
+    let copies = run(2, None, 64, |rank, e| {
         let sizes = [0usize, 16, 5000];
         if rank == 0 {
             // Expected at the receiver: it posts its receives, then says so.
@@ -96,7 +80,7 @@ fn borrowed_buffers_both_protocols_expected_and_unexpected() {
 /// written past the buffer (guard bytes around a sub-slice), both protocols.
 #[test]
 fn truncation_writes_nothing_past_the_buffer() {
-    run(2, 64, |rank, e| {
+    run(2, None, 64, |rank, e| {
         for (i, n) in [40usize, 3000].into_iter().enumerate() {
             if rank == 0 {
                 e.send(1, i as i32, 0, &payload(i as u32, n), false).unwrap();
@@ -118,7 +102,7 @@ fn truncation_writes_nothing_past_the_buffer() {
 /// next matching receives.
 #[test]
 fn cancelled_and_abandoned_receives_leave_their_buffers_alone() {
-    run(2, 64, |rank, e| {
+    run(2, None, 64, |rank, e| {
         if rank == 0 {
             e.recv(Source::Rank(1), TagSel::Tag(50), 0, 0).unwrap();
             e.send(1, 5, 0, &[1u8; 20], false).unwrap();
@@ -160,7 +144,7 @@ fn cancelled_and_abandoned_receives_leave_their_buffers_alone() {
 /// what was there at the send, for eager, rendezvous and self messages.
 #[test]
 fn a_send_buffer_reused_after_completion() {
-    run(2, 64, |rank, e| {
+    run(2, None, 64, |rank, e| {
         if rank == 0 {
             for n in [10usize, 4000] {
                 let mut buf = payload(1, n);
@@ -191,7 +175,7 @@ fn a_send_buffer_reused_after_completion() {
 /// matched message cannot be taken by another receive meanwhile.
 #[test]
 fn matched_probe_then_receive_into_a_sized_buffer() {
-    run(2, 64, |rank, e| {
+    run(2, None, 64, |rank, e| {
         if rank == 0 {
             e.send(1, 4, 0, &payload(4, 30), false).unwrap();
             e.send(1, 4, 0, &payload(5, 3000), false).unwrap();

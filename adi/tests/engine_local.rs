@@ -1,29 +1,11 @@
 //! The protocol engine over the in-process backend: matching, ordering,
 //! eager and rendezvous, flow control, probes and errors.
 
-use adi::backend::local::{default_caps, local_world, LocalTransport};
+use adi::backend::local::{default_caps, local_world};
 use adi::{AdiError, Config, Done, Engine, Source, TagSel};
 
-/// Run `f(rank, engine)` on `n` threads; collect results in rank order.
-fn run<R: Send + 'static>(n: u32, queue: Option<usize>, threshold: usize, f: fn(u32, &mut Engine) -> R) -> Vec<R> {
-    let ts: Vec<LocalTransport> = local_world(n, queue, default_caps());
-    let handles: Vec<_> = ts
-        .into_iter()
-        .map(|t| {
-            std::thread::spawn(move || {
-                let rank = adi::Transport::rank(&t);
-                let mut e = Engine::with_config(
-                    Box::new(t),
-                    Config { eager_threshold: threshold, force_rendezvous: false, print_stats: false },
-                );
-                let r = f(rank, &mut e);
-                e.finalize().unwrap();
-                r
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
+mod common;
+use common::run;
 
 fn payload(src: u32, i: u32, len: usize) -> Vec<u8> {
     (0..len).map(|j| (src as usize * 31 + i as usize * 7 + j) as u8).collect()

@@ -7,26 +7,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use adi::backend::local::{default_caps, local_world, LocalTransport};
-use adi::{AdiError, Config, Done, Engine, PackSource, Source, TagSel, UnpackSink};
+use adi::backend::local::default_caps;
+use adi::{AdiError, Done, PackSource, Source, TagSel, UnpackSink};
 
-fn run<R: Send + 'static>(n: u32, f: fn(u32, &mut Engine) -> R) -> Vec<R> {
-    let ts: Vec<LocalTransport> = local_world(n, None, default_caps());
-    let handles: Vec<_> = ts
-        .into_iter()
-        .map(|t| {
-            std::thread::spawn(move || {
-                let rank = adi::Transport::rank(&t);
-                let cfg = Config { eager_threshold: 4096, force_rendezvous: false, print_stats: false };
-                let mut e = Engine::with_config(Box::new(t), cfg);
-                let r = f(rank, &mut e);
-                e.finalize().unwrap();
-                r
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
+mod common;
+use common::run;
 
 fn payload(i: u32, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 7 + j * 3 + 1) as u8).collect()
@@ -72,7 +57,7 @@ const SIZES: [usize; 4] = [0, 100, 4096, 1 << 20];
 /// oneself; the largest chunk either side sees is one packet.
 #[test]
 fn packed_messages_arrive_whole_in_chunks_of_a_packet() {
-    let out = run(2, |rank, e| {
+    let out = run(2, None, 4096, |rank, e| {
         let largest = Arc::new(AtomicU64::new(0));
         let peer = 1 - rank;
         let mut ok = Vec::new();
@@ -103,7 +88,7 @@ fn packed_messages_arrive_whole_in_chunks_of_a_packet() {
 /// ends truncated.
 #[test]
 fn a_packed_message_longer_than_the_receive_is_truncated() {
-    let out = run(2, |rank, e| {
+    let out = run(2, None, 4096, |rank, e| {
         let largest = Arc::new(AtomicU64::new(0));
         if rank == 0 {
             for n in [2000usize, 200_000] {
