@@ -1138,10 +1138,8 @@ impl Engine {
                         Some(Req::Send(SendReq { data: SendData::Owned(v), .. })) => {
                             self.t.try_send_shared(dest, hdr, v, range)?
                         }
-                        Some(Req::Send(SendReq { data: SendData::Packed(p), .. })) => {
-                            let mut chunk = vec![0u8; range.len()];
-                            p.pack(*offset, &mut chunk);
-                            self.t.try_send(dest, &[hdr, &chunk])?
+                        Some(Req::Send(SendReq { data: d @ SendData::Packed(_), .. })) => {
+                            self.t.try_send(dest, &[hdr, &d.range(*offset, *len)])?
                         }
                         Some(Req::Send(SendReq { data: SendData::Borrowed(b), .. })) if !*lend => {
                             self.t.try_send(dest, &[hdr, &b.bytes()[range]])?

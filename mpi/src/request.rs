@@ -388,26 +388,26 @@ impl<'b> From<Request<'b>> for CancelGuard<'b> {
 }
 
 impl<'b> CancelGuard<'b> {
+    /// The request, the guard disarmed. The option is empty only once
+    /// this (which consumes the guard) or the drop has taken it.
+    fn take(mut self) -> Request<'b> {
+        self.0.take().expect("a guard holds its request until it is consumed")
+    }
+
     /// Wait for the operation (`MPI_Wait`), not cancelling it.
-    pub fn wait(mut self) -> Result<Status> {
-        match self.0.take() {
-            Some(r) => r.wait(),
-            None => Err(MpiError::Invalid("wait on a guard whose request is gone".into())),
-        }
+    pub fn wait(self) -> Result<Status> {
+        self.take().wait()
     }
 
     /// Complete the operation if it can (`MPI_Test`): `Ok(Ok(status))`
     /// when done, `Ok(Err(self))` when still pending.
-    pub fn test(mut self) -> Result<std::result::Result<Status, CancelGuard<'b>>> {
-        match self.0.take() {
-            Some(r) => Ok(r.test()?.map_err(|r| CancelGuard(Some(r)))),
-            None => Err(MpiError::Invalid("test on a guard whose request is gone".into())),
-        }
+    pub fn test(self) -> Result<std::result::Result<Status, CancelGuard<'b>>> {
+        Ok(self.take().test()?.map_err(CancelGuard::from))
     }
 
     /// The request, without the guard: dropping it waits again.
-    pub fn into_request(mut self) -> Option<Request<'b>> {
-        self.0.take()
+    pub fn into_request(self) -> Request<'b> {
+        self.take()
     }
 }
 
