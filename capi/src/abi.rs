@@ -743,6 +743,8 @@ mod tests {
             assert_eq!(found.map(|f| f.1), Some(*v), "{name}");
         }
         assert_eq!((MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_PROC_NULL, MPI_ROOT), (-1, -2, -3, -4));
+        // The mpi crate's statuses use the same values (`mpi::Status::proc_null`).
+        assert_eq!((mpi::ANY_SOURCE, mpi::ANY_TAG, mpi::PROC_NULL), (MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_PROC_NULL));
         assert_eq!(MPI_UNDEFINED, -32766);
         assert_eq!((MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE), (1024, 2048, 4096));
         assert_eq!((MPI_ERR_TRUNCATE, MPI_ERR_UNSUPPORTED_OPERATION, MPI_ERR_LASTCODE), (15, 55, 16383));

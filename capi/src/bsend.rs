@@ -32,7 +32,7 @@ enum Space {
 #[derive(Default)]
 pub(crate) struct Buffered {
     attached: Option<Space>,
-    pending: Vec<(Active, usize)>,
+    pending: Vec<(Staged, usize)>,
 }
 
 /// Bytes each buffered message takes beyond its data (`MPI_BSEND_OVERHEAD`).
@@ -93,12 +93,12 @@ impl Buffered {
     /// One request over the buffered messages in flight, complete when they
     /// all are (`MPI_Buffer_iflush`).
     fn iflush(&mut self) -> Req {
-        let mut all: Vec<Active> = self.pending.drain(..).map(|p| p.0).collect();
+        let mut all: Vec<Staged> = self.pending.drain(..).map(|p| p.0).collect();
         match all.pop() {
             None => Req::Done(Ok(MpiStatus::empty())),
             Some(mut last) => {
                 last.stage.with.extend(all);
-                last.stage.status = Some(MpiStatus::empty());
+                last.stage.status = Some(mpi::Status::empty());
                 Req::Op(last)
             }
         }
@@ -188,9 +188,9 @@ impl Buffered {
             ));
         }
         // SAFETY: the caller's contract, for the copy made here.
-        let data = unsafe { outgoing(buf, span, "send")? }.into_owned();
+        let data = unsafe { outgoing(buf.cast(), span, "send")? }.into_owned();
         let n = data.len();
-        let a = crate::p2p::send_owned(to, data, tag, false)?;
+        let a = mpi::staged::isend_owned(to, data, tag, false)?;
         self.pending.push((a, n));
         Ok(())
     }

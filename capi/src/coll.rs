@@ -18,9 +18,10 @@ use mpi::datatype::Equivalence;
 use mpi::{Communicator, CommunicatorCollectives, Root, ValueIndex};
 
 use crate::abi::*;
-use crate::datatype::{incoming, outgoing, Span, Unpack};
+use crate::datatype::{incoming, outgoing, Span};
 use crate::p2p::new_request;
 use crate::*;
+use mpi::staged::Unpack;
 
 /// Bytes a collective sends, and what it keeps alive until completion.
 struct Out {
@@ -35,7 +36,7 @@ struct Out {
 unsafe fn out(buf: *const c_void, span: &Span, what: &str) -> R<Out> {
     // SAFETY: `buf` holds the span's elements until the operation completes (this function's
     // contract, passed on to `outgoing`).
-    Ok(match unsafe { outgoing(buf, span, what)? } {
+    Ok(match unsafe { outgoing(buf.cast(), span, what)? } {
         Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
         Cow::Owned(v) => owned(v),
     })
@@ -61,12 +62,8 @@ fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> R<&'static mut [u8]> {
 
 /// An operation with what it keeps: buffers, and a staged receive
 /// unpacked in full when it completes.
-fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Active {
-    let unpack = unpack.map(|mut u| {
-        u.whole = true;
-        u
-    });
-    Active { r, stage: Stage { hold, unpack, ..Stage::default() } }
+fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Staged {
+    Staged::keeping(r, hold, unpack)
 }
 
 /// Run a collective to completion; on an intercommunicator, run `inter`
@@ -74,7 +71,7 @@ fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) 
 pub(crate) fn blocking(
     call: &str,
     comm: Handle,
-    start: impl FnOnce(&mut State) -> R<Active>,
+    start: impl FnOnce(&mut State) -> R<Staged>,
     inter: Option<impl FnOnce(&mut State) -> R<()>>,
 ) -> c_int {
     with_state(call, comm, |st| {
@@ -97,7 +94,7 @@ pub(crate) unsafe fn nonblocking(
     call: &str,
     comm: Handle,
     request: *mut Handle,
-    start: impl FnOnce(&mut State) -> R<Active>,
+    start: impl FnOnce(&mut State) -> R<Staged>,
 ) -> c_int {
     with_state(call, comm, |st| {
         if request.is_null() {
@@ -282,8 +279,8 @@ fn block_of(bytes: &[u8], counts: &[mpi::Count], displs: &[mpi::Count], i: usize
     bytes.get(d..d + c).map_or_else(Vec::new, <[u8]>::to_vec)
 }
 
-unsafe fn barrier(st: &mut State, comm: Handle) -> R<Active> {
-    Ok(Active::plain(st.comm(comm)?.comm.immediate_barrier()?))
+unsafe fn barrier(st: &mut State, comm: Handle) -> R<Staged> {
+    Ok(Staged::plain(st.comm(comm)?.comm.immediate_barrier()?))
 }
 
 #[no_mangle]
@@ -310,12 +307,12 @@ unsafe fn bcast(
     datatype: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let root = root_of(c, root)?;
     let at_root = c.rank() == root;
     // SAFETY: the caller's contract: `buffer` holds `count` elements.
-    let mut inc = unsafe { incoming(buffer, &st.span(count, datatype)?, "buffer", at_root)? };
+    let mut inc = unsafe { incoming(buffer.cast(), &st.span(count, datatype)?, "buffer", at_root)? };
     // SAFETY: the bytes are the caller's or the staging buffer's, kept below.
     let r = c.process_at_rank(root).immediate_broadcast_into(unsafe { inc.bytes() })?;
     // The root's elements do not change: its staging buffer is only read.
@@ -338,7 +335,7 @@ unsafe fn gather(
     recvtype: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let p = c.process_at_rank(root_of(c, root)?);
     if c.rank() != root {
@@ -349,7 +346,7 @@ unsafe fn gather(
     let (n, me) = (c.size(), c.rank() as usize);
     let span = st.span_times(recvcount, n, recvtype)?;
     // SAFETY: the caller's contract: `recvbuf` holds a block per process at the root.
-    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
     // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
     let recv = unsafe { inc.bytes() };
     let each = recv.len() / n as usize;
@@ -371,12 +368,12 @@ unsafe fn scatter(
     recvtype: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let p = c.process_at_rank(root_of(c, root)?);
     if c.rank() != root {
         // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf, &st.span(recvcount, recvtype)?, "recvbuf", false)? };
+        let mut inc = unsafe { incoming(recvbuf.cast(), &st.span(recvcount, recvtype)?, "recvbuf", false)? };
         // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
         let r = p.immediate_scatter_into(unsafe { inc.bytes() })?;
         return Ok(active(r, Vec::new(), inc.stage));
@@ -393,7 +390,7 @@ unsafe fn scatter(
         let span = st.span(recvcount, recvtype)?;
         same("MPI_Scatter", each, span.len())?;
         // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
+        let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", false)? };
         // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
         // until it completes (§6.12).
         let b = unsafe { inc.bytes() };
@@ -415,12 +412,12 @@ unsafe fn allgather(
     recvcount: c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let (n, me) = (c.size(), c.rank() as usize);
     let span = st.span_times(recvcount, n, recvtype)?;
     // SAFETY: the caller's contract: `recvbuf` holds a block per process.
-    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
     // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
     let recv = unsafe { inc.bytes() };
     let each = recv.len() / n as usize;
@@ -441,12 +438,12 @@ unsafe fn alltoall(
     recvcount: c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = c.size();
     let span = st.span_times(recvcount, n, recvtype)?;
     // SAFETY: the caller's contract: `recvbuf` holds a block per process.
-    let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", in_place(sendbuf))? };
+    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
     // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
     let recv = unsafe { inc.bytes() };
     let o = if in_place(sendbuf) {
@@ -476,7 +473,7 @@ unsafe fn gatherv(
     recvtype: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let p = c.process_at_rank(root_of(c, root)?);
     if c.rank() != root {
@@ -513,12 +510,12 @@ unsafe fn scatterv(
     recvtype: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let p = c.process_at_rank(root_of(c, root)?);
     if c.rank() != root {
         // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf, &st.span(recvcount, recvtype)?, "recvbuf", false)? };
+        let mut inc = unsafe { incoming(recvbuf.cast(), &st.span(recvcount, recvtype)?, "recvbuf", false)? };
         // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
         let r = p.immediate_scatter_varcount_into(unsafe { inc.bytes() })?;
         return Ok(active(r, Vec::new(), inc.stage));
@@ -542,7 +539,7 @@ unsafe fn scatterv(
         let span = st.span(recvcount, recvtype)?;
         same("MPI_Scatterv", mine, span.len())?;
         // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf, &span, "recvbuf", false)? };
+        let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", false)? };
         // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
         // until it completes (§6.12).
         let r = unsafe { inc.bytes() };
@@ -565,7 +562,7 @@ unsafe fn allgatherv(
     displs: *const c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let (n, me) = (c.size(), c.rank() as usize);
     // SAFETY: the caller's contract: one count and displacement per process,
@@ -596,7 +593,7 @@ unsafe fn alltoallv(
     rdispls: *const c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = c.size();
     // SAFETY: the caller's contract: one count and displacement per process,
@@ -766,7 +763,7 @@ unsafe fn wblocks(
 pub(crate) fn run_wblocks(
     mut w: Wblocks,
     start: impl FnOnce(&'static [u8], &'static mut [u8], &Wblocks) -> R<mpi::Request<'static>>,
-) -> R<Active> {
+) -> R<Staged> {
     let packed = std::mem::take(&mut w.packed);
     // SAFETY: the heap bytes of `packed` and `w.staging` do not move when
     // the vectors move into the operation, which keeps them until it
@@ -803,7 +800,7 @@ unsafe fn alltoallw(
     rdispls: *const c_int,
     recvtypes: *const Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     // SAFETY: the arrays hold one entry per process and the buffers the blocks they name, until
     // completion (§6.8; this function's contract).
@@ -883,7 +880,7 @@ unsafe fn reduce(
     op: Handle,
     root: c_int,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let root = root_of(c, root)?;
     let n = count_of(count)?;
@@ -903,7 +900,7 @@ unsafe fn reduce(
             Ok(p.immediate_reduce_into(&send, op)?)
         }
     })?;
-    Ok(Active::plain(r))
+    Ok(Staged::plain(r))
 }
 collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 
@@ -994,7 +991,7 @@ unsafe fn everyone(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = count_of(count)?;
     let op = crate::op::op_of(st, op, datatype)?;
@@ -1011,7 +1008,7 @@ unsafe fn everyone(
             Everyone::Exscan => c.immediate_exclusive_scan_into(&send, recv, op)?,
         })
     })?;
-    Ok(Active::plain(r))
+    Ok(Staged::plain(r))
 }
 
 unsafe fn allreduce(
@@ -1022,7 +1019,7 @@ unsafe fn allreduce(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
     // contract, passed on).
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
@@ -1037,7 +1034,7 @@ unsafe fn scan(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
     // contract, passed on).
     unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
@@ -1052,7 +1049,7 @@ unsafe fn exscan(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
     // contract, passed on).
     unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
@@ -1067,7 +1064,7 @@ unsafe fn reduce_scatter_block(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = count_of(recvcount)?;
     let total = n * c.size() as usize;
@@ -1088,7 +1085,7 @@ unsafe fn reduce_scatter_block(
         let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
         Ok(c.immediate_reduce_scatter_block_into(&send, recv, op)?)
     })?;
-    Ok(Active::plain(r))
+    Ok(Staged::plain(r))
 }
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 
@@ -1103,7 +1100,7 @@ unsafe fn reduce_scatter(
     datatype: Handle,
     op: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     // SAFETY: the caller's contract: one count per process.
     let counts = unsafe { per_rank(recvcounts, c.size(), "recvcounts")? };
@@ -1128,7 +1125,7 @@ unsafe fn reduce_scatter(
         // after the request, which waits).
         let whole: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(all.as_mut_ptr(), total) };
         let r = c.immediate_all_reduce_into(&send, whole, op)?;
-        let mut a = Active::plain(r);
+        let mut a = Staged::plain(r);
         a.stage.then = Some(Box::new(move || recv.copy_from_slice(&all[from..from + mine])));
         Ok(a)
     })

@@ -6,12 +6,9 @@
 //! the mpi crate's (`mpi::datatype::typemap`, stored in the size of their
 //! description); this module keeps what is C's: handles, the constructors'
 //! arguments as `MPI_Type_get_contents` returns them, and the caller's
-//! pointers. A send or receive of `count`
-//! elements is then a [`Span`]: one contiguous run of the caller's bytes
-//! when the layout allows (a contiguous or dense derived type, or a single
-//! element of a type with one block) — sent and received in place, with no
-//! copy — or otherwise a packed copy (sends) or a staging buffer unpacked
-//! when the operation completes (receives).
+//! pointers. A send or receive of `count` elements is then an
+//! `mpi::staged::Span`, which the mpi crate moves in place, packed, staged
+//! or streamed.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
@@ -22,6 +19,7 @@ use crate::*;
 /// A datatype's typemap (MPI 4.1 §5.1.1): the mpi crate's datatype engine.
 pub(crate) use mpi::datatype::typemap::addr;
 pub(crate) use mpi::datatype::{Typemap as Layout, TypemapBuilder as Builder};
+pub(crate) use mpi::staged::{incoming, near_null, outgoing, Blocks, Span};
 
 /// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
 #[derive(Clone, Debug)]
@@ -204,44 +202,6 @@ fn predefined_name(dt: Handle) -> Option<&'static str> {
     HANDLES.iter().find(|h| h.0 == "MPI_Datatype")?.2.iter().find(|(_, v)| *v == dt).map(|(n, _)| *n)
 }
 
-/// How `count` elements of a datatype at a buffer map onto bytes.
-pub(crate) enum Span {
-    /// `len` contiguous bytes at `buf + offset`: sent and received in place.
-    Direct { offset: isize, len: usize },
-    /// Scattered blocks: packed for a send, staged and unpacked for a receive.
-    Scattered { layout: Arc<Layout>, count: usize, len: usize },
-}
-
-impl Span {
-    /// Bytes of data.
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Span::Direct { len, .. } | Span::Scattered { len, .. } => *len,
-        }
-    }
-
-    /// The layout and count of scattered elements whose message the engine
-    /// packs or unpacks a chunk at a time (`mpi::raw::isend_typed`), never
-    /// whole: those of [`STREAM_FROM`] bytes or more. `buf` is checked as
-    /// [`outgoing`] checks it.
-    pub(crate) fn streamed(&self, buf: *const c_void, what: &str) -> R<Option<(Arc<Layout>, usize)>> {
-        match self {
-            Span::Scattered { layout, count, len } if *len >= STREAM_FROM => {
-                if near_null(buf, layout.true_lb) {
-                    return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-                }
-                Ok(Some((layout.clone(), *count)))
-            }
-            _ => Ok(None),
-        }
-    }
-}
-
-/// Messages of scattered elements at least this long are streamed through
-/// the engine a chunk at a time (issue 30: memory bounded by a packet, not
-/// by the message); shorter ones are packed or staged whole, one small copy.
-pub(crate) const STREAM_FROM: usize = 64 * 1024;
-
 fn bad_count(count: impl std::fmt::Display) -> Fail {
     Fail::new(MPI_ERR_COUNT, format!("count {count} is negative"))
 }
@@ -274,18 +234,9 @@ impl State {
 
     fn span_n(&self, count: usize, dt: Handle) -> R<Span> {
         if let Some(size) = contiguous_size(dt) {
-            let len = count.checked_mul(size).ok_or_else(|| too_many(count))?;
-            return Ok(Span::Direct { offset: 0, len });
+            return Ok(Span::bytes(count.checked_mul(size).ok_or_else(|| too_many(count))?));
         }
-        let layout = self.committed(dt)?;
-        let len = layout.size.checked_mul(count).ok_or_else(|| too_many(count))?;
-        if len == 0 {
-            return Ok(Span::Direct { offset: 0, len: 0 });
-        }
-        if let (Some((offset, _)), true) = (layout.one_block, count == 1 || layout.dense()) {
-            return Ok(Span::Direct { offset, len });
-        }
-        Ok(Span::Scattered { layout, count, len })
+        Ok(Span::of(self.committed(dt)?, count)?)
     }
 
     /// The layout of `dt`, which must be committed (§5.1.9).
@@ -300,10 +251,8 @@ impl State {
         }
     }
 
-    /// A v-collective's buffer: block `i` of `counts[i]` elements of `dt`
-    /// at `displs[i]` extents from `buf`, as bytes the mpi crate moves:
-    /// the caller's own where the datatype is dense, else a staging buffer
-    /// (filled with the current values when `fill`).
+    /// A v-collective's buffer (`mpi::staged::blocks`): block `i` of
+    /// `counts[i]` elements of `dt` at `displs[i]` extents from `buf`.
     ///
     /// # Safety
     /// `buf` holds the blocks.
@@ -317,55 +266,9 @@ impl State {
     ) -> R<Blocks> {
         let l = self.committed(dt)?;
         let cs: Vec<usize> = counts.iter().map(|&c| count_arg(c, "a count")).collect::<R<_>>()?;
-        let as_count = |b: usize| {
-            mpi::Count::try_from(b).map_err(|_| {
-                Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per v-collective"))
-            })
-        };
-        if l.dense() || l.size == 0 {
-            let mut end = 0usize;
-            let (mut cb, mut db) = (Vec::new(), Vec::new());
-            for (&c, &d) in cs.iter().zip(displs) {
-                if d < 0 && c > 0 {
-                    return Err(Fail::new(MPI_ERR_ARG, format!("displacement {d} is negative")));
-                }
-                let (off, len) = (d.max(0) as usize * l.size, c * l.size);
-                if len > 0 {
-                    end = end.max(off + len);
-                }
-                cb.push(as_count(len)?);
-                db.push(as_count(off)?);
-            }
-            let offset = l.one_block.map_or(0, |b| b.0);
-            if end > 0 && near_null(buf, offset) {
-                return Err(Fail::new(MPI_ERR_BUFFER, "the buffer is a null pointer"));
-            }
-            // The blocks are in the buffer (the caller's contract).
-            let ptr = addr(buf.cast::<u8>(), offset);
-            return Ok(Blocks { inc: Incoming { ptr, len: end, stage: None }, counts: cb, displs: db });
-        }
-        if near_null(buf, l.true_lb) {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the buffer is a null pointer"));
-        }
-        let parts: Vec<(isize, usize)> = displs.iter().map(|&d| d as isize).zip(cs.iter().copied()).collect();
-        let (mut cb, mut db, mut at) = (Vec::new(), Vec::new(), 0usize);
-        for &c in &cs {
-            cb.push(as_count(c * l.size)?);
-            db.push(as_count(at)?);
-            at += c * l.size;
-        }
-        let mut u = Unpack::new(&l, buf.cast(), parts, fill)?;
-        u.whole = true;
-        Ok(Blocks { inc: Incoming { ptr: u.tmp.as_mut_ptr(), len: at, stage: Some(u) }, counts: cb, displs: db })
+        // SAFETY: this function's contract is `blocks`'s.
+        Ok(unsafe { mpi::staged::blocks(buf.cast(), &cs, displs, &l, fill) }?)
     }
-}
-
-/// A v-collective's buffer as bytes: where, and each block's byte count
-/// and displacement.
-pub(crate) struct Blocks {
-    pub(crate) inc: Incoming,
-    pub(crate) counts: Vec<mpi::Count>,
-    pub(crate) displs: Vec<mpi::Count>,
 }
 
 fn too_many(count: usize) -> Fail {
@@ -402,161 +305,6 @@ fn unknown_type(dt: Handle) -> Fail {
 #[inline(always)] // on every send and receive; out of line it costs a call frame
 pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
     usize::try_from(count).ok()?.checked_mul(contiguous_size(dt)?)
-}
-
-/// Data at `buf + offset` would be in the never-mapped first page: a null
-/// buffer (or `MPI_BOTTOM` plus a small offset), rather than `MPI_BOTTOM`
-/// (null) with absolute displacements (§5.1.12).
-pub(crate) fn near_null(buf: *const c_void, offset: isize) -> bool {
-    (buf as isize).wrapping_add(offset).unsigned_abs() < 4096
-}
-
-/// The bytes a send takes from `buf`: the caller's own when the span is
-/// direct, else a packed copy.
-///
-/// # Safety
-/// `buf` holds the span's elements, for the lifetime chosen.
-pub(crate) unsafe fn outgoing<'a>(buf: *const c_void, span: &Span, what: &str) -> R<std::borrow::Cow<'a, [u8]>> {
-    use std::borrow::Cow;
-    match span {
-        Span::Direct { len: 0, .. } => Ok(Cow::Borrowed(&[])),
-        Span::Direct { offset, len } => {
-            if near_null(buf, *offset) {
-                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-            }
-            // SAFETY: the caller's contract; MPI_BOTTOM (null) plus an
-            // absolute displacement is the standard's addressing (§5.1.12).
-            Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(addr(buf.cast(), *offset), *len) }))
-        }
-        Span::Scattered { layout, count, len } => {
-            if near_null(buf, layout.true_lb) {
-                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-            }
-            let mut out = mpi::datatype::zeroed_buffer(*len, "a packing buffer")?;
-            // SAFETY: this function's contract: `buf` holds the span's
-            // `count` elements, so every block pack_raw reads is readable.
-            unsafe { layout.pack_raw(buf.cast(), *count, &mut out) };
-            Ok(Cow::Owned(out))
-        }
-    }
-}
-
-/// Where a receive puts its bytes.
-pub(crate) struct Incoming {
-    /// Start and length of the bytes to receive into.
-    pub(crate) ptr: *mut u8,
-    pub(crate) len: usize,
-    /// For a scattered span: the staging buffer `ptr` points into, and
-    /// where its bytes go.
-    pub(crate) stage: Option<Unpack>,
-}
-
-/// Received bytes waiting to be unpacked into the caller's elements.
-pub(crate) struct Unpack {
-    tmp: Vec<u8>,
-    dest: *mut u8,
-    layout: Arc<Layout>,
-    /// The blocks of elements `tmp` holds, one after the other:
-    /// `(displacement in extents, count)`.
-    parts: Vec<(isize, usize)>,
-    /// Unpack all of `tmp` whatever the status says (collectives).
-    pub(crate) whole: bool,
-}
-
-impl Unpack {
-    fn new(layout: &Arc<Layout>, dest: *mut u8, parts: Vec<(isize, usize)>, fill: bool) -> R<Unpack> {
-        let len = parts
-            .iter()
-            .try_fold(0usize, |n, p| p.1.checked_mul(layout.size).and_then(|b| b.checked_add(n)))
-            .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the receive is larger than an address space"))?;
-        let mut tmp = mpi::datatype::zeroed_buffer(len, "a staging buffer for the receive")?;
-        if fill {
-            let mut at = 0;
-            for &(d, c) in &parts {
-                let n = c * layout.size;
-                // SAFETY: `dest` holds these elements (the callers' contract).
-                unsafe { layout.pack_raw(addr(dest, d * layout.extent()), c, &mut tmp[at..at + n]) };
-                at += n;
-            }
-        }
-        Ok(Unpack { tmp, dest, layout: layout.clone(), parts, whole: false })
-    }
-
-    /// Unpack the first `n` received bytes.
-    ///
-    /// # Safety
-    /// `dest` is still the caller's buffer, writable.
-    pub(crate) unsafe fn finish(self, n: u64) {
-        let n = if self.whole { self.tmp.len() } else { (n as usize).min(self.tmp.len()) };
-        let mut at = 0;
-        for &(d, c) in &self.parts {
-            if at >= n {
-                break;
-            }
-            let end = (at + c * self.layout.size).min(n);
-            // SAFETY: `finish`'s contract: `dest` is still the caller's
-            // buffer, writable for the elements of part `(d, c)`, and
-            // `end - at` bytes fill at most those `c` elements.
-            unsafe { self.layout.unpack_raw(&self.tmp[at..end], addr(self.dest, d * self.layout.extent())) };
-            at = end;
-        }
-    }
-
-    /// The staging buffer, for a send side that only reads it.
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
-        self.tmp
-    }
-}
-
-impl Incoming {
-    /// The bytes to receive into, for the lifetime chosen.
-    ///
-    /// # Safety
-    /// Nothing else accesses them meanwhile; the staging buffer outlives them.
-    pub(crate) unsafe fn bytes<'a>(&mut self) -> &'a mut [u8] {
-        if self.len == 0 {
-            return &mut [];
-        }
-        // SAFETY: the caller's contract; `ptr` is valid for `len` bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-
-    /// Unpack a staged receive of `n` bytes.
-    ///
-    /// # Safety
-    /// As [`Unpack::finish`].
-    pub(crate) unsafe fn finish(self, n: u64) {
-        if let Some(u) = self.stage {
-            // SAFETY: this function's contract is `Unpack::finish`'s:
-            // the receive buffer is still the caller's, writable.
-            unsafe { u.finish(n) };
-        }
-    }
-}
-
-/// Where a receive into `buf` puts its bytes; with `fill`, a staging
-/// buffer starts with the elements' current values (`MPI_IN_PLACE`).
-///
-/// # Safety
-/// `buf` has room for the span's elements.
-pub(crate) unsafe fn incoming(buf: *mut c_void, span: &Span, what: &str, fill: bool) -> R<Incoming> {
-    match span {
-        Span::Direct { len: 0, .. } => Ok(Incoming { ptr: std::ptr::null_mut(), len: 0, stage: None }),
-        Span::Direct { offset, len } => {
-            if near_null(buf, *offset) {
-                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-            }
-            // MPI_BOTTOM plus absolute displacements is the standard's addressing (§5.1.12).
-            Ok(Incoming { ptr: addr(buf.cast(), *offset), len: *len, stage: None })
-        }
-        Span::Scattered { layout, len, count } => {
-            if near_null(buf, layout.true_lb) {
-                return Err(Fail::new(MPI_ERR_BUFFER, format!("the {what} buffer is a null pointer")));
-            }
-            let mut stage = Unpack::new(layout, buf.cast(), vec![(0, *count)], fill)?;
-            Ok(Incoming { ptr: stage.tmp.as_mut_ptr(), len: *len, stage: Some(stage) })
-        }
-    }
 }
 
 // ---- the calls -------------------------------------------------------------------
@@ -1671,7 +1419,7 @@ pub unsafe extern "C" fn MPI_Pack(
         // SAFETY: the standard's contract on `position`.
         let at = unsafe { position(position_, outsize, span.len(), "MPI_Pack")? };
         // SAFETY: the standard's contract: `inbuf` holds the elements.
-        let data = unsafe { outgoing(inbuf, &span, "input")? };
+        let data = unsafe { outgoing(inbuf.cast(), &span, "input")? };
         if !data.is_empty() {
             if outbuf.is_null() {
                 return Err(Fail::new(MPI_ERR_BUFFER, "outbuf is a null pointer"));
@@ -1701,7 +1449,7 @@ pub unsafe extern "C" fn MPI_Unpack(
         // SAFETY: the standard's contract on `position`.
         let at = unsafe { position(position_, insize, span.len(), "MPI_Unpack")? };
         // SAFETY: the standard's contract: `outbuf` has room for the elements.
-        let mut into = unsafe { incoming(outbuf, &span, "output", false)? };
+        let mut into = unsafe { incoming(outbuf.cast(), &span, "output", false)? };
         if into.len > 0 {
             if inbuf.is_null() {
                 return Err(Fail::new(MPI_ERR_BUFFER, "inbuf is a null pointer"));

@@ -147,11 +147,11 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     for r in st.requests.values().chain(st.detached.iter()) {
         match r {
             Req::Op(a) => {
-                let _ = a.r.cancel();
+                let _ = a.request.cancel();
             }
             Req::Persistent(p) => {
                 if let Some(a) = &p.active {
-                    let _ = a.r.cancel();
+                    let _ = a.request.cancel();
                 }
             }
             Req::Done(_) => {}

@@ -119,7 +119,7 @@ unsafe fn receive_one(
 ) -> R<()> {
     // SAFETY: `buf` holds `count` elements of `dt`, writable for this call (this function's
     // contract).
-    let mut inc = unsafe { incoming(buf, &st.span(count, dt)?, "recvbuf", false)? };
+    let mut inc = unsafe { incoming(buf.cast(), &st.span(count, dt)?, "recvbuf", false)? };
     // SAFETY: the caller's bytes or a staging buffer, for this call.
     body(unsafe { inc.bytes() })?;
     let n = inc.len as u64;
@@ -136,7 +136,7 @@ unsafe fn receive_one(
 unsafe fn sent<'a>(st: &State, buf: *const c_void, count: c_int, dt: Handle) -> R<std::borrow::Cow<'a, [u8]>> {
     // SAFETY: `buf` holds `count` elements of `dt`, readable for this call (this function's
     // contract).
-    unsafe { outgoing(buf, &st.span(count, dt)?, "sendbuf") }
+    Ok(unsafe { outgoing(buf.cast(), &st.span(count, dt)?, "sendbuf") }?)
 }
 
 /// Packed bytes, and each block's `(offset, length)` in them.

@@ -47,6 +47,7 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 
 use abi::*;
+use mpi::staged::Staged;
 use mpi::{Communicator, MpiError, SimpleCommunicator, Universe};
 
 /// A handle as the ABI passes it: a pointer-sized value (`struct MPI_ABI_X*`).
@@ -109,6 +110,7 @@ impl From<MpiError> for Fail {
             MpiError::Dims(_) => MPI_ERR_DIMS,
             MpiError::TooLarge(_) => MPI_ERR_COUNT,
             MpiError::NoMemory(_) => MPI_ERR_NO_MEM,
+            MpiError::Buffer(_) => MPI_ERR_BUFFER,
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
@@ -159,114 +161,10 @@ pub(crate) struct CommEntry {
     pub(crate) buffered: bsend::Buffered,
 }
 
-/// An operation in the engine, with what it needs when it completes.
-pub(crate) struct Active {
-    /// Declared first, so dropped first: dropping a request waits for it,
-    /// and only then are the buffers in `stage` released.
-    pub(crate) r: mpi::Request<'static>,
-    pub(crate) stage: Stage,
-}
-
-/// Buffers an operation keeps until it completes (none when it works on
-/// the caller's buffers in place).
-#[derive(Default)]
-pub(crate) struct Stage {
-    /// Packed copies of the data it sends, or scratch space it writes:
-    /// only kept alive, never read here.
-    #[allow(dead_code)]
-    pub(crate) hold: Vec<Vec<u8>>,
-    /// Received bytes to unpack into the caller's elements.
-    pub(crate) unpack: Option<datatype::Unpack>,
-    /// Operations that complete with this one, reporting nothing of their
-    /// own: the send half of `MPI_Isendrecv` (§3.10).
-    pub(crate) with: Vec<Active>,
-    /// The status to report instead of the operation's own: the receive
-    /// half of `MPI_Isendrecv` from `MPI_PROC_NULL`, whose operation is
-    /// the send half.
-    pub(crate) status: Option<MpiStatus>,
-    /// Run at completion, after the unpacking: `MPI_Ireduce_scatter`
-    /// copies this process's block out of the reduced whole it owns.
-    pub(crate) then: Option<Box<dyn FnOnce()>>,
-}
-
-impl Active {
-    /// An operation on the caller's buffers in place.
-    pub(crate) fn plain(r: mpi::Request<'static>) -> Active {
-        Active { r, stage: Stage::default() }
-    }
-
-    fn unstage(stage: Stage, s: &mpi::Status) -> MpiStatus {
-        if let Some(u) = stage.unpack {
-            // SAFETY: the receive buffer is the caller's until this
-            // completion (the standard's contract on non-blocking calls).
-            unsafe { u.finish(s.bytes()) }
-        }
-        if let Some(f) = stage.then {
-            f();
-        }
-        stage.status.unwrap_or_else(|| c_status(s))
-    }
-
-    /// Wait for completion.
-    pub(crate) fn wait(mut self) -> R<MpiStatus> {
-        for a in std::mem::take(&mut self.stage.with) {
-            a.wait()?;
-        }
-        let s = self.r.wait()?;
-        Ok(Active::unstage(self.stage, &s))
-    }
-
-    /// This operation's part in `mpi::request::settle`: its request, and
-    /// those of the operations that complete with it (none, usually: no
-    /// allocation).
-    pub(crate) fn part(&self) -> mpi::request::Part<'_, 'static> {
-        let mut with = Vec::new();
-        for a in &self.stage.with {
-            a.requests(&mut with);
-        }
-        mpi::request::Part::Waiting(&self.r, with)
-    }
-
-    fn requests<'s>(&'s self, out: &mut Vec<&'s mpi::Request<'static>>) {
-        out.push(&self.r);
-        for a in &self.stage.with {
-            a.requests(out);
-        }
-    }
-
-    /// Complete an operation `mpi::request::settle` found ended (waiting
-    /// for it otherwise), charging no second MPI call.
-    pub(crate) fn finish(mut self) -> R<MpiStatus> {
-        for a in std::mem::take(&mut self.stage.with) {
-            a.finish()?;
-        }
-        let s = self.r.finish()?;
-        Ok(Active::unstage(self.stage, &s))
-    }
-
-    /// Complete if done; the operation back if not.
-    pub(crate) fn test(mut self) -> R<Result<MpiStatus, Active>> {
-        let mut left = Vec::new();
-        for a in std::mem::take(&mut self.stage.with) {
-            if let Err(a) = a.test()? {
-                left.push(a);
-            }
-        }
-        if !left.is_empty() {
-            self.stage.with = left;
-            return Ok(Err(self));
-        }
-        Ok(match self.r.test()? {
-            Ok(s) => Ok(Active::unstage(self.stage, &s)),
-            Err(r) => Err(Active { r, stage: self.stage }),
-        })
-    }
-}
-
 /// A request handle's state.
 pub(crate) enum Req {
     /// An operation in the engine.
-    Op(Active),
+    Op(Staged),
     /// Already complete (an operation on `MPI_PROC_NULL`, or one that
     /// `MPI_Request_get_status` found complete), with its outcome.
     Done(R<MpiStatus>),
@@ -281,7 +179,7 @@ pub(crate) struct Persistent {
     /// Its handle, for the buffer a buffered send uses.
     pub(crate) handle: Handle,
     pub(crate) op: PersistentOp,
-    pub(crate) active: Option<Active>,
+    pub(crate) active: Option<Staged>,
     /// Completed (on `MPI_PROC_NULL`, or found complete by
     /// `MPI_Request_get_status`) and not yet reported, with its outcome.
     pub(crate) done: Option<R<MpiStatus>>,
@@ -289,8 +187,8 @@ pub(crate) struct Persistent {
 
 /// What a persistent request does each time it is started.
 pub(crate) enum PersistentOp {
-    Send { buf: *const std::ffi::c_void, span: datatype::Span, dest: c_int, tag: c_int, mode: p2p::Mode },
-    Recv { buf: *mut std::ffi::c_void, span: datatype::Span, source: c_int, tag: Option<c_int> },
+    Send { buf: *const std::ffi::c_void, span: mpi::staged::Span, dest: c_int, tag: c_int, mode: p2p::Mode },
+    Recv { buf: *mut std::ffi::c_void, span: mpi::staged::Span, source: c_int, tag: Option<c_int> },
 }
 
 /// Everything between `MPI_Init` and `MPI_Finalize`.
@@ -548,6 +446,11 @@ pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
         // function's contract).
         unsafe { out.write(s) };
     }
+}
+
+/// The outcome of a completed operation, for the C caller.
+pub(crate) fn outcome(r: mpi::Result<mpi::Status>) -> R<MpiStatus> {
+    Ok(c_status(&r?))
 }
 
 /// A status for the C caller from the mpi crate's.

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn MPI_Improbe(
 /// # Safety
 /// `message` is readable and writable; `buf` has room for `count`
 /// elements and is left alone until the receive completes.
-unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, message: *mut Handle) -> R<Option<Active>> {
+unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, message: *mut Handle) -> R<Option<Staged>> {
     // SAFETY: the caller's contract on `message`.
     let h = unsafe { read_arg(message, "message")? };
     let span = st.span(count, dt)?;
@@ -105,10 +105,10 @@ unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, mess
     // SAFETY: `message` was read above, so it is not null; the standard makes it writable (§3.8.3).
     unsafe { message.write(MPI_MESSAGE_NULL) };
     // SAFETY: the caller's contract on `buf`.
-    let inc = unsafe { incoming(buf, &span, "receive", false)? };
+    let inc = unsafe { incoming(buf.cast(), &span, "receive", false)? };
     // SAFETY: `inc` is the caller's buffer or a staging buffer the request keeps.
     let r = unsafe { raw::imrecv(m, inc.ptr, inc.len) }?;
-    Ok(Some(Active { r, stage: Stage { unpack: inc.stage, ..Stage::default() } }))
+    Ok(Some(Staged { request: r, stage: mpi::staged::Stage { unpack: inc.stage, ..Default::default() } }))
 }
 
 #[no_mangle]
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     with_state("MPI_Mrecv", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the arguments, for the call.
         let s = match unsafe { mrecv(st, buf, count, datatype, message)? } {
-            Some(a) => a.wait(),
+            Some(a) => outcome(a.wait()),
             None => Ok(MpiStatus::proc_null()),
         };
         // SAFETY: the standard's contract on `status`.

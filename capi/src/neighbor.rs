@@ -103,7 +103,7 @@ unsafe fn start(
     send: impl FnOnce(&State, usize) -> R<Blocks>,
     recvbuf: *mut c_void,
     recv: impl FnOnce(&State, usize) -> R<Blocks>,
-) -> R<Active> {
+) -> R<Staged> {
     if in_place(sendbuf) {
         return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for a neighborhood collective (§8.6)"));
     }
@@ -140,7 +140,7 @@ unsafe fn neighbor_allgather(
     recvcount: c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the standard's contract on the buffers.
     unsafe {
         start(
@@ -166,7 +166,7 @@ unsafe fn neighbor_allgatherv(
     displs: *const c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the standard's contract on the buffers and arrays (one count
     // and displacement per incoming edge).
     unsafe {
@@ -192,7 +192,7 @@ unsafe fn neighbor_alltoall(
     recvcount: c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the standard's contract on the buffers.
     unsafe {
         start(
@@ -219,7 +219,7 @@ unsafe fn neighbor_alltoallv(
     rdispls: *const c_int,
     recvtype: Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the standard's contract on the buffers and arrays.
     unsafe {
         start(
@@ -246,7 +246,7 @@ unsafe fn neighbor_alltoallw(
     rdispls: *const isize,
     recvtypes: *const Handle,
     comm: Handle,
-) -> R<Active> {
+) -> R<Staged> {
     // SAFETY: the standard's contract on the buffers and arrays.
     unsafe {
         start(

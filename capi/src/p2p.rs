@@ -5,8 +5,6 @@
 
 use std::ffi::{c_int, c_void};
 
-use std::borrow::Cow;
-
 use mpi::request::{Need, Part};
 use mpi::{raw, Communicator, Process, Source};
 
@@ -37,8 +35,7 @@ macro_rules! from_source {
     };
 }
 
-/// Start sending `span` of `buf`: from the caller's bytes in place, or
-/// from a packed copy the operation keeps.
+/// Start sending `span` of `buf` (`mpi::staged::isend`).
 ///
 /// # Safety
 /// `buf` holds the span's elements until the operation completes.
@@ -48,49 +45,19 @@ pub(crate) unsafe fn start_send(
     span: &Span,
     tag: c_int,
     sync: bool,
-) -> R<Active> {
-    if let Some((layout, count)) = span.streamed(buf, "send")? {
-        // SAFETY: this function's contract: `buf` holds the span's
-        // elements until the operation completes.
-        return Ok(Active::plain(unsafe { raw::isend_typed(to, buf.cast(), layout, count, tag, sync) }?));
-    }
-    // SAFETY: this function's contract is `outgoing`'s: `buf` holds the
-    // span's elements (for longer: until the operation completes).
-    Ok(match unsafe { outgoing(buf, span, "send")? } {
-        // SAFETY: the caller keeps `b` until completion.
-        Cow::Borrowed(b) => Active::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
-        Cow::Owned(v) => send_owned(to, v, tag, sync)?,
-    })
+) -> R<Staged> {
+    // SAFETY: this function's contract is `isend`'s.
+    Ok(unsafe { mpi::staged::isend(to, buf.cast(), span, tag, sync) }?)
 }
 
-/// Start sending bytes of our own (a packed or buffered copy), which the
-/// operation keeps until it completes.
-pub(crate) fn send_owned(to: &Process<'_>, v: Vec<u8>, tag: c_int, sync: bool) -> R<Active> {
-    // SAFETY: `v`'s heap bytes do not move when `v` does, and the request
-    // keeps `v` until it completes.
-    let r = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
-    Ok(Active { r, stage: Stage { hold: vec![v], ..Stage::default() } })
-}
-
-/// Start receiving `span` of `buf`: into the caller's bytes in place, or
-/// into a staging buffer unpacked at completion.
+/// Start receiving `span` of `buf` (`mpi::staged::irecv`).
 ///
 /// # Safety
 /// `buf` has room for the span's elements and is left alone until the
 /// operation completes.
-unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Active> {
-    if let Some((layout, count)) = span.streamed(buf, "receive")? {
-        // SAFETY: this function's contract: `buf` has room for the span's
-        // elements and is left alone until the operation completes.
-        return Ok(Active::plain(unsafe { raw::irecv_typed(from, buf.cast(), layout, count, tag) }?));
-    }
-    // SAFETY: this function's contract is `incoming`'s: `buf` has room for
-    // the span's elements (and is left alone until completion).
-    let inc = unsafe { incoming(buf, span, "receive", false)? };
-    // SAFETY: `inc.ptr` is the caller's buffer or the staging buffer the
-    // request keeps, valid for `inc.len` bytes until completion.
-    let r = unsafe { raw::irecv(from, inc.ptr, inc.len, tag) }?;
-    Ok(Active { r, stage: Stage { unpack: inc.stage, ..Stage::default() } })
+unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Staged> {
+    // SAFETY: this function's contract is `irecv`'s.
+    Ok(unsafe { mpi::staged::irecv(from, buf.cast(), span, tag) }?)
 }
 
 /// Blocking send of every mode: standard, synchronous (`sync`), ready
@@ -114,7 +81,7 @@ unsafe fn send(
         // The fast path: a predefined type, sent from the caller's bytes.
         if let (Some(len), true) = (direct_bytes(count, dt), dest != MPI_PROC_NULL) {
             let p = if len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { buf.cast::<u8>() };
-            if len > 0 && near_null(buf, 0) {
+            if len > 0 && near_null(buf.cast(), 0) {
                 return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
             }
             // SAFETY: `buf` holds `len` bytes for this call (the caller's
@@ -126,13 +93,13 @@ unsafe fn send(
             return Ok(());
         }
         let to = c.process_at_rank(dest);
-        if let Some((layout, count)) = span.streamed(buf, "send")? {
+        if let Some((layout, count)) = span.streamed(buf.cast(), "send")? {
             // SAFETY: `buf` holds the elements for this call (the caller's
             // contract), and the wait ends the request within it.
             return Ok(unsafe { raw::isend_typed(&to, buf.cast(), layout, count, tag, sync) }?.wait().map(drop)?);
         }
         // SAFETY: `buf` holds the elements for this call (the caller's contract).
-        let data = unsafe { outgoing(buf, &span, "send")? };
+        let data = unsafe { outgoing(buf.cast(), &span, "send")? };
         // SAFETY: `data` is valid for this call.
         Ok(unsafe { raw::send(&to, data.as_ptr(), data.len(), tag, sync) }?)
     })
@@ -198,7 +165,7 @@ unsafe fn recv(
     // The fast path: a predefined type, received into the caller's bytes.
     if let (Some(len), true) = (direct_bytes(count, dt), source != MPI_PROC_NULL) {
         let p = if len == 0 { std::ptr::null_mut() } else { buf.cast::<u8>() };
-        if len > 0 && near_null(buf, 0) {
+        if len > 0 && near_null(buf.cast(), 0) {
             return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
         }
         // SAFETY: `buf` has room for `len` bytes for this call (the
@@ -237,7 +204,7 @@ unsafe fn recv_derived(
         unsafe { put_status(status, MpiStatus::proc_null()) };
         return Ok(());
     }
-    if let Some((layout, count)) = span.streamed(buf, "receive")? {
+    if let Some((layout, count)) = span.streamed(buf.cast(), "receive")? {
         // SAFETY: `buf` has room for the elements for this call (the
         // caller's contract), and the wait ends the request within it.
         let s = unsafe {
@@ -248,7 +215,7 @@ unsafe fn recv_derived(
         return Ok(());
     }
     // SAFETY: `buf` has room for the elements for this call (the caller's contract).
-    let inc = unsafe { incoming(buf, &span, "receive", false)? };
+    let inc = unsafe { incoming(buf.cast(), &span, "receive", false)? };
     // SAFETY: `inc` is valid for `inc.len` bytes for this call.
     let s = unsafe { from_source!(c, source, from => raw::recv(from, inc.ptr, inc.len, tag)) }?;
     // SAFETY: the caller's contract on `buf` and `status`.
@@ -442,8 +409,8 @@ unsafe fn start_sendrecv(
         }
         SendPart::Copy => {
             // SAFETY: the receive buffer holds the elements to send.
-            let data = unsafe { outgoing(recvbuf, &rspan, "send")? }.into_owned();
-            Some(send_owned(&c.process_at_rank(dest), data, sendtag, false)?)
+            let data = unsafe { outgoing(recvbuf.cast(), &rspan, "send")? }.into_owned();
+            Some(mpi::staged::isend_owned(&c.process_at_rank(dest), data, sendtag, false)?)
         }
     };
     let received = if source == MPI_PROC_NULL {
@@ -456,7 +423,7 @@ unsafe fn start_sendrecv(
         (None, None) => Req::Done(Ok(MpiStatus::proc_null())),
         (None, Some(r)) => Req::Op(r),
         (Some(mut s), None) => {
-            s.stage.status = Some(MpiStatus::proc_null());
+            s.stage.status = Some(mpi::Status::proc_null());
             Req::Op(s)
         }
         (Some(s), Some(mut r)) => {
@@ -470,7 +437,7 @@ unsafe fn start_sendrecv(
 /// written as non-blocking ones).
 fn wait_req(r: Req) -> R<MpiStatus> {
     match r {
-        Req::Op(a) => a.wait(),
+        Req::Op(a) => outcome(a.wait()),
         Req::Done(s) => s,
         Req::Persistent(_) => Err(Fail::new(MPI_ERR_INTERN, "a persistent request where none was made")),
     }
@@ -675,12 +642,12 @@ fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
     match st.requests.remove(&h) {
         None => (Err(not_active(h)), h),
         Some(Req::Done(s)) => (s, MPI_REQUEST_NULL),
-        Some(Req::Op(a)) => (a.finish(), MPI_REQUEST_NULL),
+        Some(Req::Op(a)) => (outcome(a.finish()), MPI_REQUEST_NULL),
         Some(Req::Persistent(mut p)) => {
             let s = match (p.done.take(), p.active.take()) {
                 (Some(s), _) => s,
                 (None, None) => Ok(MpiStatus::empty()),
-                (None, Some(a)) => a.finish(),
+                (None, Some(a)) => outcome(a.finish()),
             };
             st.requests.insert(h, Req::Persistent(p));
             (s, h)
@@ -698,7 +665,7 @@ fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
     let (r, s) = match st.requests.remove(&h).ok_or_else(|| not_active(h))? {
         Req::Done(s) => (Req::Done(s.clone()), s),
         Req::Op(a) => {
-            let s = a.finish();
+            let s = outcome(a.finish());
             (Req::Done(s.clone()), s)
         }
         Req::Persistent(mut p) => {
@@ -706,7 +673,7 @@ fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
                 (Some(s), _) => s.clone(),
                 (None, None) => Ok(MpiStatus::empty()),
                 (None, Some(a)) => {
-                    let s = a.finish();
+                    let s = outcome(a.finish());
                     p.done = Some(s.clone());
                     s
                 }
@@ -1328,7 +1295,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
         // The request must still be completed; its status says whether the
         // cancellation won (§3.8.4).
         if let Some(r) = r {
-            r.r.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
+            r.request.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
         }
         Ok(())
     })

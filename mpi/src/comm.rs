@@ -39,6 +39,18 @@ impl Status {
         Status { source: -1, tag: 0, bytes: 0, cancelled: true }
     }
 
+    /// The status of a receive from `MPI_PROC_NULL` (MPI 4.1 §3.10):
+    /// source [`crate::PROC_NULL`], tag [`crate::ANY_TAG`], no bytes.
+    pub fn proc_null() -> Status {
+        Status::new(crate::PROC_NULL, crate::ANY_TAG, 0)
+    }
+
+    /// The status of a completion that concerns no message (an inactive
+    /// request, MPI 4.1 §3.7.3): any source, any tag, no bytes.
+    pub fn empty() -> Status {
+        Status::new(crate::ANY_SOURCE, crate::ANY_TAG, 0)
+    }
+
     /// Whether the request was cancelled (`MPI_Test_cancelled`).
     pub fn is_cancelled(&self) -> bool {
         self.cancelled

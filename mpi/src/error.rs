@@ -69,6 +69,10 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
+    /// A buffer argument that cannot hold the data (a null pointer where
+    /// elements must be; `MPI_ERR_BUFFER`).
+    #[error("{0}")]
+    Buffer(String),
     /// Memory the call needs could not be had (`MPI_ERR_NO_MEM`): the
     /// call fails, the process goes on.
     #[error("out of memory: {0}")]

@@ -34,6 +34,7 @@ mod error;
 pub mod inter;
 mod keepalive;
 pub mod request;
+pub mod staged;
 pub mod topo;
 mod universe;
 
@@ -51,6 +52,13 @@ pub type Rank = i32;
 pub type Tag = i32;
 /// A count of elements (`MPI_Count` in the variable-count collectives).
 pub type Count = i32;
+/// `MPI_PROC_NULL`: no process (MPI 4.1 §3.10), the value of the MPI 5.0
+/// standard ABI, as a [`Status`]'s source.
+pub const PROC_NULL: Rank = -3;
+/// `MPI_ANY_SOURCE`, the MPI 5.0 standard ABI's value, as a [`Status`]'s source.
+pub const ANY_SOURCE: Rank = -1;
+/// `MPI_ANY_TAG`, the MPI 5.0 standard ABI's value, as a [`Status`]'s tag.
+pub const ANY_TAG: Tag = -2;
 /// Largest tag (`MPI_TAG_UB`).
 pub const TAG_UB: Tag = i32::MAX;
 
