@@ -6,18 +6,20 @@
 
 use std::ffi::c_int;
 
+use mpi::group::{Group, GroupRelation};
 use mpi::{Color, Communicator};
 
 use crate::abi::*;
 use crate::*;
 
 impl State {
-    /// The members of group `g`.
-    pub(crate) fn group(&self, g: Handle) -> R<&[u32]> {
+    /// Group `g`.
+    pub(crate) fn group(&self, g: Handle) -> R<&Group> {
+        static EMPTY: Group = Group::EMPTY;
         if g == MPI_GROUP_EMPTY {
-            return Ok(&[]);
+            return Ok(&EMPTY);
         }
-        self.groups.get(&g).map(Vec::as_slice).ok_or_else(|| {
+        self.groups.get(&g).ok_or_else(|| {
             let what = if g == MPI_GROUP_NULL { "MPI_GROUP_NULL".to_string() } else { format!("{g:#x}") };
             Fail::new(MPI_ERR_GROUP, format!("{what} is not a valid group (never created, or freed)"))
         })
@@ -27,53 +29,27 @@ impl State {
     ///
     /// # Safety
     /// `out` is null or writable.
-    pub(crate) unsafe fn new_group(&mut self, members: Vec<u32>, out: *mut Handle) -> R<()> {
-        let h = if members.is_empty() {
+    pub(crate) unsafe fn new_group(&mut self, g: Group, out: *mut Handle) -> R<()> {
+        let h = if g.is_empty() {
             MPI_GROUP_EMPTY
         } else {
             let h = self.new_handle();
-            self.groups.insert(h, members);
+            self.groups.insert(h, g);
             h
         };
         // SAFETY: `out` is writable for a group handle (the standard's contract on the call's
         // `newgroup`); `put` refuses null.
         unsafe { put(out, h, "newgroup") }
     }
-
-    /// This process's `MPI_COMM_WORLD` rank.
-    fn me(&self) -> R<u32> {
-        Ok(self.comm(MPI_COMM_WORLD)?.comm.rank() as u32)
-    }
 }
 
-/// `IDENT` (same members, same order), `SIMILAR` (same members) or `UNEQUAL`.
-fn compare(a: &[u32], b: &[u32]) -> c_int {
-    if a == b {
-        return MPI_IDENT;
+/// The C value of a relation (`MPI_Group_compare`).
+fn relation(r: GroupRelation) -> c_int {
+    match r {
+        GroupRelation::Identical => MPI_IDENT,
+        GroupRelation::Similar => MPI_SIMILAR,
+        GroupRelation::Unequal => MPI_UNEQUAL,
     }
-    let (mut x, mut y) = (a.to_vec(), b.to_vec());
-    x.sort_unstable();
-    y.sort_unstable();
-    if x == y {
-        MPI_SIMILAR
-    } else {
-        MPI_UNEQUAL
-    }
-}
-
-/// The ranks `ranks` of a group of `n`, checked: in range, no repeats.
-fn check_ranks(ranks: &[c_int], n: usize) -> R<()> {
-    let mut seen = vec![false; n];
-    for &r in ranks {
-        let i = usize::try_from(r)
-            .ok()
-            .filter(|&i| i < n)
-            .ok_or_else(|| Fail::new(MPI_ERR_RANK, format!("rank {r} is not in a group of {n} processes")))?;
-        if std::mem::replace(&mut seen[i], true) {
-            return Err(Fail::new(MPI_ERR_RANK, format!("rank {r} is listed twice")));
-        }
-    }
-    Ok(())
 }
 
 /// `n` values at `p`.
@@ -81,31 +57,23 @@ fn check_ranks(ranks: &[c_int], n: usize) -> R<()> {
 /// # Safety
 /// `p` holds `n` values.
 unsafe fn ints<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
-    let n = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("n {n} is negative")))?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: `p` is not null (checked above) and holds `n` ranks (the standard's contract on the
-    // rank array).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+    // SAFETY: this function's contract is `array_arg`'s.
+    unsafe { array_arg(p, n, what) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
     with_state("MPI_Comm_group", comm, |st| {
-        let members = st.comm(comm)?.comm.members().to_vec();
+        let g = Group::of(&st.comm(comm)?.comm);
         // SAFETY: the standard's contract on `group`.
-        unsafe { st.new_group(members, group) }
+        unsafe { st.new_group(g, group) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_int {
     with_state("MPI_Group_size", MPI_COMM_WORLD, |st| {
-        let n = st.group(group)?.len() as c_int;
+        let n = st.group(group)?.size();
         // SAFETY: the standard's contract on `size`.
         unsafe { put(size, n, "size") }
     })
@@ -114,8 +82,8 @@ pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_int {
     with_state("MPI_Group_rank", MPI_COMM_WORLD, |st| {
-        let me = st.me()?;
-        let r = st.group(group)?.iter().position(|&m| m == me).map_or(MPI_UNDEFINED, |i| i as c_int);
+        let me = st.comm(MPI_COMM_WORLD)?.comm.rank() as u32;
+        let r = st.group(group)?.rank_of(me).unwrap_or(MPI_UNDEFINED);
         // SAFETY: the standard's contract on `rank`.
         unsafe { put(rank, r, "rank") }
     })
@@ -141,7 +109,7 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_compare(group1: Handle, group2: Handle, result: *mut c_int) -> c_int {
     with_state("MPI_Group_compare", MPI_COMM_WORLD, |st| {
-        let r = compare(st.group(group1)?, st.group(group2)?);
+        let r = relation(st.group(group1)?.compare(st.group(group2)?));
         // SAFETY: the standard's contract on `result`.
         unsafe { put(result, r, "result") }
     })
@@ -156,33 +124,25 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     ranks2: *mut c_int,
 ) -> c_int {
     with_state("MPI_Group_translate_ranks", MPI_COMM_WORLD, |st| {
-        let (g1, g2) = (st.group(group1)?, st.group(group2)?);
-        // SAFETY: the standard's contract: `n` ranks in, `n` out.
+        // SAFETY: the standard's contract: `n` ranks in.
         let r1 = unsafe { ints(ranks1, n, "ranks1")? };
-        let mut out = Vec::with_capacity(r1.len());
-        for &r in r1 {
-            out.push(if r == MPI_PROC_NULL {
-                MPI_PROC_NULL
-            } else {
-                let m = usize::try_from(r).ok().and_then(|i| g1.get(i)).ok_or_else(|| {
-                    Fail::new(MPI_ERR_RANK, format!("rank {r} is not in group1 of {} processes", g1.len()))
-                })?;
-                g2.iter().position(|x| x == m).map_or(MPI_UNDEFINED, |i| i as c_int)
-            });
-        }
+        let out = st.group(group1)?.translate(r1, st.group(group2)?)?;
         if !out.is_empty() {
             if ranks2.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "ranks2 is a null pointer"));
             }
-            // SAFETY: `ranks2` is not null (checked above) and has room for `n` ints (§7.3.1);
-            // `out` holds `n` (built above, one per rank of `ranks1`).
-            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), ranks2, out.len()) };
+            for (i, r) in out.into_iter().enumerate() {
+                // SAFETY: `ranks2` is not null (checked above) and has room for `n` ints (§7.3.1);
+                // `out` holds `n` (one per rank of `ranks1`).
+                unsafe { ranks2.add(i).write(r.unwrap_or(MPI_UNDEFINED)) };
+            }
         }
         Ok(())
     })
 }
 
-/// A set operation on two groups (§7.3.2), in the order the standard gives.
+/// Register the group `make` builds from groups `g1` and `g2`
+/// (`MPI_Group_union`, ...: §7.3.2).
 ///
 /// # Safety
 /// `newgroup` is null or writable.
@@ -191,10 +151,10 @@ unsafe fn set_op(
     g1: Handle,
     g2: Handle,
     newgroup: *mut Handle,
-    keep: fn(&[u32], &[u32]) -> Vec<u32>,
+    make: fn(&Group, &Group) -> Group,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let v = keep(st.group(g1)?, st.group(g2)?);
+        let v = make(st.group(g1)?, st.group(g2)?);
         // SAFETY: `newgroup` is writable for a handle (the standard's contract); `new_group`
         // refuses null.
         unsafe { st.new_group(v, newgroup) }
@@ -204,90 +164,62 @@ unsafe fn set_op(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_union(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
     // SAFETY: the standard's contract on `newgroup`.
-    unsafe {
-        set_op("MPI_Group_union", group1, group2, newgroup, |a, b| {
-            a.iter().chain(b.iter().filter(|m| !a.contains(m))).copied().collect()
-        })
-    }
+    unsafe { set_op("MPI_Group_union", group1, group2, newgroup, Group::union) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_intersection(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
     // SAFETY: the standard's contract on `newgroup`.
-    unsafe {
-        set_op("MPI_Group_intersection", group1, group2, newgroup, |a, b| {
-            a.iter().filter(|m| b.contains(m)).copied().collect()
-        })
-    }
+    unsafe { set_op("MPI_Group_intersection", group1, group2, newgroup, Group::intersection) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_difference(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
     // SAFETY: the standard's contract on `newgroup`.
-    unsafe {
-        set_op("MPI_Group_difference", group1, group2, newgroup, |a, b| {
-            a.iter().filter(|m| !b.contains(m)).copied().collect()
-        })
-    }
+    unsafe { set_op("MPI_Group_difference", group1, group2, newgroup, Group::difference) }
 }
 
-/// The group of `ranks` of `group` (`incl`), or of the rest (`excl`).
+/// `MPI_Group_incl`/`_excl` (`incl`) and their range forms (`ranges`):
+/// the group of the ranks named, or of the rest.
 ///
 /// # Safety
-/// `newgroup` is null or writable.
+/// `ranks` holds `n` ranks, or `n` triplets when `ranges`; `newgroup` is
+/// null or writable.
 unsafe fn subset(
     call: &str,
-    st: &mut State,
     group: Handle,
-    ranks: &[c_int],
+    n: c_int,
+    ranks: *const c_int,
+    ranges: bool,
     incl: bool,
     newgroup: *mut Handle,
-) -> R<()> {
-    let g = st.group(group)?;
-    check_ranks(ranks, g.len()).map_err(|f| Fail::new(f.class, format!("{call}: {}", f.msg)))?;
-    let v: Vec<u32> = if incl {
-        ranks.iter().map(|&r| g[r as usize]).collect()
-    } else {
-        g.iter().enumerate().filter(|(i, _)| !ranks.contains(&(*i as c_int))).map(|(_, m)| *m).collect()
-    };
-    // SAFETY: `newgroup` is writable for a handle (the standard's contract); `new_group` refuses
-    // null.
-    unsafe { st.new_group(v, newgroup) }
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let g = st.group(group)?;
+        let picked = if ranges {
+            // SAFETY: this function's contract: `n` triplets.
+            g.ranges(unsafe { ints(ranks.cast::<[c_int; 3]>(), n, "ranges")? })?
+        } else {
+            // SAFETY: this function's contract: `n` ranks.
+            unsafe { ints(ranks, n, "ranks")? }.to_vec()
+        };
+        let made = if incl { g.include(&picked) } else { g.exclude(&picked) };
+        let made = made.map_err(|e| Fail::new(Fail::from(e.clone()).class, format!("{call}: {e}")))?;
+        // SAFETY: this function's contract on `newgroup`.
+        unsafe { st.new_group(made, newgroup) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    with_state("MPI_Group_incl", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the arguments.
-        unsafe { subset("MPI_Group_incl", st, group, ints(ranks, n, "ranks")?, true, newgroup) }
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { subset("MPI_Group_incl", group, n, ranks, false, true, newgroup) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    with_state("MPI_Group_excl", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the arguments.
-        unsafe { subset("MPI_Group_excl", st, group, ints(ranks, n, "ranks")?, false, newgroup) }
-    })
-}
-
-/// The ranks `(first, last, stride)` triplets name (§7.3.2).
-fn expand(ranges: &[[c_int; 3]], n: usize) -> R<Vec<c_int>> {
-    let mut out = Vec::new();
-    for &[first, last, stride] in ranges {
-        if stride == 0 {
-            return Err(Fail::new(MPI_ERR_ARG, "a range has stride 0"));
-        }
-        let mut r = first;
-        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
-            out.push(r);
-            if out.len() > n {
-                return Err(Fail::new(MPI_ERR_RANK, "the ranges name more ranks than the group has"));
-            }
-            r += stride;
-        }
-    }
-    Ok(out)
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { subset("MPI_Group_excl", group, n, ranks, false, false, newgroup) }
 }
 
 #[no_mangle]
@@ -297,12 +229,8 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Group_range_incl", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: `n` triplets.
-        let r = expand(unsafe { ints(ranges, n, "ranges")? }, st.group(group)?.len())?;
-        // SAFETY: the standard's contract on `newgroup`.
-        unsafe { subset("MPI_Group_range_incl", st, group, &r, true, newgroup) }
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { subset("MPI_Group_range_incl", group, n, ranges.cast(), true, true, newgroup) }
 }
 
 #[no_mangle]
@@ -312,25 +240,13 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Group_range_excl", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: `n` triplets.
-        let r = expand(unsafe { ints(ranges, n, "ranges")? }, st.group(group)?.len())?;
-        // SAFETY: the standard's contract on `newgroup`.
-        unsafe { subset("MPI_Group_range_excl", st, group, &r, false, newgroup) }
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { subset("MPI_Group_range_excl", group, n, ranges.cast(), true, false, newgroup) }
 }
 
 /// The ranks in `comm` of `group`'s members, which must all belong to it.
 pub(crate) fn ranks_in(st: &State, comm: Handle, group: Handle) -> R<Vec<c_int>> {
-    let members = st.comm(comm)?.comm.members();
-    st.group(group)?
-        .iter()
-        .map(|m| {
-            members.iter().position(|x| x == m).map(|i| i as c_int).ok_or_else(|| {
-                Fail::new(MPI_ERR_GROUP, format!("world rank {m} of the group is not in the communicator"))
-            })
-        })
-        .collect()
+    Ok(st.group(group)?.ranks_in(&st.comm(comm)?.comm)?)
 }
 
 #[no_mangle]
@@ -422,8 +338,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) -> c_int {
     with_state("MPI_Comm_compare", comm1, |st| {
-        let (a, b) = (st.comm(comm1)?.comm.members(), st.comm(comm2)?.comm.members());
-        let r = match compare(a, b) {
+        let r = match relation(st.comm(comm1)?.comm.compare_groups(&st.comm(comm2)?.comm)) {
             _ if comm1 == comm2 => MPI_IDENT,
             MPI_IDENT => MPI_CONGRUENT,
             r => r,

@@ -372,7 +372,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         // SAFETY: the standard's contract on `stringtag`.
         let tag = unsafe { crate::group::from_group_args(st, stringtag, info, errhandler)? };
         let ranks = crate::group::ranks_in(st, MPI_COMM_WORLD, local_group)?;
-        let remote = st.group(remote_group)?;
+        let remote = st.group(remote_group)?.members();
         let leader_at = |n: usize, r: c_int, which: &str| {
             usize::try_from(r).ok().filter(|&r| r < n).ok_or_else(|| {
                 Fail::new(MPI_ERR_RANK, format!("{which} {r} is not a rank of its group of {n} processes"))
@@ -423,7 +423,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, group: *mut Handle)
     with_state("MPI_Comm_remote_group", comm, |st| {
         let members = inter_comm(st, comm)?.remote_members().unwrap_or_default().to_vec();
         // SAFETY: the standard's contract on `group`.
-        unsafe { st.new_group(members, group) }
+        unsafe { st.new_group(mpi::group::Group::from_job_ranks(members), group) }
     })
 }
 

@@ -111,6 +111,8 @@ impl From<MpiError> for Fail {
             MpiError::TooLarge(_) => MPI_ERR_COUNT,
             MpiError::NoMemory(_) => MPI_ERR_NO_MEM,
             MpiError::Buffer(_) => MPI_ERR_BUFFER,
+            MpiError::Ranks(_) => MPI_ERR_RANK,
+            MpiError::Group(_) => MPI_ERR_GROUP,
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
@@ -203,7 +205,7 @@ pub(crate) struct State {
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
-    pub(crate) groups: Table<Vec<u32>>,
+    pub(crate) groups: Table<mpi::group::Group>,
     /// User keyvals (§7.7.2) and the next one to hand out.
     pub(crate) keyvals: HashMap<c_int, attr::Keyval>,
     pub(crate) next_keyval: c_int,

@@ -69,6 +69,14 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
+    /// Ranks of a group that are out of range or listed twice
+    /// (`MPI_ERR_RANK`, §7.3.2).
+    #[error("{0}")]
+    Ranks(String),
+    /// A group that does not fit the call (`MPI_ERR_GROUP`): members not
+    /// in the communicator.
+    #[error("{0}")]
+    Group(String),
     /// A buffer argument that cannot hold the data (a null pointer where
     /// elements must be; `MPI_ERR_BUFFER`).
     #[error("{0}")]

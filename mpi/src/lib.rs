@@ -31,6 +31,7 @@ mod comm;
 pub mod compute;
 pub mod datatype;
 mod error;
+pub mod group;
 pub mod inter;
 mod keepalive;
 pub mod request;
