@@ -145,16 +145,8 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     // buffer is read or written after we return.
     let left = st.requests.len();
     for r in st.requests.values().chain(st.detached.iter()) {
-        match r {
-            Req::Op(a) => {
-                let _ = a.request.cancel();
-            }
-            Req::Persistent(p) => {
-                if let Some(a) = &p.active {
-                    let _ = a.request.cancel();
-                }
-            }
-            Req::Done(_) => {}
+        if let Some(a) = r.active() {
+            let _ = a.request.cancel();
         }
     }
     if left > 0 {

@@ -112,6 +112,7 @@ impl From<MpiError> for Fail {
             MpiError::NoMemory(_) => MPI_ERR_NO_MEM,
             MpiError::Buffer(_) => MPI_ERR_BUFFER,
             MpiError::Ranks(_) => MPI_ERR_RANK,
+            MpiError::Request(_) => MPI_ERR_REQUEST,
             MpiError::Group(_) => MPI_ERR_GROUP,
             _ => MPI_ERR_OTHER,
         };
@@ -160,34 +161,23 @@ pub(crate) struct CommEntry {
     /// Info hints (`MPI_Comm_set_info`), kept as given: none is acted on.
     pub(crate) info: info::Pairs,
     /// The buffer attached to it (`MPI_Comm_attach_buffer`), if any.
-    pub(crate) buffered: bsend::Buffered,
+    pub(crate) buffered: mpi::bsend::Buffered,
 }
 
-/// A request handle's state.
-pub(crate) enum Req {
-    /// An operation in the engine.
-    Op(Staged),
-    /// Already complete (an operation on `MPI_PROC_NULL`, or one that
-    /// `MPI_Request_get_status` found complete), with its outcome.
-    Done(R<MpiStatus>),
-    /// A persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9).
-    Persistent(Box<Persistent>),
-}
+/// A request handle's state: the mpi crate's (`mpi::request::slot`),
+/// with a persistent request's recipe.
+pub(crate) type Req = mpi::request::slot::Slot<Recipe>;
 
-/// A persistent request: the arguments of its operation, and the
-/// operation while it is active (between `MPI_Start` and completion).
-pub(crate) struct Persistent {
+/// What a persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9)
+/// does each time it is started.
+pub(crate) struct Recipe {
     pub(crate) comm: SimpleCommunicator,
-    /// Its handle, for the buffer a buffered send uses.
+    /// Its communicator's handle, for the buffer a buffered send uses.
     pub(crate) handle: Handle,
     pub(crate) op: PersistentOp,
-    pub(crate) active: Option<Staged>,
-    /// Completed (on `MPI_PROC_NULL`, or found complete by
-    /// `MPI_Request_get_status`) and not yet reported, with its outcome.
-    pub(crate) done: Option<R<MpiStatus>>,
 }
 
-/// What a persistent request does each time it is started.
+/// The operation of a persistent request.
 pub(crate) enum PersistentOp {
     Send { buf: *const std::ffi::c_void, span: mpi::staged::Span, dest: c_int, tag: c_int, mode: p2p::Mode },
     Recv { buf: *mut std::ffi::c_void, span: mpi::staged::Span, source: c_int, tag: Option<c_int> },
@@ -216,7 +206,7 @@ pub(crate) struct State {
     /// User-defined reduction operations (§6.9.5).
     pub(crate) ops: Table<op::UserOp>,
     /// Buffered mode: the attached buffer and the sends in flight.
-    pub(crate) buffered: bsend::Buffered,
+    pub(crate) buffered: mpi::bsend::Buffered,
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,

@@ -146,7 +146,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
         // request completes.
         let r = match unsafe { mrecv(st, buf, count, datatype, message)? } {
             Some(a) => Req::Op(a),
-            None => Req::Done(Ok(MpiStatus::proc_null())),
+            None => Req::Done(Ok(mpi::Status::proc_null())),
         };
         // SAFETY: checked non-null; the standard's contract.
         unsafe { new_request(st, r, request) }

@@ -5,6 +5,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi::request::slot::Started;
 use mpi::request::{Need, Part};
 use mpi::{raw, Communicator, Process, Source};
 
@@ -284,7 +285,7 @@ unsafe fn isend(
         let c = &st.comm(comm)?.comm;
         let span = st.span(count, dt)?;
         let r = if dest == MPI_PROC_NULL {
-            Req::Done(Ok(MpiStatus::proc_null()))
+            Req::Done(Ok(mpi::Status::proc_null()))
         } else {
             // SAFETY: the caller keeps `buf` until the request completes
             // (the standard's contract, §3.7.2); the request's handle is
@@ -354,7 +355,7 @@ pub unsafe extern "C" fn MPI_Irecv(
         let span = st.span(count, datatype)?;
         let tag = recv_tag(tag)?;
         let r = if source == MPI_PROC_NULL {
-            Req::Done(Ok(MpiStatus::proc_null()))
+            Req::Done(Ok(mpi::Status::proc_null()))
         } else {
             // SAFETY: the caller keeps `buf` untouched until the request
             // completes (the standard's contract, §3.7.2).
@@ -420,7 +421,7 @@ unsafe fn start_sendrecv(
         Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
     };
     Ok(match (sent, received) {
-        (None, None) => Req::Done(Ok(MpiStatus::proc_null())),
+        (None, None) => Req::Done(Ok(mpi::Status::proc_null())),
         (None, Some(r)) => Req::Op(r),
         (Some(mut s), None) => {
             s.stage.status = Some(mpi::Status::proc_null());
@@ -438,7 +439,7 @@ unsafe fn start_sendrecv(
 fn wait_req(r: Req) -> R<MpiStatus> {
     match r {
         Req::Op(a) => outcome(a.wait()),
-        Req::Done(s) => s,
+        Req::Done(s) => outcome(s),
         Req::Persistent(_) => Err(Fail::new(MPI_ERR_INTERN, "a persistent request where none was made")),
     }
 }
@@ -597,21 +598,12 @@ fn not_active(h: Handle) -> Fail {
     Fail::new(MPI_ERR_REQUEST, format!("{what} is not an active request (completed and freed, or never started)"))
 }
 
-/// The part request `h` plays in a completion call: null and inactive
-/// persistent requests take none (§3.7.5).
+/// The part request `h` plays in a completion call (`Slot::part`).
 fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Part::Idle);
     }
-    Ok(match st.requests.get(&h).ok_or_else(|| not_active(h))? {
-        Req::Done(_) => Part::Ended,
-        Req::Persistent(p) => match (&p.done, &p.active) {
-            (Some(_), _) => Part::Ended,
-            (None, None) => Part::Idle,
-            (None, Some(a)) => a.part(),
-        },
-        Req::Op(a) => a.part(),
-    })
+    Ok(st.requests.get(&h).ok_or_else(|| not_active(h))?.part())
 }
 
 /// Settle requests `hs` as one call (see `mpi::request::settle`): which
@@ -631,58 +623,33 @@ fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bool> {
     Ok(mpi::request::settle(std::slice::from_ref(&p), Need::All, block, call)?[0] || idle)
 }
 
-/// Complete request `h`, which has ended or takes no part (an empty
-/// status, §3.7.3): its outcome, and what its handle becomes —
-/// `MPI_REQUEST_NULL`, failed or not, except a persistent request's,
-/// which becomes inactive (§3.9).
+/// Complete request `h`, which has ended or takes no part
+/// (`Slot::complete`): its outcome, and what its handle becomes.
 fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
     if h == MPI_REQUEST_NULL {
         return (Ok(MpiStatus::empty()), h);
     }
-    match st.requests.remove(&h) {
-        None => (Err(not_active(h)), h),
-        Some(Req::Done(s)) => (s, MPI_REQUEST_NULL),
-        Some(Req::Op(a)) => (outcome(a.finish()), MPI_REQUEST_NULL),
-        Some(Req::Persistent(mut p)) => {
-            let s = match (p.done.take(), p.active.take()) {
-                (Some(s), _) => s,
-                (None, None) => Ok(MpiStatus::empty()),
-                (None, Some(a)) => outcome(a.finish()),
-            };
-            st.requests.insert(h, Req::Persistent(p));
-            (s, h)
+    let Some(slot) = st.requests.remove(&h) else { return (Err(not_active(h)), h) };
+    let (s, left) = slot.complete();
+    let nh = match left {
+        Some(slot) => {
+            st.requests.insert(h, slot);
+            h
         }
-    }
+        None => MPI_REQUEST_NULL,
+    };
+    (outcome(s), nh)
 }
 
 /// Keep the outcome of request `h`, found ended, without freeing or
-/// deactivating it (`MPI_Request_get_status`, §3.7.3): the call that
-/// completes it later reports the same outcome.
+/// deactivating it (`Slot::keep`, `MPI_Request_get_status`).
 fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
     if h == MPI_REQUEST_NULL {
         return Ok(MpiStatus::empty());
     }
-    let (r, s) = match st.requests.remove(&h).ok_or_else(|| not_active(h))? {
-        Req::Done(s) => (Req::Done(s.clone()), s),
-        Req::Op(a) => {
-            let s = outcome(a.finish());
-            (Req::Done(s.clone()), s)
-        }
-        Req::Persistent(mut p) => {
-            let s = match (&p.done, p.active.take()) {
-                (Some(s), _) => s.clone(),
-                (None, None) => Ok(MpiStatus::empty()),
-                (None, Some(a)) => {
-                    let s = outcome(a.finish());
-                    p.done = Some(s.clone());
-                    s
-                }
-            };
-            (Req::Persistent(p), s)
-        }
-    };
-    st.requests.insert(h, r);
-    s
+    let (s, slot) = st.requests.remove(&h).ok_or_else(|| not_active(h))?.keep();
+    st.requests.insert(h, slot);
+    outcome(s)
 }
 
 /// A status array's entry for a request that failed, in a call that
@@ -1093,10 +1060,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
             let what = if h == MPI_REQUEST_NULL { "MPI_REQUEST_NULL".to_string() } else { format!("{h:#x}") };
             Fail::new(MPI_ERR_REQUEST, format!("{what} is not a request (completed and freed, or never started)"))
         })?;
-        match r {
-            Req::Persistent(p) => st.detached.extend(p.active.map(Req::Op)),
-            r => st.detached.push(r),
-        }
+        st.detached.extend(r.detach().map(Req::Op));
         // SAFETY: the standard's contract on `request` (INOUT, MPI 4.1
         // §3.7.3): readable above, and writable.
         unsafe { request.write(MPI_REQUEST_NULL) };
@@ -1111,9 +1075,8 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
 unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *mut Handle) -> R<()> {
     let handle = comm;
     let comm = st.comm(comm)?.comm.clone();
-    let p = Persistent { comm, handle, op, active: None, done: None };
     // SAFETY: the caller's contract on `request`.
-    unsafe { new_request(st, Req::Persistent(Box::new(p)), request) }
+    unsafe { new_request(st, Req::persistent(Recipe { comm, handle, op }), request) }
 }
 
 /// The mode of a persistent send (§3.4; a ready send is a standard one
@@ -1231,35 +1194,34 @@ fn start(st: &mut State, h: Handle) -> R<()> {
     let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
     };
-    if p.active.is_some() || p.done.is_some() {
-        return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of a persistent request that is still active"));
-    }
-    let c = &p.comm;
-    match &p.op {
-        PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
-            p.done = Some(Ok(MpiStatus::proc_null()));
-        }
-        PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
-            // The message is copied now: the started request is complete.
-            let b = crate::bsend::buffer_for(&mut st.comms, &mut st.buffered, p.handle);
-            // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
-            // valid while the request lives (§3.9).
-            unsafe { b.send(&c.process_at_rank(*dest), *buf, span, *tag) }?;
-            p.done = Some(Ok(MpiStatus::empty()));
-        }
-        PersistentOp::Send { buf, span, dest, tag, mode } => {
-            let sync = *mode == Mode::Synchronous;
-            // SAFETY: the caller keeps the buffer given to MPI_Send_init
-            // until each started operation completes (§3.9).
-            p.active = Some(unsafe { start_send(&c.process_at_rank(*dest), *buf, span, *tag, sync) }?);
-        }
-        PersistentOp::Recv { buf, span, source, tag } => {
-            let (buf, tag) = (*buf, *tag);
-            // SAFETY: as above, for MPI_Recv_init's buffer.
-            p.active = Some(unsafe { from_source!(c, *source, from => start_recv(from, buf, span, tag)) }?);
-        }
-    }
-    Ok(())
+    let (comms, buffered) = (&mut st.comms, &mut st.buffered);
+    let started = p.start(|Recipe { comm: c, handle, op }| {
+        Ok(match op {
+            PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
+                Started::Done(mpi::Status::proc_null())
+            }
+            PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
+                // The message is copied now: the started request is complete.
+                let b = crate::bsend::buffer_for(comms, buffered, *handle);
+                // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
+                // valid while the request lives (§3.9).
+                unsafe { b.send(&c.process_at_rank(*dest), buf.cast(), span, *tag) }?;
+                Started::Done(mpi::Status::empty())
+            }
+            PersistentOp::Send { buf, span, dest, tag, mode } => {
+                let sync = *mode == Mode::Synchronous;
+                // SAFETY: the caller keeps the buffer given to MPI_Send_init
+                // until each started operation completes (§3.9).
+                Started::Op(unsafe { mpi::staged::isend(&c.process_at_rank(*dest), buf.cast(), span, *tag, sync) }?)
+            }
+            PersistentOp::Recv { buf, span, source, tag } => {
+                let (buf, tag) = (buf.cast(), *tag);
+                // SAFETY: as above, for MPI_Recv_init's buffer.
+                Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
+            }
+        })
+    });
+    started.map_err(Fail::from)
 }
 
 #[no_mangle]
@@ -1286,12 +1248,10 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
     with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
         let h = unsafe { read_arg(request, "request")? };
-        let r = match st.requests.get(&h) {
-            Some(Req::Op(r)) => Some(r),
-            Some(Req::Persistent(p)) => p.active.as_ref(),
-            Some(Req::Done(_)) => None,
-            None => return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request"))),
+        let Some(slot) = st.requests.get(&h) else {
+            return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request")));
         };
+        let r = slot.active();
         // The request must still be completed; its status says whether the
         // cancellation won (§3.8.4).
         if let Some(r) = r {

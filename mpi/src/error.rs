@@ -69,6 +69,10 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
+    /// A request that cannot do what was asked (`MPI_ERR_REQUEST`): a
+    /// persistent request started while active.
+    #[error("{0}")]
+    Request(String),
     /// Ranks of a group that are out of range or listed twice
     /// (`MPI_ERR_RANK`, §7.3.2).
     #[error("{0}")]

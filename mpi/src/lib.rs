@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
+pub mod bsend;
 pub mod coll;
 mod comm;
 pub mod compute;

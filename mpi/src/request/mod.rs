@@ -23,6 +23,8 @@
 //! borrowed) and needs no bookkeeping. Non-blocking collectives work on the
 //! library's own copies, so their requests need no scope.
 
+pub mod slot;
+
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::rc::Rc;

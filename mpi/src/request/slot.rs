@@ -1,0 +1,183 @@
+//! What a request handle stands for, from the call that makes it to the
+//! call that frees it (MPI 4.1 §3.7.3, §3.9): an operation under way, an
+//! outcome kept for the call that reports it, or a persistent request,
+//! inactive or started. The C ABI keeps one [`Slot`] per `MPI_Request`;
+//! every completion call settles slots with [`super::settle`], the engine
+//! the Rust API's `wait_all`/`wait_any`/`wait_some` use, then completes
+//! the ended ones here, so that the rules of §3.7.3-3.7.5 and §3.9 have
+//! one implementation.
+
+use super::Part;
+use crate::staged::Staged;
+use crate::{MpiError, Result, Status};
+
+/// A request handle's state. `P` is a persistent request's recipe: what
+/// each start does (the C ABI's arguments of `MPI_Send_init`, ...).
+pub enum Slot<P> {
+    /// An operation in the engine.
+    Op(Staged),
+    /// Complete already (an operation on `MPI_PROC_NULL`, or one that
+    /// `MPI_Request_get_status` found complete), with its outcome.
+    Done(Result<Status>),
+    /// A persistent request (§3.9).
+    Persistent(Box<Persistent<P>>),
+}
+
+/// A persistent request: its recipe, and its operation while active
+/// (between a start and the completion that reports it).
+pub struct Persistent<P> {
+    /// What each start does.
+    pub recipe: P,
+    active: Option<Staged>,
+    /// Ended at its start (on `MPI_PROC_NULL`, a buffered send), or found
+    /// ended by `MPI_Request_get_status`, and not yet reported.
+    done: Option<Result<Status>>,
+}
+
+/// What a start of a persistent request began.
+pub enum Started {
+    /// An operation in the engine.
+    Op(Staged),
+    /// Nothing left to do: the outcome, reported by the next completion.
+    Done(Status),
+}
+
+impl<P> Persistent<P> {
+    /// An inactive persistent request (§3.9.1).
+    pub fn new(recipe: P) -> Persistent<P> {
+        Persistent { recipe, active: None, done: None }
+    }
+
+    /// Start it (`MPI_Start`, §3.9.2) with `start`, which runs the recipe;
+    /// refused while it is active.
+    pub fn start(&mut self, start: impl FnOnce(&P) -> Result<Started>) -> Result<()> {
+        if self.active.is_some() || self.done.is_some() {
+            return Err(MpiError::Request(
+                "MPI_Start of a persistent request that is still active (complete it first, §3.9.2)".into(),
+            ));
+        }
+        match start(&self.recipe)? {
+            Started::Op(op) => self.active = Some(op),
+            Started::Done(s) => self.done = Some(Ok(s)),
+        }
+        Ok(())
+    }
+}
+
+impl<P> Slot<P> {
+    /// A new persistent request, inactive.
+    pub fn persistent(recipe: P) -> Slot<P> {
+        Slot::Persistent(Box::new(Persistent::new(recipe)))
+    }
+
+    /// Its part in a completion call: an inactive persistent request
+    /// takes none (§3.7.5).
+    pub fn part(&self) -> Part<'_, 'static> {
+        match self {
+            Slot::Done(_) => Part::Ended,
+            Slot::Op(a) => a.part(),
+            Slot::Persistent(p) => match (&p.done, &p.active) {
+                (Some(_), _) => Part::Ended,
+                (None, None) => Part::Idle,
+                (None, Some(a)) => a.part(),
+            },
+        }
+    }
+
+    /// Complete it, found ended by [`super::settle`] (or waiting for it
+    /// otherwise): its outcome — an empty status for an inactive
+    /// persistent request (§3.7.3) — and what the handle keeps: nothing
+    /// (the handle becomes null, failed or not), or the persistent
+    /// request, inactive again (§3.9).
+    pub fn complete(self) -> (Result<Status>, Option<Slot<P>>) {
+        match self {
+            Slot::Done(s) => (s, None),
+            Slot::Op(a) => (a.finish(), None),
+            Slot::Persistent(mut p) => {
+                let s = match (p.done.take(), p.active.take()) {
+                    (Some(s), _) => s,
+                    (None, None) => Ok(Status::empty()),
+                    (None, Some(a)) => a.finish(),
+                };
+                (s, Some(Slot::Persistent(p)))
+            }
+        }
+    }
+
+    /// The outcome of a request found ended, kept without freeing or
+    /// deactivating it (`MPI_Request_get_status`, §3.7.3): the call that
+    /// completes it later reports the same outcome.
+    pub fn keep(self) -> (Result<Status>, Slot<P>) {
+        match self {
+            Slot::Done(s) => (s.clone(), Slot::Done(s)),
+            Slot::Op(a) => {
+                let s = a.finish();
+                (s.clone(), Slot::Done(s))
+            }
+            Slot::Persistent(mut p) => {
+                let s = match (&p.done, p.active.take()) {
+                    (Some(s), _) => s.clone(),
+                    (None, None) => Ok(Status::empty()),
+                    (None, Some(a)) => {
+                        let s = a.finish();
+                        p.done = Some(s.clone());
+                        s
+                    }
+                };
+                (s, Slot::Persistent(p))
+            }
+        }
+    }
+
+    /// The operation under way, if any (to cancel it, §3.8.4).
+    pub fn active(&self) -> Option<&Staged> {
+        match self {
+            Slot::Op(a) => Some(a),
+            Slot::Persistent(p) => p.active.as_ref(),
+            Slot::Done(_) => None,
+        }
+    }
+
+    /// What goes on once the handle is freed while active
+    /// (`MPI_Request_free`, §3.7.3): the operation, which still
+    /// completes.
+    pub fn detach(self) -> Option<Staged> {
+        match self {
+            Slot::Op(a) => Some(a),
+            Slot::Persistent(p) => p.active,
+            Slot::Done(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_persistent_request_is_idle_until_started_and_refuses_a_second_start() {
+        let mut slot = Slot::persistent(7u8);
+        assert!(matches!(slot.part(), Part::Idle));
+        let Slot::Persistent(p) = &mut slot else { unreachable!("made persistent") };
+        p.start(|&r| Ok(Started::Done(Status::new(i32::from(r), 1, 0)))).expect("first start");
+        assert!(matches!(p.start(|_| Ok(Started::Done(Status::empty()))), Err(MpiError::Request(_))));
+        assert!(matches!(slot.part(), Part::Ended));
+        // Reported once by get_status (kept), then completed: the same outcome.
+        let (kept, slot) = slot.keep();
+        let (s, left) = slot.complete();
+        assert_eq!(kept.expect("kept").source_rank(), 7);
+        assert_eq!(s.expect("completed").source_rank(), 7);
+        // Inactive again: idle, and completing it gives the empty status.
+        let left = left.expect("a persistent request stays");
+        assert!(matches!(left.part(), Part::Idle));
+        assert_eq!(left.complete().0.expect("empty"), Status::empty());
+    }
+
+    #[test]
+    fn a_done_slot_reports_its_outcome_once() {
+        let slot: Slot<()> = Slot::Done(Ok(Status::proc_null()));
+        let (s, left) = slot.complete();
+        assert_eq!(s.expect("done").source_rank(), crate::PROC_NULL);
+        assert!(left.is_none());
+    }
+}
