@@ -5,6 +5,7 @@
 
 use bytemuck::Pod;
 
+pub mod arrays;
 pub mod typemap;
 mod user;
 
