@@ -18,53 +18,10 @@ use mpi::datatype::Equivalence;
 use mpi::{Communicator, CommunicatorCollectives, Root, ValueIndex};
 
 use crate::abi::*;
-use crate::datatype::{incoming, outgoing, Span};
+use crate::datatype::{outgoing, Blocks};
 use crate::p2p::new_request;
 use crate::*;
-use mpi::staged::Unpack;
-
-/// Bytes a collective sends, and what it keeps alive until completion.
-struct Out {
-    bytes: &'static [u8],
-    hold: Vec<Vec<u8>>,
-}
-
-/// The bytes of `span` at `buf`: the caller's, or a packed copy.
-///
-/// # Safety
-/// `buf` holds the span's elements until the operation completes.
-unsafe fn out(buf: *const c_void, span: &Span, what: &str) -> R<Out> {
-    // SAFETY: `buf` holds the span's elements until the operation completes (this function's
-    // contract, passed on to `outgoing`).
-    Ok(match unsafe { outgoing(buf.cast(), span, what)? } {
-        Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
-        Cow::Owned(v) => owned(v),
-    })
-}
-
-/// Bytes of our own, kept with the operation.
-fn owned(v: Vec<u8>) -> Out {
-    // SAFETY: the vector's heap bytes do not move when the vector does,
-    // and the operation keeps the vector until it completes.
-    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) };
-    Out { bytes, hold: vec![v] }
-}
-
-/// `len` bytes of scratch space kept in `hold` (a root's block that stays
-/// in place with `MPI_IN_PLACE`).
-fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> R<&'static mut [u8]> {
-    let mut v = mpi::datatype::zeroed_buffer(len, "scratch space")?;
-    // SAFETY: as in [`owned`]; nothing else refers to the vector.
-    let s = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
-    hold.push(v);
-    Ok(s)
-}
-
-/// An operation with what it keeps: buffers, and a staged receive
-/// unpacked in full when it completes.
-fn active(r: mpi::Request<'static>, hold: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Staged {
-    Staged::keeping(r, hold, unpack)
-}
+use mpi::staged::coll::{self as sc, Recv, Send};
 
 /// Run a collective to completion; on an intercommunicator, run `inter`
 /// (its intercommunicator form), or refuse.
@@ -136,17 +93,6 @@ pub(crate) use collective;
 
 pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
-}
-
-/// The root as a rank of `c`, checked (`MPI_ERR_ROOT`).
-fn root_of(c: &SimpleCommunicator, root: c_int) -> R<c_int> {
-    if root < 0 || root >= c.size() {
-        return Err(Fail::new(
-            MPI_ERR_ROOT,
-            format!("root {root} is not a rank of this communicator of {} processes", c.size()),
-        ));
-    }
-    Ok(root)
 }
 
 /// Run `$body` with `$T` the element type of datatype `$dt`.
@@ -228,38 +174,6 @@ pub(crate) fn count_of(count: c_int) -> R<usize> {
     usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
-/// The two sides' blocks must be the same amount of data (§6.5).
-fn same(call: &str, a: usize, b: usize) -> R<()> {
-    if a != b {
-        return Err(Fail::new(MPI_ERR_TRUNCATE, format!("{call}: {a} bytes sent per process, but {b} received")));
-    }
-    Ok(())
-}
-
-/// What a process contributes to a gather: `sendcount` elements at
-/// `sendbuf`, checked against its receive block `own`, or with
-/// `MPI_IN_PLACE` a copy of `own` (its block, already in place).
-///
-/// # Safety
-/// `sendbuf` holds `sendcount` elements of `sendtype` until completion.
-unsafe fn own_block(
-    call: &str,
-    st: &State,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: Handle,
-    own: &[u8],
-) -> R<Out> {
-    if in_place(sendbuf) {
-        return Ok(owned(own.to_vec()));
-    }
-    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` until completion (this function's
-    // contract).
-    let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
-    same(call, o.bytes.len(), own.len())?;
-    Ok(o)
-}
-
 /// One `int` per process (`recvcounts`, `displs`, ...).
 ///
 /// # Safety
@@ -271,12 +185,6 @@ unsafe fn per_rank<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> 
     // SAFETY: `p` is not null (checked above) and holds `n` ints: one count or displacement per
     // process (MPI 4.1 §6.5).
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
-}
-
-/// Block `i` of a v-collective's byte view.
-fn block_of(bytes: &[u8], counts: &[mpi::Count], displs: &[mpi::Count], i: usize) -> Vec<u8> {
-    let (d, c) = (displs[i] as usize, counts[i] as usize);
-    bytes.get(d..d + c).map_or_else(Vec::new, <[u8]>::to_vec)
 }
 
 unsafe fn barrier(st: &mut State, comm: Handle) -> R<Staged> {
@@ -308,21 +216,27 @@ unsafe fn bcast(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let root = root_of(c, root)?;
-    let at_root = c.rank() == root;
     // SAFETY: the caller's contract: `buffer` holds `count` elements.
-    let mut inc = unsafe { incoming(buffer.cast(), &st.span(count, datatype)?, "buffer", at_root)? };
-    // SAFETY: the bytes are the caller's or the staging buffer's, kept below.
-    let r = c.process_at_rank(root).immediate_broadcast_into(unsafe { inc.bytes() })?;
-    // The root's elements do not change: its staging buffer is only read.
-    Ok(if at_root {
-        active(r, inc.stage.map(Unpack::into_bytes).into_iter().collect(), None)
-    } else {
-        active(r, Vec::new(), inc.stage)
-    })
+    Ok(unsafe { sc::ibcast(&st.comm(comm)?.comm, root, buffer.cast(), &st.span(count, datatype)?) }?)
 }
 collective!(MPI_Bcast / MPI_Ibcast = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
+
+/// A send argument: `MPI_IN_PLACE`, or `count` elements of `dt`.
+fn send_arg(st: &State, buf: *const c_void, count: c_int, dt: Handle) -> R<Send> {
+    Ok(if in_place(buf) { Send::InPlace } else { Send::From(buf.cast(), st.span(count, dt)?) })
+}
+
+/// A receive argument: `MPI_IN_PLACE`, or `count` elements of `dt`.
+fn recv_arg(st: &State, buf: *mut c_void, count: c_int, dt: Handle) -> R<Recv> {
+    Ok(if in_place(buf) { Recv::InPlace } else { Recv::Into(buf.cast(), st.span(count, dt)?) })
+}
+
+/// The communicator and whether this process is the root of a rooted
+/// collective (the arguments significant here follow from it, §6.1).
+fn rooted(st: &State, comm: Handle, root: c_int) -> R<(&SimpleCommunicator, bool)> {
+    let c = &st.comm(comm)?.comm;
+    Ok((c, sc::root_of(c, root)? == c.rank()))
+}
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn gather(
@@ -336,24 +250,16 @@ unsafe fn gather(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let p = c.process_at_rank(root_of(c, root)?);
-    if c.rank() != root {
-        // SAFETY: the caller's contract on `sendbuf`.
-        let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
-        return Ok(active(p.immediate_gather_into(o.bytes)?, o.hold, None));
-    }
-    let (n, me) = (c.size(), c.rank() as usize);
-    let span = st.span_times(recvcount, n, recvtype)?;
-    // SAFETY: the caller's contract: `recvbuf` holds a block per process at the root.
-    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { inc.bytes() };
-    let each = recv.len() / n as usize;
-    // SAFETY: the caller's contract on `sendbuf`.
-    let o = unsafe { own_block("MPI_Gather", st, sendbuf, sendcount, sendtype, &recv[me * each..][..each])? };
-    let r = p.immediate_gather_into_root(o.bytes, recv)?;
-    Ok(active(r, o.hold, inc.stage))
+    let (c, at_root) = rooted(st, comm, root)?;
+    // SAFETY: the caller's contract on the buffers significant here.
+    Ok(unsafe {
+        if !at_root {
+            sc::igather(c, root, sendbuf.cast(), &st.span(sendcount, sendtype)?, false)
+        } else {
+            let recv = st.span_times(recvcount, c.size(), recvtype)?;
+            sc::igather_root(c, send_arg(st, sendbuf, sendcount, sendtype)?, recvbuf.cast(), &recv)
+        }
+    }?)
 }
 collective!(MPI_Gather / MPI_Igather = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root, comm));
 
@@ -369,36 +275,16 @@ unsafe fn scatter(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let p = c.process_at_rank(root_of(c, root)?);
-    if c.rank() != root {
-        // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf.cast(), &st.span(recvcount, recvtype)?, "recvbuf", false)? };
-        // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-        let r = p.immediate_scatter_into(unsafe { inc.bytes() })?;
-        return Ok(active(r, Vec::new(), inc.stage));
-    }
-    // SAFETY: the caller's contract: `sendbuf` holds a block per process at the root.
-    let o = unsafe { out(sendbuf, &st.span_times(sendcount, c.size(), sendtype)?, "sendbuf")? };
-    let each = o.bytes.len() / c.size() as usize;
-    let mut hold = o.hold;
-    let mut unpack = None;
-    let recv = if in_place(recvbuf) {
-        // The root's own block stays where it is.
-        scratch(&mut hold, each)?
-    } else {
-        let span = st.span(recvcount, recvtype)?;
-        same("MPI_Scatter", each, span.len())?;
-        // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", false)? };
-        // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
-        // until it completes (§6.12).
-        let b = unsafe { inc.bytes() };
-        unpack = inc.stage;
-        b
-    };
-    let r = p.immediate_scatter_into_root(o.bytes, recv)?;
-    Ok(active(r, hold, unpack))
+    let (c, at_root) = rooted(st, comm, root)?;
+    // SAFETY: the caller's contract on the buffers significant here.
+    Ok(unsafe {
+        if !at_root {
+            sc::iscatter(c, root, recvbuf.cast(), &st.span(recvcount, recvtype)?, false)
+        } else {
+            let send = st.span_times(sendcount, c.size(), sendtype)?;
+            sc::iscatter_root(c, sendbuf.cast(), &send, recv_arg(st, recvbuf, recvcount, recvtype)?)
+        }
+    }?)
 }
 collective!(MPI_Scatter / MPI_Iscatter = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, comm));
 
@@ -414,17 +300,9 @@ unsafe fn allgather(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    let (n, me) = (c.size(), c.rank() as usize);
-    let span = st.span_times(recvcount, n, recvtype)?;
-    // SAFETY: the caller's contract: `recvbuf` holds a block per process.
-    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { inc.bytes() };
-    let each = recv.len() / n as usize;
-    // SAFETY: the caller's contract on `sendbuf`.
-    let o = unsafe { own_block("MPI_Allgather", st, sendbuf, sendcount, sendtype, &recv[me * each..][..each])? };
-    let r = c.immediate_all_gather_into(o.bytes, recv)?;
-    Ok(active(r, o.hold, inc.stage))
+    let recv = st.span_times(recvcount, c.size(), recvtype)?;
+    // SAFETY: the caller's contract on the buffers.
+    Ok(unsafe { sc::iallgather(c, send_arg(st, sendbuf, sendcount, sendtype)?, recvbuf.cast(), &recv) }?)
 }
 collective!(MPI_Allgather / MPI_Iallgather = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
@@ -441,25 +319,36 @@ unsafe fn alltoall(
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = c.size();
-    let span = st.span_times(recvcount, n, recvtype)?;
-    // SAFETY: the caller's contract: `recvbuf` holds a block per process.
-    let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", in_place(sendbuf))? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { inc.bytes() };
-    let o = if in_place(sendbuf) {
-        owned(recv.to_vec())
+    let recv = st.span_times(recvcount, n, recvtype)?;
+    let send = if in_place(sendbuf) {
+        Send::InPlace
     } else {
-        // SAFETY: the caller's contract: `sendbuf` holds a block per process.
-        let o = unsafe { out(sendbuf, &st.span_times(sendcount, n, sendtype)?, "sendbuf")? };
-        same("MPI_Alltoall", o.bytes.len(), recv.len())?;
-        o
+        Send::From(sendbuf.cast(), st.span_times(sendcount, n, sendtype)?)
     };
-    let r = c.immediate_all_to_all_into(o.bytes, recv)?;
-    Ok(active(r, o.hold, inc.stage))
+    // SAFETY: the caller's contract on the buffers.
+    Ok(unsafe { sc::ialltoall(c, send, recvbuf.cast(), &recv) }?)
 }
 collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
 // ---- the v-collectives (§6.5-6.8): a count and displacement per process ----
+
+/// A v-collective's blocks of `buf`: one count and displacement per
+/// process (`fill`: staged with their current values).
+///
+/// # Safety
+/// The arrays hold `n` values; `buf` holds the blocks they name.
+unsafe fn v_blocks(
+    st: &State,
+    buf: *mut c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    dt: Handle,
+    n: c_int,
+    fill: bool,
+) -> R<Blocks> {
+    // SAFETY: this function's contract.
+    unsafe { st.blocks(buf, per_rank(counts, n, "counts")?, per_rank(displs, n, "displs")?, dt, fill) }
+}
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn gatherv(
@@ -474,27 +363,16 @@ unsafe fn gatherv(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let p = c.process_at_rank(root_of(c, root)?);
-    if c.rank() != root {
-        // SAFETY: the caller's contract on `sendbuf`.
-        let o = unsafe { out(sendbuf, &st.span(sendcount, sendtype)?, "sendbuf")? };
-        return Ok(active(p.immediate_gather_varcount_into(o.bytes)?, o.hold, None));
-    }
-    let (n, me) = (c.size(), c.rank() as usize);
-    // SAFETY: the caller's contract: one count and displacement per process,
-    // and `recvbuf` holds the blocks they name.
-    let mut b = unsafe {
-        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(displs, n, "displs")?);
-        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
-    };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { b.inc.bytes() };
-    let own = block_of(recv, &b.counts, &b.displs, me);
-    // SAFETY: the caller's contract on `sendbuf`.
-    let o = unsafe { own_block("MPI_Gatherv", st, sendbuf, sendcount, sendtype, &own)? };
-    let r = p.immediate_gather_varcount_into_root(o.bytes, recv, &b.counts, &b.displs)?;
-    Ok(active(r, o.hold, b.inc.stage))
+    let (c, at_root) = rooted(st, comm, root)?;
+    // SAFETY: the caller's contract on the buffers and arrays significant here.
+    Ok(unsafe {
+        if !at_root {
+            sc::igather(c, root, sendbuf.cast(), &st.span(sendcount, sendtype)?, true)
+        } else {
+            let recv = v_blocks(st, recvbuf, recvcounts, displs, recvtype, c.size(), in_place(sendbuf))?;
+            sc::igatherv_root(c, send_arg(st, sendbuf, sendcount, sendtype)?, recv)
+        }
+    }?)
 }
 collective!(MPI_Gatherv / MPI_Igatherv = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root, comm));
 
@@ -511,43 +389,17 @@ unsafe fn scatterv(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let p = c.process_at_rank(root_of(c, root)?);
-    if c.rank() != root {
-        // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf.cast(), &st.span(recvcount, recvtype)?, "recvbuf", false)? };
-        // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-        let r = p.immediate_scatter_varcount_into(unsafe { inc.bytes() })?;
-        return Ok(active(r, Vec::new(), inc.stage));
-    }
-    let (n, me) = (c.size(), c.rank() as usize);
-    // SAFETY: the caller's contract: one count and displacement per process,
-    // and `sendbuf` holds the blocks they name (only read: `fill`).
-    let mut b = unsafe {
-        let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(displs, n, "displs")?);
-        st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
-    };
-    // SAFETY: the blocks are `sendbuf`'s, only read, or the staging buffer's, kept in `hold` until
-    // completion.
-    let send: &[u8] = unsafe { b.inc.bytes() };
-    let mut hold: Vec<Vec<u8>> = b.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
-    let mine = b.counts[me] as usize;
-    let mut unpack = None;
-    let recv = if in_place(recvbuf) {
-        scratch(&mut hold, mine)?
-    } else {
-        let span = st.span(recvcount, recvtype)?;
-        same("MPI_Scatterv", mine, span.len())?;
-        // SAFETY: the caller's contract on `recvbuf`.
-        let mut inc = unsafe { incoming(recvbuf.cast(), &span, "recvbuf", false)? };
-        // SAFETY: the bytes are `recvbuf`'s or the staging buffer's, which the operation keeps
-        // until it completes (§6.12).
-        let r = unsafe { inc.bytes() };
-        unpack = inc.stage;
-        r
-    };
-    let r = p.immediate_scatter_varcount_into_root(send, &b.counts, &b.displs, recv)?;
-    Ok(active(r, hold, unpack))
+    let (c, at_root) = rooted(st, comm, root)?;
+    // SAFETY: the caller's contract on the buffers and arrays significant
+    // here; the send blocks are only read (`fill`).
+    Ok(unsafe {
+        if !at_root {
+            sc::iscatter(c, root, recvbuf.cast(), &st.span(recvcount, recvtype)?, true)
+        } else {
+            let send = v_blocks(st, sendbuf.cast_mut(), sendcounts, displs, sendtype, c.size(), true)?;
+            sc::iscatterv_root(c, send, recv_arg(st, recvbuf, recvcount, recvtype)?)
+        }
+    }?)
 }
 collective!(MPI_Scatterv / MPI_Iscatterv = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root, comm));
 
@@ -564,20 +416,11 @@ unsafe fn allgatherv(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    let (n, me) = (c.size(), c.rank() as usize);
-    // SAFETY: the caller's contract: one count and displacement per process,
-    // and `recvbuf` holds the blocks they name.
-    let mut b = unsafe {
-        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(displs, n, "displs")?);
-        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
-    };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { b.inc.bytes() };
-    let own = block_of(recv, &b.counts, &b.displs, me);
-    // SAFETY: the caller's contract on `sendbuf`.
-    let o = unsafe { own_block("MPI_Allgatherv", st, sendbuf, sendcount, sendtype, &own)? };
-    let r = c.immediate_all_gather_varcount_into(o.bytes, recv, &b.counts, &b.displs)?;
-    Ok(active(r, o.hold, b.inc.stage))
+    // SAFETY: the caller's contract on the buffers and arrays.
+    Ok(unsafe {
+        let recv = v_blocks(st, recvbuf, recvcounts, displs, recvtype, c.size(), in_place(sendbuf))?;
+        sc::iallgatherv(c, send_arg(st, sendbuf, sendcount, sendtype)?, recv)
+    }?)
 }
 collective!(MPI_Allgatherv / MPI_Iallgatherv = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, comm));
 
@@ -596,31 +439,16 @@ unsafe fn alltoallv(
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = c.size();
-    // SAFETY: the caller's contract: one count and displacement per process,
-    // and each buffer holds the blocks they name.
-    let mut rb = unsafe {
-        let (counts, displs) = (per_rank(recvcounts, n, "recvcounts")?, per_rank(rdispls, n, "rdispls")?);
-        st.blocks(recvbuf, counts, displs, recvtype, in_place(sendbuf))?
-    };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let recv = unsafe { rb.inc.bytes() };
-    let (o, scounts, sdispls) = if in_place(sendbuf) {
-        // In place, what goes out is what the receive blocks hold (§6.8).
-        (owned(recv.to_vec()), rb.counts.clone(), rb.displs.clone())
-    } else {
-        // SAFETY: as above; the send blocks are only read (`fill`).
-        let mut sb = unsafe {
-            let (counts, displs) = (per_rank(sendcounts, n, "sendcounts")?, per_rank(sdispls, n, "sdispls")?);
-            st.blocks(sendbuf.cast_mut(), counts, displs, sendtype, true)?
+    // SAFETY: the caller's contract on the buffers and arrays; the send
+    // blocks are only read (`fill`).
+    Ok(unsafe {
+        let recv = v_blocks(st, recvbuf, recvcounts, rdispls, recvtype, n, in_place(sendbuf))?;
+        let send = match in_place(sendbuf) {
+            true => None,
+            false => Some(v_blocks(st, sendbuf.cast_mut(), sendcounts, sdispls, sendtype, n, true)?),
         };
-        // SAFETY: the send blocks are `sendbuf`'s, only read, or the staging buffer's, kept in
-        // `hold` until completion.
-        let bytes: &'static [u8] = unsafe { sb.inc.bytes() };
-        let hold = sb.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
-        (Out { bytes, hold }, sb.counts, sb.displs)
-    };
-    let r = c.immediate_all_to_all_varcount_into(o.bytes, &scounts, &sdispls, recv, &rb.counts, &rb.displs)?;
-    Ok(active(r, o.hold, rb.inc.stage))
+        sc::ialltoallv(c, send, recv)
+    }?)
 }
 collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts, sdispls)), sendtype, recvbuf, 0, Some((recvcounts, rdispls)), recvtype, comm));
 
@@ -775,7 +603,7 @@ pub(crate) fn run_wblocks(
         )
     };
     let r = start(out, into, &w)?;
-    let mut a = active(r, vec![packed], None);
+    let mut a = Staged::keeping(r, vec![packed], None);
     // SAFETY: the receive blocks are the caller's until this completion
     // (the standard's contract on the buffers).
     a.stage.then = Some(Box::new(move || unsafe { w.unpack() }));
@@ -882,7 +710,7 @@ unsafe fn reduce(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    let root = root_of(c, root)?;
+    let root = sc::root_of(c, root)?;
     let n = count_of(count)?;
     let op = crate::op::op_of(st, op, datatype)?;
     let at_root = c.rank() == root;

@@ -113,6 +113,8 @@ impl From<MpiError> for Fail {
             MpiError::Buffer(_) => MPI_ERR_BUFFER,
             MpiError::Ranks(_) => MPI_ERR_RANK,
             MpiError::Request(_) => MPI_ERR_REQUEST,
+            MpiError::Root(_) => MPI_ERR_ROOT,
+            MpiError::Mismatch(_) => MPI_ERR_TRUNCATE,
             MpiError::Group(_) => MPI_ERR_GROUP,
             _ => MPI_ERR_OTHER,
         };

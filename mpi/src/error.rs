@@ -69,6 +69,13 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
+    /// A root that is no rank of the communicator (`MPI_ERR_ROOT`).
+    #[error("{0}")]
+    Root(String),
+    /// The two sides of a collective disagree on the amount of data a
+    /// process moves (`MPI_ERR_TRUNCATE`, §6.5).
+    #[error("{0}")]
+    Mismatch(String),
     /// A request that cannot do what was asked (`MPI_ERR_REQUEST`): a
     /// persistent request started while active.
     #[error("{0}")]

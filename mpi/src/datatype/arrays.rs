@@ -140,7 +140,9 @@ fn owned(d: usize, dim: &DarrayDim, coord: i64) -> Result<Runs> {
     match distribution {
         Distribution::None => {
             if psize != 1 {
-                return bad(format!("an undistributed dimension (MPI_DISTRIBUTE_NONE) needs a process grid size of 1, not {psize}"));
+                return bad(format!(
+                    "an undistributed dimension (MPI_DISTRIBUTE_NONE) needs a process grid size of 1, not {psize}"
+                ));
             }
             Ok(vec![(0, gsize)])
         }

@@ -17,6 +17,8 @@
 //! operation's until it completes); what holds the pointers afterwards
 //! ([`Unpack`], [`Staged`]) can only be made by those functions.
 
+pub mod coll;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 

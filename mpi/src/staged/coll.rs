@@ -1,0 +1,331 @@
+//! Collectives on buffers given as raw pointers and [`Span`]s (MPI 4.1
+//! §6, non-blocking §6.12): the rules of `MPI_IN_PLACE` (§6.1.2), of a
+//! root's own block, and of the amount of data each side moves (§6.5),
+//! over the typed collectives of [`crate::coll`].
+//!
+//! Which arguments are significant depends on the rank (a receive
+//! buffer only at the root of a gather, ...); the caller reads only
+//! those, and calls the root's or the other processes' function. Each
+//! function returns the operation as a [`Staged`], which keeps packed
+//! copies, staging buffers and scratch space until it completes.
+
+use super::{incoming, outgoing, Blocks, Span, Staged, Unpack};
+use crate::coll::{CommunicatorCollectives, Root};
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::{MpiError, Rank, Result};
+
+/// A collective's send argument.
+pub enum Send {
+    /// `MPI_IN_PLACE`: the data is in the receive buffer already.
+    InPlace,
+    /// The span's elements at the address.
+    From(*const u8, Span),
+}
+
+/// A collective's receive argument where `MPI_IN_PLACE` may stand for it
+/// (a scatter's root keeps its own block where it is).
+pub enum Recv {
+    /// `MPI_IN_PLACE`.
+    InPlace,
+    /// The span's elements at the address.
+    Into(*mut u8, Span),
+}
+
+/// Bytes a collective sends, and what it keeps alive until completion.
+struct Out {
+    bytes: &'static [u8],
+    hold: Vec<Vec<u8>>,
+}
+
+/// The bytes of `span` at `buf`: the caller's, or a packed copy.
+///
+/// # Safety
+/// `buf` holds the span's elements until the operation completes.
+unsafe fn out(buf: *const u8, span: &Span, what: &str) -> Result<Out> {
+    // SAFETY: this function's contract is `outgoing`'s, for as long as
+    // the operation.
+    Ok(match unsafe { outgoing(buf, span, what)? } {
+        std::borrow::Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
+        std::borrow::Cow::Owned(v) => owned(v),
+    })
+}
+
+/// Bytes of our own, kept with the operation.
+fn owned(v: Vec<u8>) -> Out {
+    // SAFETY: the vector's heap bytes do not move when the vector does,
+    // and the operation keeps the vector until it completes.
+    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) };
+    Out { bytes, hold: vec![v] }
+}
+
+/// `len` bytes of scratch space kept in `hold` (a root's block that stays
+/// in place with `MPI_IN_PLACE`).
+fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> Result<&'static mut [u8]> {
+    let mut v = crate::datatype::zeroed_buffer(len, "scratch space")?;
+    // SAFETY: as in [`owned`]; nothing else refers to the vector.
+    let s = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
+    hold.push(v);
+    Ok(s)
+}
+
+/// The two sides' blocks must be the same amount of data (§6.5).
+fn same(call: &str, a: usize, b: usize) -> Result<()> {
+    if a != b {
+        return Err(MpiError::Mismatch(format!("{call}: {a} bytes sent per process, but {b} received")));
+    }
+    Ok(())
+}
+
+/// The root as a rank of `c`, checked (`MPI_ERR_ROOT`).
+pub fn root_of(c: &SimpleCommunicator, root: Rank) -> Result<Rank> {
+    if root < 0 || root >= c.size() {
+        return Err(MpiError::Root(format!(
+            "root {root} is not a rank of this communicator of {} processes",
+            c.size()
+        )));
+    }
+    Ok(root)
+}
+
+/// What a process contributes to a gather: its send argument, checked
+/// against its receive block `own`, or with `MPI_IN_PLACE` a copy of
+/// `own` (its block, already in place).
+///
+/// # Safety
+/// The send buffer holds its elements until completion.
+unsafe fn own_block(call: &str, send: Send, own: &[u8]) -> Result<Out> {
+    match send {
+        Send::InPlace => Ok(owned(own.to_vec())),
+        Send::From(buf, span) => {
+            // SAFETY: this function's contract.
+            let o = unsafe { out(buf, &span, "sendbuf")? };
+            same(call, o.bytes.len(), own.len())?;
+            Ok(o)
+        }
+    }
+}
+
+/// Block `i` of a v-collective's byte view.
+fn block_of(bytes: &[u8], counts: &[crate::Count], displs: &[crate::Count], i: usize) -> Vec<u8> {
+    let (d, c) = (displs[i] as usize, counts[i] as usize);
+    bytes.get(d..d + c).map_or_else(Vec::new, <[u8]>::to_vec)
+}
+
+/// `MPI_Ibcast` (§6.4): the root's elements to everyone.
+///
+/// # Safety
+/// `buf` holds the span's elements until completion (read at the root,
+/// written elsewhere).
+pub unsafe fn ibcast(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &Span) -> Result<Staged> {
+    let root = root_of(c, root)?;
+    let at_root = c.rank() == root;
+    // SAFETY: this function's contract.
+    let mut inc = unsafe { incoming(buf, span, "buffer", at_root)? };
+    // SAFETY: the bytes are the caller's or the staging buffer's, kept below.
+    let r = c.process_at_rank(root).immediate_broadcast_into(unsafe { inc.bytes() })?;
+    // The root's elements do not change: its staging buffer is only read.
+    Ok(if at_root {
+        Staged::keeping(r, inc.stage.map(Unpack::into_bytes).into_iter().collect(), None)
+    } else {
+        Staged::keeping(r, Vec::new(), inc.stage)
+    })
+}
+
+/// A non-root's part in `MPI_Igather(v)`: its elements to the root.
+///
+/// # Safety
+/// `buf` holds the span's elements until completion.
+pub unsafe fn igather(c: &SimpleCommunicator, root: Rank, buf: *const u8, span: &Span, v: bool) -> Result<Staged> {
+    let p = c.process_at_rank(root_of(c, root)?);
+    // SAFETY: this function's contract.
+    let o = unsafe { out(buf, span, "sendbuf")? };
+    let r = if v { p.immediate_gather_varcount_into(o.bytes)? } else { p.immediate_gather_into(o.bytes)? };
+    Ok(Staged::keeping(r, o.hold, None))
+}
+
+/// The root's part in `MPI_Igather` (§6.5): `recv` holds a block per
+/// process.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn igather_root(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
+    let (n, me) = (c.size() as usize, c.rank() as usize);
+    // SAFETY: this function's contract; in place, the root's own block is
+    // read from the receive buffer.
+    let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", matches!(send, Send::InPlace))? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { inc.bytes() };
+    let each = bytes.len() / n;
+    // SAFETY: this function's contract on the send buffer.
+    let o = unsafe { own_block("MPI_Gather", send, &bytes[me * each..][..each])? };
+    let r = c.process_at_rank(c.rank()).immediate_gather_into_root(o.bytes, bytes)?;
+    Ok(Staged::keeping(r, o.hold, inc.stage))
+}
+
+/// The root's part in `MPI_Igatherv` (§6.5): `recv` holds the blocks.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn igatherv_root(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { recv.inc.bytes() };
+    let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
+    // SAFETY: this function's contract on the send buffer.
+    let o = unsafe { own_block("MPI_Gatherv", send, &own)? };
+    let p = c.process_at_rank(c.rank());
+    let r = p.immediate_gather_varcount_into_root(o.bytes, bytes, &recv.counts, &recv.displs)?;
+    Ok(Staged::keeping(r, o.hold, recv.inc.stage))
+}
+
+/// A non-root's part in `MPI_Iscatter(v)`: its block from the root.
+///
+/// # Safety
+/// `buf` has room for the span's elements until completion.
+pub unsafe fn iscatter(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &Span, v: bool) -> Result<Staged> {
+    let p = c.process_at_rank(root_of(c, root)?);
+    // SAFETY: this function's contract.
+    let mut inc = unsafe { incoming(buf, span, "recvbuf", false)? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let into = unsafe { inc.bytes() };
+    let r = if v { p.immediate_scatter_varcount_into(into)? } else { p.immediate_scatter_into(into)? };
+    Ok(Staged::keeping(r, Vec::new(), inc.stage))
+}
+
+/// The root's own block of a scatter: where it lands (scratch space when
+/// it stays in place), what to keep and what to unpack.
+///
+/// # Safety
+/// The receive buffer has room for its elements until completion.
+unsafe fn own_landing(
+    call: &str,
+    recv: Recv,
+    each: usize,
+    hold: &mut Vec<Vec<u8>>,
+) -> Result<(&'static mut [u8], Option<Unpack>)> {
+    match recv {
+        // The root's own block stays where it is.
+        Recv::InPlace => Ok((scratch(hold, each)?, None)),
+        Recv::Into(buf, span) => {
+            same(call, each, span.len())?;
+            // SAFETY: this function's contract.
+            let mut inc = unsafe { incoming(buf, &span, "recvbuf", false)? };
+            // SAFETY: the receive buffer's bytes or the staging buffer's,
+            // which the operation keeps until it completes (§6.12).
+            let b = unsafe { inc.bytes() };
+            Ok((b, inc.stage))
+        }
+    }
+}
+
+/// The root's part in `MPI_Iscatter` (§6.6): `send` holds a block per
+/// process.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn iscatter_root(c: &SimpleCommunicator, send: *const u8, send_span: &Span, recv: Recv) -> Result<Staged> {
+    // SAFETY: this function's contract.
+    let o = unsafe { out(send, send_span, "sendbuf")? };
+    let each = o.bytes.len() / c.size() as usize;
+    let mut hold = o.hold;
+    // SAFETY: this function's contract on the receive buffer.
+    let (into, unpack) = unsafe { own_landing("MPI_Scatter", recv, each, &mut hold)? };
+    let r = c.process_at_rank(c.rank()).immediate_scatter_into_root(o.bytes, into)?;
+    Ok(Staged::keeping(r, hold, unpack))
+}
+
+/// The root's part in `MPI_Iscatterv` (§6.6): `send` holds the blocks
+/// (staged with their current values when scattered).
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn iscatterv_root(c: &SimpleCommunicator, mut send: Blocks, recv: Recv) -> Result<Staged> {
+    // SAFETY: the blocks are the send buffer's, only read, or the staging
+    // buffer's, kept in `hold` until completion.
+    let bytes: &[u8] = unsafe { send.inc.bytes() };
+    let mut hold: Vec<Vec<u8>> = send.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
+    let mine = send.counts[c.rank() as usize] as usize;
+    // SAFETY: this function's contract on the receive buffer.
+    let (into, unpack) = unsafe { own_landing("MPI_Scatterv", recv, mine, &mut hold)? };
+    let p = c.process_at_rank(c.rank());
+    let r = p.immediate_scatter_varcount_into_root(bytes, &send.counts, &send.displs, into)?;
+    Ok(Staged::keeping(r, hold, unpack))
+}
+
+/// `MPI_Iallgather` (§6.7): `recv` holds a block per process.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn iallgather(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
+    let (n, me) = (c.size() as usize, c.rank() as usize);
+    // SAFETY: this function's contract; in place, this process's block is
+    // read from the receive buffer.
+    let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", matches!(send, Send::InPlace))? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { inc.bytes() };
+    let each = bytes.len() / n;
+    // SAFETY: this function's contract on the send buffer.
+    let o = unsafe { own_block("MPI_Allgather", send, &bytes[me * each..][..each])? };
+    let r = c.immediate_all_gather_into(o.bytes, bytes)?;
+    Ok(Staged::keeping(r, o.hold, inc.stage))
+}
+
+/// `MPI_Iallgatherv` (§6.7): `recv` holds the blocks.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn iallgatherv(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { recv.inc.bytes() };
+    let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
+    // SAFETY: this function's contract on the send buffer.
+    let o = unsafe { own_block("MPI_Allgatherv", send, &own)? };
+    let r = c.immediate_all_gather_varcount_into(o.bytes, bytes, &recv.counts, &recv.displs)?;
+    Ok(Staged::keeping(r, o.hold, recv.inc.stage))
+}
+
+/// `MPI_Ialltoall` (§6.8): each buffer holds a block per process; in
+/// place, what goes out is what the receive buffer holds.
+///
+/// # Safety
+/// The buffers hold their elements until completion.
+pub unsafe fn ialltoall(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
+    let in_place = matches!(send, Send::InPlace);
+    // SAFETY: this function's contract.
+    let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", in_place)? };
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { inc.bytes() };
+    let o = match send {
+        Send::InPlace => owned(bytes.to_vec()),
+        Send::From(buf, span) => {
+            // SAFETY: this function's contract on the send buffer.
+            let o = unsafe { out(buf, &span, "sendbuf")? };
+            same("MPI_Alltoall", o.bytes.len(), bytes.len())?;
+            o
+        }
+    };
+    let r = c.immediate_all_to_all_into(o.bytes, bytes)?;
+    Ok(Staged::keeping(r, o.hold, inc.stage))
+}
+
+/// `MPI_Ialltoallv` (§6.8): the send blocks (`None`: in place, the
+/// receive blocks' contents go out) and the receive blocks.
+///
+/// # Safety
+/// The buffers hold their blocks until completion.
+pub unsafe fn ialltoallv(c: &SimpleCommunicator, send: Option<Blocks>, mut recv: Blocks) -> Result<Staged> {
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { recv.inc.bytes() };
+    let (o, scounts, sdispls) = match send {
+        // In place, what goes out is what the receive blocks hold (§6.8).
+        None => (owned(bytes.to_vec()), recv.counts.clone(), recv.displs.clone()),
+        Some(mut sb) => {
+            // SAFETY: the send blocks are the send buffer's, only read, or
+            // the staging buffer's, kept in `hold` until completion.
+            let sent: &'static [u8] = unsafe { sb.inc.bytes() };
+            let hold = sb.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
+            (Out { bytes: sent, hold }, sb.counts, sb.displs)
+        }
+    };
+    let r = c.immediate_all_to_all_varcount_into(o.bytes, &scounts, &sdispls, bytes, &recv.counts, &recv.displs)?;
+    Ok(Staged::keeping(r, o.hold, recv.inc.stage))
+}
