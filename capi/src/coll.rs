@@ -11,17 +11,18 @@
 //! operation; the blocking call waits for it (the mpi crate's blocking
 //! collectives do the same), so the two forms cannot drift apart.
 
-use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
-use mpi::datatype::Equivalence;
-use mpi::{Communicator, CommunicatorCollectives, Root, ValueIndex};
+use mpi::{Communicator, CommunicatorCollectives};
 
 use crate::abi::*;
 use crate::datatype::{outgoing, Blocks};
 use crate::p2p::new_request;
 use crate::*;
 use mpi::staged::coll::{self as sc, Recv, Send};
+use mpi::staged::reduce::{self as red, Elem, Everyone, Input};
+
+use crate::op::OpChoice;
 
 /// Run a collective to completion; on an intercommunicator, run `inter`
 /// (its intercommunicator form), or refuse.
@@ -95,79 +96,41 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
-/// Run `$body` with `$T` the element type of datatype `$dt`.
-macro_rules! typed {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            MPI_SIGNED_CHAR | MPI_CHAR | MPI_INT8_T | MPI_INTEGER1 => { type $T = i8; $body }
-            MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE | MPI_C_BOOL | MPI_CXX_BOOL => { type $T = u8; $body }
-            MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => { type $T = i16; $body }
-            MPI_UNSIGNED_SHORT | MPI_UINT16_T => { type $T = u16; $body }
-            MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL => { type $T = i32; $body }
-            MPI_UNSIGNED | MPI_UINT32_T => { type $T = u32; $body }
-            MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_COUNT | MPI_OFFSET => { type $T = i64; $body }
-            MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => { type $T = u64; $body }
-            MPI_FLOAT | MPI_REAL | MPI_REAL4 => { type $T = f32; $body }
-            MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => { type $T = f64; $body }
-            MPI_2INT | MPI_2INTEGER => { type $T = ValueIndex<i32, i32>; $body }
-            MPI_FLOAT_INT => { type $T = ValueIndex<f32, i32>; $body }
-            other => Err(Fail::new(MPI_ERR_TYPE, format!("no reduction on datatype {other:#x} in this library (predefined numbers, MPI_2INT and MPI_FLOAT_INT)"))),
-        }
-    };
+/// The element type of a reduction on datatype `dt`.
+fn elem_of(dt: Handle) -> R<Elem> {
+    Ok(match dt {
+        MPI_SIGNED_CHAR | MPI_CHAR | MPI_INT8_T | MPI_INTEGER1 => Elem::I8,
+        MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE | MPI_C_BOOL | MPI_CXX_BOOL => Elem::U8,
+        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => Elem::I16,
+        MPI_UNSIGNED_SHORT | MPI_UINT16_T => Elem::U16,
+        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL => Elem::I32,
+        MPI_UNSIGNED | MPI_UINT32_T => Elem::U32,
+        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_COUNT | MPI_OFFSET => Elem::I64,
+        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => Elem::U64,
+        MPI_FLOAT | MPI_REAL | MPI_REAL4 => Elem::F32,
+        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Elem::F64,
+        MPI_2INT | MPI_2INTEGER => Elem::Int2,
+        MPI_FLOAT_INT => Elem::FloatInt,
+        other => return Err(Fail::new(
+            MPI_ERR_TYPE,
+            format!(
+                "no reduction on datatype {other:#x} in this library (predefined numbers, MPI_2INT and MPI_FLOAT_INT)"
+            ),
+        )),
+    })
 }
 
-/// `count` elements of `T` at `p`, checked for alignment.
-///
-/// # Safety
-/// `p` holds `count` elements of `T` for the lifetime chosen.
-unsafe fn elems<'a, T: Equivalence>(p: *const c_void, count: usize, what: &str) -> R<&'a [T]> {
-    if count == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is null or not aligned for its datatype")));
-    }
-    // SAFETY: the caller's contract; non-null and aligned (checked).
-    Ok(unsafe { std::slice::from_raw_parts(p.cast(), count) })
-}
-
-/// `count` writable elements of `T` at `p`, checked for alignment.
-///
-/// # Safety
-/// `p` holds `count` elements of `T`, not otherwise accessed, for the lifetime chosen.
-unsafe fn elems_mut<'a, T: Equivalence>(p: *mut c_void, count: usize, what: &str) -> R<&'a mut [T]> {
-    if count == 0 {
-        return Ok(&mut []);
-    }
-    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is null or not aligned for its datatype")));
-    }
-    // SAFETY: the caller's contract; non-null and aligned (checked).
-    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), count) })
-}
-
-/// The send side of a reduction: `count` elements at `sendbuf`, or with
-/// `MPI_IN_PLACE` (where `in_place_ok`: everywhere for the all-reduce,
-/// at the root for a reduce) a copy of the receive buffer's, taken before
-/// the receive buffer is handed out (§6.9.3).
-///
-/// # Safety
-/// Both pointers hold `n` elements of `T` for the lifetime chosen.
-unsafe fn reduce_send<'a, T: Equivalence>(
+/// A reduction's arguments as the mpi crate takes them: the element
+/// type, the operation, the send argument and the count.
+fn reduction(
+    st: &State,
     sendbuf: *const c_void,
-    recvbuf: *const c_void,
-    n: usize,
-    in_place_ok: bool,
-) -> R<std::borrow::Cow<'a, [T]>> {
-    // SAFETY: `sendbuf`, or `recvbuf` under MPI_IN_PLACE, holds `n` elements of `T` (this
-    // function's contract); `elems` checks null and alignment.
-    unsafe {
-        Ok(if in_place(sendbuf) && in_place_ok {
-            std::borrow::Cow::Owned(elems::<T>(recvbuf, n, "recvbuf")?.to_vec())
-        } else {
-            std::borrow::Cow::Borrowed(elems::<T>(sendbuf, n, "sendbuf")?)
-        })
-    }
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<(Elem, OpChoice, Input, usize)> {
+    let send = if in_place(sendbuf) { Input::InPlace } else { Input::At(sendbuf.cast()) };
+    Ok((elem_of(dt)?, crate::op::op_of(st, op, dt)?, send, count_of(count)?))
 }
 
 pub(crate) fn count_of(count: c_int) -> R<usize> {
@@ -709,26 +672,9 @@ unsafe fn reduce(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let root = sc::root_of(c, root)?;
-    let n = count_of(count)?;
-    let op = crate::op::op_of(st, op, datatype)?;
-    let at_root = c.rank() == root;
-    let p = c.process_at_rank(root);
-    let r = typed!(datatype, T => {
-        // SAFETY: the caller's contract: `count` elements in each buffer
-        // until completion; the operation copies what it sends.
-        let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, at_root)? };
-        if at_root {
-            // SAFETY: at the root `recvbuf` holds `count` elements of `T`, writable until
-            // completion (§6.9.1); `elems_mut` checks null and alignment.
-            let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-            Ok(p.immediate_reduce_into_root(&send, recv, op)?)
-        } else {
-            Ok(p.immediate_reduce_into(&send, op)?)
-        }
-    })?;
-    Ok(Staged::plain(r))
+    let (e, op, send, n) = reduction(st, sendbuf, count, datatype, op)?;
+    // SAFETY: the caller's contract: `count` elements in each buffer significant here.
+    Ok(unsafe { red::ireduce(&st.comm(comm)?.comm, root, e, send, recvbuf.cast(), n, &op) }?)
 }
 collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 
@@ -742,19 +688,9 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     op: Handle,
 ) -> c_int {
     with_state("MPI_Reduce_local", MPI_COMM_WORLD, |st| {
-        let n = count_of(count)?;
-        let op = crate::op::op_of(st, op, datatype)?;
-        typed!(datatype, T => {
-            let bytes = n * std::mem::size_of::<T>();
-            let (i, o) = (inbuf as usize, inoutbuf as usize);
-            if bytes > 0 && i < o + bytes && o < i + bytes {
-                return Err(Fail::new(MPI_ERR_BUFFER, "inbuf and inoutbuf overlap (§6.9.7 forbids it)"));
-            }
-            // SAFETY: the standard's contract: both buffers hold `count`
-            // elements for this call; they do not overlap (checked).
-            let (a, b) = unsafe { (elems::<T>(inbuf, n, "inbuf")?, elems_mut::<T>(inoutbuf, n, "inoutbuf")?) };
-            Ok(mpi::coll::reduce_local_into(a, b, op)?)
-        })
+        let (e, op, _, n) = reduction(st, inbuf, count, datatype, op)?;
+        // SAFETY: the standard's contract: both buffers hold `count` elements for this call.
+        Ok(unsafe { red::reduce_local(e, inbuf.cast(), inoutbuf.cast(), n, &op) }?)
     })
 }
 
@@ -775,40 +711,16 @@ unsafe fn inter_reduce(
     comm: Handle,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
-    let n = count_of(count)?;
-    let op = crate::op::op_of(st, op, datatype)?;
+    let (e, op, _, n) = reduction(st, sendbuf, count, datatype, op)?;
     let root = root.map(|r| crate::inter::root_arg(c, r)).transpose()?;
-    typed!(datatype, T => {
-        use mpi::inter::InterRoot;
-        // SAFETY: the caller's contract: each buffer holds `count` elements
-        // where it is significant, for this call.
-        unsafe {
-            let send: &[T] = match root {
-                Some(InterRoot::Here | InterRoot::Idle) => &[],
-                _ => elems::<T>(sendbuf, n, "sendbuf")?,
-            };
-            let recv: &mut [T] = match root {
-                Some(InterRoot::Here) | None => elems_mut::<T>(recvbuf, n, "recvbuf")?,
-                _ => &mut [],
-            };
-            match root {
-                Some(r) => c.inter_reduce(r, send, recv, op)?,
-                None => c.inter_all_reduce(send, recv, op)?,
-            }
-            Ok(())
-        }
-    })
+    // SAFETY: the caller's contract: `count` elements in each buffer significant here.
+    Ok(unsafe { red::inter_reduce(c, root, e, sendbuf.cast(), recvbuf.cast(), n, &op) }?)
 }
 
-/// Reductions whose every process sends and receives `count` elements:
-/// all-reduce, scan and exclusive scan.
-#[derive(Clone, Copy)]
-enum Everyone {
-    Allreduce,
-    Scan,
-    Exscan,
-}
-
+/// `MPI_Iallreduce`, `MPI_Iscan` and `MPI_Iexscan`.
+///
+/// # Safety
+/// The buffers hold `count` elements of `datatype` until completion.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn everyone(
     st: &mut State,
@@ -820,23 +732,9 @@ unsafe fn everyone(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let n = count_of(count)?;
-    let op = crate::op::op_of(st, op, datatype)?;
-    let r = typed!(datatype, T => {
-        // SAFETY: the caller's contract: `count` elements in each buffer
-        // until completion; the operation copies what it sends.
-        let send = unsafe { reduce_send::<T>(sendbuf, recvbuf, n, true)? };
-        // SAFETY: `recvbuf` holds `count` elements of `T`, writable until completion (§6.9.6);
-        // `elems_mut` checks null and alignment.
-        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-        Ok(match kind {
-            Everyone::Allreduce => c.immediate_all_reduce_into(&send, recv, op)?,
-            Everyone::Scan => c.immediate_scan_into(&send, recv, op)?,
-            Everyone::Exscan => c.immediate_exclusive_scan_into(&send, recv, op)?,
-        })
-    })?;
-    Ok(Staged::plain(r))
+    let (e, op, send, n) = reduction(st, sendbuf, count, datatype, op)?;
+    // SAFETY: this function's contract.
+    Ok(unsafe { red::ieveryone(&st.comm(comm)?.comm, kind, e, send, recvbuf.cast(), n, &op) }?)
 }
 
 unsafe fn allreduce(
@@ -848,8 +746,7 @@ unsafe fn allreduce(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
-    // contract, passed on).
+    // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
@@ -863,8 +760,7 @@ unsafe fn scan(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
-    // contract, passed on).
+    // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Scan / MPI_Iscan = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -878,8 +774,7 @@ unsafe fn exscan(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the buffers hold `count` elements of `datatype` until completion (this function's
-    // contract, passed on).
+    // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Exscan / MPI_Iexscan = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -893,33 +788,26 @@ unsafe fn reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    let c = &st.comm(comm)?.comm;
-    let n = count_of(recvcount)?;
-    let total = n * c.size() as usize;
-    let op = crate::op::op_of(st, op, datatype)?;
-    let r = typed!(datatype, T => {
-        // SAFETY: the caller's contract: a block per process to send (in
-        // `recvbuf` with MPI_IN_PLACE), which the operation copies, and
-        // `recvcount` elements to receive into until completion.
-        let send: Cow<'_, [T]> = unsafe {
-            if in_place(sendbuf) {
-                Cow::Owned(elems::<T>(recvbuf, total, "recvbuf")?.to_vec())
-            } else {
-                Cow::Borrowed(elems::<T>(sendbuf, total, "sendbuf")?)
-            }
-        };
-        // SAFETY: `recvbuf` holds `recvcount` elements of `T`, writable until completion (§6.10.2);
-        // `elems_mut` checks null and alignment.
-        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, n, "recvbuf")? };
-        Ok(c.immediate_reduce_scatter_block_into(&send, recv, op)?)
-    })?;
-    Ok(Staged::plain(r))
+    let (e, op, send, n) = reduction(st, sendbuf, recvcount, datatype, op)?;
+    // SAFETY: the caller's contract: a block per process to send, `recvcount` elements to receive.
+    Ok(unsafe { red::ireduce_scatter_block(&st.comm(comm)?.comm, e, send, recvbuf.cast(), n, &op) }?)
 }
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 
-/// `MPI_Reduce_scatter` (§6.10.1): the all-reduce of everyone's
-/// `sum(recvcounts)` elements into a whole the operation owns, of which
-/// this process copies out its block at completion.
+/// The counts of a reduce-scatter: `recvcounts[i]` for each process, or
+/// `recvcount` each.
+///
+/// # Safety
+/// `recvcounts` holds one count per process of `c`.
+unsafe fn scatter_counts(c: &SimpleCommunicator, recvcounts: Option<*const c_int>, recvcount: c_int) -> R<Vec<usize>> {
+    match recvcounts {
+        // SAFETY: this function's contract.
+        Some(p) => unsafe { per_rank(p, c.size(), "recvcounts")? }.iter().map(|&k| count_of(k)).collect(),
+        None => Ok(vec![count_of(recvcount)?; c.size() as usize]),
+    }
+}
+
+/// `MPI_Reduce_scatter` (§6.10.1).
 unsafe fn reduce_scatter(
     st: &mut State,
     sendbuf: *const c_void,
@@ -930,33 +818,9 @@ unsafe fn reduce_scatter(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    // SAFETY: the caller's contract: one count per process.
-    let counts = unsafe { per_rank(recvcounts, c.size(), "recvcounts")? };
-    let counts: Vec<usize> = counts.iter().map(|&k| count_of(k)).collect::<R<_>>()?;
-    let total: usize = counts.iter().sum();
-    let me = c.rank() as usize;
-    let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
-    let op = crate::op::op_of(st, op, datatype)?;
-    typed!(datatype, T => {
-        // SAFETY: the caller's contract: `total` elements to send (in
-        // `recvbuf` with MPI_IN_PLACE), copied here, and `counts[me]` to
-        // receive into until completion.
-        let send: Vec<T> = unsafe {
-            if in_place(sendbuf) { elems::<T>(recvbuf, total, "recvbuf")?.to_vec() } else { elems::<T>(sendbuf, total, "sendbuf")?.to_vec() }
-        };
-        // SAFETY: `recvbuf` holds `recvcounts[me]` elements of `T`, writable until completion
-        // (§6.10.1); `elems_mut` checks null and alignment.
-        let recv: &'static mut [T] = unsafe { elems_mut::<T>(recvbuf, mine, "recvbuf")? };
-        let mut all = send.clone();
-        // SAFETY: `all`'s heap elements do not move when `all` moves into
-        // the completion below, which the operation keeps (and drops
-        // after the request, which waits).
-        let whole: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(all.as_mut_ptr(), total) };
-        let r = c.immediate_all_reduce_into(&send, whole, op)?;
-        let mut a = Staged::plain(r);
-        a.stage.then = Some(Box::new(move || recv.copy_from_slice(&all[from..from + mine])));
-        Ok(a)
-    })
+    let (e, op, send, _) = reduction(st, sendbuf, 0, datatype, op)?;
+    // SAFETY: the caller's contract: one count per process, and the buffers hold the elements.
+    Ok(unsafe { red::ireduce_scatter(c, e, send, recvbuf.cast(), &scatter_counts(c, Some(recvcounts), 0)?, &op) }?)
 }
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op, comm));
 
@@ -981,21 +845,9 @@ unsafe fn inter_reduce_scatter(
         return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid on an intercommunicator (§6.11.2)"));
     }
     let c = &st.comm(comm)?.comm;
-    let counts: Vec<usize> = match recvcounts {
-        // SAFETY: the caller's contract: one count per local process.
-        Some(p) => unsafe { per_rank(p, c.size(), "recvcounts")? }.iter().map(|&k| count_of(k)).collect::<R<_>>()?,
-        None => vec![count_of(recvcount)?; c.size() as usize],
-    };
-    let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
-    let op = crate::op::op_of(st, op, datatype)?;
-    typed!(datatype, T => {
-        // SAFETY: the caller's contract: `total` elements to send and
-        // `mine` to receive, for this call.
-        unsafe {
-            let send = elems::<T>(sendbuf, total, "sendbuf")?;
-            let recv = elems_mut::<T>(recvbuf, mine, "recvbuf")?;
-            c.inter_reduce_scatter(send, recv, &counts, op)?;
-        }
-        Ok(())
-    })
+    let (e, op, _, _) = reduction(st, sendbuf, 0, datatype, op)?;
+    // SAFETY: the caller's contract on the counts and buffers, for this call.
+    Ok(unsafe {
+        red::inter_reduce_scatter(c, e, sendbuf.cast(), recvbuf.cast(), &scatter_counts(c, recvcounts, recvcount)?, &op)
+    }?)
 }

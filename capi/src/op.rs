@@ -14,7 +14,8 @@
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
-use mpi::coll::{IntoOperation, Operation, Reducible, SystemOperation};
+use mpi::coll::{Operation, Reducible, SystemOperation};
+use mpi::staged::reduce::AnyOperation;
 
 use crate::abi::*;
 use crate::*;
@@ -110,11 +111,11 @@ pub(crate) enum OpChoice {
     User(UserOp, Handle),
 }
 
-impl<T: Reducible> IntoOperation<T> for OpChoice {
-    fn into_operation(self) -> mpi::Result<Operation> {
+impl AnyOperation for OpChoice {
+    fn on<T: Reducible>(&self) -> mpi::Result<Operation> {
         match self {
-            OpChoice::System(o) => Operation::system::<T>(o),
-            OpChoice::User(u, dt) => Ok(u.operation(std::mem::size_of::<T>(), dt)),
+            OpChoice::System(o) => Operation::system::<T>(*o),
+            OpChoice::User(u, dt) => Ok(u.operation(std::mem::size_of::<T>(), *dt)),
         }
     }
 }

@@ -1,0 +1,414 @@
+//! Reductions on buffers given as raw pointers (MPI 4.1 §6.9-6.11,
+//! non-blocking §6.12): the element type is chosen at run time ([`Elem`],
+//! the predefined datatypes the library reduces), the operation by the
+//! caller ([`AnyOperation`]: a predefined one, or one built per element
+//! type, as the C ABI's user functions are), and `MPI_IN_PLACE` follows
+//! the standard's rule for each call.
+
+use std::borrow::Cow;
+
+use super::Staged;
+use crate::coll::{
+    reduce_local_into, CommunicatorCollectives, Operation, Reducible, Root, SystemOperation, ValueIndex,
+};
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::datatype::Equivalence;
+use crate::inter::InterRoot;
+use crate::{MpiError, Rank, Result};
+
+/// The element type of a reduction: the predefined datatypes this library
+/// reduces, by their Rust type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elem {
+    /// `i8` (`MPI_SIGNED_CHAR`, `MPI_CHAR`, `MPI_INT8_T`, ...).
+    I8,
+    /// `u8` (`MPI_UNSIGNED_CHAR`, `MPI_BYTE`, `MPI_C_BOOL`, ...).
+    U8,
+    /// `i16`.
+    I16,
+    /// `u16`.
+    U16,
+    /// `i32` (`MPI_INT`, `MPI_LOGICAL`, ...).
+    I32,
+    /// `u32`.
+    U32,
+    /// `i64` (`MPI_LONG`, `MPI_AINT`, `MPI_COUNT`, ...).
+    I64,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// A pair of `i32` for `MAXLOC`/`MINLOC` (`MPI_2INT`).
+    Int2,
+    /// An `f32` and an `i32` index (`MPI_FLOAT_INT`).
+    FloatInt,
+}
+
+/// Run `$body` with `$T` the Rust type of element kind `$e`.
+macro_rules! with_elem {
+    ($e:expr, $T:ident => $body:expr) => {
+        match $e {
+            Elem::I8 => {
+                type $T = i8;
+                $body
+            }
+            Elem::U8 => {
+                type $T = u8;
+                $body
+            }
+            Elem::I16 => {
+                type $T = i16;
+                $body
+            }
+            Elem::U16 => {
+                type $T = u16;
+                $body
+            }
+            Elem::I32 => {
+                type $T = i32;
+                $body
+            }
+            Elem::U32 => {
+                type $T = u32;
+                $body
+            }
+            Elem::I64 => {
+                type $T = i64;
+                $body
+            }
+            Elem::U64 => {
+                type $T = u64;
+                $body
+            }
+            Elem::F32 => {
+                type $T = f32;
+                $body
+            }
+            Elem::F64 => {
+                type $T = f64;
+                $body
+            }
+            Elem::Int2 => {
+                type $T = ValueIndex<i32, i32>;
+                $body
+            }
+            Elem::FloatInt => {
+                type $T = ValueIndex<f32, i32>;
+                $body
+            }
+        }
+    };
+}
+
+impl Elem {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        with_elem!(self, T => std::mem::size_of::<T>())
+    }
+}
+
+/// A reduction operation for every element type of [`Elem`].
+pub trait AnyOperation {
+    /// The operation on elements of `T`.
+    fn on<T: Reducible>(&self) -> Result<Operation>;
+}
+
+impl AnyOperation for SystemOperation {
+    fn on<T: Reducible>(&self) -> Result<Operation> {
+        Operation::system::<T>(*self)
+    }
+}
+
+/// A reduction's send argument.
+#[derive(Clone, Copy)]
+pub enum Input {
+    /// `MPI_IN_PLACE`: the data is in the receive buffer (where the call
+    /// allows it).
+    InPlace,
+    /// Elements at this address.
+    At(*const u8),
+}
+
+/// `count` elements of `T` at `p`, checked for null and alignment.
+///
+/// # Safety
+/// `p` holds `count` elements of `T` for the lifetime chosen.
+unsafe fn elems<'a, T: Equivalence>(p: *const u8, count: usize, what: &str) -> Result<&'a [T]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
+    }
+    // SAFETY: this function's contract; non-null and aligned (checked).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast(), count) })
+}
+
+/// `count` writable elements of `T` at `p`, checked for null and alignment.
+///
+/// # Safety
+/// `p` holds `count` elements of `T`, not otherwise accessed, for the
+/// lifetime chosen.
+unsafe fn elems_mut<'a, T: Equivalence>(p: *mut u8, count: usize, what: &str) -> Result<&'a mut [T]> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
+    }
+    // SAFETY: this function's contract; non-null and aligned (checked).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), count) })
+}
+
+/// The elements a reduction sends (the collectives copy them when they
+/// start): `n` at the send buffer, or with `MPI_IN_PLACE` (where
+/// `in_place_ok`) a copy of the receive buffer's, taken before the
+/// receive buffer is handed out (§6.9.3).
+///
+/// # Safety
+/// The buffer read holds `n` elements of `T` for the lifetime chosen.
+unsafe fn sent<'a, T: Equivalence>(send: Input, recv: *const u8, n: usize, in_place_ok: bool) -> Result<Cow<'a, [T]>> {
+    // SAFETY: this function's contract; `elems` checks null and alignment.
+    unsafe {
+        Ok(match send {
+            Input::InPlace if in_place_ok => Cow::Owned(elems::<T>(recv, n, "recvbuf")?.to_vec()),
+            Input::InPlace => return Err(MpiError::Buffer("MPI_IN_PLACE is not valid here".into())),
+            Input::At(p) => Cow::Borrowed(elems::<T>(p, n, "sendbuf")?),
+        })
+    }
+}
+
+/// `MPI_Ireduce` (§6.9.1): `count` elements from everyone, combined at
+/// the root into `recv` (significant there only); `MPI_IN_PLACE` at the
+/// root.
+///
+/// # Safety
+/// The buffers significant here hold `count` elements of `elem` until
+/// completion.
+pub unsafe fn ireduce(
+    c: &SimpleCommunicator,
+    root: Rank,
+    elem: Elem,
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    op: &impl AnyOperation,
+) -> Result<Staged> {
+    let root = super::coll::root_of(c, root)?;
+    let at_root = c.rank() == root;
+    let p = c.process_at_rank(root);
+    with_elem!(elem, T => {
+        let op = op.on::<T>()?;
+        // SAFETY: this function's contract; the send side is copied.
+        let s = unsafe { sent::<T>(send, recv, count, at_root)? };
+        Ok(Staged::plain(if at_root {
+            // SAFETY: this function's contract: the root's `recv` holds `count` elements until
+            // completion.
+            let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
+            p.immediate_reduce_into_root(&s, into, &op)?
+        } else {
+            p.immediate_reduce_into(&s, &op)?
+        }))
+    })
+}
+
+/// The reductions in which every process sends and receives `count`
+/// elements (§6.9.6, §6.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Everyone {
+    /// `MPI_Iallreduce`.
+    Allreduce,
+    /// `MPI_Iscan`.
+    Scan,
+    /// `MPI_Iexscan`.
+    Exscan,
+}
+
+/// `MPI_Iallreduce`, `MPI_Iscan`, `MPI_Iexscan`; `MPI_IN_PLACE` anywhere.
+///
+/// # Safety
+/// The buffers hold `count` elements of `elem` until completion.
+pub unsafe fn ieveryone(
+    c: &SimpleCommunicator,
+    kind: Everyone,
+    elem: Elem,
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    op: &impl AnyOperation,
+) -> Result<Staged> {
+    with_elem!(elem, T => {
+        let op = op.on::<T>()?;
+        // SAFETY: this function's contract; the send side is copied.
+        let s = unsafe { sent::<T>(send, recv, count, true)? };
+        // SAFETY: this function's contract: `recv` holds `count` elements until completion.
+        let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
+        Ok(Staged::plain(match kind {
+            Everyone::Allreduce => c.immediate_all_reduce_into(&s, into, &op)?,
+            Everyone::Scan => c.immediate_scan_into(&s, into, &op)?,
+            Everyone::Exscan => c.immediate_exclusive_scan_into(&s, into, &op)?,
+        }))
+    })
+}
+
+/// `MPI_Ireduce_scatter_block` (§6.10.2): `count` elements per process
+/// sent (in `recv` with `MPI_IN_PLACE`), this process's block received.
+///
+/// # Safety
+/// The send buffer holds `count` elements per process, `recv` `count`,
+/// until completion.
+pub unsafe fn ireduce_scatter_block(
+    c: &SimpleCommunicator,
+    elem: Elem,
+    send: Input,
+    recv: *mut u8,
+    count: usize,
+    op: &impl AnyOperation,
+) -> Result<Staged> {
+    let total = count * c.size() as usize;
+    with_elem!(elem, T => {
+        let op = op.on::<T>()?;
+        // SAFETY: this function's contract; the send side is copied.
+        let s = unsafe { sent::<T>(send, recv, total, true)? };
+        // SAFETY: this function's contract: `recv` holds `count` elements until completion.
+        let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
+        Ok(Staged::plain(c.immediate_reduce_scatter_block_into(&s, into, &op)?))
+    })
+}
+
+/// `MPI_Ireduce_scatter` (§6.10.1): the all-reduce of everyone's
+/// `sum(counts)` elements into a whole the operation owns, of which this
+/// process copies out its block at completion.
+///
+/// # Safety
+/// The send buffer (`recv` with `MPI_IN_PLACE`) holds `sum(counts)`
+/// elements, `recv` this process's count, until completion.
+pub unsafe fn ireduce_scatter(
+    c: &SimpleCommunicator,
+    elem: Elem,
+    send: Input,
+    recv: *mut u8,
+    counts: &[usize],
+    op: &impl AnyOperation,
+) -> Result<Staged> {
+    let total: usize = counts.iter().sum();
+    let me = c.rank() as usize;
+    let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
+    with_elem!(elem, T => {
+        let op = op.on::<T>()?;
+        // SAFETY: this function's contract; the send side is copied.
+        let s = unsafe { sent::<T>(send, recv, total, true)? };
+        // SAFETY: this function's contract: `recv` holds this process's count until completion.
+        let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, mine, "recvbuf")? };
+        let mut all = s.to_vec();
+        // SAFETY: `all`'s heap elements do not move when `all` moves into
+        // the completion below, which the operation keeps (and drops
+        // after the request, which waits).
+        let whole: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(all.as_mut_ptr(), total) };
+        let mut a = Staged::plain(c.immediate_all_reduce_into(&s, whole, &op)?);
+        a.stage.then = Some(Box::new(move || into.copy_from_slice(&all[from..from + mine])));
+        Ok(a)
+    })
+}
+
+/// `MPI_Reduce_local` (§6.9.7): `inout = input op inout`, here; the
+/// buffers must not overlap.
+///
+/// # Safety
+/// Both hold `count` elements of `elem` for the call.
+pub unsafe fn reduce_local(
+    elem: Elem,
+    input: *const u8,
+    inout: *mut u8,
+    count: usize,
+    op: &impl AnyOperation,
+) -> Result<()> {
+    let bytes = count * elem.size();
+    let (i, o) = (input as usize, inout as usize);
+    if bytes > 0 && i < o + bytes && o < i + bytes {
+        return Err(MpiError::Buffer("inbuf and inoutbuf overlap (§6.9.7 forbids it)".into()));
+    }
+    with_elem!(elem, T => {
+        // SAFETY: this function's contract; they do not overlap (checked).
+        let (a, b) = unsafe { (elems::<T>(input, count, "inbuf")?, elems_mut::<T>(inout, count, "inoutbuf")?) };
+        reduce_local_into(a, b, &op.on::<T>()?)
+    })
+}
+
+/// `MPI_Reduce` (`root` given) and `MPI_Allreduce` on an
+/// intercommunicator (§6.9.1, §6.9.6): the result is the other group's.
+///
+/// # Safety
+/// The buffers significant here hold `count` elements for the call.
+pub unsafe fn inter_reduce(
+    c: &SimpleCommunicator,
+    root: Option<InterRoot>,
+    elem: Elem,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    op: &impl AnyOperation,
+) -> Result<()> {
+    with_elem!(elem, T => {
+        let op = op.on::<T>()?;
+        // SAFETY: this function's contract: each buffer holds `count`
+        // elements where it is significant, for this call.
+        unsafe {
+            let s: &[T] = match root {
+                Some(InterRoot::Here | InterRoot::Idle) => &[],
+                _ => elems::<T>(send, count, "sendbuf")?,
+            };
+            let r: &mut [T] = match root {
+                Some(InterRoot::Here) | None => elems_mut::<T>(recv, count, "recvbuf")?,
+                _ => &mut [],
+            };
+            match root {
+                Some(root) => c.inter_reduce(root, s, r, &op),
+                None => c.inter_all_reduce(s, r, &op),
+            }
+        }
+    })
+}
+
+/// `MPI_Reduce_scatter(_block)` on an intercommunicator: this group's
+/// blocks of the other group's reduction (§6.11.2).
+///
+/// # Safety
+/// The send buffer holds `sum(counts)` elements, `recv` this process's
+/// count, for the call.
+pub unsafe fn inter_reduce_scatter(
+    c: &SimpleCommunicator,
+    elem: Elem,
+    send: *const u8,
+    recv: *mut u8,
+    counts: &[usize],
+    op: &impl AnyOperation,
+) -> Result<()> {
+    let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
+    with_elem!(elem, T => {
+        // SAFETY: this function's contract, for this call.
+        let (s, r) = unsafe { (elems::<T>(send, total, "sendbuf")?, elems_mut::<T>(recv, mine, "recvbuf")?) };
+        c.inter_reduce_scatter(s, r, counts, &op.on::<T>()?)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_reduction_combines_and_refuses_overlap() {
+        let (a, mut b) = ([1i32, 2, 3], [10i32, 20, 30]);
+        // SAFETY: both hold three i32 for the call.
+        unsafe { reduce_local(Elem::I32, a.as_ptr().cast(), b.as_mut_ptr().cast(), 3, &SystemOperation::Sum) }
+            .expect("sum");
+        assert_eq!(b, [11, 22, 33]);
+        let p = b.as_mut_ptr().cast::<u8>();
+        // SAFETY: refused before anything is read.
+        let e = unsafe { reduce_local(Elem::I32, p, p, 3, &SystemOperation::Sum) };
+        assert!(matches!(e, Err(MpiError::Buffer(_))));
+        assert_eq!(Elem::FloatInt.size(), 8);
+    }
+}
