@@ -16,10 +16,10 @@ use std::ffi::{c_int, c_void};
 use mpi::{Communicator, CommunicatorCollectives};
 
 use crate::abi::*;
-use crate::datatype::{outgoing, Blocks};
+use crate::datatype::Blocks;
 use crate::p2p::new_request;
 use crate::*;
-use mpi::staged::coll::{self as sc, Recv, Send};
+use mpi::staged::coll::{self as sc, Recv, Send, WBlock, Wblocks};
 use mpi::staged::reduce::{self as red, Elem, Everyone, Input};
 
 use crate::op::OpChoice;
@@ -111,12 +111,14 @@ fn elem_of(dt: Handle) -> R<Elem> {
         MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Elem::F64,
         MPI_2INT | MPI_2INTEGER => Elem::Int2,
         MPI_FLOAT_INT => Elem::FloatInt,
-        other => return Err(Fail::new(
-            MPI_ERR_TYPE,
-            format!(
+        other => {
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                format!(
                 "no reduction on datatype {other:#x} in this library (predefined numbers, MPI_2INT and MPI_FLOAT_INT)"
             ),
-        )),
+            ))
+        }
     })
 }
 
@@ -415,88 +417,9 @@ unsafe fn alltoallv(
 }
 collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts, sdispls)), sendtype, recvbuf, 0, Some((recvcounts, rdispls)), recvtype, comm));
 
-/// A w-style exchange's blocks (`MPI_Alltoallw`, the neighborhood
-/// collectives), packed to go and staged to arrive.
-pub(crate) struct Wblocks {
-    /// The send blocks, one after another; `scounts`/`sdispls` in bytes.
-    packed: Vec<u8>,
-    pub(crate) scounts: Vec<mpi::Count>,
-    pub(crate) sdispls: Vec<mpi::Count>,
-    /// Room for the receive blocks; `rcounts`/`rdispls` in bytes.
-    staging: Vec<u8>,
-    pub(crate) rcounts: Vec<mpi::Count>,
-    pub(crate) rdispls: Vec<mpi::Count>,
-    /// Where each received block is unpacked: (offset in `staging`,
-    /// length, address, layout).
-    places: Vec<(usize, usize, *mut u8, std::sync::Arc<crate::datatype::Layout>)>,
-}
-
-impl Wblocks {
-    /// Unpack the received blocks into their places.
-    ///
-    /// # Safety
-    /// The receive blocks are the caller's, writable (the standard's
-    /// contract on the buffer, until the operation completes).
-    unsafe fn unpack(&self) {
-        for (at, len, dst, layout) in &self.places {
-            // SAFETY: `dst` is a receive block of the caller's `recvbuf`, writable until this
-            // completion (§6.12; this function's contract).
-            unsafe { layout.unpack_raw(&self.staging[*at..*at + *len], *dst) };
-        }
-    }
-}
-
 /// One block of a w-style exchange: `count` elements of `dt` at `at`.
-#[derive(Clone, Copy)]
-pub(crate) struct WBlock {
-    pub(crate) at: *mut u8,
-    pub(crate) count: c_int,
-    pub(crate) dt: Handle,
-}
-
-/// Pack the `sends` blocks into one buffer and stage room for the `recvs`
-/// blocks, each unpacked into its place at completion.
-///
-/// # Safety
-/// Each send block holds its elements; each receive block has room for
-/// them (the standard's contract on the buffers).
-pub(crate) unsafe fn wblocks_of(st: &State, sends: &[WBlock], recvs: &[WBlock]) -> R<Wblocks> {
-    let fits = |b: usize| {
-        mpi::Count::try_from(b).map_err(|_| {
-            Fail::new(MPI_ERR_COUNT, format!("a block of {b} bytes is over this library's 2 GiB per collective"))
-        })
-    };
-    let (mut packed, mut scounts, mut sdis) = (Vec::new(), Vec::new(), Vec::new());
-    for b in sends {
-        let span = st.span(b.count, b.dt)?;
-        // SAFETY: the caller's contract: the block is in the send buffer.
-        let bytes = unsafe { outgoing(b.at.cast_const().cast(), &span, "send")? };
-        sdis.push(fits(packed.len())?);
-        scounts.push(fits(bytes.len())?);
-        packed.extend_from_slice(&bytes);
-    }
-    let (mut rcounts, mut rdis, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
-    for b in recvs {
-        let layout = st.committed(b.dt)?;
-        let k = count_of(b.count)?;
-        let len = layout.size.checked_mul(k).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a receive block is too large"))?;
-        if len > 0 && crate::datatype::near_null(b.at.cast_const().cast(), layout.true_lb) {
-            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
-        }
-        rdis.push(fits(total)?);
-        rcounts.push(fits(len)?);
-        places.push((total, len, b.at, layout));
-        total += len;
-    }
-    Ok(Wblocks {
-        packed,
-        scounts,
-        sdispls: sdis,
-        staging: mpi::datatype::zeroed_buffer(total, "a staging buffer")?,
-        rcounts,
-        rdispls: rdis,
-        places,
-    })
+pub(crate) fn wblock(st: &State, at: *mut u8, count: c_int, dt: Handle) -> R<WBlock> {
+    Ok(WBlock { at, layout: st.committed(dt)?, count: count_of(count)? })
 }
 
 /// Pack and stage `MPI_Alltoallw`'s blocks for `n` peers (the remote
@@ -541,36 +464,11 @@ unsafe fn wblocks(
         }
     };
     let at = |buf: *const c_void, d: c_int| crate::datatype::addr(buf.cast(), d as isize);
-    let sends: Vec<WBlock> =
-        (0..n as usize).map(|i| WBlock { at: at(sbuf, sd[i]), count: sc[i], dt: stypes[i] }).collect();
-    let recvs: Vec<WBlock> =
-        (0..n as usize).map(|i| WBlock { at: at(recvbuf.cast_const(), rd[i]), count: rc[i], dt: rt[i] }).collect();
+    let sends = (0..n as usize).map(|i| wblock(st, at(sbuf, sd[i]), sc[i], stypes[i])).collect::<R<Vec<_>>>()?;
+    let recvs =
+        (0..n as usize).map(|i| wblock(st, at(recvbuf.cast_const(), rd[i]), rc[i], rt[i])).collect::<R<Vec<_>>>()?;
     // SAFETY: the caller's contract on the buffers.
-    unsafe { wblocks_of(st, &sends, &recvs) }
-}
-
-/// Start the exchange of `w`'s packed blocks into its staging buffer with
-/// `start`, and unpack what arrived into place when it completes.
-pub(crate) fn run_wblocks(
-    mut w: Wblocks,
-    start: impl FnOnce(&'static [u8], &'static mut [u8], &Wblocks) -> R<mpi::Request<'static>>,
-) -> R<Staged> {
-    let packed = std::mem::take(&mut w.packed);
-    // SAFETY: the heap bytes of `packed` and `w.staging` do not move when
-    // the vectors move into the operation, which keeps them until it
-    // completes.
-    let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
-        (
-            std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
-            std::slice::from_raw_parts_mut(w.staging.as_mut_ptr(), w.staging.len()),
-        )
-    };
-    let r = start(out, into, &w)?;
-    let mut a = Staged::keeping(r, vec![packed], None);
-    // SAFETY: the receive blocks are the caller's until this completion
-    // (the standard's contract on the buffers).
-    a.stage.then = Some(Box::new(move || unsafe { w.unpack() }));
-    Ok(a)
+    Ok(unsafe { Wblocks::new(&sends, &recvs) }?)
 }
 
 /// `MPI_Alltoallw` (§6.8): a block per peer, each with its own count,
@@ -598,9 +496,9 @@ unsafe fn alltoallw(
     let w = unsafe {
         wblocks(st, c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
     };
-    run_wblocks(w, |out, into, w| {
-        Ok(c.immediate_all_to_all_varcount_into(out, &w.scounts, &w.sdispls, into, &w.rcounts, &w.rdispls)?)
-    })
+    Ok(w.start(|out, into, w| {
+        c.immediate_all_to_all_varcount_into(out, &w.scounts, &w.sdispls, into, &w.rcounts, &w.rdispls)
+    })?)
 }
 
 /// `MPI_Alltoallw` on an intercommunicator: a block for each process of
@@ -628,21 +526,9 @@ unsafe fn inter_alltoallw(
     let n = c.remote_members().map_or(0, |m| m.len()) as c_int;
     // SAFETY: the arrays hold one entry per remote process and the buffers the blocks they name,
     // for this call (§6.8; this function's contract).
-    let mut w =
+    let w =
         unsafe { wblocks(st, n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)? };
-    let block = |d: mpi::Count, l: mpi::Count| d as usize..(d + l) as usize;
-    let out: Vec<&[u8]> = w.sdispls.iter().zip(&w.scounts).map(|(&d, &l)| &w.packed[block(d, l)]).collect();
-    let mut into: Vec<&mut [u8]> = Vec::new();
-    let mut rest = &mut w.staging[..];
-    for &l in &w.rcounts {
-        let (b, tail) = std::mem::take(&mut rest).split_at_mut(l as usize);
-        into.push(b);
-        rest = tail;
-    }
-    c.inter_all_to_all(&out, &mut into)?;
-    // SAFETY: the caller's contract on the receive blocks.
-    unsafe { w.unpack() };
-    Ok(())
+    Ok(w.inter_exchange(c)?)
 }
 collective!(MPI_Alltoallw / MPI_Ialltoallw = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm, inter = |st| inter_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm));
 

@@ -17,9 +17,10 @@ use std::ffi::{c_int, c_void};
 use mpi::topo::{Block, Edge};
 
 use crate::abi::*;
-use crate::coll::{blocking, collective, in_place, nonblocking, run_wblocks, wblocks_of, WBlock};
+use crate::coll::{blocking, collective, in_place, nonblocking, wblock};
 use crate::datatype::addr;
 use crate::*;
+use mpi::staged::coll::{WBlock, Wblocks};
 
 /// One side's blocks, one per edge: byte displacement from the buffer,
 /// count and datatype.
@@ -108,26 +109,26 @@ unsafe fn start(
         return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for a neighborhood collective (§8.6)"));
     }
     let (inc, out) = st.comm(comm)?.comm.neighbor_edges()?;
-    let (sb, se) = on_edges(sendbuf, send(st, out.len())?, &out);
-    let (rb, re) = on_edges(recvbuf.cast_const(), recv(st, inc.len())?, &inc);
+    let (sb, se) = on_edges(st, sendbuf, send(st, out.len())?, &out)?;
+    let (rb, re) = on_edges(st, recvbuf.cast_const(), recv(st, inc.len())?, &inc)?;
     // SAFETY: each block is in the caller's buffers, which hold it until completion (§8.6, §8.7).
-    let w = unsafe { wblocks_of(st, &sb, &rb)? };
+    let w = unsafe { Wblocks::new(&sb, &rb)? };
     let c = &st.comm(comm)?.comm;
     let block = |e: &Edge, off: mpi::Count, len: mpi::Count| Block { edge: *e, off: off as usize, len: len as usize };
     let bs: Vec<Block> = se.iter().zip(w.sdispls.iter().zip(&w.scounts)).map(|(e, (&o, &l))| block(e, o, l)).collect();
     let br: Vec<Block> = re.iter().zip(w.rdispls.iter().zip(&w.rcounts)).map(|(e, (&o, &l))| block(e, o, l)).collect();
-    run_wblocks(w, |out, into, _| Ok(c.immediate_neighbor_exchange(out, &bs, into, &br)?))
+    Ok(w.start(|out, into, _| c.immediate_neighbor_exchange(out, &bs, into, &br))?)
 }
 
 /// The blocks on the edges that lead somewhere (not `MPI_PROC_NULL`), with
 /// their edges: nothing moves on the others.
-fn on_edges(buf: *const c_void, blocks: Blocks, edges: &[Edge]) -> (Vec<WBlock>, Vec<Edge>) {
-    blocks
-        .into_iter()
-        .zip(edges)
-        .filter(|(_, e)| e.peer.is_some())
-        .map(|((d, count, dt), &e)| (WBlock { at: addr(buf.cast(), d), count, dt }, e))
-        .unzip()
+fn on_edges(st: &State, buf: *const c_void, blocks: Blocks, edges: &[Edge]) -> R<(Vec<WBlock>, Vec<Edge>)> {
+    let mut out = (Vec::new(), Vec::new());
+    for ((d, count, dt), &e) in blocks.into_iter().zip(edges).filter(|(_, e)| e.peer.is_some()) {
+        out.0.push(wblock(st, addr(buf.cast(), d), count, dt)?);
+        out.1.push(e);
+    }
+    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments

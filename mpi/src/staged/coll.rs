@@ -9,9 +9,12 @@
 //! function returns the operation as a [`Staged`], which keeps packed
 //! copies, staging buffers and scratch space until it completes.
 
-use super::{incoming, outgoing, Blocks, Span, Staged, Unpack};
+use std::sync::Arc;
+
+use super::{incoming, near_null, outgoing, Blocks, Span, Staged, Unpack};
 use crate::coll::{CommunicatorCollectives, Root};
 use crate::comm::{Communicator, SimpleCommunicator};
+use crate::datatype::Typemap;
 use crate::{MpiError, Rank, Result};
 
 /// A collective's send argument.
@@ -328,4 +331,132 @@ pub unsafe fn ialltoallv(c: &SimpleCommunicator, send: Option<Blocks>, mut recv:
     };
     let r = c.immediate_all_to_all_varcount_into(o.bytes, &scounts, &sdispls, bytes, &recv.counts, &recv.displs)?;
     Ok(Staged::keeping(r, o.hold, recv.inc.stage))
+}
+
+/// One block of a w-style exchange (`MPI_Alltoallw`, the neighborhood
+/// collectives): `count` elements of `layout` at `at` (read for a send
+/// block, written at completion for a receive block).
+#[derive(Clone)]
+pub struct WBlock {
+    /// Where the elements are.
+    pub at: *mut u8,
+    /// Their datatype.
+    pub layout: Arc<Typemap>,
+    /// How many.
+    pub count: usize,
+}
+
+/// A w-style exchange's blocks, packed to go and staged to arrive.
+pub struct Wblocks {
+    /// The send blocks, one after another; `scounts`/`sdispls` in bytes.
+    packed: Vec<u8>,
+    /// Bytes sent to each peer.
+    pub scounts: Vec<crate::Count>,
+    /// Where each peer's bytes start in the packed send blocks.
+    pub sdispls: Vec<crate::Count>,
+    /// Room for the receive blocks; `rcounts`/`rdispls` in bytes.
+    staging: Vec<u8>,
+    /// Bytes received from each peer.
+    pub rcounts: Vec<crate::Count>,
+    /// Where each peer's bytes land in the staging buffer.
+    pub rdispls: Vec<crate::Count>,
+    /// Where each received block is unpacked: (offset in `staging`,
+    /// length, address, layout).
+    places: Vec<(usize, usize, *mut u8, Arc<Typemap>)>,
+}
+
+impl Wblocks {
+    /// Pack the `sends` blocks into one buffer and stage room for the
+    /// `recvs` blocks, each unpacked into its place at completion.
+    ///
+    /// # Safety
+    /// Each send block holds its elements; each receive block has room
+    /// for them, until the exchange completes.
+    pub unsafe fn new(sends: &[WBlock], recvs: &[WBlock]) -> Result<Wblocks> {
+        let fits = |b: usize| {
+            crate::Count::try_from(b).map_err(|_| {
+                MpiError::TooLarge(format!("a block of {b} bytes is over this library's 2 GiB per collective"))
+            })
+        };
+        let (mut packed, mut scounts, mut sdispls) = (Vec::new(), Vec::new(), Vec::new());
+        for b in sends {
+            // SAFETY: this function's contract: the block holds its elements.
+            let bytes = unsafe { outgoing(b.at, &Span::of(b.layout.clone(), b.count)?, "send")? };
+            sdispls.push(fits(packed.len())?);
+            scounts.push(fits(bytes.len())?);
+            packed.extend_from_slice(&bytes);
+        }
+        let (mut rcounts, mut rdispls, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
+        for b in recvs {
+            let len = b
+                .layout
+                .size
+                .checked_mul(b.count)
+                .ok_or_else(|| MpiError::TooLarge("a receive block is too large".into()))?;
+            if len > 0 && near_null(b.at, b.layout.true_lb) {
+                return Err(MpiError::Buffer("the receive buffer is a null pointer".into()));
+            }
+            rdispls.push(fits(total)?);
+            rcounts.push(fits(len)?);
+            places.push((total, len, b.at, b.layout.clone()));
+            total += len;
+        }
+        let staging = crate::datatype::zeroed_buffer(total, "a staging buffer")?;
+        Ok(Wblocks { packed, scounts, sdispls, staging, rcounts, rdispls, places })
+    }
+
+    /// Unpack the received blocks into their places.
+    ///
+    /// # Safety
+    /// The receive blocks are still the caller's, writable ([`Wblocks::new`]'s contract).
+    unsafe fn unpack(&self) {
+        for (at, len, dst, layout) in &self.places {
+            // SAFETY: `dst` is a receive block, writable until this completion (this function's
+            // contract).
+            unsafe { layout.unpack_raw(&self.staging[*at..*at + *len], *dst) };
+        }
+    }
+
+    /// Start the exchange of the packed blocks into the staging buffer
+    /// with `start`, and unpack what arrived into place when it completes.
+    pub fn start(
+        mut self,
+        start: impl FnOnce(&'static [u8], &'static mut [u8], &Wblocks) -> Result<crate::Request<'static>>,
+    ) -> Result<Staged> {
+        let packed = std::mem::take(&mut self.packed);
+        // SAFETY: the heap bytes of `packed` and `self.staging` do not move
+        // when the vectors move into the operation, which keeps them until
+        // it completes.
+        let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
+            (
+                std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
+                std::slice::from_raw_parts_mut(self.staging.as_mut_ptr(), self.staging.len()),
+            )
+        };
+        let r = start(out, into, &self)?;
+        let mut a = Staged::keeping(r, vec![packed], None);
+        // SAFETY: the receive blocks are the caller's until this completion
+        // (`Wblocks::new`'s contract).
+        a.stage.then = Some(Box::new(move || unsafe { self.unpack() }));
+        Ok(a)
+    }
+
+    /// The exchange on an intercommunicator, blocking: a block for each
+    /// process of the remote group (§6.8).
+    pub fn inter_exchange(mut self, c: &SimpleCommunicator) -> Result<()> {
+        let block = |d: crate::Count, l: crate::Count| d as usize..(d + l) as usize;
+        let out: Vec<&[u8]> =
+            self.sdispls.iter().zip(&self.scounts).map(|(&d, &l)| &self.packed[block(d, l)]).collect();
+        let mut into: Vec<&mut [u8]> = Vec::new();
+        let mut rest = &mut self.staging[..];
+        for &l in &self.rcounts {
+            let (b, tail) = std::mem::take(&mut rest).split_at_mut(l as usize);
+            into.push(b);
+            rest = tail;
+        }
+        c.inter_all_to_all(&out, &mut into)?;
+        // SAFETY: the receive blocks are the caller's (`Wblocks::new`'s contract).
+        unsafe { self.unpack() };
+        Ok(())
+    }
 }
