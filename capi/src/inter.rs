@@ -13,8 +13,9 @@ use mpi::inter::InterRoot;
 use mpi::traits::Communicator;
 
 use crate::abi::*;
-use crate::datatype::{incoming, outgoing};
+use crate::datatype::Span;
 use crate::*;
+use mpi::staged::inter;
 
 /// `comm`, which must be an intercommunicator.
 fn inter_comm(st: &State, comm: Handle) -> R<&mpi::SimpleCommunicator> {
@@ -39,31 +40,6 @@ pub(crate) fn root_arg(c: &mpi::SimpleCommunicator, root: c_int) -> R<InterRoot>
     }
 }
 
-/// Split `bytes` into the blocks at byte `(displs[i], counts[i])`, which
-/// must not overlap (they are written).
-fn split_mut<'a>(bytes: &'a mut [u8], counts: &[mpi::Count], displs: &[mpi::Count]) -> R<Vec<&'a mut [u8]>> {
-    let mut order: Vec<usize> = (0..counts.len()).collect();
-    order.sort_by_key(|&i| displs[i]);
-    let mut out: Vec<Option<&'a mut [u8]>> = (0..counts.len()).map(|_| None).collect();
-    let (mut rest, mut at) = (bytes, 0usize);
-    for i in order {
-        let (d, n) = (displs[i] as usize, counts[i] as usize);
-        if d < at && n > 0 {
-            return Err(Fail::new(MPI_ERR_BUFFER, "two receive blocks overlap"));
-        }
-        let skip = d.saturating_sub(at).min(rest.len());
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
-        if n > tail.len() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a receive block lies outside the buffer"));
-        }
-        let (block, tail) = tail.split_at_mut(n);
-        out[i] = Some(block);
-        rest = tail;
-        at = at.max(d) + n;
-    }
-    Ok(out.into_iter().map(|b| b.unwrap_or(&mut [])).collect())
-}
-
 /// The blocks of one process each: a v-collective's `(counts, displs)`
 /// arrays, or `n` blocks of `count` elements one after another.
 ///
@@ -80,79 +56,25 @@ unsafe fn per_process(v: Option<(*const c_int, *const c_int)>, count: c_int, n: 
     })
 }
 
-/// Receive blocks of `counts`/`displs` elements into `buf` with `body`,
-/// then unpack them.
+/// The blocks of `buf` for each remote process: the v-arrays `v`, or
+/// `count` each (`fill`: staged with their current values, to be sent).
 ///
 /// # Safety
-/// `buf` holds the blocks; the arrays hold one value per remote process.
-unsafe fn receive_blocks(
+/// The arrays hold one value per remote process; `buf` holds the blocks.
+unsafe fn blocks_of(
     st: &State,
-    buf: *mut c_void,
-    counts: &[c_int],
-    displs: &[c_int],
-    dt: Handle,
-    body: impl FnOnce(&mut [&mut [u8]]) -> R<()>,
-) -> R<()> {
-    // SAFETY: `buf` holds the blocks `counts` and `displs` name, writable for this call (this
-    // function's contract).
-    let mut b = unsafe { st.blocks(buf, counts, displs, dt, false)? };
-    // SAFETY: the caller's bytes or a staging buffer, for this call.
-    let bytes = unsafe { b.inc.bytes() };
-    let mut blocks = split_mut(bytes, &b.counts, &b.displs)?;
-    body(&mut blocks)?;
-    let n = b.inc.len as u64;
-    // SAFETY: `buf` is the caller's, writable.
-    unsafe { b.inc.finish(n) };
-    Ok(())
-}
-
-/// Receive `count` elements of `dt` into `buf` with `body`, then unpack them.
-///
-/// # Safety
-/// `buf` has room for them.
-unsafe fn receive_one(
-    st: &State,
-    buf: *mut c_void,
+    buf: *const c_void,
+    v: Option<(*const c_int, *const c_int)>,
     count: c_int,
     dt: Handle,
-    body: impl FnOnce(&mut [u8]) -> R<()>,
-) -> R<()> {
-    // SAFETY: `buf` holds `count` elements of `dt`, writable for this call (this function's
-    // contract).
-    let mut inc = unsafe { incoming(buf.cast(), &st.span(count, dt)?, "recvbuf", false)? };
-    // SAFETY: the caller's bytes or a staging buffer, for this call.
-    body(unsafe { inc.bytes() })?;
-    let n = inc.len as u64;
-    // SAFETY: `buf` is still the caller's, writable, for this call: the staged bytes go into its
-    // elements.
-    unsafe { inc.finish(n) };
-    Ok(())
-}
-
-/// The bytes of `count` elements of `dt` at `buf`.
-///
-/// # Safety
-/// `buf` holds them.
-unsafe fn sent<'a>(st: &State, buf: *const c_void, count: c_int, dt: Handle) -> R<std::borrow::Cow<'a, [u8]>> {
-    // SAFETY: `buf` holds `count` elements of `dt`, readable for this call (this function's
-    // contract).
-    Ok(unsafe { outgoing(buf.cast(), &st.span(count, dt)?, "sendbuf") }?)
-}
-
-/// Packed bytes, and each block's `(offset, length)` in them.
-type Packed = (Vec<u8>, Vec<(usize, usize)>);
-
-/// Blocks of `counts`/`displs` elements of `dt` at `buf`, packed.
-///
-/// # Safety
-/// `buf` holds them.
-unsafe fn sent_blocks(st: &State, buf: *const c_void, counts: &[c_int], displs: &[c_int], dt: Handle) -> R<Packed> {
-    // SAFETY: the caller's contract; `fill` copies the current values.
-    let mut b = unsafe { st.blocks(buf.cast_mut(), counts, displs, dt, true)? };
-    // SAFETY: as above, read only.
-    let bytes = unsafe { b.inc.bytes() }.to_vec();
-    let parts = b.displs.iter().zip(&b.counts).map(|(&d, &c)| (d as usize, c as usize)).collect();
-    Ok((bytes, parts))
+    n: usize,
+    fill: bool,
+) -> R<mpi::staged::Blocks> {
+    // SAFETY: this function's contract.
+    unsafe {
+        let (counts, displs) = per_process(v, count, n)?;
+        st.blocks(buf.cast_mut(), &counts, &displs, dt, fill)
+    }
 }
 
 pub(crate) fn barrier(st: &mut State, comm: Handle) -> R<()> {
@@ -170,18 +92,12 @@ pub(crate) unsafe fn bcast(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    match root_arg(c, root)? {
-        InterRoot::Idle => Ok(()),
-        InterRoot::Here => {
-            // SAFETY: at the root `buffer` holds `count` elements of `datatype` for this call
-            // (§6.4).
-            let mut data = unsafe { sent(st, buffer, count, datatype)? }.into_owned();
-            Ok(c.inter_broadcast(InterRoot::Here, &mut data)?)
-        }
-        // SAFETY: in the other group `buffer` has room for `count` elements of `datatype` for this
-        // call (§6.4).
-        r => unsafe { receive_one(st, buffer, count, datatype, |b| Ok(c.inter_broadcast(r, b)?)) },
+    let root = root_arg(c, root)?;
+    if root == InterRoot::Idle {
+        return Ok(());
     }
+    // SAFETY: the caller's contract: `buffer` holds `count` elements (§6.4).
+    Ok(unsafe { inter::bcast(c, root, buffer.cast(), &st.span(count, datatype)?) }?)
 }
 
 /// The remote group's size on intercommunicator `c`.
@@ -189,7 +105,7 @@ fn remote_size(c: &mpi::SimpleCommunicator) -> usize {
     c.remote_members().map_or(0, |m| m.len())
 }
 
-/// `MPI_Gather` (`counts` `None`) and `MPI_Gatherv`.
+/// `MPI_Gather` (`v` `None`) and `MPI_Gatherv`.
 ///
 /// # Safety
 /// The standard's contract on the buffers and arrays.
@@ -207,26 +123,17 @@ pub(crate) unsafe fn gather(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    let n = remote_size(c);
-    match root_arg(c, root)? {
-        InterRoot::Idle => Ok(()),
-        InterRoot::Here => {
-            // SAFETY: the caller's contract on the arrays.
-            let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
-            // SAFETY: at the root `recvbuf` holds the blocks `recvcounts` and `displs` name, for
-            // this call (§6.5).
-            unsafe {
-                receive_blocks(st, recvbuf, &counts, &displs, recvtype, |b| {
-                    Ok(c.inter_gather(InterRoot::Here, &[], b)?)
-                })
+    // SAFETY: the caller's contract on the arguments significant here (§6.5).
+    Ok(unsafe {
+        match root_arg(c, root)? {
+            InterRoot::Idle => return Ok(()),
+            InterRoot::Here => {
+                let recv = blocks_of(st, recvbuf, v, recvcount, recvtype, remote_size(c), false)?;
+                inter::gather(c, InterRoot::Here, (std::ptr::null(), &Span::bytes(0)), Some(recv))
             }
+            r => inter::gather(c, r, (sendbuf.cast(), &st.span(sendcount, sendtype)?), None),
         }
-        r => {
-            // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` for this call (§6.5).
-            let data = unsafe { sent(st, sendbuf, sendcount, sendtype)? };
-            Ok(c.inter_gather(r, &data, &mut [])?)
-        }
-    }
+    }?)
 }
 
 /// `MPI_Scatter` (`v` `None`) and `MPI_Scatterv`.
@@ -247,21 +154,17 @@ pub(crate) unsafe fn scatter(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    let n = remote_size(c);
-    match root_arg(c, root)? {
-        InterRoot::Idle => Ok(()),
-        InterRoot::Here => {
-            // SAFETY: the caller's contract on the arrays.
-            let (counts, displs) = unsafe { per_process(v, sendcount, n)? };
-            // SAFETY: at the root `sendbuf` holds the blocks `sendcounts` and `displs` name, for
-            // this call (§6.6).
-            let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &counts, &displs, sendtype)? };
-            let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
-            Ok(c.inter_scatter(InterRoot::Here, &blocks, &mut [])?)
+    // SAFETY: the caller's contract on the arguments significant here (§6.6).
+    Ok(unsafe {
+        match root_arg(c, root)? {
+            InterRoot::Idle => return Ok(()),
+            InterRoot::Here => {
+                let send = blocks_of(st, sendbuf, v, sendcount, sendtype, remote_size(c), true)?;
+                inter::scatter(c, InterRoot::Here, Some(send), (std::ptr::null_mut(), &Span::bytes(0)))
+            }
+            r => inter::scatter(c, r, None, (recvbuf.cast(), &st.span(recvcount, recvtype)?)),
         }
-        // SAFETY: `recvbuf` has room for `recvcount` elements of `recvtype` for this call (§6.6).
-        r => unsafe { receive_one(st, recvbuf, recvcount, recvtype, |b| Ok(c.inter_scatter(r, &[], b)?)) },
-    }
+    }?)
 }
 
 /// `MPI_Allgather` (`v` `None`) and `MPI_Allgatherv`.
@@ -281,14 +184,11 @@ pub(crate) unsafe fn allgather(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    let n = remote_size(c);
-    // SAFETY: the caller's contract on the arrays.
-    let (counts, displs) = unsafe { per_process(v, recvcount, n)? };
-    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` for this call (§6.7).
-    let data = unsafe { sent(st, sendbuf, sendcount, sendtype)? };
-    // SAFETY: `recvbuf` holds a block per remote process as `counts` and `displs` say, for this
-    // call (§6.7).
-    unsafe { receive_blocks(st, recvbuf, &counts, &displs, recvtype, |b| Ok(c.inter_all_gather(&data, b)?)) }
+    // SAFETY: the caller's contract on the buffers and arrays (§6.7).
+    Ok(unsafe {
+        let recv = blocks_of(st, recvbuf, v, recvcount, recvtype, remote_size(c), false)?;
+        inter::allgather(c, sendbuf.cast(), &st.span(sendcount, sendtype)?, recv)
+    }?)
 }
 
 /// `MPI_Alltoall` (`v` `None`) and `MPI_Alltoallv`.
@@ -310,16 +210,11 @@ pub(crate) unsafe fn alltoall(
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
     let n = remote_size(c);
-    // SAFETY: the caller's contract on the arrays.
-    let ((scounts, sdispls), (rcounts, rdispls)) =
-        unsafe { (per_process(sv, sendcount, n)?, per_process(rv, recvcount, n)?) };
-    // SAFETY: `sendbuf` holds a block per remote process as `scounts` and `sdispls` say, for this
-    // call (§6.8).
-    let (bytes, parts) = unsafe { sent_blocks(st, sendbuf, &scounts, &sdispls, sendtype)? };
-    let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
-    // SAFETY: `recvbuf` holds a block per remote process as `rcounts` and `rdispls` say, for this
-    // call (§6.8).
-    unsafe { receive_blocks(st, recvbuf, &rcounts, &rdispls, recvtype, |b| Ok(c.inter_all_to_all(&blocks, b)?)) }
+    // SAFETY: the caller's contract on the buffers and arrays (§6.8).
+    Ok(unsafe {
+        let send = blocks_of(st, sendbuf, sv, sendcount, sendtype, n, true)?;
+        inter::alltoall(c, send, blocks_of(st, recvbuf, rv, recvcount, recvtype, n, false)?)
+    }?)
 }
 
 #[no_mangle]

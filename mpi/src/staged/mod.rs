@@ -18,6 +18,7 @@
 //! ([`Unpack`], [`Staged`]) can only be made by those functions.
 
 pub mod coll;
+pub mod inter;
 pub mod reduce;
 
 use std::borrow::Cow;
