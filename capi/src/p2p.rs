@@ -10,7 +10,7 @@ use mpi::request::{Need, Part};
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
-use crate::datatype::{direct_bytes, incoming, near_null, outgoing, Span};
+use crate::datatype::{direct_bytes, near_null, outgoing, Span};
 use crate::*;
 
 /// The tag selector of a receive or probe: `None` is any tag.
@@ -93,16 +93,8 @@ unsafe fn send(
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
-        let to = c.process_at_rank(dest);
-        if let Some((layout, count)) = span.streamed(buf.cast(), "send")? {
-            // SAFETY: `buf` holds the elements for this call (the caller's
-            // contract), and the wait ends the request within it.
-            return Ok(unsafe { raw::isend_typed(&to, buf.cast(), layout, count, tag, sync) }?.wait().map(drop)?);
-        }
         // SAFETY: `buf` holds the elements for this call (the caller's contract).
-        let data = unsafe { outgoing(buf.cast(), &span, "send")? };
-        // SAFETY: `data` is valid for this call.
-        Ok(unsafe { raw::send(&to, data.as_ptr(), data.len(), tag, sync) }?)
+        Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
     })
 }
 
@@ -205,25 +197,10 @@ unsafe fn recv_derived(
         unsafe { put_status(status, MpiStatus::proc_null()) };
         return Ok(());
     }
-    if let Some((layout, count)) = span.streamed(buf.cast(), "receive")? {
-        // SAFETY: `buf` has room for the elements for this call (the
-        // caller's contract), and the wait ends the request within it.
-        let s = unsafe {
-            from_source!(c, source, from => raw::irecv_typed(from, buf.cast(), layout, count, tag).and_then(|r| r.wait()))
-        }?;
-        // SAFETY: the caller's contract on `status`.
-        unsafe { put_status(status, c_status(&s)) };
-        return Ok(());
-    }
     // SAFETY: `buf` has room for the elements for this call (the caller's contract).
-    let inc = unsafe { incoming(buf.cast(), &span, "receive", false)? };
-    // SAFETY: `inc` is valid for `inc.len` bytes for this call.
-    let s = unsafe { from_source!(c, source, from => raw::recv(from, inc.ptr, inc.len, tag)) }?;
-    // SAFETY: the caller's contract on `buf` and `status`.
-    unsafe {
-        inc.finish(s.bytes());
-        put_status(status, c_status(&s));
-    }
+    let s = unsafe { from_source!(c, source, from => mpi::staged::recv(from, buf.cast(), &span, tag)) }?;
+    // SAFETY: the caller's contract on `status`.
+    unsafe { put_status(status, c_status(&s)) };
     Ok(())
 }
 

@@ -517,6 +517,43 @@ pub unsafe fn irecv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag
     Ok(Staged { request, stage: Stage { unpack: inc.stage, ..Stage::default() } })
 }
 
+/// Send `span` of `buf` and wait (`MPI_Send`, `MPI_Ssend` of a derived
+/// datatype): a chunk at a time when long and scattered, else from the
+/// caller's bytes or a packed copy.
+///
+/// # Safety
+/// `buf` holds the span's elements for the call.
+pub unsafe fn send(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, sync: bool) -> Result<()> {
+    if let Some((layout, count)) = span.streamed(buf, "send")? {
+        // SAFETY: this function's contract, and the wait ends the request within the call.
+        return unsafe { raw::isend_typed(to, buf, layout, count, tag, sync) }?.wait().map(drop);
+    }
+    // SAFETY: this function's contract.
+    let data = unsafe { outgoing(buf, span, "send")? };
+    // SAFETY: `data` is valid for this call.
+    unsafe { raw::send(to, data.as_ptr(), data.len(), tag, sync) }
+}
+
+/// Receive into `span` of `buf` and wait (`MPI_Recv` of a derived
+/// datatype): a chunk at a time when long and scattered, else into the
+/// caller's bytes or a staging buffer unpacked here.
+///
+/// # Safety
+/// `buf` has room for the span's elements, writable for the call.
+pub unsafe fn recv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag: Option<Tag>) -> Result<Status> {
+    if let Some((layout, count)) = span.streamed(buf, "receive")? {
+        // SAFETY: this function's contract, and the wait ends the request within the call.
+        return unsafe { raw::irecv_typed(from, buf, layout, count, tag) }?.wait();
+    }
+    // SAFETY: this function's contract.
+    let inc = unsafe { incoming(buf, span, "receive", false)? };
+    // SAFETY: `inc` is valid for `inc.len` bytes for this call.
+    let s = unsafe { raw::recv(from, inc.ptr, inc.len, tag) }?;
+    // SAFETY: this function's contract: `buf` is writable.
+    unsafe { inc.finish(s.bytes()) };
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
