@@ -35,7 +35,7 @@ fn init(required: c_int) -> R<c_int> {
         errhandler: MPI_ERRORS_ARE_FATAL,
         name: name.into(),
         attrs: Vec::new(),
-        info: Vec::new(),
+        info: Default::default(),
         buffered: Default::default(),
     };
     let comms = crate::comm_table::CommTable::predefined(
@@ -307,12 +307,11 @@ pub extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int {
     with_state("MPI_Get_hw_resource_info", MPI_COMM_WORLD, |st| {
-        let mut pairs = vec![
-            ("mpi_hw_resource_type".to_string(), "mpi_shared_memory".to_string()),
-            ("host".to_string(), host_name()),
-        ];
+        let mut pairs = mpi::info::Info::new();
+        pairs.set("mpi_hw_resource_type", "mpi_shared_memory")?;
+        pairs.set("host", &host_name())?;
         if let Ok(b) = st.universe.backend() {
-            pairs.push(("dn_backend".to_string(), b.to_string()));
+            pairs.set("dn_backend", b)?;
         }
         // SAFETY: the standard's contract on `hw_info`.
         unsafe { crate::info::hand_out(st, pairs, hw_info, "hw_info") }
@@ -499,7 +498,7 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
         errhandler,
         name: String::new(),
         attrs: Vec::new(),
-        info: Vec::new(),
+        info: Default::default(),
         buffered: Default::default(),
     };
     Ok(st.comms.add(e))

@@ -372,7 +372,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         let hints = st.info_or_null(info)?;
         // The one hardware resource this library knows (§7.4.2: every
         // implementation recognizes it): the memory a node's ranks share.
-        let shared_memory = hints.iter().any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory");
+        let shared_memory = hints.says("mpi_hw_resource_type", "mpi_shared_memory");
         let color = match split_type {
             MPI_UNDEFINED => Color::Undefined,
             MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => Color::With(shared_domain(st)?),

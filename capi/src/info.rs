@@ -1,5 +1,5 @@
-//! Info objects (MPI 4.1 §10): ordered `key`/`value` string pairs that
-//! carry hints. The library takes no hint yet, so a communicator's info
+//! Info objects (MPI 4.1 §10) over `mpi::info::Info`: handles, C strings
+//! and `MPI_INFO_ENV`. The library takes no hint yet, so a communicator's info
 //! (`MPI_Comm_set_info`, `MPI_Comm_dup_with_info`) is kept and handed back
 //! by `MPI_Comm_get_info` as given, and changes nothing else.
 //! `MPI_INFO_ENV` (§11.2.4) holds what this process was started with.
@@ -9,27 +9,19 @@ use std::ffi::{c_char, c_int};
 use crate::abi::*;
 use crate::*;
 
-/// An info object's pairs, in the order they were first set.
-pub(crate) type Pairs = Vec<(String, String)>;
+pub(crate) use mpi::info::Info as Pairs;
 
-/// A key or value argument: NUL-terminated, within its limit (§10: keys
-/// of up to `MPI_MAX_INFO_KEY - 1` characters, values of up to
-/// `MPI_MAX_INFO_VAL - 1`).
+/// A key or value argument: a NUL-terminated string.
 ///
 /// # Safety
 /// `s` is null or a NUL-terminated string.
-unsafe fn text(s: *const c_char, max: c_int, what: &str, class: c_int) -> R<String> {
+unsafe fn text(s: *const c_char, what: &str, class: c_int) -> R<String> {
     if s.is_null() {
         return Err(Fail::new(class, format!("the {what} is a null pointer")));
     }
     // SAFETY: `s` is not null (checked above) and points at a NUL-terminated string (§10: info keys
     // and values are C strings).
-    let t = unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy();
-    let t = t.trim_matches(' ');
-    if t.is_empty() || t.len() >= max as usize {
-        return Err(Fail::new(class, format!("the {what} {t:?} is empty or longer than {} characters", max - 1)));
-    }
-    Ok(t.to_string())
+    Ok(unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned())
 }
 
 impl State {
@@ -72,23 +64,24 @@ impl State {
 fn env_pairs(st: &State) -> Pairs {
     let mut args = std::env::args();
     let mut p = Pairs::new();
+    let mut add = |k: &str, v: &str| {
+        // An empty or over-long value is left out rather than refused.
+        let _ = p.set(k, v);
+    };
     if let Some(cmd) = args.next() {
-        p.push(("command".into(), cmd));
+        add("command", &cmd);
     }
-    let rest: Vec<String> = args.collect();
-    if !rest.is_empty() {
-        p.push(("argv".into(), rest.join(" ")));
-    }
+    add("argv", &args.collect::<Vec<String>>().join(" "));
     if let Some(w) = st.comms.get(&MPI_COMM_WORLD) {
-        p.push(("maxprocs".into(), w.comm.size().to_string()));
+        add("maxprocs", &w.comm.size().to_string());
     }
-    p.push(("host".into(), crate::env::host_name()));
+    add("host", &crate::env::host_name());
     let level = match st.thread_level {
         MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
         MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
         _ => "MPI_THREAD_SERIALIZED",
     };
-    p.push(("thread_level".into(), level.into()));
+    add("thread_level", level);
     p
 }
 
@@ -147,18 +140,8 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Info_set(info: Handle, key: *const c_char, value: *const c_char) -> c_int {
     with_state("MPI_Info_set", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract: NUL-terminated strings.
-        let (k, v) = unsafe {
-            (
-                text(key, MPI_MAX_INFO_KEY, "key", MPI_ERR_INFO_KEY)?,
-                text(value, MPI_MAX_INFO_VAL, "value", MPI_ERR_INFO_VALUE)?,
-            )
-        };
-        let pairs = st.info_mut(info)?;
-        match pairs.iter_mut().find(|p| p.0 == k) {
-            Some(p) => p.1 = v,
-            None => pairs.push((k, v)),
-        }
-        Ok(())
+        let (k, v) = unsafe { (text(key, "key", MPI_ERR_INFO_KEY)?, text(value, "value", MPI_ERR_INFO_VALUE)?) };
+        Ok(st.info_mut(info)?.set(&k, &v)?)
     })
 }
 
@@ -166,14 +149,8 @@ pub unsafe extern "C" fn MPI_Info_set(info: Handle, key: *const c_char, value: *
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
     with_state("MPI_Info_delete", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract: a NUL-terminated string.
-        let k = unsafe { text(key, MPI_MAX_INFO_KEY, "key", MPI_ERR_INFO_KEY)? };
-        let pairs = st.info_mut(info)?;
-        let before = pairs.len();
-        pairs.retain(|p| p.0 != k);
-        if pairs.len() == before {
-            return Err(Fail::new(MPI_ERR_INFO_NOKEY, format!("the info has no key {k:?}")));
-        }
-        Ok(())
+        let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
+        Ok(st.info_mut(info)?.delete(&k)?)
     })
 }
 
@@ -190,11 +167,11 @@ pub unsafe extern "C" fn MPI_Info_get_string(
 ) -> c_int {
     with_state("MPI_Info_get_string", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract: a NUL-terminated string.
-        let k = unsafe { text(key, MPI_MAX_INFO_KEY, "key", MPI_ERR_INFO_KEY)? };
+        let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
         if buflen.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "buflen is a null pointer"));
         }
-        let found = st.info(info)?.into_iter().find(|p| p.0 == k).map(|p| p.1);
+        let found = st.info(info)?.get(&k)?.map(str::to_string);
         // SAFETY: the standard's contract on the pointers: `value` has
         // room for `*buflen` bytes.
         unsafe {
@@ -261,10 +238,8 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> 
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) -> c_int {
     with_state("MPI_Info_get_nthkey", MPI_COMM_WORLD, |st| {
         let pairs = st.info(info)?;
-        let k =
-            usize::try_from(n).ok().and_then(|i| pairs.get(i)).map(|p| p.0.clone()).ok_or_else(|| {
-                Fail::new(MPI_ERR_ARG, format!("key number {n} of an info with {} keys", pairs.len()))
-            })?;
+        let i = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("key number {n} is negative")))?;
+        let k = pairs.nth_key(i)?.to_string();
         let mut len = 0;
         // SAFETY: the standard's contract: `key` has MPI_MAX_INFO_KEY bytes.
         unsafe { crate::env::put_string(key, &mut len, &k, MPI_MAX_INFO_KEY) }

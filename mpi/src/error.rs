@@ -69,6 +69,15 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
+    /// An info key that is empty or too long (`MPI_ERR_INFO_KEY`).
+    #[error("{0}")]
+    InfoKey(String),
+    /// An info value that is empty or too long (`MPI_ERR_INFO_VALUE`).
+    #[error("{0}")]
+    InfoValue(String),
+    /// An info key that is not there (`MPI_ERR_INFO_NOKEY`).
+    #[error("{0}")]
+    InfoNoKey(String),
     /// A root that is no rank of the communicator (`MPI_ERR_ROOT`).
     #[error("{0}")]
     Root(String),

@@ -33,6 +33,7 @@ pub mod compute;
 pub mod datatype;
 mod error;
 pub mod group;
+pub mod info;
 pub mod inter;
 mod keepalive;
 pub mod request;
