@@ -12,4 +12,7 @@ cargo +nightly miri test -p adi --test engine_local -- --skip ping_pong
 # The datatype engine's safe packing over its raw copies, and the
 # progress hooks (a hook that sends from inside a blocking receive).
 cargo +nightly miri test -p mpi --lib datatype::typemap
+# Raw datatype buffers: packing, staging and partial unpacking
+# (mpi::staged), and reductions on raw elements.
+cargo +nightly miri test -p mpi --lib staged
 cargo +nightly miri test -p adi --test engine_hooks

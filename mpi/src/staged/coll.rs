@@ -370,8 +370,10 @@ impl Wblocks {
     /// `recvs` blocks, each unpacked into its place at completion.
     ///
     /// # Safety
-    /// Each send block holds its elements; each receive block has room
-    /// for them, until the exchange completes.
+    /// Each send block holds its elements for this call; each receive
+    /// block has room for them, writable and not otherwise accessed until
+    /// the returned value (or the operation [`Wblocks::start`] makes of
+    /// it) is completed or dropped: the unpacking writes them then.
     pub unsafe fn new(sends: &[WBlock], recvs: &[WBlock]) -> Result<Wblocks> {
         let fits = |b: usize| {
             crate::Count::try_from(b).map_err(|_| {

@@ -261,9 +261,10 @@ impl Incoming {
 /// buffer starts with the elements' current values (`MPI_IN_PLACE`).
 ///
 /// # Safety
-/// `buf` has room for the span's elements, readable when `fill`, and is
-/// the operation's until it completes (the returned value's `Unpack`
-/// writes it then).
+/// `buf` has room for the span's elements, readable when `fill`; it
+/// stays writable and is not otherwise accessed until the returned value
+/// (or the [`Unpack`] taken from it, or the operation that keeps it) is
+/// finished or dropped: the unpacking writes it then.
 pub unsafe fn incoming(buf: *mut u8, span: &Span, what: &str, fill: bool) -> Result<Incoming> {
     match span {
         Span::Direct { len: 0, .. } => Ok(Incoming { ptr: std::ptr::null_mut(), len: 0, stage: None }),
@@ -302,7 +303,8 @@ pub struct Blocks {
 /// (filled with the current values when `fill`).
 ///
 /// # Safety
-/// `buf` holds the blocks, as [`incoming`]'s buffer holds its elements.
+/// `buf` holds the blocks, readable when `fill`, and is then left to the
+/// returned value as [`incoming`]'s buffer is.
 pub unsafe fn blocks(
     buf: *mut u8,
     counts: &[usize],
