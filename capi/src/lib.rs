@@ -6,11 +6,18 @@
 //! runs under `dnrun` on the simulated DIMMnet-2, over UDP and over DPDK,
 //! because the backend is the launcher's choice, not the program's.
 //!
+//! This crate translates: handles to the mpi crate's objects, C
+//! arguments to Rust ones, errors to error classes. What MPI does with
+//! them — datatype layouts, staging and packing, `MPI_IN_PLACE`, request
+//! states, groups, info, buffered mode, reductions — is the mpi crate's
+//! (`mpi::staged`, `mpi::request::slot`, `mpi::group`, `mpi::info`,
+//! `mpi::bsend`), the code its Rust API runs too.
+//!
 //! What is here: the environment calls, communicators (`dup`, `split`,
 //! `free`), error handlers (`MPI_ERRORS_ARE_FATAL` by default,
 //! `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`), point-to-point in blocking,
 //! non-blocking and persistent forms with `MPI_PROC_NULL`, wildcards and
-//! `MPI_STATUS(ES)_IGNORE`, derived datatypes and packing ([`datatype`]),
+//! `MPI_STATUS(ES)_IGNORE`, derived datatypes and packing (`datatype`),
 //! and the collectives, blocking and non-blocking, with their `v` forms and
 //! `MPI_IN_PLACE`. Everything else is absent from the library
 //! ([`abi::FUNCTIONS`] lists what is exported), so that a configure-style

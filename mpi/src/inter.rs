@@ -3,7 +3,7 @@
 //! group to the other (§6.2.2).
 //!
 //! An intercommunicator is a [`SimpleCommunicator`] whose point-to-point
-//! ranks refer to the remote group ([`SimpleCommunicator::peers`]). Each
+//! ranks refer to the remote group (`SimpleCommunicator::peers`). Each
 //! one has three context ids, agreed by both groups when it is made:
 //! `ctx` for point-to-point, `ctx + 1` for its collectives, and a private
 //! intracommunicator over the local group on `ctx + 2`/`ctx + 3` for the

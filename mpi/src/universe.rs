@@ -53,7 +53,7 @@ pub enum ProgressMode {
     Offload,
     /// A progress thread on a second core (LibNBC's thread, KACC's agent).
     /// On a real network (UDP) it is an operating-system thread, see
-    /// [`ProgressThread`]. On the simulator the thread is simulated: while the application
+    /// `ProgressThread`. On the simulator the thread is simulated: while the application
     /// computes ([`Universe::compute`]), it wakes every
     /// [`THREAD_POLL_NS`] and makes a progress pass whose host costs it
     /// pays on its own core: the computation ends when it would alone, or

@@ -5,7 +5,7 @@
 //! Every collective is a [`schedule::Schedule`] (seed 002's CAD graph: SEND,
 //! RECV, CALC and COPY nodes with explicit dependencies, in flat arrays)
 //! built by one algorithm of [`algo`] and run by the one executor
-//! ([`exec`]).
+//! (`exec`).
 //!
 //! ```no_run
 //! use mpi::traits::*;

@@ -6,7 +6,7 @@
 //! than the application (a progress thread, or the NIC) can execute it.
 //! The API follows the seed's: make nodes (`send`, `recv`, `calc`, `copy`),
 //! `connect` them, then issue and query the result with an executor
-//! ([`super::exec::Exec`]).
+//! (`exec::Exec`).
 //!
 //! Data lives in numbered buffers: [`BUF_SEND`] (the caller's input),
 //! [`BUF_RECV`] (the caller's output) and temporaries `BUF_TMP0..`, whose
