@@ -1,0 +1,206 @@
+//! Every exported function's Rust signature against its C prototype in
+//! `mpi.h` (`abi::FUNCTIONS`): same number of parameters, and each of the
+//! same kind and size (an `int` where C has `int`, an `MPI_Count *` where
+//! C has `MPI_Count *`, ...). A mismatch compiles and links, and then
+//! reads or writes the wrong number of bytes in the caller's memory; the
+//! export test in sim-tests compares only the names.
+
+use std::collections::BTreeMap;
+
+/// What a parameter is at the ABI level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Int,
+    Count,
+    Aint,
+    Double,
+    Handle,
+    /// A pointer, and what it points at (its elements' kind).
+    Ptr(Box<Kind>),
+    Void,
+    Char,
+    Status,
+    /// A function pointer (a user callback).
+    Function,
+}
+
+/// The C type of a handle.
+const C_HANDLES: &[&str] = &[
+    "MPI_Comm",
+    "MPI_Datatype",
+    "MPI_Group",
+    "MPI_Info",
+    "MPI_Op",
+    "MPI_Request",
+    "MPI_Errhandler",
+    "MPI_Message",
+    "MPI_Win",
+    "MPI_Session",
+    "MPI_File",
+];
+
+/// The kind of a C type (without the parameter's name).
+fn c_kind(ty: &str) -> Kind {
+    let ty = ty.replace("const ", "");
+    let ty = ty.trim();
+    if let Some(inner) = ty.strip_suffix('*') {
+        let inner = inner.trim();
+        if inner.contains("_function") {
+            return Kind::Function;
+        }
+        return Kind::Ptr(Box::new(c_kind(inner)));
+    }
+    match ty {
+        "int" => Kind::Int,
+        "MPI_Count" | "MPI_Offset" => Kind::Count,
+        "MPI_Aint" => Kind::Aint,
+        "double" => Kind::Double,
+        "void" => Kind::Void,
+        "char" => Kind::Char,
+        "MPI_Status" => Kind::Status,
+        t if C_HANDLES.contains(&t) => Kind::Handle,
+        t => panic!("a C type this test does not know: {t:?}"),
+    }
+}
+
+/// The kind of a C parameter declaration (`const int counts[]`, ...).
+fn c_param(decl: &str) -> Kind {
+    let decl = decl.trim();
+    // Arrays are pointers: `x[]`, `x[][3]` (an array of triplets is a pointer to ints).
+    let (decl, array) = match decl.find('[') {
+        Some(i) => (&decl[..i], true),
+        None => (decl, false),
+    };
+    // The name is the last identifier; what is before it is the type.
+    let name_at = decl.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    let kind = c_kind(&decl[..name_at]);
+    if array {
+        Kind::Ptr(Box::new(kind))
+    } else {
+        kind
+    }
+}
+
+/// The kind of a Rust type in an extern signature.
+fn rust_kind(ty: &str) -> Kind {
+    let ty = ty.trim();
+    for p in ["*const ", "*mut "] {
+        if let Some(inner) = ty.strip_prefix(p) {
+            return Kind::Ptr(Box::new(rust_kind(inner)));
+        }
+    }
+    if ty.starts_with("Option<") {
+        return Kind::Function;
+    }
+    match ty {
+        "c_int" | "i32" => Kind::Int,
+        "i64" => Kind::Count,
+        "isize" => Kind::Aint,
+        "f64" => Kind::Double,
+        "Handle" => Kind::Handle,
+        "c_void" | "std::ffi::c_void" => Kind::Void,
+        "c_char" | "std::ffi::c_char" => Kind::Char,
+        "MpiStatus" => Kind::Status,
+        "[c_int; 3]" => Kind::Int,
+        // A callback taken as its address: the predefined ones
+        // (`MPI_COMM_NULL_COPY_FN`, ...) are sentinel values, not functions.
+        "usize" => Kind::Function,
+        t => panic!("a Rust type this test does not know: {t:?}"),
+    }
+}
+
+/// Split a parameter list at its top-level commas.
+fn params(list: &str) -> Vec<&str> {
+    list.split(',').map(str::trim).filter(|p| !p.is_empty()).collect()
+}
+
+/// The Rust parameter list `a: T, b: U` as kinds.
+fn rust_params(list: &str) -> Vec<Kind> {
+    params(list)
+        .iter()
+        .map(|p| rust_kind(p.split_once(':').unwrap_or_else(|| panic!("a parameter without a type: {p}")).1))
+        .collect()
+}
+
+/// Every `extern "C"` function of capi's sources, with its parameters and
+/// return kind, including those its macros generate.
+fn rust_exports() -> BTreeMap<String, (Vec<Kind>, Kind)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("capi/src") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        // Written out: `extern "C" fn MPI_X(a: T, ...) -> R`.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("extern \"C\" fn MPI_") {
+            rest = &rest[i + "extern \"C\" fn ".len()..];
+            let open = rest.find('(').expect("a parameter list");
+            let close = rest.find(')').expect("the list's end");
+            let ret = rest[close + 1..].trim_start().strip_prefix("->").expect("a return type");
+            let ret = ret.trim_start().split(|c: char| c.is_whitespace() || c == '{').next().expect("a type");
+            out.insert(rest[..open].to_string(), (rust_params(&rest[open + 1..close]), rust_kind(ret)));
+        }
+        // `collective!(MPI_X / MPI_Ix = start(args) on comm ...)`: the
+        // blocking form, and the non-blocking one with a request.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("\ncollective!(MPI_") {
+            rest = &rest[i + "\ncollective!(".len()..];
+            let (names, tail) = rest.split_once(" = ").expect("collective!'s names");
+            let (blocking, nonblocking) = names.split_once(" / ").expect("two names");
+            let open = tail.find('(').expect("a parameter list");
+            let close = tail.find(')').expect("the list's end");
+            let ps = rust_params(&tail[open + 1..close]);
+            let mut with_request = ps.clone();
+            with_request.push(Kind::Ptr(Box::new(Kind::Handle)));
+            out.insert(blocking.to_string(), (ps, Kind::Int));
+            out.insert(nonblocking.to_string(), (with_request, Kind::Int));
+        }
+        // `field!(get, set, name)`: a status field's getter and setter.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("\nfield!(MPI_") {
+            rest = &rest[i + "\nfield!(".len()..];
+            let args: Vec<&str> = rest[..rest.find(')').expect("field!'s end")].split(',').map(str::trim).collect();
+            let status = || Kind::Ptr(Box::new(Kind::Status));
+            out.insert(args[0].to_string(), (vec![status(), Kind::Ptr(Box::new(Kind::Int))], Kind::Int));
+            out.insert(args[1].to_string(), (vec![status(), Kind::Int], Kind::Int));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_export_matches_its_prototype_parameter_by_parameter() {
+    let rust = rust_exports();
+    let mut wrong = Vec::new();
+    for proto in mpi_abi::abi::FUNCTIONS {
+        let open = proto.find('(').expect("a prototype's parameters");
+        let head = &proto[..open];
+        let name_at = head.rfind(' ').expect("a return type") + 1;
+        let (ret, name) = (c_kind(&head[..name_at]), &head[name_at..]);
+        let list = &proto[open + 1..proto.rfind(')').expect("the list's end")];
+        // `void` is no parameter; `...` (MPI_Pcontrol) has no Rust counterpart.
+        let c: Vec<Kind> = params(list).into_iter().filter(|p| *p != "void" && *p != "...").map(c_param).collect();
+        match rust.get(name) {
+            None => wrong.push(format!("{name}: declared in mpi.h, not found in capi's sources")),
+            Some((r, rret)) if (r, rret) != (&c, &ret) => {
+                wrong.push(format!("{name}: C ({c:?}) -> {ret:?}, Rust ({r:?}) -> {rret:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{} exports differ from mpi.h:\n{}", wrong.len(), wrong.join("\n"));
+    // The parser saw them all (a broken pattern would find none and pass).
+    assert!(rust.len() >= mpi_abi::abi::FUNCTIONS.len(), "only {} Rust exports found", rust.len());
+}
+
+#[test]
+fn the_check_catches_an_int_where_the_prototype_has_a_count() {
+    // MPI_Type_size_c's `MPI_Count *size`, read as an `int *` by mistake.
+    let c = vec![Kind::Handle, c_param("MPI_Count *size")];
+    assert_ne!(rust_params("datatype: Handle, size: *mut c_int"), c);
+    assert_eq!(rust_params("datatype: Handle, size: *mut i64"), c);
+    assert_eq!(c_param("int ranges[][3]"), rust_kind("*const [c_int; 3]"));
+}
