@@ -398,17 +398,21 @@ impl Staged {
         Staged { request, stage: Stage { hold, unpack: unpack.map(Unpack::whole), ..Stage::default() } }
     }
 
-    fn unstage(stage: Stage, s: Status) -> Status {
-        if let Some(u) = stage.unpack {
+    /// The outcome of the ended request `r`, with what the operation kept
+    /// done: received bytes unpacked (those that fit, for a truncated
+    /// message), then the work to run at completion (on success only).
+    fn unstage(stage: Stage, r: Result<Status>) -> Result<Status> {
+        if let (Some(u), Some(n)) = (stage.unpack, received(&r)) {
             // SAFETY: the receive buffer is the caller's until this
             // completion (the contract of `incoming` or `blocks`, which
             // made the `Unpack`).
-            unsafe { u.finish(s.bytes()) }
+            unsafe { u.finish(n) }
         }
+        let s = r?;
         if let Some(f) = stage.then {
             f();
         }
-        stage.status.unwrap_or(s)
+        Ok(stage.status.unwrap_or(s))
     }
 
     /// Wait for completion.
@@ -416,8 +420,7 @@ impl Staged {
         for a in std::mem::take(&mut self.stage.with) {
             a.wait()?;
         }
-        let s = self.request.wait()?;
-        Ok(Staged::unstage(self.stage, s))
+        Staged::unstage(self.stage, self.request.wait())
     }
 
     /// This operation's part in [`crate::request::settle`]: its request,
@@ -444,8 +447,7 @@ impl Staged {
         for a in std::mem::take(&mut self.stage.with) {
             a.finish()?;
         }
-        let s = self.request.finish()?;
-        Ok(Staged::unstage(self.stage, s))
+        Staged::unstage(self.stage, self.request.finish())
     }
 
     /// Complete if done; the operation back if not.
@@ -460,10 +462,11 @@ impl Staged {
             self.stage.with = left;
             return Ok(Err(self));
         }
-        Ok(match self.request.test()? {
-            Ok(s) => Ok(Staged::unstage(self.stage, s)),
-            Err(request) => Err(Staged { request, stage: self.stage }),
-        })
+        match self.request.test() {
+            Ok(Err(request)) => Ok(Err(Staged { request, stage: self.stage })),
+            Ok(Ok(s)) => Staged::unstage(self.stage, Ok(s)).map(Ok),
+            Err(e) => Staged::unstage(self.stage, Err(e)).map(Ok),
+        }
     }
 }
 
@@ -550,10 +553,23 @@ pub unsafe fn recv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag:
     // SAFETY: this function's contract.
     let inc = unsafe { incoming(buf, span, "receive", false)? };
     // SAFETY: `inc` is valid for `inc.len` bytes for this call.
-    let s = unsafe { raw::recv(from, inc.ptr, inc.len, tag) }?;
-    // SAFETY: this function's contract: `buf` is writable.
-    unsafe { inc.finish(s.bytes()) };
-    Ok(s)
+    let r = unsafe { raw::recv(from, inc.ptr, inc.len, tag) };
+    if let Some(n) = received(&r) {
+        // SAFETY: this function's contract: `buf` is writable. A truncated
+        // message's first bytes are unpacked too (§3.2.5).
+        unsafe { inc.finish(n) };
+    }
+    r
+}
+
+/// The bytes an ended receive put in its buffer: all of them, or those
+/// that fit a truncated message (MPI 4.1 §3.2.5: the buffer holds them);
+/// `None` after any other error, when nothing is unpacked.
+fn received(r: &Result<Status>) -> Option<u64> {
+    match r {
+        Ok(s) | Err(MpiError::Truncated { status: s, .. }) => Some(s.bytes()),
+        Err(_) => None,
+    }
 }
 
 #[cfg(test)]
