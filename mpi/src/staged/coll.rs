@@ -152,17 +152,53 @@ pub unsafe fn igather(c: &SimpleCommunicator, root: Rank, buf: *const u8, span: 
 /// # Safety
 /// The buffers hold their elements until completion.
 pub unsafe fn igather_root(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
+    // SAFETY: this function's contract.
+    let (bytes, o, stage) = unsafe { gathering("MPI_Gather", c, send, recv, recv_span)? };
+    let r = c.process_at_rank(c.rank()).immediate_gather_into_root(o.bytes, bytes)?;
+    Ok(Staged::keeping(r, o.hold, stage))
+}
+
+/// The receive side of a gather or all-gather of one block per process,
+/// and this process's contribution to it (its own block, in place or
+/// from the send buffer).
+///
+/// # Safety
+/// The buffers hold their elements until the operation completes.
+unsafe fn gathering(
+    call: &str,
+    c: &SimpleCommunicator,
+    send: Send,
+    recv: *mut u8,
+    recv_span: &Span,
+) -> Result<(&'static mut [u8], Out, Option<Unpack>)> {
     let (n, me) = (c.size() as usize, c.rank() as usize);
-    // SAFETY: this function's contract; in place, the root's own block is
+    // SAFETY: this function's contract; in place, this process's block is
     // read from the receive buffer.
     let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", matches!(send, Send::InPlace))? };
     // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
     let bytes = unsafe { inc.bytes() };
     let each = bytes.len() / n;
     // SAFETY: this function's contract on the send buffer.
-    let o = unsafe { own_block("MPI_Gather", send, &bytes[me * each..][..each])? };
-    let r = c.process_at_rank(c.rank()).immediate_gather_into_root(o.bytes, bytes)?;
-    Ok(Staged::keeping(r, o.hold, inc.stage))
+    let o = unsafe { own_block(call, send, &bytes[me * each..][..each])? };
+    Ok((bytes, o, inc.stage))
+}
+
+/// [`gathering`] with a count and displacement per process.
+///
+/// # Safety
+/// As [`gathering`].
+unsafe fn gathering_v(
+    call: &str,
+    c: &SimpleCommunicator,
+    send: Send,
+    recv: &mut Blocks,
+) -> Result<(&'static mut [u8], Out)> {
+    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    let bytes = unsafe { recv.inc.bytes() };
+    let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
+    // SAFETY: this function's contract on the send buffer.
+    let o = unsafe { own_block(call, send, &own)? };
+    Ok((bytes, o))
 }
 
 /// The root's part in `MPI_Igatherv` (§6.5): `recv` holds the blocks.
@@ -170,11 +206,8 @@ pub unsafe fn igather_root(c: &SimpleCommunicator, send: Send, recv: *mut u8, re
 /// # Safety
 /// The buffers hold their elements until completion.
 pub unsafe fn igatherv_root(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let bytes = unsafe { recv.inc.bytes() };
-    let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
-    // SAFETY: this function's contract on the send buffer.
-    let o = unsafe { own_block("MPI_Gatherv", send, &own)? };
+    // SAFETY: this function's contract.
+    let (bytes, o) = unsafe { gathering_v("MPI_Gatherv", c, send, &mut recv)? };
     let p = c.process_at_rank(c.rank());
     let r = p.immediate_gather_varcount_into_root(o.bytes, bytes, &recv.counts, &recv.displs)?;
     Ok(Staged::keeping(r, o.hold, recv.inc.stage))
@@ -259,17 +292,10 @@ pub unsafe fn iscatterv_root(c: &SimpleCommunicator, mut send: Blocks, recv: Rec
 /// # Safety
 /// The buffers hold their elements until completion.
 pub unsafe fn iallgather(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
-    let (n, me) = (c.size() as usize, c.rank() as usize);
-    // SAFETY: this function's contract; in place, this process's block is
-    // read from the receive buffer.
-    let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", matches!(send, Send::InPlace))? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let bytes = unsafe { inc.bytes() };
-    let each = bytes.len() / n;
-    // SAFETY: this function's contract on the send buffer.
-    let o = unsafe { own_block("MPI_Allgather", send, &bytes[me * each..][..each])? };
+    // SAFETY: this function's contract.
+    let (bytes, o, stage) = unsafe { gathering("MPI_Allgather", c, send, recv, recv_span)? };
     let r = c.immediate_all_gather_into(o.bytes, bytes)?;
-    Ok(Staged::keeping(r, o.hold, inc.stage))
+    Ok(Staged::keeping(r, o.hold, stage))
 }
 
 /// `MPI_Iallgatherv` (§6.7): `recv` holds the blocks.
@@ -277,11 +303,8 @@ pub unsafe fn iallgather(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv
 /// # Safety
 /// The buffers hold their elements until completion.
 pub unsafe fn iallgatherv(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
-    let bytes = unsafe { recv.inc.bytes() };
-    let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
-    // SAFETY: this function's contract on the send buffer.
-    let o = unsafe { own_block("MPI_Allgatherv", send, &own)? };
+    // SAFETY: this function's contract.
+    let (bytes, o) = unsafe { gathering_v("MPI_Allgatherv", c, send, &mut recv)? };
     let r = c.immediate_all_gather_varcount_into(o.bytes, bytes, &recv.counts, &recv.displs)?;
     Ok(Staged::keeping(r, o.hold, recv.inc.stage))
 }

@@ -49,55 +49,15 @@ pub enum Elem {
 /// Run `$body` with `$T` the Rust type of element kind `$e`.
 macro_rules! with_elem {
     ($e:expr, $T:ident => $body:expr) => {
+        with_elem!(@ $e, $T, $body; I8: i8, U8: u8, I16: i16, U16: u16, I32: i32, U32: u32, I64: i64, U64: u64,
+            F32: f32, F64: f64, Int2: ValueIndex<i32, i32>, FloatInt: ValueIndex<f32, i32>)
+    };
+    (@ $e:expr, $T:ident, $body:expr; $($v:ident: $t:ty),*) => {
         match $e {
-            Elem::I8 => {
-                type $T = i8;
+            $(Elem::$v => {
+                type $T = $t;
                 $body
-            }
-            Elem::U8 => {
-                type $T = u8;
-                $body
-            }
-            Elem::I16 => {
-                type $T = i16;
-                $body
-            }
-            Elem::U16 => {
-                type $T = u16;
-                $body
-            }
-            Elem::I32 => {
-                type $T = i32;
-                $body
-            }
-            Elem::U32 => {
-                type $T = u32;
-                $body
-            }
-            Elem::I64 => {
-                type $T = i64;
-                $body
-            }
-            Elem::U64 => {
-                type $T = u64;
-                $body
-            }
-            Elem::F32 => {
-                type $T = f32;
-                $body
-            }
-            Elem::F64 => {
-                type $T = f64;
-                $body
-            }
-            Elem::Int2 => {
-                type $T = ValueIndex<i32, i32>;
-                $body
-            }
-            Elem::FloatInt => {
-                type $T = ValueIndex<f32, i32>;
-                $body
-            }
+            })*
         }
     };
 }
@@ -173,6 +133,8 @@ unsafe fn sent<'a, T: Equivalence>(send: Input, recv: *const u8, n: usize, in_pl
     // SAFETY: this function's contract; `elems` checks null and alignment.
     unsafe {
         Ok(match send {
+            // Nothing is read: a zero count takes any send argument.
+            _ if n == 0 => Cow::Borrowed(&[]),
             Input::InPlace if in_place_ok => Cow::Owned(elems::<T>(recv, n, "recvbuf")?.to_vec()),
             Input::InPlace => return Err(MpiError::Buffer("MPI_IN_PLACE is not valid here".into())),
             Input::At(p) => Cow::Borrowed(elems::<T>(p, n, "sendbuf")?),
