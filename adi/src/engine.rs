@@ -840,6 +840,21 @@ impl Engine {
         self.hooks.iter_mut().find_map(|h| h.as_any_mut().downcast_mut::<T>())
     }
 
+    /// Run `f` with the registered hook of type `T` and the engine both
+    /// (`None` while it runs, or if none is): the hook is taken out of the
+    /// list meanwhile, so a progress pass inside `f` does not run it.
+    pub fn with_hook<T: crate::ProgressHook + 'static, R>(
+        &mut self,
+        f: impl FnOnce(&mut T, &mut Engine) -> R,
+    ) -> Option<R> {
+        let i = self.hooks.iter_mut().position(|h| h.as_any_mut().is::<T>())?;
+        let mut h = self.hooks.remove(i);
+        let r = h.as_any_mut().downcast_mut::<T>().map(|t| f(t, self));
+        let at = i.min(self.hooks.len());
+        self.hooks.insert(at, h);
+        r
+    }
+
     /// Whether any registered hook has work.
     pub fn hooks_busy(&self) -> bool {
         self.hooks.iter().any(|h| h.busy())

@@ -227,6 +227,11 @@ impl SimpleCommunicator {
         &self.group.members
     }
 
+    /// The point-to-point context.
+    pub(crate) fn ctx(&self) -> u32 {
+        self.ctx
+    }
+
     /// The collective context (`ctx + 1`).
     pub(crate) fn coll_ctx(&self) -> u32 {
         self.ctx + 1

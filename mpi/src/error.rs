@@ -101,6 +101,39 @@ pub enum MpiError {
     /// elements must be; `MPI_ERR_BUFFER`).
     #[error("{0}")]
     Buffer(String),
+    /// A one-sided call out of its synchronisation order: an operation
+    /// outside an access epoch that includes its target, an epoch opened
+    /// inside a conflicting one (`MPI_ERR_RMA_SYNC`, MPI 4.1 §12.5).
+    #[error("{0}")]
+    RmaSync(String),
+    /// An access outside the target's window (`MPI_ERR_RMA_RANGE`): nothing
+    /// was written.
+    #[error("{0}")]
+    RmaRange(String),
+    /// A window that is freed, or a call the window cannot serve
+    /// (`MPI_ERR_WIN`).
+    #[error("{0}")]
+    Win(String),
+    /// A call that needs another kind of window (`MPI_ERR_RMA_FLAVOR`):
+    /// attaching memory to a window not made by `MPI_Win_create_dynamic`.
+    #[error("{0}")]
+    RmaFlavor(String),
+    /// Memory that cannot be attached or detached (`MPI_ERR_RMA_ATTACH`).
+    #[error("{0}")]
+    RmaAttach(String),
+    /// A shared-memory window over processes that share no memory
+    /// (`MPI_ERR_RMA_SHARED`).
+    #[error("{0}")]
+    RmaShared(String),
+    /// A displacement unit or displacement that is not valid (`MPI_ERR_DISP`).
+    #[error("{0}")]
+    Disp(String),
+    /// A window size that is not valid (`MPI_ERR_SIZE`).
+    #[error("{0}")]
+    WinSize(String),
+    /// Operations and datatypes an accumulate cannot combine (`MPI_ERR_OP`).
+    #[error("{0}")]
+    Op(String),
     /// Memory the call needs could not be had (`MPI_ERR_NO_MEM`): the
     /// call fails, the process goes on.
     #[error("out of memory: {0}")]

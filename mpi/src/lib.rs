@@ -37,6 +37,7 @@ pub mod info;
 pub mod inter;
 mod keepalive;
 pub mod request;
+pub mod rma;
 pub mod staged;
 pub mod topo;
 mod universe;

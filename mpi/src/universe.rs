@@ -470,6 +470,7 @@ pub fn initialize() -> Result<Universe> {
         m => m,
     };
     engine.add_hook(Box::<LiveCollectives>::default());
+    engine.add_hook(Box::<crate::rma::target::Rma>::default());
     let every = engine.keepalive_interval();
     let shared = Locked::new(Context {
         engine: Some(engine),

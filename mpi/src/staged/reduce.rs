@@ -69,6 +69,28 @@ impl Elem {
     }
 }
 
+impl Elem {
+    /// `acc = src ⊕ acc` on bytes holding whole elements of this type
+    /// (any alignment), with a predefined operation: the combining step of
+    /// `MPI_Accumulate` at a target (MPI 4.1 §12.3.4). An error names the
+    /// pair if MPI does not define the operation on the type.
+    pub fn combine(self, op: SystemOperation, src: &[u8], acc: &mut [u8]) -> Result<()> {
+        if src.len() != acc.len() || src.len() % self.size() != 0 {
+            return Err(MpiError::Invalid(format!(
+                "{} and {} bytes are not equal runs of {}-byte elements",
+                src.len(),
+                acc.len(),
+                self.size()
+            )));
+        }
+        with_elem!(self, T => {
+            let o = Operation::system::<T>(op)?;
+            (o.f)(src, acc);
+            Ok(())
+        })
+    }
+}
+
 /// A reduction operation for every element type of [`Elem`].
 pub trait AnyOperation {
     /// The operation on elements of `T`.

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 mod collectives;
+mod rma;
 
 use mpi::traits::*;
 use mpi::{Color, Rank, SimpleCommunicator, Universe};
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
             "poll-wtime" => poll_wtime(&u, &w)?,
             "one-call-waits" => one_call_waits(&u, &w)?,
             "collectives" => collectives::collectives(&u, &w)?,
+            "rma" => rma::rma(&w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,

@@ -1,0 +1,848 @@
+//! Windows on raw memory and datatypes (MPI 4.1 §12.2-12.6): the calls
+//! of chapter 12 as the C ABI hands them over, with the synchronisation
+//! rules of [`super::epoch`] checked before anything moves.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use adi::Engine;
+
+use super::epoch::Epochs;
+use super::shm::Segment;
+use super::target::{Addr, Memory, Reply, Rma};
+use super::wire::{Kind, Msg, EXCLUSIVE};
+use super::{AccOp, Assert, Flavor, LockType, Model};
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::datatype::typemap::Typemap;
+use crate::staged::reduce::Elem;
+use crate::staged::{incoming, outgoing, Span};
+use crate::{MpiError, Rank, Result, PROC_NULL};
+
+/// What one process of the window told the others at creation.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    size: u64,
+    disp_unit: u32,
+}
+
+/// Memory the library allocated for a window.
+enum Storage {
+    /// The caller's (`MPI_Win_create`, dynamic windows).
+    Caller,
+    /// `MPI_Win_allocate`: cache-line aligned.
+    Owned(#[allow(dead_code)] Vec<Line>),
+    /// `MPI_Win_allocate_shared`: a segment every process of the group maps.
+    Shared(#[allow(dead_code)] Segment),
+}
+
+/// 64 aligned bytes: the unit `MPI_Win_allocate` allocates in, so that
+/// a window's memory suits any datatype (and a cache line starts it).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// Where an operation's data goes at its target (MPI 4.1 §12.3): the
+/// target's rank in the window's group, a displacement in the target's
+/// displacement units (an address for a dynamic window), and `count`
+/// elements of a datatype.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    /// Rank in the window's group ([`PROC_NULL`]: no operation).
+    pub rank: Rank,
+    /// Displacement, in the target's `disp_unit`s.
+    pub disp: i64,
+    /// The target datatype's layout.
+    pub layout: &'a Typemap,
+    /// Elements of it.
+    pub count: usize,
+}
+
+/// A window (`MPI_Win`): memory of each process of a group, which the
+/// others read and write with one-sided operations.
+pub struct RawWindow {
+    comm: SimpleCommunicator,
+    ctx: u32,
+    flavor: Flavor,
+    base: *mut u8,
+    size: u64,
+    disp_unit: u32,
+    peers: Vec<Peer>,
+    epochs: Epochs,
+    /// Targets with operations issued since they last confirmed all.
+    dirty: BTreeSet<Rank>,
+    local: Arc<AtomicBool>,
+    storage: Storage,
+    name: String,
+}
+
+fn engine_missing() -> MpiError {
+    MpiError::Invalid("internal: the one-sided progress hook is missing".into())
+}
+
+impl RawWindow {
+    /// `MPI_Win_create` (§12.2.1): `size` bytes at `base` are this
+    /// process's part of the window, in units of `disp_unit` bytes.
+    /// Collective over `comm`.
+    ///
+    /// # Safety
+    /// The memory stays valid until the window is freed; outside MPI
+    /// calls, the program accesses it only as MPI 4.1 §12.7 allows.
+    pub unsafe fn create(comm: &SimpleCommunicator, base: *mut u8, size: u64, disp_unit: u32) -> Result<RawWindow> {
+        if size > 0 && base.is_null() {
+            return Err(MpiError::Buffer("MPI_Win_create: a null base for a window of more than 0 bytes".into()));
+        }
+        // SAFETY: this function's contract.
+        unsafe { RawWindow::make(comm, Flavor::Create, base, size, disp_unit, Storage::Caller) }
+    }
+
+    /// `MPI_Win_allocate` (§12.2.2): `size` bytes the library allocates
+    /// (zeroed, 64-byte aligned); [`RawWindow::base`] says where.
+    pub fn allocate(comm: &SimpleCommunicator, size: u64, disp_unit: u32) -> Result<RawWindow> {
+        let lines = usize::try_from(size.div_ceil(64))
+            .map_err(|_| MpiError::WinSize(format!("a window of {size} bytes is larger than memory")))?;
+        let mut v: Vec<Line> = Vec::new();
+        v.try_reserve_exact(lines).map_err(|_| MpiError::NoMemory(format!("MPI_Win_allocate of {size} bytes")))?;
+        v.resize(lines, Line([0; 64]));
+        let base = v.as_mut_ptr().cast::<u8>();
+        // SAFETY: the memory lives in `Storage::Owned`, which the window
+        // keeps until it is freed, and it is the window's alone.
+        unsafe { RawWindow::make(comm, Flavor::Allocate, base, size, disp_unit, Storage::Owned(v)) }
+    }
+
+    /// `MPI_Win_allocate_shared` (§12.2.3): memory every process of
+    /// `comm` can load and store directly (one segment, each process's
+    /// part after the one of the rank before); [`RawWindow::shared_query`]
+    /// says where another's part is. The processes must share memory
+    /// (one node): else [`MpiError::RmaShared`].
+    pub fn allocate_shared(comm: &SimpleCommunicator, size: u64, disp_unit: u32) -> Result<RawWindow> {
+        let seg = Segment::create(comm, size)?;
+        let base = seg.mine();
+        // SAFETY: the segment lives in `Storage::Shared`, which the window
+        // keeps until it is freed.
+        unsafe { RawWindow::make(comm, Flavor::Shared, base, size, disp_unit, Storage::Shared(seg)) }
+    }
+
+    /// `MPI_Win_create_dynamic` (§12.2.4): no memory until
+    /// [`RawWindow::attach`]; targets are addressed by absolute address
+    /// (`MPI_Get_address`).
+    pub fn create_dynamic(comm: &SimpleCommunicator) -> Result<RawWindow> {
+        // SAFETY: no memory is handed over (regions come with `attach`).
+        unsafe { RawWindow::make(comm, Flavor::Dynamic, std::ptr::null_mut(), 0, 1, Storage::Caller) }
+    }
+
+    /// # Safety
+    /// As [`RawWindow::create`], for `size` bytes at `base`.
+    unsafe fn make(
+        comm: &SimpleCommunicator,
+        flavor: Flavor,
+        base: *mut u8,
+        size: u64,
+        disp_unit: u32,
+        storage: Storage,
+    ) -> Result<RawWindow> {
+        if comm.is_inter() {
+            return Err(MpiError::Invalid("windows are made on intracommunicators (MPI 4.1 §12.2)".into()));
+        }
+        if disp_unit == 0 {
+            return Err(MpiError::Disp("a displacement unit of 0 bytes".into()));
+        }
+        let wc = comm.duplicate()?;
+        let mut mine = Vec::with_capacity(12);
+        mine.extend_from_slice(&size.to_le_bytes());
+        mine.extend_from_slice(&disp_unit.to_le_bytes());
+        let peers = wc
+            .allgather_bytes(&mine)?
+            .iter()
+            .map(|b| {
+                let f =
+                    |r: std::ops::Range<usize>| b.get(r).ok_or_else(|| MpiError::Invalid("short window table".into()));
+                Ok(Peer {
+                    size: u64::from_le_bytes(f(0..8)?.try_into().unwrap_or_default()),
+                    disp_unit: u32::from_le_bytes(f(8..12)?.try_into().unwrap_or_default()),
+                })
+            })
+            .collect::<Result<Vec<Peer>>>()?;
+        let local = Arc::new(AtomicBool::new(false));
+        let memory = match flavor {
+            Flavor::Dynamic => Memory::Dynamic(Default::default()),
+            _ => Memory::Fixed { base: Addr(base), len: size },
+        };
+        let ctx = wc.ctx();
+        let members = wc.members().to_vec();
+        let w = RawWindow {
+            comm: wc,
+            ctx,
+            flavor,
+            base,
+            size,
+            disp_unit,
+            peers,
+            epochs: Epochs::default(),
+            dirty: BTreeSet::new(),
+            local: local.clone(),
+            storage,
+            name: String::new(),
+        };
+        // SAFETY: this function's contract: the memory stays valid until
+        // `free` deregisters it (or `Drop` does).
+        w.rma(|r, e| unsafe { r.register(e, ctx, members, memory, local) })?;
+        Ok(w)
+    }
+
+    /// Run `f` with the hook and the engine.
+    fn rma<R>(&self, f: impl FnOnce(&mut Rma, &mut Engine) -> Result<R>) -> Result<R> {
+        let mut c = self.comm.shared().borrow_mut();
+        c.engine()?.with_hook::<Rma, _>(f).unwrap_or_else(|| Err(engine_missing()))
+    }
+
+    /// Progress until `done` holds of the hook.
+    fn wait(&self, mut done: impl FnMut(&Rma) -> bool) -> Result<()> {
+        self.comm.shared().borrow_mut().wait_until(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| done(r))))
+    }
+
+    /// Report a failure a target sent back, or a peer's fault.
+    fn failures(&self) -> Result<()> {
+        match self.rma(|r, _| Ok(r.take_any_failure(self.ctx)))? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, to: Rank, m: &Msg<'_>) -> Result<()> {
+        self.rma(|r, e| r.send(e, self.ctx, to as u32, m))
+    }
+
+    fn check_rank(&self, r: Rank) -> Result<()> {
+        if r < 0 || r as usize >= self.peers.len() {
+            return Err(MpiError::InvalidRank { rank: r, size: self.peers.len() as Rank });
+        }
+        Ok(())
+    }
+
+    // ---- attributes (§12.2.6) ---------------------------------------------
+
+    /// This process's memory (`MPI_WIN_BASE`; null for a dynamic window).
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Its size in bytes (`MPI_WIN_SIZE`).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Its displacement unit (`MPI_WIN_DISP_UNIT`).
+    pub fn disp_unit(&self) -> u32 {
+        self.disp_unit
+    }
+
+    /// How it was made (`MPI_WIN_CREATE_FLAVOR`).
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// Its memory model (`MPI_WIN_MODEL`).
+    pub fn model(&self) -> Model {
+        Model::Unified
+    }
+
+    /// The communicator of its group (`MPI_Win_get_group` is its group).
+    pub fn communicator(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// Its name (`MPI_Win_get_name`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Name it (`MPI_Win_set_name`).
+    pub fn set_name(&mut self, name: &str) {
+        self.name = name.to_string();
+    }
+
+    /// `MPI_Win_shared_query` (§12.2.3): size, displacement unit and base
+    /// (in this process's address space) of `rank`'s part of a shared
+    /// window; [`PROC_NULL`]: of the lowest rank whose part is not empty.
+    pub fn shared_query(&self, rank: Rank) -> Result<(u64, u32, *mut u8)> {
+        let Storage::Shared(seg) = &self.storage else {
+            return Err(MpiError::RmaFlavor(
+                "MPI_Win_shared_query needs a window made by MPI_Win_allocate_shared".into(),
+            ));
+        };
+        let r = if rank == PROC_NULL {
+            self.peers.iter().position(|p| p.size > 0).unwrap_or(0) as Rank
+        } else {
+            self.check_rank(rank)?;
+            rank
+        };
+        let p = self.peers[r as usize];
+        Ok((p.size, p.disp_unit, seg.of(r as usize)))
+    }
+
+    /// `MPI_Win_attach` (§12.2.4): `size` bytes at `base` become
+    /// reachable at their addresses.
+    ///
+    /// # Safety
+    /// The memory stays valid until detached or the window is freed.
+    pub unsafe fn attach(&mut self, base: *mut u8, size: u64) -> Result<()> {
+        let (a, ctx) = (base as u64, self.ctx);
+        if size > 0 && base.is_null() {
+            return Err(MpiError::RmaAttach("MPI_Win_attach of a null address".into()));
+        }
+        let end = a.checked_add(size).ok_or_else(|| MpiError::RmaAttach("the region wraps around".into()))?;
+        self.rma(|r, _| {
+            let regions = r.regions(ctx)?;
+            let before = regions.range(..end).next_back().filter(|(s, l)| **s + **l > a);
+            if before.is_some() {
+                return Err(MpiError::RmaAttach(format!(
+                    "MPI_Win_attach: bytes {a:#x}..{end:#x} overlap a region already attached"
+                )));
+            }
+            regions.insert(a, size);
+            Ok(())
+        })
+    }
+
+    /// `MPI_Win_detach`: the region attached at `base` no longer is.
+    pub fn detach(&mut self, base: *const u8) -> Result<()> {
+        let ctx = self.ctx;
+        self.rma(|r, _| {
+            r.regions(ctx)?.remove(&(base as u64)).map(|_| ()).ok_or_else(|| {
+                MpiError::RmaAttach(format!("MPI_Win_detach: no region is attached at {:#x}", base as u64))
+            })
+        })
+    }
+
+    // ---- communication (§12.3) --------------------------------------------
+
+    /// The target blocks of `t`, checked inside the target's window (a
+    /// dynamic window's target checks its own): byte offsets, lengths.
+    fn blocks(&self, t: &Target<'_>) -> Result<Vec<(u64, u64)>> {
+        let p = &self.peers[t.rank as usize];
+        let dynamic = self.flavor == Flavor::Dynamic;
+        let range = |lo: i128, hi: i128| {
+            MpiError::RmaRange(format!(
+                "bytes {lo}..{hi} of rank {}'s window of {} bytes: outside it (MPI_ERR_RMA_RANGE; nothing was written)",
+                t.rank, p.size
+            ))
+        };
+        let start = i128::from(t.disp) * i128::from(if dynamic { 1 } else { p.disp_unit });
+        let ext = t.layout.extent() as i128;
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let mut push = |off: i128, len: usize| -> Result<()> {
+            if len == 0 {
+                return Ok(());
+            }
+            let hi = off + len as i128;
+            if off < 0 || hi > i128::from(u64::MAX) || (!dynamic && hi > i128::from(p.size)) {
+                return Err(range(off, hi));
+            }
+            match out.last_mut() {
+                Some((o, l)) if i128::from(*o + *l) == off => *l += len as u64,
+                _ => out.push((off as u64, len as u64)),
+            }
+            Ok(())
+        };
+        match Span::of(Arc::new(t.layout.clone()), t.count)? {
+            Span::Direct { offset, len } => push(start + offset as i128, len)?,
+            Span::Scattered { .. } => {
+                for i in 0..t.count {
+                    for (o, l) in t.layout.blocks() {
+                        push(start + i as i128 * ext + o as i128, l)?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks common to every operation: the epoch, the rank, and that the
+    /// origin's data is as long as the target's; the target blocks
+    /// (`None`: `MPI_PROC_NULL`, nothing to do).
+    fn prepare(&mut self, t: &Target<'_>, origin_len: Option<usize>) -> Result<Option<Vec<(u64, u64)>>> {
+        self.failures()?;
+        if t.rank == PROC_NULL {
+            return Ok(None);
+        }
+        self.check_rank(t.rank)?;
+        let bytes = t.layout.size.checked_mul(t.count).ok_or_else(|| MpiError::TooLarge("target count".into()))?;
+        if let Some(n) = origin_len.filter(|n| *n != bytes) {
+            return Err(MpiError::Invalid(format!(
+                "the origin has {n} bytes of data and the target {bytes}: their type signatures must match (MPI 4.1 §12.3)"
+            )));
+        }
+        let blocks = self.blocks(t)?;
+        self.epochs.operation(t.rank)?;
+        self.dirty.insert(t.rank);
+        Ok(Some(blocks))
+    }
+
+    /// `MPI_Put` (§12.3.1): the origin's data to the target's memory.
+    ///
+    /// # Safety
+    /// `origin` holds the span's elements for the call (they are copied).
+    pub unsafe fn put(&mut self, origin: *const u8, span: &Span, t: &Target<'_>) -> Result<()> {
+        let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(()) };
+        // SAFETY: this function's contract.
+        let data = unsafe { outgoing(origin, span, "origin")? };
+        self.send(t.rank, &Msg { blocks, data: &data, ..Msg::bare(Kind::Put, 0) })
+    }
+
+    /// `MPI_Accumulate` (§12.3.4): the origin's elements of `elem`,
+    /// combined into the target's with `op`.
+    ///
+    /// # Safety
+    /// As [`RawWindow::put`].
+    pub unsafe fn accumulate(
+        &mut self,
+        origin: *const u8,
+        span: &Span,
+        t: &Target<'_>,
+        elem: Elem,
+        op: AccOp,
+    ) -> Result<()> {
+        op.check(elem)?;
+        let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(()) };
+        check_elems(&blocks, elem)?;
+        // SAFETY: this function's contract.
+        let data = unsafe { outgoing(origin, span, "origin")? };
+        if op == AccOp::NoOp {
+            return Ok(());
+        }
+        self.send(t.rank, &Msg { op: Some(op), elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::Acc, 0) })
+    }
+
+    /// `MPI_Get` (§12.3.2): the target's data into the origin's buffer,
+    /// there once the returned request is answered (or at the end of the
+    /// epoch, or a flush).
+    ///
+    /// # Safety
+    /// `origin` has room for the span's elements, stays writable and is not
+    /// otherwise accessed until the operation completes.
+    pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<RmaRequest> {
+        let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(self.done()) };
+        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        let id = unsafe {
+            let inc = incoming(origin, span, "origin", false)?;
+            self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
+        };
+        self.send(t.rank, &Msg { blocks, ..Msg::bare(Kind::Get, id) })?;
+        Ok(self.request(id))
+    }
+
+    /// `MPI_Get_accumulate` (§12.3.5), and `MPI_Fetch_and_op` with one
+    /// element: the target's elements into `result`, then the origin's
+    /// combined into them (nothing is read from `origin` for `NoOp`).
+    ///
+    /// # Safety
+    /// `origin` holds its span's elements for the call; `result` as
+    /// `origin` of [`RawWindow::get`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get_accumulate(
+        &mut self,
+        origin: *const u8,
+        span: &Span,
+        result: *mut u8,
+        result_span: &Span,
+        t: &Target<'_>,
+        elem: Elem,
+        op: AccOp,
+    ) -> Result<RmaRequest> {
+        op.check(elem)?;
+        let origin_len = (op != AccOp::NoOp).then_some(span.len());
+        let Some(blocks) = self.prepare(t, origin_len)? else { return Ok(self.done()) };
+        if result_span.len() != t.layout.size * t.count {
+            return Err(MpiError::Invalid(format!(
+                "the result buffer has room for {} bytes and the target has {}: their type signatures must match",
+                result_span.len(),
+                t.layout.size * t.count
+            )));
+        }
+        check_elems(&blocks, elem)?;
+        // SAFETY: this function's contract.
+        let data = if op == AccOp::NoOp { Default::default() } else { unsafe { outgoing(origin, span, "origin")? } };
+        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        let id = unsafe {
+            let inc = incoming(result, result_span, "result", false)?;
+            self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
+        };
+        let m = Msg { op: Some(op), elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::GetAcc, id) };
+        self.send(t.rank, &m)?;
+        Ok(self.request(id))
+    }
+
+    /// `MPI_Compare_and_swap` (§12.3.7): one element of `elem` at the
+    /// target; if it equals `compare` it becomes `origin`; its old value
+    /// goes to `result`.
+    ///
+    /// # Safety
+    /// `origin` and `compare` hold one element; `result` as `origin` of
+    /// [`RawWindow::get`].
+    pub unsafe fn compare_and_swap(
+        &mut self,
+        origin: *const u8,
+        compare: *const u8,
+        result: *mut u8,
+        elem: Elem,
+        rank: Rank,
+        disp: i64,
+    ) -> Result<RmaRequest> {
+        let n = elem.size();
+        let layout = Typemap::basic(n, n, 1);
+        let t = Target { rank, disp, layout: &layout, count: 1 };
+        let Some(blocks) = self.prepare(&t, None)? else { return Ok(self.done()) };
+        let span = Span::bytes(n);
+        // SAFETY: this function's contract: one element at each.
+        let (o, c) = unsafe { (outgoing(origin, &span, "origin")?, outgoing(compare, &span, "compare")?) };
+        let mut data = c.into_owned();
+        data.extend_from_slice(&o);
+        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        let id = unsafe {
+            let inc = incoming(result, &span, "result", false)?;
+            self.rma(|r, _| r.expect(self.ctx, rank as u32, Some(Reply(inc))))?
+        };
+        self.send(rank, &Msg { elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::Cas, id) })?;
+        Ok(self.request(id))
+    }
+
+    fn request(&self, id: u64) -> RmaRequest {
+        RmaRequest { comm: self.comm.clone(), ctx: self.ctx, id }
+    }
+
+    fn done(&self) -> RmaRequest {
+        self.request(0)
+    }
+
+    // ---- synchronisation (§12.5) ------------------------------------------
+
+    /// Ask each of `targets` to confirm everything this process sent it,
+    /// and wait for every answer (and every reply still due).
+    fn confirm(&mut self, targets: Vec<Rank>) -> Result<()> {
+        for &t in &targets {
+            // SAFETY: no buffer: the reply only completes.
+            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            self.send(t, &Msg::bare(Kind::Flush, id))?;
+            self.dirty.remove(&t);
+        }
+        self.settle(None)
+    }
+
+    /// Wait until every request to `target` (all: `None`) has its reply,
+    /// then report any failure.
+    fn settle(&self, target: Option<Rank>) -> Result<()> {
+        let ctx = self.ctx;
+        self.wait(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)?;
+        self.failures()
+    }
+
+    /// `MPI_Win_fence` (§12.5.1): every operation of the epoch it ends is
+    /// complete at its origin and target; collective.
+    pub fn fence(&mut self, assert: Assert) -> Result<()> {
+        let mut next = self.epochs.clone();
+        next.fence(assert.nosucceed)?;
+        let dirty: Vec<Rank> = std::mem::take(&mut self.dirty).into_iter().collect();
+        self.confirm(dirty)?;
+        self.comm.barrier()?;
+        self.epochs = next;
+        Ok(())
+    }
+
+    /// `MPI_Win_start` (§12.5.2): an access epoch to the processes of
+    /// `group` (ranks in the window's group), once each has posted.
+    pub fn start(&mut self, group: &[Rank], assert: Assert) -> Result<()> {
+        for &r in group {
+            self.check_rank(r)?;
+        }
+        self.epochs.start(group.to_vec())?;
+        if !assert.nocheck {
+            let ctx = self.ctx;
+            for &t in group {
+                self.wait(|r| r.notices(ctx, t as u32, true) > 0)?;
+                self.rma(|r, _| {
+                    r.consume_notice(ctx, t as u32, true);
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: the epoch of `MPI_Win_start` ends; its
+    /// operations are complete here, and each target learns it.
+    pub fn complete(&mut self) -> Result<()> {
+        let group = self.epochs.complete()?;
+        for &t in &group {
+            self.send(t, &Msg::bare(Kind::Complete, 0))?;
+            self.dirty.remove(&t);
+        }
+        self.settle(None)
+    }
+
+    /// `MPI_Win_post` (§12.5.2): expose the window to the processes of
+    /// `group`.
+    pub fn post(&mut self, group: &[Rank], assert: Assert) -> Result<()> {
+        for &r in group {
+            self.check_rank(r)?;
+        }
+        self.epochs.post(group.to_vec())?;
+        if !assert.nocheck {
+            for &o in group {
+                self.send(o, &Msg::bare(Kind::Post, 0))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn all_completed(&self, r: &Rma, origins: &[Rank]) -> bool {
+        let mut need = std::collections::BTreeMap::<u32, u32>::new();
+        for &o in origins {
+            *need.entry(o as u32).or_default() += 1;
+        }
+        need.iter().all(|(o, n)| r.notices(self.ctx, *o, false) >= *n)
+    }
+
+    fn end_exposure(&mut self, origins: &[Rank]) -> Result<()> {
+        for &o in origins {
+            self.rma(|r, _| {
+                r.consume_notice(self.ctx, o as u32, false);
+                Ok(())
+            })?;
+        }
+        self.epochs.end_post();
+        self.failures()
+    }
+
+    /// `MPI_Win_wait`: the epoch of `MPI_Win_post` ends once every origin
+    /// of its group has completed.
+    pub fn wait_exposure(&mut self) -> Result<()> {
+        let origins = self.epochs.posted()?.to_vec();
+        self.wait(|r| self.all_completed(r, &origins))?;
+        self.end_exposure(&origins)
+    }
+
+    /// `MPI_Win_test`: [`RawWindow::wait_exposure`] if every origin has
+    /// completed (`true`), else nothing (`false`).
+    pub fn test_exposure(&mut self) -> Result<bool> {
+        let origins = self.epochs.posted()?.to_vec();
+        self.comm.shared().borrow_mut().engine()?.progress()?;
+        let ready = self.rma(|r, _| Ok(self.all_completed(r, &origins)))?;
+        if ready {
+            self.end_exposure(&origins)?;
+        }
+        Ok(ready)
+    }
+
+    /// `MPI_Win_lock` (§12.5.3): a passive-target epoch at `rank`, once
+    /// the target grants the lock.
+    pub fn lock(&mut self, kind: LockType, rank: Rank, assert: Assert) -> Result<()> {
+        self.failures()?;
+        if rank == PROC_NULL {
+            return Ok(());
+        }
+        self.check_rank(rank)?;
+        self.epochs.lock(rank, kind, assert.nocheck)?;
+        if !assert.nocheck {
+            self.take_locks(&[rank], kind)?;
+        }
+        Ok(())
+    }
+
+    fn take_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
+        let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
+        for &t in ranks {
+            // SAFETY: no buffer: the reply only completes.
+            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            self.send(t, &Msg { flags, ..Msg::bare(Kind::Lock, id) })?;
+        }
+        self.settle(None)
+    }
+
+    fn release(&mut self, ranks: &[Rank], nocheck: bool) -> Result<()> {
+        for &t in ranks {
+            // SAFETY: no buffer: the reply only completes.
+            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            self.send(t, &Msg::bare(if nocheck { Kind::Flush } else { Kind::Unlock }, id))?;
+            self.dirty.remove(&t);
+        }
+        self.settle(None)
+    }
+
+    /// `MPI_Win_unlock`: the epoch at `rank` ends; its operations are
+    /// complete there.
+    pub fn unlock(&mut self, rank: Rank) -> Result<()> {
+        if rank == PROC_NULL {
+            return Ok(());
+        }
+        self.check_rank(rank)?;
+        let l = self.epochs.unlock(rank)?;
+        self.release(&[rank], l.nocheck)
+    }
+
+    /// `MPI_Win_lock_all`: a shared passive-target epoch at every process.
+    pub fn lock_all(&mut self, assert: Assert) -> Result<()> {
+        self.failures()?;
+        self.epochs.lock_all(assert.nocheck)?;
+        if !assert.nocheck {
+            let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
+            self.take_locks(&all, LockType::Shared)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    pub fn unlock_all(&mut self) -> Result<()> {
+        let nocheck = self.epochs.unlock_all()?;
+        let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
+        self.release(&all, nocheck)
+    }
+
+    /// `MPI_Win_flush` (`Some(rank)`) and `MPI_Win_flush_all` (`None`):
+    /// every operation to the target(s) is complete there.
+    pub fn flush(&mut self, rank: Option<Rank>) -> Result<()> {
+        if rank == Some(PROC_NULL) {
+            return Ok(());
+        }
+        if let Some(r) = rank {
+            self.check_rank(r)?;
+        }
+        self.epochs.flush(rank)?;
+        let targets: Vec<Rank> = self.dirty.iter().copied().filter(|t| rank.is_none_or(|r| r == *t)).collect();
+        for &t in &targets {
+            // SAFETY: no buffer: the reply only completes.
+            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            self.send(t, &Msg::bare(Kind::Flush, id))?;
+            self.dirty.remove(&t);
+        }
+        self.settle(rank)
+    }
+
+    /// `MPI_Win_flush_local` and `_local_all`: every operation to the
+    /// target(s) is complete here (origin buffers free, results in place).
+    pub fn flush_local(&mut self, rank: Option<Rank>) -> Result<()> {
+        if rank == Some(PROC_NULL) {
+            return Ok(());
+        }
+        if let Some(r) = rank {
+            self.check_rank(r)?;
+        }
+        self.epochs.flush(rank)?;
+        self.settle(rank)
+    }
+
+    /// `MPI_Win_sync` (§12.5.4): the public and private copies agree; in
+    /// the unified model a memory barrier.
+    pub fn sync(&mut self) -> Result<()> {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.failures()
+    }
+
+    /// `MPI_Win_free` (§12.2.5): collective; every epoch must be over.
+    /// On an error the window is kept (and stays usable).
+    pub fn free(mut self) -> Result<()> {
+        self.epochs.free()?;
+        self.settle(None)?;
+        self.comm.barrier()?;
+        self.deregister();
+        Ok(())
+    }
+
+    fn deregister(&mut self) {
+        let ctx = self.ctx;
+        let _ = self.rma(|r, e| {
+            r.deregister(e, ctx);
+            Ok(())
+        });
+    }
+
+    /// Forget where the replies still due were to go: they are dropped
+    /// when they come (a caller whose buffer was borrowed only for a call
+    /// that failed).
+    pub(crate) fn forget_reply_buffers(&self) {
+        let _ = self.rma(|r, _| {
+            r.forget_buffers(self.ctx);
+            Ok(())
+        });
+    }
+
+    /// While the returned flag is set, arrivals for this window wait
+    /// (the Rust API's local access).
+    pub(crate) fn local_flag(&self) -> &Arc<AtomicBool> {
+        &self.local
+    }
+}
+
+impl Drop for RawWindow {
+    /// A window dropped without [`RawWindow::free`] (an error path, or a
+    /// program that never freed it) stops being served at once: nothing
+    /// is written to its memory afterwards.
+    fn drop(&mut self) {
+        self.deregister();
+    }
+}
+
+/// Each target block holds whole elements of `elem` (§12.3.4: the target
+/// datatype is built from the origin's basic type).
+fn check_elems(blocks: &[(u64, u64)], elem: Elem) -> Result<()> {
+    let n = elem.size() as u64;
+    if blocks.iter().any(|(_, l)| l % n != 0) {
+        return Err(MpiError::Op(format!(
+            "the target datatype splits {n}-byte elements: an accumulate's datatypes must be built from its element type"
+        )));
+    }
+    Ok(())
+}
+
+/// The request of `MPI_Rget`, `MPI_Rget_accumulate` (complete once the
+/// result is in place), `MPI_Rput`, `MPI_Raccumulate` (complete at once:
+/// the origin's data was copied) (§12.3.6).
+pub struct RmaRequest {
+    comm: SimpleCommunicator,
+    ctx: u32,
+    /// The reply it waits for (0: none).
+    id: u64,
+}
+
+impl RmaRequest {
+    /// A request that is complete already.
+    pub fn completed(w: &RawWindow) -> RmaRequest {
+        w.done()
+    }
+
+    fn answered(&self, e: &mut Engine) -> bool {
+        self.id == 0 || e.hook_mut::<Rma>().is_none_or(|r| r.answered(self.ctx, self.id))
+    }
+
+    fn outcome(&self) -> Result<()> {
+        if self.id == 0 {
+            return Ok(());
+        }
+        let mut c = self.comm.shared().borrow_mut();
+        match c.engine()?.hook_mut::<Rma>().and_then(|r| r.take_failure(self.ctx, self.id)) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether it is complete (after one progress pass).
+    pub fn test(&self) -> Result<bool> {
+        {
+            let mut c = self.comm.shared().borrow_mut();
+            let e = c.engine()?;
+            if !self.answered(e) {
+                e.progress()?;
+            }
+            if !self.answered(e) {
+                return Ok(false);
+            }
+        }
+        self.outcome().map(|_| true)
+    }
+
+    /// Wait until it is complete.
+    pub fn wait(&self) -> Result<()> {
+        self.comm.shared().borrow_mut().wait_until(|c| Ok(self.answered(c.engine()?)))?;
+        self.outcome()
+    }
+}

@@ -1,0 +1,141 @@
+//! The memory of `MPI_Win_allocate_shared` (MPI 4.1 §12.2.3): one
+//! segment of POSIX shared memory that every process of the group maps,
+//! each process's part right after the part of the rank before (the
+//! standard's contiguous default).
+
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::{MpiError, Result};
+
+/// A mapped segment and where each process's part starts in it.
+pub(crate) struct Segment {
+    map: *mut u8,
+    len: usize,
+    starts: Vec<usize>,
+    me: usize,
+}
+
+fn os(what: &str) -> MpiError {
+    MpiError::RmaShared(format!("MPI_Win_allocate_shared: {what}: {}", std::io::Error::last_os_error()))
+}
+
+/// This host's name, to tell whether two processes share memory.
+fn hostname() -> Vec<u8> {
+    let mut b = [0u8; 256];
+    // SAFETY: `b` is writable for its length, which is what is passed.
+    let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
+    if r != 0 {
+        return Vec::new();
+    }
+    b.iter().take_while(|c| **c != 0).copied().collect()
+}
+
+impl Segment {
+    /// Map a segment holding `size` bytes for this process and what each
+    /// other process of `comm` asks; collective.
+    pub(crate) fn create(comm: &SimpleCommunicator, size: u64) -> Result<Segment> {
+        let node = comm.shared().borrow_mut().engine()?.node();
+        let mut mine = size.to_le_bytes().to_vec();
+        mine.extend_from_slice(&node.map_or(u64::MAX, u64::from).to_le_bytes());
+        mine.extend_from_slice(&u64::from(std::process::id()).to_le_bytes());
+        mine.extend_from_slice(&hostname());
+        let table = comm.allgather_bytes(&mine)?;
+        let field = |b: &[u8], i: usize| {
+            b.get(8 * i..8 * i + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes).unwrap_or_default()
+        };
+        let place = |b: &[u8]| (field(b, 1), b.get(24..).unwrap_or_default().to_vec());
+        if let Some(other) = table.iter().position(|b| place(b) != place(&mine)) {
+            return Err(MpiError::RmaShared(format!(
+                "rank {other} of the communicator runs on another node than rank {}: only processes that share memory \
+                 can share a window (make the communicator with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))",
+                comm.rank()
+            )));
+        }
+        let mut starts = Vec::with_capacity(table.len() + 1);
+        let mut total = 0usize;
+        for b in &table {
+            starts.push(total);
+            let n =
+                usize::try_from(field(b, 0)).map_err(|_| MpiError::WinSize("a shared window part too large".into()))?;
+            total = total.checked_add(n).ok_or_else(|| MpiError::WinSize("the shared window is too large".into()))?;
+        }
+        starts.push(total);
+        let len = total.max(1);
+        // Rank 0's process id and the window's context make the name unique on the host.
+        let ctx = comm.ctx();
+        let name = std::ffi::CString::new(format!("/dnmpi-win-{}-{ctx}", field(&table[0], 2)))
+            .map_err(|_| MpiError::Invalid("shared segment name".into()))?;
+        let first = comm.rank() == 0;
+        let mut result = Ok(());
+        if first {
+            // SAFETY: `name` is a valid C string; the flags create a new
+            // segment readable and writable by this user only.
+            let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
+            // SAFETY: `fd` is ours (checked), sized once.
+            result = if fd < 0 {
+                Err(os("shm_open"))
+            } else if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+                Err(os("ftruncate"))
+            } else {
+                Ok(())
+            };
+            if fd >= 0 {
+                // SAFETY: closing our own descriptor; the segment persists until unlinked.
+                unsafe { libc::close(fd) };
+            }
+        }
+        // Everyone learns whether the segment exists before opening it.
+        let ok = comm.allgather_bytes(&[u8::from(result.is_ok())])?;
+        if ok.first().and_then(|v| v.first()) != Some(&1) {
+            result?;
+            return Err(MpiError::RmaShared("rank 0 could not create the shared segment".into()));
+        }
+        // SAFETY: `name` is a valid C string.
+        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
+        let map = if fd < 0 {
+            Err(os("shm_open"))
+        } else {
+            // SAFETY: a new shared mapping of `len` bytes of the segment,
+            // which rank 0 sized to `len`; the address is the kernel's choice.
+            let p = unsafe {
+                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            };
+            // SAFETY: closing our own descriptor; the mapping stays.
+            unsafe { libc::close(fd) };
+            if p == libc::MAP_FAILED {
+                Err(os("mmap"))
+            } else {
+                Ok(p.cast::<u8>())
+            }
+        };
+        // Every process has mapped it (or failed): the name can go.
+        let mapped = comm.allgather_bytes(&[u8::from(map.is_ok())])?;
+        if first {
+            // SAFETY: `name` is a valid C string.
+            unsafe { libc::shm_unlink(name.as_ptr()) };
+        }
+        let map = map?;
+        let seg = Segment { map, len, starts, me: comm.rank() as usize };
+        if let Some(r) = mapped.iter().position(|v| v.first() != Some(&1)) {
+            return Err(MpiError::RmaShared(format!("rank {r} could not map the shared segment")));
+        }
+        Ok(seg)
+    }
+
+    /// Where this process's part starts.
+    pub(crate) fn mine(&self) -> *mut u8 {
+        self.of(self.me)
+    }
+
+    /// Where rank `r`'s part starts in this process's mapping.
+    pub(crate) fn of(&self, r: usize) -> *mut u8 {
+        self.map.wrapping_add(self.starts.get(r).copied().unwrap_or(0))
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: `map` is the mapping of `len` bytes made in `create`;
+        // the window that used it has been deregistered first.
+        unsafe { libc::munmap(self.map.cast(), self.len) };
+    }
+}

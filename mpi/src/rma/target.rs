@@ -1,0 +1,634 @@
+//! The one-sided traffic of every window, as the engine's progress hook
+//! (DESIGN §5: "RMA target processing ... registers hooks with it"):
+//! each window keeps one receive posted on its context, and every progress
+//! pass of the engine — inside any MPI call, or the progress thread's —
+//! applies what origins sent (puts, accumulates, lock requests, ...) and
+//! takes in the replies this process waits for as an origin.
+//!
+//! This is the active-message path of MPI 4.1 chapter 12, the same for
+//! every backend: the target's memory is the window (the unified model,
+//! §12.4), and its progress applies the operations one at a time, in the
+//! order each origin issued them, which makes every accumulate atomic
+//! per element (§12.7.1).
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use adi::{AdiError, Done, Engine, ProgressHook, ReqId, Source, TagSel};
+
+use super::wire::{Kind, Msg, EXCLUSIVE, FAILED};
+use super::AccOp;
+use crate::staged::Incoming;
+
+/// An address in this process's memory that the hook may write (a
+/// window's memory, or an origin buffer waiting for a reply).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Addr(pub(crate) *mut u8);
+
+// SAFETY: the hook, and every `Addr` it holds, is only touched under the
+// library's lock (`universe::Locked`), by one thread at a time; the
+// memory it points to is valid for as long as the registration that
+// handed it over says (see `Rma::register` and `Rma::expect`).
+unsafe impl Send for Addr {}
+
+/// A window's memory at this process, as the target sees it.
+#[derive(Debug)]
+pub(crate) enum Memory {
+    /// `len` bytes at `base` (`MPI_Win_create`, `_allocate`, `_allocate_shared`).
+    Fixed {
+        /// First byte.
+        base: Addr,
+        /// Bytes.
+        len: u64,
+    },
+    /// Regions attached to a dynamic window, by address (`MPI_Win_attach`).
+    Dynamic(BTreeMap<u64, u64>),
+}
+
+impl Memory {
+    /// Where `len` bytes at `off` of the window are, if they are inside it.
+    fn find(&self, off: u64, len: u64) -> Option<*mut u8> {
+        let end = off.checked_add(len)?;
+        match self {
+            Memory::Fixed { base, len: size } => (end <= *size).then(|| base.0.wrapping_add(off as usize)),
+            Memory::Dynamic(regions) => {
+                let (&start, &size) = regions.range(..=off).next_back()?;
+                (end <= start.checked_add(size)?).then_some(off as *mut u8)
+            }
+        }
+    }
+}
+
+/// An origin's buffer waiting for a reply (a get, a fetch, a swap).
+pub(crate) struct Reply(pub(crate) Incoming);
+
+// SAFETY: as for `Addr`: held under the library's lock only, the buffer
+// valid until the reply is placed (the contract of `Rma::expect`).
+unsafe impl Send for Reply {}
+
+/// Why a target could not do what an origin asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// Outside the window (`MPI_ERR_RMA_RANGE`), else another error.
+    range: bool,
+    why: String,
+}
+
+impl Failure {
+    fn range(why: String) -> Failure {
+        Failure { range: true, why }
+    }
+
+    fn other(why: impl Into<String>) -> Failure {
+        Failure { range: false, why: why.into() }
+    }
+
+    /// As a reply's data: a byte saying which, then the reason.
+    fn encode(&self) -> Vec<u8> {
+        let mut v = vec![u8::from(self.range)];
+        v.extend_from_slice(self.why.as_bytes());
+        v
+    }
+
+    fn decode(b: &[u8]) -> Failure {
+        Failure {
+            range: b.first() == Some(&1),
+            why: String::from_utf8_lossy(b.get(1..).unwrap_or_default()).into_owned(),
+        }
+    }
+
+    fn into_error(self) -> crate::MpiError {
+        if self.range {
+            crate::MpiError::RmaRange(self.why)
+        } else {
+            crate::MpiError::Win(self.why)
+        }
+    }
+}
+
+/// A request this process sent as an origin and waits to hear about.
+struct Pending {
+    /// The target, by rank in the window's group.
+    target: u32,
+    /// Where the reply's bytes go.
+    into: Option<Reply>,
+}
+
+/// Who holds or waits for the lock of a window at this target (§12.5.3):
+/// one exclusive holder or any number of shared ones; requests that
+/// cannot be granted wait in arrival order, so no origin starves.
+#[derive(Default, Debug)]
+struct LockTable {
+    exclusive: Option<u32>,
+    shared: Vec<u32>,
+    queue: VecDeque<(u32, u64, bool)>,
+}
+
+impl LockTable {
+    fn free_for(&self, exclusive: bool) -> bool {
+        self.exclusive.is_none() && (!exclusive || self.shared.is_empty())
+    }
+
+    fn take(&mut self, src: u32, exclusive: bool) {
+        if exclusive {
+            self.exclusive = Some(src);
+        } else {
+            self.shared.push(src);
+        }
+    }
+
+    /// Whether `src` held a lock, which is now released.
+    fn release(&mut self, src: u32) -> bool {
+        if self.exclusive == Some(src) {
+            self.exclusive = None;
+            return true;
+        }
+        match self.shared.iter().position(|s| *s == src) {
+            Some(i) => {
+                self.shared.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The waiting requests that can be granted now, in order.
+    fn grantable(&mut self) -> Vec<(u32, u64)> {
+        let mut out = Vec::new();
+        while let Some(&(src, id, excl)) = self.queue.front() {
+            if !self.free_for(excl) {
+                break;
+            }
+            self.queue.pop_front();
+            self.take(src, excl);
+            out.push((src, id));
+        }
+        out
+    }
+}
+
+/// One window's state at this process.
+pub(crate) struct Win {
+    /// The window's context (its own communicator's).
+    ctx: u32,
+    /// Job rank of each process of the window's group.
+    members: Vec<u32>,
+    /// The receive kept posted on the context.
+    recv: Option<ReqId>,
+    memory: Memory,
+    /// Set while the Rust API hands out this process's window memory for
+    /// local access: arrivals then wait in `deferred`.
+    local: Arc<AtomicBool>,
+    deferred: VecDeque<(u32, i32, Vec<u8>)>,
+    lock: LockTable,
+    /// `MPI_Win_post` notices received, by origin (group rank).
+    posts: Vec<u32>,
+    /// `MPI_Win_complete` notices received, by origin (group rank).
+    completes: Vec<u32>,
+    /// As an origin: requests waiting for their reply, by id.
+    pending: HashMap<u64, Pending>,
+    /// As an origin: replies that reported a failure, by id.
+    failed: HashMap<u64, Failure>,
+    /// As a target: the first operation of each origin (group rank) that
+    /// could not be applied since its last flush, reported by the next
+    /// reply to a flush or an unlock.
+    refused: HashMap<u32, Failure>,
+    /// A message no origin of this library would send: reported by every
+    /// call on the window.
+    fault: Option<String>,
+    /// Sends of replies and notices still in the engine.
+    sends: Vec<ReqId>,
+}
+
+/// The one-sided state of every window of this process (the hook).
+#[derive(Default)]
+pub(crate) struct Rma {
+    wins: BTreeMap<u32, Win>,
+    /// Numbers for replies (0: none wanted).
+    next_id: u64,
+}
+
+fn engine_err(e: AdiError) -> crate::MpiError {
+    e.into()
+}
+
+impl Rma {
+    /// Serve window `ctx` from now on: keep a receive posted on its
+    /// context and apply what arrives to `memory`.
+    ///
+    /// # Safety
+    /// `memory` stays valid for reads and writes until [`Rma::deregister`],
+    /// and is accessed by nothing else during MPI calls that are not about
+    /// this window's local memory (MPI 4.1 §12.7's rules for the program).
+    pub(crate) unsafe fn register(
+        &mut self,
+        e: &mut Engine,
+        ctx: u32,
+        members: Vec<u32>,
+        memory: Memory,
+        local: Arc<AtomicBool>,
+    ) -> crate::Result<()> {
+        let n = members.len();
+        let recv = Some(e.irecv(Source::Any, TagSel::Any, ctx, u64::MAX).map_err(engine_err)?);
+        self.wins.insert(
+            ctx,
+            Win {
+                ctx,
+                members,
+                recv,
+                memory,
+                local,
+                deferred: VecDeque::new(),
+                lock: LockTable::default(),
+                posts: vec![0; n],
+                completes: vec![0; n],
+                pending: HashMap::new(),
+                failed: HashMap::new(),
+                refused: HashMap::new(),
+                fault: None,
+                sends: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Stop serving window `ctx` (after the barrier of `MPI_Win_free`):
+    /// nothing is written to its memory afterwards.
+    pub(crate) fn deregister(&mut self, e: &mut Engine, ctx: u32) {
+        if let Some(w) = self.wins.remove(&ctx) {
+            if let Some(r) = w.recv {
+                if e.cancel_recv(r).unwrap_or(false) {
+                    let _ = e.test(r);
+                } else {
+                    e.abandon(r);
+                }
+            }
+            for s in w.sends {
+                e.abandon(s);
+            }
+        }
+    }
+
+    fn win(&mut self, ctx: u32) -> crate::Result<&mut Win> {
+        self.wins.get_mut(&ctx).ok_or_else(|| crate::MpiError::Win("the window has been freed".into()))
+    }
+
+    /// Attach or detach a region of a dynamic window.
+    pub(crate) fn regions(&mut self, ctx: u32) -> crate::Result<&mut BTreeMap<u64, u64>> {
+        match &mut self.win(ctx)?.memory {
+            Memory::Dynamic(r) => Ok(r),
+            Memory::Fixed { .. } => Err(crate::MpiError::RmaFlavor(
+                "MPI_Win_attach and MPI_Win_detach need a window made by MPI_Win_create_dynamic".into(),
+            )),
+        }
+    }
+
+    /// A number for a request to `target` (group rank) whose reply goes
+    /// to `into` (or only completes it).
+    ///
+    /// # Safety
+    /// `into`'s buffer stays writable, and is not otherwise accessed, until
+    /// the reply arrived ([`Rma::outstanding`] no longer counts it) or the
+    /// window is deregistered.
+    pub(crate) unsafe fn expect(&mut self, ctx: u32, target: u32, into: Option<Reply>) -> crate::Result<u64> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.win(ctx)?.pending.insert(id, Pending { target, into });
+        Ok(id)
+    }
+
+    /// Drop the buffers replies still due were to go to.
+    pub(crate) fn forget_buffers(&mut self, ctx: u32) {
+        if let Some(w) = self.wins.get_mut(&ctx) {
+            for p in w.pending.values_mut() {
+                p.into = None;
+            }
+        }
+    }
+
+    /// Requests to `target` (all targets: `None`) still without a reply.
+    pub(crate) fn outstanding(&self, ctx: u32, target: Option<u32>) -> usize {
+        self.wins.get(&ctx).map_or(0, |w| w.pending.values().filter(|p| target.is_none_or(|t| p.target == t)).count())
+    }
+
+    /// Whether request `id` has its reply.
+    pub(crate) fn answered(&self, ctx: u32, id: u64) -> bool {
+        self.wins.get(&ctx).is_none_or(|w| !w.pending.contains_key(&id))
+    }
+
+    /// The failure the reply to `id` reported, once (taken).
+    pub(crate) fn take_failure(&mut self, ctx: u32, id: u64) -> Option<crate::MpiError> {
+        self.wins.get_mut(&ctx)?.failed.remove(&id).map(Failure::into_error)
+    }
+
+    /// Any failure a reply reported that no one has taken (taken), or the
+    /// fault of a peer that sent something malformed (kept: the window is
+    /// not usable after it).
+    pub(crate) fn take_any_failure(&mut self, ctx: u32) -> Option<crate::MpiError> {
+        let w = self.wins.get_mut(&ctx)?;
+        if let Some(f) = w.fault.clone() {
+            return Some(crate::MpiError::Win(f));
+        }
+        let id = w.failed.keys().min().copied()?;
+        w.failed.remove(&id).map(Failure::into_error)
+    }
+
+    /// Notices counted so far: `MPI_Win_post` (from targets) when `posts`,
+    /// else `MPI_Win_complete` (from origins), of group rank `r`.
+    pub(crate) fn notices(&self, ctx: u32, r: u32, posts: bool) -> u32 {
+        self.wins.get(&ctx).map_or(0, |w| {
+            let v = if posts { &w.posts } else { &w.completes };
+            v.get(r as usize).copied().unwrap_or(0)
+        })
+    }
+
+    /// Use up one notice of `r` (see [`Rma::notices`]).
+    pub(crate) fn consume_notice(&mut self, ctx: u32, r: u32, posts: bool) {
+        if let Some(w) = self.wins.get_mut(&ctx) {
+            let v = if posts { &mut w.posts } else { &mut w.completes };
+            if let Some(n) = v.get_mut(r as usize) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Send `m` to group rank `to` of window `ctx`.
+    pub(crate) fn send(&mut self, e: &mut Engine, ctx: u32, to: u32, m: &Msg<'_>) -> crate::Result<()> {
+        let w = self.win(ctx)?;
+        let dest = *w
+            .members
+            .get(to as usize)
+            .ok_or(crate::MpiError::InvalidRank { rank: to as i32, size: w.members.len() as i32 })?;
+        let (tag, bytes) = m.encode();
+        let id = e.isend(dest, tag, ctx, bytes, false).map_err(engine_err)?;
+        w.sends.push(id);
+        Ok(())
+    }
+}
+
+impl Win {
+    fn group_rank(&self, job: u32) -> Option<u32> {
+        self.members.iter().position(|m| *m == job).map(|i| i as u32)
+    }
+
+    fn reply(&mut self, e: &mut Engine, to: u32, id: u64, result: Result<&[u8], Failure>) -> Result<(), AdiError> {
+        let enc;
+        let (flags, data) = match &result {
+            Ok(d) => (0, *d),
+            Err(f) => {
+                enc = f.encode();
+                (FAILED, &enc[..])
+            }
+        };
+        let m = Msg { flags, data, ..Msg::bare(Kind::Reply, id) };
+        let (tag, bytes) = m.encode();
+        let dest = self.members[to as usize];
+        let s = e.isend(dest, tag, self.ctx, bytes, false)?;
+        self.sends.push(s);
+        Ok(())
+    }
+
+    /// The memory of every block, checked inside the window first: all
+    /// of them, or an error (and nothing is touched).
+    fn places(&self, blocks: &[(u64, u64)]) -> Result<Vec<(*mut u8, usize)>, Failure> {
+        blocks
+            .iter()
+            .map(|&(off, len)| {
+                self.memory.find(off, len).map(|p| (p, len as usize)).ok_or_else(|| Failure::range(match &self.memory {
+                    Memory::Fixed { len: size, .. } => format!(
+                        "bytes {off}..{} lie outside the target's window of {size} bytes (MPI_ERR_RMA_RANGE)",
+                        off.saturating_add(len)
+                    ),
+                    Memory::Dynamic(_) => format!(
+                        "bytes {off:#x}..{:#x} are not inside a region attached to the target's dynamic window (MPI_ERR_RMA_RANGE)",
+                        off.saturating_add(len)
+                    ),
+                }))
+            })
+            .collect()
+    }
+
+    /// Copy the blocks' bytes out.
+    fn gather(places: &[(*mut u8, usize)]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(places.iter().map(|p| p.1).sum());
+        for &(p, n) in places {
+            // SAFETY: `places` checked these bytes inside the registered
+            // memory, valid by `Rma::register`'s contract.
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+        }
+        out
+    }
+
+    /// Combine `data` into the blocks with `op` (stores for `Replace`).
+    fn combine(places: &[(*mut u8, usize)], data: &[u8], op: AccOp, m: &Msg<'_>) -> Result<(), Failure> {
+        let room: usize = places.iter().map(|p| p.1).sum();
+        if op != AccOp::NoOp && room != data.len() {
+            return Err(Failure::other(format!("{} bytes of data for {room} bytes of target blocks", data.len())));
+        }
+        let mut at = 0;
+        for &(p, n) in places {
+            // SAFETY: `places` checked these bytes inside the registered
+            // memory, valid by `Rma::register`'s contract; `data` is the
+            // message, not window memory, so the two do not overlap.
+            let acc = unsafe { std::slice::from_raw_parts_mut(p, n) };
+            if op != AccOp::NoOp {
+                op.apply(m.elem, &data[at..at + n], acc).map_err(|e| Failure::other(e.to_string()))?;
+            }
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Apply one message from job rank `src`.
+    fn handle(&mut self, e: &mut Engine, src: u32, tag: i32, bytes: &[u8]) -> Result<(), AdiError> {
+        let Some(from) = self.group_rank(src) else {
+            self.fault = Some(format!("a one-sided message from rank {src}, which is not in the window's group"));
+            return Ok(());
+        };
+        let m = match Msg::decode(src, tag, bytes) {
+            Ok(m) => m,
+            Err(err) => {
+                self.fault = Some(err.to_string());
+                return Ok(());
+            }
+        };
+        match m.kind {
+            Kind::Put | Kind::Acc => {
+                let op = if m.kind == Kind::Put { AccOp::Replace } else { m.op.unwrap_or(AccOp::NoOp) };
+                let r = self.places(&m.blocks).and_then(|p| Win::combine(&p, m.data, op, &m));
+                if let Err(why) = r {
+                    self.refused.entry(from).or_insert(why);
+                }
+            }
+            Kind::Get | Kind::GetAcc => {
+                let r = self.places(&m.blocks).and_then(|p| {
+                    let old = Win::gather(&p);
+                    if m.kind == Kind::GetAcc {
+                        Win::combine(&p, m.data, m.op.unwrap_or(AccOp::NoOp), &m)?;
+                    }
+                    Ok(old)
+                });
+                match r {
+                    Ok(old) => self.reply(e, from, m.id, Ok(&old))?,
+                    Err(why) => self.reply(e, from, m.id, Err(why))?,
+                }
+            }
+            Kind::Cas => {
+                let n = m.data.len() / 2;
+                let r = match m.blocks.as_slice() {
+                    [(off, len)] if *len as usize == n && m.data.len() == 2 * n => self.places(&[(*off, *len)]),
+                    _ => Err(Failure::other("a compare-and-swap names one element and carries two")),
+                };
+                match r {
+                    Ok(p) => {
+                        let old = Win::gather(&p);
+                        if old == m.data[..n] {
+                            // SAFETY: checked inside the registered memory by `places`.
+                            unsafe { std::ptr::copy_nonoverlapping(m.data[n..].as_ptr(), p[0].0, n) };
+                        }
+                        self.reply(e, from, m.id, Ok(&old))?;
+                    }
+                    Err(why) => self.reply(e, from, m.id, Err(why))?,
+                }
+            }
+            Kind::Flush => {
+                let r = self.refused.remove(&from);
+                self.reply(e, from, m.id, r.map_or(Ok(&[]), Err))?;
+            }
+            Kind::Lock => {
+                let excl = m.flags & EXCLUSIVE != 0;
+                if self.lock.queue.is_empty() && self.lock.free_for(excl) {
+                    self.lock.take(from, excl);
+                    self.reply(e, from, m.id, Ok(&[]))?;
+                } else {
+                    self.lock.queue.push_back((from, m.id, excl));
+                }
+            }
+            Kind::Unlock => {
+                let held = self.lock.release(from);
+                let r = self.refused.remove(&from);
+                let r = match (held, r) {
+                    (_, Some(why)) => Err(why),
+                    (false, None) => Err(Failure::other("an unlock from an origin that holds no lock here")),
+                    (true, None) => Ok(&[][..]),
+                };
+                self.reply(e, from, m.id, r)?;
+                for (to, id) in self.lock.grantable() {
+                    self.reply(e, to, id, Ok(&[]))?;
+                }
+            }
+            Kind::Post => self.posts[from as usize] += 1,
+            Kind::Complete => self.completes[from as usize] += 1,
+            Kind::Reply => match self.pending.remove(&m.id) {
+                Some(p) if p.target == from => {
+                    if m.flags & FAILED != 0 {
+                        self.failed.insert(m.id, Failure::decode(m.data));
+                    } else if let Some(Reply(mut inc)) = p.into {
+                        let n = inc.len.min(m.data.len());
+                        // SAFETY: `Rma::expect`'s contract keeps the origin
+                        // buffer writable until this reply; `bytes` has
+                        // `inc.len` bytes and `n` is at most that.
+                        unsafe {
+                            inc.bytes()[..n].copy_from_slice(&m.data[..n]);
+                            inc.finish(n as u64);
+                        }
+                    }
+                }
+                other => {
+                    if let Some(p) = other {
+                        self.pending.insert(m.id, p);
+                    }
+                    self.fault = Some(format!("rank {src} answered a one-sided request {} it was not sent", m.id));
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Take what has arrived, apply it, and keep the receive posted.
+    fn poll(&mut self, e: &mut Engine) -> Result<bool, AdiError> {
+        let mut worked = false;
+        self.sends.retain(|s| match e.is_done(*s) {
+            Ok(true) => {
+                let _ = e.test(*s);
+                false
+            }
+            Ok(false) => true,
+            Err(_) => false,
+        });
+        let open = !self.local.load(Ordering::Acquire);
+        if open {
+            while let Some((src, tag, data)) = self.deferred.pop_front() {
+                self.handle(e, src, tag, &data)?;
+                worked = true;
+            }
+        }
+        while let Some(r) = self.recv {
+            if !e.is_done(r)? {
+                break;
+            }
+            self.recv = Some(e.irecv(Source::Any, TagSel::Any, self.ctx, u64::MAX)?);
+            worked = true;
+            match e.test(r)? {
+                Some(Done::Received { status, data }) if open => self.handle(e, status.source, status.tag, &data)?,
+                Some(Done::Received { status, data }) => self.deferred.push_back((status.source, status.tag, data)),
+                _ => {}
+            }
+        }
+        Ok(worked)
+    }
+}
+
+impl ProgressHook for Rma {
+    fn busy(&self) -> bool {
+        !self.wins.is_empty()
+    }
+
+    fn poll(&mut self, e: &mut Engine) -> Result<bool, AdiError> {
+        let mut worked = false;
+        for w in self.wins.values_mut() {
+            worked |= w.poll(e)?;
+        }
+        Ok(worked)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locks_are_granted_in_arrival_order_and_shared_ones_together() {
+        let mut t = LockTable::default();
+        assert!(t.free_for(true));
+        t.take(0, false);
+        t.take(1, false);
+        assert!(!t.free_for(true) && t.free_for(false));
+        t.queue.push_back((2, 20, true));
+        t.queue.push_back((3, 30, false));
+        assert!(t.grantable().is_empty(), "an exclusive request waits for the shared holders");
+        assert!(t.release(0) && t.release(1));
+        assert!(!t.release(1), "released twice");
+        assert_eq!(t.grantable(), vec![(2, 20)], "the shared request behind it waits its turn");
+        assert!(t.release(2));
+        assert_eq!(t.grantable(), vec![(3, 30)]);
+    }
+
+    #[test]
+    fn dynamic_memory_finds_only_attached_bytes() {
+        let m = Memory::Dynamic(BTreeMap::from([(0x1000, 16), (0x2000, 8)]));
+        assert!(m.find(0x1000, 16).is_some());
+        assert!(m.find(0x1008, 9).is_none(), "runs past the region");
+        assert!(m.find(0x1800, 1).is_none(), "between regions");
+        assert!(m.find(0x2000, 8).is_some());
+        assert!(m.find(u64::MAX, 2).is_none(), "overflow");
+        let f = Memory::Fixed { base: Addr(std::ptr::null_mut()), len: 8 };
+        assert!(f.find(0, 8).is_some() && f.find(1, 8).is_none() && f.find(8, 0).is_some());
+    }
+}
