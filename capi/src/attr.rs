@@ -90,7 +90,7 @@ impl Deferred {
 }
 
 impl State {
-    fn keyval(&self, k: c_int) -> R<&Keyval> {
+    pub(crate) fn keyval_of(&self, k: c_int) -> R<&Keyval> {
         self.keyvals
             .get(&k)
             .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("{k} is not a keyval (never created, or freed)")))
@@ -106,8 +106,8 @@ impl State {
 }
 
 /// Have `k`'s delete callback run on `v`, set on `comm`, once the lock is released.
-fn delete_value(st: &mut State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
-    let kv = st.keyval(k)?;
+pub(crate) fn delete_value(st: &mut State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
+    let kv = st.keyval_of(k)?;
     if kv.delete != 0 {
         // SAFETY: the program registered this value as an
         // `MPI_Comm_delete_attr_function` pointer (the standard's contract).
@@ -120,7 +120,7 @@ fn delete_value(st: &mut State, comm: Handle, k: c_int, v: *mut c_void) -> R<()>
 
 /// The value of user attribute `k` on `comm`, if set.
 pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> {
-    st.keyval(k)?;
+    st.keyval_of(k)?;
     Ok(st.comm(comm)?.attrs.iter().find(|a| a.0 == k).map(|a| a.1))
 }
 
@@ -130,7 +130,7 @@ pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
     let attrs = st.comm(from)?.attrs.clone();
     let mut copied = Vec::new();
     for (k, v) in attrs {
-        let kv = st.keyval(k)?;
+        let kv = st.keyval_of(k)?;
         match kv.copy {
             0 => {}
             DUP_FN => copied.push((k, v)),
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
         if k < FIRST_KEYVAL {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
         }
-        if st.keyval(k)?.freed {
+        if st.keyval_of(k)?.freed {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} was freed already")));
         }
         if let Some(kv) = st.keyvals.get_mut(&k) {
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
 pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
     with_state("MPI_Comm_set_attr", comm, |st| {
         st.comm(comm)?;
-        if st.keyval(comm_keyval)?.freed {
+        if st.keyval_of(comm_keyval)?.freed {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {comm_keyval} was freed")));
         }
         // A value already set is deleted first (§7.7.2).

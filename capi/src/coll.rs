@@ -97,7 +97,7 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 }
 
 /// The element type of a reduction on datatype `dt`.
-fn elem_of(dt: Handle) -> R<Elem> {
+pub(crate) fn elem_of(dt: Handle) -> R<Elem> {
     Ok(match dt {
         MPI_SIGNED_CHAR | MPI_CHAR | MPI_INT8_T | MPI_INTEGER1 => Elem::I8,
         MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE | MPI_C_BOOL | MPI_CXX_BOOL => Elem::U8,

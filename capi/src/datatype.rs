@@ -85,6 +85,13 @@ pub(crate) struct TypeDef {
     contents: Contents,
 }
 
+impl TypeDef {
+    /// How it was built (`MPI_Type_get_contents`).
+    pub(crate) fn contents(&self) -> &Contents {
+        &self.contents
+    }
+}
+
 /// A derived datatype handle's state.
 pub(crate) struct TypeEntry {
     pub(crate) def: Arc<TypeDef>,

@@ -50,6 +50,7 @@ fn init(required: c_int) -> R<c_int> {
         comms,
         requests: Table::default(),
         types: Table::default(),
+        wins: Table::default(),
         groups: Table::default(),
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,
@@ -160,6 +161,8 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     let pending =
         (std::mem::take(&mut st.requests), std::mem::take(&mut st.detached), std::mem::take(&mut st.buffered));
     let comms = std::mem::take(&mut st.comms);
+    // Windows still alive (the program's error, §11.2.2) stop being served.
+    drop(std::mem::take(&mut st.wins));
     match st.universe.finalize_with((pending, comms)) {
         Ok(()) => MPI_SUCCESS,
         Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, Some(rank), e.into()),

@@ -48,6 +48,7 @@ mod op;
 mod p2p;
 mod status;
 mod topo;
+mod win;
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
@@ -126,6 +127,15 @@ impl From<MpiError> for Fail {
             MpiError::InfoNoKey(_) => MPI_ERR_INFO_NOKEY,
             MpiError::Mismatch(_) => MPI_ERR_TRUNCATE,
             MpiError::Group(_) => MPI_ERR_GROUP,
+            MpiError::RmaSync(_) => MPI_ERR_RMA_SYNC,
+            MpiError::RmaRange(_) => MPI_ERR_RMA_RANGE,
+            MpiError::Win(_) => MPI_ERR_WIN,
+            MpiError::RmaFlavor(_) => MPI_ERR_RMA_FLAVOR,
+            MpiError::RmaAttach(_) => MPI_ERR_RMA_ATTACH,
+            MpiError::RmaShared(_) => MPI_ERR_RMA_SHARED,
+            MpiError::Disp(_) => MPI_ERR_DISP,
+            MpiError::WinSize(_) => MPI_ERR_SIZE,
+            MpiError::Op(_) => MPI_ERR_OP,
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
@@ -202,6 +212,8 @@ pub(crate) struct State {
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
+    /// Windows (§12).
+    pub(crate) wins: Table<win::WinEntry>,
     /// Info objects (§10).
     pub(crate) infos: Table<info::Pairs>,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
@@ -388,8 +400,14 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
     let Err(f) = result else { return MPI_SUCCESS };
     let (errh, rank) = match guard.as_ref() {
         Some(st) => {
-            let entry = st.comms.get(&comm).or_else(|| st.comms.get(&MPI_COMM_WORLD));
-            (entry.map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
+            // The handler of the object the call is about: a communicator,
+            // a window (§9.3), else MPI_COMM_WORLD's.
+            let errh = match (st.comms.get(&comm), st.wins.get(&comm)) {
+                (Some(c), _) => c.errhandler,
+                (None, Some(w)) => w.errhandler,
+                _ => st.comms.get(&MPI_COMM_WORLD).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
+            };
+            (errh, st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
         }
         None => (MPI_ERRORS_ARE_FATAL, None),
     };

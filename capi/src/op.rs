@@ -121,7 +121,7 @@ impl AnyOperation for OpChoice {
 }
 
 /// The predefined operation a handle names.
-fn system_op(op: Handle) -> R<SystemOperation> {
+pub(crate) fn system_op(op: Handle) -> R<SystemOperation> {
     Ok(match op {
         MPI_SUM => SystemOperation::Sum,
         MPI_PROD => SystemOperation::Product,

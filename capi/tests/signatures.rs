@@ -158,6 +158,46 @@ fn rust_exports() -> BTreeMap<String, (Vec<Kind>, Kind)> {
             out.insert(blocking.to_string(), (ps, Kind::Int));
             out.insert(nonblocking.to_string(), (with_request, Kind::Int));
         }
+        // `macro_rules! m { ($a:expr, $f:ident, ...) => { ... extern "C" fn $f(...) ... } }`
+        // invoked as `m!(x, MPI_X, ...);`: each metavariable named by an
+        // `extern "C" fn` gets the invocation's argument at its position.
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("macro_rules! ") {
+            rest = &rest[i + "macro_rules! ".len()..];
+            let name = &rest[..rest.find(' ').expect("a macro's name")];
+            let pat_open = rest.find("($").map(|o| o + 1);
+            let Some(pat_open) = pat_open else { continue };
+            let pattern = &rest[pat_open..pat_open + rest[pat_open..].find(')').expect("a pattern's end")];
+            let vars: Vec<&str> = pattern.split(',').map(|v| v.trim().split(':').next().unwrap_or("")).collect();
+            let end = rest.find("\n}").unwrap_or(rest.len());
+            let body = &rest[..end];
+            let mut fns = Vec::new();
+            let mut b = body;
+            while let Some(j) = b.find("extern \"C\" fn $") {
+                b = &b[j + "extern \"C\" fn ".len()..];
+                let open = b.find('(').expect("a parameter list");
+                let close = b.find(')').expect("the list's end");
+                // Parameter types that are metavariables themselves (`field!`) are the special cases above.
+                if !b[open + 1..close].contains('$') {
+                    fns.push((b[..open].to_string(), rust_params(&b[open + 1..close])));
+                }
+            }
+            if fns.is_empty() {
+                continue;
+            }
+            let call = format!("\n{name}!(");
+            let mut inv = text.as_str();
+            while let Some(k) = inv.find(&call) {
+                inv = &inv[k + call.len()..];
+                let args: Vec<&str> =
+                    inv[..inv.find(')').expect("an invocation's end")].split(',').map(str::trim).collect();
+                for (var, ps) in &fns {
+                    if let Some(at) = vars.iter().position(|v| v == var) {
+                        out.insert(args[at].to_string(), (ps.clone(), Kind::Int));
+                    }
+                }
+            }
+        }
         // `field!(get, set, name)`: a status field's getter and setter.
         let mut rest = text.as_str();
         while let Some(i) = rest.find("\nfield!(MPI_") {

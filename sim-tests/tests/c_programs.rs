@@ -558,3 +558,19 @@ fn computation_between_calls_is_charged_only_when_measured() {
     let (ok, text) = run(2, 2, &["--compute", "sometimes"], &prog);
     assert!(!ok && text.contains("give none, measured"), "{text}");
 }
+
+/// One-sided communication, every call of MPI 4.1 chapter 12
+/// (sim-tests/c/rma.c): the four window flavours, every operation in its
+/// plain, request and large-count forms with derived datatypes, the three
+/// kinds of synchronisation, and the errors — on the simulator at 1, 2,
+/// 3, 5 and 8 ranks, over UDP (3 and 8) and DPDK, and under MPICH's hydra.
+#[test]
+fn one_sided_communication_every_call_every_backend() {
+    let prog = everywhere("rma", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
+    let (ok, text) = run(8, 1, &["--backend", "udp"], &prog);
+    assert!(ok && text.contains("OK c-rma on 8 ranks"), "c-rma on 8 ranks over UDP:\n{text}");
+    if hydra().is_some() {
+        let (ok, text) = run_hydra(3, &prog, &[]);
+        assert!(ok && text.contains("OK c-rma on 3 ranks"), "hydra -n 3 c-rma:\n{text}");
+    }
+}

@@ -34,6 +34,7 @@ use adi::{Done, ReqId};
 use crate::coll::exec::Exec;
 use crate::comm::{Group, Status};
 use crate::error::{MpiError, Result};
+use crate::rma::target::Rma;
 use crate::universe::{charge_call, charge_request, Context, Locked, Shared};
 use crate::{Rank, Tag};
 use sealed::ScopeCore;
@@ -177,6 +178,9 @@ enum State<'b> {
     /// `blocking`: started by a blocking call, which has no request to
     /// charge for when it completes.
     Coll { exec: Locked<Exec>, out: Option<&'b mut [u8]>, blocking: bool },
+    /// A one-sided operation waiting for its target's reply
+    /// (`MPI_Rget`, ...; MPI 4.1 §12.3.6); `id` 0 waits for nothing.
+    Rma { ctx: u32, id: u64 },
     /// Completed (or failed): nothing left to wait for.
     Finished,
 }
@@ -219,6 +223,12 @@ impl<'b> Request<'b> {
         Request { shared, state: State::Coll { exec, out, blocking: false }, group, _buf: PhantomData }
     }
 
+    /// A one-sided operation's request: complete once the reply `id` of
+    /// window `ctx` has come (at once for `id` 0).
+    pub(crate) fn rma(shared: Shared, ctx: u32, id: u64, group: Rc<Group>) -> Request<'static> {
+        Request { shared, state: State::Rma { ctx, id }, group, _buf: PhantomData }
+    }
+
     /// Complete a collective inside the blocking call that started it: no
     /// second MPI call is charged, and no request (a blocking collective
     /// has none).
@@ -242,6 +252,7 @@ impl<'b> Request<'b> {
         Ok(match &self.state {
             State::P2p { id, .. } => c.engine()?.is_done(*id).unwrap_or(true),
             State::Coll { exec, .. } => exec.borrow().ended(),
+            State::Rma { ctx, id } => *id == 0 || c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.answered(*ctx, *id)),
             State::Finished => true,
         })
     }
@@ -277,6 +288,14 @@ impl<'b> Request<'b> {
                 }
                 Ok(Status::new(-1, 0, 0))
             }
+            State::Rma { ctx, id } => {
+                let e = c.engine()?;
+                charge_request(e);
+                match e.hook_mut::<Rma>().and_then(|r| r.take_failure(ctx, id)) {
+                    Some(err) => Err(err),
+                    None => Ok(Status::empty()),
+                }
+            }
             State::Finished => Err(MpiError::Invalid("request already completed".into())),
         }
     }
@@ -306,13 +325,21 @@ impl<'b> Request<'b> {
     /// The operation failed or cannot be waited for: finished, and the
     /// engine forgets its buffer (it is never touched again).
     fn abandon(&mut self, c: &mut Context) {
-        if let State::P2p { id, scope, .. } = std::mem::replace(&mut self.state, State::Finished) {
-            if let Some(s) = scope {
-                s.unregister(&self.shared, id);
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::P2p { id, scope, .. } => {
+                if let Some(s) = scope {
+                    s.unregister(&self.shared, id);
+                }
+                if let Ok(e) = c.engine() {
+                    e.abandon(id);
+                }
             }
-            if let Ok(e) = c.engine() {
-                e.abandon(id);
+            State::Rma { ctx, id } => {
+                if let Some(r) = c.engine().ok().and_then(|e| e.hook_mut::<Rma>()) {
+                    r.forget(ctx, id);
+                }
             }
+            _ => {}
         }
     }
 
@@ -336,6 +363,9 @@ impl<'b> Request<'b> {
             State::P2p { .. } => Ok(()),
             State::Coll { .. } => {
                 Err(MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into()))
+            }
+            State::Rma { .. } => {
+                Err(MpiError::Invalid("cancel of a one-sided operation's request is not allowed".into()))
             }
             State::Finished => Err(MpiError::Invalid("cancel on a completed request".into())),
         }

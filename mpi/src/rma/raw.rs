@@ -15,6 +15,7 @@ use super::wire::{Kind, Msg, EXCLUSIVE};
 use super::{AccOp, Assert, Flavor, LockType, Model};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::typemap::Typemap;
+use crate::request::Request;
 use crate::staged::reduce::Elem;
 use crate::staged::{incoming, outgoing, Span};
 use crate::{MpiError, Rank, Result, PROC_NULL};
@@ -421,7 +422,7 @@ impl RawWindow {
     /// # Safety
     /// `origin` has room for the span's elements, stays writable and is not
     /// otherwise accessed until the operation completes.
-    pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<RmaRequest> {
+    pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<Request<'static>> {
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(self.done()) };
         // SAFETY: this function's contract is `incoming`'s and `expect`'s.
         let id = unsafe {
@@ -449,7 +450,7 @@ impl RawWindow {
         t: &Target<'_>,
         elem: Elem,
         op: AccOp,
-    ) -> Result<RmaRequest> {
+    ) -> Result<Request<'static>> {
         op.check(elem)?;
         let origin_len = (op != AccOp::NoOp).then_some(span.len());
         let Some(blocks) = self.prepare(t, origin_len)? else { return Ok(self.done()) };
@@ -488,7 +489,7 @@ impl RawWindow {
         elem: Elem,
         rank: Rank,
         disp: i64,
-    ) -> Result<RmaRequest> {
+    ) -> Result<Request<'static>> {
         let n = elem.size();
         let layout = Typemap::basic(n, n, 1);
         let t = Target { rank, disp, layout: &layout, count: 1 };
@@ -507,11 +508,16 @@ impl RawWindow {
         Ok(self.request(id))
     }
 
-    fn request(&self, id: u64) -> RmaRequest {
-        RmaRequest { comm: self.comm.clone(), ctx: self.ctx, id }
+    /// The request of an operation whose reply is `id` (0: none): what
+    /// `MPI_Rget` and `MPI_Rget_accumulate` return (complete once the
+    /// result is in place); `MPI_Rput` and `MPI_Raccumulate` get
+    /// [`RawWindow::done`]: their data was copied (§12.3.6).
+    fn request(&self, id: u64) -> Request<'static> {
+        Request::rma(self.comm.shared().clone(), self.ctx, id, self.comm.group())
     }
 
-    fn done(&self) -> RmaRequest {
+    /// A request complete already.
+    pub fn done(&self) -> Request<'static> {
         self.request(0)
     }
 
@@ -740,12 +746,19 @@ impl RawWindow {
 
     /// `MPI_Win_free` (§12.2.5): collective; every epoch must be over.
     /// On an error the window is kept (and stays usable).
-    pub fn free(mut self) -> Result<()> {
-        self.epochs.free()?;
-        self.settle(None)?;
-        self.comm.barrier()?;
+    pub fn free(self) -> Result<()> {
+        self.free_keeping().map_err(|(e, _)| e)
+    }
+
+    /// [`RawWindow::free`], giving the window back when it is not freed.
+    #[allow(clippy::result_large_err)] // the window comes back on the error path only
+    pub fn free_keeping(mut self) -> std::result::Result<(), (MpiError, Box<RawWindow>)> {
+        if let Err(e) = self.epochs.free().and_then(|_| self.settle(None)) {
+            return Err((e, Box::new(self)));
+        }
+        let r = self.comm.barrier();
         self.deregister();
-        Ok(())
+        r.map_err(|e| (e, Box::new(self)))
     }
 
     fn deregister(&mut self) {
@@ -792,57 +805,4 @@ fn check_elems(blocks: &[(u64, u64)], elem: Elem) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The request of `MPI_Rget`, `MPI_Rget_accumulate` (complete once the
-/// result is in place), `MPI_Rput`, `MPI_Raccumulate` (complete at once:
-/// the origin's data was copied) (§12.3.6).
-pub struct RmaRequest {
-    comm: SimpleCommunicator,
-    ctx: u32,
-    /// The reply it waits for (0: none).
-    id: u64,
-}
-
-impl RmaRequest {
-    /// A request that is complete already.
-    pub fn completed(w: &RawWindow) -> RmaRequest {
-        w.done()
-    }
-
-    fn answered(&self, e: &mut Engine) -> bool {
-        self.id == 0 || e.hook_mut::<Rma>().is_none_or(|r| r.answered(self.ctx, self.id))
-    }
-
-    fn outcome(&self) -> Result<()> {
-        if self.id == 0 {
-            return Ok(());
-        }
-        let mut c = self.comm.shared().borrow_mut();
-        match c.engine()?.hook_mut::<Rma>().and_then(|r| r.take_failure(self.ctx, self.id)) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether it is complete (after one progress pass).
-    pub fn test(&self) -> Result<bool> {
-        {
-            let mut c = self.comm.shared().borrow_mut();
-            let e = c.engine()?;
-            if !self.answered(e) {
-                e.progress()?;
-            }
-            if !self.answered(e) {
-                return Ok(false);
-            }
-        }
-        self.outcome().map(|_| true)
-    }
-
-    /// Wait until it is complete.
-    pub fn wait(&self) -> Result<()> {
-        self.comm.shared().borrow_mut().wait_until(|c| Ok(self.answered(c.engine()?)))?;
-        self.outcome()
-    }
 }

@@ -308,6 +308,13 @@ impl Rma {
         }
     }
 
+    /// Drop the buffer the reply to `id` was to go to.
+    pub(crate) fn forget(&mut self, ctx: u32, id: u64) {
+        if let Some(p) = self.wins.get_mut(&ctx).and_then(|w| w.pending.get_mut(&id)) {
+            p.into = None;
+        }
+    }
+
     /// Requests to `target` (all targets: `None`) still without a reply.
     pub(crate) fn outstanding(&self, ctx: u32, target: Option<u32>) -> usize {
         self.wins.get(&ctx).map_or(0, |w| w.pending.values().filter(|p| target.is_none_or(|t| p.target == t)).count())

@@ -1,0 +1,1081 @@
+//! One-sided communication (MPI 4.1 chapter 12): window handles over
+//! `mpi::rma::RawWindow`, C arguments translated — datatypes to layouts,
+//! `MPI_Op` to the accumulate operation, `MPI_MODE_*` bits to
+//! assertions, groups to window ranks — and nothing else: the epochs,
+//! the range checks and the data movement are the mpi crate's.
+//!
+//! Errors go to the window's error handler (`MPI_ERRORS_ARE_FATAL`
+//! until `MPI_Win_set_errhandler`), §9.3.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use mpi::request::slot::Slot;
+use mpi::rma::{AccOp, Assert, Flavor, LockType, Model, RawWindow, Target};
+use mpi::staged::reduce::Elem;
+use mpi::staged::Span;
+
+use crate::abi::*;
+use crate::p2p::new_request;
+use crate::*;
+
+/// A window handle's state.
+pub(crate) struct WinEntry {
+    pub(crate) win: RawWindow,
+    pub(crate) errhandler: Handle,
+    name: String,
+    /// User attributes: keyval and value, in the order they were set.
+    attrs: Vec<(c_int, *mut c_void)>,
+    info: info::Pairs,
+    /// The predefined attributes' values, which `MPI_Win_get_attr` hands
+    /// out by address (§12.2.6).
+    base: *mut c_void,
+    size: isize,
+    disp_unit: c_int,
+    flavor: c_int,
+    model: c_int,
+}
+
+impl State {
+    pub(crate) fn win_mut(&mut self, h: Handle) -> R<&mut WinEntry> {
+        self.wins.get_mut(&h).ok_or_else(|| unknown_win(h))
+    }
+
+    fn win(&self, h: Handle) -> R<&WinEntry> {
+        self.wins.get(&h).ok_or_else(|| unknown_win(h))
+    }
+}
+
+fn unknown_win(h: Handle) -> Fail {
+    let what = if h == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_WIN, format!("{what} is not a valid window (never created, or freed)"))
+}
+
+fn assert_of(a: c_int) -> R<Assert> {
+    let all = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
+    if a & !all != 0 {
+        return Err(Fail::new(MPI_ERR_ASSERT, format!("assert {a:#x} has bits no MPI_MODE_* constant of §12.5.5 has")));
+    }
+    Ok(Assert {
+        nocheck: a & MPI_MODE_NOCHECK != 0,
+        nostore: a & MPI_MODE_NOSTORE != 0,
+        noput: a & MPI_MODE_NOPUT != 0,
+        noprecede: a & MPI_MODE_NOPRECEDE != 0,
+        nosucceed: a & MPI_MODE_NOSUCCEED != 0,
+    })
+}
+
+fn count(n: i64) -> R<usize> {
+    usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {n} is negative")))
+}
+
+fn size_arg(n: isize) -> R<u64> {
+    u64::try_from(n).map_err(|_| Fail::new(MPI_ERR_SIZE, format!("window size {n} is negative")))
+}
+
+fn disp_unit_arg(n: i64) -> R<u32> {
+    u32::try_from(n)
+        .ok()
+        .filter(|u| *u > 0)
+        .ok_or_else(|| Fail::new(MPI_ERR_DISP, format!("displacement unit {n} is not positive")))
+}
+
+impl State {
+    /// `count` elements of `dt` as a span.
+    fn span_c(&self, n: i64, dt: Handle) -> R<Span> {
+        let n = count(n)?;
+        Ok(Span::of(self.committed(dt)?, n)?)
+    }
+
+    /// The basic element type every block of `dt` is made of (§12.3.4:
+    /// accumulates take predefined types, or derived ones of one of them).
+    fn base_elem(&self, dt: Handle) -> R<Elem> {
+        let Some(e) = self.types.get(&dt) else { return crate::coll::elem_of(dt) };
+        let mut found: Option<Elem> = None;
+        for (h, _) in e.def.contents().types.iter() {
+            let x = self.base_elem(*h)?;
+            if found.is_some_and(|f| f != x) {
+                return Err(Fail::new(
+                    MPI_ERR_TYPE,
+                    format!("datatype {dt:#x} mixes basic types: an accumulate needs one (MPI 4.1 §12.3.4)"),
+                ));
+            }
+            found = Some(x);
+        }
+        found.ok_or_else(|| Fail::new(MPI_ERR_TYPE, format!("datatype {dt:#x} has no basic type to accumulate")))
+    }
+}
+
+fn acc_op(op: Handle) -> R<AccOp> {
+    match op {
+        MPI_REPLACE => Ok(AccOp::Replace),
+        MPI_NO_OP => Ok(AccOp::NoOp),
+        other => crate::op::system_op(other).map(AccOp::System).map_err(|f| {
+            Fail::new(MPI_ERR_OP, format!("{}; one-sided accumulates take predefined operations only (§12.3.4)", f.msg))
+        }),
+    }
+}
+
+/// Register `win` as a new handle, writing it to `out`.
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn new_win(st: &mut State, win: RawWindow, info: Handle, out: *mut Handle) -> R<()> {
+    let info = st.info_or_null(info)?;
+    let h = st.new_handle();
+    let entry = WinEntry {
+        base: win.base().cast(),
+        size: win.size() as isize,
+        disp_unit: win.disp_unit() as c_int,
+        flavor: match win.flavor() {
+            Flavor::Create => MPI_WIN_FLAVOR_CREATE,
+            Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
+            Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
+            Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
+        },
+        model: match win.model() {
+            Model::Unified => MPI_WIN_UNIFIED,
+            Model::Separate => MPI_WIN_SEPARATE,
+        },
+        win,
+        errhandler: MPI_ERRORS_ARE_FATAL,
+        name: String::new(),
+        attrs: Vec::new(),
+        info,
+    };
+    st.wins.insert(h, entry);
+    // SAFETY: the caller's contract on `out`.
+    unsafe { put(out, h, "win") }
+}
+
+// ---- windows (§12.2) ----------------------------------------------------------
+
+/// # Safety
+/// The standard's contract on `MPI_Win_create`.
+unsafe fn create(
+    call: &str,
+    base: *mut c_void,
+    size: isize,
+    unit: i64,
+    info: Handle,
+    comm: Handle,
+    win: *mut Handle,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let (size, unit) = (size_arg(size)?, disp_unit_arg(unit)?);
+        let c = st.comm(comm)?.comm.clone();
+        // SAFETY: the standard's contract: the memory stays valid until the window is freed.
+        let w = unsafe { RawWindow::create(&c, base.cast(), size, unit)? };
+        // SAFETY: the standard's contract on `win`.
+        unsafe { new_win(st, w, info, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(
+    base: *mut c_void,
+    size: isize,
+    disp_unit: c_int,
+    info: Handle,
+    comm: Handle,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { create("MPI_Win_create", base, size, disp_unit.into(), info, comm, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_c(
+    base: *mut c_void,
+    size: isize,
+    disp_unit: isize,
+    info: Handle,
+    comm: Handle,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { create("MPI_Win_create_c", base, size, disp_unit as i64, info, comm, win) }
+}
+
+/// # Safety
+/// The standard's contract on `MPI_Win_allocate(_shared)`.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn allocate(
+    call: &str,
+    shared: bool,
+    size: isize,
+    unit: i64,
+    info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let (size, unit) = (size_arg(size)?, disp_unit_arg(unit)?);
+        if baseptr.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "baseptr is a null pointer"));
+        }
+        let c = st.comm(comm)?.comm.clone();
+        let w = if shared { RawWindow::allocate_shared(&c, size, unit)? } else { RawWindow::allocate(&c, size, unit)? };
+        let base = w.base();
+        // SAFETY: the standard's contract: `baseptr` is the address of a `void *`.
+        unsafe { baseptr.cast::<*mut u8>().write(base) };
+        // SAFETY: the standard's contract on `win`.
+        unsafe { new_win(st, w, info, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(
+    size: isize,
+    disp_unit: c_int,
+    info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { allocate("MPI_Win_allocate", false, size, disp_unit.into(), info, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_c(
+    size: isize,
+    disp_unit: isize,
+    info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { allocate("MPI_Win_allocate_c", false, size, disp_unit as i64, info, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(
+    size: isize,
+    disp_unit: c_int,
+    info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { allocate("MPI_Win_allocate_shared", true, size, disp_unit.into(), info, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
+    size: isize,
+    disp_unit: isize,
+    info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { allocate("MPI_Win_allocate_shared_c", true, size, disp_unit as i64, info, comm, baseptr, win) }
+}
+
+/// # Safety
+/// The standard's contract on `MPI_Win_shared_query(_c)`.
+unsafe fn shared_query(
+    call: &str,
+    win: Handle,
+    rank: c_int,
+    size: *mut isize,
+    unit: *mut c_void,
+    large: bool,
+    baseptr: *mut c_void,
+) -> c_int {
+    with_state(call, win, |st| {
+        let (s, u, b) = st.win(win)?.win.shared_query(rank)?;
+        // SAFETY: the standard's contract on the three outputs.
+        unsafe {
+            put(size, s as isize, "size")?;
+            if large {
+                put(unit.cast::<isize>(), u as isize, "disp_unit")?;
+            } else {
+                put(unit.cast::<c_int>(), u as c_int, "disp_unit")?;
+            }
+            put(baseptr.cast::<*mut u8>(), b, "baseptr")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query(
+    win: Handle,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { shared_query("MPI_Win_shared_query", win, rank, size, disp_unit.cast(), false, baseptr) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query_c(
+    win: Handle,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut isize,
+    baseptr: *mut c_void,
+) -> c_int {
+    // SAFETY: the standard's contract, passed on.
+    unsafe { shared_query("MPI_Win_shared_query_c", win, rank, size, disp_unit.cast(), true, baseptr) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_dynamic(info: Handle, comm: Handle, win: *mut Handle) -> c_int {
+    with_state("MPI_Win_create_dynamic", comm, |st| {
+        let c = st.comm(comm)?.comm.clone();
+        let w = RawWindow::create_dynamic(&c)?;
+        // SAFETY: the standard's contract on `win`.
+        unsafe { new_win(st, w, info, win) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_attach(win: Handle, base: *mut c_void, size: isize) -> c_int {
+    with_state("MPI_Win_attach", win, |st| {
+        let size = size_arg(size)?;
+        // SAFETY: the standard's contract: attached memory stays valid until detached.
+        unsafe { st.win_mut(win)?.win.attach(base.cast(), size)? };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_detach(win: Handle, base: *const c_void) -> c_int {
+    with_state("MPI_Win_detach", win, |st| Ok(st.win_mut(win)?.win.detach(base.cast())?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on `win`; checked for null.
+    let h = match unsafe { read_arg(win, "win") } {
+        Ok(h) => h,
+        Err(f) => return with_state("MPI_Win_free", MPI_COMM_WORLD, |_| Err(f)),
+    };
+    with_state("MPI_Win_free", h, |st| {
+        let e = st.wins.remove(&h).ok_or_else(|| unknown_win(h))?;
+        let WinEntry { win: w, attrs, errhandler, name, info, base, size, disp_unit, flavor, model } = e;
+        if let Err((err, w)) = w.free_keeping() {
+            // Not freed (an epoch is open): the handle stays valid.
+            let back = WinEntry { win: *w, attrs, errhandler, name, info, base, size, disp_unit, flavor, model };
+            st.wins.insert(h, back);
+            return Err(err.into());
+        }
+        for (k, v) in attrs.into_iter().rev() {
+            crate::attr::delete_value(st, h, k, v)?;
+        }
+        // SAFETY: `win` was read above, so it is not null; the standard makes it writable.
+        unsafe { put(win, MPI_WIN_NULL, "win") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_group(win: Handle, group: *mut Handle) -> c_int {
+    with_state("MPI_Win_get_group", win, |st| {
+        let g = mpi::group::Group::of(st.win(win)?.win.communicator());
+        // SAFETY: the standard's contract on `group`.
+        unsafe { st.new_group(g, group) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
+    with_state("MPI_Win_set_info", win, |st| {
+        let p = st.info_or_null(info)?;
+        st.win_mut(win)?.info = p;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, info_used: *mut Handle) -> c_int {
+    with_state("MPI_Win_get_info", win, |st| {
+        let p = st.win(win)?.info.clone();
+        // SAFETY: the standard's contract on `info_used`.
+        unsafe { crate::info::hand_out(st, p, info_used, "info_used") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) -> c_int {
+    with_state("MPI_Win_set_name", win, |st| {
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let name = unsafe { crate::env::c_name(win_name)? };
+        st.win_mut(win)?.name = name;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    with_state("MPI_Win_get_name", win, |st| {
+        let name = st.win(win)?.name.clone();
+        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        unsafe { crate::env::put_name(&name, win_name, resultlen) }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
+    with_state("MPI_Win_set_errhandler", win, |st| {
+        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
+            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
+        }
+        st.win_mut(win)?.errhandler = errhandler;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
+    with_state("MPI_Win_get_errhandler", win, |st| {
+        let e = st.win(win)?.errhandler;
+        // SAFETY: the standard's contract on `errhandler`.
+        unsafe { put(errhandler, e, "errhandler") }
+    })
+}
+
+/// `MPI_Win_call_errhandler` (§9.3.2): what the window's handler does
+/// with `errorcode`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int {
+    let mut returns = false;
+    let rc = with_state("MPI_Win_call_errhandler", win, |st| {
+        returns = st.win(win)?.errhandler == MPI_ERRORS_RETURN;
+        Err(Fail::new(errorcode, format!("error code {errorcode} raised by the program")))
+    });
+    if returns || rc == MPI_ERR_WIN {
+        rc
+    } else {
+        MPI_SUCCESS
+    }
+}
+
+// ---- attributes (§12.2.6, §7.7.3) ----------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_attr(
+    win: Handle,
+    win_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Win_get_attr", win, |st| {
+        let e = st.win(win)?;
+        let p: *const c_void = match win_keyval {
+            MPI_WIN_BASE => {
+                // The base itself, not its address (§12.2.6).
+                let b = e.base;
+                // SAFETY: the standard's contract: `attribute_val` is the address of a `void *`.
+                return unsafe {
+                    put(attribute_val.cast::<*mut c_void>(), b, "attribute_val")?;
+                    put(flag, 1, "flag")
+                };
+            }
+            MPI_WIN_SIZE => (&e.size as *const isize).cast(),
+            MPI_WIN_DISP_UNIT => (&e.disp_unit as *const c_int).cast(),
+            MPI_WIN_CREATE_FLAVOR => (&e.flavor as *const c_int).cast(),
+            MPI_WIN_MODEL => (&e.model as *const c_int).cast(),
+            k => {
+                st.keyval_of(k)?;
+                let v = e.attrs.iter().find(|a| a.0 == k).map(|a| a.1);
+                // SAFETY: the standard's contract: `attribute_val` is the address of a `void *`.
+                return unsafe {
+                    if let Some(v) = v {
+                        put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+                    }
+                    put(flag, v.is_some() as c_int, "flag")
+                };
+            }
+        };
+        // SAFETY: the standard's contract: `attribute_val` is the address
+        // of a `void *`, which receives the address of the value, kept in
+        // the window's entry until it is freed.
+        unsafe {
+            put(attribute_val.cast::<*const c_void>(), p, "attribute_val")?;
+            put(flag, 1, "flag")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    with_state("MPI_Win_set_attr", win, |st| {
+        if (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&win_keyval) {
+            return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
+        }
+        st.keyval_of(win_keyval)?;
+        let old = st.win(win)?.attrs.iter().position(|a| a.0 == win_keyval);
+        if let Some(i) = old {
+            let (k, v) = st.win_mut(win)?.attrs.remove(i);
+            crate::attr::delete_value(st, win, k, v)?;
+        }
+        st.win_mut(win)?.attrs.push((win_keyval, attribute_val));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> c_int {
+    with_state("MPI_Win_delete_attr", win, |st| {
+        st.keyval_of(win_keyval)?;
+        let i = st.win(win)?.attrs.iter().position(|a| a.0 == win_keyval);
+        let Some(i) = i else {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {win_keyval} is not set on this window")));
+        };
+        let (k, v) = st.win_mut(win)?.attrs.remove(i);
+        crate::attr::delete_value(st, win, k, v)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_keyval(
+    copy_fn: usize,
+    delete_fn: usize,
+    win_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: the same contract as `MPI_Comm_create_keyval`'s (windows are never copied).
+    unsafe { crate::attr::MPI_Comm_create_keyval(copy_fn, delete_fn, win_keyval, extra_state) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
+    // SAFETY: the same contract as `MPI_Comm_free_keyval`'s.
+    unsafe { crate::attr::MPI_Comm_free_keyval(win_keyval) }
+}
+
+// ---- communication (§12.3) ------------------------------------------------------
+
+/// An operation's target as the mpi crate takes it.
+struct TargetArgs {
+    rank: c_int,
+    disp: isize,
+    count: i64,
+    dt: Handle,
+}
+
+impl TargetArgs {
+    fn layout(&self, st: &State) -> R<std::sync::Arc<mpi::datatype::Typemap>> {
+        count(self.count)?;
+        st.committed(self.dt)
+    }
+}
+
+/// What an operation does.
+enum Op {
+    Put,
+    Get,
+    Acc(Handle),
+    GetAcc(Handle),
+}
+
+/// `MPI_Put`, `MPI_Get`, `MPI_Accumulate`, `MPI_Get_accumulate` and their
+/// request (`R`) and large-count (`_c`) forms: the request, for those
+/// that make one.
+///
+/// # Safety
+/// The standard's contract on the call's buffers.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn communicate(
+    st: &mut State,
+    op: Op,
+    origin: *mut c_void,
+    ocount: i64,
+    otype: Handle,
+    result: (*mut c_void, i64, Handle),
+    t: TargetArgs,
+    win: Handle,
+) -> R<Request<'static>> {
+    let layout = t.layout(st)?;
+    let target = Target { rank: t.rank, disp: t.disp as i64, layout: &layout, count: count(t.count)? };
+    let elem = |st: &State| -> R<Elem> {
+        let e = st.base_elem(t.dt)?;
+        if ocount > 0 && st.base_elem(otype)? != e {
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                "the origin and target datatypes of an accumulate have different basic types",
+            ));
+        }
+        Ok(e)
+    };
+    st.win(win)?;
+    match op {
+        Op::Put => {
+            let span = st.span_c(ocount, otype)?;
+            let w = &mut st.win_mut(win)?.win;
+            // SAFETY: the standard's contract: `origin` holds the elements (copied now).
+            unsafe { w.put(origin.cast(), &span, &target)? };
+            Ok(st.win(win)?.win.done())
+        }
+        Op::Get => {
+            let span = st.span_c(ocount, otype)?;
+            let w = &mut st.win_mut(win)?.win;
+            // SAFETY: the standard's contract: `origin` stays writable until completion.
+            Ok(unsafe { w.get(origin.cast(), &span, &target)? })
+        }
+        Op::Acc(h) => {
+            let (a, e, span) = (acc_op(h)?, elem(st)?, st.span_c(ocount, otype)?);
+            let w = &mut st.win_mut(win)?.win;
+            // SAFETY: the standard's contract: `origin` holds the elements (copied now).
+            unsafe { w.accumulate(origin.cast(), &span, &target, e, a)? };
+            Ok(st.win(win)?.win.done())
+        }
+        Op::GetAcc(h) => {
+            let a = acc_op(h)?;
+            let e = if a == AccOp::NoOp { st.base_elem(t.dt)? } else { elem(st)? };
+            let span = if a == AccOp::NoOp { Span::bytes(0) } else { st.span_c(ocount, otype)? };
+            let rspan = st.span_c(result.1, result.2)?;
+            let w = &mut st.win_mut(win)?.win;
+            // SAFETY: the standard's contract: `origin` holds its elements,
+            // `result` stays writable until completion.
+            Ok(unsafe { w.get_accumulate(origin.cast(), &span, result.0.cast(), &rspan, &target, e, a)? })
+        }
+    }
+}
+
+use mpi::Request;
+
+/// Run a communication call; with `request`, hand its request out.
+///
+/// # Safety
+/// The standard's contract on the call's arguments.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn call(
+    name: &str,
+    op: Op,
+    origin: *mut c_void,
+    ocount: i64,
+    otype: Handle,
+    result: (*mut c_void, i64, Handle),
+    t: TargetArgs,
+    win: Handle,
+    request: Option<*mut Handle>,
+) -> c_int {
+    with_state(name, win, |st| {
+        // SAFETY: this function's contract.
+        let r = unsafe { communicate(st, op, origin, ocount, otype, result, t, win)? };
+        match request {
+            // SAFETY: the standard's contract on `request`.
+            Some(out) => unsafe { new_request(st, Slot::Op(mpi::staged::Staged::plain(r)), out) },
+            None => {
+                r.wait()?;
+                Ok(())
+            }
+        }
+    })
+}
+
+const NO_RESULT: (*mut c_void, i64, Handle) = (std::ptr::null_mut(), 0, MPI_DATATYPE_NULL);
+
+/// Defines the `int` and large-count forms of a put or get, with and
+/// without a request.
+macro_rules! put_get {
+    ($op:expr, $plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($plain), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($plain_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($req), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request)) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($req_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
+        }
+    };
+}
+
+put_get!(Op::Put, MPI_Put, MPI_Put_c, MPI_Rput, MPI_Rput_c);
+put_get!(Op::Get, MPI_Get, MPI_Get_c, MPI_Rget, MPI_Rget_c);
+
+/// Defines the `int` and large-count forms of an accumulate, with and
+/// without a request.
+macro_rules! accumulate {
+    ($plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($plain), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($plain_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe {
+                call(stringify!($req), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request))
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($req_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
+        }
+    };
+}
+
+accumulate!(MPI_Accumulate, MPI_Accumulate_c, MPI_Raccumulate, MPI_Raccumulate_c);
+
+/// Defines the `int` and large-count forms of a get-accumulate, with and
+/// without a request.
+macro_rules! get_accumulate {
+    ($plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            r: *mut c_void,
+            rc: c_int,
+            rt: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe {
+                call(
+                    stringify!($plain),
+                    Op::GetAcc(op),
+                    o as *mut c_void,
+                    oc.into(),
+                    ot,
+                    (r, rc.into(), rt),
+                    t,
+                    win,
+                    None,
+                )
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $plain_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            r: *mut c_void,
+            rc: i64,
+            rt: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe { call(stringify!($plain_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, None) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req(
+            o: *const c_void,
+            oc: c_int,
+            ot: Handle,
+            r: *mut c_void,
+            rc: c_int,
+            rt: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: c_int,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe {
+                call(
+                    stringify!($req),
+                    Op::GetAcc(op),
+                    o as *mut c_void,
+                    oc.into(),
+                    ot,
+                    (r, rc.into(), rt),
+                    t,
+                    win,
+                    Some(request),
+                )
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $req_c(
+            o: *const c_void,
+            oc: i64,
+            ot: Handle,
+            r: *mut c_void,
+            rc: i64,
+            rt: Handle,
+            rank: c_int,
+            disp: isize,
+            tc: i64,
+            tt: Handle,
+            op: Handle,
+            win: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let t = TargetArgs { rank, disp, count: tc, dt: tt };
+            // SAFETY: the standard's contract, passed on.
+            unsafe {
+                call(stringify!($req_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, Some(request))
+            }
+        }
+    };
+}
+
+get_accumulate!(MPI_Get_accumulate, MPI_Get_accumulate_c, MPI_Rget_accumulate, MPI_Rget_accumulate_c);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(
+    o: *const c_void,
+    r: *mut c_void,
+    dt: Handle,
+    rank: c_int,
+    disp: isize,
+    op: Handle,
+    win: Handle,
+) -> c_int {
+    let t = TargetArgs { rank, disp, count: 1, dt };
+    // SAFETY: the standard's contract, passed on (one element each).
+    unsafe { call("MPI_Fetch_and_op", Op::GetAcc(op), o as *mut c_void, 1, dt, (r, 1, dt), t, win, None) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    o: *const c_void,
+    c: *const c_void,
+    r: *mut c_void,
+    dt: Handle,
+    rank: c_int,
+    disp: isize,
+    win: Handle,
+) -> c_int {
+    with_state("MPI_Compare_and_swap", win, |st| {
+        let e = crate::coll::elem_of(dt)?;
+        let w = &mut st.win_mut(win)?.win;
+        // SAFETY: the standard's contract: one element at each buffer.
+        let req = unsafe { w.compare_and_swap(o.cast(), c.cast(), r.cast(), e, rank, disp as i64)? };
+        req.wait()?;
+        Ok(())
+    })
+}
+
+// ---- synchronisation (§12.5) ---------------------------------------------------
+
+/// The window ranks of `group`'s members.
+fn group_ranks(st: &State, group: Handle, win: Handle) -> R<Vec<c_int>> {
+    let g = st.group(group)?;
+    Ok(g.ranks_in(st.win(win)?.win.communicator())?)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_fence", win, |st| Ok(st.win_mut(win)?.win.fence(assert_of(assert)?)?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_start", win, |st| {
+        let (g, a) = (group_ranks(st, group, win)?, assert_of(assert)?);
+        Ok(st.win_mut(win)?.win.start(&g, a)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
+    with_state("MPI_Win_complete", win, |st| Ok(st.win_mut(win)?.win.complete()?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_post(group: Handle, assert: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_post", win, |st| {
+        let (g, a) = (group_ranks(st, group, win)?, assert_of(assert)?);
+        Ok(st.win_mut(win)?.win.post(&g, a)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
+    with_state("MPI_Win_wait", win, |st| Ok(st.win_mut(win)?.win.wait_exposure()?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c_int {
+    with_state("MPI_Win_test", win, |st| {
+        let done = st.win_mut(win)?.win.test_exposure()?;
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, c_int::from(done), "flag") }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_lock", win, |st| {
+        let kind = match lock_type {
+            MPI_LOCK_EXCLUSIVE => LockType::Exclusive,
+            MPI_LOCK_SHARED => LockType::Shared,
+            other => {
+                return Err(Fail::new(
+                    MPI_ERR_LOCKTYPE,
+                    format!("{other} is not MPI_LOCK_EXCLUSIVE or MPI_LOCK_SHARED"),
+                ))
+            }
+        };
+        let a = assert_of(assert)?;
+        Ok(st.win_mut(win)?.win.lock(kind, rank, a)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_unlock", win, |st| Ok(st.win_mut(win)?.win.unlock(rank)?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_lock_all", win, |st| {
+        let a = assert_of(assert)?;
+        Ok(st.win_mut(win)?.win.lock_all(a)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
+    with_state("MPI_Win_unlock_all", win, |st| Ok(st.win_mut(win)?.win.unlock_all()?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush(rank: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_flush", win, |st| Ok(st.win_mut(win)?.win.flush(Some(rank))?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_all(win: Handle) -> c_int {
+    with_state("MPI_Win_flush_all", win, |st| Ok(st.win_mut(win)?.win.flush(None)?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_local(rank: c_int, win: Handle) -> c_int {
+    with_state("MPI_Win_flush_local", win, |st| Ok(st.win_mut(win)?.win.flush_local(Some(rank))?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_local_all(win: Handle) -> c_int {
+    with_state("MPI_Win_flush_local_all", win, |st| Ok(st.win_mut(win)?.win.flush_local(None)?))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Win_sync(win: Handle) -> c_int {
+    with_state("MPI_Win_sync", win, |st| Ok(st.win_mut(win)?.win.sync()?))
+}
