@@ -415,7 +415,8 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     with_state("MPI_Win_get_name", win, |st| {
-        let name = st.win(win)?.name.clone();
+        // The null handle has a name too, as the null communicator does.
+        let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { st.win(win)?.name.clone() };
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
         unsafe { crate::env::put_name(&name, win_name, resultlen) }
     })

@@ -266,18 +266,28 @@ impl RawWindow {
     /// `MPI_Win_shared_query` (§12.2.3): size, displacement unit and base
     /// (in this process's address space) of `rank`'s part of a shared
     /// window; [`PROC_NULL`]: of the lowest rank whose part is not empty.
+    ///
+    /// On a window of another flavour (MPI 4.1 allows it), only this
+    /// process's own memory is reachable by loads and stores: its own
+    /// rank gives it (and [`PROC_NULL`], when it is the lowest rank with
+    /// memory), any other rank size 0 and a null base.
     pub fn shared_query(&self, rank: Rank) -> Result<(u64, u32, *mut u8)> {
-        let Storage::Shared(seg) = &self.storage else {
-            return Err(MpiError::RmaFlavor(
-                "MPI_Win_shared_query needs a window made by MPI_Win_allocate_shared".into(),
-            ));
-        };
-        let r = if rank == PROC_NULL {
-            self.peers.iter().position(|p| p.size > 0).unwrap_or(0) as Rank
-        } else {
+        if rank != PROC_NULL {
             self.check_rank(rank)?;
-            rank
+        }
+        let Storage::Shared(seg) = &self.storage else {
+            if self.flavor == Flavor::Dynamic {
+                return Err(MpiError::RmaFlavor("MPI_Win_shared_query on a dynamic window".into()));
+            }
+            let me = self.comm.rank();
+            let first = self.peers.iter().position(|p| p.size > 0).map(|r| r as Rank);
+            return Ok(if rank == me || (rank == PROC_NULL && first == Some(me)) {
+                (self.size, self.disp_unit, self.base)
+            } else {
+                (0, self.disp_unit, std::ptr::null_mut())
+            });
         };
+        let r = if rank == PROC_NULL { self.peers.iter().position(|p| p.size > 0).unwrap_or(0) as Rank } else { rank };
         let p = self.peers[r as usize];
         Ok((p.size, p.disp_unit, seg.of(r as usize)))
     }
@@ -539,6 +549,10 @@ impl RawWindow {
     /// then report any failure.
     fn settle(&self, target: Option<Rank>) -> Result<()> {
         let ctx = self.ctx;
+        // One progress pass whatever is due: a program that spins on its
+        // own window with flushes or syncs (mpi4py's `util.sync`) must see
+        // what others sent it (MPI 4.1 §2.9: MPI calls make progress).
+        self.comm.shared().borrow_mut().engine()?.progress()?;
         self.wait(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)?;
         self.failures()
     }
@@ -740,6 +754,7 @@ impl RawWindow {
     /// `MPI_Win_sync` (§12.5.4): the public and private copies agree; in
     /// the unified model a memory barrier.
     pub fn sync(&mut self) -> Result<()> {
+        self.comm.shared().borrow_mut().engine()?.progress()?;
         std::sync::atomic::fence(Ordering::SeqCst);
         self.failures()
     }
