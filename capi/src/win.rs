@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use mpi::request::slot::Slot;
-use mpi::rma::{AccOp, Assert, Flavor, LockType, Model, RawWindow, Target};
+use mpi::rma::{AccOp, Assert, Flavor, Issued, LockType, Model, RawWindow, Target};
 use mpi::staged::reduce::Elem;
 use mpi::staged::Span;
 
@@ -593,7 +593,7 @@ unsafe fn communicate(
     result: (*mut c_void, i64, Handle),
     t: TargetArgs,
     win: Handle,
-) -> R<Request<'static>> {
+) -> R<Option<Issued>> {
     let layout = t.layout(st)?;
     let target = Target { rank: t.rank, disp: t.disp as i64, layout: &layout, count: count(t.count)? };
     let elem = |st: &State| -> R<Elem> {
@@ -613,20 +613,20 @@ unsafe fn communicate(
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: the standard's contract: `origin` holds the elements (copied now).
             unsafe { w.put(origin.cast(), &span, &target)? };
-            Ok(st.win(win)?.win.done())
+            Ok(None)
         }
         Op::Get => {
             let span = st.span_c(ocount, otype)?;
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: the standard's contract: `origin` stays writable until completion.
-            Ok(unsafe { w.get(origin.cast(), &span, &target)? })
+            Ok(Some(unsafe { w.get(origin.cast(), &span, &target)? }))
         }
         Op::Acc(h) => {
             let (a, e, span) = (acc_op(h)?, elem(st)?, st.span_c(ocount, otype)?);
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: the standard's contract: `origin` holds the elements (copied now).
             unsafe { w.accumulate(origin.cast(), &span, &target, e, a)? };
-            Ok(st.win(win)?.win.done())
+            Ok(None)
         }
         Op::GetAcc(h) => {
             let a = acc_op(h)?;
@@ -636,12 +636,10 @@ unsafe fn communicate(
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: the standard's contract: `origin` holds its elements,
             // `result` stays writable until completion.
-            Ok(unsafe { w.get_accumulate(origin.cast(), &span, result.0.cast(), &rspan, &target, e, a)? })
+            Ok(Some(unsafe { w.get_accumulate(origin.cast(), &span, result.0.cast(), &rspan, &target, e, a)? }))
         }
     }
 }
-
-use mpi::Request;
 
 /// Run a communication call; with `request`, hand its request out.
 ///
@@ -661,15 +659,17 @@ unsafe fn call(
 ) -> c_int {
     with_state(name, win, |st| {
         // SAFETY: this function's contract.
-        let r = unsafe { communicate(st, op, origin, ocount, otype, result, t, win)? };
-        match request {
-            // SAFETY: the standard's contract on `request`.
-            Some(out) => unsafe { new_request(st, Slot::Op(mpi::staged::Staged::plain(r)), out) },
-            None => {
-                r.wait()?;
-                Ok(())
-            }
-        }
+        let issued = unsafe { communicate(st, op, origin, ocount, otype, result, t, win)? };
+        // Without a request, the operation completes at the epoch's end or
+        // a flush (§12.3).
+        let Some(out) = request else { return Ok(()) };
+        let w = &st.win(win)?.win;
+        let r = match issued {
+            Some(op) => w.request(op),
+            None => w.done(),
+        };
+        // SAFETY: the standard's contract on `request`.
+        unsafe { new_request(st, Slot::Op(mpi::staged::Staged::plain(r)), out) }
     })
 }
 
@@ -966,8 +966,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         let e = crate::coll::elem_of(dt)?;
         let w = &mut st.win_mut(win)?.win;
         // SAFETY: the standard's contract: one element at each buffer.
-        let req = unsafe { w.compare_and_swap(o.cast(), c.cast(), r.cast(), e, rank, disp as i64)? };
-        req.wait()?;
+        unsafe { w.compare_and_swap(o.cast(), c.cast(), r.cast(), e, rank, disp as i64)? };
         Ok(())
     })
 }

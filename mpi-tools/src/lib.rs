@@ -14,3 +14,4 @@ pub mod bench;
 mod job_io;
 pub mod launcher;
 pub mod pmi_server;
+pub mod rma_bench;

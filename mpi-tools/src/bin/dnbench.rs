@@ -23,6 +23,10 @@
 //!   then waits; overlap is the share of the
 //!   communication time the computation hid (osu_ibcast's definition).
 //!
+//! * `put`, `get`, `acc`, `fop`, `cas`, `put-bw`, `get-bw` — the OSU
+//!   one-sided set (`mpi_tools::rma_bench`), with `--sync lock` (a flush
+//!   per iteration) or `--sync fence`.
+//!
 //! `dnrun -n 2 -- target/release/dnbench latency --sizes 0,1K,64K --json`
 
 use std::process::ExitCode;
@@ -31,6 +35,7 @@ use clap::{Parser, ValueEnum};
 use mpi::traits::*;
 use mpi::Universe;
 use mpi_tools::bench::{bw_iterations, iterations_for, Row, BW_MAX_WARMUP, LATENCY_WARMUP};
+use mpi_tools::rma_bench::{self, RmaTest, Sync};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Test {
@@ -67,12 +72,48 @@ enum Test {
     /// after each product; reports the total time and the share of it spent
     /// outside computation, against the blocking broadcast.
     Kacc,
+    /// `MPI_Put` + completion latency, rank 0 to rank 1 (osu_put_latency).
+    Put,
+    /// `MPI_Get` + completion latency (osu_get_latency).
+    Get,
+    /// `MPI_Accumulate` (sum of u64) + completion latency (osu_acc_latency).
+    Acc,
+    /// `MPI_Fetch_and_op` on one u64 + completion (osu_fop_latency; sizes ignored).
+    Fop,
+    /// `MPI_Compare_and_swap` on one u64 + completion (osu_cas_latency; sizes ignored).
+    Cas,
+    /// `MPI_Put` bandwidth: a window of puts per completion (osu_put_bw).
+    PutBw,
+    /// `MPI_Get` bandwidth: a window of gets per completion (osu_get_bw).
+    GetBw,
 }
 
 impl Test {
     fn collective(self) -> bool {
-        !matches!(self, Test::Latency | Test::Bw | Test::Bibw | Test::Poll | Test::Kacc)
+        !matches!(self, Test::Latency | Test::Bw | Test::Bibw | Test::Poll | Test::Kacc) && self.one_sided().is_none()
     }
+
+    fn one_sided(self) -> Option<RmaTest> {
+        Some(match self {
+            Test::Put => RmaTest::Put,
+            Test::Get => RmaTest::Get,
+            Test::Acc => RmaTest::Acc,
+            Test::Fop => RmaTest::Fop,
+            Test::Cas => RmaTest::Cas,
+            Test::PutBw => RmaTest::PutBw,
+            Test::GetBw => RmaTest::GetBw,
+            _ => return None,
+        })
+    }
+}
+
+/// How a one-sided benchmark completes each iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum SyncArg {
+    /// One `MPI_Win_lock`, then `MPI_Win_flush` per iteration (OSU's `flush`).
+    Lock,
+    /// `MPI_Win_fence` per iteration on both ranks.
+    Fence,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -142,6 +183,9 @@ struct Args {
     /// to a progress thread; without it the computation spins.
     #[arg(long)]
     sleep_compute: bool,
+    /// One-sided benchmarks: how each iteration completes.
+    #[arg(long, value_enum, default_value = "lock")]
+    sync: SyncArg,
 }
 
 fn main() -> ExitCode {
@@ -169,6 +213,28 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if world.size() < 2 {
         return Err("run with at least 2 ranks: dnrun -n 2 -- dnbench ...".into());
+    }
+    if let Some(t) = args.test.one_sided() {
+        let sync = if args.sync == SyncArg::Lock { Sync::Lock } else { Sync::Fence };
+        let rows = rma_bench::run(&universe, t, sync, &sizes, args.iters, args.warmup, args.window)
+            .map_err(|e| e.to_string())?;
+        if world.rank() == 0 {
+            if args.json {
+                println!("{}", serde_json::to_string(&rows).map_err(|e| e.to_string())?);
+            } else {
+                for r in &rows {
+                    println!("{}", r.text());
+                }
+                let clock = if universe.is_simulated() { "simulated" } else { "wall" };
+                println!(
+                    "# {:?} over {} ({clock} time), sync {:?}",
+                    args.test,
+                    universe.backend().unwrap_or("?"),
+                    args.sync
+                );
+            }
+        }
+        return universe.finalize().map_err(|e| e.to_string());
     }
     if args.layer == Layer::Adi && args.test != Test::Latency {
         return Err("--layer adi is available for `latency` only".into());
@@ -488,6 +554,13 @@ fn test_name(t: Test) -> &'static str {
         Test::Bw => "bw",
         Test::Bibw => "bibw",
         Test::Poll => "poll",
+        Test::Put => "put",
+        Test::Get => "get",
+        Test::Acc => "acc",
+        Test::Fop => "fop",
+        Test::Cas => "cas",
+        Test::PutBw => "put-bw",
+        Test::GetBw => "get-bw",
     }
 }
 

@@ -432,15 +432,15 @@ impl RawWindow {
     /// # Safety
     /// `origin` has room for the span's elements, stays writable and is not
     /// otherwise accessed until the operation completes.
-    pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<Request<'static>> {
-        let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(self.done()) };
+    pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<Issued> {
+        let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(Issued(0)) };
         // SAFETY: this function's contract is `incoming`'s and `expect`'s.
         let id = unsafe {
             let inc = incoming(origin, span, "origin", false)?;
             self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
         };
         self.send(t.rank, &Msg { blocks, ..Msg::bare(Kind::Get, id) })?;
-        Ok(self.request(id))
+        Ok(Issued(id))
     }
 
     /// `MPI_Get_accumulate` (§12.3.5), and `MPI_Fetch_and_op` with one
@@ -460,10 +460,10 @@ impl RawWindow {
         t: &Target<'_>,
         elem: Elem,
         op: AccOp,
-    ) -> Result<Request<'static>> {
+    ) -> Result<Issued> {
         op.check(elem)?;
         let origin_len = (op != AccOp::NoOp).then_some(span.len());
-        let Some(blocks) = self.prepare(t, origin_len)? else { return Ok(self.done()) };
+        let Some(blocks) = self.prepare(t, origin_len)? else { return Ok(Issued(0)) };
         if result_span.len() != t.layout.size * t.count {
             return Err(MpiError::Invalid(format!(
                 "the result buffer has room for {} bytes and the target has {}: their type signatures must match",
@@ -481,7 +481,7 @@ impl RawWindow {
         };
         let m = Msg { op: Some(op), elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::GetAcc, id) };
         self.send(t.rank, &m)?;
-        Ok(self.request(id))
+        Ok(Issued(id))
     }
 
     /// `MPI_Compare_and_swap` (§12.3.7): one element of `elem` at the
@@ -499,11 +499,11 @@ impl RawWindow {
         elem: Elem,
         rank: Rank,
         disp: i64,
-    ) -> Result<Request<'static>> {
+    ) -> Result<Issued> {
         let n = elem.size();
         let layout = Typemap::basic(n, n, 1);
         let t = Target { rank, disp, layout: &layout, count: 1 };
-        let Some(blocks) = self.prepare(&t, None)? else { return Ok(self.done()) };
+        let Some(blocks) = self.prepare(&t, None)? else { return Ok(Issued(0)) };
         let span = Span::bytes(n);
         // SAFETY: this function's contract: one element at each.
         let (o, c) = unsafe { (outgoing(origin, &span, "origin")?, outgoing(compare, &span, "compare")?) };
@@ -515,20 +515,20 @@ impl RawWindow {
             self.rma(|r, _| r.expect(self.ctx, rank as u32, Some(Reply(inc))))?
         };
         self.send(rank, &Msg { elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::Cas, id) })?;
-        Ok(self.request(id))
+        Ok(Issued(id))
     }
 
-    /// The request of an operation whose reply is `id` (0: none): what
-    /// `MPI_Rget` and `MPI_Rget_accumulate` return (complete once the
-    /// result is in place); `MPI_Rput` and `MPI_Raccumulate` get
-    /// [`RawWindow::done`]: their data was copied (§12.3.6).
-    fn request(&self, id: u64) -> Request<'static> {
-        Request::rma(self.comm.shared().clone(), self.ctx, id, self.comm.group())
+    /// The request of an issued operation: what `MPI_Rget` and
+    /// `MPI_Rget_accumulate` return (complete once the result is in
+    /// place, §12.3.6).
+    pub fn request(&self, op: Issued) -> Request<'static> {
+        Request::rma(self.comm.shared().clone(), self.ctx, op.0, self.comm.group())
     }
 
-    /// A request complete already.
+    /// A request complete already: what `MPI_Rput` and `MPI_Raccumulate`
+    /// return, their data copied (§12.3.6).
     pub fn done(&self) -> Request<'static> {
-        self.request(0)
+        self.request(Issued(0))
     }
 
     // ---- synchronisation (§12.5) ------------------------------------------
@@ -809,6 +809,13 @@ impl Drop for RawWindow {
         self.deregister();
     }
 }
+
+/// An operation whose result is still to come (a get, a fetch, a swap):
+/// in place after the next flush, unlock, complete or fence that covers
+/// its target, or when [`RawWindow::request`]'s request completes.
+/// Dropping it changes nothing.
+#[derive(Debug)]
+pub struct Issued(u64);
 
 /// Each target block holds whole elements of `elem` (§12.3.4: the target
 /// datatype is built from the origin's basic type).

@@ -169,8 +169,8 @@ impl<T: Equivalence> Window<T> {
     /// Wait for the request of a call whose result goes into a buffer
     /// borrowed only for the call; if waiting fails, the window forgets
     /// every such buffer, so that a late reply is never written.
-    fn settle_or_forget(&mut self, r: Result<crate::Request<'static>>) -> Result<()> {
-        match r.and_then(|req| req.wait()) {
+    fn settle_or_forget(&mut self, r: Result<super::Issued>) -> Result<()> {
+        match r.and_then(|op| self.raw.request(op).wait()) {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.raw.forget_reply_buffers();
