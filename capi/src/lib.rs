@@ -18,8 +18,9 @@
 //! `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`), point-to-point in blocking,
 //! non-blocking and persistent forms with `MPI_PROC_NULL`, wildcards and
 //! `MPI_STATUS(ES)_IGNORE`, derived datatypes and packing (`datatype`),
-//! and the collectives, blocking and non-blocking, with their `v` forms and
-//! `MPI_IN_PLACE`. Everything else is absent from the library
+//! the collectives, blocking and non-blocking, with their `v` forms and
+//! `MPI_IN_PLACE`, and one-sided communication (`win`: chapter 12 over
+//! `mpi::rma`). Everything else is absent from the library
 //! ([`abi::FUNCTIONS`] lists what is exported), so that a configure-style
 //! probe finds it missing rather than a stub that fails.
 //!
