@@ -592,7 +592,7 @@ impl Device {
         let only_ur = Effects { entry: seq as usize % CQ_DEPTH, llcm: false, pw: false };
         match cmd {
             Command::Vs { .. } | Command::Rvs { .. } => only_ur,
-            Command::Vl { .. } => Effects { pw: true, ..only_ur },
+            Command::Vl { .. } | Command::Amo { .. } => Effects { pw: true, ..only_ur },
             Command::Rvl { dst, .. } => Effects { pw: matches!(dst, fpga_regs::Near::Window(_)), ..only_ur },
             Command::Ivs { peer, .. } => Effects { llcm: *peer == me, ..only_ur },
             // The schedule runs on after the command ends: it may write this

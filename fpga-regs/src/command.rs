@@ -30,12 +30,20 @@
 //! | 4 | 31:0 | WW offset of the index list (list, packed list) |
 //! | 5 | 63:0 | near-side local SO-DIMM address (`NEAR_SODIMM`) |
 //! | 4 hi, 6, 7 | | reserved, must be zero |
+//!
+//! AMO (ours, map 1.3) uses the words its own way: word 1 the element size
+//! and the PW offset of the old value, word 2 the remote address, word 3
+//! the operand, word 4 bits 7:0 the operation ([`Atomic`]) and 15:8 the
+//! element type ([`ElemType`]), word 5 the compare value (compare-and-swap
+//! only). Operand and compare use the element's low bytes; the rest must
+//! be zero, as must the mode and flags.
 
 use serde::Serialize;
 
 use crate::error::ErrorCode;
 use crate::field;
 use crate::meta::{EnumInfo, EnumValue, Field, Word};
+use crate::sched::{ElemType, ReduceOp};
 
 /// The six commands (seed 004 §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -56,12 +64,16 @@ pub enum Opcode {
     /// Start a collective schedule (ours, not in the paper): the table at
     /// the given SO-DIMM address ([`crate::sched`]) is executed by the device.
     Sched = 7,
+    /// Atomic memory operation (ours, map 1.3): read-modify-write of one
+    /// element of a remote SO-DIMM by the target card's atomic unit; the
+    /// old value comes back to PW.
+    Amo = 8,
 }
 
 impl Opcode {
     /// All opcodes.
-    pub const ALL: [Opcode; 7] =
-        [Opcode::Vl, Opcode::Vs, Opcode::Rvl, Opcode::Rvs, Opcode::Ivs, Opcode::Botf, Opcode::Sched];
+    pub const ALL: [Opcode; 8] =
+        [Opcode::Vl, Opcode::Vs, Opcode::Rvl, Opcode::Rvs, Opcode::Ivs, Opcode::Botf, Opcode::Sched, Opcode::Amo];
 
     /// Decode a raw opcode.
     pub fn from_raw(raw: u8) -> Option<Opcode> {
@@ -78,6 +90,7 @@ impl Opcode {
             Opcode::Ivs => "IVS",
             Opcode::Botf => "BOTF",
             Opcode::Sched => "SCHED",
+            Opcode::Amo => "AMO",
         }
     }
 
@@ -95,6 +108,7 @@ impl Opcode {
             Opcode::Ivs => "Indirect Vector Store: gather from WW (or SO-DIMM with NEAR_SODIMM) and append to the remote ring of this source",
             Opcode::Botf => "Block On The Fly: send the packet image in WW; its TYPE decides what the receiver does",
             Opcode::Sched => "Schedule (ours): start the collective schedule table at word 2 (own SO-DIMM); the command ends when the table is loaded, the schedule's end is reported in SCHED_DONE/SCHED_RESULT",
+            Opcode::Amo => "Atomic memory operation (ours, map 1.3): the remote card's atomic unit reads the element at word 2 (aligned, exposed for reading and writing), writes AMO_OP(operand word 3, compare word 5, old) and returns the old value to PW at the window offset",
         }
     }
 }
@@ -374,6 +388,112 @@ pub enum Command {
         /// Table address.
         table: u64,
     },
+    /// Atomic read-modify-write of one element of `peer`'s SO-DIMM at
+    /// `addr`; the old value goes to PW at `pw_off`.
+    Amo {
+        /// The remote process.
+        peer: Peer,
+        /// Remote SO-DIMM address, aligned to the element.
+        addr: u64,
+        /// What is done.
+        op: Atomic,
+        /// The element's type.
+        elem: ElemType,
+        /// The operand (its low `elem.size()` bytes).
+        operand: u64,
+        /// The compare value of [`Atomic::CompareSwap`] (0 otherwise).
+        compare: u64,
+        /// PW offset of the old value.
+        pw_off: u32,
+    },
+}
+
+/// What the atomic unit does to the element at the address (ours, map
+/// 1.3): the reductions of the collective engine, a swap, an atomic read,
+/// and compare-and-swap — what MPI's `MPI_Accumulate`,
+/// `MPI_Fetch_and_op` and `MPI_Compare_and_swap` need (MPI 4.1 §12.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Atomic {
+    /// `*addr = operand ⊕ *addr`.
+    Reduce(ReduceOp),
+    /// `*addr = operand`.
+    Replace,
+    /// Nothing is written: an atomic read.
+    Fetch,
+    /// `*addr = operand` if `*addr == compare`.
+    CompareSwap,
+}
+
+impl Atomic {
+    /// Every operation.
+    pub const ALL: [Atomic; 13] = [
+        Atomic::Reduce(ReduceOp::Sum),
+        Atomic::Reduce(ReduceOp::Prod),
+        Atomic::Reduce(ReduceOp::Min),
+        Atomic::Reduce(ReduceOp::Max),
+        Atomic::Reduce(ReduceOp::Land),
+        Atomic::Reduce(ReduceOp::Lor),
+        Atomic::Reduce(ReduceOp::Lxor),
+        Atomic::Reduce(ReduceOp::Band),
+        Atomic::Reduce(ReduceOp::Bor),
+        Atomic::Reduce(ReduceOp::Bxor),
+        Atomic::Replace,
+        Atomic::Fetch,
+        Atomic::CompareSwap,
+    ];
+
+    /// Its code in descriptor word 4 bits 7:0 (the reductions keep their
+    /// `REDUCE_OP` codes 1..=10).
+    pub fn code(self) -> u8 {
+        match self {
+            Atomic::Reduce(op) => op as u8,
+            Atomic::Replace => 11,
+            Atomic::Fetch => 12,
+            Atomic::CompareSwap => 13,
+        }
+    }
+
+    /// The operation of a code.
+    pub fn from_code(c: u8) -> Option<Atomic> {
+        Atomic::ALL.into_iter().find(|a| a.code() == c)
+    }
+
+    fn name(self) -> String {
+        match self {
+            Atomic::Reduce(op) => format!("{op:?}").to_uppercase(),
+            Atomic::Replace => "REPLACE".into(),
+            Atomic::Fetch => "FETCH".into(),
+            Atomic::CompareSwap => "CAS".into(),
+        }
+    }
+
+    /// Whether it is defined on `elem` (no bitwise operation on floating
+    /// point, and an element type at all).
+    pub fn defined_on(self, elem: ElemType) -> bool {
+        elem != ElemType::None && !(elem.is_float() && matches!(self, Atomic::Reduce(op) if op.is_bitwise()))
+    }
+}
+
+/// The atomic operations as an exported enumeration.
+pub fn atomic_enum() -> EnumInfo {
+    EnumInfo {
+        name: "AMO_OP",
+        doc: "atomic operations (AMO descriptor word 4 bits 7:0; the reductions keep their REDUCE_OP codes)",
+        bitflags: false,
+        values: Atomic::ALL
+            .iter()
+            .map(|a| EnumValue {
+                name: a.name(),
+                value: a.code() as u64,
+                doc: match a {
+                    Atomic::Reduce(_) => "*addr = operand OP *addr (no bitwise operation on floating point)".into(),
+                    Atomic::Replace => "*addr = operand".into(),
+                    Atomic::Fetch => "nothing written: an atomic read".into(),
+                    Atomic::CompareSwap => "*addr = operand if *addr == compare (word 5)".into(),
+                },
+            })
+            .collect(),
+    }
 }
 
 /// Descriptor word fields, for the exporters and for encode/decode.
@@ -403,6 +523,30 @@ pub mod fields {
     pub const LIST_OFF: Field = field!("list_off", 0, 32, "WW offset of the index list (list, packed list)");
     /// Near SO-DIMM address.
     pub const NEAR_ADDR: Field = field!("near_addr", 0, 64, "local SO-DIMM address when NEAR_SODIMM");
+    /// AMO operation.
+    pub const AMO_OP: Field = field!("amo_op", 0, 8, "AMO: the operation (AMO_OP_*)");
+    /// AMO element type.
+    pub const AMO_ELEM: Field = field!("amo_elem", 8, 8, "AMO: the element type (ELEM_TYPE_*)");
+    /// AMO operand.
+    pub const AMO_OPERAND: Field = field!("operand", 0, 64, "AMO: the operand, in the element's low bytes");
+    /// AMO compare value.
+    pub const AMO_COMPARE: Field =
+        field!("compare", 0, 64, "AMO: the compare value of CAS, in the element's low bytes (else zero)");
+    /// AMO element size.
+    pub const AMO_SIZE: Field = field!("elem_size", 0, 32, "AMO: the element's size in bytes (1, 2, 4 or 8)");
+    /// AMO PW offset.
+    pub const AMO_PW_OFF: Field = field!("pw_off", 32, 32, "AMO: PW offset where the old value lands");
+    /// AMO remote address.
+    pub const AMO_ADDR: Field = field!("addr", 0, 64, "AMO: remote SO-DIMM address, aligned to the element");
+    /// The AMO descriptor's word layouts.
+    pub const AMO_WORDS: &[Word] = &[
+        Word { index: 0, fields: &[OPCODE, NODE, SLOT] },
+        Word { index: 1, fields: &[AMO_SIZE, AMO_PW_OFF] },
+        Word { index: 2, fields: &[AMO_ADDR] },
+        Word { index: 3, fields: &[AMO_OPERAND] },
+        Word { index: 4, fields: &[AMO_OP, AMO_ELEM] },
+        Word { index: 5, fields: &[AMO_COMPARE] },
+    ];
     /// Word layouts.
     pub const WORDS: &[Word] = &[
         Word { index: 0, fields: &[OPCODE, MODE, FLAGS, NODE, SLOT] },
@@ -442,6 +586,7 @@ impl Command {
             Command::Ivs { .. } => Opcode::Ivs,
             Command::Botf { .. } => Opcode::Botf,
             Command::Sched { .. } => Opcode::Sched,
+            Command::Amo { .. } => Opcode::Amo,
         }
     }
 
@@ -450,7 +595,7 @@ impl Command {
         match self {
             Command::Vl { src, .. } | Command::Rvl { src, .. } | Command::Ivs { src, .. } => Some(src),
             Command::Vs { dst, .. } | Command::Rvs { dst, .. } => Some(dst),
-            Command::Botf { .. } | Command::Sched { .. } => None,
+            Command::Botf { .. } | Command::Sched { .. } | Command::Amo { .. } => None,
         }
     }
 
@@ -479,6 +624,16 @@ impl Command {
                 w[2] = table;
                 return w;
             }
+            Command::Amo { peer, addr, op, elem, operand, compare, pw_off } => {
+                let w0 = fields::OPCODE.set(0, Opcode::Amo as u64);
+                w[0] = fields::SLOT.set(fields::NODE.set(w0, peer.node as u64), peer.slot as u64);
+                w[1] = fields::WINDOW_OFF.set(fields::LEN.set(0, elem.size() as u64), pw_off as u64);
+                w[2] = addr;
+                w[3] = operand;
+                w[4] = fields::AMO_ELEM.set(fields::AMO_OP.set(0, op.code() as u64), elem as u64);
+                w[5] = compare;
+                return w;
+            }
         };
         let pattern = self.pattern().copied().unwrap_or(Pattern::Contiguous { addr: 0, len: 0 });
         let mut w0 = fields::OPCODE.set(0, self.opcode() as u64);
@@ -505,7 +660,7 @@ impl Command {
     /// Decode descriptor words, refusing anything malformed.
     pub fn decode(w: &Descriptor) -> Result<Command, DescError> {
         let op =
-            Opcode::from_raw(fields::OPCODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=7"))?;
+            Opcode::from_raw(fields::OPCODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadOpcode, "opcode is not 1..=8"))?;
         let mode =
             VectorMode::from_raw(fields::MODE.get(w[0]) as u8).ok_or(bad(ErrorCode::BadMode, "mode is not 0..=3"))?;
         let flags = DescFlags::from_bits(fields::FLAGS.get(w[0]) as u16)
@@ -543,6 +698,9 @@ impl Command {
             }
             return Ok(Command::Sched { table: w[2] });
         }
+        if op == Opcode::Amo {
+            return decode_amo(w, mode, flags, peer, window_off);
+        }
         let pattern = decode_pattern(mode, w)?;
         let near_of = |w5: u64| -> Result<Near, DescError> {
             if near_sodimm {
@@ -574,9 +732,48 @@ impl Command {
                 let space = if near_sodimm { Space::SoDimm } else { Space::Window };
                 Command::Ivs { peer, space, src: pattern }
             }
-            Opcode::Botf | Opcode::Sched => unreachable!("handled above"),
+            Opcode::Botf | Opcode::Sched | Opcode::Amo => unreachable!("handled above"),
         })
     }
+}
+
+/// Decode an AMO descriptor (word 0 already checked for a known mode and flags).
+fn decode_amo(
+    w: &Descriptor,
+    mode: VectorMode,
+    flags: DescFlags,
+    peer: Peer,
+    pw_off: u32,
+) -> Result<Command, DescError> {
+    if mode != VectorMode::Contiguous || !flags.is_empty() {
+        return Err(bad(ErrorCode::ReservedBits, "AMO: mode and flags must be zero"));
+    }
+    if fields::AMO_OP.set(fields::AMO_ELEM.set(0, fields::AMO_ELEM.get(w[4])), fields::AMO_OP.get(w[4])) != w[4] {
+        return Err(bad(ErrorCode::ReservedBits, "AMO: word 4 bits 63:16 must be zero"));
+    }
+    let op = Atomic::from_code(fields::AMO_OP.get(w[4]) as u8)
+        .ok_or(bad(ErrorCode::BadAtomic, "AMO: word 4 bits 7:0 name no operation (1..=13)"))?;
+    let elem = ElemType::from_raw(fields::AMO_ELEM.get(w[4]) as u8)
+        .filter(|e| *e != ElemType::None)
+        .ok_or(bad(ErrorCode::BadAtomic, "AMO: word 4 bits 15:8 name no element type (1..=10)"))?;
+    if !op.defined_on(elem) {
+        return Err(bad(ErrorCode::BadAtomic, "AMO: no bitwise operation on floating point"));
+    }
+    let size = elem.size() as u64;
+    if fields::LEN.get(w[1]) != size {
+        return Err(bad(ErrorCode::BadAtomic, "AMO: word 1 bits 31:0 must be the element's size"));
+    }
+    if w[2] % size != 0 {
+        return Err(bad(ErrorCode::BadAtomic, "AMO: the address is not aligned to the element"));
+    }
+    let fits = |v: u64| size == 8 || v >> (8 * size) == 0;
+    if !fits(w[3]) || !fits(w[5]) || (op != Atomic::CompareSwap && w[5] != 0) {
+        return Err(bad(
+            ErrorCode::ReservedBits,
+            "AMO: operand and compare use the element's low bytes; compare only with CAS",
+        ));
+    }
+    Ok(Command::Amo { peer, addr: w[2], op, elem, operand: w[3], compare: w[5], pw_off })
 }
 
 fn near(w: &mut Descriptor, flags: &mut DescFlags, n: Near) -> u32 {
@@ -701,6 +898,24 @@ mod tests {
             }),
             (any::<u32>(), any::<u32>()).prop_map(|(ww_off, len)| Command::Botf { ww_off, len }),
             any::<u64>().prop_map(|table| Command::Sched { table }),
+            (peer(), any::<u64>(), 0usize..13, 1u8..=10, any::<u64>(), any::<u64>(), any::<u32>()).prop_filter_map(
+                "a valid AMO",
+                |(peer, addr, op, elem, operand, compare, pw_off)| {
+                    let (op, elem) = (Atomic::ALL[op], ElemType::from_raw(elem)?);
+                    let size = elem.size() as u64;
+                    let low = |v: u64| if size == 8 { v } else { v & ((1 << (8 * size)) - 1) };
+                    let compare = if op == Atomic::CompareSwap { low(compare) } else { 0 };
+                    op.defined_on(elem).then_some(Command::Amo {
+                        peer,
+                        addr: addr / size * size,
+                        op,
+                        elem,
+                        operand: low(operand),
+                        compare,
+                        pw_off,
+                    })
+                }
+            ),
         ]
     }
 

@@ -46,7 +46,7 @@ error_codes! {
     /// The command completed.
     Ok = 0, "nothing to do";
     /// The opcode field names no command.
-    BadOpcode = 1, "encode descriptors with fpga_regs::Command, or use a valid opcode (1..=7)";
+    BadOpcode = 1, "encode descriptors with fpga_regs::Command, or use a valid opcode (1..=8)";
     /// The vector mode field names no mode, or the mode is not allowed for this command.
     BadMode = 2, "use contiguous, stride, list or packed-list; BOTF takes contiguous only";
     /// A reserved field or flag bit is not zero.
@@ -81,6 +81,8 @@ error_codes! {
     ScheduleBusy = 17, "wait for SCHED_DONE of the slot before reusing it";
     /// A schedule message arrived early and the device's early-message store was full.
     ScheduleOverflow = 18, "start fewer collectives at once, or start them on every process sooner";
+    /// An AMO names no operation or element type the atomic unit has, a bitwise operation on floating point, or an address not aligned to its element.
+    BadAtomic = 19, "use AMO_OP 1..=13 on ELEM_TYPE 1..=10 (no bitwise operation on floats), word 1 = the element's size, an aligned address";
 }
 
 impl std::fmt::Display for ErrorCode {

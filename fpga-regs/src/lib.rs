@@ -25,12 +25,12 @@ pub mod sched;
 pub mod spec;
 pub mod ur;
 
-pub use command::{Command, DescError, Descriptor, Near, Opcode, Pattern, Peer, Space, VectorMode};
+pub use command::{Atomic, Command, DescError, Descriptor, Near, Opcode, Pattern, Peer, Space, VectorMode};
 pub use error::ErrorCode;
 pub use layout::Region;
 pub use packet::{PacketHeader, PacketType, PatternBlock};
 
 /// Register map version as "major.minor".
-pub const MAP_VERSION: &str = "1.2";
+pub const MAP_VERSION: &str = "1.3";
 
-const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 2);
+const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 3);

@@ -54,19 +54,27 @@ pub enum PacketType {
     RvlResponse = 4,
     /// Positive acknowledgement of an IVS/RVS (controller-generated).
     Ack = 5,
-    /// Refusal of an IVS/RVS/RVL, with an error code in `aux` (controller-generated).
+    /// Refusal of an IVS/RVS/RVL/AMO, with an error code in `aux` (controller-generated).
     Nack = 6,
+    /// An atomic operation on the receiver's SO-DIMM (controller-generated
+    /// from an AMO command; map 1.3): the address in `addr`; the payload is
+    /// the operation, element type, operand and compare value.
+    AmoRequest = 7,
+    /// The old value answering an AMO request (controller-generated).
+    AmoResponse = 8,
 }
 
 impl PacketType {
     /// All types.
-    pub const ALL: [PacketType; 6] = [
+    pub const ALL: [PacketType; 8] = [
         PacketType::Ivs,
         PacketType::Rvs,
         PacketType::RvlRequest,
         PacketType::RvlResponse,
         PacketType::Ack,
         PacketType::Nack,
+        PacketType::AmoRequest,
+        PacketType::AmoResponse,
     ];
 
     /// Decode a raw TYPE.
@@ -87,6 +95,10 @@ impl PacketType {
             PacketType::RvlResponse => "RVL data (controller only)",
             PacketType::Ack => "acknowledgement (controller only)",
             PacketType::Nack => "refusal, error code in aux (controller only)",
+            PacketType::AmoRequest => {
+                "atomic read-modify-write of the receiver's exposed SO-DIMM at addr (controller only: the AMO command)"
+            }
+            PacketType::AmoResponse => "the old value of an AMO, to the PW offset in aux (controller only)",
         }
     }
 }
@@ -293,6 +305,8 @@ pub fn type_enum() -> EnumInfo {
                     PacketType::RvlResponse => "RVL_RESPONSE".into(),
                     PacketType::Ack => "ACK".into(),
                     PacketType::Nack => "NACK".into(),
+                    PacketType::AmoRequest => "AMO_REQUEST".into(),
+                    PacketType::AmoResponse => "AMO_RESPONSE".into(),
                 },
                 value: *t as u64,
                 doc: t.doc().to_string(),

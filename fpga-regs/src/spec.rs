@@ -171,6 +171,12 @@ pub fn spec() -> Spec {
             doc: "command descriptor; words 4[63:32], 6 and 7 are reserved and must be zero; fields a command does not use must be zero",
         },
         WordLayout {
+            name: "AMO_DESCRIPTOR",
+            bytes: 64,
+            words: command::fields::AMO_WORDS.to_vec(),
+            doc: "the AMO command's descriptor (map 1.3): mode, flags and words 6-7 zero, word 4 bits 63:16 zero",
+        },
+        WordLayout {
             name: "SCHED_HEADER",
             bytes: crate::sched::HEADER_BYTES,
             words: crate::sched::header::WORDS.to_vec(),
@@ -206,6 +212,7 @@ pub fn spec() -> Spec {
         command::opcode_enum(),
         command::mode_enum(),
         command::flags_enum(),
+        command::atomic_enum(),
         packet::type_enum(),
         crate::sched::kind_enum(),
         crate::sched::op_enum(),
@@ -224,6 +231,7 @@ pub fn spec() -> Spec {
                 ("MODE_PACKED_LIST", "packed list mode"),
                 ("SCHED", "SCHED command: the device executes collective schedules"),
                 ("ARRIVALS", "the LLCM arrival queue (map 1.2)"),
+                ("ATOMIC", "AMO command: the atomic unit (map 1.3)"),
                 ("SIMULATED", "the device is the simulator"),
             ],
         ),
@@ -277,6 +285,7 @@ fn facts() -> Vec<Fact> {
         Fact { topic: "collective engine", source: Ours, text: "SCHED starts a schedule table (seed 002's CAD graph of SEND/RECV/CALC nodes, §3) that the controller executes without the host, like Portals 4 triggered operations; the reduction unit's speed is an assumption of the profile (the papers have no such unit)" },
         Fact { topic: "arrival queue", source: Ours, text: "map 1.2: the controller counts the records it publishes in rings (RX_ACCEPTED) and writes each one's source into a 1,024-entry LLCM queue tagged with the record's number, so that a host with many peers finds new data with one read instead of one per ring; the queue never holds the controller back, a host that falls behind sees a stale tag and scans every ring" },
         Fact { topic: "scale", source: Ours, text: "map 1.2: up to 1,024 nodes and 1,024 sources (nodes x slots); ring entries 0-255 and the scratch area keep their 1.1 offsets" },
+        Fact { topic: "atomic unit", source: Ours, text: "map 1.3: the AMO command (seed 004 §8.3 leaves one-sided communication as future work; MPI's Fetch_and_op, Compare_and_swap and accumulates need atomics the paper's card lacks): one element of 1, 2, 4 or 8 bytes of a remote SO-DIMM range exposed for reading and writing is read, combined with the operand (a reduction of the collective engine, a swap, a fetch, or compare-and-swap) and written back by the target card, which holds its SO-DIMM port for the read, the unit's cycles (device.atomic_cycles, 2) and the write, so nothing else touches the element in between; the old value returns to the issuer's PW; no host CPU takes part at the target" },
         Fact { topic: "completion of network commands", source: Ours, text: "IVS, RVS and BOTF complete when the receiver acknowledges (or refuses); RVL when its data has landed" },
     ]
 }

@@ -19,7 +19,7 @@ pub const MAGIC: u32 = 0x444E_4D32;
 /// Register map major version (`ID[63:48]`); a driver refuses other majors.
 pub const VERSION_MAJOR: u16 = 1;
 /// Register map minor version (`ID[47:32]`).
-pub const VERSION_MINOR: u16 = 2;
+pub const VERSION_MINOR: u16 = 3;
 
 /// Number of command queue entries (descriptors and completions).
 pub const CQ_DEPTH: usize = 32;
@@ -287,6 +287,8 @@ bitflags::bitflags! {
         const SCHED = 1 << 7;
         /// The LLCM arrival queue (map 1.2).
         const ARRIVALS = 1 << 8;
+        /// The AMO command and the atomic unit (map 1.3).
+        const ATOMIC = 1 << 9;
         /// The device is the simulator (a `sim.ctl` sits beside the MMIO file).
         const SIMULATED = 1 << 31;
     }

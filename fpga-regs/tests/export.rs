@@ -86,7 +86,9 @@ fn json_describes_the_map() {
     assert_eq!(doorbell["offset"], ur::off::DOORBELL as u64);
     let enums = v["enums"].as_array().unwrap();
     let cmd = enums.iter().find(|e| e["name"] == "CMD").unwrap();
-    assert_eq!(cmd["values"].as_array().unwrap().len(), 7);
+    assert_eq!(cmd["values"].as_array().unwrap().len(), 8);
     assert!(cmd["values"].as_array().unwrap().iter().any(|v| v["name"] == "SCHED" && v["value"] == 7));
+    assert!(cmd["values"].as_array().unwrap().iter().any(|v| v["name"] == "AMO" && v["value"] == 8));
+    assert!(enums.iter().any(|e| e["name"] == "AMO_OP"));
     assert!(enums.iter().any(|e| e["name"] == "REDUCE_OP"));
 }

@@ -169,6 +169,10 @@ pub struct DeviceTiming {
     pub reduce_bytes_per_cycle: u64,
     /// Reduction unit pipeline latency per REDUCE entry (assumption).
     pub reduce_latency_cycles: u64,
+    /// Atomic unit (ours, map 1.3; an assumption like the reduction
+    /// unit): cycles between reading an element and writing it back,
+    /// the SO-DIMM port held throughout.
+    pub atomic_cycles: u64,
 }
 
 impl Default for DeviceTiming {
@@ -191,6 +195,7 @@ impl Default for DeviceTiming {
             status_write_cycles: 2,
             reduce_bytes_per_cycle: 8,
             reduce_latency_cycles: 4,
+            atomic_cycles: 2,
         }
     }
 }
@@ -218,7 +223,7 @@ impl DeviceTiming {
         if !(self.clock_mhz.is_finite() && (1.0..=100_000.0).contains(&self.clock_mhz)) {
             return Err(format!("device.clock_mhz = {} must be within 1..=100000", self.clock_mhz));
         }
-        let ranges: [(&str, u64, u64, u64); 16] = [
+        let ranges: [(&str, u64, u64, u64); 17] = [
             ("fetch_cycles", self.fetch_cycles, 1, MAX_CYCLES),
             ("exec_cycles", self.exec_cycles, 0, MAX_CYCLES),
             ("window_bytes_per_cycle", self.window_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
@@ -235,6 +240,7 @@ impl DeviceTiming {
             ("status_write_cycles", self.status_write_cycles, 0, MAX_CYCLES),
             ("reduce_bytes_per_cycle", self.reduce_bytes_per_cycle, 1, MAX_BYTES_PER_CYCLE),
             ("reduce_latency_cycles", self.reduce_latency_cycles, 0, MAX_CYCLES),
+            ("atomic_cycles", self.atomic_cycles, 0, MAX_CYCLES),
         ];
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {

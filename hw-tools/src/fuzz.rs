@@ -119,11 +119,15 @@ pub enum Defect {
     TooManyElements,
     /// IVS larger than a packet.
     IvsTooLarge,
+    /// AMO at an address not aligned to its element.
+    AmoMisaligned,
+    /// AMO on the range the victim exposed read-only.
+    AmoReadOnly,
 }
 
 impl Defect {
     /// Every defect (the fuzzer picks among these).
-    pub const ALL: [Defect; 13] = {
+    pub const ALL: [Defect; 15] = {
         use Defect::*;
         [
             LocalOtherSlot,
@@ -139,6 +143,8 @@ impl Defect {
             ReservedBits,
             TooManyElements,
             IvsTooLarge,
+            AmoMisaligned,
+            AmoReadOnly,
         ]
     };
 
@@ -154,6 +160,8 @@ impl Defect {
             Defect::BotfBadLength => ErrorCode::BadPacketHeader,
             Defect::ReservedBits => ErrorCode::ReservedBits,
             Defect::TooManyElements | Defect::IvsTooLarge => ErrorCode::TooLarge,
+            Defect::AmoMisaligned => ErrorCode::BadAtomic,
+            Defect::AmoReadOnly => ErrorCode::NotExposed,
         }
     }
 }
@@ -167,6 +175,7 @@ pub enum Proto {
     Rvl,
     Ivs,
     Botf,
+    Amo,
 }
 
 /// How one descriptor word is changed.
@@ -206,11 +215,19 @@ impl Proto {
                 (Command::Ivs { peer: victim, space: Space::Window, src: p }, l, true)
             }
             Proto::Botf => (Command::Botf { ww_off: 0x4000, len: HEADER_BYTES + 64 }, Vec::new(), true),
+            Proto::Amo => (fetch_add(victim, RW_OFF, 1), Vec::new(), true),
         }
     }
 }
 
 const HEADER_BYTES: u32 = fpga_regs::packet::HEADER_LEN as u32;
+
+/// An AMO adding `operand` to the u64 at `addr` of `peer`, the old value to PW 0x8000.
+fn fetch_add(peer: Peer, addr: u64, operand: u64) -> Command {
+    use fpga_regs::sched::{ElemType, ReduceOp};
+    let op = fpga_regs::Atomic::Reduce(ReduceOp::Sum);
+    Command::Amo { peer, addr, op, elem: ElemType::U64, operand, compare: 0, pw_off: 0x8000 }
+}
 
 /// Apply `how` to word `word` (0..=5) of `w`, within the bits that carry
 /// fields: the point is to get past the opcode, mode, flag and
@@ -251,6 +268,10 @@ pub enum Op {
     /// BOTF with TYPE RVS into the victim's writable range, then BOTF with
     /// TYPE RVL request reading it back into PW; must read back.
     BotfRoundTrip { shape: Shape, seed: u64 },
+    /// AMOs on one u64 of the victim's writable range: a fetch, an add of
+    /// `operand`, a compare-and-swap back; each must return what the one
+    /// before left.
+    Atomic { off: u32, operand: u64 },
     /// A command with one defect.
     Invalid(Defect),
     /// A valid descriptor with one word changed.
@@ -272,6 +293,7 @@ impl fmt::Debug for Op {
             Op::RemoteRoundTrip { shape, seed } => write!(f, "RemoteRoundTrip({shape:?}, seed {seed})"),
             Op::Send { len, botf, from_sodimm } => write!(f, "Send({len} B, botf={botf}, from_sodimm={from_sodimm})"),
             Op::BotfRoundTrip { shape, seed } => write!(f, "BotfRoundTrip({shape:?}, seed {seed})"),
+            Op::Atomic { off, operand } => write!(f, "Atomic(+{off:#x}, {operand:#x})"),
             Op::Invalid(d) => write!(f, "Invalid({d:?})"),
             Op::Mutant { proto, shape, word, how } => write!(f, "Mutant({proto:?} {shape:?}, word {word} {how:?})"),
             Op::Raw(w) => write!(f, "Raw({w:#x?})"),
@@ -300,7 +322,7 @@ fn shape() -> impl Strategy<Value = Shape> {
 }
 
 fn proto() -> impl Strategy<Value = Proto> {
-    proptest::sample::select(vec![Proto::Vs, Proto::Vl, Proto::Rvs, Proto::Rvl, Proto::Ivs, Proto::Botf])
+    proptest::sample::select(vec![Proto::Vs, Proto::Vl, Proto::Rvs, Proto::Rvl, Proto::Ivs, Proto::Botf, Proto::Amo])
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -322,6 +344,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         3 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::RemoteRoundTrip { shape, seed }),
         2 => (0u32..=256, any::<bool>(), any::<bool>()).prop_map(|(len, botf, from_sodimm)| Op::Send { len, botf, from_sodimm }),
         2 => (shape(), any::<u64>()).prop_map(|(shape, seed)| Op::BotfRoundTrip { shape, seed }),
+        2 => (0..(EXPOSED as u32 / 8), any::<u64>()).prop_map(|(w, operand)| Op::Atomic { off: w * 8, operand }),
         3 => defect().prop_map(Op::Invalid),
         4 => (proto(), shape(), 0u8..6, mutation()).prop_map(|(proto, shape, word, how)| Op::Mutant { proto, shape, word, how }),
         2 => any::<[u64; 8]>().prop_map(Op::Raw),
@@ -686,7 +709,45 @@ fn run_op_inner(d: &mut Device, op: &Op, ctx: &mut Ctx) -> Result<(), Stop> {
                 Err(e) => return Err(err("changed descriptor", e)),
             }
         }
-        Op::RemoteRoundTrip { .. } | Op::Send { .. } | Op::BotfRoundTrip { .. } => {}
+        Op::Atomic { off, operand } if remote_ok => {
+            use fpga_regs::sched::ElemType;
+            let addr = victim_base + RW_OFF + *off as u64;
+            let old = |d: &mut Device, cmd: Command, what: &str| -> Result<u64, Stop> {
+                d.run(&cmd).map_err(|e| err(what, e))?;
+                let mut b = [0u8; 8];
+                d.read_pw(0x8000, &mut b).map_err(|e| err("PW", e))?;
+                Ok(u64::from_le_bytes(b))
+            };
+            let a = old(d, fetch_add(victim, addr, 0), "AMO add 0")?;
+            let b = old(d, fetch_add(victim, addr, *operand), "AMO add")?;
+            let cas = Command::Amo {
+                peer: victim,
+                addr,
+                op: fpga_regs::Atomic::CompareSwap,
+                elem: ElemType::U64,
+                operand: a,
+                compare: a.wrapping_add(*operand),
+                pw_off: 0x8000,
+            };
+            let c = old(d, cas, "AMO compare-and-swap")?;
+            let fetch = Command::Amo {
+                peer: victim,
+                addr,
+                op: fpga_regs::Atomic::Fetch,
+                elem: ElemType::U64,
+                operand: 0,
+                compare: 0,
+                pw_off: 0x8000,
+            };
+            let e = old(d, fetch, "AMO fetch")?;
+            if b != a || c != a.wrapping_add(*operand) || e != a {
+                return Err(Stop::Fail(format!(
+                    "AMOs on {addr:#x}: fetched {a:#x}, add returned {b:#x}, swap {c:#x} (want {:#x}), then {e:#x}",
+                    a.wrapping_add(*operand)
+                )));
+            }
+        }
+        Op::RemoteRoundTrip { .. } | Op::Send { .. } | Op::BotfRoundTrip { .. } | Op::Atomic { .. } => {}
         Op::Invalid(defect) => {
             let c = |addr, len| Pattern::Contiguous { addr, len };
             let ticket = match defect {
@@ -728,6 +789,8 @@ fn run_op_inner(d: &mut Device, op: &Op, ctx: &mut Ctx) -> Result<(), Stop> {
                     src: Pattern::Stride { addr: base, elem: 0, stride: 0, count: 1 << 20 },
                     pw_off: 0,
                 }),
+                Defect::AmoMisaligned if remote_ok => d.submit(&fetch_add(victim, victim_base + RW_OFF + 4, 1)),
+                Defect::AmoReadOnly if remote_ok => d.submit(&fetch_add(victim, victim_base + RO_OFF, 1)),
                 Defect::IvsTooLarge => d.submit(&Command::Ivs {
                     peer: Peer::new(0, 0),
                     space: Space::Window,

@@ -58,7 +58,8 @@ impl Model {
             Err(e) => Start::Refuse(e.code),
             Ok(cmd) => self.start(node, slot, &cmd, exec_done).unwrap_or_else(Start::Refuse),
         };
-        let remote_read = matches!(outcome, Start::Send { kind: PacketKind::RvlRequest { .. }, .. });
+        let remote_read =
+            matches!(outcome, Start::Send { kind: PacketKind::RvlRequest { .. } | PacketKind::AmoRequest { .. }, .. });
         self.nodes[node as usize].slots[slot as usize].inflight.insert(seq, Inflight { op, start, remote_read });
         let src = Peer::new(node, slot);
         match outcome {
@@ -190,6 +191,17 @@ impl Model {
                     }
                 };
                 Ok(Start::Send { ready, dst: peer, kind: PacketKind::Ivs { data } })
+            }
+            Command::Amo { peer, addr, op, elem, operand, compare, pw_off } => {
+                // Decode checked the operation, the type and the alignment;
+                // the target checks its exposure.
+                self.check_peer(peer)?;
+                check_window(pw_off, elem.size() as u64, PW_SIZE)?;
+                Ok(Start::Send {
+                    ready: t,
+                    dst: peer,
+                    kind: PacketKind::AmoRequest { addr, op, elem, operand, compare, pw_off },
+                })
             }
             Command::Botf { ww_off, len } => self.start_botf(node, slot, ww_off, len, t),
             Command::Sched { table } => Ok(Start::Sched(self.sched_load(node, slot, table, t)?)),

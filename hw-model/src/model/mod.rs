@@ -174,6 +174,20 @@ pub(crate) enum PacketKind {
         key: u64,
         status: ErrorCode,
     },
+    /// An atomic operation on the receiver's SO-DIMM (the AMO command).
+    AmoRequest {
+        addr: u64,
+        op: fpga_regs::Atomic,
+        elem: fpga_regs::sched::ElemType,
+        operand: u64,
+        compare: u64,
+        pw_off: u32,
+    },
+    /// The old value of an AMO, for the issuer's PW.
+    AmoResponse {
+        old: Vec<u8>,
+        pw_off: u32,
+    },
 }
 
 impl PacketKind {
@@ -184,6 +198,9 @@ impl PacketKind {
             | PacketKind::RvlResponse { data, .. }
             | PacketKind::Sched { data, .. } => data.len() as u64,
             PacketKind::SchedAck { .. } => 0,
+            // Operation, element type, operand and compare value.
+            PacketKind::AmoRequest { .. } => 24,
+            PacketKind::AmoResponse { old, .. } => old.len() as u64,
             PacketKind::RvlRequest { segments, .. } => 16 + 8 * segments.len() as u64,
             PacketKind::Ack { .. } | PacketKind::Nack { .. } => 0,
         }
@@ -199,6 +216,8 @@ impl PacketKind {
             PacketKind::Nack { .. } => "NACK",
             PacketKind::Sched { .. } => "SCHED msg",
             PacketKind::SchedAck { .. } => "SCHED ack",
+            PacketKind::AmoRequest { .. } => "AMO req",
+            PacketKind::AmoResponse { .. } => "AMO resp",
         }
     }
 }
@@ -262,8 +281,12 @@ impl Event {
                 PacketKind::Ack { .. }
                 | PacketKind::Nack { .. }
                 | PacketKind::SchedAck { .. }
-                | PacketKind::RvlResponse { .. } => Sends::Nothing,
-                PacketKind::Ivs { .. } | PacketKind::Rvs { .. } | PacketKind::RvlRequest { .. } => answer(p.src, p.dst),
+                | PacketKind::RvlResponse { .. }
+                | PacketKind::AmoResponse { .. } => Sends::Nothing,
+                PacketKind::Ivs { .. }
+                | PacketKind::Rvs { .. }
+                | PacketKind::RvlRequest { .. }
+                | PacketKind::AmoRequest { .. } => answer(p.src, p.dst),
                 PacketKind::Sched { .. } => Sends::MaySelf,
             },
             Event::Fetch { .. } | Event::SchedEntry(_) => Sends::MaySelf,
@@ -285,6 +308,7 @@ impl Event {
             Event::Arrive(p) => match p.kind {
                 PacketKind::Ivs { .. } => Touches::LLCM,
                 PacketKind::RvlResponse { reply: fpga_regs::Near::Window(_), .. } => Touches::PW,
+                PacketKind::AmoResponse { .. } => Touches::PW,
                 _ => Touches::NONE,
             },
         };
@@ -435,6 +459,7 @@ impl ConstantRegs {
             | Caps::MODE_PACKED_LIST
             | Caps::SCHED
             | Caps::ARRIVALS
+            | Caps::ATOMIC
             | Caps::SIMULATED;
         let caps = ur::caps::EXPOSE_ENTRIES.set(
             ur::caps::CQ_DEPTH.set(ur::caps::FLAGS.set(0, caps.bits() as u64), CQ_DEPTH as u64),

@@ -127,6 +127,35 @@ impl Model {
                     },
                 );
             }
+            PacketKind::AmoRequest { addr, op, elem, operand, compare, pw_off } => {
+                let n = elem.size();
+                let seg = [(addr, n as u32)];
+                let both = ExposePerm::REMOTE_READ | ExposePerm::REMOTE_WRITE;
+                if let Err(code) = self.check_exposed(pkt.dst.node, pkt.dst.slot, &seg, both) {
+                    return self.refuse(pkt, code, t);
+                }
+                let old = self.gather(pkt.dst.node, &seg);
+                if let Some(new) = atomic(op, elem, &old, operand, compare) {
+                    self.scatter(pkt.dst.node, &seg, &new);
+                }
+                // Read, operate, write back: the SO-DIMM port is held for
+                // both accesses and the unit's cycles, so that nothing else
+                // touches the element in between (the atomicity).
+                let dur = self.sodimm_time(&seg);
+                let hold = dur + dur + timing.cycles(timing.atomic_cycles);
+                let (_, end) = self.nodes[pkt.dst.node as usize].sodimm_port.reserve(t, hold);
+                self.reply(end, &pkt, PacketKind::AmoResponse { old, pw_off });
+            }
+            PacketKind::AmoResponse { old, pw_off } => {
+                let bytes = old.len() as u64;
+                let done = t + timing.xfer(bytes, timing.window_bytes_per_cycle) + status;
+                let (node, slot) = (pkt.dst.node, pkt.dst.slot);
+                let deposit = Some(Deposit::Pw { off: pw_off, data: old });
+                self.schedule(
+                    done,
+                    Event::Complete { node, slot, seq: pkt.seq, gen: pkt.gen, status: ErrorCode::Ok, bytes, deposit },
+                );
+            }
             PacketKind::Sched { .. } => self.sched_arrive(pkt, t),
             PacketKind::SchedAck { .. } => self.sched_ack(pkt, t),
             PacketKind::Ack { bytes } => self.reply_arrived(t + status, &pkt, ErrorCode::Ok, bytes),
@@ -396,5 +425,52 @@ mod tests {
         assert_eq!(mem, vec![0u8; 64], "a part that does not fit is dropped whole");
         write_wrapped(&mut mem, &r, 12, &[9; 6]);
         assert_eq!(&mem[56..], &[9, 9, 0, 0, 0, 0, 0, 0], "the wrapped part inside memory is written");
+    }
+}
+
+/// The atomic unit: the new value of an element whose old value is
+/// `old` (`None`: nothing is written — a fetch, or a compare that failed).
+pub(crate) fn atomic(
+    op: fpga_regs::Atomic,
+    elem: fpga_regs::sched::ElemType,
+    old: &[u8],
+    operand: u64,
+    compare: u64,
+) -> Option<Vec<u8>> {
+    use fpga_regs::Atomic;
+    let n = elem.size();
+    let operand = &operand.to_le_bytes()[..n];
+    match op {
+        Atomic::Fetch => None,
+        Atomic::Replace => Some(operand.to_vec()),
+        Atomic::CompareSwap => (old == &compare.to_le_bytes()[..n]).then(|| operand.to_vec()),
+        Atomic::Reduce(r) => {
+            let mut acc = old.to_vec();
+            super::coll::reduce(r, elem, operand, &mut acc);
+            Some(acc)
+        }
+    }
+}
+
+#[cfg(test)]
+mod atomic_tests {
+    use super::atomic;
+    use fpga_regs::sched::{ElemType, ReduceOp};
+    use fpga_regs::Atomic;
+
+    #[test]
+    fn the_atomic_unit_computes_each_operation() {
+        let old = 5i32.to_le_bytes();
+        let sum = atomic(Atomic::Reduce(ReduceOp::Sum), ElemType::I32, &old, (-7i32) as u32 as u64, 0);
+        assert_eq!(sum, Some((-2i32).to_le_bytes().to_vec()));
+        assert_eq!(atomic(Atomic::Fetch, ElemType::I32, &old, 9, 0), None);
+        assert_eq!(atomic(Atomic::Replace, ElemType::I32, &old, 9, 0), Some(9i32.to_le_bytes().to_vec()));
+        assert_eq!(atomic(Atomic::CompareSwap, ElemType::I32, &old, 9, 5), Some(9i32.to_le_bytes().to_vec()));
+        assert_eq!(atomic(Atomic::CompareSwap, ElemType::I32, &old, 9, 4), None, "compare failed");
+        let f = 1.5f64.to_le_bytes();
+        let max = atomic(Atomic::Reduce(ReduceOp::Max), ElemType::F64, &f, 2.5f64.to_bits(), 0);
+        assert_eq!(max, Some(2.5f64.to_le_bytes().to_vec()));
+        let u8max = atomic(Atomic::Reduce(ReduceOp::Sum), ElemType::U8, &[255], 1, 0);
+        assert_eq!(u8max, Some(vec![0]), "wrapping");
     }
 }
