@@ -912,6 +912,11 @@ impl Engine {
         self.t.offload()
     }
 
+    /// The transport's one-sided access to device memory, if it has it.
+    pub fn one_sided(&mut self) -> Option<&mut dyn crate::transport::OneSided> {
+        self.t.one_sided()
+    }
+
     /// The transport's capabilities.
     pub fn caps(&self) -> Caps {
         self.st.caps

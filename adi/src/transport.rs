@@ -130,6 +130,13 @@ pub trait Transport: Send {
     fn remote_memory(&mut self) -> Option<&mut dyn RemoteMemory> {
         None
     }
+    /// Loads, stores and atomics on other ranks' device memory with no
+    /// CPU at the other end (DIMMnet-2: RVL, RVS, AMO), for one-sided
+    /// windows whose public copy lives on the card (`None`: the backend
+    /// has none, and one-sided operations go as messages).
+    fn one_sided(&mut self) -> Option<&mut dyn OneSided> {
+        None
+    }
     /// The device executes collective schedules (`None`: it cannot, and
     /// the MPI layer runs them on the host).
     fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {
@@ -185,6 +192,54 @@ pub trait RemoteMemory {
     fn read(&mut self, region: &Region, offset: u64, out: &mut [u8]) -> Result<(), TransportError>;
     /// Receiver: give a landing zone back.
     fn free(&mut self, region: Region);
+}
+
+/// What an atomic does to one element of device memory
+/// ([`OneSided::atomic`]): MPI's accumulate operations as a card's atomic
+/// unit has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Atomic {
+    /// `*addr = operand ⊕ *addr`.
+    Reduce(crate::offload::Reduction),
+    /// `*addr = operand`.
+    Replace,
+    /// Nothing written: an atomic read.
+    Fetch,
+    /// `*addr = operand` if `*addr == compare`.
+    CompareSwap {
+        /// The value compared with.
+        compare: u64,
+    },
+}
+
+/// One-sided access to other ranks' device memory, with no CPU at the
+/// other end: a capability of backends whose card does loads, stores and
+/// atomics across the network ([`Transport::one_sided`]; DIMMnet-2's RVL,
+/// RVS and AMO). Addresses are device-memory addresses a peer exposed.
+pub trait OneSided {
+    /// Reserve `len` bytes of this rank's device memory that every peer
+    /// may read, write and update atomically; its address (`None`: not
+    /// enough is free).
+    fn expose(&mut self, len: u64) -> Result<Option<u64>, TransportError>;
+    /// Give back what [`OneSided::expose`] reserved at `addr`.
+    fn unexpose(&mut self, addr: u64);
+    /// Store `data` at `addr` of `dest`'s device memory (this rank's own
+    /// included); may return before it lands ([`OneSided::complete`]).
+    fn put(&mut self, dest: u32, addr: u64, data: &[u8]) -> Result<(), TransportError>;
+    /// Load `out.len()` bytes at `addr` of `dest`'s device memory.
+    fn get(&mut self, dest: u32, addr: u64, out: &mut [u8]) -> Result<(), TransportError>;
+    /// One atomic on the element of `elem` at `addr` of `dest`'s device
+    /// memory (aligned to it); its old value, in the low bytes.
+    fn atomic(
+        &mut self,
+        dest: u32,
+        addr: u64,
+        op: Atomic,
+        elem: crate::offload::Elem,
+        operand: u64,
+    ) -> Result<u64, TransportError>;
+    /// Wait until every put so far has landed.
+    fn complete(&mut self) -> Result<(), TransportError>;
 }
 
 /// A message handed to the engine before all of it has been read

@@ -140,5 +140,11 @@ pub enum MpiError {
     NoMemory(String),
 }
 
+impl From<adi::TransportError> for MpiError {
+    fn from(e: adi::TransportError) -> MpiError {
+        MpiError::Engine(e.into())
+    }
+}
+
 /// Result of MPI calls.
 pub type Result<T> = std::result::Result<T, MpiError>;

@@ -58,6 +58,8 @@ macro_rules! suite_matrix {
             rma_3r_2n: "rma", 3, 2, [sim udp dpdk];
             rma_5r_3n: "rma", 5, 3, [sim udp];
             rma_8r_4n: "rma", 8, 4, [sim udp dpdk];
+            rma_passive_2r_2n: "rma-passive", 2, 2, [sim udp];
+            rma_passive_3r_3n: "rma-passive", 3, 3, [sim];
         }
     };
 }

@@ -421,3 +421,24 @@ fn small_jobs_keep_the_ring_scan() {
     assert_eq!(scan, times(&["-x", "DN_RING_SCAN_PEERS=4"]), "4 peers are scanned by default");
     assert_ne!(scan, times(&["-x", "DN_RING_SCAN_PEERS=0"]), "the queue is a different receive path");
 }
+
+/// Issue 29: on the simulator the card holds each window's public copy, so
+/// a passive-target epoch (lock, put, fetch-and-add, unlock) completes while
+/// the target computes and makes no MPI call — in microseconds, against the
+/// target's 2 ms away (`mpi-suite rma-passive` checks it). With the
+/// operations sent as messages instead (`DN_RMA=messages`, the path of UDP
+/// and DPDK), the same epoch waits for the target, and the check fails:
+/// the card is what makes it one-sided.
+#[test]
+fn a_passive_target_epoch_needs_no_call_from_the_target() {
+    let out = dnrun(2, 2, &["--backend", "sim"], "mpi-suite", &["rma-passive"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("OK rma-passive"), "{stdout}");
+    assert!(stdout.contains("passive-target epoch: 12.230 us while the target computed"), "{stdout}");
+    let out = sim_tests::dnrun_command(2, 2, &["--backend", "sim"], "mpi-suite", &["rma-passive"])
+        .env("DN_RMA", "messages")
+        .output()
+        .expect("run dnrun");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("they waited for the target"), "{stderr}");
+}

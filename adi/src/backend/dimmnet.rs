@@ -43,7 +43,9 @@ use fpga_regs::packet::PacketHeader;
 use fpga_regs::ur::{ExposePerm, MAX_PAYLOAD};
 use fpga_regs::{Command, ErrorCode, Near, Pattern, Peer};
 
+mod first_fit;
 mod offload;
+mod one_sided;
 
 use crate::error::TransportError;
 use crate::transport::{Arrival, Caps, HostCost, Region, RemoteMemory, SimClock, Transport, ARRIVAL_HEAD};
@@ -328,6 +330,8 @@ pub struct DimmnetTransport {
     next_poll: u32,
     /// Collective programs on the device.
     off: offload::OffloadState,
+    /// One-sided windows' public copies.
+    os: one_sided::OneSidedState,
     /// Scratch for the words idle watches.
     idle_words: Vec<(u32, u64)>,
 }
@@ -402,6 +406,17 @@ impl DimmnetTransport {
         dev.run(&Command::Vs { ww_off: 0, dst: Pattern::Contiguous { addr: base, len: hello.len() as u32 } })
             .map_err(map_err)?;
         dev.expose(0, base, 4096, ExposePerm::REMOTE_READ).map_err(map_err)?;
+        // What the rings and landing zones leave: the collective offload's
+        // arena, and in its last quarter the public copies of one-sided
+        // windows, which every peer may read, write and update atomically.
+        let arena = landing_base + landing_len as u64;
+        let arena_len = info.sodimm_size - need;
+        // (An exposure entry describes at most 4 GiB.)
+        let rma_len = (arena_len / 4).min(u32::MAX as u64) / 64 * 64;
+        if rma_len > 0 {
+            let both = ExposePerm::REMOTE_READ | ExposePerm::REMOTE_WRITE;
+            dev.expose(2, arena + arena_len - rma_len, rma_len as u32, both).map_err(map_err)?;
+        }
         let incoming = match cursor {
             Some(cursor) => {
                 let mut rank_of = vec![u32::MAX; info.nodes as usize * info.slots as usize];
@@ -448,7 +463,11 @@ impl DimmnetTransport {
             head: Vec::new(),
             incoming,
             next_poll: 0,
-            off: offload::OffloadState::new(landing_base + landing_len as u64, info.sodimm_size - need),
+            off: offload::OffloadState::new(arena, arena_len - rma_len),
+            os: one_sided::OneSidedState {
+                area: first_fit::FirstFit::new(arena + arena_len - rma_len, rma_len),
+                puts: Vec::new(),
+            },
             idle_words: Vec::new(),
         })
     }
@@ -846,6 +865,10 @@ impl Transport for DimmnetTransport {
     fn sim_clock(&self) -> Option<&dyn SimClock> {
         // Real hardware has no simulated time.
         self.dev.now_ps().map(|_| self as &dyn SimClock)
+    }
+
+    fn one_sided(&mut self) -> Option<&mut dyn crate::transport::OneSided> {
+        Some(self)
     }
 
     fn remote_memory(&mut self) -> Option<&mut dyn RemoteMemory> {

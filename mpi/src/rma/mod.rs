@@ -16,6 +16,7 @@
 //! `MPI_ERR_RMA_SYNC` before anything is sent; an access outside the
 //! target's window is `MPI_ERR_RMA_RANGE`, and writes nothing.
 
+mod card;
 pub mod epoch;
 mod raw;
 mod shm;

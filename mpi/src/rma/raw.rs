@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use adi::Engine;
 
+use super::card::{self, Card};
 use super::epoch::Epochs;
 use super::shm::Segment;
 use super::target::{Addr, Memory, Reply, Rma};
@@ -75,6 +76,9 @@ pub struct RawWindow {
     local: Arc<AtomicBool>,
     storage: Storage,
     name: String,
+    /// The public copies on the card, when the transport has one-sided
+    /// access ([`super::card`]); `None`: operations go as messages.
+    card: Option<Card>,
 }
 
 fn engine_missing() -> MpiError {
@@ -149,11 +153,27 @@ impl RawWindow {
             return Err(MpiError::Disp("a displacement unit of 0 bytes".into()));
         }
         let wc = comm.duplicate()?;
-        let mut mine = Vec::with_capacity(12);
+        // The card holds the public copy when the transport can (and
+        // `DN_RMA=messages` does not say otherwise): everyone must, or no one does.
+        let want = matches!(flavor, Flavor::Create | Flavor::Allocate)
+            && std::env::var("DN_RMA").map_or(true, |v| v != "messages");
+        let public = if want {
+            let mut c = wc.shared().borrow_mut();
+            match c.engine()?.one_sided() {
+                Some(os) => os.expose(size + card::HEADER)?.unwrap_or(0),
+                None => 0,
+            }
+        } else {
+            0
+        };
+        let mut mine = Vec::with_capacity(20);
         mine.extend_from_slice(&size.to_le_bytes());
         mine.extend_from_slice(&disp_unit.to_le_bytes());
-        let peers = wc
-            .allgather_bytes(&mine)?
+        mine.extend_from_slice(&public.to_le_bytes());
+        let table = wc.allgather_bytes(&mine)?;
+        let addrs: Vec<u64> =
+            table.iter().map(|b| b.get(12..20).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes)).collect();
+        let peers = table
             .iter()
             .map(|b| {
                 let f =
@@ -171,7 +191,24 @@ impl RawWindow {
         };
         let ctx = wc.ctx();
         let members = wc.members().to_vec();
+        let card = if public != 0 && addrs.iter().all(|a| *a != 0) {
+            let peers: Vec<(u32, u64)> = wc.members().iter().copied().zip(addrs.iter().copied()).collect();
+            let me = wc.rank() as usize;
+            // SAFETY: this function's contract: `size` bytes at `base` are readable.
+            let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
+            let mut c = wc.shared().borrow_mut();
+            Some(Card::new(c.engine()?, peers, me, initial)?)
+        } else {
+            if public != 0 {
+                let mut c = wc.shared().borrow_mut();
+                if let Some(os) = c.engine()?.one_sided() {
+                    os.unexpose(public);
+                }
+            }
+            None
+        };
         let w = RawWindow {
+            card,
             comm: wc,
             ctx,
             flavor,
@@ -189,6 +226,40 @@ impl RawWindow {
         // `free` deregisters it (or `Drop` does).
         w.rma(|r, e| unsafe { r.register(e, ctx, members, memory, local) })?;
         Ok(w)
+    }
+
+    /// Run `f` with the window's card and the engine, when the card holds
+    /// the public copies (`None`: it does not).
+    fn on_card<R>(&self, f: impl FnOnce(&Card, &mut Engine) -> Result<R>) -> Option<Result<R>> {
+        let card = self.card.as_ref()?;
+        let mut c = self.comm.shared().borrow_mut();
+        Some(c.engine().and_then(|e| f(card, e)))
+    }
+
+    /// Make this process's private and public copies agree (card only).
+    fn merge(&mut self) -> Result<()> {
+        let (base, comm) = (self.base, &self.comm);
+        let Some(card) = self.card.as_mut() else { return Ok(()) };
+        let mut c = comm.shared().borrow_mut();
+        // SAFETY: `base` is the window's memory of `size` bytes (the
+        // creating call's contract), and no other access runs during an
+        // MPI call on it.
+        unsafe { card.merge(c.engine()?, base) }
+    }
+
+    /// Local stores out to the public copy (card only).
+    fn publish(&self) -> Result<()> {
+        // SAFETY: as in `merge`.
+        self.on_card(|card, e| unsafe { card.publish(e, self.base) }).unwrap_or(Ok(()))
+    }
+
+    /// The public copy in (card only).
+    fn refresh(&mut self) -> Result<()> {
+        let (base, comm) = (self.base, &self.comm);
+        let Some(card) = self.card.as_mut() else { return Ok(()) };
+        let mut c = comm.shared().borrow_mut();
+        // SAFETY: as in `merge`.
+        unsafe { card.refresh(c.engine()?, base) }
     }
 
     /// Run `f` with the hook and the engine.
@@ -243,9 +314,14 @@ impl RawWindow {
         self.flavor
     }
 
-    /// Its memory model (`MPI_WIN_MODEL`).
+    /// Its memory model (`MPI_WIN_MODEL`): separate when the card holds
+    /// the public copies.
     pub fn model(&self) -> Model {
-        Model::Unified
+        if self.card.is_some() {
+            Model::Separate
+        } else {
+            Model::Unified
+        }
     }
 
     /// The communicator of its group (`MPI_Win_get_group` is its group).
@@ -398,6 +474,17 @@ impl RawWindow {
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(()) };
         // SAFETY: this function's contract.
         let data = unsafe { outgoing(origin, span, "origin")? };
+        let on_card = self.on_card(|card, e| {
+            let mut at = 0usize;
+            for &(off, len) in &blocks {
+                card.put(e, t.rank as usize, off, &data[at..at + len as usize])?;
+                at += len as usize;
+            }
+            Ok(())
+        });
+        if let Some(r) = on_card {
+            return r;
+        }
         self.send(t.rank, &Msg { blocks, data: &data, ..Msg::bare(Kind::Put, 0) })
     }
 
@@ -422,6 +509,9 @@ impl RawWindow {
         if op == AccOp::NoOp {
             return Ok(());
         }
+        if let Some(r) = self.on_card(|card, e| card.accumulate(e, t.rank as usize, &blocks, &data, elem, op, false)) {
+            return r.map(drop);
+        }
         self.send(t.rank, &Msg { op: Some(op), elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::Acc, 0) })
     }
 
@@ -434,6 +524,20 @@ impl RawWindow {
     /// otherwise accessed until the operation completes.
     pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<Issued> {
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(Issued(0)) };
+        let on_card = self.on_card(|card, e| {
+            let mut data = vec![0u8; span.len()];
+            let mut at = 0usize;
+            for &(off, len) in &blocks {
+                card.get(e, t.rank as usize, off, &mut data[at..at + len as usize])?;
+                at += len as usize;
+            }
+            Ok(data)
+        });
+        if let Some(data) = on_card {
+            // SAFETY: this function's contract is `place`'s.
+            unsafe { place(origin, span, "origin", &data?)? };
+            return Ok(Issued(0));
+        }
         // SAFETY: this function's contract is `incoming`'s and `expect`'s.
         let id = unsafe {
             let inc = incoming(origin, span, "origin", false)?;
@@ -474,6 +578,11 @@ impl RawWindow {
         check_elems(&blocks, elem)?;
         // SAFETY: this function's contract.
         let data = if op == AccOp::NoOp { Default::default() } else { unsafe { outgoing(origin, span, "origin")? } };
+        if let Some(old) = self.on_card(|card, e| card.accumulate(e, t.rank as usize, &blocks, &data, elem, op, true)) {
+            // SAFETY: this function's contract is `place`'s.
+            unsafe { place(result, result_span, "result", &old?)? };
+            return Ok(Issued(0));
+        }
         // SAFETY: this function's contract is `incoming`'s and `expect`'s.
         let id = unsafe {
             let inc = incoming(result, result_span, "result", false)?;
@@ -507,6 +616,11 @@ impl RawWindow {
         let span = Span::bytes(n);
         // SAFETY: this function's contract: one element at each.
         let (o, c) = unsafe { (outgoing(origin, &span, "origin")?, outgoing(compare, &span, "compare")?) };
+        if let Some(old) = self.on_card(|card, e| card.compare_and_swap(e, rank as usize, blocks[0].0, elem, &o, &c)) {
+            // SAFETY: this function's contract is `place`'s.
+            unsafe { place(result, &span, "result", &old?)? };
+            return Ok(Issued(0));
+        }
         let mut data = c.into_owned();
         data.extend_from_slice(&o);
         // SAFETY: this function's contract is `incoming`'s and `expect`'s.
@@ -563,8 +677,17 @@ impl RawWindow {
         let mut next = self.epochs.clone();
         next.fence(assert.nosucceed)?;
         let dirty: Vec<Rank> = std::mem::take(&mut self.dirty).into_iter().collect();
-        self.confirm(dirty)?;
+        if self.card.is_some() {
+            // Separate model: every put landed, local stores out; after
+            // everyone's, the public copy in.
+            self.card_complete()?;
+            self.publish()?;
+            self.settle(None)?;
+        } else {
+            self.confirm(dirty)?;
+        }
         self.comm.barrier()?;
+        self.refresh()?;
         self.epochs = next;
         Ok(())
     }
@@ -593,6 +716,8 @@ impl RawWindow {
     /// operations are complete here, and each target learns it.
     pub fn complete(&mut self) -> Result<()> {
         let group = self.epochs.complete()?;
+        // On the card, the puts must have landed before a target hears of it.
+        self.card_complete()?;
         for &t in &group {
             self.send(t, &Msg::bare(Kind::Complete, 0))?;
             self.dirty.remove(&t);
@@ -607,6 +732,7 @@ impl RawWindow {
             self.check_rank(r)?;
         }
         self.epochs.post(group.to_vec())?;
+        self.publish()?;
         if !assert.nocheck {
             for &o in group {
                 self.send(o, &Msg::bare(Kind::Post, 0))?;
@@ -631,6 +757,7 @@ impl RawWindow {
             })?;
         }
         self.epochs.end_post();
+        self.refresh()?;
         self.failures()
     }
 
@@ -666,10 +793,18 @@ impl RawWindow {
         if !assert.nocheck {
             self.take_locks(&[rank], kind)?;
         }
+        if rank == self.comm.rank() {
+            // A lock of one's own window: the private copy sees the public one.
+            self.merge()?;
+        }
         Ok(())
     }
 
     fn take_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
+        let excl = kind == LockType::Exclusive;
+        if let Some(r) = self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.hold(e, t as usize, 0, excl))) {
+            return r;
+        }
         let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
         for &t in ranks {
             // SAFETY: no buffer: the reply only completes.
@@ -679,7 +814,19 @@ impl RawWindow {
         self.settle(None)
     }
 
-    fn release(&mut self, ranks: &[Rank], nocheck: bool) -> Result<()> {
+    fn release(&mut self, ranks: &[Rank], kind: LockType, nocheck: bool) -> Result<()> {
+        if self.card.is_some() {
+            self.card_complete()?;
+            if ranks.contains(&self.comm.rank()) {
+                self.merge()?;
+            }
+            let excl = kind == LockType::Exclusive;
+            if !nocheck {
+                self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.release(e, t as usize, 0, excl)))
+                    .unwrap_or(Ok(()))?;
+            }
+            return self.settle(None);
+        }
         for &t in ranks {
             // SAFETY: no buffer: the reply only completes.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
@@ -697,7 +844,7 @@ impl RawWindow {
         }
         self.check_rank(rank)?;
         let l = self.epochs.unlock(rank)?;
-        self.release(&[rank], l.nocheck)
+        self.release(&[rank], l.kind, l.nocheck)
     }
 
     /// `MPI_Win_lock_all`: a shared passive-target epoch at every process.
@@ -708,6 +855,7 @@ impl RawWindow {
             let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
             self.take_locks(&all, LockType::Shared)?;
         }
+        self.merge()?;
         Ok(())
     }
 
@@ -715,7 +863,7 @@ impl RawWindow {
     pub fn unlock_all(&mut self) -> Result<()> {
         let nocheck = self.epochs.unlock_all()?;
         let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
-        self.release(&all, nocheck)
+        self.release(&all, LockType::Shared, nocheck)
     }
 
     /// `MPI_Win_flush` (`Some(rank)`) and `MPI_Win_flush_all` (`None`):
@@ -728,6 +876,10 @@ impl RawWindow {
             self.check_rank(r)?;
         }
         self.epochs.flush(rank)?;
+        if self.card.is_some() {
+            self.card_complete()?;
+            return self.settle(rank);
+        }
         let targets: Vec<Rank> = self.dirty.iter().copied().filter(|t| rank.is_none_or(|r| r == *t)).collect();
         for &t in &targets {
             // SAFETY: no buffer: the reply only completes.
@@ -748,6 +900,7 @@ impl RawWindow {
             self.check_rank(r)?;
         }
         self.epochs.flush(rank)?;
+        self.card_complete()?;
         self.settle(rank)
     }
 
@@ -756,6 +909,7 @@ impl RawWindow {
     pub fn sync(&mut self) -> Result<()> {
         self.comm.shared().borrow_mut().engine()?.progress()?;
         std::sync::atomic::fence(Ordering::SeqCst);
+        self.merge()?;
         self.failures()
     }
 
@@ -768,7 +922,7 @@ impl RawWindow {
     /// [`RawWindow::free`], giving the window back when it is not freed.
     #[allow(clippy::result_large_err)] // the window comes back on the error path only
     pub fn free_keeping(mut self) -> std::result::Result<(), (MpiError, Box<RawWindow>)> {
-        if let Err(e) = self.epochs.free().and_then(|_| self.settle(None)) {
+        if let Err(e) = self.epochs.free().and_then(|_| self.card_complete()).and_then(|_| self.settle(None)) {
             return Err((e, Box::new(self)));
         }
         let r = self.comm.barrier();
@@ -782,6 +936,16 @@ impl RawWindow {
             r.deregister(e, ctx);
             Ok(())
         });
+        if let Some(card) = self.card.take() {
+            if let Ok(e) = self.comm.shared().borrow_mut().engine() {
+                card.close(e);
+            }
+        }
+    }
+
+    /// Every put to the card has landed (nothing without a card).
+    fn card_complete(&self) -> Result<()> {
+        self.on_card(|card, e| card.complete(e)).unwrap_or(Ok(()))
     }
 
     /// Forget where the replies still due were to go: they are dropped
@@ -808,6 +972,21 @@ impl Drop for RawWindow {
     fn drop(&mut self) {
         self.deregister();
     }
+}
+
+/// Put `data` (a result) into the span's elements at `buf`.
+///
+/// # Safety
+/// As [`incoming`]: `buf` has room for the span's elements, writable.
+unsafe fn place(buf: *mut u8, span: &Span, what: &str, data: &[u8]) -> Result<()> {
+    // SAFETY: this function's contract is `incoming`'s.
+    unsafe {
+        let mut inc = incoming(buf, span, what, false)?;
+        let n = inc.len.min(data.len());
+        inc.bytes()[..n].copy_from_slice(&data[..n]);
+        inc.finish(n as u64);
+    }
+    Ok(())
 }
 
 /// An operation whose result is still to come (a get, a fetch, a swap):

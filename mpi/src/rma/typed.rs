@@ -100,8 +100,13 @@ impl<T: Equivalence> Window<T> {
     /// This process's elements, for local loads and stores: operations
     /// that arrive meanwhile wait until the guard is dropped (MPI 4.1
     /// §12.7: local accesses and remote updates of the same memory must
-    /// not overlap).
+    /// not overlap). Taking and dropping the guard synchronise the
+    /// window's copies (`MPI_Win_sync`).
     pub fn local(&mut self) -> Result<Local<'_, T>> {
+        // Where the card holds the public copy (the separate model), the
+        // private copy is made to agree with it first (`MPI_Win_sync`), and
+        // again when the guard goes, so that local stores become public.
+        self.raw.sync()?;
         let flag = self.raw.local_flag().clone();
         // Set under the library's lock: no progress pass is writing now.
         let g = self.raw.communicator().shared().borrow_mut();
@@ -269,6 +274,9 @@ impl<T: Equivalence> Drop for Local<'_, T> {
         let g = self.w.raw.communicator().shared().borrow_mut();
         flag.store(false, Ordering::Release);
         drop(g);
+        // Local stores out to the public copy (an error here shows at the
+        // window's next call).
+        let _ = self.w.raw.sync();
     }
 }
 

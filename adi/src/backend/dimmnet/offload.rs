@@ -13,6 +13,7 @@ use fpga_regs::sched::{
 use fpga_regs::ur;
 use fpga_regs::{Command, ErrorCode};
 
+use super::first_fit::FirstFit;
 use super::{map_err, DimmnetTransport, BACKEND};
 use crate::error::TransportError;
 use crate::offload::{Elem, Offload, OffloadId, Program, Reduction, StepKind};
@@ -32,10 +33,7 @@ struct Running {
 /// The arena and the completion slots.
 #[derive(Debug, Default)]
 pub(super) struct OffloadState {
-    base: u64,
-    len: u64,
-    /// Ranges in use, sorted by start.
-    used: Vec<(u64, u64)>,
+    arena: FirstFit,
     running: [Option<Running>; SCHED_SLOTS],
     started: [u64; SCHED_SLOTS],
 }
@@ -43,30 +41,15 @@ pub(super) struct OffloadState {
 impl OffloadState {
     /// `len` bytes of partition from `base` are the arena.
     pub(super) fn new(base: u64, len: u64) -> OffloadState {
-        OffloadState { base, len, ..Default::default() }
+        OffloadState { arena: FirstFit::new(base, len), ..Default::default() }
     }
 
-    /// First fit of `n` bytes (64-byte aligned).
     fn alloc(&mut self, n: u64) -> Option<u64> {
-        let n = n.div_ceil(64) * 64;
-        let mut at = self.base;
-        let mut idx = 0;
-        for (i, &(s, l)) in self.used.iter().enumerate() {
-            if s >= at + n {
-                break;
-            }
-            at = s + l;
-            idx = i + 1;
-        }
-        if at + n > self.base + self.len {
-            return None;
-        }
-        self.used.insert(idx, (at, n));
-        Some(at)
+        self.arena.alloc(n)
     }
 
     fn free(&mut self, base: u64) {
-        self.used.retain(|&(s, _)| s != base);
+        self.arena.free(base);
     }
 
     /// Words to watch while idle: the SCHED_DONE word of every running program.
@@ -87,7 +70,7 @@ fn done_word(k: usize) -> u32 {
     (fpga_regs::layout::UR_OFFSET + ur::off::SCHED_DONE + 8 * k) as u32
 }
 
-fn op_of(r: Reduction) -> ReduceOp {
+pub(super) fn op_of(r: Reduction) -> ReduceOp {
     match r {
         Reduction::Sum => ReduceOp::Sum,
         Reduction::Prod => ReduceOp::Prod,
@@ -102,7 +85,7 @@ fn op_of(r: Reduction) -> ReduceOp {
     }
 }
 
-fn elem_of(e: Elem) -> ElemType {
+pub(super) fn elem_of(e: Elem) -> ElemType {
     match e {
         Elem::I8 => ElemType::I8,
         Elem::I16 => ElemType::I16,
@@ -221,7 +204,7 @@ impl Offload for DimmnetTransport {
                 "this collective needs {total} bytes of SO-DIMM for its schedule and buffers, but only {} are \
                  left after the rings and landing zones; use DN_NBC_PROGRESS=manual, split the operation, or \
                  lower DN_ZONES",
-                self.off.len
+                self.off.arena.range().1
             )));
         };
         let addrs: Vec<u64> = offs.iter().map(|o| base + o).collect();

@@ -79,6 +79,7 @@ fn main() -> ExitCode {
             "one-call-waits" => one_call_waits(&u, &w)?,
             "collectives" => collectives::collectives(&u, &w)?,
             "rma" => rma::rma(&w)?,
+            "rma-passive" => rma::passive_target(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,

@@ -137,3 +137,64 @@ fn raw_errors(w: &SimpleCommunicator) -> R {
     raw.free().map_err(e)?;
     Ok(())
 }
+
+/// A passive target that makes no MPI call (it computes) and then one
+/// that only polls with `iprobe`: on the simulator the card holds the
+/// window's public copy, so rank 0's lock, put, fetch-and-add and unlock
+/// complete while rank 1 is away — in far less simulated time than rank 1
+/// spends computing. Rank 0 prints how long its epochs took.
+pub(crate) fn passive_target(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
+    const AWAY_NS: f64 = 2_000_000.0; // 2 ms of computation at the target
+    let (me, n) = (w.rank(), w.size());
+    if n < 2 {
+        return Ok(());
+    }
+    let mut win = Window::<u64>::allocate(w, 4).map_err(e)?;
+    w.barrier().map_err(e)?;
+    let epoch = |win: &mut Window<u64>, round: u64| -> R<f64> {
+        let t0 = u.wtime();
+        let mut ep = win.lock(1, LockType::Exclusive).map_err(e)?;
+        ep.put(1, 0, &[40 + round]).map_err(e)?;
+        let old = ep.fetch_and_op(1, 1, 5, SystemOperation::Sum).map_err(e)?;
+        check!(old == 5 * round, "fetch-and-add returned {old} in round {round}");
+        ep.unlock().map_err(e)?;
+        Ok((u.wtime() - t0) * 1e6)
+    };
+    match me {
+        0 => {
+            let computing = epoch(&mut win, 0)?;
+            w.process_at_rank(1).send_with_tag(&[1u8], 9).map_err(e)?;
+            let polling = epoch(&mut win, 1)?;
+            w.process_at_rank(1).send_with_tag(&[2u8], 9).map_err(e)?;
+            let separate = u.is_simulated();
+            if separate {
+                check!(
+                    computing < AWAY_NS / 1000.0 / 10.0 && polling < AWAY_NS / 1000.0 / 10.0,
+                    "the epochs took {computing:.3} and {polling:.3} us: they waited for the target"
+                );
+            }
+            println!(
+                "passive-target epoch: {computing:.3} us while the target computed, {polling:.3} us while it polled"
+            );
+        }
+        1 => {
+            // No MPI call at all while rank 0's first epoch runs.
+            u.compute(AWAY_NS).map_err(e)?;
+            let mut b = [0u8; 1];
+            w.process_at_rank(0).receive_into_with_tag(&mut b, 9).map_err(e)?;
+            // Then only iprobe, until rank 0 says its second epoch is over.
+            while w.any_process().immediate_probe_with_tag(9).map_err(e)?.is_none() {
+                u.compute(1000.0).map_err(e)?;
+            }
+            w.process_at_rank(0).receive_into_with_tag(&mut b, 9).map_err(e)?;
+        }
+        _ => {}
+    }
+    w.barrier().map_err(e)?;
+    if me == 1 {
+        let l = win.local().map_err(e)?;
+        check!(l[0] == 41 && l[1] == 10, "the target's window holds {} and {}", l[0], l[1]);
+    }
+    drop(win.free());
+    Ok(())
+}
