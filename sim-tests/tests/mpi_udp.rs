@@ -226,3 +226,13 @@ fn authenticated_mode_without_a_key_is_a_clear_error() {
     assert!(!ok);
     assert!(stderr.contains("DN_UDP_AUTH=\"yes\" must be 1 or 0"), "{stderr}");
 }
+
+/// Issue 29: over UDP a passive target is served by the progress thread:
+/// rank 1 sleeps a second with no MPI call while rank 0 locks it, puts,
+/// fetch-and-adds and unlocks, and rank 0's "done" is waiting when rank 1
+/// wakes (`mpi-suite rma-passive`; no clock is read). Without the thread
+/// the same epoch waits for rank 1, as MPI allows.
+#[test]
+fn a_progress_thread_serves_a_sleeping_passive_target() {
+    run("rma-passive", 2, &["DN_NBC_PROGRESS=thread"]);
+}
