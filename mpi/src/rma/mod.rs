@@ -7,14 +7,22 @@
 //!   typed operations that exist only on an epoch's guard, so that an
 //!   operation outside an epoch does not compile.
 //!
-//! How the data moves (DESIGN §6, "One-sided communication"): every
-//! backend has the active-message path of [`target`] — an operation is a
-//! message on the window's context, applied by the target's progress
-//! (inside its MPI calls, or by the progress thread): MPI's unified
-//! memory model. The synchronisation rules are one implementation for
-//! every backend ([`epoch`]), and every violation of them is
-//! `MPI_ERR_RMA_SYNC` before anything is sent; an access outside the
-//! target's window is `MPI_ERR_RMA_RANGE`, and writes nothing.
+//! How the data moves (DESIGN §6, "One-sided communication"; docs/RMA.md):
+//!
+//! * on DIMMnet-2, a window made by `MPI_Win_create` or `MPI_Win_allocate`
+//!   keeps its public copy on the card (the `card` module): the origin's
+//!   card stores, loads and updates it atomically (RVS, RVL, AMO) with no
+//!   CPU at the target, and synchronisation makes the private copy agree —
+//!   MPI's separate memory model;
+//! * everywhere else (UDP, DPDK, dynamic and shared-memory windows) an
+//!   operation is a message on the window's context, applied by the
+//!   target's progress (the `target` module's progress hook): the unified
+//!   model.
+//!
+//! The synchronisation rules are one implementation for both ([`epoch`]):
+//! every violation is `MPI_ERR_RMA_SYNC` before anything is sent; an
+//! access outside the target's window is `MPI_ERR_RMA_RANGE`, and writes
+//! nothing.
 
 mod card;
 pub mod epoch;
