@@ -359,14 +359,11 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         Err(f) => return with_state("MPI_Win_free", MPI_COMM_WORLD, |_| Err(f)),
     };
     with_state("MPI_Win_free", h, |st| {
+        // Refused while an epoch is open: the handle stays valid.
+        st.win_mut(h)?.win.check_free()?;
         let e = st.wins.remove(&h).ok_or_else(|| unknown_win(h))?;
-        let WinEntry { win: w, attrs, errhandler, name, info, base, size, disp_unit, flavor, model } = e;
-        if let Err((err, w)) = w.free_keeping() {
-            // Not freed (an epoch is open): the handle stays valid.
-            let back = WinEntry { win: *w, attrs, errhandler, name, info, base, size, disp_unit, flavor, model };
-            st.wins.insert(h, back);
-            return Err(err.into());
-        }
+        let (w, attrs) = (e.win, e.attrs);
+        w.free()?;
         for (k, v) in attrs.into_iter().rev() {
             crate::attr::delete_value(st, h, k, v)?;
         }

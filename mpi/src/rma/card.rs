@@ -100,18 +100,22 @@ fn word(b: &[u8]) -> u64 {
 }
 
 impl Card {
-    /// Set up from everyone's public copy address (`peers[i]`: group rank
-    /// `i`'s job rank and address); `initial` is this process's private
-    /// copy, stored into its public one.
-    pub(crate) fn new(e: &mut Engine, peers: Vec<(u32, u64)>, me: usize, initial: &[u8]) -> Result<Card> {
-        let mut c = Card { peers, me, shadow: initial.to_vec() };
-        let (job, addr) = c.peers[me];
+    /// Fill this process's freshly exposed public copy at `addr`: a zero
+    /// header (lock word, mutex) and the private copy `initial`. Done
+    /// before the addresses are exchanged, so no peer can reach the copy
+    /// (and take its lock) before it is ready.
+    pub(crate) fn prepare(e: &mut Engine, job: u32, addr: u64, initial: &[u8]) -> Result<()> {
         let os = one_sided(e)?;
         os.put(job, addr, &[0u8; HEADER as usize])?;
         os.put(job, addr + HEADER, initial)?;
-        os.complete()?;
-        c.shadow.shrink_to_fit();
-        Ok(c)
+        Ok(os.complete()?)
+    }
+
+    /// The card side of a window, from everyone's public copy address
+    /// (`peers[i]`: group rank `i`'s job rank and address), each prepared
+    /// ([`Card::prepare`]) with this process's private copy `initial`.
+    pub(crate) fn new(peers: Vec<(u32, u64)>, me: usize, initial: &[u8]) -> Card {
+        Card { peers, me, shadow: initial.to_vec() }
     }
 
     fn at(&self, t: usize) -> (u32, u64) {

@@ -157,10 +157,17 @@ impl RawWindow {
         // `DN_RMA=messages` does not say otherwise): everyone must, or no one does.
         let want = matches!(flavor, Flavor::Create | Flavor::Allocate)
             && std::env::var("DN_RMA").map_or(true, |v| v != "messages");
+        // SAFETY: this function's contract: `size` bytes at `base` are readable.
+        let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
         let public = if want {
             let mut c = wc.shared().borrow_mut();
-            match c.engine()?.one_sided() {
-                Some(os) => os.expose(size + card::HEADER)?.unwrap_or(0),
+            let e = c.engine()?;
+            match e.one_sided().map(|os| os.expose(size + card::HEADER)).transpose()?.flatten() {
+                Some(addr) => {
+                    let me = wc.members()[wc.rank() as usize];
+                    Card::prepare(e, me, addr, initial)?;
+                    addr
+                }
                 None => 0,
             }
         } else {
@@ -193,11 +200,7 @@ impl RawWindow {
         let members = wc.members().to_vec();
         let card = if public != 0 && addrs.iter().all(|a| *a != 0) {
             let peers: Vec<(u32, u64)> = wc.members().iter().copied().zip(addrs.iter().copied()).collect();
-            let me = wc.rank() as usize;
-            // SAFETY: this function's contract: `size` bytes at `base` are readable.
-            let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
-            let mut c = wc.shared().borrow_mut();
-            Some(Card::new(c.engine()?, peers, me, initial)?)
+            Some(Card::new(peers, wc.rank() as usize, initial))
         } else {
             if public != 0 {
                 let mut c = wc.shared().borrow_mut();
@@ -462,7 +465,10 @@ impl RawWindow {
         }
         let blocks = self.blocks(t)?;
         self.epochs.operation(t.rank)?;
-        self.dirty.insert(t.rank);
+        if self.card.is_none() {
+            // Messages only: which targets a fence or flush must ask.
+            self.dirty.insert(t.rank);
+        }
         Ok(Some(blocks))
     }
 
@@ -913,21 +919,23 @@ impl RawWindow {
         self.failures()
     }
 
-    /// `MPI_Win_free` (§12.2.5): collective; every epoch must be over.
-    /// On an error the window is kept (and stays usable).
-    pub fn free(self) -> Result<()> {
-        self.free_keeping().map_err(|(e, _)| e)
+    /// Whether the window may be freed: every epoch over and every
+    /// operation complete (`MPI_Win_free`'s local part, §12.2.5). On an
+    /// error nothing changed and the window stays usable.
+    pub fn check_free(&mut self) -> Result<()> {
+        self.epochs.free()?;
+        self.card_complete()?;
+        self.settle(None)
     }
 
-    /// [`RawWindow::free`], giving the window back when it is not freed.
-    #[allow(clippy::result_large_err)] // the window comes back on the error path only
-    pub fn free_keeping(mut self) -> std::result::Result<(), (MpiError, Box<RawWindow>)> {
-        if let Err(e) = self.epochs.free().and_then(|_| self.card_complete()).and_then(|_| self.settle(None)) {
-            return Err((e, Box::new(self)));
-        }
+    /// `MPI_Win_free` (§12.2.5): collective; every epoch must be over
+    /// (else the error of [`RawWindow::check_free`], with the window
+    /// gone all the same — call that first to keep it).
+    pub fn free(mut self) -> Result<()> {
+        self.check_free()?;
         let r = self.comm.barrier();
         self.deregister();
-        r.map_err(|e| (e, Box::new(self)))
+        r
     }
 
     fn deregister(&mut self) {

@@ -526,8 +526,9 @@ impl Win {
                     self.reply(e, to, id, Ok(&[]))?;
                 }
             }
-            Kind::Post => self.posts[from as usize] += 1,
-            Kind::Complete => self.completes[from as usize] += 1,
+            // Saturating: a peer that floods notices cannot make them wrap.
+            Kind::Post => self.posts[from as usize] = self.posts[from as usize].saturating_add(1),
+            Kind::Complete => self.completes[from as usize] = self.completes[from as usize].saturating_add(1),
             Kind::Reply => match self.pending.remove(&m.id) {
                 Some(p) if p.target == from => {
                     if m.flags & FAILED != 0 {
