@@ -59,6 +59,7 @@ fn init(required: c_int) -> R<c_int> {
         predefined_names: Default::default(),
         infos: Default::default(),
         messages: Table::default(),
+        mems: Table::default(),
         ops: Table::default(),
         buffered: Default::default(),
         detached: Vec::new(),

@@ -228,6 +228,8 @@ pub(crate) struct State {
     pub(crate) deferred: Vec<attr::Deferred>,
     /// Messages matched by `MPI_Mprobe`/`MPI_Improbe`, not yet received.
     pub(crate) messages: Table<mpi::Message>,
+    /// `MPI_Alloc_mem`'s blocks, by address, with their layouts.
+    pub(crate) mems: Table<std::alloc::Layout>,
     /// User-defined reduction operations (§6.9.5).
     pub(crate) ops: Table<op::UserOp>,
     /// Buffered mode: the attached buffer and the sends in flight.

@@ -549,6 +549,51 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     unsafe { crate::attr::MPI_Comm_free_keyval(win_keyval) }
 }
 
+// ---- memory for windows (§9.2) -------------------------------------------------------
+
+/// `MPI_Alloc_mem`: `size` bytes, 64-byte aligned (any datatype fits, and
+/// a cache line starts it), for windows or anything else; the info is
+/// taken and ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alloc_mem(size: isize, info: Handle, baseptr: *mut c_void) -> c_int {
+    with_state("MPI_Alloc_mem", MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        let n = usize::try_from(size).map_err(|_| Fail::new(MPI_ERR_SIZE, format!("size {size} is negative")))?;
+        if baseptr.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "baseptr is a null pointer"));
+        }
+        let layout = std::alloc::Layout::from_size_align(n.max(1), 64)
+            .map_err(|_| Fail::new(MPI_ERR_NO_MEM, format!("{size} bytes cannot be allocated")))?;
+        // SAFETY: the layout's size is not zero.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return Err(Fail::new(MPI_ERR_NO_MEM, format!("MPI_Alloc_mem of {size} bytes: out of memory")));
+        }
+        st.mems.insert(p as Handle, layout);
+        // SAFETY: the standard's contract: `baseptr` is the address of a `void *` (checked not null).
+        unsafe { baseptr.cast::<*mut u8>().write(p) };
+        Ok(())
+    })
+}
+
+/// `MPI_Free_mem`: gives back what `MPI_Alloc_mem` gave (a null pointer is
+/// nothing to free); any other address is `MPI_ERR_BASE`, and nothing is
+/// freed.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
+    with_state("MPI_Free_mem", MPI_COMM_WORLD, |st| {
+        if base.is_null() {
+            return Ok(());
+        }
+        let layout = st.mems.remove(&(base as Handle)).ok_or_else(|| {
+            Fail::new(MPI_ERR_BASE, format!("{base:p} was not returned by MPI_Alloc_mem (or was freed already)"))
+        })?;
+        // SAFETY: `base` came from `alloc_zeroed` with this layout (the table says so) and is freed once.
+        unsafe { std::alloc::dealloc(base.cast(), layout) };
+        Ok(())
+    })
+}
+
 // ---- communication (§12.3) ------------------------------------------------------
 
 /// An operation's target as the mpi crate takes it.

@@ -379,8 +379,22 @@ int main(int argc, char **argv)
     CHECK(win == MPI_WIN_NULL, "free sets MPI_WIN_NULL");
     int rc = MPI_Win_fence(0, win);
     CHECK(class_of(rc) == MPI_ERR_WIN, "a call on MPI_WIN_NULL: class %d", class_of(rc));
-    MPI_Win_create_c(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win_c);
+    /* A window over MPI_Alloc_mem's memory; freeing what it did not give is MPI_ERR_BASE. */
+    int *mem = NULL;
+    MPI_Alloc_mem(N * sizeof(int), MPI_INFO_NULL, &mem);
+    CHECK(mem != NULL && ((uintptr_t)mem % 64) == 0, "MPI_Alloc_mem gave %p", (void *)mem);
+    MPI_Win_create_c(mem, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win_c);
+    MPI_Win_fence(0, win_c);
+    int me = rank;
+    MPI_Put(&me, 1, MPI_INT, (rank + 1) % size, 0, 1, MPI_INT, win_c);
+    MPI_Win_fence(0, win_c);
+    CHECK(mem[0] == (rank + size - 1) % size, "a put into MPI_Alloc_mem memory: %d", mem[0]);
     MPI_Win_free(&win_c);
+    rc = MPI_Free_mem(buf);
+    CHECK(class_of(rc) == MPI_ERR_BASE, "MPI_Free_mem of a stack array: class %d", class_of(rc));
+    CHECK(MPI_Free_mem(mem) == MPI_SUCCESS, "MPI_Free_mem");
+    rc = MPI_Free_mem(mem);
+    CHECK(class_of(rc) == MPI_ERR_BASE, "MPI_Free_mem twice: class %d", class_of(rc));
     flavours();
 
     int total = 0;
