@@ -38,8 +38,9 @@ pub(crate) struct Keyval {
 pub(crate) enum Deferred {
     /// Run a delete callback on a value set on `comm`.
     Delete { comm: Handle, k: c_int, v: *mut c_void, f: DeleteFn, extra: *mut c_void },
-    /// Run a copy callback on `from`'s value, setting the copy on `to`.
-    Copy { from: Handle, to: Handle, k: c_int, v: *mut c_void, f: CopyFn, extra: *mut c_void },
+    /// Run a copy callback on `from`'s value, setting the copy on `to`
+    /// (a communicator, or a datatype when `on_type`).
+    Copy { from: Handle, to: Handle, k: c_int, v: *mut c_void, f: CopyFn, extra: *mut c_void, on_type: bool },
     /// Free the communicator, its delete callbacks done.
     FreeComm(Handle),
     /// `DN_COMPUTE=measured`: a standing mark that every call ends with
@@ -61,7 +62,7 @@ impl Deferred {
                     return Err(Fail::new(rc, format!("the delete callback of keyval {k} returned {rc}")));
                 }
             }
-            Deferred::Copy { from, to, k, v, f, extra } => {
+            Deferred::Copy { from, to, k, v, f, extra, on_type } => {
                 let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
                 let out_p: *mut *mut c_void = &mut out;
                 // SAFETY: the program registered `f` as an
@@ -73,7 +74,9 @@ impl Deferred {
                 }
                 if flag != 0 {
                     relock(&mut |st| {
-                        if let Some(e) = st.comms.get_mut(&to) {
+                        if on_type {
+                            st.type_attrs.entry(to).or_default().push((k, out));
+                        } else if let Some(e) = st.comms.get_mut(&to) {
                             e.attrs.push((k, out));
                         }
                     });
@@ -100,8 +103,12 @@ impl State {
     /// are kept only for the delete callbacks of values still set (§7.7.2),
     /// so a program creating and freeing keyvals in a loop holds none.
     pub(crate) fn sweep_keyvals(&mut self) {
-        let comms = &self.comms;
-        self.keyvals.retain(|k, kv| !kv.freed || comms.values().any(|e| e.attrs.iter().any(|a| a.0 == *k)));
+        let (comms, types) = (&self.comms, &self.type_attrs);
+        self.keyvals.retain(|k, kv| {
+            !kv.freed
+                || comms.values().any(|e| e.attrs.iter().any(|a| a.0 == *k))
+                || types.values().any(|a| a.iter().any(|a| a.0 == *k))
+        });
     }
 }
 
@@ -128,6 +135,22 @@ pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> 
 /// callbacks (§7.4.2, `MPI_Comm_dup`), which run once the lock is released.
 pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
     let attrs = st.comm(from)?.attrs.clone();
+    let copied = copies(st, attrs, from, to, false)?;
+    if let Some(e) = st.comms.get_mut(&to) {
+        e.attrs = copied;
+    }
+    Ok(())
+}
+
+/// The attributes `attrs` of `from` that its duplicate `to` gets at once
+/// (`MPI_*_DUP_FN`); the copy callbacks of the others are deferred.
+fn copies(
+    st: &mut State,
+    attrs: Vec<(c_int, *mut c_void)>,
+    from: Handle,
+    to: Handle,
+    on_type: bool,
+) -> R<Vec<(c_int, *mut c_void)>> {
     let mut copied = Vec::new();
     for (k, v) in attrs {
         let kv = st.keyval_of(k)?;
@@ -139,14 +162,11 @@ pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
                 // `MPI_Comm_copy_attr_function` pointer (the standard's contract).
                 let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
                 let extra = kv.extra;
-                st.deferred.push(Deferred::Copy { from, to, k, v, f, extra });
+                st.deferred.push(Deferred::Copy { from, to, k, v, f, extra, on_type });
             }
         }
     }
-    if let Some(e) = st.comms.get_mut(&to) {
-        e.attrs = copied;
-    }
-    Ok(())
+    Ok(copied)
 }
 
 /// Delete every attribute of `comm` (`MPI_Comm_free`, and `MPI_Finalize`
@@ -227,6 +247,152 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) 
         if let Some(e) = st.comms.get_mut(&comm) {
             e.attrs.retain(|a| a.0 != comm_keyval);
         }
+        st.sweep_keyvals();
+        Ok(())
+    })
+}
+
+// ---- the MPI-1 names the 5.0 ABI keeps (deprecated since MPI 2.0, §19.3) ----
+
+/// `MPI_Keyval_create`: `MPI_Comm_create_keyval` under its MPI-1 name (the
+/// callbacks have the same signatures).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_create(
+    copy_fn: usize,
+    delete_fn: usize,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: the same arguments as the MPI-2 form's.
+    unsafe { MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
+}
+
+/// `MPI_Keyval_free`: `MPI_Comm_free_keyval`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    // SAFETY: the same arguments as the MPI-2 form's.
+    unsafe { MPI_Comm_free_keyval(keyval) }
+}
+
+/// `MPI_Attr_put`: `MPI_Comm_set_attr`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    // SAFETY: the same arguments as the MPI-2 form's.
+    unsafe { MPI_Comm_set_attr(comm, keyval, attribute_val) }
+}
+
+/// `MPI_Attr_get`: `MPI_Comm_get_attr`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_get(
+    comm: Handle,
+    keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: the same arguments as the MPI-2 form's.
+    unsafe { crate::env::MPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
+}
+
+/// `MPI_Attr_delete`: `MPI_Comm_delete_attr`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
+    // SAFETY: the same arguments as the MPI-2 form's.
+    unsafe { MPI_Comm_delete_attr(comm, keyval) }
+}
+
+// ---- attributes on datatypes (§5.1.15) ----------------------------------------
+
+/// Copy datatype `from`'s attributes to its duplicate `to` (`MPI_Type_dup`).
+pub(crate) fn copy_type_attrs(st: &mut State, from: Handle, to: Handle) -> R<()> {
+    let attrs = st.type_attrs.get(&from).cloned().unwrap_or_default();
+    let copied = copies(st, attrs, from, to, true)?;
+    if !copied.is_empty() {
+        st.type_attrs.insert(to, copied);
+    }
+    Ok(())
+}
+
+/// Delete every attribute of datatype `dt` (`MPI_Type_free`), last set first.
+pub(crate) fn delete_type_attrs(st: &mut State, dt: Handle) -> R<()> {
+    for (k, v) in st.type_attrs.remove(&dt).unwrap_or_default().into_iter().rev() {
+        delete_value(st, dt, k, v)?;
+    }
+    Ok(())
+}
+
+/// A datatype keyval is a keyval like any other here: one space of
+/// keyvals, the callbacks' types differing only in the handle's C type.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_keyval(
+    type_copy_attr_fn: usize,
+    type_delete_attr_fn: usize,
+    type_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: the same contract as `MPI_Comm_create_keyval`'s.
+    unsafe { MPI_Comm_create_keyval(type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
+    // SAFETY: the same contract as `MPI_Comm_free_keyval`'s.
+    unsafe { MPI_Comm_free_keyval(type_keyval) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    with_state("MPI_Type_set_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        if st.keyval_of(type_keyval)?.freed {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {type_keyval} was freed")));
+        }
+        let attrs = st.type_attrs.entry(datatype).or_default();
+        // A value already set is deleted first (§5.1.15, as §7.7.2).
+        let old = attrs.iter().position(|a| a.0 == type_keyval).map(|i| attrs.remove(i));
+        attrs.push((type_keyval, attribute_val));
+        if let Some((k, v)) = old {
+            delete_value(st, datatype, k, v)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_attr(
+    datatype: Handle,
+    type_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        st.keyval_of(type_keyval)?;
+        let v = st.type_attrs.get(&datatype).and_then(|a| a.iter().find(|a| a.0 == type_keyval)).map(|a| a.1);
+        // SAFETY: the standard's contract: `attribute_val` is the address
+        // of a `void *`, which receives the value stored.
+        unsafe {
+            if let Some(v) = v {
+                put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+            }
+            put(flag, v.is_some() as c_int, "flag")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int {
+    with_state("MPI_Type_delete_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        st.keyval_of(type_keyval)?;
+        let attrs = st.type_attrs.entry(datatype).or_default();
+        let Some(i) = attrs.iter().position(|a| a.0 == type_keyval) else {
+            return Err(Fail::new(
+                MPI_ERR_KEYVAL,
+                format!("keyval {type_keyval} is not set on datatype {datatype:#x}"),
+            ));
+        };
+        let (k, v) = attrs.remove(i);
+        delete_value(st, datatype, k, v)?;
         st.sweep_keyvals();
         Ok(())
     })

@@ -22,6 +22,7 @@ use crate::*;
 use mpi::staged::coll::{self as sc, Recv, Send, WBlock, Wblocks};
 use mpi::staged::reduce::{self as red, Elem, Everyone, Input};
 
+use crate::count::{Int, Ints};
 use crate::op::OpChoice;
 
 /// Run a collective to completion; on an intercommunicator, run `inter`
@@ -65,7 +66,44 @@ pub(crate) unsafe fn nonblocking(
     })
 }
 
-/// The blocking and non-blocking entry points of one collective, from
+/// What each start of a persistent collective does: start the
+/// operation with the arguments given at its initialization (MPI 4.1
+/// §6.13). The arguments are checked and the schedule built at each start,
+/// against the state then (a datatype freed after the initialization is
+/// the standard's erroneous case, found here instead of used).
+pub(crate) type CollStart = std::rc::Rc<dyn Fn(&mut State) -> R<Staged>>;
+
+/// A persistent collective's initialization (`MPI_Bcast_init`, ...): an
+/// inactive persistent request that `MPI_Start` starts as many times as
+/// the program wants, each time as the non-blocking form would (§6.13).
+///
+/// # Safety
+/// `request` is null or writable.
+pub(crate) unsafe fn persistent(
+    call: &str,
+    comm: Handle,
+    info: Handle,
+    request: *mut Handle,
+    start: CollStart,
+) -> c_int {
+    with_state(call, comm, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        crate::inter::refuse_inter(st, comm, call)?;
+        if info != MPI_INFO_NULL && !st.infos.contains_key(&info) {
+            return Err(Fail::new(
+                MPI_ERR_INFO,
+                format!("{info:#x} is not a valid info object (never created, or freed)"),
+            ));
+        }
+        let recipe = Recipe { comm: st.comm(comm)?.comm.clone(), handle: comm, op: PersistentOp::Coll(start) };
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { new_request(st, Req::persistent(recipe), request) }
+    })
+}
+
+/// The blocking, non-blocking and persistent entry points of one collective, from
 /// the function that starts it, and on an intercommunicator the blocking
 /// form's body (`inter = |st| ...`), if it has one.
 macro_rules! collective {
@@ -74,7 +112,7 @@ macro_rules! collective {
         // SAFETY: the standard's contract on the arguments, for the call.
         Some(|$st: &mut State| -> R<()> { unsafe { $e } })
     };
-    ($name:ident / $iname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
+    ($name:ident / $iname:ident / $pname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
             let inter = collective!(@inter $(|$st| $inter)?);
@@ -87,6 +125,15 @@ macro_rules! collective {
             // SAFETY: the standard's contract on the arguments, which the
             // caller keeps until the request completes (§6.12).
             unsafe { nonblocking(stringify!($iname), $comm, request, |st| $start(st, $($arg),*)) }
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty,)* info: Handle, request: *mut Handle) -> c_int {
+            // SAFETY: the standard's contract on the arguments, which the
+            // caller keeps until the request is freed (§6.13).
+            let start = std::rc::Rc::new(move |st: &mut State| unsafe { $start(st, $($arg),*) });
+            // SAFETY: the standard's contract on `request`.
+            unsafe { $crate::coll::persistent(stringify!($pname), $comm, info, request, start) }
         }
     };
 }
@@ -127,7 +174,7 @@ pub(crate) fn elem_of(dt: Handle) -> R<Elem> {
 fn reduction(
     st: &State,
     sendbuf: *const c_void,
-    count: c_int,
+    count: impl Int,
     dt: Handle,
     op: Handle,
 ) -> R<(Elem, OpChoice, Input, usize)> {
@@ -135,7 +182,8 @@ fn reduction(
     Ok((elem_of(dt)?, crate::op::op_of(st, op, dt)?, send, count_of(count)?))
 }
 
-pub(crate) fn count_of(count: c_int) -> R<usize> {
+pub(crate) fn count_of(count: impl Int) -> R<usize> {
+    let count = count.int("count")?;
     usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
@@ -143,13 +191,18 @@ pub(crate) fn count_of(count: c_int) -> R<usize> {
 ///
 /// # Safety
 /// `p` holds `n` values.
-unsafe fn per_rank<'a>(p: *const c_int, n: c_int, what: &str) -> R<&'a [c_int]> {
-    if p.is_null() {
+unsafe fn per_rank(p: impl Into<Ints>, n: c_int, what: &str) -> R<Vec<c_int>> {
+    let p = p.into();
+    let null = match p {
+        Ints::Int(p) => p.is_null(),
+        Ints::Count(p) => p.is_null(),
+        Ints::Aint(p) => p.is_null(),
+    };
+    if null {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: `p` is not null (checked above) and holds `n` ints: one count or displacement per
-    // process (MPI 4.1 §6.5).
-    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+    // SAFETY: `p` holds `n` values: one count or displacement per process (MPI 4.1 §6.5).
+    unsafe { p.read(n, what) }
 }
 
 unsafe fn barrier(st: &mut State, comm: Handle) -> R<Staged> {
@@ -173,10 +226,18 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_i
     unsafe { nonblocking("MPI_Ibarrier", comm, request, |st| barrier(st, comm)) }
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, info: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: no pointer argument is kept.
+    let start = std::rc::Rc::new(move |st: &mut State| unsafe { barrier(st, comm) });
+    // SAFETY: the standard's contract on `request`.
+    unsafe { persistent("MPI_Barrier_init", comm, info, request, start) }
+}
+
 unsafe fn bcast(
     st: &mut State,
     buffer: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     root: c_int,
     comm: Handle,
@@ -184,15 +245,16 @@ unsafe fn bcast(
     // SAFETY: the caller's contract: `buffer` holds `count` elements.
     Ok(unsafe { sc::ibcast(&st.comm(comm)?.comm, root, buffer.cast(), &st.span(count, datatype)?) }?)
 }
-collective!(MPI_Bcast / MPI_Ibcast = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
+collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
+collective!(MPI_Bcast_c / MPI_Ibcast_c / MPI_Bcast_init_c = bcast(buffer: *mut c_void, count: i64, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
 
 /// A send argument: `MPI_IN_PLACE`, or `count` elements of `dt`.
-fn send_arg(st: &State, buf: *const c_void, count: c_int, dt: Handle) -> R<Send> {
+fn send_arg(st: &State, buf: *const c_void, count: impl Int, dt: Handle) -> R<Send> {
     Ok(if in_place(buf) { Send::InPlace } else { Send::From(buf.cast(), st.span(count, dt)?) })
 }
 
 /// A receive argument: `MPI_IN_PLACE`, or `count` elements of `dt`.
-fn recv_arg(st: &State, buf: *mut c_void, count: c_int, dt: Handle) -> R<Recv> {
+fn recv_arg(st: &State, buf: *mut c_void, count: impl Int, dt: Handle) -> R<Recv> {
     Ok(if in_place(buf) { Recv::InPlace } else { Recv::Into(buf.cast(), st.span(count, dt)?) })
 }
 
@@ -207,10 +269,10 @@ fn rooted(st: &State, comm: Handle, root: c_int) -> R<(&SimpleCommunicator, bool
 unsafe fn gather(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -226,16 +288,17 @@ unsafe fn gather(
         }
     }?)
 }
-collective!(MPI_Gather / MPI_Igather = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root, comm));
+collective!(MPI_Gather / MPI_Igather / MPI_Gather_init = gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root, comm));
+collective!(MPI_Gather_c / MPI_Igather_c / MPI_Gather_init_c = gather(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn scatter(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -251,16 +314,17 @@ unsafe fn scatter(
         }
     }?)
 }
-collective!(MPI_Scatter / MPI_Iscatter = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, comm));
+collective!(MPI_Scatter / MPI_Iscatter / MPI_Scatter_init = scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, comm));
+collective!(MPI_Scatter_c / MPI_Iscatter_c / MPI_Scatter_init_c = scatter(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn allgather(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -269,16 +333,17 @@ unsafe fn allgather(
     // SAFETY: the caller's contract on the buffers.
     Ok(unsafe { sc::iallgather(c, send_arg(st, sendbuf, sendcount, sendtype)?, recvbuf.cast(), &recv) }?)
 }
-collective!(MPI_Allgather / MPI_Iallgather = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
+collective!(MPI_Allgather / MPI_Iallgather / MPI_Allgather_init = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
+collective!(MPI_Allgather_c / MPI_Iallgather_c / MPI_Allgather_init_c = allgather(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn alltoall(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -293,7 +358,8 @@ unsafe fn alltoall(
     // SAFETY: the caller's contract on the buffers.
     Ok(unsafe { sc::ialltoall(c, send, recvbuf.cast(), &recv) }?)
 }
-collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
+collective!(MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
+collective!(MPI_Alltoall_c / MPI_Ialltoall_c / MPI_Alltoall_init_c = alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
 
 // ---- the v-collectives (§6.5-6.8): a count and displacement per process ----
 
@@ -305,25 +371,25 @@ collective!(MPI_Alltoall / MPI_Ialltoall = alltoall(sendbuf: *const c_void, send
 unsafe fn v_blocks(
     st: &State,
     buf: *mut c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     dt: Handle,
     n: c_int,
     fill: bool,
 ) -> R<Blocks> {
     // SAFETY: this function's contract.
-    unsafe { st.blocks(buf, per_rank(counts, n, "counts")?, per_rank(displs, n, "displs")?, dt, fill) }
+    unsafe { st.blocks(buf, &per_rank(counts, n, "counts")?, &per_rank(displs, n, "displs")?, dt, fill) }
 }
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn gatherv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -339,17 +405,18 @@ unsafe fn gatherv(
         }
     }?)
 }
-collective!(MPI_Gatherv / MPI_Igatherv = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, root, comm));
+collective!(MPI_Gatherv / MPI_Igatherv / MPI_Gatherv_init = gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts.into(), displs.into())), recvtype, root, comm));
+collective!(MPI_Gatherv_c / MPI_Igatherv_c / MPI_Gatherv_init_c = gatherv(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::gather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts.into(), displs.into())), recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn scatterv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -366,17 +433,18 @@ unsafe fn scatterv(
         }
     }?)
 }
-collective!(MPI_Scatterv / MPI_Iscatterv = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, 0, Some((sendcounts, displs)), sendtype, recvbuf, recvcount, recvtype, root, comm));
+collective!(MPI_Scatterv / MPI_Iscatterv / MPI_Scatterv_init = scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, 0, Some((sendcounts.into(), displs.into())), sendtype, recvbuf, recvcount, recvtype, root, comm));
+collective!(MPI_Scatterv_c / MPI_Iscatterv_c / MPI_Scatterv_init_c = scatterv(sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::scatter(st, sendbuf, 0, Some((sendcounts.into(), displs.into())), sendtype, recvbuf, recvcount, recvtype, root, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn allgatherv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -387,18 +455,19 @@ unsafe fn allgatherv(
         sc::iallgatherv(c, send_arg(st, sendbuf, sendcount, sendtype)?, recv)
     }?)
 }
-collective!(MPI_Allgatherv / MPI_Iallgatherv = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts, displs)), recvtype, comm));
+collective!(MPI_Allgatherv / MPI_Iallgatherv / MPI_Allgatherv_init = allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts.into(), displs.into())), recvtype, comm));
+collective!(MPI_Allgatherv_c / MPI_Iallgatherv_c / MPI_Allgatherv_init_c = allgatherv(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, 0, Some((recvcounts.into(), displs.into())), recvtype, comm));
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn alltoallv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: impl Into<Ints>,
+    sdispls: impl Into<Ints>,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: impl Into<Ints>,
+    rdispls: impl Into<Ints>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -415,7 +484,8 @@ unsafe fn alltoallv(
         sc::ialltoallv(c, send, recv)
     }?)
 }
-collective!(MPI_Alltoallv / MPI_Ialltoallv = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts, sdispls)), sendtype, recvbuf, 0, Some((recvcounts, rdispls)), recvtype, comm));
+collective!(MPI_Alltoallv / MPI_Ialltoallv / MPI_Alltoallv_init = alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts.into(), sdispls.into())), sendtype, recvbuf, 0, Some((recvcounts.into(), rdispls.into())), recvtype, comm));
+collective!(MPI_Alltoallv_c / MPI_Ialltoallv_c / MPI_Alltoallv_init_c = alltoallv(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, 0, Some((sendcounts.into(), sdispls.into())), sendtype, recvbuf, 0, Some((recvcounts.into(), rdispls.into())), recvtype, comm));
 
 /// One block of a w-style exchange: `count` elements of `dt` at `at`.
 pub(crate) fn wblock(st: &State, at: *mut u8, count: c_int, dt: Handle) -> R<WBlock> {
@@ -432,12 +502,12 @@ unsafe fn wblocks(
     st: &State,
     n: c_int,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: impl Into<Ints>,
+    sdispls: impl Into<Ints>,
     sendtypes: *const Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: impl Into<Ints>,
+    rdispls: impl Into<Ints>,
     recvtypes: *const Handle,
 ) -> R<Wblocks> {
     // SAFETY: the caller's contract: one count, displacement and datatype
@@ -450,7 +520,7 @@ unsafe fn wblocks(
         )
     };
     let (sc, sd, stypes, sbuf) = if in_place(sendbuf) {
-        (rc, rd, rt, recvbuf.cast_const())
+        (rc.clone(), rd.clone(), rt, recvbuf.cast_const())
     } else {
         // SAFETY: `sendcounts`, `sdispls` and `sendtypes` hold one entry per process (§6.8);
         // `per_rank` and `types_per_rank` refuse null pointers.
@@ -481,12 +551,12 @@ unsafe fn wblocks(
 unsafe fn alltoallw(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: impl Into<Ints>,
+    sdispls: impl Into<Ints>,
     sendtypes: *const Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: impl Into<Ints>,
+    rdispls: impl Into<Ints>,
     recvtypes: *const Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -510,12 +580,12 @@ unsafe fn alltoallw(
 unsafe fn inter_alltoallw(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: impl Into<Ints>,
+    sdispls: impl Into<Ints>,
     sendtypes: *const Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: impl Into<Ints>,
+    rdispls: impl Into<Ints>,
     recvtypes: *const Handle,
     comm: Handle,
 ) -> R<()> {
@@ -530,7 +600,8 @@ unsafe fn inter_alltoallw(
         unsafe { wblocks(st, n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)? };
     Ok(w.inter_exchange(c)?)
 }
-collective!(MPI_Alltoallw / MPI_Ialltoallw = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm, inter = |st| inter_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm));
+collective!(MPI_Alltoallw / MPI_Ialltoallw / MPI_Alltoallw_init = alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle) on comm, inter = |st| inter_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm));
+collective!(MPI_Alltoallw_c / MPI_Ialltoallw_c / MPI_Alltoallw_init_c = alltoallw(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const Handle, comm: Handle) on comm, inter = |st| inter_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm));
 
 /// The datatypes of an array argument, one per process.
 ///
@@ -552,7 +623,7 @@ unsafe fn reduce(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     root: c_int,
@@ -562,7 +633,8 @@ unsafe fn reduce(
     // SAFETY: the caller's contract: `count` elements in each buffer significant here.
     Ok(unsafe { red::ireduce(&st.comm(comm)?.comm, root, e, send, recvbuf.cast(), n, &op) }?)
 }
-collective!(MPI_Reduce / MPI_Ireduce = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
+collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
+collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 
 /// `MPI_Reduce_local` (§6.9.7): `inoutbuf = inbuf op inoutbuf`, here.
 #[no_mangle]
@@ -590,7 +662,7 @@ unsafe fn inter_reduce(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     root: Option<c_int>,
@@ -613,7 +685,7 @@ unsafe fn everyone(
     kind: Everyone,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -627,7 +699,7 @@ unsafe fn allreduce(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -635,13 +707,14 @@ unsafe fn allreduce(
     // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
 }
-collective!(MPI_Allreduce / MPI_Iallreduce = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
+collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
+collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
 
 unsafe fn scan(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -649,13 +722,14 @@ unsafe fn scan(
     // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
-collective!(MPI_Scan / MPI_Iscan = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Scan_c / MPI_Iscan_c / MPI_Scan_init_c = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
 
 unsafe fn exscan(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -663,13 +737,14 @@ unsafe fn exscan(
     // SAFETY: this function's contract, passed on.
     unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
-collective!(MPI_Exscan / MPI_Iexscan = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Exscan_c / MPI_Iexscan_c / MPI_Exscan_init_c = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
 
 unsafe fn reduce_scatter_block(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -678,14 +753,15 @@ unsafe fn reduce_scatter_block(
     // SAFETY: the caller's contract: a block per process to send, `recvcount` elements to receive.
     Ok(unsafe { red::ireduce_scatter_block(&st.comm(comm)?.comm, e, send, recvbuf.cast(), n, &op) }?)
 }
-collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
+collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block / MPI_Reduce_scatter_block_init = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
+collective!(MPI_Reduce_scatter_block_c / MPI_Ireduce_scatter_block_c / MPI_Reduce_scatter_block_init_c = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 
 /// The counts of a reduce-scatter: `recvcounts[i]` for each process, or
 /// `recvcount` each.
 ///
 /// # Safety
 /// `recvcounts` holds one count per process of `c`.
-unsafe fn scatter_counts(c: &SimpleCommunicator, recvcounts: Option<*const c_int>, recvcount: c_int) -> R<Vec<usize>> {
+unsafe fn scatter_counts(c: &SimpleCommunicator, recvcounts: Option<Ints>, recvcount: impl Int) -> R<Vec<usize>> {
     match recvcounts {
         // SAFETY: this function's contract.
         Some(p) => unsafe { per_rank(p, c.size(), "recvcounts")? }.iter().map(|&k| count_of(k)).collect(),
@@ -698,7 +774,7 @@ unsafe fn reduce_scatter(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: impl Into<Ints>,
     datatype: Handle,
     op: Handle,
     comm: Handle,
@@ -706,9 +782,12 @@ unsafe fn reduce_scatter(
     let c = &st.comm(comm)?.comm;
     let (e, op, send, _) = reduction(st, sendbuf, 0, datatype, op)?;
     // SAFETY: the caller's contract: one count per process, and the buffers hold the elements.
-    Ok(unsafe { red::ireduce_scatter(c, e, send, recvbuf.cast(), &scatter_counts(c, Some(recvcounts), 0)?, &op) }?)
+    Ok(unsafe {
+        red::ireduce_scatter(c, e, send, recvbuf.cast(), &scatter_counts(c, Some(recvcounts.into()), 0)?, &op)
+    }?)
 }
-collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op, comm));
+collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
+collective!(MPI_Reduce_scatter_c / MPI_Ireduce_scatter_c / MPI_Reduce_scatter_init_c = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
 
 /// `MPI_Reduce_scatter` (`recvcounts`) and `MPI_Reduce_scatter_block`
 /// (`recvcount` each) on an intercommunicator: this group's blocks of the
@@ -721,8 +800,8 @@ unsafe fn inter_reduce_scatter(
     st: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: Option<*const c_int>,
-    recvcount: c_int,
+    recvcounts: Option<Ints>,
+    recvcount: impl Int,
     datatype: Handle,
     op: Handle,
     comm: Handle,

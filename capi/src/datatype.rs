@@ -224,7 +224,8 @@ impl State {
     }
 
     /// `count` elements of `dt`, which must be committed (§5.1.9).
-    pub(crate) fn span(&self, count: c_int, dt: Handle) -> R<Span> {
+    pub(crate) fn span(&self, count: impl crate::count::Int, dt: Handle) -> R<Span> {
+        let count = count.int("count")?;
         if count < 0 {
             return Err(bad_count(count));
         }
@@ -232,7 +233,8 @@ impl State {
     }
 
     /// `count * times` elements (a collective's buffer of one block per process).
-    pub(crate) fn span_times(&self, count: c_int, times: c_int, dt: Handle) -> R<Span> {
+    pub(crate) fn span_times(&self, count: impl crate::count::Int, times: c_int, dt: Handle) -> R<Span> {
+        let count = count.int("count")?;
         if count < 0 {
             return Err(bad_count(count));
         }
@@ -849,7 +851,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
         if let Some(e) = st.types.get_mut(&h) {
             e.committed = committed;
         }
-        Ok(())
+        crate::attr::copy_type_attrs(st, oldtype, h)
     })
 }
 
@@ -875,6 +877,8 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
         if is_f90(st.type_entry(dt)?) {
             return Err(Fail::new(MPI_ERR_TYPE, "a type from MPI_Type_create_f90_* is predefined: it cannot be freed"));
         }
+        // Its attributes go first, through their delete callbacks (§5.1.15).
+        crate::attr::delete_type_attrs(st, dt)?;
         // Operations in progress and types built from it keep their own
         // copy of the layout (§5.1.10).
         st.types.remove(&dt);
@@ -1473,6 +1477,35 @@ pub unsafe extern "C" fn MPI_Unpack(
         // SAFETY: checked non-null above.
         unsafe { position_.write((at + n) as c_int) };
         Ok(())
+    })
+}
+
+/// `MPI_Type_get_value_index` (MPI 4.1 §6.9.4): the predefined pair type
+/// of a value and an index for `MPI_MAXLOC`/`MPI_MINLOC`, or
+/// `MPI_DATATYPE_NULL` when the standard has none for the two.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value_type: Handle,
+    index_type: Handle,
+    pair_type: *mut Handle,
+) -> c_int {
+    with_state("MPI_Type_get_value_index", MPI_COMM_WORLD, |st| {
+        st.layout(value_type)?;
+        st.layout(index_type)?;
+        let pair = match (value_type, index_type) {
+            (MPI_FLOAT, MPI_INT) => MPI_FLOAT_INT,
+            (MPI_DOUBLE, MPI_INT) => MPI_DOUBLE_INT,
+            (MPI_LONG, MPI_INT) => MPI_LONG_INT,
+            (MPI_INT, MPI_INT) => MPI_2INT,
+            (MPI_SHORT, MPI_INT) => MPI_SHORT_INT,
+            (MPI_LONG_DOUBLE, MPI_INT) => MPI_LONG_DOUBLE_INT,
+            (MPI_REAL, MPI_REAL) => MPI_2REAL,
+            (MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION) => MPI_2DOUBLE_PRECISION,
+            (MPI_INTEGER, MPI_INTEGER) => MPI_2INTEGER,
+            _ => MPI_DATATYPE_NULL,
+        };
+        // SAFETY: the standard's contract on `pair_type`.
+        unsafe { put(pair_type, pair, "pair_type") }
     })
 }
 

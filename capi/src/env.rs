@@ -61,6 +61,8 @@ fn init(required: c_int) -> R<c_int> {
         messages: Table::default(),
         mems: Table::default(),
         ops: Table::default(),
+        errhandlers: Table::default(),
+        type_attrs: Table::default(),
         buffered: Default::default(),
         detached: Vec::new(),
         next_handle: FIRST_HANDLE,
@@ -80,7 +82,7 @@ fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
             }
             MPI_SUCCESS
         }
-        Err(f) => report(call, MPI_ERRORS_ARE_FATAL, None, f),
+        Err(f) => report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f),
     }
 }
 
@@ -98,7 +100,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ) -> c_int {
     if ![MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE].contains(&required) {
         let f = Fail::new(MPI_ERR_ARG, format!("{required} is not a thread level (MPI_THREAD_SINGLE ...)"));
-        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, None, f);
+        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
     }
     init_call("MPI_Init_thread", required, provided)
 }
@@ -137,7 +139,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     }
     let Some(mut st) = lock().take() else {
         let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
-        return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, None, f);
+        return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
     };
     FINALIZED.store(true, Ordering::SeqCst);
     let rank = st.universe.world().rank();
@@ -166,7 +168,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     drop(std::mem::take(&mut st.wins));
     match st.universe.finalize_with((pending, comms)) {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, Some(rank), e.into()),
+        Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, Some(rank), e.into()),
     }
 }
 
@@ -397,9 +399,12 @@ fn class_text(class: c_int) -> &'static str {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
     let last = LAST_ERROR.with(|l| l.borrow().clone());
-    let text = match last {
-        Some((c, msg)) if c == errorcode => format!("{}: {msg}", class_text(errorcode)),
-        _ => class_text(errorcode).to_string(),
+    // A code or class the program added has the string it gave (empty
+    // until it gives one, §9.5).
+    let text = match (crate::errh::added_string(errorcode), last) {
+        (Some(s), _) => s,
+        (None, Some((c, msg))) if c == errorcode => format!("{}: {msg}", class_text(errorcode)),
+        (None, _) => class_text(errorcode).to_string(),
     };
     // SAFETY: the standard's contract: MPI_MAX_ERROR_STRING bytes.
     match unsafe { put_string(string, resultlen, &text, MPI_MAX_ERROR_STRING) } {
@@ -410,12 +415,13 @@ pub unsafe extern "C" fn MPI_Error_string(errorcode: c_int, string: *mut c_char,
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    if !(0..=MPI_ERR_LASTCODE).contains(&errorcode) {
+    // The library's codes are its classes; an added code has the class
+    // it was added to (§9.5).
+    let Some(class) = crate::errh::class_of(errorcode) else {
         return MPI_ERR_ARG;
-    }
-    // Our error codes are the classes.
+    };
     // SAFETY: the standard's contract on `errorclass`.
-    match unsafe { put(errorclass, errorcode, "errorclass") } {
+    match unsafe { put(errorclass, class, "errorclass") } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
     }
@@ -424,9 +430,8 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
 #[no_mangle]
 pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Comm_set_errhandler", comm, |st| {
-        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
-            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
-        }
+        st.comm(comm)?;
+        crate::errh::check(st, errhandler, crate::errh::Kind::Comm)?;
         st.comm_mut(comm)?.errhandler = errhandler;
         Ok(())
     })
@@ -440,7 +445,8 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c
 pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
     let mut returns = false;
     let rc = with_state("MPI_Comm_call_errhandler", comm, |st| {
-        returns = st.comm(comm)?.errhandler == MPI_ERRORS_RETURN;
+        let h = st.comm(comm)?.errhandler;
+        returns = h == MPI_ERRORS_RETURN || !crate::errh::predefined(h);
         Err(Fail::new(errorcode, format!("the program raised error code {errorcode}")))
     });
     if returns && rc == errorcode {
@@ -456,22 +462,6 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut 
         let e = st.comm(comm)?.errhandler;
         // SAFETY: the standard's contract on `errhandler`.
         unsafe { put(errhandler, e, "errhandler") }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
-    // The predefined handlers are all there are; freeing one only resets
-    // the caller's handle (§9.3.4). MPI_ERRHANDLER_NULL is no handler.
-    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `errhandler`.
-        let h = unsafe { read_arg(errhandler, "errhandler")? };
-        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h) {
-            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler")));
-        }
-        // SAFETY: `errhandler` is writable (the standard's contract on MPI_Errhandler_free,
-        // §9.3.4); `put` refuses null.
-        unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }
     })
 }
 
@@ -533,6 +523,48 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     with_state("MPI_Comm_dup", comm, |st| unsafe { dup(st, comm, newcomm) }.map(|_| ()))
 }
 
+/// `MPI_Comm_idup` (§7.4.2): the duplicate is made at the call, and the
+/// request is complete when handed out. The standard's non-blocking form
+/// lets ranks interleave it with other collectives on other
+/// communicators; made here, a program that starts idups on overlapping
+/// communicators in different orders on different ranks waits for ever
+/// (README, "What is not supported"): a non-blocking context-id
+/// agreement is work left.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
+    with_state("MPI_Comm_idup", comm, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: the standard's contract on `newcomm`.
+        unsafe { dup(st, comm, newcomm) }?;
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
+    })
+}
+
+/// `MPI_Comm_idup_with_info`: `MPI_Comm_idup` with `info`'s hints in
+/// place of the original's (§7.4.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: Handle,
+    info: Handle,
+    newcomm: *mut Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Comm_idup_with_info", comm, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        let pairs = st.info(info)?;
+        // SAFETY: the standard's contract on `newcomm`.
+        let h = unsafe { dup(st, comm, newcomm) }?;
+        st.comm_mut(h)?.info = pairs;
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {
     with_state("MPI_Comm_split", comm, |st| {
@@ -571,6 +603,43 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     })
 }
 
+/// `MPI_Comm_get_parent` (§11.8.2): a job `dnrun` starts has no parent,
+/// so the answer is `MPI_COMM_NULL`, as for any process not spawned.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
+    with_state("MPI_Comm_get_parent", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `parent`.
+        unsafe { put(parent, MPI_COMM_NULL, "parent") }
+    })
+}
+
+/// `MPI_Comm_disconnect` (§11.10.4): the communication on `comm` ends,
+/// then it is freed. Every rank of it takes part (the standard makes the
+/// call collective); the barrier is where the others' pending sends to
+/// this one have been matched, since a rank enters it only after its own
+/// calls on `comm` returned.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
+    if comm.is_null() {
+        return with_state("MPI_Comm_disconnect", MPI_COMM_WORLD, |_| {
+            Err(Fail::new(MPI_ERR_ARG, "comm is a null pointer"))
+        });
+    }
+    // SAFETY: non-null, readable by the standard's contract.
+    let h = unsafe { comm.read() };
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return with_state("MPI_Comm_disconnect", h, |_| {
+            Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected"))
+        });
+    }
+    let rc = crate::coll::MPI_Barrier(h);
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: the standard's contract on `comm`, passed on.
+    unsafe { MPI_Comm_free(comm) }
+}
+
 /// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
 /// hands out pointers to them (§7.7.2). `AtomicI32` has `int`'s layout.
 static ATTR_TAG_UB: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(mpi::TAG_UB);
@@ -594,6 +663,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
         ATTR_UNIVERSE_SIZE.store(world, Ordering::Relaxed);
         // Simulated time is one clock for every rank.
         ATTR_WTIME_IS_GLOBAL.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
+        ATTR_LASTUSEDCODE.store(crate::errh::last_used(), Ordering::Relaxed);
         let v: &'static std::sync::atomic::AtomicI32 = match comm_keyval {
             MPI_TAG_UB => &ATTR_TAG_UB,
             MPI_HOST => &ATTR_HOST,

@@ -13,6 +13,7 @@ use mpi::inter::InterRoot;
 use mpi::traits::Communicator;
 
 use crate::abi::*;
+use crate::count::{Int, Ints};
 use crate::datatype::Span;
 use crate::*;
 use mpi::staged::inter;
@@ -45,13 +46,12 @@ pub(crate) fn root_arg(c: &mpi::SimpleCommunicator, root: c_int) -> R<InterRoot>
 ///
 /// # Safety
 /// Both arrays of `v` hold `n` values.
-unsafe fn per_process(v: Option<(*const c_int, *const c_int)>, count: c_int, n: usize) -> R<(Vec<c_int>, Vec<c_int>)> {
+unsafe fn per_process(v: Option<(Ints, Ints)>, count: impl Int, n: usize) -> R<(Vec<c_int>, Vec<c_int>)> {
+    let count = count.int("count")?;
     Ok(match v {
         // SAFETY: `cs` and `ds` hold one count and displacement per remote process (MPI 4.1 §6.5);
-        // `array` refuses null pointers.
-        Some((cs, ds)) => unsafe {
-            (crate::datatype::array(cs, n, "counts")?.to_vec(), crate::datatype::array(ds, n, "displs")?.to_vec())
-        },
+        // `read` refuses null pointers.
+        Some((cs, ds)) => unsafe { (cs.read(n as c_int, "counts")?, ds.read(n as c_int, "displs")?) },
         None => (vec![count; n], (0..n as c_int).map(|i| i * count).collect()),
     })
 }
@@ -64,8 +64,8 @@ unsafe fn per_process(v: Option<(*const c_int, *const c_int)>, count: c_int, n: 
 unsafe fn blocks_of(
     st: &State,
     buf: *const c_void,
-    v: Option<(*const c_int, *const c_int)>,
-    count: c_int,
+    v: Option<(Ints, Ints)>,
+    count: impl Int,
     dt: Handle,
     n: usize,
     fill: bool,
@@ -86,7 +86,7 @@ pub(crate) fn barrier(st: &mut State, comm: Handle) -> R<()> {
 pub(crate) unsafe fn bcast(
     st: &mut State,
     buffer: *mut c_void,
-    count: c_int,
+    count: impl Int,
     datatype: Handle,
     root: c_int,
     comm: Handle,
@@ -113,11 +113,11 @@ fn remote_size(c: &mpi::SimpleCommunicator) -> usize {
 pub(crate) unsafe fn gather(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
-    v: Option<(*const c_int, *const c_int)>,
+    recvcount: impl Int,
+    v: Option<(Ints, Ints)>,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -144,11 +144,11 @@ pub(crate) unsafe fn gather(
 pub(crate) unsafe fn scatter(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
-    v: Option<(*const c_int, *const c_int)>,
+    sendcount: impl Int,
+    v: Option<(Ints, Ints)>,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     root: c_int,
     comm: Handle,
@@ -175,11 +175,11 @@ pub(crate) unsafe fn scatter(
 pub(crate) unsafe fn allgather(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
-    v: Option<(*const c_int, *const c_int)>,
+    recvcount: impl Int,
+    v: Option<(Ints, Ints)>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<()> {
@@ -199,12 +199,12 @@ pub(crate) unsafe fn allgather(
 pub(crate) unsafe fn alltoall(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
-    sv: Option<(*const c_int, *const c_int)>,
+    sendcount: impl Int,
+    sv: Option<(Ints, Ints)>,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
-    rv: Option<(*const c_int, *const c_int)>,
+    recvcount: impl Int,
+    rv: Option<(Ints, Ints)>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<()> {

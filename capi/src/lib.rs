@@ -19,10 +19,13 @@
 //! non-blocking and persistent forms with `MPI_PROC_NULL`, wildcards and
 //! `MPI_STATUS(ES)_IGNORE`, derived datatypes and packing (`datatype`),
 //! the collectives, blocking and non-blocking, with their `v` forms and
-//! `MPI_IN_PLACE`, and one-sided communication (`win`: chapter 12 over
-//! `mpi::rma`). Everything else is absent from the library
-//! ([`abi::FUNCTIONS`] lists what is exported), so that a configure-style
-//! probe finds it missing rather than a stub that fails.
+//! `MPI_IN_PLACE`, persistent collectives, every large-count `_c` form
+//! (`count`, `large`), and one-sided communication (`win`: chapter 12
+//! over `mpi::rma`). Every function of the MPI 5.0 ABI is exported
+//! ([`abi::FUNCTIONS`]): those not provided (MPI-IO, process creation,
+//! and the parts `absent` lists) fail with
+//! `MPI_ERR_UNSUPPORTED_OPERATION` naming themselves, so that a binding
+//! built against the whole standard loads.
 //!
 //! Threads: `MPI_THREAD_SERIALIZED` at most (one call at a time, from any
 //! thread); `MPI_Init_thread` answers a request for `MPI_THREAD_MULTIPLE`
@@ -33,21 +36,28 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
 pub mod abi;
+mod abi_info;
+mod absent;
 mod arrays;
 mod attr;
 mod bsend;
 mod coll;
 mod comm_table;
+mod count;
 mod datatype;
 mod env;
+mod errh;
 mod group;
+mod handle_int;
 mod info;
 mod inter;
+mod large;
 mod message;
 mod neighbor;
 mod op;
 mod p2p;
 mod status;
+mod tool;
 mod topo;
 mod win;
 
@@ -191,8 +201,8 @@ pub(crate) struct CommEntry {
 /// with a persistent request's recipe.
 pub(crate) type Req = mpi::request::slot::Slot<Recipe>;
 
-/// What a persistent request (`MPI_Send_init`, `MPI_Recv_init`; §3.9)
-/// does each time it is started.
+/// What a persistent request (`MPI_Send_init`, `MPI_Recv_init`, §3.9;
+/// `MPI_Bcast_init`, ..., §6.13) does each time it is started.
 pub(crate) struct Recipe {
     pub(crate) comm: SimpleCommunicator,
     /// Its communicator's handle, for the buffer a buffered send uses.
@@ -202,8 +212,21 @@ pub(crate) struct Recipe {
 
 /// The operation of a persistent request.
 pub(crate) enum PersistentOp {
-    Send { buf: *const std::ffi::c_void, span: mpi::staged::Span, dest: c_int, tag: c_int, mode: p2p::Mode },
-    Recv { buf: *mut std::ffi::c_void, span: mpi::staged::Span, source: c_int, tag: Option<c_int> },
+    Send {
+        buf: *const std::ffi::c_void,
+        span: mpi::staged::Span,
+        dest: c_int,
+        tag: c_int,
+        mode: p2p::Mode,
+    },
+    Recv {
+        buf: *mut std::ffi::c_void,
+        span: mpi::staged::Span,
+        source: c_int,
+        tag: Option<c_int>,
+    },
+    /// A persistent collective (§6.13): the start it repeats.
+    Coll(coll::CollStart),
 }
 
 /// Everything between `MPI_Init` and `MPI_Finalize`.
@@ -232,6 +255,10 @@ pub(crate) struct State {
     pub(crate) mems: Table<std::alloc::Layout>,
     /// User-defined reduction operations (§6.9.5).
     pub(crate) ops: Table<op::UserOp>,
+    /// Attributes set on datatypes, predefined or not (§5.1.15).
+    pub(crate) type_attrs: Table<Vec<(c_int, *mut std::ffi::c_void)>>,
+    /// User error handlers (§9.3).
+    pub(crate) errhandlers: Table<errh::UserErrhandler>,
     /// Buffered mode: the attached buffer and the sends in flight.
     pub(crate) buffered: mpi::bsend::Buffered,
     /// Requests freed by `MPI_Request_free` while active: they complete on
@@ -325,10 +352,19 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     std::process::exit(MPI_ERR_OTHER.min(125))
 }
 
-/// What an error handler does with a failed call.
-fn report(call: &str, errhandler: Handle, rank: Option<i32>, f: Fail) -> c_int {
+/// What an error handler does with a failed call on object `obj`: a
+/// user's handler (`user`) runs, then the call returns the code (§9.3).
+fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<errh::ErrFn>, rank: Option<i32>, f: Fail) -> c_int {
     LAST_ERROR.with(|l| *l.borrow_mut() = Some((f.class, f.msg.clone())));
     if errhandler == MPI_ERRORS_RETURN {
+        return f.class;
+    }
+    if let Some(func) = user {
+        let (mut obj, mut code) = (obj, f.class);
+        // SAFETY: `func` was registered as this kind of object's handler
+        // function (the standard's contract on MPI_*_create_errhandler);
+        // both arguments are locals it may read and write.
+        unsafe { func(&mut obj, &mut code) };
         return f.class;
     }
     let who = rank.map_or_else(String::new, |r| format!(" on rank {r}"));
@@ -354,7 +390,14 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
         let when =
             if FINALIZED.load(std::sync::atomic::Ordering::SeqCst) { "after MPI_Finalize" } else { "before MPI_Init" };
         drop(guard);
-        return report(call, MPI_ERRORS_ARE_FATAL, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
+        return report(
+            call,
+            MPI_ERRORS_ARE_FATAL,
+            comm,
+            None,
+            None,
+            Fail::new(MPI_ERR_OTHER, format!("called {when}")),
+        );
     };
     // Under DN_COMPUTE=measured the mpi crate charges the computation
     // before this call when the call first reaches the engine; the end of
@@ -401,21 +444,26 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
         }
     }
     let Err(f) = result else { return MPI_SUCCESS };
-    let (errh, rank) = match guard.as_ref() {
+    let (errh, user, rank) = match guard.as_ref() {
         Some(st) => {
             // The handler of the object the call is about: a communicator,
-            // a window (§9.3), else MPI_COMM_WORLD's.
+            // a window (§9.3), a file (MPI_ERRORS_RETURN, the files'
+            // default, §14.7; no file can be opened here), else
+            // MPI_COMM_WORLD's.
             let errh = match (st.comms.get(&comm), st.wins.get(&comm)) {
                 (Some(c), _) => c.errhandler,
                 (None, Some(w)) => w.errhandler,
+                (None, None) if comm == MPI_FILE_NULL => MPI_ERRORS_RETURN,
                 _ => st.comms.get(&MPI_COMM_WORLD).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
             };
-            (errh, st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
+            (errh, errh::user_fn(st, errh), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
         }
-        None => (MPI_ERRORS_ARE_FATAL, None),
+        None => (MPI_ERRORS_ARE_FATAL, None, None),
     };
     drop(guard);
-    report(call, errh, rank, f)
+    // A call about no communicator or window (comm's handler was
+    // MPI_COMM_WORLD's) hands the handler MPI_COMM_WORLD.
+    report(call, errh, comm, user, rank, f)
 }
 
 /// Read the argument `p` points at, failing with `MPI_ERR_ARG` on a null

@@ -18,6 +18,7 @@ use mpi::topo::{Block, Edge};
 
 use crate::abi::*;
 use crate::coll::{blocking, collective, in_place, nonblocking, wblock};
+use crate::count::{Int, Ints};
 use crate::datatype::addr;
 use crate::*;
 use mpi::staged::coll::{WBlock, Wblocks};
@@ -28,12 +29,13 @@ type Blocks = Vec<(isize, c_int, Handle)>;
 
 /// `n` blocks of `count` elements of `dt`, all at the buffer's start
 /// (what `MPI_Neighbor_allgather(v)` sends to every neighbor).
-fn same(n: usize, count: c_int, dt: Handle) -> Blocks {
-    vec![(0, count, dt); n]
+fn same(n: usize, count: impl Int, dt: Handle) -> R<Blocks> {
+    Ok(vec![(0, count.int("count")?, dt); n])
 }
 
 /// `n` blocks of `count` elements of `dt`, one after another.
-fn strided(st: &State, n: usize, count: c_int, dt: Handle) -> R<Blocks> {
+fn strided(st: &State, n: usize, count: impl Int, dt: Handle) -> R<Blocks> {
+    let count = count.int("count")?;
     let step = (count as isize).checked_mul(st.committed(dt)?.extent());
     (0..n)
         .map(|i| {
@@ -50,8 +52,8 @@ fn strided(st: &State, n: usize, count: c_int, dt: Handle) -> R<Blocks> {
 unsafe fn varied(
     st: &State,
     n: usize,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     dt: Handle,
     side: &str,
 ) -> R<Blocks> {
@@ -59,13 +61,13 @@ unsafe fn varied(
     // pointers.
     let (c, d) = unsafe {
         (
-            array_arg(counts, n as c_int, &format!("{side}counts"))?,
-            array_arg(displs, n as c_int, &format!("{side}displs"))?,
+            counts.into().read(n as c_int, &format!("{side}counts"))?,
+            displs.into().read(n as c_int, &format!("{side}displs"))?,
         )
     };
     let ext = st.committed(dt)?.extent();
     c.iter()
-        .zip(d)
+        .zip(&d)
         .map(|(&c, &d)| {
             let at =
                 (d as isize).checked_mul(ext).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a displacement is too large"))?;
@@ -78,12 +80,18 @@ unsafe fn varied(
 ///
 /// # Safety
 /// The three arrays hold `n` values.
-unsafe fn typed(n: usize, counts: *const c_int, displs: *const isize, types: *const Handle, side: &str) -> R<Blocks> {
+unsafe fn typed(
+    n: usize,
+    counts: impl Into<Ints>,
+    displs: *const isize,
+    types: *const Handle,
+    side: &str,
+) -> R<Blocks> {
     // SAFETY: each array holds one entry per neighbor (MPI 4.1 §8.6); the readers refuse null
     // pointers.
     let (c, d, t) = unsafe {
         (
-            array_arg(counts, n as c_int, &format!("{side}counts"))?,
+            counts.into().read(n as c_int, &format!("{side}counts"))?,
             array_arg(displs, n as c_int, &format!("{side}displs"))?,
             array_arg(types, n as c_int, &format!("{side}types"))?,
         )
@@ -135,10 +143,10 @@ fn on_edges(st: &State, buf: *const c_void, blocks: Blocks, edges: &[Edge]) -> R
 unsafe fn neighbor_allgather(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -148,23 +156,24 @@ unsafe fn neighbor_allgather(
             st,
             comm,
             sendbuf,
-            |_, n| Ok(same(n, sendcount, sendtype)),
+            |_, n| same(n, sendcount, sendtype),
             recvbuf,
             |st, n| strided(st, n, recvcount, recvtype),
         )
     }
 }
-collective!(MPI_Neighbor_allgather / MPI_Ineighbor_allgather = neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_allgather / MPI_Ineighbor_allgather / MPI_Neighbor_allgather_init = neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_allgather_c / MPI_Ineighbor_allgather_c / MPI_Neighbor_allgather_init_c = neighbor_allgather(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) on comm);
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn neighbor_allgatherv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: impl Into<Ints>,
+    displs: impl Into<Ints>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -175,22 +184,23 @@ unsafe fn neighbor_allgatherv(
             st,
             comm,
             sendbuf,
-            |_, n| Ok(same(n, sendcount, sendtype)),
+            |_, n| same(n, sendcount, sendtype),
             recvbuf,
             |st, n| varied(st, n, recvcounts, displs, recvtype, "recv"),
         )
     }
 }
-collective!(MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv = neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv / MPI_Neighbor_allgatherv_init = neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_allgatherv_c / MPI_Ineighbor_allgatherv_c / MPI_Neighbor_allgatherv_init_c = neighbor_allgatherv(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: Handle, comm: Handle) on comm);
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn neighbor_alltoall(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Int,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Int,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -206,18 +216,19 @@ unsafe fn neighbor_alltoall(
         )
     }
 }
-collective!(MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall = neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall / MPI_Neighbor_alltoall_init = neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoall_c / MPI_Ineighbor_alltoall_c / MPI_Neighbor_alltoall_init_c = neighbor_alltoall(sendbuf: *const c_void, sendcount: i64, sendtype: Handle, recvbuf: *mut c_void, recvcount: i64, recvtype: Handle, comm: Handle) on comm);
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn neighbor_alltoallv(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: impl Into<Ints>,
+    sdispls: impl Into<Ints>,
     sendtype: Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: impl Into<Ints>,
+    rdispls: impl Into<Ints>,
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
@@ -233,17 +244,18 @@ unsafe fn neighbor_alltoallv(
         )
     }
 }
-collective!(MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv = neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv / MPI_Neighbor_alltoallv_init = neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoallv_c / MPI_Ineighbor_alltoallv_c / MPI_Neighbor_alltoallv_init_c = neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: Handle, comm: Handle) on comm);
 
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn neighbor_alltoallw(
     st: &mut State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: impl Into<Ints>,
     sdispls: *const isize,
     sendtypes: *const Handle,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: impl Into<Ints>,
     rdispls: *const isize,
     recvtypes: *const Handle,
     comm: Handle,
@@ -260,4 +272,5 @@ unsafe fn neighbor_alltoallw(
         )
     }
 }
-collective!(MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw = neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw / MPI_Neighbor_alltoallw_init = neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const Handle, comm: Handle) on comm);
+collective!(MPI_Neighbor_alltoallw_c / MPI_Ineighbor_alltoallw_c / MPI_Neighbor_alltoallw_init_c = neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const Handle, comm: Handle) on comm);

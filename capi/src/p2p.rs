@@ -1168,6 +1168,29 @@ pub unsafe extern "C" fn MPI_Recv_init(
 
 /// Start persistent request `h` (§3.9.2).
 fn start(st: &mut State, h: Handle) -> R<()> {
+    // A persistent collective starts with the whole state in hand (its
+    // communicator's schedule, its datatypes), then becomes the request's
+    // active operation.
+    let coll = match st.requests.get(&h) {
+        Some(Req::Persistent(p)) => match &p.recipe.op {
+            PersistentOp::Coll(start) => Some(start.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(coll) = coll {
+        if !matches!(st.requests.get(&h).map(Req::part), Some(mpi::request::Part::Idle)) {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "MPI_Start of a persistent collective that is still active (complete it first, §6.13)",
+            ));
+        }
+        let op = coll(st)?;
+        let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+            return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} was freed while it started")));
+        };
+        return p.start(|_| Ok(Started::Op(op))).map_err(Fail::from);
+    }
     let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
     };
@@ -1195,6 +1218,9 @@ fn start(st: &mut State, h: Handle) -> R<()> {
                 let (buf, tag) = (buf.cast(), *tag);
                 // SAFETY: as above, for MPI_Recv_init's buffer.
                 Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
+            }
+            PersistentOp::Coll(_) => {
+                return Err(mpi::MpiError::Request("a persistent collective is started by its own path".into()))
             }
         })
     });

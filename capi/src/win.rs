@@ -422,9 +422,8 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
 #[no_mangle]
 pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Win_set_errhandler", win, |st| {
-        if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
-            return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
-        }
+        st.win(win)?;
+        crate::errh::check(st, errhandler, crate::errh::Kind::Win)?;
         st.win_mut(win)?.errhandler = errhandler;
         Ok(())
     })
@@ -443,12 +442,13 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Ha
 /// with `errorcode`.
 #[no_mangle]
 pub extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int {
-    let mut returns = false;
+    let (mut returns, mut user) = (false, false);
     let rc = with_state("MPI_Win_call_errhandler", win, |st| {
         returns = st.win(win)?.errhandler == MPI_ERRORS_RETURN;
+        user = !crate::errh::predefined(st.win(win)?.errhandler);
         Err(Fail::new(errorcode, format!("error code {errorcode} raised by the program")))
     });
-    if returns || rc == MPI_ERR_WIN {
+    if (returns || rc == MPI_ERR_WIN) && !user {
         rc
     } else {
         MPI_SUCCESS

@@ -37,6 +37,12 @@ const C_HANDLES: &[&str] = &[
     "MPI_Win",
     "MPI_Session",
     "MPI_File",
+    "MPI_T_enum",
+    "MPI_T_cvar_handle",
+    "MPI_T_pvar_handle",
+    "MPI_T_pvar_session",
+    "MPI_T_event_registration",
+    "MPI_T_event_instance",
 ];
 
 /// The kind of a C type (without the parameter's name).
@@ -50,8 +56,12 @@ fn c_kind(ty: &str) -> Kind {
         }
         return Kind::Ptr(Box::new(c_kind(inner)));
     }
+    if ty.contains("_function") {
+        // A callback passed by value (`MPI_T_event_cb_function`) is its address.
+        return Kind::Function;
+    }
     match ty {
-        "int" => Kind::Int,
+        "int" | "MPI_T_cb_safety" | "MPI_T_source_order" => Kind::Int,
         "MPI_Count" | "MPI_Offset" => Kind::Count,
         "MPI_Aint" => Kind::Aint,
         "double" => Kind::Double,
@@ -140,23 +150,39 @@ fn rust_exports() -> BTreeMap<String, (Vec<Kind>, Kind)> {
             let open = rest.find('(').expect("a parameter list");
             let close = rest.find(')').expect("the list's end");
             let ret = rest[close + 1..].trim_start().strip_prefix("->").expect("a return type");
-            let ret = ret.trim_start().split(|c: char| c.is_whitespace() || c == '{').next().expect("a type");
+            let ret =
+                ret.trim_start().split(|c: char| c.is_whitespace() || c == '{' || c == ';').next().expect("a type");
             out.insert(rest[..open].to_string(), (rust_params(&rest[open + 1..close]), rust_kind(ret)));
         }
-        // `collective!(MPI_X / MPI_Ix = start(args) on comm ...)`: the
-        // blocking form, and the non-blocking one with a request.
+        // `collective!(MPI_X / MPI_Ix / MPI_X_init = start(args) on comm ...)`:
+        // the blocking form, the non-blocking one with a request, and the
+        // persistent one with an info and a request.
         let mut rest = text.as_str();
         while let Some(i) = rest.find("\ncollective!(MPI_") {
             rest = &rest[i + "\ncollective!(".len()..];
             let (names, tail) = rest.split_once(" = ").expect("collective!'s names");
-            let (blocking, nonblocking) = names.split_once(" / ").expect("two names");
+            let names: Vec<&str> = names.split(" / ").collect();
+            assert_eq!(names.len(), 3, "collective! names three entry points: {names:?}");
             let open = tail.find('(').expect("a parameter list");
             let close = tail.find(')').expect("the list's end");
             let ps = rust_params(&tail[open + 1..close]);
             let mut with_request = ps.clone();
             with_request.push(Kind::Ptr(Box::new(Kind::Handle)));
-            out.insert(blocking.to_string(), (ps, Kind::Int));
-            out.insert(nonblocking.to_string(), (with_request, Kind::Int));
+            let mut persistent = ps.clone();
+            persistent.extend([Kind::Handle, Kind::Ptr(Box::new(Kind::Handle))]);
+            out.insert(names[0].to_string(), (ps, Kind::Int));
+            out.insert(names[1].to_string(), (with_request, Kind::Int));
+            out.insert(names[2].to_string(), (persistent, Kind::Int));
+        }
+        // `int_conversions! { MPI_X_toint / MPI_X_fromint: NULL; ... }`.
+        if let Some(i) = text.find("\nint_conversions! {") {
+            let block = &text[i..];
+            let block = &block[..block.find("\n}").expect("the block's end")];
+            for line in block.lines().skip(1) {
+                let Some((to, from)) = line.split(':').next().and_then(|n| n.split_once(" / ")) else { continue };
+                out.insert(to.trim().to_string(), (vec![Kind::Handle], Kind::Int));
+                out.insert(from.trim().to_string(), (vec![Kind::Int], Kind::Handle));
+            }
         }
         // `macro_rules! m { ($a:expr, $f:ident, ...) => { ... extern "C" fn $f(...) ... } }`
         // invoked as `m!(x, MPI_X, ...);`: each metavariable named by an

@@ -409,6 +409,16 @@ fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
     prog
 }
 
+/// What MPI 4.1 and the 5.0 ABI add (sim-tests/c/mpi41.c): persistent
+/// collectives started many times and together with persistent
+/// point-to-point, the large-count forms (and `MPI_ERR_COUNT` past the
+/// library's limit), handles as ints, the tool interface, the MPI-1
+/// attribute names, and unsupported functions failing by name.
+#[test]
+fn mpi41_persistent_collectives_large_counts_and_the_whole_abi() {
+    everywhere("mpi41", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+}
+
 /// Derived datatypes in point-to-point and collectives, packing, the
 /// v-collectives, scans and reduce-scatters (sim-tests/c/types.c), with
 /// odd rank counts and roots other than 0.

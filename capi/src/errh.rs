@@ -1,0 +1,287 @@
+//! User error handlers and user error classes, codes and strings (MPI 4.1
+//! §9.3, §9.5).
+//!
+//! A user handler is a C function `void f(MPI_Comm *, int *, ...)` (or
+//! the window's, file's or session's form) registered under a new
+//! `MPI_Errhandler`; it may be set only on the kind of object it was made
+//! for. When a call fails on an object whose handler is a user's, the
+//! function runs after the library's lock is released (it may call MPI),
+//! with the object's handle and the error code, and the call then
+//! returns the code (§9.3). A freed handler stays in force on the objects
+//! that have it (§9.3.4) and can no longer be set.
+//!
+//! Error classes and codes a program adds (`MPI_Add_error_class`,
+//! `_code`, `_string`, and MPI 4.1's `MPI_Remove_error_*`) count up from
+//! `MPI_ERR_LASTCODE`; `MPI_LASTUSEDCODE` follows the largest. They are
+//! kept apart from the library's state, since `MPI_Error_class` and
+//! `MPI_Error_string` may be called at any time.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int};
+
+use parking_lot::Mutex;
+
+use crate::abi::*;
+use crate::*;
+
+/// A user error-handler function, as C declares it (variadic).
+pub(crate) type ErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+
+/// What kind of object a handler serves (§9.3.1-9.3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Comm,
+    Win,
+    File,
+    Session,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Comm => "communicator",
+            Kind::Win => "window",
+            Kind::File => "file",
+            Kind::Session => "session",
+        }
+    }
+}
+
+/// A handler made by `MPI_Comm_create_errhandler` and its siblings.
+pub(crate) struct UserErrhandler {
+    pub(crate) kind: Kind,
+    pub(crate) func: ErrFn,
+    /// `MPI_Errhandler_free` was called: it cannot be set any more.
+    freed: bool,
+}
+
+/// The predefined handlers, valid on every kind of object.
+pub(crate) fn predefined(h: Handle) -> bool {
+    [MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h)
+}
+
+/// `h` may be set on an object of `kind`.
+pub(crate) fn check(st: &State, h: Handle, kind: Kind) -> R<()> {
+    if predefined(h) {
+        return Ok(());
+    }
+    match st.errhandlers.get(&h) {
+        Some(u) if u.freed => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("error handler {h:#x} was freed"))),
+        Some(u) if u.kind != kind => Err(Fail::new(
+            MPI_ERR_ERRHANDLER,
+            format!("error handler {h:#x} was made for a {}, not a {}", u.kind.name(), kind.name()),
+        )),
+        Some(_) => Ok(()),
+        None => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
+    }
+}
+
+/// The user function behind handler `h`, if it is a user's.
+pub(crate) fn user_fn(st: &State, h: Handle) -> Option<ErrFn> {
+    st.errhandlers.get(&h).map(|u| u.func)
+}
+
+/// Register a user handler of `kind` for `func` and hand out its handle.
+///
+/// # Safety
+/// `out` is null or writable; `func` is null or a handler function of
+/// the kind's C type.
+unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        if func == 0 {
+            return Err(Fail::new(MPI_ERR_ARG, "the error handler function is a null pointer"));
+        }
+        // SAFETY: non-null, and a function of this type by the caller's
+        // contract; both are pointer-sized code addresses.
+        let func: ErrFn = unsafe { std::mem::transmute::<usize, ErrFn>(func) };
+        if out.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "errhandler is a null pointer"));
+        }
+        let h = st.new_handle();
+        st.errhandlers.insert(h, UserErrhandler { kind, func, freed: false });
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_errhandler(comm_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { create("MPI_Comm_create_errhandler", Kind::Comm, comm_errhandler_fn, errhandler) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_errhandler(win_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { create("MPI_Win_create_errhandler", Kind::Win, win_errhandler_fn, errhandler) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_create_errhandler(file_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { create("MPI_File_create_errhandler", Kind::File, file_errhandler_fn, errhandler) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_create_errhandler(session_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { create("MPI_Session_create_errhandler", Kind::Session, session_errhandler_fn, errhandler) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
+    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `errhandler`.
+        let h = unsafe { read_arg(errhandler, "errhandler")? };
+        // A predefined handler only resets the caller's handle; a user's
+        // stays in force where it is set (§9.3.4).
+        if !predefined(h) {
+            match st.errhandlers.get_mut(&h) {
+                Some(u) if !u.freed => u.freed = true,
+                _ => return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
+            }
+        }
+        // SAFETY: `errhandler` is writable (§9.3.4); `put` refuses null.
+        unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }
+    })
+}
+
+// ---- user error classes, codes and strings (§9.5) ---------------------------
+
+/// The classes and codes a program added.
+struct Added {
+    /// The largest value handed out (`MPI_LASTUSEDCODE`).
+    last: c_int,
+    /// Each added code's class (an added class is its own).
+    class_of: BTreeMap<c_int, c_int>,
+    strings: BTreeMap<c_int, String>,
+}
+
+static ADDED: Mutex<Added> =
+    Mutex::new(Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() });
+
+/// The class of `code`: a predefined class is its own, an added code
+/// has the class it was added to; `None` for a value that is neither.
+pub(crate) fn class_of(code: c_int) -> Option<c_int> {
+    if (0..=MPI_ERR_LASTCODE).contains(&code) {
+        return Some(code);
+    }
+    ADDED.lock().class_of.get(&code).copied()
+}
+
+/// The string an added code or class was given (empty when none was).
+pub(crate) fn added_string(code: c_int) -> Option<String> {
+    let a = ADDED.lock();
+    a.class_of.contains_key(&code).then(|| a.strings.get(&code).cloned().unwrap_or_default())
+}
+
+/// The largest error code in use (the `MPI_LASTUSEDCODE` attribute).
+pub(crate) fn last_used() -> c_int {
+    ADDED.lock().last
+}
+
+/// Hand out the next value, as a class (`class` `None`) or a code of `class`.
+fn add(class: Option<c_int>) -> R<c_int> {
+    let mut a = ADDED.lock();
+    let v = a.last.checked_add(1).ok_or_else(|| Fail::new(MPI_ERR_OTHER, "no error code is left"))?;
+    a.last = v;
+    a.class_of.insert(v, class.unwrap_or(v));
+    Ok(v)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    with_state("MPI_Add_error_class", MPI_COMM_WORLD, |_| {
+        if errorclass.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "errorclass is a null pointer"));
+        }
+        let v = add(None)?;
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { errorclass.write(v) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    with_state("MPI_Add_error_code", MPI_COMM_WORLD, |_| {
+        if class_of(errorclass) != Some(errorclass) {
+            return Err(Fail::new(MPI_ERR_ARG, format!("{errorclass} is not an error class")));
+        }
+        if errorcode.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "errorcode is a null pointer"));
+        }
+        let v = add(Some(errorclass))?;
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { errorcode.write(v) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    with_state("MPI_Add_error_string", MPI_COMM_WORLD, |_| {
+        if string.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "string is a null pointer"));
+        }
+        // SAFETY: non-null, and a NUL-terminated string by the standard's contract.
+        let s = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy().into_owned();
+        if s.len() >= MPI_MAX_ERROR_STRING as usize {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                format!("the string has {} characters; at most MPI_MAX_ERROR_STRING - 1 fit", s.len()),
+            ));
+        }
+        let mut a = ADDED.lock();
+        if !a.class_of.contains_key(&errorcode) {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                format!("{errorcode} is not an added error code or class (a predefined one's string cannot change)"),
+            ));
+        }
+        a.strings.insert(errorcode, s);
+        Ok(())
+    })
+}
+
+/// Remove added `value` (a class when `class`), refusing a class that
+/// still has codes (MPI 4.1 §9.5).
+fn remove(call: &str, value: c_int, class: bool) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |_| {
+        let mut a = ADDED.lock();
+        let is_class = a.class_of.get(&value) == Some(&value);
+        if !a.class_of.contains_key(&value) || is_class != class {
+            let what = if class { "an added error class" } else { "an added error code" };
+            return Err(Fail::new(MPI_ERR_ARG, format!("{value} is not {what}")));
+        }
+        if class && a.class_of.iter().any(|(&c, &k)| k == value && c != value) {
+            return Err(Fail::new(MPI_ERR_ARG, format!("error class {value} still has codes: remove them first")));
+        }
+        a.class_of.remove(&value);
+        a.strings.remove(&value);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    remove("MPI_Remove_error_class", errorclass, true)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    remove("MPI_Remove_error_code", errorcode, false)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    with_state("MPI_Remove_error_string", MPI_COMM_WORLD, |_| {
+        let mut a = ADDED.lock();
+        if !a.class_of.contains_key(&errorcode) {
+            return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an added error code or class")));
+        }
+        a.strings.remove(&errorcode);
+        Ok(())
+    })
+}

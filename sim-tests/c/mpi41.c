@@ -1,0 +1,298 @@
+/* What MPI 4.1 and the 5.0 ABI add beyond the classic calls: persistent
+ * collectives started many times, the large-count (_c) forms of
+ * point-to-point, collectives and packing (and MPI_ERR_COUNT past what the
+ * library moves), handles as ints, the tool interface with no variables,
+ * the MPI-1 attribute names, MPI_Comm_get_parent/disconnect, user error
+ * handlers and error classes, attributes on datatypes, MPI_Comm_idup, the
+ * ABI queries, and the functions the library does not provide failing by
+ * name. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+
+static void persistent_collectives(void) {
+    int root = size - 1;
+    /* Bcast_init from the last rank, started three times with new data:
+     * each start uses the buffer's contents at that start. */
+    int v[4];
+    MPI_Request bc;
+    CHECK(MPI_Bcast_init(v, 4, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &bc) == MPI_SUCCESS, "Bcast_init");
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 4; i++) v[i] = rank == root ? 100 * round + i : -1;
+        CHECK(MPI_Start(&bc) == MPI_SUCCESS, "Start bcast round %d", round);
+        /* A second start while active is an error, and leaves it running. */
+        CHECK(MPI_Start(&bc) == MPI_ERR_REQUEST, "a start of an active persistent collective accepted");
+        MPI_Status st;
+        CHECK(MPI_Wait(&bc, &st) == MPI_SUCCESS && bc != MPI_REQUEST_NULL, "Wait keeps the persistent request");
+        for (int i = 0; i < 4; i++) CHECK(v[i] == 100 * round + i, "bcast round %d v[%d] = %d", round, i, v[i]);
+    }
+    CHECK(MPI_Request_free(&bc) == MPI_SUCCESS && bc == MPI_REQUEST_NULL, "free an inactive persistent collective");
+
+    /* Allreduce_init, Reduce_init to rank 1 % size, Barrier_init and a
+     * persistent point-to-point pair, all started together by Startall. */
+    int x = 0, sum = 0, red = 0, token = 0, got = -1;
+    MPI_Request rs[5];
+    CHECK(MPI_Allreduce_init(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rs[0]) == MPI_SUCCESS, "Allreduce_init");
+    CHECK(MPI_Reduce_init(&x, &red, 1, MPI_INT, MPI_MAX, 1 % size, MPI_COMM_WORLD, MPI_INFO_NULL, &rs[1]) == MPI_SUCCESS, "Reduce_init");
+    CHECK(MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &rs[2]) == MPI_SUCCESS, "Barrier_init");
+    CHECK(MPI_Send_init_c(&token, 1, MPI_INT, (rank + 1) % size, 5, MPI_COMM_WORLD, &rs[3]) == MPI_SUCCESS, "Send_init_c");
+    CHECK(MPI_Recv_init_c(&got, 1, MPI_INT, (rank + size - 1) % size, 5, MPI_COMM_WORLD, &rs[4]) == MPI_SUCCESS, "Recv_init_c");
+    for (int round = 1; round <= 4; round++) {
+        x = rank * round;
+        token = 1000 * round + rank;
+        CHECK(MPI_Startall(5, rs) == MPI_SUCCESS, "Startall round %d", round);
+        CHECK(MPI_Waitall(5, rs, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "Waitall round %d", round);
+        CHECK(sum == round * size * (size - 1) / 2, "allreduce round %d: %d", round, sum);
+        if (rank == 1 % size) CHECK(red == (size - 1) * round, "reduce round %d: %d", round, red);
+        CHECK(got == 1000 * round + (rank + size - 1) % size, "persistent ring round %d: %d", round, got);
+    }
+    for (int i = 0; i < 5; i++) MPI_Request_free(&rs[i]);
+
+    /* A persistent v-collective in its large-count form: rank i gives i+1
+     * values; every rank gathers them all. */
+    MPI_Count *counts = malloc(sizeof(MPI_Count) * size);
+    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * size);
+    MPI_Count total = 0;
+    for (int i = 0; i < size; i++) {
+        counts[i] = i + 1;
+        displs[i] = total;
+        total += i + 1;
+    }
+    int mine[64], all[64 * 65 / 2];
+    MPI_Request ag;
+    CHECK(MPI_Allgatherv_init_c(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &ag) == MPI_SUCCESS, "Allgatherv_init_c");
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i <= rank; i++) mine[i] = 10 * rank + i + round;
+        MPI_Start(&ag);
+        MPI_Wait(&ag, MPI_STATUS_IGNORE);
+        for (int r = 0; r < size; r++)
+            for (int i = 0; i <= r; i++)
+                CHECK(all[displs[r] + i] == 10 * r + i + round, "allgatherv_init_c round %d [%d][%d]", round, r, i);
+    }
+    MPI_Request_free(&ag);
+    free(counts);
+    free(displs);
+}
+
+static void large_counts(void) {
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    double out[3] = {rank, rank + 0.5, -rank}, in[3] = {0};
+    MPI_Status st;
+    CHECK(MPI_Sendrecv_c(out, 3, MPI_DOUBLE, next, 1, in, 3, MPI_DOUBLE, prev, 1, MPI_COMM_WORLD, &st) == MPI_SUCCESS, "Sendrecv_c");
+    MPI_Count n = -1;
+    CHECK(MPI_Get_count_c(&st, MPI_DOUBLE, &n) == MPI_SUCCESS && n == 3, "Get_count_c %lld", (long long)n);
+    CHECK(in[0] == prev && in[1] == prev + 0.5, "Sendrecv_c data %g %g", in[0], in[1]);
+    MPI_Request r[2];
+    CHECK(MPI_Irecv_c(in, 3, MPI_DOUBLE, prev, 2, MPI_COMM_WORLD, &r[0]) == MPI_SUCCESS, "Irecv_c");
+    CHECK(MPI_Isend_c(out, 3, MPI_DOUBLE, next, 2, MPI_COMM_WORLD, &r[1]) == MPI_SUCCESS, "Isend_c");
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    CHECK(in[2] == -prev, "Isend_c/Irecv_c data");
+
+    /* Past what the library moves in one call: MPI_ERR_COUNT, nothing sent
+     * (the buffer is never read: it is far too small). */
+    char small[1];
+    CHECK(MPI_Send_c(small, (MPI_Count)1 << 32, MPI_BYTE, next, 3, MPI_COMM_WORLD) == MPI_ERR_COUNT, "a 4 GiB Send_c accepted");
+    CHECK(MPI_Bcast_c(small, (MPI_Count)1 << 40, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_ERR_COUNT, "a 1 TiB Bcast_c accepted");
+
+    long long b = rank == 0 ? 42 : 0, s = 0;
+    CHECK(MPI_Bcast_c(&b, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD) == MPI_SUCCESS && b == 42, "Bcast_c");
+    CHECK(MPI_Allreduce_c(&b, &s, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS && s == 42LL * size, "Allreduce_c");
+
+    /* Alltoallv_c: rank i sends j+1 ints to rank j. */
+    MPI_Count *sc = malloc(sizeof(MPI_Count) * size), *rc = malloc(sizeof(MPI_Count) * size);
+    MPI_Aint *sd = malloc(sizeof(MPI_Aint) * size), *rd = malloc(sizeof(MPI_Aint) * size);
+    int *sb = malloc(sizeof(int) * size * size), *rb = malloc(sizeof(int) * size * size);
+    MPI_Aint at = 0;
+    for (int j = 0; j < size; j++) {
+        sc[j] = j + 1;
+        sd[j] = at;
+        for (int k = 0; k <= j; k++) sb[at + k] = 100 * rank + j;
+        at += j + 1;
+        rc[j] = rank + 1;
+        rd[j] = (MPI_Aint)j * (rank + 1);
+    }
+    CHECK(MPI_Alltoallv_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS, "Alltoallv_c");
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k <= rank; k++) CHECK(rb[rd[j] + k] == 100 * j + rank, "Alltoallv_c from %d", j);
+    /* Reduce_scatter_c: block j has j+1 elements. */
+    for (int j = 0; j < size; j++) rc[j] = j + 1;
+    for (int i = 0; i < at; i++) sb[i] = 1;
+    CHECK(MPI_Reduce_scatter_c(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "Reduce_scatter_c");
+    for (int k = 0; k <= rank; k++) CHECK(rb[k] == size, "Reduce_scatter_c [%d] = %d", k, rb[k]);
+    free(sc), free(rc), free(sd), free(rd), free(sb), free(rb);
+
+    /* Packing in MPI_Count positions. */
+    char packed[64];
+    MPI_Count pos = 0, psize = 0;
+    int three[3] = {7, 8, 9}, back[3] = {0};
+    CHECK(MPI_Pack_size_c(3, MPI_INT, MPI_COMM_WORLD, &psize) == MPI_SUCCESS && psize == 12, "Pack_size_c %lld", (long long)psize);
+    CHECK(MPI_Pack_c(three, 3, MPI_INT, packed, sizeof packed, &pos, MPI_COMM_WORLD) == MPI_SUCCESS && pos == 12, "Pack_c");
+    pos = 0;
+    CHECK(MPI_Unpack_c(packed, 12, &pos, back, 3, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS && pos == 12 && back[2] == 9, "Unpack_c");
+    MPI_Count tsize = 0, lb = -1, ext = 0;
+    CHECK(MPI_Type_size_x(MPI_DOUBLE, &tsize) == MPI_SUCCESS && tsize == 8, "Type_size_x");
+    CHECK(MPI_Type_get_extent_x(MPI_INT, &lb, &ext) == MPI_SUCCESS && lb == 0 && ext == 4, "Type_get_extent_x");
+}
+
+static void handles_tool_and_absent(void) {
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    CHECK(MPI_Comm_fromint(MPI_Comm_toint(dup)) == dup, "a communicator through an int");
+    CHECK(MPI_Type_fromint(MPI_Type_toint(MPI_DOUBLE)) == MPI_DOUBLE, "a datatype through an int");
+    CHECK(MPI_Comm_fromint(-1) == MPI_COMM_NULL, "an impossible int is the null handle");
+
+    /* MPI-1 attribute names. */
+    int key = MPI_KEYVAL_INVALID, flag = 0;
+    void *val = NULL;
+    static int payload = 77;
+    CHECK(MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, &key, NULL) == MPI_SUCCESS, "Keyval_create");
+    CHECK(MPI_Attr_put(dup, key, &payload) == MPI_SUCCESS, "Attr_put");
+    CHECK(MPI_Attr_get(dup, key, &val, &flag) == MPI_SUCCESS && flag && *(int *)val == 77, "Attr_get");
+    CHECK(MPI_Attr_delete(dup, key) == MPI_SUCCESS, "Attr_delete");
+    CHECK(MPI_Attr_get(dup, key, &val, &flag) == MPI_SUCCESS && !flag, "Attr_get after delete");
+    CHECK(MPI_Keyval_free(&key) == MPI_SUCCESS && key == MPI_KEYVAL_INVALID, "Keyval_free");
+
+    MPI_Comm parent = MPI_COMM_WORLD;
+    CHECK(MPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent == MPI_COMM_NULL, "Comm_get_parent");
+    CHECK(MPI_Comm_disconnect(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL, "Comm_disconnect");
+
+    /* The tool interface: it nests, has no variables, makes sessions. */
+    int provided = -1, num = -1;
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS && provided == MPI_THREAD_SINGLE, "T_init_thread");
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS, "T_init_thread nested");
+    CHECK(MPI_T_cvar_get_num(&num) == MPI_SUCCESS && num == 0, "cvars: %d", num);
+    CHECK(MPI_T_pvar_get_num(&num) == MPI_SUCCESS && num == 0, "pvars: %d", num);
+    CHECK(MPI_T_cvar_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == MPI_T_ERR_INVALID_INDEX, "cvar 0 exists");
+    MPI_T_pvar_session ses;
+    CHECK(MPI_T_pvar_session_create(&ses) == MPI_SUCCESS, "pvar session");
+    CHECK(MPI_T_pvar_session_free(&ses) == MPI_SUCCESS && ses == MPI_T_PVAR_SESSION_NULL, "pvar session free");
+    CHECK(MPI_T_finalize() == MPI_SUCCESS && MPI_T_finalize() == MPI_SUCCESS, "T_finalize twice");
+    CHECK(MPI_T_finalize() == MPI_T_ERR_NOT_INITIALIZED, "a third T_finalize accepted");
+    CHECK(MPI_T_cvar_get_num(&num) == MPI_T_ERR_NOT_INITIALIZED, "T after finalize");
+
+    /* What the library does not provide fails by name: a file operation
+     * through the files' handler (MPI_ERRORS_RETURN), a spawn through
+     * MPI_COMM_WORLD's. */
+    MPI_File fh;
+    CHECK(MPI_File_open(MPI_COMM_SELF, "x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) == MPI_ERR_UNSUPPORTED_OPERATION, "File_open");
+    MPI_Comm child;
+    int rc = MPI_Comm_spawn("x", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
+    CHECK(rc == MPI_ERR_UNSUPPORTED_OPERATION, "Comm_spawn: %d", rc);
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, "MPI_Comm_spawn") != NULL, "the message names the function: %s", msg);
+}
+
+static int handler_calls = 0, handler_code = 0;
+static MPI_Comm handler_comm = MPI_COMM_NULL;
+static void on_error(MPI_Comm *comm, int *code, ...) {
+    handler_calls++;
+    handler_code = *code;
+    handler_comm = *comm;
+}
+
+static int deleted = 0;
+static int count_delete(MPI_Datatype t, int k, void *v, void *extra) {
+    (void)t, (void)k, (void)v, (void)extra;
+    deleted++;
+    return MPI_SUCCESS;
+}
+
+static void errors_attributes_and_queries(void) {
+    /* A user error handler runs with the communicator and the code, then
+     * the call returns the code; a window handler cannot go on a
+     * communicator. */
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Errhandler eh, weh, got;
+    CHECK(MPI_Comm_create_errhandler(on_error, &eh) == MPI_SUCCESS, "Comm_create_errhandler");
+    CHECK(MPI_Comm_set_errhandler(dup, eh) == MPI_SUCCESS, "set a user handler");
+    CHECK(MPI_Comm_get_errhandler(dup, &got) == MPI_SUCCESS && got == eh, "get it back");
+    int z = 0;
+    int rc = MPI_Send(&z, 1, MPI_INT, size, 0, dup);
+    CHECK(rc == MPI_ERR_RANK && handler_calls == 1 && handler_code == MPI_ERR_RANK && handler_comm == dup,
+          "the user handler: rc %d, %d calls, code %d", rc, handler_calls, handler_code);
+    CHECK(MPI_Errhandler_free(&eh) == MPI_SUCCESS && eh == MPI_ERRHANDLER_NULL, "Errhandler_free");
+    rc = MPI_Send(&z, 1, MPI_INT, -7, 0, dup);
+    CHECK(handler_calls == 2, "a freed handler stays in force where it is set");
+    CHECK(MPI_Win_create_errhandler((MPI_Win_errhandler_function *)on_error, &weh) == MPI_SUCCESS, "Win_create_errhandler");
+    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, weh) == MPI_ERR_ERRHANDLER, "a window handler on a communicator accepted");
+    MPI_Errhandler_free(&weh);
+    MPI_Comm_free(&dup);
+
+    /* Error classes, codes and strings of the program's own. */
+    int cls = -1, code = -1, c2 = -1, last = 0, flag = 0, *lastp = NULL, len = 0;
+    char text[MPI_MAX_ERROR_STRING];
+    CHECK(MPI_Add_error_class(&cls) == MPI_SUCCESS && cls > MPI_ERR_LASTCODE, "Add_error_class: %d", cls);
+    CHECK(MPI_Add_error_code(cls, &code) == MPI_SUCCESS && code > cls, "Add_error_code: %d", code);
+    CHECK(MPI_Add_error_string(code, "the sky fell") == MPI_SUCCESS, "Add_error_string");
+    CHECK(MPI_Error_class(code, &c2) == MPI_SUCCESS && c2 == cls, "Error_class of an added code: %d", c2);
+    CHECK(MPI_Error_string(code, text, &len) == MPI_SUCCESS && strcmp(text, "the sky fell") == 0, "Error_string: %s", text);
+    CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &lastp, &flag) == MPI_SUCCESS && flag && *lastp == code, "MPI_LASTUSEDCODE");
+    (void)last;
+    CHECK(MPI_Add_error_string(MPI_ERR_RANK, "mine") == MPI_ERR_ARG, "a predefined class's string changed");
+    CHECK(MPI_Remove_error_class(cls) == MPI_ERR_ARG, "a class with codes removed");
+    CHECK(MPI_Remove_error_string(code) == MPI_SUCCESS && MPI_Remove_error_code(code) == MPI_SUCCESS, "Remove_error_code");
+    CHECK(MPI_Remove_error_class(cls) == MPI_SUCCESS, "Remove_error_class");
+    CHECK(MPI_Error_class(code, &c2) == MPI_ERR_ARG, "a removed code has a class");
+
+    /* Attributes on datatypes: set, get, copied by Type_dup with
+     * MPI_TYPE_DUP_FN, deleted through the callback on Type_free. */
+    int tkey = MPI_KEYVAL_INVALID;
+    static int tv = 5;
+    void *out = NULL;
+    CHECK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, count_delete, &tkey, NULL) == MPI_SUCCESS, "Type_create_keyval");
+    MPI_Datatype vec, vec2;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+    CHECK(MPI_Type_set_attr(vec, tkey, &tv) == MPI_SUCCESS, "Type_set_attr");
+    CHECK(MPI_Type_get_attr(vec, tkey, &out, &flag) == MPI_SUCCESS && flag && out == &tv, "Type_get_attr");
+    MPI_Type_dup(vec, &vec2);
+    out = NULL;
+    CHECK(MPI_Type_get_attr(vec2, tkey, &out, &flag) == MPI_SUCCESS && flag && out == &tv, "the attribute copied by Type_dup");
+    MPI_Type_free(&vec);
+    CHECK(deleted == 1, "Type_free ran the delete callback %d times", deleted);
+    CHECK(MPI_Type_delete_attr(vec2, tkey) == MPI_SUCCESS && deleted == 2, "Type_delete_attr");
+    CHECK(MPI_Type_get_attr(vec2, tkey, &out, &flag) == MPI_SUCCESS && !flag, "deleted, still there");
+    CHECK(MPI_Type_set_attr(MPI_INT, tkey, &tv) == MPI_SUCCESS && MPI_Type_delete_attr(MPI_INT, tkey) == MPI_SUCCESS, "an attribute on a predefined type");
+    MPI_Type_free(&vec2);
+    CHECK(MPI_Type_free_keyval(&tkey) == MPI_SUCCESS, "Type_free_keyval");
+
+    /* Pair types, the ABI queries, Comm_idup. */
+    MPI_Datatype pair;
+    CHECK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &pair) == MPI_SUCCESS && pair == MPI_DOUBLE_INT, "value_index double/int");
+    CHECK(MPI_Type_get_value_index(MPI_CHAR, MPI_DOUBLE, &pair) == MPI_SUCCESS && pair == MPI_DATATYPE_NULL, "value_index of no pair");
+    MPI_Info abi;
+    char val[16];
+    CHECK(MPI_Abi_get_info(&abi) == MPI_SUCCESS, "Abi_get_info");
+    CHECK(MPI_Info_get(abi, "mpi_aint_size", sizeof val - 1, val, &flag) == MPI_SUCCESS && flag && strcmp(val, "8") == 0, "mpi_aint_size");
+    MPI_Info_free(&abi);
+    CHECK(MPI_Abi_get_fortran_info(&abi) == MPI_SUCCESS && abi == MPI_INFO_NULL, "no Fortran details");
+    MPI_Comm idup;
+    MPI_Request ir;
+    CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &idup, &ir) == MPI_SUCCESS, "Comm_idup");
+    MPI_Wait(&ir, MPI_STATUS_IGNORE);
+    int n = 0, sum = 0;
+    MPI_Comm_size(idup, &n);
+    MPI_Allreduce(&n, &sum, 1, MPI_INT, MPI_SUM, idup);
+    CHECK(n == size && sum == size * size, "the idup communicator works");
+    MPI_Comm_free(&idup);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    persistent_collectives();
+    large_counts();
+    handles_tool_and_absent();
+    errors_attributes_and_queries();
+    int bad_total = 0;
+    MPI_Allreduce(&errors, &bad_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && bad_total == 0) printf("OK c-mpi41 on %d ranks\n", size);
+    MPI_Finalize();
+    return bad_total == 0 ? 0 : 1;
+}
