@@ -11,6 +11,11 @@ command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 # The DPDK backend: the system's DPDK (headers, libraries and the memif,
 # af_packet and null PMDs), bound at build time with bindgen (libclang).
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# mpi4py built from source the way its documentation says (scripts/mpi4py.sh,
+# in CI): a virtualenv and the Python headers.
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+[ -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] || need+=(python3-dev)
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk)
 # (libclang-cpp, which other packages bring, is not libclang.)
 ls /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1 || ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need+=(libclang-dev)
