@@ -68,9 +68,11 @@ pub(crate) unsafe fn nonblocking(
 
 /// What each start of a persistent collective does: start the
 /// operation with the arguments given at its initialization (MPI 4.1
-/// §6.13). The arguments are checked and the schedule built at each start,
-/// against the state then (a datatype freed after the initialization is
-/// the standard's erroneous case, found here instead of used).
+/// §6.13), its arrays of counts, displacements and datatypes copied at
+/// the initialization (`crate::keep`). The rest is checked and the
+/// schedule built at each start, against the state then (a datatype freed
+/// after the initialization is the standard's erroneous case, found here
+/// instead of used).
 pub(crate) type CollStart = std::rc::Rc<dyn Fn(&mut State) -> R<Staged>>;
 
 /// A persistent collective's initialization (`MPI_Bcast_init`, ...): an
@@ -84,7 +86,7 @@ pub(crate) unsafe fn persistent(
     comm: Handle,
     info: Handle,
     request: *mut Handle,
-    start: CollStart,
+    make: impl FnOnce(&State) -> R<CollStart>,
 ) -> c_int {
     with_state(call, comm, |st| {
         if request.is_null() {
@@ -97,6 +99,7 @@ pub(crate) unsafe fn persistent(
                 format!("{info:#x} is not a valid info object (never created, or freed)"),
             ));
         }
+        let start = make(st)?;
         let recipe = Recipe { comm: st.comm(comm)?.comm.clone(), handle: comm, op: PersistentOp::Coll(start) };
         // SAFETY: checked non-null; the caller's contract.
         unsafe { new_request(st, Req::persistent(recipe), request) }
@@ -129,11 +132,19 @@ macro_rules! collective {
 
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty,)* info: Handle, request: *mut Handle) -> c_int {
-            // SAFETY: the standard's contract on the arguments, which the
-            // caller keeps until the request is freed (§6.13).
-            let start = std::rc::Rc::new(move |st: &mut State| unsafe { $start(st, $($arg),*) });
+            let make = |st: &State| -> R<$crate::coll::CollStart> {
+                use $crate::keep::{Keep, Kept, Note};
+                let mut ctx = $crate::keep::Ctx::new(st, $comm, stringify!($start).starts_with("neighbor"))?;
+                $( Note::note(&$arg, stringify!($arg), &mut ctx); )*
+                // SAFETY: the standard's contract: the significant arrays
+                // hold their entries for this call (they are copied now).
+                $( let $arg = unsafe { Keep::keep($arg, stringify!($arg), &ctx) }?; )*
+                // SAFETY: the standard's contract on the buffers, which the
+                // caller keeps until the request is freed (§6.13).
+                Ok(std::rc::Rc::new(move |st: &mut State| unsafe { $start(st, $(Kept::arg(&$arg)),*) }))
+            };
             // SAFETY: the standard's contract on `request`.
-            unsafe { $crate::coll::persistent(stringify!($pname), $comm, info, request, start) }
+            unsafe { $crate::coll::persistent(stringify!($pname), $comm, info, request, make) }
         }
     };
 }
@@ -229,9 +240,9 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: no pointer argument is kept.
-    let start = std::rc::Rc::new(move |st: &mut State| unsafe { barrier(st, comm) });
+    let make = |_: &State| -> R<CollStart> { Ok(std::rc::Rc::new(move |st: &mut State| unsafe { barrier(st, comm) })) };
     // SAFETY: the standard's contract on `request`.
-    unsafe { persistent("MPI_Barrier_init", comm, info, request, start) }
+    unsafe { persistent("MPI_Barrier_init", comm, info, request, make) }
 }
 
 unsafe fn bcast(

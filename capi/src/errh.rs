@@ -246,7 +246,7 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 }
 
 /// Remove added `value` (a class when `class`), refusing a class that
-/// still has codes (MPI 4.1 §9.5).
+/// still has codes, and a value that still has a string (MPI 4.1 §9.5).
 fn remove(call: &str, value: c_int, class: bool) -> c_int {
     with_state(call, MPI_COMM_WORLD, |_| {
         let mut a = ADDED.lock();
@@ -257,6 +257,12 @@ fn remove(call: &str, value: c_int, class: bool) -> c_int {
         }
         if class && a.class_of.iter().any(|(&c, &k)| k == value && c != value) {
             return Err(Fail::new(MPI_ERR_ARG, format!("error class {value} still has codes: remove them first")));
+        }
+        if a.strings.contains_key(&value) {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                format!("{value} still has a string: MPI_Remove_error_string first (MPI 4.1 §9.5)"),
+            ));
         }
         a.class_of.remove(&value);
         a.strings.remove(&value);

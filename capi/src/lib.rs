@@ -51,6 +51,7 @@ mod group;
 mod handle_int;
 mod info;
 mod inter;
+mod keep;
 mod large;
 mod message;
 mod neighbor;

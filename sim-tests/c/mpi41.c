@@ -63,17 +63,39 @@ static void persistent_collectives(void) {
     int mine[64], all[64 * 65 / 2];
     MPI_Request ag;
     CHECK(MPI_Allgatherv_init_c(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &ag) == MPI_SUCCESS, "Allgatherv_init_c");
+    /* The arrays of counts and displacements are the caller's to reuse
+     * once the initialization returns (mpi4py frees them): overwrite
+     * them, then free them. */
+    for (int i = 0; i < size; i++) counts[i] = -1, displs[i] = -1;
+    free(counts);
+    free(displs);
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i <= rank; i++) mine[i] = 10 * rank + i + round;
         MPI_Start(&ag);
         MPI_Wait(&ag, MPI_STATUS_IGNORE);
-        for (int r = 0; r < size; r++)
+        for (int r = 0, at = 0; r < size; at += r + 1, r++)
             for (int i = 0; i <= r; i++)
-                CHECK(all[displs[r] + i] == 10 * r + i + round, "allgatherv_init_c round %d [%d][%d]", round, r, i);
+                CHECK(all[at + i] == 10 * r + i + round, "allgatherv_init_c round %d [%d][%d]", round, r, i);
     }
     MPI_Request_free(&ag);
-    free(counts);
-    free(displs);
+
+    /* Gatherv_init to the last rank: only the root passes arrays (the
+     * others pass NULL, which is never read). */
+    int *rc = NULL, *rd = NULL, one = 7 + rank, gathered[64];
+    if (rank == root) {
+        rc = malloc(sizeof(int) * size);
+        rd = malloc(sizeof(int) * size);
+        for (int i = 0; i < size; i++) rc[i] = 1, rd[i] = size - 1 - i;
+    }
+    MPI_Request gv;
+    CHECK(MPI_Gatherv_init(&one, 1, MPI_INT, gathered, rc, rd, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &gv) == MPI_SUCCESS, "Gatherv_init");
+    free(rc);
+    free(rd);
+    MPI_Start(&gv);
+    MPI_Wait(&gv, MPI_STATUS_IGNORE);
+    if (rank == root)
+        for (int i = 0; i < size; i++) CHECK(gathered[size - 1 - i] == 7 + i, "gatherv_init from %d: %d", i, gathered[size - 1 - i]);
+    MPI_Request_free(&gv);
 }
 
 static void large_counts(void) {
@@ -235,6 +257,7 @@ static void errors_attributes_and_queries(void) {
     (void)last;
     CHECK(MPI_Add_error_string(MPI_ERR_RANK, "mine") == MPI_ERR_ARG, "a predefined class's string changed");
     CHECK(MPI_Remove_error_class(cls) == MPI_ERR_ARG, "a class with codes removed");
+    CHECK(MPI_Remove_error_code(code) == MPI_ERR_ARG, "a code with a string removed");
     CHECK(MPI_Remove_error_string(code) == MPI_SUCCESS && MPI_Remove_error_code(code) == MPI_SUCCESS, "Remove_error_code");
     CHECK(MPI_Remove_error_class(cls) == MPI_SUCCESS, "Remove_error_class");
     CHECK(MPI_Error_class(code, &c2) == MPI_ERR_ARG, "a removed code has a class");
