@@ -169,11 +169,18 @@ pub(crate) fn elem_of(dt: Handle) -> R<Elem> {
         MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Elem::F64,
         MPI_2INT | MPI_2INTEGER => Elem::Int2,
         MPI_FLOAT_INT => Elem::FloatInt,
+        MPI_DOUBLE_INT => Elem::DoubleInt,
+        MPI_LONG_INT => Elem::LongInt,
+        MPI_SHORT_INT => Elem::ShortInt,
+        MPI_2REAL => Elem::Real2,
+        MPI_2DOUBLE_PRECISION => Elem::Double2,
+        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => Elem::C32,
+        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => Elem::C64,
         other => {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
                 format!(
-                "no reduction on datatype {other:#x} in this library (predefined numbers, MPI_2INT and MPI_FLOAT_INT)"
+                "no reduction on datatype {other:#x} in this library (the predefined numbers, pairs and complex types but long double ones)"
             ),
             ))
         }

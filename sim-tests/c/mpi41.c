@@ -158,6 +158,29 @@ static void large_counts(void) {
     CHECK(MPI_Type_get_extent_x(MPI_INT, &lb, &ext) == MPI_SUCCESS && lb == 0 && ext == 4, "Type_get_extent_x");
 }
 
+static void pair_and_complex_reductions(void) {
+    /* MAXLOC/MINLOC on the padded pair types, the value of the last rank
+     * largest, ties going to the smaller index. */
+    struct { double v; int i; } d = {rank % 2 ? 1.5 : 2.5, rank}, dmax;
+    struct { long v; int i; } l = {-rank, rank}, lmin;
+    struct { short v; int i; } s = {(short)(rank / 2), rank}, smax;
+    CHECK(MPI_Allreduce(&d, &dmax, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD) == MPI_SUCCESS, "DOUBLE_INT");
+    CHECK(dmax.v == 2.5 && dmax.i == 0, "DOUBLE_INT MAXLOC: %g at %d", dmax.v, dmax.i);
+    CHECK(MPI_Allreduce(&l, &lmin, 1, MPI_LONG_INT, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS, "LONG_INT");
+    CHECK(lmin.v == -(size - 1) && lmin.i == size - 1, "LONG_INT MINLOC: %ld at %d", lmin.v, lmin.i);
+    CHECK(MPI_Reduce(&s, &smax, 1, MPI_SHORT_INT, MPI_MAXLOC, size - 1, MPI_COMM_WORLD) == MPI_SUCCESS, "SHORT_INT");
+    if (rank == size - 1) CHECK(smax.v == (size - 1) / 2 && smax.i == ((size - 1) / 2) * 2, "SHORT_INT MAXLOC: %d at %d", smax.v, smax.i);
+    /* Complex sum and product: each rank gives (1 + i). */
+    double z[2] = {1.0, 1.0}, zs[2], zp[2];
+    CHECK(MPI_Allreduce(z, zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "complex sum");
+    CHECK(zs[0] == size && zs[1] == size, "complex sum %g%+gi", zs[0], zs[1]);
+    CHECK(MPI_Allreduce(z, zp, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD) == MPI_SUCCESS, "complex product");
+    /* (1+i)^n = 2^(n/2) (cos(n pi/4) + i sin(n pi/4)): 1+i, 2i, -2+2i, -4, -4-4i. */
+    static const double want[6][2] = {{0, 0}, {1, 1}, {0, 2}, {-2, 2}, {-4, 0}, {-4, -4}};
+    if (size <= 5) CHECK(zp[0] == want[size][0] && zp[1] == want[size][1], "complex product %g%+gi", zp[0], zp[1]);
+    CHECK(MPI_Allreduce(z, zp, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS, "MAX on complex numbers accepted");
+}
+
 static void handles_tool_and_absent(void) {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -311,6 +334,7 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     persistent_collectives();
     large_counts();
+    pair_and_complex_reductions();
     handles_tool_and_absent();
     errors_attributes_and_queries();
     int bad_total = 0;

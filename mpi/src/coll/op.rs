@@ -83,9 +83,84 @@ unsafe impl Pod for ValueIndex<f32, i32> {}
 unsafe impl Zeroable for ValueIndex<f64, i64> {}
 // SAFETY: as above.
 unsafe impl Pod for ValueIndex<f64, i64> {}
+// SAFETY: as above (two `f32`s, two `f64`s: Fortran's MPI_2REAL and
+// MPI_2DOUBLE_PRECISION).
+unsafe impl Zeroable for ValueIndex<f32, f32> {}
+// SAFETY: as above.
+unsafe impl Pod for ValueIndex<f32, f32> {}
+// SAFETY: as above.
+unsafe impl Zeroable for ValueIndex<f64, f64> {}
+// SAFETY: as above.
+unsafe impl Pod for ValueIndex<f64, f64> {}
 impl Equivalence for ValueIndex<i32, i32> {}
 impl Equivalence for ValueIndex<f32, i32> {}
 impl Equivalence for ValueIndex<f64, i64> {}
+impl Equivalence for ValueIndex<f32, f32> {}
+impl Equivalence for ValueIndex<f64, f64> {}
+
+/// A `(value, index)` pair whose C struct has padding, laid out as C lays
+/// it out on this ABI with the padding named, so that every byte is a
+/// field: `MPI_DOUBLE_INT` (`{double; int}`: 4 bytes after the index),
+/// `MPI_LONG_INT` (`{long; int}`, the same) and `MPI_SHORT_INT`
+/// (`{short; int}`: 2 bytes after the value). The padding is carried, not
+/// combined.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+pub struct PaddedPair<V, I, const PAD_AFTER_VALUE: usize, const PAD_AFTER_INDEX: usize> {
+    /// The value compared.
+    pub value: V,
+    pad_v: [u8; PAD_AFTER_VALUE],
+    /// Its index.
+    pub index: I,
+    pad_i: [u8; PAD_AFTER_INDEX],
+}
+
+/// `MPI_DOUBLE_INT`.
+pub type DoubleInt = PaddedPair<f64, i32, 0, 4>;
+/// `MPI_LONG_INT`.
+pub type LongInt = PaddedPair<i64, i32, 0, 4>;
+/// `MPI_SHORT_INT`.
+pub type ShortInt = PaddedPair<i16, i32, 2, 0>;
+
+// SAFETY: each is `#[repr(C)]` with its padding spelled as byte arrays, so
+// it has no uninitialised bytes, and every bit pattern of its fields is
+// valid: what Pod and Zeroable require. Sizes are checked in the tests.
+unsafe impl Zeroable for DoubleInt {}
+// SAFETY: as above.
+unsafe impl Pod for DoubleInt {}
+// SAFETY: as above.
+unsafe impl Zeroable for LongInt {}
+// SAFETY: as above.
+unsafe impl Pod for LongInt {}
+// SAFETY: as above.
+unsafe impl Zeroable for ShortInt {}
+// SAFETY: as above.
+unsafe impl Pod for ShortInt {}
+impl Equivalence for DoubleInt {}
+impl Equivalence for LongInt {}
+impl Equivalence for ShortInt {}
+
+/// A complex number as C (`float _Complex`, `double _Complex`) and Fortran
+/// (`COMPLEX`) lay it out: real part, then imaginary part.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[repr(C)]
+pub struct Complex<T> {
+    /// The real part.
+    pub re: T,
+    /// The imaginary part.
+    pub im: T,
+}
+
+// SAFETY: two floats of the same type: no padding, every bit pattern valid.
+unsafe impl Zeroable for Complex<f32> {}
+// SAFETY: as above.
+unsafe impl Pod for Complex<f32> {}
+// SAFETY: as above.
+unsafe impl Zeroable for Complex<f64> {}
+// SAFETY: as above.
+unsafe impl Pod for Complex<f64> {}
+impl Equivalence for Complex<f32> {}
+impl Equivalence for Complex<f64> {}
 
 /// Element types the predefined operations apply to.
 pub trait Reducible: Equivalence {
@@ -186,7 +261,41 @@ macro_rules! loc_reducible {
         }
     )*};
 }
-loc_reducible!(i32, i32; f32, i32; f64, i64);
+loc_reducible!(i32, i32; f32, i32; f64, i64; f32, f32; f64, f64);
+
+macro_rules! padded_loc_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
+                // MPI 4.1 §6.9.4, as for the unpadded pairs.
+                let pick_a = match op {
+                    SystemOperation::MinLoc => a.value < b.value || (a.value == b.value && a.index < b.index),
+                    SystemOperation::MaxLoc => a.value > b.value || (a.value == b.value && a.index < b.index),
+                    _ => return None,
+                };
+                Some(if pick_a { a } else { b })
+            }
+        }
+    )*};
+}
+padded_loc_reducible!(DoubleInt, LongInt, ShortInt);
+
+macro_rules! complex_reducible {
+    ($($t:ty),*) => {$(
+        /// Sum and product only: MPI defines no order, logic or bits on
+        /// complex numbers (MPI 4.1 §6.9.2).
+        impl Reducible for Complex<$t> {
+            fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
+                Some(match op {
+                    SystemOperation::Sum => Complex { re: a.re + b.re, im: a.im + b.im },
+                    SystemOperation::Product => Complex { re: a.re * b.re - a.im * b.im, im: a.re * b.im + a.im * b.re },
+                    _ => return None,
+                })
+            }
+        }
+    )*};
+}
+complex_reducible!(f32, f64);
 
 /// A combining function on bytes: `acc = src ⊕ acc`.
 pub(crate) type ByteOp = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;

@@ -67,7 +67,15 @@ fn native(e: Elem) -> Option<adi::offload::Elem> {
         Elem::U64 => D::U64,
         Elem::F32 => D::F32,
         Elem::F64 => D::F64,
-        Elem::Int2 | Elem::FloatInt => return None,
+        Elem::Int2
+        | Elem::FloatInt
+        | Elem::DoubleInt
+        | Elem::LongInt
+        | Elem::ShortInt
+        | Elem::Real2
+        | Elem::Double2
+        | Elem::C32
+        | Elem::C64 => return None,
     })
 }
 

@@ -160,7 +160,7 @@ impl Msg<'_> {
 }
 
 /// The element types, by wire code (1-based; 0 is "none").
-const ELEMS: [Elem; 12] = [
+const ELEMS: [Elem; 19] = [
     Elem::I8,
     Elem::U8,
     Elem::I16,
@@ -173,6 +173,13 @@ const ELEMS: [Elem; 12] = [
     Elem::F64,
     Elem::Int2,
     Elem::FloatInt,
+    Elem::DoubleInt,
+    Elem::LongInt,
+    Elem::ShortInt,
+    Elem::Real2,
+    Elem::Double2,
+    Elem::C32,
+    Elem::C64,
 ];
 
 fn elem_code(e: Elem) -> u8 {

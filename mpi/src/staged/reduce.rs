@@ -44,13 +44,30 @@ pub enum Elem {
     Int2,
     /// An `f32` and an `i32` index (`MPI_FLOAT_INT`).
     FloatInt,
+    /// An `f64` and an `i32` index, padded as C pads it (`MPI_DOUBLE_INT`).
+    DoubleInt,
+    /// An `i64` and an `i32` index, padded (`MPI_LONG_INT`).
+    LongInt,
+    /// An `i16` and an `i32` index, padded (`MPI_SHORT_INT`).
+    ShortInt,
+    /// Two `f32` (`MPI_2REAL`).
+    Real2,
+    /// Two `f64` (`MPI_2DOUBLE_PRECISION`).
+    Double2,
+    /// A complex of two `f32` (`MPI_C_FLOAT_COMPLEX`, `MPI_COMPLEX`).
+    C32,
+    /// A complex of two `f64` (`MPI_C_DOUBLE_COMPLEX`, `MPI_DOUBLE_COMPLEX`).
+    C64,
 }
 
 /// Run `$body` with `$T` the Rust type of element kind `$e`.
 macro_rules! with_elem {
     ($e:expr, $T:ident => $body:expr) => {
         with_elem!(@ $e, $T, $body; I8: i8, U8: u8, I16: i16, U16: u16, I32: i32, U32: u32, I64: i64, U64: u64,
-            F32: f32, F64: f64, Int2: ValueIndex<i32, i32>, FloatInt: ValueIndex<f32, i32>)
+            F32: f32, F64: f64, Int2: ValueIndex<i32, i32>, FloatInt: ValueIndex<f32, i32>,
+            DoubleInt: crate::coll::op::DoubleInt, LongInt: crate::coll::op::LongInt,
+            ShortInt: crate::coll::op::ShortInt, Real2: ValueIndex<f32, f32>, Double2: ValueIndex<f64, f64>,
+            C32: crate::coll::op::Complex<f32>, C64: crate::coll::op::Complex<f64>)
     };
     (@ $e:expr, $T:ident, $body:expr; $($v:ident: $t:ty),*) => {
         match $e {
@@ -394,5 +411,9 @@ mod tests {
         let e = unsafe { reduce_local(Elem::I32, p, p, 3, &SystemOperation::Sum) };
         assert!(matches!(e, Err(MpiError::Buffer(_))));
         assert_eq!(Elem::FloatInt.size(), 8);
+        // C's layouts on this ABI: {double; int} and {long; int} are 16
+        // bytes, {short; int} 8, complex numbers two of their parts.
+        assert_eq!((Elem::DoubleInt.size(), Elem::LongInt.size(), Elem::ShortInt.size()), (16, 16, 8));
+        assert_eq!((Elem::C32.size(), Elem::C64.size(), Elem::Double2.size()), (8, 16, 16));
     }
 }
