@@ -556,7 +556,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        let pairs = st.info(info)?;
+        let pairs = st.info_or_null(info)?;
         // SAFETY: the standard's contract on `newcomm`.
         let h = unsafe { dup(st, comm, newcomm) }?;
         st.comm_mut(h)?.info = pairs;

@@ -325,6 +325,9 @@ static void errors_attributes_and_queries(void) {
     MPI_Allreduce(&n, &sum, 1, MPI_INT, MPI_SUM, idup);
     CHECK(n == size && sum == size * size, "the idup communicator works");
     MPI_Comm_free(&idup);
+    CHECK(MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &idup, &ir) == MPI_SUCCESS, "idup_with_info(MPI_INFO_NULL)");
+    MPI_Wait(&ir, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&idup);
 }
 
 int main(int argc, char **argv) {
