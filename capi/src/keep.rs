@@ -57,10 +57,35 @@ impl Ctx {
     }
 }
 
-/// An argument's part in deciding what is significant.
+/// An argument's part in deciding what is significant: its name is
+/// recorded; `root` and `sendbuf` also say what they hold.
 pub(crate) trait Note {
-    fn note(&self, _name: &'static str, ctx: &mut Ctx);
+    fn note(&self, name: &'static str, ctx: &mut Ctx) {
+        ctx.names.push(name);
+    }
 }
+
+impl Note for c_int {
+    fn note(&self, name: &'static str, ctx: &mut Ctx) {
+        if name == "root" {
+            ctx.root = Some(*self);
+        }
+        ctx.names.push(name);
+    }
+}
+
+impl Note for *const c_void {
+    fn note(&self, name: &'static str, ctx: &mut Ctx) {
+        if name == "sendbuf" && *self as usize == MPI_IN_PLACE {
+            ctx.send_in_place = true;
+        }
+        ctx.names.push(name);
+    }
+}
+
+impl Note for i64 {}
+impl Note for Handle {}
+impl Note for *mut c_void {}
 
 /// An argument as the request keeps it.
 pub(crate) trait Keep: Sized {
@@ -96,64 +121,7 @@ macro_rules! as_is {
         }
     )*};
 }
-as_is!(i64, *mut c_void);
-
-impl Note for i64 {
-    fn note(&self, _: &'static str, ctx: &mut Ctx) {
-        let _ = ctx;
-    }
-}
-
-impl Note for *mut c_void {
-    fn note(&self, _: &'static str, ctx: &mut Ctx) {
-        let _ = ctx;
-    }
-}
-
-impl Note for c_int {
-    fn note(&self, name: &'static str, ctx: &mut Ctx) {
-        if name == "root" {
-            ctx.root = Some(*self);
-        }
-        ctx.names.push(name);
-    }
-}
-
-impl Keep for c_int {
-    type Kept = Same<c_int>;
-    unsafe fn keep(self, _: &str, _: &Ctx) -> R<Same<c_int>> {
-        Ok(Same(self))
-    }
-}
-
-impl Note for Handle {
-    fn note(&self, name: &'static str, ctx: &mut Ctx) {
-        ctx.names.push(name);
-    }
-}
-
-impl Keep for Handle {
-    type Kept = Same<Handle>;
-    unsafe fn keep(self, _: &str, _: &Ctx) -> R<Same<Handle>> {
-        Ok(Same(self))
-    }
-}
-
-impl Note for *const c_void {
-    fn note(&self, name: &'static str, ctx: &mut Ctx) {
-        if name == "sendbuf" && *self as usize == MPI_IN_PLACE {
-            ctx.send_in_place = true;
-        }
-        ctx.names.push(name);
-    }
-}
-
-impl Keep for *const c_void {
-    type Kept = Same<*const c_void>;
-    unsafe fn keep(self, _: &str, _: &Ctx) -> R<Same<*const c_void>> {
-        Ok(Same(self))
-    }
-}
+as_is!(c_int, i64, Handle, *mut c_void, *const c_void);
 
 /// An array argument: a copy of its entries where significant, else the
 /// pointer as given (never read).
@@ -171,11 +139,7 @@ impl<T: Copy + 'static> Kept for Array<T> {
 
 macro_rules! arrays {
     ($($t:ty),*) => {$(
-        impl Note for *const $t {
-            fn note(&self, name: &'static str, ctx: &mut Ctx) {
-                ctx.names.push(name);
-            }
-        }
+        impl Note for *const $t {}
 
         impl Keep for *const $t {
             type Kept = Array<$t>;

@@ -246,9 +246,11 @@ macro_rules! float_reducible {
 }
 float_reducible!(f32 => Elem::F32, f64 => Elem::F64);
 
+/// `MINLOC`/`MAXLOC` on every pair type, padded or not (each has a
+/// `value` and an `index`).
 macro_rules! loc_reducible {
-    ($($v:ty, $i:ty);*) => {$(
-        impl Reducible for ValueIndex<$v, $i> {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
             fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
                 // MPI 4.1 §6.9.4: the smaller (larger) value; on a tie, the smaller index.
                 let pick_a = match op {
@@ -261,24 +263,10 @@ macro_rules! loc_reducible {
         }
     )*};
 }
-loc_reducible!(i32, i32; f32, i32; f64, i64; f32, f32; f64, f64);
-
-macro_rules! padded_loc_reducible {
-    ($($t:ty),*) => {$(
-        impl Reducible for $t {
-            fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
-                // MPI 4.1 §6.9.4, as for the unpadded pairs.
-                let pick_a = match op {
-                    SystemOperation::MinLoc => a.value < b.value || (a.value == b.value && a.index < b.index),
-                    SystemOperation::MaxLoc => a.value > b.value || (a.value == b.value && a.index < b.index),
-                    _ => return None,
-                };
-                Some(if pick_a { a } else { b })
-            }
-        }
-    )*};
-}
-padded_loc_reducible!(DoubleInt, LongInt, ShortInt);
+loc_reducible!(
+    ValueIndex<i32, i32>, ValueIndex<f32, i32>, ValueIndex<f64, i64>, ValueIndex<f32, f32>, ValueIndex<f64, f64>,
+    DoubleInt, LongInt, ShortInt
+);
 
 macro_rules! complex_reducible {
     ($($t:ty),*) => {$(
