@@ -437,23 +437,10 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c
     })
 }
 
-/// `MPI_Comm_call_errhandler` (§9.3.1): what the communicator's handler
-/// does with `errorcode` — end the job under `MPI_ERRORS_ARE_FATAL` or
-/// `MPI_ERRORS_ABORT`, or return `MPI_SUCCESS` (the handler ran) under
-/// `MPI_ERRORS_RETURN`.
+/// `MPI_Comm_call_errhandler` (§9.3.1): `errh::call_errhandler`.
 #[no_mangle]
 pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
-    let mut returns = false;
-    let rc = with_state("MPI_Comm_call_errhandler", comm, |st| {
-        let h = st.comm(comm)?.errhandler;
-        returns = h == MPI_ERRORS_RETURN || !crate::errh::predefined(h);
-        Err(Fail::new(errorcode, format!("the program raised error code {errorcode}")))
-    });
-    if returns && rc == errorcode {
-        MPI_SUCCESS
-    } else {
-        rc
-    }
+    crate::errh::call_errhandler("MPI_Comm_call_errhandler", comm, errorcode, |st| Ok(st.comm(comm)?.errhandler))
 }
 
 #[no_mangle]

@@ -81,6 +81,31 @@ pub(crate) fn user_fn(st: &State, h: Handle) -> Option<ErrFn> {
     st.errhandlers.get(&h).map(|u| u.func)
 }
 
+/// `MPI_Comm_call_errhandler` and `MPI_Win_call_errhandler` (§9.3.1,
+/// §9.3.2): run the handler of `obj` (`handler_of` finds it) on
+/// `errorcode`. Under `MPI_ERRORS_ARE_FATAL` or `MPI_ERRORS_ABORT` the job
+/// ends; once `MPI_ERRORS_RETURN` or a user's handler has run, the call
+/// returns `MPI_SUCCESS` (the handler was called); an invalid `obj` is
+/// its own error.
+pub(crate) fn call_errhandler(
+    call: &str,
+    obj: Handle,
+    errorcode: c_int,
+    handler_of: impl FnOnce(&State) -> R<Handle>,
+) -> c_int {
+    let mut handled = false;
+    let rc = with_state(call, obj, |st| {
+        let h = handler_of(st)?;
+        handled = h == MPI_ERRORS_RETURN || !predefined(h);
+        Err(Fail::new(errorcode, format!("the program raised error code {errorcode}")))
+    });
+    if handled {
+        MPI_SUCCESS
+    } else {
+        rc
+    }
+}
+
 /// Register a user handler of `kind` for `func` and hand out its handle.
 ///
 /// # Safety

@@ -438,21 +438,10 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Ha
     })
 }
 
-/// `MPI_Win_call_errhandler` (§9.3.2): what the window's handler does
-/// with `errorcode`.
+/// `MPI_Win_call_errhandler` (§9.3.2): `errh::call_errhandler`.
 #[no_mangle]
 pub extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int {
-    let (mut returns, mut user) = (false, false);
-    let rc = with_state("MPI_Win_call_errhandler", win, |st| {
-        returns = st.win(win)?.errhandler == MPI_ERRORS_RETURN;
-        user = !crate::errh::predefined(st.win(win)?.errhandler);
-        Err(Fail::new(errorcode, format!("error code {errorcode} raised by the program")))
-    });
-    if (returns || rc == MPI_ERR_WIN) && !user {
-        rc
-    } else {
-        MPI_SUCCESS
-    }
+    crate::errh::call_errhandler("MPI_Win_call_errhandler", win, errorcode, |st| Ok(st.win(win)?.errhandler))
 }
 
 // ---- attributes (§12.2.6, §7.7.3) ----------------------------------------------

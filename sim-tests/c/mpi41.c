@@ -260,9 +260,11 @@ static void errors_attributes_and_queries(void) {
     int rc = MPI_Send(&z, 1, MPI_INT, size, 0, dup);
     CHECK(rc == MPI_ERR_RANK && handler_calls == 1 && handler_code == MPI_ERR_RANK && handler_comm == dup,
           "the user handler: rc %d, %d calls, code %d", rc, handler_calls, handler_code);
+    CHECK(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER) == MPI_SUCCESS && handler_calls == 2 && handler_code == MPI_ERR_OTHER,
+          "Comm_call_errhandler runs the user's handler: %d calls, code %d", handler_calls, handler_code);
     CHECK(MPI_Errhandler_free(&eh) == MPI_SUCCESS && eh == MPI_ERRHANDLER_NULL, "Errhandler_free");
     rc = MPI_Send(&z, 1, MPI_INT, -7, 0, dup);
-    CHECK(handler_calls == 2, "a freed handler stays in force where it is set");
+    CHECK(handler_calls == 3, "a freed handler stays in force where it is set");
     CHECK(MPI_Win_create_errhandler((MPI_Win_errhandler_function *)on_error, &weh) == MPI_SUCCESS, "Win_create_errhandler");
     CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, weh) == MPI_ERR_ERRHANDLER, "a window handler on a communicator accepted");
     MPI_Errhandler_free(&weh);
