@@ -510,28 +510,39 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     with_state("MPI_Comm_dup", comm, |st| unsafe { dup(st, comm, newcomm) }.map(|_| ()))
 }
 
-/// `MPI_Comm_idup` (§7.4.2): the duplicate is made at the call, and the
-/// request is complete when handed out. The standard's non-blocking form
-/// lets ranks interleave it with other collectives on other
-/// communicators; made here, a program that starts idups on overlapping
-/// communicators in different orders on different ranks waits for ever
-/// (README, "What is not supported"): a non-blocking context-id
-/// agreement is work left.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
-    with_state("MPI_Comm_idup", comm, |st| {
+/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (§7.4.2; `info`'s hints,
+/// `MPI_INFO_NULL` for none, replace the original's). The duplicate is
+/// made at the call, and the request is complete when handed out. The
+/// standard's non-blocking form lets ranks interleave it with other
+/// collectives on other communicators; made here, a program that starts
+/// idups on overlapping communicators in different orders on different
+/// ranks waits for ever (README, "What is not supported"): a non-blocking
+/// context-id agreement is work left.
+///
+/// # Safety
+/// `newcomm` and `request` are null or writable.
+unsafe fn idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Handle, request: *mut Handle) -> c_int {
+    with_state(call, comm, |st| {
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        // SAFETY: the standard's contract on `newcomm`.
-        unsafe { dup(st, comm, newcomm) }?;
-        // SAFETY: checked non-null; the standard's contract.
+        let pairs = info.map(|i| st.info_or_null(i)).transpose()?;
+        // SAFETY: the caller's contract on `newcomm`.
+        let h = unsafe { dup(st, comm, newcomm) }?;
+        if let Some(pairs) = pairs {
+            st.comm_mut(h)?.info = pairs;
+        }
+        // SAFETY: checked non-null; the caller's contract.
         unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
     })
 }
 
-/// `MPI_Comm_idup_with_info`: `MPI_Comm_idup` with `info`'s hints in
-/// place of the original's (§7.4.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { idup("MPI_Comm_idup", comm, None, newcomm, request) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     comm: Handle,
@@ -539,17 +550,8 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     newcomm: *mut Handle,
     request: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Comm_idup_with_info", comm, |st| {
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-        }
-        let pairs = st.info_or_null(info)?;
-        // SAFETY: the standard's contract on `newcomm`.
-        let h = unsafe { dup(st, comm, newcomm) }?;
-        st.comm_mut(h)?.info = pairs;
-        // SAFETY: checked non-null; the standard's contract.
-        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
-    })
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { idup("MPI_Comm_idup_with_info", comm, Some(info), newcomm, request) }
 }
 
 #[no_mangle]

@@ -48,6 +48,18 @@ static void persistent_collectives(void) {
         if (rank == 1 % size) CHECK(red == (size - 1) * round, "reduce round %d: %d", round, red);
         CHECK(got == 1000 * round + (rank + size - 1) % size, "persistent ring round %d: %d", round, got);
     }
+    /* A polling loop instead of a wait: MPI_Test until the persistent
+     * allreduce completes, then start it again. */
+    for (int round = 5; round <= 6; round++) {
+        x = rank * round;
+        MPI_Start(&rs[0]);
+        int done = 0, polls = 0;
+        while (!done) {
+            CHECK(MPI_Test(&rs[0], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "Test of a persistent collective");
+            polls++;
+        }
+        CHECK(rs[0] != MPI_REQUEST_NULL && sum == round * size * (size - 1) / 2, "polled allreduce round %d: %d after %d polls", round, sum, polls);
+    }
     for (int i = 0; i < 5; i++) MPI_Request_free(&rs[i]);
 
     /* A persistent v-collective in its large-count form: rank i gives i+1
