@@ -241,9 +241,15 @@ impl State {
         self.span_n(count as usize * times.max(0) as usize, dt)
     }
 
+    /// `count` elements of `dt`. No elements of `MPI_DATATYPE_NULL` are no
+    /// bytes, as in MPICH: programs pass it with a zero count (its recvnull
+    /// test); any other count of it is `MPI_ERR_TYPE`.
     fn span_n(&self, count: usize, dt: Handle) -> R<Span> {
         if let Some(size) = contiguous_size(dt) {
             return Ok(Span::bytes(count.checked_mul(size).ok_or_else(|| too_many(count))?));
+        }
+        if count == 0 && dt == MPI_DATATYPE_NULL {
+            return Ok(Span::bytes(0));
         }
         Ok(Span::of(self.committed(dt)?, count)?)
     }

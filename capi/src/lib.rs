@@ -103,13 +103,9 @@ impl Fail {
 /// # Safety
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_outcome(out: *mut MpiStatus, r: R<MpiStatus>) -> R<()> {
-    let s = match &r {
-        Ok(s) => Some(*s),
-        Err(f) => f.status.is_some().then(|| f.status()),
-    };
-    if let Some(s) = s {
+    if r.is_ok() || r.as_ref().is_err_and(|f| f.status.is_some()) {
         // SAFETY: this function's contract on `out`.
-        unsafe { put_status(out, s) };
+        unsafe { put_result(out, &r) };
     }
     r.map(drop)
 }
@@ -510,15 +506,40 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
     Ok(())
 }
 
-/// Write `s` into a status pointer unless it is `MPI_STATUS_IGNORE`.
+/// Write a successful single-completion status into a status pointer
+/// unless it is `MPI_STATUS_IGNORE`: every field but `MPI_ERROR`, which the
+/// standard leaves undefined there (§3.2.5) and which MPICH, and programs
+/// tested against it (its mprobe test), leave as the caller set it.
 ///
 /// # Safety
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
     if !out.is_null() {
         // SAFETY: `out` is not null (checked above) and writable for one MPI_Status (this
-        // function's contract).
-        unsafe { out.write(s) };
+        // function's contract); each field is written through the place, nothing is read.
+        unsafe {
+            (*out).source = s.source;
+            (*out).tag = s.tag;
+            (*out).internal = s.internal;
+        }
+    }
+}
+
+/// Write the status of a completed single operation: a success as
+/// [`put_status`] does, a failure whole, its `MPI_ERROR` the error's class
+/// (a truncated receive's status, as MPICH does).
+///
+/// # Safety
+/// `out` is null or valid for a write of an `MPI_Status`.
+pub(crate) unsafe fn put_result(out: *mut MpiStatus, r: &R<MpiStatus>) {
+    match r {
+        // SAFETY: this function's contract on `out`.
+        Ok(s) => unsafe { put_status(out, *s) },
+        Err(f) if !out.is_null() => {
+            // SAFETY: `out` is not null and writable for one MPI_Status (this function's contract).
+            unsafe { out.write(f.status()) }
+        }
+        Err(_) => {}
     }
 }
 

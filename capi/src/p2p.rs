@@ -666,7 +666,7 @@ unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, s
         // request is freed too, so that a test loop on it ends.
         unsafe {
             request.write(nh);
-            put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s));
+            put_result(status, &s);
         }
         s.map(drop)
     })
@@ -787,7 +787,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_in
         if done {
             let s = keep(st, request);
             // SAFETY: the standard's contract on `status`.
-            unsafe { put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s)) };
+            unsafe { put_result(status, &s) };
             s?;
         }
         Ok(())
@@ -891,7 +891,7 @@ unsafe fn any(
                 put(flag, f, "flag")?;
             }
             if let Some(s) = &s {
-                put_status(status, s.as_ref().map_or_else(Fail::status, |s| *s));
+                put_result(status, s);
             }
         }
         s.transpose().map(drop)
