@@ -12,6 +12,7 @@
 //! collectives do the same), so the two forms cannot drift apart.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use mpi::{Communicator, CommunicatorCollectives};
 
@@ -176,28 +177,134 @@ pub(crate) fn elem_of(dt: Handle) -> R<Elem> {
         MPI_2DOUBLE_PRECISION => Elem::Double2,
         MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => Elem::C32,
         MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => Elem::C64,
+        MPI_LONG_DOUBLE => Elem::LongDouble,
+        MPI_LONG_DOUBLE_INT => Elem::LongDoubleInt,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => Elem::C80,
         other => {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
                 format!(
-                "no reduction on datatype {other:#x} in this library (the predefined numbers, pairs and complex types but long double ones)"
+                "no reduction on datatype {other:#x}: not a predefined number, pair or complex type, nor a derived datatype"
             ),
             ))
         }
     })
 }
 
-/// A reduction's arguments as the mpi crate takes them: the element
-/// type, the operation, the send argument and the count.
-fn reduction(
-    st: &State,
-    sendbuf: *const c_void,
-    count: impl Int,
-    dt: Handle,
-    op: Handle,
-) -> R<(Elem, OpChoice, Input, usize)> {
+/// A reduction's arguments as the mpi crate takes them (§6.9.2): the
+/// element type, the operation, the send argument, how many elements one
+/// datatype element holds, and, for a derived datatype, its layout: its
+/// elements are then reduced packed ([`red::packed`]), as elements of the
+/// one predefined type it is built from, or whole with a user operation.
+pub(crate) struct Reduction {
+    elem: Elem,
+    op: OpChoice,
+    send: Input,
+    per: usize,
+    layout: Option<Arc<crate::datatype::Layout>>,
+}
+
+impl Reduction {
+    /// `n` datatype elements, in the mpi crate's elements.
+    fn n(&self, n: usize) -> usize {
+        n * self.per
+    }
+
+    /// Run `f` on the operands: the caller's buffers for a predefined
+    /// datatype; packed copies for a derived one, `send_n` elements read
+    /// from the send argument and `recv_n` from (and at completion back
+    /// into) `recv`.
+    ///
+    /// # Safety
+    /// `recv` holds `recv_n` elements, the send argument `send_n`, as the
+    /// reduction's contract says.
+    unsafe fn run(
+        &self,
+        send_n: usize,
+        recv: *mut c_void,
+        recv_n: usize,
+        f: impl FnOnce(Input, *mut u8) -> mpi::Result<Staged>,
+    ) -> R<Staged> {
+        match &self.layout {
+            None => Ok(f(self.send, recv.cast())?),
+            // SAFETY: this function's contract.
+            Some(l) => Ok(unsafe { red::packed(l, self.send, send_n, recv.cast(), recv_n, f) }?),
+        }
+    }
+
+    /// [`Reduction::run`] for a reduction that completes in the call.
+    ///
+    /// # Safety
+    /// As [`Reduction::run`].
+    unsafe fn run_now(
+        &self,
+        send_n: usize,
+        recv: *mut c_void,
+        recv_n: usize,
+        f: impl FnOnce(Input, *mut u8) -> mpi::Result<()>,
+    ) -> R<()> {
+        match &self.layout {
+            None => Ok(f(self.send, recv.cast())?),
+            // SAFETY: this function's contract.
+            Some(l) => Ok(unsafe { red::packed_now(l, self.send, send_n, recv.cast(), recv_n, f) }?),
+        }
+    }
+}
+
+/// The predefined datatypes a derived datatype is built from, recursively.
+fn bases(def: &crate::datatype::TypeDef, out: &mut Vec<Handle>) {
+    for (h, d) in &def.contents().types {
+        match d {
+            Some(d) => bases(d, out),
+            None => out.push(*h),
+        }
+    }
+}
+
+fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Reduction> {
     let send = if in_place(sendbuf) { Input::InPlace } else { Input::At(sendbuf.cast()) };
-    Ok((elem_of(dt)?, crate::op::op_of(st, op, dt)?, send, count_of(count)?))
+    let op = crate::op::op_of(st, op, dt)?;
+    let Some(entry) = st.types.get(&dt) else {
+        return Ok(Reduction { elem: elem_of(dt)?, op, send, per: 1, layout: None });
+    };
+    let layout = st.committed(dt)?;
+    if layout.size == 0 {
+        // No data: nothing to combine, whatever the operation.
+        return Ok(Reduction { elem: Elem::U8, op, send, per: 0, layout: None });
+    }
+    match op {
+        OpChoice::User(u, dt, _) => {
+            if layout.extent() <= 0 {
+                return Err(Fail::new(
+                    MPI_ERR_TYPE,
+                    format!("datatype {dt:#x} has an extent of {}: a user operation needs elements that follow one another (a positive extent)", layout.extent()),
+                ));
+            }
+            let per = layout.size;
+            Ok(Reduction {
+                elem: Elem::U8,
+                op: OpChoice::User(u, dt, Some(layout.clone())),
+                send,
+                per,
+                layout: Some(layout),
+            })
+        }
+        OpChoice::System(_) => {
+            let mut bs = Vec::new();
+            bases(&entry.def, &mut bs);
+            let elems: Vec<Elem> = bs.iter().map(|&b| elem_of(b)).collect::<R<_>>()?;
+            let elem = match elems.split_first() {
+                Some((&e, rest)) if rest.iter().all(|&r| r == e) && layout.size % e.size() == 0 => e,
+                _ => {
+                    return Err(Fail::new(
+                        MPI_ERR_TYPE,
+                        format!("datatype {dt:#x} mixes predefined types: a predefined operation reduces a derived datatype built from one predefined type only (use a user operation)"),
+                    ))
+                }
+            };
+            Ok(Reduction { elem, op, send, per: layout.size / elem.size(), layout: Some(layout) })
+        }
+    }
 }
 
 pub(crate) fn count_of(count: impl Int) -> R<usize> {
@@ -647,9 +754,15 @@ unsafe fn reduce(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    let (e, op, send, n) = reduction(st, sendbuf, count, datatype, op)?;
+    let r = reduction(st, sendbuf, datatype, op)?;
+    let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
+    let at_root = root == c.rank();
     // SAFETY: the caller's contract: `count` elements in each buffer significant here.
-    Ok(unsafe { red::ireduce(&st.comm(comm)?.comm, root, e, send, recvbuf.cast(), n, &op) }?)
+    unsafe {
+        r.run(n, recvbuf, if at_root { n } else { 0 }, |send, recv| {
+            red::ireduce(c, root, r.elem, send, recv, r.n(n), &r.op)
+        })
+    }
 }
 collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
@@ -664,9 +777,15 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     op: Handle,
 ) -> c_int {
     with_state("MPI_Reduce_local", MPI_COMM_WORLD, |st| {
-        let (e, op, _, n) = reduction(st, inbuf, count, datatype, op)?;
+        let r = reduction(st, inbuf, datatype, op)?;
+        let n = count_of(count)?;
         // SAFETY: the standard's contract: both buffers hold `count` elements for this call.
-        Ok(unsafe { red::reduce_local(e, inbuf.cast(), inoutbuf.cast(), n, &op) }?)
+        unsafe {
+            r.run_now(n, inoutbuf, n, |input, inout| {
+                let Input::At(input) = input else { return Err(mpi::MpiError::Buffer("inbuf is MPI_IN_PLACE".into())) };
+                red::reduce_local(r.elem, input, inout, r.n(n), &r.op)
+            })
+        }
     })
 }
 
@@ -687,10 +806,30 @@ unsafe fn inter_reduce(
     comm: Handle,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
-    let (e, op, _, n) = reduction(st, sendbuf, count, datatype, op)?;
+    let r = reduction(st, sendbuf, datatype, op)?;
+    let n = count_of(count)?;
     let root = root.map(|r| crate::inter::root_arg(c, r)).transpose()?;
+    use mpi::inter::InterRoot;
+    let (send_n, recv_n) = match root {
+        Some(InterRoot::Here) => (0, n),
+        Some(InterRoot::Idle) => (0, 0),
+        Some(_) => (n, 0),
+        None => (n, n),
+    };
     // SAFETY: the caller's contract: `count` elements in each buffer significant here.
-    Ok(unsafe { red::inter_reduce(c, root, e, sendbuf.cast(), recvbuf.cast(), n, &op) }?)
+    unsafe {
+        r.run_now(send_n, recvbuf, recv_n, |send, recv| {
+            let send = match send {
+                Input::At(p) => p,
+                Input::InPlace => {
+                    return Err(mpi::MpiError::Buffer(
+                        "MPI_IN_PLACE is not valid on an intercommunicator (§6.9.1)".into(),
+                    ))
+                }
+            };
+            red::inter_reduce(c, root, r.elem, send, recv, r.n(n), &r.op)
+        })
+    }
 }
 
 /// `MPI_Iallreduce`, `MPI_Iscan` and `MPI_Iexscan`.
@@ -708,9 +847,10 @@ unsafe fn everyone(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    let (e, op, send, n) = reduction(st, sendbuf, count, datatype, op)?;
+    let r = reduction(st, sendbuf, datatype, op)?;
+    let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
     // SAFETY: this function's contract.
-    Ok(unsafe { red::ieveryone(&st.comm(comm)?.comm, kind, e, send, recvbuf.cast(), n, &op) }?)
+    unsafe { r.run(n, recvbuf, n, |send, recv| red::ieveryone(c, kind, r.elem, send, recv, r.n(n), &r.op)) }
 }
 
 unsafe fn allreduce(
@@ -767,9 +907,14 @@ unsafe fn reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    let (e, op, send, n) = reduction(st, sendbuf, recvcount, datatype, op)?;
+    let r = reduction(st, sendbuf, datatype, op)?;
+    let (n, c) = (count_of(recvcount)?, &st.comm(comm)?.comm);
+    let total = n * c.size() as usize;
+    let recv_n = if in_place(sendbuf) { total } else { n };
     // SAFETY: the caller's contract: a block per process to send, `recvcount` elements to receive.
-    Ok(unsafe { red::ireduce_scatter_block(&st.comm(comm)?.comm, e, send, recvbuf.cast(), n, &op) }?)
+    unsafe {
+        r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter_block(c, r.elem, send, recv, r.n(n), &r.op))
+    }
 }
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block / MPI_Reduce_scatter_block_init = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 collective!(MPI_Reduce_scatter_block_c / MPI_Ireduce_scatter_block_c / MPI_Reduce_scatter_block_init_c = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
@@ -798,11 +943,14 @@ unsafe fn reduce_scatter(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    let (e, op, send, _) = reduction(st, sendbuf, 0, datatype, op)?;
-    // SAFETY: the caller's contract: one count per process, and the buffers hold the elements.
-    Ok(unsafe {
-        red::ireduce_scatter(c, e, send, recvbuf.cast(), &scatter_counts(c, Some(recvcounts.into()), 0)?, &op)
-    }?)
+    let r = reduction(st, sendbuf, datatype, op)?;
+    // SAFETY: the caller's contract: one count per process.
+    let counts = unsafe { scatter_counts(c, Some(recvcounts.into()), 0) }?;
+    let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
+    let recv_n = if in_place(sendbuf) { total } else { mine };
+    let scaled: Vec<usize> = counts.iter().map(|&k| r.n(k)).collect();
+    // SAFETY: the caller's contract: the buffers hold the elements.
+    unsafe { r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter(c, r.elem, send, recv, &scaled, &r.op)) }
 }
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
 collective!(MPI_Reduce_scatter_c / MPI_Ireduce_scatter_c / MPI_Reduce_scatter_init_c = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
@@ -828,9 +976,16 @@ unsafe fn inter_reduce_scatter(
         return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid on an intercommunicator (§6.11.2)"));
     }
     let c = &st.comm(comm)?.comm;
-    let (e, op, _, _) = reduction(st, sendbuf, 0, datatype, op)?;
-    // SAFETY: the caller's contract on the counts and buffers, for this call.
-    Ok(unsafe {
-        red::inter_reduce_scatter(c, e, sendbuf.cast(), recvbuf.cast(), &scatter_counts(c, recvcounts, recvcount)?, &op)
-    }?)
+    let r = reduction(st, sendbuf, datatype, op)?;
+    // SAFETY: the caller's contract on the counts.
+    let counts = unsafe { scatter_counts(c, recvcounts, recvcount) }?;
+    let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
+    let scaled: Vec<usize> = counts.iter().map(|&k| r.n(k)).collect();
+    // SAFETY: the caller's contract on the buffers, for this call.
+    unsafe {
+        r.run_now(total, recvbuf, mine, |send, recv| {
+            let Input::At(send) = send else { return Ok(()) };
+            red::inter_reduce_scatter(c, r.elem, send, recv, &scaled, &r.op)
+        })
+    }
 }

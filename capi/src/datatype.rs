@@ -922,10 +922,14 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_
     })
 }
 
-/// A predefined datatype's layout, when a user-defined operation is
-/// running on this thread (and so holds the state).
+/// A predefined datatype's layout, or that of the derived datatype the
+/// function was given, when a user-defined operation is running on this
+/// thread (and so holds the state).
 fn user_fn_layout(dt: Handle) -> Option<Layout> {
-    crate::op::in_user_fn().then(|| predefined(dt)).flatten()
+    if !crate::op::in_user_fn() {
+        return None;
+    }
+    predefined(dt).or_else(|| crate::op::user_fn_type(dt))
 }
 
 /// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`

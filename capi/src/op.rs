@@ -11,13 +11,15 @@
 //! MPI call ends the job with a message (see `lock` in lib.rs) instead of
 //! deadlocking.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use mpi::coll::{Operation, Reducible, SystemOperation};
 use mpi::staged::reduce::AnyOperation;
 
 use crate::abi::*;
+use crate::datatype::Layout;
 use crate::*;
 
 /// `MPI_User_function`.
@@ -42,6 +44,14 @@ pub(crate) struct UserOp {
 thread_local! {
     /// A user function is running on this thread (under the state's lock).
     pub(crate) static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
+    /// The derived datatype it runs on, and its layout, for its queries.
+    static USER_FN_TYPE: RefCell<Option<(Handle, Arc<Layout>)>> = const { RefCell::new(None) };
+}
+
+/// The layout of the derived datatype the running user function was given
+/// (it may query it, §6.9.5, while the reduction holds the state).
+pub(crate) fn user_fn_type(dt: Handle) -> Option<Layout> {
+    USER_FN_TYPE.with(|t| t.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Layout::clone(l)))
 }
 
 /// A user function is running on this thread, holding the state's lock:
@@ -59,9 +69,10 @@ impl UserOp {
     ///
     /// # Safety
     /// Both point to `n` elements of `dt`, aligned for it.
-    unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle) {
+    unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle, layout: Option<&Arc<Layout>>) {
         let mut dt = dt;
         IN_USER_FN.with(|f| f.set(true));
+        USER_FN_TYPE.with(|t| *t.borrow_mut() = layout.map(|l| (dt, l.clone())));
         // SAFETY: the caller's contract; the function is the user's, called
         // as the standard's MPI_User_function(_c) signature says.
         unsafe {
@@ -79,18 +90,54 @@ impl UserOp {
             }
         }
         IN_USER_FN.with(|f| f.set(false));
+        USER_FN_TYPE.with(|t| *t.borrow_mut() = None);
+    }
+
+    /// The operation on packed elements of a derived datatype `dt` laid out
+    /// as `layout`: the function gets them laid out as `dt` says, unpacked
+    /// into scratch buffers unless the layout is one dense block at the
+    /// origin, and its result is packed back (§6.9.5: the function sees
+    /// `len` elements of the reduction's datatype).
+    fn derived(self, layout: Arc<Layout>, dt: Handle) -> Operation {
+        let size = layout.size;
+        if layout.dense() && layout.true_lb == 0 {
+            return self.operation(size, dt, Some(layout));
+        }
+        let extent = layout.extent();
+        Operation::from_bytes(size, self.commute, move |src: &[u8], acc: &mut [u8]| {
+            let n = src.len().min(acc.len()) / size.max(1);
+            if n == 0 {
+                return;
+            }
+            // The bytes `n` elements cover, from the first's true lower bound.
+            let span = (n as isize - 1).saturating_mul(extent.max(0)) + (layout.true_ub - layout.true_lb);
+            let words = (span.max(0) as usize).div_ceil(ALIGN);
+            let (mut s, mut a) = (vec![0u128; words], vec![0u128; words]);
+            // The elements' origin: the data starts `true_lb` after it.
+            let origin = |v: &mut Vec<u128>| v.as_mut_ptr().cast::<u8>().wrapping_offset(-layout.true_lb);
+            let (so, ao) = (origin(&mut s), origin(&mut a));
+            // SAFETY: `n` elements of `layout` at `so` and `ao` lie within
+            // `s` and `a` (`span` bytes from the true lower bound); the
+            // function reads and writes those elements only.
+            unsafe {
+                layout.unpack_raw(&src[..n * size], so);
+                layout.unpack_raw(&acc[..n * size], ao);
+                self.call(so.cast(), ao.cast(), n, dt, Some(&layout));
+                layout.pack_raw(ao, n, &mut acc[..n * size]);
+            }
+        })
     }
 
     /// The operation on buffers of `elem`-byte elements of `dt`: the
     /// buffers are copied to aligned memory when they are not aligned.
-    fn operation(self, elem: usize, dt: Handle) -> Operation {
+    fn operation(self, elem: usize, dt: Handle, layout: Option<Arc<Layout>>) -> Operation {
         Operation::from_bytes(elem, self.commute, move |src: &[u8], acc: &mut [u8]| {
             let n = src.len().min(acc.len()) / elem.max(1);
             let aligned = |p: *const u8| p as usize % ALIGN == 0;
             if aligned(src.as_ptr()) && aligned(acc.as_ptr()) {
                 // SAFETY: `n` elements in each, aligned; `src` is only read
                 // (the C signature is not const).
-                unsafe { self.call(src.as_ptr().cast_mut().cast(), acc.as_mut_ptr().cast(), n, dt) };
+                unsafe { self.call(src.as_ptr().cast_mut().cast(), acc.as_mut_ptr().cast(), n, dt, layout.as_ref()) };
                 return;
             }
             let words = src.len().div_ceil(ALIGN);
@@ -99,7 +146,7 @@ impl UserOp {
             sb[..src.len()].copy_from_slice(src);
             ab[..acc.len()].copy_from_slice(acc);
             // SAFETY: as above, in aligned copies.
-            unsafe { self.call(sb.as_mut_ptr().cast(), ab.as_mut_ptr().cast(), n, dt) };
+            unsafe { self.call(sb.as_mut_ptr().cast(), ab.as_mut_ptr().cast(), n, dt, layout.as_ref()) };
             acc.copy_from_slice(&ab[..acc.len()]);
         })
     }
@@ -108,14 +155,17 @@ impl UserOp {
 /// The operation a reduction's `op` handle names, for elements of `dt`.
 pub(crate) enum OpChoice {
     System(SystemOperation),
-    User(UserOp, Handle),
+    /// A user function on a predefined datatype `dt`, or on a derived one
+    /// whose elements are reduced packed (its layout given).
+    User(UserOp, Handle, Option<Arc<Layout>>),
 }
 
 impl AnyOperation for OpChoice {
     fn on<T: Reducible>(&self) -> mpi::Result<Operation> {
         match self {
             OpChoice::System(o) => Operation::system::<T>(*o),
-            OpChoice::User(u, dt) => Ok(u.operation(std::mem::size_of::<T>(), *dt)),
+            OpChoice::User(u, dt, None) => Ok(u.operation(std::mem::size_of::<T>(), *dt, None)),
+            OpChoice::User(u, dt, Some(l)) => Ok(u.derived(l.clone(), *dt)),
         }
     }
 }
@@ -146,7 +196,7 @@ pub(crate) fn system_op(op: Handle) -> R<SystemOperation> {
 /// The operation `op` names, applied to elements of datatype `dt`.
 pub(crate) fn op_of(st: &State, op: Handle, dt: Handle) -> R<OpChoice> {
     match st.ops.get(&op) {
-        Some(u) => Ok(OpChoice::User(*u, dt)),
+        Some(u) => Ok(OpChoice::User(*u, dt, None)),
         None => system_op(op).map(OpChoice::System),
     }
 }

@@ -193,6 +193,87 @@ static void pair_and_complex_reductions(void) {
     CHECK(MPI_Allreduce(z, zp, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS, "MAX on complex numbers accepted");
 }
 
+/* A user operation that adds ints, on elements laid out as the datatype
+ * it is given says (a vector of 2 blocks of one int, stride 2, resized to
+ * 4 ints), which it may query. */
+static int user_extent_ok = 1;
+static void add_strided(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(*dt, &lb, &extent);
+    if (extent != 4 * sizeof(int)) user_extent_ok = 0;
+    int *a = in, *b = inout;
+    for (int e = 0; e < *len; e++) {
+        int *x = a + 4 * e, *y = b + 4 * e; /* resized to 4 ints */
+        y[0] += x[0];
+        y[2] += x[2];
+    }
+}
+
+static void derived_and_long_double_reductions(void) {
+    /* A predefined operation on a contiguous type of one predefined type. */
+    MPI_Datatype three, vec, vec4;
+    MPI_Type_contiguous(3, MPI_INT, &three);
+    MPI_Type_commit(&three);
+    int t[6] = {rank, 1, -rank, 2 * rank, 2, 0}, ts[6];
+    CHECK(MPI_Allreduce(t, ts, 2, three, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "SUM on a contiguous type");
+    int tri = size * (size - 1) / 2;
+    CHECK(ts[0] == tri && ts[1] == size && ts[2] == -tri && ts[3] == 2 * tri && ts[4] == 2 * size && ts[5] == 0,
+          "SUM on a contiguous type: %d %d %d %d %d %d", ts[0], ts[1], ts[2], ts[3], ts[4], ts[5]);
+    /* MAX on a vector with gaps, at a root other than 0: the gaps of the
+     * result stay as they were. */
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, 4 * sizeof(int), &vec4);
+    MPI_Type_commit(&vec4);
+    int v[8] = {rank, -1, -rank, -1, 10 + rank, -1, 7, -1}, vm[8];
+    for (int i = 0; i < 8; i++) vm[i] = -1;
+    int root = size - 1;
+    CHECK(MPI_Reduce(v, vm, 2, vec4, MPI_MAX, root, MPI_COMM_WORLD) == MPI_SUCCESS, "MAX on a vector");
+    if (rank == root)
+        CHECK(vm[0] == size - 1 && vm[1] == -1 && vm[2] == 0 && vm[3] == -1 && vm[4] == 10 + size - 1 && vm[6] == 7 && vm[7] == -1,
+              "MAX on a vector: %d %d %d %d %d %d %d %d", vm[0], vm[1], vm[2], vm[3], vm[4], vm[5], vm[6], vm[7]);
+    /* A user operation on the same vector, in place, non-blocking: it
+     * gets the elements laid out as the type says, and may query it. */
+    MPI_Op op;
+    MPI_Op_create(add_strided, 1, &op);
+    MPI_Request r;
+    int u[8] = {1, -1, rank, -1, 2, -1, 3, -1};
+    CHECK(MPI_Iallreduce(MPI_IN_PLACE, u, 2, vec4, op, MPI_COMM_WORLD, &r) == MPI_SUCCESS, "Iallreduce, user op, vector");
+    CHECK(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "Wait");
+    CHECK(u[0] == size && u[1] == -1 && u[2] == tri && u[4] == 2 * size && u[6] == 3 * size && u[7] == -1,
+          "user op on a vector: %d %d %d %d %d %d %d %d", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7]);
+    CHECK(user_extent_ok, "the user function's datatype has the wrong extent");
+    /* A predefined operation on a struct of two predefined types: refused. */
+    MPI_Datatype mixed, parts[2] = {MPI_INT, MPI_DOUBLE};
+    int bl[2] = {1, 1};
+    MPI_Aint at[2] = {0, 8};
+    MPI_Type_create_struct(2, bl, at, parts, &mixed);
+    MPI_Type_commit(&mixed);
+    char buf[32], out[32];
+    memset(buf, 0, sizeof buf);
+    int rc = MPI_Allreduce(buf, out, 1, mixed, MPI_SUM, MPI_COMM_WORLD), cls;
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE, "SUM on a struct of int and double gave class %d", cls);
+    MPI_Type_free(&mixed);
+    MPI_Type_free(&three);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&vec4);
+    MPI_Op_free(&op);
+    /* long double: a sum that needs the 64-bit significand (in double,
+     * 2^62 + 1 rounds to 2^62), MAX, and MAXLOC on LONG_DOUBLE_INT. */
+    long double x = 4611686018427387904.0L + 1.0L + rank, xs, xm;
+    CHECK(MPI_Allreduce(&x, &xs, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "long double SUM");
+    long double want = 0;
+    for (int i = 0; i < size; i++) want += 4611686018427387904.0L + 1.0L + i;
+    CHECK(xs == want, "long double SUM: %.0Lf, not %.0Lf", xs, want);
+    CHECK(MPI_Allreduce(&x, &xm, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS && xm == 4611686018427387904.0L + size,
+          "long double MAX: %.0Lf", xm);
+    /* Values apart by less than a double's precision: in double they tie
+     * and the smallest index would win. */
+    struct { long double v; int i; } p = {rank == 0 ? 1.0L : 0.5L - 1e-19L * rank, rank}, pm;
+    CHECK(MPI_Allreduce(&p, &pm, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS, "LONG_DOUBLE_INT");
+    if (size > 1) CHECK(pm.i == size - 1 && pm.v == 0.5L - 1e-19L * (size - 1), "LONG_DOUBLE_INT MINLOC: %.21Lg at %d", pm.v, pm.i);
+}
+
 static void handles_tool_and_absent(void) {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -352,6 +433,7 @@ int main(int argc, char **argv) {
     persistent_collectives();
     large_counts();
     pair_and_complex_reductions();
+    derived_and_long_double_reductions();
     handles_tool_and_absent();
     errors_attributes_and_queries();
     int bad_total = 0;

@@ -23,6 +23,7 @@
 pub mod algo;
 pub(crate) mod exec;
 pub(crate) mod live;
+pub mod long_double;
 pub mod op;
 pub mod schedule;
 
@@ -48,6 +49,13 @@ pub(crate) fn start(
     op: Option<Operation>,
 ) -> Result<Locked<Exec>> {
     comm.intra_only("this collective")?;
+    if let Some(o) = op.as_ref().filter(|o| o.elem > 0 && send.len() % o.elem != 0) {
+        return Err(MpiError::Invalid(format!(
+            "{} bytes to reduce are not whole {}-byte elements of the operation",
+            send.len(),
+            o.elem
+        )));
+    }
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
     let seq = comm.next_coll_seq();
@@ -262,7 +270,10 @@ impl<T: Reducible> IntoOperation<T> for SystemOperation {
 
 impl<T: Equivalence> IntoOperation<T> for &Operation {
     fn into_operation(self) -> Result<Operation> {
-        if self.elem != std::mem::size_of::<T>() {
+        // An operation on elements of several `T` (a derived datatype's,
+        // reduced packed, §6.9.2) is one on runs of that many.
+        let t = std::mem::size_of::<T>();
+        if self.elem == 0 || t == 0 || self.elem % t != 0 {
             return Err(MpiError::Invalid(format!(
                 "the operation was made for {}-byte elements but the buffers hold {} ({} bytes)",
                 self.elem,

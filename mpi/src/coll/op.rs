@@ -115,6 +115,8 @@ pub struct PaddedPair<V, I, const PAD_AFTER_VALUE: usize, const PAD_AFTER_INDEX:
     pad_i: [u8; PAD_AFTER_INDEX],
 }
 
+/// `MPI_LONG_DOUBLE_INT` (`{long double; int}`: 12 bytes after the index).
+pub type LongDoubleInt = PaddedPair<LongDouble, i32, 0, 12>;
 /// `MPI_DOUBLE_INT`.
 pub type DoubleInt = PaddedPair<f64, i32, 0, 4>;
 /// `MPI_LONG_INT`.
@@ -136,9 +138,16 @@ unsafe impl Pod for LongInt {}
 unsafe impl Zeroable for ShortInt {}
 // SAFETY: as above.
 unsafe impl Pod for ShortInt {}
+// SAFETY: as above (16 + 4 + 12 bytes, 16-byte aligned: no implicit padding).
+unsafe impl Zeroable for LongDoubleInt {}
+// SAFETY: as above.
+unsafe impl Pod for LongDoubleInt {}
+impl Equivalence for LongDoubleInt {}
 impl Equivalence for DoubleInt {}
 impl Equivalence for LongInt {}
 impl Equivalence for ShortInt {}
+
+pub use super::long_double::LongDouble;
 
 /// A complex number as C (`float _Complex`, `double _Complex`) and Fortran
 /// (`COMPLEX`) lay it out: real part, then imaginary part.
@@ -159,6 +168,11 @@ unsafe impl Pod for Complex<f32> {}
 unsafe impl Zeroable for Complex<f64> {}
 // SAFETY: as above.
 unsafe impl Pod for Complex<f64> {}
+// SAFETY: as above (two `long double`s of 16 bytes each).
+unsafe impl Zeroable for Complex<LongDouble> {}
+// SAFETY: as above.
+unsafe impl Pod for Complex<LongDouble> {}
+impl Equivalence for Complex<LongDouble> {}
 impl Equivalence for Complex<f32> {}
 impl Equivalence for Complex<f64> {}
 
@@ -265,8 +279,54 @@ macro_rules! loc_reducible {
 }
 loc_reducible!(
     ValueIndex<i32, i32>, ValueIndex<f32, i32>, ValueIndex<f64, i64>, ValueIndex<f32, f32>, ValueIndex<f64, f64>,
-    DoubleInt, LongInt, ShortInt
+    DoubleInt, LongInt, ShortInt, LongDoubleInt
 );
+
+/// `long double`: exact order; arithmetic on the x87 unit, as C does it
+/// (none off x86-64, where `long double` is another format).
+impl Reducible for LongDouble {
+    fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
+        use SystemOperation::*;
+        let t = |x: bool| if x { LongDouble::ONE } else { LongDouble::ZERO };
+        Some(match op {
+            Sum => a.checked_add(b)?,
+            Product => a.checked_mul(b)?,
+            // As f64's min/max: a NaN gives way to the other value.
+            Min => {
+                if b.is_nan() || a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Max => {
+                if b.is_nan() || a > b {
+                    a
+                } else {
+                    b
+                }
+            }
+            LogicalAnd => t(!a.is_zero() && !b.is_zero()),
+            LogicalOr => t(!a.is_zero() || !b.is_zero()),
+            LogicalXor => t(a.is_zero() != b.is_zero()),
+            BitwiseAnd | BitwiseOr | BitwiseXor | MinLoc | MaxLoc => return None,
+        })
+    }
+}
+
+/// Sum and product of `long double` complex numbers (MPI 4.1 §6.9.2).
+impl Reducible for Complex<LongDouble> {
+    fn apply(op: SystemOperation, a: Self, b: Self) -> Option<Self> {
+        Some(match op {
+            SystemOperation::Sum => Complex { re: a.re.checked_add(b.re)?, im: a.im.checked_add(b.im)? },
+            SystemOperation::Product => Complex {
+                re: a.re.checked_mul(b.re)?.checked_sub(a.im.checked_mul(b.im)?)?,
+                im: a.re.checked_mul(b.im)?.checked_add(a.im.checked_mul(b.re)?)?,
+            },
+            _ => return None,
+        })
+    }
+}
 
 macro_rules! complex_reducible {
     ($($t:ty),*) => {$(

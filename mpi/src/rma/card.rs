@@ -75,7 +75,10 @@ fn native(e: Elem) -> Option<adi::offload::Elem> {
         | Elem::Real2
         | Elem::Double2
         | Elem::C32
-        | Elem::C64 => return None,
+        | Elem::C64
+        | Elem::LongDouble
+        | Elem::LongDoubleInt
+        | Elem::C80 => return None,
     })
 }
 

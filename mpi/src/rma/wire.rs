@@ -160,7 +160,7 @@ impl Msg<'_> {
 }
 
 /// The element types, by wire code (1-based; 0 is "none").
-const ELEMS: [Elem; 19] = [
+const ELEMS: [Elem; 22] = [
     Elem::I8,
     Elem::U8,
     Elem::I16,
@@ -180,6 +180,9 @@ const ELEMS: [Elem; 19] = [
     Elem::Double2,
     Elem::C32,
     Elem::C64,
+    Elem::LongDouble,
+    Elem::LongDoubleInt,
+    Elem::C80,
 ];
 
 fn elem_code(e: Elem) -> u8 {

@@ -6,13 +6,14 @@
 //! the standard's rule for each call.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use super::Staged;
+use super::{incoming, outgoing, Span, Staged, Unpack};
 use crate::coll::{
     reduce_local_into, CommunicatorCollectives, Operation, Reducible, Root, SystemOperation, ValueIndex,
 };
 use crate::comm::{Communicator, SimpleCommunicator};
-use crate::datatype::Equivalence;
+use crate::datatype::{Equivalence, Typemap};
 use crate::inter::InterRoot;
 use crate::{MpiError, Rank, Result};
 
@@ -58,6 +59,12 @@ pub enum Elem {
     C32,
     /// A complex of two `f64` (`MPI_C_DOUBLE_COMPLEX`, `MPI_DOUBLE_COMPLEX`).
     C64,
+    /// C's `long double` (`MPI_LONG_DOUBLE`): x87 extended, 16 bytes.
+    LongDouble,
+    /// A `long double` and an `i32` index, padded (`MPI_LONG_DOUBLE_INT`).
+    LongDoubleInt,
+    /// A complex of two `long double` (`MPI_C_LONG_DOUBLE_COMPLEX`).
+    C80,
 }
 
 /// Run `$body` with `$T` the Rust type of element kind `$e`.
@@ -67,7 +74,9 @@ macro_rules! with_elem {
             F32: f32, F64: f64, Int2: ValueIndex<i32, i32>, FloatInt: ValueIndex<f32, i32>,
             DoubleInt: crate::coll::op::DoubleInt, LongInt: crate::coll::op::LongInt,
             ShortInt: crate::coll::op::ShortInt, Real2: ValueIndex<f32, f32>, Double2: ValueIndex<f64, f64>,
-            C32: crate::coll::op::Complex<f32>, C64: crate::coll::op::Complex<f64>)
+            C32: crate::coll::op::Complex<f32>, C64: crate::coll::op::Complex<f64>,
+            LongDouble: crate::coll::op::LongDouble, LongDoubleInt: crate::coll::op::LongDoubleInt,
+            C80: crate::coll::op::Complex<crate::coll::op::LongDouble>)
     };
     (@ $e:expr, $T:ident, $body:expr; $($v:ident: $t:ty),*) => {
         match $e {
@@ -312,6 +321,102 @@ pub unsafe fn ireduce_scatter(
         a.stage.then = Some(Box::new(move || into.copy_from_slice(&all[from..from + mine])));
         Ok(a)
     })
+}
+
+/// A reduction on a derived datatype (MPI 4.1 §6.9.2 allows any datatype
+/// its operation is defined on): `run` reduces packed copies, and the
+/// result is unpacked into the caller's elements at completion.
+///
+/// `send_n` elements of `layout` are read from `send` now (none where the
+/// call reads nothing there); `recv_n` are packed from `recv` now (for
+/// `MPI_IN_PLACE` and the values a scan keeps) and written back when the
+/// returned operation completes. `run` gets the packed send argument and
+/// the packed receive buffer, and reduces them as elements of the
+/// predefined type the datatype is made of, or as packed datatype elements
+/// with a user operation.
+///
+/// # Safety
+/// `send` holds `send_n` elements of `layout` for this call; `recv` holds
+/// `recv_n`, readable now and writable until completion.
+pub unsafe fn packed(
+    layout: &Arc<Typemap>,
+    send: Input,
+    send_n: usize,
+    recv: *mut u8,
+    recv_n: usize,
+    run: impl FnOnce(Input, *mut u8) -> Result<Staged>,
+) -> Result<Staged> {
+    // SAFETY: this function's contract is `Packed::new`'s.
+    let p = unsafe { Packed::new(layout, send, send_n, recv, recv_n) }?;
+    let mut s = run(p.send, p.recv)?;
+    s.stage.hold.extend(p.held);
+    if let Some(u) = p.unpack {
+        // After the operation's own completion work (MPI_Ireduce_scatter
+        // copies its block into the packed buffer), unpack.
+        let before = s.stage.then.take();
+        s.stage.then = Some(Box::new(move || {
+            if let Some(f) = before {
+                f();
+            }
+            // SAFETY: this function's contract: `recv` is writable until completion, which is now.
+            unsafe { u.finish(0) }
+        }));
+    }
+    Ok(s)
+}
+
+/// [`packed`] for a reduction that completes within the call (the
+/// intercommunicator ones, `MPI_Reduce_local`).
+///
+/// # Safety
+/// As [`packed`], for this call.
+pub unsafe fn packed_now(
+    layout: &Arc<Typemap>,
+    send: Input,
+    send_n: usize,
+    recv: *mut u8,
+    recv_n: usize,
+    run: impl FnOnce(Input, *mut u8) -> Result<()>,
+) -> Result<()> {
+    // SAFETY: this function's contract is `Packed::new`'s.
+    let p = unsafe { Packed::new(layout, send, send_n, recv, recv_n) }?;
+    run(p.send, p.recv)?;
+    if let Some(u) = p.unpack {
+        // SAFETY: this function's contract: `recv` is writable for this call.
+        unsafe { u.finish(0) }
+    }
+    drop(p.held);
+    Ok(())
+}
+
+/// The packed operands of a reduction on a derived datatype.
+struct Packed {
+    send: Input,
+    held: Option<Vec<u8>>,
+    recv: *mut u8,
+    unpack: Option<Unpack>,
+}
+
+impl Packed {
+    /// # Safety
+    /// As [`packed`].
+    unsafe fn new(layout: &Arc<Typemap>, send: Input, send_n: usize, recv: *mut u8, recv_n: usize) -> Result<Packed> {
+        let (send, held) = match send {
+            Input::At(p) if send_n > 0 => {
+                // SAFETY: this function's contract: `send` holds `send_n` elements for this call.
+                let bytes = unsafe { outgoing(p, &Span::of(layout.clone(), send_n)?, "sendbuf") }?.into_owned();
+                (Input::At(bytes.as_ptr()), Some(bytes))
+            }
+            other => (other, None),
+        };
+        if recv_n == 0 {
+            return Ok(Packed { send, held, recv: std::ptr::null_mut(), unpack: None });
+        }
+        // SAFETY: this function's contract: `recv` holds `recv_n` elements, readable now and
+        // writable until completion.
+        let inc = unsafe { incoming(recv, &Span::of(layout.clone(), recv_n)?, "recvbuf", true) }?;
+        Ok(Packed { send, held, recv: inc.ptr, unpack: inc.stage.map(Unpack::whole) })
+    }
 }
 
 /// `MPI_Reduce_local` (§6.9.7): `inout = input op inout`, here; the
