@@ -147,7 +147,9 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     // nothing will match is cancelled, so that finalize cannot hang on it;
     // the rest are waited for (dropping a request waits), so that no
     // buffer is read or written after we return.
-    let left = st.requests.len();
+    // An inactive persistent request (made and never started, or
+    // completed) is not active: it is only freed here, silently.
+    let left = st.requests.values().filter(|r| r.active().is_some()).count();
     for r in st.requests.values().chain(st.detached.iter()) {
         if let Some(a) = r.active() {
             let _ = a.request.cancel();

@@ -287,8 +287,18 @@ int main(int argc, char **argv)
     CHECK(MPI_Cart_create(inter, 1, tdims, tper, 0, &tcomm) == MPI_ERR_COMM && tcomm == MPI_COMM_NULL, "Cart_create on an intercommunicator");
     CHECK(MPI_Dist_graph_create_adjacent(inter, 0, NULL, MPI_UNWEIGHTED, 0, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &tcomm) == MPI_ERR_COMM,
           "Dist_graph_create_adjacent on an intercommunicator");
-    CHECK(MPI_Iallreduce(&me, &sum, 1, MPI_INT, MPI_SUM, inter, &rq) == MPI_ERR_UNSUPPORTED_OPERATION,
-          "Iallreduce on an intercommunicator did not say unsupported");
+    /* Non-blocking collectives on an intercommunicator complete within
+     * the call (they run the blocking algorithm); a persistent one is
+     * refused. */
+    int isum = -1, ib = color ? -1 : 99;
+    CHECK(MPI_Iallreduce(&me, &isum, 1, MPI_INT, MPI_SUM, inter, &rq) == MPI_SUCCESS, "Iallreduce on an intercommunicator");
+    CHECK(MPI_Wait(&rq, MPI_STATUS_IGNORE) == MPI_SUCCESS && rq == MPI_REQUEST_NULL && isum == sum,
+          "Iallreduce on an intercommunicator: %d, the blocking one %d", isum, sum);
+    CHECK(MPI_Ibcast(&ib, 1, MPI_INT, color ? 0 : (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL), inter, &rq) == MPI_SUCCESS,
+          "Ibcast on an intercommunicator");
+    CHECK(MPI_Wait(&rq, MPI_STATUS_IGNORE) == MPI_SUCCESS && ib == 99, "Ibcast on an intercommunicator: %d", ib);
+    CHECK(MPI_Barrier_init(inter, MPI_INFO_NULL, &rq) == MPI_ERR_UNSUPPORTED_OPERATION,
+          "Barrier_init on an intercommunicator did not say unsupported");
     MPI_Comm bad;
     CHECK(MPI_Bcast(b, 1, MPI_INT, size + 5, inter) == MPI_ERR_ROOT, "a bad inter root accepted");
 
