@@ -275,6 +275,22 @@ fn bases(def: &crate::datatype::TypeDef, out: &mut Vec<Handle>) {
     }
 }
 
+/// The element of a parameterized Fortran type (`MPI_Type_create_f90_*`,
+/// §19.2.5), which is predefined: the kind of its size.
+fn f90_elem(def: &crate::datatype::TypeDef, size: usize) -> Option<Elem> {
+    Some(match (def.contents().combiner, size) {
+        (MPI_COMBINER_F90_INTEGER, 1) => Elem::I8,
+        (MPI_COMBINER_F90_INTEGER, 2) => Elem::I16,
+        (MPI_COMBINER_F90_INTEGER, 4) => Elem::I32,
+        (MPI_COMBINER_F90_INTEGER, 8) => Elem::I64,
+        (MPI_COMBINER_F90_REAL, 4) => Elem::F32,
+        (MPI_COMBINER_F90_REAL, 8) => Elem::F64,
+        (MPI_COMBINER_F90_COMPLEX, 8) => Elem::C32,
+        (MPI_COMBINER_F90_COMPLEX, 16) => Elem::C64,
+        _ => return None,
+    })
+}
+
 fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Reduction> {
     let send = if in_place(sendbuf) { Input::InPlace } else { Input::At(sendbuf.cast()) };
     let op = crate::op::op_of(st, op, dt)?;
@@ -304,9 +320,14 @@ fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Re
             })
         }
         OpChoice::System(_) => {
-            let mut bs = Vec::new();
-            bases(&entry.def, &mut bs);
-            let elems: Vec<Elem> = bs.iter().map(|&b| elem_of(b)).collect::<R<_>>()?;
+            let elems: Vec<Elem> = match f90_elem(&entry.def, layout.size) {
+                Some(e) => vec![e],
+                None => {
+                    let mut bs = Vec::new();
+                    bases(&entry.def, &mut bs);
+                    bs.iter().map(|&b| elem_of(b)).collect::<R<_>>()?
+                }
+            };
             let elem = match elems.split_first() {
                 Some((&e, rest)) if rest.iter().all(|&r| r == e) && layout.size % e.size() == 0 => e,
                 _ => {

@@ -258,6 +258,12 @@ static void derived_and_long_double_reductions(void) {
     MPI_Type_free(&vec);
     MPI_Type_free(&vec4);
     MPI_Op_free(&op);
+    /* A parameterized Fortran type is predefined (§19.2.5): it reduces. */
+    MPI_Datatype f90;
+    CHECK(MPI_Type_create_f90_real(15, MPI_UNDEFINED, &f90) == MPI_SUCCESS, "Type_create_f90_real");
+    double fd = 0.25 * rank, fs = -1;
+    CHECK(MPI_Allreduce(&fd, &fs, 1, f90, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS && fs == 0.25 * tri,
+          "SUM on a Fortran real kind: %g", fs);
     /* long double: a sum that needs the 64-bit significand (in double,
      * 2^62 + 1 rounds to 2^62), MAX, and MAXLOC on LONG_DOUBLE_INT. */
     long double x = 4611686018427387904.0L + 1.0L + rank, xs, xm;
