@@ -138,12 +138,23 @@ int main(int argc, char **argv)
     MPI_Reduce_local(in, io, 3, MPI_INT, sum);
     CHECK(io[0] == 11 && io[2] == 33, "user reduce_local %d %d", io[0], io[2]);
 
-    /* A datatype the library does not reduce: an error, not a crash. */
-    MPI_Datatype pair;
+    /* A derived type of one predefined type reduces with a predefined
+     * operation, element by element (§6.9.2); a struct of two types does
+     * not: an error, not a crash. */
+    MPI_Datatype pair, mixed, parts[2] = {MPI_INT, MPI_FLOAT};
     MPI_Type_contiguous(2, MPI_INT, &pair);
     MPI_Type_commit(&pair);
-    CHECK(MPI_Allreduce(a, b, 1, pair, sum, MPI_COMM_WORLD) == MPI_ERR_TYPE, "user op on a derived type accepted");
+    int pv[2] = {1, rank}, ps[2] = {0, 0};
+    CHECK(MPI_Allreduce(pv, ps, 1, pair, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS && ps[0] == size &&
+              ps[1] == size * (size - 1) / 2,
+          "SUM on a contiguous pair: %d %d", ps[0], ps[1]);
+    int bl[2] = {1, 1};
+    MPI_Aint at[2] = {0, 4};
+    MPI_Type_create_struct(2, bl, at, parts, &mixed);
+    MPI_Type_commit(&mixed);
+    CHECK(MPI_Allreduce(a, b, 1, mixed, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_TYPE, "SUM on a struct of int and float accepted");
     MPI_Type_free(&pair);
+    MPI_Type_free(&mixed);
 
     /* Free: the handle becomes MPI_OP_NULL; a stale copy and the
      * predefined operations are refused. */
