@@ -75,35 +75,31 @@ impl LongDouble {
     fn x87(self, other: LongDouble, op: Arith) -> Option<LongDouble> {
         let mut out = self;
         let b = other;
-        // SAFETY: each `fld` reads 10 bytes of a live `LongDouble` (16
-        // bytes), `fstp` writes 10 bytes of `out`; the two loads are
-        // balanced by the popping operation and the store, so the x87
-        // stack is empty again when the block ends, as the ABI requires.
-        // Every x87 register is declared clobbered.
-        unsafe {
-            match op {
-                Arith::Add => std::arch::asm!(
-                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "faddp st(1), st", "fstp tbyte ptr [{a}]",
-                    a = in(reg) out.bits.as_mut_ptr(), b = in(reg) b.bits.as_ptr(),
-                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
-                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
-                    options(nostack)
-                ),
-                Arith::Sub => std::arch::asm!(
-                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "fsubp st(1), st", "fstp tbyte ptr [{a}]",
-                    a = in(reg) out.bits.as_mut_ptr(), b = in(reg) b.bits.as_ptr(),
-                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
-                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
-                    options(nostack)
-                ),
-                Arith::Mul => std::arch::asm!(
-                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "fmulp st(1), st", "fstp tbyte ptr [{a}]",
-                    a = in(reg) out.bits.as_mut_ptr(), b = in(reg) b.bits.as_ptr(),
-                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
-                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
-                    options(nostack)
-                ),
-            }
+        // `acc = acc OP b` by the x87 instruction `$op` ("faddp", ...),
+        // which pops the second load.
+        macro_rules! x87_op {
+            ($op:literal) => {
+                // SAFETY: each `fld` reads 10 bytes of a live `LongDouble`
+                // (16 bytes), `fstp` writes 10 bytes of `out`; the two
+                // loads are balanced by the popping operation and the
+                // store, so the x87 stack is empty again when the block
+                // ends, as the ABI requires. Every x87 register is
+                // declared clobbered.
+                unsafe {
+                    std::arch::asm!(
+                        "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", concat!($op, " st(1), st"), "fstp tbyte ptr [{a}]",
+                        a = in(reg) out.bits.as_mut_ptr(), b = in(reg) b.bits.as_ptr(),
+                        out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                        out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                        options(nostack)
+                    )
+                }
+            };
+        }
+        match op {
+            Arith::Add => x87_op!("faddp"),
+            Arith::Sub => x87_op!("fsubp"),
+            Arith::Mul => x87_op!("fmulp"),
         }
         Some(out)
     }
