@@ -265,6 +265,13 @@ impl Reduction {
     }
 }
 
+/// The layout of a derived datatype whose elements a reduction packs:
+/// none for one dense block at the buffer's address, which the engine
+/// reads and writes as it is (it copies what it sends anyway).
+fn packing(layout: &Arc<crate::datatype::Layout>) -> Option<Arc<crate::datatype::Layout>> {
+    (!(layout.dense() && layout.true_lb == 0)).then(|| layout.clone())
+}
+
 /// The predefined datatypes a derived datatype is built from, recursively.
 fn bases(def: &crate::datatype::TypeDef, out: &mut Vec<Handle>) {
     for (h, d) in &def.contents().types {
@@ -316,7 +323,7 @@ fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Re
                 op: OpChoice::User(u, dt, Some(layout.clone())),
                 send,
                 per,
-                layout: Some(layout),
+                layout: packing(&layout),
             })
         }
         OpChoice::System(_) => {
@@ -337,7 +344,7 @@ fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Re
                     ))
                 }
             };
-            Ok(Reduction { elem, op, send, per: layout.size / elem.size(), layout: Some(layout) })
+            Ok(Reduction { elem, op, send, per: layout.size / elem.size(), layout: packing(&layout) })
         }
     }
 }
