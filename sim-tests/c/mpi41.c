@@ -238,7 +238,9 @@ static void derived_and_long_double_reductions(void) {
     MPI_Request r;
     int u[8] = {1, -1, rank, -1, 2, -1, 3, -1};
     CHECK(MPI_Iallreduce(MPI_IN_PLACE, u, 2, vec4, op, MPI_COMM_WORLD, &r) == MPI_SUCCESS, "Iallreduce, user op, vector");
-    CHECK(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "Wait");
+    /* Polled, not waited for: the result is unpacked when a test completes it. */
+    int udone = 0;
+    while (!udone) CHECK(MPI_Test(&r, &udone, MPI_STATUS_IGNORE) == MPI_SUCCESS, "Test");
     CHECK(u[0] == size && u[1] == -1 && u[2] == tri && u[4] == 2 * size && u[6] == 3 * size && u[7] == -1,
           "user op on a vector: %d %d %d %d %d %d %d %d", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7]);
     CHECK(user_extent_ok, "the user function's datatype has the wrong extent");
@@ -265,13 +267,15 @@ static void derived_and_long_double_reductions(void) {
     CHECK(MPI_Allreduce(&fd, &fs, 1, f90, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS && fs == 0.25 * tri,
           "SUM on a Fortran real kind: %g", fs);
     /* long double: a sum that needs the 64-bit significand (in double,
-     * 2^62 + 1 rounds to 2^62), MAX, and MAXLOC on LONG_DOUBLE_INT. */
-    long double x = 4611686018427387904.0L + 1.0L + rank, xs, xm;
+     * 2^55 + 1 rounds to 2^55) and stays exact in it up to 256 ranks, so
+     * that no order of combining changes it; MAX; MINLOC on
+     * LONG_DOUBLE_INT. */
+    long double x = 36028797018963968.0L + 1.0L + rank, xs, xm;
     CHECK(MPI_Allreduce(&x, &xs, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "long double SUM");
     long double want = 0;
-    for (int i = 0; i < size; i++) want += 4611686018427387904.0L + 1.0L + i;
+    for (int i = 0; i < size; i++) want += 36028797018963968.0L + 1.0L + i;
     CHECK(xs == want, "long double SUM: %.0Lf, not %.0Lf", xs, want);
-    CHECK(MPI_Allreduce(&x, &xm, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS && xm == 4611686018427387904.0L + size,
+    CHECK(MPI_Allreduce(&x, &xm, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS && xm == 36028797018963968.0L + size,
           "long double MAX: %.0Lf", xm);
     /* Values apart by less than a double's precision: in double they tie
      * and the smallest index would win. */
