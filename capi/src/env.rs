@@ -37,6 +37,7 @@ fn init(required: c_int) -> R<c_int> {
         attrs: Vec::new(),
         info: Default::default(),
         buffered: Default::default(),
+        pending: None,
     };
     let comms = crate::comm_table::CommTable::predefined(
         entry(universe.world(), "MPI_COMM_WORLD"),
@@ -65,6 +66,7 @@ fn init(required: c_int) -> R<c_int> {
         type_attrs: Table::default(),
         buffered: Default::default(),
         detached: Vec::new(),
+        idups: Vec::new(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,
         main_thread: std::thread::current().id(),
@@ -483,6 +485,7 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
         attrs: Vec::new(),
         info: Default::default(),
         buffered: Default::default(),
+        pending: None,
     };
     Ok(st.comms.add(e))
 }
@@ -513,13 +516,12 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
 }
 
 /// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (§7.4.2; `info`'s hints,
-/// `MPI_INFO_NULL` for none, replace the original's). The duplicate is
-/// made at the call, and the request is complete when handed out. The
-/// standard's non-blocking form lets ranks interleave it with other
-/// collectives on other communicators; made here, a program that starts
-/// idups on overlapping communicators in different orders on different
-/// ranks waits for ever (README, "What is not supported"): a non-blocking
-/// context-id agreement is work left.
+/// `MPI_INFO_NULL` for none, replace the original's). The duplicate's
+/// handle goes to `newcomm` at the call, with the original's attributes
+/// (copied now, through their callbacks), error handler and hints; it
+/// names a usable communicator once the request completes
+/// ([`settle_idup`]), whose context id comes from the leader without an
+/// agreement (`mpi::dup`), so idups never wait for each other.
 ///
 /// # Safety
 /// `newcomm` and `request` are null or writable.
@@ -528,15 +530,55 @@ unsafe fn idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Han
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        let pairs = info.map(|i| st.info_or_null(i)).transpose()?;
-        // SAFETY: the caller's contract on `newcomm`.
-        let h = unsafe { dup(st, comm, newcomm) }?;
-        if let Some(pairs) = pairs {
-            st.comm_mut(h)?.info = pairs;
+        if newcomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
+        }
+        let pairs = match info {
+            Some(i) => st.info_or_null(i)?,
+            None => st.comm(comm)?.info.clone(),
+        };
+        let (op, cell) = st.comm(comm)?.comm.immediate_duplicate()?.into_parts();
+        // Registered on the original for now: the handle is unusable
+        // (`State::comm`) until the duplicate replaces it.
+        let placeholder = st.comm(comm)?.comm.clone();
+        let h = register(st, Some(placeholder), comm)?;
+        crate::attr::copy_all(st, comm, h)?;
+        if let Some(e) = st.comms.get_mut(&h) {
+            e.info = pairs;
+            e.pending = Some(cell);
         }
         // SAFETY: checked non-null; the caller's contract.
-        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
+        unsafe { newcomm.write(h) };
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { crate::p2p::new_request(st, Req::Op(op), request) }?;
+        // SAFETY: as above; `new_request` wrote it.
+        let r = unsafe { request.read() };
+        st.idups.push((r, h));
+        Ok(())
     })
+}
+
+/// Request `req` has completed with `outcome`: if it is an idup's, its
+/// duplicate takes the place of the placeholder, or, when it could not be
+/// made, the placeholder goes and the request reports why.
+pub(crate) fn settle_idup(st: &mut State, req: Handle, outcome: &mut mpi::Result<mpi::Status>) {
+    let Some(at) = st.idups.iter().position(|&(r, _)| r == req) else { return };
+    let (_, h) = st.idups.swap_remove(at);
+    let made = st.comms.get_mut(&h).and_then(|e| e.pending.take()).and_then(|cell| cell.take());
+    match made {
+        Some(Ok(c)) if outcome.is_ok() => {
+            if let Some(e) = st.comms.get_mut(&h) {
+                e.comm = c;
+            }
+        }
+        made => {
+            let _ = crate::attr::delete_all(st, h);
+            st.comms.remove(&h);
+            if let (Some(Err(e)), true) = (made, outcome.is_ok()) {
+                *outcome = Err(e);
+            }
+        }
+    }
 }
 
 #[no_mangle]

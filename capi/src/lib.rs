@@ -192,6 +192,9 @@ pub(crate) struct CommEntry {
     pub(crate) info: info::Pairs,
     /// The buffer attached to it (`MPI_Comm_attach_buffer`), if any.
     pub(crate) buffered: mpi::bsend::Buffered,
+    /// The duplicate to come, while its `MPI_Comm_idup` is under way: the
+    /// handle names no usable communicator until then.
+    pub(crate) pending: Option<mpi::dup::DupCell>,
 }
 
 /// A request handle's state: the mpi crate's (`mpi::request::slot`),
@@ -261,6 +264,9 @@ pub(crate) struct State {
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
+    /// `MPI_Comm_idup`s under way: their request, and the communicator
+    /// handle whose entry the completion fills in (`env::settle_idup`).
+    pub(crate) idups: Vec<(Handle, Handle)>,
     pub(crate) next_handle: Handle,
     pub(crate) thread_level: c_int,
     pub(crate) main_thread: std::thread::ThreadId,
@@ -298,12 +304,31 @@ impl State {
     }
 
     pub(crate) fn comm(&self, h: Handle) -> R<&CommEntry> {
-        self.comms.get(&h).ok_or_else(|| unknown_comm(h))
+        match self.comms.get(&h) {
+            Some(e) if e.pending.is_none() => Ok(e),
+            e => Err(unusable_comm(h, e.is_some())),
+        }
     }
 
     pub(crate) fn comm_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
-        self.comms.get_mut(&h).ok_or_else(|| unknown_comm(h))
+        match self.comms.get_mut(&h) {
+            Some(e) if e.pending.is_none() => Ok(e),
+            e => Err(unusable_comm(h, e.is_some())),
+        }
     }
+}
+
+/// The error for a handle that names no communicator, or one that an
+/// `MPI_Comm_idup` still under way is making (`pending`).
+#[cold]
+fn unusable_comm(h: Handle, pending: bool) -> Fail {
+    if pending {
+        return Fail::new(
+            MPI_ERR_COMM,
+            format!("{h:#x} is the new communicator of an MPI_Comm_idup that has not completed: complete its request first (MPI 4.1 §7.4.2)"),
+        );
+    }
+    unknown_comm(h)
 }
 
 /// The error for a handle that names no communicator.

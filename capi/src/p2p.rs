@@ -607,7 +607,10 @@ fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
         return (Ok(MpiStatus::empty()), h);
     }
     let Some(slot) = st.requests.remove(&h) else { return (Err(not_active(h)), h) };
-    let (s, left) = slot.complete();
+    let (mut s, left) = slot.complete();
+    if !st.idups.is_empty() {
+        crate::env::settle_idup(st, h, &mut s);
+    }
     let nh = match left {
         Some(slot) => {
             st.requests.insert(h, slot);

@@ -90,6 +90,10 @@ pub(crate) struct Group {
     /// Collectives started on this communicator: every member starts them
     /// in the same order, so the count tells concurrent ones apart.
     coll_seq: std::cell::Cell<u32>,
+    /// `MPI_Comm_idup`s started on this communicator, numbered apart from
+    /// its other collectives: on an intercommunicator both groups count
+    /// them alike (`crate::dup`).
+    pub(crate) dup_seq: std::cell::Cell<u32>,
 }
 
 impl Group {
@@ -98,7 +102,7 @@ impl Group {
         for (i, r) in members.iter().enumerate() {
             index[*r as usize] = i as Rank;
         }
-        Group { members, index, coll_seq: std::cell::Cell::new(0) }
+        Group { members, index, coll_seq: std::cell::Cell::new(0), dup_seq: std::cell::Cell::new(0) }
     }
 
     pub(crate) fn comm_rank(&self, job_rank: u32) -> Rank {
@@ -337,6 +341,7 @@ impl SimpleCommunicator {
             self.coll_send(ranks[0], t, &next.to_le_bytes())?;
             word(self.coll_recv(ranks[0], t)?)?
         };
+        crate::dup::check_agreed(ctx, 2)?;
         self.shared.borrow_mut().next_ctx = ctx + 2;
         let members = ranks.iter().map(|&r| self.group.members[r as usize]).collect();
         Ok(Some(self.make_child(members, ctx)))
@@ -429,6 +434,7 @@ impl Communicator for SimpleCommunicator {
             }
         }
         // Every member of the parent agrees on `ctx`; the groups are disjoint.
+        crate::dup::check_agreed(ctx, 2)?;
         self.shared.borrow_mut().next_ctx = ctx + 2;
         if c < 0 {
             return Ok(None);

@@ -198,9 +198,7 @@ impl SimpleCommunicator {
     /// four an intercommunicator takes, below `MPI_COMM_SELF`'s, and
     /// members that are distinct processes of the job.
     fn check_agreed(&self, ctx: u32, remote: &[u32]) -> Result<()> {
-        if ctx > crate::comm::SELF_CTX - 8 {
-            return Err(MpiError::Invalid(format!("intercommunicator agreement: context id {ctx} is out of range")));
-        }
+        crate::dup::check_agreed(ctx, 4)?;
         let n = self.shared.borrow_mut().engine()?.size();
         let mut seen = std::collections::HashSet::new();
         if let Some(m) = remote.iter().find(|&&m| m >= n || !seen.insert(m)) {
@@ -213,8 +211,9 @@ impl SimpleCommunicator {
 
     /// An intercommunicator on context `ctx` from the processes `local`
     /// (this one among them) to `remote`.
-    fn inter_from(&self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
-        {
+    pub(crate) fn inter_from(&self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
+        // An idup's ids are the leader's to hand out, not the agreements'.
+        if ctx < crate::dup::DUP_BASE {
             let mut sh = self.shared.borrow_mut();
             sh.next_ctx = sh.next_ctx.max(ctx + 4);
         }

@@ -31,6 +31,7 @@ pub mod coll;
 mod comm;
 pub mod compute;
 pub mod datatype;
+pub mod dup;
 mod error;
 pub mod group;
 pub mod info;

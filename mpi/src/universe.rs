@@ -21,6 +21,9 @@ pub(crate) struct Context {
     engine: Option<Engine>,
     /// Next free context id (even; id+1 is the collective context).
     pub(crate) next_ctx: u32,
+    /// The next `MPI_Comm_idup` context id this process hands out as a
+    /// leader, counted in its own share of the ids (`crate::dup`).
+    pub(crate) next_dup: u32,
     /// Who executes collective schedules (`DN_NBC_PROGRESS`).
     pub(crate) progress: ProgressMode,
     /// Simulated progress thread: how far its last pass ran past the
@@ -475,6 +478,7 @@ pub fn initialize() -> Result<Universe> {
     let shared = Locked::new(Context {
         engine: Some(engine),
         next_ctx: 2,
+        next_dup: 0,
         progress,
         thread_debt_ps: 0,
         thread_last_ps: 0,

@@ -150,6 +150,32 @@ int main(int argc, char **argv)
         CHECK(y == 41 - color, "dup sendrecv %d", y);
     }
 
+    /* MPI_Comm_idup of the intercommunicator does not wait for the other
+     * processes: every process but a group's rank 0 starts it, then sends
+     * to the other group's rank 0, which receives all before starting its
+     * own (MPICH's comm_idup pattern; a blocking agreement would hang). */
+    {
+        MPI_Comm idup;
+        MPI_Request ir;
+        int v = lrank;
+        if (lrank == 0) {
+            for (int i = 1; i < rsize; i++) MPI_Recv(&v, 1, MPI_INT, i, 31, inter, MPI_STATUS_IGNORE);
+            CHECK(MPI_Comm_idup(inter, &idup, &ir) == MPI_SUCCESS, "inter idup");
+        } else {
+            CHECK(MPI_Comm_idup(inter, &idup, &ir) == MPI_SUCCESS, "inter idup");
+            MPI_Ssend(&v, 1, MPI_INT, 0, 31, inter);
+        }
+        MPI_Wait(&ir, MPI_STATUS_IGNORE);
+        MPI_Comm_test_inter(idup, &flag);
+        int isz = -1;
+        MPI_Comm_remote_size(idup, &isz);
+        CHECK(flag == 1 && isz == rsize, "idup of an intercommunicator: inter %d, remote size %d", flag, isz);
+        int got = -1;
+        MPI_Allreduce(&lrank, &got, 1, MPI_INT, MPI_SUM, idup);
+        CHECK(got == rsize * (rsize - 1) / 2, "allreduce on the inter idup %d", got);
+        MPI_Comm_free(&idup);
+    }
+
     /* Reduce_scatter(_block) (§6.11.2): each group sends lsize * rsize
      * elements (the same number on both sides) and each process gets
      * rsize of the other group's sum. */

@@ -433,6 +433,49 @@ static void errors_attributes_and_queries(void) {
     CHECK(MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &idup, &ir) == MPI_SUCCESS, "idup_with_info(MPI_INFO_NULL)");
     MPI_Wait(&ir, MPI_STATUS_IGNORE);
     MPI_Comm_free(&idup);
+
+    /* Idups of two communicators started in opposite orders on odd and
+     * even ranks (allowed for non-blocking collectives, §6.12), with a
+     * message between them before the wait: no agreement to hang on. Until
+     * its request completes, the new handle is not a communicator. */
+    MPI_Comm a, b, da, db;
+    MPI_Request dr[2];
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    MPI_Comm_set_errhandler(a, MPI_ERRORS_RETURN);
+    if (rank % 2 == 0) {
+        MPI_Comm_idup(a, &da, &dr[0]);
+        MPI_Comm_idup(b, &db, &dr[1]);
+    } else {
+        MPI_Comm_idup(b, &db, &dr[1]);
+        MPI_Comm_idup(a, &da, &dr[0]);
+    }
+    int early = -1, ecls = -1;
+    int rc = MPI_Comm_size(da, &early);
+    MPI_Error_class(rc, &ecls);
+    CHECK(ecls == MPI_ERR_COMM && early == -1, "a pending idup's handle used: class %d", ecls);
+    int token = rank, from = -1;
+    MPI_Sendrecv(&token, 1, MPI_INT, (rank + 1) % size, 5, &from, 1, MPI_INT, (rank + size - 1) % size, 5, a,
+                 MPI_STATUS_IGNORE);
+    CHECK(from == (rank + size - 1) % size, "a message while idups are pending: %d", from);
+    MPI_Waitall(2, dr, MPI_STATUSES_IGNORE);
+    /* Each duplicate is its own context: the same tag sent on one is not
+     * received on the other. */
+    int x = 100 + rank, y = -1, z = -1;
+    MPI_Request sr[2];
+    MPI_Isend(&x, 1, MPI_INT, (rank + 1) % size, 7, da, &sr[0]);
+    MPI_Isend(&x, 1, MPI_INT, (rank + 1) % size, 7, db, &sr[1]);
+    MPI_Recv(&y, 1, MPI_INT, (rank + size - 1) % size, 7, db, MPI_STATUS_IGNORE);
+    MPI_Recv(&z, 1, MPI_INT, (rank + size - 1) % size, 7, da, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, sr, MPI_STATUSES_IGNORE);
+    CHECK(y == 100 + (rank + size - 1) % size && z == y, "traffic on the idups %d %d", y, z);
+    int s1 = 0;
+    MPI_Allreduce(&rank, &s1, 1, MPI_INT, MPI_SUM, db);
+    CHECK(s1 == size * (size - 1) / 2, "allreduce on the second idup %d", s1);
+    MPI_Comm_free(&da);
+    MPI_Comm_free(&db);
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
 }
 
 int main(int argc, char **argv) {

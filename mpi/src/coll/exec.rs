@@ -56,10 +56,13 @@ pub(crate) enum CollKind {
     Neighbor,
     /// A schedule of the program's own (seed 002's API).
     Schedule,
+    /// `MPI_Comm_idup`'s context id, from the leader to every member
+    /// (`crate::dup`).
+    Dup,
 }
 
 impl CollKind {
-    const ALL: [CollKind; 13] = [
+    const ALL: [CollKind; 14] = [
         CollKind::Barrier,
         CollKind::Bcast,
         CollKind::Gather,
@@ -73,6 +76,7 @@ impl CollKind {
         CollKind::Exscan,
         CollKind::Neighbor,
         CollKind::Schedule,
+        CollKind::Dup,
     ];
 
     /// The kind with this number in a tag.
@@ -96,6 +100,7 @@ impl CollKind {
             CollKind::Exscan => "MPI_Exscan",
             CollKind::Neighbor => "a neighbourhood collective or MPI_Alltoallw",
             CollKind::Schedule => "a schedule of its own",
+            CollKind::Dup => "MPI_Comm_idup",
         }
     }
 }
@@ -121,6 +126,15 @@ impl Stamp {
 
     fn same_seq(self, other: Stamp) -> bool {
         self.0 >> Self::KIND_BITS == other.0 >> Self::KIND_BITS
+    }
+
+    /// A message of collective `self` that collective `other` on the same
+    /// communicator meets shows that the members called different
+    /// collectives: same sequence number, other kind. Idups are numbered
+    /// apart from the other collectives (`crate::dup`), so never.
+    fn mismatches(self, other: Stamp) -> bool {
+        let dup = |s: Stamp| s.kind() == Some(CollKind::Dup);
+        self.same_seq(other) && self != other && !dup(self) && !dup(other)
     }
 
     fn kind(self) -> Option<CollKind> {
@@ -619,9 +633,8 @@ impl Exec {
     fn look_for_notice(&mut self, e: &mut Engine) -> Result<()> {
         let me = self.stamp;
         let notice = tag(me, NOTICE_ROUND);
-        let found = e.peek_unexpected(self.ctx, &|_, t| {
-            t == notice || (t & (1 << 30) != 0 && Stamp::of_tag(t).same_seq(me) && Stamp::of_tag(t) != me)
-        });
+        let found =
+            e.peek_unexpected(self.ctx, &|_, t| t == notice || (t & (1 << 30) != 0 && Stamp::of_tag(t).mismatches(me)));
         let Some(st) = found else { return Ok(()) };
         let rank = self.members.iter().position(|&m| m == st.source).map_or(-1, |r| r as i64);
         if st.tag != notice {

@@ -49,6 +49,25 @@ pub(crate) fn start(
     op: Option<Operation>,
 ) -> Result<Locked<Exec>> {
     comm.intra_only("this collective")?;
+    let members = comm.members().to_vec();
+    let seq = comm.next_coll_seq();
+    launch(comm, kind, seq, members, sched, send, recv, op)
+}
+
+/// [`start`] on `members` (job ranks; the schedule's peers index them)
+/// over `comm`'s collective context, numbered `seq` among collectives of
+/// its `kind`: an intercommunicator's schedules span both groups.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch(
+    comm: &SimpleCommunicator,
+    kind: CollKind,
+    seq: u32,
+    members: Vec<u32>,
+    sched: Schedule,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    op: Option<Operation>,
+) -> Result<Locked<Exec>> {
     if let Some(o) = op.as_ref().filter(|o| o.elem > 0 && send.len() % o.elem != 0) {
         return Err(MpiError::Invalid(format!(
             "{} bytes to reduce are not whole {}-byte elements of the operation",
@@ -58,8 +77,7 @@ pub(crate) fn start(
     }
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
-    let seq = comm.next_coll_seq();
-    let mut x = Exec::new(sched, send, recv, op, comm.members().to_vec(), comm.coll_ctx(), Stamp::new(seq, kind))?;
+    let mut x = Exec::new(sched, send, recv, op, members, comm.coll_ctx(), Stamp::new(seq, kind))?;
     c.offload(&mut x)?;
     let x = Locked::new(x);
     c.live_collectives()?.register(x.clone());

@@ -575,6 +575,33 @@ fn comms(w: &SimpleCommunicator) -> R {
     let (me, n) = (w.rank(), w.size());
     let dup = w.duplicate().map_err(e)?;
     check!(dup.rank() == me && dup.size() == n, "dup changed rank/size");
+    // Two idups started in opposite orders on odd and even ranks, with a
+    // message before the waits (MPI 4.1 §7.4.2): no agreement to hang on.
+    let (a, b) = if me % 2 == 0 {
+        let a = w.immediate_duplicate().map_err(e)?;
+        (a, dup.immediate_duplicate().map_err(e)?)
+    } else {
+        let b = dup.immediate_duplicate().map_err(e)?;
+        (w.immediate_duplicate().map_err(e)?, b)
+    };
+    if n >= 2 {
+        let next = w.process_at_rank((me + 1) % n);
+        let prev = w.process_at_rank((me + n - 1) % n);
+        let mine = me as u32;
+        let (got, _) = mpi::request::scope(|s| -> std::result::Result<(u32, mpi::Status), String> {
+            let r = next.immediate_send(s, &mine).map_err(e)?;
+            let got = prev.receive::<u32>().map_err(e)?;
+            r.wait().map_err(e)?;
+            Ok(got)
+        })?;
+        check!(got == ((me + n - 1) % n) as u32, "a message between idups: {got}");
+    }
+    let (a, b) = (a.wait().map_err(e)?, b.wait().map_err(e)?);
+    let (mut sa, mut sb) = ([0i32], [0i32]);
+    a.all_reduce_into(&[me][..], &mut sa[..], mpi::SystemOperation::sum()).map_err(e)?;
+    b.all_reduce_into(&[1i32][..], &mut sb[..], mpi::SystemOperation::sum()).map_err(e)?;
+    let (sa, sb) = (sa[0], sb[0]);
+    check!(sa == n * (n - 1) / 2 && sb == n, "allreduce on the idups: {sa} {sb}");
     let half = w.split_by_color_with_key(Color::With(me % 2), -me).map_err(e)?.ok_or("split returned None")?;
     let expect_size = (n + 1 - me % 2) / 2;
     check!(half.size() == expect_size, "split size {} expected {expect_size}", half.size());
