@@ -36,11 +36,25 @@ pub(crate) struct Keyval {
 /// Work a call leaves for after its lock is released: user callbacks, and
 /// what must wait for them.
 pub(crate) enum Deferred {
-    /// Run a delete callback on a value set on `comm`.
-    Delete { comm: Handle, k: c_int, v: *mut c_void, f: DeleteFn, extra: *mut c_void },
+    /// Run a delete callback on a value set on `comm` (a communicator,
+    /// datatype or window). If it fails and `keep`, the value is set again
+    /// (§7.7.2: a failed `MPI_Comm_delete_attr` leaves the attribute, and
+    /// a failed `MPI_Comm_set_attr` the old value).
+    Delete { comm: Handle, k: c_int, v: *mut c_void, f: DeleteFn, extra: *mut c_void, keep: bool },
     /// Run a copy callback on `from`'s value, setting the copy on `to`
-    /// (a communicator, or a datatype when `on_type`).
-    Copy { from: Handle, to: Handle, k: c_int, v: *mut c_void, f: CopyFn, extra: *mut c_void, on_type: bool },
+    /// (a communicator, or a datatype when `on_type`). If it fails, the
+    /// duplicate is freed and the program's handle `out` becomes null
+    /// (the call fails, with no new object).
+    Copy {
+        from: Handle,
+        to: Handle,
+        k: c_int,
+        v: *mut c_void,
+        f: CopyFn,
+        extra: *mut c_void,
+        on_type: bool,
+        out: *mut Handle,
+    },
     /// Free the communicator, its delete callbacks done.
     FreeComm(Handle),
     /// `DN_COMPUTE=measured`: a standing mark that every call ends with
@@ -53,16 +67,19 @@ impl Deferred {
     /// change the library's state).
     pub(crate) fn run(self, relock: impl Fn(&mut dyn FnMut(&mut State))) -> R<()> {
         match self {
-            Deferred::Delete { comm, k, v, f, extra } => {
+            Deferred::Delete { comm, k, v, f, extra, keep } => {
                 // SAFETY: the program registered `f` as an
                 // `MPI_Comm_delete_attr_function` (the standard's contract),
                 // and it gets the arguments the standard gives it.
                 let rc = unsafe { f(comm, k, v, extra) };
                 if rc != MPI_SUCCESS {
+                    if keep {
+                        relock(&mut |st| st.restore_attr(comm, k, v));
+                    }
                     return Err(Fail::new(rc, format!("the delete callback of keyval {k} returned {rc}")));
                 }
             }
-            Deferred::Copy { from, to, k, v, f, extra, on_type } => {
+            Deferred::Copy { from, to, k, v, f, extra, on_type, out: handle } => {
                 let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
                 let out_p: *mut *mut c_void = &mut out;
                 // SAFETY: the program registered `f` as an
@@ -70,12 +87,27 @@ impl Deferred {
                 // standard's, `out_p` and `flag` valid for the call.
                 let rc = unsafe { f(from, k, extra, v, out_p.cast(), &mut flag) };
                 if rc != MPI_SUCCESS {
+                    relock(&mut |st| {
+                        if on_type {
+                            st.type_attrs.remove(&to);
+                            st.types.remove(&to);
+                        } else {
+                            st.comms.remove(&to);
+                            st.idups.retain(|&(_, c)| c != to);
+                        }
+                    });
+                    // SAFETY: `handle` is the program's output argument of
+                    // the call that runs this (it ends after its deferred
+                    // work), written by that call already.
+                    unsafe { handle.write(if on_type { MPI_DATATYPE_NULL } else { MPI_COMM_NULL }) };
                     return Err(Fail::new(rc, format!("the copy callback of keyval {k} returned {rc}")));
                 }
                 if flag != 0 {
                     relock(&mut |st| {
                         if on_type {
-                            st.type_attrs.entry(to).or_default().push((k, out));
+                            if st.types.get(&to).is_some() {
+                                st.type_attrs.entry(to).or_default().push((k, out));
+                            }
                         } else if let Some(e) = st.comms.get_mut(&to) {
                             e.attrs.push((k, out));
                         }
@@ -99,6 +131,20 @@ impl State {
             .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("{k} is not a keyval (never created, or freed)")))
     }
 
+    /// Set `k`'s value `v` on `obj` again, after its delete callback
+    /// failed: the object is a communicator, a window or a datatype.
+    fn restore_attr(&mut self, obj: Handle, k: c_int, v: *mut c_void) {
+        let attrs = if let Some(e) = self.comms.get_mut(&obj) {
+            &mut e.attrs
+        } else if let Some(w) = self.wins.get_mut(&obj) {
+            &mut w.attrs
+        } else {
+            self.type_attrs.entry(obj).or_default()
+        };
+        attrs.retain(|a| a.0 != k);
+        attrs.push((k, v));
+    }
+
     /// Forget the freed keyvals no attribute uses any more: their records
     /// are kept only for the delete callbacks of values still set (§7.7.2),
     /// so a program creating and freeing keyvals in a loop holds none.
@@ -112,15 +158,28 @@ impl State {
     }
 }
 
-/// Have `k`'s delete callback run on `v`, set on `comm`, once the lock is released.
+/// Have `k`'s delete callback run on `v`, set on `comm`, once the lock is
+/// released, as the object is freed: a failure is reported, and the value
+/// is gone all the same.
 pub(crate) fn delete_value(st: &mut State, comm: Handle, k: c_int, v: *mut c_void) -> R<()> {
+    delete_or_keep(st, comm, k, v, false)
+}
+
+/// Have `k`'s delete callback run on `v`, set on `obj`, once the lock is
+/// released, for `MPI_*_delete_attr` or `MPI_*_set_attr` over an old
+/// value: if the callback fails, `v` is set on `obj` again (§7.7.2).
+pub(crate) fn delete_attr(st: &mut State, obj: Handle, k: c_int, v: *mut c_void) -> R<()> {
+    delete_or_keep(st, obj, k, v, true)
+}
+
+fn delete_or_keep(st: &mut State, comm: Handle, k: c_int, v: *mut c_void, keep: bool) -> R<()> {
     let kv = st.keyval_of(k)?;
     if kv.delete != 0 {
         // SAFETY: the program registered this value as an
         // `MPI_Comm_delete_attr_function` pointer (the standard's contract).
         let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
         let extra = kv.extra;
-        st.deferred.push(Deferred::Delete { comm, k, v, f, extra });
+        st.deferred.push(Deferred::Delete { comm, k, v, f, extra, keep });
     }
     Ok(())
 }
@@ -133,9 +192,9 @@ pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> 
 
 /// Copy `from`'s attributes to its duplicate `to`, through their copy
 /// callbacks (§7.4.2, `MPI_Comm_dup`), which run once the lock is released.
-pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle) -> R<()> {
+pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle, out: *mut Handle) -> R<()> {
     let attrs = st.comm(from)?.attrs.clone();
-    let copied = copies(st, attrs, from, to, false)?;
+    let copied = copies(st, attrs, from, to, false, out)?;
     if let Some(e) = st.comms.get_mut(&to) {
         e.attrs = copied;
     }
@@ -150,6 +209,7 @@ fn copies(
     from: Handle,
     to: Handle,
     on_type: bool,
+    out: *mut Handle,
 ) -> R<Vec<(c_int, *mut c_void)>> {
     let mut copied = Vec::new();
     for (k, v) in attrs {
@@ -162,7 +222,7 @@ fn copies(
                 // `MPI_Comm_copy_attr_function` pointer (the standard's contract).
                 let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
                 let extra = kv.extra;
-                st.deferred.push(Deferred::Copy { from, to, k, v, f, extra, on_type });
+                st.deferred.push(Deferred::Copy { from, to, k, v, f, extra, on_type, out });
             }
         }
     }
@@ -205,9 +265,11 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
         if k < FIRST_KEYVAL {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
         }
-        if st.keyval_of(k)?.freed {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} was freed already")));
-        }
+        // A keyval freed already but still in use by attributes (so still
+        // extant, §7.7.2) may be freed again, as a delete callback freeing
+        // its own keyval does: nothing changes. Once the last attribute
+        // goes, it is gone, and a free is `MPI_ERR_KEYVAL` (`keyval_of`).
+        st.keyval_of(k)?;
         if let Some(kv) = st.keyvals.get_mut(&k) {
             kv.freed = true;
         }
@@ -228,7 +290,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, att
         }
         // A value already set is deleted first (§7.7.2).
         if let Some(old) = get(st, comm, comm_keyval)? {
-            delete_value(st, comm, comm_keyval, old)?;
+            delete_attr(st, comm, comm_keyval, old)?;
         }
         if let Some(e) = st.comms.get_mut(&comm) {
             e.attrs.retain(|a| a.0 != comm_keyval);
@@ -243,7 +305,7 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) 
     with_state("MPI_Comm_delete_attr", comm, |st| {
         let v = get(st, comm, comm_keyval)?
             .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("no attribute of keyval {comm_keyval} is set")))?;
-        delete_value(st, comm, comm_keyval, v)?;
+        delete_attr(st, comm, comm_keyval, v)?;
         if let Some(e) = st.comms.get_mut(&comm) {
             e.attrs.retain(|a| a.0 != comm_keyval);
         }
@@ -303,9 +365,9 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
 // ---- attributes on datatypes (§5.1.15) ----------------------------------------
 
 /// Copy datatype `from`'s attributes to its duplicate `to` (`MPI_Type_dup`).
-pub(crate) fn copy_type_attrs(st: &mut State, from: Handle, to: Handle) -> R<()> {
+pub(crate) fn copy_type_attrs(st: &mut State, from: Handle, to: Handle, out: *mut Handle) -> R<()> {
     let attrs = st.type_attrs.get(&from).cloned().unwrap_or_default();
-    let copied = copies(st, attrs, from, to, true)?;
+    let copied = copies(st, attrs, from, to, true, out)?;
     if !copied.is_empty() {
         st.type_attrs.insert(to, copied);
     }
@@ -351,7 +413,7 @@ pub unsafe extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int,
         let old = attrs.iter().position(|a| a.0 == type_keyval).map(|i| attrs.remove(i));
         attrs.push((type_keyval, attribute_val));
         if let Some((k, v)) = old {
-            delete_value(st, datatype, k, v)?;
+            delete_attr(st, datatype, k, v)?;
         }
         Ok(())
     })
@@ -392,7 +454,7 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_i
             ));
         };
         let (k, v) = attrs.remove(i);
-        delete_value(st, datatype, k, v)?;
+        delete_attr(st, datatype, k, v)?;
         st.sweep_keyvals();
         Ok(())
     })

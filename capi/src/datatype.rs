@@ -857,7 +857,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
         if let Some(e) = st.types.get_mut(&h) {
             e.committed = committed;
         }
-        crate::attr::copy_type_attrs(st, oldtype, h)
+        crate::attr::copy_type_attrs(st, oldtype, h, newtype)
     })
 }
 

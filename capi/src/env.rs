@@ -500,7 +500,7 @@ pub(crate) unsafe fn dup(st: &mut State, comm: Handle, newcomm: *mut Handle) -> 
     let c = st.comm(comm)?.comm.duplicate()?;
     let info = st.comm(comm)?.info.clone();
     let h = register(st, Some(c), comm)?;
-    crate::attr::copy_all(st, comm, h)?;
+    crate::attr::copy_all(st, comm, h, newcomm)?;
     if let Some(e) = st.comms.get_mut(&h) {
         e.info = info;
     }
@@ -542,7 +542,7 @@ unsafe fn idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Han
         // (`State::comm`) until the duplicate replaces it.
         let placeholder = st.comm(comm)?.comm.clone();
         let h = register(st, Some(placeholder), comm)?;
-        crate::attr::copy_all(st, comm, h)?;
+        crate::attr::copy_all(st, comm, h, newcomm)?;
         if let Some(e) = st.comms.get_mut(&h) {
             e.info = pairs;
             e.pending = Some(cell);

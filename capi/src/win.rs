@@ -24,7 +24,7 @@ pub(crate) struct WinEntry {
     pub(crate) errhandler: Handle,
     name: String,
     /// User attributes: keyval and value, in the order they were set.
-    attrs: Vec<(c_int, *mut c_void)>,
+    pub(crate) attrs: Vec<(c_int, *mut c_void)>,
     info: info::Pairs,
     /// The predefined attributes' values, which `MPI_Win_get_attr` hands
     /// out by address (§12.2.6).
@@ -501,7 +501,7 @@ pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attrib
         let old = st.win(win)?.attrs.iter().position(|a| a.0 == win_keyval);
         if let Some(i) = old {
             let (k, v) = st.win_mut(win)?.attrs.remove(i);
-            crate::attr::delete_value(st, win, k, v)?;
+            crate::attr::delete_attr(st, win, k, v)?;
         }
         st.win_mut(win)?.attrs.push((win_keyval, attribute_val));
         Ok(())
@@ -517,7 +517,7 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> 
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {win_keyval} is not set on this window")));
         };
         let (k, v) = st.win_mut(win)?.attrs.remove(i);
-        crate::attr::delete_value(st, win, k, v)
+        crate::attr::delete_attr(st, win, k, v)
     })
 }
 

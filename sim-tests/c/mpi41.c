@@ -478,6 +478,93 @@ static void errors_attributes_and_queries(void) {
     MPI_Comm_free(&b);
 }
 
+/* Callbacks that fail until told not to (MPI 4.1 §7.7.2). */
+static int callbacks_fail = 1, bomb_deletes = 0;
+static int copy_bomb(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag) {
+    (void)c, (void)k, (void)extra, (void)in;
+    *(void **)out = in;
+    *flag = 1;
+    return callbacks_fail ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+static int delete_bomb(MPI_Comm c, int k, void *v, void *extra) {
+    (void)c, (void)k, (void)v, (void)extra;
+    bomb_deletes++;
+    return callbacks_fail ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+static int type_copy_bomb(MPI_Datatype t, int k, void *extra, void *in, void *out, int *flag) {
+    (void)t;
+    return copy_bomb(MPI_COMM_NULL, k, extra, in, out, flag);
+}
+static int type_delete_bomb(MPI_Datatype t, int k, void *v, void *extra) {
+    (void)t;
+    return delete_bomb(MPI_COMM_NULL, k, v, extra);
+}
+
+/* A failing delete callback leaves the attribute (or the old value) set;
+ * a failing copy callback fails the duplication, which gives no object. A
+ * keyval freed while attributes use it may be freed again until the last
+ * one goes. */
+static void failing_attribute_callbacks(void) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int key, one = 1, two = 2, flag = 0, *got = NULL, cls = -1;
+    MPI_Comm_create_keyval(copy_bomb, delete_bomb, &key, NULL);
+    CHECK(MPI_Comm_set_attr(c, key, &one) == MPI_SUCCESS, "first set");
+    int rc = MPI_Comm_set_attr(c, key, &two);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_OTHER, "a set over a value whose delete fails: class %d", cls);
+    MPI_Comm_get_attr(c, key, &got, &flag);
+    CHECK(flag && got == &one, "the old value stays after a failed set");
+    rc = MPI_Comm_delete_attr(c, key);
+    MPI_Comm_get_attr(c, key, &got, &flag);
+    CHECK(rc != MPI_SUCCESS && flag && got == &one, "a failed delete leaves the attribute (rc %d, flag %d)", rc, flag);
+    MPI_Comm d = MPI_COMM_WORLD;
+    rc = MPI_Comm_dup(c, &d);
+    CHECK(rc != MPI_SUCCESS && d == MPI_COMM_NULL, "a failing copy callback: rc %d, newcomm null %d", rc,
+          d == MPI_COMM_NULL);
+    callbacks_fail = 0;
+    CHECK(MPI_Comm_dup(c, &d) == MPI_SUCCESS && d != MPI_COMM_NULL, "dup once the callback succeeds");
+    MPI_Comm_get_attr(d, key, &got, &flag);
+    CHECK(flag && got == &one, "the copied attribute");
+    MPI_Comm_free(&d);
+    CHECK(MPI_Comm_free_keyval(&key) == MPI_SUCCESS && key == MPI_KEYVAL_INVALID, "free_keyval");
+    MPI_Comm_free(&c);
+
+    /* The same on a datatype. */
+    callbacks_fail = 1;
+    MPI_Datatype t, t2 = MPI_INT;
+    MPI_Type_contiguous(2, MPI_INT, &t);
+    int tkey;
+    MPI_Type_create_keyval(type_copy_bomb, type_delete_bomb, &tkey, NULL);
+    MPI_Type_set_attr(t, tkey, &one);
+    rc = MPI_Type_delete_attr(t, tkey);
+    MPI_Type_get_attr(t, tkey, &got, &flag);
+    CHECK(rc != MPI_SUCCESS && flag && got == &one, "a failed Type_delete_attr leaves the attribute");
+    rc = MPI_Type_dup(t, &t2);
+    CHECK(rc != MPI_SUCCESS && t2 == MPI_DATATYPE_NULL, "a failing type copy callback: rc %d", rc);
+    callbacks_fail = 0;
+    bomb_deletes = 0;
+    MPI_Type_free(&t);
+    CHECK(bomb_deletes == 1, "Type_free ran the delete callback %d times", bomb_deletes);
+
+    /* A keyval in use, freed through two copies of its handle. */
+    MPI_Comm e;
+    MPI_Comm_dup(MPI_COMM_WORLD, &e);
+    int k2, k2copy;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k2, NULL);
+    k2copy = k2;
+    MPI_Comm_set_attr(e, k2, &one);
+    CHECK(MPI_Comm_free_keyval(&k2) == MPI_SUCCESS, "free of a keyval in use");
+    CHECK(MPI_Comm_free_keyval(&k2copy) == MPI_SUCCESS, "a second free while still in use");
+    MPI_Comm_free(&e);
+    int tcopy = tkey;
+    CHECK(MPI_Type_free_keyval(&tkey) == MPI_SUCCESS, "Type_free_keyval");
+    rc = MPI_Type_free_keyval(&tcopy);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_KEYVAL, "a free of a keyval gone: class %d", cls);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -489,6 +576,7 @@ int main(int argc, char **argv) {
     derived_and_long_double_reductions();
     handles_tool_and_absent();
     errors_attributes_and_queries();
+    failing_attribute_callbacks();
     int bad_total = 0;
     MPI_Allreduce(&errors, &bad_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && bad_total == 0) printf("OK c-mpi41 on %d ranks\n", size);
