@@ -149,11 +149,12 @@ impl State {
     /// are kept only for the delete callbacks of values still set (§7.7.2),
     /// so a program creating and freeing keyvals in a loop holds none.
     pub(crate) fn sweep_keyvals(&mut self) {
-        let (comms, types) = (&self.comms, &self.type_attrs);
+        let (comms, types, wins) = (&self.comms, &self.type_attrs, &self.wins);
         self.keyvals.retain(|k, kv| {
             !kv.freed
                 || comms.values().any(|e| e.attrs.iter().any(|a| a.0 == *k))
                 || types.values().any(|a| a.iter().any(|a| a.0 == *k))
+                || wins.values().any(|w| w.attrs.iter().any(|a| a.0 == *k))
         });
     }
 }
