@@ -25,21 +25,21 @@ static FORTRAN: Mutex<Fortran> = Mutex::new(Fortran { info: None, booleans: BTre
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
-    with_state("MPI_Abi_get_info", MPI_COMM_WORLD, |st| {
+    with_state("MPI_Abi_get_info", MPI_COMM_WORLD, |_| {
         let mut pairs = info::Pairs::new();
         pairs.set("mpi_aint_size", &std::mem::size_of::<isize>().to_string())?;
         pairs.set("mpi_count_size", &std::mem::size_of::<i64>().to_string())?;
         pairs.set("mpi_offset_size", &std::mem::size_of::<i64>().to_string())?;
         // SAFETY: the standard's contract on `info`.
-        unsafe { info::hand_out(st, pairs, info, "info") }
+        unsafe { info::hand_out(pairs, info, "info") }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
-    with_state("MPI_Abi_get_fortran_info", MPI_COMM_WORLD, |st| match FORTRAN.lock().info.clone() {
+    with_state("MPI_Abi_get_fortran_info", MPI_COMM_WORLD, |_| match FORTRAN.lock().info.clone() {
         // SAFETY: the standard's contract on `info`.
-        Some(pairs) => unsafe { info::hand_out(st, pairs, info, "info") },
+        Some(pairs) => unsafe { info::hand_out(pairs, info, "info") },
         // SAFETY: as above.
         None => unsafe { put(info, MPI_INFO_NULL, "info") },
     })

@@ -106,7 +106,7 @@ pub(crate) unsafe fn persistent(
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
         crate::inter::refuse_inter(st, comm, call)?;
-        if info != MPI_INFO_NULL && !st.infos.contains_key(&info) {
+        if info != MPI_INFO_NULL && !crate::info::exists(info) {
             return Err(Fail::new(
                 MPI_ERR_INFO,
                 format!("{info:#x} is not a valid info object (never created, or freed)"),

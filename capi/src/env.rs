@@ -58,7 +58,6 @@ fn init(required: c_int) -> R<c_int> {
         // The end-of-call mark of DN_COMPUTE=measured (see finish_call).
         deferred: if measuring { vec![crate::attr::Deferred::CallEnds] } else { Vec::new() },
         predefined_names: Default::default(),
-        infos: Default::default(),
         messages: Table::default(),
         mems: Table::default(),
         ops: Table::default(),
@@ -324,7 +323,7 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int
             pairs.set("dn_backend", b)?;
         }
         // SAFETY: the standard's contract on `hw_info`.
-        unsafe { crate::info::hand_out(st, pairs, hw_info, "hw_info") }
+        unsafe { crate::info::hand_out(pairs, hw_info, "hw_info") }
     })
 }
 

@@ -24,16 +24,69 @@ unsafe fn text(s: *const c_char, what: &str, class: c_int) -> R<String> {
     Ok(unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned())
 }
 
+/// Info objects, apart from the library's state: the standard lets a
+/// program make and use them before `MPI_Init` and after `MPI_Finalize`
+/// (MPI 4.1 §11.4.1), and a handle made before lives on after.
+struct Infos {
+    pairs: Table<Pairs>,
+    made: Handle,
+}
+
+static INFOS: parking_lot::Mutex<Option<Infos>> = parking_lot::Mutex::new(None);
+
+/// Info handles: `FIRST_HANDLE + 16 k + 9`. The low bits tell them from
+/// communicators (5) and from every other handle (0), which live in the
+/// library's state and can be made only between `MPI_Init` and
+/// `MPI_Finalize`.
+const INFO_MARK: Handle = 0x9;
+
+/// Run `f` on the info objects.
+fn infos<T>(f: impl FnOnce(&mut Infos) -> T) -> T {
+    let mut g = INFOS.lock();
+    f(g.get_or_insert_with(|| Infos { pairs: Table::default(), made: 0 }))
+}
+
+/// The pairs of info handle `h` (`MPI_INFO_ENV` included).
+pub(crate) fn get(h: Handle) -> R<Pairs> {
+    if h == MPI_INFO_ENV {
+        return Ok(env_pairs());
+    }
+    infos(|t| t.pairs.get(&h).cloned()).ok_or_else(|| {
+        let what = if h == MPI_INFO_NULL { "MPI_INFO_NULL".to_string() } else { format!("{h:#x}") };
+        Fail::new(MPI_ERR_INFO, format!("{what} is not an info object (never created, or freed)"))
+    })
+}
+
+/// Change the pairs of info handle `h` with `f`.
+fn change<T>(h: Handle, f: impl FnOnce(&mut Pairs) -> R<T>) -> R<T> {
+    if h == MPI_INFO_ENV {
+        return Err(Fail::new(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed or freed"));
+    }
+    match infos(|t| t.pairs.get_mut(&h).map(f)) {
+        Some(r) => r,
+        None => Err(Fail::new(MPI_ERR_INFO, format!("{h:#x} is not an info object (never created, or freed)"))),
+    }
+}
+
+/// A new info handle holding `pairs`.
+pub(crate) fn add(pairs: Pairs) -> Handle {
+    infos(|t| {
+        let h = FIRST_HANDLE + (t.made << 4) + INFO_MARK;
+        t.made += 1;
+        t.pairs.insert(h, pairs);
+        h
+    })
+}
+
+/// Whether `h` is an info object the program made.
+pub(crate) fn exists(h: Handle) -> bool {
+    infos(|t| t.pairs.contains_key(&h))
+}
+
 impl State {
     /// The pairs of info handle `h` (`MPI_INFO_ENV` included).
     pub(crate) fn info(&self, h: Handle) -> R<Pairs> {
-        if h == MPI_INFO_ENV {
-            return Ok(env_pairs(self));
-        }
-        self.infos.get(&h).cloned().ok_or_else(|| {
-            let what = if h == MPI_INFO_NULL { "MPI_INFO_NULL".to_string() } else { format!("{h:#x}") };
-            Fail::new(MPI_ERR_INFO, format!("{what} is not an info object (never created, or freed)"))
-        })
+        get(h)
     }
 
     /// The pairs of an info argument that may be `MPI_INFO_NULL` (none).
@@ -41,27 +94,27 @@ impl State {
         if h == MPI_INFO_NULL {
             return Ok(Pairs::new());
         }
-        self.info(h)
+        get(h)
     }
+}
 
-    fn info_mut(&mut self, h: Handle) -> R<&mut Pairs> {
-        if h == MPI_INFO_ENV {
-            return Err(Fail::new(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed or freed"));
-        }
-        self.infos.get_mut(&h).ok_or_else(|| Fail::new(MPI_ERR_INFO, format!("{h:#x} is not an info object")))
+/// An `MPI_Info_*` call, which works with or without the library's state:
+/// between `MPI_Init` and `MPI_Finalize` as every call does, else alone,
+/// its errors going to `MPI_ERRORS_ARE_FATAL`, the handler then in force
+/// (§9.3).
+fn info_call(call: &str, f: impl FnOnce() -> R<()>) -> c_int {
+    if crate::live() {
+        return with_state(call, MPI_COMM_WORLD, |_| f());
     }
-
-    /// A new info handle holding `pairs`.
-    pub(crate) fn new_info(&mut self, pairs: Pairs) -> Handle {
-        let h = self.new_handle();
-        self.infos.insert(h, pairs);
-        h
+    match f() {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => crate::report_without_state(call, e),
     }
 }
 
 /// `MPI_INFO_ENV`'s keys (§11.2.4): the command, its arguments, the
 /// number of processes and this host.
-fn env_pairs(st: &State) -> Pairs {
+fn env_pairs() -> Pairs {
     let mut args = std::env::args();
     let mut p = Pairs::new();
     let mut add = |k: &str, v: &str| {
@@ -72,16 +125,13 @@ fn env_pairs(st: &State) -> Pairs {
         add("command", &cmd);
     }
     add("argv", &args.collect::<Vec<String>>().join(" "));
-    if let Some(w) = st.comms.get(&MPI_COMM_WORLD) {
-        add("maxprocs", &w.comm.size().to_string());
+    // The launcher's process count (`dnrun -n`), the same before
+    // `MPI_Init` as after. `thread_level` is the level asked for at the
+    // launch, which `dnrun` has no option for: left out.
+    if let Ok(n) = std::env::var(adi::job::ENV_SIZE) {
+        add("maxprocs", n.trim());
     }
     add("host", &crate::env::host_name());
-    let level = match st.thread_level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        _ => "MPI_THREAD_SERIALIZED",
-    };
-    add("thread_level", level);
     p
 }
 
@@ -89,11 +139,11 @@ fn env_pairs(st: &State) -> Pairs {
 ///
 /// # Safety
 /// `out` is null or writable.
-pub(crate) unsafe fn hand_out(st: &mut State, pairs: Pairs, out: *mut Handle, what: &str) -> R<()> {
+pub(crate) unsafe fn hand_out(pairs: Pairs, out: *mut Handle, what: &str) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    let h = st.new_info(pairs);
+    let h = add(pairs);
     // SAFETY: non-null; the caller's contract.
     unsafe { out.write(h) };
     Ok(())
@@ -102,34 +152,31 @@ pub(crate) unsafe fn hand_out(st: &mut State, pairs: Pairs, out: *mut Handle, wh
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
     // SAFETY: the standard's contract on `info`.
-    with_state("MPI_Info_create", MPI_COMM_WORLD, |st| unsafe { hand_out(st, Pairs::new(), info, "info") })
+    info_call("MPI_Info_create", || unsafe { hand_out(Pairs::new(), info, "info") })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut Handle) -> c_int {
-    with_state("MPI_Info_create_env", MPI_COMM_WORLD, |st| {
-        let pairs = env_pairs(st);
-        // SAFETY: the standard's contract on `info`.
-        unsafe { hand_out(st, pairs, info, "info") }
-    })
+    // SAFETY: the standard's contract on `info`.
+    info_call("MPI_Info_create_env", || unsafe { hand_out(env_pairs(), info, "info") })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_int {
-    with_state("MPI_Info_dup", MPI_COMM_WORLD, |st| {
-        let pairs = st.info(info)?;
+    info_call("MPI_Info_dup", || {
+        let pairs = get(info)?;
         // SAFETY: the standard's contract on `newinfo`.
-        unsafe { hand_out(st, pairs, newinfo, "newinfo") }
+        unsafe { hand_out(pairs, newinfo, "newinfo") }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
-    with_state("MPI_Info_free", MPI_COMM_WORLD, |st| {
+    info_call("MPI_Info_free", || {
         // SAFETY: the standard's contract on `info`.
         let h = unsafe { read_arg(info, "info")? };
-        st.info_mut(h)?;
-        st.infos.remove(&h);
+        change(h, |_| Ok(()))?;
+        infos(|t| t.pairs.remove(&h));
         // SAFETY: `info` was read above, so it is not null; the standard makes it writable (§10.2).
         unsafe { info.write(MPI_INFO_NULL) };
         Ok(())
@@ -138,19 +185,19 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_set(info: Handle, key: *const c_char, value: *const c_char) -> c_int {
-    with_state("MPI_Info_set", MPI_COMM_WORLD, |st| {
+    info_call("MPI_Info_set", || {
         // SAFETY: the standard's contract: NUL-terminated strings.
         let (k, v) = unsafe { (text(key, "key", MPI_ERR_INFO_KEY)?, text(value, "value", MPI_ERR_INFO_VALUE)?) };
-        Ok(st.info_mut(info)?.set(&k, &v)?)
+        change(info, |p| Ok(p.set(&k, &v)?))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
-    with_state("MPI_Info_delete", MPI_COMM_WORLD, |st| {
+    info_call("MPI_Info_delete", || {
         // SAFETY: the standard's contract: a NUL-terminated string.
         let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
-        Ok(st.info_mut(info)?.delete(&k)?)
+        change(info, |p| Ok(p.delete(&k)?))
     })
 }
 
@@ -165,13 +212,13 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
-    with_state("MPI_Info_get_string", MPI_COMM_WORLD, |st| {
+    info_call("MPI_Info_get_string", || {
         // SAFETY: the standard's contract: a NUL-terminated string.
         let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
         if buflen.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "buflen is a null pointer"));
         }
-        let found = st.info(info)?.get(&k)?.map(str::to_string);
+        let found = get(info)?.get(&k)?.map(str::to_string);
         // SAFETY: the standard's contract on the pointers: `value` has
         // room for `*buflen` bytes.
         unsafe {
@@ -227,8 +274,8 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> c_int {
-    with_state("MPI_Info_get_nkeys", MPI_COMM_WORLD, |st| {
-        let n = st.info(info)?.len() as c_int;
+    info_call("MPI_Info_get_nkeys", || {
+        let n = get(info)?.len() as c_int;
         // SAFETY: the standard's contract on `nkeys`.
         unsafe { put(nkeys, n, "nkeys") }
     })
@@ -236,8 +283,8 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) -> c_int {
-    with_state("MPI_Info_get_nthkey", MPI_COMM_WORLD, |st| {
-        let pairs = st.info(info)?;
+    info_call("MPI_Info_get_nthkey", || {
+        let pairs = get(info)?;
         let i = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("key number {n} is negative")))?;
         let k = pairs.nth_key(i)?.to_string();
         let mut len = 0;
@@ -260,7 +307,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut Handle)
     with_state("MPI_Comm_get_info", comm, |st| {
         let pairs = st.comm(comm)?.info.clone();
         // SAFETY: the standard's contract on `info_used`.
-        unsafe { hand_out(st, pairs, info_used, "info_used") }
+        unsafe { hand_out(pairs, info_used, "info_used") }
     })
 }
 

@@ -238,8 +238,6 @@ pub(crate) struct State {
     pub(crate) types: Table<datatype::TypeEntry>,
     /// Windows (§12).
     pub(crate) wins: Table<win::WinEntry>,
-    /// Info objects (§10).
-    pub(crate) infos: Table<info::Pairs>,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
@@ -406,6 +404,19 @@ thread_local! {
 /// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
 /// fatal handler, as the standard makes them erroneous.
 #[inline(always)]
+/// Whether the library is between `MPI_Init` and `MPI_Finalize`.
+pub(crate) fn live() -> bool {
+    INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) && !FINALIZED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Report `f` from a call made before `MPI_Init` or after `MPI_Finalize`
+/// that may be (`MPI_Info_*`): the handler then in force is
+/// `MPI_ERRORS_ARE_FATAL` (MPI 4.1 §9.3).
+#[cold]
+pub(crate) fn report_without_state(call: &str, f: Fail) -> c_int {
+    report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f)
+}
+
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {

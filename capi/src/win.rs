@@ -395,7 +395,7 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, info_used: *mut Handle) -
     with_state("MPI_Win_get_info", win, |st| {
         let p = st.win(win)?.info.clone();
         // SAFETY: the standard's contract on `info_used`.
-        unsafe { crate::info::hand_out(st, p, info_used, "info_used") }
+        unsafe { crate::info::hand_out(p, info_used, "info_used") }
     })
 }
 

@@ -566,6 +566,11 @@ static void failing_attribute_callbacks(void) {
 }
 
 int main(int argc, char **argv) {
+    /* Info objects before MPI_Init and after MPI_Finalize (MPI 4.1
+     * §11.4.1): made before, used during, freed after. */
+    MPI_Info early, env_before;
+    int pre = MPI_Info_create(&early) == MPI_SUCCESS && MPI_Info_set(early, "made", "before init") == MPI_SUCCESS &&
+              MPI_Info_create_env(argc, argv, &env_before) == MPI_SUCCESS;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -577,9 +582,26 @@ int main(int argc, char **argv) {
     handles_tool_and_absent();
     errors_attributes_and_queries();
     failing_attribute_callbacks();
+    {
+        char v[64];
+        int vlen = sizeof v, flag = 0, n = 0;
+        CHECK(pre, "MPI_Info_* before MPI_Init");
+        MPI_Info_get_string(early, "made", &vlen, v, &flag);
+        CHECK(flag && strcmp(v, "before init") == 0, "an info made before MPI_Init: '%s'", flag ? v : "");
+        vlen = sizeof v;
+        MPI_Info_get_string(env_before, "maxprocs", &vlen, v, &flag);
+        CHECK(flag && atoi(v) == size, "MPI_Info_create_env before MPI_Init: maxprocs '%s'", flag ? v : "");
+        MPI_Info_get_nkeys(env_before, &n);
+        CHECK(n >= 3, "MPI_Info_create_env gave %d keys", n);
+    }
     int bad_total = 0;
     MPI_Allreduce(&errors, &bad_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && bad_total == 0) printf("OK c-mpi41 on %d ranks\n", size);
     MPI_Finalize();
-    return bad_total == 0 ? 0 : 1;
+    MPI_Info later;
+    int post = MPI_Info_free(&early) == MPI_SUCCESS && early == MPI_INFO_NULL &&
+               MPI_Info_free(&env_before) == MPI_SUCCESS && MPI_Info_create(&later) == MPI_SUCCESS &&
+               MPI_Info_free(&later) == MPI_SUCCESS;
+    if (!post) fprintf(stderr, "[%d] FAIL: MPI_Info_* after MPI_Finalize\n", rank);
+    return bad_total == 0 && post ? 0 : 1;
 }
