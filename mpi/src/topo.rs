@@ -131,39 +131,77 @@ pub fn dims_create(nnodes: Count, dims: &mut [Count]) -> Result<()> {
 
 /// A balanced factorization of `n` into `k` factors, largest first: the
 /// one whose largest and smallest factors are closest (§8.5.2: "as close
-/// to each other as possible"), and among those the one whose factors are
-/// closest all together (the least sum of squares: 5616 in 4 is 13×9×8×6,
-/// not 13×12×6×6, as MPICH's dims5 test expects).
+/// to each other as possible"). Among those, the one whose smallest
+/// factor is largest, then whose next smallest is, and so on: the choice
+/// MPICH makes (its dims5 test lists 75,396 cases), so that a program
+/// gets the same grid under either library (5616 in 4 is 13×9×8×6, not
+/// 13×12×6×6; 5040 in 3 is 21×16×15, not 20×18×14).
+///
+/// The factors are tried smallest first among the divisors of `n`, so
+/// candidates come in increasing lexicographic order and the last one of
+/// the least spread wins; a branch stops once its smallest factor so far
+/// and the least its largest can be are further apart than the best
+/// spread found.
 fn balanced(n: i64, k: usize) -> Vec<i64> {
-    fn search(rest: i64, k: usize, cap: i64, cur: &mut Vec<i64>, best: &mut Option<Vec<i64>>) {
-        if k == 0 {
-            if rest == 1 {
-                let spread = |v: &[i64]| v.first().copied().unwrap_or(1) - v.last().copied().unwrap_or(1);
-                let squares = |v: &[i64]| v.iter().map(|x| x.saturating_mul(*x)).fold(0i64, i64::saturating_add);
-                let key = |v: &[i64]| (spread(v), squares(v));
-                if best.as_ref().is_none_or(|b| key(cur) < key(b)) {
-                    *best = Some(cur.clone());
+    /// Factors `cur` (ascending) and `r` more, multiplying to `rest`, each
+    /// at least `lo`.
+    fn search(rest: i64, r: usize, lo: i64, divs: &[i64], cur: &mut Vec<i64>, best: &mut Option<(i64, Vec<i64>)>) {
+        if r == 1 {
+            if rest >= lo {
+                let spread = rest - cur.first().copied().unwrap_or(rest);
+                if best.as_ref().is_none_or(|b| spread <= b.0) {
+                    cur.push(rest);
+                    *best = Some((spread, cur.clone()));
+                    cur.pop();
                 }
             }
             return;
         }
-        // The next factor is at most `cap` (largest first) and at least
-        // the k-th root of what is left, or the rest would exceed it.
-        let mut d = cap.min(rest);
-        while d >= 1 {
-            if rest % d == 0 && d.checked_pow(k as u32).is_none_or(|p| p >= rest) {
-                cur.push(d);
-                search(rest / d, k - 1, d, cur, best);
-                cur.pop();
-            } else if d.checked_pow(k as u32).is_some_and(|p| p < rest) {
+        let start = divs.partition_point(|&d| d < lo);
+        for &f in &divs[start..] {
+            // Every later factor is at least `f`: their product too big,
+            // or the largest already too far from the smallest, ends it.
+            if f.checked_pow(r as u32).is_none_or(|p| p > rest) {
                 break;
             }
-            d -= 1;
+            let smallest = cur.first().copied().unwrap_or(f);
+            if best.as_ref().is_some_and(|b| f - smallest > b.0) {
+                break;
+            }
+            if rest % f != 0 {
+                continue;
+            }
+            // The largest factor is at least the (r-1)-th root of what is left.
+            let left = rest / f;
+            let root = (left as f64).powf(1.0 / (r - 1) as f64).floor() as i64 - 1;
+            if best.as_ref().is_some_and(|b| root - smallest > b.0) {
+                continue;
+            }
+            cur.push(f);
+            search(left, r - 1, f, divs, cur, best);
+            cur.pop();
         }
     }
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut divs: Vec<i64> = Vec::new();
+    let mut d = 1;
+    while d * d <= n {
+        if n % d == 0 {
+            divs.push(d);
+            if d * d != n {
+                divs.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    divs.sort_unstable();
     let mut best = None;
-    search(n, k, n, &mut Vec::with_capacity(k), &mut best);
-    best.unwrap_or_else(|| vec![1; k])
+    search(n, k, 1, &divs, &mut Vec::with_capacity(k), &mut best);
+    let mut v = best.map_or_else(|| vec![1; k], |b| b.1);
+    v.reverse();
+    v
 }
 
 /// Edges numbered by occurrence: the k-th edge to (or from) the same peer
@@ -784,8 +822,14 @@ mod tests {
         assert_eq!(balanced(7, 3), vec![7, 1, 1]);
         assert_eq!(balanced(24, 3), vec![4, 3, 2]);
         assert_eq!(balanced(1, 0), Vec::<i64>::new());
-        // Equal spread (7): the closer set wins.
+        // Equal spread: the larger smallest factors win (MPICH's choice).
         assert_eq!(balanced(5616, 4), vec![13, 9, 8, 6]);
+        assert_eq!(balanced(5040, 3), vec![21, 16, 15]);
+        assert_eq!(balanced(10800, 3), vec![27, 20, 20]);
+        assert_eq!(balanced(72, 2), vec![9, 8]);
+        assert_eq!(balanced(1323, 2), vec![49, 27]);
+        assert_eq!(balanced(1, 3), vec![1, 1, 1]);
+        assert_eq!(balanced(2_147_483_647, 2), vec![2_147_483_647, 1]);
         let mut d = [0, 3, 0];
         dims_create(24, &mut d).unwrap();
         assert_eq!(d, [4, 3, 2]);
