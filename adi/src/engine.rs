@@ -75,7 +75,8 @@ pub enum Done {
         /// Envelope of the message.
         status: Status,
     },
-    /// A receive was cancelled before it matched a message (MPI 4.1 §3.8.4).
+    /// A receive was cancelled before it matched a message, or a send's
+    /// message was withdrawn before a receive matched it (MPI 4.1 §3.8.4).
     Cancelled,
 }
 
@@ -309,6 +310,21 @@ struct SendReq {
     /// The transport holds a pointer into the borrowed buffer until
     /// `lent_released(dest, token)`: the send is not complete before.
     held: Option<u64>,
+    /// Where a cancellation of it stands (MPI 4.1 §3.8.4).
+    cancel: SendCancel,
+}
+
+/// A send's cancellation: asked of the receiver, which withdraws the
+/// message if no receive has matched it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendCancel {
+    NotAsked,
+    /// CANCEL sent; the send is not complete until the answer comes.
+    Asked,
+    /// The message was matched first: the send completes as usual.
+    Lost,
+    /// The message was withdrawn: the send completes as cancelled.
+    Won,
 }
 
 #[derive(Debug)]
@@ -354,6 +370,11 @@ enum Req {
     Recv(RecvReq),
 }
 
+/// The request id of a blocking eager send, which has none: no slab id is
+/// this (the slab holds fewer than `1 << 24` slots, so its largest index
+/// is never `0xFF_FFFF`).
+const NO_SREQ: u32 = u32::MAX;
+
 #[derive(Default)]
 struct Slab {
     slots: Vec<(u8, Option<Req>)>,
@@ -365,7 +386,7 @@ impl Slab {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
-                if self.slots.len() >= 1 << 24 {
+                if self.slots.len() >= (1 << 24) - 1 {
                     return Err(AdiError::Invalid("more than 16 million outstanding requests".into()));
                 }
                 self.slots.push((0, None));
@@ -408,8 +429,9 @@ impl Slab {
 
 #[derive(Debug)]
 enum UnexpectedKind {
-    /// The data (the "tmp buffer" of Fig. 7).
-    Eager(Vec<u8>),
+    /// The data (the "tmp buffer" of Fig. 7), and the sender's request
+    /// ([`NO_SREQ`]: a blocking send's, which is never cancelled).
+    Eager(Vec<u8>, u32),
     /// A request to send.
     Rts { sreq: u32 },
 }
@@ -639,7 +661,7 @@ impl State {
             return self.dispatch(src, &a.head()[..total]);
         }
         match Packet::decode_head(src, a.head(), total) {
-            Ok((Packet::Eager { env, .. }, hlen)) => {
+            Ok((Packet::Eager { env, sreq }, hlen)) => {
                 self.charge(HostCost::AdiOp, 1);
                 self.counters.eager_recv += 1;
                 self.counters.eager_bytes_recv += env.len;
@@ -648,7 +670,7 @@ impl State {
                 }
                 let mut v = vec![0u8; total - hlen];
                 match a.read_from(hlen, &mut v) {
-                    Ok(()) => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(v) }),
+                    Ok(()) => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(v, sreq) }),
                     Err(e) => self.fail(e.into()),
                 }
             }
@@ -693,15 +715,41 @@ impl State {
             Err(e) => return self.fail(e),
         };
         match p {
-            Packet::Eager { env, .. } => {
+            Packet::Eager { env, sreq } => {
                 self.counters.eager_recv += 1;
                 self.counters.eager_bytes_recv += env.len;
                 let data = &msg[hlen..];
                 match self.match_posted(&env) {
                     Some(id) => self.deliver_eager(id, env, std::borrow::Cow::Borrowed(data)),
-                    None => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(data.to_vec()) }),
+                    None => self.push_unexpected(Unexpected { env, kind: UnexpectedKind::Eager(data.to_vec(), sreq) }),
                 }
             }
+            Packet::Cancel { sreq } => {
+                // The sender's message, if no receive has matched it yet
+                // (nor a matched probe taken it): withdrawn.
+                let at = self.unexpected.iter().position(|u| {
+                    u.env.src == src
+                        && sreq != NO_SREQ
+                        && matches!(u.kind, UnexpectedKind::Eager(_, s) | UnexpectedKind::Rts { sreq: s } if s == sreq)
+                });
+                let won = at.and_then(|i| self.unexpected.remove(i)).is_some();
+                self.post_out(src, Outgoing::new(Packet::Cancelled { sreq, won }, Payload::None, None));
+            }
+            Packet::Cancelled { sreq, won } => match self.reqs.get_mut(sreq) {
+                Some(Req::Send(s)) if s.dest == src && s.cancel == SendCancel::Asked => {
+                    if won {
+                        s.cancel = SendCancel::Won;
+                        s.state = SendState::Done;
+                        s.data = SendData::Owned(Arc::default());
+                    } else {
+                        s.cancel = SendCancel::Lost;
+                    }
+                }
+                _ => self.fail(AdiError::Protocol {
+                    sender: src,
+                    what: format!("an answer to a cancellation never asked, of send request {sreq:#x}"),
+                }),
+            },
             Packet::Rts { env, sreq, .. } => {
                 self.counters.rndv_recv += 1;
                 self.counters.rndv_bytes_recv += env.len;
@@ -1055,7 +1103,8 @@ impl Engine {
         let env = Envelope { ctx, tag, src: self.st.rank, len: len as u64 };
         let eager = self.eager_ok(dest, len, sync);
         let state = if eager { SendState::Queued } else { SendState::Rendezvous };
-        let id = self.st.reqs.insert(Req::Send(SendReq { dest, data, state, held: None }))?;
+        let id =
+            self.st.reqs.insert(Req::Send(SendReq { dest, data, state, held: None, cancel: SendCancel::NotAsked }))?;
         self.count_send(dest, eager, env.len);
         if eager {
             let payload = Payload::Slice { req: id, offset: 0, len: len as u64, lend: false };
@@ -1088,7 +1137,7 @@ impl Engine {
             self.charge(HostCost::AdiOp, 1);
             let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
             let mut hdr = [0u8; MAX_HEADER];
-            let n = Packet::Eager { env, sreq: 0 }.encode(&mut hdr);
+            let n = Packet::Eager { env, sreq: NO_SREQ }.encode(&mut hdr);
             if self.t.try_send(dest, &[&hdr[..n], data])? {
                 self.count_send(dest, true, env.len);
                 return Ok(());
@@ -1303,7 +1352,7 @@ impl Engine {
 
     fn receive_matched(&mut self, id: ReqId, u: Unexpected) {
         match u.kind {
-            UnexpectedKind::Eager(data) => self.st.deliver_eager(id, u.env, std::borrow::Cow::Owned(data)),
+            UnexpectedKind::Eager(data, _) => self.st.deliver_eager(id, u.env, std::borrow::Cow::Owned(data)),
             UnexpectedKind::Rts { sreq } => self.st.start_rendezvous(id, u.env, sreq),
         }
     }
@@ -1369,6 +1418,25 @@ impl Engine {
             Some(Req::Send(_)) => Err(AdiError::Invalid("only receives can be cancelled".into())),
             None => Err(AdiError::BadRequest(id)),
         }
+    }
+
+    /// Cancel a send (MPI 4.1 §3.8.4): the receiver is asked to withdraw
+    /// its message if no receive has matched it, and the send is complete
+    /// once it answers — as [`Done::Cancelled`] if it did, else as usual.
+    /// Asking twice changes nothing.
+    pub fn cancel_send(&mut self, id: ReqId) -> Result<(), AdiError> {
+        let dest = match self.st.reqs.get_mut(id) {
+            Some(Req::Send(s)) if s.cancel == SendCancel::NotAsked => {
+                s.cancel = SendCancel::Asked;
+                s.dest
+            }
+            Some(Req::Send(_)) => return Ok(()),
+            Some(Req::Recv(_)) => return Err(AdiError::Invalid("cancel_send on a receive".into())),
+            None => return Err(AdiError::BadRequest(id)),
+        };
+        self.charge(HostCost::AdiOp, 1);
+        // After the message itself: packets to one peer stay in order.
+        self.enqueue(dest, Outgoing::new(Packet::Cancel { sreq: id }, Payload::None, None))
     }
 
     /// Forget a request whatever its state, after an error made waiting for
@@ -1457,9 +1525,9 @@ impl Engine {
     /// Whether request `id` has completed (it stays allocated until waited for).
     pub fn is_done(&self, id: ReqId) -> Result<bool, AdiError> {
         match self.st.reqs.get(id) {
-            Some(Req::Send(s)) => {
-                Ok(matches!(s.state, SendState::Done) && s.held.is_none_or(|token| self.t.lent_released(s.dest, token)))
-            }
+            Some(Req::Send(s)) => Ok(matches!(s.state, SendState::Done)
+                && s.cancel != SendCancel::Asked
+                && s.held.is_none_or(|token| self.t.lent_released(s.dest, token))),
             Some(Req::Recv(r)) => Ok(matches!(r.state, RecvState::Done | RecvState::Cancelled)),
             None => Err(AdiError::BadRequest(id)),
         }
@@ -1469,6 +1537,7 @@ impl Engine {
         // Completing and freeing the request (seed 004 §7: MPID_Release_request).
         self.charge(HostCost::Request, 1);
         match self.st.reqs.remove(id) {
+            Some(Req::Send(s)) if s.cancel == SendCancel::Won => Ok(Done::Cancelled),
             Some(Req::Send(_)) => Ok(Done::Sent),
             Some(Req::Recv(r)) => {
                 if let Some(e) = r.error {

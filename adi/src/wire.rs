@@ -7,13 +7,16 @@
 //! (for transports with remote writes: an address in the receiver's memory;
 //! the paper's `iovec`); FTS carries the receiver's request id. DATA (ours)
 //! carries a piece of a rendezvous message on transports without remote
-//! writes. Layouts (little-endian) are ours:
+//! writes. CANCEL (ours) asks the receiver to withdraw an unmatched
+//! message of send `sreq`, and CANCELLED answers whether it did (flag WON).
+//! Layouts (little-endian) are ours:
 //!
 //! | type | bytes | fields |
 //! |---|---|---|
 //! | EAGER, RTS | 32 | type, flags, _, ctx u32, tag i32, src u32, len u64, sreq u32, _ u32 |
 //! | CTS | 40 | type, flags, _, sreq u32, rreq u32, _ u32, offset u64, len u64, addr u64 |
 //! | FTS, DATA | 24 | type, flags, _, rreq u32, offset u64, len u64 |
+//! | CANCEL, CANCELLED | 24 | type, flags, _, sreq u32, _ |
 
 use crate::error::AdiError;
 
@@ -29,12 +32,18 @@ pub mod kind {
     pub const FTS: u8 = 4;
     /// Rendezvous data for transports without remote writes.
     pub const DATA: u8 = 5;
+    /// Withdraw a send's message if it has not matched (MPI 4.1 §3.8.4).
+    pub const CANCEL: u8 = 6;
+    /// The answer to CANCEL.
+    pub const CANCELLED: u8 = 7;
 }
 
 /// Flag: the sender used synchronous mode.
 pub const FLAG_SYNC: u8 = 1;
 /// Flag: CTS carries a remote address.
 pub const FLAG_ADDR: u8 = 2;
+/// Flag: CANCELLED says the message was withdrawn.
+pub const FLAG_WON: u8 = 4;
 
 /// Header sizes.
 pub const ENVELOPE_LEN: usize = 32;
@@ -106,6 +115,18 @@ pub enum Packet {
         /// Bytes.
         len: u64,
     },
+    /// Withdraw the message of send `sreq` if no receive has matched it.
+    Cancel {
+        /// Sender's request id.
+        sreq: u32,
+    },
+    /// Whether the message of send `sreq` was withdrawn.
+    Cancelled {
+        /// Sender's request id.
+        sreq: u32,
+        /// Withdrawn: it will never be received.
+        won: bool,
+    },
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -162,6 +183,17 @@ impl Packet {
                 put64(out, 16, len);
                 SHORT_LEN
             }
+            Packet::Cancel { sreq } => {
+                out[0] = kind::CANCEL;
+                put32(out, 4, sreq);
+                SHORT_LEN
+            }
+            Packet::Cancelled { sreq, won } => {
+                out[0] = kind::CANCELLED;
+                out[1] = if won { FLAG_WON } else { 0 };
+                put32(out, 4, sreq);
+                SHORT_LEN
+            }
         }
     }
 
@@ -181,7 +213,7 @@ impl Packet {
         let need = match k {
             kind::EAGER | kind::RTS => ENVELOPE_LEN,
             kind::CTS => CTS_LEN,
-            kind::FTS | kind::DATA => SHORT_LEN,
+            kind::FTS | kind::DATA | kind::CANCEL | kind::CANCELLED => SHORT_LEN,
             other => return Err(bad(&format!("unknown packet type {other}"))),
         };
         if msg.len() < need || total < need {
@@ -217,6 +249,8 @@ impl Packet {
                 addr: (flags & FLAG_ADDR != 0).then(|| get64(msg, 32)),
             },
             kind::FTS => Packet::Fts { rreq: get32(msg, 4), offset: get64(msg, 8), len: get64(msg, 16) },
+            kind::CANCEL => Packet::Cancel { sreq: get32(msg, 4) },
+            kind::CANCELLED => Packet::Cancelled { sreq: get32(msg, 4), won: flags & FLAG_WON != 0 },
             _ => {
                 let (rreq, offset, len) = (get32(msg, 4), get64(msg, 8), get64(msg, 16));
                 if total as u64 - SHORT_LEN as u64 != len {
@@ -248,6 +282,8 @@ mod tests {
                 len
             }),
             (any::<u32>(), any::<u64>(), 0u64..64).prop_map(|(rreq, offset, len)| Packet::Data { rreq, offset, len }),
+            any::<u32>().prop_map(|sreq| Packet::Cancel { sreq }),
+            (any::<u32>(), any::<bool>()).prop_map(|(sreq, won)| Packet::Cancelled { sreq, won }),
         ]
     }
 

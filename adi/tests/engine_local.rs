@@ -131,6 +131,49 @@ fn synchronous_sends_complete_only_after_matching() {
     });
 }
 
+/// Cancelling sends (MPI 4.1 §3.8.4): an unmatched message, eager or
+/// rendezvous (and the very first request, id 0), is withdrawn and never
+/// received; one already matched completes as sent. Rank 1 posts nothing
+/// until told, then receives whatever is left, in order.
+#[test]
+fn unmatched_sends_are_withdrawn_and_matched_ones_are_not() {
+    run(2, None, 1024, |rank, e| {
+        if rank == 0 {
+            let eager = e.isend(1, 1, 0, vec![1; 8], false).unwrap();
+            let rndv = e.isend(1, 2, 0, vec![2; 50_000], false).unwrap();
+            let sync = e.isend(1, 3, 0, vec![3; 4], true).unwrap();
+            let kept = e.isend(1, 4, 0, vec![4; 8], false).unwrap();
+            for r in [eager, rndv, sync] {
+                e.cancel_send(r).unwrap();
+                e.cancel_send(r).unwrap(); // twice: no change
+                assert_eq!(e.wait(r).unwrap(), Done::Cancelled);
+            }
+            assert_eq!(e.wait(kept).unwrap(), Done::Sent);
+            e.send(1, 9, 0, &[], false).unwrap(); // tell rank 1 to receive
+                                                  // Matched already (rank 1 received it before answering): lost.
+            let late = e.isend(1, 5, 0, vec![5; 8], false).unwrap();
+            e.recv(Source::Rank(1), TagSel::Tag(10), 0, 0).unwrap();
+            e.cancel_send(late).unwrap();
+            assert_eq!(e.wait(late).unwrap(), Done::Sent);
+            let r = e.irecv(Source::Rank(1), TagSel::Tag(77), 0, 0).unwrap();
+            assert!(e.cancel_send(r).is_err(), "cancel_send on a receive");
+            assert!(e.cancel_recv(r).unwrap());
+            assert_eq!(e.wait(r).unwrap(), Done::Cancelled);
+            e.send(1, 11, 0, &[], false).unwrap(); // rank 1 may go
+        } else {
+            e.recv(Source::Rank(0), TagSel::Tag(9), 0, 0).unwrap();
+            // Only tag 4 is left of the first four.
+            let (st, d) = e.recv(Source::Rank(0), TagSel::Any, 0, 64).unwrap();
+            assert_eq!((st.tag, d), (4, vec![4; 8]));
+            let (st, _) = e.recv(Source::Rank(0), TagSel::Any, 0, 64).unwrap();
+            assert_eq!(st.tag, 5);
+            e.send(0, 10, 0, &[], false).unwrap();
+            e.recv(Source::Rank(0), TagSel::Tag(11), 0, 0).unwrap();
+            assert!(e.iprobe(Source::Any, TagSel::Any, 0).unwrap().is_none());
+        }
+    });
+}
+
 #[test]
 fn probes_truncation_self_messages_and_bad_arguments() {
     run(2, None, 64, |rank, e| {

@@ -186,15 +186,28 @@ int main(int argc, char **argv)
     CHECK(flag && idx == MPI_UNDEFINED, "get_status_any over null requests %d", idx);
     MPI_Request_get_status_some(2, g, &outc, inds, sts);
     CHECK(outc == MPI_UNDEFINED, "get_status_some over null requests %d", outc);
-    /* Cancelling a send is allowed; here it never wins (the standard lets
-     * either happen), so the send completes and is received. */
+    /* Cancelling a send (§3.8.4): one no receive has matched is withdrawn
+     * and never received; one already matched completes as usual. */
     MPI_Issend(&a, 1, MPI_INT, next, 42, MPI_COMM_WORLD, &g[0]);
     rc = MPI_Cancel(&g[0]);
     CHECK(rc == MPI_SUCCESS, "cancel of a send gave %d", rc);
-    MPI_Recv(&b, 1, MPI_INT, prev, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Wait(&g[0], &st);
     MPI_Test_cancelled(&st, &flag);
-    CHECK(!flag && b == prev, "a send reported cancelled (%d) yet received %d", flag, b);
+    CHECK(flag == 1, "an unmatched send was not cancelled");
+    int theirs = -1;
+    MPI_Sendrecv(&flag, 1, MPI_INT, next, 43, &theirs, 1, MPI_INT, prev, 43, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (!theirs) MPI_Recv(&b, 1, MPI_INT, prev, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Iprobe(prev, 42, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    CHECK(!flag, "a cancelled send's message arrived");
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, prev, 44, MPI_COMM_WORLD, &g[1]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Issend(&a, 1, MPI_INT, next, 44, MPI_COMM_WORLD, &g[0]);
+    MPI_Wait(&g[1], MPI_STATUS_IGNORE);
+    MPI_Cancel(&g[0]);
+    MPI_Wait(&g[0], &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(!flag && b == prev, "a matched send reported cancelled (%d); received %d", flag, b);
 
     /* The program raises an error through the handler (MPI_ERRORS_RETURN
      * here: the call succeeds), and names a predefined datatype. */

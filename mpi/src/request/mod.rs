@@ -271,6 +271,7 @@ impl<'b> Request<'b> {
                 Ok(match (target, d) {
                     (Target::Recv, Done::Placed { status }) => self.group.status(status),
                     (Target::Recv, Done::Cancelled) => Status::cancelled(),
+                    (Target::Send { .. }, Done::Cancelled) => Status::cancelled(),
                     (Target::Send { dest, tag, bytes }, _) => Status::new(dest, tag, bytes),
                     (Target::Recv, _) => Status::new(-1, 0, 0),
                 })
@@ -357,10 +358,15 @@ impl<'b> Request<'b> {
                 e.cancel_recv(*id)?;
                 Ok(())
             }
-            // A send is never withdrawn once started (its data may be on
-            // the wire): the cancellation fails, which §3.8.4 allows — the
-            // send completes as usual and its status says not cancelled.
-            State::P2p { .. } => Ok(()),
+            // A send: the receiver withdraws its message if no receive
+            // has matched it; the send completes when it has answered.
+            State::P2p { id, .. } => {
+                let mut c = self.shared.borrow_mut();
+                let e = c.engine()?;
+                charge_call(e);
+                e.cancel_send(*id)?;
+                Ok(())
+            }
             State::Coll { .. } => {
                 Err(MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into()))
             }
