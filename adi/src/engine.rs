@@ -1405,7 +1405,7 @@ impl Engine {
     /// Cancel a receive (MPI 4.1 §3.8.4): `true` if it had not matched a
     /// message and is now cancelled (it completes as [`Done::Cancelled`],
     /// its buffer untouched), `false` if it had matched and will complete
-    /// normally. Sends cannot be cancelled (MPI 4.1 deprecates it).
+    /// normally. Sends are cancelled with [`Engine::cancel_send`].
     pub fn cancel_recv(&mut self, id: ReqId) -> Result<bool, AdiError> {
         match self.st.reqs.get_mut(id) {
             Some(Req::Recv(r)) if matches!(r.state, RecvState::Posted) => {

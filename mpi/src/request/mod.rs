@@ -344,11 +344,12 @@ impl<'b> Request<'b> {
         }
     }
 
-    /// Cancel a receive (`MPI_Cancel`, MPI 4.1 §3.8.4). The request must
-    /// still be completed; its status then says whether the cancellation
-    /// won ([`Status::is_cancelled`]: the buffer is untouched) or the
-    /// receive had already matched a message (it completes normally).
-    /// Sends and collectives cannot be cancelled (an error).
+    /// Cancel a receive or a send (`MPI_Cancel`, MPI 4.1 §3.8.4). The
+    /// request must still be completed; its status then says whether the
+    /// cancellation won ([`Status::is_cancelled`]: a receive's buffer is
+    /// untouched, a send's message withdrawn before any receive matched
+    /// it) or the operation had already matched (it completes normally).
+    /// Collectives and one-sided operations cannot be cancelled (an error).
     pub fn cancel(&self) -> Result<()> {
         match &self.state {
             State::P2p { id, target: Target::Recv, .. } => {
