@@ -105,7 +105,7 @@ impl Deferred {
                 if flag != 0 {
                     relock(&mut |st| {
                         if on_type {
-                            if st.types.get(&to).is_some() {
+                            if st.types.contains_key(&to) {
                                 st.type_attrs.entry(to).or_default().push((k, out));
                             }
                         } else if let Some(e) = st.comms.get_mut(&to) {

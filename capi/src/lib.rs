@@ -301,6 +301,7 @@ impl State {
         h
     }
 
+    #[inline]
     pub(crate) fn comm(&self, h: Handle) -> R<&CommEntry> {
         match self.comms.get(&h) {
             Some(e) if e.pending.is_none() => Ok(e),
@@ -308,6 +309,7 @@ impl State {
         }
     }
 
+    #[inline]
     pub(crate) fn comm_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
         match self.comms.get_mut(&h) {
             Some(e) if e.pending.is_none() => Ok(e),
@@ -399,11 +401,6 @@ thread_local! {
     static LAST_ERROR: std::cell::RefCell<Option<(c_int, String)>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Run `body` on the initialised state; a failure goes to `comm`'s error
-/// handler (the `MPI_COMM_WORLD` handler when `comm` is not one: MPI 4.1
-/// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
-/// fatal handler, as the standard makes them erroneous.
-#[inline(always)]
 /// Whether the library is between `MPI_Init` and `MPI_Finalize`.
 pub(crate) fn live() -> bool {
     INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) && !FINALIZED.load(std::sync::atomic::Ordering::SeqCst)
@@ -417,6 +414,11 @@ pub(crate) fn report_without_state(call: &str, f: Fail) -> c_int {
     report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f)
 }
 
+/// Run `body` on the initialised state; a failure goes to `comm`'s error
+/// handler (the `MPI_COMM_WORLD` handler when `comm` is not one: MPI 4.1
+/// §9.3). Calls before `MPI_Init` or after `MPI_Finalize` fail with the
+/// fatal handler, as the standard makes them erroneous.
+#[inline(always)]
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {

@@ -6,7 +6,7 @@
 //! overlapping communicators in different orders, or that send to each
 //! other before waiting, would wait for ever.
 //!
-//! An idup needs no agreement. The context ids from [`DUP_BASE`] up are
+//! An idup needs no agreement. The context ids from `DUP_BASE` (2^30) up are
 //! shared out among the job's processes: process `p` of `n` owns the
 //! blocks of four ids `DUP_BASE + 4 * (p + n * k)`, `k = 0, 1, ...`, and
 //! hands them out in order as the *leader* of an idup (rank 0 of an
