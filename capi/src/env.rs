@@ -153,7 +153,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     let left = st.requests.values().filter(|r| r.active().is_some()).count();
     for r in st.requests.values().chain(st.detached.iter()) {
         if let Some(a) = r.active() {
-            let _ = a.request.cancel();
+            let _ = a.request.cancel_receive();
         }
     }
     if left > 0 {

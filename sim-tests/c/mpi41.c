@@ -451,8 +451,8 @@ static void errors_attributes_and_queries(void) {
         MPI_Comm_idup(a, &da, &dr[0]);
     }
     int early = -1, ecls = -1;
-    int rc = MPI_Comm_size(da, &early);
-    MPI_Error_class(rc, &ecls);
+    int erc = MPI_Comm_size(da, &early);
+    MPI_Error_class(erc, &ecls);
     CHECK(ecls == MPI_ERR_COMM && early == -1, "a pending idup's handle used: class %d", ecls);
     int token = rank, from = -1;
     MPI_Sendrecv(&token, 1, MPI_INT, (rank + 1) % size, 5, &from, 1, MPI_INT, (rank + size - 1) % size, 5, a,
@@ -461,14 +461,14 @@ static void errors_attributes_and_queries(void) {
     MPI_Waitall(2, dr, MPI_STATUSES_IGNORE);
     /* Each duplicate is its own context: the same tag sent on one is not
      * received on the other. */
-    int x = 100 + rank, y = -1, z = -1;
+    int x = 100 + rank, y = -1, zz = -1;
     MPI_Request sr[2];
     MPI_Isend(&x, 1, MPI_INT, (rank + 1) % size, 7, da, &sr[0]);
     MPI_Isend(&x, 1, MPI_INT, (rank + 1) % size, 7, db, &sr[1]);
     MPI_Recv(&y, 1, MPI_INT, (rank + size - 1) % size, 7, db, MPI_STATUS_IGNORE);
-    MPI_Recv(&z, 1, MPI_INT, (rank + size - 1) % size, 7, da, MPI_STATUS_IGNORE);
+    MPI_Recv(&zz, 1, MPI_INT, (rank + size - 1) % size, 7, da, MPI_STATUS_IGNORE);
     MPI_Waitall(2, sr, MPI_STATUSES_IGNORE);
-    CHECK(y == 100 + (rank + size - 1) % size && z == y, "traffic on the idups %d %d", y, z);
+    CHECK(y == 100 + (rank + size - 1) % size && zz == y, "traffic on the idups %d %d", y, zz);
     int s1 = 0;
     MPI_Allreduce(&rank, &s1, 1, MPI_INT, MPI_SUM, db);
     CHECK(s1 == size * (size - 1) / 2, "allreduce on the second idup %d", s1);

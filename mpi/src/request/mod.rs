@@ -378,6 +378,17 @@ impl<'b> Request<'b> {
         }
     }
 
+    /// Cancel the operation if it is a receive; anything else goes on
+    /// (`MPI_Finalize` with requests left active: a receive nothing will
+    /// match must not hold it up, and a send still goes out, for its
+    /// receiver to report if it never receives it).
+    pub fn cancel_receive(&self) -> Result<()> {
+        match &self.state {
+            State::P2p { target: Target::Recv, .. } => self.cancel(),
+            _ => Ok(()),
+        }
+    }
+
     /// Complete the operation if it can (`MPI_Test`): `Ok(Ok(status))` when
     /// done, `Ok(Err(self))` when still pending.
     pub fn test(mut self) -> Result<std::result::Result<Status, Request<'b>>> {
