@@ -125,10 +125,11 @@ fn env_pairs() -> Pairs {
         add("command", &cmd);
     }
     add("argv", &args.collect::<Vec<String>>().join(" "));
-    // The launcher's process count (`dnrun -n`), the same before
-    // `MPI_Init` as after. `thread_level` is the level asked for at the
-    // launch, which `dnrun` has no option for: left out.
-    if let Ok(n) = std::env::var(adi::job::ENV_SIZE) {
+    // The launcher's process count (`dnrun -n`, or MPICH's hydra through
+    // PMI), the same before `MPI_Init` as after. `thread_level` is the
+    // level asked for at the launch, which neither has an option for: left
+    // out.
+    if let Ok(n) = std::env::var(adi::job::ENV_SIZE).or_else(|_| std::env::var("PMI_SIZE")) {
         add("maxprocs", n.trim());
     }
     add("host", &crate::env::host_name());

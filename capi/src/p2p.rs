@@ -1032,6 +1032,15 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
     with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on `request`.
         let h = unsafe { read_arg(request, "request")? };
+        // An idup's duplicate is installed when its request completes: a
+        // freed one would leave the new handle unusable for ever. Freeing
+        // a non-blocking collective's request is erroneous (§6.12).
+        if st.idups.iter().any(|&(r, _)| r == h) {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "the request of an MPI_Comm_idup cannot be freed (MPI 4.1 §6.12): complete it with MPI_Wait or MPI_Test",
+            ));
+        }
         // The operation still completes (§3.7.3), with the buffer the
         // caller's to keep until then: the request is kept, progressed by
         // every later call, and waited for at MPI_Finalize at the latest.

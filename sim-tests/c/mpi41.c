@@ -476,6 +476,24 @@ static void errors_attributes_and_queries(void) {
     MPI_Comm_free(&db);
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);
+
+    /* An idup completed by a polling loop; its request cannot be freed. */
+    MPI_Comm polled;
+    MPI_Request pr;
+    MPI_Comm_idup(MPI_COMM_WORLD, &polled, &pr);
+    MPI_Request keep = pr;
+    erc = MPI_Request_free(&keep);
+    MPI_Error_class(erc, &ecls);
+    CHECK(ecls == MPI_ERR_REQUEST && keep == pr, "MPI_Request_free of an idup's request: class %d", ecls);
+    int done = 0, polls = 0;
+    while (!done) {
+        MPI_Test(&pr, &done, MPI_STATUS_IGNORE);
+        polls++;
+    }
+    int psize = -1;
+    CHECK(MPI_Comm_size(polled, &psize) == MPI_SUCCESS && psize == size && pr == MPI_REQUEST_NULL,
+          "a polled idup: size %d after %d tests", psize, polls);
+    MPI_Comm_free(&polled);
 }
 
 /* Callbacks that fail until told not to (MPI 4.1 §7.7.2). */
