@@ -57,6 +57,8 @@ pub(crate) enum Deferred {
     },
     /// Free the communicator, its delete callbacks done.
     FreeComm(Handle),
+    /// A generalized request's callback (`crate::greq`).
+    Greq(crate::greq::Callback),
     /// `DN_COMPUTE=measured`: a standing mark that every call ends with
     /// (`finish_call` runs it after the others and keeps it).
     CallEnds,
@@ -115,6 +117,7 @@ impl Deferred {
                 }
             }
             Deferred::CallEnds => {}
+            Deferred::Greq(c) => c.run()?,
             Deferred::FreeComm(h) => relock(&mut |st| {
                 st.comms.remove(&h);
                 st.sweep_keyvals();

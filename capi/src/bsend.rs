@@ -1,12 +1,13 @@
 //! Buffered mode (MPI 4.1 §3.6): `MPI_Bsend`, `MPI_Ibsend`, attaching,
 //! detaching and flushing buffers, over the mpi crate's accounting
 //! (`mpi::bsend`). A communicator's buffer (`MPI_Comm_attach_buffer`, MPI
-//! 4.1) is used when one is attached, else the process's
-//! (`MPI_Buffer_attach`).
+//! 4.1) is used when one is attached, else its session's
+//! (`MPI_Session_attach_buffer`) if it derives from one, else the
+//! process's (`MPI_Buffer_attach`).
 
 use std::ffi::{c_int, c_void};
 
-use mpi::bsend::{Buffered, Space};
+use mpi::bsend::{Buffered, Sent, Space};
 use mpi::Communicator;
 
 use crate::abi::*;
@@ -16,26 +17,55 @@ use crate::*;
 const BUFFER_AUTOMATIC: usize = 2;
 
 /// The buffer a buffered send on `comm` uses: the communicator's if one is
-/// attached to it, else the process's (MPI 4.1 §3.6). (Of the state's
-/// fields, so that a caller may hold another field meanwhile.)
+/// attached to it, else its session's if it derives from one that has
+/// one, else the process's (MPI 4.1 §3.6). (Of the state's fields, so
+/// that a caller may hold another field meanwhile.)
 pub(crate) fn buffer_for<'a>(
     comms: &'a mut crate::comm_table::CommTable,
+    sessions: &'a mut Table<crate::session::SessionEntry>,
     process: &'a mut Buffered,
     comm: Handle,
 ) -> &'a mut Buffered {
-    match comms.get_mut(&comm) {
+    let session = comms.get(&comm).and_then(|e| e.session);
+    if comms.get(&comm).is_some_and(|e| e.buffered.is_attached()) {
+        if let Some(e) = comms.get_mut(&comm) {
+            return &mut e.buffered;
+        }
+    }
+    match session.and_then(|s| sessions.get_mut(&s)) {
         Some(e) if e.buffered.is_attached() => &mut e.buffered,
         _ => process,
     }
 }
 
+/// Whose buffer an attach, detach or flush works on.
+#[derive(Clone, Copy)]
+enum Owner {
+    /// The process's (`MPI_Buffer_attach`).
+    Process,
+    /// A communicator's (`MPI_Comm_attach_buffer`).
+    Comm(Handle),
+    /// A session's (`MPI_Session_attach_buffer`).
+    Session(Handle),
+}
+
+impl Owner {
+    /// The object whose error handler reports the call's errors.
+    fn handle(self) -> Handle {
+        match self {
+            Owner::Process => MPI_COMM_WORLD,
+            Owner::Comm(h) | Owner::Session(h) => h,
+        }
+    }
+}
+
 impl State {
-    /// The buffer slot of a communicator, or of the process (`None`):
-    /// what attach, detach and flush work on.
-    fn slot(&mut self, comm: Option<Handle>) -> R<&mut Buffered> {
-        match comm {
-            None => Ok(&mut self.buffered),
-            Some(c) => Ok(&mut self.comm_mut(c)?.buffered),
+    /// The buffer slot of `owner`: what attach, detach and flush work on.
+    fn slot(&mut self, owner: Owner) -> R<&mut Buffered> {
+        match owner {
+            Owner::Process => Ok(&mut self.buffered),
+            Owner::Comm(c) => Ok(&mut self.comm_mut(c)?.buffered),
+            Owner::Session(s) => Ok(&mut self.session_mut(s)?.buffered),
         }
     }
 }
@@ -53,17 +83,57 @@ unsafe fn bsend(
     dest: c_int,
     tag: c_int,
     comm: Handle,
-) -> R<()> {
+) -> R<Option<Sent>> {
     let c = st.comm(comm)?.comm.clone();
     let span = st.span(count, dt)?;
     if dest == MPI_PROC_NULL {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: `buf` holds `count` elements of `datatype` for this call (MPI 4.1 §3.6); the buffered
     // send copies them.
-    Ok(unsafe {
-        buffer_for(&mut st.comms, &mut st.buffered, comm).send(&c.process_at_rank(dest), buf.cast(), &span, tag)
-    }?)
+    Ok(Some(unsafe {
+        buffer_for(&mut st.comms, &mut st.sessions, &mut st.buffered, comm).send(
+            &c.process_at_rank(dest),
+            buf.cast(),
+            &span,
+            tag,
+        )
+    }?))
+}
+
+/// Remember that request `h`'s message is buffered send `sent` on `comm`,
+/// for [`cancel`]. Entries of requests completed and freed are dropped
+/// now and then (handles are never reused, so a stale one is only
+/// memory).
+pub(crate) fn note_sent(st: &mut State, h: Handle, comm: Handle, sent: Sent) {
+    if st.bsent.len() > 64 + 2 * st.requests.len() {
+        let requests = &st.requests;
+        st.bsent.retain(|r, _| requests.contains_key(r));
+    }
+    st.bsent.insert(h, (comm, sent));
+}
+
+/// `MPI_Cancel` of request `h`, complete since its start, if it is a
+/// buffered send's: withdraw the message if it is still in flight, and
+/// make the request wait for the outcome, cancelled or not (§3.8.4).
+pub(crate) fn cancel(st: &mut State, h: Handle) -> R<()> {
+    let Some(&(comm, sent)) = st.bsent.get(&h) else { return Ok(()) };
+    let session = st.comms.get(&comm).and_then(|e| e.session);
+    let mut op = match st.comms.get_mut(&comm) {
+        Some(e) => e.buffered.cancel(sent)?,
+        None => None,
+    };
+    if let (None, Some(e)) = (&op, session.and_then(|s| st.sessions.get_mut(&s))) {
+        op = e.buffered.cancel(sent)?;
+    }
+    if op.is_none() {
+        op = st.buffered.cancel(sent)?;
+    }
+    st.bsent.remove(&h);
+    if let (Some(op), Some(slot)) = (op, st.requests.get_mut(&h)) {
+        slot.reopen(op);
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -76,7 +146,7 @@ pub unsafe extern "C" fn MPI_Bsend(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the standard's contract on the arguments.
-    with_state("MPI_Bsend", comm, |st| unsafe { bsend(st, buf, count, datatype, dest, tag, comm) })
+    with_state("MPI_Bsend", comm, |st| unsafe { bsend(st, buf, count, datatype, dest, tag, comm).map(drop) })
 }
 
 #[no_mangle]
@@ -93,11 +163,17 @@ pub unsafe extern "C" fn MPI_Ibsend(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        // The message is copied at once: the request is already complete.
+        // The message is copied at once: the request is already complete,
+        // unless a cancellation withdraws the message.
         // SAFETY: the standard's contract on the arguments.
-        unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
+        let sent = unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
         // SAFETY: checked non-null; the standard's contract.
-        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request) }
+        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request)? };
+        if let Some(sent) = sent {
+            // SAFETY: written just above.
+            note_sent(st, unsafe { request.read() }, comm, sent);
+        }
+        Ok(())
     })
 }
 
@@ -105,15 +181,15 @@ pub unsafe extern "C" fn MPI_Ibsend(
 ///
 /// # Safety
 /// `buffer` is the program's for as long as it stays attached.
-unsafe fn attach(call: &str, comm: Option<Handle>, buffer: *mut c_void, size: i64) -> c_int {
-    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
+unsafe fn attach(call: &str, owner: Owner, buffer: *mut c_void, size: i64) -> c_int {
+    with_state(call, owner.handle(), |st| {
         let space = if buffer as usize == BUFFER_AUTOMATIC {
             Space::Automatic
         } else {
             let n = usize::try_from(size).map_err(|_| Fail::new(MPI_ERR_BUFFER, format!("size {size} is negative")))?;
             Space::Buffer(buffer.cast(), n)
         };
-        Ok(st.slot(comm)?.attach(space)?)
+        Ok(st.slot(owner)?.attach(space)?)
     })
 }
 
@@ -122,9 +198,9 @@ unsafe fn attach(call: &str, comm: Option<Handle>, buffer: *mut c_void, size: i6
 ///
 /// # Safety
 /// `buffer_addr` is the address of a `void *`; `size` is writable.
-unsafe fn detach<T: TryFrom<usize>>(call: &str, comm: Option<Handle>, buffer_addr: *mut c_void, size: *mut T) -> c_int {
-    with_state(call, comm.unwrap_or(MPI_COMM_WORLD), |st| {
-        let (p, n) = match st.slot(comm)?.detach()? {
+unsafe fn detach<T: TryFrom<usize>>(call: &str, owner: Owner, buffer_addr: *mut c_void, size: *mut T) -> c_int {
+    with_state(call, owner.handle(), |st| {
+        let (p, n) = match st.slot(owner)?.detach()? {
             Space::Buffer(b, n) => (b.cast::<c_void>(), n),
             Space::Automatic => (BUFFER_AUTOMATIC as *mut c_void, 0),
         };
@@ -142,65 +218,65 @@ unsafe fn detach<T: TryFrom<usize>>(call: &str, comm: Option<Handle>, buffer_add
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     // SAFETY: the standard's contract on the buffer.
-    unsafe { attach("MPI_Buffer_attach", None, buffer, i64::from(size)) }
+    unsafe { attach("MPI_Buffer_attach", Owner::Process, buffer, i64::from(size)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int {
     // SAFETY: the standard's contract on the buffer.
-    unsafe { attach("MPI_Buffer_attach_c", None, buffer, size) }
+    unsafe { attach("MPI_Buffer_attach_c", Owner::Process, buffer, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     // SAFETY: the standard's contract on the pointers.
-    unsafe { detach("MPI_Buffer_detach", None, buffer_addr, size) }
+    unsafe { detach("MPI_Buffer_detach", Owner::Process, buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> c_int {
     // SAFETY: the standard's contract on the pointers.
-    unsafe { detach("MPI_Buffer_detach_c", None, buffer_addr, size) }
+    unsafe { detach("MPI_Buffer_detach_c", Owner::Process, buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_attach_buffer(comm: Handle, buffer: *mut c_void, size: c_int) -> c_int {
     // SAFETY: the standard's contract on the buffer.
-    unsafe { attach("MPI_Comm_attach_buffer", Some(comm), buffer, i64::from(size)) }
+    unsafe { attach("MPI_Comm_attach_buffer", Owner::Comm(comm), buffer, i64::from(size)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(comm: Handle, buffer: *mut c_void, size: i64) -> c_int {
     // SAFETY: the standard's contract on the buffer.
-    unsafe { attach("MPI_Comm_attach_buffer_c", Some(comm), buffer, size) }
+    unsafe { attach("MPI_Comm_attach_buffer_c", Owner::Comm(comm), buffer, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     // SAFETY: the standard's contract on the pointers.
-    unsafe { detach("MPI_Comm_detach_buffer", Some(comm), buffer_addr, size) }
+    unsafe { detach("MPI_Comm_detach_buffer", Owner::Comm(comm), buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
     // SAFETY: the standard's contract on the pointers.
-    unsafe { detach("MPI_Comm_detach_buffer_c", Some(comm), buffer_addr, size) }
+    unsafe { detach("MPI_Comm_detach_buffer_c", Owner::Comm(comm), buffer_addr, size) }
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Buffer_flush() -> c_int {
-    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| Ok(st.slot(None)?.flush()?))
+    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| Ok(st.slot(Owner::Process)?.flush()?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
-    with_state("MPI_Comm_flush_buffer", comm, |st| Ok(st.slot(Some(comm))?.flush()?))
+    with_state("MPI_Comm_flush_buffer", comm, |st| Ok(st.slot(Owner::Comm(comm))?.flush()?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
     with_state("MPI_Buffer_iflush", MPI_COMM_WORLD, |st| {
-        let r = st.slot(None)?.iflush();
+        let r = st.slot(Owner::Process)?.iflush();
         // SAFETY: the standard's contract on `request`.
         unsafe { crate::p2p::new_request(st, r, request) }
     })
@@ -209,7 +285,53 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int {
     with_state("MPI_Comm_iflush_buffer", comm, |st| {
-        let r = st.slot(Some(comm))?.iflush();
+        let r = st.slot(Owner::Comm(comm))?.iflush();
+        // SAFETY: the standard's contract on `request`.
+        unsafe { crate::p2p::new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_attach_buffer(session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Session_attach_buffer", Owner::Session(session), buffer, i64::from(size)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_attach_buffer_c(session: Handle, buffer: *mut c_void, size: i64) -> c_int {
+    // SAFETY: the standard's contract on the buffer.
+    unsafe { attach("MPI_Session_attach_buffer_c", Owner::Session(session), buffer, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_detach_buffer(
+    session: Handle,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Session_detach_buffer", Owner::Session(session), buffer_addr, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
+    session: Handle,
+    buffer_addr: *mut c_void,
+    size: *mut i64,
+) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { detach("MPI_Session_detach_buffer_c", Owner::Session(session), buffer_addr, size) }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Session_flush_buffer(session: Handle) -> c_int {
+    with_state("MPI_Session_flush_buffer", session, |st| Ok(st.slot(Owner::Session(session))?.flush()?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_iflush_buffer(session: Handle, request: *mut Handle) -> c_int {
+    with_state("MPI_Session_iflush_buffer", session, |st| {
+        let r = st.slot(Owner::Session(session))?.iflush();
         // SAFETY: the standard's contract on `request`.
         unsafe { crate::p2p::new_request(st, r, request) }
     })

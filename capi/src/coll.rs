@@ -113,7 +113,9 @@ pub(crate) unsafe fn persistent(
             ));
         }
         let start = make(st)?;
-        let recipe = Recipe { comm: st.comm(comm)?.comm.clone(), handle: comm, op: PersistentOp::Coll(start) };
+        let c = st.comm(comm)?.comm.clone();
+        let place = std::rc::Rc::new(mpi::staged::coll::Persistent::new(&c));
+        let recipe = Recipe { comm: c, handle: comm, op: PersistentOp::Coll(start, place) };
         // SAFETY: checked non-null; the caller's contract.
         unsafe { new_request(st, Req::persistent(recipe), request) }
     })

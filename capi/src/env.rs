@@ -23,10 +23,28 @@ pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *
     MPI_SUCCESS
 }
 
-fn init(required: c_int) -> R<c_int> {
+/// Start the library for the world model (`MPI_Init`) or a session
+/// (`MPI_Session_init`, MPI 4.1 §11.3): the state is made by the first
+/// of them and shared by the others; the world model starts once.
+pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
     let mut guard = lock();
-    if guard.is_some() || FINALIZED.load(Ordering::SeqCst) {
-        return Err(Fail::new(MPI_ERR_OTHER, "MPI is initialised once per process: MPI_Init was already called"));
+    if let Some(st) = guard.as_mut() {
+        if by_session {
+            return Ok(st.thread_level);
+        }
+        if st.world_model || INITIALIZED.load(Ordering::SeqCst) {
+            return Err(Fail::new(MPI_ERR_OTHER, "MPI is initialised once per process: MPI_Init was already called"));
+        }
+        st.world_model = true;
+        INITIALIZED.store(true, Ordering::SeqCst);
+        return Ok(st.thread_level);
+    }
+    if TORN_DOWN.load(Ordering::SeqCst) {
+        let why = if FINALIZED.load(Ordering::SeqCst) { "MPI_Finalize" } else { "the last MPI_Session_finalize" };
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            format!("the library ended at {why} and cannot start again in this process (MPI 4.1 would allow it through sessions; this library does not)"),
+        ));
     }
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
@@ -38,6 +56,7 @@ fn init(required: c_int) -> R<c_int> {
         info: Default::default(),
         buffered: Default::default(),
         pending: None,
+        session: None,
     };
     let comms = crate::comm_table::CommTable::predefined(
         entry(universe.world(), "MPI_COMM_WORLD"),
@@ -61,21 +80,29 @@ fn init(required: c_int) -> R<c_int> {
         messages: Table::default(),
         mems: Table::default(),
         ops: Table::default(),
-        errhandlers: Table::default(),
         type_attrs: Table::default(),
         buffered: Default::default(),
+        bsent: Table::default(),
         detached: Vec::new(),
         idups: Vec::new(),
+        greqs: Table::default(),
+        partitioned: Table::default(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,
         main_thread: std::thread::current().id(),
+        world_model: !by_session,
+        sessions: Table::default(),
+        session_groups: Table::default(),
     });
-    INITIALIZED.store(true, Ordering::SeqCst);
+    LIVE.store(true, Ordering::SeqCst);
+    if !by_session {
+        INITIALIZED.store(true, Ordering::SeqCst);
+    }
     Ok(provided)
 }
 
 fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
-    match init(required) {
+    match init(required, false) {
         Ok(p) => {
             if !provided.is_null() {
                 // SAFETY: non-null, and writable by the standard's contract.
@@ -138,11 +165,30 @@ pub extern "C" fn MPI_Finalize() -> c_int {
             return rc;
         }
     }
-    let Some(mut st) = lock().take() else {
+    let mut guard = lock();
+    let world = guard.as_ref().is_some_and(|st| st.world_model);
+    if !world {
+        drop(guard);
         let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
         return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
-    };
+    }
     FINALIZED.store(true, Ordering::SeqCst);
+    // Sessions still open keep the library going; the last one's
+    // MPI_Session_finalize ends it (MPI 4.1 §11.3.1).
+    if let Some(st) = guard.as_mut().filter(|st| !st.sessions.is_empty()) {
+        st.world_model = false;
+        return MPI_SUCCESS;
+    }
+    let Some(st) = guard.take() else { return MPI_SUCCESS };
+    drop(guard);
+    teardown(st, "MPI_Finalize")
+}
+
+/// End the library: what `MPI_Finalize` (or the last
+/// `MPI_Session_finalize`) does once no model uses it.
+pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
+    TORN_DOWN.store(true, Ordering::SeqCst);
+    LIVE.store(false, Ordering::SeqCst);
     let rank = st.universe.world().rank();
     // Requests still active are the program's error (§11.2.2). A receive
     // nothing will match is cancelled, so that finalize cannot hang on it;
@@ -157,7 +203,9 @@ pub extern "C" fn MPI_Finalize() -> c_int {
         }
     }
     if left > 0 {
-        eprintln!("MPI_Finalize on rank {rank}: {left} requests still active (never waited for); receives among them cancelled");
+        eprintln!(
+            "{call} on rank {rank}: {left} requests still active (never waited for); receives among them cancelled"
+        );
     }
     // The sends among them, and the buffered sends still in flight, go out
     // before the engine stops (dropping a request waits for it) — once
@@ -171,7 +219,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     drop(std::mem::take(&mut st.wins));
     match st.universe.finalize_with((pending, comms)) {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, Some(rank), e.into()),
+        Err(e) => report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, Some(rank), e.into()),
     }
 }
 
@@ -434,7 +482,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
 pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Comm_set_errhandler", comm, |st| {
         st.comm(comm)?;
-        crate::errh::check(st, errhandler, crate::errh::Kind::Comm)?;
+        crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
         st.comm_mut(comm)?.errhandler = errhandler;
         Ok(())
     })
@@ -476,7 +524,7 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int 
 /// Register `c` under a new handle with `parent`'s error handler (§7.4.2).
 pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
     let Some(c) = c else { return Ok(MPI_COMM_NULL) };
-    let errhandler = st.comm(parent)?.errhandler;
+    let (errhandler, session) = (st.comm(parent)?.errhandler, st.comm(parent)?.session);
     let e = CommEntry {
         comm: c,
         errhandler,
@@ -485,6 +533,7 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
         info: Default::default(),
         buffered: Default::default(),
         pending: None,
+        session,
     };
     Ok(st.comms.add(e))
 }

@@ -8,7 +8,9 @@
 //! function runs after the library's lock is released (it may call MPI),
 //! with the object's handle and the error code, and the call then
 //! returns the code (§9.3). A freed handler stays in force on the objects
-//! that have it (§9.3.4) and can no longer be set.
+//! that have it (§9.3.4) and can no longer be set. Handlers live apart
+//! from the library's state: `MPI_Session_create_errhandler` comes before
+//! `MPI_Session_init` (§11.4.1), and so may the others' creation.
 //!
 //! Error classes and codes a program adds (`MPI_Add_error_class`,
 //! `_code`, `_string`, and MPI 4.1's `MPI_Remove_error_*`) count up from
@@ -55,17 +57,36 @@ pub(crate) struct UserErrhandler {
     freed: bool,
 }
 
+/// User handlers, apart from the library's state.
+struct Handlers {
+    table: Table<UserErrhandler>,
+    made: Handle,
+}
+
+static HANDLERS: Mutex<Option<Handlers>> = Mutex::new(None);
+
+/// User handler handles: `FIRST_HANDLE + 16 k + 10`: the low bits tell
+/// them from the state's handles (0), communicators (5) and info objects
+/// (9).
+const HANDLER_MARK: Handle = 0xA;
+
+/// Run `f` on the user handlers.
+fn handlers<T>(f: impl FnOnce(&mut Handlers) -> T) -> T {
+    let mut g = HANDLERS.lock();
+    f(g.get_or_insert_with(|| Handlers { table: Table::default(), made: 0 }))
+}
+
 /// The predefined handlers, valid on every kind of object.
 pub(crate) fn predefined(h: Handle) -> bool {
     [MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h)
 }
 
 /// `h` may be set on an object of `kind`.
-pub(crate) fn check(st: &State, h: Handle, kind: Kind) -> R<()> {
+pub(crate) fn check(h: Handle, kind: Kind) -> R<()> {
     if predefined(h) {
         return Ok(());
     }
-    match st.errhandlers.get(&h) {
+    handlers(|t| match t.table.get(&h) {
         Some(u) if u.freed => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("error handler {h:#x} was freed"))),
         Some(u) if u.kind != kind => Err(Fail::new(
             MPI_ERR_ERRHANDLER,
@@ -73,12 +94,15 @@ pub(crate) fn check(st: &State, h: Handle, kind: Kind) -> R<()> {
         )),
         Some(_) => Ok(()),
         None => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
-    }
+    })
 }
 
 /// The user function behind handler `h`, if it is a user's.
-pub(crate) fn user_fn(st: &State, h: Handle) -> Option<ErrFn> {
-    st.errhandlers.get(&h).map(|u| u.func)
+pub(crate) fn user_fn(h: Handle) -> Option<ErrFn> {
+    if predefined(h) {
+        return None;
+    }
+    handlers(|t| t.table.get(&h).map(|u| u.func))
 }
 
 /// `MPI_Comm_call_errhandler` and `MPI_Win_call_errhandler` (§9.3.1,
@@ -112,7 +136,7 @@ pub(crate) fn call_errhandler(
 /// `out` is null or writable; `func` is null or a handler function of
 /// the kind's C type.
 unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
+    crate::stateless_call(call, || {
         if func == 0 {
             return Err(Fail::new(MPI_ERR_ARG, "the error handler function is a null pointer"));
         }
@@ -122,8 +146,12 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
         if out.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "errhandler is a null pointer"));
         }
-        let h = st.new_handle();
-        st.errhandlers.insert(h, UserErrhandler { kind, func, freed: false });
+        let h = handlers(|t| {
+            let h = FIRST_HANDLE + (t.made << 4) + HANDLER_MARK;
+            t.made += 1;
+            t.table.insert(h, UserErrhandler { kind, func, freed: false });
+            h
+        });
         // SAFETY: checked non-null; the caller's contract.
         unsafe { out.write(h) };
         Ok(())
@@ -156,16 +184,19 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(session_errhandler_fn: us
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
-    with_state("MPI_Errhandler_free", MPI_COMM_WORLD, |st| {
+    crate::stateless_call("MPI_Errhandler_free", || {
         // SAFETY: the standard's contract on `errhandler`.
         let h = unsafe { read_arg(errhandler, "errhandler")? };
         // A predefined handler only resets the caller's handle; a user's
         // stays in force where it is set (§9.3.4).
         if !predefined(h) {
-            match st.errhandlers.get_mut(&h) {
-                Some(u) if !u.freed => u.freed = true,
-                _ => return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
-            }
+            handlers(|t| match t.table.get_mut(&h) {
+                Some(u) if !u.freed => {
+                    u.freed = true;
+                    Ok(())
+                }
+                _ => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
+            })?;
         }
         // SAFETY: `errhandler` is writable (§9.3.4); `put` refuses null.
         unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }

@@ -98,6 +98,7 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
         if g != MPI_GROUP_EMPTY {
             st.group(g)?;
             st.groups.remove(&g);
+            st.session_groups.remove(&g);
         }
         // SAFETY: `group` was read above, so it is not null; the standard makes it writable
         // (§7.3.3).
@@ -300,9 +301,7 @@ pub(crate) unsafe fn from_group_args(
     }
     // SAFETY: the caller's contract: a NUL-terminated string.
     let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
-    if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&errhandler) {
-        return Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{errhandler:#x} is not an error handler")));
-    }
+    crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
     st.info_or_null(info)?;
     let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
     Ok((hash % (mpi::TAG_UB as u32)) as c_int)
@@ -327,8 +326,10 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
         let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
         let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
+        let session = st.session_groups.get(&group).copied();
         if let Some(e) = st.comms.get_mut(&h) {
             e.errhandler = errhandler;
+            e.session = session;
         }
         // SAFETY: the standard's contract on `newcomm`.
         unsafe { put(newcomm, h, "newcomm") }

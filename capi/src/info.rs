@@ -98,18 +98,9 @@ impl State {
     }
 }
 
-/// An `MPI_Info_*` call, which works with or without the library's state:
-/// between `MPI_Init` and `MPI_Finalize` as every call does, else alone,
-/// its errors going to `MPI_ERRORS_ARE_FATAL`, the handler then in force
-/// (§9.3).
+/// An `MPI_Info_*` call, which works with or without the library's state.
 fn info_call(call: &str, f: impl FnOnce() -> R<()>) -> c_int {
-    if crate::live() {
-        return with_state(call, MPI_COMM_WORLD, |_| f());
-    }
-    match f() {
-        Ok(()) => MPI_SUCCESS,
-        Err(e) => crate::report_without_state(call, e),
-    }
+    crate::stateless_call(call, f)
 }
 
 /// `MPI_INFO_ENV`'s keys (§11.2.4): the command, its arguments, the

@@ -281,8 +281,10 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         })?;
         let c = local.create_intercomm(local_leader, world, them, tag)?;
         let h = crate::env::register(st, Some(c), MPI_COMM_WORLD)?;
+        let session = st.session_groups.get(&local_group).copied();
         if let Some(e) = st.comms.get_mut(&h) {
             e.errhandler = errhandler;
+            e.session = session;
         }
         // SAFETY: checked non-null; the standard's contract.
         unsafe { newintercomm.write(h) };

@@ -47,6 +47,8 @@ mod count;
 mod datatype;
 mod env;
 mod errh;
+mod external;
+mod greq;
 mod group;
 mod handle_int;
 mod info;
@@ -57,6 +59,8 @@ mod message;
 mod neighbor;
 mod op;
 mod p2p;
+mod partitioned;
+mod session;
 mod status;
 mod tool;
 mod topo;
@@ -144,6 +148,7 @@ impl From<MpiError> for Fail {
             MpiError::Disp(_) => MPI_ERR_DISP,
             MpiError::WinSize(_) => MPI_ERR_SIZE,
             MpiError::Op(_) => MPI_ERR_OP,
+            MpiError::Conversion(_) => MPI_ERR_CONVERSION,
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
@@ -195,6 +200,10 @@ pub(crate) struct CommEntry {
     /// The duplicate to come, while its `MPI_Comm_idup` is under way: the
     /// handle names no usable communicator until then.
     pub(crate) pending: Option<mpi::dup::DupCell>,
+    /// The session it derives from (made from one of its groups, or from
+    /// a communicator that was), whose buffer its buffered sends use when
+    /// it has none of its own (§3.6).
+    pub(crate) session: Option<Handle>,
 }
 
 /// A request handle's state: the mpi crate's (`mpi::request::slot`),
@@ -225,8 +234,24 @@ pub(crate) enum PersistentOp {
         source: c_int,
         tag: Option<c_int>,
     },
-    /// A persistent collective (§6.13): the start it repeats.
-    Coll(coll::CollStart),
+    /// A partitioned send (§4.2): the whole buffer, sent when every
+    /// partition is ready (`crate::partitioned`).
+    Psend {
+        buf: *mut std::ffi::c_void,
+        span: mpi::staged::Span,
+        dest: c_int,
+        channel: mpi::staged::partitioned::Channel,
+    },
+    /// A partitioned receive (§4.2) of the whole buffer.
+    Precv {
+        buf: *mut std::ffi::c_void,
+        span: mpi::staged::Span,
+        source: c_int,
+        channel: mpi::staged::partitioned::Channel,
+    },
+    /// A persistent collective (§6.13): the start it repeats, and its place
+    /// in the communicator's matching order, taken at initialization.
+    Coll(coll::CollStart, std::rc::Rc<mpi::staged::coll::Persistent>),
 }
 
 /// Everything between `MPI_Init` and `MPI_Finalize`.
@@ -256,17 +281,31 @@ pub(crate) struct State {
     /// Attributes set on datatypes, predefined or not (§5.1.15).
     pub(crate) type_attrs: Table<Vec<(c_int, *mut std::ffi::c_void)>>,
     /// User error handlers (§9.3).
-    pub(crate) errhandlers: Table<errh::UserErrhandler>,
     /// Buffered mode: the attached buffer and the sends in flight.
     pub(crate) buffered: mpi::bsend::Buffered,
+    /// The buffered send behind each `MPI_Ibsend`'s or started
+    /// `MPI_Bsend_init`'s request, and its communicator, for
+    /// `MPI_Cancel` (`crate::bsend::cancel`).
+    pub(crate) bsent: Table<(Handle, mpi::bsend::Sent)>,
     /// Requests freed by `MPI_Request_free` while active: they complete on
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
     /// `MPI_Comm_idup`s under way: their request, and the communicator
     /// handle whose entry the completion fills in (`env::settle_idup`).
     pub(crate) idups: Vec<(Handle, Handle)>,
+    /// Generalized requests (§13.2), on handles of the requests' kind.
+    pub(crate) greqs: Table<greq::Greq>,
+    /// Partitioned requests (§4) and where each stands.
+    pub(crate) partitioned: Table<partitioned::Partitioned>,
     pub(crate) next_handle: Handle,
     pub(crate) thread_level: c_int,
+    /// `MPI_Init` has run and `MPI_Finalize` not yet: the world model is
+    /// in use (sessions may be too, §11.3).
+    pub(crate) world_model: bool,
+    /// Sessions open (`MPI_Session_init`).
+    pub(crate) sessions: Table<session::SessionEntry>,
+    /// Groups made from a session's process sets, and the session.
+    pub(crate) session_groups: Table<Handle>,
     pub(crate) main_thread: std::thread::ThreadId,
     /// `DN_COMPUTE=measured`: each call charges the computation before it
     /// (`mpi::compute`; the charge is the mpi crate's, on the call's first
@@ -290,6 +329,10 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `MPI_Init` has run (and stays so after `MPI_Finalize`).
 static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The state exists (made by `MPI_Init` or `MPI_Session_init`).
+static LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The state was made and has ended: it is never made again.
+static TORN_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Handles the library makes start here, above every predefined value.
 pub(crate) const FIRST_HANDLE: Handle = 0x1_0000;
@@ -403,7 +446,7 @@ thread_local! {
 
 /// Whether the library is between `MPI_Init` and `MPI_Finalize`.
 pub(crate) fn live() -> bool {
-    INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) && !FINALIZED.load(std::sync::atomic::Ordering::SeqCst)
+    LIVE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Report `f` from a call made before `MPI_Init` or after `MPI_Finalize`
@@ -412,6 +455,21 @@ pub(crate) fn live() -> bool {
 #[cold]
 pub(crate) fn report_without_state(call: &str, f: Fail) -> c_int {
     report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f)
+}
+
+/// A call that works with or without the library's state (`MPI_Info_*`,
+/// the error handlers' creation and freeing, §11.4.1): between
+/// `MPI_Init` and `MPI_Finalize` as every call does, else alone, its
+/// errors going to `MPI_ERRORS_ARE_FATAL`, the handler then in force
+/// (§9.3).
+pub(crate) fn stateless_call(call: &str, f: impl FnOnce() -> R<()>) -> c_int {
+    if live() {
+        return with_state(call, MPI_COMM_WORLD, |_| f());
+    }
+    match f() {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => report_without_state(call, e),
+    }
 }
 
 /// Run `body` on the initialised state; a failure goes to `comm`'s error
@@ -423,7 +481,7 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
         let when =
-            if FINALIZED.load(std::sync::atomic::Ordering::SeqCst) { "after MPI_Finalize" } else { "before MPI_Init" };
+            if TORN_DOWN.load(std::sync::atomic::Ordering::SeqCst) { "after MPI_Finalize" } else { "before MPI_Init" };
         drop(guard);
         return report(
             call,
@@ -489,9 +547,10 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
                 (Some(c), _) => c.errhandler,
                 (None, Some(w)) => w.errhandler,
                 (None, None) if comm == MPI_FILE_NULL => MPI_ERRORS_RETURN,
+                (None, None) if st.sessions.contains_key(&comm) => st.sessions[&comm].errhandler,
                 _ => st.comms.get(&MPI_COMM_WORLD).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
             };
-            (errh, errh::user_fn(st, errh), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
+            (errh, errh::user_fn(errh), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
         }
         None => (MPI_ERRORS_ARE_FATAL, None, None),
     };

@@ -580,15 +580,48 @@ fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Part::Idle);
     }
-    Ok(st.requests.get(&h).ok_or_else(|| not_active(h))?.part())
+    match st.requests.get(&h) {
+        Some(r) => Ok(r.part()),
+        None => crate::greq::part(st, h).ok_or_else(|| not_active(h)),
+    }
 }
 
 /// Settle requests `hs` as one call (see `mpi::request::settle`): which
-/// have ended, and which take no part.
+/// have ended, and which take no part. A generalized request not yet
+/// complete takes part but cannot end here: a wait that only it could end
+/// fails (`crate::greq`).
 fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(Vec<bool>, Vec<bool>)> {
     let parts = hs.iter().map(|&h| part(st, h)).collect::<R<Vec<_>>>()?;
+    let pending: Vec<bool> = if st.greqs.is_empty() && st.partitioned.is_empty() {
+        Vec::new()
+    } else {
+        hs.iter().map(|&h| held(st, h)).collect()
+    };
+    if let (true, Some(i)) = (block, pending.iter().position(|&p| p)) {
+        let stuck = need == Need::All || parts.iter().all(|p| matches!(p, Part::Idle));
+        if stuck {
+            return Err(wait_for_ever(st, call, hs[i]));
+        }
+    }
     let ended = mpi::request::settle(&parts, need, block, call)?;
-    Ok((ended, parts.iter().map(|p| matches!(p, Part::Idle)).collect()))
+    let idle = parts.iter().enumerate().map(|(i, p)| matches!(p, Part::Idle) && !pending.get(i).is_some_and(|&x| x));
+    Ok((ended, idle.collect()))
+}
+
+/// Whether request `h` is active but cannot end while this process waits:
+/// a generalized request not yet complete, or a partitioned send whose
+/// partitions are not all ready.
+fn held(st: &State, h: Handle) -> bool {
+    crate::greq::pending(st, h) || crate::partitioned::waiting(st, h)
+}
+
+/// The error of a wait that only request `h`, [`held`], could end.
+fn wait_for_ever(st: &State, call: &str, h: Handle) -> Fail {
+    if crate::partitioned::waiting(st, h) {
+        crate::partitioned::would_wait_for_ever(call, h)
+    } else {
+        crate::greq::would_wait_for_ever(call, h)
+    }
 }
 
 /// Settle one request (`MPI_Wait`, `MPI_Test`, `MPI_Request_get_status`):
@@ -597,16 +630,24 @@ fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(
 fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bool> {
     let p = part(st, h)?;
     let idle = matches!(p, Part::Idle);
+    if idle && !(st.greqs.is_empty() && st.partitioned.is_empty()) && held(st, h) {
+        return if block { Err(wait_for_ever(st, call, h)) } else { Ok(false) };
+    }
     Ok(mpi::request::settle(std::slice::from_ref(&p), Need::All, block, call)?[0] || idle)
 }
 
 /// Complete request `h`, which has ended or takes no part
-/// (`Slot::complete`): its outcome, and what its handle becomes.
-fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
+/// (`Slot::complete`): its outcome, and what its handle becomes. `out`
+/// is where the call writes the status (a generalized request's
+/// `query_fn` fills it in after), `in_array` whether the call reports on
+/// an array of requests.
+fn take(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: bool) -> (R<MpiStatus>, Handle) {
     if h == MPI_REQUEST_NULL {
         return (Ok(MpiStatus::empty()), h);
     }
-    let Some(slot) = st.requests.remove(&h) else { return (Err(not_active(h)), h) };
+    let Some(slot) = st.requests.remove(&h) else {
+        return crate::greq::report(st, h, out, in_array, true).unwrap_or_else(|| (Err(not_active(h)), h));
+    };
     let (mut s, left) = slot.complete();
     if !st.idups.is_empty() {
         crate::env::settle_idup(st, h, &mut s);
@@ -622,12 +663,16 @@ fn take(st: &mut State, h: Handle) -> (R<MpiStatus>, Handle) {
 }
 
 /// Keep the outcome of request `h`, found ended, without freeing or
-/// deactivating it (`Slot::keep`, `MPI_Request_get_status`).
-fn keep(st: &mut State, h: Handle) -> R<MpiStatus> {
+/// deactivating it (`Slot::keep`, `MPI_Request_get_status`); `out` and
+/// `in_array` as for [`take`].
+pub(crate) fn keep(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: bool) -> R<MpiStatus> {
     if h == MPI_REQUEST_NULL {
         return Ok(MpiStatus::empty());
     }
-    let (s, slot) = st.requests.remove(&h).ok_or_else(|| not_active(h))?.keep();
+    let Some(slot) = st.requests.remove(&h) else {
+        return crate::greq::report(st, h, out, in_array, false).map_or_else(|| Err(not_active(h)), |(s, _)| s);
+    };
+    let (s, slot) = slot.keep();
     st.requests.insert(h, slot);
     outcome(s)
 }
@@ -664,7 +709,7 @@ unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, s
         if !done {
             return Ok(());
         }
-        let (s, nh) = take(st, h);
+        let (s, nh) = take(st, h, status, false);
         // SAFETY: the caller's contract on `request` and `status`. A failed
         // request is freed too, so that a test loop on it ends.
         unsafe {
@@ -750,7 +795,8 @@ unsafe fn all(
             .iter_mut()
             .enumerate()
             .map(|(i, h)| {
-                let (s, nh) = take(st, *h);
+                // SAFETY: the caller's contract: `count` statuses, or none.
+                let (s, nh) = take(st, *h, unsafe { status_at(sts, i) }, true);
                 *h = nh;
                 (i, s)
             })
@@ -788,7 +834,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_in
         // SAFETY: the standard's contract on `flag`.
         unsafe { put(flag, done as c_int, "flag")? };
         if done {
-            let s = keep(st, request);
+            let s = keep(st, request, status, false);
             // SAFETY: the standard's contract on `status`.
             unsafe { put_result(status, &s) };
             s?;
@@ -815,10 +861,25 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         if !all {
             return Ok(());
         }
-        let outcomes: Vec<R<MpiStatus>> = reqs.iter().map(|&h| keep(st, h)).collect();
+        let sts = array_of_statuses;
+        // SAFETY: the standard's contract: `count` statuses, or none.
+        let outcomes: Vec<R<MpiStatus>> =
+            reqs.iter().enumerate().map(|(i, &h)| keep(st, h, unsafe { status_at(sts, i) }, true)).collect();
         // SAFETY: the array has `count` statuses (the standard's contract).
         unsafe { put_outcomes(outcomes.into_iter().enumerate().collect(), array_of_statuses) }
     })
+}
+
+/// Entry `k` of a status array, or null for `MPI_STATUSES_IGNORE`.
+///
+/// # Safety
+/// `sts` is null or has more than `k` entries.
+unsafe fn status_at(sts: *mut MpiStatus, k: usize) -> *mut MpiStatus {
+    if sts.is_null() {
+        return sts;
+    }
+    // SAFETY: not null, so more than `k` entries (the caller's contract).
+    unsafe { sts.add(k) }
 }
 
 /// Write the outcomes of completed requests to a status array, in order;
@@ -880,12 +941,12 @@ unsafe fn any(
             Err(()) => (MPI_UNDEFINED, 1, Some(Ok(MpiStatus::empty()))),
             Ok(None) => (MPI_UNDEFINED, 0, None),
             Ok(Some(i)) if free => {
-                let (s, nh) = take(st, reqs[i]);
+                let (s, nh) = take(st, reqs[i], status, false);
                 // SAFETY: the caller's contract: the array is writable when freeing.
                 unsafe { reqs.as_ptr().cast_mut().add(i).write(nh) };
                 (i as c_int, 1, Some(s))
             }
-            Ok(Some(i)) => (i as c_int, 1, Some(keep(st, reqs[i]))),
+            Ok(Some(i)) => (i as c_int, 1, Some(keep(st, reqs[i], status, false))),
         };
         // SAFETY: the caller's contract on `index`, `flag` and `status`.
         unsafe {
@@ -969,13 +1030,15 @@ unsafe fn some(
         }
         let mut outcomes = Vec::with_capacity(found.len());
         for &i in &found {
+            // SAFETY: the caller's contract: room for every request, or none.
+            let out = unsafe { status_at(sts, outcomes.len()) };
             let s = if free {
-                let (s, nh) = take(st, hs[i]);
+                let (s, nh) = take(st, hs[i], out, true);
                 // SAFETY: the caller's contract: the array is writable when freeing.
                 unsafe { reqs.add(i).write(nh) };
                 s
             } else {
-                keep(st, hs[i])
+                keep(st, hs[i], out, true)
             };
             // SAFETY: the caller's contract: room for every request.
             unsafe { indices.add(outcomes.len()).write(i as c_int) };
@@ -1045,6 +1108,14 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         // caller's to keep until then: the request is kept, progressed by
         // every later call, and waited for at MPI_Finalize at the latest.
         // MPI_REQUEST_NULL is no request to free (§3.7.3).
+        if !st.partitioned.is_empty() {
+            crate::partitioned::free(st, h)?;
+        }
+        if !st.requests.contains_key(&h) && crate::greq::free(st, h).is_some() {
+            // SAFETY: the standard's contract on `request` (INOUT).
+            unsafe { request.write(MPI_REQUEST_NULL) };
+            return Ok(());
+        }
         let r = st.requests.remove(&h).ok_or_else(|| {
             let what = if h == MPI_REQUEST_NULL { "MPI_REQUEST_NULL".to_string() } else { format!("{h:#x}") };
             Fail::new(MPI_ERR_REQUEST, format!("{what} is not a request (completed and freed, or never started)"))
@@ -1180,24 +1251,27 @@ pub unsafe extern "C" fn MPI_Recv_init(
 
 /// Start persistent request `h` (§3.9.2).
 fn start(st: &mut State, h: Handle) -> R<()> {
+    if !st.partitioned.is_empty() && crate::partitioned::start(st, h)? == Some(true) {
+        return Ok(());
+    }
     // A persistent collective starts with the whole state in hand (its
     // communicator's schedule, its datatypes), then becomes the request's
     // active operation.
     let coll = match st.requests.get(&h) {
         Some(Req::Persistent(p)) => match &p.recipe.op {
-            PersistentOp::Coll(start) => Some(start.clone()),
+            PersistentOp::Coll(start, place) => Some((start.clone(), place.clone(), p.recipe.comm.clone())),
             _ => None,
         },
         _ => None,
     };
-    if let Some(coll) = coll {
+    if let Some((coll, place, comm)) = coll {
         if !matches!(st.requests.get(&h).map(Req::part), Some(mpi::request::Part::Idle)) {
             return Err(Fail::new(
                 MPI_ERR_REQUEST,
                 "MPI_Start of a persistent collective that is still active (complete it first, §6.13)",
             ));
         }
-        let op = coll(st)?;
+        let op = place.start(&comm, || coll(st))?;
         let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
             return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} was freed while it started")));
         };
@@ -1206,18 +1280,19 @@ fn start(st: &mut State, h: Handle) -> R<()> {
     let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
     };
-    let (comms, buffered) = (&mut st.comms, &mut st.buffered);
+    let (comms, sessions, buffered) = (&mut st.comms, &mut st.sessions, &mut st.buffered);
+    let mut sent = None;
     let started = p.start(|Recipe { comm: c, handle, op }| {
         Ok(match op {
-            PersistentOp::Send { dest: MPI_PROC_NULL, .. } | PersistentOp::Recv { source: MPI_PROC_NULL, .. } => {
-                Started::Done(mpi::Status::proc_null())
-            }
+            PersistentOp::Send { dest: MPI_PROC_NULL, .. }
+            | PersistentOp::Recv { source: MPI_PROC_NULL, .. }
+            | PersistentOp::Precv { source: MPI_PROC_NULL, .. } => Started::Done(mpi::Status::proc_null()),
             PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
                 // The message is copied now: the started request is complete.
-                let b = crate::bsend::buffer_for(comms, buffered, *handle);
+                let b = crate::bsend::buffer_for(comms, sessions, buffered, *handle);
                 // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
                 // valid while the request lives (§3.9).
-                unsafe { b.send(&c.process_at_rank(*dest), buf.cast(), span, *tag) }?;
+                sent = Some((*handle, unsafe { b.send(&c.process_at_rank(*dest), buf.cast(), span, *tag) }?));
                 Started::Done(mpi::Status::empty())
             }
             PersistentOp::Send { buf, span, dest, tag, mode } => {
@@ -1231,12 +1306,24 @@ fn start(st: &mut State, h: Handle) -> R<()> {
                 // SAFETY: as above, for MPI_Recv_init's buffer.
                 Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
             }
-            PersistentOp::Coll(_) => {
+            PersistentOp::Precv { buf, span, channel, .. } => {
+                // SAFETY: the program keeps the buffer given to
+                // MPI_Precv_init until each started receive completes (§4.2).
+                Started::Op(unsafe { mpi::staged::partitioned::irecv(c, channel, buf.cast(), span) }?)
+            }
+            PersistentOp::Psend { .. } => {
+                return Err(mpi::MpiError::Request("a partitioned send starts when its partitions are ready".into()))
+            }
+            PersistentOp::Coll(..) => {
                 return Err(mpi::MpiError::Request("a persistent collective is started by its own path".into()))
             }
         })
     });
-    started.map_err(Fail::from)
+    started.map_err(Fail::from)?;
+    if let Some((comm, sent)) = sent {
+        crate::bsend::note_sent(st, h, comm, sent);
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -1264,13 +1351,20 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
         // SAFETY: the standard's contract on `request`.
         let h = unsafe { read_arg(request, "request")? };
         let Some(slot) = st.requests.get(&h) else {
+            if crate::greq::cancel(st, h).is_some() {
+                return Ok(());
+            }
             return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request")));
         };
         let r = slot.active();
         // The request must still be completed; its status says whether the
         // cancellation won (§3.8.4).
-        if let Some(r) = r {
-            r.request.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?;
+        match r {
+            Some(r) => r.request.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?,
+            // Complete since its start: a buffered send's, whose message
+            // may still be withdrawn.
+            None if !st.bsent.is_empty() => crate::bsend::cancel(st, h)?,
+            None => {}
         }
         Ok(())
     })

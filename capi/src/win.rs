@@ -423,7 +423,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
 pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Win_set_errhandler", win, |st| {
         st.win(win)?;
-        crate::errh::check(st, errhandler, crate::errh::Kind::Win)?;
+        crate::errh::check(errhandler, crate::errh::Kind::Win)?;
         st.win_mut(win)?.errhandler = errhandler;
         Ok(())
     })

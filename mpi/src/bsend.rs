@@ -28,11 +28,18 @@ pub enum Space {
 /// Bytes each buffered message takes beyond its data (`MPI_BSEND_OVERHEAD`).
 pub const OVERHEAD: usize = 512;
 
+/// A buffered send in flight, as [`Buffered::send`] numbers it: the
+/// handle to cancel it by ([`Buffered::cancel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent(u64);
+
 /// An attached buffer and the buffered sends not yet complete.
 #[derive(Default)]
 pub struct Buffered {
     attached: Option<Space>,
-    pending: Vec<(Staged, usize)>,
+    /// Each send in flight: its operation, its size, its number.
+    pending: Vec<(Staged, usize, Sent)>,
+    next: u64,
 }
 
 impl Buffered {
@@ -44,9 +51,9 @@ impl Buffered {
     /// Forget the buffered sends that have completed.
     fn reap(&mut self) -> Result<()> {
         let mut left = Vec::new();
-        for (a, n) in self.pending.drain(..) {
+        for (a, n, id) in self.pending.drain(..) {
             if let Err(a) = a.test()? {
-                left.push((a, n));
+                left.push((a, n, id));
             }
         }
         self.pending = left;
@@ -70,7 +77,7 @@ impl Buffered {
 
     /// Wait for every buffered message to go (§3.6.1).
     pub fn flush(&mut self) -> Result<()> {
-        for (a, _) in self.pending.drain(..) {
+        for (a, _, _) in self.pending.drain(..) {
             a.wait()?;
         }
         Ok(())
@@ -102,11 +109,12 @@ impl Buffered {
 
     /// Send `span` of `buf` to `to` from a copy, within the attached
     /// buffer's space: `MPI_Bsend`, `MPI_Ibsend` and each start of
-    /// `MPI_Bsend_init`.
+    /// `MPI_Bsend_init`. The number it returns lets [`Buffered::cancel`]
+    /// withdraw the message.
     ///
     /// # Safety
     /// `buf` holds the span's elements for the call.
-    pub unsafe fn send(&mut self, to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag) -> Result<()> {
+    pub unsafe fn send(&mut self, to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag) -> Result<Sent> {
         let size = match self.attached {
             None => {
                 return Err(MpiError::Buffer(
@@ -130,7 +138,23 @@ impl Buffered {
         let data = unsafe { outgoing(buf, span, "send")? }.into_owned();
         let n = data.len();
         let a = crate::staged::isend_owned(to, data, tag, false)?;
-        self.pending.push((a, n));
-        Ok(())
+        let id = Sent(self.next);
+        self.next += 1;
+        self.pending.push((a, n, id));
+        Ok(id)
+    }
+
+    /// Cancel buffered send `id` (`MPI_Cancel` of an `MPI_Ibsend`'s or a
+    /// started `MPI_Bsend_init`'s request, §3.8.4): if it is still in
+    /// flight, ask the receiver to withdraw it and hand back the operation,
+    /// which completes as cancelled if the message was not yet matched;
+    /// the request the program holds then waits for it. Its space in the
+    /// buffer is free from now on. `None`: it went already, or was never
+    /// this buffer's.
+    pub fn cancel(&mut self, id: Sent) -> Result<Option<Staged>> {
+        let Some(i) = self.pending.iter().position(|p| p.2 == id) else { return Ok(None) };
+        let (a, _, _) = self.pending.remove(i);
+        a.request.cancel()?;
+        Ok(Some(a))
     }
 }

@@ -94,6 +94,16 @@ pub(crate) struct Group {
     /// its other collectives: on an intercommunicator both groups count
     /// them alike (`crate::dup`).
     pub(crate) dup_seq: std::cell::Cell<u32>,
+    /// Persistent collectives initialized on this communicator
+    /// (`crate::staged::coll::Persistent`).
+    pub(crate) persistent_seq: std::cell::Cell<u32>,
+    /// While a persistent collective starts: its place, which the
+    /// schedule it launches takes instead of the next started number.
+    pub(crate) starting: std::cell::Cell<Option<u32>>,
+    /// Partitioned requests initialized per (peer, tag, send), which pairs
+    /// them in the order of their initializations
+    /// (`crate::staged::partitioned`).
+    pub(crate) partitioned_seq: std::cell::RefCell<std::collections::HashMap<(Rank, crate::Tag, bool), u32>>,
 }
 
 impl Group {
@@ -102,7 +112,15 @@ impl Group {
         for (i, r) in members.iter().enumerate() {
             index[*r as usize] = i as Rank;
         }
-        Group { members, index, coll_seq: std::cell::Cell::new(0), dup_seq: std::cell::Cell::new(0) }
+        Group {
+            members,
+            index,
+            coll_seq: std::cell::Cell::new(0),
+            dup_seq: std::cell::Cell::new(0),
+            persistent_seq: std::cell::Cell::new(0),
+            starting: std::cell::Cell::new(None),
+            partitioned_seq: Default::default(),
+        }
     }
 
     pub(crate) fn comm_rank(&self, job_rank: u32) -> Rank {
@@ -241,11 +259,17 @@ impl SimpleCommunicator {
         self.ctx + 1
     }
 
-    /// The sequence number of the next collective on this communicator.
-    pub(crate) fn next_coll_seq(&self) -> u32 {
+    /// The place of the next collective on this communicator: the next
+    /// started number, or, while a persistent collective starts, its place
+    /// (each start launches one schedule).
+    pub(crate) fn next_coll_seq(&self) -> crate::coll::exec::Seq {
+        use crate::coll::exec::Seq;
+        if let Some(p) = self.group.starting.get() {
+            return Seq::Persistent(p);
+        }
         let s = self.group.coll_seq.get();
         self.group.coll_seq.set(s.wrapping_add(1));
-        s
+        Seq::Started(s)
     }
 
     // ---- internal collectives on the collective context -------------------------

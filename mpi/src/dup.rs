@@ -132,7 +132,16 @@ impl SimpleCommunicator {
         let seq = self.group.dup_seq.get();
         self.group.dup_seq.set(seq.wrapping_add(1));
         let sched = crate::coll::algo::bcast_binomial(n, me, 0, 4);
-        let x = crate::coll::launch(self, CollKind::Dup, seq, members, sched, Vec::new(), recv, None)?;
+        let x = crate::coll::launch(
+            self,
+            CollKind::Dup,
+            crate::coll::exec::Seq::Started(seq),
+            members,
+            sched,
+            Vec::new(),
+            recv,
+            None,
+        )?;
         // The broadcast's result lands in `hold`, read by `then` at completion.
         let mut hold = vec![0u8; 4];
         // SAFETY: `hold`'s heap bytes do not move when the vector does; the

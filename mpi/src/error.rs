@@ -138,6 +138,10 @@ pub enum MpiError {
     /// call fails, the process goes on.
     #[error("out of memory: {0}")]
     NoMemory(String),
+    /// A value that the data representation cannot hold
+    /// (`MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2).
+    #[error("{0}")]
+    Conversion(String),
 }
 
 impl From<adi::TransportError> for MpiError {

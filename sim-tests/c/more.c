@@ -3,6 +3,7 @@
  * from rank 0 when every rank passed. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -208,6 +209,44 @@ int main(int argc, char **argv)
     MPI_Wait(&g[0], &st);
     MPI_Test_cancelled(&st, &flag);
     CHECK(!flag && b == prev, "a matched send reported cancelled (%d); received %d", flag, b);
+
+    /* Buffered sends complete at their start, but their message can still
+     * be withdrawn: an Ibsend's, and a started Bsend_init's, which then
+     * starts again and is received. The withdrawn message's space in the
+     * attached buffer (room for one) is free at once. */
+    {
+        int bsz = 64 * (int)sizeof(int) + MPI_BSEND_OVERHEAD, big[64], got[64];
+        char *bbuf = malloc(bsz);
+        for (int i = 0; i < 64; i++) big[i] = i;
+        MPI_Buffer_attach(bbuf, bsz);
+        MPI_Ibsend(big, 64, MPI_INT, next, 45, MPI_COMM_WORLD, &g[0]);
+        CHECK(MPI_Cancel(&g[0]) == MPI_SUCCESS, "cancel of an Ibsend");
+        MPI_Wait(&g[0], &st);
+        MPI_Test_cancelled(&st, &flag);
+        CHECK(flag == 1, "an unmatched Ibsend was not cancelled");
+        MPI_Request pb;
+        MPI_Bsend_init(big, 64, MPI_INT, next, 46, MPI_COMM_WORLD, &pb);
+        CHECK(MPI_Start(&pb) == MPI_SUCCESS, "no room after a cancelled Ibsend");
+        MPI_Cancel(&pb);
+        MPI_Wait(&pb, &st);
+        MPI_Test_cancelled(&st, &flag);
+        CHECK(flag == 1 && pb != MPI_REQUEST_NULL, "an unmatched persistent buffered send was not cancelled");
+        MPI_Barrier(MPI_COMM_WORLD);
+        big[0] = 99;
+        CHECK(MPI_Start(&pb) == MPI_SUCCESS, "a cancelled Bsend_init started again");
+        MPI_Wait(&pb, &st);
+        MPI_Test_cancelled(&st, &flag);
+        CHECK(!flag, "a buffered send left alone reported cancelled");
+        MPI_Recv(got, 64, MPI_INT, prev, 46, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(got[0] == 99 && got[63] == 63, "the buffered send started again: %d %d", got[0], got[63]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Iprobe(prev, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        CHECK(!flag, "a withdrawn buffered message arrived (tag %d)", st.MPI_TAG);
+        MPI_Request_free(&pb);
+        void *back;
+        MPI_Buffer_detach(&back, &bsz);
+        free(back);
+    }
 
     /* The program raises an error through the handler (MPI_ERRORS_RETURN
      * here: the call succeeds), and names a predefined datatype. */

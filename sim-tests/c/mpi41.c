@@ -3,9 +3,9 @@
  * point-to-point, collectives and packing (and MPI_ERR_COUNT past what the
  * library moves), handles as ints, the tool interface with no variables,
  * the MPI-1 attribute names, MPI_Comm_get_parent/disconnect, user error
- * handlers and error classes, attributes on datatypes, MPI_Comm_idup, the
- * ABI queries, and the functions the library does not provide failing by
- * name. */
+ * handlers and error classes, attributes on datatypes, MPI_Comm_idup,
+ * generalized requests, the ABI queries, and the functions the library
+ * does not provide failing by name. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +61,34 @@ static void persistent_collectives(void) {
         CHECK(rs[0] != MPI_REQUEST_NULL && sum == round * size * (size - 1) / 2, "polled allreduce round %d: %d after %d polls", round, sum, polls);
     }
     for (int i = 0; i < 5; i++) MPI_Request_free(&rs[i]);
+
+    /* Persistent collectives match in the order of their initializations,
+     * not of their starts (§6.13): odd ranks start the broadcast, then the
+     * allreduce, then an ordinary Iallreduce; even ranks the other way
+     * round. Twice, so the second starts meet the first's places. */
+    int b[2], s1 = 0, s2 = 0, unit = 1;
+    MPI_Request pr[3];
+    CHECK(MPI_Bcast_init(b, 2, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[0]) == MPI_SUCCESS, "Bcast_init (order)");
+    CHECK(MPI_Allreduce_init(&unit, &s1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[1]) == MPI_SUCCESS, "Allreduce_init (order)");
+    for (int round = 0; round < 2; round++) {
+        b[0] = rank == root ? 7 + round : -1;
+        b[1] = rank == root ? 70 + round : -1;
+        s1 = s2 = -1;
+        if (rank % 2) {
+            MPI_Start(&pr[0]);
+            MPI_Start(&pr[1]);
+            MPI_Iallreduce(&rank, &s2, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &pr[2]);
+        } else {
+            MPI_Iallreduce(&rank, &s2, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &pr[2]);
+            MPI_Start(&pr[1]);
+            MPI_Start(&pr[0]);
+        }
+        CHECK(MPI_Waitall(3, pr, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "Waitall of persistent collectives started out of order, round %d", round);
+        CHECK(b[0] == 7 + round && b[1] == 70 + round, "out-of-order bcast round %d: %d %d", round, b[0], b[1]);
+        CHECK(s1 == size && s2 == size - 1, "out-of-order allreduces round %d: %d %d", round, s1, s2);
+    }
+    MPI_Request_free(&pr[0]);
+    MPI_Request_free(&pr[1]);
 
     /* A persistent v-collective in its large-count form: rank i gives i+1
      * values; every rank gathers them all. */
@@ -583,6 +611,92 @@ static void failing_attribute_callbacks(void) {
     CHECK(cls == MPI_ERR_KEYVAL, "a free of a keyval gone: class %d", cls);
 }
 
+/* Generalized requests (§13.2): the callbacks run when the standard
+ * says, query_fn fills the status the completion call returns, and may
+ * itself call MPI; a wait that only an incomplete one could end fails
+ * instead of waiting for ever. */
+struct greq_state { int queries, frees, cancels, cancel_complete, query_rc, free_rc; };
+static int greq_query(void *extra, MPI_Status *st) {
+    struct greq_state *g = extra;
+    g->queries++;
+    st->MPI_SOURCE = 4;
+    st->MPI_TAG = 44;
+    MPI_Status_set_elements(st, MPI_INT, 3);
+    MPI_Status_set_cancelled(st, 0);
+    return g->query_rc;
+}
+static int greq_free(void *extra) {
+    struct greq_state *g = extra;
+    g->frees++;
+    return g->free_rc;
+}
+static int greq_cancel(void *extra, int complete) {
+    struct greq_state *g = extra;
+    g->cancels++;
+    g->cancel_complete = complete;
+    return MPI_SUCCESS;
+}
+
+static void generalized_requests(void) {
+    struct greq_state g = {0};
+    MPI_Request r;
+    MPI_Status st;
+    int flag = -1, count = -1;
+    CHECK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &g, &r) == MPI_SUCCESS, "Grequest_start");
+    CHECK(MPI_Test(&r, &flag, &st) == MPI_SUCCESS && !flag && r != MPI_REQUEST_NULL, "an incomplete greq tested complete");
+    CHECK(MPI_Wait(&r, &st) == MPI_ERR_REQUEST && r != MPI_REQUEST_NULL, "a wait that could never end was not refused");
+    CHECK(MPI_Cancel(&r) == MPI_SUCCESS && g.cancels == 1 && g.cancel_complete == 0, "cancel_fn before completion");
+    CHECK(g.queries == 0 && g.frees == 0, "callbacks ran early: %d queries, %d frees", g.queries, g.frees);
+    CHECK(MPI_Grequest_complete(r) == MPI_SUCCESS, "Grequest_complete");
+    CHECK(MPI_Grequest_complete(r) == MPI_ERR_REQUEST, "a second Grequest_complete accepted");
+    CHECK(MPI_Request_get_status(r, &flag, &st) == MPI_SUCCESS && flag && st.MPI_TAG == 44, "get_status of a complete greq");
+    CHECK(g.queries == 1 && g.frees == 0 && r != MPI_REQUEST_NULL, "get_status freed it");
+    st.MPI_SOURCE = st.MPI_TAG = -7;
+    CHECK(MPI_Wait(&r, &st) == MPI_SUCCESS && r == MPI_REQUEST_NULL, "Wait of a complete greq");
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(st.MPI_SOURCE == 4 && st.MPI_TAG == 44 && count == 3, "query_fn's status: %d %d %d", st.MPI_SOURCE, st.MPI_TAG, count);
+    CHECK(g.queries == 2 && g.frees == 1, "after Wait: %d queries, %d frees", g.queries, g.frees);
+
+    /* Freed before it completes: free_fn runs at the completion. */
+    struct greq_state h = {0};
+    CHECK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &h, &r) == MPI_SUCCESS, "Grequest_start 2");
+    MPI_Request keep = r;
+    CHECK(MPI_Request_free(&r) == MPI_SUCCESS && r == MPI_REQUEST_NULL && h.frees == 0, "free of an incomplete greq");
+    CHECK(MPI_Grequest_complete(keep) == MPI_SUCCESS && h.frees == 1 && h.queries == 0, "free_fn at completion after a free: %d", h.frees);
+
+    /* Among others: Waitany passes over an incomplete greq to a message
+     * to self; Waitall reports the complete greq in its place. */
+    struct greq_state k = {0};
+    int out = 5, in = -1;
+    MPI_Request rs[2];
+    MPI_Status sts[2];
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &k, &rs[0]);
+    MPI_Irecv(&in, 1, MPI_INT, rank, 9, MPI_COMM_WORLD, &rs[1]);
+    MPI_Send(&out, 1, MPI_INT, rank, 9, MPI_COMM_WORLD);
+    int idx = -1;
+    CHECK(MPI_Waitany(2, rs, &idx, &st) == MPI_SUCCESS && idx == 1 && in == 5, "Waitany beside a greq: %d", idx);
+    CHECK(MPI_Waitany(2, rs, &idx, &st) == MPI_ERR_REQUEST, "Waitany on an incomplete greq alone not refused");
+    CHECK(MPI_Testall(2, rs, &flag, sts) == MPI_SUCCESS && !flag, "Testall with an incomplete greq");
+    MPI_Irecv(&in, 1, MPI_INT, rank, 9, MPI_COMM_WORLD, &rs[1]);
+    MPI_Send(&out, 1, MPI_INT, rank, 9, MPI_COMM_WORLD);
+    CHECK(MPI_Waitall(2, rs, sts) == MPI_ERR_REQUEST, "Waitall on an incomplete greq not refused");
+    MPI_Grequest_complete(rs[0]);
+    sts[0].MPI_TAG = sts[1].MPI_TAG = -1;
+    CHECK(MPI_Waitall(2, rs, sts) == MPI_SUCCESS && sts[0].MPI_TAG == 44 && sts[1].MPI_TAG == 9, "Waitall: %d %d", sts[0].MPI_TAG, sts[1].MPI_TAG);
+    CHECK(k.queries == 1 && k.frees == 1 && rs[0] == MPI_REQUEST_NULL, "Waitall's greq: %d queries, %d frees", k.queries, k.frees);
+
+    /* query_fn's error is the call's; in an array, MPI_ERR_IN_STATUS. */
+    struct greq_state bad = {0, 0, 0, 0, MPI_ERR_OTHER, 0};
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &bad, &r);
+    MPI_Grequest_complete(r);
+    CHECK(MPI_Wait(&r, &st) == MPI_ERR_OTHER && r == MPI_REQUEST_NULL && bad.frees == 1, "query_fn's error from Wait");
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &bad, &rs[0]);
+    rs[1] = MPI_REQUEST_NULL;
+    MPI_Grequest_complete(rs[0]);
+    CHECK(MPI_Waitall(2, rs, sts) == MPI_ERR_IN_STATUS && sts[0].MPI_ERROR == MPI_ERR_OTHER, "query_fn's error in Waitall: %d", sts[0].MPI_ERROR);
+    CHECK(MPI_Grequest_complete(r) == MPI_ERR_REQUEST, "Grequest_complete of a freed request accepted");
+}
+
 int main(int argc, char **argv) {
     /* Info objects before MPI_Init and after MPI_Finalize (MPI 4.1
      * §11.4.1): made before, used during, freed after. */
@@ -600,6 +714,7 @@ int main(int argc, char **argv) {
     handles_tool_and_absent();
     errors_attributes_and_queries();
     failing_attribute_callbacks();
+    generalized_requests();
     {
         char v[64];
         int vlen = sizeof v, flag = 0, n = 0;

@@ -1,7 +1,7 @@
 /* Derived datatypes (MPI 4.1 §5.1) in point-to-point and collectives,
- * packing (§5.2), the v-collectives, scans and reduce-scatters, with
- * roots other than 0 and MPI_IN_PLACE; "OK c-types on N ranks" from
- * rank 0 when every rank passed. */
+ * packing (§5.2) and external32 (§5.2.3), the v-collectives, scans and
+ * reduce-scatters, with roots other than 0 and MPI_IN_PLACE; "OK c-types
+ * on N ranks" from rank 0 when every rank passed. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +15,78 @@ struct particle {
     double mass;
     char tag;
 };
+
+/* external32 (§5.2.3, §13.5.2): big-endian, the standard's sizes (a long
+ * in 4 bytes, a long double in IEEE quad), no gaps; packed on one rank,
+ * sent as bytes, unpacked on the next. */
+static void external32(int next, int prev) {
+    char ext32[] = "external32";
+    MPI_Aint sz = -1;
+    MPI_Pack_external_size(ext32, 1, MPI_LONG, &sz);
+    CHECK(sz == 4, "external32 long: %ld bytes", (long)sz);
+    MPI_Pack_external_size(ext32, 3, MPI_DOUBLE_INT, &sz);
+    CHECK(sz == 36, "external32 3 double_int: %ld bytes", (long)sz);
+    MPI_Count szc = -1;
+    MPI_Pack_external_size_c(ext32, 2, MPI_LONG_DOUBLE, &szc);
+    CHECK(szc == 32, "external32 2 long double: %lld bytes", (long long)szc);
+
+    int two[2] = {1, -2};
+    unsigned char out[64];
+    MPI_Aint pos = 0;
+    CHECK(MPI_Pack_external(ext32, two, 2, MPI_INT, out, sizeof out, &pos) == MPI_SUCCESS && pos == 8, "Pack_external ints");
+    unsigned char want[8] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe};
+    CHECK(memcmp(out, want, 8) == 0, "ints not big-endian: %02x %02x %02x %02x", out[0], out[1], out[2], out[3]);
+    long double ld = 1.0L;
+    pos = 0;
+    MPI_Pack_external(ext32, &ld, 1, MPI_LONG_DOUBLE, out, sizeof out, &pos);
+    CHECK(pos == 16 && out[0] == 0x3f && out[1] == 0xff && out[2] == 0 && out[15] == 0, "long double 1.0 as quad: %02x%02x", out[0], out[1]);
+    ld = 0;
+    pos = 0;
+    MPI_Unpack_external(ext32, out, 16, &pos, &ld, 1, MPI_LONG_DOUBLE);
+    CHECK(ld == 1.0L && pos == 16, "quad back to long double: %Lg", ld);
+
+    /* A struct with gaps, two of them with a stride of longs between. */
+    struct particle ps[2] = {{7 + rank, 0.5 * rank, 'a'}, {-3, -1e300, 'z'}};
+    int bl[3] = {1, 1, 1};
+    MPI_Aint disp[3] = {offsetof(struct particle, id), offsetof(struct particle, mass), offsetof(struct particle, tag)};
+    MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR}, pt;
+    MPI_Type_create_struct(3, bl, disp, types, &pt);
+    MPI_Type_commit(&pt);
+    MPI_Pack_external_size(ext32, 2, pt, &sz);
+    CHECK(sz == 26, "external32 of two particles: %ld bytes", (long)sz);
+    long longs[6] = {1L + rank, -1, -2L * rank, -1, 40000, -1};
+    MPI_Datatype every_other;
+    MPI_Type_vector(3, 1, 2, MPI_LONG, &every_other);
+    MPI_Type_commit(&every_other);
+    pos = 0;
+    CHECK(MPI_Pack_external(ext32, ps, 2, pt, out, sizeof out, &pos) == MPI_SUCCESS && pos == 26, "pack particles: %ld", (long)pos);
+    CHECK(out[0] == 0 && out[3] == 7 + rank && out[12] == 'a', "particle bytes %d %d %c", out[0], out[3], out[12]);
+    CHECK(MPI_Pack_external(ext32, longs, 1, every_other, out, sizeof out, &pos) == MPI_SUCCESS && pos == 38, "pack longs: %ld", (long)pos);
+    unsigned char in[64];
+    MPI_Sendrecv(out, 38, MPI_BYTE, next, 50, in, 38, MPI_BYTE, prev, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    struct particle got[2];
+    long gl[6] = {0, 9, 0, 9, 0, 9};
+    memset(got, 0, sizeof got);
+    pos = 0;
+    MPI_Unpack_external(ext32, in, 38, &pos, got, 2, pt);
+    MPI_Unpack_external(ext32, in, 38, &pos, gl, 1, every_other);
+    CHECK(pos == 38, "unpacked to %ld", (long)pos);
+    CHECK(got[0].id == 7 + prev && got[0].mass == 0.5 * prev && got[0].tag == 'a', "particle 0 from %d: %d %g %c", prev, got[0].id, got[0].mass, got[0].tag);
+    CHECK(got[1].id == -3 && got[1].mass == -1e300 && got[1].tag == 'z', "particle 1: %d %g %c", got[1].id, got[1].mass, got[1].tag);
+    CHECK(gl[0] == 1 + prev && gl[2] == -2L * prev && gl[4] == 40000 && gl[1] == 9 && gl[5] == 9, "longs %ld %ld %ld", gl[0], gl[2], gl[4]);
+
+    /* What external32 cannot hold, a representation it does not know,
+     * and too small a buffer. */
+    long huge = 1L << 40;
+    pos = 0;
+    CHECK(MPI_Pack_external(ext32, &huge, 1, MPI_LONG, out, sizeof out, &pos) == MPI_ERR_CONVERSION && pos == 0, "a long past 32 bits packed");
+    char native[] = "native";
+    CHECK(MPI_Pack_external(native, two, 2, MPI_INT, out, sizeof out, &pos) == MPI_ERR_ARG, "datarep native accepted");
+    CHECK(MPI_Pack_external(ext32, two, 2, MPI_INT, out, 7, &pos) == MPI_ERR_TRUNCATE && pos == 0, "7 bytes held 8");
+    CHECK(MPI_Unpack_external(ext32, want, 7, &pos, two, 2, MPI_INT) == MPI_ERR_TRUNCATE, "7 bytes unpacked to 8");
+    MPI_Type_free(&pt);
+    MPI_Type_free(&every_other);
+}
 
 int main(int argc, char **argv)
 {
@@ -361,6 +433,8 @@ int main(int argc, char **argv)
     MPI_Reduce_local(iin, iio, 2, MPI_INT, MPI_PROD);
     CHECK(iio[0] == 15 && iio[1] == 24, "reduce_local prod %d %d", iio[0], iio[1]);
     CHECK(MPI_Reduce_local(iio, iio, 2, MPI_INT, MPI_SUM) == MPI_ERR_BUFFER, "overlapping reduce_local accepted");
+
+    external32(next, prev);
 
     int sum = 0;
     MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -53,6 +53,10 @@ macro_rules! suite_matrix {
             collectives_7r_4n: "collectives", 7, 4, [udp dpdk];
             nbc_3r_2n: "nbc", 3, 2, [udp dpdk];
             nbc_6r_3n: "nbc", 6, 3, [udp];
+            persistent_1r_1n: "persistent", 1, 1, [sim];
+            persistent_2r_2n: "persistent", 2, 2, [sim udp];
+            persistent_5r_3n: "persistent", 5, 3, [sim udp];
+            persistent_8r_4n: "persistent", 8, 4, [sim];
             rma_1r_1n: "rma", 1, 1, [sim udp];
             rma_2r_2n: "rma", 2, 2, [sim udp dpdk];
             rma_3r_2n: "rma", 3, 2, [sim udp dpdk];

@@ -409,6 +409,23 @@ fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
     prog
 }
 
+/// Partitioned communication (sim-tests/c/partitioned.c): requests
+/// paired in initialization order, partitions made ready piecewise,
+/// `MPI_Parrived`, a strided receive, the errors.
+#[test]
+fn partitioned_communication() {
+    everywhere("partitioned", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+}
+
+/// Sessions (sim-tests/c/session.c): a program without `MPI_Init` opens
+/// a session, makes communicators from its process sets, uses its error
+/// handler and buffer, closes it and opens another, then starts the world
+/// model.
+#[test]
+fn sessions_without_mpi_init() {
+    everywhere("session", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+}
+
 /// What MPI 4.1 and the 5.0 ABI add (sim-tests/c/mpi41.c): persistent
 /// collectives started many times and together with persistent
 /// point-to-point, the large-count forms (and `MPI_ERR_COUNT` past the

@@ -105,18 +105,38 @@ impl CollKind {
     }
 }
 
+/// Where a collective sits in its communicator's matching order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seq {
+    /// The collective's number among those started on the communicator:
+    /// every member starts them in the same order (MPI 4.1 §6.1).
+    Started(u32),
+    /// A start of a persistent collective: its number among the persistent
+    /// collectives initialized on the communicator, which every member
+    /// initializes in the same order but may start in any (§6.13), then
+    /// its start and its schedule within the start, a few bits each.
+    Persistent(u32),
+}
+
 /// A collective's identity on its communicator: 14 bits of its sequence
 /// number there (outstanding non-blocking collectives never match each
-/// other's messages, up to 16,384 of them at once) and 6 bits of its kind.
+/// other's messages, up to 16,384 of them at once), a bit set for a
+/// persistent collective's start (numbered apart, [`Seq::Persistent`]) and
+/// 5 bits of its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamp(u32);
 
 impl Stamp {
     const SEQ_BITS: u32 = 14;
     const KIND_BITS: u32 = 6;
+    const PERSISTENT: u32 = 1 << 5;
 
-    pub(crate) fn new(seq: u32, kind: CollKind) -> Stamp {
-        Stamp(((seq & ((1 << Self::SEQ_BITS) - 1)) << Self::KIND_BITS) | kind as u32)
+    pub(crate) fn new(seq: Seq, kind: CollKind) -> Stamp {
+        let (n, flag) = match seq {
+            Seq::Started(n) => (n, 0),
+            Seq::Persistent(n) => (n, Self::PERSISTENT),
+        };
+        Stamp(((n & ((1 << Self::SEQ_BITS) - 1)) << Self::KIND_BITS) | flag | kind as u32)
     }
 
     /// The stamp in a collective message's tag (see [`tag`]).
@@ -124,21 +144,23 @@ impl Stamp {
         Stamp((tag as u32 >> 10) & ((1 << (Self::SEQ_BITS + Self::KIND_BITS)) - 1))
     }
 
-    fn same_seq(self, other: Stamp) -> bool {
-        self.0 >> Self::KIND_BITS == other.0 >> Self::KIND_BITS
+    /// The same place in the matching order: sequence number, and
+    /// persistent or not.
+    fn same_place(self, other: Stamp) -> bool {
+        self.0 >> 5 == other.0 >> 5
     }
 
     /// A message of collective `self` that collective `other` on the same
     /// communicator meets shows that the members called different
-    /// collectives: same sequence number, other kind. Idups are numbered
-    /// apart from the other collectives (`crate::dup`), so never.
+    /// collectives: same place, other kind. Idups are numbered apart from
+    /// the other collectives (`crate::dup`), so never.
     fn mismatches(self, other: Stamp) -> bool {
         let dup = |s: Stamp| s.kind() == Some(CollKind::Dup);
-        self.same_seq(other) && self != other && !dup(self) && !dup(other)
+        self.same_place(other) && self != other && !dup(self) && !dup(other)
     }
 
     fn kind(self) -> Option<CollKind> {
-        CollKind::from_bits(self.0 & ((1 << Self::KIND_BITS) - 1))
+        CollKind::from_bits(self.0 & (Self::PERSISTENT - 1))
     }
 
     /// The sequence number's low bits, for messages.

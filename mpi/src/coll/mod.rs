@@ -25,6 +25,7 @@ pub(crate) mod exec;
 pub(crate) mod live;
 pub mod long_double;
 pub mod op;
+pub mod persistent;
 pub mod schedule;
 
 pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
@@ -35,7 +36,7 @@ use crate::error::{MpiError, Result};
 use crate::request::Request;
 use crate::universe::{charge_call, Locked};
 use crate::{Count, Rank};
-use exec::{CollKind, Exec, Stamp};
+use exec::{CollKind, Exec, Seq, Stamp};
 use schedule::Schedule;
 
 /// Charge one MPI call, number the collective on `comm` and register its
@@ -61,7 +62,7 @@ pub(crate) fn start(
 pub(crate) fn launch(
     comm: &SimpleCommunicator,
     kind: CollKind,
-    seq: u32,
+    seq: Seq,
     members: Vec<u32>,
     sched: Schedule,
     send: Vec<u8>,

@@ -6,6 +6,7 @@
 use bytemuck::Pod;
 
 pub mod arrays;
+pub mod external32;
 pub mod typemap;
 mod user;
 

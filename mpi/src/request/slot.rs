@@ -129,6 +129,24 @@ impl<P> Slot<P> {
         }
     }
 
+    /// Make `op` the operation this request completes with, in place of
+    /// the outcome it had at its start: a buffered send, complete at its
+    /// start, whose message a cancellation now withdraws (§3.8.4). (A
+    /// request under way completes with both.)
+    pub fn reopen(&mut self, op: Staged) {
+        match self {
+            Slot::Done(_) => *self = Slot::Op(op),
+            Slot::Op(a) => a.stage.with.push(op),
+            Slot::Persistent(p) => match &mut p.active {
+                Some(a) => a.stage.with.push(op),
+                None => {
+                    p.done = None;
+                    p.active = Some(op);
+                }
+            },
+        }
+    }
+
     /// The operation under way, if any (to cancel it, §3.8.4).
     pub fn active(&self) -> Option<&Staged> {
         match self {

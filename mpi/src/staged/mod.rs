@@ -19,6 +19,7 @@
 
 pub mod coll;
 pub mod inter;
+pub mod partitioned;
 pub mod reduce;
 
 use std::borrow::Cow;

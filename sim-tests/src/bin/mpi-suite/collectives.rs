@@ -609,3 +609,76 @@ pub fn overlap(u: &mpi::Universe, w: &SimpleCommunicator, limit: f64) -> R {
     }
     Ok(())
 }
+
+/// Persistent collectives (MPI 4.1 §6.13) from Rust: a barrier, a
+/// broadcast from the last rank, an allreduce, an allgather and an
+/// all-to-all, each initialized once and started several times with new
+/// data, odd ranks starting them in the opposite order from even ranks
+/// (they match in the order of their initializations), with an ordinary
+/// non-blocking allreduce between, and wrong sizes refused.
+pub fn persistent(w: &SimpleCommunicator) -> R {
+    let (n, me) = (w.size(), w.rank());
+    let last = n - 1;
+    let mut barrier = w.barrier_init().map_err(e)?;
+    let mut bcast = w.process_at_rank(last).broadcast_init(3 * 8).map_err(e)?;
+    let mut sum = w.all_reduce_init::<i64, _>(2, SystemOperation::sum()).map_err(e)?;
+    let mut gather = w.all_gather_init(4).map_err(e)?;
+    let mut a2a = w.all_to_all_init(4).map_err(e)?;
+    for round in 0..3i64 {
+        let mut b = if me == last { [round, 10 + round, 20 + round] } else { [-1; 3] };
+        let x = [me as i64 + round, 1];
+        let mut s = [0i64; 2];
+        let mine = (me as u32 * 100 + round as u32).to_le_bytes();
+        let mut all = vec![0u8; 4 * n as usize];
+        let out: Vec<u32> = (0..n).map(|to| (me * 1000 + to) as u32 + round as u32).collect();
+        let mut got = vec![0u32; n as usize];
+        let mut plain = [0i64; 1];
+        {
+            let (mut rb, mut rs, mut rg, mut ra, rp, rr);
+            if me % 2 == 1 {
+                rr = barrier.start().map_err(e)?;
+                rb = Some(bcast.start(&mut b[..]).map_err(e)?);
+                rs = Some(sum.start(&x, &mut s).map_err(e)?);
+                rp =
+                    w.immediate_all_reduce_into(&[me as i64][..], &mut plain[..], SystemOperation::max()).map_err(e)?;
+                rg = Some(gather.start(&mine[..], &mut all[..]).map_err(e)?);
+                ra = Some(a2a.start(&out[..], &mut got[..]).map_err(e)?);
+            } else {
+                rp =
+                    w.immediate_all_reduce_into(&[me as i64][..], &mut plain[..], SystemOperation::max()).map_err(e)?;
+                ra = Some(a2a.start(&out[..], &mut got[..]).map_err(e)?);
+                rg = Some(gather.start(&mine[..], &mut all[..]).map_err(e)?);
+                rs = Some(sum.start(&x, &mut s).map_err(e)?);
+                rb = Some(bcast.start(&mut b[..]).map_err(e)?);
+                rr = barrier.start().map_err(e)?;
+            }
+            for r in [rb.take(), rs.take(), rg.take(), ra.take()].into_iter().flatten() {
+                r.wait().map_err(e)?;
+            }
+            rp.wait().map_err(e)?;
+            rr.wait().map_err(e)?;
+        }
+        check!(b == [round, 10 + round, 20 + round], "round {round}: persistent bcast gave {b:?}");
+        let want = (0..n as i64).map(|r| r + round).sum::<i64>();
+        check!(s == [want, n as i64], "round {round}: persistent allreduce gave {s:?}, not [{want}, {n}]");
+        for r in 0..n as usize {
+            let v = u32::from_le_bytes(all[4 * r..4 * r + 4].try_into().map_err(e)?);
+            check!(v == r as u32 * 100 + round as u32, "round {round}: allgather block {r} is {v}");
+            check!(
+                got[r] == (r as i32 * 1000 + me) as u32 + round as u32,
+                "round {round}: all-to-all from {r}: {}",
+                got[r]
+            );
+        }
+        check!(plain == [last as i64], "round {round}: the ordinary allreduce between gave {plain:?}");
+    }
+    // A start with other sizes than the initialization's is refused, and
+    // refused alike everywhere (nothing is started).
+    let mut short = [0i64; 1];
+    check!(sum.start(&[1, 2], &mut short).is_err(), "a persistent allreduce started on 1 element of 2");
+    check!(
+        gather.start(&[0u8; 3][..], &mut vec![0u8; 4 * n as usize][..]).is_err(),
+        "an allgather started on 3 bytes of 4"
+    );
+    Ok(())
+}

@@ -81,6 +81,7 @@ fn main() -> ExitCode {
             "rma" => rma::rma(&w)?,
             "rma-passive" => rma::passive_target(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
+            "persistent" => collectives::persistent(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,

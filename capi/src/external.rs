@@ -1,0 +1,356 @@
+//! `MPI_Pack_external`, `MPI_Unpack_external` and
+//! `MPI_Pack_external_size` (MPI 4.1 §5.2.3), in the `external32`
+//! representation (§13.5.2), the only one the standard defines.
+//!
+//! The elements are packed as `MPI_Pack` packs them (the typemap engine)
+//! and converted by their type signature (`mpi::datatype::external32`).
+//! The signature comes from how the datatype was built, the record
+//! `MPI_Type_get_contents` returns: a predefined type's basic elements,
+//! and for a derived one, its old type's signature repeated as often as
+//! the old type's elements fit in it (a struct: each block's in turn).
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::Arc;
+
+use mpi::datatype::external32::{Basic, Signature};
+
+use crate::abi::*;
+use crate::datatype::{Contents, TypeDef};
+use crate::*;
+
+/// The basic elements of predefined datatype `dt` (x86-64 Linux sizes
+/// here; the standard's table there).
+fn basics(dt: Handle) -> Option<&'static [Basic]> {
+    use Basic::*;
+    const LONG: Basic = Int { native: 8, ext: 4, signed: true };
+    const ULONG: Basic = Int { native: 8, ext: 4, signed: false };
+    const WCHAR: Basic = Int { native: 4, ext: 2, signed: true };
+    Some(match dt {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_PACKED | MPI_INT8_T | MPI_UINT8_T
+        | MPI_C_BOOL | MPI_CXX_BOOL | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => &[Swap(1)],
+        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => {
+            &[Swap(2)]
+        }
+        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_LOGICAL | MPI_INTEGER | MPI_REAL
+        | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 => &[Swap(4)],
+        MPI_WCHAR => &[WCHAR],
+        MPI_LONG => &[LONG],
+        MPI_UNSIGNED_LONG => &[ULONG],
+        MPI_LONG_LONG
+        | MPI_UNSIGNED_LONG_LONG
+        | MPI_INT64_T
+        | MPI_UINT64_T
+        | MPI_DOUBLE
+        | MPI_AINT
+        | MPI_COUNT
+        | MPI_OFFSET
+        | MPI_DOUBLE_PRECISION
+        | MPI_LOGICAL8
+        | MPI_INTEGER8
+        | MPI_REAL8 => &[Swap(8)],
+        MPI_LONG_DOUBLE => &[X87],
+        MPI_LOGICAL16 | MPI_INTEGER16 | MPI_REAL16 => &[Swap(16)],
+        MPI_COMPLEX4 => &[Swap(2), Swap(2)],
+        MPI_C_FLOAT_COMPLEX
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_COMPLEX
+        | MPI_COMPLEX8
+        | MPI_2INT
+        | MPI_2REAL
+        | MPI_2INTEGER => &[Swap(4), Swap(4)],
+        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 | MPI_2DOUBLE_PRECISION => {
+            &[Swap(8), Swap(8)]
+        }
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => &[X87, X87],
+        MPI_COMPLEX32 => &[Swap(16), Swap(16)],
+        MPI_FLOAT_INT => &[Swap(4), Swap(4)],
+        MPI_DOUBLE_INT => &[Swap(8), Swap(4)],
+        MPI_LONG_INT => &[LONG, Swap(4)],
+        MPI_SHORT_INT => &[Swap(2), Swap(4)],
+        MPI_LONG_DOUBLE_INT => &[X87, Swap(4)],
+        _ => return None,
+    })
+}
+
+/// The signature of datatype `dt`, whose definition is `def` if derived
+/// (kept by the types built from it, so this works after a free).
+fn signature_of(st: &State, dt: Handle, def: Option<&TypeDef>) -> R<Arc<Signature>> {
+    let def = match def {
+        Some(d) => d,
+        None => match st.types.get(&dt) {
+            Some(e) => &e.def,
+            None => {
+                let b = basics(dt).ok_or_else(|| {
+                    Fail::new(MPI_ERR_TYPE, format!("{dt:#x} is not a datatype (never created, or freed)"))
+                })?;
+                return Ok(Arc::new(Signature::of(b)));
+            }
+        },
+    };
+    let c: &Contents = def.contents();
+    let conversion = |what: &str| Fail::new(MPI_ERR_CONVERSION, format!("{what}: no external32 form"));
+    let mut sig = Signature::default();
+    match c.combiner {
+        MPI_COMBINER_STRUCT => {
+            // Counts: `count, blocklengths...` (ints, or large counts).
+            let lens: Vec<i64> = if c.counts.is_empty() {
+                c.ints.iter().skip(1).map(|&v| i64::from(v)).collect()
+            } else {
+                c.counts.iter().skip(1).copied().collect()
+            };
+            for ((h, d), n) in c.types.iter().zip(lens) {
+                sig.push(signature_of(st, *h, d.as_deref())?, n.max(0) as u64)?;
+            }
+        }
+        MPI_COMBINER_F90_INTEGER | MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX => {
+            let n = def.layout.size;
+            let b = match c.combiner {
+                MPI_COMBINER_F90_COMPLEX => [Basic::Swap(n / 2), Basic::Swap(n / 2)].to_vec(),
+                _ => vec![Basic::Swap(n)],
+            };
+            return Ok(Arc::new(Signature::of(&b)));
+        }
+        _ => {
+            // One old type: as many of its elements as this type holds.
+            let Some((h, d)) = c.types.first() else { return Err(conversion("a datatype with no old type")) };
+            let old = signature_of(st, *h, d.as_deref())?;
+            let n = match old.native_size() {
+                0 => 0,
+                each => def.layout.size as u64 / each,
+            };
+            sig.push(old, n)?;
+        }
+    }
+    Ok(Arc::new(sig))
+}
+
+/// Check the representation the program names: only `"external32"`.
+///
+/// # Safety
+/// `datarep` is null or a C string.
+unsafe fn external32(datarep: *const c_char) -> R<()> {
+    if datarep.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
+    }
+    // SAFETY: the caller's contract: a C string.
+    let name = unsafe { CStr::from_ptr(datarep) }.to_string_lossy();
+    if name != "external32" {
+        return Err(Fail::new(
+            MPI_ERR_ARG,
+            format!("data representation \"{name}\" is not one this library has: use \"external32\" (MPI 4.1 §13.5.2)"),
+        ));
+    }
+    Ok(())
+}
+
+/// A count or size argument as a `usize`.
+fn nonneg(v: i64, what: &str) -> R<usize> {
+    usize::try_from(v).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("{what} {v} is negative")))
+}
+
+/// `MPI_Pack_external_size(_c)`.
+///
+/// # Safety
+/// As the MPI call: `datarep` a C string, `size` writable.
+unsafe fn pack_size<T: TryFrom<u64>>(
+    call: &str,
+    datarep: *const c_char,
+    incount: i64,
+    dt: Handle,
+    size: *mut T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `datarep`.
+        unsafe { external32(datarep)? };
+        let n = nonneg(incount, "incount")? as u64;
+        let bytes = signature_of(st, dt, None)?.external_size().checked_mul(n);
+        let bytes = bytes.and_then(|b| T::try_from(b).ok());
+        let bytes = bytes.ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the packed size does not fit the size argument"))?;
+        // SAFETY: the caller's contract on `size`.
+        unsafe { put(size, bytes, "size") }
+    })
+}
+
+/// `MPI_Pack_external(_c)`.
+///
+/// # Safety
+/// As the MPI call: `inbuf` holds `incount` elements, `outbuf` `outsize`
+/// bytes, `position` readable and writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
+    call: &str,
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    dt: Handle,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position: *mut T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `datarep`.
+        unsafe { external32(datarep)? };
+        let n = nonneg(incount, "incount")?;
+        let sig = signature_of(st, dt, None)?;
+        let span = st.span(incount, dt)?;
+        // SAFETY: the caller's contract on `position`.
+        let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
+        let size = nonneg(outsize, "outsize")?;
+        // SAFETY: the caller's contract: `inbuf` holds the elements.
+        let native = unsafe { crate::datatype::outgoing(inbuf.cast(), &span, "inbuf")? };
+        let ext = sig.to_external(&native, n)?;
+        if at.checked_add(ext.len()).is_none_or(|end| end > size) {
+            return Err(Fail::new(
+                MPI_ERR_TRUNCATE,
+                format!("{call}: {} bytes from position {at} do not fit outbuf's {size} bytes", ext.len()),
+            ));
+        }
+        if !ext.is_empty() {
+            if outbuf.is_null() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "outbuf is a null pointer"));
+            }
+            // SAFETY: `outbuf` holds `outsize` bytes, and `at + len <= outsize` (checked).
+            unsafe { std::ptr::copy_nonoverlapping(ext.as_ptr(), outbuf.cast::<u8>().add(at), ext.len()) };
+        }
+        let end = T::try_from(at + ext.len()).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
+        // SAFETY: readable above, and writable (the caller's contract).
+        unsafe { position.write(end) };
+        Ok(())
+    })
+}
+
+/// `MPI_Unpack_external(_c)`.
+///
+/// # Safety
+/// As the MPI call: `inbuf` holds `insize` bytes, `outbuf` has room for
+/// `outcount` elements, `position` readable and writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
+    call: &str,
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    position: *mut T,
+    outbuf: *mut c_void,
+    outcount: i64,
+    dt: Handle,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `datarep`.
+        unsafe { external32(datarep)? };
+        let n = nonneg(outcount, "outcount")?;
+        let sig = signature_of(st, dt, None)?;
+        let span = st.span(outcount, dt)?;
+        // SAFETY: the caller's contract on `position`.
+        let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
+        let size = nonneg(insize, "insize")?;
+        let len = usize::try_from(sig.external_size().saturating_mul(n as u64)).unwrap_or(usize::MAX);
+        if at.checked_add(len).is_none_or(|end| end > size) {
+            return Err(Fail::new(
+                MPI_ERR_TRUNCATE,
+                format!("{call}: {len} bytes from position {at} are more than inbuf's {size} bytes"),
+            ));
+        }
+        let ext: &[u8] = if len == 0 {
+            &[]
+        } else if inbuf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "inbuf is a null pointer"));
+        } else {
+            // SAFETY: `inbuf` holds `insize` bytes and `at + len <= insize` (checked).
+            unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>().add(at), len) }
+        };
+        let native = sig.from_external(ext, n)?;
+        // SAFETY: the caller's contract: `outbuf` has room for the elements.
+        let mut into = unsafe { crate::datatype::incoming(outbuf.cast(), &span, "outbuf", false)? };
+        // SAFETY: `into` is the output's bytes or a staging buffer of
+        // `into.len` bytes, which the native form fills exactly.
+        unsafe {
+            into.bytes()[..native.len()].copy_from_slice(&native);
+            into.finish(native.len() as u64);
+        }
+        let end = T::try_from(at + len).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
+        // SAFETY: readable above, and writable (the caller's contract).
+        unsafe { position.write(end) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_external_size(
+    datarep: *const c_char,
+    incount: c_int,
+    datatype: Handle,
+    size: *mut isize,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { pack_size("MPI_Pack_external_size", datarep, incount.into(), datatype, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_external_size_c(
+    datarep: *const c_char,
+    incount: i64,
+    datatype: Handle,
+    size: *mut i64,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { pack_size("MPI_Pack_external_size_c", datarep, incount, datatype, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: Handle,
+    outbuf: *mut c_void,
+    outsize: isize,
+    position: *mut isize,
+) -> c_int {
+    let call = "MPI_Pack_external";
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { pack(call, datarep, inbuf, incount.into(), datatype, outbuf, outsize as i64, position.cast::<i64>()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: Handle,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position: *mut i64,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { pack("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: isize,
+    position: *mut isize,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: Handle,
+) -> c_int {
+    let call = "MPI_Unpack_external";
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { unpack(call, datarep, inbuf, insize as i64, position.cast::<i64>(), outbuf, outcount.into(), datatype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    position: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { unpack("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype) }
+}

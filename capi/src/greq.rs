@@ -1,0 +1,231 @@
+//! Generalized requests (MPI 4.1 §13.2): a request the program completes
+//! itself, with `MPI_Grequest_complete`, and that the completion calls
+//! report like any other through the program's callbacks.
+//!
+//! - `query_fn(extra_state, status)` fills the status when a completion
+//!   call (`MPI_Wait`, `MPI_Test`, ..., and `MPI_Request_get_status`)
+//!   reports the request complete; its return value is the call's error.
+//! - `free_fn(extra_state)` runs when the request is freed: by the
+//!   completion call that reports it, after `query_fn`, or by
+//!   `MPI_Request_free` (once the request is complete, §13.2: at
+//!   `MPI_Grequest_complete` if that comes later).
+//! - `cancel_fn(extra_state, complete)` runs on `MPI_Cancel`, with whether
+//!   `MPI_Grequest_complete` has run.
+//!
+//! The callbacks run once the call has released the library's lock
+//! ([`crate::attr::Deferred`]): they call MPI themselves
+//! (`MPI_Status_set_elements`, `MPI_Status_set_cancelled`).
+//!
+//! No thread can call `MPI_Grequest_complete` while another waits: the
+//! library grants at most `MPI_THREAD_SERIALIZED`. So a wait that could
+//! only end by the completion of a generalized request not yet complete
+//! would wait for ever; it fails instead, naming the request.
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::*;
+use crate::*;
+use mpi::request::Part;
+
+/// `MPI_Grequest_query_function`.
+type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
+/// `MPI_Grequest_free_function`.
+type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+/// `MPI_Grequest_cancel_function`.
+type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+/// A generalized request's callbacks and where it stands.
+pub(crate) struct Greq {
+    query: QueryFn,
+    free: FreeFn,
+    cancel: CancelFn,
+    extra: *mut c_void,
+    /// `MPI_Grequest_complete` has run.
+    complete: bool,
+    /// `MPI_Request_free` has run before it completed: freed then.
+    freed: bool,
+}
+
+/// A callback to run once the call has released the lock.
+pub(crate) enum Callback {
+    /// Report the request complete: `query_fn` fills the status at `out`
+    /// (null: `MPI_STATUS_IGNORE`; the function gets one of its own), then
+    /// `free_fn` runs if `free`. `in_array`: the call reports on an array
+    /// of requests, whose failure is `MPI_ERR_IN_STATUS` with the code in
+    /// the status.
+    Report { query: QueryFn, free: Option<FreeFn>, extra: *mut c_void, out: *mut MpiStatus, in_array: bool },
+    /// `free_fn` alone (`MPI_Request_free`).
+    Free { free: FreeFn, extra: *mut c_void },
+    /// `cancel_fn`.
+    Cancel { cancel: CancelFn, extra: *mut c_void, complete: bool },
+}
+
+impl Callback {
+    /// Run it (no lock held).
+    pub(crate) fn run(self) -> R<()> {
+        match self {
+            Callback::Report { query, free, extra, out, in_array } => {
+                let mut own = MpiStatus::empty();
+                let at = if out.is_null() { &mut own as *mut MpiStatus } else { out };
+                // SAFETY: the program registered `query` as an
+                // `MPI_Grequest_query_function` (the standard's contract);
+                // `at` is the caller's status (written by the call already)
+                // or a local, valid for the call.
+                let rc = unsafe { query(extra, at) };
+                // SAFETY: as above, for `MPI_Grequest_free_function`.
+                let freed = free.map_or(MPI_SUCCESS, |f| unsafe { f(extra) });
+                let (rc, which) = if rc != MPI_SUCCESS { (rc, "query_fn") } else { (freed, "free_fn") };
+                if rc == MPI_SUCCESS {
+                    return Ok(());
+                }
+                let msg = format!("the generalized request's {which} returned {rc}");
+                if in_array {
+                    if !out.is_null() {
+                        // SAFETY: the caller's status array entry, as above.
+                        unsafe { (*out).error = rc };
+                    }
+                    return Err(Fail::new(MPI_ERR_IN_STATUS, msg));
+                }
+                Err(Fail::new(rc, msg))
+            }
+            Callback::Free { free, extra } => {
+                // SAFETY: the program registered `free` as an
+                // `MPI_Grequest_free_function`.
+                let rc = unsafe { free(extra) };
+                match rc {
+                    MPI_SUCCESS => Ok(()),
+                    _ => Err(Fail::new(rc, format!("the generalized request's free_fn returned {rc}"))),
+                }
+            }
+            Callback::Cancel { cancel, extra, complete } => {
+                // SAFETY: the program registered `cancel` as an
+                // `MPI_Grequest_cancel_function`.
+                let rc = unsafe { cancel(extra, complete as c_int) };
+                match rc {
+                    MPI_SUCCESS => Ok(()),
+                    _ => Err(Fail::new(rc, format!("the generalized request's cancel_fn returned {rc}"))),
+                }
+            }
+        }
+    }
+}
+
+/// The part generalized request `h` plays in a completion call, if it is
+/// one: ended once complete; until then none that progress could end.
+pub(crate) fn part(st: &State, h: Handle) -> Option<Part<'static, 'static>> {
+    st.greqs.get(&h).filter(|g| !g.freed).map(|g| if g.complete { Part::Ended } else { Part::Idle })
+}
+
+/// Whether `h` is a generalized request not yet complete.
+pub(crate) fn pending(st: &State, h: Handle) -> bool {
+    st.greqs.get(&h).is_some_and(|g| !g.complete && !g.freed)
+}
+
+/// The error of a wait that only the completion of generalized request
+/// `h` could end.
+pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
+    Fail::new(
+        MPI_ERR_REQUEST,
+        format!(
+            "{call} would wait for ever: {h:#x} is a generalized request that MPI_Grequest_complete has not \
+             completed, and no other thread can call it while this one waits (the library grants at most \
+             MPI_THREAD_SERIALIZED); call MPI_Grequest_complete first, or test instead of waiting"
+        ),
+    )
+}
+
+/// Report generalized request `h`, complete, as complete: a status for
+/// the call to write at `out` (which `query_fn` then fills in) and the
+/// handle's new value. `free`: the call frees it (`MPI_Wait`, ...), else
+/// it stays (`MPI_Request_get_status`). `None` if `h` is no generalized
+/// request.
+pub(crate) fn report(
+    st: &mut State,
+    h: Handle,
+    out: *mut MpiStatus,
+    in_array: bool,
+    free: bool,
+) -> Option<(R<MpiStatus>, Handle)> {
+    let g = st.greqs.get(&h).filter(|g| g.complete && !g.freed)?;
+    let (query, extra, free_fn) = (g.query, g.extra, g.free);
+    let nh = if free {
+        st.greqs.remove(&h);
+        MPI_REQUEST_NULL
+    } else {
+        h
+    };
+    let free = free.then_some(free_fn);
+    st.deferred.push(attr::Deferred::Greq(Callback::Report { query, free, extra, out, in_array }));
+    Some((Ok(MpiStatus::empty()), nh))
+}
+
+/// `MPI_Request_free` of `h`, if it is a generalized request: `free_fn`
+/// runs now if it is complete, else at its completion.
+pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
+    let g = st.greqs.get_mut(&h).filter(|g| !g.freed)?;
+    if g.complete {
+        let (free, extra) = (g.free, g.extra);
+        st.greqs.remove(&h);
+        st.deferred.push(attr::Deferred::Greq(Callback::Free { free, extra }));
+    } else {
+        g.freed = true;
+    }
+    Some(())
+}
+
+/// `MPI_Cancel` of `h`, if it is a generalized request: `cancel_fn` runs.
+/// The request must still be completed (§13.2).
+pub(crate) fn cancel(st: &mut State, h: Handle) -> Option<()> {
+    let g = st.greqs.get(&h).filter(|g| !g.freed)?;
+    let (cancel, extra, complete) = (g.cancel, g.extra, g.complete);
+    st.deferred.push(attr::Deferred::Greq(Callback::Cancel { cancel, extra, complete }));
+    Some(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Grequest_start(
+    query_fn: Option<QueryFn>,
+    free_fn: Option<FreeFn>,
+    cancel_fn: Option<CancelFn>,
+    extra_state: *mut c_void,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Grequest_start", MPI_COMM_WORLD, |st| {
+        let (Some(query), Some(free), Some(cancel)) = (query_fn, free_fn, cancel_fn) else {
+            return Err(Fail::new(MPI_ERR_ARG, "query_fn, free_fn and cancel_fn must all be functions, not null"));
+        };
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        let h = st.new_handle();
+        st.greqs.insert(h, Greq { query, free, cancel, extra: extra_state, complete: false, freed: false });
+        // SAFETY: checked non-null; the standard's contract.
+        unsafe { request.write(h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
+    with_state("MPI_Grequest_complete", MPI_COMM_WORLD, |st| {
+        let Some(g) = st.greqs.get_mut(&request) else {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                format!("{request:#x} is not a generalized request (never started, or reported and freed)"),
+            ));
+        };
+        if g.complete {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                format!("MPI_Grequest_complete of {request:#x} a second time (MPI 4.1 §13.2: once only)"),
+            ));
+        }
+        g.complete = true;
+        if g.freed {
+            let (free, extra) = (g.free, g.extra);
+            st.greqs.remove(&request);
+            st.deferred.push(attr::Deferred::Greq(Callback::Free { free, extra }));
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,280 @@
+//! Partitioned communication (MPI 4.1 chapter 4): `MPI_Psend_init` and
+//! `MPI_Precv_init` make persistent requests over a buffer of
+//! `partitions` × `count` elements. After `MPI_Start`, the sender marks
+//! partitions ready (`MPI_Pready`, `_range`, `_list`) and the receiver
+//! asks whether a partition has arrived (`MPI_Parrived`); `MPI_Wait` and
+//! its siblings complete them.
+//!
+//! The send goes as one message when its last partition is ready, and the
+//! receive is one receive of the whole buffer, on the channel that keeps
+//! partitioned messages apart from the others (`mpi::staged::partitioned`,
+//! where a partitioned tag must be below 2^29). So a partition "arrives"
+//! when they all have, which §4.2.1 permits.
+//!
+//! A started send with partitions not yet ready cannot end while its
+//! process waits: no other thread can mark them (the library grants at
+//! most `MPI_THREAD_SERIALIZED`), so such a wait fails instead of waiting
+//! for ever, like a generalized request's (`crate::greq`).
+
+use std::ffi::{c_int, c_void};
+
+use mpi::request::slot::Started;
+use mpi::request::{Need, Part};
+
+use crate::abi::*;
+use crate::*;
+
+/// Where a partitioned request stands.
+pub(crate) struct Partitioned {
+    /// A send (else a receive).
+    send: bool,
+    partitions: usize,
+    /// A send's partitions marked ready since its start.
+    ready: Vec<bool>,
+    /// A send started and waiting for its partitions.
+    waiting: bool,
+}
+
+/// Whether `h` is a started partitioned send whose partitions are not all
+/// ready: no wait can end it.
+pub(crate) fn waiting(st: &State, h: Handle) -> bool {
+    st.partitioned.get(&h).is_some_and(|p| p.waiting)
+}
+
+/// The error of a wait that only marking partitions ready could end.
+pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
+    Fail::new(
+        MPI_ERR_REQUEST,
+        format!(
+            "{call} would wait for ever: {h:#x} is a partitioned send with partitions not marked ready, and no \
+             other thread can mark them while this one waits (the library grants at most MPI_THREAD_SERIALIZED); \
+             call MPI_Pready for each partition first"
+        ),
+    )
+}
+
+/// `MPI_Start` of partitioned request `h`, if it is one (`None`: it is
+/// not). A send waits for its partitions; a receive starts as any
+/// persistent receive does (`Some(false)`: the caller starts it).
+pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
+    let idle = matches!(st.requests.get(&h).map(Req::part), Some(Part::Idle));
+    let Some(p) = st.partitioned.get_mut(&h) else { return Ok(None) };
+    if p.waiting || !idle {
+        return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of a partitioned request still active (complete it first)"));
+    }
+    if !p.send {
+        return Ok(Some(false));
+    }
+    p.ready = vec![false; p.partitions];
+    p.waiting = true;
+    if p.partitions == 0 {
+        launch(st, h)?;
+    }
+    Ok(Some(true))
+}
+
+/// Every partition of send `h` is ready: send the whole buffer.
+fn launch(st: &mut State, h: Handle) -> R<()> {
+    if let Some(p) = st.partitioned.get_mut(&h) {
+        p.waiting = false;
+    }
+    let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+        return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a partitioned request")));
+    };
+    let started = p.start(|Recipe { comm, op, .. }| {
+        let PersistentOp::Psend { buf, span, dest, channel } = op else {
+            return Err(mpi::MpiError::Request("not a partitioned send".into()));
+        };
+        if *dest == MPI_PROC_NULL {
+            return Ok(Started::Done(mpi::Status::proc_null()));
+        }
+        // SAFETY: the program keeps the buffer given to MPI_Psend_init
+        // valid until each started send completes (§4.2).
+        Ok(Started::Op(unsafe { mpi::staged::partitioned::isend(comm, channel, buf.cast(), span) }?))
+    });
+    started.map_err(Fail::from)
+}
+
+/// Mark `parts` of send `request` ready.
+fn ready(st: &mut State, request: Handle, parts: impl IntoIterator<Item = i64>) -> R<()> {
+    let p = st.partitioned.get_mut(&request).filter(|p| p.send).ok_or_else(|| {
+        Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned send (MPI_Psend_init)"))
+    })?;
+    if !p.waiting {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_Pready on a partitioned send that is not started, or whose partitions are all ready",
+        ));
+    }
+    for i in parts {
+        let n = p.partitions;
+        let slot = usize::try_from(i).ok().and_then(|i| p.ready.get_mut(i)).ok_or_else(|| {
+            Fail::new(MPI_ERR_ARG, format!("partition {i} does not exist: the send has {n} (0 to {})", n as i64 - 1))
+        })?;
+        if *slot {
+            return Err(Fail::new(MPI_ERR_ARG, format!("partition {i} is marked ready a second time in this start")));
+        }
+        *slot = true;
+    }
+    if p.ready.iter().all(|&r| r) {
+        launch(st, request)?;
+    }
+    Ok(())
+}
+
+/// `MPI_Request_free` of partitioned request `h`: refused while a send
+/// waits for its partitions (its message would never go).
+pub(crate) fn free(st: &mut State, h: Handle) -> R<()> {
+    if waiting(st, h) {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "a started partitioned send cannot be freed before its partitions are all ready: mark them with MPI_Pready",
+        ));
+    }
+    st.partitioned.remove(&h);
+    Ok(())
+}
+
+/// A partitioned request's initialization.
+///
+/// # Safety
+/// `request` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn init(
+    st: &mut State,
+    send: bool,
+    buf: *mut c_void,
+    partitions: c_int,
+    count: i64,
+    datatype: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    info: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    crate::inter::refuse_inter(st, comm, if send { "MPI_Psend_init" } else { "MPI_Precv_init" })?;
+    st.info_or_null(info)?;
+    let parts = usize::try_from(partitions)
+        .map_err(|_| Fail::new(MPI_ERR_ARG, format!("partitions {partitions} is negative")))?;
+    let total =
+        count.checked_mul(partitions as i64).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "partitions × count overflows"))?;
+    let span = st.span(total, datatype)?;
+    let c = &st.comm(comm)?.comm;
+    if peer != MPI_PROC_NULL && !(0..mpi::Communicator::size(c)).contains(&peer) {
+        let what = if send { "dest" } else { "source" };
+        return Err(Fail::new(
+            MPI_ERR_RANK,
+            format!("{what} {peer} is not a rank of the communicator (nor MPI_PROC_NULL)"),
+        ));
+    }
+    let ub = mpi::staged::partitioned::PARTITIONED_TAG_UB;
+    if !(0..=ub).contains(&tag) {
+        return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag}: a partitioned operation's tag is from 0 to {ub} here")));
+    }
+    // A peer that is MPI_PROC_NULL has no counterpart to pair with.
+    let channel = mpi::staged::partitioned::Channel::new(c, if peer == MPI_PROC_NULL { -1 } else { peer }, tag, send)?;
+    let op = if send {
+        PersistentOp::Psend { buf, span, dest: peer, channel }
+    } else {
+        PersistentOp::Precv { buf, span, source: peer, channel }
+    };
+    let comm_c = st.comm(comm)?.comm.clone();
+    // SAFETY: the caller's contract on `request`.
+    unsafe { crate::p2p::new_request(st, Req::persistent(Recipe { comm: comm_c, handle: comm, op }), request)? };
+    // SAFETY: written just above.
+    let h = unsafe { request.read() };
+    st.partitioned.insert(h, Partitioned { send, partitions: parts, ready: Vec::new(), waiting: false });
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Psend_init(
+    buf: *const c_void,
+    partitions: c_int,
+    count: i64,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    info: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Psend_init", comm, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        unsafe { init(st, true, buf.cast_mut(), partitions, count, datatype, dest, tag, comm, info, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Precv_init(
+    buf: *mut c_void,
+    partitions: c_int,
+    count: i64,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    info: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Precv_init", comm, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        unsafe { init(st, false, buf, partitions, count, datatype, source, tag, comm, info, request) }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Pready(partition: c_int, request: Handle) -> c_int {
+    with_state("MPI_Pready", MPI_COMM_WORLD, |st| ready(st, request, [i64::from(partition)]))
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Pready_range(partition_low: c_int, partition_high: c_int, request: Handle) -> c_int {
+    with_state("MPI_Pready_range", MPI_COMM_WORLD, |st| {
+        if partition_low > partition_high {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                format!("partition_low {partition_low} > partition_high {partition_high}"),
+            ));
+        }
+        ready(st, request, i64::from(partition_low)..=i64::from(partition_high))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pready_list(length: c_int, array_of_partitions: *const c_int, request: Handle) -> c_int {
+    with_state("MPI_Pready_list", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: `length` partitions.
+        let list = unsafe { array_arg(array_of_partitions, length, "array_of_partitions")? };
+        ready(st, request, list.iter().map(|&i| i64::from(i)))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Parrived(request: Handle, partition: c_int, flag: *mut c_int) -> c_int {
+    with_state("MPI_Parrived", MPI_COMM_WORLD, |st| {
+        let p = st.partitioned.get(&request).filter(|p| !p.send).ok_or_else(|| {
+            Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned receive (MPI_Precv_init)"))
+        })?;
+        if !(0..p.partitions as i64).contains(&i64::from(partition)) {
+            let n = p.partitions;
+            return Err(Fail::new(MPI_ERR_ARG, format!("partition {partition} does not exist: the receive has {n}")));
+        }
+        let part = st.requests.get(&request).map_or(Part::Idle, Req::part);
+        // An inactive request's partitions have all arrived (or none was
+        // asked for); an active one's when its receive has ended.
+        let (arrived, under_way) = match part {
+            Part::Idle | Part::Ended => (true, false),
+            p => (mpi::request::settle(std::slice::from_ref(&p), Need::All, false, "MPI_Parrived")?[0], true),
+        };
+        // Ended: its data goes into the buffer now (a scattered layout is
+        // unpacked at completion), and the completion call reports the
+        // outcome kept here.
+        if arrived && under_way {
+            crate::p2p::keep(st, request, std::ptr::null_mut(), false)?;
+        }
+        // SAFETY: the standard's contract on `flag`.
+        unsafe { put(flag, arrived as c_int, "flag") }
+    })
+}

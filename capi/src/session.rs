@@ -1,0 +1,302 @@
+//! Sessions (MPI 4.1 §11.3): a process may use MPI without `MPI_Init`,
+//! through sessions it opens and closes, each with its error handler and
+//! hints, from which it gets groups of processes ("process sets") and
+//! makes communicators (`MPI_Comm_create_from_group`).
+//!
+//! - **One library state.** The first of `MPI_Init` and
+//!   `MPI_Session_init` makes it; the others share it. `MPI_Finalize`
+//!   ends it when no session is open, and the last `MPI_Session_finalize`
+//!   after `MPI_Finalize`; after that it cannot start again. A program
+//!   that never calls `MPI_Init` may finalize its last session and open
+//!   new ones (§11.3.1): the state stays, idle, and ends when the process
+//!   exits (an `atexit` handler does what `MPI_Finalize` would).
+//! - **Two process sets.** `mpi://WORLD` (every process of the job) and
+//!   `mpi://SELF` (this one); their names compare without regard to case.
+//! - **Errors.** A session's calls report through its handler, one
+//!   `MPI_Session_create_errhandler` made (before `MPI_Session_init` if
+//!   the program likes) or a predefined one.
+//! - **Buffers.** `MPI_Session_attach_buffer` gives buffered sends on the
+//!   communicators made from the session's groups a buffer of their own
+//!   (`crate::bsend`).
+
+use std::ffi::{c_char, c_int, CStr};
+
+use mpi::Communicator;
+
+use crate::abi::*;
+use crate::errh::Kind;
+use crate::*;
+
+/// The process sets a session offers.
+const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
+
+/// An open session.
+pub(crate) struct SessionEntry {
+    pub(crate) errhandler: Handle,
+    info: mpi::info::Info,
+    /// `MPI_Session_attach_buffer`'s buffer.
+    pub(crate) buffered: mpi::bsend::Buffered,
+}
+
+impl State {
+    pub(crate) fn session(&self, h: Handle) -> R<&SessionEntry> {
+        self.sessions.get(&h).ok_or_else(|| not_session(h))
+    }
+
+    pub(crate) fn session_mut(&mut self, h: Handle) -> R<&mut SessionEntry> {
+        self.sessions.get_mut(&h).ok_or_else(|| not_session(h))
+    }
+}
+
+fn not_session(h: Handle) -> Fail {
+    let what = if h == MPI_SESSION_NULL { "MPI_SESSION_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_SESSION, format!("{what} is not an open session (never opened, or finalized)"))
+}
+
+/// The thread level a session's info asks for (`"thread_level"`,
+/// §11.3.1), `MPI_THREAD_SINGLE` when it asks none.
+fn thread_level(info: &mpi::info::Info) -> R<c_int> {
+    Ok(match info.get("thread_level")? {
+        None | Some("MPI_THREAD_SINGLE") => MPI_THREAD_SINGLE,
+        Some("MPI_THREAD_FUNNELED") => MPI_THREAD_FUNNELED,
+        Some("MPI_THREAD_SERIALIZED") => MPI_THREAD_SERIALIZED,
+        Some("MPI_THREAD_MULTIPLE") => MPI_THREAD_MULTIPLE,
+        Some(other) => {
+            return Err(Fail::new(
+                MPI_ERR_INFO_VALUE,
+                format!("thread_level \"{other}\" is not MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE"),
+            ))
+        }
+    })
+}
+
+fn level_name(level: c_int) -> &'static str {
+    match level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    }
+}
+
+/// The process set named `name` (case ignored), by its index in [`PSETS`].
+///
+/// # Safety
+/// `name` is null or a C string.
+unsafe fn pset(name: *const c_char) -> R<usize> {
+    if name.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "pset_name is a null pointer"));
+    }
+    // SAFETY: the caller's contract: a C string.
+    let n = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    PSETS.iter().position(|p| p.eq_ignore_ascii_case(&n)).ok_or_else(|| {
+        Fail::new(MPI_ERR_ARG, format!("\"{n}\" is not a process set here: there are {}", PSETS.join(" and ")))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_init(info: Handle, errhandler: Handle, session: *mut Handle) -> c_int {
+    let opened = (|| -> R<c_int> {
+        crate::errh::check(errhandler, Kind::Session)?;
+        let pairs = if info == MPI_INFO_NULL { mpi::info::Info::new() } else { crate::info::get(info)? };
+        if session.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "session is a null pointer"));
+        }
+        crate::env::init(thread_level(&pairs)?, true)
+    })();
+    if let Err(f) = opened {
+        return report_without_state("MPI_Session_init", f);
+    }
+    with_state("MPI_Session_init", MPI_COMM_WORLD, |st| {
+        let mut pairs = if info == MPI_INFO_NULL { mpi::info::Info::new() } else { crate::info::get(info)? };
+        pairs.set("thread_level", level_name(st.thread_level))?;
+        let h = st.new_handle();
+        st.sessions.insert(h, SessionEntry { errhandler, info: pairs, buffered: Default::default() });
+        // SAFETY: checked non-null above; the standard's contract.
+        unsafe { session.write(h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
+    let mut last = None;
+    let rc = with_state("MPI_Session_finalize", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `session`.
+        let h = unsafe { read_arg(session, "session")? };
+        let mut e = st.sessions.remove(&h).ok_or_else(|| not_session(h))?;
+        // Buffered messages still in the session's buffer go out first.
+        e.buffered.flush()?;
+        // SAFETY: readable above, and writable (INOUT).
+        unsafe { session.write(MPI_SESSION_NULL) };
+        last = Some(st.sessions.is_empty() && !st.world_model);
+        Ok(())
+    });
+    if rc != MPI_SUCCESS || last != Some(true) {
+        return rc;
+    }
+    // The last user of the library. Without the world model ever, a new
+    // session may come: the state stays until the process exits.
+    if !INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) {
+        end_at_exit();
+        return MPI_SUCCESS;
+    }
+    let taken = {
+        let mut g = lock();
+        let ends = g.as_ref().is_some_and(|st| st.sessions.is_empty() && !st.world_model);
+        if ends {
+            g.take()
+        } else {
+            None
+        }
+    };
+    match taken {
+        Some(st) => crate::env::teardown(st, "MPI_Session_finalize"),
+        None => MPI_SUCCESS,
+    }
+}
+
+/// End the library when the process exits, if no model uses it then
+/// (registered once).
+fn end_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn at_exit() {
+        let taken = {
+            let mut g = lock();
+            let idle = g.as_ref().is_some_and(|st| st.sessions.is_empty() && !st.world_model);
+            if idle {
+                g.take()
+            } else {
+                None
+            }
+        };
+        if let Some(st) = taken {
+            crate::env::teardown(st, "the exit after MPI_Session_finalize");
+        }
+    }
+    ONCE.call_once(|| {
+        // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long as
+        // the program (the library is never unloaded while it runs).
+        unsafe { libc::atexit(at_exit) };
+    });
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_get_num_psets(session: Handle, info: Handle, npset_names: *mut c_int) -> c_int {
+    with_state("MPI_Session_get_num_psets", session, |st| {
+        st.session(session)?;
+        st.info_or_null(info)?;
+        // SAFETY: the standard's contract on `npset_names`.
+        unsafe { put(npset_names, PSETS.len() as c_int, "npset_names") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_get_nth_pset(
+    session: Handle,
+    info: Handle,
+    n: c_int,
+    pset_len: *mut c_int,
+    pset_name: *mut c_char,
+) -> c_int {
+    with_state("MPI_Session_get_nth_pset", session, |st| {
+        st.session(session)?;
+        st.info_or_null(info)?;
+        let name = usize::try_from(n).ok().and_then(|i| PSETS.get(i)).ok_or_else(|| {
+            Fail::new(
+                MPI_ERR_ARG,
+                format!("process set {n} does not exist: there are {} (0 to {})", PSETS.len(), PSETS.len() - 1),
+            )
+        })?;
+        // SAFETY: the standard's contract on `pset_len`.
+        let room = unsafe { read_arg(pset_len, "pset_len")? };
+        let need = name.len() as c_int + 1;
+        // A length of 0 asks for the length needed, NUL included
+        // (§11.3.2); otherwise the name is cut to the room given.
+        if room > 0 {
+            // SAFETY: the standard's contract: `pset_name` has `room` bytes.
+            unsafe { crate::env::put_string(pset_name, std::ptr::null_mut(), name, room)? };
+        }
+        // SAFETY: readable above, and writable (INOUT).
+        unsafe { pset_len.write(need) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_get_pset_info(
+    session: Handle,
+    pset_name: *const c_char,
+    info: *mut Handle,
+) -> c_int {
+    with_state("MPI_Session_get_pset_info", session, |st| {
+        st.session(session)?;
+        // SAFETY: the standard's contract on `pset_name`.
+        let size = match unsafe { pset(pset_name)? } {
+            0 => st.comm(MPI_COMM_WORLD)?.comm.size(),
+            _ => 1,
+        };
+        let mut pairs = mpi::info::Info::new();
+        pairs.set("mpi_size", &size.to_string())?;
+        // SAFETY: the standard's contract on `info`.
+        unsafe { crate::info::hand_out(pairs, info, "info") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_get_info(session: Handle, info_used: *mut Handle) -> c_int {
+    with_state("MPI_Session_get_info", session, |st| {
+        let pairs = st.session(session)?.info.clone();
+        // SAFETY: the standard's contract on `info_used`.
+        unsafe { crate::info::hand_out(pairs, info_used, "info_used") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_from_session_pset(
+    session: Handle,
+    pset_name: *const c_char,
+    newgroup: *mut Handle,
+) -> c_int {
+    with_state("MPI_Group_from_session_pset", session, |st| {
+        st.session(session)?;
+        // SAFETY: the standard's contract on `pset_name`.
+        let which = unsafe { pset(pset_name)? };
+        let world = &st.comm(MPI_COMM_WORLD)?.comm;
+        let g = match which {
+            0 => mpi::group::Group::of(world),
+            _ => mpi::group::Group::from_job_ranks(vec![world.rank() as u32]),
+        };
+        // SAFETY: the standard's contract on `newgroup`.
+        unsafe { st.new_group(g, newgroup)? };
+        // SAFETY: written just above.
+        let h = unsafe { newgroup.read() };
+        st.session_groups.insert(h, session);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle) -> c_int {
+    with_state("MPI_Session_set_errhandler", session, |st| {
+        crate::errh::check(errhandler, Kind::Session)?;
+        st.session_mut(session)?.errhandler = errhandler;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_get_errhandler(session: Handle, errhandler: *mut Handle) -> c_int {
+    with_state("MPI_Session_get_errhandler", session, |st| {
+        let h = st.session(session)?.errhandler;
+        // SAFETY: the standard's contract on `errhandler`.
+        unsafe { put(errhandler, h, "errhandler") }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Session_call_errhandler(session: Handle, errorcode: c_int) -> c_int {
+    crate::errh::call_errhandler("MPI_Session_call_errhandler", session, errorcode, |st| {
+        Ok(st.session(session)?.errhandler)
+    })
+}
