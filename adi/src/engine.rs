@@ -960,6 +960,12 @@ impl Engine {
         self.t.offload()
     }
 
+    /// How the process's other threads end this engine's wait in
+    /// [`Engine::idle`] (see [`crate::Transport::waker`]).
+    pub fn waker(&mut self) -> Result<Option<std::sync::Arc<dyn crate::transport::Waker>>, AdiError> {
+        Ok(self.t.waker()?)
+    }
+
     /// The transport's one-sided access to device memory, if it has it.
     pub fn one_sided(&mut self) -> Option<&mut dyn crate::transport::OneSided> {
         self.t.one_sided()
@@ -1361,22 +1367,52 @@ impl Engine {
     /// matching message that has arrived off the unexpected queue, so that
     /// the caller can size a buffer and receive exactly it.
     pub fn improbe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Matched>, AdiError> {
+        Ok(self.improbe_pass(src, tag, ctx)?.0)
+    }
+
+    /// [`Engine::improbe`], and whether its progress pass moved anything.
+    fn improbe_pass(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<(Option<Matched>, bool), AdiError> {
         if let Source::Rank(r) = src {
             self.check_rank(r)?;
         }
-        self.progress()?;
-        Ok(self.search_unexpected(src, tag, ctx).map(|u| Matched { u }))
+        let worked = self.progress()?;
+        Ok((self.search_unexpected(src, tag, ctx).map(|u| Matched { u }), worked))
     }
 
     /// Blocking matched probe (`MPI_Mprobe`): [`Engine::improbe`] until a
     /// message matches, idling the transport in between as `probe` does.
     pub fn mprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Matched, AdiError> {
         loop {
-            if let Some(m) = self.improbe(src, tag, ctx)? {
+            if let Some(m) = self.mprobe_until(src, tag, ctx, &|_| false)? {
                 return Ok(m);
+            }
+        }
+    }
+
+    /// [`Engine::mprobe`], giving up (`None`) where it would idle once
+    /// `stop` holds (another thread wants the library); `stop` is told
+    /// whether anything moved since the probe began (a progress pass did
+    /// work, or a wait ended).
+    pub fn mprobe_until(
+        &mut self,
+        src: Source,
+        tag: TagSel,
+        ctx: u32,
+        stop: &dyn Fn(bool) -> bool,
+    ) -> Result<Option<Matched>, AdiError> {
+        let mut moved = false;
+        loop {
+            let (m, worked) = self.improbe_pass(src, tag, ctx)?;
+            if m.is_some() {
+                return Ok(m);
+            }
+            moved |= worked;
+            if stop(moved) {
+                return Ok(None);
             }
             self.st.counters.idle_waits += 1;
             self.t.idle()?;
+            moved = true;
         }
     }
 
@@ -1491,11 +1527,16 @@ impl Engine {
 
     /// Non-blocking probe: the envelope of the first matching unexpected message.
     pub fn iprobe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Option<Status>, AdiError> {
-        self.progress()?;
+        Ok(self.iprobe_pass(src, tag, ctx)?.0)
+    }
+
+    /// [`Engine::iprobe`], and whether its progress pass moved anything.
+    fn iprobe_pass(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<(Option<Status>, bool), AdiError> {
+        let worked = self.progress()?;
         let (found, steps) = self.st.find_unexpected(src, tag, ctx);
         self.charge(HostCost::MatchStep, steps);
         let env = found.and_then(|i| self.st.unexpected.get(i)).map(|u| u.env);
-        Ok(env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }))
+        Ok((env.map(|e| Status { source: e.src, tag: e.tag, len: e.len }), worked))
     }
 
     /// The envelope of the first unexpected message on context `ctx` whose
@@ -1512,11 +1553,34 @@ impl Engine {
     /// Blocking probe.
     pub fn probe(&mut self, src: Source, tag: TagSel, ctx: u32) -> Result<Status, AdiError> {
         loop {
-            if let Some(s) = self.iprobe(src, tag, ctx)? {
+            if let Some(s) = self.probe_until(src, tag, ctx, &|_| false)? {
                 return Ok(s);
+            }
+        }
+    }
+
+    /// [`Engine::probe`], giving up (`None`) where it would idle once
+    /// `stop` holds, told what [`Engine::mprobe_until`]'s is.
+    pub fn probe_until(
+        &mut self,
+        src: Source,
+        tag: TagSel,
+        ctx: u32,
+        stop: &dyn Fn(bool) -> bool,
+    ) -> Result<Option<Status>, AdiError> {
+        let mut moved = false;
+        loop {
+            let (s, worked) = self.iprobe_pass(src, tag, ctx)?;
+            if s.is_some() {
+                return Ok(s);
+            }
+            moved |= worked;
+            if stop(moved) {
+                return Ok(None);
             }
             self.st.counters.idle_waits += 1;
             self.t.idle()?;
+            moved = true;
         }
     }
 

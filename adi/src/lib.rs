@@ -33,7 +33,9 @@ pub use engine::{Done, Engine, Matched, PackSource, ReqId, Source, Status, TagSe
 pub use error::{AdiError, TransportError};
 pub use hooks::ProgressHook;
 pub use job::JobEnv;
-pub use transport::{Atomic, Caps, HostCost, Lent, OneSided, Region, RemoteMemory, SimClock, Transport};
+pub use transport::{
+    Atomic, Caps, FlagWaker, HostCost, Lent, OneSided, Region, RemoteMemory, SimClock, Transport, Waker,
+};
 
 /// Environment variable naming the backend (`sim`/`dimmnet`, `udp`, `local`).
 pub const ENV_BACKEND: &str = "DN_BACKEND";

@@ -157,6 +157,63 @@ pub trait Transport: Send {
     fn finalize(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
+    /// A way for the process's other threads to end a wait in
+    /// [`Transport::idle`] (`MPI_THREAD_MULTIPLE`: a thread calls the
+    /// library while another waits inside it). `None`: this transport's
+    /// idle waits are short anyway. Called once, at the library's start.
+    fn waker(&mut self) -> Result<Option<Arc<dyn Waker>>, TransportError> {
+        Ok(None)
+    }
+}
+
+/// How another thread of the process ends a wait in [`Transport::idle`]
+/// (see [`Transport::waker`]).
+pub trait Waker: Send + Sync {
+    /// End the current wait in `idle`, or make the next one end at once.
+    fn wake(&self);
+    /// Let a [`Waker::wake`] from now on end this thread's next wait:
+    /// called by the thread inside the library before it looks whether
+    /// another thread wants it (and so before a wait it can give up for
+    /// that thread). A wait not armed so may ignore wakes: it is one whose
+    /// thread could not hand the library over anyway.
+    fn arm(&self) {}
+    /// The process lets several threads call the library: while it has
+    /// threads besides the one that waits, a wait is no proof of a
+    /// deadlock (the simulator's deadlock report waits for them, see
+    /// `simlink::scheduler::report_stall`).
+    fn set_threaded(&self) {}
+}
+
+/// A [`Waker`] for transports whose idle waits poll a flag between short
+/// sleeps: `wake` sets it, and the waiting thread takes it.
+#[derive(Debug, Default)]
+pub struct FlagWaker(std::sync::atomic::AtomicBool);
+
+impl FlagWaker {
+    /// Whether a wake came since the last look (and forget it).
+    pub fn take(&self) -> bool {
+        self.0.swap(false, std::sync::atomic::Ordering::AcqRel)
+    }
+}
+
+impl Waker for FlagWaker {
+    fn wake(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// The simulator's actor wakes through its control file (see
+/// [`simlink::actor::Poker`]).
+impl Waker for simlink::actor::Poker {
+    fn wake(&self) {
+        self.poke();
+    }
+    fn arm(&self) {
+        simlink::actor::Poker::arm(self);
+    }
+    fn set_threaded(&self) {
+        simlink::actor::Poker::set_threaded(self);
+    }
 }
 
 /// Simulated time: a capability of transports that run against the

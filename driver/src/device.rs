@@ -385,6 +385,13 @@ impl Device {
         self.platform.now_ps()
     }
 
+    /// In simulation, what the process's other threads use to end this
+    /// process's wait in [`Device::idle`] (see [`simlink::actor::Poker`]);
+    /// `None` on hardware, whose waits spin.
+    pub fn poker(&self) -> Result<Option<simlink::actor::Poker>, DriverError> {
+        self.platform.poker()
+    }
+
     /// Start a round of polls: in simulation, catch up with the model if
     /// this process ran past its horizon, and start recording which device
     /// words the round reads.

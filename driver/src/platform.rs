@@ -268,6 +268,14 @@ impl Platform {
         }
     }
 
+    /// See [`crate::Device::poker`].
+    pub fn poker(&self) -> Result<Option<simlink::actor::Poker>, DriverError> {
+        match self {
+            Platform::Hardware(_) => Ok(None),
+            Platform::Simulated(a) => Ok(Some(a.end.poker()?)),
+        }
+    }
+
     /// Simulated time in picoseconds (`None` on hardware).
     pub fn now_ps(&self) -> Option<u64> {
         match self {

@@ -263,6 +263,9 @@ pub struct Cluster {
     last_time: SimTime,
     /// Livelock detection (see [`LIVELOCK_WINDOW`]).
     progress: ProgressWatch,
+    /// Since when every live actor has waited with nothing in flight while
+    /// some of them may still be poked (see [`scheduler::report_stall`]).
+    stalled_since: Option<std::time::Instant>,
 }
 
 /// A run in which commands complete for this long in simulated time, at
@@ -396,6 +399,7 @@ impl Cluster {
             files,
             last_time: SimTime::ZERO,
             progress: ProgressWatch::new(LIVELOCK_WINDOW.0, LIVELOCK_COMMANDS),
+            stalled_since: None,
         })
     }
 
@@ -433,10 +437,17 @@ impl Cluster {
             if self.job_finished() {
                 break;
             }
+            if self.ctl.poked() {
+                self.wake_poked();
+            }
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
             let next_event = self.model.next_event_time().map(|t| t.0);
             let lowest = self.runnable.first();
-            match scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0) {
+            let next = scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0);
+            if next != Next::Deadlock && next != Next::Idle {
+                self.stalled_since = None;
+            }
+            match next {
                 Next::Event => {
                     if let Some(t) = self.model.step() {
                         self.last_time = self.last_time.max(t);
@@ -445,7 +456,16 @@ impl Cluster {
                     }
                 }
                 Next::Actor(i) => self.run_actor(i),
-                Next::Deadlock => self.declare_deadlock(),
+                Next::Deadlock => {
+                    let pokeable = self.pokeable();
+                    let since = *self.stalled_since.get_or_insert_with(std::time::Instant::now);
+                    if scheduler::report_stall(!pokeable.is_empty(), since.elapsed()) {
+                        self.stalled_since = None;
+                        self.declare_deadlock(&pokeable);
+                    } else {
+                        self.idle(stop);
+                    }
+                }
                 Next::Idle => self.idle(stop),
             }
         }
@@ -493,7 +513,11 @@ impl Cluster {
             ActorState::Runnable => {
                 self.runnable.remove(a.clock.0, i);
             }
-            ActorState::Waiting => self.waiting -= 1,
+            ActorState::Waiting => {
+                self.waiting -= 1;
+                // The wait is over: a poke ends only a wait armed anew.
+                self.ctl.disarm(i);
+            }
             _ => {}
         }
         let node = a.node as usize;
@@ -795,6 +819,14 @@ impl Cluster {
             }
         }
         self.watch_words = words;
+        // Another thread of the process poked it since it armed this wait:
+        // the wait ends at once (the poke came while it ran).
+        if y.request == Some(YieldRequest::Wait) && self.ctl.poke_pending(i) {
+            changed_already = true;
+        }
+        if y.request == Some(YieldRequest::Wait) && changed_already {
+            self.ctl.disarm(i);
+        }
         match y.request {
             Some(YieldRequest::Wait) if changed_already => self.waits_changed += 1,
             Some(YieldRequest::Wait) => self.waits += 1,
@@ -832,7 +864,34 @@ impl Cluster {
         self.touched = touched;
     }
 
-    fn declare_deadlock(&mut self) {
+    /// Make every waiting actor that another thread of its process poked
+    /// runnable, at [`scheduler::poked_clock`] (nobody runs now).
+    fn wake_poked(&mut self) {
+        let latest = self.last_time.max(self.model.now());
+        for i in 0..self.actors.len() {
+            let a = &self.actors[i];
+            if a.state == ActorState::Waiting && self.ctl.poke_pending(i) {
+                let clock = SimTime(scheduler::poked_clock(a.clock.0, latest.0));
+                self.transition(i, ActorState::Runnable, clock);
+            }
+        }
+    }
+
+    /// The waiting actors whose processes let several threads call the
+    /// library and have a thread besides the one that waits: it may still
+    /// poke them. (Asked of /proc only when the simulation stalls.)
+    fn pokeable(&self) -> Vec<usize> {
+        (0..self.actors.len())
+            .filter(|&i| {
+                let a = &self.actors[i];
+                a.state == ActorState::Waiting
+                    && self.ctl.threaded(i)
+                    && simlink::process::threads(a.pid).is_some_and(|n| n > 1)
+            })
+            .collect()
+    }
+
+    fn declare_deadlock(&mut self, pokeable: &[usize]) {
         self.deadlocks += 1;
         let mut waiting = Vec::new();
         let mut gone = Vec::new();
@@ -845,12 +904,23 @@ impl Cluster {
             }
         }
         let held = if self.model.has_held_packets() { "; some IVS packets are held by full rings" } else { "" };
+        let threads = if pokeable.is_empty() {
+            String::new()
+        } else {
+            let who: Vec<String> = pokeable.iter().map(|i| format!("actor {i}")).collect();
+            format!(
+                "; the processes of {} have other threads, which called nothing for {} s (computing, or waiting for the thread that waits in MPI)",
+                who.join(", "),
+                scheduler::POKE_PATIENCE.as_secs()
+            )
+        };
         let msg = format!(
-            "deadlock at {}: {} waiting and nothing is in flight{}{}",
+            "deadlock at {}: {} waiting and nothing is in flight{}{}{}",
             self.last_time,
             waiting.join(", "),
             if gone.is_empty() { String::new() } else { format!(" ({})", gone.join(", ")) },
-            held
+            held,
+            threads
         );
         self.ctl.report_deadlock(&msg, !held.is_empty());
         for i in 0..self.actors.len() {

@@ -78,6 +78,8 @@ pub struct Grant {
 /// An attached actor's view of the control file.
 pub struct ActorEnd {
     ctl: Mapping,
+    /// The control file, for [`ActorEnd::poker`].
+    path: PathBuf,
     index: usize,
     costs: [u64; COST_SLOTS],
     lookahead: u64,
@@ -110,6 +112,56 @@ fn gone(msg: impl Into<String>) -> ActorError {
 /// The model process is alive (0: it closed the control file).
 fn model_alive(pid: u32) -> bool {
     pid != 0 && (pid == std::process::id() || crate::process::alive(pid))
+}
+
+/// What another thread of an actor's process uses to wake the actor while
+/// it waits (`MPI_THREAD_MULTIPLE`: a thread calls the library while
+/// another waits inside it). `Send` and `Sync`: its own mapping of the control file, and
+/// only atomic words.
+///
+/// A poke is a wake-up from outside the simulation: the model resumes the
+/// actor at the earliest time at which it can act without changing
+/// anybody's past, so when it lands in simulated time depends on when the
+/// thread made it. A process whose threads never overlap in the library
+/// never pokes, and its runs stay identical.
+pub struct Poker {
+    ctl: Mapping,
+    index: usize,
+}
+
+impl Poker {
+    fn parts(&self) -> Option<(&CtlHeader, &ActorRecord)> {
+        Some((self.ctl.block(0).ok()?, self.ctl.block(simctl::actor_offset(self.index)).ok()?))
+    }
+
+    /// Let a poke from now on end the actor's next wait (see
+    /// `simctl::ActorRecord::armed`): called by the thread that holds the
+    /// library and can hand it over, *before* it looks whether another
+    /// thread wants it, so that a poke made after that look is not lost.
+    pub fn arm(&self) {
+        if let Some((_, rec)) = self.parts() {
+            rec.armed_at.store(rec.poke.load(SeqCst), SeqCst);
+            rec.armed.store(1, SeqCst);
+        }
+    }
+
+    /// End the actor's armed wait (or the next one, if it is running).
+    pub fn poke(&self) {
+        if let Some((header, rec)) = self.parts() {
+            rec.poke.fetch_add(1, SeqCst);
+            header.poke_seq.fetch_add(1, SeqCst);
+            handoff::wake(&header.model_go, &header.model_sleeping);
+        }
+    }
+
+    /// The process lets several threads call the library: while it has
+    /// threads besides the one that waits, the actor's waits are not proof
+    /// of a deadlock (see `simctl::ActorRecord::threaded`).
+    pub fn set_threaded(&self) {
+        if let Some((_, rec)) = self.parts() {
+            rec.threaded.store(1, SeqCst);
+        }
+    }
 }
 
 impl ActorEnd {
@@ -183,6 +235,8 @@ impl ActorEnd {
         rec.slot.store(slot as u32, SeqCst);
         rec.pid.store(me, SeqCst);
         rec.set_result(GrantResult::Ok);
+        rec.threaded.store(0, SeqCst);
+        rec.armed.store(0, SeqCst);
         for t in &rec.db_time {
             t.store(0, SeqCst);
         }
@@ -193,6 +247,7 @@ impl ActorEnd {
         handoff::wake(&header.model_go, &header.model_sleeping);
         let end = ActorEnd {
             ctl,
+            path,
             index: idx,
             costs,
             lookahead,
@@ -267,6 +322,17 @@ impl ActorEnd {
             }
         }
         Ok(())
+    }
+
+    /// A handle by which the process's other threads wake this actor
+    /// while it waits (see [`Poker`]).
+    pub fn poker(&self) -> Result<Poker, ActorError> {
+        let ctl = Mapping::open(&self.path, 0, simctl::file_size(MAX_ACTORS)).map_err(|e| gone(e.to_string()))?;
+        let p = Poker { ctl, index: self.index };
+        // Both blocks are in the file (the attach mapped them).
+        p.ctl.block::<CtlHeader>(0).map_err(|e| gone(e.to_string()))?;
+        p.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).map_err(|e| gone(e.to_string()))?;
+        Ok(p)
     }
 
     /// Record that command `seq` was rung at simulated time `at` (ps).

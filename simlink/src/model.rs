@@ -105,6 +105,7 @@ pub enum Waiting {
 pub struct ModelEnd {
     ctl: Mapping,
     attach_seq_seen: u32,
+    poke_seq_seen: u32,
     /// How long to spin for a hand-back (none when pinned).
     spin: Duration,
 }
@@ -130,7 +131,7 @@ impl ModelEnd {
         h.magic.store(simctl::MAGIC, SeqCst);
         h.flags.store(flags::READY, SeqCst);
         let spin = handoff::spin_for(p.cpu.is_some(), handoff::SPIN_MODEL);
-        Ok(ModelEnd { ctl, attach_seq_seen: 0, spin })
+        Ok(ModelEnd { ctl, attach_seq_seen: 0, poke_seq_seen: 0, spin })
     }
 
     fn header(&self) -> &CtlHeader {
@@ -167,6 +168,36 @@ impl ModelEnd {
     /// Whether an actor asked to attach since [`ModelEnd::attach_requests`] last looked.
     pub fn attach_pending(&self) -> bool {
         self.header().attach_seq.load(SeqCst) != self.attach_seq_seen
+    }
+
+    /// Whether some actor was poked since the last call (cheap when none
+    /// was): then look for waiting actors with [`ModelEnd::poke_pending`].
+    pub fn poked(&mut self) -> bool {
+        let seq = self.header().poke_seq.load(SeqCst);
+        if seq == self.poke_seq_seen {
+            return false;
+        }
+        self.poke_seq_seen = seq;
+        true
+    }
+
+    /// Whether actor `i` armed its wait and was poked since (see
+    /// [`crate::simctl::ActorRecord::armed`]).
+    pub fn poke_pending(&self, i: usize) -> bool {
+        let rec = self.record(i);
+        rec.armed.load(SeqCst) != 0 && rec.poke.load(SeqCst) != rec.armed_at.load(SeqCst)
+    }
+
+    /// Actor `i`'s wait has ended: a poke no longer ends the next one
+    /// unless the actor arms it again.
+    pub fn disarm(&self, i: usize) {
+        self.record(i).armed.store(0, SeqCst);
+    }
+
+    /// Whether actor `i`'s process lets several threads call the library
+    /// (see [`crate::simctl::ActorRecord::threaded`]).
+    pub fn threaded(&self, i: usize) -> bool {
+        self.record(i).threaded.load(SeqCst) != 0
     }
 
     /// Refuse an attaching actor, telling it why.
@@ -249,7 +280,7 @@ impl ModelEnd {
     pub fn idle(&self, timeout: Duration) -> bool {
         let h = self.header();
         let seen = h.model_go.load(SeqCst);
-        if self.attach_pending() {
+        if self.attach_pending() || h.poke_seq.load(SeqCst) != self.poke_seq_seen {
             return true;
         }
         handoff::wait_change(&h.model_go, &h.model_sleeping, seen, Duration::ZERO, Some(timeout))

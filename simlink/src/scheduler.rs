@@ -73,6 +73,34 @@ pub fn next(lowest: Option<(u64, usize)>, next_event: Option<u64>, started: bool
     }
 }
 
+/// The clock a poked waiting actor resumes at ([`crate::actor::Poker`]):
+/// its own, or `latest`, the latest time the model has seen (the last
+/// event processed, the latest clock an actor handed over at), whichever is
+/// later. The model looks at pokes between parties, when nobody runs, so
+/// every other clock is at or below `latest`: whatever the actor does next
+/// reaches anyone a lookahead later still, and nobody's past changes. Its
+/// own slot's pending events before that clock are processed before it runs
+/// (see [`next`]), so it reads no stale word either.
+pub fn poked_clock(own: u64, latest: u64) -> u64 {
+    own.max(latest)
+}
+
+/// How long (wall time) the simulation may stall, every live actor
+/// waiting with nothing in flight, while a waiting actor's process has
+/// other threads that could still wake it
+/// ([`crate::simctl::ActorRecord::threaded`]), before the stall is
+/// reported as a deadlock after all. Such a thread may be computing, or may itself
+/// wait for ever (a `pthread_join` on the thread that waits in MPI): the
+/// simulator cannot tell which.
+pub const POKE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether a stall ([`Next::Deadlock`]) that has lasted `stalled_for` is
+/// reported: at once if no waiting actor can be poked (`pokeable`), else
+/// after [`POKE_PATIENCE`].
+pub fn report_stall(pokeable: bool, stalled_for: std::time::Duration) -> bool {
+    !pokeable || stalled_for >= POKE_PATIENCE
+}
+
 /// The shortest time (ps) for anything at one slot to change another slot
 /// (see `hw_model::Model::hop`): through the node's loopback path, or
 /// across the network. Both are at least a picosecond.
@@ -297,6 +325,21 @@ mod tests {
         }
     }
     use ActorState::{Runnable, Waiting};
+
+    #[test]
+    fn a_poked_actor_resumes_no_earlier_than_anything_seen() {
+        assert_eq!(poked_clock(5, 9), 9);
+        assert_eq!(poked_clock(12, 9), 12);
+    }
+
+    #[test]
+    fn a_stall_with_threads_outside_is_reported_only_after_the_patience() {
+        use std::time::Duration;
+        assert!(report_stall(false, Duration::ZERO));
+        assert!(!report_stall(true, Duration::ZERO));
+        assert!(!report_stall(true, POKE_PATIENCE - Duration::from_millis(1)));
+        assert!(report_stall(true, POKE_PATIENCE));
+    }
 
     #[test]
     fn the_lowest_clock_runs_first_and_ties_go_to_the_lower_index() {

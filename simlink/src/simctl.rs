@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = fpga_regs::layout::MAX_SOURCES;
 /// File name of the control file inside a cluster directory.
@@ -206,6 +206,10 @@ pub struct CtlHeader {
     /// The CPU the model runs on and every actor hands over on
     /// ([`crate::affinity`]); [`NO_CPU`] when nobody is pinned.
     pub cpu: AtomicU32,
+    /// Bumped by every [`ActorRecord::poke`], so the model looks for poked
+    /// actors only then.
+    pub poke_seq: AtomicU32,
+    _reserved: AtomicU32,
     /// Latest simulated time the model has processed (ps).
     pub sim_time: AtomicU64,
     /// The device's lookahead (ps): no doorbell has any effect earlier than
@@ -218,7 +222,7 @@ pub struct CtlHeader {
     pub profile_name: [AtomicU64; 8],
     /// Last message from the model (deadlock report, refusal reason), NUL-padded UTF-8.
     pub message: [AtomicU64; 64],
-    _pad: [u8; 4096 - 8 - 4 * 12 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
+    _pad: [u8; 4096 - 8 - 4 * 14 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
 }
 
 /// One actor record.
@@ -273,6 +277,27 @@ pub struct ActorRecord {
     /// "wake me on any change to my slot after epoch `watch_since`".
     pub watch_count: AtomicU32,
     _pad0: AtomicU32,
+    /// Bumped by another thread of the actor's process that wants the
+    /// process to run (it called the library while the thread inside it
+    /// waits, `MPI_THREAD_MULTIPLE`). An *armed* `WAIT` (below) ends when
+    /// it moves past `armed_at`, at the earliest simulated time at which the
+    /// process can act without changing anybody's past
+    /// (`crate::scheduler::poked_clock`), or does not begin if it already
+    /// has.
+    pub poke: AtomicU32,
+    /// Non-zero when the actor's process lets several threads call the
+    /// library (`MPI_THREAD_MULTIPLE`): while it has threads besides the
+    /// one that waits, one of them may yet poke it, so a `WAIT` of this
+    /// actor is not proof of a deadlock (the model counts them when the
+    /// simulation stalls: `crate::process::threads`).
+    pub threaded: AtomicU32,
+    /// Non-zero: the actor's next `WAIT` may be ended by a poke (its
+    /// thread can hand the library over to the poking one; a wait that
+    /// cannot leaves it unarmed, and pokes do not end it). Set by the
+    /// actor with `armed_at`; cleared by the model when the wait ends.
+    pub armed: AtomicU32,
+    /// The poke count when the actor armed its wait.
+    pub armed_at: AtomicU32,
     /// Simulated time of the doorbell that posted command `seq`, at `seq % CQ_DEPTH`.
     pub db_time: [AtomicU64; CQ_DEPTH],
     /// The 64-bit words the actor's last unsuccessful poll read: a `WAIT`
@@ -296,7 +321,7 @@ pub struct WatchEntry {
 }
 
 /// Bytes of an [`ActorRecord`] before its watch list.
-const RECORD_FIXED: usize = 4 * 4 + 8 * 5 + 4 * 4 + 8 * 4 + 4 * 2 + 8 * CQ_DEPTH;
+const RECORD_FIXED: usize = 4 * 4 + 8 * 5 + 4 * 4 + 8 * 4 + 4 * 6 + 8 * CQ_DEPTH;
 
 /// Size of one actor record: whole pages.
 pub const RECORD_SIZE: usize = (RECORD_FIXED + 16 * MAX_WATCH).next_multiple_of(4096);

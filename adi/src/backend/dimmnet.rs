@@ -36,6 +36,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use driver::{ArrivalCursor, Device, DriverError, OpenOptions, Ticket};
 use fpga_regs::llcm::{record_len, RING_ALIGN};
@@ -851,6 +852,10 @@ impl Transport for DimmnetTransport {
         let r = self.dev.idle_on(&words).map_err(map_err);
         self.idle_words = words;
         r
+    }
+
+    fn waker(&mut self) -> Result<Option<Arc<dyn crate::transport::Waker>>, TransportError> {
+        Ok(self.dev.poker().map_err(map_err)?.map(|p| Arc::new(p) as Arc<dyn crate::transport::Waker>))
     }
 
     fn offload(&mut self) -> Option<&mut dyn crate::offload::Offload> {

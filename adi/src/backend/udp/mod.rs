@@ -56,6 +56,10 @@ use crate::transport::{Caps, Lent, Transport};
 
 /// Turns on authenticated mode (`1`).
 pub const AUTH_ENV: &str = "DN_UDP_AUTH";
+/// Once another thread may end a wait ([`Transport::waker`]), the longest
+/// a wait sleeps in the kernel before it looks whether one did: the
+/// longest a thread entering the library waits for one that idles in it.
+pub const WOKEN_WITHIN: Duration = Duration::from_millis(1);
 /// Where the job's key is, if not `$DN_JOB_DIR/udp.key`.
 pub const KEY_FILE_ENV: &str = "DN_UDP_KEY_FILE";
 /// The key file `dnrun` writes into the job directory.
@@ -461,6 +465,10 @@ pub struct DatagramTransport<L: Link> {
     buf: Vec<u8>,
     /// A receive `idle` made: length, sender, GRO segment size.
     stashed: Option<Received>,
+    /// Set by another thread to end a wait in `idle` (see
+    /// [`Transport::waker`]); once there is one, a wait sleeps at most
+    /// [`WOKEN_WITHIN`] at a time.
+    woken: Option<std::sync::Arc<crate::transport::FlagWaker>>,
     /// When the receive being handled was made: one clock read per
     /// receive, not per datagram (a GRO batch holds up to 46 of them).
     rx_now: Instant,
@@ -592,6 +600,7 @@ impl<L: Link> DatagramTransport<L> {
             tx,
             rx,
             stashed: None,
+            woken: None,
             rx_now: now,
             pool: Vec::new(),
             faults: faults.map(|f| Faults::new(f, rank)),
@@ -1316,6 +1325,11 @@ impl<L: Link> Transport for DatagramTransport<L> {
         L::NAME
     }
 
+    fn waker(&mut self) -> Result<Option<std::sync::Arc<dyn crate::transport::Waker>>, TransportError> {
+        let w = self.woken.get_or_insert_with(Default::default).clone();
+        Ok(Some(w))
+    }
+
     fn rank(&self) -> u32 {
         self.rank
     }
@@ -1457,6 +1471,10 @@ impl<L: Link> Transport for DatagramTransport<L> {
         if self.stashed.is_some() {
             return Ok(());
         }
+        let woken = |w: &Option<std::sync::Arc<crate::transport::FlagWaker>>| w.as_ref().is_some_and(|w| w.take());
+        if woken(&self.woken) {
+            return Ok(());
+        }
         // Busy-poll first, as MPI libraries do...
         let start = self.link.now();
         let deadline = self.next_deadline();
@@ -1466,7 +1484,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
                 self.stashed = Some(x);
                 return Ok(());
             }
-            if deadline.is_some_and(|t| self.link.now() >= t) {
+            if deadline.is_some_and(|t| self.link.now() >= t) || woken(&self.woken) {
                 return Ok(());
             }
             if yield_idle {
@@ -1477,7 +1495,8 @@ impl<L: Link> Transport for DatagramTransport<L> {
         }
         // ...then sleep in the kernel until a datagram or the next timer.
         let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(self.link.now()));
-        let wait = wait.clamp(Duration::from_micros(50), Duration::from_millis(50));
+        let most = if self.woken.is_some() { WOKEN_WITHIN } else { Duration::from_millis(50) };
+        let wait = wait.clamp(Duration::from_micros(50), most);
         let r = self.link.recv_wait(&mut self.buf, wait).map_err(|e| self.link_err("cannot receive", e))?;
         if r.is_some_and(|r| r.batched) {
             self.stats.gro_batches += 1;
