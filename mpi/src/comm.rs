@@ -1089,6 +1089,39 @@ pub mod raw {
         Ok(msg.map(|msg| Message { msg, comm: comm.clone() }))
     }
 
+    /// Blocking probe (`MPI_Probe`) that gives up (`None`) where it would
+    /// idle once `stop` holds: another thread wants the library
+    /// (`MPI_THREAD_MULTIPLE`; `stop` is told whether anything moved since
+    /// the probe began). Without contention, [`Source::probe`].
+    pub fn probe_until<S: Source + ?Sized>(
+        from: &S,
+        tag: Option<Tag>,
+        stop: &dyn Fn(bool) -> bool,
+    ) -> Result<Option<Status>> {
+        let tag = tag_sel(tag)?;
+        let comm = from.comm();
+        let src = from.adi_source()?;
+        let mut c = comm.shared.borrow_mut();
+        charge_call(c.engine()?);
+        Ok(c.engine()?.probe_until(src, tag, comm.ctx, stop)?.map(|s| comm.status(s)))
+    }
+
+    /// Blocking matched probe ([`mprobe`] with `block`) that gives up
+    /// (`None`) where it would idle once `stop` holds, as [`probe_until`].
+    pub fn mprobe_until<S: Source + ?Sized>(
+        from: &S,
+        tag: Option<Tag>,
+        stop: &dyn Fn(bool) -> bool,
+    ) -> Result<Option<Message>> {
+        let tag = tag_sel(tag)?;
+        let comm = from.comm();
+        let src = from.adi_source()?;
+        let mut c = comm.shared.borrow_mut();
+        charge_call(c.engine()?);
+        let msg = c.engine()?.mprobe_until(src, tag, comm.ctx, stop)?;
+        Ok(msg.map(|msg| Message { msg, comm: comm.clone() }))
+    }
+
     /// Start receiving a matched message into the `len` bytes at `ptr`
     /// (`MPI_Imrecv`; `MPI_Mrecv` waits for it).
     ///

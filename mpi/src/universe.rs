@@ -192,18 +192,38 @@ impl Context {
 
     /// Progress (collectives included) until `done` holds, idling when a
     /// pass finds nothing to do.
-    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
+    pub(crate) fn wait_until(&mut self, done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
+        self.wait_until_or(done, &|_| false).map(drop)
+    }
+
+    /// [`Context::wait_until`], but give up (`false`) instead of idling
+    /// once `stop` holds: another thread wants the library
+    /// (`MPI_THREAD_MULTIPLE`, see [`crate::request::settle_until`]).
+    /// `stop` is told whether anything moved since the wait began (a
+    /// progress pass did work, or an idle wait ended): news for a thread
+    /// that waits for the lock to look at its own wait again.
+    pub(crate) fn wait_until_or(
+        &mut self,
+        mut done: impl FnMut(&mut Context) -> Result<bool>,
+        stop: &dyn Fn(bool) -> bool,
+    ) -> Result<bool> {
+        let mut moved = false;
         loop {
             if done(self)? {
-                return Ok(());
+                return Ok(true);
             }
             // The engine's pass runs its hooks: the collectives move too.
             let worked = self.engine()?.progress()?;
             if done(self)? {
-                return Ok(());
+                return Ok(true);
             }
+            moved |= worked;
             if !worked {
+                if stop(moved) {
+                    return Ok(false);
+                }
                 self.engine()?.idle()?;
+                moved = true;
             }
         }
     }
@@ -630,6 +650,25 @@ impl Universe {
     /// Who executes collective schedules (after any fallback at initialisation).
     pub fn progress_mode(&self) -> ProgressMode {
         self.shared.borrow().progress
+    }
+
+    /// How the process's other threads end a wait inside this library
+    /// (`MPI_THREAD_MULTIPLE`; see [`adi::Transport::waker`]). `None`:
+    /// the backend's waits are short anyway.
+    pub fn waker(&self) -> Result<Option<Arc<dyn adi::Waker>>> {
+        Ok(self.shared.borrow_mut().engine()?.waker()?)
+    }
+
+    /// Progress once, and if nothing moved, wait for something to change
+    /// (or for another thread's [`adi::Waker::wake`]): for a wait on what
+    /// only another thread of the process can end (a generalized request,
+    /// a partitioned send's partitions).
+    pub fn idle(&self) -> Result<()> {
+        let mut c = self.shared.borrow_mut();
+        if !c.engine()?.progress()? {
+            c.engine()?.idle()?;
+        }
+        Ok(())
     }
 
     /// Direct access to the protocol engine (for benchmarks of the ADI layer).

@@ -590,6 +590,26 @@ pub enum Need {
 /// Errors here are the library's own (MPI finalized, the engine failing)
 /// or a request already completed in the set (`call` names the call).
 pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Result<Vec<bool>> {
+    settle_with(parts, need, block.then_some(&|_| false), call)
+}
+
+/// [`settle`] blocking, but giving up when `stop` holds where the wait
+/// would otherwise idle: the result may then meet `need` or not. `stop` is
+/// told whether anything moved since the wait began (a progress pass did
+/// work, or an idle wait ended). For `MPI_THREAD_MULTIPLE`: a thread that
+/// waits inside the library lets another in when `stop` says one wants
+/// it, and waits again after. Without contention it is exactly
+/// `settle(parts, need, true, call)`.
+pub fn settle_until(parts: &[Part<'_, '_>], need: Need, call: &str, stop: &dyn Fn(bool) -> bool) -> Result<Vec<bool>> {
+    settle_with(parts, need, Some(stop), call)
+}
+
+fn settle_with(
+    parts: &[Part<'_, '_>],
+    need: Need,
+    block: Option<&dyn Fn(bool) -> bool>,
+    call: &str,
+) -> Result<Vec<bool>> {
     let mut shared = None;
     for r in parts.iter().flat_map(Part::requests) {
         r.pending(call)?;
@@ -626,17 +646,20 @@ pub fn settle(parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> Re
     if met(&ended) {
         return Ok(ended);
     }
-    if !block {
+    let Some(stop) = block else {
         let waiting: Vec<&Request<'_>> =
             parts.iter().zip(&ended).filter(|(_, &e)| !e).flat_map(|(p, _)| p.requests()).collect();
         test_pass(&mut c, &waiting)?;
         return ended_now(&mut c);
-    }
+    };
     let mut last = ended;
-    c.wait_until(|c| {
-        last = ended_now(c)?;
-        Ok(met(&last))
-    })?;
+    c.wait_until_or(
+        |c| {
+            last = ended_now(c)?;
+            Ok(met(&last))
+        },
+        stop,
+    )?;
     Ok(last)
 }
 
