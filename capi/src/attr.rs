@@ -59,8 +59,10 @@ pub(crate) enum Deferred {
     FreeComm(Handle),
     /// A generalized request's callback (`crate::greq`).
     Greq(crate::greq::Callback),
-    /// `DN_COMPUTE=measured`: a standing mark that every call ends with
-    /// (`finish_call` runs it after the others and keeps it).
+    /// `DN_COMPUTE=measured` or `MPI_THREAD_MULTIPLE`: a standing mark
+    /// that every call ends with (`finish_call` runs it after the others
+    /// and keeps it): the end of a computed burst, the news for threads
+    /// waiting inside the library (`crate::threads::ended`).
     CallEnds,
 }
 

@@ -34,6 +34,23 @@ pub(crate) fn blocking(
     start: impl FnOnce(&mut State) -> R<Staged>,
     inter: Option<impl FnOnce(&mut State) -> R<()>>,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // Started, then waited for as MPI_Wait waits, letting other threads
+        // in (`crate::threads`); an intercommunicator's form runs whole.
+        // SAFETY: no buffer of the caller's outlives the call (it waits).
+        return unsafe {
+            crate::p2p::block_on(call, comm, std::ptr::null_mut(), |st| {
+                if crate::inter::is_inter(st, comm) {
+                    match inter {
+                        Some(f) => f(st)?,
+                        None => crate::inter::refuse_inter(st, comm, call)?,
+                    }
+                    return Ok(Req::Done(Ok(mpi::Status::empty())));
+                }
+                Ok(Req::Op(start(st)?))
+            })
+        };
+    }
     with_state(call, comm, |st| {
         if crate::inter::is_inter(st, comm) {
             return match inter {

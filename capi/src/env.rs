@@ -47,7 +47,10 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         ));
     }
     let universe = mpi::initialize()?;
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    if provided == MPI_THREAD_MULTIPLE {
+        crate::threads::grant(universe.waker()?);
+    }
     let entry = |comm, name: &str| CommEntry {
         comm,
         errhandler: MPI_ERRORS_ARE_FATAL,
@@ -75,7 +78,13 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,
         // The end-of-call mark of DN_COMPUTE=measured (see finish_call).
-        deferred: if measuring { vec![crate::attr::Deferred::CallEnds] } else { Vec::new() },
+        // A standing mark every call ends with, when something must happen
+        // at each call's end (`finish_call`).
+        deferred: if measuring || provided == MPI_THREAD_MULTIPLE {
+            vec![crate::attr::Deferred::CallEnds]
+        } else {
+            Vec::new()
+        },
         predefined_names: Default::default(),
         messages: Table::default(),
         mems: Table::default(),

@@ -16,10 +16,11 @@
 //! ([`crate::attr::Deferred`]): they call MPI themselves
 //! (`MPI_Status_set_elements`, `MPI_Status_set_cancelled`).
 //!
-//! No thread can call `MPI_Grequest_complete` while another waits: the
-//! library grants at most `MPI_THREAD_SERIALIZED`. So a wait that could
-//! only end by the completion of a generalized request not yet complete
-//! would wait for ever; it fails instead, naming the request.
+//! A wait that only the completion of a generalized request not yet
+//! complete could end waits for another thread's `MPI_Grequest_complete`
+//! under `MPI_THREAD_MULTIPLE` (`crate::threads`). Below it, or when the
+//! process has no other thread, nobody can call it while this thread
+//! waits: the wait fails instead of waiting for ever, naming the request.
 
 use std::ffi::{c_int, c_void};
 
@@ -128,8 +129,9 @@ pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
         MPI_ERR_REQUEST,
         format!(
             "{call} would wait for ever: {h:#x} is a generalized request that MPI_Grequest_complete has not \
-             completed, and no other thread can call it while this one waits (the library grants at most \
-             MPI_THREAD_SERIALIZED); call MPI_Grequest_complete first, or test instead of waiting"
+             completed, and no other thread can call it while this one waits (the thread level is below \
+             MPI_THREAD_MULTIPLE, or the process has no other thread); call MPI_Grequest_complete first, or \
+             test instead of waiting"
         ),
     )
 }

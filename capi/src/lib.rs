@@ -27,9 +27,10 @@
 //! `MPI_ERR_UNSUPPORTED_OPERATION` naming themselves, so that a binding
 //! built against the whole standard loads.
 //!
-//! Threads: `MPI_THREAD_SERIALIZED` at most (one call at a time, from any
-//! thread); `MPI_Init_thread` answers a request for `MPI_THREAD_MULTIPLE`
-//! with `MPI_THREAD_SERIALIZED`, as the standard allows.
+//! Threads: every level up to `MPI_THREAD_MULTIPLE`, granted as asked.
+//! Below it, two threads in MPI at once end the job (the program's error);
+//! with it, calls take turns at one lock and a blocking call lets other
+//! threads in while it waits ([`threads`]).
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
@@ -62,6 +63,7 @@ mod p2p;
 mod partitioned;
 mod session;
 mod status;
+mod threads;
 mod tool;
 mod topo;
 mod win;
@@ -315,12 +317,14 @@ pub(crate) struct State {
 
 // SAFETY: the state holds `Rc`s (the mpi crate's communicators and
 // requests are single-threaded), and it lives in `STATE`, whose mutex is the
-// only way to reach it: no `Rc` is ever handed out of a locked section, so
-// at most one thread touches any of them at a time, and the mutex orders
-// those accesses. That is `MPI_THREAD_SERIALIZED`, the most we provide. A
-// second thread arriving while one holds the lock does not wait and then
-// share: `lock_slow` ends the job (sim-tests/c/threads.c is that case; its
-// "serial" form, threads taking turns, is the one the mutex orders).
+// only way to reach it: no `Rc` is ever handed out of a locked section (a
+// blocking call that lets other threads in under MPI_THREAD_MULTIPLE keeps
+// its operation in the state, as a request, while it does: crate::threads),
+// so at most one thread touches any of them at a time, and the mutex orders
+// those accesses. Below MPI_THREAD_MULTIPLE a second thread arriving while
+// one holds the lock does not wait: `lock_slow` ends the job
+// (sim-tests/c/threads.c is that case; its "serial" form, threads taking
+// turns, is the one the mutex orders).
 unsafe impl Send for State {}
 
 /// The library's state: `None` before `MPI_Init` and after `MPI_Finalize`.
@@ -406,13 +410,20 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
         );
         std::process::exit(MPI_ERR_OTHER.min(125));
     }
+    // MPI_THREAD_MULTIPLE: wait for the holder, waking it if it idles.
+    if threads::multiple() {
+        let counted = threads::arriving();
+        let g = STATE.lock();
+        threads::arrived(counted);
+        return g;
+    }
     // Held by another thread: two threads are in MPI at once, which the
-    // thread level this library grants (MPI_THREAD_SERIALIZED at most)
-    // makes erroneous (§11.6). Waiting could deadlock — the holder may be
-    // blocked on what this thread was about to send — so end the job,
-    // saying why, instead of hanging.
+    // thread level granted (below MPI_THREAD_MULTIPLE) makes erroneous
+    // (§11.6). Waiting could deadlock — the holder may be blocked on what
+    // this thread was about to send — so end the job, saying why, instead
+    // of hanging.
     eprintln!(
-        "MPI error: two threads called MPI at the same time; this library provides MPI_THREAD_SERIALIZED at most (MPI_Init_thread's `provided`), so calls from different threads must not overlap; ending the job"
+        "MPI error: two threads called MPI at the same time, but the thread level granted is below MPI_THREAD_MULTIPLE (MPI_Init_thread's `provided`), so calls from different threads must not overlap; ask MPI_Init_thread for MPI_THREAD_MULTIPLE; ending the job"
     );
     std::process::exit(MPI_ERR_OTHER.min(125))
 }
@@ -478,6 +489,19 @@ pub(crate) fn stateless_call(call: &str, f: impl FnOnce() -> R<()>) -> c_int {
 /// fatal handler, as the standard makes them erroneous.
 #[inline(always)]
 pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State) -> R<()>) -> c_int {
+    with_state_then(call, comm, body, &std::cell::Cell::new(false))
+}
+
+/// [`with_state`], handing the lock straight to a thread that waits for
+/// it if `fair` is set when the call succeeds (a blocking call giving the
+/// lock up under `MPI_THREAD_MULTIPLE`: `threads::blocking_call`).
+#[inline(always)]
+pub(crate) fn with_state_then(
+    call: &str,
+    comm: Handle,
+    body: impl FnOnce(&mut State) -> R<()>,
+    fair: &std::cell::Cell<bool>,
+) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
         let when =
@@ -499,19 +523,41 @@ pub(crate) fn with_state(call: &str, comm: Handle, body: impl FnOnce(&mut State)
     // `finish_call`, which starts the next burst.
     let result = body(st);
     if result.is_ok() && st.deferred.is_empty() {
+        if fair.get() {
+            MutexGuard::unlock_fair(guard);
+        }
         return MPI_SUCCESS;
     }
-    finish_call(call, comm, guard, result)
+    finish_call(call, comm, guard, result, fair.get())
+}
+
+/// Let the lock go; `fair`: straight to a thread parked waiting for it, if
+/// there is one (a plain unlock lets the releasing thread take it back
+/// before the parked one runs).
+#[inline(always)]
+fn release(guard: MutexGuard<'static, Option<State>>, fair: bool) {
+    if fair {
+        MutexGuard::unlock_fair(guard);
+    } else {
+        drop(guard);
+    }
 }
 
 /// The rest of a call that failed or left callbacks to run: run them
 /// without the lock (they may call MPI), then apply the error handler.
 #[cold]
 #[inline(never)]
-fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<State>>, mut result: R<()>) -> c_int {
+fn finish_call(
+    call: &str,
+    comm: Handle,
+    mut guard: MutexGuard<'static, Option<State>>,
+    mut result: R<()>,
+    fair: bool,
+) -> c_int {
     let mut deferred = guard.as_mut().map(|st| std::mem::take(&mut st.deferred)).unwrap_or_default();
-    // Under DN_COMPUTE=measured a standing mark ends every call: it runs
-    // after the callbacks (part of the call) and stays for the next call.
+    // Under DN_COMPUTE=measured and under MPI_THREAD_MULTIPLE a standing
+    // mark ends every call: it runs after the callbacks (part of the call)
+    // and stays for the next call.
     let mark = deferred.iter().position(|d| matches!(d, crate::attr::Deferred::CallEnds));
     if let Some(i) = mark {
         deferred.remove(i);
@@ -532,11 +578,19 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
     }
     if mark.is_some() {
         if let Some(st) = guard.as_mut() {
-            st.universe.call_ends();
+            if st.measuring {
+                st.universe.call_ends();
+            }
+            if threads::multiple() {
+                threads::ended();
+            }
             st.deferred.push(crate::attr::Deferred::CallEnds);
         }
     }
-    let Err(f) = result else { return MPI_SUCCESS };
+    let Err(f) = result else {
+        release(guard, fair);
+        return MPI_SUCCESS;
+    };
     let (errh, user, rank) = match guard.as_ref() {
         Some(st) => {
             // The handler of the object the call is about: a communicator,
@@ -554,7 +608,7 @@ fn finish_call(call: &str, comm: Handle, mut guard: MutexGuard<'static, Option<S
         }
         None => (MPI_ERRORS_ARE_FATAL, None, None),
     };
-    drop(guard);
+    release(guard, fair);
     // A call about no communicator or window (comm's handler was
     // MPI_COMM_WORLD's) hands the handler MPI_COMM_WORLD.
     report(call, errh, comm, user, rank, f)

@@ -19,11 +19,19 @@ fn mprobe(st: &mut State, source: c_int, tag: c_int, comm: Handle, block: bool) 
     if source == MPI_PROC_NULL {
         return Ok(Some((MPI_MESSAGE_NO_PROC, MpiStatus::proc_null())));
     }
-    let m = if source == MPI_ANY_SOURCE {
-        raw::mprobe(&c.any_process(), tag, block)?
-    } else {
-        raw::mprobe(&c.process_at_rank(source), tag, block)?
+    // Under MPI_THREAD_MULTIPLE a blocking probe gives the lock up where
+    // it would idle while another thread wants it (`crate::threads`).
+    let multiple = block && crate::threads::multiple();
+    let stop = crate::threads::stop;
+    let m = match (source == MPI_ANY_SOURCE, multiple) {
+        (true, false) => raw::mprobe(&c.any_process(), tag, block)?,
+        (false, false) => raw::mprobe(&c.process_at_rank(source), tag, block)?,
+        (true, true) => raw::mprobe_until(&c.any_process(), tag, &stop)?,
+        (false, true) => raw::mprobe_until(&c.process_at_rank(source), tag, &stop)?,
     };
+    if multiple && m.is_none() {
+        return Err(crate::threads::yielded());
+    }
     Ok(match m {
         None => None,
         Some(m) => {
@@ -43,7 +51,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    with_state("MPI_Mprobe", comm, |st| {
+    let body = |st: &mut State| {
         if message.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "message is a null pointer"));
         }
@@ -54,7 +62,11 @@ pub unsafe extern "C" fn MPI_Mprobe(
             put_status(status, s);
         }
         Ok(())
-    })
+    };
+    if crate::threads::multiple() {
+        return crate::threads::blocking_call("MPI_Mprobe", comm, body);
+    }
+    with_state("MPI_Mprobe", comm, body)
 }
 
 #[no_mangle]
@@ -119,6 +131,18 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments; the call waits
+        // for the receive.
+        return unsafe {
+            crate::p2p::block_on("MPI_Mrecv", MPI_COMM_WORLD, status, |st| {
+                Ok(match mrecv(st, buf, count, datatype, message)? {
+                    Some(a) => Req::Op(a),
+                    None => Req::Done(Ok(mpi::Status::proc_null())),
+                })
+            })
+        };
+    }
     with_state("MPI_Mrecv", MPI_COMM_WORLD, |st| {
         // SAFETY: the standard's contract on the arguments, for the call.
         let s = match unsafe { mrecv(st, buf, count, datatype, message)? } {

@@ -107,6 +107,10 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Send", buf, count, datatype, dest, tag, comm, false) };
+    }
     // SAFETY: the standard's contract on the arguments.
     unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm, false) }
 }
@@ -120,6 +124,10 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) };
+    }
     // SAFETY: the standard's contract on the arguments.
     unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) }
 }
@@ -133,6 +141,10 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) };
+    }
     // SAFETY: the standard's contract on the arguments.
     unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) }
 }
@@ -214,6 +226,10 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments, passed on.
+        return unsafe { recv_multiple(buf, count, datatype, source, tag, comm, status) };
+    }
     with_state("MPI_Recv", comm, |st| {
         // SAFETY: the standard's contract on the arguments.
         let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
@@ -241,6 +257,133 @@ pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<
     Ok(())
 }
 
+/// A blocking call under `MPI_THREAD_MULTIPLE` (`crate::threads`): its
+/// non-blocking form, whose operation `start` makes under the lock and the
+/// state keeps as a request, then a wait for it as `MPI_Wait` does, which
+/// lets other threads in; the status goes to `status`. Errors go to
+/// `comm`'s handler, under `call`'s name.
+///
+/// # Safety
+/// The buffers of the operation `start` makes stay valid until it
+/// completes, which is before this returns; `status` is null or writable.
+pub(crate) unsafe fn block_on(
+    call: &str,
+    comm: Handle,
+    status: *mut MpiStatus,
+    start: impl FnOnce(&mut State) -> R<Req>,
+) -> c_int {
+    let mut h = MPI_REQUEST_NULL;
+    let rc = with_state(call, comm, |st| {
+        let r = start(st)?;
+        // SAFETY: `h` is a local.
+        unsafe { new_request(st, r, &mut h) }
+    });
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: `h` is a local; the caller's contract on `status`.
+    unsafe { one_on(call, comm, true, &mut h, std::ptr::null_mut(), status) }
+}
+
+/// `MPI_Send` and its modes under `MPI_THREAD_MULTIPLE` ([`block_on`]),
+/// out of the single-threaded path's way.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[cold]
+#[inline(never)]
+unsafe fn send_multiple(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> c_int {
+    // SAFETY: the caller's contract; the call waits for the send.
+    unsafe { block_on(call, comm, std::ptr::null_mut(), |st| send_req(st, buf, count, dt, dest, tag, comm, sync)) }
+}
+
+/// `MPI_Recv` under `MPI_THREAD_MULTIPLE` ([`block_on`]).
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or
+/// writable (the standard's contract).
+#[cold]
+#[inline(never)]
+unsafe fn recv_multiple(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: the caller's contract; the call waits for the receive.
+    unsafe { block_on("MPI_Recv", comm, status, |st| recv_req(st, buf, count, dt, source, tag, comm)) }
+}
+
+/// What a send starts (`MPI_Isend`, and `MPI_Send` under
+/// `MPI_THREAD_MULTIPLE`).
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` and stays unchanged until the
+/// operation completes.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn send_req(
+    st: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    Ok(if dest == MPI_PROC_NULL {
+        Req::Done(Ok(mpi::Status::proc_null()))
+    } else {
+        // SAFETY: the caller keeps `buf` until the operation completes
+        // (this function's contract, the standard's §3.7.2); the request's
+        // handle is the only way to complete it, and MPI_Finalize
+        // completes what is left.
+        Req::Op(unsafe { start_send(&c.process_at_rank(dest), buf, &span, tag, sync) }?)
+    })
+}
+
+/// What a receive starts (`MPI_Irecv`, and `MPI_Recv` under
+/// `MPI_THREAD_MULTIPLE`).
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt` and is left alone until
+/// the operation completes.
+unsafe fn recv_req(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    let tag = recv_tag(tag)?;
+    Ok(if source == MPI_PROC_NULL {
+        Req::Done(Ok(mpi::Status::proc_null()))
+    } else {
+        // SAFETY: the caller keeps `buf` untouched until the operation
+        // completes (this function's contract, the standard's §3.7.2).
+        Req::Op(unsafe { from_source!(c, source, from => start_recv(from, buf, &span, tag)) }?)
+    })
+}
+
 /// Start a send.
 ///
 /// # Safety
@@ -259,17 +402,8 @@ unsafe fn isend(
     sync: bool,
 ) -> c_int {
     with_state(call, comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let span = st.span(count, dt)?;
-        let r = if dest == MPI_PROC_NULL {
-            Req::Done(Ok(mpi::Status::proc_null()))
-        } else {
-            // SAFETY: the caller keeps `buf` until the request completes
-            // (the standard's contract, §3.7.2); the request's handle is
-            // the only way to complete it, and MPI_Finalize completes what
-            // is left.
-            Req::Op(unsafe { start_send(&c.process_at_rank(dest), buf, &span, tag, sync) }?)
-        };
+        // SAFETY: the caller's contract on the buffer, passed on.
+        let r = unsafe { send_req(st, buf, count, dt, dest, tag, comm, sync) }?;
         // SAFETY: the caller's contract on `request`.
         unsafe { new_request(st, r, request) }
     })
@@ -328,16 +462,8 @@ pub unsafe extern "C" fn MPI_Irecv(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Irecv", comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        let span = st.span(count, datatype)?;
-        let tag = recv_tag(tag)?;
-        let r = if source == MPI_PROC_NULL {
-            Req::Done(Ok(mpi::Status::proc_null()))
-        } else {
-            // SAFETY: the caller keeps `buf` untouched until the request
-            // completes (the standard's contract, §3.7.2).
-            Req::Op(unsafe { from_source!(c, source, from => start_recv(from, buf, &span, tag)) }?)
-        };
+        // SAFETY: the standard's contract on the buffer, passed on.
+        let r = unsafe { recv_req(st, buf, count, datatype, source, tag, comm) }?;
         // SAFETY: the caller's contract on `request`.
         unsafe { new_request(st, r, request) }
     })
@@ -436,8 +562,17 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the buffers and `status`; the
+        // call waits for the operation.
+        return unsafe {
+            block_on("MPI_Sendrecv", comm, status, |st| {
+                start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm)
+            })
+        };
+    }
     with_state("MPI_Sendrecv", comm, |st| {
-        let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
         // SAFETY: the standard's contract on the buffers; complete before returning.
         let r =
             unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
@@ -484,6 +619,15 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the buffer and `status`; the
+        // call waits for the operation.
+        return unsafe {
+            block_on("MPI_Sendrecv_replace", comm, status, |st| {
+                start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm)
+            })
+        };
+    }
     with_state("MPI_Sendrecv_replace", comm, |st| {
         // SAFETY: the standard's contract on the buffer; complete before returning.
         let r =
@@ -531,8 +675,29 @@ fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<
     Ok(s.as_ref().map(c_status))
 }
 
+/// A blocking probe under `MPI_THREAD_MULTIPLE`: it gives the lock up
+/// (`crate::threads::yielded`) where it would idle while another thread
+/// wants it, and runs again.
+fn probe_multiple(st: &State, source: c_int, tag: c_int, comm: Handle) -> R<MpiStatus> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        return Ok(MpiStatus::proc_null());
+    }
+    let s = from_source!(c, source, from => raw::probe_until(from, tag, &crate::threads::stop)?);
+    s.as_ref().map(c_status).ok_or_else(crate::threads::yielded)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) -> c_int {
+    if crate::threads::multiple() {
+        return crate::threads::blocking_call("MPI_Probe", comm, |st| {
+            let s = probe_multiple(st, source, tag, comm)?;
+            // SAFETY: the standard's contract on `status`.
+            unsafe { put_status(status, s) };
+            Ok(())
+        });
+    }
     with_state("MPI_Probe", comm, |st| {
         let s = probe(st, source, tag, comm, true)?.unwrap_or_else(MpiStatus::empty);
         // SAFETY: the standard's contract on `status`.
@@ -597,15 +762,40 @@ fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(
     } else {
         hs.iter().map(|&h| held(st, h)).collect()
     };
+    let multiple = block && crate::threads::multiple();
     if let (true, Some(i)) = (block, pending.iter().position(|&p| p)) {
         let stuck = need == Need::All || parts.iter().all(|p| matches!(p, Part::Idle));
-        if stuck {
+        if stuck && !(multiple && crate::threads::others_exist()) {
             return Err(wait_for_ever(st, call, hs[i]));
         }
     }
-    let ended = mpi::request::settle(&parts, need, block, call)?;
-    let idle = parts.iter().enumerate().map(|(i, p)| matches!(p, Part::Idle) && !pending.get(i).is_some_and(|&x| x));
-    Ok((ended, idle.collect()))
+    let ended = if multiple {
+        mpi::request::settle_until(&parts, need, call, &crate::threads::stop)?
+    } else {
+        mpi::request::settle(&parts, need, block, call)?
+    };
+    let idle: Vec<bool> =
+        parts.iter().enumerate().map(|(i, p)| matches!(p, Part::Idle) && !pending.get(i).is_some_and(|&x| x)).collect();
+    if multiple {
+        let done = match need {
+            Need::All => ended.iter().zip(&idle).all(|(e, i)| *e || *i),
+            Need::One => idle.iter().all(|&i| i) || ended.iter().any(|&e| e),
+        };
+        if !done {
+            return Err(crate::threads::again(st, pending.iter().any(|&p| p)));
+        }
+    }
+    Ok((ended, idle))
+}
+
+/// Run completion call `call`'s body: blocking under
+/// `MPI_THREAD_MULTIPLE`, again each time it lets another thread in
+/// (`crate::threads::blocking_call`).
+fn completion(call: &str, comm: Handle, block: bool, body: impl FnMut(&mut State) -> R<()>) -> c_int {
+    if block && crate::threads::multiple() {
+        return crate::threads::blocking_call(call, comm, body);
+    }
+    with_state(call, comm, body)
 }
 
 /// Whether request `h` is active but cannot end while this process waits:
@@ -630,8 +820,17 @@ fn wait_for_ever(st: &State, call: &str, h: Handle) -> Fail {
 fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bool> {
     let p = part(st, h)?;
     let idle = matches!(p, Part::Idle);
+    let multiple = block && crate::threads::multiple();
     if idle && !(st.greqs.is_empty() && st.partitioned.is_empty()) && held(st, h) {
-        return if block { Err(wait_for_ever(st, call, h)) } else { Ok(false) };
+        return match block {
+            false => Ok(false),
+            true if multiple && crate::threads::others_exist() => Err(crate::threads::again(st, true)),
+            true => Err(wait_for_ever(st, call, h)),
+        };
+    }
+    if multiple {
+        let done = mpi::request::settle_until(std::slice::from_ref(&p), Need::All, call, &crate::threads::stop)?[0];
+        return if done || idle { Ok(true) } else { Err(crate::threads::again(st, false)) };
     }
     Ok(mpi::request::settle(std::slice::from_ref(&p), Need::All, block, call)?[0] || idle)
 }
@@ -698,7 +897,24 @@ fn in_status(failed: usize, first: &Fail) -> Fail {
 /// `request` is readable and writable; `flag` and `status` are null or
 /// writable.
 unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { one_on(call, MPI_COMM_WORLD, block, request, flag, status) }
+}
+
+/// [`one`], its errors going to `comm`'s handler (a blocking call made of
+/// its non-blocking form and a wait, [`block_on`]).
+///
+/// # Safety
+/// As [`one`].
+unsafe fn one_on(
+    call: &str,
+    comm: Handle,
+    block: bool,
+    request: *mut Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    completion(call, comm, block, |st| {
         // SAFETY: the caller's contract on `request`.
         let h = unsafe { read_arg(request, "request")? };
         let done = settle_one(st, h, block, call)?;
@@ -779,7 +995,7 @@ unsafe fn all(
     flag: *mut c_int,
     sts: *mut MpiStatus,
 ) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
+    completion(call, MPI_COMM_WORLD, block, |st| {
         // SAFETY: the caller's contract on the array.
         let reqs = unsafe { handles(count, reqs)? };
         let (ended, idle) = settle(st, reqs, Need::All, block, call)?;
@@ -934,7 +1150,7 @@ unsafe fn any(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
+    completion(call, MPI_COMM_WORLD, block, |st| {
         // SAFETY: the caller's contract on the array.
         let reqs = unsafe { handles_ref(count, reqs)? };
         let (i, f, s) = match settle_any(st, reqs, block, call)? {
@@ -1016,7 +1232,7 @@ unsafe fn some(
     indices: *mut c_int,
     sts: *mut MpiStatus,
 ) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |st| {
+    completion(call, MPI_COMM_WORLD, block, |st| {
         // SAFETY: the caller's contract on the array.
         let hs = unsafe { handles_ref(incount, reqs)? };
         let (ended, idle) = settle(st, hs, Need::One, block, call)?;

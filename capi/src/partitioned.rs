@@ -11,10 +11,11 @@
 //! where a partitioned tag must be below 2^29). So a partition "arrives"
 //! when they all have, which §4.2.1 permits.
 //!
-//! A started send with partitions not yet ready cannot end while its
-//! process waits: no other thread can mark them (the library grants at
-//! most `MPI_THREAD_SERIALIZED`), so such a wait fails instead of waiting
-//! for ever, like a generalized request's (`crate::greq`).
+//! A started send with partitions not yet ready waits for other threads
+//! to mark them under `MPI_THREAD_MULTIPLE` (`crate::threads`). Below it,
+//! or when the process has no other thread, nobody can mark them while
+//! this thread waits: such a wait fails instead of waiting for ever, like
+//! a generalized request's (`crate::greq`).
 
 use std::ffi::{c_int, c_void};
 
@@ -47,8 +48,8 @@ pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
         MPI_ERR_REQUEST,
         format!(
             "{call} would wait for ever: {h:#x} is a partitioned send with partitions not marked ready, and no \
-             other thread can mark them while this one waits (the library grants at most MPI_THREAD_SERIALIZED); \
-             call MPI_Pready for each partition first"
+             other thread can mark them while this one waits (the thread level is below MPI_THREAD_MULTIPLE, or \
+             the process has no other thread); call MPI_Pready for each partition first"
         ),
     )
 }

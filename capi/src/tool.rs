@@ -43,7 +43,7 @@ unsafe fn out<T>(p: *mut T, v: T) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
-    let level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    let level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     // SAFETY: the standard's contract on `provided`.
     let rc = unsafe { out(provided, level) };
     if rc == MPI_SUCCESS {

@@ -1,16 +1,24 @@
 /* A ping-pong between ranks 0 and 1 (the others wait at the barrier):
- * `pingpong [ITERS [BYTES]]`, dnbench latency's pattern in C. Prints the
- * one-way latency in microseconds (simulated time on the simulator) and
- * checks every byte of the last message. Used by the callgrind comparison
- * of the C ABI with the Rust API (docs/BENCHMARKS.md). */
+ * `pingpong [ITERS [BYTES [multiple]]]`, dnbench latency's pattern in C.
+ * Prints the one-way latency in microseconds (simulated time on the
+ * simulator) and checks every byte of the last message. With "multiple"
+ * it asks for MPI_THREAD_MULTIPLE (one thread still makes every call):
+ * what that level costs on the latency path. Used by the callgrind
+ * comparison of the C ABI with the Rust API (docs/BENCHMARKS.md). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
     int rank, size, iters = argc > 1 ? atoi(argv[1]) : 1000, bytes = argc > 2 ? atoi(argv[2]) : 0;
-    MPI_Init(&argc, &argv);
+    int multiple = argc > 3 && strcmp(argv[3], "multiple") == 0, provided = -1;
+    if (multiple) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2 || iters < 1 || bytes < 0) {
@@ -32,7 +40,8 @@ int main(int argc, char **argv)
     }
     double t = MPI_Wtime() - t0;
     int ok = bytes == 0 || buf[0] == (char)(iters - 1);
-    if (rank == 0) printf("%s pingpong %d B: %.3f us one way\n", ok ? "OK" : "FAIL", bytes, t / iters / 2 * 1e6);
+    if (multiple && provided != MPI_THREAD_MULTIPLE) ok = 0;
+    if (rank == 0) printf("%s pingpong %d B: %.3f us one way%s\n", ok ? "OK" : "FAIL", bytes, t / iters / 2 * 1e6, multiple ? " (MPI_THREAD_MULTIPLE)" : "");
     free(buf);
     MPI_Finalize();
     return ok ? 0 : 1;

@@ -115,10 +115,10 @@ fn an_error_under_the_default_handler_ends_the_job_naming_rank_and_call() {
     assert!(!text.contains("not reached"), "{text}");
 }
 
-/// Two threads in MPI at once under `MPI_THREAD_SERIALIZED` (granted for a
-/// request of `MPI_THREAD_MULTIPLE`) end the job with a message instead of
-/// hanging, on every backend (issue 30: UDP and DPDK hung until
-/// `--timeout`); threads that take turns are served (sim-tests/c/threads.c).
+/// Two threads in MPI at once under `MPI_THREAD_SERIALIZED` end the job
+/// with a message instead of hanging, on every backend (issue 30: UDP and
+/// DPDK hung until `--timeout`); threads that take turns are served
+/// (sim-tests/c/threads.c).
 #[test]
 fn two_threads_in_mpi_at_once_end_the_job_saying_so() {
     let prog = build("threads");
@@ -407,6 +407,30 @@ fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
         ok(3, 1, &["--backend", "dpdk"]);
     }
     prog
+}
+
+/// `MPI_THREAD_MULTIPLE` (sim-tests/c/multiple.c): a blocking receive
+/// that only another thread's (late) send satisfies, two threads per rank
+/// doing point-to-point and collectives on their own communicators, a
+/// generalized request and partitions completed by other threads; on the
+/// simulator at odd and even rank counts and 32 ranks, over UDP and DPDK.
+/// A 0-byte ping-pong under `MPI_THREAD_MULTIPLE` from one thread keeps
+/// simulated time exact: the same latency run after run.
+#[test]
+fn thread_multiple_blocking_calls_block_only_their_thread() {
+    everywhere("multiple", &[(1, 1), (2, 2), (3, 3), (5, 2), (32, 8)]);
+    let pp = build("pingpong");
+    let lat = |_| {
+        let (ok, text) = run_with(2, 2, &[], &pp, &["2000", "0", "multiple"]);
+        assert!(ok, "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix("OK pingpong 0 B: "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no latency in:\n{text}"))
+    };
+    let (a, b) = (lat(0), lat(1));
+    assert_eq!(a, b, "two runs of one MPI_THREAD_MULTIPLE ping-pong differ in simulated time");
+    assert!(a.ends_with("(MPI_THREAD_MULTIPLE)"), "{a}");
 }
 
 /// Partitioned communication (sim-tests/c/partitioned.c): requests

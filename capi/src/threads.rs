@@ -1,0 +1,265 @@
+//! `MPI_THREAD_MULTIPLE` (MPI 4.1 §11.6): any thread may call MPI at any
+//! time, and a blocking call blocks only its own thread.
+//!
+//! - **One lock.** The library's state is one structure behind one lock
+//!   (the mpi crate's objects are single-threaded): calls from different
+//!   threads take turns. A thread that finds the lock taken waits for it
+//!   (in the lower levels, a second thread ends the job instead: they are
+//!   erroneous there).
+//! - **Blocking calls let others in.** A blocking call that has to wait
+//!   (`MPI_Recv`, `MPI_Wait*`, a blocking collective, ...) starts its
+//!   operation as the non-blocking form does and then waits for it, as
+//!   `MPI_Wait` does; but when another thread wants the lock, the waiting
+//!   thread gives it up where it would otherwise idle, and waits again once
+//!   it has it back ([`blocking_call`], `mpi::request::settle_until`).
+//! - **Waking an idle wait.** The thread that waits inside may be asleep
+//!   in the backend's idle wait (in the simulator, a `WAIT` hand-over; on
+//!   a socket, a timed receive). A thread arriving at the lock wakes it
+//!   first ([`adi::Waker`]): the simulator then resumes the process at the
+//!   earliest simulated time at which it can act without changing anybody's
+//!   past (`simlink::scheduler::poked_clock`); the datagram backends look at
+//!   a flag at least every millisecond.
+//! - **Threads that wait take turns.** Two threads that both wait hand
+//!   the lock to each other only when something may have changed since the
+//!   other last looked at its wait (a new call ran, a progress pass moved
+//!   something: [`stop`]); otherwise the holder idles for both.
+//! - **What it costs.** Below `MPI_THREAD_MULTIPLE`, one check per call.
+//!   With it and without contention, a blocking point-to-point call becomes
+//!   the non-blocking one plus a wait (docs/BENCHMARKS.md has the figures).
+//!
+//! Simulated time stays exact for a program whose threads never meet in
+//! the library (one thread calls MPI at a time): nothing is woken and no
+//! lock changes hands inside a call. When two threads do meet, when the
+//! second one gets in depends on how the host scheduled them, so
+//! simulated times then vary from run to run (as with `--compute
+//! measured`); results do not.
+//!
+//! Calls that stay whole under the lock: those that build communicators,
+//! groups, windows or topologies (`MPI_Comm_dup`, `_split`, `_create`,
+//! `MPI_Intercomm_create`, `MPI_Win_create`, ...), one-sided
+//! synchronization (`MPI_Win_fence`, `_lock`, ...), the collectives on an
+//! intercommunicator, and `MPI_Finalize`: another thread's call waits until
+//! they return (README, "What is not supported").
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::{Fail, R};
+
+/// `MPI_THREAD_MULTIPLE` was granted.
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// Threads waiting for the library's lock.
+static WANTED: AtomicUsize = AtomicUsize::new(0);
+/// Of those, threads coming back to a blocking call that let another in
+/// (they have nothing new to do: they look again whether their wait is
+/// over); counted from before they let the lock go.
+static RETURNING: AtomicUsize = AtomicUsize::new(0);
+/// How a thread arriving at the lock wakes the one idling inside.
+static WAKER: OnceLock<Option<Arc<dyn adi::Waker>>> = OnceLock::new();
+/// Counts what may have changed the state of a request: a call that ended,
+/// a progress pass that moved something.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// The [`EPOCH`] each thread coming back for the lock saw when it last
+/// looked at its wait: while one is older than `EPOCH`, that thread may
+/// find its wait over, and a holder about to idle lets it look first.
+static SEEN: Mutex<Vec<(std::thread::ThreadId, u64)>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// This thread is coming back to its blocking call ([`blocking_call`]).
+    static COMING_BACK: Cell<bool> = const { Cell::new(false) };
+    /// This thread's blocking call is giving the lock up ([`blocking_call`]).
+    static YIELDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Not an MPI error class: a blocking call's body gave the lock up for
+/// another thread and is to run again ([`blocking_call`]).
+const YIELDED: c_int = c_int::MIN;
+
+/// Whether `MPI_THREAD_MULTIPLE` was granted (one load: the check every
+/// blocking call makes).
+#[inline(always)]
+pub(crate) fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Grant `MPI_THREAD_MULTIPLE`: from now on blocking calls let other
+/// threads in, and `waker` ends an idle wait when one arrives.
+pub(crate) fn grant(waker: Option<Arc<dyn adi::Waker>>) {
+    if let Some(w) = &waker {
+        w.set_threaded();
+    }
+    let _ = WAKER.set(waker);
+    MULTIPLE.store(true, Ordering::SeqCst);
+}
+
+/// Whether a thread with a new call waits for the lock.
+fn newcomers() -> bool {
+    WANTED.load(Ordering::Acquire) > RETURNING.load(Ordering::Acquire)
+}
+
+/// Whether a thread waiting inside the library gives the lock up, asked
+/// where it would otherwise idle, told whether its wait `moved` anything
+/// since it took the lock: at once for a thread with a new call; for a
+/// thread coming back to its own wait, only if something may have changed
+/// since that thread last looked (a new call ran, a progress pass moved
+/// something), so that threads that all wait take turns at idling rather
+/// than at spinning, and none misses the end of its wait.
+pub(crate) fn stop(moved: bool) -> bool {
+    arm();
+    if moved {
+        EPOCH.fetch_add(1, Ordering::AcqRel);
+    }
+    newcomers() || stale()
+}
+
+/// Whether a thread coming back for the lock has not looked at its wait
+/// since the last change ([`EPOCH`]).
+fn stale() -> bool {
+    if RETURNING.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    let now = EPOCH.load(Ordering::Acquire);
+    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|&(_, e)| e < now)
+}
+
+/// A call ends (in MPI_THREAD_MULTIPLE, through the standing mark every
+/// call ends with, `attr::Deferred::CallEnds`): it may have changed what
+/// others wait for, unless it is a blocking call giving the lock up with
+/// nothing done but a look at its own wait.
+pub(crate) fn ended() {
+    if !YIELDING.with(Cell::get) {
+        EPOCH.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Let a newcomer's wake end this thread's next wait (before looking for
+/// newcomers: see [`adi::Waker::arm`]).
+fn arm() {
+    if let Some(Some(w)) = WAKER.get() {
+        w.arm();
+    }
+}
+
+/// A thread about to wait for the lock (in MPI_THREAD_MULTIPLE): count
+/// it and wake the holder's idle wait, unless it is coming back to its
+/// blocking call, which counted it already, before it let the lock go
+/// ([`blocking_call`]). Returns what [`arrived`] takes.
+pub(crate) fn arriving() -> bool {
+    if COMING_BACK.with(Cell::get) {
+        return false;
+    }
+    WANTED.fetch_add(1, Ordering::AcqRel);
+    if let Some(Some(w)) = WAKER.get() {
+        w.wake();
+    }
+    true
+}
+
+/// The thread counted by [`arriving`] has the lock.
+pub(crate) fn arrived(counted: bool) {
+    if counted {
+        WANTED.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Count this thread, which holds the lock and is about to let it go, as
+/// one coming back for it: from the moment the lock is free, the next
+/// holder sees it waiting (a thread counted only once it found the lock
+/// taken could be missed by a holder that looked in between, and would
+/// then wait for that holder's next event, perhaps for ever).
+fn coming_back() {
+    let me = std::thread::current().id();
+    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((me, EPOCH.load(Ordering::Acquire)));
+    RETURNING.fetch_add(1, Ordering::AcqRel);
+    WANTED.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The thread [`coming_back`] counted has the lock again (and looks at
+/// its wait now).
+fn came_back() {
+    WANTED.fetch_sub(1, Ordering::AcqRel);
+    RETURNING.fetch_sub(1, Ordering::AcqRel);
+    let me = std::thread::current().id();
+    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|&(t, _)| t != me);
+}
+
+/// The failure a blocking call's body returns when it gave the lock up.
+pub(crate) fn yielded() -> Fail {
+    Fail::new(YIELDED, "the call waits again")
+}
+
+/// Whether the process has a thread besides the calling one, to complete
+/// what only a thread can (a generalized request, a partitioned send's
+/// partitions). Counted by the operating system: a thread that has not
+/// called MPI yet counts too.
+pub(crate) fn others_exist() -> bool {
+    simlink::process::threads(std::process::id()).is_none_or(|n| n > 1)
+}
+
+/// A blocking call under `MPI_THREAD_MULTIPLE` found what it waits for
+/// not yet there and gives the lock up ([`blocking_call`]): after waiting
+/// once for something to happen if `idle` (it waits for what only another
+/// thread can do: complete a generalized request, mark a partition ready)
+/// and no thread with a new call waits for the lock.
+pub(crate) fn again(st: &crate::State, idle: bool) -> Fail {
+    arm();
+    if idle && !newcomers() && !stale() {
+        if let Err(e) = st.universe.idle() {
+            return e.into();
+        }
+        // Something may have moved for another waiting thread.
+        EPOCH.fetch_add(1, Ordering::AcqRel);
+    }
+    yielded()
+}
+
+/// Run a blocking call's `body` under the lock, again each time it gives
+/// the lock up for another thread (it returns [`yielded`]), handing the
+/// lock straight to a thread that waits for it; its other outcomes are
+/// the call's, as [`crate::with_state`] reports them.
+pub(crate) fn blocking_call(
+    call: &str,
+    comm: crate::Handle,
+    mut body: impl FnMut(&mut crate::State) -> R<()>,
+) -> c_int {
+    // Counted among the lock's waiters by `coming_back`, until it has the
+    // lock again.
+    let counted = Cell::new(false);
+    loop {
+        let again = Cell::new(false);
+        let rc = crate::with_state_then(
+            call,
+            comm,
+            |st| {
+                if counted.replace(false) {
+                    came_back();
+                }
+                match body(st) {
+                    Err(f) if f.class == YIELDED => {
+                        again.set(true);
+                        YIELDING.with(|y| y.set(true));
+                        // Counted from before the lock is free (then
+                        // handed straight to a thread parked for it).
+                        coming_back();
+                        counted.set(true);
+                        Ok(())
+                    }
+                    r => r,
+                }
+            },
+            &again,
+        );
+        YIELDING.with(|y| y.set(false));
+        COMING_BACK.with(|c| c.set(again.get()));
+        if !again.get() {
+            // The body did not run (the library ended meanwhile).
+            if counted.replace(false) {
+                came_back();
+            }
+            return rc;
+        }
+        std::thread::yield_now();
+    }
+}

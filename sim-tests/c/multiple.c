@@ -1,0 +1,236 @@
+/* MPI_THREAD_MULTIPLE (MPI 4.1 §11.6): any thread calls MPI at any time,
+ * and a blocking call blocks only its own thread.
+ *
+ * 1. Every rank's main thread blocks in a receive that only another
+ *    thread's send satisfies (around a ring), that thread sleeping first:
+ *    the wait must let it in, and the simulator must not call the wait a
+ *    deadlock while a thread outside MPI may still end it.
+ * 2. Two threads per rank at once, each on its own communicator: one
+ *    does blocking point-to-point around a ring (Send, Recv, Sendrecv,
+ *    Probe) with an allreduce per round, the other collectives with roots
+ *    other than 0, blocking and non-blocking, and a probe of a message to
+ *    itself.
+ * 3. A generalized request completed by another thread while the main
+ *    thread waits for it.
+ * 4. A partitioned send whose partitions two other threads mark ready
+ *    while the main thread waits for it.
+ * "OK c-multiple on N ranks" from rank 0 when every rank passed. */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+enum { ROUNDS = 30 };
+
+static MPI_Comm ca, cb, cc;
+static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* CHECK from a thread: `errors` is shared. */
+#define TCHECK(cond, ...)                          \
+    do {                                           \
+        pthread_mutex_lock(&errors_lock);          \
+        CHECK(cond, __VA_ARGS__);                  \
+        pthread_mutex_unlock(&errors_lock);        \
+    } while (0)
+
+static void pause_ms(int ms) {
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static int next_rank(void) { return (rank + 1) % size; }
+static int prev_rank(void) { return (rank + size - 1) % size; }
+
+/* Case 1: sleep, then send what the main thread's neighbor waits for. */
+static void *late_sender(void *arg) {
+    (void)arg;
+    int flag = 1;
+    MPI_Is_thread_main(&flag);
+    TCHECK(!flag, "MPI_Is_thread_main said yes in a second thread");
+    pause_ms(150);
+    int v = 100 + rank;
+    TCHECK(MPI_Send(&v, 1, MPI_INT, next_rank(), 1, cc) == MPI_SUCCESS, "the late send");
+    return NULL;
+}
+
+/* Case 2, first thread: blocking point-to-point around a ring on `ca`. */
+static void *ring(void *arg) {
+    (void)arg;
+    int next = next_rank(), prev = prev_rank();
+    for (int r = 0; r < ROUNDS; r++) {
+        int out = rank * 1000 + r, in = -1;
+        if (rank % 2 == 0) {
+            MPI_Send(&out, 1, MPI_INT, next, r, ca);
+            MPI_Recv(&in, 1, MPI_INT, prev, r, ca, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&in, 1, MPI_INT, prev, r, ca, MPI_STATUS_IGNORE);
+            MPI_Send(&out, 1, MPI_INT, next, r, ca);
+        }
+        TCHECK(in == prev * 1000 + r, "ring round %d got %d", r, in);
+        int back = -1;
+        MPI_Sendrecv(&out, 1, MPI_INT, prev, 1000 + r, &back, 1, MPI_INT, next, 1000 + r, ca, MPI_STATUS_IGNORE);
+        TCHECK(back == next * 1000 + r, "sendrecv round %d got %d", r, back);
+        if (r % 5 == 0) {
+            MPI_Status st;
+            MPI_Request q;
+            MPI_Isend(&out, 1, MPI_INT, next, 2000, ca, &q);
+            MPI_Probe(MPI_ANY_SOURCE, 2000, ca, &st);
+            TCHECK(st.MPI_SOURCE == prev, "probe found source %d", st.MPI_SOURCE);
+            MPI_Recv(&in, 1, MPI_INT, st.MPI_SOURCE, 2000, ca, MPI_STATUS_IGNORE);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+            TCHECK(in == prev * 1000 + r, "probed message %d", in);
+        }
+        int sum = -1;
+        MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, ca);
+        TCHECK(sum == r * size, "ring allreduce round %d: %d", r, sum);
+    }
+    return NULL;
+}
+
+/* Case 2, second thread: collectives on `cb`, roots other than 0. */
+static void *collectives(void *arg) {
+    (void)arg;
+    for (int r = 0; r < ROUNDS; r++) {
+        int root = (r + size - 1) % size;
+        int v = rank == root ? 7 * r : -1;
+        MPI_Bcast(&v, 1, MPI_INT, root, cb);
+        TCHECK(v == 7 * r, "bcast round %d from %d: %d", r, root, v);
+        MPI_Barrier(cb);
+        long mine = rank + r, total = -1;
+        MPI_Reduce(&mine, &total, 1, MPI_LONG, MPI_SUM, root, cb);
+        if (rank == root) {
+            long want = (long)size * r + (long)size * (size - 1) / 2;
+            TCHECK(total == want, "reduce round %d at %d: %ld, not %ld", r, root, total, want);
+        }
+        int x = rank + r, y = -1, g[64];
+        MPI_Request q[2];
+        MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_MAX, cb, &q[0]);
+        MPI_Iallgather(&x, 1, MPI_INT, g, 1, MPI_INT, cb, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        TCHECK(y == size - 1 + r, "iallreduce round %d: %d", r, y);
+        for (int i = 0; i < size && i < 64; i++) TCHECK(g[i] == i + r, "iallgather round %d [%d]: %d", r, i, g[i]);
+        /* A message to itself, found by a blocking probe. */
+        int self = 31 * r, got = -1;
+        MPI_Request s;
+        MPI_Status st;
+        MPI_Isend(&self, 1, MPI_INT, rank, 9, cb, &s);
+        MPI_Probe(MPI_ANY_SOURCE, 9, cb, &st);
+        MPI_Recv(&got, 1, MPI_INT, st.MPI_SOURCE, 9, cb, MPI_STATUS_IGNORE);
+        MPI_Wait(&s, MPI_STATUS_IGNORE);
+        TCHECK(got == self && st.MPI_SOURCE == rank, "self message %d from %d", got, st.MPI_SOURCE);
+    }
+    return NULL;
+}
+
+/* Case 3: a generalized request another thread completes. */
+struct greq {
+    MPI_Request r;
+    int queries;
+};
+static int query(void *extra, MPI_Status *st) {
+    struct greq *g = extra;
+    g->queries++;
+    MPI_Status_set_elements(st, MPI_INT, 2);
+    MPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = MPI_UNDEFINED;
+    st->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+static int release(void *extra) {
+    (void)extra;
+    return MPI_SUCCESS;
+}
+static int cancel(void *extra, int complete) {
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+static void *completer(void *arg) {
+    struct greq *g = arg;
+    pause_ms(50);
+    TCHECK(MPI_Grequest_complete(g->r) == MPI_SUCCESS, "Grequest_complete from a thread");
+    return NULL;
+}
+
+/* Case 4: mark one partition ready. */
+struct part {
+    MPI_Request r;
+    int p;
+};
+static void *ready(void *arg) {
+    struct part *p = arg;
+    pause_ms(20 * (p->p + 1));
+    TCHECK(MPI_Pready(p->p, p->r) == MPI_SUCCESS, "Pready %d from a thread", p->p);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int provided = -1, level = -1;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d, not MPI_THREAD_MULTIPLE", provided);
+    MPI_Query_thread(&level);
+    CHECK(level == MPI_THREAD_MULTIPLE, "MPI_Query_thread: %d", level);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ca);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cb);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cc);
+    pthread_t t[2];
+
+    /* 1 */
+    int got = -1;
+    pthread_create(&t[0], NULL, late_sender, NULL);
+    CHECK(MPI_Recv(&got, 1, MPI_INT, prev_rank(), 1, cc, MPI_STATUS_IGNORE) == MPI_SUCCESS, "the main thread's receive");
+    CHECK(got == 100 + prev_rank(), "case 1 got %d", got);
+    pthread_join(t[0], NULL);
+
+    /* 2 */
+    pthread_create(&t[0], NULL, ring, NULL);
+    pthread_create(&t[1], NULL, collectives, NULL);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+
+    /* 3 */
+    struct greq g = {MPI_REQUEST_NULL, 0};
+    MPI_Status st;
+    int count = -1;
+    MPI_Grequest_start(query, release, cancel, &g, &g.r);
+    MPI_Request mine = g.r;
+    pthread_create(&t[0], NULL, completer, &g);
+    CHECK(MPI_Wait(&mine, &st) == MPI_SUCCESS && mine == MPI_REQUEST_NULL, "a wait for another thread's Grequest_complete");
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(g.queries == 1 && count == 2, "query_fn: %d calls, count %d", g.queries, count);
+    pthread_join(t[0], NULL);
+
+    /* 4 */
+    int out[4], in[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 4; i++) out[i] = 10 * rank + i;
+    MPI_Request ps, pr;
+    MPI_Psend_init(out, 2, 2, MPI_INT, next_rank(), 3, MPI_COMM_WORLD, MPI_INFO_NULL, &ps);
+    MPI_Precv_init(in, 2, 2, MPI_INT, prev_rank(), 3, MPI_COMM_WORLD, MPI_INFO_NULL, &pr);
+    MPI_Start(&pr);
+    MPI_Start(&ps);
+    struct part parts[2] = {{ps, 0}, {ps, 1}};
+    pthread_create(&t[0], NULL, ready, &parts[0]);
+    pthread_create(&t[1], NULL, ready, &parts[1]);
+    CHECK(MPI_Wait(&ps, MPI_STATUS_IGNORE) == MPI_SUCCESS, "a wait for partitions other threads mark");
+    CHECK(MPI_Wait(&pr, MPI_STATUS_IGNORE) == MPI_SUCCESS, "the partitioned receive");
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    for (int i = 0; i < 4; i++) CHECK(in[i] == 10 * prev_rank() + i, "partition data [%d]: %d", i, in[i]);
+    MPI_Request_free(&ps);
+    MPI_Request_free(&pr);
+
+    MPI_Comm_free(&ca);
+    MPI_Comm_free(&cb);
+    MPI_Comm_free(&cc);
+    int all = 0;
+    MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0) printf("OK c-multiple on %d ranks\n", size);
+    MPI_Finalize();
+    return all != 0;
+}
