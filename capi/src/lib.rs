@@ -365,6 +365,16 @@ impl State {
     }
 }
 
+impl State {
+    /// The entry of communicator `h`, also while an `MPI_Comm_idup` is
+    /// still making it: for the calls that touch only the handle's own
+    /// properties (its error handler and name), which MPICH, Open MPI and
+    /// so mpi4py allow on a pending duplicate.
+    pub(crate) fn comm_handle_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
+        self.comms.get_mut(&h).ok_or_else(|| unknown_comm(h))
+    }
+}
+
 /// The error for a handle that names no communicator, or one that an
 /// `MPI_Comm_idup` still under way is making (`pending`).
 #[cold]

@@ -1170,8 +1170,12 @@ unsafe fn any(
             if !block {
                 put(flag, f, "flag")?;
             }
-            if let Some(s) = &s {
-                put_result(status, s);
+            match &s {
+                // No active request: the empty status, whole (MPI 4.1
+                // §3.7.3: its error is MPI_SUCCESS too; mpi4py checks).
+                Some(Ok(e)) if i == MPI_UNDEFINED && !status.is_null() => status.write(*e),
+                Some(s) => put_result(status, s),
+                None => {}
             }
         }
         s.transpose().map(drop)

@@ -214,8 +214,10 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
         // A length of 0 asks for the length needed, NUL included
         // (§11.3.2); otherwise the name is cut to the room given.
         if room > 0 {
-            // SAFETY: the standard's contract: `pset_name` has `room` bytes.
-            unsafe { crate::env::put_string(pset_name, std::ptr::null_mut(), name, room)? };
+            let mut written = 0;
+            // SAFETY: the standard's contract: `pset_name` has `room` bytes;
+            // `written` is a local.
+            unsafe { crate::env::put_string(pset_name, &mut written, name, room)? };
         }
         // SAFETY: readable above, and writable (INOUT).
         unsafe { pset_len.write(need) };

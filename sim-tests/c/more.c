@@ -183,6 +183,12 @@ int main(int argc, char **argv)
     CHECK(sts[1].MPI_SOURCE == prev && g[1] == MPI_REQUEST_NULL, "wait after get_status %d", sts[1].MPI_SOURCE);
     MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &st);
     CHECK(flag && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG, "null request's status %d", st.MPI_SOURCE);
+    /* No active request among them: the empty status, its error included
+     * (mpi4py's test_request checks it). */
+    st.MPI_ERROR = MPI_ERR_OTHER;
+    MPI_Request_get_status_any(2, g, &idx, &flag, &st);
+    CHECK(flag && idx == MPI_UNDEFINED && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_ERROR == MPI_SUCCESS,
+          "get_status_any of null requests: %d %d %d", idx, st.MPI_SOURCE, st.MPI_ERROR);
     MPI_Request_get_status_any(2, g, &idx, &flag, &st);
     CHECK(flag && idx == MPI_UNDEFINED, "get_status_any over null requests %d", idx);
     MPI_Request_get_status_some(2, g, &outc, inds, sts);

@@ -482,6 +482,15 @@ static void errors_attributes_and_queries(void) {
     int erc = MPI_Comm_size(da, &early);
     MPI_Error_class(erc, &ecls);
     CHECK(ecls == MPI_ERR_COMM && early == -1, "a pending idup's handle used: class %d", ecls);
+    /* Its own handle-level properties may be set while it is pending (as
+     * MPICH and Open MPI allow, and mpi4py does after every Idup). */
+    MPI_Errhandler peh = MPI_ERRHANDLER_NULL;
+    char nm[MPI_MAX_OBJECT_NAME];
+    int nlen = 0;
+    CHECK(MPI_Comm_set_errhandler(da, MPI_ERRORS_RETURN) == MPI_SUCCESS, "set_errhandler on a pending idup");
+    CHECK(MPI_Comm_get_errhandler(da, &peh) == MPI_SUCCESS && peh == MPI_ERRORS_RETURN, "get_errhandler on a pending idup");
+    CHECK(MPI_Comm_set_name(da, "pending") == MPI_SUCCESS, "set_name on a pending idup");
+    CHECK(MPI_Comm_get_name(da, nm, &nlen) == MPI_SUCCESS && strcmp(nm, "pending") == 0, "get_name on a pending idup");
     int token = rank, from = -1;
     MPI_Sendrecv(&token, 1, MPI_INT, (rank + 1) % size, 5, &from, 1, MPI_INT, (rank + size - 1) % size, 5, a,
                  MPI_STATUS_IGNORE);

@@ -39,8 +39,8 @@ static int one_session(int round, MPI_Errhandler eh) {
     MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 0, &len, NULL);
     CHECK(len == (int)strlen("mpi://WORLD") + 1, "length of pset 0: %d", len);
     len = sizeof name;
-    MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 1, &len, name);
-    CHECK(strcmp(name, "mpi://SELF") == 0, "pset 1 is '%s'", name);
+    CHECK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 1, &len, name) == MPI_SUCCESS, "get_nth_pset with a buffer");
+    CHECK(strcmp(name, "mpi://SELF") == 0 && len == (int)strlen("mpi://SELF") + 1, "pset 1 is '%s' (%d)", name, len);
     MPI_Info pi;
     char v[16];
     MPI_Session_get_pset_info(s, "mpi://world", &pi);
