@@ -568,8 +568,34 @@ pub(crate) unsafe fn dup(st: &mut State, comm: Handle, newcomm: *mut Handle) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on `newcomm`.
+        return unsafe { dup_multiple("MPI_Comm_dup", comm, None, newcomm) };
+    }
     // SAFETY: the standard's contract on `newcomm`.
     with_state("MPI_Comm_dup", comm, |st| unsafe { dup(st, comm, newcomm) }.map(|_| ()))
+}
+
+/// `MPI_Comm_dup` and `MPI_Comm_dup_with_info` under
+/// `MPI_THREAD_MULTIPLE`: an idup, then a wait for it that lets other
+/// threads in (`crate::threads`). The blocking form's agreement on a
+/// context id would hold the library until every member has answered, so
+/// threads duplicating different communicators in different orders on
+/// different processes (MPICH's threads/comm tests) would wait for ever;
+/// an idup agrees on nothing. (Every process of the job must then ask for
+/// `MPI_THREAD_MULTIPLE`, or none: the two forms do not meet.)
+///
+/// # Safety
+/// `newcomm` is null or writable.
+pub(crate) unsafe fn dup_multiple(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Handle) -> c_int {
+    let mut r = MPI_REQUEST_NULL;
+    // SAFETY: the caller's contract on `newcomm`; `r` is a local.
+    let rc = unsafe { idup(call, comm, info, newcomm, &mut r) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: `r` is a local.
+    unsafe { crate::p2p::wait_request(call, comm, &mut r) }
 }
 
 /// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (§7.4.2; `info`'s hints,

@@ -901,6 +901,18 @@ unsafe fn one(call: &str, block: bool, request: *mut Handle, flag: *mut c_int, s
     unsafe { one_on(call, MPI_COMM_WORLD, block, request, flag, status) }
 }
 
+/// Wait for request `*request` as `MPI_Wait` does (letting other threads
+/// in under `MPI_THREAD_MULTIPLE`), its errors going to `comm`'s handler
+/// under `call`'s name: the wait of a blocking call made of its
+/// non-blocking form.
+///
+/// # Safety
+/// `request` is readable and writable.
+pub(crate) unsafe fn wait_request(call: &str, comm: Handle, request: *mut Handle) -> c_int {
+    // SAFETY: the caller's contract; no status is written.
+    unsafe { one_on(call, comm, true, request, std::ptr::null_mut(), std::ptr::null_mut()) }
+}
+
 /// [`one`], its errors going to `comm`'s handler (a blocking call made of
 /// its non-blocking form and a wait, [`block_on`]).
 ///
