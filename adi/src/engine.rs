@@ -1400,11 +1400,22 @@ impl Engine {
         ctx: u32,
         stop: &dyn Fn(bool) -> bool,
     ) -> Result<Option<Matched>, AdiError> {
+        self.probe_loop(stop, |e| e.improbe_pass(src, tag, ctx))
+    }
+
+    /// Make probe passes (`pass`: what it found, and whether its progress
+    /// moved anything) until one finds something, idling between them,
+    /// or until `stop`, asked where the loop would idle, says to give up.
+    fn probe_loop<T>(
+        &mut self,
+        stop: &dyn Fn(bool) -> bool,
+        mut pass: impl FnMut(&mut Self) -> Result<(Option<T>, bool), AdiError>,
+    ) -> Result<Option<T>, AdiError> {
         let mut moved = false;
         loop {
-            let (m, worked) = self.improbe_pass(src, tag, ctx)?;
-            if m.is_some() {
-                return Ok(m);
+            let (found, worked) = pass(self)?;
+            if found.is_some() {
+                return Ok(found);
             }
             moved |= worked;
             if stop(moved) {
@@ -1568,20 +1579,7 @@ impl Engine {
         ctx: u32,
         stop: &dyn Fn(bool) -> bool,
     ) -> Result<Option<Status>, AdiError> {
-        let mut moved = false;
-        loop {
-            let (s, worked) = self.iprobe_pass(src, tag, ctx)?;
-            if s.is_some() {
-                return Ok(s);
-            }
-            moved |= worked;
-            if stop(moved) {
-                return Ok(None);
-            }
-            self.st.counters.idle_waits += 1;
-            self.t.idle()?;
-            moved = true;
-        }
+        self.probe_loop(stop, |e| e.iprobe_pass(src, tag, ctx))
     }
 
     // ---- completion -------------------------------------------------------------
