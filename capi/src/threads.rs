@@ -34,12 +34,13 @@
 //! simulated times then vary from run to run (as with `--compute
 //! measured`); results do not.
 //!
-//! Calls that stay whole under the lock: those that build communicators,
-//! groups, windows or topologies (`MPI_Comm_dup`, `_split`, `_create`,
+//! `MPI_Comm_dup` is an idup and a wait (`env::dup_multiple`). Calls that
+//! stay whole under the lock: the others that build communicators, groups,
+//! windows or topologies (`MPI_Comm_split`, `_create`,
 //! `MPI_Intercomm_create`, `MPI_Win_create`, ...), one-sided
 //! synchronization (`MPI_Win_fence`, `_lock`, ...), the collectives on an
 //! intercommunicator, and `MPI_Finalize`: another thread's call waits until
-//! they return (README, "What is not supported").
+//! they return (README, "Threads").
 
 use std::cell::Cell;
 use std::ffi::c_int;
