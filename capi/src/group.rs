@@ -250,31 +250,132 @@ pub(crate) fn ranks_in(st: &State, comm: Handle, group: Handle) -> R<Vec<c_int>>
     Ok(st.group(group)?.ranks_in(&st.comm(comm)?.comm)?)
 }
 
+/// How a communicator-making call under `MPI_THREAD_MULTIPLE` goes on.
+enum Making {
+    /// Made at the call, holding the library (`None`: not a member).
+    Now(Option<mpi::SimpleCommunicator>),
+    /// Being made: its context id comes from a leader, as an idup's.
+    Later(mpi::dup::Creating),
+}
+
+/// A communicator made under `MPI_THREAD_MULTIPLE` without holding the
+/// library while the other members come: `start` begins it, a wait lets
+/// other threads in (`p2p::wait_request`), and the new handle, with
+/// `finish` applied to it, goes to `newcomm`. Threads may then make
+/// communicators from different parents, or with different tags, in
+/// different orders on different processes (MPICH's threads/comm tests).
+/// Every process of the job must ask for `MPI_THREAD_MULTIPLE`, or none:
+/// the blocking agreement and this do not meet (README, "Threads").
+///
+/// # Safety
+/// `newcomm` is null or writable.
+unsafe fn create_multiple(
+    call: &str,
+    comm: Handle,
+    newcomm: *mut Handle,
+    start: impl FnOnce(&mut State) -> R<Making>,
+    finish: impl Fn(&mut State, Handle) -> R<()>,
+) -> c_int {
+    let cell = std::cell::RefCell::new(None);
+    let mut r = MPI_REQUEST_NULL;
+    let rc = with_state(call, comm, |st| {
+        if newcomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
+        }
+        match start(st)? {
+            Making::Now(c) => {
+                let h = crate::env::register(st, c, comm)?;
+                finish(st, h)?;
+                // SAFETY: checked non-null; the caller's contract.
+                unsafe { put(newcomm, h, "newcomm") }
+            }
+            Making::Later(c) => {
+                let (op, made) = c.into_parts();
+                *cell.borrow_mut() = Some(made);
+                // SAFETY: `r` is a local.
+                unsafe { crate::p2p::new_request(st, Req::Op(op), &mut r) }
+            }
+        }
+    });
+    if rc != MPI_SUCCESS || cell.borrow().is_none() {
+        return rc;
+    }
+    // SAFETY: `r` is a local.
+    let rc = unsafe { crate::p2p::wait_request(call, comm, &mut r) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    with_state(call, comm, |st| {
+        let made = cell.borrow_mut().take().and_then(|m| m.take());
+        let c = made.unwrap_or_else(|| {
+            Err(mpi::MpiError::Invalid("internal: the new communicator's operation completed without it".into()))
+        })?;
+        let h = crate::env::register(st, c, comm)?;
+        finish(st, h)?;
+        // SAFETY: checked non-null above; the caller's contract.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) -> c_int {
+    if crate::threads::multiple() {
+        let start = |st: &mut State| {
+            let ranks = ranks_in(st, comm, group)?;
+            let c = &st.comm(comm)?.comm;
+            Ok(if c.is_inter() {
+                // An intercommunicator's stays whole (README, "Threads").
+                Making::Now(split_create(c, &ranks)?)
+            } else {
+                Making::Later(c.immediate_create(&ranks)?)
+            })
+        };
+        // SAFETY: the standard's contract on `newcomm`.
+        return unsafe { create_multiple("MPI_Comm_create", comm, newcomm, start, |_, _| Ok(())) };
+    }
     with_state("MPI_Comm_create", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
-        let c = &st.comm(comm)?.comm;
-        // Collective over `comm`: a split in which each group's members
-        // share a color, ordered by their rank in the group. The groups
-        // may differ between processes if they are disjoint (§7.4.2,
-        // since MPI 2.2): a group's lowest rank in `comm` tells it apart.
-        // On an intercommunicator each group passes a subset of its own,
-        // and the two subsets make the new intercommunicator: one color.
-        let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
-            Some(i) if c.is_inter() => (Color::With(0), i as c_int),
-            Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as c_int),
-            None => (Color::Undefined, 0),
-        };
-        let c = c.split_by_color_with_key(color, key)?;
+        let c = split_create(&st.comm(comm)?.comm, &ranks)?;
         let h = crate::env::register(st, c, comm)?;
         // SAFETY: the standard's contract on `newcomm`.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
 
+/// `MPI_Comm_create` as a split, collective over `c`: each group's members
+/// share a color, ordered by their rank in the group. The groups may
+/// differ between processes if they are disjoint (§7.4.2, since MPI 2.2):
+/// a group's lowest rank in `comm` tells it apart. On an
+/// intercommunicator each group passes a subset of its own, and the two
+/// subsets make the new intercommunicator: one color.
+fn split_create(c: &mpi::SimpleCommunicator, ranks: &[c_int]) -> R<Option<mpi::SimpleCommunicator>> {
+    let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
+        Some(i) if c.is_inter() => (Color::With(0), i as c_int),
+        Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as c_int),
+        None => (Color::Undefined, 0),
+    };
+    Ok(c.split_by_color_with_key(color, key)?)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag: c_int, newcomm: *mut Handle) -> c_int {
+    if crate::threads::multiple() {
+        let start = |st: &mut State| {
+            let ranks = ranks_in(st, comm, group)?;
+            let c = &st.comm(comm)?.comm;
+            Ok(if c.is_inter() {
+                // Refused there, as without threads.
+                Making::Now(c.create_from_ranks(&ranks, tag)?)
+            } else {
+                match c.immediate_create_from_ranks(&ranks, tag)? {
+                    Some(x) => Making::Later(x),
+                    None => Making::Now(None),
+                }
+            })
+        };
+        // SAFETY: the standard's contract on `newcomm`.
+        return unsafe { create_multiple("MPI_Comm_create_group", comm, newcomm, start, |_, _| Ok(())) };
+    }
     with_state("MPI_Comm_create_group", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = st.comm(comm)?.comm.create_from_ranks(&ranks, tag)?;
@@ -320,17 +421,35 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     errhandler: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
-    with_state("MPI_Comm_create_from_group", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `stringtag`.
-        let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
-        let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
-        let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
-        let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
+    let call = "MPI_Comm_create_from_group";
+    let finish = |st: &mut State, h: Handle| {
         let session = st.session_groups.get(&group).copied();
         if let Some(e) = st.comms.get_mut(&h) {
             e.errhandler = errhandler;
             e.session = session;
         }
+        Ok(())
+    };
+    if crate::threads::multiple() {
+        let start = |st: &mut State| {
+            // SAFETY: the standard's contract on `stringtag`.
+            let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
+            let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
+            Ok(match st.comm(MPI_COMM_WORLD)?.comm.immediate_create_from_ranks(&ranks, tag)? {
+                Some(x) => Making::Later(x),
+                None => Making::Now(None),
+            })
+        };
+        // SAFETY: the standard's contract on `newcomm`.
+        return unsafe { create_multiple(call, MPI_COMM_WORLD, newcomm, start, finish) };
+    }
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `stringtag`.
+        let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
+        let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
+        let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
+        let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
+        finish(st, h)?;
         // SAFETY: the standard's contract on `newcomm`.
         unsafe { put(newcomm, h, "newcomm") }
     })

@@ -34,10 +34,13 @@
 //! simulated times then vary from run to run (as with `--compute
 //! measured`); results do not.
 //!
-//! `MPI_Comm_dup` is an idup and a wait (`env::dup_multiple`). Calls that
-//! stay whole under the lock: the others that build communicators, groups,
-//! windows or topologies (`MPI_Comm_split`, `_create`,
-//! `MPI_Intercomm_create`, `MPI_Win_create`, ...), one-sided
+//! `MPI_Comm_dup` is an idup and a wait (`env::dup_multiple`), and
+//! `MPI_Comm_create`, `_create_group` and `_create_from_group` on an
+//! intracommunicator are made the same way (`group::create_multiple`).
+//! Calls that stay whole under the lock: the others that build
+//! communicators, groups, windows or topologies (`MPI_Comm_split`,
+//! `MPI_Comm_create` of an intercommunicator, `MPI_Intercomm_create`,
+//! `MPI_Win_create`, ...), one-sided
 //! synchronization (`MPI_Win_fence`, `_lock`, ...), the collectives on an
 //! intercommunicator, and `MPI_Finalize`: another thread's call waits until
 //! they return (README, "Threads").

@@ -493,7 +493,7 @@ pub struct AnyProcess<'a> {
     comm: &'a SimpleCommunicator,
 }
 
-fn check_tag(tag: Tag) -> Result<()> {
+pub(crate) fn check_tag(tag: Tag) -> Result<()> {
     if !(0..=TAG_UB).contains(&tag) {
         return Err(MpiError::InvalidTag(tag));
     }

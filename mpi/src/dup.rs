@@ -24,7 +24,7 @@ use crate::coll::exec::CollKind;
 use crate::comm::{SimpleCommunicator, SELF_CTX};
 use crate::request::Request;
 use crate::staged::Staged;
-use crate::{MpiError, Result};
+use crate::{MpiError, Rank, Result, Tag};
 
 /// The first context id of the idups' share; the blocking agreements
 /// hand out ids below it.
@@ -42,14 +42,15 @@ pub(crate) fn check_agreed(ctx: u32, ids: u32) -> Result<()> {
     Ok(())
 }
 
-/// The duplicate an idup makes, once its broadcast has completed.
-type Made = Rc<RefCell<Option<Result<SimpleCommunicator>>>>;
+/// What an idup-like operation makes (a duplicate; a new communicator or
+/// none), once its broadcast has completed.
+type Made<T> = Rc<RefCell<Option<Result<T>>>>;
 
 /// An `MPI_Comm_idup` under way: the broadcast of the new context id,
 /// and the duplicate it makes when it completes.
 pub struct Duplicating {
     staged: Staged,
-    made: Made,
+    made: Made<SimpleCommunicator>,
 }
 
 impl Duplicating {
@@ -75,7 +76,7 @@ impl Duplicating {
 }
 
 /// Where an idup's duplicate appears once its operation has completed.
-pub struct DupCell(Made);
+pub struct DupCell(Made<SimpleCommunicator>);
 
 impl DupCell {
     /// The duplicate (or why it could not be made), once the operation
@@ -85,10 +86,62 @@ impl DupCell {
     }
 }
 
-fn take(made: &Made) -> Result<SimpleCommunicator> {
-    made.borrow_mut()
-        .take()
-        .unwrap_or_else(|| Err(MpiError::Invalid("internal: MPI_Comm_idup completed without its communicator".into())))
+/// A communicator being made from a group without an agreement
+/// ([`SimpleCommunicator::immediate_create`],
+/// [`SimpleCommunicator::immediate_create_from_ranks`]): the broadcast of
+/// its context id, and the communicator (`None` on a process outside the
+/// group) once it has completed.
+pub struct Creating {
+    staged: Staged,
+    made: Made<Option<SimpleCommunicator>>,
+}
+
+impl Creating {
+    /// Wait for the communicator.
+    pub fn wait(self) -> Result<Option<SimpleCommunicator>> {
+        self.staged.wait()?;
+        take(&self.made)
+    }
+
+    /// The operation, for a request table, and the cell the communicator
+    /// appears in when it completes ([`CreateCell::take`]).
+    pub fn into_parts(self) -> (Staged, CreateCell) {
+        (self.staged, CreateCell(self.made))
+    }
+}
+
+/// Where a [`Creating`]'s communicator appears once its operation has
+/// completed.
+pub struct CreateCell(Made<Option<SimpleCommunicator>>);
+
+impl CreateCell {
+    /// The communicator (`None` outside the group) or why it could not be
+    /// made, once the operation has completed; `None` before.
+    pub fn take(&self) -> Option<Result<Option<SimpleCommunicator>>> {
+        self.0.borrow_mut().take()
+    }
+}
+
+fn take<T>(made: &Made<T>) -> Result<T> {
+    made.borrow_mut().take().unwrap_or_else(|| {
+        Err(MpiError::Invalid("internal: a communicator's broadcast completed without its communicator".into()))
+    })
+}
+
+/// Who takes part in a leader's broadcast, and how it is told apart.
+struct Broadcast {
+    /// The members' job ranks, the leader first.
+    members: Vec<u32>,
+    /// This process's place among them.
+    me: u32,
+    /// Its place in its communicator's order ([`CollKind::Dup`]'s own
+    /// numbering, or the tag of a group's call, [`CollKind::CreateGroup`]).
+    seq: u32,
+    kind: CollKind,
+    /// The call, for messages.
+    call: &'static str,
+    /// The tag of a group's call, carried with the id and checked.
+    tag: Option<Tag>,
 }
 
 impl SimpleCommunicator {
@@ -112,74 +165,185 @@ impl SimpleCommunicator {
                 (low.iter().chain(high.iter()).copied().collect::<Vec<u32>>(), at + self.rank as u32)
             }
         };
-        let n = members.len() as u32;
-        let leader = members[0];
+        let seq = self.next_dup_seq();
+        let parent = self.clone();
+        let b = Broadcast { members, me, seq, kind: CollKind::Dup, call: "MPI_Comm_idup", tag: None };
+        let (staged, made) = self.leader_broadcast(b, move |ctx| Ok(parent.dup_on(ctx)))?;
+        Ok(Duplicating { staged, made })
+    }
+
+    /// Start making a communicator of the processes at `ranks` of this
+    /// intracommunicator (`MPI_Comm_create`, §7.4.2) without an agreement:
+    /// the context id comes from this communicator's rank 0, as an idup's
+    /// does, so that threads making communicators from different parents
+    /// in different orders on different processes never wait for each
+    /// other (`MPI_THREAD_MULTIPLE`). Every member calls it, in the same
+    /// order as its idups on this communicator, with the ranks of its own
+    /// group: groups may differ between processes if they are disjoint
+    /// (they then share the context, which no message can cross). A
+    /// process not in `ranks` gets `None`.
+    pub fn immediate_create(&self, ranks: &[Rank]) -> Result<Creating> {
+        self.intra_only("immediate_create")?;
+        let members = self.checked_members(ranks)?;
+        let inside = ranks.contains(&self.rank);
+        let seq = self.next_dup_seq();
+        let parent = self.clone();
+        let b = Broadcast {
+            members: self.group.members.clone(),
+            me: self.rank as u32,
+            seq,
+            kind: CollKind::Dup,
+            call: "MPI_Comm_create",
+            tag: None,
+        };
+        let (staged, made) =
+            self.leader_broadcast(b, move |ctx| Ok(inside.then(|| parent.make_child(members, ctx))))?;
+        Ok(Creating { staged, made })
+    }
+
+    /// Start making a communicator of the processes at `ranks` of this
+    /// one, by those processes alone (`MPI_Comm_create_group`, §7.4.2),
+    /// without an agreement: `ranks[0]` hands out the context id and
+    /// broadcasts it, with `tag`, to the others. Calls under way at once
+    /// on overlapping groups must have tags that differ in their low 14
+    /// bits (the standard asks only that they differ); a member that
+    /// receives another call's id says so instead of using it. `None` on
+    /// a process not in `ranks` (which need not call).
+    pub fn immediate_create_from_ranks(&self, ranks: &[Rank], tag: Tag) -> Result<Option<Creating>> {
+        self.intra_only("immediate_create_from_ranks")?;
+        let members = self.checked_members(ranks)?;
+        let Some(me) = ranks.iter().position(|&r| r == self.rank) else {
+            return Ok(None);
+        };
+        crate::comm::check_tag(tag)?;
+        let parent = self.clone();
+        let b = Broadcast {
+            members: members.clone(),
+            me: me as u32,
+            seq: tag as u32,
+            kind: CollKind::CreateGroup,
+            call: "MPI_Comm_create_group",
+            tag: Some(tag),
+        };
+        let (staged, made) = self.leader_broadcast(b, move |ctx| Ok(Some(parent.make_child(members, ctx))))?;
+        Ok(Some(Creating { staged, made }))
+    }
+
+    /// The job ranks of `ranks`, which must be distinct ranks of this
+    /// communicator.
+    fn checked_members(&self, ranks: &[Rank]) -> Result<Vec<u32>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut members = Vec::with_capacity(ranks.len());
+        for &r in ranks {
+            members.push(self.job_rank(r)?);
+            if !seen.insert(r) {
+                return Err(MpiError::Invalid(format!("rank {r} is in the group twice")));
+            }
+        }
+        Ok(members)
+    }
+
+    /// The next number of this communicator's idup-like operations.
+    fn next_dup_seq(&self) -> u32 {
+        let seq = self.group.dup_seq.get();
+        self.group.dup_seq.set(seq.wrapping_add(1));
+        seq
+    }
+
+    /// The leader (`b.members[0]`) hands out the next context id of its
+    /// own share and a binomial broadcast, run as a schedule, tells the
+    /// other members; `make` builds the result from the id once it has
+    /// come and been checked.
+    fn leader_broadcast<T: 'static>(
+        &self,
+        b: Broadcast,
+        make: impl FnOnce(u32) -> Result<T> + 'static,
+    ) -> Result<(Staged, Made<T>)> {
+        let n = b.members.len() as u32;
+        let leader = b.members[0];
         let job = self.shared.borrow_mut().engine()?.size();
-        let mut recv = vec![0u8; 4];
-        if me == 0 {
+        // The id, and the tag of a group's call (0 otherwise).
+        let mut recv = vec![0u8; 8];
+        if b.me == 0 {
             let mut sh = self.shared.borrow_mut();
             let k = sh.next_dup;
             let ctx = u64::from(DUP_BASE) + 4 * (u64::from(leader) + u64::from(job) * u64::from(k));
             if ctx + 8 > u64::from(SELF_CTX) {
                 return Err(MpiError::Invalid(format!(
-                    "MPI_Comm_idup: process {leader} has handed out all its {k} context ids for idups; \
-                     use MPI_Comm_dup"
+                    "{}: process {leader} has handed out all its {k} context ids for idups; \
+                     use MPI_Comm_dup",
+                    b.call
                 )));
             }
             sh.next_dup = k + 1;
-            recv = (ctx as u32).to_le_bytes().to_vec();
+            recv[..4].copy_from_slice(&(ctx as u32).to_le_bytes());
+            recv[4..].copy_from_slice(&b.tag.unwrap_or(0).to_le_bytes());
         }
-        let seq = self.group.dup_seq.get();
-        self.group.dup_seq.set(seq.wrapping_add(1));
-        let sched = crate::coll::algo::bcast_binomial(n, me, 0, 4);
+        let sched = crate::coll::algo::bcast_binomial(n, b.me, 0, 8);
         let x = crate::coll::launch(
             self,
-            CollKind::Dup,
-            crate::coll::exec::Seq::Started(seq),
-            members,
+            b.kind,
+            crate::coll::exec::Seq::Started(b.seq),
+            b.members,
             sched,
             Vec::new(),
             recv,
             None,
         )?;
         // The broadcast's result lands in `hold`, read by `then` at completion.
-        let mut hold = vec![0u8; 4];
+        let mut hold = vec![0u8; 8];
         // SAFETY: `hold`'s heap bytes do not move when the vector does; the
         // `Staged` keeps the vector (in its stage, dropped after the
         // request and after `then` has run) until the operation completes,
         // and nothing else refers to it.
-        let out: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(hold.as_mut_ptr(), 4) };
+        let out: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(hold.as_mut_ptr(), 8) };
         let at = hold.as_ptr();
         let request = Request::collective(self.shared.clone(), x, Some(out), self.group.clone());
-        let made: Made = Rc::new(RefCell::new(None));
-        let (parent, cell) = (self.clone(), made.clone());
+        let made: Made<T> = Rc::new(RefCell::new(None));
+        let cell = made.clone();
+        let (call, tag) = (b.call, b.tag);
         let mut staged = Staged::keeping(request, vec![hold], None);
         staged.stage.then = Some(Box::new(move || {
-            // SAFETY: as for `out`: `at` is the held vector's 4 bytes,
+            // SAFETY: as for `out`: `at` is the held vector's 8 bytes,
             // alive until after this runs, written by the completion that
             // runs before it.
-            let got = unsafe { std::ptr::read(at.cast::<[u8; 4]>()) };
-            *cell.borrow_mut() = Some(parent.dup_on(u32::from_le_bytes(got), leader, job));
+            let got = unsafe { std::ptr::read(at.cast::<[u8; 8]>()) };
+            let ctx = u32::from_le_bytes([got[0], got[1], got[2], got[3]]);
+            let sent = i32::from_le_bytes([got[4], got[5], got[6], got[7]]);
+            let r = check_handed(call, ctx, leader, job).and_then(|()| match tag {
+                Some(t) if t != sent => Err(MpiError::Invalid(format!(
+                    "{call}: the context id from process {leader} was for the call with tag {sent}, \
+                     not this one's {t}: calls under way at once on overlapping groups must have \
+                     tags that differ in their low 14 bits"
+                ))),
+                _ => make(ctx),
+            });
+            *cell.borrow_mut() = Some(r);
         }));
-        Ok(Duplicating { staged, made })
+        Ok((staged, made))
     }
 
-    /// The duplicate on context `ctx`, which `leader` handed out: checked,
-    /// since a corrupt or forged message could make it anything.
-    fn dup_on(&self, ctx: u32, leader: u32, job: u32) -> Result<SimpleCommunicator> {
-        let block = ctx.checked_sub(DUP_BASE).map(|d| (d % 4, d / 4));
-        if !matches!(block, Some((0, b)) if b % job == leader) || ctx > SELF_CTX - 8 {
-            return Err(MpiError::Invalid(format!(
-                "MPI_Comm_idup: context id {ctx} from its leader (process {leader}) is not one it may hand out"
-            )));
-        }
-        Ok(match &self.inter {
+    /// The duplicate on context `ctx`.
+    fn dup_on(&self, ctx: u32) -> SimpleCommunicator {
+        match &self.inter {
             None => {
                 let mut c = self.make_child(self.group.members.clone(), ctx);
                 c.topo = self.topo.clone();
                 c
             }
             Some(i) => self.inter_from(ctx, self.group.members.clone(), i.remote.members.clone(), i.low),
-        })
+        }
     }
+}
+
+/// Context `ctx` from `leader` must be one it may hand out: checked, since
+/// a corrupt or forged message could make it anything.
+fn check_handed(call: &str, ctx: u32, leader: u32, job: u32) -> Result<()> {
+    let block = ctx.checked_sub(DUP_BASE).map(|d| (d % 4, d / 4));
+    if !matches!(block, Some((0, b)) if b % job == leader) || ctx > SELF_CTX - 8 {
+        return Err(MpiError::Invalid(format!(
+            "{call}: context id {ctx} from its leader (process {leader}) is not one it may hand out"
+        )));
+    }
+    Ok(())
 }

@@ -14,6 +14,11 @@
  *    thread waits for it.
  * 4. A partitioned send whose partitions two other threads mark ready
  *    while the main thread waits for it.
+ * 5. Two threads per rank making communicators at once (MPI_Comm_create
+ *    on their own parents, MPI_Comm_create_group with their own tags,
+ *    MPI_Comm_create_from_group with their own string tags), in one order
+ *    on even ranks and the other on odd ones: a call that held the library
+ *    until every member came would wait for ever (MPICH's threads/comm).
  * "OK c-multiple on N ranks" from rank 0 when every rank passed. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -126,6 +131,50 @@ static void *collectives(void *arg) {
     return NULL;
 }
 
+/* Case 5: the communicator `made` is over `want` processes and works. */
+static void check_made(MPI_Comm made, int want, const char *what, int k) {
+    if (want == 0) {
+        TCHECK(made == MPI_COMM_NULL, "%s in thread %d: a communicator outside the group", what, k);
+        return;
+    }
+    int n = -1, sum = -1, one = 1;
+    TCHECK(made != MPI_COMM_NULL, "%s in thread %d: MPI_COMM_NULL", what, k);
+    if (made == MPI_COMM_NULL) return;
+    MPI_Comm_size(made, &n);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made);
+    TCHECK(n == want && sum == want, "%s in thread %d: size %d, allreduce %d, not %d", what, k, n, sum, want);
+    MPI_Comm_free(&made);
+}
+
+/* Case 5: thread `k` makes communicators, the thread whose number is the
+ * rank's parity pausing before each call, so that the two threads enter
+ * in opposite orders on neighboring ranks. */
+static void *maker(void *arg) {
+    int k = *(int *)arg;
+    MPI_Comm parent = k ? cb : ca, made = MPI_COMM_NULL;
+    MPI_Group all, most;
+    MPI_Comm_group(parent, &all);
+    int last = size - 1, in_most = size > 1 && rank != last;
+    MPI_Group_excl(all, size > 1 ? 1 : 0, &last, &most);
+    for (int round = 0; round < 3; round++) {
+        if (k == rank % 2) pause_ms(30);
+        TCHECK(MPI_Comm_create(parent, most, &made) == MPI_SUCCESS, "MPI_Comm_create in thread %d", k);
+        check_made(made, size > 1 ? (in_most ? size - 1 : 0) : 1, "MPI_Comm_create", k);
+        if (k == rank % 2) pause_ms(30);
+        TCHECK(MPI_Comm_create_group(MPI_COMM_WORLD, all, 40 + k, &made) == MPI_SUCCESS,
+               "MPI_Comm_create_group in thread %d", k);
+        check_made(made, size, "MPI_Comm_create_group", k);
+        if (k == rank % 2) pause_ms(30);
+        TCHECK(MPI_Comm_create_from_group(all, k ? "multiple.c b" : "multiple.c a", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                          &made) == MPI_SUCCESS,
+               "MPI_Comm_create_from_group in thread %d", k);
+        check_made(made, size, "MPI_Comm_create_from_group", k);
+    }
+    MPI_Group_free(&most);
+    MPI_Group_free(&all);
+    return NULL;
+}
+
 /* Case 3: a generalized request another thread completes. */
 struct greq {
     MPI_Request r;
@@ -224,6 +273,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) CHECK(in[i] == 10 * prev_rank() + i, "partition data [%d]: %d", i, in[i]);
     MPI_Request_free(&ps);
     MPI_Request_free(&pr);
+
+    /* 5 */
+    int which[2] = {0, 1};
+    pthread_create(&t[0], NULL, maker, &which[0]);
+    pthread_create(&t[1], NULL, maker, &which[1]);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
 
     MPI_Comm_free(&ca);
     MPI_Comm_free(&cb);

@@ -412,7 +412,10 @@ fn everywhere(name: &str, sim: &[(u32, u16)]) -> PathBuf {
 /// `MPI_THREAD_MULTIPLE` (sim-tests/c/multiple.c): a blocking receive
 /// that only another thread's (late) send satisfies, two threads per rank
 /// doing point-to-point and collectives on their own communicators, a
-/// generalized request and partitions completed by other threads; on the
+/// generalized request and partitions completed by other threads, two
+/// threads per rank making communicators in opposite orders on
+/// neighboring ranks (`MPI_Comm_create`, `_create_group`,
+/// `_create_from_group`); on the
 /// simulator at odd and even rank counts and 32 ranks, over UDP and DPDK.
 /// A 0-byte ping-pong under `MPI_THREAD_MULTIPLE` from one thread keeps
 /// simulated time exact: the same latency run after run.

@@ -57,12 +57,17 @@ pub(crate) enum CollKind {
     /// A schedule of the program's own (seed 002's API).
     Schedule,
     /// `MPI_Comm_idup`'s context id, from the leader to every member
-    /// (`crate::dup`).
+    /// (`crate::dup`; also `MPI_Comm_create` under
+    /// `MPI_THREAD_MULTIPLE`).
     Dup,
+    /// `MPI_Comm_create_group`'s context id under `MPI_THREAD_MULTIPLE`,
+    /// from the group's first process to the others, numbered by the
+    /// call's tag (`crate::dup`).
+    CreateGroup,
 }
 
 impl CollKind {
-    const ALL: [CollKind; 14] = [
+    const ALL: [CollKind; 15] = [
         CollKind::Barrier,
         CollKind::Bcast,
         CollKind::Gather,
@@ -77,6 +82,7 @@ impl CollKind {
         CollKind::Neighbor,
         CollKind::Schedule,
         CollKind::Dup,
+        CollKind::CreateGroup,
     ];
 
     /// The kind with this number in a tag.
@@ -101,6 +107,7 @@ impl CollKind {
             CollKind::Neighbor => "a neighbourhood collective or MPI_Alltoallw",
             CollKind::Schedule => "a schedule of its own",
             CollKind::Dup => "MPI_Comm_idup",
+            CollKind::CreateGroup => "MPI_Comm_create_group",
         }
     }
 }
@@ -152,10 +159,10 @@ impl Stamp {
 
     /// A message of collective `self` that collective `other` on the same
     /// communicator meets shows that the members called different
-    /// collectives: same place, other kind. Idups are numbered apart from
-    /// the other collectives (`crate::dup`), so never.
+    /// collectives: same place, other kind. Idups and group creations are
+    /// numbered apart from the other collectives (`crate::dup`), so never.
     fn mismatches(self, other: Stamp) -> bool {
-        let dup = |s: Stamp| s.kind() == Some(CollKind::Dup);
+        let dup = |s: Stamp| matches!(s.kind(), Some(CollKind::Dup | CollKind::CreateGroup));
         self.same_place(other) && self != other && !dup(self) && !dup(other)
     }
 
