@@ -490,7 +490,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
 #[no_mangle]
 pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Comm_set_errhandler", comm, |st| {
-        st.comm_handle_mut(comm)?;
+        st.comm_handle(comm)?;
         crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
         st.comm_handle_mut(comm)?.errhandler = errhandler;
         Ok(())
@@ -506,7 +506,7 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Comm_get_errhandler", comm, |st| {
-        let e = st.comm_handle_mut(comm)?.errhandler;
+        let e = st.comm_handle(comm)?.errhandler;
         // SAFETY: the standard's contract on `errhandler`.
         unsafe { put(errhandler, e, "errhandler") }
     })
@@ -848,8 +848,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_cha
 pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     with_state("MPI_Comm_get_name", comm, |st| {
         // The null handle has a name too, as the null datatype does.
-        let name =
-            if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { st.comm_handle_mut(comm)?.name.clone() };
+        let name = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { st.comm_handle(comm)?.name.clone() };
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
         unsafe { put_name(&name, comm_name, resultlen) }
     })

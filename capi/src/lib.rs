@@ -373,6 +373,11 @@ impl State {
     pub(crate) fn comm_handle_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
         self.comms.get_mut(&h).ok_or_else(|| unknown_comm(h))
     }
+
+    /// [`State::comm_handle_mut`], to read.
+    pub(crate) fn comm_handle(&self, h: Handle) -> R<&CommEntry> {
+        self.comms.get(&h).ok_or_else(|| unknown_comm(h))
+    }
 }
 
 /// The error for a handle that names no communicator, or one that an
