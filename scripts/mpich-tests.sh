@@ -14,7 +14,8 @@
 # TESTDIR defaults to the directories issue 32 names: pt2pt coll comm group
 # datatype init errhan info attr topo (MPICH's `basic` has no testlist and
 # is not part of its suite). MPICH's MPI_THREAD_MULTIPLE tests are under
-# threads/: give threads/pt2pt threads/coll threads/comm ... to run them. The MPICH sources come from, in this order:
+# threads/: give threads/pt2pt threads/coll threads/comm ... to run them.
+# The MPICH sources come from, in this order:
 #   MPICH_SRC=DIR   a checkout whose test/mpi is used as is
 #   MPICH_GIT=DIR   a git directory holding commit $MPICH_COMMIT
 #   otherwise       a sparse, blob-less fetch of $MPICH_COMMIT from GitHub
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
         --work) work=$2; shift 2 ;;
         --timeout) limit=$2; shift 2 ;;
         --failed) failed_from=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
-        -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         -*) echo "mpich-tests: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) break ;;
     esac
