@@ -9,19 +9,17 @@
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 
-use parking_lot::Mutex;
-
 use crate::abi::*;
 use crate::*;
 
-/// What a Fortran layer told the library.
-struct Fortran {
+/// What a Fortran layer told the library (the process's:
+/// `process::Process::fortran`).
+#[derive(Default)]
+pub(crate) struct Fortran {
     info: Option<info::Pairs>,
     /// The literal `.TRUE.` and `.FALSE.` of each LOGICAL size, in bytes.
     booleans: BTreeMap<c_int, (Vec<u8>, Vec<u8>)>,
 }
-
-static FORTRAN: Mutex<Fortran> = Mutex::new(Fortran { info: None, booleans: BTreeMap::new() });
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
@@ -37,11 +35,13 @@ pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
-    with_state("MPI_Abi_get_fortran_info", MPI_COMM_WORLD, |_| match FORTRAN.lock().info.clone() {
-        // SAFETY: the standard's contract on `info`.
-        Some(pairs) => unsafe { info::hand_out(pairs, info, "info") },
-        // SAFETY: as above.
-        None => unsafe { put(info, MPI_INFO_NULL, "info") },
+    with_state("MPI_Abi_get_fortran_info", MPI_COMM_WORLD, |_| {
+        match crate::process::process().fortran.lock().info.clone() {
+            // SAFETY: the standard's contract on `info`.
+            Some(pairs) => unsafe { info::hand_out(pairs, info, "info") },
+            // SAFETY: as above.
+            None => unsafe { put(info, MPI_INFO_NULL, "info") },
+        }
     })
 }
 
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
 pub extern "C" fn MPI_Abi_set_fortran_info(info: Handle) -> c_int {
     with_state("MPI_Abi_set_fortran_info", MPI_COMM_WORLD, |st| {
         let pairs = st.info(info)?;
-        let mut f = FORTRAN.lock();
+        let mut f = crate::process::process().fortran.lock();
         if f.info.is_some() {
             return Err(Fail::new(MPI_ERR_ABI, "the Fortran ABI details were set already; they can be set once"));
         }
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn MPI_Abi_set_fortran_booleans(
                 std::slice::from_raw_parts(logical_false.cast::<u8>(), n).to_vec(),
             )
         };
-        let mut fortran = FORTRAN.lock();
+        let mut fortran = crate::process::process().fortran.lock();
         if fortran.booleans.contains_key(&logical_size_) {
             return Err(Fail::new(MPI_ERR_ABI, format!("the booleans of size {n} were set already")));
         }
@@ -102,7 +102,7 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_booleans(
 ) -> c_int {
     with_state("MPI_Abi_get_fortran_booleans", MPI_COMM_WORLD, |_| {
         let n = logical_size(logical_size_)?;
-        let set = FORTRAN.lock().booleans.get(&logical_size_).cloned();
+        let set = crate::process::process().fortran.lock().booleans.get(&logical_size_).cloned();
         if let Some((t, f)) = &set {
             if logical_true.is_null() || logical_false.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "logical_true or logical_false is a null pointer"));

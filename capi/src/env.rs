@@ -32,15 +32,19 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         if by_session {
             return Ok(st.thread_level);
         }
-        if st.world_model || INITIALIZED.load(Ordering::SeqCst) {
+        if st.world_model || crate::process::process().life.initialized.load(Ordering::SeqCst) {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI is initialised once per process: MPI_Init was already called"));
         }
         st.world_model = true;
-        INITIALIZED.store(true, Ordering::SeqCst);
+        crate::process::process().life.initialized.store(true, Ordering::SeqCst);
         return Ok(st.thread_level);
     }
-    if TORN_DOWN.load(Ordering::SeqCst) {
-        let why = if FINALIZED.load(Ordering::SeqCst) { "MPI_Finalize" } else { "the last MPI_Session_finalize" };
+    if crate::process::process().life.torn_down.load(Ordering::SeqCst) {
+        let why = if crate::process::process().life.finalized.load(Ordering::SeqCst) {
+            "MPI_Finalize"
+        } else {
+            "the last MPI_Session_finalize"
+        };
         return Err(Fail::new(
             MPI_ERR_OTHER,
             format!("the library ended at {why} and cannot start again in this process (MPI 4.1 would allow it through sessions; this library does not)"),
@@ -103,9 +107,9 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         sessions: Table::default(),
         session_groups: Table::default(),
     });
-    LIVE.store(true, Ordering::SeqCst);
+    crate::process::process().life.live.store(true, Ordering::SeqCst);
     if !by_session {
-        INITIALIZED.store(true, Ordering::SeqCst);
+        crate::process::process().life.initialized.store(true, Ordering::SeqCst);
     }
     Ok(provided)
 }
@@ -146,7 +150,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     // Without the lock: MPI_Initialized may be called from any thread at
     // any time (MPI 4.1 §11.2.1), even while another thread is in MPI.
-    let v = INITIALIZED.load(Ordering::SeqCst);
+    let v = crate::process::process().life.initialized.load(Ordering::SeqCst);
     // SAFETY: the standard's contract on `flag`.
     match unsafe { put(flag, v as c_int, "flag") } {
         Ok(()) => MPI_SUCCESS,
@@ -156,7 +160,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    let v = FINALIZED.load(Ordering::SeqCst);
+    let v = crate::process::process().life.finalized.load(Ordering::SeqCst);
     // SAFETY: the standard's contract on `flag`.
     match unsafe { put(flag, v as c_int, "flag") } {
         Ok(()) => MPI_SUCCESS,
@@ -181,7 +185,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
         let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
         return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
     }
-    FINALIZED.store(true, Ordering::SeqCst);
+    crate::process::process().life.finalized.store(true, Ordering::SeqCst);
     // Sessions still open keep the library going; the last one's
     // MPI_Session_finalize ends it (MPI 4.1 §11.3.1).
     if let Some(st) = guard.as_mut().filter(|st| !st.sessions.is_empty()) {
@@ -196,8 +200,8 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 /// End the library: what `MPI_Finalize` (or the last
 /// `MPI_Session_finalize`) does once no model uses it.
 pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
-    TORN_DOWN.store(true, Ordering::SeqCst);
-    LIVE.store(false, Ordering::SeqCst);
+    crate::process::process().life.torn_down.store(true, Ordering::SeqCst);
+    crate::process::process().life.live.store(false, Ordering::SeqCst);
     let rank = st.universe.world().rank();
     // Requests still active are the program's error (§11.2.2). A receive
     // nothing will match is cancelled, so that finalize cannot hang on it;
@@ -458,7 +462,7 @@ fn class_text(class: c_int) -> &'static str {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    let last = LAST_ERROR.with(|l| l.borrow().clone());
+    let last = crate::process::with_thread(|t| t.last_error.borrow().clone());
     // A code or class the program added has the string it gave (empty
     // until it gives one, §9.5).
     let text = match (crate::errh::added_string(errorcode), last) {
@@ -757,14 +761,33 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
 }
 
 /// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
-/// hands out pointers to them (§7.7.2). `AtomicI32` has `int`'s layout.
-static ATTR_TAG_UB: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(mpi::TAG_UB);
-static ATTR_HOST: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_PROC_NULL);
-static ATTR_IO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_ANY_SOURCE);
-static ATTR_WTIME_IS_GLOBAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-static ATTR_UNIVERSE_SIZE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-static ATTR_APPNUM: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-static ATTR_LASTUSEDCODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(MPI_ERR_LASTCODE);
+/// hands out pointers to them (§7.7.2), so they live as long as the
+/// process's state (`process::Process::attrs`). `AtomicI32` has `int`'s
+/// layout.
+pub(crate) struct Attrs {
+    tag_ub: std::sync::atomic::AtomicI32,
+    host: std::sync::atomic::AtomicI32,
+    io: std::sync::atomic::AtomicI32,
+    wtime_is_global: std::sync::atomic::AtomicI32,
+    universe_size: std::sync::atomic::AtomicI32,
+    appnum: std::sync::atomic::AtomicI32,
+    lastusedcode: std::sync::atomic::AtomicI32,
+}
+
+impl Default for Attrs {
+    fn default() -> Attrs {
+        use std::sync::atomic::AtomicI32;
+        Attrs {
+            tag_ub: AtomicI32::new(mpi::TAG_UB),
+            host: AtomicI32::new(MPI_PROC_NULL),
+            io: AtomicI32::new(MPI_ANY_SOURCE),
+            wtime_is_global: AtomicI32::new(0),
+            universe_size: AtomicI32::new(0),
+            appnum: AtomicI32::new(0),
+            lastusedcode: AtomicI32::new(MPI_ERR_LASTCODE),
+        }
+    }
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_attr(
@@ -776,18 +799,19 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     with_state("MPI_Comm_get_attr", comm, |st| {
         st.comm(comm)?;
         let world = st.comm(MPI_COMM_WORLD)?.comm.size();
-        ATTR_UNIVERSE_SIZE.store(world, Ordering::Relaxed);
+        let a = &crate::process::process().attrs;
+        a.universe_size.store(world, Ordering::Relaxed);
         // Simulated time is one clock for every rank.
-        ATTR_WTIME_IS_GLOBAL.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
-        ATTR_LASTUSEDCODE.store(crate::errh::last_used(), Ordering::Relaxed);
+        a.wtime_is_global.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
+        a.lastusedcode.store(crate::errh::last_used(), Ordering::Relaxed);
         let v: &'static std::sync::atomic::AtomicI32 = match comm_keyval {
-            MPI_TAG_UB => &ATTR_TAG_UB,
-            MPI_HOST => &ATTR_HOST,
-            MPI_IO => &ATTR_IO,
-            MPI_WTIME_IS_GLOBAL => &ATTR_WTIME_IS_GLOBAL,
-            MPI_UNIVERSE_SIZE => &ATTR_UNIVERSE_SIZE,
-            MPI_APPNUM => &ATTR_APPNUM,
-            MPI_LASTUSEDCODE => &ATTR_LASTUSEDCODE,
+            MPI_TAG_UB => &a.tag_ub,
+            MPI_HOST => &a.host,
+            MPI_IO => &a.io,
+            MPI_WTIME_IS_GLOBAL => &a.wtime_is_global,
+            MPI_UNIVERSE_SIZE => &a.universe_size,
+            MPI_APPNUM => &a.appnum,
+            MPI_LASTUSEDCODE => &a.lastusedcode,
             k => {
                 let v = crate::attr::get(st, comm, k)?;
                 // SAFETY: the standard's contract: `attribute_val` is the

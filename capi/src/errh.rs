@@ -21,8 +21,6 @@
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int};
 
-use parking_lot::Mutex;
-
 use crate::abi::*;
 use crate::*;
 
@@ -57,13 +55,12 @@ pub(crate) struct UserErrhandler {
     freed: bool,
 }
 
-/// User handlers, apart from the library's state.
-struct Handlers {
+/// User handlers, apart from the library's state (the process's:
+/// `process::Process::handlers`).
+pub(crate) struct Handlers {
     table: Table<UserErrhandler>,
     made: Handle,
 }
-
-static HANDLERS: Mutex<Option<Handlers>> = Mutex::new(None);
 
 /// User handler handles: `FIRST_HANDLE + 16 k + 10`: the low bits tell
 /// them from the state's handles (0), communicators (5) and info objects
@@ -72,7 +69,7 @@ const HANDLER_MARK: Handle = 0xA;
 
 /// Run `f` on the user handlers.
 fn handlers<T>(f: impl FnOnce(&mut Handlers) -> T) -> T {
-    let mut g = HANDLERS.lock();
+    let mut g = crate::process::process().handlers.lock();
     f(g.get_or_insert_with(|| Handlers { table: Table::default(), made: 0 }))
 }
 
@@ -205,8 +202,9 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
 
 // ---- user error classes, codes and strings (§9.5) ---------------------------
 
-/// The classes and codes a program added.
-struct Added {
+/// The classes and codes a program added (the process's:
+/// `process::Process::added`).
+pub(crate) struct Added {
     /// The largest value handed out (`MPI_LASTUSEDCODE`).
     last: c_int,
     /// Each added code's class (an added class is its own).
@@ -214,8 +212,11 @@ struct Added {
     strings: BTreeMap<c_int, String>,
 }
 
-static ADDED: Mutex<Added> =
-    Mutex::new(Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() });
+impl Default for Added {
+    fn default() -> Added {
+        Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() }
+    }
+}
 
 /// The class of `code`: a predefined class is its own, an added code
 /// has the class it was added to; `None` for a value that is neither.
@@ -223,23 +224,23 @@ pub(crate) fn class_of(code: c_int) -> Option<c_int> {
     if (0..=MPI_ERR_LASTCODE).contains(&code) {
         return Some(code);
     }
-    ADDED.lock().class_of.get(&code).copied()
+    crate::process::process().added.lock().class_of.get(&code).copied()
 }
 
 /// The string an added code or class was given (empty when none was).
 pub(crate) fn added_string(code: c_int) -> Option<String> {
-    let a = ADDED.lock();
+    let a = crate::process::process().added.lock();
     a.class_of.contains_key(&code).then(|| a.strings.get(&code).cloned().unwrap_or_default())
 }
 
 /// The largest error code in use (the `MPI_LASTUSEDCODE` attribute).
 pub(crate) fn last_used() -> c_int {
-    ADDED.lock().last
+    crate::process::process().added.lock().last
 }
 
 /// Hand out the next value, as a class (`class` `None`) or a code of `class`.
 fn add(class: Option<c_int>) -> R<c_int> {
-    let mut a = ADDED.lock();
+    let mut a = crate::process::process().added.lock();
     let v = a.last.checked_add(1).ok_or_else(|| Fail::new(MPI_ERR_OTHER, "no error code is left"))?;
     a.last = v;
     a.class_of.insert(v, class.unwrap_or(v));
@@ -289,7 +290,7 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
                 format!("the string has {} characters; at most MPI_MAX_ERROR_STRING - 1 fit", s.len()),
             ));
         }
-        let mut a = ADDED.lock();
+        let mut a = crate::process::process().added.lock();
         if !a.class_of.contains_key(&errorcode) {
             return Err(Fail::new(
                 MPI_ERR_ARG,
@@ -305,7 +306,7 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 /// still has codes, and a value that still has a string (MPI 4.1 §9.5).
 fn remove(call: &str, value: c_int, class: bool) -> c_int {
     with_state(call, MPI_COMM_WORLD, |_| {
-        let mut a = ADDED.lock();
+        let mut a = crate::process::process().added.lock();
         let is_class = a.class_of.get(&value) == Some(&value);
         if !a.class_of.contains_key(&value) || is_class != class {
             let what = if class { "an added error class" } else { "an added error code" };
@@ -339,7 +340,7 @@ pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     with_state("MPI_Remove_error_string", MPI_COMM_WORLD, |_| {
-        let mut a = ADDED.lock();
+        let mut a = crate::process::process().added.lock();
         if !a.class_of.contains_key(&errorcode) {
             return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an added error code or class")));
         }

@@ -27,12 +27,11 @@ unsafe fn text(s: *const c_char, what: &str, class: c_int) -> R<String> {
 /// Info objects, apart from the library's state: the standard lets a
 /// program make and use them before `MPI_Init` and after `MPI_Finalize`
 /// (MPI 4.1 §11.4.1), and a handle made before lives on after.
-struct Infos {
+/// They are the process's (`process::Process::infos`).
+pub(crate) struct Infos {
     pairs: Table<Pairs>,
     made: Handle,
 }
-
-static INFOS: parking_lot::Mutex<Option<Infos>> = parking_lot::Mutex::new(None);
 
 /// Info handles: `FIRST_HANDLE + 16 k + 9`. The low bits tell them from
 /// communicators (5) and from every other handle (0), which live in the
@@ -42,7 +41,7 @@ const INFO_MARK: Handle = 0x9;
 
 /// Run `f` on the info objects.
 fn infos<T>(f: impl FnOnce(&mut Infos) -> T) -> T {
-    let mut g = INFOS.lock();
+    let mut g = crate::process::process().infos.lock();
     f(g.get_or_insert_with(|| Infos { pairs: Table::default(), made: 0 }))
 }
 
@@ -106,7 +105,8 @@ fn info_call(call: &str, f: impl FnOnce() -> R<()>) -> c_int {
 /// `MPI_INFO_ENV`'s keys (§11.2.4): the command, its arguments, the
 /// number of processes and this host.
 fn env_pairs() -> Pairs {
-    let mut args = std::env::args();
+    // A rank that is a context of a host is told its own by the host.
+    let mut args = simlink::contexts::args().unwrap_or_else(|| std::env::args().collect()).into_iter();
     let mut p = Pairs::new();
     let mut add = |k: &str, v: &str| {
         // An empty or over-long value is left out rather than refused.

@@ -61,6 +61,7 @@ mod neighbor;
 mod op;
 mod p2p;
 mod partitioned;
+mod process;
 mod session;
 mod status;
 mod threads;
@@ -68,7 +69,7 @@ mod tool;
 mod topo;
 mod win;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use std::collections::HashMap;
 use std::ffi::c_int;
 
@@ -327,16 +328,20 @@ pub(crate) struct State {
 // turns, is the one the mutex orders).
 unsafe impl Send for State {}
 
-/// The library's state: `None` before `MPI_Init` and after `MPI_Finalize`.
-static STATE: Mutex<Option<State>> = Mutex::new(None);
-/// `MPI_Finalize` has run.
-static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// `MPI_Init` has run (and stays so after `MPI_Finalize`).
-static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The state exists (made by `MPI_Init` or `MPI_Session_init`).
-static LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The state was made and has ended: it is never made again.
-static TORN_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Where a process is in the library's life (its state itself is
+/// [`process::Process::state`]: `None` before `MPI_Init` and after
+/// `MPI_Finalize`).
+#[derive(Default)]
+pub(crate) struct Life {
+    /// `MPI_Finalize` has run.
+    pub(crate) finalized: std::sync::atomic::AtomicBool,
+    /// `MPI_Init` has run (and stays so after `MPI_Finalize`).
+    pub(crate) initialized: std::sync::atomic::AtomicBool,
+    /// The state exists (made by `MPI_Init` or `MPI_Session_init`).
+    pub(crate) live: std::sync::atomic::AtomicBool,
+    /// The state was made and has ended: it is never made again.
+    pub(crate) torn_down: std::sync::atomic::AtomicBool,
+}
 
 /// Handles the library makes start here, above every predefined value.
 pub(crate) const FIRST_HANDLE: Handle = 0x1_0000;
@@ -406,7 +411,7 @@ fn unknown_comm(h: Handle) -> Fail {
 /// poison bookkeeping on the hot path).
 #[inline(always)]
 fn lock() -> MutexGuard<'static, Option<State>> {
-    match STATE.try_lock() {
+    match process::process().state.try_lock() {
         Some(g) => g,
         None => lock_slow(),
     }
@@ -419,7 +424,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     // Held by another thread (wait for it), or by this one, running a
     // user-defined operation inside a reduction, where waiting would never
     // end.
-    if op::IN_USER_FN.with(|f| f.get()) {
+    if op::in_user_fn() {
         eprintln!(
             "MPI error: an MPI function was called from inside a user-defined reduction operation; only the predefined datatypes' size and extent queries and MPI_Abort may be (§6.9.5); ending the job"
         );
@@ -428,7 +433,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     // MPI_THREAD_MULTIPLE: wait for the holder, waking it if it idles.
     if threads::multiple() {
         let counted = threads::arriving();
-        let g = STATE.lock();
+        let g = process::process().state.lock();
         threads::arrived(counted);
         return g;
     }
@@ -446,7 +451,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
 /// What an error handler does with a failed call on object `obj`: a
 /// user's handler (`user`) runs, then the call returns the code (§9.3).
 fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<errh::ErrFn>, rank: Option<i32>, f: Fail) -> c_int {
-    LAST_ERROR.with(|l| *l.borrow_mut() = Some((f.class, f.msg.clone())));
+    process::with_thread(|t| *t.last_error.borrow_mut() = Some((f.class, f.msg.clone())));
     if errhandler == MPI_ERRORS_RETURN {
         return f.class;
     }
@@ -465,14 +470,9 @@ fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<errh::ErrFn>
     std::process::exit(if f.class == 0 { 1 } else { f.class.min(125) })
 }
 
-thread_local! {
-    /// The last error's class and message, for `MPI_Error_string`.
-    static LAST_ERROR: std::cell::RefCell<Option<(c_int, String)>> = const { std::cell::RefCell::new(None) };
-}
-
 /// Whether the library is between `MPI_Init` and `MPI_Finalize`.
 pub(crate) fn live() -> bool {
-    LIVE.load(std::sync::atomic::Ordering::SeqCst)
+    process::process().life.live.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Report `f` from a call made before `MPI_Init` or after `MPI_Finalize`
@@ -519,8 +519,11 @@ pub(crate) fn with_state_then(
 ) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
-        let when =
-            if TORN_DOWN.load(std::sync::atomic::Ordering::SeqCst) { "after MPI_Finalize" } else { "before MPI_Init" };
+        let when = if process::process().life.torn_down.load(std::sync::atomic::Ordering::SeqCst) {
+            "after MPI_Finalize"
+        } else {
+            "before MPI_Init"
+        };
         drop(guard);
         return report(
             call,

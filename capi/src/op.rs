@@ -11,7 +11,6 @@
 //! MPI call ends the job with a message (see `lock` in lib.rs) instead of
 //! deadlocking.
 
-use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -41,24 +40,19 @@ pub(crate) struct UserOp {
     commute: bool,
 }
 
-thread_local! {
-    /// A user function is running on this thread (under the state's lock).
-    pub(crate) static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
-    /// The derived datatype it runs on, and its layout, for its queries.
-    static USER_FN_TYPE: RefCell<Option<(Handle, Arc<Layout>)>> = const { RefCell::new(None) };
-}
-
 /// The layout of the derived datatype the running user function was given
 /// (it may query it, §6.9.5, while the reduction holds the state).
 pub(crate) fn user_fn_type(dt: Handle) -> Option<Layout> {
-    USER_FN_TYPE.with(|t| t.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Layout::clone(l)))
+    crate::process::with_thread(|t| {
+        t.user_fn_type.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Layout::clone(l))
+    })
 }
 
 /// A user function is running on this thread, holding the state's lock:
 /// only the calls that need no state answer (the predefined datatypes'
 /// queries, `MPI_Abort`).
 pub(crate) fn in_user_fn() -> bool {
-    IN_USER_FN.with(|f| f.get())
+    crate::process::with_thread(|t| t.in_user_fn.get())
 }
 
 /// The alignment every predefined type's elements need.
@@ -71,8 +65,8 @@ impl UserOp {
     /// Both point to `n` elements of `dt`, aligned for it.
     unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle, layout: Option<&Arc<Layout>>) {
         let mut dt = dt;
-        IN_USER_FN.with(|f| f.set(true));
-        USER_FN_TYPE.with(|t| *t.borrow_mut() = layout.map(|l| (dt, l.clone())));
+        crate::process::with_thread(|t| t.in_user_fn.set(true));
+        crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = layout.map(|l| (dt, l.clone())));
         // SAFETY: the caller's contract; the function is the user's, called
         // as the standard's MPI_User_function(_c) signature says.
         unsafe {
@@ -89,8 +83,8 @@ impl UserOp {
                 }
             }
         }
-        IN_USER_FN.with(|f| f.set(false));
-        USER_FN_TYPE.with(|t| *t.borrow_mut() = None);
+        crate::process::with_thread(|t| t.in_user_fn.set(false));
+        crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = None);
     }
 
     /// The operation on packed elements of a derived datatype `dt` laid out

@@ -137,7 +137,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
     }
     // The last user of the library. Without the world model ever, a new
     // session may come: the state stays until the process exits.
-    if !INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) {
+    if !crate::process::process().life.initialized.load(std::sync::atomic::Ordering::SeqCst) {
         end_at_exit();
         return MPI_SUCCESS;
     }
@@ -159,7 +159,6 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
 /// End the library when the process exits, if no model uses it then
 /// (registered once).
 fn end_at_exit() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
     extern "C" fn at_exit() {
         let taken = {
             let mut g = lock();
@@ -174,9 +173,10 @@ fn end_at_exit() {
             crate::env::teardown(st, "the exit after MPI_Session_finalize");
         }
     }
-    ONCE.call_once(|| {
+    crate::process::process().at_exit.call_once(|| {
         // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long as
-        // the program (the library is never unloaded while it runs).
+        // the program (the library is never unloaded while it runs). In a
+        // host of ranks it runs when this rank ends, as this rank.
         unsafe { libc::atexit(at_exit) };
     });
 }

@@ -52,29 +52,34 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::{Fail, R};
 
-/// `MPI_THREAD_MULTIPLE` was granted.
-static MULTIPLE: AtomicBool = AtomicBool::new(false);
-/// Threads waiting for the library's lock.
-static WANTED: AtomicUsize = AtomicUsize::new(0);
-/// Of those, threads coming back to a blocking call that let another in
-/// (they have nothing new to do: they look again whether their wait is
-/// over); counted from before they let the lock go.
-static RETURNING: AtomicUsize = AtomicUsize::new(0);
-/// How a thread arriving at the lock wakes the one idling inside.
-static WAKER: OnceLock<Option<Arc<dyn adi::Waker>>> = OnceLock::new();
-/// Counts what may have changed the state of a request: a call that ended,
-/// a progress pass that moved something.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
-/// The [`EPOCH`] each thread coming back for the lock saw when it last
-/// looked at its wait: while one is older than `EPOCH`, that thread may
-/// find its wait over, and a holder about to idle lets it look first.
-static SEEN: Mutex<Vec<(std::thread::ThreadId, u64)>> = Mutex::new(Vec::new());
+/// The process's side of the hand-over between its threads
+/// (`process::Process::threads`; each thread's own flags are in
+/// `process::PerThread`).
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// `MPI_THREAD_MULTIPLE` was granted.
+    multiple: AtomicBool,
+    /// Threads waiting for the library's lock.
+    wanted: AtomicUsize,
+    /// Of those, threads coming back to a blocking call that let another in
+    /// (they have nothing new to do: they look again whether their wait is
+    /// over); counted from before they let the lock go.
+    returning: AtomicUsize,
+    /// How a thread arriving at the lock wakes the one idling inside.
+    waker: OnceLock<Option<Arc<dyn adi::Waker>>>,
+    /// Counts what may have changed the state of a request: a call that ended,
+    /// a progress pass that moved something.
+    epoch: AtomicU64,
+    /// The [`Shared::epoch`] each thread coming back for the lock saw when it last
+    /// looked at its wait: while one is older than `epoch`, that thread may
+    /// find its wait over, and a holder about to idle lets it look first.
+    seen: Mutex<Vec<(std::thread::ThreadId, u64)>>,
+}
 
-thread_local! {
-    /// This thread is coming back to its blocking call ([`blocking_call`]).
-    static COMING_BACK: Cell<bool> = const { Cell::new(false) };
-    /// This thread's blocking call is giving the lock up ([`blocking_call`]).
-    static YIELDING: Cell<bool> = const { Cell::new(false) };
+/// The process's [`Shared`].
+#[inline(always)]
+fn shared() -> &'static Shared {
+    &crate::process::process().threads
 }
 
 /// Not an MPI error class: a blocking call's body gave the lock up for
@@ -85,7 +90,7 @@ const YIELDED: c_int = c_int::MIN;
 /// blocking call makes).
 #[inline(always)]
 pub(crate) fn multiple() -> bool {
-    MULTIPLE.load(Ordering::Relaxed)
+    shared().multiple.load(Ordering::Relaxed)
 }
 
 /// Grant `MPI_THREAD_MULTIPLE`: from now on blocking calls let other
@@ -94,13 +99,13 @@ pub(crate) fn grant(waker: Option<Arc<dyn adi::Waker>>) {
     if let Some(w) = &waker {
         w.set_threaded();
     }
-    let _ = WAKER.set(waker);
-    MULTIPLE.store(true, Ordering::SeqCst);
+    let _ = shared().waker.set(waker);
+    shared().multiple.store(true, Ordering::SeqCst);
 }
 
 /// Whether a thread with a new call waits for the lock.
 fn newcomers() -> bool {
-    WANTED.load(Ordering::Acquire) > RETURNING.load(Ordering::Acquire)
+    shared().wanted.load(Ordering::Acquire) > shared().returning.load(Ordering::Acquire)
 }
 
 /// Whether a thread waiting inside the library gives the lock up, asked
@@ -113,7 +118,7 @@ fn newcomers() -> bool {
 pub(crate) fn stop(moved: bool) -> bool {
     arm();
     if moved {
-        EPOCH.fetch_add(1, Ordering::AcqRel);
+        shared().epoch.fetch_add(1, Ordering::AcqRel);
     }
     newcomers() || stale()
 }
@@ -121,11 +126,11 @@ pub(crate) fn stop(moved: bool) -> bool {
 /// Whether a thread coming back for the lock has not looked at its wait
 /// since the last change ([`EPOCH`]).
 fn stale() -> bool {
-    if RETURNING.load(Ordering::Acquire) == 0 {
+    if shared().returning.load(Ordering::Acquire) == 0 {
         return false;
     }
-    let now = EPOCH.load(Ordering::Acquire);
-    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|&(_, e)| e < now)
+    let now = shared().epoch.load(Ordering::Acquire);
+    shared().seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|&(_, e)| e < now)
 }
 
 /// A call ends (in MPI_THREAD_MULTIPLE, through the standing mark every
@@ -133,15 +138,15 @@ fn stale() -> bool {
 /// others wait for, unless it is a blocking call giving the lock up with
 /// nothing done but a look at its own wait.
 pub(crate) fn ended() {
-    if !YIELDING.with(Cell::get) {
-        EPOCH.fetch_add(1, Ordering::AcqRel);
+    if !crate::process::with_thread(|t| t.yielding.get()) {
+        shared().epoch.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 /// Let a newcomer's wake end this thread's next wait (before looking for
 /// newcomers: see [`adi::Waker::arm`]).
 fn arm() {
-    if let Some(Some(w)) = WAKER.get() {
+    if let Some(Some(w)) = shared().waker.get() {
         w.arm();
     }
 }
@@ -151,11 +156,11 @@ fn arm() {
 /// blocking call, which counted it already, before it let the lock go
 /// ([`blocking_call`]). Returns what [`arrived`] takes.
 pub(crate) fn arriving() -> bool {
-    if COMING_BACK.with(Cell::get) {
+    if crate::process::with_thread(|t| t.coming_back.get()) {
         return false;
     }
-    WANTED.fetch_add(1, Ordering::AcqRel);
-    if let Some(Some(w)) = WAKER.get() {
+    shared().wanted.fetch_add(1, Ordering::AcqRel);
+    if let Some(Some(w)) = shared().waker.get() {
         w.wake();
     }
     true
@@ -164,7 +169,7 @@ pub(crate) fn arriving() -> bool {
 /// The thread counted by [`arriving`] has the lock.
 pub(crate) fn arrived(counted: bool) {
     if counted {
-        WANTED.fetch_sub(1, Ordering::AcqRel);
+        shared().wanted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -175,18 +180,22 @@ pub(crate) fn arrived(counted: bool) {
 /// then wait for that holder's next event, perhaps for ever).
 fn coming_back() {
     let me = std::thread::current().id();
-    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((me, EPOCH.load(Ordering::Acquire)));
-    RETURNING.fetch_add(1, Ordering::AcqRel);
-    WANTED.fetch_add(1, Ordering::AcqRel);
+    shared()
+        .seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((me, shared().epoch.load(Ordering::Acquire)));
+    shared().returning.fetch_add(1, Ordering::AcqRel);
+    shared().wanted.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The thread [`coming_back`] counted has the lock again (and looks at
 /// its wait now).
 fn came_back() {
-    WANTED.fetch_sub(1, Ordering::AcqRel);
-    RETURNING.fetch_sub(1, Ordering::AcqRel);
+    shared().wanted.fetch_sub(1, Ordering::AcqRel);
+    shared().returning.fetch_sub(1, Ordering::AcqRel);
     let me = std::thread::current().id();
-    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|&(t, _)| t != me);
+    shared().seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|&(t, _)| t != me);
 }
 
 /// The failure a blocking call's body returns when it gave the lock up.
@@ -199,6 +208,11 @@ pub(crate) fn yielded() -> Fail {
 /// partitions). Counted by the operating system: a thread that has not
 /// called MPI yet counts too.
 pub(crate) fn others_exist() -> bool {
+    // A rank that is a context of a host has no thread of its own besides
+    // the host's one (programs that create threads run as processes).
+    if simlink::contexts::in_host() {
+        return false;
+    }
     simlink::process::threads(std::process::id()).is_none_or(|n| n > 1)
 }
 
@@ -214,7 +228,7 @@ pub(crate) fn again(st: &crate::State, idle: bool) -> Fail {
             return e.into();
         }
         // Something may have moved for another waiting thread.
-        EPOCH.fetch_add(1, Ordering::AcqRel);
+        shared().epoch.fetch_add(1, Ordering::AcqRel);
     }
     yielded()
 }
@@ -243,7 +257,7 @@ pub(crate) fn blocking_call(
                 match body(st) {
                     Err(f) if f.class == YIELDED => {
                         again.set(true);
-                        YIELDING.with(|y| y.set(true));
+                        crate::process::with_thread(|t| t.yielding.set(true));
                         // Counted from before the lock is free (then
                         // handed straight to a thread parked for it).
                         coming_back();
@@ -255,8 +269,8 @@ pub(crate) fn blocking_call(
             },
             &again,
         );
-        YIELDING.with(|y| y.set(false));
-        COMING_BACK.with(|c| c.set(again.get()));
+        crate::process::with_thread(|t| t.yielding.set(false));
+        crate::process::with_thread(|t| t.coming_back.set(again.get()));
         if !again.get() {
             // The body did not run (the library ended meanwhile).
             if counted.replace(false) {

@@ -18,14 +18,27 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use crate::abi::*;
 use crate::Handle;
 
-/// How many `MPI_T_init_thread` calls are not yet finalized (§15.3.4:
-/// they nest).
-static OPEN: AtomicI32 = AtomicI32::new(0);
-/// The next performance-variable session handle.
-static NEXT_SESSION: AtomicUsize = AtomicUsize::new(1);
+/// The tool interface's state (the process's: `process::Process::tool`).
+pub(crate) struct Tool {
+    /// How many `MPI_T_init_thread` calls are not yet finalized (§15.3.4:
+    /// they nest).
+    open: AtomicI32,
+    /// The next performance-variable session handle.
+    next_session: AtomicUsize,
+}
+
+impl Default for Tool {
+    fn default() -> Tool {
+        Tool { open: AtomicI32::new(0), next_session: AtomicUsize::new(1) }
+    }
+}
+
+fn tool() -> &'static Tool {
+    &crate::process::process().tool
+}
 
 fn open() -> bool {
-    OPEN.load(Ordering::SeqCst) > 0
+    tool().open.load(Ordering::SeqCst) > 0
 }
 
 /// Write `v` through `p` if it is not null.
@@ -47,14 +60,14 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
     // SAFETY: the standard's contract on `provided`.
     let rc = unsafe { out(provided, level) };
     if rc == MPI_SUCCESS {
-        OPEN.fetch_add(1, Ordering::SeqCst);
+        tool().open.fetch_add(1, Ordering::SeqCst);
     }
     rc
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_T_finalize() -> c_int {
-    match OPEN.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - 1)) {
+    match tool().open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - 1)) {
         Ok(_) => MPI_SUCCESS,
         Err(_) => MPI_T_ERR_NOT_INITIALIZED,
     }
@@ -145,7 +158,7 @@ names_nothing! {
 
 /// A session handle made by `MPI_T_pvar_session_create`, not yet freed.
 fn is_session(s: Handle) -> bool {
-    s != 0 && s < NEXT_SESSION.load(Ordering::SeqCst)
+    s != 0 && s < tool().next_session.load(Ordering::SeqCst)
 }
 
 #[no_mangle]
@@ -153,7 +166,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(session: *mut Handle) -> c_in
     if !open() {
         return MPI_T_ERR_NOT_INITIALIZED;
     }
-    let s = NEXT_SESSION.fetch_add(1, Ordering::SeqCst);
+    let s = tool().next_session.fetch_add(1, Ordering::SeqCst);
     // SAFETY: the standard's contract on `session`.
     unsafe { out(session, s) }
 }

@@ -158,6 +158,13 @@ impl Poker {
     /// threads besides the one that waits, the actor's waits are not proof
     /// of a deadlock (see `simctl::ActorRecord::threaded`).
     pub fn set_threaded(&self) {
+        // A rank that is a context of a host has no thread of its own
+        // besides the one the host switches to it (a program that creates
+        // threads is not run as a context), so its waits stay proof of a
+        // deadlock; the host's own threads must not make them look pokeable.
+        if crate::contexts::in_host() {
+            return;
+        }
         if let Some((_, rec)) = self.parts() {
             rec.threaded.store(1, SeqCst);
         }
@@ -192,7 +199,9 @@ impl ActorEnd {
         // Hand over on the model's CPU: a wake-up across CPUs costs an
         // inter-processor interrupt (see crate::affinity). A CPU this
         // process may not use leaves it unpinned, and spinning.
+        // A context of a host shares the host's one thread: nothing to pin.
         let cpu = match header.cpu.load(SeqCst) {
+            _ if crate::contexts::in_host() => None,
             simctl::NO_CPU => None,
             c => Some(c as usize),
         };

@@ -5,6 +5,8 @@
 //! place:
 //!
 //! * [`affinity`] — keeping every hand-off on one CPU;
+//! * [`contexts`] — what a rank that is a user-level context of a host
+//!   process (ranks as contexts, DESIGN §3) asks of its host;
 //! * [`mmio`] — memory shared between processes (the node files, the
 //!   control file, and on hardware the card's own mapping), with the only
 //!   raw-pointer access of the stack;
@@ -22,6 +24,7 @@
 
 pub mod actor;
 pub mod affinity;
+pub mod contexts;
 pub mod mmio;
 pub mod model;
 pub mod process;

@@ -507,6 +507,16 @@ pub mod handoff {
         spin: Duration,
         timeout: Option<Duration>,
     ) -> bool {
+        // A rank that is a context of a host (crate::contexts) hands the
+        // CPU to the host's scheduler instead of sleeping: whoever changes
+        // the word (the model granting it the token) runs on the same
+        // thread, and switches back to it.
+        if crate::contexts::current_rank().is_some() {
+            while word.load(SeqCst) == old {
+                crate::contexts::suspend();
+            }
+            return true;
+        }
         // The clock is read only when spinning: a pinned hand-off reads no
         // clock at all (a sleep interrupted early starts a full timeout
         // again; the timeouts are liveness checks, not deadlines).
