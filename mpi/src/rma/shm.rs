@@ -14,6 +14,45 @@ pub(crate) struct Segment {
     me: usize,
 }
 
+/// Create a shared-memory segment of `len` bytes, readable and writable
+/// by this user only, under a fresh random name (exclusively: a name that
+/// exists already, taken by anyone, is never opened but replaced by
+/// another); its name, for the others to open.
+fn create_segment(len: usize) -> Result<Vec<u8>> {
+    for _ in 0..16 {
+        let mut nonce = [0u8; 16];
+        // SAFETY: getrandom writes at most `nonce.len()` bytes into it.
+        let got = unsafe { libc::getrandom(nonce.as_mut_ptr().cast(), nonce.len(), 0) };
+        if got != nonce.len() as isize {
+            return Err(os("getrandom"));
+        }
+        let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("/dnmpi-win-{hex}");
+        let c = std::ffi::CString::new(name.clone()).map_err(|_| MpiError::Invalid("shared segment name".into()))?;
+        // SAFETY: `c` is a valid C string; the flags create a new segment
+        // readable and writable by this user only, never an existing one.
+        let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
+        if fd < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+                continue;
+            }
+            return Err(os("shm_open"));
+        }
+        // SAFETY: `fd` is ours, sized once.
+        let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
+        let err = (!sized).then(|| os("ftruncate"));
+        // SAFETY: closing our own descriptor; the segment persists until unlinked.
+        unsafe { libc::close(fd) };
+        if let Some(e) = err {
+            // SAFETY: `c` is a valid C string: the segment we just made goes.
+            unsafe { libc::shm_unlink(c.as_ptr()) };
+            return Err(e);
+        }
+        return Ok(name.into_bytes());
+    }
+    Err(MpiError::RmaShared("MPI_Win_allocate_shared: 16 random segment names were all taken".into()))
+}
+
 fn os(what: &str) -> MpiError {
     MpiError::RmaShared(format!("MPI_Win_allocate_shared: {what}: {}", std::io::Error::last_os_error()))
 }
@@ -36,13 +75,12 @@ impl Segment {
         let node = comm.shared().borrow_mut().engine()?.node();
         let mut mine = size.to_le_bytes().to_vec();
         mine.extend_from_slice(&node.map_or(u64::MAX, u64::from).to_le_bytes());
-        mine.extend_from_slice(&u64::from(std::process::id()).to_le_bytes());
         mine.extend_from_slice(&hostname());
         let table = comm.allgather_bytes(&mine)?;
         let field = |b: &[u8], i: usize| {
             b.get(8 * i..8 * i + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes).unwrap_or_default()
         };
-        let place = |b: &[u8]| (field(b, 1), b.get(24..).unwrap_or_default().to_vec());
+        let place = |b: &[u8]| (field(b, 1), b.get(16..).unwrap_or_default().to_vec());
         if let Some(other) = table.iter().position(|b| place(b) != place(&mine)) {
             return Err(MpiError::RmaShared(format!(
                 "rank {other} of the communicator runs on another node than rank {}: only processes that share memory \
@@ -60,35 +98,20 @@ impl Segment {
         }
         starts.push(total);
         let len = total.max(1);
-        // Rank 0's process id and the window's context make the name unique on the host.
-        let ctx = comm.ctx();
-        let name = std::ffi::CString::new(format!("/dnmpi-win-{}-{ctx}", field(&table[0], 2)))
-            .map_err(|_| MpiError::Invalid("shared segment name".into()))?;
         let first = comm.rank() == 0;
-        let mut result = Ok(());
-        if first {
-            // SAFETY: `name` is a valid C string; the flags create a new
-            // segment readable and writable by this user only.
-            let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
-            // SAFETY: `fd` is ours (checked), sized once.
-            result = if fd < 0 {
-                Err(os("shm_open"))
-            } else if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-                Err(os("ftruncate"))
-            } else {
-                Ok(())
-            };
-            if fd >= 0 {
-                // SAFETY: closing our own descriptor; the segment persists until unlinked.
-                unsafe { libc::close(fd) };
+        // Rank 0 makes the segment under a name nobody can guess or hold
+        // already (another job, or another node's ranks of this one when
+        // they are contexts of one process), and tells the others.
+        let made = if first { create_segment(len) } else { Ok(Vec::new()) };
+        let told = comm.allgather_bytes(made.as_deref().unwrap_or_default())?;
+        let name = match told.first() {
+            Some(n) if !n.is_empty() => std::ffi::CString::new(n.clone())
+                .map_err(|_| MpiError::RmaShared("a shared segment name with a NUL".into()))?,
+            _ => {
+                made?;
+                return Err(MpiError::RmaShared("rank 0 could not create the shared segment".into()));
             }
-        }
-        // Everyone learns whether the segment exists before opening it.
-        let ok = comm.allgather_bytes(&[u8::from(result.is_ok())])?;
-        if ok.first().and_then(|v| v.first()) != Some(&1) {
-            result?;
-            return Err(MpiError::RmaShared("rank 0 could not create the shared segment".into()));
-        }
+        };
         // SAFETY: `name` is a valid C string.
         let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
         let map = if fd < 0 {
