@@ -370,7 +370,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
-    int buf[N];
+    /* Initialised: the separate model merges what changed since the last
+     * synchronisation, so garbage in the window would change the traffic
+     * (and the simulated time) from run to run. */
+    int buf[N] = {0};
     MPI_Win win, win_c;
     MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     attributes(win, buf);
