@@ -49,6 +49,8 @@ pub struct ClusterConfig {
     pub expected_actors: u32,
     /// How far ahead of other parties an actor may run (see [`LookaheadMode`]).
     pub lookahead: LookaheadMode,
+    /// The trace's metadata (its `otherData`: how the job was run).
+    pub trace_meta: Vec<(String, String)>,
     /// Pin the scheduler and every actor's hand-offs to this CPU
     /// (`simlink::affinity`): one party runs at a time, and a hand-off
     /// within one CPU costs a fraction of one across CPUs. `None`: not
@@ -68,6 +70,7 @@ impl ClusterConfig {
             trace: None,
             expected_actors: 0,
             lookahead: LookaheadMode::Full,
+            trace_meta: Vec::new(),
             cpu: None,
         }
     }
@@ -98,6 +101,21 @@ impl std::str::FromStr for LookaheadMode {
             other => Err(format!("lookahead {other:?}: give full, hop or none")),
         }
     }
+}
+
+/// The ranks of a job as user-level contexts of this process (DESIGN §3,
+/// issue 46), instead of processes of their own: the cluster grants an
+/// actor the token through the control file as always, then switches to
+/// its context itself, and the actor's hand-back switches back (its
+/// futex waits become switches: `simlink::contexts`).
+pub trait Contexts {
+    /// Run actor `actor`'s context, which was just granted the token,
+    /// until it hands the token back or can run no more (it ended).
+    fn resume(&mut self, actor: usize);
+    /// Nothing can run: start a context that has not run yet (it runs
+    /// until it attaches, or ends) and return `true`; `false` when there
+    /// is none, and then the host has set the run's stop flag.
+    fn idle(&mut self) -> bool;
 }
 
 /// Errors running a cluster.
@@ -145,6 +163,27 @@ pub struct RunReport {
     pub dead_actors: Vec<u32>,
     /// Trace events written.
     pub trace_events: u64,
+}
+
+impl RunReport {
+    /// The one-line summary `dimmnet-sim serve` prints at the end (and
+    /// `dnrun -v` passes on): simulated time, events, grants.
+    pub fn summary(&self) -> String {
+        format!(
+            "done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants ({} at the horizon, {} waits, {} waits already over), {} device schedules",
+            self.sim_time_ps as f64 / 1e6,
+            self.stats.events,
+            self.stats.commands,
+            self.stats.errors,
+            self.stats.packets,
+            self.deadlocks,
+            self.grants,
+            self.syncs,
+            self.waits,
+            self.waits_changed,
+            self.stats.schedules
+        )
+    }
 }
 
 /// The scheduler's view of one actor record.
@@ -421,6 +460,16 @@ impl Cluster {
     /// Run until `stop` is set or, with an expected actor count, until every
     /// expected actor has attached and left.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunReport, ClusterError> {
+        self.run_with(stop, None)
+    }
+
+    /// [`Cluster::run`] with the actors as `contexts` of this process, when
+    /// given (see [`Contexts`]).
+    pub fn run_with(
+        &mut self,
+        stop: &AtomicBool,
+        mut contexts: Option<&mut (dyn Contexts + '_)>,
+    ) -> Result<RunReport, ClusterError> {
         if let Some(cpu) = self.cfg.cpu {
             simlink::affinity::pin_current_thread(cpu).map_err(|source| ClusterError::Io {
                 what: "cannot pin the scheduler to CPU",
@@ -455,7 +504,7 @@ impl Cluster {
                         self.check_livelock(t);
                     }
                 }
-                Next::Actor(i) => self.run_actor(i),
+                Next::Actor(i) => self.run_actor(i, contexts.as_deref_mut()),
                 Next::Deadlock => {
                     let pokeable = self.pokeable();
                     let since = *self.stalled_since.get_or_insert_with(std::time::Instant::now);
@@ -466,7 +515,19 @@ impl Cluster {
                         self.idle(stop);
                     }
                 }
-                Next::Idle => self.idle(stop),
+                Next::Idle => match contexts.as_deref_mut() {
+                    // A context that has not run yet may attach; when none
+                    // is left the host has stopped the run.
+                    Some(c) => {
+                        if !c.idle() && !stop.load(SeqCst) {
+                            // Nothing can ever run again: no other thread
+                            // attaches to a host's cluster.
+                            self.shutdown();
+                            break;
+                        }
+                    }
+                    None => self.idle(stop),
+                },
             }
         }
         Ok(self.report())
@@ -491,7 +552,7 @@ impl Cluster {
         let report = self.report();
         if let Some(t) = self.model.take_trace() {
             let path = self.cfg.trace.clone().unwrap_or_default();
-            t.finish().map_err(io("cannot write trace", &path))?;
+            t.finish_with(&self.cfg.trace_meta).map_err(io("cannot write trace", &path))?;
         }
         Ok(report)
     }
@@ -764,7 +825,7 @@ impl Cluster {
         }
     }
 
-    fn run_actor(&mut self, i: usize) {
+    fn run_actor(&mut self, i: usize, contexts: Option<&mut (dyn Contexts + '_)>) {
         let b = self.bounds(i);
         // The general horizon, where a process hands over between reads
         // (Device::observe), is the one of its polls: LLCM's.
@@ -778,6 +839,18 @@ impl Cluster {
         let reach = self.reach(i).0;
         let regions = self.region_horizons(i, &b, horizon.0);
         self.ctl.grant(i, &GrantTo { clock: clock.0, horizon: horizon.0, regions, reach, epoch, result });
+        if let Some(c) = contexts {
+            // Switch to it; it runs until it hands the token back, unless
+            // it ends first (returns from main, exits or crashes), which
+            // is what a process that disappears is.
+            c.resume(i);
+            if !self.ctl.yielded_back(i) {
+                self.mark_dead(i);
+                return;
+            }
+            self.handle_yield(i);
+            return;
+        }
         // Wait for the actor to hand the token back.
         while !self.ctl.wait_yield(i, Duration::from_millis(100)) {
             if !pid_alive(pid) {

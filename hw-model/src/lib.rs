@@ -26,7 +26,7 @@ pub mod profile;
 pub mod time;
 pub mod trace;
 
-pub use cluster::{Cluster, ClusterConfig, ClusterError, LookaheadMode, RunReport};
+pub use cluster::{Cluster, ClusterConfig, ClusterError, Contexts, LookaheadMode, RunReport};
 pub use model::{Model, ModelConfig, Sends, Touches};
 pub use profile::HostProfile;
 pub use time::SimTime;

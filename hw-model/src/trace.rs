@@ -187,8 +187,32 @@ impl Trace {
     }
 
     /// Close the JSON document and flush.
-    pub fn finish(mut self) -> std::io::Result<()> {
-        self.raw("\n]}\n");
+    pub fn finish(self) -> std::io::Result<()> {
+        self.finish_with(&[])
+    }
+
+    /// [`Trace::finish`], with `meta` as the trace's `otherData` (what the
+    /// trace viewers show as its metadata: how the job was run). It comes
+    /// last, on a line of its own, so that traces of one job run in
+    /// different ways compare equal once it is left out.
+    pub fn finish_with(mut self, meta: &[(String, String)]) -> std::io::Result<()> {
+        self.raw("\n]");
+        if !meta.is_empty() {
+            let mut line = String::from(",\n\"otherData\":{");
+            for (i, (k, v)) in meta.iter().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                line.push('"');
+                escape(k, &mut line);
+                line.push_str("\":\"");
+                escape(v, &mut line);
+                line.push('"');
+            }
+            line.push('}');
+            self.raw(&line);
+        }
+        self.raw("}\n");
         if let Some(e) = self.error.take() {
             return Err(e);
         }

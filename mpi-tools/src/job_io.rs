@@ -9,7 +9,6 @@
 //! newline gets one. A line longer than [`LINE_MAX`] is passed on in pieces
 //! rather than held without bound.
 
-use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
@@ -224,7 +223,7 @@ impl JobIo {
 /// Append `data` to `pending` and hand every complete line (with its
 /// newline) to `line`; at the end of the stream the rest, given a newline;
 /// a line of [`LINE_MAX`] bytes without one goes out as it is.
-fn take_lines(pending: &mut Vec<u8>, data: &[u8], end: bool, mut line: impl FnMut(&[u8])) {
+pub(crate) fn take_lines(pending: &mut Vec<u8>, data: &[u8], end: bool, mut line: impl FnMut(&[u8])) {
     pending.extend_from_slice(data);
     let mut start = 0;
     while let Some(nl) = pending[start..].iter().position(|b| *b == b'\n') {
@@ -244,9 +243,29 @@ fn take_lines(pending: &mut Vec<u8>, data: &[u8], end: bool, mut line: impl FnMu
 /// Write one line (it ends with its newline) to our stdout or stderr in a
 /// single write, with the rank's tag in front when asked.
 fn emit(rank: u32, tag: bool, to_stderr: bool, line: &[u8]) {
+    emit_raw(rank, tag, to_stderr, line)
+}
+
+/// [`emit`] by the `write` system call itself, never through a library's
+/// buffer or `write` function (a rank that is a context writes through
+/// `dnrun`'s own `write`, which comes here: see `crate::contexts::emulate`).
+pub(crate) fn emit_raw(rank: u32, tag: bool, to_stderr: bool, line: &[u8]) {
     let mut out = if tag { format!("[{rank}] ").into_bytes() } else { Vec::with_capacity(line.len()) };
     out.extend_from_slice(line);
-    let _ = if to_stderr { std::io::stderr().lock().write_all(&out) } else { std::io::stdout().lock().write_all(&out) };
+    let fd = if to_stderr { 2 } else { 1 };
+    let mut done = 0;
+    while done < out.len() {
+        let rest = &out[done..];
+        // SAFETY: the write system call on a buffer we own, of its length.
+        let n = unsafe { libc::syscall(libc::SYS_write, fd, rest.as_ptr(), rest.len()) };
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && last_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            break; // the output is gone (a closed pipe): drop the line
+        }
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,9 @@ pub struct LaunchOptions {
     /// by default output passes through as the rank wrote it, as `mpirun`
     /// passes it, so that a rank's `--json` pipes straight into a parser.
     pub tag_output: bool,
+    /// How the ranks run: contexts of `dnrun` or processes
+    /// ([`crate::contexts`]).
+    pub rank_mode: crate::contexts::RankMode,
     /// A program that understands `__dnrun-reaper DIR` ([`reap`]): `dnrun`
     /// itself. Started first, it stops the job's processes and removes its
     /// files if the launcher is killed outright (`kill -9`).
@@ -464,7 +467,17 @@ fn resolve_program(p: &Path) -> Result<PathBuf, LaunchError> {
 /// Refuse a job this host cannot hold: `dnrun` keeps two pipes and a pidfd
 /// per local rank (and, while the rank starts, its PMI socket and a thread
 /// serving it), and the ranks are processes of this user.
-fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
+fn check_host_limits(local_ranks: usize, contexts: bool) -> Result<(), LaunchError> {
+    if local_ranks > MAX_LOCAL_RANKS {
+        return Err(LaunchError::Usage(format!(
+            "{local_ranks} ranks on one host is more than dnrun starts ({MAX_LOCAL_RANKS}); \
+             spread the job over hosts with --hostfile and --ranks"
+        )));
+    }
+    if contexts {
+        // One process, one thread: no descriptors or processes per rank.
+        return Ok(());
+    }
     let need_fds = 4 * local_ranks as u64 + 64;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit write/read only the struct we pass.
@@ -492,13 +505,35 @@ fn check_host_limits(local_ranks: usize) -> Result<(), LaunchError> {
             lim.rlim_cur
         )));
     }
-    if local_ranks > MAX_LOCAL_RANKS {
-        return Err(LaunchError::Usage(format!(
-            "{local_ranks} ranks on one host is more than dnrun starts ({MAX_LOCAL_RANKS}); \
-             spread the job over hosts with --hostfile and --ranks"
-        )));
-    }
     Ok(())
+}
+
+/// How the ranks of this job run: `Some(program)` to run them as contexts
+/// of `dnrun` ([`crate::contexts`]), `None` as processes. `auto` takes
+/// contexts when it can and says why not under `-v`; `contexts` that
+/// cannot be is refused, saying why.
+fn choose_rank_mode(
+    opts: &LaunchOptions,
+    program: &Path,
+) -> Result<Option<crate::contexts::program::Loadable>, LaunchError> {
+    use crate::contexts::RankMode;
+    let why_not = if opts.rank_mode == RankMode::Processes {
+        return Ok(None);
+    } else if !opts.backend.needs().simulator {
+        format!("--backend {} runs its ranks as processes (contexts are the simulator's)", opts.backend.name())
+    } else {
+        match crate::contexts::program::inspect(program) {
+            Ok(l) => return Ok(Some(l)),
+            Err(e) => e.to_string(),
+        }
+    };
+    if opts.rank_mode == RankMode::Contexts {
+        return Err(LaunchError::Usage(format!("--rank-mode contexts: {why_not}; use --rank-mode processes")));
+    }
+    if opts.verbose {
+        eprintln!("dnrun: ranks run as processes: {why_not}");
+    }
+    Ok(None)
 }
 
 /// The most ranks `dnrun` starts on one host (documented in the README):
@@ -576,13 +611,14 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
     }
     let program = resolve_program(&opts.program)?;
-    let sim_bin = match needs.simulator {
+    let contexts = choose_rank_mode(opts, &program)?;
+    let sim_bin = match needs.simulator && contexts.is_none() {
         true => Some(find_simulator().ok_or_else(|| {
             LaunchError::Simulator("dimmnet-sim not found next to dnrun or on PATH (build with `cargo build --release`, or set DN_SIM_BIN)".into())
         })?),
         false => None,
     };
-    check_host_limits(local.len())?;
+    check_host_limits(local.len(), contexts.is_some())?;
 
     let dir = job_dir();
     make_job_dir(&dir)?;
@@ -595,6 +631,43 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     let mut reaper = Reaper::start(opts.reaper.as_deref(), &dir);
     let sim_dir = dir.join("sim");
 
+    let job_id = opts.job_id.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        (t as u32) ^ std::process::id().rotate_left(16)
+    });
+    // What each rank finds in its environment on top of dnrun's: the job as
+    // adi::JobEnv reads it, the backend's settings, then the user's (-x).
+    let rank_env = |rank: u32| -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut v: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+            (adi::ENV_BACKEND.into(), opts.backend.name().into()),
+            (job::ENV_RANK.into(), rank.to_string().into()),
+            (job::ENV_SIZE.into(), opts.np.to_string().into()),
+            (job::ENV_NODES.into(), opts.nodes.to_string().into()),
+            (job::ENV_JOB_DIR.into(), dir.join("job").into()),
+            (job::ENV_JOB_ID.into(), job_id.to_string().into()),
+            ("DN_SIM_DIR".into(), sim_dir.clone().into()),
+        ];
+        v.extend(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE".into(), h.clone().into())));
+        v.extend(opts.dpdk_vdev.iter().map(|d| (adi::backend::dpdk::DN_DPDK_VDEV.into(), d.into())));
+        if opts.dpdk_polling == DpdkPolling::Node {
+            v.push((adi::backend::dpdk::DN_DPDK_POLLER.into(), "node".into()));
+        }
+        v.extend(opts.env.iter().map(|(k, val)| (k.into(), val.into())));
+        v
+    };
+    if let Some(loadable) = &contexts {
+        return crate::contexts::run_job(crate::contexts::ContextJob {
+            opts,
+            program: loadable,
+            argv0: &program,
+            dir: &dir,
+            sim_dir: sim_dir.clone(),
+            slots,
+            env_of: &rank_env,
+            interrupted,
+        });
+    }
+
     let mut sim = Guard(None);
     let mut sim_err: Option<std::thread::JoinHandle<String>> = None;
     if let Some(bin) = &sim_bin {
@@ -606,7 +679,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             .args(["--actors", &opts.np.to_string(), "--profile", &opts.profile])
             .args(["--partition-mib", &opts.partition_mib.to_string()]);
         if let Some(t) = &opts.trace {
-            cmd.arg("--trace").arg(t);
+            cmd.arg("--trace").arg(t).args(["--trace-meta", "rank_mode=processes"]);
         }
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
         // SIGTERM: the simulator removes its files on the way out.
@@ -640,10 +713,6 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     let mut io = crate::job_io::JobIo::new(opts.tag_output)
         .map_err(|e| LaunchError::Io(format!("cannot set up the ranks' output forwarding: {e}")))?;
     let start = Instant::now();
-    let job_id = opts.job_id.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        (t as u32) ^ std::process::id().rotate_left(16)
-    });
     // DPDK polling processes, one per node with ranks, before the ranks
     // (a rank waits for its node's poller to listen).
     let mut pollers: Vec<(u32, Guard)> = Vec::new();
@@ -700,22 +769,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 });
             }
         }
-        cmd.args(&opts.args)
-            .env(adi::ENV_BACKEND, opts.backend.name())
-            // The job as adi::JobEnv reads it.
-            .env(job::ENV_RANK, rank.to_string())
-            .env(job::ENV_SIZE, opts.np.to_string())
-            .env(job::ENV_NODES, opts.nodes.to_string())
-            .env(job::ENV_JOB_DIR, dir.join("job"))
-            .env(job::ENV_JOB_ID, job_id.to_string())
-            .env("DN_SIM_DIR", &sim_dir)
-            .envs(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE", h.as_os_str())))
-            .envs(opts.dpdk_vdev.iter().map(|v| (adi::backend::dpdk::DN_DPDK_VDEV, v.as_str())))
-            .envs((opts.dpdk_polling == DpdkPolling::Node).then_some((adi::backend::dpdk::DN_DPDK_POLLER, "node")))
-            .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(&opts.args).envs(rank_env(rank)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         supervised(&mut cmd, libc::SIGKILL);
         let spawned = cmd.spawn();
         if let (Some(server), Some((ours, theirs))) = (&pmi, pmi_end) {

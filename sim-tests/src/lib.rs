@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 pub mod matrix;
 
@@ -38,6 +38,62 @@ pub fn ensure_binaries() {
             assert!(dir.join(b).is_file(), "{} was not built", dir.join(b).display());
         }
     });
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository root").to_path_buf()
+}
+
+/// A prefix laid out as `scripts/install.sh` lays one out (bin/mpicc,
+/// include/mpi.h, lib/libmpi_abi.so.1), pointing at this build.
+pub fn c_prefix() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        ensure_binaries();
+        let dir = bin_dir();
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args(["build", "--quiet", "-p", "capi"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("run cargo").success(), "building libmpi_abi failed");
+        // One prefix per test executable: several may build at once.
+        let exe = std::env::current_exe().ok().and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let p = dir.join(format!("c-prefix-{}", exe.unwrap_or_default()));
+        let _ = std::fs::remove_dir_all(&p);
+        for d in ["bin", "lib"] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        std::fs::copy(repo().join("capi/mpicc"), p.join("bin/mpicc")).unwrap();
+        std::os::unix::fs::symlink(repo().join("capi/include"), p.join("include")).unwrap();
+        for name in ["libmpi_abi.so", "libmpi_abi.so.1"] {
+            std::os::unix::fs::symlink(dir.join("libmpi_abi.so"), p.join("lib").join(name)).unwrap();
+        }
+        p
+    })
+}
+
+/// Compile `sim-tests/c/<name>.c` with our mpicc (warnings are errors)
+/// into `c-<name>` beside the binaries.
+pub fn build_c(name: &str) -> PathBuf {
+    build_c_with(name, &format!("c-{name}"), &[])
+}
+
+/// [`build_c`] into `out` (beside the binaries), with more compiler flags.
+pub fn build_c_with(name: &str, out: &str, flags: &[&str]) -> PathBuf {
+    let out = bin_dir().join(out);
+    let src = repo().join(format!("sim-tests/c/{name}.c"));
+    let o = Command::new(c_prefix().join("bin/mpicc"))
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .expect("run mpicc (is a C compiler installed?)");
+    assert!(o.status.success(), "mpicc {name}.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    out
 }
 
 /// Run `dnrun -n np --nodes nodes [extra...] -- program args...`.

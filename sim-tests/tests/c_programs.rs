@@ -6,52 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use sim_tests::{bin_dir, dnrun, ensure_binaries};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository root").to_path_buf()
-}
-
-/// A prefix laid out as `scripts/install.sh` lays one out (bin/mpicc,
-/// include/mpi.h, lib/libmpi_abi.so.1), pointing at this build.
-fn prefix() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        ensure_binaries();
-        let dir = bin_dir();
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["build", "--quiet", "-p", "capi"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("run cargo").success(), "building libmpi_abi failed");
-        let p = dir.join("c-prefix");
-        let _ = std::fs::remove_dir_all(&p);
-        for d in ["bin", "lib"] {
-            std::fs::create_dir_all(p.join(d)).unwrap();
-        }
-        std::fs::copy(repo().join("capi/mpicc"), p.join("bin/mpicc")).unwrap();
-        std::os::unix::fs::symlink(repo().join("capi/include"), p.join("include")).unwrap();
-        for name in ["libmpi_abi.so", "libmpi_abi.so.1"] {
-            std::os::unix::fs::symlink(dir.join("libmpi_abi.so"), p.join("lib").join(name)).unwrap();
-        }
-        p
-    })
-}
-
-/// Compile `sim-tests/c/<name>.c` with our mpicc (warnings are errors).
-fn build(name: &str) -> PathBuf {
-    let out = bin_dir().join(format!("c-{name}"));
-    let src = repo().join(format!("sim-tests/c/{name}.c"));
-    let o = Command::new(prefix().join("bin/mpicc"))
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .output()
-        .expect("run mpicc (is a C compiler installed?)");
-    assert!(o.status.success(), "mpicc {name}.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    out
-}
+use sim_tests::{bin_dir, build_c as build, dnrun, ensure_binaries, repo};
 
 fn c_basic() -> &'static Path {
     static B: OnceLock<PathBuf> = OnceLock::new();
@@ -177,7 +132,7 @@ fn every_declared_function_is_exported_and_nothing_else() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("all.c"), src).unwrap();
     let exe = dir.join("all");
-    let o = Command::new(prefix().join("bin/mpicc"))
+    let o = Command::new(sim_tests::c_prefix().join("bin/mpicc"))
         .args(["-std=c99", "-pedantic", "-Wall", "-o"])
         .arg(&exe)
         .arg(dir.join("all.c"))
@@ -186,7 +141,8 @@ fn every_declared_function_is_exported_and_nothing_else() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new(&exe).output().expect("run the program");
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), names.len().to_string());
-    let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(prefix().join("lib/libmpi_abi.so")).output();
+    let nm =
+        Command::new("nm").args(["-D", "--defined-only"]).arg(sim_tests::c_prefix().join("lib/libmpi_abi.so")).output();
     if let Ok(nm) = nm {
         let text = String::from_utf8_lossy(&nm.stdout);
         let exported: Vec<&str> =
@@ -200,7 +156,7 @@ fn every_declared_function_is_exported_and_nothing_else() {
 
 #[test]
 fn mpicc_shows_its_command() {
-    let o = Command::new(prefix().join("bin/mpicc")).arg("-show").output().expect("run mpicc");
+    let o = Command::new(sim_tests::c_prefix().join("bin/mpicc")).arg("-show").output().expect("run mpicc");
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("/include") && s.contains("-lmpi_abi") && s.contains("rpath"), "{s}");
 }

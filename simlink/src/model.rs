@@ -249,6 +249,13 @@ impl ModelEnd {
         }
     }
 
+    /// Whether actor `i` has handed the token back (without waiting: a
+    /// context of this process either has when its switch returns, or has
+    /// ended).
+    pub fn yielded_back(&self, i: usize) -> bool {
+        self.record(i).state() == Some(ActorState::Yielded)
+    }
+
     /// When actor `i` rang the doorbell that posted command `seq` (ps).
     pub fn doorbell_time(&self, i: usize, seq: u64) -> u64 {
         self.record(i).db_time[seq as usize % CQ_DEPTH].load(SeqCst)

@@ -36,6 +36,9 @@ enum Cmd {
         /// Write a Chrome trace-event JSON file (open in Perfetto).
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// KEY=VALUE for the trace's metadata (its otherData; repeatable).
+        #[arg(long = "trace-meta")]
+        trace_meta: Vec<String>,
         /// Expected number of processes: start only when all have attached,
         /// stop when all have left, report deadlocks.
         #[arg(long, default_value_t = 0)]
@@ -108,11 +111,15 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Serve { nodes, slots, dir, profile, trace, actors, partition_mib, cpu, lookahead } => {
+        Cmd::Serve { nodes, slots, dir, profile, trace, trace_meta, actors, partition_mib, cpu, lookahead } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
             let mut cfg = ClusterConfig::new(dir, nodes, slots);
             cfg.profile = profile;
             cfg.trace = trace;
+            for kv in trace_meta {
+                let (k, v) = kv.split_once('=').ok_or_else(|| format!("--trace-meta {kv:?} is not KEY=VALUE"))?;
+                cfg.trace_meta.push((k.to_string(), v.to_string()));
+            }
             cfg.expected_actors = actors;
             cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
             cfg.lookahead = match lookahead.or_else(|| std::env::var("DN_SIM_LOOKAHEAD").ok()) {
@@ -146,20 +153,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let _ = std::io::stdout().flush();
             cluster.run(&stop).map_err(|e| e.to_string())?;
             let report = cluster.finish().map_err(|e| e.to_string())?;
-            eprintln!(
-                "dimmnet-sim: done at {:.3} us simulated; {} events, {} commands, {} errors, {} packets, {} deadlocks, {} scheduler grants ({} at the horizon, {} waits, {} waits already over), {} device schedules",
-                report.sim_time_ps as f64 / 1e6,
-                report.stats.events,
-                report.stats.commands,
-                report.stats.errors,
-                report.stats.packets,
-                report.deadlocks,
-                report.grants,
-                report.syncs,
-                report.waits,
-                report.waits_changed,
-                report.stats.schedules
-            );
+            eprintln!("dimmnet-sim: {}", report.summary());
             Ok(())
         }
         Cmd::Fuzz { device, cases, seed, max_ops } => {

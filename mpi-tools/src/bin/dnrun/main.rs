@@ -81,6 +81,14 @@ struct Args {
     /// charge theirs with Universe::compute.
     #[arg(long, default_value = "none")]
     compute: String,
+    /// How the ranks run on the simulator: `contexts` (every rank a
+    /// user-level context of dnrun: a grant is a switch between stacks, not
+    /// two trips through the kernel), `processes` (every rank a process of
+    /// its own: any program, mpi4py included), or `auto` (contexts when the
+    /// program can be loaded so, processes otherwise; -v says why). The
+    /// default comes from DN_RANK_MODE, else auto.
+    #[arg(long, value_enum)]
+    rank_mode: Option<mpi_tools::contexts::RankMode>,
     /// The program and its arguments (after `--`).
     #[arg(required = true)]
     command: Vec<String>,
@@ -139,6 +147,7 @@ const WITH_VALUE: &[&str] = &[
     "--dpdk-poller",
     "--ppn",
     "--compute",
+    "--rank-mode",
 ];
 
 /// Accept the spellings of the common launchers (`mpiexec`/`mpirun` are
@@ -195,7 +204,11 @@ fn mpiexec_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     out
 }
 
+mod interpose;
+
 fn main() -> ExitCode {
+    // The functions a host answers for its ranks stay in the executable.
+    std::hint::black_box(interpose::keep());
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if argv.len() == 3 && argv[1] == mpi_tools::launcher::REAPER_ARG {
         return ExitCode::from(mpi_tools::launcher::reap(std::path::Path::new(&argv[2])) as u8);
@@ -250,6 +263,16 @@ fn main() -> ExitCode {
             }
         }
     }
+    let rank_mode = match a.rank_mode {
+        Some(m) => m,
+        None => match mpi_tools::contexts::RankMode::from_env() {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("dnrun: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let opts = LaunchOptions {
         np: a.np,
         nodes,
@@ -268,6 +291,7 @@ fn main() -> ExitCode {
         dpdk_vdev: a.dpdk_vdev,
         dpdk_polling: a.dpdk_poller,
         tag_output: a.tag_output,
+        rank_mode,
         reaper: std::env::current_exe().ok(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
