@@ -260,7 +260,8 @@ pub struct Cluster {
     /// Change an actor's state or clock only through [`Cluster::transition`],
     /// which keeps the indexes below in step.
     actors: Vec<Actor>,
-    /// The runnable actors by `(clock, index)`.
+    /// Per node, its lowest runnable actor's `(clock, index)`: the lowest
+    /// of all is the root, the lowest of another node a walk up one path.
     runnable: crate::order::Order,
     /// How many actors wait.
     waiting: usize,
@@ -281,6 +282,8 @@ pub struct Cluster {
     nodes_by_reach: crate::order::Order,
     /// Nodes whose reach may have changed; scratch for the model's list.
     stale_nodes: Vec<u16>,
+    /// Per node: already refreshed in this pass of [`Cluster::refresh_reach`].
+    stale_seen: Vec<bool>,
     changed_slots: Vec<Peer>,
     /// Scratch for [`Model::swap_touched`].
     touched: Vec<crate::model::Touch>,
@@ -405,14 +408,13 @@ impl Cluster {
         let node_reach = vec![None; cfg.nodes as usize];
         let nodes_cap = cfg.nodes as usize;
         // Open-ended jobs may grow to every record.
-        let runnable_cap = if cfg.expected_actors == 0 { MAX_ACTORS } else { cfg.expected_actors as usize };
         let files = created.keep();
         Ok(Cluster {
             cfg,
             model,
             ctl,
             actors: Vec::new(),
-            runnable: crate::order::Order::new(runnable_cap),
+            runnable: crate::order::Order::new(nodes_cap),
             waiting: 0,
             live_on_node,
             live: 0,
@@ -422,6 +424,7 @@ impl Cluster {
             node_reach,
             nodes_by_reach: crate::order::Order::new(nodes_cap),
             stale_nodes: Vec::new(),
+            stale_seen: vec![false; nodes_cap],
             changed_slots: Vec::new(),
             touched: Vec::new(),
             watch_words: Vec::new(),
@@ -489,9 +492,10 @@ impl Cluster {
             if self.ctl.poked() {
                 self.wake_poked();
             }
+            self.ctl.publish_progress(self.last_time.0, self.model.stats().events);
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
             let next_event = self.model.next_event_time().map(|t| t.0);
-            let lowest = self.runnable.first();
+            let lowest = self.runnable.first().map(|(c, i)| (c, i as usize));
             let next = scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0);
             if next != Next::Deadlock && next != Next::Idle {
                 self.stalled_since = None;
@@ -570,16 +574,11 @@ impl Cluster {
             return;
         }
         let live = |s: ActorState| matches!(s, ActorState::Runnable | ActorState::Waiting);
-        match a.state {
-            ActorState::Runnable => {
-                self.runnable.remove(a.clock.0, i);
-            }
-            ActorState::Waiting => {
-                self.waiting -= 1;
-                // The wait is over: a poke ends only a wait armed anew.
-                self.ctl.disarm(i);
-            }
-            _ => {}
+        let was_runnable = a.state == ActorState::Runnable;
+        if a.state == ActorState::Waiting {
+            self.waiting -= 1;
+            // The wait is over: a poke ends only a wait armed anew.
+            self.ctl.disarm(i);
         }
         let node = a.node as usize;
         match (live(a.state), live(state)) {
@@ -600,16 +599,26 @@ impl Cluster {
         }
         a.state = state;
         a.clock = clock;
-        match state {
-            ActorState::Runnable => {
-                self.runnable.insert(clock.0, i);
-            }
-            ActorState::Waiting => self.waiting += 1,
-            _ => {}
+        if state == ActorState::Waiting {
+            self.waiting += 1;
+        }
+        if was_runnable || state == ActorState::Runnable {
+            self.refresh_runnable(node);
         }
         if changed {
             self.ctl.set_state(i, state);
         }
+    }
+
+    /// Recompute node `node`'s lowest runnable actor in the runnable order.
+    fn refresh_runnable(&mut self, node: usize) {
+        let slots = self.cfg.slots;
+        let lowest = (0..slots)
+            .filter_map(|s| self.by_slot[layout::source_index(node as u16, s, slots)])
+            .filter(|&j| self.actors.get(j).is_some_and(|a| a.state == ActorState::Runnable && a.node as usize == node))
+            .map(|j| (self.actors[j].clock.0, j as u32))
+            .min();
+        self.runnable.set(node, lowest);
     }
 
     /// Admit actors that asked to attach.
@@ -687,10 +696,10 @@ impl Cluster {
             .min();
         // The lowest runnable actor of another node: at most this node's
         // actors come before it in the order.
-        let other_actor = self.runnable.first_where(|j| self.actors[j].node != a.node).map(|(c, _)| c);
+        let other_actor = self.runnable.first_except(a.node as usize).map(|(c, _)| c);
         let node_event =
             (0..self.cfg.slots).filter(|s| *s != me.slot).filter_map(|s| self.slot_reach(Peer::new(me.node, s))).min();
-        let other_event = self.nodes_by_reach.first_where(|n| n != me.node as usize).map(|(t, _)| t);
+        let other_event = self.nodes_by_reach.first_except(me.node as usize).map(|(t, _)| t);
         let (own_send, reply_near, reply_far) = self.model.next_send_at(me);
         let b = Bounds {
             own_send: own_send.map(|t| t.0),
@@ -769,21 +778,22 @@ impl Cluster {
             return;
         }
         let mut stale = std::mem::take(&mut self.stale_nodes);
-        stale.sort_unstable();
-        stale.dedup();
+        // Each node once (the list repeats them: every event at a slot
+        // names its node); in any order, since each node's reach is its own.
         for &n in &stale {
+            if std::mem::replace(&mut self.stale_seen[n as usize], true) {
+                continue;
+            }
             let reach = (0..self.cfg.slots).filter_map(|s| self.slot_reach(Peer::new(n, s))).min();
             let old = self.node_reach[n as usize];
             if old == reach {
                 continue;
             }
-            if let Some(old) = old {
-                self.nodes_by_reach.remove(old, n as usize);
-            }
             self.node_reach[n as usize] = reach;
-            if let Some(t) = reach {
-                self.nodes_by_reach.insert(t, n as usize);
-            }
+            self.nodes_by_reach.set(n as usize, reach.map(|t| (t, u32::from(n))));
+        }
+        for &n in &stale {
+            self.stale_seen[n as usize] = false;
         }
         stale.clear();
         self.stale_nodes = stale;
