@@ -495,9 +495,8 @@ impl Model {
     /// Put the schedule words back over host writes (they are read-only).
     pub(super) fn restore_sched_words(&mut self, node: u16, slot: u16) {
         let st = &self.nodes[node as usize].slots[slot as usize].sched;
-        let map = &self.mmio[node as usize];
-        let _ = map.write_u64s(Model::ur_off(slot, ur::off::SCHED_DONE), &st.done);
-        let _ = map.write_u64s(Model::ur_off(slot, ur::off::SCHED_RESULT), &st.result);
+        self.restore_ur_words(node, slot, ur::off::SCHED_DONE, &st.done);
+        self.restore_ur_words(node, slot, ur::off::SCHED_RESULT, &st.result);
     }
 }
 
