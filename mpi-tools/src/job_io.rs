@@ -253,6 +253,12 @@ pub(crate) fn emit_raw(rank: u32, tag: bool, to_stderr: bool, line: &[u8]) {
     let mut out = if tag { format!("[{rank}] ").into_bytes() } else { Vec::with_capacity(line.len()) };
     out.extend_from_slice(line);
     let fd = if to_stderr { 2 } else { 1 };
+    crate::progress::suspend(|| write_all_raw(fd, &out));
+}
+
+/// Write `out` to descriptor `fd` by the system call, whole unless the
+/// descriptor is gone.
+fn write_all_raw(fd: i32, out: &[u8]) {
     let mut done = 0;
     while done < out.len() {
         let rest = &out[done..];

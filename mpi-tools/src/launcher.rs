@@ -117,6 +117,8 @@ pub struct LaunchOptions {
     /// by default output passes through as the rank wrote it, as `mpirun`
     /// passes it, so that a rank's `--json` pipes straight into a parser.
     pub tag_output: bool,
+    /// No progress line (`--quiet`; there is none off a terminal anyway).
+    pub quiet: bool,
     /// How the ranks run: contexts of `dnrun` or processes
     /// ([`crate::contexts`]).
     pub rank_mode: crate::contexts::RankMode,
@@ -708,6 +710,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
     }
 
+    let _progress =
+        sim.get().is_some().then(|| crate::progress::Progress::start(&sim_dir, opts.np, opts.quiet)).flatten();
     let mut children: Vec<Guard> = Vec::new();
     // Every rank's output and exit, through one epoll set on this thread.
     let mut io = crate::job_io::JobIo::new(opts.tag_output)

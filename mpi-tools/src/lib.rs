@@ -16,4 +16,5 @@ pub mod contexts;
 mod job_io;
 pub mod launcher;
 pub mod pmi_server;
+pub mod progress;
 pub mod rma_bench;

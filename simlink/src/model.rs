@@ -293,6 +293,16 @@ impl ModelEnd {
         handoff::wait_change(&h.model_go, &h.model_sleeping, seen, Duration::ZERO, Some(timeout))
     }
 
+    /// Publish how far the run has come (for a launcher's progress line;
+    /// nothing reads it to decide anything).
+    #[inline]
+    pub fn publish_progress(&self, sim_time: u64, events: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let h = self.header();
+        h.sim_time.store(sim_time, Relaxed);
+        h.events.store(events, Relaxed);
+    }
+
     /// Leave a message for actors (a refusal, a deadlock report).
     pub fn set_message(&self, msg: &str) {
         simctl::store_str(&self.header().message, msg);

@@ -377,6 +377,7 @@ pub(crate) fn run_job(job: ContextJob<'_>) -> Result<JobReport, LaunchError> {
         done: AtomicBool::new(false),
     });
     let watchdog = spawn_watchdog(shared.clone(), opts.timeout, job.interrupted.clone(), job.dir.to_path_buf());
+    let _progress = crate::progress::Progress::start(&job.sim_dir, np, opts.quiet);
     let mut driver = Driver {
         shared: &shared,
         finalized_dir: job.dir.join("job"),

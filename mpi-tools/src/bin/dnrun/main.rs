@@ -42,6 +42,9 @@ struct Args {
     /// Print the simulator's summary.
     #[arg(short, long)]
     verbose: bool,
+    /// No progress line on the terminal while a simulated job runs.
+    #[arg(short, long)]
+    quiet: bool,
     /// UDP across hosts: a file with one host:port per rank, in rank order.
     #[arg(long)]
     hostfile: Option<PathBuf>,
@@ -291,6 +294,7 @@ fn main() -> ExitCode {
         dpdk_vdev: a.dpdk_vdev,
         dpdk_polling: a.dpdk_poller,
         tag_output: a.tag_output,
+        quiet: a.quiet,
         rank_mode,
         reaper: std::env::current_exe().ok(),
     };
