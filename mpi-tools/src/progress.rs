@@ -1,7 +1,8 @@
 //! The live line `dnrun` shows on a terminal while a simulated job runs
 //! (issue 46: a 1,024-rank job used to print nothing for 40 s): how far
 //! simulated time has come, how many device events the model processes
-//! per second, and how many ranks run, wait for the device, or have left.
+//! per second, and how many ranks run, wait for the device, or are done
+//! (cut to the terminal's width).
 //!
 //! It reads the simulator's control file (`simlink::simctl`: the model
 //! publishes its time and event count in the header, each rank's state is
@@ -79,7 +80,7 @@ fn sim_time(ps: u64) -> String {
 
 fn line(r: &Reading, rate: f64, np: u32) -> String {
     format!(
-        "{} simulated, {:.0}k events/s; {np} ranks: {} running, {} waiting on the device, {} done",
+        "{} simulated, {:.0}k events/s; {np} ranks: {} run, {} wait, {} done",
         sim_time(r.sim_ps),
         rate / 1e3,
         r.running,
@@ -97,7 +98,7 @@ impl Progress {
             return None;
         }
         let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_style(ProgressStyle::with_template("dnrun: {spinner} {msg}").ok()?);
+        bar.set_style(ProgressStyle::with_template("dnrun: {spinner} {wide_msg}").ok()?);
         let bar = BAR.get_or_init(|| bar).clone();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -145,10 +146,7 @@ mod tests {
     #[test]
     fn the_line_reads_as_a_person_would_say_it() {
         let r = Reading { sim_ps: 2_973_037_500, events: 5, running: 3, waiting: 60, left: 1 };
-        assert_eq!(
-            line(&r, 123_456.0, 64),
-            "2.973 ms simulated, 123k events/s; 64 ranks: 3 running, 60 waiting on the device, 1 done"
-        );
+        assert_eq!(line(&r, 123_456.0, 64), "2.973 ms simulated, 123k events/s; 64 ranks: 3 run, 60 wait, 1 done");
         assert_eq!(sim_time(5_120_000), "5.120 us");
         assert_eq!(sim_time(12_000_000_000_000), "12.000 s");
     }
