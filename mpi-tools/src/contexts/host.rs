@@ -379,9 +379,23 @@ pub(crate) fn exit_rank(code: c_int) -> ! {
         // lives; the host never resumes a rank that exited.
         unsafe { (*y).suspend(Event::Exit(code)) };
     }
-    // Not a rank (or resumed after its exit, which the host never does).
-    // SAFETY: ending the process, as exit's caller asked.
-    unsafe { libc::_exit(code) }
+    // Not a rank (or resumed after its exit, which the host never does):
+    // end the process by the system call itself (libc's `_exit` is the
+    // host's own, which would come back here).
+    // SAFETY: the system call ends the process; it touches no memory.
+    unsafe { libc::syscall(libc::SYS_exit_group, code) };
+    unreachable!("exit_group returned")
+}
+
+/// Why the last `dlopen` failed, as the dynamic loader says it.
+pub(crate) fn dl_error() -> String {
+    // SAFETY: dlerror returns a NUL-terminated message, or null.
+    let why = unsafe { libc::dlerror() };
+    if why.is_null() {
+        return "unknown error".into();
+    }
+    // SAFETY: non-null and NUL-terminated, valid until the next dl call.
+    unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
 }
 
 /// The entry of rank `r`'s context: load its copy of the program and run
@@ -398,15 +412,7 @@ fn rank_main(r: usize, yielder: &Yielder<(), Event>) -> Ended {
     // `program::inspect` (position-independent, no TLS of its own).
     let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        // SAFETY: dlerror returns a NUL-terminated message (or null).
-        let why = unsafe { libc::dlerror() };
-        let why = if why.is_null() {
-            "unknown error".into()
-        } else {
-            // SAFETY: non-null, NUL-terminated, valid until the next dl call.
-            unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
-        };
-        let msg = format!("dnrun: rank {r} cannot load {}: {why}\n", copy.display());
+        let msg = format!("dnrun: rank {r} cannot load {}: {}\n", copy.display(), dl_error());
         with(|h| h.output(r, 1, msg.as_bytes(), true));
         return Ended::Code(127);
     }

@@ -265,14 +265,7 @@ fn preload(program: &program::Loadable) -> Result<(), LaunchError> {
         // links, loaded for good (never closed).
         let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
         if h.is_null() {
-            // SAFETY: dlerror's message is NUL-terminated (or null).
-            let e = unsafe { libc::dlerror() };
-            let why = if e.is_null() {
-                "unknown error".to_string()
-            } else {
-                // SAFETY: non-null and NUL-terminated.
-                unsafe { std::ffi::CStr::from_ptr(e) }.to_string_lossy().into_owned()
-            };
+            let why = host::dl_error();
             return Err(LaunchError::Spawn {
                 rank: 0,
                 program: program.path.display().to_string(),
@@ -496,8 +489,9 @@ fn spawn_watchdog(
                         "dnrun: a rank does not hand over to the simulator (it computes, or waits outside MPI); ending dnrun"
                     );
                     let _ = std::fs::remove_dir_all(&dir);
-                    // SAFETY: ends the process at once; nothing of it is used after.
-                    unsafe { libc::_exit(code) };
+                    // SAFETY: ends the process at once by the system call;
+                    // nothing of it is used after.
+                    unsafe { libc::syscall(libc::SYS_exit_group, code) };
                 }
             }
         })
