@@ -678,18 +678,27 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
 /// Write a successful single-completion status into a status pointer
 /// unless it is `MPI_STATUS_IGNORE`: every field but `MPI_ERROR`, which the
 /// standard leaves undefined there (§3.2.5) and which MPICH, and programs
-/// tested against it (its mprobe test), leave as the caller set it.
+/// tested against it (its mprobe test), leave as the caller set it —
+/// except in an empty status, which the standard defines whole (MPICH's
+/// rqstatus test).
 ///
 /// # Safety
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
     if !out.is_null() {
+        // An empty status (a null or inactive request's, §3.7.3) has
+        // `MPI_ERROR` = `MPI_SUCCESS` too: it is written whole. (No
+        // message has `MPI_ANY_SOURCE` for its source.)
+        let empty = s.source == MPI_ANY_SOURCE && s.tag == MPI_ANY_TAG;
         // SAFETY: `out` is not null (checked above) and writable for one MPI_Status (this
         // function's contract); each field is written through the place, nothing is read.
         unsafe {
             (*out).source = s.source;
             (*out).tag = s.tag;
             (*out).internal = s.internal;
+            if empty {
+                (*out).error = MPI_SUCCESS;
+            }
         }
     }
 }

@@ -173,6 +173,21 @@ int main(int argc, char **argv)
     rc = MPI_Waitall(ns, sends, sst);
     CHECK(rc == MPI_SUCCESS, "the sends failed: %d", rc);
 
+    /* A null request's status is empty (MPI 4.1 §3.7.3): MPI_ERROR too is
+     * MPI_SUCCESS, whatever the status held before (MPICH's rqstatus). */
+    MPI_Status empty;
+    int eflag = 0;
+    empty.MPI_ERROR = 12345;
+    empty.MPI_SOURCE = 7;
+    MPI_Request_get_status(MPI_REQUEST_NULL, &eflag, &empty);
+    CHECK(eflag && empty.MPI_SOURCE == MPI_ANY_SOURCE && empty.MPI_TAG == MPI_ANY_TAG && empty.MPI_ERROR == MPI_SUCCESS,
+          "MPI_Request_get_status(MPI_REQUEST_NULL): flag %d source %d tag %d error %d", eflag, empty.MPI_SOURCE,
+          empty.MPI_TAG, empty.MPI_ERROR);
+    MPI_Request nul = MPI_REQUEST_NULL;
+    empty.MPI_ERROR = 12345;
+    MPI_Wait(&nul, &empty);
+    CHECK(empty.MPI_ERROR == MPI_SUCCESS, "MPI_Wait(MPI_REQUEST_NULL): error %d", empty.MPI_ERROR);
+
     int total = 0;
     MPI_Reduce(&errors, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0 && total == 0) printf("OK c-complete on %d ranks\n", size);
