@@ -235,6 +235,50 @@ fn the_rank_mode_is_auto_by_default_and_dn_rank_mode_sets_it() {
     assert!(code == Some(2) && err.contains("DN_RANK_MODE"), "{err}");
 }
 
+/// A C++ program built with `g++` against our `mpi.h` and library.
+fn build_cxx(out: &str, flags: &[&str]) -> std::path::PathBuf {
+    let prefix = sim_tests::c_prefix();
+    let out = bin_dir().join(out);
+    let o = std::process::Command::new("g++")
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .args(flags)
+        .arg(format!("-I{}", prefix.join("include").display()))
+        .arg("-o")
+        .arg(&out)
+        .arg(sim_tests::repo().join("sim-tests/cxx/streams.cpp"))
+        .arg(format!("-L{}", prefix.join("lib").display()))
+        .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+        .arg("-lmpi_abi")
+        .output()
+        .expect("run g++ (is a C++ compiler installed?)");
+    assert!(o.status.success(), "g++ streams.cpp failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// C++: iostreams and a static object's destructor, per rank. Built with
+/// `-fPIC` the program runs as contexts, alike both ways; built as `g++`
+/// builds by default it holds copies of `std::cout` and `std::cerr` (copy
+/// relocations, snapshots of the library's objects taken at load), and
+/// runs as processes, saying why (as contexts the first rank's copy was
+/// an uninitialized stream and crashed).
+#[test]
+fn a_cxx_program_runs_as_contexts_when_built_with_fpic_and_as_processes_otherwise() {
+    let pic = build_cxx("cxx-streams-pic", &["-fPIC"]);
+    for np in [1u32, 3] {
+        let o = both_ways("streams (-fPIC)", &pic, np, 2, &[], &[]);
+        assert!(o.status == Some(0) && o.stdout.contains(&format!("[0] OK cxx-streams on {np} ranks")), "{o:?}");
+        for r in 0..np {
+            assert!(o.stdout.contains(&format!("[{r}] farewell from rank {r}")), "rank {r}'s destructor: {o:?}");
+            assert!(o.stderr.contains(&format!("[{r}] rank {r} on std::cerr")), "{o:?}");
+        }
+    }
+    let plain = build_cxx("cxx-streams", &[]);
+    refused(&plain, &[], "_ZSt4cout");
+    let out = dnrun(3, 2, &["-l"], plain.to_str().unwrap(), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("[0] OK cxx-streams on 3 ranks"), "{text}");
+}
+
 /// The Rust MPI programs have thread-local variables (every Rust program
 /// does), so they run as processes, and say why.
 #[test]

@@ -21,17 +21,43 @@
 //! * **no threads or forks of its own** (`pthread_create`, `thrd_create`,
 //!   OpenMP, `fork`): a thread would run beside the host's and call MPI as
 //!   whichever rank the host is running; a fork would copy the whole host;
-//! * **a `main`** found among its dynamic symbols or in its symbol table.
+//! * **a `main`** found among its dynamic symbols or in its symbol table;
+//! * **no copy of a library's changing data** (`R_X86_64_COPY`): an
+//!   executable that reads a library's variable directly gets a private
+//!   copy of it, filled when the executable is loaded, and the library's
+//!   own code then uses that copy — but only for the main executable of a
+//!   process: a rank's copy stays a snapshot while the library changes its
+//!   own. A snapshot is right for what never changes once ranks load
+//!   (C's `stdin`, `stdout`, `stderr`, which the host has set by then, the
+//!   program's name, its `environ` at start); anything else (`std::cout`,
+//!   `getopt`'s `optind` and `optarg`, ...) makes it run as processes.
+//!   Built with `-fPIC`, a program reaches such data through the GOT and
+//!   has no copy.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use object::elf;
 use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
-use object::{Endianness, Object, ObjectSymbol};
+use object::{Endianness, Object, ObjectSymbol, ObjectSymbolTable};
 
 /// The library a program must link to run as contexts.
 pub const MPI_LIBRARY: &str = "libmpi_abi.so.1";
+
+/// The library variables a rank may hold a copy of, taken when it is
+/// loaded (see the module's documentation).
+const SNAPSHOTS: &[&str] = &[
+    "stdin",
+    "stdout",
+    "stderr",
+    "environ",
+    "__environ",
+    "_environ",
+    "__progname",
+    "__progname_full",
+    "program_invocation_name",
+    "program_invocation_short_name",
+];
 
 /// Functions whose use makes a program run as processes: it starts threads
 /// or processes of its own.
@@ -138,6 +164,32 @@ pub fn inspect(program: &Path) -> Result<Loadable, NotLoadable> {
         .collect();
     if let Some(t) = imports.iter().find(|n| THREADS.contains(&n.as_str()) || n.starts_with("GOMP_parallel")) {
         return Err(refuse(program, format!("it starts threads or processes of its own (it calls {t})")));
+    }
+    // Copies of a library's data (copy relocations) that go stale.
+    if let Some(relocs) = file.dynamic_relocations() {
+        for (_, r) in relocs {
+            let copy = matches!(r.flags(), object::RelocationFlags::Elf { r_type } if r_type == elf::R_X86_64_COPY);
+            let object::RelocationTarget::Symbol(index) = r.target() else { continue };
+            if !copy {
+                continue;
+            }
+            // A dynamic relocation names an entry of the dynamic symbol table.
+            let name = file
+                .dynamic_symbol_table()
+                .and_then(|t| t.symbol_by_index(index).ok())
+                .and_then(|s| s.name().ok().map(str::to_string));
+            let name = name.unwrap_or_default();
+            let bare = name.split('@').next().unwrap_or(&name);
+            if !SNAPSHOTS.contains(&bare) {
+                return Err(refuse(
+                    program,
+                    format!(
+                        "it keeps its own copy of a library's variable {bare} (a copy relocation), which would not follow \
+                         the library's changes in a rank; build it with -fPIC to run it as contexts"
+                    ),
+                ));
+            }
+        }
     }
     let main = file
         .dynamic_symbols()
