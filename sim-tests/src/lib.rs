@@ -1,9 +1,10 @@
 //! Helpers for the end-to-end suite: find (or build) the binaries and run
 //! MPI jobs under `dnrun`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Once, OnceLock};
+use std::sync::{Mutex, Once, OnceLock};
 
 pub mod matrix;
 
@@ -81,19 +82,36 @@ pub fn build_c(name: &str) -> PathBuf {
 }
 
 /// [`build_c`] into `out` (beside the binaries), with more compiler flags.
+///
+/// Each output is built once per test executable, however many tests ask
+/// for it at once: tests run in parallel threads, and a test must never
+/// run a program another test is still writing. The compiler writes a
+/// temporary file that is renamed into place, so another test executable
+/// building the same output sees the old file or the new, never half of one.
 pub fn build_c_with(name: &str, out: &str, flags: &[&str]) -> PathBuf {
-    let out = bin_dir().join(out);
+    type Built = Mutex<HashMap<String, (String, Vec<String>)>>;
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Built::default).lock().unwrap_or_else(|e| e.into_inner());
+    let path = bin_dir().join(out);
+    let want = (name.to_string(), flags.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+    if let Some(had) = built.get(out) {
+        assert_eq!(had, &want, "two tests build {out} from different sources or flags");
+        return path;
+    }
+    let tmp = bin_dir().join(format!(".{out}.{}.tmp", std::process::id()));
     let src = repo().join(format!("sim-tests/c/{name}.c"));
     let o = Command::new(c_prefix().join("bin/mpicc"))
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
         .args(flags)
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .arg(&src)
         .output()
         .expect("run mpicc (is a C compiler installed?)");
     assert!(o.status.success(), "mpicc {name}.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    out
+    std::fs::rename(&tmp, &path).expect("move the built program into place");
+    built.insert(out.to_string(), want);
+    path
 }
 
 /// Run `dnrun -n np --nodes nodes [extra...] -- program args...`.
