@@ -1,31 +1,78 @@
 #!/usr/bin/env bash
-# Install the MPI library for C programs into PREFIX:
+# Install the MPI library for C and C++ programs into PREFIX:
 #   PREFIX/include/mpi.h              the MPI 5.0 standard ABI header
 #   PREFIX/lib/libmpi_abi.so.1        the library (and libmpi_abi.so)
+#   PREFIX/lib/pkgconfig/mpi.pc       pkg-config: mpi, mpi-c, mpi-cxx
 #   PREFIX/bin/mpicc                  cc with our header, library and rpath
+#   PREFIX/bin/mpicxx, mpic++         the same for C++ (c++)
 #   PREFIX/bin/dnrun, mpiexec, mpirun the launcher (the last two take
 #                                     -np, -ppn, -genv/-env, -l as well)
 #   PREFIX/bin/dimmnet-sim            the simulator dnrun starts
 #
 #   scripts/install.sh PREFIX
 #   PREFIX/bin/mpicc -o hello hello.c && PREFIX/bin/mpiexec -np 4 ./hello
+#
+#   scripts/install.sh --from DIR PREFIX
+#       no build: link the library and programs already built in DIR
+#       (target/debug, target/release) into PREFIX; the tests use this.
 set -euo pipefail
-if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: scripts/install.sh PREFIX" >&2
+usage() {
+    echo "usage: scripts/install.sh [--from BUILD_DIR] PREFIX" >&2
     exit 2
+}
+from=""
+if [ "${1:-}" = "--from" ]; then
+    [ $# -eq 3 ] || usage
+    from=$(cd "$2" && pwd)
+    shift 2
+fi
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+    usage
 fi
 cd "$(dirname "$0")/.."
 mkdir -p "$1"
 prefix=$(cd "$1" && pwd)
-cargo build --release --locked -p capi -p mpi-tools -p hw-tools --bins --lib
-install -d "$prefix/bin" "$prefix/lib" "$prefix/include"
-install -m 0644 capi/include/mpi.h "$prefix/include/mpi.h"
-install -m 0755 target/release/libmpi_abi.so "$prefix/lib/libmpi_abi.so.1"
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+[ -n "$version" ] || { echo "install.sh: no workspace version in Cargo.toml" >&2; exit 1; }
+if [ -z "$from" ]; then
+    cargo build --release --locked -p capi -p mpi-tools -p hw-tools --bins --lib
+    build=target/release
+    put() { install -m "$1" "$2" "$3"; }
+else
+    build=$from
+    put() { ln -sfn "$2" "$3"; }
+fi
+for f in libmpi_abi.so dnrun dimmnet-sim; do
+    [ -f "$build/$f" ] || { echo "install.sh: $build/$f is missing (build it first)" >&2; exit 1; }
+done
+build=$(cd "$build" && pwd)
+install -d "$prefix/bin" "$prefix/lib/pkgconfig" "$prefix/include"
+put 0644 "$PWD/capi/include/mpi.h" "$prefix/include/mpi.h"
+put 0755 "$build/libmpi_abi.so" "$prefix/lib/libmpi_abi.so.1"
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"
-install -m 0755 capi/mpicc "$prefix/bin/mpicc"
+# The wrappers: one script that takes its language from its name.
+sed "s/@VERSION@/$version/" capi/mpicc > "$prefix/bin/.mpicc.tmp"
+chmod 0755 "$prefix/bin/.mpicc.tmp"
+mv -f "$prefix/bin/.mpicc.tmp" "$prefix/bin/mpicc"
+ln -sf mpicc "$prefix/bin/mpicxx"
+ln -sf mpicc "$prefix/bin/mpic++"
 for b in dnrun dimmnet-sim; do
-    install -m 0755 "target/release/$b" "$prefix/bin/$b"
+    put 0755 "$build/$b" "$prefix/bin/$b"
 done
 ln -sf dnrun "$prefix/bin/mpiexec"
 ln -sf dnrun "$prefix/bin/mpirun"
-echo "installed into $prefix: bin/mpicc, bin/mpiexec (dnrun), lib/libmpi_abi.so.1, include/mpi.h"
+# pkg-config: C++ programs use the C bindings, so the three say the same.
+for pc in mpi mpi-c mpi-cxx; do
+    cat > "$prefix/lib/pkgconfig/$pc.pc" <<EOF
+prefix=$prefix
+includedir=\${prefix}/include
+libdir=\${prefix}/lib
+
+Name: $pc
+Description: DIMMnet-2 MPI: the MPI 5.0 standard ABI (libmpi_abi.so.1) on the simulator, UDP and DPDK
+Version: $version
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lmpi_abi
+EOF
+done
+echo "installed into $prefix: bin/mpicc, bin/mpicxx, bin/mpiexec (dnrun), lib/libmpi_abi.so.1, lib/pkgconfig/mpi.pc, include/mpi.h"

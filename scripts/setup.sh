@@ -11,6 +11,12 @@ command -v mpicc.mpich >/dev/null || need+=(mpich libmpich-dev)
 # The DPDK backend: the system's DPDK (headers, libraries and the memif,
 # af_packet and null PMDs), bound at build time with bindgen (libclang).
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# C++ programs and the build systems users bring (sim-tests/tests/build_systems.rs:
+# CMake's FindMPI and Meson's dependency('mpi') must find our install).
+command -v g++ >/dev/null || need+=(g++)
+command -v cmake >/dev/null || need+=(cmake)
+command -v meson >/dev/null || need+=(meson)
+command -v ninja >/dev/null || need+=(ninja-build)
 # mpi4py built from source the way its documentation says (scripts/mpi4py.sh,
 # in CI): a virtualenv and the Python headers.
 command -v python3 >/dev/null || need+=(python3)

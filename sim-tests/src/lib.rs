@@ -46,8 +46,9 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository root").to_path_buf()
 }
 
-/// A prefix laid out as `scripts/install.sh` lays one out (bin/mpicc,
-/// include/mpi.h, lib/libmpi_abi.so.1), pointing at this build.
+/// A prefix installed by `scripts/install.sh --from` (bin/mpicc, bin/mpicxx,
+/// bin/mpiexec, include/mpi.h, lib/libmpi_abi.so.1, lib/pkgconfig),
+/// linking this build's library and programs.
 pub fn c_prefix() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
@@ -63,14 +64,13 @@ pub fn c_prefix() -> &'static Path {
         let exe = std::env::current_exe().ok().and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()));
         let p = dir.join(format!("c-prefix-{}", exe.unwrap_or_default()));
         let _ = std::fs::remove_dir_all(&p);
-        for d in ["bin", "lib"] {
-            std::fs::create_dir_all(p.join(d)).unwrap();
-        }
-        std::fs::copy(repo().join("capi/mpicc"), p.join("bin/mpicc")).unwrap();
-        std::os::unix::fs::symlink(repo().join("capi/include"), p.join("include")).unwrap();
-        for name in ["libmpi_abi.so", "libmpi_abi.so.1"] {
-            std::os::unix::fs::symlink(dir.join("libmpi_abi.so"), p.join("lib").join(name)).unwrap();
-        }
+        let o = Command::new(repo().join("scripts/install.sh"))
+            .arg("--from")
+            .arg(&dir)
+            .arg(&p)
+            .output()
+            .expect("run scripts/install.sh");
+        assert!(o.status.success(), "scripts/install.sh --from failed:\n{}", String::from_utf8_lossy(&o.stderr));
         p
     })
 }

@@ -235,23 +235,19 @@ fn the_rank_mode_is_auto_by_default_and_dn_rank_mode_sets_it() {
     assert!(code == Some(2) && err.contains("DN_RANK_MODE"), "{err}");
 }
 
-/// A C++ program built with `g++` against our `mpi.h` and library.
+/// A C++ program built with our `mpicxx` (g++ underneath).
 fn build_cxx(out: &str, flags: &[&str]) -> std::path::PathBuf {
-    let prefix = sim_tests::c_prefix();
     let out = bin_dir().join(out);
-    let o = std::process::Command::new("g++")
+    let o = std::process::Command::new(sim_tests::c_prefix().join("bin/mpicxx"))
+        .env("MPICH_CXX", "g++")
         .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O2"])
         .args(flags)
-        .arg(format!("-I{}", prefix.join("include").display()))
         .arg("-o")
         .arg(&out)
         .arg(sim_tests::repo().join("sim-tests/cxx/streams.cpp"))
-        .arg(format!("-L{}", prefix.join("lib").display()))
-        .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
-        .arg("-lmpi_abi")
         .output()
-        .expect("run g++ (is a C++ compiler installed?)");
-    assert!(o.status.success(), "g++ streams.cpp failed:\n{}", String::from_utf8_lossy(&o.stderr));
+        .expect("run mpicxx (is a C++ compiler installed?)");
+    assert!(o.status.success(), "mpicxx streams.cpp failed:\n{}", String::from_utf8_lossy(&o.stderr));
     out
 }
 
