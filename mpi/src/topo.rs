@@ -142,7 +142,42 @@ pub fn dims_create(nnodes: Count, dims: &mut [Count]) -> Result<()> {
 /// the least spread wins; a branch stops once its smallest factor so far
 /// and the least its largest can be are further apart than the best
 /// spread found.
+///
+/// When `k` is at least the number of prime factors of `n` (counted with
+/// multiplicity) the answer is those primes, largest first, then ones: no
+/// factorization has a smaller largest factor, and none has fewer ones.
+/// Only fewer factors than that are searched, so the search's depth is at
+/// most 62 whatever `k` is (`MPI_Dims_create(1, 100000, dims)` once
+/// overflowed the stack, one frame per dimension).
 fn balanced(n: i64, k: usize) -> Vec<i64> {
+    let primes = prime_factors(n);
+    if k >= primes.len() {
+        let mut v: Vec<i64> = primes.into_iter().rev().collect();
+        v.resize(k, 1);
+        return v;
+    }
+    balanced_search(n, k)
+}
+
+/// The prime factors of `n` (positive), smallest first, with multiplicity.
+fn prime_factors(mut n: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut p = 2;
+    while p * p <= n {
+        while n % p == 0 {
+            out.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    if n > 1 {
+        out.push(n);
+    }
+    out
+}
+
+/// [`balanced`] by search over the divisors of `n`; recursion depth `k`.
+fn balanced_search(n: i64, k: usize) -> Vec<i64> {
     /// Factors `cur` (ascending) and `r` more, multiplying to `rest`, each
     /// at least `lo`.
     fn search(rest: i64, r: usize, lo: i64, divs: &[i64], cur: &mut Vec<i64>, best: &mut Option<(i64, Vec<i64>)>) {
@@ -835,6 +870,28 @@ mod tests {
         assert_eq!(d, [4, 3, 2]);
         assert!(matches!(dims_create(10, &mut [0, 3]), Err(MpiError::Dims(_))));
         assert!(matches!(dims_create(6, &mut [-1, 0]), Err(MpiError::Dims(_))));
+    }
+
+    /// Many dimensions: no recursion per dimension (issue 47, break 10:
+    /// `MPI_Dims_create(1, n, dims)` overflowed the stack from n = 70,000),
+    /// and the prime shortcut agrees with the search wherever it applies.
+    #[test]
+    fn dims_with_many_dimensions_need_no_deep_recursion() {
+        for n in [1i32, 2, 12, 720, 65_536] {
+            let mut d = vec![0; 1_000_000];
+            dims_create(n, &mut d).unwrap();
+            assert_eq!(d.iter().map(|&x| i64::from(x)).product::<i64>(), i64::from(n));
+            assert!(d.windows(2).all(|w| w[0] >= w[1]), "not largest first");
+        }
+        let mut d = vec![0; 100_000];
+        dims_create(12, &mut d).unwrap();
+        assert_eq!(&d[..4], &[3, 2, 2, 1]);
+        for n in 1..=400 {
+            let omega = prime_factors(n).len();
+            for k in omega..=omega + 2 {
+                assert_eq!(balanced(n, k), balanced_search(n, k), "n = {n}, k = {k}");
+            }
+        }
     }
 
     #[test]
