@@ -220,6 +220,13 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
             "{call} on rank {rank}: {left} requests still active (never waited for); receives among them cancelled"
         );
     }
+    let unsent = crate::partitioned::never_sent(&st);
+    if unsent > 0 {
+        eprintln!(
+            "{call} on rank {rank}: {unsent} started partitioned sends never went (not every partition was marked \
+             with MPI_Pready); their receivers will not complete"
+        );
+    }
     // The sends among them, and the buffered sends still in flight, go out
     // before the engine stops (dropping a request waits for it) — once
     // every rank is in finalize and has drained what it never received, so

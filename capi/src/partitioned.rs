@@ -32,6 +32,8 @@ pub(crate) struct Partitioned {
     partitions: usize,
     /// A send's partitions marked ready since its start.
     ready: Vec<bool>,
+    /// How many of them are not.
+    left: usize,
     /// A send started and waiting for its partitions.
     waiting: bool,
 }
@@ -67,6 +69,7 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
         return Ok(Some(false));
     }
     p.ready = vec![false; p.partitions];
+    p.left = p.partitions;
     p.waiting = true;
     if p.partitions == 0 {
         launch(st, h)?;
@@ -96,7 +99,9 @@ fn launch(st: &mut State, h: Handle) -> R<()> {
     started.map_err(Fail::from)
 }
 
-/// Mark `parts` of send `request` ready.
+/// Mark `parts` of send `request` ready: all of them, or none when any is
+/// refused (a partition that does not exist, or is marked a second time),
+/// so that a failed `MPI_Pready_list` or `_range` can be retried as it was.
 fn ready(st: &mut State, request: Handle, parts: impl IntoIterator<Item = i64>) -> R<()> {
     let p = st.partitioned.get_mut(&request).filter(|p| p.send).ok_or_else(|| {
         Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned send (MPI_Psend_init)"))
@@ -107,20 +112,38 @@ fn ready(st: &mut State, request: Handle, parts: impl IntoIterator<Item = i64>) 
             "MPI_Pready on a partitioned send that is not started, or whose partitions are all ready",
         ));
     }
+    let n = p.partitions;
+    let mut marked: Vec<usize> = Vec::new();
+    let mut refused = None;
     for i in parts {
-        let n = p.partitions;
-        let slot = usize::try_from(i).ok().and_then(|i| p.ready.get_mut(i)).ok_or_else(|| {
-            Fail::new(MPI_ERR_ARG, format!("partition {i} does not exist: the send has {n} (0 to {})", n as i64 - 1))
-        })?;
-        if *slot {
-            return Err(Fail::new(MPI_ERR_ARG, format!("partition {i} is marked ready a second time in this start")));
+        let Some(slot) = usize::try_from(i).ok().filter(|&i| i < n) else {
+            refused = Some(format!("partition {i} does not exist: the send has {n} (0 to {})", n as i64 - 1));
+            break;
+        };
+        if p.ready[slot] {
+            refused = Some(format!("partition {i} is marked ready a second time in this start"));
+            break;
         }
-        *slot = true;
+        p.ready[slot] = true;
+        marked.push(slot);
     }
-    if p.ready.iter().all(|&r| r) {
+    if let Some(why) = refused {
+        for slot in marked {
+            p.ready[slot] = false;
+        }
+        return Err(Fail::new(MPI_ERR_ARG, format!("{why}; no partition of this call was marked ready")));
+    }
+    p.left -= marked.len();
+    if p.left == 0 {
         launch(st, request)?;
     }
     Ok(())
+}
+
+/// How many started partitioned sends still wait for partitions: their
+/// messages never went. `MPI_Finalize` names them.
+pub(crate) fn never_sent(st: &State) -> usize {
+    st.partitioned.values().filter(|p| p.waiting).count()
 }
 
 /// `MPI_Request_free` of partitioned request `h`: refused while a send
@@ -185,7 +208,7 @@ unsafe fn init(
     unsafe { crate::p2p::new_request(st, Req::persistent(Recipe { comm: comm_c, handle: comm, op }), request)? };
     // SAFETY: written just above.
     let h = unsafe { request.read() };
-    st.partitioned.insert(h, Partitioned { send, partitions: parts, ready: Vec::new(), waiting: false });
+    st.partitioned.insert(h, Partitioned { send, partitions: parts, ready: Vec::new(), left: 0, waiting: false });
     Ok(())
 }
 

@@ -18,6 +18,17 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (argc > 1 && strcmp(argv[1], "unsent") == 0) {
+        /* The program's error: a send started with a partition never
+         * marked ready. MPI_Finalize must say so. */
+        double x[2] = {0, 0};
+        MPI_Request u;
+        MPI_Psend_init(x, 2, 1, MPI_DOUBLE, MPI_PROC_NULL, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &u);
+        MPI_Start(&u);
+        MPI_Pready(0, u);
+        MPI_Finalize();
+        return 0;
+    }
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
 
     /* Two sends to the same peer with the same tag, and their two
@@ -48,8 +59,14 @@ int main(int argc, char **argv) {
         MPI_Pready(3, s[1]);
         CHECK(MPI_Pready(3, s[1]) == MPI_ERR_ARG, "a partition made ready twice");
         MPI_Pready_range(0, 2, s[1]);
+        /* A refused list or range marks none of its partitions: the
+         * corrected call then succeeds. */
+        int bad_list[] = {1, 9}, twice[] = {0, 0};
+        CHECK(MPI_Pready_list(2, bad_list, s[0]) == MPI_ERR_ARG, "partition 9 accepted in a list");
+        CHECK(MPI_Pready_list(2, twice, s[0]) == MPI_ERR_ARG, "a partition twice in one list accepted");
+        CHECK(MPI_Pready_range(2, PARTS, s[0]) == MPI_ERR_ARG, "a range past the end accepted");
         int list[] = {2, 0, 3, 1};
-        MPI_Pready_list(4, list, s[0]);
+        CHECK(MPI_Pready_list(4, list, s[0]) == MPI_SUCCESS, "a list after refused ones (marked in part?)");
         CHECK(MPI_Pready(0, r[0]) == MPI_ERR_REQUEST, "Pready on a receive accepted");
         /* Poll the receives' partitions: their data is in place once
          * they have arrived, before the wait. */

@@ -397,7 +397,11 @@ fn thread_multiple_blocking_calls_block_only_their_thread() {
 /// `MPI_Parrived`, a strided receive, the errors.
 #[test]
 fn partitioned_communication() {
-    everywhere("partitioned", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+    let prog = everywhere("partitioned", &[(1, 1), (2, 2), (3, 3), (5, 2)]);
+    // A send started with a partition never marked: finalize names it.
+    let (ok, text) = run_with(2, 2, &[], &prog, &["unsent"]);
+    let want = "1 started partitioned sends never went (not every partition was marked with MPI_Pready)";
+    assert!(ok && text.matches(want).count() == 2, "{text}");
 }
 
 /// Sessions (sim-tests/c/session.c): a program without `MPI_Init` opens
