@@ -225,6 +225,26 @@ fn authenticated_mode_without_a_key_is_a_clear_error() {
     let (ok, _, stderr) = run_with("pingpong", 2, &["DN_UDP_AUTH=yes"]);
     assert!(!ok);
     assert!(stderr.contains("DN_UDP_AUTH=\"yes\" must be 1 or 0"), "{stderr}");
+    // A FIFO (private, so it passes the permission check) is refused at
+    // once; it used to block MPI_Init until the job's timeout.
+    let dir = sim_tests::bin_dir().join(format!("udp-key-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("key");
+    let made = std::process::Command::new("mkfifo").args(["-m", "600"]).arg(&fifo).status().expect("run mkfifo");
+    assert!(made.success());
+    let key = format!("DN_UDP_KEY_FILE={}", fifo.display());
+    let out = sim_tests::dnrun(
+        2,
+        1,
+        &["--backend", "udp", "--timeout", "60", "-x", "DN_UDP_AUTH=1", "-x", &key],
+        "mpi-suite",
+        &["pingpong"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("is not a regular file"), "{stderr}");
+    assert!(!stderr.contains("timeout"), "refused only at the timeout: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 29: over UDP a passive target is served by the progress thread:

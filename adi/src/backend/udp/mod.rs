@@ -69,7 +69,7 @@ pub const KEY_FILE: &str = "udp.key";
 /// the job directory `job_dir`): exactly 32 bytes, readable by its owner
 /// only.
 pub fn load_key(job_dir: Option<&std::path::Path>) -> Result<AuthKey, TransportError> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let path = match (std::env::var_os(KEY_FILE_ENV), job_dir) {
         (Some(p), _) => std::path::PathBuf::from(p),
         (None, Some(d)) => d.join(KEY_FILE),
@@ -80,22 +80,36 @@ pub fn load_key(job_dir: Option<&std::path::Path>) -> Result<AuthKey, TransportE
         }
     };
     let shown = path.display();
-    let meta = std::fs::metadata(&path).map_err(|e| {
+    // Opened without blocking and checked through the open descriptor: a
+    // FIFO (or a device) given as the key file must be refused at once,
+    // not block MPI_Init until the job's timeout, and what is read must
+    // be the file that was checked.
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path).map_err(|e| {
         TransportError::Config(format!(
             "{AUTH_ENV}=1: cannot read the key file {shown}: {e} (dnrun writes it; or set {KEY_FILE_ENV})"
         ))
     })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| TransportError::Config(format!("{AUTH_ENV}=1: cannot read the key file {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(TransportError::Config(format!(
+            "{AUTH_ENV}=1: the key file {shown} is not a regular file ({:?}): give a file of 32 random bytes",
+            meta.file_type()
+        )));
+    }
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(TransportError::Config(format!(
             "{AUTH_ENV}=1: the key file {shown} is readable by others; chmod 600 it"
         )));
     }
-    let bytes = std::fs::read(&path)
+    let mut bytes = Vec::with_capacity(33);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, 33), &mut bytes)
         .map_err(|e| TransportError::Config(format!("{AUTH_ENV}=1: cannot read the key file {shown}: {e}")))?;
     let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
         TransportError::Config(format!(
             "{AUTH_ENV}=1: the key file {shown} holds {} bytes, not 32 (e.g. head -c 32 /dev/urandom > FILE)",
-            bytes.len()
+            if bytes.len() > 32 { "more than 32".to_string() } else { bytes.len().to_string() }
         ))
     })?;
     Ok(AuthKey(key))
