@@ -137,6 +137,19 @@ pub enum ClusterError {
         /// OS error.
         source: std::io::Error,
     },
+    /// The file system of the cluster's directory has no room for its files.
+    #[error(
+        "no room for the simulator's files in {dir}: they need at least {need} bytes, {have} are free there \
+         (a full /dev/shm: look with `df -h /dev/shm`, remove stale dnrun-* and dimmnet-* entries, or run fewer nodes)"
+    )]
+    NoRoom {
+        /// The cluster's directory.
+        dir: String,
+        /// Bytes its files take.
+        need: u64,
+        /// Bytes free in its file system.
+        have: u64,
+    },
     /// The directory already holds a running cluster.
     #[error("{0} already holds a simulator control file; another simulator may be using it (remove the directory if it is stale)")]
     Busy(String),
@@ -368,6 +381,19 @@ impl Cluster {
                     }
                 }
             }
+        }
+        // The node files are touched whole; of the control file, its header,
+        // the first page of every record (publishing marks each free) and
+        // the records of the actors the job has. Counted low rather than
+        // high: a job that fits must never be refused.
+        let page = 4096u64;
+        let ctl = simctl::file_size(0) as u64
+            + MAX_ACTORS as u64 * page
+            + cfg.expected_actors as u64 * (simctl::RECORD_SIZE as u64 - page);
+        let need = (cfg.nodes as u64) * layout::node_mmio_size(cfg.slots as usize) as u64 + ctl;
+        let have = crate::files::free_bytes(&cfg.dir).map_err(io("cannot look at the free space of", &cfg.dir))?;
+        if have < need {
+            return Err(ClusterError::NoRoom { dir: cfg.dir.display().to_string(), need, have });
         }
         let mut model = Model::create(model_cfg, &cfg.dir)?;
         for n in 0..cfg.nodes {

@@ -47,6 +47,25 @@ pub fn create_exclusive(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Free bytes for an unprivileged user in the file system of `dir`.
+///
+/// The simulator's files live in `/dev/shm`, a tmpfs: a file is sized
+/// there without its pages, which are taken when first touched. If the
+/// file system is full by then, the touch is a `SIGBUS` — so the room is
+/// looked at before the files are made, and a shortfall reported by name.
+pub fn free_bytes(dir: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    // SAFETY: an all-zero statvfs is a valid value of the plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid C string and `st` is writable for the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u64::from(st.f_bavail).saturating_mul(st.f_frsize))
+}
+
 /// A fresh directory name for a cluster under /dev/shm (or the temp dir).
 pub fn temp_dir(tag: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -880,7 +880,15 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             if let Some(s) = sim.get() {
                 if let Ok(Some(st)) = s.try_wait() {
                     if !st.success() {
-                        stopped = Some(format!("the simulator exited ({st}); stopping the job"));
+                        use std::os::unix::process::ExitStatusExt;
+                        // A SIGBUS is a page of a mapped file that could not
+                        // be had: the file system under the job is full.
+                        let why = if st.signal() == Some(libc::SIGBUS) {
+                            " — a mapped file's page could not be had: is /dev/shm full? (df -h /dev/shm)"
+                        } else {
+                            ""
+                        };
+                        stopped = Some(format!("the simulator exited ({st}{why}); stopping the job"));
                         culprit = Some(1);
                     }
                 }

@@ -324,3 +324,32 @@ fn a_rank_ends_when_its_process_manager_hangs_up() {
     std::io::Read::read_to_string(rank.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(!status.success() && err.contains("closed its connection before MPI_Finalize"), "{status}: {err}");
 }
+
+/// Issue 47, break 12: with `/dev/shm` too small for the simulator's
+/// files, the job is refused at start with the sizes and what to do — it
+/// used to start, and the simulator died of SIGBUS at the first touch of a
+/// page tmpfs could not give, with nothing said. A small tmpfs is mounted
+/// over `/dev/shm` in a private mount namespace (`unshare -m`); where that
+/// is not permitted the test says it was not run.
+#[test]
+fn a_full_dev_shm_is_named_not_a_sigbus() {
+    ensure_binaries();
+    let dnrun = bin_dir().join("dnrun");
+    let suite = bin_dir().join("mpi-suite");
+    let script = format!(
+        "mount -t tmpfs -o size=2m none /dev/shm || exit 99; exec {} -n 4 --nodes 4 -q -- {} pingpong",
+        dnrun.display(),
+        suite.display()
+    );
+    let o = match Command::new("unshare").args(["-m", "sh", "-c", &script]).output() {
+        Ok(o) if o.status.code() != Some(99) && !String::from_utf8_lossy(&o.stderr).contains("unshare failed") => o,
+        _ => {
+            eprintln!("SKIPPED a_full_dev_shm_is_named_not_a_sigbus: cannot mount a tmpfs in a private namespace here");
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("no room for the simulator's files") && err.contains("df -h /dev/shm"), "{err}");
+    assert!(!err.contains("SIGBUS"), "{err}");
+}

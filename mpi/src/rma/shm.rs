@@ -40,7 +40,20 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
         }
         // SAFETY: `fd` is ours, sized once.
         let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
-        let err = (!sized).then(|| os("ftruncate"));
+        let mut err = (!sized).then(|| os("ftruncate"));
+        // The pages are taken now, not at the first store: in a full
+        // /dev/shm that store would be a SIGBUS in the program.
+        if err.is_none() && len > 0 {
+            // SAFETY: `fd` is ours; the range is the segment's size.
+            let e = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
+            if e != 0 {
+                let why = std::io::Error::from_raw_os_error(e);
+                err = Some(MpiError::RmaShared(format!(
+                    "MPI_Win_allocate_shared: no room for {len} bytes of shared memory in /dev/shm ({why}): \
+                     look with `df -h /dev/shm` and remove stale entries, or ask for less"
+                )));
+            }
+        }
         // SAFETY: closing our own descriptor; the segment persists until unlinked.
         unsafe { libc::close(fd) };
         if let Some(e) = err {
