@@ -63,7 +63,7 @@ pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(u64::from(st.f_bavail).saturating_mul(st.f_frsize))
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// A fresh directory name for a cluster under /dev/shm (or the temp dir).
