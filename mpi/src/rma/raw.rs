@@ -345,6 +345,7 @@ impl RawWindow {
     /// `MPI_Win_shared_query` (§12.2.3): size, displacement unit and base
     /// (in this process's address space) of `rank`'s part of a shared
     /// window; [`PROC_NULL`]: of the lowest rank whose part is not empty.
+    /// A part of size 0 has a null base.
     ///
     /// On a window of another flavour (MPI 4.1 allows it), only this
     /// process's own memory is reachable by loads and stores: its own
@@ -368,7 +369,11 @@ impl RawWindow {
         };
         let r = if rank == PROC_NULL { self.peers.iter().position(|p| p.size > 0).unwrap_or(0) as Rank } else { rank };
         let p = self.peers[r as usize];
-        Ok((p.size, p.disp_unit, seg.of(r as usize)))
+        // A process that gave no memory has no base either: a null one, not
+        // an address inside the neighbour's part (MPICH's
+        // win_shared_noncontig_put asserts it).
+        let base = if p.size == 0 { std::ptr::null_mut() } else { seg.of(r as usize) };
+        Ok((p.size, p.disp_unit, base))
     }
 
     /// `MPI_Win_attach` (§12.2.4): `size` bytes at `base` become
