@@ -306,6 +306,19 @@ static void flavours(void)
     MPI_Put(&x, 1, MPI_INT64_T, right, 3, 1, MPI_INT64_T, w);
     MPI_Win_fence(0, w);
     CHECK(mem[3] == 1000 + (rank + size - 1) % size, "allocate: %ld", (long)mem[3]);
+    /* Operations that move no bytes, with NULL buffers and basic types
+     * that differ (MPICH's badrma): accepted, and nothing changes. */
+    MPI_Datatype none;
+    MPI_Type_contiguous(0, MPI_INT, &none);
+    MPI_Type_commit(&none);
+    CHECK(MPI_Accumulate(NULL, 1, none, right, 0, 0, MPI_DOUBLE, MPI_SUM, w) == MPI_SUCCESS, "a 0-byte accumulate of two basic types refused");
+    CHECK(MPI_Accumulate(NULL, 0, MPI_DOUBLE, right, 0, 3, none, MPI_SUM, w) == MPI_SUCCESS, "a 0-count accumulate refused");
+    CHECK(MPI_Get_accumulate(NULL, 1, none, NULL, 0, MPI_DOUBLE, right, 0, 2, none, MPI_SUM, w) == MPI_SUCCESS, "a 0-byte get_accumulate refused");
+    CHECK(MPI_Put(NULL, 1, none, right, 0, 0, MPI_DOUBLE, w) == MPI_SUCCESS, "a 0-byte put refused");
+    CHECK(MPI_Get(NULL, 0, MPI_DOUBLE, right, 0, 1, none, w) == MPI_SUCCESS, "a 0-byte get refused");
+    MPI_Win_fence(0, w);
+    CHECK(mem[3] == 1000 + (rank + size - 1) % size && mem[0] == 0, "0-byte operations changed %ld %ld", (long)mem[3], (long)mem[0]);
+    MPI_Type_free(&none);
     MPI_Win_free(&w);
     CHECK(w == MPI_WIN_NULL, "free sets MPI_WIN_NULL");
 
@@ -334,6 +347,16 @@ static void flavours(void)
     CHECK(qb[0] == 0, "shared_query_c(MPI_PROC_NULL) gives rank 0's part");
     MPI_Win_fence(0, ws);
     MPI_Win_free(&ws);
+    /* Odd ranks give no memory: their part has size 0 and a null base. */
+    int *zs; MPI_Win wz;
+    MPI_Win_allocate_shared(nr % 2 ? 0 : sizeof(int), sizeof(int), MPI_INFO_NULL, node, &zs, &wz);
+    for (int r = 0; r < ns; r++) {
+        MPI_Aint zq; int zu; int *zb;
+        MPI_Win_shared_query(wz, r, &zq, &zu, &zb);
+        CHECK(r % 2 ? zq == 0 && zb == NULL : zq == (MPI_Aint)sizeof(int) && zb != NULL,
+              "shared_query of rank %d's part of size %d: %ld, base %p", r, r % 2 ? 0 : 4, (long)zq, (void *)zb);
+    }
+    MPI_Win_free(&wz);
     MPI_Comm_free(&node);
 
     /* Dynamic: each rank attaches an array and publishes its address. */
