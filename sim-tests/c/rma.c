@@ -320,6 +320,41 @@ static void flavours(void)
     CHECK(mem[3] == 1000 + (rank + size - 1) % size && mem[0] == 0, "0-byte operations changed %ld %ld", (long)mem[3], (long)mem[0]);
     MPI_Type_free(&none);
     MPI_Win_free(&w);
+
+    /* Atomics on elements not aligned to their size (MPI puts no rule on
+     * displacements): a long at byte 4 and an int at byte 18 of rank 0's
+     * window, displacement unit 1. Every rank adds 1 (accumulate), 10
+     * (fetch-and-op) and 100 (get-accumulate) to each. */
+    unsigned char *odd; MPI_Win wo;
+    MPI_Win_allocate(32, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &odd, &wo);
+    MPI_Win_set_errhandler(wo, MPI_ERRORS_RETURN);
+    memset(odd, 0, 32);
+    MPI_Win_fence(0, wo);
+    long l1 = 1, l10 = 10, l100 = 100, lold = -1, lres = -1;
+    int i1 = 1, i10 = 10, i100 = 100, iold = -1, ires = -1;
+    CHECK(MPI_Accumulate(&l1, 1, MPI_LONG, 0, 4, 1, MPI_LONG, MPI_SUM, wo) == MPI_SUCCESS, "accumulate of a long at byte 4");
+    CHECK(MPI_Fetch_and_op(&l10, &lold, MPI_LONG, 0, 4, MPI_SUM, wo) == MPI_SUCCESS, "fetch_and_op of a long at byte 4");
+    CHECK(MPI_Get_accumulate(&l100, 1, MPI_LONG, &lres, 1, MPI_LONG, 0, 4, 1, MPI_LONG, MPI_SUM, wo) == MPI_SUCCESS, "get_accumulate of a long at byte 4");
+    CHECK(MPI_Accumulate(&i1, 1, MPI_INT, 0, 18, 1, MPI_INT, MPI_SUM, wo) == MPI_SUCCESS, "accumulate of an int at byte 18");
+    CHECK(MPI_Fetch_and_op(&i10, &iold, MPI_INT, 0, 18, MPI_SUM, wo) == MPI_SUCCESS, "fetch_and_op of an int at byte 18");
+    CHECK(MPI_Get_accumulate(&i100, 1, MPI_INT, &ires, 1, MPI_INT, 0, 18, 1, MPI_INT, MPI_SUM, wo) == MPI_SUCCESS, "get_accumulate of an int at byte 18");
+    MPI_Win_fence(0, wo);
+    CHECK(lold >= 0 && lres >= 0 && iold >= 0 && ires >= 0, "fetched %ld %ld %d %d", lold, lres, iold, ires);
+    if (rank == 0) {
+        long lv; int iv;
+        memcpy(&lv, odd + 4, sizeof lv);
+        memcpy(&iv, odd + 18, sizeof iv);
+        CHECK(lv == 111L * size && iv == 111 * size, "misaligned sums: long %ld int %d, expected %d", lv, iv, 111 * size);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* rank 0's loads before anyone's next update */
+    /* Compare-and-swap there: exactly one rank swaps 111 * size for its rank + 1. */
+    long want = 111L * size, mine2 = rank + 1, got2 = -1;
+    CHECK(MPI_Compare_and_swap(&mine2, &want, &got2, MPI_LONG, 0, 4, wo) == MPI_SUCCESS, "compare_and_swap of a long at byte 4");
+    MPI_Win_fence(0, wo); /* the result is there once the epoch ends */
+    int won = got2 == want, winners = 0;
+    MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(winners == 1, "%d ranks won the misaligned compare-and-swap (rank %d saw %ld)", winners, rank, got2);
+    MPI_Win_free(&wo);
     CHECK(w == MPI_WIN_NULL, "free sets MPI_WIN_NULL");
 
     double *d; MPI_Win wc;

@@ -12,8 +12,8 @@
 //!   exclusive is a compare-and-swap of 0 to [`EXCLUSIVE`], shared an add
 //!   of 1 that is taken back if the exclusive bit was set; both retry
 //!   (making a progress pass between tries) until they hold.
-//! * **Accumulates** of an operation and type the atomic unit has are one
-//!   AMO per element; the others (`MPI_MINLOC`/`MPI_MAXLOC` pairs) load,
+//! * **Accumulates** of an operation and type the atomic unit has, on
+//!   elements aligned to their size, are one AMO per element; the others (`MPI_MINLOC`/`MPI_MAXLOC` pairs) load,
 //!   combine and store under the target's accumulate mutex. MPI's default
 //!   `accumulate_ops` (`same_op_no_op`) means one location never sees both
 //!   kinds at once.
@@ -169,7 +169,8 @@ impl Card {
         fetch: bool,
     ) -> Result<Vec<u8>> {
         let mut old = Vec::with_capacity(if fetch { blocks.iter().map(|b| b.1 as usize).sum() } else { 0 });
-        if let (Some(d), Some(a)) = (native(elem), native_op(op)) {
+        let unit = native(elem).zip(native_op(op)).filter(|_| self.aligned(t, blocks, elem.size()));
+        if let Some((d, a)) = unit {
             let n = elem.size();
             let mut at = 0usize;
             for &(off, len) in blocks {
@@ -206,6 +207,18 @@ impl Card {
         r.map(|_| old)
     }
 
+    /// Whether every element of `blocks` (of `n` bytes each) at target `t`
+    /// is aligned to its size in the card's memory, as its atomic unit
+    /// requires. MPI puts no alignment rule on displacements; a location
+    /// that is not aligned is always reached the other way (under the
+    /// accumulate mutex) by every origin, since every access to it has the
+    /// same address, so the two ways never meet on one location.
+    fn aligned(&self, t: usize, blocks: &[(u64, u64)], n: usize) -> bool {
+        let base = self.at(t).1 + HEADER;
+        let n = n as u64;
+        blocks.iter().all(|&(off, len)| (base + off) % n == 0 && len % n == 0)
+    }
+
     /// `MPI_Compare_and_swap` of one element at window byte `off` of `t`.
     pub(crate) fn compare_and_swap(
         &self,
@@ -217,8 +230,24 @@ impl Card {
         compare: &[u8],
     ) -> Result<Vec<u8>> {
         let d = native(elem).ok_or_else(|| MpiError::Op(format!("no compare-and-swap on {elem:?}")))?;
-        let was = self.amo(e, t, HEADER + off, Atomic::CompareSwap { compare: word(compare) }, d, word(origin))?;
-        Ok(was.to_le_bytes()[..elem.size()].to_vec())
+        let n = elem.size();
+        if self.aligned(t, &[(off, n as u64)], n) {
+            let was = self.amo(e, t, HEADER + off, Atomic::CompareSwap { compare: word(compare) }, d, word(origin))?;
+            return Ok(was.to_le_bytes()[..n].to_vec());
+        }
+        // Not aligned: load, compare and store under the accumulate mutex,
+        // as every other atomic on this location does.
+        self.hold(e, t, MUTEX, true)?;
+        let r = (|| {
+            let mut was = vec![0u8; n];
+            self.get(e, t, off, &mut was)?;
+            if was == compare {
+                self.put(e, t, off, origin)?;
+            }
+            self.complete(e).map(|_| was)
+        })();
+        self.release(e, t, MUTEX, true)?;
+        r
     }
 
     /// Take target `t`'s lock word (`at` in the header) exclusively or
