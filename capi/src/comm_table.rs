@@ -6,8 +6,14 @@
 //! the program makes gets slot `k` and the handle `FIRST_HANDLE + 16 *
 //! (k - 2) + COMM_MARK`: the low bits tell it from every other handle the
 //! library hands out (those are multiples of 16), so no handle of another
-//! kind, predefined or not, ever finds a communicator. Slots are not
-//! reused, so a freed communicator's handle stays invalid.
+//! kind, predefined or not, ever finds a communicator.
+//!
+//! A freed slot is reused, so that a program that makes and frees
+//! communicators for ever runs in flat memory with handles that still fit
+//! an `int` (`MPI_Comm_toint`). It waits in a queue first, behind
+//! [`QUARANTINE`] others freed after it: a freed handle stays invalid, and
+//! its use is reported, until that many more communicators have been
+//! freed.
 
 use crate::abi::*;
 use crate::{CommEntry, Handle, FIRST_HANDLE};
@@ -15,9 +21,14 @@ use crate::{CommEntry, Handle, FIRST_HANDLE};
 /// The low bits of a communicator handle the library made.
 const COMM_MARK: Handle = 0x5;
 
+/// How many freed slots wait before the oldest of them is reused.
+pub(crate) const QUARANTINE: usize = 4096;
+
 #[derive(Default)]
 pub(crate) struct CommTable {
     slots: Vec<Option<Box<CommEntry>>>,
+    /// Freed slots, oldest first.
+    freed: std::collections::VecDeque<usize>,
 }
 
 impl CommTable {
@@ -44,20 +55,31 @@ impl CommTable {
 
     /// Install the predefined communicators.
     pub(crate) fn predefined(world: CommEntry, self_: CommEntry) -> CommTable {
-        CommTable { slots: vec![Some(Box::new(world)), Some(Box::new(self_))] }
+        CommTable { slots: vec![Some(Box::new(world)), Some(Box::new(self_))], freed: Default::default() }
     }
 
     /// Register a new communicator and return its handle.
     pub(crate) fn add(&mut self, e: CommEntry) -> Handle {
-        let k = self.slots.len().max(2);
-        self.slots.resize_with(k, || None);
-        self.slots.push(Some(Box::new(e)));
+        let k = if self.freed.len() > QUARANTINE {
+            let k = self.freed.pop_front().unwrap_or(self.slots.len());
+            self.slots[k] = Some(Box::new(e));
+            k
+        } else {
+            let k = self.slots.len().max(2);
+            self.slots.resize_with(k, || None);
+            self.slots.push(Some(Box::new(e)));
+            k
+        };
         FIRST_HANDLE + ((k - 2) << 4) + COMM_MARK
     }
 
     pub(crate) fn remove(&mut self, h: &Handle) -> Option<CommEntry> {
         let k = Self::slot(*h)?;
-        self.slots.get_mut(k)?.take().map(|b| *b)
+        let e = self.slots.get_mut(k)?.take().map(|b| *b);
+        if e.is_some() && k >= 2 {
+            self.freed.push_back(k);
+        }
+        e
     }
 
     /// Every live communicator.
