@@ -415,6 +415,17 @@ static void flavours(void)
     CHECK(got == right, "dynamic get: %d", got);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(region[0] == 42 && region[1] == rank, "dynamic put: %d %d", region[0], region[1]);
+    /* The same error reported by a fence: only rank 0 makes it, every
+     * rank's fence still ends (it used to return before its barrier, and
+     * the others waited for ever), and the window works on. */
+    MPI_Win_fence(0, wd);
+    if (rank == 0) MPI_Put(&v, 1, MPI_INT, right, theirs + 64, 1, MPI_INT, wd);
+    rc = MPI_Win_fence(0, wd);
+    CHECK(rank == 0 ? class_of(rc) == MPI_ERR_RMA_RANGE : rc == MPI_SUCCESS, "a fence after a put out of range: class %d", class_of(rc));
+    int w7 = 7;
+    MPI_Put(&w7, 1, MPI_INT, right, theirs + sizeof(int), 1, MPI_INT, wd);
+    CHECK(MPI_Win_fence(0, wd) == MPI_SUCCESS, "a fence after a failed one");
+    CHECK(region[1] == 7, "a put after a failed fence: %d", region[1]);
     MPI_Win_detach(wd, region);
     rc = MPI_Win_detach(wd, region);
     CHECK(class_of(rc) == MPI_ERR_RMA_ATTACH, "detach twice: class %d", class_of(rc));

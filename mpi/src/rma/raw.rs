@@ -688,19 +688,21 @@ impl RawWindow {
         let mut next = self.epochs.clone();
         next.fence(assert.nosucceed)?;
         let dirty: Vec<Rank> = std::mem::take(&mut self.dirty).into_iter().collect();
-        if self.card.is_some() {
+        let done = if self.card.is_some() {
             // Separate model: every put landed, local stores out; after
             // everyone's, the public copy in.
-            self.card_complete()?;
-            self.publish()?;
-            self.settle(None)?;
+            self.card_complete().and_then(|_| self.publish()).and_then(|_| self.settle(None))
         } else {
-            self.confirm(dirty)?;
-        }
+            self.confirm(dirty)
+        };
+        // A failure of this rank's operations (a target refused an access)
+        // is this rank's to report, but the fence is collective: the
+        // others are in its barrier, and the window goes on to the next
+        // epoch for everyone.
         self.comm.barrier()?;
         self.refresh()?;
         self.epochs = next;
-        Ok(())
+        done
     }
 
     /// `MPI_Win_start` (§12.5.2): an access epoch to the processes of
@@ -727,13 +729,16 @@ impl RawWindow {
     /// operations are complete here, and each target learns it.
     pub fn complete(&mut self) -> Result<()> {
         let group = self.epochs.complete()?;
-        // On the card, the puts must have landed before a target hears of it.
-        self.card_complete()?;
+        // On the card, the puts must have landed before a target hears of
+        // it. A failure is reported after every target has heard: each
+        // waits for its notice in MPI_Win_wait.
+        let landed = self.card_complete();
         for &t in &group {
             self.send(t, &Msg::bare(Kind::Complete, 0))?;
             self.dirty.remove(&t);
         }
-        self.settle(None)
+        let settled = self.settle(None);
+        landed.and(settled)
     }
 
     /// `MPI_Win_post` (§12.5.2): expose the window to the processes of
