@@ -450,6 +450,63 @@ struct Posted {
     ctx: u32,
 }
 
+/// The posted receives, a queue per context. A message is only ever
+/// matched with receives of its own context (MPI 4.1 §3.5: matching is
+/// within a communicator), so it is compared with those alone, in the
+/// order they were posted, and a search is charged for those steps only:
+/// receives kept posted on other contexts — one per window for one-sided
+/// traffic (`mpi::rma::target`), a communicator's persistent ones — cost a
+/// message of another context nothing, as in MPICH CH4's per-communicator
+/// queues (issue 47: 1,000 idle windows had made an unrelated ping-pong
+/// 20 us slower in simulated time).
+#[derive(Debug, Default)]
+struct PostedQueues {
+    by_ctx: std::collections::HashMap<u32, VecDeque<Posted>>,
+    len: usize,
+}
+
+impl PostedQueues {
+    fn push(&mut self, p: Posted) {
+        self.by_ctx.entry(p.ctx).or_default().push_back(p);
+        self.len += 1;
+    }
+
+    /// The first receive that matches `env`, taken out of its queue, and
+    /// how many receives were compared.
+    fn take_match(&mut self, env: &Envelope) -> (Option<ReqId>, u64) {
+        let Some(q) = self.by_ctx.get_mut(&env.ctx) else { return (None, 0) };
+        let mut steps = 0u64;
+        let found = q.iter().position(|p| {
+            steps += 1;
+            matches(p.src, p.tag, p.ctx, env)
+        });
+        let id = found.and_then(|i| q.remove(i)).map(|p| p.id);
+        if id.is_some() {
+            self.len -= 1;
+            if q.is_empty() {
+                self.by_ctx.remove(&env.ctx);
+            }
+        }
+        (id, steps)
+    }
+
+    /// Withdraw receive `id` of context `ctx`, if it is posted.
+    fn remove(&mut self, ctx: u32, id: ReqId) {
+        if let Some(q) = self.by_ctx.get_mut(&ctx) {
+            let before = q.len();
+            q.retain(|p| p.id != id);
+            self.len -= before - q.len();
+            if q.is_empty() {
+                self.by_ctx.remove(&ctx);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 #[derive(Debug)]
 enum Payload {
     None,
@@ -514,7 +571,7 @@ struct State {
     /// Whether the transport offers [`crate::transport::RemoteMemory`].
     remote_memory: bool,
     reqs: Slab,
-    posted: VecDeque<Posted>,
+    posted: PostedQueues,
     unexpected: VecDeque<Unexpected>,
     sendq: Vec<VecDeque<Outgoing>>,
     outbox: Vec<(u32, Outgoing)>,
@@ -552,14 +609,10 @@ impl State {
     /// Search the posted queue for `env` (an arriving envelope).
     fn match_posted(&mut self, env: &Envelope) -> Option<ReqId> {
         self.counters.posted_searches += 1;
-        let mut steps = 0u64;
-        let found = self.posted.iter().position(|p| {
-            steps += 1;
-            matches(p.src, p.tag, p.ctx, env)
-        });
+        let (found, steps) = self.posted.take_match(env);
         self.counters.posted_steps += steps;
         self.charge(HostCost::MatchStep, steps);
-        found.and_then(|i| self.posted.remove(i)).map(|p| p.id)
+        found
     }
 
     /// Search the unexpected queue for a receive's (source, tag, context):
@@ -859,7 +912,7 @@ impl Engine {
                 caps,
                 remote_memory,
                 reqs: Slab::default(),
-                posted: VecDeque::new(),
+                posted: PostedQueues::default(),
                 unexpected: VecDeque::new(),
                 sendq: (0..size).map(|_| VecDeque::new()).collect(),
                 outbox: Vec::new(),
@@ -1332,7 +1385,7 @@ impl Engine {
         match self.search_unexpected(src, tag, ctx) {
             Some(u) => self.receive_matched(id, u),
             None => {
-                self.st.posted.push_back(Posted { id, src, tag, ctx });
+                self.st.posted.push(Posted { id, src, tag, ctx });
                 let c = &mut self.st.counters;
                 c.posted_max = c.posted_max.max(self.st.posted.len() as u64);
             }
@@ -1458,7 +1511,8 @@ impl Engine {
             Some(Req::Recv(r)) if matches!(r.state, RecvState::Posted) => {
                 r.state = RecvState::Cancelled;
                 r.buf = RecvBuf::Owned(Vec::new());
-                self.st.posted.retain(|p| p.id != id);
+                let ctx = r.ctx;
+                self.st.posted.remove(ctx, id);
                 Ok(true)
             }
             Some(Req::Recv(_)) => Ok(false),
@@ -1499,12 +1553,14 @@ impl Engine {
             }
         }
         if let Some(req) = self.st.reqs.remove(id) {
+            if let Req::Recv(r) = &req {
+                self.st.posted.remove(r.ctx, id);
+            }
             if let Req::Recv(RecvReq { region: Some(region), .. }) = req {
                 if let Some(m) = self.t.remote_memory() {
                     m.free(region);
                 }
             }
-            self.st.posted.retain(|p| p.id != id);
             self.st.need_landing.retain(|r| *r != id);
         }
     }
