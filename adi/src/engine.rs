@@ -463,6 +463,9 @@ struct Posted {
 struct PostedQueues {
     by_ctx: std::collections::HashMap<u32, VecDeque<Posted>>,
     len: usize,
+    /// Contexts whose matches are noted in `hits` ([`Engine::watch_context`]).
+    watched: std::collections::HashSet<u32>,
+    hits: Vec<u32>,
 }
 
 impl PostedQueues {
@@ -483,6 +486,9 @@ impl PostedQueues {
         let id = found.and_then(|i| q.remove(i)).map(|p| p.id);
         if id.is_some() {
             self.len -= 1;
+            if self.watched.contains(&env.ctx) {
+                self.hits.push(env.ctx);
+            }
             if q.is_empty() {
                 self.by_ctx.remove(&env.ctx);
             }
@@ -1500,6 +1506,30 @@ impl Engine {
         self.receive_matched(id, msg.u);
         self.apply_charges();
         Ok(id)
+    }
+
+    /// Whether receive `id` is still posted: no message has matched it yet.
+    pub fn is_posted(&self, id: ReqId) -> bool {
+        matches!(self.st.reqs.get(id), Some(Req::Recv(r)) if matches!(r.state, RecvState::Posted))
+    }
+
+    /// Note (`on`) or stop noting the contexts of messages that match a
+    /// posted receive on context `ctx`, for [`Engine::take_watched`]: a
+    /// progress hook that keeps receives posted on many contexts (one per
+    /// window) then looks only at those that matched, not at every one on
+    /// every pass.
+    pub fn watch_context(&mut self, ctx: u32, on: bool) {
+        if on {
+            self.st.posted.watched.insert(ctx);
+        } else {
+            self.st.posted.watched.remove(&ctx);
+        }
+    }
+
+    /// The watched contexts on which a posted receive matched a message
+    /// since the last call (a context once per match).
+    pub fn take_watched(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.st.posted.hits)
     }
 
     /// Cancel a receive (MPI 4.1 §3.8.4): `true` if it had not matched a
