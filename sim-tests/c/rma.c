@@ -429,6 +429,24 @@ static void flavours(void)
     MPI_Win_detach(wd, region);
     rc = MPI_Win_detach(wd, region);
     CHECK(class_of(rc) == MPI_ERR_RMA_ATTACH, "detach twice: class %d", class_of(rc));
+    /* Two halves of one array attached one after the other: a get across
+     * the seam reads both (MPICH's win_dynamic_rma_flush_get). */
+    int halves[8];
+    for (int i = 0; i < 8; i++) halves[i] = 100 * rank + i;
+    MPI_Win_attach(wd, halves, 4 * sizeof(int));
+    MPI_Win_attach(wd, halves + 4, 4 * sizeof(int));
+    MPI_Get_address(halves, &mine);
+    MPI_Sendrecv(&mine, 1, MPI_AINT, (rank + size - 1) % size, 1, &theirs, 1, MPI_AINT, right, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int across[6] = {-1, -1, -1, -1, -1, -1};
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, wd);
+    MPI_Get(across, 6, MPI_INT, right, theirs + sizeof(int), 6, MPI_INT, wd);
+    rc = MPI_Win_unlock(right, wd);
+    CHECK(rc == MPI_SUCCESS, "a get across two regions attached end to end: class %d", class_of(rc));
+    for (int i = 0; i < 6; i++)
+        CHECK(across[i] == 100 * right + i + 1, "across[%d] = %d", i, across[i]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_detach(wd, halves);
+    MPI_Win_detach(wd, halves + 4);
     MPI_Win_free(&wd);
 }
 

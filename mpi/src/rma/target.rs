@@ -54,8 +54,20 @@ impl Memory {
         match self {
             Memory::Fixed { base, len: size } => (end <= *size).then(|| base.0.wrapping_add(off as usize)),
             Memory::Dynamic(regions) => {
+                // The bytes may run on through regions attached end to end
+                // (MPICH's win_dynamic_rma_flush_get attaches two halves of
+                // one array and reads across them): they are one stretch
+                // of this process's memory, all of it attached.
                 let (&start, &size) = regions.range(..=off).next_back()?;
-                (end <= start.checked_add(size)?).then_some(off as *mut u8)
+                let mut reach = start.checked_add(size)?;
+                while reach < end {
+                    let &next = regions.get(&reach)?;
+                    if next == 0 {
+                        return None;
+                    }
+                    reach = reach.checked_add(next)?;
+                }
+                (off < start.checked_add(size)? || len == 0 && off == reach).then_some(off as *mut u8)
             }
         }
     }
@@ -704,6 +716,10 @@ mod tests {
         assert!(m.find(0x1008, 9).is_none(), "runs past the region");
         assert!(m.find(0x1800, 1).is_none(), "between regions");
         assert!(m.find(0x2000, 8).is_some());
+        let joined = Memory::Dynamic(BTreeMap::from([(0x1000, 16), (0x1010, 16), (0x1030, 8)]));
+        assert!(joined.find(0x1008, 24).is_some(), "across two regions attached end to end");
+        assert!(joined.find(0x1008, 40).is_none(), "into the gap after them");
+        assert!(joined.find(0x1020, 8).is_none(), "in the gap");
         assert!(m.find(u64::MAX, 2).is_none(), "overflow");
         let f = Memory::Fixed { base: Addr(std::ptr::null_mut()), len: 8 };
         assert!(f.find(0, 8).is_some() && f.find(1, 8).is_none() && f.find(8, 0).is_some());
