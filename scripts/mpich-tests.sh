@@ -75,7 +75,10 @@ mpicc=$prefix/bin/mpicc
 obj=$work/obj
 mkdir -p "$obj"
 # What MPICH's configure would find on this machine (test/mpi/configure.ac).
-cat >"$obj/mpitestconf.h" <<'EOF'
+# HAVE_MPI_WIN_CREATE: mtest.c's window helpers (MTestGetWin, used by
+# rma/winname and rma/fkeyvalwin) are built only with it.
+cat >"$obj/mpitestconf.h.new" <<'EOF'
+#define HAVE_MPI_WIN_CREATE 1
 #define HAVE_STDARG_H 1
 #define HAVE_STRING_H 1
 #define HAVE_SYS_TIME_H 1
@@ -93,6 +96,10 @@ cat >"$obj/mpitestconf.h" <<'EOF'
 #define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
 #define THREAD_PACKAGE_POSIX 1
 EOF
+# Replaced only when it changes, so that the helpers below are rebuilt
+# exactly when their configuration does.
+cmp -s "$obj/mpitestconf.h.new" "$obj/mpitestconf.h" || mv -f "$obj/mpitestconf.h.new" "$obj/mpitestconf.h"
+rm -f "$obj/mpitestconf.h.new"
 # configure writes MPIX (MPICH extension) declarations here; we have none.
 : >"$obj/mtest_mpix.h"
 # dtpools includes "../dtpoolsconf.h": found through -I$obj/inc.
@@ -102,14 +109,14 @@ cflags=(-O1 -w -I"$obj" -I"$obj/inc" -I"$src/include" -I"$src/dtpools/include")
 helpers=()
 for c in util/mtest.c util/mtest_common.c util/dtypes.c $(cd "$src" && echo dtpools/src/*.c); do
     o=$obj/$(echo "$c" | tr / _).o
-    [ "$o" -nt "$src/$c" ] || "$mpicc" "${cflags[@]}" -c -o "$o" "$src/$c"
+    [ "$o" -nt "$src/$c" ] && [ "$o" -nt "$obj/mpitestconf.h" ] || "$mpicc" "${cflags[@]}" -c -o "$o" "$src/$c"
     helpers+=("$o")
 done
 # Single-threaded programs link mtest_single, those under threads/ (MPICH's
 # MPI_THREAD_MULTIPLE tests) mtest_thread, as MPICH's makefiles do.
 for c in util/mtest_single.c util/mtest_thread.c; do
     o=$obj/$(echo "$c" | tr / _).o
-    [ "$o" -nt "$src/$c" ] || "$mpicc" "${cflags[@]}" -c -o "$o" "$src/$c"
+    [ "$o" -nt "$src/$c" ] && [ "$o" -nt "$obj/mpitestconf.h" ] || "$mpicc" "${cflags[@]}" -c -o "$o" "$src/$c"
 done
 # Programs that define `run` instead of `main` get MPICH's main from here.
 runner=$obj/util_run_mpitests.c.o
