@@ -459,17 +459,45 @@ struct Posted {
 /// message of another context nothing, as in MPICH CH4's per-communicator
 /// queues (issue 47: 1,000 idle windows had made an unrelated ping-pong
 /// 20 us slower in simulated time).
+/// Hashes a context id with one multiplication: the posted queues are
+/// looked up on every receive and every arrival (the hot path), where
+/// SipHash would cost more than the search it serves.
+#[derive(Default)]
+struct CtxHasher(u64);
+
+impl std::hash::Hasher for CtxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Emptied queues kept for reuse before a sweep drops them: a context's
+/// queue then lives across its receives, with no allocation per receive,
+/// and memory stays bounded however many contexts come and go.
+const KEPT_EMPTY: usize = 64;
+
 #[derive(Debug, Default)]
 struct PostedQueues {
-    by_ctx: std::collections::HashMap<u32, VecDeque<Posted>>,
+    by_ctx: std::collections::HashMap<u32, VecDeque<Posted>, std::hash::BuildHasherDefault<CtxHasher>>,
     len: usize,
     /// Contexts whose matches are noted in `hits` ([`Engine::watch_context`]).
-    watched: std::collections::HashSet<u32>,
+    watched: std::collections::HashSet<u32, std::hash::BuildHasherDefault<CtxHasher>>,
     hits: Vec<u32>,
 }
 
 impl PostedQueues {
     fn push(&mut self, p: Posted) {
+        if self.by_ctx.len() > self.len + KEPT_EMPTY {
+            self.by_ctx.retain(|_, q| !q.is_empty());
+        }
         self.by_ctx.entry(p.ctx).or_default().push_back(p);
         self.len += 1;
     }
@@ -486,11 +514,8 @@ impl PostedQueues {
         let id = found.and_then(|i| q.remove(i)).map(|p| p.id);
         if id.is_some() {
             self.len -= 1;
-            if self.watched.contains(&env.ctx) {
+            if !self.watched.is_empty() && self.watched.contains(&env.ctx) {
                 self.hits.push(env.ctx);
-            }
-            if q.is_empty() {
-                self.by_ctx.remove(&env.ctx);
             }
         }
         (id, steps)
@@ -502,9 +527,6 @@ impl PostedQueues {
             let before = q.len();
             q.retain(|p| p.id != id);
             self.len -= before - q.len();
-            if q.is_empty() {
-                self.by_ctx.remove(&ctx);
-            }
         }
     }
 
@@ -1979,4 +2001,31 @@ fn remote(t: &mut dyn Transport) -> Result<&mut dyn RemoteMemory, TransportError
         backend,
         msg: "a peer asked for a remote write, but this backend has no remote memory".into(),
     })
+}
+
+#[cfg(test)]
+mod posted_queue_tests {
+    use super::*;
+
+    /// Matching stays within a context and in posting order, and queues
+    /// emptied by a stream of short-lived contexts do not pile up.
+    #[test]
+    fn posted_queues_match_per_context_and_stay_bounded() {
+        let mut q = PostedQueues::default();
+        let env = |ctx, tag| Envelope { ctx, tag, src: 1, len: 0 };
+        q.push(Posted { id: 1, src: Source::Any, tag: TagSel::Any, ctx: 7 });
+        q.push(Posted { id: 2, src: Source::Any, tag: TagSel::Tag(5), ctx: 8 });
+        q.push(Posted { id: 3, src: Source::Any, tag: TagSel::Tag(5), ctx: 8 });
+        assert_eq!(q.take_match(&env(9, 5)), (None, 0), "no queue for context 9");
+        assert_eq!(q.take_match(&env(8, 5)), (Some(2), 1), "context 7's receive is not searched");
+        assert_eq!(q.take_match(&env(8, 5)), (Some(3), 1));
+        assert_eq!(q.len(), 1);
+        for ctx in 1000..11_000 {
+            q.push(Posted { id: ctx, src: Source::Any, tag: TagSel::Any, ctx });
+            assert_eq!(q.take_match(&env(ctx, 0)).0, Some(ctx));
+        }
+        assert!(q.by_ctx.len() <= KEPT_EMPTY + 2, "{} queues kept", q.by_ctx.len());
+        q.remove(7, 1);
+        assert_eq!(q.len(), 0);
+    }
 }
