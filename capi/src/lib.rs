@@ -148,6 +148,7 @@ impl From<MpiError> for Fail {
             MpiError::RmaFlavor(_) => MPI_ERR_RMA_FLAVOR,
             MpiError::RmaAttach(_) => MPI_ERR_RMA_ATTACH,
             MpiError::RmaShared(_) => MPI_ERR_RMA_SHARED,
+            MpiError::RmaConflict(_) => MPI_ERR_RMA_CONFLICT,
             MpiError::Disp(_) => MPI_ERR_DISP,
             MpiError::WinSize(_) => MPI_ERR_SIZE,
             MpiError::Op(_) => MPI_ERR_OP,

@@ -163,8 +163,9 @@ unsafe fn create(
     with_state(call, comm, |st| {
         let (size, unit) = (size_arg(size)?, disp_unit_arg(unit)?);
         let c = st.comm(comm)?.comm.clone();
+        let model = Model::requested(&st.info_or_null(info)?)?;
         // SAFETY: the standard's contract: the memory stays valid until the window is freed.
-        let w = unsafe { RawWindow::create(&c, base.cast(), size, unit)? };
+        let w = unsafe { RawWindow::create_with(&c, base.cast(), size, unit, model)? };
         // SAFETY: the standard's contract on `win`.
         unsafe { new_win(st, w, info, win) }
     })
@@ -215,7 +216,12 @@ unsafe fn allocate(
             return Err(Fail::new(MPI_ERR_ARG, "baseptr is a null pointer"));
         }
         let c = st.comm(comm)?.comm.clone();
-        let w = if shared { RawWindow::allocate_shared(&c, size, unit)? } else { RawWindow::allocate(&c, size, unit)? };
+        let model = Model::requested(&st.info_or_null(info)?)?;
+        let w = if shared {
+            RawWindow::allocate_shared(&c, size, unit)?
+        } else {
+            RawWindow::allocate_with(&c, size, unit, model)?
+        };
         let base = w.base();
         // SAFETY: the standard's contract: `baseptr` is the address of a `void *`.
         unsafe { baseptr.cast::<*mut u8>().write(base) };

@@ -121,6 +121,13 @@ pub enum MpiError {
     /// Memory that cannot be attached or detached (`MPI_ERR_RMA_ATTACH`).
     #[error("{0}")]
     RmaAttach(String),
+    /// Conflicting accesses to one window location that the library saw
+    /// (`MPI_ERR_RMA_CONFLICT`, MPI 4.1 §12.7): in the separate model, a
+    /// local store and a remote update of the same bytes with no
+    /// synchronisation between them. The call that reports it did its
+    /// work (the local store won); the program is erroneous.
+    #[error("{0}")]
+    RmaConflict(String),
     /// A shared-memory window over processes that share no memory
     /// (`MPI_ERR_RMA_SHARED`).
     #[error("{0}")]

@@ -5,13 +5,26 @@
 //! copy is the window's host memory; synchronisation makes the two agree
 //! (MPI's separate memory model, `MPI_WIN_SEPARATE`, §12.4).
 //!
+//! This model is asked for (info `dimmnet_memory_model=separate`, or
+//! `DN_RMA=card`); windows are unified by default (issue 47).
+//!
 //! Layout of each public copy: a 64-byte header — the passive-target lock
 //! word, then the accumulate mutex — and the window's bytes.
 //!
 //! * **Locks** (§12.5.3) are taken by atomics on the target's lock word:
-//!   exclusive is a compare-and-swap of 0 to [`EXCLUSIVE`], shared an add
+//!   bit 63 is the exclusive holder, bits 0–31 count shared holders, and
+//!   bits 32–62 count the passive-target epochs other processes have
+//!   ended there ([`VISIT`]). Exclusive is a compare-and-swap of the word
+//!   with no holder to the same word with [`EXCLUSIVE`] set, shared an add
 //!   of 1 that is taken back if the exclusive bit was set; both retry
 //!   (making a progress pass between tries) until they hold.
+//! * **What the library can see of erroneous programs** (§12.7), which a
+//!   real card could not report: a local store and a remote update of the
+//!   same bytes between two synchronisations is `MPI_ERR_RMA_CONFLICT`
+//!   (at the synchronisation that finds it); local stores still not
+//!   public while other processes ended passive-target epochs here (they
+//!   may have read the old values) are named once per window on the
+//!   job's error output, at the next synchronisation or at the free.
 //! * **Accumulates** of an operation and type the atomic unit has, on
 //!   elements aligned to their size, are one AMO per element; the others (`MPI_MINLOC`/`MPI_MAXLOC` pairs) load,
 //!   combine and store under the target's accumulate mutex. MPI's default
@@ -37,6 +50,14 @@ pub(crate) const HEADER: u64 = 64;
 pub(crate) const EXCLUSIVE: u64 = 1 << 63;
 /// Offset of the accumulate mutex in the header.
 const MUTEX: u64 = 8;
+/// Offset of the passive-target lock word in the header.
+pub(crate) const LOCK: u64 = 0;
+/// One passive-target epoch ended by another process, in the lock word.
+const VISIT: u64 = 1 << 32;
+/// The lock word's epoch count (bits 32–62).
+const VISITS: u64 = !EXCLUSIVE & !(VISIT - 1);
+/// The lock word's holders: the exclusive bit and the shared count.
+const HOLDERS: u64 = EXCLUSIVE | (VISIT - 1);
 
 fn one_sided(e: &mut Engine) -> Result<&mut dyn adi::OneSided> {
     e.one_sided().ok_or_else(|| MpiError::Win("the transport lost its one-sided access".into()))
@@ -51,6 +72,10 @@ pub(crate) struct Card {
     me: usize,
     /// The public copy as of the last synchronisation.
     shadow: Vec<u8>,
+    /// The lock word's epoch count ([`VISITS`]) at the last synchronisation.
+    seen: u64,
+    /// Whether unpublished local stores read by others were named already.
+    warned: bool,
 }
 
 /// The atomic unit's element type for `e`, if it has one.
@@ -126,7 +151,7 @@ impl Card {
     /// (`peers[i]`: group rank `i`'s job rank and address), each prepared
     /// ([`Card::prepare`]) with this process's private copy `initial`.
     pub(crate) fn new(peers: Vec<(u32, u64)>, me: usize, initial: &[u8]) -> Card {
-        Card { peers, me, shadow: initial.to_vec() }
+        Card { peers, me, shadow: initial.to_vec(), seen: 0, warned: false }
     }
 
     fn at(&self, t: usize) -> (u32, u64) {
@@ -254,9 +279,19 @@ impl Card {
     /// shared, retrying until it holds.
     pub(crate) fn hold(&self, e: &mut Engine, t: usize, at: u64, exclusive: bool) -> Result<()> {
         use adi::offload::{Elem as D, Reduction as R};
+        // The epoch count the word is thought to carry (a failed
+        // compare-and-swap says what it really is).
+        let mut visits = 0u64;
         loop {
             let got = if exclusive {
-                self.amo(e, t, at, Atomic::CompareSwap { compare: 0 }, D::U64, EXCLUSIVE)? == 0
+                let was = self.amo(e, t, at, Atomic::CompareSwap { compare: visits }, D::U64, visits | EXCLUSIVE)?;
+                if was != visits && was & HOLDERS == 0 {
+                    // Free, but counted other epochs than we thought: retry at once.
+                    visits = was;
+                    continue;
+                }
+                visits = was & VISITS;
+                was & HOLDERS == 0
             } else {
                 let was = self.amo(e, t, at, Atomic::Reduce(R::Sum), D::U64, 1)?;
                 if was & EXCLUSIVE != 0 {
@@ -272,41 +307,99 @@ impl Card {
         }
     }
 
-    /// Release what [`Card::hold`] took.
+    /// Release what [`Card::hold`] took; a passive-target epoch at
+    /// another process counts one [`VISIT`] there, in the same atomic.
     pub(crate) fn release(&self, e: &mut Engine, t: usize, at: u64, exclusive: bool) -> Result<()> {
         use adi::offload::{Elem as D, Reduction as R};
         let minus = if exclusive { EXCLUSIVE.wrapping_neg() } else { u64::MAX };
-        self.amo(e, t, at, Atomic::Reduce(R::Sum), D::U64, minus)?;
+        let visit = if at == LOCK && t != self.me { VISIT } else { 0 };
+        self.amo(e, t, at, Atomic::Reduce(R::Sum), D::U64, minus.wrapping_add(visit))?;
         Ok(())
+    }
+
+    /// The epoch count of this process's own lock word, now.
+    fn visits(&self, e: &mut Engine) -> Result<u64> {
+        let (job, addr) = self.at(self.me);
+        let mut w = [0u8; 8];
+        one_sided(e)?.get(job, addr + LOCK, &mut w)?;
+        Ok(u64::from_le_bytes(w) & VISITS)
+    }
+
+    /// Name, once per window, local stores that others may have read
+    /// stale: `visits` (the lock word's count now) differs from the one
+    /// of the last synchronisation, and stores are still not public.
+    fn stale(&mut self, visits: u64, when: &str) {
+        if visits == self.seen || self.warned {
+            return;
+        }
+        self.warned = true;
+        let epochs = (visits.wrapping_sub(self.seen) & VISITS) >> 32;
+        eprintln!(
+            "dimmnet mpi: window of rank {} (separate memory model): local stores were not yet in the public copy \
+             while other processes ended {epochs} passive-target epoch(s) on it, so they may have read the old \
+             values (found {when}). In the separate model a local store becomes public at the owner's next \
+             MPI_Win_sync, MPI_Win_fence, MPI_Win_post or lock of its own window (MPI 4.1 §12.7); or create the \
+             window unified (the default: no dimmnet_memory_model=separate, no DN_RMA=card).",
+            self.me
+        );
+    }
+
+    /// The first byte of `run` (window offset `start`) that both a local
+    /// store and a remote update changed since the last synchronisation.
+    fn conflict(&self, e: &mut Engine, start: usize, run: &[u8]) -> Result<Option<usize>> {
+        let mut public = vec![0u8; run.len()];
+        self.get(e, self.me, start as u64, &mut public)?;
+        let old = &self.shadow[start..start + run.len()];
+        Ok((0..run.len()).find(|&i| public[i] != old[i] && run[i] != old[i]).map(|i| start + i))
     }
 
     /// Local stores out: the runs of bytes of the private copy that
     /// differ from the image of the last synchronisation go to the public
-    /// copy, and have landed when this returns.
+    /// copy, and have landed when this returns. A byte that a remote
+    /// update changed too is a conflict (§12.7): the local store wins,
+    /// and the error says where, once the caller's synchronisation is done.
     ///
     /// # Safety
     /// `private` is the window's memory, `shadow.len()` bytes, readable.
-    pub(crate) unsafe fn publish(&self, e: &mut Engine, private: *const u8) -> Result<()> {
+    pub(crate) unsafe fn publish(&mut self, e: &mut Engine, private: *const u8) -> Result<Option<MpiError>> {
         let n = self.shadow.len();
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         // SAFETY: this function's contract.
         let mem = unsafe { std::slice::from_raw_parts(private, n) };
+        let mut conflict = None;
+        let mut stored = false;
         let mut i = 0;
         while i < n {
             if mem[i] == self.shadow[i] {
                 i += 1;
                 continue;
             }
+            if !stored {
+                stored = true;
+                let visits = self.visits(e)?;
+                self.stale(visits, "when they were published");
+            }
             let start = i;
             while i < n && mem[i] != self.shadow[i] {
                 i += 1;
             }
+            if conflict.is_none() {
+                conflict = self.conflict(e, start, &mem[start..i])?;
+            }
             self.put(e, self.me, start as u64, &mem[start..i])?;
         }
         e.charge(HostCost::CopyByte, n as u64);
-        self.complete(e)
+        self.complete(e)?;
+        Ok(conflict.map(|at| {
+            MpiError::RmaConflict(format!(
+                "window byte {at} of rank {}: a local store and another process's put or accumulate changed it \
+                 with no synchronisation between them (separate memory model, MPI 4.1 §12.7); the local store \
+                 was kept",
+                self.me
+            ))
+        }))
     }
 
     /// What others stored in: the public copy comes into the private one,
@@ -320,27 +413,54 @@ impl Card {
         if n == 0 {
             return Ok(());
         }
-        let mut public = std::mem::take(&mut self.shadow);
-        let r = self.get(e, self.me, 0, &mut public);
-        if r.is_ok() {
-            // SAFETY: this function's contract.
-            unsafe { std::ptr::copy_nonoverlapping(public.as_ptr(), private, n) };
-            e.charge(HostCost::CopyByte, n as u64);
-        }
+        // The header comes along, for the lock word's epoch count.
+        let mut public = vec![0u8; HEADER as usize + n];
+        let (job, addr) = self.at(self.me);
+        one_sided(e)?.get(job, addr, &mut public)?;
+        let visits = word(&public[LOCK as usize..LOCK as usize + 8]) & VISITS;
+        public.drain(..HEADER as usize);
+        // SAFETY: this function's contract.
+        unsafe { std::ptr::copy_nonoverlapping(public.as_ptr(), private, n) };
+        e.charge(HostCost::CopyByte, n as u64);
         self.shadow = public;
-        r
+        self.seen = visits;
+        if visits >= 1 << 61 {
+            // Keep the count far from the exclusive bit: take away what was
+            // seen (others only add and take back their own holds).
+            use adi::offload::{Elem as D, Reduction as R};
+            self.amo(e, self.me, LOCK, Atomic::Reduce(R::Sum), D::U64, visits.wrapping_neg())?;
+            self.seen = 0;
+        }
+        Ok(())
     }
 
     /// [`Card::publish`] then [`Card::refresh`]: the copies agree.
     ///
     /// # Safety
     /// As [`Card::refresh`].
-    pub(crate) unsafe fn merge(&mut self, e: &mut Engine, private: *mut u8) -> Result<()> {
+    pub(crate) unsafe fn merge(&mut self, e: &mut Engine, private: *mut u8) -> Result<Option<MpiError>> {
         // SAFETY: this function's contract covers both.
         unsafe {
-            self.publish(e, private)?;
-            self.refresh(e, private)
+            let conflict = self.publish(e, private)?;
+            self.refresh(e, private)?;
+            Ok(conflict)
         }
+    }
+
+    /// At the window's free: name local stores that never became public
+    /// while others ended passive-target epochs here.
+    ///
+    /// # Safety
+    /// As [`Card::publish`].
+    pub(crate) unsafe fn audit(&mut self, e: &mut Engine, private: *const u8) -> Result<()> {
+        let n = self.shadow.len();
+        // SAFETY: this function's contract.
+        let mem = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(private, n) } };
+        if mem != self.shadow.as_slice() {
+            let visits = self.visits(e)?;
+            self.stale(visits, "at MPI_Win_free");
+        }
+        Ok(())
     }
 
     /// Give the public copy back (the window is freed).
@@ -363,5 +483,19 @@ mod tests {
         assert_eq!(word(&[1, 2]), 0x0201);
         // Releasing an exclusive lock takes away exactly its bit.
         assert_eq!((EXCLUSIVE + 3).wrapping_add(EXCLUSIVE.wrapping_neg()), 3);
+    }
+
+    #[test]
+    fn an_unlock_counts_one_visit_and_frees_its_hold() {
+        let (v, held) = (3 * VISIT, 2u64);
+        // A shared holder of three leaves: two holders, one more visit.
+        let after = (v | held | 1).wrapping_add(u64::MAX.wrapping_add(VISIT));
+        assert_eq!((after & HOLDERS, after & VISITS), (held, 4 * VISIT));
+        // The exclusive holder leaves: no holder, one more visit.
+        let after = (v | EXCLUSIVE).wrapping_add(EXCLUSIVE.wrapping_neg().wrapping_add(VISIT));
+        assert_eq!((after & HOLDERS, after & VISITS), (0, 4 * VISIT));
+        // The fields do not overlap and cover the word.
+        assert_eq!(HOLDERS & VISITS, 0);
+        assert_eq!(HOLDERS | VISITS, u64::MAX);
     }
 }

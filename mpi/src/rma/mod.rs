@@ -142,6 +142,47 @@ pub enum Model {
     Separate,
 }
 
+/// The info key that asks for a window's memory model at creation
+/// (`MPI_Win_create`, `MPI_Win_allocate`): `unified` (the default) or
+/// `separate` (the card's public copy, where the transport has one).
+pub const MODEL_KEY: &str = "dimmnet_memory_model";
+
+impl Model {
+    /// The model `info` asks for under [`MODEL_KEY`], if it names one.
+    /// A value other than `unified` or `separate` is refused
+    /// (`MPI_ERR_INFO_VALUE`) rather than ignored: the key is ours, and a
+    /// misspelt model would otherwise give the other model silently.
+    pub fn requested(info: &crate::info::Info) -> Result<Option<Model>> {
+        match info.get(MODEL_KEY)? {
+            None => Ok(None),
+            Some(v) => match v.trim() {
+                "unified" => Ok(Some(Model::Unified)),
+                "separate" => Ok(Some(Model::Separate)),
+                other => {
+                    Err(MpiError::InfoValue(format!("info {MODEL_KEY}={other:?}: give \"unified\" or \"separate\"")))
+                }
+            },
+        }
+    }
+
+    /// The model a window gets when its creator names none: `DN_RMA=card`
+    /// (or `separate`) makes it separate, `DN_RMA=messages` forces unified
+    /// whatever the info says, and without `DN_RMA` it is unified — what
+    /// MPICH and Open MPI give, and what programs written against them
+    /// assume (issue 47).
+    pub(crate) fn by_default(asked: Option<Model>) -> Result<Model> {
+        match std::env::var("DN_RMA").as_deref() {
+            Err(_) | Ok("") => Ok(asked.unwrap_or(Model::Unified)),
+            Ok("messages") => Ok(Model::Unified),
+            Ok("card") | Ok("separate") => Ok(asked.unwrap_or(Model::Separate)),
+            Ok(other) => Err(MpiError::Invalid(format!(
+                "DN_RMA={other:?}: give `messages` (operations as messages, unified) or `card` \
+                 (the card's public copies, separate, where info does not say otherwise)"
+            ))),
+        }
+    }
+}
+
 /// The assertions a synchronisation call may carry (`MPI_MODE_*`,
 /// §12.5.5): promises the program makes, which the library may use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -79,6 +79,9 @@ pub struct RawWindow {
     /// The public copies on the card, when the transport has one-sided
     /// access ([`super::card`]); `None`: operations go as messages.
     card: Option<Card>,
+    /// A conflict the last merge found (separate model), reported by the
+    /// synchronisation call once its work is done.
+    conflict: Option<MpiError>,
 }
 
 fn engine_missing() -> MpiError {
@@ -94,16 +97,45 @@ impl RawWindow {
     /// The memory stays valid until the window is freed; outside MPI
     /// calls, the program accesses it only as MPI 4.1 §12.7 allows.
     pub unsafe fn create(comm: &SimpleCommunicator, base: *mut u8, size: u64, disp_unit: u32) -> Result<RawWindow> {
+        // SAFETY: this function's contract, passed on.
+        unsafe { RawWindow::create_with(comm, base, size, disp_unit, None) }
+    }
+
+    /// [`RawWindow::create`] in the memory model `model` asks for
+    /// (`None`: the default, [`Model::by_default`]). A separate window
+    /// needs a transport with one-sided access (the card) at every
+    /// process; where one lacks it, the window is unified.
+    ///
+    /// # Safety
+    /// As [`RawWindow::create`].
+    pub unsafe fn create_with(
+        comm: &SimpleCommunicator,
+        base: *mut u8,
+        size: u64,
+        disp_unit: u32,
+        model: Option<Model>,
+    ) -> Result<RawWindow> {
         if size > 0 && base.is_null() {
             return Err(MpiError::Buffer("MPI_Win_create: a null base for a window of more than 0 bytes".into()));
         }
         // SAFETY: this function's contract.
-        unsafe { RawWindow::make(comm, Flavor::Create, base, size, disp_unit, Storage::Caller) }
+        unsafe { RawWindow::make(comm, Flavor::Create, base, size, disp_unit, Storage::Caller, model) }
     }
 
     /// `MPI_Win_allocate` (§12.2.2): `size` bytes the library allocates
     /// (zeroed, 64-byte aligned); [`RawWindow::base`] says where.
     pub fn allocate(comm: &SimpleCommunicator, size: u64, disp_unit: u32) -> Result<RawWindow> {
+        RawWindow::allocate_with(comm, size, disp_unit, None)
+    }
+
+    /// [`RawWindow::allocate`] in the memory model `model` asks for, as
+    /// [`RawWindow::create_with`].
+    pub fn allocate_with(
+        comm: &SimpleCommunicator,
+        size: u64,
+        disp_unit: u32,
+        model: Option<Model>,
+    ) -> Result<RawWindow> {
         let lines = usize::try_from(size.div_ceil(64))
             .map_err(|_| MpiError::WinSize(format!("a window of {size} bytes is larger than memory")))?;
         let mut v: Vec<Line> = Vec::new();
@@ -112,7 +144,7 @@ impl RawWindow {
         let base = v.as_mut_ptr().cast::<u8>();
         // SAFETY: the memory lives in `Storage::Owned`, which the window
         // keeps until it is freed, and it is the window's alone.
-        unsafe { RawWindow::make(comm, Flavor::Allocate, base, size, disp_unit, Storage::Owned(v)) }
+        unsafe { RawWindow::make(comm, Flavor::Allocate, base, size, disp_unit, Storage::Owned(v), model) }
     }
 
     /// `MPI_Win_allocate_shared` (§12.2.3): memory every process of
@@ -125,7 +157,7 @@ impl RawWindow {
         let base = seg.mine();
         // SAFETY: the segment lives in `Storage::Shared`, which the window
         // keeps until it is freed.
-        unsafe { RawWindow::make(comm, Flavor::Shared, base, size, disp_unit, Storage::Shared(seg)) }
+        unsafe { RawWindow::make(comm, Flavor::Shared, base, size, disp_unit, Storage::Shared(seg), None) }
     }
 
     /// `MPI_Win_create_dynamic` (§12.2.4): no memory until
@@ -133,7 +165,7 @@ impl RawWindow {
     /// (`MPI_Get_address`).
     pub fn create_dynamic(comm: &SimpleCommunicator) -> Result<RawWindow> {
         // SAFETY: no memory is handed over (regions come with `attach`).
-        unsafe { RawWindow::make(comm, Flavor::Dynamic, std::ptr::null_mut(), 0, 1, Storage::Caller) }
+        unsafe { RawWindow::make(comm, Flavor::Dynamic, std::ptr::null_mut(), 0, 1, Storage::Caller, None) }
     }
 
     /// # Safety
@@ -145,6 +177,7 @@ impl RawWindow {
         size: u64,
         disp_unit: u32,
         storage: Storage,
+        model: Option<Model>,
     ) -> Result<RawWindow> {
         if comm.is_inter() {
             return Err(MpiError::Invalid("windows are made on intracommunicators (MPI 4.1 §12.2)".into()));
@@ -153,10 +186,11 @@ impl RawWindow {
             return Err(MpiError::Disp("a displacement unit of 0 bytes".into()));
         }
         let wc = comm.duplicate()?;
-        // The card holds the public copy when the transport can (and
-        // `DN_RMA=messages` does not say otherwise): everyone must, or no one does.
-        let want = matches!(flavor, Flavor::Create | Flavor::Allocate)
-            && std::env::var("DN_RMA").map_or(true, |v| v != "messages");
+        // The card holds the public copy when the window asks for the
+        // separate model and the transport can: everyone must, or no one
+        // does. Shared and dynamic windows are unified everywhere (their
+        // memory is loaded and stored directly, or attached later).
+        let want = matches!(flavor, Flavor::Create | Flavor::Allocate) && Model::by_default(model)? == Model::Separate;
         // SAFETY: this function's contract: `size` bytes at `base` are readable.
         let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
         let public = if want {
@@ -212,6 +246,7 @@ impl RawWindow {
         };
         let w = RawWindow {
             card,
+            conflict: None,
             comm: wc,
             ctx,
             flavor,
@@ -247,13 +282,26 @@ impl RawWindow {
         // SAFETY: `base` is the window's memory of `size` bytes (the
         // creating call's contract), and no other access runs during an
         // MPI call on it.
-        unsafe { card.merge(c.engine()?, base) }
+        let found = unsafe { card.merge(c.engine()?, base) }?;
+        self.conflict = self.conflict.take().or(found);
+        Ok(())
     }
 
     /// Local stores out to the public copy (card only).
-    fn publish(&self) -> Result<()> {
+    fn publish(&mut self) -> Result<()> {
+        let (base, comm) = (self.base, &self.comm);
+        let Some(card) = self.card.as_mut() else { return Ok(()) };
+        let mut c = comm.shared().borrow_mut();
         // SAFETY: as in `merge`.
-        self.on_card(|card, e| unsafe { card.publish(e, self.base) }).unwrap_or(Ok(()))
+        let found = unsafe { card.publish(c.engine()?, base) }?;
+        self.conflict = self.conflict.take().or(found);
+        Ok(())
+    }
+
+    /// A conflict a merge found, once the synchronisation that found it
+    /// is done (separate model, §12.7).
+    fn conflicts(&mut self) -> Result<()> {
+        self.conflict.take().map_or(Ok(()), Err)
     }
 
     /// The public copy in (card only).
@@ -702,7 +750,7 @@ impl RawWindow {
         self.comm.barrier()?;
         self.refresh()?;
         self.epochs = next;
-        done
+        done.and_then(|_| self.conflicts())
     }
 
     /// `MPI_Win_start` (§12.5.2): an access epoch to the processes of
@@ -754,7 +802,7 @@ impl RawWindow {
                 self.send(o, &Msg::bare(Kind::Post, 0))?;
             }
         }
-        Ok(())
+        self.conflicts()
     }
 
     fn all_completed(&self, r: &Rma, origins: &[Rank]) -> bool {
@@ -813,12 +861,14 @@ impl RawWindow {
             // A lock of one's own window: the private copy sees the public one.
             self.merge()?;
         }
-        Ok(())
+        self.conflicts()
     }
 
     fn take_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
         let excl = kind == LockType::Exclusive;
-        if let Some(r) = self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.hold(e, t as usize, 0, excl))) {
+        if let Some(r) =
+            self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.hold(e, t as usize, card::LOCK, excl)))
+        {
             return r;
         }
         let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
@@ -838,10 +888,10 @@ impl RawWindow {
             }
             let excl = kind == LockType::Exclusive;
             if !nocheck {
-                self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.release(e, t as usize, 0, excl)))
+                self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.release(e, t as usize, card::LOCK, excl)))
                     .unwrap_or(Ok(()))?;
             }
-            return self.settle(None);
+            return self.settle(None).and_then(|_| self.conflicts());
         }
         for &t in ranks {
             // SAFETY: no buffer: the reply only completes.
@@ -872,7 +922,7 @@ impl RawWindow {
             self.take_locks(&all, LockType::Shared)?;
         }
         self.merge()?;
-        Ok(())
+        self.conflicts()
     }
 
     /// `MPI_Win_unlock_all`.
@@ -926,7 +976,8 @@ impl RawWindow {
         self.comm.shared().borrow_mut().engine()?.progress()?;
         std::sync::atomic::fence(Ordering::SeqCst);
         self.merge()?;
-        self.failures()
+        self.failures()?;
+        self.conflicts()
     }
 
     /// Whether the window may be freed: every epoch over and every
@@ -944,6 +995,15 @@ impl RawWindow {
     pub fn free(mut self) -> Result<()> {
         self.check_free()?;
         let r = self.comm.barrier();
+        if r.is_ok() {
+            let (base, comm) = (self.base, &self.comm);
+            if let Some(card) = self.card.as_mut() {
+                if let Ok(e) = comm.shared().borrow_mut().engine() {
+                    // SAFETY: as in `merge`: the window's memory, valid until freed.
+                    let _ = unsafe { card.audit(e, base) };
+                }
+            }
+        }
         self.deregister();
         r
     }

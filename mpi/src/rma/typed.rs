@@ -37,7 +37,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 
 use super::raw::{RawWindow, Target};
-use super::{AccOp, Assert, LockType};
+use super::{AccOp, Assert, LockType, Model};
 use crate::comm::SimpleCommunicator;
 use crate::datatype::typemap::Typemap;
 use crate::datatype::Equivalence;
@@ -81,9 +81,17 @@ impl<T: Equivalence> Window<T> {
     /// Allocate `len` zeroed elements at this process (collective over
     /// `comm`; each process may give another `len`).
     pub fn allocate(comm: &SimpleCommunicator, len: usize) -> Result<Window<T>> {
+        Window::allocate_with(comm, len, None)
+    }
+
+    /// [`Window::allocate`] in the memory model `model` asks for (`None`:
+    /// the default, unified unless `DN_RMA` says otherwise). `Separate`
+    /// puts the public copies on the card, where the transport has one:
+    /// a passive-target epoch then needs nothing of its target's CPU.
+    pub fn allocate_with(comm: &SimpleCommunicator, len: usize, model: Option<Model>) -> Result<Window<T>> {
         let sz = std::mem::size_of::<T>();
         let bytes = len.checked_mul(sz).ok_or_else(|| MpiError::WinSize(format!("{len} elements")))?;
-        let raw = RawWindow::allocate(comm, bytes as u64, sz.max(1) as u32)?;
+        let raw = RawWindow::allocate_with(comm, bytes as u64, sz.max(1) as u32, model)?;
         Ok(Window { raw, len, _t: PhantomData })
     }
 

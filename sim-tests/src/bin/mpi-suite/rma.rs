@@ -152,7 +152,9 @@ pub(crate) fn passive_target(u: &mpi::Universe, w: &SimpleCommunicator) -> R {
     if n < 2 {
         return Ok(());
     }
-    let mut win = Window::<u64>::allocate(w, 4).map_err(e)?;
+    // The card's public copies (the separate model) are what serve a
+    // target that makes no call; other transports give a unified window.
+    let mut win = Window::<u64>::allocate_with(w, 4, Some(mpi::rma::Model::Separate)).map_err(e)?;
     w.barrier().map_err(e)?;
     let epoch = |win: &mut Window<u64>, round: u64| -> R<f64> {
         let t0 = u.wtime();
