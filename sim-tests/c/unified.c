@@ -17,12 +17,17 @@
  * of one location with no synchronisation between) and checks that the
  * owner's next synchronisation returns MPI_ERR_RMA_CONFLICT.
  *
+ * A fourth part, in both models, reads a window made over read-only memory.
+ *
  * argv[2]: doubles per rank (default 131072). "OK c-unified on N ranks"
  * from rank 0 when every rank passed. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -131,6 +136,25 @@ int main(int argc, char **argv) {
     }
 
     CHECK(MPI_Win_free(&win) == MPI_SUCCESS, "free");
+
+    /* 4: a window over memory the program may only read (issue 47, break
+     * 2): others get from it between fences; nothing may store to it (on
+     * the old separate default, the fence wrote the whole window back and
+     * its owner died of SIGSEGV). */
+    long pg = sysconf(_SC_PAGESIZE);
+    int *ro = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(ro != MAP_FAILED, "mmap");
+    for (int i = 0; i < 4; i++) ro[i] = rank * 1000 + i;
+    CHECK(mprotect(ro, (size_t)pg, PROT_READ) == 0, "mprotect");
+    MPI_Win rw;
+    CHECK(MPI_Win_create(ro, pg, sizeof(int), info, MPI_COMM_WORLD, &rw) == MPI_SUCCESS, "a read-only window");
+    int four[4] = {-1, -1, -1, -1};
+    MPI_Win_fence(0, rw);
+    MPI_Get(four, 4, MPI_INT, right, 0, 4, MPI_INT, rw);
+    MPI_Win_fence(0, rw);
+    for (int i = 0; i < 4; i++) CHECK(four[i] == right * 1000 + i, "read-only window: element %d is %d", i, four[i]);
+    CHECK(MPI_Win_free(&rw) == MPI_SUCCESS, "free the read-only window");
+    munmap(ro, (size_t)pg);
     if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     free(got);
     int all = 0;

@@ -419,8 +419,24 @@ impl Card {
         one_sided(e)?.get(job, addr, &mut public)?;
         let visits = word(&public[LOCK as usize..LOCK as usize + 8]) & VISITS;
         public.drain(..HEADER as usize);
-        // SAFETY: this function's contract.
-        unsafe { std::ptr::copy_nonoverlapping(public.as_ptr(), private, n) };
+        // Only the bytes that changed are written: a window over memory
+        // the program may only read (others only read it too) is never
+        // stored to (issue 47, break 2).
+        let mut i = 0;
+        while i < n {
+            // SAFETY: this function's contract: `private` has `n` bytes.
+            if unsafe { *private.add(i) } == public[i] {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            // SAFETY: as above.
+            while i < n && unsafe { *private.add(i) } != public[i] {
+                i += 1;
+            }
+            // SAFETY: as above; `public` is a separate allocation.
+            unsafe { std::ptr::copy_nonoverlapping(public.as_ptr().add(start), private.add(start), i - start) };
+        }
         e.charge(HostCost::CopyByte, n as u64);
         self.shadow = public;
         self.seen = visits;
