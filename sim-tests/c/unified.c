@@ -17,7 +17,8 @@
  * of one location with no synchronisation between) and checks that the
  * owner's next synchronisation returns MPI_ERR_RMA_CONFLICT.
  *
- * A fourth part, in both models, reads a window made over read-only memory.
+ * In both models, a fifth part accumulates padded pair types, and a
+ * fourth reads a window made over read-only memory.
  *
  * argv[2]: doubles per rank (default 131072). "OK c-unified on N ranks"
  * from rank 0 when every rank passed. */
@@ -136,6 +137,51 @@ int main(int argc, char **argv) {
     }
 
     CHECK(MPI_Win_free(&win) == MPI_SUCCESS, "free");
+
+    /* 5: accumulates of padded pair types (issue 47): their data is packed
+     * (a double or short, then the int), their structs are padded; a
+     * MAXLOC of every rank's pairs lands whole, and MPI_Get_accumulate of
+     * MPI_LONG_DOUBLE_INT with MPI_NO_OP reads one back. */
+    {
+        typedef struct { double v; int i; } di_t;
+        typedef struct { short v; int i; } si_t;
+        typedef struct { long double v; int i; } li_t;
+        di_t *d;
+        si_t *sh;
+        li_t *ld;
+        MPI_Win wd, ws, wl;
+        MPI_Win_allocate(4 * sizeof(di_t), sizeof(di_t), info, MPI_COMM_WORLD, &d, &wd);
+        MPI_Win_allocate(4 * sizeof(si_t), sizeof(si_t), info, MPI_COMM_WORLD, &sh, &ws);
+        MPI_Win_allocate(sizeof(li_t), sizeof(li_t), info, MPI_COMM_WORLD, &ld, &wl);
+        for (int j = 0; j < 4; j++) {
+            d[j].v = -1.0; d[j].i = -1; sh[j].v = -1; sh[j].i = -1;
+        }
+        ld->v = 1.5L * rank; ld->i = rank;
+        di_t md[4];
+        si_t ms[4];
+        for (int j = 0; j < 4; j++) {
+            md[j].v = (rank * 7 + j) % size; md[j].i = rank; ms[j].v = (short)((rank * 7 + j) % size); ms[j].i = rank;
+        }
+        MPI_Win_fence(0, wd); MPI_Win_fence(0, ws); MPI_Win_fence(0, wl);
+        CHECK(MPI_Accumulate(md, 4, MPI_DOUBLE_INT, 0, 0, 4, MPI_DOUBLE_INT, MPI_MAXLOC, wd) == MPI_SUCCESS, "MAXLOC of MPI_DOUBLE_INT");
+        CHECK(MPI_Accumulate(ms, 4, MPI_SHORT_INT, 0, 0, 4, MPI_SHORT_INT, MPI_MAXLOC, ws) == MPI_SUCCESS, "MAXLOC of MPI_SHORT_INT");
+        li_t back = {0.0L, -1};
+        CHECK(MPI_Get_accumulate(NULL, 0, MPI_LONG_DOUBLE_INT, &back, 1, MPI_LONG_DOUBLE_INT, right, 0, 1, MPI_LONG_DOUBLE_INT,
+                                 MPI_NO_OP, wl) == MPI_SUCCESS,
+              "MPI_NO_OP of MPI_LONG_DOUBLE_INT");
+        MPI_Win_fence(0, wd); MPI_Win_fence(0, ws); MPI_Win_fence(0, wl);
+        CHECK(back.v == 1.5L * right && back.i == right, "MPI_LONG_DOUBLE_INT from %d: %Lg %d", right, back.v, back.i);
+        if (rank == 0)
+            for (int j = 0; j < 4; j++) {
+                /* The largest (rank * 7 + j) % size, at the lowest rank that has it (§6.9.4). */
+                int best = -1, at = -1;
+                for (int r = 0; r < size; r++)
+                    if ((r * 7 + j) % size > best) { best = (r * 7 + j) % size; at = r; }
+                CHECK(d[j].v == best && d[j].i == at, "MPI_DOUBLE_INT %d: %g at %d, expected %d at %d", j, d[j].v, d[j].i, best, at);
+                CHECK(sh[j].v == best && sh[j].i == at, "MPI_SHORT_INT %d: %d at %d, expected %d at %d", j, sh[j].v, sh[j].i, best, at);
+            }
+        MPI_Win_free(&wd); MPI_Win_free(&ws); MPI_Win_free(&wl);
+    }
 
     /* 4: a window over memory the program may only read (issue 47, break
      * 2): others get from it between fences; nothing may store to it (on

@@ -213,6 +213,27 @@ impl Card {
         // Load, combine and store under the target's accumulate mutex.
         self.hold(e, t, MUTEX, true)?;
         let r = (|| {
+            if elem.padded_pair().is_some() {
+                // Its elements may straddle blocks: load all, combine as one run.
+                let mut acc = vec![0u8; blocks.iter().map(|b| b.1 as usize).sum()];
+                let mut at = 0usize;
+                for &(off, len) in blocks {
+                    self.get(e, t, off, &mut acc[at..at + len as usize])?;
+                    at += len as usize;
+                }
+                if fetch {
+                    old.extend_from_slice(&acc);
+                }
+                if op != AccOp::NoOp {
+                    op.apply(Some(elem), data, &mut acc)?;
+                    let mut at = 0usize;
+                    for &(off, len) in blocks {
+                        self.put(e, t, off, &acc[at..at + len as usize])?;
+                        at += len as usize;
+                    }
+                }
+                return self.complete(e);
+            }
             let mut at = 0usize;
             for &(off, len) in blocks {
                 let mut acc = vec![0u8; len as usize];

@@ -84,7 +84,8 @@ impl AccOp {
         }
     }
 
-    /// `acc = src ⊕ acc` on whole elements of `elem` (any alignment).
+    /// `acc = src ⊕ acc` on whole elements of `elem` (any alignment), as
+    /// a datatype's data holds them (packed: [`Elem::packed_size`]).
     pub fn apply(self, elem: Option<Elem>, src: &[u8], acc: &mut [u8]) -> Result<()> {
         match self {
             AccOp::NoOp => Ok(()),
@@ -94,7 +95,7 @@ impl AccOp {
             }
             AccOp::Replace => Err(MpiError::Invalid("replace with data of another length".into())),
             AccOp::System(op) => match elem {
-                Some(e) => e.combine(op, src, acc),
+                Some(e) => e.combine_packed(op, src, acc),
                 None => Err(MpiError::Op(format!("{op:?} needs an element type"))),
             },
         }
@@ -103,7 +104,7 @@ impl AccOp {
     /// Check that this operation is defined on `elem` (§12.3.4: the
     /// predefined operations on the types §6.9.2 allows them on).
     pub fn check(self, elem: Elem) -> Result<()> {
-        let z = vec![0u8; elem.size()];
+        let z = vec![0u8; elem.packed_size()];
         let mut acc = z.clone();
         self.apply(Some(elem), &z, &mut acc).map_err(|e| MpiError::Op(e.to_string()))
     }

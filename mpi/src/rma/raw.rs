@@ -1077,7 +1077,18 @@ pub struct Issued(u64);
 /// Each target block holds whole elements of `elem` (§12.3.4: the target
 /// datatype is built from the origin's basic type).
 fn check_elems(blocks: &[(u64, u64)], elem: Elem) -> Result<()> {
-    let n = elem.size() as u64;
+    let n = elem.packed_size() as u64;
+    if elem.padded_pair().is_some() {
+        // A padded pair's type map has a gap inside each element (its
+        // struct's padding), so a block may hold part of one: the blocks
+        // together hold whole elements.
+        if blocks.iter().map(|b| b.1).sum::<u64>() % n != 0 {
+            return Err(MpiError::Op(format!(
+                "the target datatype holds part of a {n}-byte pair: an accumulate's datatypes must be built from its element type"
+            )));
+        }
+        return Ok(());
+    }
     if blocks.iter().any(|(_, l)| l % n != 0) {
         return Err(MpiError::Op(format!(
             "the target datatype splits {n}-byte elements: an accumulate's datatypes must be built from its element type"

@@ -463,15 +463,29 @@ impl Win {
         if op != AccOp::NoOp && room != data.len() {
             return Err(Failure::other(format!("{} bytes of data for {room} bytes of target blocks", data.len())));
         }
+        if op == AccOp::NoOp {
+            return Ok(());
+        }
+        if m.elem.is_some_and(|e| e.padded_pair().is_some()) && op != AccOp::Replace {
+            // A padded pair's elements may straddle blocks (its type map
+            // has a gap inside each): combine the blocks' bytes as one run.
+            let mut acc = Self::gather(places);
+            op.apply(m.elem, data, &mut acc).map_err(|e| Failure::other(e.to_string()))?;
+            let mut at = 0;
+            for &(p, n) in places {
+                // SAFETY: as below.
+                unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().add(at), p, n) };
+                at += n;
+            }
+            return Ok(());
+        }
         let mut at = 0;
         for &(p, n) in places {
             // SAFETY: `places` checked these bytes inside the registered
             // memory, valid by `Rma::register`'s contract; `data` is the
             // message, not window memory, so the two do not overlap.
             let acc = unsafe { std::slice::from_raw_parts_mut(p, n) };
-            if op != AccOp::NoOp {
-                op.apply(m.elem, &data[at..at + n], acc).map_err(|e| Failure::other(e.to_string()))?;
-            }
+            op.apply(m.elem, &data[at..at + n], acc).map_err(|e| Failure::other(e.to_string()))?;
             at += n;
         }
         Ok(())

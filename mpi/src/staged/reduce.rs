@@ -96,6 +96,57 @@ impl Elem {
 }
 
 impl Elem {
+    /// For a `(value, index)` pair whose C struct has padding
+    /// (`MPI_DOUBLE_INT`, `MPI_LONG_INT`, `MPI_SHORT_INT`,
+    /// `MPI_LONG_DOUBLE_INT`): the value's bytes and the padding after it.
+    /// A datatype's data holds such a pair packed — the value, then the
+    /// 4-byte index — as its type map says (§5.1.3), not as the struct.
+    pub fn padded_pair(self) -> Option<(usize, usize)> {
+        match self {
+            Elem::DoubleInt | Elem::LongInt => Some((8, 0)),
+            Elem::ShortInt => Some((2, 2)),
+            Elem::LongDoubleInt => Some((16, 0)),
+            _ => None,
+        }
+    }
+
+    /// Bytes of one element in a datatype's packed data: [`Elem::size`]
+    /// less the padding of a padded pair.
+    pub fn packed_size(self) -> usize {
+        self.padded_pair().map_or(self.size(), |(v, _)| v + 4)
+    }
+
+    /// [`Elem::combine`] on packed elements ([`Elem::packed_size`] bytes
+    /// each): what the data of an accumulate's datatypes holds. A padded
+    /// pair is laid out as its struct for the operation and packed again.
+    pub fn combine_packed(self, op: SystemOperation, src: &[u8], acc: &mut [u8]) -> Result<()> {
+        let Some((v, pad)) = self.padded_pair() else { return self.combine(op, src, acc) };
+        let (p, n) = (v + 4, self.size());
+        if src.len() != acc.len() || src.len() % p != 0 {
+            return Err(MpiError::Invalid(format!(
+                "{} and {} bytes are not equal runs of {p}-byte (packed) elements",
+                src.len(),
+                acc.len()
+            )));
+        }
+        let widen = |packed: &[u8]| {
+            let mut out = vec![0u8; packed.len() / p * n];
+            for (w, k) in out.chunks_exact_mut(n).zip(packed.chunks_exact(p)) {
+                w[..v].copy_from_slice(&k[..v]);
+                w[v + pad..v + pad + 4].copy_from_slice(&k[v..]);
+            }
+            out
+        };
+        let wide_src = widen(src);
+        let mut wide_acc = widen(acc);
+        self.combine(op, &wide_src, &mut wide_acc)?;
+        for (w, k) in wide_acc.chunks_exact(n).zip(acc.chunks_exact_mut(p)) {
+            k[..v].copy_from_slice(&w[..v]);
+            k[v..].copy_from_slice(&w[v + pad..v + pad + 4]);
+        }
+        Ok(())
+    }
+
     /// `acc = src ⊕ acc` on bytes holding whole elements of this type
     /// (any alignment), with a predefined operation: the combining step of
     /// `MPI_Accumulate` at a target (MPI 4.1 §12.3.4). An error names the
@@ -520,5 +571,24 @@ mod tests {
         // bytes, {short; int} 8, complex numbers two of their parts.
         assert_eq!((Elem::DoubleInt.size(), Elem::LongInt.size(), Elem::ShortInt.size()), (16, 16, 8));
         assert_eq!((Elem::C32.size(), Elem::C64.size(), Elem::Double2.size()), (8, 16, 16));
+    }
+
+    #[test]
+    fn padded_pairs_combine_packed() {
+        // MPI_SHORT_INT packed: a 2-byte value, then the 4-byte index.
+        let pack = |v: i16, i: i32| [&v.to_le_bytes()[..], &i.to_le_bytes()[..]].concat();
+        let src = [pack(5, 1), pack(-3, 1)].concat();
+        let mut acc = [pack(4, 0), pack(-2, 0)].concat();
+        assert_eq!(Elem::ShortInt.packed_size(), 6);
+        Elem::ShortInt.combine_packed(SystemOperation::MaxLoc, &src, &mut acc).unwrap();
+        assert_eq!(acc, [pack(5, 1), pack(-2, 0)].concat());
+        // MPI_DOUBLE_INT packed: 12 bytes; a 16-byte run is not whole elements.
+        let d = |v: f64, i: i32| [&v.to_le_bytes()[..], &i.to_le_bytes()[..]].concat();
+        let mut acc = d(1.0, 7);
+        Elem::DoubleInt.combine_packed(SystemOperation::MinLoc, &d(0.5, 9), &mut acc).unwrap();
+        assert_eq!(acc, d(0.5, 9));
+        assert!(Elem::DoubleInt.combine_packed(SystemOperation::MinLoc, &[0; 16], &mut [0; 16]).is_err());
+        // Types without padding combine as they are.
+        assert_eq!(Elem::Int2.packed_size(), Elem::Int2.size());
     }
 }
