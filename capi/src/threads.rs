@@ -40,8 +40,9 @@
 //! Calls that stay whole under the lock: the others that build
 //! communicators, groups, windows or topologies (`MPI_Comm_split`,
 //! `MPI_Comm_create` of an intercommunicator, `MPI_Intercomm_create`,
-//! `MPI_Win_create`, ...), one-sided
-//! synchronization (`MPI_Win_fence`, `_lock`, ...), the collectives on an
+//! `MPI_Win_create`, ...), the one-sided synchronizations of fences and
+//! of post/start/complete/wait (passive-target ones of unified windows
+//! wait as `MPI_Wait` does: `win::passive_sync`), the collectives on an
 //! intercommunicator, and `MPI_Finalize`: another thread's call waits until
 //! they return (README, "Threads").
 

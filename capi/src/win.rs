@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use mpi::request::slot::Slot;
-use mpi::rma::{AccOp, Assert, Flavor, Issued, LockType, Model, RawWindow, Target};
+use mpi::rma::{AccOp, Assert, Flavor, Issued, LockType, Model, RawWindow, Target, Waiting};
 use mpi::staged::reduce::Elem;
 use mpi::staged::Span;
 
@@ -1063,9 +1063,35 @@ pub unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c_int {
     })
 }
 
+/// A passive-target synchronisation (§12.5.3-12.5.4): `begin` under the
+/// library's lock, then its wait. Under `MPI_THREAD_MULTIPLE` the wait
+/// lets other threads in, as `MPI_Wait` does (`threads::blocking_call`):
+/// a thread waiting for a lock another process holds must not stop this
+/// process's other threads — one of them may be what releases it.
+fn passive_sync(call: &str, win: Handle, begin: impl FnOnce(&mut State) -> R<Waiting>) -> c_int {
+    if !crate::threads::multiple() {
+        return with_state(call, win, |st| {
+            let w = begin(st)?;
+            Ok(st.win(win)?.win.finish(w)?)
+        });
+    }
+    let mut waiting = Waiting::Nothing;
+    let rc = with_state(call, win, |st| {
+        waiting = begin(st)?;
+        Ok(())
+    });
+    if rc != MPI_SUCCESS || waiting == Waiting::Nothing {
+        return rc;
+    }
+    crate::threads::blocking_call(call, win, |st| match st.win(win)?.win.finish_or(waiting, &crate::threads::stop)? {
+        true => Ok(()),
+        false => Err(crate::threads::again(st, false)),
+    })
+}
+
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_lock", win, |st| {
+    passive_sync("MPI_Win_lock", win, |st| {
         let kind = match lock_type {
             MPI_LOCK_EXCLUSIVE => LockType::Exclusive,
             MPI_LOCK_SHARED => LockType::Shared,
@@ -1077,36 +1103,36 @@ pub extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win
             }
         };
         let a = assert_of(assert)?;
-        Ok(st.win_mut(win)?.win.lock(kind, rank, a)?)
+        Ok(st.win_mut(win)?.win.lock_begin(kind, rank, a)?)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_unlock", win, |st| Ok(st.win_mut(win)?.win.unlock(rank)?))
+    passive_sync("MPI_Win_unlock", win, |st| Ok(st.win_mut(win)?.win.unlock_begin(rank)?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_lock_all", win, |st| {
+    passive_sync("MPI_Win_lock_all", win, |st| {
         let a = assert_of(assert)?;
-        Ok(st.win_mut(win)?.win.lock_all(a)?)
+        Ok(st.win_mut(win)?.win.lock_all_begin(a)?)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
-    with_state("MPI_Win_unlock_all", win, |st| Ok(st.win_mut(win)?.win.unlock_all()?))
+    passive_sync("MPI_Win_unlock_all", win, |st| Ok(st.win_mut(win)?.win.unlock_all_begin()?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_flush(rank: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_flush", win, |st| Ok(st.win_mut(win)?.win.flush(Some(rank))?))
+    passive_sync("MPI_Win_flush", win, |st| Ok(st.win_mut(win)?.win.flush_begin(Some(rank))?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_flush_all(win: Handle) -> c_int {
-    with_state("MPI_Win_flush_all", win, |st| Ok(st.win_mut(win)?.win.flush(None)?))
+    passive_sync("MPI_Win_flush_all", win, |st| Ok(st.win_mut(win)?.win.flush_begin(None)?))
 }
 
 #[no_mangle]

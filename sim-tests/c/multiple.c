@@ -19,6 +19,11 @@
  *    MPI_Comm_create_from_group with their own string tags), in one order
  *    on even ranks and the other on odd ones: a call that held the library
  *    until every member came would wait for ever (MPICH's threads/comm).
+ * 6. Every rank holds the lock of its own window, and its main thread
+ *    waits in MPI_Win_lock for the next rank's, which that rank's other
+ *    thread gives up only after a token from this rank's other thread:
+ *    MPI_Win_lock must not hold the library while it waits (issue 47,
+ *    break 8).
  * "OK c-multiple on N ranks" from rank 0 when every rank passed. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -210,6 +215,19 @@ struct part {
     MPI_Request r;
     int p;
 };
+/* 6: passes a token on and then gives up this rank's lock of its own
+ * window, which the previous rank's main thread waits for in MPI_Win_lock. */
+static MPI_Win lock_win;
+static void *unlocker(void *arg) {
+    (void)arg;
+    int v = rank;
+    pause_ms(100);
+    TCHECK(MPI_Send(&v, 1, MPI_INT, next_rank(), 6, cc) == MPI_SUCCESS, "the token to the next rank");
+    TCHECK(MPI_Recv(&v, 1, MPI_INT, prev_rank(), 6, cc, MPI_STATUS_IGNORE) == MPI_SUCCESS, "the token");
+    TCHECK(MPI_Win_unlock(rank, lock_win) == MPI_SUCCESS, "unlock of my own window");
+    return NULL;
+}
+
 static void *ready(void *arg) {
     struct part *p = arg;
     pause_ms(20 * (p->p + 1));
@@ -280,6 +298,19 @@ int main(int argc, char **argv) {
     pthread_create(&t[1], NULL, maker, &which[1]);
     pthread_join(t[0], NULL);
     pthread_join(t[1], NULL);
+
+    /* 6 */
+    if (size > 1) {
+        int *mem;
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &lock_win);
+        CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, lock_win) == MPI_SUCCESS, "lock of my own window");
+        MPI_Barrier(MPI_COMM_WORLD);
+        pthread_create(&t[0], NULL, unlocker, NULL);
+        CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next_rank(), 0, lock_win) == MPI_SUCCESS, "lock of rank %d", next_rank());
+        CHECK(MPI_Win_unlock(next_rank(), lock_win) == MPI_SUCCESS, "unlock of rank %d", next_rank());
+        pthread_join(t[0], NULL);
+        MPI_Win_free(&lock_win);
+    }
 
     MPI_Comm_free(&ca);
     MPI_Comm_free(&cb);

@@ -32,7 +32,7 @@ pub(crate) mod target;
 mod typed;
 pub mod wire;
 
-pub use raw::{Issued, RawWindow, Target};
+pub use raw::{Issued, RawWindow, Target, Waiting};
 pub use typed::{Exposure, FenceEpoch, LockEpoch, StartEpoch, Window};
 
 use crate::staged::reduce::Elem;

@@ -848,12 +848,27 @@ impl RawWindow {
     /// `MPI_Win_lock` (§12.5.3): a passive-target epoch at `rank`, once
     /// the target grants the lock.
     pub fn lock(&mut self, kind: LockType, rank: Rank, assert: Assert) -> Result<()> {
+        let w = self.lock_begin(kind, rank, assert)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::lock`] up to its wait: the request is out, and what is
+    /// left is [`RawWindow::finish`] (or [`RawWindow::finish_or`], which
+    /// lets another thread in while it waits: `MPI_THREAD_MULTIPLE`).
+    pub fn lock_begin(&mut self, kind: LockType, rank: Rank, assert: Assert) -> Result<Waiting> {
         self.failures()?;
         if rank == PROC_NULL {
-            return Ok(());
+            return Ok(Waiting::Nothing);
         }
         self.check_rank(rank)?;
         self.epochs.lock(rank, kind, assert.nocheck)?;
+        if self.card.is_none() {
+            if assert.nocheck {
+                return Ok(Waiting::Nothing);
+            }
+            self.send_locks(&[rank], kind)?;
+            return Ok(Waiting::Replies(None));
+        }
         if !assert.nocheck {
             self.take_locks(&[rank], kind)?;
         }
@@ -861,26 +876,28 @@ impl RawWindow {
             // A lock of one's own window: the private copy sees the public one.
             self.merge()?;
         }
-        self.conflicts()
+        self.conflicts().map(|_| Waiting::Nothing)
     }
 
+    /// The card's locks, taken (they do not wait for the target's CPU).
     fn take_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
         let excl = kind == LockType::Exclusive;
-        if let Some(r) =
-            self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.hold(e, t as usize, card::LOCK, excl)))
-        {
-            return r;
-        }
+        self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.hold(e, t as usize, card::LOCK, excl)))
+            .unwrap_or(Ok(()))
+    }
+
+    /// Lock requests out to `ranks` (messages); granted when answered.
+    fn send_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
         let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
         for &t in ranks {
             // SAFETY: no buffer: the reply only completes.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg { flags, ..Msg::bare(Kind::Lock, id) })?;
         }
-        self.settle(None)
+        Ok(())
     }
 
-    fn release(&mut self, ranks: &[Rank], kind: LockType, nocheck: bool) -> Result<()> {
+    fn release_begin(&mut self, ranks: &[Rank], kind: LockType, nocheck: bool) -> Result<Waiting> {
         if self.card.is_some() {
             self.card_complete()?;
             if ranks.contains(&self.comm.rank()) {
@@ -891,7 +908,7 @@ impl RawWindow {
                 self.on_card(|card, e| ranks.iter().try_for_each(|&t| card.release(e, t as usize, card::LOCK, excl)))
                     .unwrap_or(Ok(()))?;
             }
-            return self.settle(None).and_then(|_| self.conflicts());
+            return self.settle(None).and_then(|_| self.conflicts()).map(|_| Waiting::Nothing);
         }
         for &t in ranks {
             // SAFETY: no buffer: the reply only completes.
@@ -899,44 +916,75 @@ impl RawWindow {
             self.send(t, &Msg::bare(if nocheck { Kind::Flush } else { Kind::Unlock }, id))?;
             self.dirty.remove(&t);
         }
-        self.settle(None)
+        Ok(Waiting::Replies(None))
     }
 
     /// `MPI_Win_unlock`: the epoch at `rank` ends; its operations are
     /// complete there.
     pub fn unlock(&mut self, rank: Rank) -> Result<()> {
+        let w = self.unlock_begin(rank)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::unlock`] up to its wait (as [`RawWindow::lock_begin`]).
+    pub fn unlock_begin(&mut self, rank: Rank) -> Result<Waiting> {
         if rank == PROC_NULL {
-            return Ok(());
+            return Ok(Waiting::Nothing);
         }
         self.check_rank(rank)?;
         let l = self.epochs.unlock(rank)?;
-        self.release(&[rank], l.kind, l.nocheck)
+        self.release_begin(&[rank], l.kind, l.nocheck)
     }
 
     /// `MPI_Win_lock_all`: a shared passive-target epoch at every process.
     pub fn lock_all(&mut self, assert: Assert) -> Result<()> {
+        let w = self.lock_all_begin(assert)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::lock_all`] up to its wait (as [`RawWindow::lock_begin`]).
+    pub fn lock_all_begin(&mut self, assert: Assert) -> Result<Waiting> {
         self.failures()?;
         self.epochs.lock_all(assert.nocheck)?;
+        let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
+        if self.card.is_none() {
+            if assert.nocheck {
+                return Ok(Waiting::Nothing);
+            }
+            self.send_locks(&all, LockType::Shared)?;
+            return Ok(Waiting::Replies(None));
+        }
         if !assert.nocheck {
-            let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
             self.take_locks(&all, LockType::Shared)?;
         }
         self.merge()?;
-        self.conflicts()
+        self.conflicts().map(|_| Waiting::Nothing)
     }
 
     /// `MPI_Win_unlock_all`.
     pub fn unlock_all(&mut self) -> Result<()> {
+        let w = self.unlock_all_begin()?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::unlock_all`] up to its wait (as [`RawWindow::lock_begin`]).
+    pub fn unlock_all_begin(&mut self) -> Result<Waiting> {
         let nocheck = self.epochs.unlock_all()?;
         let all: Vec<Rank> = (0..self.peers.len() as Rank).collect();
-        self.release(&all, LockType::Shared, nocheck)
+        self.release_begin(&all, LockType::Shared, nocheck)
     }
 
     /// `MPI_Win_flush` (`Some(rank)`) and `MPI_Win_flush_all` (`None`):
     /// every operation to the target(s) is complete there.
     pub fn flush(&mut self, rank: Option<Rank>) -> Result<()> {
+        let w = self.flush_begin(rank)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::flush`] up to its wait (as [`RawWindow::lock_begin`]).
+    pub fn flush_begin(&mut self, rank: Option<Rank>) -> Result<Waiting> {
         if rank == Some(PROC_NULL) {
-            return Ok(());
+            return Ok(Waiting::Nothing);
         }
         if let Some(r) = rank {
             self.check_rank(r)?;
@@ -944,7 +992,7 @@ impl RawWindow {
         self.epochs.flush(rank)?;
         if self.card.is_some() {
             self.card_complete()?;
-            return self.settle(rank);
+            return self.settle(rank).map(|_| Waiting::Nothing);
         }
         let targets: Vec<Rank> = self.dirty.iter().copied().filter(|t| rank.is_none_or(|r| r == *t)).collect();
         for &t in &targets {
@@ -953,7 +1001,36 @@ impl RawWindow {
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
         }
-        self.settle(rank)
+        Ok(Waiting::Replies(rank))
+    }
+
+    /// The end of a synchronisation a `*_begin` call started: wait for
+    /// what it left.
+    pub fn finish(&self, w: Waiting) -> Result<()> {
+        match w {
+            Waiting::Nothing => Ok(()),
+            Waiting::Replies(t) => self.settle(t),
+        }
+    }
+
+    /// [`RawWindow::finish`], giving up (`false`) where it would idle once
+    /// `stop` says so: another thread wants the library
+    /// (`MPI_THREAD_MULTIPLE`, as `mpi::request::settle_until`). Call it
+    /// again with the same `w` until it returns `true`.
+    pub fn finish_or(&self, w: Waiting, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
+        let Waiting::Replies(target) = w else { return Ok(true) };
+        let ctx = self.ctx;
+        let mut c = self.comm.shared().borrow_mut();
+        c.engine()?.progress()?;
+        let done = c.wait_until_or(
+            |c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)),
+            stop,
+        )?;
+        drop(c);
+        if done {
+            self.failures()?;
+        }
+        Ok(done)
     }
 
     /// `MPI_Win_flush_local` and `_local_all`: every operation to the
@@ -1073,6 +1150,19 @@ unsafe fn place(buf: *mut u8, span: &Span, what: &str, data: &[u8]) -> Result<()
 /// Dropping it changes nothing.
 #[derive(Debug)]
 pub struct Issued(u64);
+
+/// What a one-sided synchronisation still waits for once its messages are
+/// out (the `*_begin` calls of [`RawWindow`]): finished by
+/// [`RawWindow::finish`] or, letting other threads in meanwhile,
+/// [`RawWindow::finish_or`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Waiting {
+    /// Nothing: the call is over.
+    Nothing,
+    /// The replies to every request to a target (`None`: to all).
+    Replies(Option<Rank>),
+}
 
 /// Each target block holds whole elements of `elem` (§12.3.4: the target
 /// datatype is built from the origin's basic type).
