@@ -558,47 +558,26 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
     Ok(st.comms.add(e))
 }
 
-/// Duplicate `comm` (§7.4.2): its attributes through their copy
-/// callbacks, its info hints and error handler; the new handle goes to
-/// `newcomm`.
-///
-/// # Safety
-/// `newcomm` is null or writable.
-pub(crate) unsafe fn dup(st: &mut State, comm: Handle, newcomm: *mut Handle) -> R<Handle> {
-    let c = st.comm(comm)?.comm.duplicate()?;
-    let info = st.comm(comm)?.info.clone();
-    let h = register(st, Some(c), comm)?;
-    crate::attr::copy_all(st, comm, h, newcomm)?;
-    if let Some(e) = st.comms.get_mut(&h) {
-        e.info = info;
-    }
-    // SAFETY: the caller's contract on `newcomm`.
-    unsafe { put(newcomm, h, "newcomm")? };
-    Ok(h)
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    if crate::threads::multiple() {
-        // SAFETY: the standard's contract on `newcomm`.
-        return unsafe { dup_multiple("MPI_Comm_dup", comm, None, newcomm) };
-    }
     // SAFETY: the standard's contract on `newcomm`.
-    with_state("MPI_Comm_dup", comm, |st| unsafe { dup(st, comm, newcomm) }.map(|_| ()))
+    unsafe { dup_by_idup("MPI_Comm_dup", comm, None, newcomm) }
 }
 
-/// `MPI_Comm_dup` and `MPI_Comm_dup_with_info` under
-/// `MPI_THREAD_MULTIPLE`: an idup, then a wait for it that lets other
+/// `MPI_Comm_dup` and `MPI_Comm_dup_with_info`, at every thread level: an
+/// idup, then a wait for it, which under `MPI_THREAD_MULTIPLE` lets other
 /// threads in (`crate::threads`). The blocking form's agreement on a
 /// context id would hold the library until every member has answered, so
 /// threads duplicating different communicators in different orders on
 /// different processes (MPICH's threads/comm tests) would wait for ever;
-/// an idup agrees on nothing. (Every process of the job must then ask for
-/// `MPI_THREAD_MULTIPLE`, or none: the two forms do not meet.)
+/// an idup agrees on nothing. It is the form at every level because the
+/// two do not meet: processes of one job may ask for different thread
+/// levels (§11.2.1), and a duplicate made by agreement on some and by
+/// idup on others hung (issue 47, break 8).
 ///
 /// # Safety
 /// `newcomm` is null or writable.
-pub(crate) unsafe fn dup_multiple(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Handle) -> c_int {
+pub(crate) unsafe fn dup_by_idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Handle) -> c_int {
     let mut r = MPI_REQUEST_NULL;
     // SAFETY: the caller's contract on `newcomm`; `r` is a local.
     let rc = unsafe { idup(call, comm, info, newcomm, &mut r) };

@@ -305,17 +305,6 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut Handle)
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
-    if crate::threads::multiple() {
-        // SAFETY: the standard's contract on `newcomm`.
-        return unsafe { crate::env::dup_multiple("MPI_Comm_dup_with_info", comm, Some(info), newcomm) };
-    }
-    with_state("MPI_Comm_dup_with_info", comm, |st| {
-        let pairs = st.info_or_null(info)?;
-        // SAFETY: the standard's contract on `newcomm`.
-        let h = unsafe { crate::env::dup(st, comm, newcomm)? };
-        if let Some(e) = st.comms.get_mut(&h) {
-            e.info = pairs;
-        }
-        Ok(())
-    })
+    // SAFETY: the standard's contract on `newcomm`.
+    unsafe { crate::env::dup_by_idup("MPI_Comm_dup_with_info", comm, Some(info), newcomm) }
 }

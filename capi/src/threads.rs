@@ -34,7 +34,7 @@
 //! simulated times then vary from run to run (as with `--compute
 //! measured`); results do not.
 //!
-//! `MPI_Comm_dup` is an idup and a wait (`env::dup_multiple`), and
+//! `MPI_Comm_dup` is an idup and a wait (`env::dup_by_idup`), and
 //! `MPI_Comm_create`, `_create_group` and `_create_from_group` on an
 //! intracommunicator are made the same way (`group::create_multiple`).
 //! Calls that stay whole under the lock: the others that build

@@ -494,6 +494,22 @@ fn locks_are_granted_in_order_and_a_lock_deadlock_is_seen() {
     assert!(!text.contains("did not happen"), "{text}");
 }
 
+/// Processes of one job at different thread levels (sim-tests/c/mixed_levels.c,
+/// issue 47, break 8): even ranks at `MPI_THREAD_MULTIPLE`, odd ones at
+/// `MPI_THREAD_SINGLE`, duplicate communicators and use them — on the
+/// simulator at 2, 3 and 5 ranks and over UDP. Before, the two levels
+/// duplicated in two ways that did not meet, and the job hung.
+#[test]
+fn ranks_at_different_thread_levels_duplicate_communicators() {
+    let prog = build("mixed_levels");
+    for (np, nodes, backend) in [(2, 2, "sim"), (3, 3, "sim"), (5, 2, "sim"), (3, 1, "udp")] {
+        let extra = ["--backend", backend, "--rank-mode", "processes", "--timeout", "120"];
+        let extra = if backend == "udp" { &extra[..2] } else { &extra[..] };
+        let (ok, text) = run(np, nodes, extra, &prog);
+        assert!(ok && text.contains(&format!("OK c-mixed_levels on {np} ranks")), "{np} ranks, {backend}:\n{text}");
+    }
+}
+
 /// Sessions (sim-tests/c/session.c): a program without `MPI_Init` opens
 /// a session, makes communicators from its process sets, uses its error
 /// handler and buffer, closes it and opens another, then starts the world
