@@ -422,6 +422,25 @@ fn small_jobs_keep_the_ring_scan() {
     assert_ne!(scan, times(&["-x", "DN_RING_SCAN_PEERS=0"]), "the queue is a different receive path");
 }
 
+/// Issue 47, break 6: an accumulate costs what moving its bytes costs. On
+/// the card every element was one atomic, so a 4 KiB `MPI_Accumulate` took
+/// 1,862.5 us of simulated time against a 4 KiB put's 12.8 us; on the
+/// default (unified) path it is one message applied whole at the target,
+/// and must stay within 3× of the put of the same size (it is 1.0×).
+#[test]
+fn an_accumulate_costs_what_its_bytes_cost() {
+    let us = |test: &str| -> f64 {
+        let out = dnrun(2, 2, &["--backend", "sim"], "dnbench", &[test, "--sizes", "4096", "--iters", "50", "--json"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "dnbench {test}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let json = stdout.lines().find_map(|l| l.find("[{").map(|i| &l[i..])).expect("a JSON result line");
+        let rows: serde_json::Value = serde_json::from_str(json).expect("valid JSON");
+        rows[0]["latency_us"].as_f64().expect("latency_us")
+    };
+    let (acc, put) = (us("acc"), us("put"));
+    assert!(acc <= 3.0 * put, "a 4 KiB accumulate took {acc} us simulated, a 4 KiB put {put} us");
+}
+
 /// Issue 29: on the simulator the card holds each window's public copy, so
 /// a passive-target epoch (lock, put, fetch-and-add, unlock) completes while
 /// the target computes and makes no MPI call — in microseconds, against the
