@@ -475,7 +475,8 @@ impl DimmnetTransport {
 
     /// Open for `job` ([`crate::JobEnv`]: rank, size, nodes), with this
     /// backend's own settings from the environment `dnrun` sets:
-    /// `DN_SIM_DIR` (or `DN_DEVICE` and `DN_SLOT` for a real card),
+    /// `DN_SIM_DIR` (or `DN_DEVICE`, the mapped device file, for a real
+    /// card; the slot is the rank's in `DN_RANKMAP`),
     /// optionally `DN_RANKMAP` (else ranks fill the job's nodes in blocks),
     /// `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
     pub fn from_job(job: &crate::JobEnv) -> Result<DimmnetTransport, TransportError> {
