@@ -274,43 +274,45 @@ impl RawWindow {
         Some(c.engine().and_then(|e| f(card, e)))
     }
 
-    /// Make this process's private and public copies agree (card only).
-    fn merge(&mut self) -> Result<()> {
+    /// Run `f` with the window's card, the engine and the window's memory
+    /// (card only), keeping the first conflict it reports for
+    /// [`RawWindow::conflicts`].
+    fn with_copies(
+        &mut self,
+        f: impl FnOnce(&mut Card, &mut Engine, *mut u8) -> Result<Option<MpiError>>,
+    ) -> Result<()> {
         let (base, comm) = (self.base, &self.comm);
         let Some(card) = self.card.as_mut() else { return Ok(()) };
         let mut c = comm.shared().borrow_mut();
-        // SAFETY: `base` is the window's memory of `size` bytes (the
-        // creating call's contract), and no other access runs during an
-        // MPI call on it.
-        let found = unsafe { card.merge(c.engine()?, base) }?;
+        let found = f(card, c.engine()?, base)?;
         self.conflict = self.conflict.take().or(found);
         Ok(())
     }
 
+    /// Make this process's private and public copies agree (card only).
+    fn merge(&mut self) -> Result<()> {
+        // SAFETY: `base` is the window's memory of `size` bytes (the
+        // creating call's contract), and no other access runs during an
+        // MPI call on it.
+        self.with_copies(|card, e, base| unsafe { card.merge(e, base) })
+    }
+
     /// Local stores out to the public copy (card only).
     fn publish(&mut self) -> Result<()> {
-        let (base, comm) = (self.base, &self.comm);
-        let Some(card) = self.card.as_mut() else { return Ok(()) };
-        let mut c = comm.shared().borrow_mut();
         // SAFETY: as in `merge`.
-        let found = unsafe { card.publish(c.engine()?, base) }?;
-        self.conflict = self.conflict.take().or(found);
-        Ok(())
+        self.with_copies(|card, e, base| unsafe { card.publish(e, base) })
+    }
+
+    /// The public copy in (card only).
+    fn refresh(&mut self) -> Result<()> {
+        // SAFETY: as in `merge`.
+        self.with_copies(|card, e, base| unsafe { card.refresh(e, base) }.map(|_| None))
     }
 
     /// A conflict a merge found, once the synchronisation that found it
     /// is done (separate model, §12.7).
     fn conflicts(&mut self) -> Result<()> {
         self.conflict.take().map_or(Ok(()), Err)
-    }
-
-    /// The public copy in (card only).
-    fn refresh(&mut self) -> Result<()> {
-        let (base, comm) = (self.base, &self.comm);
-        let Some(card) = self.card.as_mut() else { return Ok(()) };
-        let mut c = comm.shared().borrow_mut();
-        // SAFETY: as in `merge`.
-        unsafe { card.refresh(c.engine()?, base) }
     }
 
     /// Run `f` with the hook and the engine.
@@ -1073,13 +1075,9 @@ impl RawWindow {
         self.check_free()?;
         let r = self.comm.barrier();
         if r.is_ok() {
-            let (base, comm) = (self.base, &self.comm);
-            if let Some(card) = self.card.as_mut() {
-                if let Ok(e) = comm.shared().borrow_mut().engine() {
-                    // SAFETY: as in `merge`: the window's memory, valid until freed.
-                    let _ = unsafe { card.audit(e, base) };
-                }
-            }
+            // A diagnostic only: its failure changes nothing of the free.
+            // SAFETY: as in `merge`: the window's memory, valid until freed.
+            let _ = self.with_copies(|card, e, base| unsafe { card.audit(e, base) }.map(|_| None));
         }
         self.deregister();
         r
