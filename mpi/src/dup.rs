@@ -270,9 +270,10 @@ impl SimpleCommunicator {
             let ctx = u64::from(DUP_BASE) + 4 * (u64::from(leader) + u64::from(job) * u64::from(k));
             if ctx + 8 > u64::from(SELF_CTX) {
                 return Err(MpiError::Invalid(format!(
-                    "{}: process {leader} has handed out all its {k} context ids for idups (and, under \
-                     MPI_THREAD_MULTIPLE, for communicators made from groups); they are not reused: \
-                     make fewer communicators, or use the blocking calls without MPI_THREAD_MULTIPLE",
+                    "{}: process {leader} has handed out all its {k} context ids for communicators it \
+                     leads (every MPI_Comm_dup and MPI_Comm_idup of the C API takes one, and so do, \
+                     under MPI_THREAD_MULTIPLE, communicators made from groups); they are not reused: \
+                     duplicate once and keep the duplicate instead of duplicating in a loop",
                     b.call
                 )));
             }
