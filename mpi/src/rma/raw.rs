@@ -723,13 +723,7 @@ impl RawWindow {
     /// Wait until every request to `target` (all: `None`) has its reply,
     /// then report any failure.
     fn settle(&self, target: Option<Rank>) -> Result<()> {
-        let ctx = self.ctx;
-        // One progress pass whatever is due: a program that spins on its
-        // own window with flushes or syncs (mpi4py's `util.sync`) must see
-        // what others sent it (MPI 4.1 §2.9: MPI calls make progress).
-        self.comm.shared().borrow_mut().engine()?.progress()?;
-        self.wait(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)?;
-        self.failures()
+        self.finish_or(Waiting::Replies(target), &|_| false).map(drop)
     }
 
     /// `MPI_Win_fence` (§12.5.1): every operation of the epoch it ends is
@@ -1023,6 +1017,9 @@ impl RawWindow {
         let Waiting::Replies(target) = w else { return Ok(true) };
         let ctx = self.ctx;
         let mut c = self.comm.shared().borrow_mut();
+        // One progress pass whatever is due: a program that spins on its
+        // own window with flushes or syncs (mpi4py's `util.sync`) must see
+        // what others sent it (MPI 4.1 §2.9: MPI calls make progress).
         c.engine()?.progress()?;
         let done = c.wait_until_or(
             |c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)),
