@@ -208,13 +208,17 @@ pub(crate) fn uninstall() {
 
 /// Run `f` on the table, if this thread hosts ranks. Never call a rank's
 /// code from `f`.
+///
+/// After the thread's locals are gone (a library's destructor writing at
+/// `exit`, as libgfortran flushes its units) there is no table: `None`.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Host) -> T) -> Option<T> {
-    HOST.with(|h| h.try_borrow_mut().ok().and_then(|mut g| g.as_mut().map(f)))
+    HOST.try_with(|h| h.try_borrow_mut().ok().and_then(|mut g| g.as_mut().map(f))).ok().flatten()
 }
 
-/// The rank this thread is running now, if it hosts ranks and runs one.
+/// The rank this thread is running now, if it hosts ranks and runs one
+/// (never after the thread's locals are gone: see [`with`]).
 pub(crate) fn current() -> Option<usize> {
-    HOST.with(|h| h.try_borrow().ok().and_then(|g| g.as_ref().and_then(|h| h.current)))
+    HOST.try_with(|h| h.try_borrow().ok().and_then(|g| g.as_ref().and_then(|h| h.current))).ok().flatten()
 }
 
 impl Host {

@@ -257,8 +257,17 @@ impl hw_model::Contexts for Driver<'_> {
 /// once, in the host (C++'s `std::cout`, set up by libstdc++, then writes
 /// through C's `stdout`, which routes each rank's output to it), and every
 /// copy of the program then finds them loaded.
+///
+/// The Fortran runtime buffers its standard units for the whole process
+/// when they are not terminals, and would write one rank's lines as
+/// another's (or at `exit`, as nobody's): before it loads, its
+/// `GFORTRAN_UNBUFFERED_PRECONNECTED` is set (unless the user set it), so
+/// each `WRITE` to them reaches the rank's output as the rank runs.
 fn preload(program: &program::Loadable) -> Result<(), LaunchError> {
     for (name, path) in &program.needed {
+        if name.starts_with("libgfortran") && std::env::var_os("GFORTRAN_UNBUFFERED_PRECONNECTED").is_none() {
+            std::env::set_var("GFORTRAN_UNBUFFERED_PRECONNECTED", "y");
+        }
         let target = path.as_ref().map_or_else(|| name.clone(), |p| p.display().to_string());
         let c = CString::new(target.clone()).map_err(|_| LaunchError::Usage(format!("{target}: a NUL in the name")))?;
         // SAFETY: a NUL-terminated name; the library is one the program
