@@ -14,6 +14,9 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 # C++ programs and the build systems users bring (sim-tests/tests/build_systems.rs:
 # CMake's FindMPI and Meson's dependency('mpi') must find our install).
 command -v g++ >/dev/null || need+=(g++)
+# Fortran programs (mpifort, mpif.h, use mpi: scripts/install.sh compiles the
+# bindings with it; sim-tests/tests/fortran_programs.rs).
+command -v gfortran >/dev/null || need+=(gfortran)
 command -v cmake >/dev/null || need+=(cmake)
 command -v meson >/dev/null || need+=(meson)
 command -v ninja >/dev/null || need+=(ninja-build)

@@ -15,9 +15,10 @@ if [ -n "${DN_NO_DPDK:-}" ] || ! pkg-config --exists 'libdpdk >= 21.11' 2>/dev/n
     fi
     echo "== no DPDK here: the DPDK backend's tests will be SKIPPED (scripts/setup.sh installs it)"
 fi
-# CMake, Meson and pkg-config find our install (sim-tests build_systems):
+# CMake, Meson and pkg-config find our install (sim-tests build_systems),
+# and Fortran programs build with our mpifort (sim-tests fortran_programs):
 # skipped without the tools, an error under DN_REQUIRE_BUILD_TOOLS=1 (CI).
-for t in cmake meson ninja pkg-config c++; do
+for t in cmake meson ninja pkg-config c++ gfortran; do
     if ! command -v "$t" >/dev/null; then
         if [ -n "${DN_REQUIRE_BUILD_TOOLS:-}" ]; then
             echo "DN_REQUIRE_BUILD_TOOLS is set, but $t is not installed: run scripts/setup.sh" >&2

@@ -55,7 +55,7 @@ pub fn c_prefix() -> &'static Path {
         ensure_binaries();
         let dir = bin_dir();
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["build", "--quiet", "-p", "capi"]);
+        cmd.args(["build", "--quiet", "-p", "capi", "-p", "mpi-fortran"]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }

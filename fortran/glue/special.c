@@ -1,0 +1,562 @@
+/* special.c: the hand-written part of the Fortran glue of the DIMMnet-2
+ * stack's MPI (fortran/src/lib.rs, HAND_WRITTEN, lists what is here and
+ * why): MPI_INIT and the library's Fortran facts, the sentinels' common
+ * blocks, procedures the user passes (reduction operations, error
+ * handlers, attribute copy and delete functions, generalized requests),
+ * and the attribute getters. Like the generated part it calls only C
+ * functions of the MPI 5.0 standard ABI. */
+#include "mpif_glue.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- The common blocks of mpif.h and module mpi (MPI 4.1 §19.1.2) ---- */
+
+MPI_Fint mpif_bottom_;
+MPI_Fint mpif_in_place_;
+MPI_Fint mpif_buffer_automatic_;
+MPI_Fint mpif_status_ignore_[8];
+MPI_Fint mpif_statuses_ignore_[8];
+MPI_Fint mpif_errcodes_ignore_[1];
+MPI_Fint mpif_unweighted_[1];
+MPI_Fint mpif_weights_empty_[1];
+char mpif_argv_null_[1];
+char mpif_argvs_null_[1];
+
+/* ---- Helpers of the generated glue ---- */
+
+void *mpif_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "MPI (Fortran glue): out of memory converting %zu bytes of arguments\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+    }
+    return p;
+}
+
+char *mpif_cstr(const char *f, size_t len)
+{
+    while (len > 0 && f[len - 1] == ' ') len--;
+    char *c = mpif_alloc(len + 1);
+    memcpy(c, f, len);
+    c[len] = '\0';
+    return c;
+}
+
+char *mpif_strbuf(size_t len)
+{
+    size_t n = len > MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING;
+    char *c = mpif_alloc(n + 1);
+    memset(c, 0, n + 1);
+    return c;
+}
+
+void mpif_fstr(char *f, size_t len, const char *c)
+{
+    size_t n = strlen(c);
+    if (n > len) n = len;
+    memcpy(f, c, n);
+    memset(f + n, ' ', len - n);
+}
+
+int mpif_cartdim(MPI_Comm comm)
+{
+    int n = 0;
+    if (MPI_Cartdim_get(comm, &n) != MPI_SUCCESS) return 0;
+    return n;
+}
+
+int mpif_alltoallw_len(MPI_Comm comm)
+{
+    int inter = 0, n = 0;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+    if ((inter ? MPI_Comm_remote_size(comm, &n) : MPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
+    return n;
+}
+
+int mpif_neighbors(MPI_Comm comm, int direction)
+{
+    int kind = MPI_UNDEFINED, in = 0, out = 0, weighted = 0, rank = 0;
+    if (MPI_Topo_test(comm, &kind) != MPI_SUCCESS) return 0;
+    switch (kind) {
+    case MPI_CART:
+        return 2 * mpif_cartdim(comm);
+    case MPI_GRAPH:
+        if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Graph_neighbors_count(comm, rank, &in) != MPI_SUCCESS)
+            return 0;
+        return in;
+    case MPI_DIST_GRAPH:
+        if (MPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted) != MPI_SUCCESS) return 0;
+        return direction == MPIF_IN ? in : out;
+    default:
+        return 0;
+    }
+}
+
+/* ---- MPI_INIT: the library learns the Fortran facts (MPI 5.0, ABI chapter) ---- */
+
+/* The ABI fixes the predefined handles' values, and mpif.h's constants are
+ * them: a library whose MPI_*_toint says otherwise would mistake every
+ * handle, so the glue checks a few of every kind and stops. */
+static int mpif_check_handles(void)
+{
+    struct { const char *name; int got, want; } v[] = {
+        {"MPI_COMM_WORLD", MPI_Comm_toint(MPI_COMM_WORLD), 0x101},
+        {"MPI_COMM_SELF", MPI_Comm_toint(MPI_COMM_SELF), 0x102},
+        {"MPI_INTEGER", MPI_Type_toint(MPI_INTEGER), 0x219},
+        {"MPI_DOUBLE_PRECISION", MPI_Type_toint(MPI_DOUBLE_PRECISION), 0x21c},
+        {"MPI_SUM", MPI_Op_toint(MPI_SUM), 0x21},
+        {"MPI_REQUEST_NULL", MPI_Request_toint(MPI_REQUEST_NULL), 0x180},
+        {"MPI_INFO_NULL", MPI_Info_toint(MPI_INFO_NULL), 0x130},
+        {"MPI_ERRORS_RETURN", MPI_Errhandler_toint(MPI_ERRORS_RETURN), 0x142},
+        {"MPI_GROUP_EMPTY", MPI_Group_toint(MPI_GROUP_EMPTY), 0x109},
+        {"MPI_WIN_NULL", MPI_Win_toint(MPI_WIN_NULL), 0x110},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        if (v[i].got != v[i].want) {
+            fprintf(stderr,
+                    "MPI (Fortran glue): this MPI library's %s is %d as an integer, where the MPI 5.0 ABI and "
+                    "mpif.h have %d; the Fortran bindings cannot run on it\n",
+                    v[i].name, v[i].got, v[i].want);
+            return MPI_ERR_ABI;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Tell the library the Fortran sizes and LOGICAL values, once per process
+ * (a library that knew them already keeps its own). */
+static int mpif_setup(void)
+{
+    int rc = mpif_check_handles();
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Info info = MPI_INFO_NULL;
+    if (MPI_Abi_get_fortran_info(&info) == MPI_SUCCESS && info != MPI_INFO_NULL) {
+        MPI_Info_free(&info);
+        return MPI_SUCCESS;
+    }
+    if ((rc = MPI_Info_create(&info)) != MPI_SUCCESS) return rc;
+    MPI_Info_set(info, "mpi_logical_size", "4");
+    MPI_Info_set(info, "mpi_integer_size", "4");
+    MPI_Info_set(info, "mpi_real_size", "4");
+    MPI_Info_set(info, "mpi_double_precision_size", "8");
+    MPI_Info_set(info, "mpi_address_kind", "8");
+    MPI_Info_set(info, "mpi_offset_kind", "8");
+    MPI_Info_set(info, "mpi_count_kind", "8");
+    MPI_Abi_set_fortran_info(info);
+    MPI_Info_free(&info);
+    MPI_Fint t = MPIF_TRUE, f = MPIF_FALSE;
+    MPI_Abi_set_fortran_booleans((int)sizeof(MPI_Fint), &t, &f);
+    return MPI_SUCCESS;
+}
+
+void mpi_init_(MPI_Fint *ierror)
+{
+    int rc = MPI_Init(NULL, NULL);
+    if (rc == MPI_SUCCESS) rc = mpif_setup();
+    *ierror = rc;
+}
+
+void mpi_init_thread_(const MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
+{
+    int rc = MPI_Init_thread(NULL, NULL, *required, provided);
+    if (rc == MPI_SUCCESS) rc = mpif_setup();
+    *ierror = rc;
+}
+
+void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
+{
+    MPI_Info c = MPI_INFO_NULL;
+    int rc = MPI_Info_create_env(0, NULL, &c);
+    *info = MPI_Info_toint(c);
+    *ierror = rc;
+}
+
+void mpi_pcontrol_(const MPI_Fint *level)
+{
+    MPI_Pcontrol(*level);
+}
+
+/* ---- Procedures without a state argument: trampolines ----
+ *
+ * A C reduction operation or error handler gets no pointer of the user's,
+ * so each Fortran procedure gets a C trampoline of its own from a fixed
+ * pool. A procedure registered twice reuses its trampoline; the pool holds
+ * MPIF_SLOTS procedures of each kind per program. */
+
+#define MPIF_SLOTS 64
+typedef void (*mpif_proc)(void);
+
+/* The slot of `fn` in `table`, or -1 when the table is full. */
+static int mpif_slot(mpif_proc *table, mpif_proc fn)
+{
+    for (int i = 0; i < MPIF_SLOTS; i++) {
+        mpif_proc had = __atomic_load_n(&table[i], __ATOMIC_ACQUIRE);
+        if (had == fn) return i;
+        if (had == NULL) {
+            mpif_proc expected = NULL;
+            if (__atomic_compare_exchange_n(&table[i], &expected, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return i;
+            if (expected == fn) return i;
+        }
+    }
+    return -1;
+}
+
+static int mpif_full(const char *what)
+{
+    fprintf(stderr,
+            "MPI (Fortran glue): more than %d different Fortran %s in one program; the glue has a trampoline "
+            "for %d of them\n",
+            MPIF_SLOTS, what, MPIF_SLOTS);
+    return MPI_ERR_INTERN;
+}
+
+/* M(a, b) for a, b in 0..8: 64 instances, the slot being 8 * a + b. */
+#define MPIF_REPEAT8(M, a) M(a, 0) M(a, 1) M(a, 2) M(a, 3) M(a, 4) M(a, 5) M(a, 6) M(a, 7)
+#define MPIF_REPEAT64(M) \
+    MPIF_REPEAT8(M, 0) MPIF_REPEAT8(M, 1) MPIF_REPEAT8(M, 2) MPIF_REPEAT8(M, 3) \
+    MPIF_REPEAT8(M, 4) MPIF_REPEAT8(M, 5) MPIF_REPEAT8(M, 6) MPIF_REPEAT8(M, 7)
+
+/* Reduction operations (§6.9.5): SUBROUTINE USER_FUNCTION(INVEC, INOUTVEC, LEN, DATATYPE). */
+typedef void (*mpif_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
+static mpif_proc op_fns[MPIF_SLOTS];
+#define OP_TRAMP(a, b)                                                           \
+    static void op_tramp_##a##b(void *in, void *inout, int *len, MPI_Datatype *t) \
+    {                                                                            \
+        MPI_Fint ft = MPI_Type_toint(*t);                                        \
+        ((mpif_user_fn)op_fns[8 * a + b])(in, inout, len, &ft);                  \
+    }
+MPIF_REPEAT64(OP_TRAMP)
+#define OP_ENTRY(a, b) op_tramp_##a##b,
+static MPI_User_function *const op_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_ENTRY)};
+
+void mpi_op_create_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+{
+    int slot = mpif_slot(op_fns, user_fn);
+    if (slot < 0) {
+        *ierror = mpif_full("reduction operations");
+        return;
+    }
+    MPI_Op c = MPI_OP_NULL;
+    int rc = MPI_Op_create(op_tramps[slot], MPIF_L2C(*commute), &c);
+    *op = MPI_Op_toint(c);
+    *ierror = rc;
+}
+
+/* Error handlers (§9.3): SUBROUTINE HANDLER(OBJECT, ERROR_CODE), one pool per
+ * kind of object, as the C prototypes differ. */
+typedef void (*mpif_handler_fn)(MPI_Fint *, MPI_Fint *);
+#define ERRHANDLER_KIND(kind, Ctype, Cvt)                                                       \
+    static mpif_proc kind##_eh_fns[MPIF_SLOTS];                                                 \
+    MPIF_REPEAT64(kind##_EH_TRAMP)                                                              \
+    static kind##_errhandler_function *const kind##_eh_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(kind##_EH_ENTRY)};
+
+#define EH_TRAMP(kind, Ctype, Cvt, a, b)                                 \
+    static void kind##_eh_tramp_##a##b(Ctype *obj, int *code, ...)       \
+    {                                                                    \
+        MPI_Fint fobj = Cvt##_toint(*obj);                               \
+        ((mpif_handler_fn)kind##_eh_fns[8 * a + b])(&fobj, code);        \
+    }
+
+#define MPI_Comm_EH_TRAMP(a, b) EH_TRAMP(MPI_Comm, MPI_Comm, MPI_Comm, a, b)
+#define MPI_Comm_EH_ENTRY(a, b) MPI_Comm_eh_tramp_##a##b,
+#define MPI_Win_EH_TRAMP(a, b) EH_TRAMP(MPI_Win, MPI_Win, MPI_Win, a, b)
+#define MPI_Win_EH_ENTRY(a, b) MPI_Win_eh_tramp_##a##b,
+#define MPI_File_EH_TRAMP(a, b) EH_TRAMP(MPI_File, MPI_File, MPI_File, a, b)
+#define MPI_File_EH_ENTRY(a, b) MPI_File_eh_tramp_##a##b,
+#define MPI_Session_EH_TRAMP(a, b) EH_TRAMP(MPI_Session, MPI_Session, MPI_Session, a, b)
+#define MPI_Session_EH_ENTRY(a, b) MPI_Session_eh_tramp_##a##b,
+ERRHANDLER_KIND(MPI_Comm, MPI_Comm, MPI_Comm)
+ERRHANDLER_KIND(MPI_Win, MPI_Win, MPI_Win)
+ERRHANDLER_KIND(MPI_File, MPI_File, MPI_File)
+ERRHANDLER_KIND(MPI_Session, MPI_Session, MPI_Session)
+
+#define CREATE_ERRHANDLER(sym, kind)                                              \
+    void sym(mpif_proc fn, MPI_Fint *errhandler, MPI_Fint *ierror)                \
+    {                                                                             \
+        int slot = mpif_slot(kind##_eh_fns, fn);                                  \
+        if (slot < 0) {                                                           \
+            *ierror = mpif_full("error handlers");                                \
+            return;                                                               \
+        }                                                                         \
+        MPI_Errhandler c = MPI_ERRHANDLER_NULL;                                   \
+        int rc = kind##_create_errhandler(kind##_eh_tramps[slot], &c);            \
+        *errhandler = MPI_Errhandler_toint(c);                                    \
+        *ierror = rc;                                                             \
+    }
+CREATE_ERRHANDLER(mpi_comm_create_errhandler_, MPI_Comm)
+CREATE_ERRHANDLER(mpi_win_create_errhandler_, MPI_Win)
+CREATE_ERRHANDLER(mpi_file_create_errhandler_, MPI_File)
+CREATE_ERRHANDLER(mpi_session_create_errhandler_, MPI_Session)
+
+/* ---- Procedures with a state argument: attribute keys (§7.7) ----
+ *
+ * The C copy and delete functions get the keyval's extra_state, which the
+ * glue makes a record of the Fortran procedures and the user's own
+ * EXTRA_STATE. Fortran's attribute values are INTEGER(KIND=MPI_ADDRESS_KIND)
+ * values, stored in C's void * as they are. */
+
+typedef void (*mpif_copy_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void (*mpif_delete_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Fint *);
+typedef void (*mpif_copy_int_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void (*mpif_delete_int_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+
+struct mpif_keyval {
+    mpif_proc copy, del;
+    MPI_Aint extra;
+    /* MPI_KEYVAL_CREATE's procedures take INTEGER values and state. */
+    int integer;
+};
+
+static struct mpif_keyval *mpif_keyval_new(mpif_proc copy, mpif_proc del, MPI_Aint extra, int integer)
+{
+    struct mpif_keyval *k = mpif_alloc(sizeof *k);
+    k->copy = copy;
+    k->del = del;
+    k->extra = extra;
+    k->integer = integer;
+    return k;
+}
+
+/* Call the Fortran copy procedure of `k` on the object `fobj`. */
+static int mpif_copy(MPI_Fint fobj, int keyval, struct mpif_keyval *k, void *in, void *out, int *flag)
+{
+    MPI_Fint fkey = keyval, fflag = MPIF_FALSE, ierr = MPI_SUCCESS;
+    if (k->integer) {
+        MPI_Fint fin = (MPI_Fint)(MPI_Aint)in, fout = 0, fextra = (MPI_Fint)k->extra;
+        ((mpif_copy_int_fn)k->copy)(&fobj, &fkey, &fextra, &fin, &fout, &fflag, &ierr);
+        *(void **)out = (void *)(MPI_Aint)fout;
+    } else {
+        MPI_Aint ain = (MPI_Aint)in, aout = 0;
+        ((mpif_copy_fn)k->copy)(&fobj, &fkey, &k->extra, &ain, &aout, &fflag, &ierr);
+        *(void **)out = (void *)aout;
+    }
+    *flag = MPIF_L2C(fflag);
+    return ierr;
+}
+
+static int mpif_delete(MPI_Fint fobj, int keyval, struct mpif_keyval *k, void *val)
+{
+    MPI_Fint fkey = keyval, ierr = MPI_SUCCESS;
+    if (k->integer) {
+        MPI_Fint fval = (MPI_Fint)(MPI_Aint)val, fextra = (MPI_Fint)k->extra;
+        ((mpif_delete_int_fn)k->del)(&fobj, &fkey, &fval, &fextra, &ierr);
+    } else {
+        MPI_Aint aval = (MPI_Aint)val;
+        ((mpif_delete_fn)k->del)(&fobj, &fkey, &aval, &k->extra, &ierr);
+    }
+    return ierr;
+}
+
+static int comm_copy(MPI_Comm c, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    return mpif_copy(MPI_Comm_toint(c), keyval, extra, in, out, flag);
+}
+static int comm_delete(MPI_Comm c, int keyval, void *val, void *extra)
+{
+    return mpif_delete(MPI_Comm_toint(c), keyval, extra, val);
+}
+static int type_copy(MPI_Datatype t, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    return mpif_copy(MPI_Type_toint(t), keyval, extra, in, out, flag);
+}
+static int type_delete(MPI_Datatype t, int keyval, void *val, void *extra)
+{
+    return mpif_delete(MPI_Type_toint(t), keyval, extra, val);
+}
+static int win_copy(MPI_Win w, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    return mpif_copy(MPI_Win_toint(w), keyval, extra, in, out, flag);
+}
+static int win_delete(MPI_Win w, int keyval, void *val, void *extra)
+{
+    return mpif_delete(MPI_Win_toint(w), keyval, extra, val);
+}
+
+void mpi_comm_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+                             MPI_Fint *ierror)
+{
+    *ierror = MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+}
+
+void mpi_type_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+                             MPI_Fint *ierror)
+{
+    *ierror = MPI_Type_create_keyval(type_copy, type_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+}
+
+void mpi_win_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+                            MPI_Fint *ierror)
+{
+    *ierror = MPI_Win_create_keyval(win_copy, win_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+}
+
+void mpi_keyval_create_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Fint *extra_state,
+                        MPI_Fint *ierror)
+{
+    *ierror = MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 1));
+}
+
+/* The predefined copy and delete procedures (§7.7.2), callable from Fortran. */
+#define NULL_COPY(sym, T)                                                                          \
+    void sym(MPI_Fint *o, MPI_Fint *k, T *e, T *in, T *out, MPI_Fint *flag, MPI_Fint *ierr)        \
+    {                                                                                              \
+        (void)o, (void)k, (void)e, (void)in, (void)out;                                            \
+        *flag = MPIF_FALSE;                                                                        \
+        *ierr = MPI_SUCCESS;                                                                       \
+    }
+#define DUP(sym, T)                                                                                \
+    void sym(MPI_Fint *o, MPI_Fint *k, T *e, T *in, T *out, MPI_Fint *flag, MPI_Fint *ierr)        \
+    {                                                                                              \
+        (void)o, (void)k, (void)e;                                                                 \
+        *out = *in;                                                                                \
+        *flag = MPIF_TRUE;                                                                         \
+        *ierr = MPI_SUCCESS;                                                                       \
+    }
+#define NULL_DELETE(sym, T)                                                                        \
+    void sym(MPI_Fint *o, MPI_Fint *k, T *v, T *e, MPI_Fint *ierr)                                 \
+    {                                                                                              \
+        (void)o, (void)k, (void)v, (void)e;                                                        \
+        *ierr = MPI_SUCCESS;                                                                       \
+    }
+NULL_COPY(mpi_null_copy_fn_, MPI_Fint)
+DUP(mpi_dup_fn_, MPI_Fint)
+NULL_DELETE(mpi_null_delete_fn_, MPI_Fint)
+NULL_COPY(mpi_comm_null_copy_fn_, MPI_Aint)
+DUP(mpi_comm_dup_fn_, MPI_Aint)
+NULL_DELETE(mpi_comm_null_delete_fn_, MPI_Aint)
+NULL_COPY(mpi_type_null_copy_fn_, MPI_Aint)
+DUP(mpi_type_dup_fn_, MPI_Aint)
+NULL_DELETE(mpi_type_null_delete_fn_, MPI_Aint)
+NULL_COPY(mpi_win_null_copy_fn_, MPI_Aint)
+DUP(mpi_win_dup_fn_, MPI_Aint)
+NULL_DELETE(mpi_win_null_delete_fn_, MPI_Aint)
+
+/* ---- Attribute getters: a predefined attribute is a pointer in C and its
+ * value in Fortran (§7.7.2, §12.2.6) ---- */
+
+static MPI_Aint comm_attr_value(int keyval, void *p)
+{
+    switch (keyval) {
+    case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
+    case MPI_UNIVERSE_SIZE: case MPI_APPNUM: case MPI_LASTUSEDCODE:
+        return *(int *)p;
+    default:
+        return (MPI_Aint)p;
+    }
+}
+
+static MPI_Aint win_attr_value(int keyval, void *p)
+{
+    switch (keyval) {
+    case MPI_WIN_SIZE:
+        return *(MPI_Aint *)p;
+    case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
+        return *(int *)p;
+    default: /* MPI_WIN_BASE is the base address itself; users' values as stored */
+        return (MPI_Aint)p;
+    }
+}
+
+void mpi_comm_get_attr_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+                        MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int found = 0;
+    int rc = MPI_Comm_get_attr(MPI_Comm_fromint(*comm), *keyval, &p, &found);
+    if (rc == MPI_SUCCESS && found) *value = comm_attr_value(*keyval, p);
+    *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
+    *ierror = rc;
+}
+
+void mpi_type_get_attr_(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+                        MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int found = 0;
+    int rc = MPI_Type_get_attr(MPI_Type_fromint(*type), *keyval, &p, &found);
+    if (rc == MPI_SUCCESS && found) *value = (MPI_Aint)p;
+    *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
+    *ierror = rc;
+}
+
+void mpi_win_get_attr_(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+                       MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int found = 0;
+    int rc = MPI_Win_get_attr(MPI_Win_fromint(*win), *keyval, &p, &found);
+    if (rc == MPI_SUCCESS && found) *value = win_attr_value(*keyval, p);
+    *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
+    *ierror = rc;
+}
+
+void mpi_attr_get_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *flag,
+                   MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int found = 0;
+    int rc = MPI_Attr_get(MPI_Comm_fromint(*comm), *keyval, &p, &found);
+    if (rc == MPI_SUCCESS && found) *value = (MPI_Fint)comm_attr_value(*keyval, p);
+    *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
+    *ierror = rc;
+}
+
+void mpi_attr_put_(const MPI_Fint *comm, const MPI_Fint *keyval, const MPI_Fint *value, MPI_Fint *ierror)
+{
+    *ierror = MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*value);
+}
+
+/* ---- Generalized requests (§13.2) ---- */
+
+typedef void (*mpif_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void (*mpif_free_fn)(MPI_Aint *, MPI_Fint *);
+typedef void (*mpif_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+
+struct mpif_grequest {
+    mpif_proc query, free, cancel;
+    MPI_Aint extra;
+};
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    struct mpif_grequest *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    ((mpif_query_fn)g->query)(&g->extra, (MPI_Fint *)status, &ierr);
+    return ierr;
+}
+
+static int greq_free(void *extra)
+{
+    struct mpif_grequest *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    ((mpif_free_fn)g->free)(&g->extra, &ierr);
+    free(g);
+    return ierr;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    struct mpif_grequest *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS, fcomplete = MPIF_C2L(complete);
+    ((mpif_cancel_fn)g->cancel)(&g->extra, &fcomplete, &ierr);
+    return ierr;
+}
+
+void mpi_grequest_start_(mpif_proc query, mpif_proc free_fn, mpif_proc cancel, const MPI_Aint *extra_state,
+                         MPI_Fint *request, MPI_Fint *ierror)
+{
+    struct mpif_grequest *g = mpif_alloc(sizeof *g);
+    g->query = query;
+    g->free = free_fn;
+    g->cancel = cancel;
+    g->extra = *extra_state;
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &c);
+    if (rc != MPI_SUCCESS) free(g);
+    *request = MPI_Request_toint(c);
+    *ierror = rc;
+}

@@ -1,0 +1,330 @@
+//! The Fortran bindings of the DIMMnet-2 stack's MPI (MPI 4.1 chapter 19:
+//! `mpif.h` and `use mpi`), layered on the MPI 5.0 standard ABI the way
+//! the ABI chapter meant: a glue library that calls only the C functions
+//! of `libmpi_abi.so.1`, converting handles with `MPI_*_fromint` and
+//! `MPI_*_toint`, and tells the library the Fortran sizes and `LOGICAL`
+//! values with `MPI_Abi_set_fortran_info` and `MPI_Abi_set_fortran_booleans`.
+//!
+//! Nothing here keeps a list of MPI functions. The bindings are generated
+//! from `mpi_abi::abi::FUNCTIONS`, the table that also generates `mpi.h`:
+//! each C prototype is classified parameter by parameter ([`arg`]), and a
+//! function the generator cannot bind is either written by hand in
+//! `fortran/glue/special.c` ([`HAND_WRITTEN`]) or listed with the reason it
+//! is not bound ([`not_bound`]). A test fails on a C function that is none
+//! of these.
+//!
+//! `cargo run -p mpi-fortran --bin gen-fortran DIR` writes `mpif.h`,
+//! `mpi.f90` (module `mpi`) and `mpif_glue.c` into DIR;
+//! `scripts/install.sh` compiles them with the machine's Fortran compiler.
+
+pub mod arg;
+pub mod glue;
+pub mod proto;
+pub mod source;
+
+use arg::{Arg, Kind, Shape};
+use proto::Proto;
+
+/// How one C function reaches Fortran.
+#[derive(Clone, Debug)]
+pub enum Binding {
+    /// Glue and interface generated from the prototype.
+    Generated {
+        /// The C prototype.
+        proto: Proto,
+        /// Its parameters as Fortran sees them, in order.
+        args: Vec<Arg>,
+    },
+    /// Glue written by hand in `fortran/glue/special.c`; the interface is
+    /// generated from the Fortran arguments listed in [`HAND_WRITTEN`].
+    HandWritten {
+        /// The C prototype.
+        proto: Proto,
+        /// The Fortran dummy arguments (before `ierror`).
+        args: Vec<(String, Arg)>,
+        /// Whether the Fortran procedure has an `ierror` argument.
+        ierror: bool,
+    },
+    /// No Fortran binding, and why.
+    NotBound {
+        /// The C prototype.
+        proto: Proto,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+impl Binding {
+    /// The C function's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Binding::Generated { proto, .. } | Binding::HandWritten { proto, .. } | Binding::NotBound { proto, .. } => {
+                &proto.name
+            }
+        }
+    }
+
+    /// The Fortran dummy arguments (before `ierror`), and whether `ierror`
+    /// follows, of a bound function.
+    pub fn fortran_args(&self) -> Option<(Vec<(String, Arg)>, bool)> {
+        match self {
+            Binding::Generated { proto, args } => Some((
+                proto.params.iter().map(|p| p.name.clone()).zip(args.iter().cloned()).collect(),
+                proto.ret == "int",
+            )),
+            Binding::HandWritten { args, ierror, .. } => Some((args.clone(), *ierror)),
+            Binding::NotBound { .. } => None,
+        }
+    }
+}
+
+/// The functions whose glue is written by hand, and their Fortran
+/// arguments (MPI 4.1 §19.1 and the function's own section): those with
+/// procedure arguments (a trampoline calls the Fortran procedure with
+/// Fortran arguments), those whose Fortran form drops C's arguments
+/// (`MPI_Init`'s `argc`/`argv`), and the attribute getters (a predefined
+/// attribute is a pointer in C and its value in Fortran).
+pub const HAND_WRITTEN: &[HandWritten] = &[
+    ("MPI_Init", &[], true),
+    ("MPI_Init_thread", &[("required", FArg::Int), ("provided", FArg::IntOut)], true),
+    ("MPI_Info_create_env", &[("info", FArg::HandleOut("MPI_Info"))], true),
+    ("MPI_Pcontrol", &[("level", FArg::Int)], false),
+    (
+        "MPI_Op_create",
+        &[("user_fn", FArg::Procedure), ("commute", FArg::Logical), ("op", FArg::HandleOut("MPI_Op"))],
+        true,
+    ),
+    (
+        "MPI_Comm_create_errhandler",
+        &[("comm_errhandler_fn", FArg::Procedure), ("errhandler", FArg::HandleOut("MPI_Errhandler"))],
+        true,
+    ),
+    (
+        "MPI_Win_create_errhandler",
+        &[("win_errhandler_fn", FArg::Procedure), ("errhandler", FArg::HandleOut("MPI_Errhandler"))],
+        true,
+    ),
+    (
+        "MPI_File_create_errhandler",
+        &[("file_errhandler_fn", FArg::Procedure), ("errhandler", FArg::HandleOut("MPI_Errhandler"))],
+        true,
+    ),
+    (
+        "MPI_Session_create_errhandler",
+        &[("session_errhandler_fn", FArg::Procedure), ("errhandler", FArg::HandleOut("MPI_Errhandler"))],
+        true,
+    ),
+    ("MPI_Comm_create_keyval", KEYVAL, true),
+    ("MPI_Type_create_keyval", KEYVAL, true),
+    ("MPI_Win_create_keyval", KEYVAL, true),
+    (
+        "MPI_Keyval_create",
+        &[
+            ("copy_fn", FArg::Procedure),
+            ("delete_fn", FArg::Procedure),
+            ("keyval", FArg::IntOut),
+            ("extra_state", FArg::Int),
+        ],
+        true,
+    ),
+    ("MPI_Comm_get_attr", GET_ATTR, true),
+    ("MPI_Type_get_attr", GET_ATTR, true),
+    ("MPI_Win_get_attr", GET_ATTR, true),
+    (
+        "MPI_Attr_get",
+        &[("comm", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::IntOut), ("flag", FArg::LogicalOut)],
+        true,
+    ),
+    ("MPI_Attr_put", &[("comm", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::Int)], true),
+    (
+        "MPI_Grequest_start",
+        &[
+            ("query_fn", FArg::Procedure),
+            ("free_fn", FArg::Procedure),
+            ("cancel_fn", FArg::Procedure),
+            ("extra_state", FArg::Address),
+            ("request", FArg::HandleOut("MPI_Request")),
+        ],
+        true,
+    ),
+];
+
+/// A hand-written binding: the C function, its Fortran dummy arguments
+/// (before `ierror`), and whether `ierror` follows.
+pub type HandWritten = (&'static str, &'static [(&'static str, FArg)], bool);
+
+const KEYVAL: &[(&str, FArg)] = &[
+    ("copy_attr_fn", FArg::Procedure),
+    ("delete_attr_fn", FArg::Procedure),
+    ("keyval", FArg::IntOut),
+    ("extra_state", FArg::Address),
+];
+
+const GET_ATTR: &[(&str, FArg)] =
+    &[("obj", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::AddressOut), ("flag", FArg::LogicalOut)];
+
+/// A Fortran dummy argument of a hand-written binding (a `const` form of
+/// the few [`Arg`]s they use).
+#[derive(Clone, Copy, Debug)]
+pub enum FArg {
+    /// `INTEGER`.
+    Int,
+    /// `INTEGER`, written.
+    IntOut,
+    /// `LOGICAL`.
+    Logical,
+    /// `LOGICAL`, written.
+    LogicalOut,
+    /// A handle, written.
+    HandleOut(&'static str),
+    /// `INTEGER(KIND=MPI_ADDRESS_KIND)`.
+    Address,
+    /// `INTEGER(KIND=MPI_ADDRESS_KIND)`, written.
+    AddressOut,
+    /// `EXTERNAL`.
+    Procedure,
+}
+
+impl FArg {
+    fn arg(self) -> Arg {
+        match self {
+            FArg::Int => Arg::Int,
+            FArg::IntOut => Arg::IntRef(Shape::Scalar),
+            FArg::Logical => Arg::Logical,
+            FArg::LogicalOut => Arg::LogicalOut,
+            FArg::HandleOut(t) => Arg::HandleRef(t.to_string()),
+            FArg::Address => Arg::AddressIn,
+            FArg::AddressOut => Arg::KindRef(Kind::Address, Shape::Scalar),
+            FArg::Procedure => Arg::Procedure,
+        }
+    }
+}
+
+/// Why `name` has no Fortran binding, if it has none.
+pub fn not_bound(name: &str) -> Option<&'static str> {
+    let why = if name.starts_with("MPI_T_") {
+        "the tool information interface has no Fortran binding (MPI 4.1 §15.3)"
+    } else if name.ends_with("_c") {
+        "a large-count form: `mpif.h` and `use mpi` have none (MPI 4.1 §19.1.1); they come with `use mpi_f08`, not built yet"
+    } else if name.ends_with("_toint")
+        || name.ends_with("_fromint")
+        || name.ends_with("_f2c")
+        || name.ends_with("_c2f")
+        || name.contains("_f082")
+        || name.contains("_c2f08")
+        || name.contains("_f2f08")
+    {
+        "a C-only conversion between C and Fortran handles or statuses (MPI 4.1 §19.3.4)"
+    } else if name.starts_with("MPI_Abi_") && name.contains("fortran") {
+        "the Fortran layer's own calls into the C library (MPI 5.0, the ABI chapter): the glue makes them at MPI_INIT"
+    } else if name == "MPI_Comm_spawn" || name == "MPI_Comm_spawn_multiple" {
+        "process creation is not implemented yet (issue 50); their argv arrays need their own glue"
+    } else if name == "MPI_Register_datarep" {
+        "data representations belong to MPI-IO, not implemented yet (issue 50); the conversion callbacks need their own glue"
+    } else {
+        return None;
+    };
+    Some(why)
+}
+
+/// Every C function of the ABI and how it reaches Fortran, or an error
+/// naming each function the generator can neither bind nor explain.
+pub fn bindings() -> Result<Vec<Binding>, String> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for text in mpi_abi::abi::FUNCTIONS {
+        let proto = proto::parse(text)?;
+        if let Some(why) = not_bound(&proto.name) {
+            out.push(Binding::NotBound { proto, why });
+            continue;
+        }
+        if let Some((_, args, ierror)) = HAND_WRITTEN.iter().find(|(n, _, _)| *n == proto.name) {
+            let args = args.iter().map(|(n, a)| (n.to_string(), a.arg())).collect();
+            out.push(Binding::HandWritten { proto, args, ierror: *ierror });
+            continue;
+        }
+        if !matches!(proto.ret.as_str(), "int" | "double" | "MPI_Aint") || proto.variadic {
+            errors.push(format!("{}: returns {} or is variadic", proto.name, proto.ret));
+            continue;
+        }
+        let mut args = Vec::new();
+        let mut bad = None;
+        for p in &proto.params {
+            match arg::classify(&proto.name, p) {
+                Ok(Arg::Procedure) => bad = Some(format!("{}: takes a procedure ({})", proto.name, p.name)),
+                Ok(a) => args.push(a),
+                Err(e) => bad = Some(e),
+            }
+        }
+        match bad {
+            Some(e) => errors.push(e),
+            None => out.push(Binding::Generated { proto, args }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "{} functions of mpi.h have no Fortran binding and no reason given (bind them by hand in \
+             fortran/glue/special.c and list them in HAND_WRITTEN, or say why in not_bound):\n  {}",
+            errors.len(),
+            errors.join("\n  ")
+        ))
+    }
+}
+
+/// The Fortran (and C glue) symbol of `name`: gfortran's, lower case and
+/// one trailing underscore.
+pub fn symbol(name: &str) -> String {
+    format!("{}_", name.to_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every function of the C ABI is bound (generated or by hand) or
+    /// listed as not bound, with a reason: a function added to `mpi.h`
+    /// fails this test until it is one of the three.
+    #[test]
+    fn every_c_function_is_bound_or_explained() {
+        let all = bindings().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all.len(), mpi_abi::abi::FUNCTIONS.len());
+        let generated = all.iter().filter(|b| matches!(b, Binding::Generated { .. })).count();
+        assert!(generated > 300, "only {generated} generated bindings");
+    }
+
+    /// Every hand-written binding is in `glue/special.c`, and every hand
+    /// list entry names a function of the ABI.
+    #[test]
+    fn hand_written_glue_exists_for_each_listed_function() {
+        let special = include_str!("../glue/special.c");
+        let names: Vec<&str> = mpi_abi::abi::FUNCTIONS
+            .iter()
+            .filter_map(|f| proto::parse(f).ok().map(|p| p.name))
+            .map(|n| &*Box::leak(n.into_boxed_str()))
+            .collect();
+        for (name, _, _) in HAND_WRITTEN {
+            assert!(names.contains(name), "{name} is not a function of mpi.h");
+            let sym = symbol(name);
+            let defined = special.contains(&format!("void {sym}(")) || special.contains(&format!("({sym}, "));
+            assert!(defined, "glue/special.c defines no {sym}");
+        }
+    }
+
+    #[test]
+    fn the_everyday_functions_are_generated_with_the_right_arguments() {
+        let all = bindings().unwrap();
+        let find = |n: &str| all.iter().find(|b| b.name() == n).unwrap().clone();
+        let Binding::Generated { args, .. } = find("MPI_Waitany") else { panic!("MPI_Waitany") };
+        assert_eq!(args[2], Arg::IndexOut);
+        let Binding::Generated { args, .. } = find("MPI_Iprobe") else { panic!("MPI_Iprobe") };
+        assert_eq!(args[3], Arg::LogicalOut);
+        let Binding::Generated { args, .. } = find("MPI_Cart_create") else { panic!("MPI_Cart_create") };
+        assert!(matches!(args[3], Arg::LogicalArray { out: false, .. }) && args[4] == Arg::Logical);
+        let Binding::Generated { args, .. } = find("MPI_Win_allocate") else { panic!("MPI_Win_allocate") };
+        assert_eq!(args[4], Arg::AddressOut);
+        assert!(matches!(find("MPI_Send_c"), Binding::NotBound { .. }));
+        assert!(matches!(find("MPI_Op_create"), Binding::HandWritten { .. }));
+    }
+}
