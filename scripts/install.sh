@@ -7,7 +7,8 @@
 #   PREFIX/bin/mpicxx, mpic++         the same for C++ (c++)
 #   PREFIX/bin/mpifort, mpif90, mpif77 the same for Fortran ($FC, else
 #                                     gfortran), with PREFIX/include/mpif.h,
-#                                     mpi.mod and PREFIX/lib/libmpi_abi_f.a
+#                                     mpi.mod, mpi_f08.mod and
+#                                     PREFIX/lib/libmpi_abi_f.a
 #                                     (skipped, and said so, without one)
 #   PREFIX/bin/dnrun, mpiexec, mpirun the launcher (the last two take
 #                                     -np, -ppn, -genv/-env, -l as well)
@@ -76,12 +77,12 @@ if command -v "$fc" >/dev/null 2>&1; then
     for c in mpif_glue special; do
         $cc -std=c11 -O2 -fPIC -I"$prefix/include" -c "$gen/$c.c" -o "$gen/$c.o"
     done
-    (cd "$gen" && $fc -O2 -fPIC -c mpi.f90 -o mpi_module.o)
-    install -m 0644 "$gen/mpi.mod" "$gen/mpif.h" "$prefix/include/"
-    ar rcs "$gen/libmpi_abi_f.a" "$gen/mpif_glue.o" "$gen/special.o" "$gen/mpi_module.o"
+    (cd "$gen" && $fc -O2 -fPIC -c mpi.f90 -o mpi_module.o && $fc -O2 -fPIC -c mpi_f08.f90 -o mpi_f08_module.o)
+    install -m 0644 "$gen/mpi.mod" "$gen/mpi_f08.mod" "$gen/mpif.h" "$prefix/include/"
+    ar rcs "$gen/libmpi_abi_f.a" "$gen/mpif_glue.o" "$gen/special.o" "$gen/mpi_module.o" "$gen/mpi_f08_module.o"
     install -m 0644 "$gen/libmpi_abi_f.a" "$prefix/lib/libmpi_abi_f.a"
     rm -rf "$gen"
-    fortran="bin/mpifort (with $fc), include/mpif.h, include/mpi.mod, lib/libmpi_abi_f.a"
+    fortran="bin/mpifort (with $fc), include/mpif.h, include/mpi.mod, include/mpi_f08.mod, lib/libmpi_abi_f.a"
 fi
 for f in mpifort mpif90 mpif77; do
     ln -sf mpicc "$prefix/bin/$f"

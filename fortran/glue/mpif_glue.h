@@ -20,6 +20,9 @@ typedef int MPI_Fint;
 #define MPIF_L2C(x) ((x) != MPIF_FALSE)
 #define MPIF_C2L(x) ((x) ? MPIF_TRUE : MPIF_FALSE)
 
+/* Set IERROR, which mpi_f08 makes optional (a null pointer when absent). */
+#define MPIF_SET(ierror, rc) do { if (ierror) *(ierror) = (rc); } while (0)
+
 /* Whether a completion call's outputs are valid. */
 #define MPIF_OK(rc) ((rc) == MPI_SUCCESS || (rc) == MPI_ERR_IN_STATUS)
 

@@ -156,14 +156,14 @@ void mpi_init_(MPI_Fint *ierror)
 {
     int rc = MPI_Init(NULL, NULL);
     if (rc == MPI_SUCCESS) rc = mpif_setup();
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_init_thread_(const MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
 {
     int rc = MPI_Init_thread(NULL, NULL, *required, provided);
     if (rc == MPI_SUCCESS) rc = mpif_setup();
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
@@ -171,7 +171,7 @@ void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
     MPI_Info c = MPI_INFO_NULL;
     int rc = MPI_Info_create_env(0, NULL, &c);
     *info = MPI_Info_toint(c);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_pcontrol_(const MPI_Fint *level)
@@ -237,13 +237,40 @@ void mpi_op_create_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MP
 {
     int slot = mpif_slot(op_fns, user_fn);
     if (slot < 0) {
-        *ierror = mpif_full("reduction operations");
+        MPIF_SET(ierror, mpif_full("reduction operations"));
         return;
     }
     MPI_Op c = MPI_OP_NULL;
     int rc = MPI_Op_create(op_tramps[slot], MPIF_L2C(*commute), &c);
     *op = MPI_Op_toint(c);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
+}
+
+/* Large-count reduction operations (mpi_f08's MPI_Op_create_c): LEN is
+ * INTEGER(KIND=MPI_COUNT_KIND). */
+typedef void (*mpif_user_fn_c)(void *, void *, MPI_Count *, MPI_Fint *);
+static mpif_proc op_c_fns[MPIF_SLOTS];
+#define OP_C_TRAMP(a, b)                                                             \
+    static void op_c_tramp_##a##b(void *in, void *inout, MPI_Count *len, MPI_Datatype *t) \
+    {                                                                                \
+        MPI_Fint ft = MPI_Type_toint(*t);                                            \
+        ((mpif_user_fn_c)op_c_fns[8 * a + b])(in, inout, len, &ft);                  \
+    }
+MPIF_REPEAT64(OP_C_TRAMP)
+#define OP_C_ENTRY(a, b) op_c_tramp_##a##b,
+static MPI_User_function_c *const op_c_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_C_ENTRY)};
+
+void mpi_op_create_c_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+{
+    int slot = mpif_slot(op_c_fns, user_fn);
+    if (slot < 0) {
+        MPIF_SET(ierror, mpif_full("large-count reduction operations"));
+        return;
+    }
+    MPI_Op c = MPI_OP_NULL;
+    int rc = MPI_Op_create_c(op_c_tramps[slot], MPIF_L2C(*commute), &c);
+    *op = MPI_Op_toint(c);
+    MPIF_SET(ierror, rc);
 }
 
 /* Error handlers (§9.3): SUBROUTINE HANDLER(OBJECT, ERROR_CODE), one pool per
@@ -279,13 +306,13 @@ ERRHANDLER_KIND(MPI_Session, MPI_Session, MPI_Session)
     {                                                                             \
         int slot = mpif_slot(kind##_eh_fns, fn);                                  \
         if (slot < 0) {                                                           \
-            *ierror = mpif_full("error handlers");                                \
+            MPIF_SET(ierror, mpif_full("error handlers"));                                \
             return;                                                               \
         }                                                                         \
         MPI_Errhandler c = MPI_ERRHANDLER_NULL;                                   \
         int rc = kind##_create_errhandler(kind##_eh_tramps[slot], &c);            \
         *errhandler = MPI_Errhandler_toint(c);                                    \
-        *ierror = rc;                                                             \
+        MPIF_SET(ierror, rc);                                                             \
     }
 CREATE_ERRHANDLER(mpi_comm_create_errhandler_, MPI_Comm)
 CREATE_ERRHANDLER(mpi_win_create_errhandler_, MPI_Win)
@@ -379,25 +406,25 @@ static int win_delete(MPI_Win w, int keyval, void *val, void *extra)
 void mpi_comm_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                              MPI_Fint *ierror)
 {
-    *ierror = MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+    MPIF_SET(ierror, MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
 
 void mpi_type_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                              MPI_Fint *ierror)
 {
-    *ierror = MPI_Type_create_keyval(type_copy, type_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+    MPIF_SET(ierror, MPI_Type_create_keyval(type_copy, type_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
 
 void mpi_win_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                             MPI_Fint *ierror)
 {
-    *ierror = MPI_Win_create_keyval(win_copy, win_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0));
+    MPIF_SET(ierror, MPI_Win_create_keyval(win_copy, win_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
 
 void mpi_keyval_create_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Fint *extra_state,
                         MPI_Fint *ierror)
 {
-    *ierror = MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 1));
+    MPIF_SET(ierror, MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 1)));
 }
 
 /* The predefined copy and delete procedures (§7.7.2), callable from Fortran. */
@@ -469,7 +496,7 @@ void mpi_comm_get_attr_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Aint *
     int rc = MPI_Comm_get_attr(MPI_Comm_fromint(*comm), *keyval, &p, &found);
     if (rc == MPI_SUCCESS && found) *value = comm_attr_value(*keyval, p);
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_type_get_attr_(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
@@ -480,7 +507,7 @@ void mpi_type_get_attr_(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *
     int rc = MPI_Type_get_attr(MPI_Type_fromint(*type), *keyval, &p, &found);
     if (rc == MPI_SUCCESS && found) *value = (MPI_Aint)p;
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_win_get_attr_(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
@@ -491,7 +518,7 @@ void mpi_win_get_attr_(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *va
     int rc = MPI_Win_get_attr(MPI_Win_fromint(*win), *keyval, &p, &found);
     if (rc == MPI_SUCCESS && found) *value = win_attr_value(*keyval, p);
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_attr_get_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *flag,
@@ -502,12 +529,12 @@ void mpi_attr_get_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value
     int rc = MPI_Attr_get(MPI_Comm_fromint(*comm), *keyval, &p, &found);
     if (rc == MPI_SUCCESS && found) *value = (MPI_Fint)comm_attr_value(*keyval, p);
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }
 
 void mpi_attr_put_(const MPI_Fint *comm, const MPI_Fint *keyval, const MPI_Fint *value, MPI_Fint *ierror)
 {
-    *ierror = MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*value);
+    MPIF_SET(ierror, MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*value));
 }
 
 /* ---- Generalized requests (§13.2) ---- */
@@ -558,5 +585,5 @@ void mpi_grequest_start_(mpif_proc query, mpif_proc free_fn, mpif_proc cancel, c
     int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &c);
     if (rc != MPI_SUCCESS) free(g);
     *request = MPI_Request_toint(c);
-    *ierror = rc;
+    MPIF_SET(ierror, rc);
 }

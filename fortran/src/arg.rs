@@ -138,7 +138,9 @@ const LENGTHS: &[(&str, &str, &str)] = &[
 /// The length of `func`'s array `param`: from [`LENGTHS`], or for the
 /// `w` collectives the group (or neighbourhood) size.
 fn length(func: &str, param: &str) -> Option<String> {
-    if let Some((_, _, len)) = LENGTHS.iter().find(|(f, p, _)| *f == func && *p == param) {
+    // A large-count form's array has the length its plain form's has.
+    let plain = func.strip_suffix("_c").unwrap_or(func);
+    if let Some((_, _, len)) = LENGTHS.iter().find(|(f, p, _)| *f == plain && *p == param) {
         return Some(len.to_string());
     }
     let lower = func.to_lowercase();

@@ -187,7 +187,8 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
             for l in &post {
                 f.push_str(&format!("    {l}\n"));
             }
-            f.push_str("    *ierror = rc;\n}\n");
+            // `mpi_f08`'s ierror is optional: absent, it is a null pointer.
+            f.push_str("    if (ierror) *ierror = rc;\n}\n");
         }
         _ => {
             // `double MPI_Wtime(void)`, `MPI_Aint MPI_Aint_add(...)`: Fortran functions.

@@ -14,10 +14,12 @@
 //! of these.
 //!
 //! `cargo run -p mpi-fortran --bin gen-fortran DIR` writes `mpif.h`,
-//! `mpi.f90` (module `mpi`) and `mpif_glue.c` into DIR;
+//! `mpi.f90` (module `mpi`), `mpi_f08.f90` (module `mpi_f08`) and
+//! `mpif_glue.c` into DIR;
 //! `scripts/install.sh` compiles them with the machine's Fortran compiler.
 
 pub mod arg;
+pub mod f08;
 pub mod glue;
 pub mod proto;
 pub mod source;
@@ -55,6 +57,24 @@ pub enum Binding {
 }
 
 impl Binding {
+    /// Whether `mpif.h` and module `mpi` have it: not the large-count
+    /// `_c` forms, which only `mpi_f08` has (MPI 4.1 §19.1.1).
+    pub fn in_mpi(&self) -> bool {
+        !matches!(self, Binding::NotBound { .. }) && !self.is_large_count()
+    }
+
+    /// Whether module `mpi_f08` has it: not the deprecated attribute
+    /// functions that it leaves out (`MPI_ATTR_*`, `MPI_KEYVAL_*`, §19.1.2).
+    pub fn in_mpi_f08(&self) -> bool {
+        let name = self.name();
+        !matches!(self, Binding::NotBound { .. }) && !name.starts_with("MPI_Attr_") && !name.starts_with("MPI_Keyval_")
+    }
+
+    /// A large-count form (`MPI_Send_c`).
+    pub fn is_large_count(&self) -> bool {
+        self.name().ends_with("_c")
+    }
+
     /// The C function's name.
     pub fn name(&self) -> &str {
         match self {
@@ -78,6 +98,18 @@ impl Binding {
     }
 }
 
+/// `MPI_*_get_attr(obj, keyval, attribute_val, flag)` for one kind of object.
+macro_rules! get_attr {
+    ($obj:literal, $ty:literal) => {
+        &[
+            ($obj, FArg::Handle($ty)),
+            ("keyval", FArg::Int),
+            ("attribute_val", FArg::AddressOut),
+            ("flag", FArg::LogicalOut),
+        ]
+    };
+}
+
 /// The functions whose glue is written by hand, and their Fortran
 /// arguments (MPI 4.1 §19.1 and the function's own section): those with
 /// procedure arguments (a trampoline calls the Fortran procedure with
@@ -86,6 +118,11 @@ impl Binding {
 /// attribute is a pointer in C and its value in Fortran).
 pub const HAND_WRITTEN: &[HandWritten] = &[
     ("MPI_Init", &[], true),
+    (
+        "MPI_Op_create_c",
+        &[("user_fn", FArg::Procedure), ("commute", FArg::Logical), ("op", FArg::HandleOut("MPI_Op"))],
+        true,
+    ),
     ("MPI_Init_thread", &[("required", FArg::Int), ("provided", FArg::IntOut)], true),
     ("MPI_Info_create_env", &[("info", FArg::HandleOut("MPI_Info"))], true),
     ("MPI_Pcontrol", &[("level", FArg::Int)], false),
@@ -127,15 +164,20 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
         ],
         true,
     ),
-    ("MPI_Comm_get_attr", GET_ATTR, true),
-    ("MPI_Type_get_attr", GET_ATTR, true),
-    ("MPI_Win_get_attr", GET_ATTR, true),
+    ("MPI_Comm_get_attr", get_attr!("comm", "MPI_Comm"), true),
+    ("MPI_Type_get_attr", get_attr!("datatype", "MPI_Datatype"), true),
+    ("MPI_Win_get_attr", get_attr!("win", "MPI_Win"), true),
     (
         "MPI_Attr_get",
-        &[("comm", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::IntOut), ("flag", FArg::LogicalOut)],
+        &[
+            ("comm", FArg::Handle("MPI_Comm")),
+            ("keyval", FArg::Int),
+            ("attribute_val", FArg::IntOut),
+            ("flag", FArg::LogicalOut),
+        ],
         true,
     ),
-    ("MPI_Attr_put", &[("comm", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::Int)], true),
+    ("MPI_Attr_put", &[("comm", FArg::Handle("MPI_Comm")), ("keyval", FArg::Int), ("attribute_val", FArg::Int)], true),
     (
         "MPI_Grequest_start",
         &[
@@ -160,9 +202,6 @@ const KEYVAL: &[(&str, FArg)] = &[
     ("extra_state", FArg::Address),
 ];
 
-const GET_ATTR: &[(&str, FArg)] =
-    &[("obj", FArg::Int), ("keyval", FArg::Int), ("attribute_val", FArg::AddressOut), ("flag", FArg::LogicalOut)];
-
 /// A Fortran dummy argument of a hand-written binding (a `const` form of
 /// the few [`Arg`]s they use).
 #[derive(Clone, Copy, Debug)]
@@ -175,6 +214,8 @@ pub enum FArg {
     Logical,
     /// `LOGICAL`, written.
     LogicalOut,
+    /// A handle.
+    Handle(&'static str),
     /// A handle, written.
     HandleOut(&'static str),
     /// `INTEGER(KIND=MPI_ADDRESS_KIND)`.
@@ -192,6 +233,7 @@ impl FArg {
             FArg::IntOut => Arg::IntRef(Shape::Scalar),
             FArg::Logical => Arg::Logical,
             FArg::LogicalOut => Arg::LogicalOut,
+            FArg::Handle(t) => Arg::Handle(t.to_string()),
             FArg::HandleOut(t) => Arg::HandleRef(t.to_string()),
             FArg::Address => Arg::AddressIn,
             FArg::AddressOut => Arg::KindRef(Kind::Address, Shape::Scalar),
@@ -204,8 +246,6 @@ impl FArg {
 pub fn not_bound(name: &str) -> Option<&'static str> {
     let why = if name.starts_with("MPI_T_") {
         "the tool information interface has no Fortran binding (MPI 4.1 §15.3)"
-    } else if name.ends_with("_c") {
-        "a large-count form: `mpif.h` and `use mpi` have none (MPI 4.1 §19.1.1); they come with `use mpi_f08`, not built yet"
     } else if name.ends_with("_toint")
         || name.ends_with("_fromint")
         || name.ends_with("_f2c")
@@ -219,7 +259,7 @@ pub fn not_bound(name: &str) -> Option<&'static str> {
         "the Fortran layer's own calls into the C library (MPI 5.0, the ABI chapter): the glue makes them at MPI_INIT"
     } else if name == "MPI_Comm_spawn" || name == "MPI_Comm_spawn_multiple" {
         "process creation is not implemented yet (issue 50); their argv arrays need their own glue"
-    } else if name == "MPI_Register_datarep" {
+    } else if name == "MPI_Register_datarep" || name == "MPI_Register_datarep_c" {
         "data representations belong to MPI-IO, not implemented yet (issue 50); the conversion callbacks need their own glue"
     } else {
         return None;
@@ -324,7 +364,10 @@ mod tests {
         assert!(matches!(args[3], Arg::LogicalArray { out: false, .. }) && args[4] == Arg::Logical);
         let Binding::Generated { args, .. } = find("MPI_Win_allocate") else { panic!("MPI_Win_allocate") };
         assert_eq!(args[4], Arg::AddressOut);
-        assert!(matches!(find("MPI_Send_c"), Binding::NotBound { .. }));
+        let send_c = find("MPI_Send_c");
+        assert!(matches!(send_c, Binding::Generated { .. }) && !send_c.in_mpi() && send_c.in_mpi_f08());
+        assert!(find("MPI_Attr_get").in_mpi() && !find("MPI_Attr_get").in_mpi_f08());
+        assert!(matches!(find("MPI_T_init_thread"), Binding::NotBound { .. }));
         assert!(matches!(find("MPI_Op_create"), Binding::HandWritten { .. }));
     }
 }

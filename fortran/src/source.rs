@@ -171,7 +171,7 @@ pub fn module_mpi(bindings: &[Binding]) -> String {
         line(&format!("  EXTERNAL :: {p}"));
     }
     line("  interface");
-    for b in bindings {
+    for b in bindings.iter().filter(|b| b.in_mpi()) {
         let Some((args, ierror)) = b.fortran_args() else { continue };
         let name = b.name();
         let mut names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
@@ -204,7 +204,7 @@ pub fn module_mpi(bindings: &[Binding]) -> String {
 }
 
 /// A free-form line broken with `&` before column 132.
-fn wrap(l: &str) -> String {
+pub(crate) fn wrap(l: &str) -> String {
     let mut out = String::new();
     let mut cur = String::new();
     for word in l.split_inclusive(' ') {

@@ -1,6 +1,7 @@
 //! Fortran programs (issue 48): an F77-style program with `mpif.h`
-//! (`sim-tests/fortran/f77.f`) and a `use mpi` program
-//! (`sim-tests/fortran/usempi.f90`), built with our `mpifort` and run on
+//! (`sim-tests/fortran/f77.f`), a `use mpi` program
+//! (`sim-tests/fortran/usempi.f90`) and a `use mpi_f08` program
+//! (`sim-tests/fortran/f08.f90`), built with our `mpifort` and run on
 //! the simulator in both rank modes (same output, same device trace), over
 //! UDP and over DPDK, unchanged. Each checks itself and prints "No Errors"
 //! on rank 0. Also: module `mpi` has explicit interfaces that catch a
@@ -69,7 +70,7 @@ fn run_as(mode: &str, np: u32, nodes: u16, prog: &Path) -> (Option<i32>, Vec<Str
     (out.status.code(), lines, trace)
 }
 
-/// Both programs at 2, 3 and 5 ranks (one node and several): every check
+/// The three programs at 2, 3 and 5 ranks (one node and several): every check
 /// passes, and ranks as processes and as contexts give the same output
 /// and the same device trace, byte for byte.
 #[test]
@@ -77,7 +78,7 @@ fn fortran_programs_pass_their_checks_in_both_rank_modes() {
     if !gfortran_or_skip("fortran programs") {
         return;
     }
-    for (file, out) in [("f77.f", "f-f77"), ("usempi.f90", "f-usempi")] {
+    for (file, out) in [("f77.f", "f-f77"), ("usempi.f90", "f-usempi"), ("f08.f90", "f-f08")] {
         let prog = mpifort(file, out, &[]).unwrap_or_else(|e| panic!("mpifort {file}:\n{e}"));
         for (np, nodes) in [(2, 2), (3, 1), (5, 3)] {
             let (ps, pl, pt) = run_as("processes", np, nodes, &prog);
@@ -103,7 +104,7 @@ fn fortran_programs_run_over_udp_and_dpdk() {
     if sim_tests::dpdk_or_skip("a Fortran program's DPDK run") {
         backends.push("dpdk");
     }
-    for (file, out) in [("f77.f", "f-f77-net"), ("usempi.f90", "f-usempi-net")] {
+    for (file, out) in [("f77.f", "f-f77-net"), ("usempi.f90", "f-usempi-net"), ("f08.f90", "f-f08-net")] {
         let prog = mpifort(file, out, &[]).unwrap_or_else(|e| panic!("mpifort {file}:\n{e}"));
         for backend in &backends {
             let o = dnrun(3, 1, &["--backend", backend, "--timeout", "60"], prog.to_str().unwrap(), &[]);
@@ -113,9 +114,10 @@ fn fortran_programs_run_over_udp_and_dpdk() {
     }
 }
 
-/// Module `mpi` declares every routine: a call with an argument missing,
-/// or of the wrong type where the standard has no choice buffer, does
-/// not compile (with implicit interfaces it would run and corrupt memory).
+/// Modules `mpi` and `mpi_f08` declare every routine: a call with an
+/// argument missing, or of the wrong type or kind where the standard has
+/// no choice buffer (an `INTEGER` for a `TYPE(MPI_Comm)`), does not
+/// compile; with implicit interfaces it would run and corrupt memory.
 #[test]
 fn module_mpi_interfaces_catch_wrong_calls() {
     if !gfortran_or_skip("module mpi's interfaces") {
@@ -124,14 +126,22 @@ fn module_mpi_interfaces_catch_wrong_calls() {
     let dir = bin_dir().join("fortran-wrong-calls");
     std::fs::create_dir_all(&dir).expect("make a directory");
     let cases = [
-        ("no_ierror", "call MPI_Send(x, 1, MPI_INTEGER, 0, 0, MPI_COMM_WORLD)", "MPI_Send"),
-        ("real_count", "call MPI_Send(x, 1.5, MPI_INTEGER, 0, 0, MPI_COMM_WORLD, ierr)", "count"),
-        ("int_flag", "call MPI_Initialized(ierr, ierr)", "flag"),
-        ("short_disp", "call MPI_Put(x, 1, MPI_INTEGER, 0, 1, 1, MPI_INTEGER, 0, ierr)", "target_disp"),
+        ("no_ierror", "mpi", "call MPI_Send(x, 1, MPI_INTEGER, 0, 0, MPI_COMM_WORLD)", "ierror"),
+        ("real_count", "mpi", "call MPI_Send(x, 1.5, MPI_INTEGER, 0, 0, MPI_COMM_WORLD, ierr)", "count"),
+        ("int_flag", "mpi", "call MPI_Initialized(ierr, ierr)", "flag"),
+        ("short_disp", "mpi", "call MPI_Put(x, 1, MPI_INTEGER, 0, 1, 1, MPI_INTEGER, 0, ierr)", "target_disp"),
+        ("int_comm", "mpi_f08", "call MPI_Barrier(0)", "MPI_Barrier"),
+        (
+            "mixed_counts",
+            "mpi_f08",
+            "call MPI_Recv(x, 4_MPI_COUNT_KIND, MPI_INTEGER, 0, 0, 0, MPI_STATUS_IGNORE)",
+            "mpi_recv",
+        ),
     ];
-    for (name, call, says) in cases {
+    for (name, module, call, says) in cases {
         let src = dir.join(format!("{name}.f90"));
-        let text = format!("program p\n  use mpi\n  implicit none\n  integer :: x(4), ierr\n  {call}\nend program p\n");
+        let text =
+            format!("program p\n  use {module}\n  implicit none\n  integer :: x(4), ierr\n  {call}\nend program p\n");
         std::fs::write(&src, text).expect("write the program");
         let o = Command::new(c_prefix().join("bin/mpifort"))
             .arg("-c")

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: gen-fortran DIR   (writes DIR/mpif.h, DIR/mpi.f90, DIR/mpif_glue.c)");
+        eprintln!("usage: gen-fortran DIR   (writes DIR/mpif.h, DIR/mpi.f90, DIR/mpi_f08.f90, DIR/mpif_glue.c)");
         return ExitCode::from(2);
     };
     let bindings = match mpi_fortran::bindings() {
@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let files = [
         ("mpif.h", mpi_fortran::source::mpif_h()),
         ("mpi.f90", mpi_fortran::source::module_mpi(&bindings)),
+        ("mpi_f08.f90", mpi_fortran::f08::module_mpi_f08(&bindings)),
         ("mpif_glue.c", mpi_fortran::glue::glue_c(&bindings)),
     ];
     if let Err(e) = std::fs::create_dir_all(&dir) {

@@ -1,0 +1,140 @@
+! f08.f90: a `use mpi_f08` program: typed handles with == and /=, optional
+! ierror, TYPE(MPI_Status) fields, non-blocking completion, a large-count
+! call through the generic name, a reduction and an error handler with
+! mpi_f08's interfaces, MPI_Win_allocate's TYPE(C_PTR), a broadcast from
+! the last rank, a split, status conversion and MPI_Sizeof. Any rank count
+! of 2 or more; rank 0 prints "No Errors" when every check passed.
+module f08_checks
+  use mpi_f08
+  use, intrinsic :: iso_c_binding
+  implicit none
+  integer :: errs = 0, handled = 0
+contains
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      errs = errs + 1
+      print *, 'FAILED: ', what
+    end if
+  end subroutine check
+
+  subroutine prod(invec, inoutvec, len, datatype)
+    type(c_ptr), value :: invec, inoutvec
+    integer :: len
+    type(MPI_Datatype) :: datatype
+    integer, pointer :: a(:), b(:)
+    if (datatype /= MPI_INTEGER) return
+    call c_f_pointer(invec, a, [len])
+    call c_f_pointer(inoutvec, b, [len])
+    b = a * b
+  end subroutine prod
+
+  subroutine handler(comm, code)
+    type(MPI_Comm) :: comm
+    integer :: code
+    if (comm == MPI_COMM_WORLD .and. code /= MPI_SUCCESS) handled = handled + 1
+  end subroutine handler
+end module f08_checks
+
+program f08
+  use mpi_f08
+  use f08_checks
+  use, intrinsic :: iso_c_binding
+  implicit none
+  integer :: rank, np, next, prev, count, total, ierr, cls, i, sz, fstat(MPI_STATUS_SIZE)
+  type(MPI_Comm) :: half, dup
+  type(MPI_Request) :: reqs(2)
+  type(MPI_Status) :: status, stats(2), back
+  type(MPI_Op) :: op
+  type(MPI_Errhandler) :: eh
+  type(MPI_Win) :: win
+  type(c_ptr) :: base
+  integer, pointer :: wbuf(:)
+  integer :: sendbuf(6), recvbuf(6), v
+  integer(kind=MPI_COUNT_KIND) :: bigcount
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, disp
+  real(kind=8) :: r8(3)
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, np)
+  next = mod(rank + 1, np)
+  prev = mod(rank + np - 1, np)
+  call check(MPI_COMM_WORLD /= MPI_COMM_SELF .and. MPI_COMM_WORLD%MPI_VAL /= MPI_COMM_NULL%MPI_VAL, 'handle compare')
+
+  ! Non-blocking with TYPE(MPI_Status) results.
+  sendbuf = [(rank * 10 + i, i = 1, 6)]
+  call MPI_Irecv(recvbuf, 6, MPI_INTEGER, prev, 3, MPI_COMM_WORLD, reqs(1))
+  call MPI_Isend(sendbuf, 4, MPI_INTEGER, next, 3, MPI_COMM_WORLD, reqs(2))
+  call MPI_Waitall(2, reqs, stats)
+  call MPI_Get_count(stats(1), MPI_INTEGER, count)
+  call check(stats(1)%MPI_SOURCE == prev .and. stats(1)%MPI_TAG == 3 .and. count == 4, 'waitall status')
+  call check(all(reqs == MPI_REQUEST_NULL) .and. recvbuf(4) == prev * 10 + 4, 'waitall data')
+
+  ! A large count through the generic name.
+  bigcount = 5
+  call MPI_Sendrecv(sendbuf, bigcount, MPI_INTEGER, next, 4, recvbuf, 6_MPI_COUNT_KIND, MPI_INTEGER, prev, 4, &
+                    MPI_COMM_WORLD, status)
+  call MPI_Get_count(status, MPI_INTEGER, bigcount)
+  call check(bigcount == 5 .and. recvbuf(5) == prev * 10 + 5, 'large-count sendrecv')
+
+  ! A reduction with mpi_f08's callback interface.
+  call MPI_Op_create(prod, .true., op)
+  v = 2
+  call MPI_Allreduce(v, total, 1, MPI_INTEGER, op, MPI_COMM_WORLD)
+  call check(total == 2**np, 'user op')
+  call MPI_Op_free(op)
+  call check(op == MPI_OP_NULL, 'op_free')
+
+  ! A broadcast from the last rank, and a split into halves.
+  v = merge(42, -1, rank == np - 1)
+  call MPI_Bcast(v, 1, MPI_INTEGER, np - 1, MPI_COMM_WORLD)
+  call check(v == 42, 'bcast from the last rank')
+  call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), -rank, half)
+  call MPI_Comm_size(half, sz)
+  call check(sz == (np + 1 - mod(rank, 2)) / 2, 'split size')
+  call MPI_Comm_rank(half, i)
+  call check(i == (np - 1 - rank) / 2, 'split order')
+  call MPI_Comm_dup(half, dup)
+  call MPI_Comm_free(dup)
+  call check(dup == MPI_COMM_NULL, 'comm_free')
+  call MPI_Comm_free(half)
+
+  ! MPI_Win_allocate gives the memory as a TYPE(C_PTR).
+  wsize = 4 * 4
+  call MPI_Win_allocate(wsize, 4, MPI_INFO_NULL, MPI_COMM_WORLD, base, win)
+  call c_f_pointer(base, wbuf, [4])
+  wbuf = -1
+  call MPI_Win_fence(0, win)
+  disp = 1
+  call MPI_Put(rank, 1, MPI_INTEGER, next, disp, 1, MPI_INTEGER, win)
+  call MPI_Win_fence(0, win)
+  call check(wbuf(2) == prev .and. wbuf(1) == -1, 'put into allocated window')
+  call MPI_Win_free(win)
+
+  ! Errors: through ierror, then a handler with mpi_f08's interface.
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)
+  call MPI_Send(v, 1, MPI_INTEGER, np + 3, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Error_class(ierr, cls)
+  call check(cls == MPI_ERR_RANK, 'error class')
+  call MPI_Comm_create_errhandler(handler, eh)
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh)
+  call MPI_Send(v, 1, MPI_INTEGER, np + 3, 0, MPI_COMM_WORLD, ierr)
+  call check(handled == 1 .and. ierr /= MPI_SUCCESS, 'fortran error handler')
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL)
+  call MPI_Errhandler_free(eh)
+
+  ! Status conversion both ways, and MPI_Sizeof.
+  call MPI_Status_f082f(stats(1), fstat)
+  call MPI_Status_f2f08(fstat, back)
+  call check(fstat(MPI_SOURCE) == prev .and. back%MPI_TAG == 3, 'status conversion')
+  call MPI_Sizeof(r8, sz)
+  call check(sz == 8, 'sizeof real(8) array')
+  call MPI_Sizeof(v, sz)
+  call check(sz == 4, 'sizeof integer')
+
+  call MPI_Reduce(errs, total, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD)
+  if (rank == 0 .and. total == 0) print *, 'No Errors'
+  call MPI_Finalize()
+end program f08
