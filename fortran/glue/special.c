@@ -11,18 +11,21 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- The common blocks of mpif.h and module mpi (MPI 4.1 §19.1.2) ---- */
+/* ---- The common blocks of mpif.h and module mpi (MPI 4.1 §19.1.2) ----
+ * Aligned as gfortran aligns a common block it makes itself, so that the
+ * program's and these definitions agree (the linker warns otherwise). */
+#define MPIF_COMMON __attribute__((aligned(32)))
 
-MPI_Fint mpif_bottom_;
-MPI_Fint mpif_in_place_;
-MPI_Fint mpif_buffer_automatic_;
-MPI_Fint mpif_status_ignore_[8];
-MPI_Fint mpif_statuses_ignore_[8];
-MPI_Fint mpif_errcodes_ignore_[1];
-MPI_Fint mpif_unweighted_[1];
-MPI_Fint mpif_weights_empty_[1];
-char mpif_argv_null_[1];
-char mpif_argvs_null_[1];
+MPI_Fint mpif_bottom_ MPIF_COMMON;
+MPI_Fint mpif_in_place_ MPIF_COMMON;
+MPI_Fint mpif_buffer_automatic_ MPIF_COMMON;
+MPI_Fint mpif_status_ignore_[8] MPIF_COMMON;
+MPI_Fint mpif_statuses_ignore_[8] MPIF_COMMON;
+MPI_Fint mpif_errcodes_ignore_[1] MPIF_COMMON;
+MPI_Fint mpif_unweighted_[1] MPIF_COMMON;
+MPI_Fint mpif_weights_empty_[1] MPIF_COMMON;
+char mpif_argv_null_[1] MPIF_COMMON;
+char mpif_argvs_null_[1] MPIF_COMMON;
 
 /* ---- Helpers of the generated glue ---- */
 

@@ -125,6 +125,66 @@ fn meson_dependency_mpi_finds_ours_for_c_and_cpp() {
     runs_on_the_simulator(&build);
 }
 
+/// Run the Fortran project's two programs (`use mpi_f08` and `mpif.h`)
+/// with our `mpiexec` at 1 and 3 ranks.
+fn fortran_runs_on_the_simulator(dir: &Path) {
+    for np in ["1", "3"] {
+        for (exe, what) in [("hello_f08", "Fortran"), ("hello_f77", "F77")] {
+            let text = run(Command::new(c_prefix().join("bin/mpiexec")).args(["-n", np, "-q"]).arg(dir.join(exe)));
+            assert!(text.contains(&format!("OK buildsys {what} on {np} ranks")), "{exe} at {np} ranks:\n{text}");
+        }
+    }
+}
+
+/// CMake's FindMPI for Fortran: our `mpifort`'s family (FindMPI tries
+/// `mpif90` first), with `mpif.h`, module `mpi` and module `mpi_f08` all
+/// found; the programs link only us and run.
+#[test]
+fn cmake_find_package_mpi_finds_ours_for_fortran() {
+    if !tools_or_skip("cmake (Fortran)", &["cmake", "gfortran"]) {
+        return;
+    }
+    let prefix = c_prefix();
+    let build = fresh("buildsys-cmake-fortran");
+    let text =
+        run(Command::new("cmake").arg("-S").arg(repo().join("sim-tests/buildsys/fortran")).arg("-B").arg(&build));
+    let compiler = text.lines().find_map(|l| l.split("dn: Fortran compiler=").nth(1)).unwrap_or_default();
+    let ours = ["mpifort", "mpif90", "mpif77"]
+        .iter()
+        .any(|w| compiler.starts_with(&format!("{} ", prefix.join("bin").join(w).display())));
+    assert!(ours, "CMake took another Fortran wrapper:\n{text}");
+    assert!(
+        compiler.ends_with("version=5.0 f77=TRUE f90=TRUE f08=TRUE"),
+        "CMake's FindMPI did not find all three interfaces:\n{text}"
+    );
+    let mpiexec = format!("dn: mpiexec={}", prefix.join("bin/mpiexec").display());
+    assert!(text.contains(&mpiexec), "CMake took another mpiexec:\n{text}");
+    run(Command::new("cmake").arg("--build").arg(&build));
+    for exe in ["hello_f08", "hello_f77"] {
+        links_ours_only(&build.join(exe));
+    }
+    fortran_runs_on_the_simulator(&build);
+}
+
+/// Meson's `dependency('mpi', language: 'fortran')` finds our `mpifort`.
+#[test]
+fn meson_dependency_mpi_finds_ours_for_fortran() {
+    if !tools_or_skip("meson (Fortran)", &["meson", "ninja", "gfortran"]) {
+        return;
+    }
+    let prefix = c_prefix();
+    let build = fresh("buildsys-meson-fortran");
+    let text = run(Command::new("meson").arg("setup").arg(&build).arg(repo().join("sim-tests/buildsys/fortran")));
+    let want = format!("mpifort found: YES ({})", prefix.join("bin/mpifort").display());
+    assert!(text.contains(&want), "Meson did not find our mpifort:\n{text}");
+    assert!(text.contains(&format!("dn: fortran version={}", env!("CARGO_PKG_VERSION"))), "{text}");
+    run(Command::new("ninja").arg("-C").arg(&build));
+    for exe in ["hello_f08", "hello_f77"] {
+        links_ours_only(&build.join(exe));
+    }
+    fortran_runs_on_the_simulator(&build);
+}
+
 /// `pkg-config --cflags --libs` for mpi, mpi-c and mpi-cxx gives our flags,
 /// and a C++ program built with them by plain `c++` links only us and runs.
 #[test]
@@ -142,6 +202,11 @@ fn pkg_config_gives_our_flags() {
         let v = run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc_path).args(["--modversion", pc]));
         assert_eq!(v.trim(), env!("CARGO_PKG_VERSION"), "pkg-config --modversion {pc}");
         flags = text;
+    }
+    // mpi-fort exactly when the Fortran bindings were built.
+    if Command::new("gfortran").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let text = run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc_path).args(["--libs", "mpi-fort"]));
+        assert!(text.contains("-lmpi_abi_f") && text.contains("-lmpi_abi"), "pkg-config mpi-fort: {text}");
     }
     let dir = fresh("buildsys-pkgconfig");
     std::fs::create_dir_all(&dir).expect("make the build directory");
@@ -212,6 +277,28 @@ fn wrappers_answer_build_system_queries() {
         assert!(code == Some(2) && err.contains("unknown query"), "{wrapper} --showme:nonsense: {err}");
         let (code, help, _) = q("-help");
         assert!(code == Some(0) && help.contains("--showme:compile"), "{wrapper} -help: {help}");
+    }
+    // mpifort: the Fortran glue before the library, and gfortran's
+    // permission for mpif.h's mismatched calls.
+    if Command::new("gfortran").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        for w in ["mpifort", "mpif90", "mpif77"] {
+            let o = Command::new(prefix.join("bin").join(w))
+                .arg("-show")
+                .env_remove("MPICH_FC")
+                .env_remove("MPIFORT_FC")
+                .env_remove("FC")
+                .output()
+                .expect("run mpifort");
+            let show = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                show.starts_with(&format!("gfortran {inc} -fallow-argument-mismatch "))
+                    && show.contains("-lmpi_abi_f ")
+                    && show.trim_end().ends_with("-lmpi_abi"),
+                "{w} -show: {show}"
+            );
+        }
+        let o = Command::new(prefix.join("bin/mpifort")).arg("--showme:version").output().expect("run mpifort");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("language: Fortran;"), "{o:?}");
     }
     // The compiler a build system names through MPICH's variables is used.
     let o = Command::new(prefix.join("bin/mpicxx"))
