@@ -68,7 +68,9 @@ ln -sf mpicc "$prefix/bin/mpic++"
 fc=${FC:-gfortran}
 fortran="skipped: no Fortran compiler ($fc); scripts/setup.sh installs gfortran"
 rm -f "$prefix/lib/libmpi_abi_f.a"
-if command -v "$fc" >/dev/null 2>&1; then
+if command -v "$fc" >/dev/null 2>&1 && ! "$fc" --version 2>/dev/null | grep -q "GNU Fortran"; then
+    fortran="skipped: $fc is not gfortran, and the bindings follow gfortran's conventions (docs/FORTRAN.md)"
+elif command -v "$fc" >/dev/null 2>&1; then
     [ -x "$build/gen-fortran" ] || { echo "install.sh: $build/gen-fortran is missing (build it first)" >&2; exit 1; }
     gen=$(mktemp -d)
     "$build/gen-fortran" "$gen"
