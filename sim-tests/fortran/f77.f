@@ -38,7 +38,7 @@
       INTEGER REQS(2), STATS(MPI_STATUS_SIZE, 2), IDX, VTYPE, OP
       INTEGER WIN, EH, KEY, CLS, DUP, LEN, VAL
       INTEGER(KIND=MPI_ADDRESS_KIND) DISP, WSIZE, ATTR, TAGUB
-      LOGICAL FLAG
+      LOGICAL FLAG, LV, LR
       CHARACTER*(MPI_MAX_PROCESSOR_NAME) PNAME
       CHARACTER*(MPI_MAX_OBJECT_NAME) CNAME
       COMMON /HANDLED/ CALLS
@@ -100,6 +100,17 @@
      &       ERRS)
       END IF
       CALL MPI_OP_FREE(OP, IERR)
+! LOGICAL reductions: gfortran's .TRUE. and .FALSE. in and out.
+      LV = RANK .EQ. 0
+      CALL MPI_ALLREDUCE(LV, LR, 1, MPI_LOGICAL, MPI_LOR,
+     &     MPI_COMM_WORLD, IERR)
+      CALL CHECK(LR, 'logical or', ERRS)
+      CALL MPI_ALLREDUCE(LV, LR, 1, MPI_LOGICAL, MPI_LAND,
+     &     MPI_COMM_WORLD, IERR)
+      CALL CHECK(.NOT. LR, 'logical and', ERRS)
+      CALL MPI_ALLREDUCE(.TRUE., LR, 1, MPI_LOGICAL, MPI_LAND,
+     &     MPI_COMM_WORLD, IERR)
+      CALL CHECK(LR .EQV. .TRUE., 'logical and of trues', ERRS)
 ! One-sided: put into the next rank's window at an address-kind displacement.
       DO I = 1, 10
         RBUF(I) = 0
