@@ -3,11 +3,13 @@
 ! with 1-based indices, a derived type, collectives with MPI_IN_PLACE and
 ! a reduction written in Fortran, one-sided with address-kind
 ! displacements, error codes through ierror, a Fortran error handler,
-! Cartesian topologies with LOGICAL arrays, and MPI_Wtime. Any rank count
+! attribute copy and delete functions and a generalized request written in
+! Fortran, Cartesian topologies with LOGICAL arrays, and MPI_Wtime. Any rank count
 ! of 2 or more; rank 0 prints "No Errors" when every check passed.
 module checks
+  use mpi
   implicit none
-  integer :: errs = 0, handled = 0
+  integer :: errs = 0, handled = 0, copied = 0, deleted = 0, freed = 0
 contains
   subroutine check(ok, what)
     logical, intent(in) :: ok
@@ -27,6 +29,50 @@ contains
     end do
   end subroutine maxabs
 
+  subroutine copy_fn(oldcomm, keyval, extra_state, val_in, val_out, flag, ierr)
+    integer :: oldcomm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: extra_state, val_in, val_out
+    logical :: flag
+    if (oldcomm == MPI_COMM_NULL .or. keyval == MPI_KEYVAL_INVALID) return
+    copied = copied + 1
+    val_out = val_in + extra_state
+    flag = .true.
+    ierr = MPI_SUCCESS
+  end subroutine copy_fn
+
+  subroutine delete_fn(comm, keyval, val, extra_state, ierr)
+    integer :: comm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: val, extra_state
+    if (comm == MPI_COMM_NULL .or. keyval == MPI_KEYVAL_INVALID .or. extra_state /= 1000) return
+    if (val == 1005 .or. val == 2005) deleted = deleted + 1
+    ierr = MPI_SUCCESS
+  end subroutine delete_fn
+
+  subroutine query_fn(extra_state, status, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    integer :: status(MPI_STATUS_SIZE), ierr
+    call MPI_Status_set_elements(status, MPI_INTEGER, 3, ierr)
+    call MPI_Status_set_cancelled(status, .false., ierr)
+    status(MPI_SOURCE) = MPI_UNDEFINED
+    status(MPI_TAG) = int(extra_state)
+    ierr = MPI_SUCCESS
+  end subroutine query_fn
+
+  subroutine free_fn(extra_state, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    integer :: ierr
+    if (extra_state == 77) freed = freed + 1
+    ierr = MPI_SUCCESS
+  end subroutine free_fn
+
+  subroutine cancel_fn(extra_state, complete, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    logical :: complete
+    integer :: ierr
+    if (complete .and. extra_state == 0) print *, 'cancelled'
+    ierr = MPI_SUCCESS
+  end subroutine cancel_fn
+
   subroutine handler(comm, code)
     integer :: comm, code
     if (comm /= 0 .and. code /= 0) handled = handled + 1
@@ -39,10 +85,10 @@ program usempi
   implicit none
   integer :: ierr, rank, np, next, prev, i, count, op, win, eh, cart, total
   integer :: status(MPI_STATUS_SIZE), reqs(4), stats(MPI_STATUS_SIZE, 4)
-  integer :: indices(4), outcount, rowtype, dims(2), coords(2), cls
+  integer :: indices(4), outcount, rowtype, dims(2), coords(2), cls, key, dup, greq
   logical :: periods(2), remain(2), flag
   double precision :: a(8), b(8), t0, t1
-  integer(kind=MPI_ADDRESS_KIND) :: disp, wsize, lb, extent
+  integer(kind=MPI_ADDRESS_KIND) :: disp, wsize, lb, extent, val
   integer :: sendbuf(4), recvbuf(4)
 
   call MPI_Init(ierr)
@@ -142,6 +188,27 @@ program usempi
   call check(handled == 1, 'fortran error handler')
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
   call MPI_Errhandler_free(eh, ierr)
+
+  ! Attribute copy and delete functions written in Fortran, with their
+  ! extra_state: dup copies (1005 -> 2005), both frees delete.
+  call MPI_Comm_create_keyval(copy_fn, delete_fn, key, 1000_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_dup(MPI_COMM_WORLD, i, ierr)
+  call MPI_Comm_set_attr(i, key, 1005_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_dup(i, dup, ierr)
+  call MPI_Comm_get_attr(dup, key, val, flag, ierr)
+  call check(flag .and. val == 2005 .and. copied == 1, 'fortran copy function')
+  call MPI_Comm_free(dup, ierr)
+  call MPI_Comm_free(i, ierr)
+  call check(deleted == 2, 'fortran delete function')
+  call MPI_Comm_free_keyval(key, ierr)
+
+  ! A generalized request whose callbacks are Fortran.
+  call MPI_Grequest_start(query_fn, free_fn, cancel_fn, 77_MPI_ADDRESS_KIND, greq, ierr)
+  call MPI_Grequest_complete(greq, ierr)
+  call MPI_Wait(greq, status, ierr)
+  call MPI_Get_count(status, MPI_INTEGER, count, ierr)
+  call check(greq == MPI_REQUEST_NULL .and. status(MPI_TAG) == 77 .and. count == 3 .and. freed == 1, &
+             'generalized request')
 
   t1 = MPI_Wtime()
   call check(t1 > t0, 'wtime advances')
