@@ -7,7 +7,8 @@
 #   PREFIX/bin/mpicxx, mpic++         the same for C++ (c++)
 #   PREFIX/bin/mpifort, mpif90, mpif77 the same for Fortran ($FC, else
 #                                     gfortran), with PREFIX/include/mpif.h,
-#                                     mpi.mod, mpi_f08.mod and
+#                                     mpi.mod, mpi_f08.mod, mpi_abi_fort.h
+#                                     (C's MPI_Fint, MPI_*_c2f/_f2c) and
 #                                     PREFIX/lib/libmpi_abi_f.a
 #                                     (skipped, and said so, without one)
 #   PREFIX/bin/dnrun, mpiexec, mpirun the launcher (the last two take
@@ -74,14 +75,15 @@ elif command -v "$fc" >/dev/null 2>&1; then
     [ -x "$build/gen-fortran" ] || { echo "install.sh: $build/gen-fortran is missing (build it first)" >&2; exit 1; }
     gen=$(mktemp -d)
     "$build/gen-fortran" "$gen"
-    cp fortran/glue/mpif_glue.h fortran/glue/special.c "$gen/"
+    cp fortran/glue/mpif_glue.h fortran/glue/special.c fortran/glue/interop.c fortran/glue/mpi_abi_fort.h "$gen/"
     cc=${CC:-cc}
-    for c in mpif_glue special; do
+    for c in mpif_glue special interop; do
         $cc -std=c11 -O2 -fPIC -I"$prefix/include" -c "$gen/$c.c" -o "$gen/$c.o"
     done
     (cd "$gen" && $fc -O2 -fPIC -c mpi.f90 -o mpi_module.o && $fc -O2 -fPIC -c mpi_f08.f90 -o mpi_f08_module.o)
-    install -m 0644 "$gen/mpi.mod" "$gen/mpi_f08.mod" "$gen/mpif.h" "$prefix/include/"
-    ar rcs "$gen/libmpi_abi_f.a" "$gen/mpif_glue.o" "$gen/special.o" "$gen/mpi_module.o" "$gen/mpi_f08_module.o"
+    install -m 0644 "$gen/mpi.mod" "$gen/mpi_f08.mod" "$gen/mpif.h" "$gen/mpi_abi_fort.h" "$prefix/include/"
+    ar rcs "$gen/libmpi_abi_f.a" "$gen/mpif_glue.o" "$gen/special.o" "$gen/interop.o" "$gen/mpi_module.o" \
+        "$gen/mpi_f08_module.o"
     install -m 0644 "$gen/libmpi_abi_f.a" "$prefix/lib/libmpi_abi_f.a"
     rm -rf "$gen"
     fortran="bin/mpifort (with $fc), include/mpif.h, include/mpi.mod, include/mpi_f08.mod, lib/libmpi_abi_f.a"
