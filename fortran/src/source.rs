@@ -199,6 +199,23 @@ pub fn module_mpi(bindings: &[Binding]) -> String {
         debug_assert_eq!(symbol(name), format!("{}_", name.to_lowercase()));
     }
     line("  end interface");
+    // Fortran-only procedures (§19.1.9, §19.1.17): MPI_SIZEOF for every
+    // intrinsic type and kind and any rank, and MPI_F_SYNC_REG.
+    line("  INTERFACE MPI_Sizeof");
+    for (ty, kinds) in crate::f08::SIZEOF_KINDS {
+        for k in *kinds {
+            line(&format!("    MODULE PROCEDURE mpif_sizeof_{}{k}", ty.to_lowercase()));
+        }
+    }
+    line("  END INTERFACE MPI_Sizeof");
+    line("contains");
+    for l in crate::f08::sizeof_procedures() {
+        line(&l);
+    }
+    line("  SUBROUTINE MPI_F_sync_reg(buf)");
+    line("    !GCC$ ATTRIBUTES NO_ARG_CHECK :: buf");
+    line("    TYPE(*), DIMENSION(*) :: buf");
+    line("  END SUBROUTINE MPI_F_sync_reg");
     line("end module mpi");
     s
 }

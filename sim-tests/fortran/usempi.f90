@@ -210,6 +210,11 @@ program usempi
   call check(greq == MPI_REQUEST_NULL .and. status(MPI_TAG) == 77 .and. count == 3 .and. freed == 1, &
              'generalized request')
 
+  ! MPI_Sizeof on an array and a scalar.
+  call MPI_Sizeof(a, i, ierr)
+  call MPI_Sizeof(count, outcount, ierr)
+  call check(i == 8 .and. outcount == 4, 'sizeof')
+
   t1 = MPI_Wtime()
   call check(t1 > t0, 'wtime advances')
   call MPI_Reduce(errs, total, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
