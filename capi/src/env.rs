@@ -517,7 +517,7 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Comm_get_errhandler", comm, |st| {
-        let e = st.comm_handle(comm)?.errhandler;
+        let e = crate::errh::handed_out(st.comm_handle(comm)?.errhandler);
         // SAFETY: the standard's contract on `errhandler`.
         unsafe { put(errhandler, e, "errhandler") }
     })

@@ -51,8 +51,11 @@ impl Kind {
 pub(crate) struct UserErrhandler {
     pub(crate) kind: Kind,
     pub(crate) func: ErrFn,
-    /// `MPI_Errhandler_free` was called: it cannot be set any more.
-    freed: bool,
+    /// The handles the program holds: the one its creation gave, and one
+    /// per `MPI_*_get_errhandler` that returned it (§9.3: each must be
+    /// freed). At 0 it cannot be set any more, and stays in force where it
+    /// is set.
+    refs: u32,
 }
 
 /// User handlers, apart from the library's state (the process's:
@@ -73,6 +76,19 @@ fn handlers<T>(f: impl FnOnce(&mut Handlers) -> T) -> T {
     f(g.get_or_insert_with(|| Handlers { table: Table::default(), made: 0 }))
 }
 
+/// `h` as `MPI_*_get_errhandler` hands it out: one more handle the
+/// program must free, if it is a user's handler (§9.3).
+pub(crate) fn handed_out(h: Handle) -> Handle {
+    if !predefined(h) {
+        handlers(|t| {
+            if let Some(u) = t.table.get_mut(&h) {
+                u.refs = u.refs.saturating_add(1);
+            }
+        });
+    }
+    h
+}
+
 /// The predefined handlers, valid on every kind of object.
 pub(crate) fn predefined(h: Handle) -> bool {
     [MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h)
@@ -84,7 +100,7 @@ pub(crate) fn check(h: Handle, kind: Kind) -> R<()> {
         return Ok(());
     }
     handlers(|t| match t.table.get(&h) {
-        Some(u) if u.freed => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("error handler {h:#x} was freed"))),
+        Some(u) if u.refs == 0 => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("error handler {h:#x} was freed"))),
         Some(u) if u.kind != kind => Err(Fail::new(
             MPI_ERR_ERRHANDLER,
             format!("error handler {h:#x} was made for a {}, not a {}", u.kind.name(), kind.name()),
@@ -146,7 +162,7 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
         let h = handlers(|t| {
             let h = FIRST_HANDLE + (t.made << 4) + HANDLER_MARK;
             t.made += 1;
-            t.table.insert(h, UserErrhandler { kind, func, freed: false });
+            t.table.insert(h, UserErrhandler { kind, func, refs: 1 });
             h
         });
         // SAFETY: checked non-null; the caller's contract.
@@ -188,8 +204,8 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
         // stays in force where it is set (§9.3.4).
         if !predefined(h) {
             handlers(|t| match t.table.get_mut(&h) {
-                Some(u) if !u.freed => {
-                    u.freed = true;
+                Some(u) if u.refs > 0 => {
+                    u.refs -= 1;
                     Ok(())
                 }
                 _ => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),

@@ -290,7 +290,7 @@ pub extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_get_errhandler(session: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Session_get_errhandler", session, |st| {
-        let h = st.session(session)?.errhandler;
+        let h = crate::errh::handed_out(st.session(session)?.errhandler);
         // SAFETY: the standard's contract on `errhandler`.
         unsafe { put(errhandler, h, "errhandler") }
     })

@@ -438,7 +438,7 @@ pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Win_get_errhandler", win, |st| {
-        let e = st.win(win)?.errhandler;
+        let e = crate::errh::handed_out(st.win(win)?.errhandler);
         // SAFETY: the standard's contract on `errhandler`.
         unsafe { put(errhandler, e, "errhandler") }
     })

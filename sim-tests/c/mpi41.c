@@ -394,6 +394,8 @@ static void errors_attributes_and_queries(void) {
     CHECK(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER) == MPI_SUCCESS && handler_calls == 2 && handler_code == MPI_ERR_OTHER,
           "Comm_call_errhandler runs the user's handler: %d calls, code %d", handler_calls, handler_code);
     CHECK(MPI_Errhandler_free(&eh) == MPI_SUCCESS && eh == MPI_ERRHANDLER_NULL, "Errhandler_free");
+    /* What MPI_Comm_get_errhandler returned is a handle of its own to free (§9.3). */
+    CHECK(MPI_Errhandler_free(&got) == MPI_SUCCESS && got == MPI_ERRHANDLER_NULL, "free the handle get_errhandler gave");
     rc = MPI_Send(&z, 1, MPI_INT, -7, 0, dup);
     CHECK(handler_calls == 3, "a freed handler stays in force where it is set");
     CHECK(MPI_Win_create_errhandler((MPI_Win_errhandler_function *)on_error, &weh) == MPI_SUCCESS, "Win_create_errhandler");
