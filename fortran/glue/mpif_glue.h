@@ -23,6 +23,16 @@ typedef int MPI_Fint;
 /* Set IERROR, which mpi_f08 makes optional (a null pointer when absent). */
 #define MPIF_SET(ierror, rc) do { if (ierror) *(ierror) = (rc); } while (0)
 
+/* The glue function `body` under the names of MPI_<base>: its Fortran
+ * name and mpi_f08's specific name (MPI 4.1 §19.1.5: MPI_Send_f08), both
+ * weak, so that a profiling library's own takes their place (§15.2), and
+ * the PMPI names, which the profiling library calls. */
+#define MPIF_NAMES(body, base)                                                     \
+    extern __typeof__(body) mpi_##base##_ __attribute__((weak, alias(#body)));     \
+    extern __typeof__(body) mpi_##base##_f08_ __attribute__((weak, alias(#body))); \
+    extern __typeof__(body) pmpi_##base##_ __attribute__((alias(#body)));          \
+    extern __typeof__(body) pmpi_##base##_f08_ __attribute__((alias(#body)));
+
 /* Whether a completion call's outputs are valid. */
 #define MPIF_OK(rc) ((rc) == MPI_SUCCESS || (rc) == MPI_ERR_IN_STATUS)
 

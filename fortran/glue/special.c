@@ -155,32 +155,36 @@ static int mpif_setup(void)
     return MPI_SUCCESS;
 }
 
-void mpi_init_(MPI_Fint *ierror)
+static void glue_init(MPI_Fint *ierror)
 {
     int rc = MPI_Init(NULL, NULL);
     if (rc == MPI_SUCCESS) rc = mpif_setup();
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_init, init)
 
-void mpi_init_thread_(const MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
+static void glue_init_thread(const MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
 {
     int rc = MPI_Init_thread(NULL, NULL, *required, provided);
     if (rc == MPI_SUCCESS) rc = mpif_setup();
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_init_thread, init_thread)
 
-void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
+static void glue_info_create_env(MPI_Fint *info, MPI_Fint *ierror)
 {
     MPI_Info c = MPI_INFO_NULL;
     int rc = MPI_Info_create_env(0, NULL, &c);
     *info = MPI_Info_toint(c);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_info_create_env, info_create_env)
 
-void mpi_pcontrol_(const MPI_Fint *level)
+static void glue_pcontrol(const MPI_Fint *level)
 {
     MPI_Pcontrol(*level);
 }
+MPIF_NAMES(glue_pcontrol, pcontrol)
 
 /* ---- Procedures without a state argument: trampolines ----
  *
@@ -236,7 +240,7 @@ MPIF_REPEAT64(OP_TRAMP)
 #define OP_ENTRY(a, b) op_tramp_##a##b,
 static MPI_User_function *const op_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_ENTRY)};
 
-void mpi_op_create_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+static void glue_op_create(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
 {
     int slot = mpif_slot(op_fns, user_fn);
     if (slot < 0) {
@@ -248,6 +252,7 @@ void mpi_op_create_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MP
     *op = MPI_Op_toint(c);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_op_create, op_create)
 
 /* Large-count reduction operations (mpi_f08's MPI_Op_create_c): LEN is
  * INTEGER(KIND=MPI_COUNT_KIND). */
@@ -263,7 +268,7 @@ MPIF_REPEAT64(OP_C_TRAMP)
 #define OP_C_ENTRY(a, b) op_c_tramp_##a##b,
 static MPI_User_function_c *const op_c_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_C_ENTRY)};
 
-void mpi_op_create_c_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+static void glue_op_create_c(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
 {
     int slot = mpif_slot(op_c_fns, user_fn);
     if (slot < 0) {
@@ -275,6 +280,7 @@ void mpi_op_create_c_(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, 
     *op = MPI_Op_toint(c);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_op_create_c, op_create_c)
 
 /* Error handlers (§9.3): SUBROUTINE HANDLER(OBJECT, ERROR_CODE), one pool per
  * kind of object, as the C prototypes differ. */
@@ -304,8 +310,8 @@ ERRHANDLER_KIND(MPI_Win, MPI_Win, MPI_Win)
 ERRHANDLER_KIND(MPI_File, MPI_File, MPI_File)
 ERRHANDLER_KIND(MPI_Session, MPI_Session, MPI_Session)
 
-#define CREATE_ERRHANDLER(sym, kind)                                              \
-    void sym(mpif_proc fn, MPI_Fint *errhandler, MPI_Fint *ierror)                \
+#define CREATE_ERRHANDLER(name, kind)                                             \
+    static void glue_##name(mpif_proc fn, MPI_Fint *errhandler, MPI_Fint *ierror) \
     {                                                                             \
         int slot = mpif_slot(kind##_eh_fns, fn);                                  \
         if (slot < 0) {                                                           \
@@ -317,10 +323,14 @@ ERRHANDLER_KIND(MPI_Session, MPI_Session, MPI_Session)
         *errhandler = MPI_Errhandler_toint(c);                                    \
         MPIF_SET(ierror, rc);                                                             \
     }
-CREATE_ERRHANDLER(mpi_comm_create_errhandler_, MPI_Comm)
-CREATE_ERRHANDLER(mpi_win_create_errhandler_, MPI_Win)
-CREATE_ERRHANDLER(mpi_file_create_errhandler_, MPI_File)
-CREATE_ERRHANDLER(mpi_session_create_errhandler_, MPI_Session)
+CREATE_ERRHANDLER(comm_create_errhandler, MPI_Comm)
+MPIF_NAMES(glue_comm_create_errhandler, comm_create_errhandler)
+CREATE_ERRHANDLER(win_create_errhandler, MPI_Win)
+MPIF_NAMES(glue_win_create_errhandler, win_create_errhandler)
+CREATE_ERRHANDLER(file_create_errhandler, MPI_File)
+MPIF_NAMES(glue_file_create_errhandler, file_create_errhandler)
+CREATE_ERRHANDLER(session_create_errhandler, MPI_Session)
+MPIF_NAMES(glue_session_create_errhandler, session_create_errhandler)
 
 /* ---- Procedures with a state argument: attribute keys (§7.7) ----
  *
@@ -406,29 +416,33 @@ static int win_delete(MPI_Win w, int keyval, void *val, void *extra)
     return mpif_delete(MPI_Win_toint(w), keyval, extra, val);
 }
 
-void mpi_comm_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+static void glue_comm_create_keyval(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                              MPI_Fint *ierror)
 {
     MPIF_SET(ierror, MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
+MPIF_NAMES(glue_comm_create_keyval, comm_create_keyval)
 
-void mpi_type_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+static void glue_type_create_keyval(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                              MPI_Fint *ierror)
 {
     MPIF_SET(ierror, MPI_Type_create_keyval(type_copy, type_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
+MPIF_NAMES(glue_type_create_keyval, type_create_keyval)
 
-void mpi_win_create_keyval_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
+static void glue_win_create_keyval(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Aint *extra_state,
                             MPI_Fint *ierror)
 {
     MPIF_SET(ierror, MPI_Win_create_keyval(win_copy, win_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 0)));
 }
+MPIF_NAMES(glue_win_create_keyval, win_create_keyval)
 
-void mpi_keyval_create_(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Fint *extra_state,
+static void glue_keyval_create(mpif_proc copy, mpif_proc del, MPI_Fint *keyval, const MPI_Fint *extra_state,
                         MPI_Fint *ierror)
 {
     MPIF_SET(ierror, MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, mpif_keyval_new(copy, del, *extra_state, 1)));
 }
+MPIF_NAMES(glue_keyval_create, keyval_create)
 
 /* The predefined copy and delete procedures (§7.7.2), callable from Fortran. */
 #define NULL_COPY(sym, T)                                                                          \
@@ -491,7 +505,7 @@ static MPI_Aint win_attr_value(int keyval, void *p)
     }
 }
 
-void mpi_comm_get_attr_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+static void glue_comm_get_attr(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
                         MPI_Fint *ierror)
 {
     void *p = NULL;
@@ -501,8 +515,9 @@ void mpi_comm_get_attr_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Aint *
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_comm_get_attr, comm_get_attr)
 
-void mpi_type_get_attr_(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+static void glue_type_get_attr(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
                         MPI_Fint *ierror)
 {
     void *p = NULL;
@@ -512,8 +527,9 @@ void mpi_type_get_attr_(const MPI_Fint *type, const MPI_Fint *keyval, MPI_Aint *
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_type_get_attr, type_get_attr)
 
-void mpi_win_get_attr_(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+static void glue_win_get_attr(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
                        MPI_Fint *ierror)
 {
     void *p = NULL;
@@ -523,8 +539,9 @@ void mpi_win_get_attr_(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *va
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_win_get_attr, win_get_attr)
 
-void mpi_attr_get_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *flag,
+static void glue_attr_get(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *flag,
                    MPI_Fint *ierror)
 {
     void *p = NULL;
@@ -534,13 +551,19 @@ void mpi_attr_get_(const MPI_Fint *comm, const MPI_Fint *keyval, MPI_Fint *value
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_attr_get, attr_get)
 
-void mpi_attr_put_(const MPI_Fint *comm, const MPI_Fint *keyval, const MPI_Fint *value, MPI_Fint *ierror)
+static void glue_attr_put(const MPI_Fint *comm, const MPI_Fint *keyval, const MPI_Fint *value, MPI_Fint *ierror)
 {
     MPIF_SET(ierror, MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*value));
 }
+MPIF_NAMES(glue_attr_put, attr_put)
 
-/* ---- Generalized requests (§13.2) ---- */
+/* ---- Generalized requests (§13.2) ----
+ * The callbacks get the caller's own EXTRA_STATE variable, by reference,
+ * as MPICH's and Open MPI's Fortran bindings give it: what the free
+ * function writes there, the caller sees (MPICH's f77/pt2pt/greqf relies on
+ * it). The variable must therefore live until the request is freed. */
 
 typedef void (*mpif_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
 typedef void (*mpif_free_fn)(MPI_Aint *, MPI_Fint *);
@@ -548,14 +571,14 @@ typedef void (*mpif_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
 
 struct mpif_grequest {
     mpif_proc query, free, cancel;
-    MPI_Aint extra;
+    MPI_Aint *extra;
 };
 
 static int greq_query(void *extra, MPI_Status *status)
 {
     struct mpif_grequest *g = extra;
     MPI_Fint ierr = MPI_SUCCESS;
-    ((mpif_query_fn)g->query)(&g->extra, (MPI_Fint *)status, &ierr);
+    ((mpif_query_fn)g->query)(g->extra, (MPI_Fint *)status, &ierr);
     return ierr;
 }
 
@@ -563,7 +586,7 @@ static int greq_free(void *extra)
 {
     struct mpif_grequest *g = extra;
     MPI_Fint ierr = MPI_SUCCESS;
-    ((mpif_free_fn)g->free)(&g->extra, &ierr);
+    ((mpif_free_fn)g->free)(g->extra, &ierr);
     free(g);
     return ierr;
 }
@@ -572,21 +595,140 @@ static int greq_cancel(void *extra, int complete)
 {
     struct mpif_grequest *g = extra;
     MPI_Fint ierr = MPI_SUCCESS, fcomplete = MPIF_C2L(complete);
-    ((mpif_cancel_fn)g->cancel)(&g->extra, &fcomplete, &ierr);
+    ((mpif_cancel_fn)g->cancel)(g->extra, &fcomplete, &ierr);
     return ierr;
 }
 
-void mpi_grequest_start_(mpif_proc query, mpif_proc free_fn, mpif_proc cancel, const MPI_Aint *extra_state,
+static void glue_grequest_start(mpif_proc query, mpif_proc free_fn, mpif_proc cancel, MPI_Aint *extra_state,
                          MPI_Fint *request, MPI_Fint *ierror)
 {
     struct mpif_grequest *g = mpif_alloc(sizeof *g);
     g->query = query;
     g->free = free_fn;
     g->cancel = cancel;
-    g->extra = *extra_state;
+    g->extra = extra_state;
     MPI_Request c = MPI_REQUEST_NULL;
     int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &c);
     if (rc != MPI_SUCCESS) free(g);
     *request = MPI_Request_toint(c);
     MPIF_SET(ierror, rc);
 }
+MPIF_NAMES(glue_grequest_start, grequest_start)
+
+/* ---- MPI_INFO_GET_STRING (§10.2): Fortran's BUFLEN counts characters,
+ * not C's terminating NUL, both ways; a BUFLEN of 0 asks for the length
+ * only and leaves VALUE as it was, as does a key that is not there. ---- */
+static void glue_info_get_string(const MPI_Fint *info, const char *key, MPI_Fint *buflen, char *value,
+                                 MPI_Fint *flag, MPI_Fint *ierror, size_t lkey, size_t lvalue)
+{
+    char *ckey = mpif_cstr(key, lkey);
+    int room = *buflen < 0 ? 0 : *buflen;
+    if ((size_t)room > lvalue) room = (int)lvalue;
+    char *cvalue = mpif_alloc((size_t)room + 1);
+    cvalue[0] = '\0';
+    int cbuflen = room + 1, found = 0;
+    int rc = MPI_Info_get_string(MPI_Info_fromint(*info), ckey, &cbuflen, cvalue, &found);
+    if (rc == MPI_SUCCESS && found) {
+        *buflen = cbuflen - 1;
+        if (room > 0) mpif_fstr(value, lvalue, cvalue);
+    }
+    *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
+    free(ckey);
+    free(cvalue);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_info_get_string, info_get_string)
+
+/* ---- MPI-1's Fortran routines that MPI 3.0 removed, kept for old code:
+ * their address-sized arguments are default INTEGERs, which fail with a
+ * message when an address or extent does not fit. ---- */
+
+static int mpif_narrow(MPI_Aint v, MPI_Fint *out, const char *what)
+{
+    if (v < -2147483647 - 1 || v > 2147483647) {
+        fprintf(stderr, "MPI (Fortran glue): %s %lld does not fit the INTEGER of this MPI-1 routine; use its "
+                        "MPI-2 form with INTEGER(KIND=MPI_ADDRESS_KIND)\n", what, (long long)v);
+        return MPI_ERR_ARG;
+    }
+    *out = (MPI_Fint)v;
+    return MPI_SUCCESS;
+}
+
+static void glue_type_extent(const MPI_Fint *type, MPI_Fint *extent, MPI_Fint *ierror)
+{
+    MPI_Aint lb = 0, ext = 0;
+    int rc = MPI_Type_get_extent(MPI_Type_fromint(*type), &lb, &ext);
+    if (rc == MPI_SUCCESS) rc = mpif_narrow(ext, extent, "the extent");
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_extent, type_extent)
+
+static void glue_type_lb(const MPI_Fint *type, MPI_Fint *lb, MPI_Fint *ierror)
+{
+    MPI_Aint l = 0, ext = 0;
+    int rc = MPI_Type_get_extent(MPI_Type_fromint(*type), &l, &ext);
+    if (rc == MPI_SUCCESS) rc = mpif_narrow(l, lb, "the lower bound");
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_lb, type_lb)
+
+static void glue_type_ub(const MPI_Fint *type, MPI_Fint *ub, MPI_Fint *ierror)
+{
+    MPI_Aint l = 0, ext = 0;
+    int rc = MPI_Type_get_extent(MPI_Type_fromint(*type), &l, &ext);
+    if (rc == MPI_SUCCESS) rc = mpif_narrow(l + ext, ub, "the upper bound");
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_ub, type_ub)
+
+static void glue_address(void *location, MPI_Fint *address, MPI_Fint *ierror)
+{
+    MPI_Aint a = 0;
+    int rc = MPI_Get_address(MPIF_BUF(location), &a);
+    if (rc == MPI_SUCCESS) rc = mpif_narrow(a, address, "the address");
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_address, address)
+
+static void glue_type_hvector(const MPI_Fint *count, const MPI_Fint *blocklength, const MPI_Fint *stride,
+                              const MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierror)
+{
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int rc = MPI_Type_create_hvector(*count, *blocklength, *stride, MPI_Type_fromint(*oldtype), &t);
+    *newtype = MPI_Type_toint(t);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_hvector, type_hvector)
+
+static void glue_type_hindexed(const MPI_Fint *count, MPI_Fint *blocklengths, const MPI_Fint *displs,
+                               const MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierror)
+{
+    int n = mpif_len(*count);
+    MPI_Aint *d = mpif_alloc((size_t)n * sizeof(MPI_Aint));
+    for (int i = 0; i < n; i++) d[i] = displs[i];
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int rc = MPI_Type_create_hindexed(*count, blocklengths, d, MPI_Type_fromint(*oldtype), &t);
+    free(d);
+    *newtype = MPI_Type_toint(t);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_hindexed, type_hindexed)
+
+static void glue_type_struct(const MPI_Fint *count, MPI_Fint *blocklengths, const MPI_Fint *displs,
+                             const MPI_Fint *types, MPI_Fint *newtype, MPI_Fint *ierror)
+{
+    int n = mpif_len(*count);
+    MPI_Aint *d = mpif_alloc((size_t)n * sizeof(MPI_Aint));
+    MPI_Datatype *ts = mpif_alloc((size_t)n * sizeof(MPI_Datatype));
+    for (int i = 0; i < n; i++) {
+        d[i] = displs[i];
+        ts[i] = MPI_Type_fromint(types[i]);
+    }
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int rc = MPI_Type_create_struct(*count, blocklengths, d, ts, &t);
+    free(d);
+    free(ts);
+    *newtype = MPI_Type_toint(t);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_type_struct, type_struct)

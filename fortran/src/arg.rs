@@ -112,7 +112,7 @@ pub enum Arg {
 }
 
 /// Names of `int` parameters that are `LOGICAL` in Fortran.
-const LOGICALS: &[&str] = &["flag", "reorder", "high", "commute"];
+const LOGICALS: &[&str] = &["flag", "reorder", "high", "commute", "weighted"];
 
 /// `(function, parameter, length as C code)` for arrays whose length is
 /// another argument or a query.

@@ -199,34 +199,34 @@ pub fn module_mpi_f08(bindings: &[Binding]) -> String {
         }
         line("  END INTERFACE");
     }
-    // Each function under its name; a large-count form under its plain
-    // form's name too (a generic with two specific procedures).
+    // Each function is a generic of its name with the standard's specific
+    // names (§19.1.5: MPI_Send_f08, and MPI_Send_c_f08 for its large-count
+    // form, whose glue symbols are mpi_send_f08_ and mpi_send_c_f08_), and
+    // likewise under PMPI_ for profiling libraries (§15.2). A large-count
+    // form a generic could not tell from its plain form keeps its own name.
     let f08: Vec<&Binding> = bindings.iter().filter(|b| b.in_mpi_f08()).collect();
     for b in &f08 {
         let name = b.name();
         if b.is_large_count() {
             let plain = &name[..name.len() - 2];
             if f08.iter().any(|p| p.name() == plain && !ambiguous(p, b)) {
-                continue; // in its plain form's generic, below
+                continue; // in its plain form's generic
             }
         }
         let large =
             f08.iter().find(|c| c.is_large_count() && c.name() == format!("{name}_c")).filter(|c| !ambiguous(b, c));
-        match large {
-            Some(c) => {
-                line(&format!("  INTERFACE {name}"));
-                for l in body(b, name).into_iter().chain(body(c, c.name())) {
+        for prefix in ["", "P"] {
+            let generic = format!("{prefix}{name}");
+            line(&format!("  INTERFACE {generic}"));
+            for l in body(b, &format!("{generic}_f08")) {
+                line(&l);
+            }
+            if let Some(c) = large {
+                for l in body(c, &format!("{prefix}{}_f08", c.name())) {
                     line(&l);
                 }
-                line(&format!("  END INTERFACE {name}"));
             }
-            None => {
-                line("  INTERFACE");
-                for l in body(b, name) {
-                    line(&l);
-                }
-                line("  END INTERFACE");
-            }
+            line(&format!("  END INTERFACE {generic}"));
         }
     }
     line("  INTERFACE MPI_Sizeof");
@@ -272,8 +272,13 @@ pub fn module_mpi_f08(bindings: &[Binding]) -> String {
 }
 
 /// The intrinsic types and kinds `MPI_SIZEOF` answers for (§19.1.9).
-pub const SIZEOF_KINDS: &[(&str, &[u8])] =
-    &[("INTEGER", &[1, 2, 4, 8]), ("REAL", &[4, 8]), ("COMPLEX", &[4, 8]), ("LOGICAL", &[1, 2, 4, 8])];
+pub const SIZEOF_KINDS: &[(&str, &[u8])] = &[
+    ("INTEGER", &[1, 2, 4, 8]),
+    ("REAL", &[4, 8]),
+    ("COMPLEX", &[4, 8]),
+    ("LOGICAL", &[1, 2, 4, 8]),
+    ("CHARACTER", &[1]),
+];
 
 /// `MPI_SIZEOF(x, size, ierror)`: the size of one element of `x`, of any
 /// rank (an assumed-rank dummy), for each type and kind.
@@ -283,7 +288,8 @@ pub fn sizeof_procedures() -> Vec<String> {
         for k in *kinds {
             let name = format!("mpif_sizeof_{}{k}", ty.to_lowercase());
             out.push(format!("  SUBROUTINE {name}(x, size, ierror)"));
-            out.push(format!("    {ty}(KIND={k}), DIMENSION(..), INTENT(IN) :: x"));
+            let len = if *ty == "CHARACTER" { ", LEN=*" } else { "" };
+            out.push(format!("    {ty}(KIND={k}{len}), DIMENSION(..), INTENT(IN) :: x"));
             out.push("    INTEGER, INTENT(OUT) :: size".into());
             out.push("    INTEGER, OPTIONAL, INTENT(OUT) :: ierror".into());
             out.push("    size = STORAGE_SIZE(x) / 8".into());

@@ -5,7 +5,7 @@
 //! uses (`MPIF_BUF`, `mpif_cstr`, ...) are in `fortran/glue/mpif.h`.
 
 use crate::arg::{conversion_prefix, Arg, Shape};
-use crate::{symbol, Binding};
+use crate::Binding;
 
 /// `mpif_glue.c`: the generated glue of every [`Binding::Generated`].
 pub fn glue_c(bindings: &[Binding]) -> String {
@@ -161,11 +161,15 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
                 post.push(format!("free(c_{n});"));
             }
             Arg::StrOut => {
+                // Written only when the call found something: a failed
+                // call, or one whose flag says "not found", leaves the
+                // caller's string as it was (MPI_INFO_GET).
+                let found = if names.contains(&"flag") { " && t_flag" } else { "" };
                 params.push(format!("char *{n}"));
                 hidden.push(format!("size_t l_{n}"));
                 pre.push(format!("char *c_{n} = mpif_strbuf(l_{n});"));
                 call.push(format!("c_{n}"));
-                post.push(format!("mpif_fstr({n}, l_{n}, c_{n});"));
+                post.push(format!("if (rc == MPI_SUCCESS{found}) mpif_fstr({n}, l_{n}, c_{n});"));
                 post.push(format!("free(c_{n});"));
             }
             Arg::Procedure => unreachable!("procedures are only in hand-written glue"),
@@ -173,13 +177,13 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
     }
     handles.append(&mut pre);
     let pre = handles;
-    let sym = symbol(name);
+    let body = format!("glue_{}", base_name(name));
     let mut f = String::new();
     match ret {
         "int" => {
             params.push("MPI_Fint *ierror".to_string());
             params.extend(hidden);
-            f.push_str(&format!("void {sym}({})\n{{\n", params.join(", ")));
+            f.push_str(&format!("static void {body}({})\n{{\n", params.join(", ")));
             for l in &pre {
                 f.push_str(&format!("    {l}\n"));
             }
@@ -194,8 +198,27 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
             // `double MPI_Wtime(void)`, `MPI_Aint MPI_Aint_add(...)`: Fortran functions.
             assert!(pre.is_empty() && post.is_empty() && hidden.is_empty(), "{name}: a function with conversions");
             let params = if params.is_empty() { "void".to_string() } else { params.join(", ") };
-            f.push_str(&format!("{ret} {sym}({params})\n{{\n    return {name}({});\n}}\n", call.join(", ")));
+            f.push_str(&format!("static {ret} {body}({params})\n{{\n    return {name}({});\n}}\n", call.join(", ")));
         }
     }
+    f.push_str(&format!("MPIF_NAMES({body}, {})\n", base_name(name)));
+    if args.contains(&Arg::AddressOut) {
+        // Module mpi's TYPE(C_PTR) form of the same routine (§9.2, §12.2.2).
+        f.push_str(&format!(
+            "extern __typeof__({body}) {} __attribute__((weak, alias(\"{body}\")));\n",
+            cptr_symbol(name)
+        ));
+    }
     f
+}
+
+/// `MPI_Send` → `send`: what `MPIF_NAMES` makes `mpi_send_`,
+/// `mpi_send_f08_`, `pmpi_send_` and `pmpi_send_f08_` of.
+pub fn base_name(name: &str) -> String {
+    name.trim_start_matches("MPI_").to_lowercase()
+}
+
+/// The symbol of module `mpi`'s `TYPE(C_PTR)` form of `name` (`MPI_Alloc_mem`).
+pub fn cptr_symbol(name: &str) -> String {
+    format!("{}_cptr_", name.to_lowercase())
 }

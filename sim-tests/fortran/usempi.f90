@@ -62,6 +62,7 @@ contains
     integer(kind=MPI_ADDRESS_KIND) :: extra_state
     integer :: ierr
     if (extra_state == 77) freed = freed + 1
+    extra_state = extra_state + 1
     ierr = MPI_SUCCESS
   end subroutine free_fn
 
@@ -88,7 +89,7 @@ program usempi
   integer :: indices(4), outcount, rowtype, dims(2), coords(2), cls, key, dup, greq
   logical :: periods(2), remain(2), flag
   double precision :: a(8), b(8), t0, t1
-  integer(kind=MPI_ADDRESS_KIND) :: disp, wsize, lb, extent, val
+  integer(kind=MPI_ADDRESS_KIND) :: disp, wsize, lb, extent, val, gstate
   integer :: sendbuf(4), recvbuf(4)
 
   call MPI_Init(ierr)
@@ -202,13 +203,15 @@ program usempi
   call check(deleted == 2, 'fortran delete function')
   call MPI_Comm_free_keyval(key, ierr)
 
-  ! A generalized request whose callbacks are Fortran.
-  call MPI_Grequest_start(query_fn, free_fn, cancel_fn, 77_MPI_ADDRESS_KIND, greq, ierr)
+  ! A generalized request whose callbacks are Fortran; they get gstate
+  ! itself, and what the free function writes there is seen here.
+  gstate = 77
+  call MPI_Grequest_start(query_fn, free_fn, cancel_fn, gstate, greq, ierr)
   call MPI_Grequest_complete(greq, ierr)
   call MPI_Wait(greq, status, ierr)
   call MPI_Get_count(status, MPI_INTEGER, count, ierr)
-  call check(greq == MPI_REQUEST_NULL .and. status(MPI_TAG) == 77 .and. count == 3 .and. freed == 1, &
-             'generalized request')
+  call check(greq == MPI_REQUEST_NULL .and. status(MPI_TAG) == 77 .and. count == 3 .and. freed == 1 &
+             .and. gstate == 78, 'generalized request')
 
   ! MPI_Sizeof on an array and a scalar.
   call MPI_Sizeof(a, i, ierr)
