@@ -361,33 +361,107 @@ static struct mpif_keyval *mpif_keyval_new(mpif_proc copy, mpif_proc del, MPI_Ai
     return k;
 }
 
+/* ---- Attribute values set from Fortran (§19.3.7) ----
+ * A Fortran attribute value is an integer, and C code that reads one gets
+ * a pointer to it (the standard's example: MPI_Aint *val;
+ * MPI_Comm_get_attr(comm, key, &val, &flag); then *val). So the glue
+ * stores a box holding the value, and keeps the boxes it made, to tell
+ * them from values C code stored (which Fortran reads as the address they
+ * are). A box is freed when the keyval's Fortran delete procedure has run
+ * on it; one set on a keyval C code made is not (C's delete function gets
+ * the pointer). */
+static struct {
+    MPI_Aint **v;
+    size_t n, cap;
+    int lock;
+} boxes;
+
+static void boxes_lock(void)
+{
+    while (__atomic_exchange_n(&boxes.lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+}
+
+static void boxes_unlock(void) { __atomic_store_n(&boxes.lock, 0, __ATOMIC_RELEASE); }
+
+static MPI_Aint *mpif_box(MPI_Aint value)
+{
+    MPI_Aint *b = mpif_alloc(sizeof *b);
+    *b = value;
+    boxes_lock();
+    if (boxes.n == boxes.cap) {
+        size_t cap = boxes.cap ? 2 * boxes.cap : 16;
+        MPI_Aint **v = realloc(boxes.v, cap * sizeof *v);
+        if (!v) {
+            boxes_unlock();
+            fprintf(stderr, "MPI (Fortran glue): out of memory for attribute values\n");
+            MPI_Abort(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+        }
+        boxes.v = v;
+        boxes.cap = cap;
+    }
+    boxes.v[boxes.n++] = b;
+    boxes_unlock();
+    return b;
+}
+
+/* The value in `p` if it is a box the glue made, else `p` itself. */
+static MPI_Aint mpif_unbox(void *p)
+{
+    MPI_Aint value = (MPI_Aint)p;
+    boxes_lock();
+    for (size_t i = 0; i < boxes.n; i++) {
+        if (boxes.v[i] == p) {
+            value = *boxes.v[i];
+            break;
+        }
+    }
+    boxes_unlock();
+    return value;
+}
+
+/* Free `p` if it is a box the glue made. */
+static void mpif_box_free(void *p)
+{
+    boxes_lock();
+    for (size_t i = 0; i < boxes.n; i++) {
+        if (boxes.v[i] == p) {
+            boxes.v[i] = boxes.v[--boxes.n];
+            free(p);
+            break;
+        }
+    }
+    boxes_unlock();
+}
+
 /* Call the Fortran copy procedure of `k` on the object `fobj`. */
 static int mpif_copy(MPI_Fint fobj, int keyval, struct mpif_keyval *k, void *in, void *out, int *flag)
 {
     MPI_Fint fkey = keyval, fflag = MPIF_FALSE, ierr = MPI_SUCCESS;
+    MPI_Aint value = mpif_unbox(in), copy = 0;
     if (k->integer) {
-        MPI_Fint fin = (MPI_Fint)(MPI_Aint)in, fout = 0, fextra = (MPI_Fint)k->extra;
+        MPI_Fint fin = (MPI_Fint)value, fout = 0, fextra = (MPI_Fint)k->extra;
         ((mpif_copy_int_fn)k->copy)(&fobj, &fkey, &fextra, &fin, &fout, &fflag, &ierr);
-        *(void **)out = (void *)(MPI_Aint)fout;
+        copy = fout;
     } else {
-        MPI_Aint ain = (MPI_Aint)in, aout = 0;
-        ((mpif_copy_fn)k->copy)(&fobj, &fkey, &k->extra, &ain, &aout, &fflag, &ierr);
-        *(void **)out = (void *)aout;
+        ((mpif_copy_fn)k->copy)(&fobj, &fkey, &k->extra, &value, &copy, &fflag, &ierr);
     }
     *flag = MPIF_L2C(fflag);
+    if (*flag) *(void **)out = mpif_box(copy);
     return ierr;
 }
 
 static int mpif_delete(MPI_Fint fobj, int keyval, struct mpif_keyval *k, void *val)
 {
     MPI_Fint fkey = keyval, ierr = MPI_SUCCESS;
+    MPI_Aint value = mpif_unbox(val);
     if (k->integer) {
-        MPI_Fint fval = (MPI_Fint)(MPI_Aint)val, fextra = (MPI_Fint)k->extra;
+        MPI_Fint fval = (MPI_Fint)value, fextra = (MPI_Fint)k->extra;
         ((mpif_delete_int_fn)k->del)(&fobj, &fkey, &fval, &fextra, &ierr);
     } else {
-        MPI_Aint aval = (MPI_Aint)val;
-        ((mpif_delete_fn)k->del)(&fobj, &fkey, &aval, &k->extra, &ierr);
+        ((mpif_delete_fn)k->del)(&fobj, &fkey, &value, &k->extra, &ierr);
     }
+    if (ierr == MPI_SUCCESS) mpif_box_free(val);
     return ierr;
 }
 
@@ -489,7 +563,7 @@ static MPI_Aint comm_attr_value(int keyval, void *p)
     case MPI_UNIVERSE_SIZE: case MPI_APPNUM: case MPI_LASTUSEDCODE:
         return *(int *)p;
     default:
-        return (MPI_Aint)p;
+        return mpif_unbox(p);
     }
 }
 
@@ -500,8 +574,10 @@ static MPI_Aint win_attr_value(int keyval, void *p)
         return *(MPI_Aint *)p;
     case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
         return *(int *)p;
-    default: /* MPI_WIN_BASE is the base address itself; users' values as stored */
+    case MPI_WIN_BASE: /* the base address itself */
         return (MPI_Aint)p;
+    default:
+        return mpif_unbox(p);
     }
 }
 
@@ -523,7 +599,7 @@ static void glue_type_get_attr(const MPI_Fint *type, const MPI_Fint *keyval, MPI
     void *p = NULL;
     int found = 0;
     int rc = MPI_Type_get_attr(MPI_Type_fromint(*type), *keyval, &p, &found);
-    if (rc == MPI_SUCCESS && found) *value = (MPI_Aint)p;
+    if (rc == MPI_SUCCESS && found) *value = mpif_unbox(p);
     *flag = MPIF_C2L(rc == MPI_SUCCESS && found);
     MPIF_SET(ierror, rc);
 }
@@ -555,9 +631,29 @@ MPIF_NAMES(glue_attr_get, attr_get)
 
 static void glue_attr_put(const MPI_Fint *comm, const MPI_Fint *keyval, const MPI_Fint *value, MPI_Fint *ierror)
 {
-    MPIF_SET(ierror, MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*value));
+    MPI_Aint *b = mpif_box(*value);
+    int rc = MPI_Attr_put(MPI_Comm_fromint(*comm), *keyval, b);
+    if (rc != MPI_SUCCESS) mpif_box_free(b);
+    MPIF_SET(ierror, rc);
 }
 MPIF_NAMES(glue_attr_put, attr_put)
+
+/* MPI_*_SET_ATTR: the value goes in a box (above). */
+#define SET_ATTR(name, Cvt)                                                                      \
+    static void glue_##name(const MPI_Fint *obj, const MPI_Fint *keyval, const MPI_Aint *value,   \
+                            MPI_Fint *ierror)                                                    \
+    {                                                                                            \
+        MPI_Aint *b = mpif_box(*value);                                                          \
+        int rc = Cvt##_set_attr(Cvt##_fromint(*obj), *keyval, b);                                \
+        if (rc != MPI_SUCCESS) mpif_box_free(b);                                                 \
+        MPIF_SET(ierror, rc);                                                                    \
+    }
+SET_ATTR(comm_set_attr, MPI_Comm)
+MPIF_NAMES(glue_comm_set_attr, comm_set_attr)
+SET_ATTR(type_set_attr, MPI_Type)
+MPIF_NAMES(glue_type_set_attr, type_set_attr)
+SET_ATTR(win_set_attr, MPI_Win)
+MPIF_NAMES(glue_win_set_attr, win_set_attr)
 
 /* ---- Generalized requests (§13.2) ----
  * The callbacks get the caller's own EXTRA_STATE variable, by reference,

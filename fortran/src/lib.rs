@@ -110,12 +110,20 @@ macro_rules! get_attr {
     };
 }
 
+/// `MPI_*_set_attr(obj, keyval, attribute_val)` for one kind of object.
+macro_rules! set_attr {
+    ($obj:literal, $ty:literal) => {
+        &[($obj, FArg::Handle($ty)), ("keyval", FArg::Int), ("attribute_val", FArg::Address)]
+    };
+}
+
 /// The functions whose glue is written by hand, and their Fortran
 /// arguments (MPI 4.1 §19.1 and the function's own section): those with
 /// procedure arguments (a trampoline calls the Fortran procedure with
 /// Fortran arguments), those whose Fortran form drops C's arguments
-/// (`MPI_Init`'s `argc`/`argv`), and the attribute getters (a predefined
-/// attribute is a pointer in C and its value in Fortran).
+/// (`MPI_Init`'s `argc`/`argv`), and the attribute setters and getters (a
+/// Fortran value is stored boxed, so that C reads a pointer to it, §19.3.7;
+/// a predefined attribute is a pointer in C and its value in Fortran).
 pub const HAND_WRITTEN: &[HandWritten] = &[
     ("MPI_Init", &[], true),
     (
@@ -164,6 +172,9 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
         ],
         true,
     ),
+    ("MPI_Comm_set_attr", set_attr!("comm", "MPI_Comm"), true),
+    ("MPI_Type_set_attr", set_attr!("datatype", "MPI_Datatype"), true),
+    ("MPI_Win_set_attr", set_attr!("win", "MPI_Win"), true),
     ("MPI_Comm_get_attr", get_attr!("comm", "MPI_Comm"), true),
     ("MPI_Type_get_attr", get_attr!("datatype", "MPI_Datatype"), true),
     ("MPI_Win_get_attr", get_attr!("win", "MPI_Win"), true),
