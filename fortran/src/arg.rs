@@ -217,7 +217,7 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
         "char" if p.pointers == 0 && p.array.as_deref() == Some("") && p.constant => Arg::StrIn,
         "char" if p.pointers == 1 && p.array.is_none() => Arg::StrOut,
         t if t.starts_with("MPI_") && t.ends_with("_function") => Arg::Procedure,
-        t if HANDLE_TYPES.contains(&t) => {
+        t if is_handle(t) => {
             if p.array.is_some() {
                 let len = length(func, name).ok_or_else(|| format!("no length for {func}'s handle array {name}"))?;
                 Arg::HandleArray { ty: t.to_string(), len }
@@ -234,20 +234,10 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
     Ok(arg)
 }
 
-/// The handle types Fortran sees as `INTEGER`s.
-pub const HANDLE_TYPES: &[&str] = &[
-    "MPI_Comm",
-    "MPI_Datatype",
-    "MPI_Group",
-    "MPI_Info",
-    "MPI_Op",
-    "MPI_Request",
-    "MPI_Errhandler",
-    "MPI_Message",
-    "MPI_Win",
-    "MPI_Session",
-    "MPI_File",
-];
+/// Whether `ty` is a handle type (`MPI_Comm`, ...): one of the ABI's.
+fn is_handle(ty: &str) -> bool {
+    mpi_abi::abi::HANDLES.iter().any(|(t, _, _)| *t == ty)
+}
 
 /// `MPI_Comm` → `MPI_Comm`, `MPI_Datatype` → `MPI_Type`: the prefix of
 /// the type's `_toint`/`_fromint`.

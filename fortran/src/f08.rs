@@ -77,32 +77,11 @@ fn handle_types() -> Vec<&'static str> {
 
 /// One interface body.
 fn body(b: &Binding, name: &str) -> Vec<String> {
-    let Some((args, ierror)) = b.fortran_args() else { return Vec::new() };
-    let mut out = Vec::new();
-    let mut names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
-    if ierror {
-        names.push("ierror".into());
-    }
-    let kind = match b {
-        Binding::Generated { proto, .. } if proto.ret == "double" => "DOUBLE PRECISION FUNCTION",
-        Binding::Generated { proto, .. } if proto.ret == "MPI_Aint" => "INTEGER(KIND=MPI_ADDRESS_KIND) FUNCTION",
-        _ => "SUBROUTINE",
-    };
-    let end = if kind.ends_with("FUNCTION") { "FUNCTION" } else { "SUBROUTINE" };
-    out.push(crate::source::wrap(&format!("    {kind} {name}({})", names.join(", "))));
     let mut imports = vec!["MPI_ADDRESS_KIND", "MPI_OFFSET_KIND", "MPI_COUNT_KIND", "MPI_Status", "C_PTR"];
     imports.extend(handle_types());
-    out.push(crate::source::wrap(&format!("      IMPORT :: {}", imports.join(", "))));
-    out.push("      IMPLICIT NONE".into());
     let asy = asynchronous(b.name());
-    for (n, a) in &args {
-        out.extend(declaration(n, a, asy).into_iter().map(|d| format!("      {d}")));
-    }
-    if ierror {
-        out.push("      INTEGER, OPTIONAL, INTENT(OUT) :: ierror".into());
-    }
-    out.push(format!("    END {end} {name}"));
-    out
+    let declare = |n: &str, a: &Arg| declaration(n, a, asy);
+    crate::source::interface_body(b, name, &imports.join(", "), declare, "INTEGER, OPTIONAL, INTENT(OUT) :: ierror")
 }
 
 /// Whether a generic could not tell `plain` from its large-count form

@@ -100,20 +100,23 @@ impl Binding {
 
 /// `MPI_*_get_attr(obj, keyval, attribute_val, flag)` for one kind of object.
 macro_rules! get_attr {
-    ($obj:literal, $ty:literal) => {
-        &[
-            ($obj, FArg::Handle($ty)),
-            ("keyval", FArg::Int),
-            ("attribute_val", FArg::AddressOut),
-            ("flag", FArg::LogicalOut),
-        ]
+    ($obj:literal, $ty:literal, $key:literal) => {
+        &[($obj, FArg::Handle($ty)), ($key, FArg::Int), ("attribute_val", FArg::AddressOut), ("flag", FArg::LogicalOut)]
     };
 }
 
 /// `MPI_*_set_attr(obj, keyval, attribute_val)` for one kind of object.
 macro_rules! set_attr {
-    ($obj:literal, $ty:literal) => {
-        &[($obj, FArg::Handle($ty)), ("keyval", FArg::Int), ("attribute_val", FArg::Address)]
+    ($obj:literal, $ty:literal, $key:literal) => {
+        &[($obj, FArg::Handle($ty)), ($key, FArg::Int), ("attribute_val", FArg::Address)]
+    };
+}
+
+/// `MPI_*_create_keyval(copy, delete, keyval, extra_state)`, with the
+/// standard's names for the dummies (a caller may pass them by keyword).
+macro_rules! create_keyval {
+    ($copy:literal, $delete:literal, $key:literal) => {
+        &[($copy, FArg::Procedure), ($delete, FArg::Procedure), ($key, FArg::IntOut), ("extra_state", FArg::Address)]
     };
 }
 
@@ -159,9 +162,9 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
         &[("session_errhandler_fn", FArg::Procedure), ("errhandler", FArg::HandleOut("MPI_Errhandler"))],
         true,
     ),
-    ("MPI_Comm_create_keyval", KEYVAL, true),
-    ("MPI_Type_create_keyval", KEYVAL, true),
-    ("MPI_Win_create_keyval", KEYVAL, true),
+    ("MPI_Comm_create_keyval", create_keyval!("comm_copy_attr_fn", "comm_delete_attr_fn", "comm_keyval"), true),
+    ("MPI_Type_create_keyval", create_keyval!("type_copy_attr_fn", "type_delete_attr_fn", "type_keyval"), true),
+    ("MPI_Win_create_keyval", create_keyval!("win_copy_attr_fn", "win_delete_attr_fn", "win_keyval"), true),
     (
         "MPI_Keyval_create",
         &[
@@ -172,12 +175,12 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
         ],
         true,
     ),
-    ("MPI_Comm_set_attr", set_attr!("comm", "MPI_Comm"), true),
-    ("MPI_Type_set_attr", set_attr!("datatype", "MPI_Datatype"), true),
-    ("MPI_Win_set_attr", set_attr!("win", "MPI_Win"), true),
-    ("MPI_Comm_get_attr", get_attr!("comm", "MPI_Comm"), true),
-    ("MPI_Type_get_attr", get_attr!("datatype", "MPI_Datatype"), true),
-    ("MPI_Win_get_attr", get_attr!("win", "MPI_Win"), true),
+    ("MPI_Comm_set_attr", set_attr!("comm", "MPI_Comm", "comm_keyval"), true),
+    ("MPI_Type_set_attr", set_attr!("datatype", "MPI_Datatype", "type_keyval"), true),
+    ("MPI_Win_set_attr", set_attr!("win", "MPI_Win", "win_keyval"), true),
+    ("MPI_Comm_get_attr", get_attr!("comm", "MPI_Comm", "comm_keyval"), true),
+    ("MPI_Type_get_attr", get_attr!("datatype", "MPI_Datatype", "type_keyval"), true),
+    ("MPI_Win_get_attr", get_attr!("win", "MPI_Win", "win_keyval"), true),
     (
         "MPI_Attr_get",
         &[
@@ -216,13 +219,6 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
 /// A hand-written binding: the C function, its Fortran dummy arguments
 /// (before `ierror`), and whether `ierror` follows.
 pub type HandWritten = (&'static str, &'static [(&'static str, FArg)], bool);
-
-const KEYVAL: &[(&str, FArg)] = &[
-    ("copy_attr_fn", FArg::Procedure),
-    ("delete_attr_fn", FArg::Procedure),
-    ("keyval", FArg::IntOut),
-    ("extra_state", FArg::Address),
-];
 
 /// A Fortran dummy argument of a hand-written binding (a `const` form of
 /// the few [`Arg`]s they use).

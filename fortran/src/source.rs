@@ -230,8 +230,28 @@ pub fn module_mpi(bindings: &[Binding]) -> String {
 /// One interface body of module `mpi`: `name`'s dummies, the address
 /// results as `TYPE(C_PTR)` when `cptr`.
 fn body_mpi(b: &Binding, name: &str, cptr: bool) -> Vec<String> {
+    let imports = "MPI_STATUS_SIZE, MPI_ADDRESS_KIND, MPI_OFFSET_KIND, MPI_COUNT_KIND, C_PTR";
+    let declare = |n: &str, a: &Arg| {
+        if cptr && *a == Arg::AddressOut {
+            vec![format!("TYPE(C_PTR) :: {n}")]
+        } else {
+            declaration(n, a)
+        }
+    };
+    interface_body(b, name, imports, declare, "INTEGER :: ierror")
+}
+
+/// The interface body of `b` under `name`, for either module: the head,
+/// what it imports, each dummy as `declare` has it, `ierror` as
+/// `ierror_decl` has it (when the routine has one), and the end.
+pub(crate) fn interface_body(
+    b: &Binding,
+    name: &str,
+    imports: &str,
+    declare: impl Fn(&str, &Arg) -> Vec<String>,
+    ierror_decl: &str,
+) -> Vec<String> {
     let Some((args, ierror)) = b.fortran_args() else { return Vec::new() };
-    let mut out = Vec::new();
     let mut names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
     if ierror {
         names.push("ierror".into());
@@ -242,18 +262,16 @@ fn body_mpi(b: &Binding, name: &str, cptr: bool) -> Vec<String> {
         _ => "SUBROUTINE",
     };
     let end = if kind.ends_with("FUNCTION") { "FUNCTION" } else { "SUBROUTINE" };
-    out.push(wrap(&format!("    {kind} {name}({})", names.join(", "))));
-    out.push("      IMPORT :: MPI_STATUS_SIZE, MPI_ADDRESS_KIND, MPI_OFFSET_KIND, MPI_COUNT_KIND, C_PTR".into());
-    out.push("      IMPLICIT NONE".into());
+    let mut out = vec![
+        wrap(&format!("    {kind} {name}({})", names.join(", "))),
+        wrap(&format!("      IMPORT :: {imports}")),
+        "      IMPLICIT NONE".to_string(),
+    ];
     for (n, a) in &args {
-        if cptr && *a == Arg::AddressOut {
-            out.push(format!("      TYPE(C_PTR) :: {n}"));
-            continue;
-        }
-        out.extend(declaration(n, a).into_iter().map(|d| format!("      {d}")));
+        out.extend(declare(n, a).into_iter().map(|d| format!("      {d}")));
     }
     if ierror {
-        out.push("      INTEGER :: ierror".into());
+        out.push(format!("      {ierror_decl}"));
     }
     out.push(format!("    END {end} {name}"));
     out
