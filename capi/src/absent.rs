@@ -3,7 +3,7 @@
 //! whole standard (mpi4py's default build) loads and runs, and each
 //! fails with `MPI_ERR_UNSUPPORTED_OPERATION` through the error handler
 //! that applies, with a message naming the function and what is missing.
-//! README ("What is not supported") lists them by chapter.
+//! docs/guide/not-supported.md lists them by chapter.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -18,7 +18,7 @@ pub(crate) fn refuse(call: &str, what: &str, obj: Handle) -> c_int {
     with_state(call, obj, |_| {
         Err(Fail::new(
             MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{call} is not supported by this library: {what} (README, \"What is not supported\")"),
+            format!("{call} is not supported by this library: {what} (docs/guide/not-supported.md)"),
         ))
     })
 }

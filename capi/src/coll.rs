@@ -66,7 +66,7 @@ pub(crate) fn blocking(
 /// Start a collective and hand out its request. On an
 /// intercommunicator, run `inter` (the blocking form's body) and hand out
 /// a completed request: the non-blocking intercommunicator collectives
-/// complete within the call (README, "What is not supported"): right for
+/// complete within the call (docs/guide/not-supported.md): right for
 /// a program that waits for them, but one that starts two on different
 /// communicators in different orders on different processes waits for
 /// ever.

@@ -265,7 +265,7 @@ enum Making {
 /// communicators from different parents, or with different tags, in
 /// different orders on different processes (MPICH's threads/comm tests).
 /// Every process of the job must ask for `MPI_THREAD_MULTIPLE`, or none:
-/// the blocking agreement and this do not meet (README, "Threads").
+/// the blocking agreement and this do not meet (docs/guide/threads.md).
 ///
 /// # Safety
 /// `newcomm` is null or writable.
@@ -324,7 +324,7 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
             let ranks = ranks_in(st, comm, group)?;
             let c = &st.comm(comm)?.comm;
             Ok(if c.is_inter() {
-                // An intercommunicator's stays whole (README, "Threads").
+                // An intercommunicator's stays whole (docs/guide/threads.md).
                 Making::Now(split_create(c, &ranks)?)
             } else {
                 Making::Later(c.immediate_create(&ranks)?)

@@ -44,7 +44,7 @@
 //! of post/start/complete/wait (passive-target ones of unified windows
 //! wait as `MPI_Wait` does: `win::passive_sync`), the collectives on an
 //! intercommunicator, and `MPI_Finalize`: another thread's call waits until
-//! they return (README, "Threads").
+//! they return (docs/guide/threads.md).
 
 use std::cell::Cell;
 use std::ffi::c_int;

@@ -538,7 +538,7 @@ fn choose_rank_mode(
     Ok(None)
 }
 
-/// The most ranks `dnrun` starts on one host (documented in the README):
+/// The most ranks `dnrun` starts on one host (documented in docs/guide/running.md):
 /// as many as the simulated fabric has slots.
 pub const MAX_LOCAL_RANKS: usize = fpga_regs::layout::MAX_SOURCES;
 
