@@ -22,6 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod hooks;
 pub mod job;
+pub mod knobs;
 pub mod offload;
 pub mod pmi;
 pub mod transport;

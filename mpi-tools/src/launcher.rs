@@ -353,7 +353,8 @@ pub fn run_dpdk_poller(args: &[std::ffi::OsString], stop: &AtomicBool) -> i32 {
         poller::PollerOptions::from_env(job, node, np, nodes, PathBuf::from(dir)).and_then(|o| poller::run(&o, stop));
     match result {
         Ok(stats) => {
-            if std::env::var_os("DN_STATS").is_some() {
+            // DN_STATS=1, as the ranks read it (adi::config).
+            if std::env::var(adi::config::ENV_STATS).is_ok_and(|v| v == "1") {
                 // One write, so that two pollers' lines do not interleave.
                 let line = format!("dnrun: DPDK poller of node {node}: {stats}\n");
                 let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());

@@ -13,7 +13,14 @@ use mpi_tools::launcher::{launch, Backend, DpdkPolling, LaunchOptions};
 
 /// Run an MPI program as NP processes.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None, trailing_var_arg = true, args_override_self = true)]
+#[command(
+    version,
+    about,
+    long_about = None,
+    trailing_var_arg = true,
+    args_override_self = true,
+    after_help = "Every DN_* environment variable, what it takes and what it does: dnrun --help-env"
+)]
 struct Args {
     /// Number of processes (ranks).
     #[arg(short = 'n', long = "np")]
@@ -224,6 +231,10 @@ fn main() -> ExitCode {
             }
         }
         return ExitCode::from(mpi_tools::launcher::run_dpdk_poller(&argv[2..], &stop) as u8);
+    }
+    if argv.len() == 2 && argv[1] == "--help-env" {
+        print!("{}", adi::knobs::markdown());
+        return ExitCode::SUCCESS;
     }
     let a = args(mpiexec_flags(argv));
     let nodes = match a.ppn {
