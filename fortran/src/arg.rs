@@ -88,6 +88,9 @@ pub enum Arg {
         ty: String,
         /// The length, as C code over the glue's names.
         len: String,
+        /// Whether the call writes it (a `const` array is only read, and
+        /// may be a Fortran constant in read-only memory).
+        out: bool,
     },
     /// A choice buffer (`void *buf`): `MPI_BOTTOM` and `MPI_IN_PLACE` mapped.
     Choice,
@@ -220,7 +223,7 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
         t if is_handle(t) => {
             if p.array.is_some() {
                 let len = length(func, name).ok_or_else(|| format!("no length for {func}'s handle array {name}"))?;
-                Arg::HandleArray { ty: t.to_string(), len }
+                Arg::HandleArray { ty: t.to_string(), len, out: !p.constant }
             } else if p.pointers == 1 {
                 Arg::HandleRef(t.to_string())
             } else if p.pointers == 0 {

@@ -112,15 +112,20 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
                 call.push(format!("&c_{n}"));
                 post.push(format!("*{n} = {}_toint(c_{n});", conversion_prefix(ty)));
             }
-            Arg::HandleArray { ty, len } => {
+            Arg::HandleArray { ty, len, out } => {
+                // Up to 16 handles converted on the stack: a polling loop
+                // of MPI_TESTALL must not allocate on every call.
                 let cv = conversion_prefix(ty);
                 params.push(format!("MPI_Fint *{n}"));
                 pre.push(format!("int n_{n} = mpif_len({len});"));
-                pre.push(format!("{ty} *c_{n} = mpif_alloc((size_t)n_{n} * sizeof({ty}));"));
+                pre.push(format!("{ty} s_{n}[16];"));
+                pre.push(format!("{ty} *c_{n} = n_{n} <= 16 ? s_{n} : mpif_alloc((size_t)n_{n} * sizeof({ty}));"));
                 pre.push(format!("for (int i = 0; i < n_{n}; i++) c_{n}[i] = {cv}_fromint({n}[i]);"));
                 call.push(format!("c_{n}"));
-                post.push(format!("for (int i = 0; i < n_{n}; i++) {n}[i] = {cv}_toint(c_{n}[i]);"));
-                post.push(format!("free(c_{n});"));
+                if *out {
+                    post.push(format!("for (int i = 0; i < n_{n}; i++) {n}[i] = {cv}_toint(c_{n}[i]);"));
+                }
+                post.push(format!("if (c_{n} != s_{n}) free(c_{n});"));
             }
             Arg::Choice => {
                 params.push(format!("void *{n}"));

@@ -90,7 +90,11 @@ program usempi
   logical :: periods(2), remain(2), flag
   double precision :: a(8), b(8), t0, t1
   integer(kind=MPI_ADDRESS_KIND) :: disp, wsize, lb, extent, val, gstate
-  integer :: sendbuf(4), recvbuf(4)
+  integer :: sendbuf(4), recvbuf(4), structtype, blens(2)
+  integer(kind=MPI_ADDRESS_KIND) :: disps(2)
+  ! A constant array of handles: the glue must only read it (it lives in
+  ! read-only memory).
+  integer, parameter :: types(2) = [MPI_INTEGER, MPI_DOUBLE_PRECISION]
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -135,6 +139,26 @@ program usempi
                     MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
   call check(b(2) == dble(prev * 10 + 3) .and. b(4) == dble(prev * 10 + 7) .and. b(5) == -1, 'resized type')
   call MPI_Type_free(rowtype, ierr)
+
+  ! A struct type from a constant array of types; a zero-count message
+  ! completed by polling MPI_Test.
+  blens = [1, 1]
+  disps = [0_MPI_ADDRESS_KIND, 8_MPI_ADDRESS_KIND]
+  call MPI_Type_create_struct(2, blens, disps, types, structtype, ierr)
+  call MPI_Type_commit(structtype, ierr)
+  call MPI_Type_size(structtype, count, ierr)
+  call check(count == 12 .and. types(1) == MPI_INTEGER, 'struct type from a constant array')
+  call MPI_Type_free(structtype, ierr)
+  call MPI_Irecv(recvbuf, 0, MPI_INTEGER, prev, 5, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Send(sendbuf, 0, MPI_INTEGER, next, 5, MPI_COMM_WORLD, ierr)
+  flag = .false.
+  i = 0
+  do while (.not. flag)
+    call MPI_Test(reqs(1), flag, status, ierr)
+    i = i + 1
+  end do
+  call MPI_Get_count(status, MPI_INTEGER, count, ierr)
+  call check(count == 0 .and. status(MPI_SOURCE) == prev .and. reqs(1) == MPI_REQUEST_NULL, 'polled zero-count receive')
 
   ! A reduction written in Fortran on doubles, then MPI_IN_PLACE.
   call MPI_Op_create(maxabs, .true., op, ierr)
