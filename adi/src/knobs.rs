@@ -1,7 +1,8 @@
 //! Every `DN_*` environment variable of the stack, declared once: its
 //! name, what it takes, its default and what it does (issue 49, item 3).
 //! `dnrun --help-env` prints this table, `docs/guide/environment.md` is
-//! generated from it (a test keeps the two the same), and a test fails on
+//! generated from it (`cargo run -p adi --bin gen-env-page`; a test keeps
+//! the two the same), and a test fails on
 //! a `DN_*` name in the sources that is not declared here, or a declared
 //! one nothing uses.
 //!
@@ -168,7 +169,7 @@ pub fn markdown() -> String {
 pub fn guide_page() -> String {
     format!(
         "# Environment variables\n\n(Part of the [user guide](README.md). Generated from `adi/src/knobs.rs` by \
-         `dnrun --help-env`; a test keeps it so.)\n\nEvery `DN_*` variable the stack reads. Give a job's with \
+         `cargo run -p adi --bin gen-env-page`; `dnrun --help-env` prints the table.)\n\nEvery `DN_*` variable the stack reads. Give a job's with \
          `dnrun -x NAME=VALUE` (or `-genv NAME VALUE`); a value a checked variable does not take is refused at \
          startup with a message naming the variable and what it takes.\n\n{}",
         markdown()

@@ -105,13 +105,6 @@ fn the_guide_page_is_the_generated_table() {
     let committed = std::fs::read_to_string(repo().join("docs/guide/environment.md")).unwrap_or_default();
     assert!(
         committed == adi::knobs::guide_page(),
-        "docs/guide/environment.md is stale: write adi::knobs::guide_page() into it (run `cargo test -p adi --test knobs -- --ignored write_the_guide_page`)"
+        "docs/guide/environment.md is stale: regenerate it with `cargo run -q -p adi --bin gen-env-page > docs/guide/environment.md`"
     );
-}
-
-/// Writes `docs/guide/environment.md` (run on purpose, with `--ignored`).
-#[test]
-#[ignore]
-fn write_the_guide_page() {
-    std::fs::write(repo().join("docs/guide/environment.md"), adi::knobs::guide_page()).expect("write the page");
 }
