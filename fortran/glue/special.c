@@ -227,59 +227,38 @@ static int mpif_full(const char *what)
     MPIF_REPEAT8(M, 0) MPIF_REPEAT8(M, 1) MPIF_REPEAT8(M, 2) MPIF_REPEAT8(M, 3) \
     MPIF_REPEAT8(M, 4) MPIF_REPEAT8(M, 5) MPIF_REPEAT8(M, 6) MPIF_REPEAT8(M, 7)
 
-/* Reduction operations (§6.9.5): SUBROUTINE USER_FUNCTION(INVEC, INOUTVEC, LEN, DATATYPE). */
-typedef void (*mpif_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
-static mpif_proc op_fns[MPIF_SLOTS];
-#define OP_TRAMP(a, b)                                                           \
-    static void op_tramp_##a##b(void *in, void *inout, int *len, MPI_Datatype *t) \
-    {                                                                            \
-        MPI_Fint ft = MPI_Type_toint(*t);                                        \
-        ((mpif_user_fn)op_fns[8 * a + b])(in, inout, len, &ft);                  \
+/* Reduction operations (§6.9.5): SUBROUTINE USER_FUNCTION(INVEC, INOUTVEC,
+ * LEN, DATATYPE); for mpi_f08's MPI_Op_create_c, LEN is
+ * INTEGER(KIND=MPI_COUNT_KIND). One pool per form. */
+#define OP_TRAMP(pool, Len, a, b)                                                   \
+    static void pool##_tramp_##a##b(void *in, void *inout, Len *len, MPI_Datatype *t) \
+    {                                                                               \
+        MPI_Fint ft = MPI_Type_toint(*t);                                           \
+        ((void (*)(void *, void *, Len *, MPI_Fint *))pool##_fns[8 * a + b])(in, inout, len, &ft); \
     }
-MPIF_REPEAT64(OP_TRAMP)
-#define OP_ENTRY(a, b) op_tramp_##a##b,
-static MPI_User_function *const op_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_ENTRY)};
-
-static void glue_op_create(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
-{
-    int slot = mpif_slot(op_fns, user_fn);
-    if (slot < 0) {
-        MPIF_SET(ierror, mpif_full("reduction operations"));
-        return;
+#define OP_POOL(pool, CUserFn, create, what)                                                 \
+    static mpif_proc pool##_fns[MPIF_SLOTS];                                                 \
+    MPIF_REPEAT64(pool##_TRAMP)                                                              \
+    static CUserFn *const pool##_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(pool##_ENTRY)};         \
+    static void glue_##pool(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror) \
+    {                                                                                        \
+        int slot = mpif_slot(pool##_fns, user_fn);                                           \
+        if (slot < 0) {                                                                      \
+            MPIF_SET(ierror, mpif_full(what));                                               \
+            return;                                                                          \
+        }                                                                                    \
+        MPI_Op c = MPI_OP_NULL;                                                              \
+        int rc = create(pool##_tramps[slot], MPIF_L2C(*commute), &c);                         \
+        *op = MPI_Op_toint(c);                                                               \
+        MPIF_SET(ierror, rc);                                                                \
     }
-    MPI_Op c = MPI_OP_NULL;
-    int rc = MPI_Op_create(op_tramps[slot], MPIF_L2C(*commute), &c);
-    *op = MPI_Op_toint(c);
-    MPIF_SET(ierror, rc);
-}
+#define op_create_TRAMP(a, b) OP_TRAMP(op_create, int, a, b)
+#define op_create_ENTRY(a, b) op_create_tramp_##a##b,
+#define op_create_c_TRAMP(a, b) OP_TRAMP(op_create_c, MPI_Count, a, b)
+#define op_create_c_ENTRY(a, b) op_create_c_tramp_##a##b,
+OP_POOL(op_create, MPI_User_function, MPI_Op_create, "reduction operations")
 MPIF_NAMES(glue_op_create, op_create)
-
-/* Large-count reduction operations (mpi_f08's MPI_Op_create_c): LEN is
- * INTEGER(KIND=MPI_COUNT_KIND). */
-typedef void (*mpif_user_fn_c)(void *, void *, MPI_Count *, MPI_Fint *);
-static mpif_proc op_c_fns[MPIF_SLOTS];
-#define OP_C_TRAMP(a, b)                                                             \
-    static void op_c_tramp_##a##b(void *in, void *inout, MPI_Count *len, MPI_Datatype *t) \
-    {                                                                                \
-        MPI_Fint ft = MPI_Type_toint(*t);                                            \
-        ((mpif_user_fn_c)op_c_fns[8 * a + b])(in, inout, len, &ft);                  \
-    }
-MPIF_REPEAT64(OP_C_TRAMP)
-#define OP_C_ENTRY(a, b) op_c_tramp_##a##b,
-static MPI_User_function_c *const op_c_tramps[MPIF_SLOTS] = {MPIF_REPEAT64(OP_C_ENTRY)};
-
-static void glue_op_create_c(mpif_proc user_fn, const MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
-{
-    int slot = mpif_slot(op_c_fns, user_fn);
-    if (slot < 0) {
-        MPIF_SET(ierror, mpif_full("large-count reduction operations"));
-        return;
-    }
-    MPI_Op c = MPI_OP_NULL;
-    int rc = MPI_Op_create_c(op_c_tramps[slot], MPIF_L2C(*commute), &c);
-    *op = MPI_Op_toint(c);
-    MPIF_SET(ierror, rc);
-}
+OP_POOL(op_create_c, MPI_User_function_c, MPI_Op_create_c, "large-count reduction operations")
 MPIF_NAMES(glue_op_create_c, op_create_c)
 
 /* Error handlers (§9.3): SUBROUTINE HANDLER(OBJECT, ERROR_CODE), one pool per

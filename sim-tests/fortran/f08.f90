@@ -30,6 +30,17 @@ contains
     b = a * b
   end subroutine prod
 
+  subroutine prod_c(invec, inoutvec, len, datatype)
+    type(c_ptr), value :: invec, inoutvec
+    integer(kind=MPI_COUNT_KIND) :: len
+    type(MPI_Datatype) :: datatype
+    integer, pointer :: a(:), b(:)
+    if (datatype /= MPI_INTEGER) return
+    call c_f_pointer(invec, a, [len])
+    call c_f_pointer(inoutvec, b, [len])
+    b = a * b
+  end subroutine prod_c
+
   subroutine handler(comm, code)
     type(MPI_Comm) :: comm
     integer :: code
@@ -86,6 +97,11 @@ program f08
   call check(total == 2**np, 'user op')
   call MPI_Op_free(op)
   call check(op == MPI_OP_NULL, 'op_free')
+  call MPI_Op_create_c(prod_c, .true., op)
+  v = 3
+  call MPI_Allreduce(v, total, 1, MPI_INTEGER, op, MPI_COMM_WORLD)
+  call check(total == 3**np, 'large-count user op')
+  call MPI_Op_free(op)
 
   ! A broadcast from the last rank, and a split into halves.
   v = merge(42, -1, rank == np - 1)
