@@ -101,6 +101,14 @@ pub(crate) struct TypeEntry {
     name: String,
 }
 
+impl TypeEntry {
+    /// A new, committed handle's entry for `def` (`MPI_File_get_view`
+    /// hands out the view's types so, §14.3).
+    pub(crate) fn committed_copy(def: Arc<TypeDef>) -> TypeEntry {
+        TypeEntry { def, committed: true, name: String::new() }
+    }
+}
+
 /// The size of a predefined datatype with a contiguous layout: the fast
 /// path of every call, one load from [`CONTIGUOUS_SIZES`].
 #[inline(always)]

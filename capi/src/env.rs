@@ -78,6 +78,8 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         requests: Table::default(),
         types: Table::default(),
         wins: Table::default(),
+        files: Table::default(),
+        file_errhandler: MPI_ERRORS_RETURN,
         groups: Table::default(),
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,

@@ -49,6 +49,7 @@ mod datatype;
 mod env;
 mod errh;
 mod external;
+mod file;
 mod greq;
 mod group;
 mod handle_int;
@@ -153,6 +154,7 @@ impl From<MpiError> for Fail {
             MpiError::WinSize(_) => MPI_ERR_SIZE,
             MpiError::Op(_) => MPI_ERR_OP,
             MpiError::Conversion(_) => MPI_ERR_CONVERSION,
+            MpiError::File { class, .. } => file_class(*class),
             _ => MPI_ERR_OTHER,
         };
         let status = match &e {
@@ -164,6 +166,27 @@ impl From<MpiError> for Fail {
 }
 
 pub(crate) type R<T> = Result<T, Fail>;
+
+/// The ABI's error class for an I/O error class (§14.7).
+fn file_class(c: mpi::io::FileErrorClass) -> c_int {
+    use mpi::io::FileErrorClass as C;
+    match c {
+        C::File => MPI_ERR_FILE,
+        C::NotSame => MPI_ERR_NOT_SAME,
+        C::Amode => MPI_ERR_AMODE,
+        C::UnsupportedDatarep => MPI_ERR_UNSUPPORTED_DATAREP,
+        C::UnsupportedOperation => MPI_ERR_UNSUPPORTED_OPERATION,
+        C::NoSuchFile => MPI_ERR_NO_SUCH_FILE,
+        C::FileExists => MPI_ERR_FILE_EXISTS,
+        C::BadFile => MPI_ERR_BAD_FILE,
+        C::Access => MPI_ERR_ACCESS,
+        C::NoSpace => MPI_ERR_NO_SPACE,
+        C::Quota => MPI_ERR_QUOTA,
+        C::ReadOnly => MPI_ERR_READ_ONLY,
+        C::FileInUse => MPI_ERR_FILE_IN_USE,
+        C::Io => MPI_ERR_IO,
+    }
+}
 
 /// Hashing for handle tables: our handles are distinct integers, so one
 /// multiplication (Fibonacci hashing) spreads them; the default SipHash
@@ -267,6 +290,11 @@ pub(crate) struct State {
     pub(crate) types: Table<datatype::TypeEntry>,
     /// Windows (§12).
     pub(crate) wins: Table<win::WinEntry>,
+    /// Open files (§14).
+    pub(crate) files: Table<file::FileEntry>,
+    /// The error handler of `MPI_FILE_NULL`: new files get it, and calls
+    /// about no file use it (`MPI_ERRORS_RETURN` unless set, §14.7).
+    pub(crate) file_errhandler: Handle,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
@@ -613,13 +641,12 @@ fn finish_call(
     let (errh, user, rank) = match guard.as_ref() {
         Some(st) => {
             // The handler of the object the call is about: a communicator,
-            // a window (§9.3), a file (MPI_ERRORS_RETURN, the files'
-            // default, §14.7; no file can be opened here), else
-            // MPI_COMM_WORLD's.
+            // a window (§9.3), a file (or MPI_FILE_NULL's, for a call
+            // about no open file, §14.7), else MPI_COMM_WORLD's.
             let errh = match (st.comms.get(&comm), st.wins.get(&comm)) {
                 (Some(c), _) => c.errhandler,
                 (None, Some(w)) => w.errhandler,
-                (None, None) if comm == MPI_FILE_NULL => MPI_ERRORS_RETURN,
+                (None, None) if file::is_file(comm) => st.files.get(&comm).map_or(st.file_errhandler, |f| f.errhandler),
                 (None, None) if st.sessions.contains_key(&comm) => st.sessions[&comm].errhandler,
                 _ => st.comms.get(&MPI_COMM_WORLD).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
             };

@@ -149,6 +149,15 @@ pub enum MpiError {
     /// (`MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2).
     #[error("{0}")]
     Conversion(String),
+    /// A file operation that failed (MPI 4.1 §14.7): which of the
+    /// standard's I/O error classes, and what went wrong.
+    #[error("{msg}")]
+    File {
+        /// The error class (§14.7, Table 14.5).
+        class: crate::io::FileErrorClass,
+        /// What went wrong and what to do.
+        msg: String,
+    },
 }
 
 impl From<adi::TransportError> for MpiError {

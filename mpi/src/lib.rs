@@ -36,6 +36,7 @@ mod error;
 pub mod group;
 pub mod info;
 pub mod inter;
+pub mod io;
 mod keepalive;
 pub mod request;
 pub mod rma;

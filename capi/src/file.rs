@@ -1,0 +1,771 @@
+//! MPI-IO (MPI 4.1 chapter 14) over `mpi::io`: file handles, their
+//! error handlers and the C arguments of every data-access routine.
+//! What a file does — views, pointers, collective opening — is
+//! `mpi::io::File`'s.
+//!
+//! Errors of a file call go to the file's error handler; those of
+//! `MPI_File_open` and `MPI_File_delete`, and of calls on a handle that
+//! names no file, to the handler of `MPI_FILE_NULL`, `MPI_ERRORS_RETURN`
+//! unless the program set another (§9.3, §14.7).
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use mpi::io::{Access, AccessMode, DataRep, Direction, File, Position, View, Whence};
+
+use crate::abi::*;
+use crate::count::Int;
+use crate::datatype::TypeDef;
+use crate::p2p::new_request;
+use crate::*;
+
+/// The low bits that mark a file handle, so that the error handler of a
+/// file call is found even once the handle is gone.
+pub(crate) const FILE_MARK: Handle = 0xB;
+
+/// `MPI_DISPLACEMENT_CURRENT` (`(MPI_Offset)-1`).
+const MPI_DISPLACEMENT_CURRENT: i64 = -1;
+
+/// Whether `h` is shaped like a file handle (or is `MPI_FILE_NULL`).
+pub(crate) fn is_file(h: Handle) -> bool {
+    h == MPI_FILE_NULL || (h >= FIRST_HANDLE && h & 0xF == FILE_MARK)
+}
+
+/// A file handle's state.
+pub(crate) struct FileEntry {
+    pub(crate) file: File,
+    pub(crate) errhandler: Handle,
+    /// The view's etype and filetype as the program gave them: a
+    /// predefined handle, or a derived type's definition, handed out
+    /// again as a new handle by `MPI_File_get_view` (§14.3).
+    etype: ViewType,
+    filetype: ViewType,
+}
+
+#[derive(Clone)]
+enum ViewType {
+    Predefined(Handle),
+    Derived(Arc<TypeDef>),
+}
+
+impl State {
+    fn file(&self, h: Handle) -> R<&FileEntry> {
+        self.files.get(&h).ok_or_else(|| bad_file(h))
+    }
+
+    fn file_mut(&mut self, h: Handle) -> R<&mut FileEntry> {
+        self.files.get_mut(&h).ok_or_else(|| bad_file(h))
+    }
+
+    fn view_type(&self, h: Handle) -> R<ViewType> {
+        match self.types.get(&h) {
+            Some(e) => Ok(ViewType::Derived(e.def.clone())),
+            None => self.committed(h).map(|_| ViewType::Predefined(h)),
+        }
+    }
+
+    fn hand_out_type(&mut self, t: &ViewType) -> Handle {
+        match t {
+            ViewType::Predefined(h) => *h,
+            ViewType::Derived(def) => {
+                let h = self.new_handle();
+                self.types.insert(h, crate::datatype::TypeEntry::committed_copy(def.clone()));
+                h
+            }
+        }
+    }
+}
+
+#[cold]
+fn bad_file(h: Handle) -> Fail {
+    let what = if h == MPI_FILE_NULL { "MPI_FILE_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_FILE, format!("{what} is not an open file (never opened, or closed)"))
+}
+
+/// The access mode `amode` as the ABI gives it: exactly one of
+/// `MPI_MODE_RDONLY`, `_RDWR`, `_WRONLY`, and known flags.
+fn access_mode(amode: c_int) -> R<AccessMode> {
+    let known = MPI_MODE_RDONLY
+        | MPI_MODE_RDWR
+        | MPI_MODE_WRONLY
+        | MPI_MODE_CREATE
+        | MPI_MODE_EXCL
+        | MPI_MODE_DELETE_ON_CLOSE
+        | MPI_MODE_UNIQUE_OPEN
+        | MPI_MODE_SEQUENTIAL
+        | MPI_MODE_APPEND;
+    if amode & !known != 0 {
+        return Err(Fail::new(MPI_ERR_AMODE, format!("access mode {amode:#x} has bits that name no MPI_MODE_* flag")));
+    }
+    let access = match (amode & MPI_MODE_RDONLY != 0, amode & MPI_MODE_RDWR != 0, amode & MPI_MODE_WRONLY != 0) {
+        (true, false, false) => Access::ReadOnly,
+        (false, true, false) => Access::ReadWrite,
+        (false, false, true) => Access::WriteOnly,
+        _ => {
+            return Err(Fail::new(
+                MPI_ERR_AMODE,
+                format!("access mode {amode:#x} must have exactly one of MPI_MODE_RDONLY, MPI_MODE_RDWR and MPI_MODE_WRONLY (MPI 4.1 §14.2.1)"),
+            ))
+        }
+    };
+    let flag = |f: c_int| amode & f != 0;
+    Ok(AccessMode {
+        access,
+        create: flag(MPI_MODE_CREATE),
+        excl: flag(MPI_MODE_EXCL),
+        delete_on_close: flag(MPI_MODE_DELETE_ON_CLOSE),
+        unique_open: flag(MPI_MODE_UNIQUE_OPEN),
+        sequential: flag(MPI_MODE_SEQUENTIAL),
+        append: flag(MPI_MODE_APPEND),
+    })
+}
+
+/// `m` as the ABI's bits.
+fn amode_bits(m: AccessMode) -> c_int {
+    let access = match m.access {
+        Access::ReadOnly => MPI_MODE_RDONLY,
+        Access::ReadWrite => MPI_MODE_RDWR,
+        Access::WriteOnly => MPI_MODE_WRONLY,
+    };
+    [
+        (m.create, MPI_MODE_CREATE),
+        (m.excl, MPI_MODE_EXCL),
+        (m.delete_on_close, MPI_MODE_DELETE_ON_CLOSE),
+        (m.unique_open, MPI_MODE_UNIQUE_OPEN),
+        (m.sequential, MPI_MODE_SEQUENTIAL),
+        (m.append, MPI_MODE_APPEND),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(access, |b, (_, f)| b | f)
+}
+
+/// A path argument.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn path_arg(p: *const c_char, what: &str) -> R<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: not null (checked) and NUL-terminated (this function's contract).
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    if s.is_empty() {
+        return Err(Fail::new(MPI_ERR_BAD_FILE, format!("{what} is empty")));
+    }
+    Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes())))
+}
+
+/// A non-negative offset argument.
+fn offset_arg(o: i64) -> R<u64> {
+    u64::try_from(o).map_err(|_| Fail::new(MPI_ERR_ARG, format!("offset {o} is negative")))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_open(
+    comm: Handle,
+    filename: *const c_char,
+    amode: c_int,
+    info: Handle,
+    fh: *mut Handle,
+) -> c_int {
+    with_state("MPI_File_open", MPI_FILE_NULL, |st| {
+        if fh.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "fh is a null pointer"));
+        }
+        let mode = access_mode(amode)?;
+        // SAFETY: the standard's contract on `filename`.
+        let path = unsafe { path_arg(filename, "filename")? };
+        let pairs = st.info_or_null(info)?;
+        let c = st.comm(comm)?;
+        if c.comm.is_inter() {
+            return Err(Fail::new(MPI_ERR_COMM, "MPI_File_open needs an intracommunicator (MPI 4.1 §14.2.1)"));
+        }
+        let file = File::open(&c.comm, path, mode, &pairs)?;
+        let h = st.new_handle() + FILE_MARK;
+        let byte = ViewType::Predefined(MPI_BYTE);
+        let errhandler = st.file_errhandler;
+        st.files.insert(h, FileEntry { file, errhandler, etype: byte.clone(), filetype: byte });
+        // SAFETY: not null (checked above); the standard's contract.
+        unsafe { fh.write(h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
+    // SAFETY: the standard's contract on `fh`; checked for null.
+    let h = match unsafe { read_arg(fh, "fh") } {
+        Ok(h) => h,
+        Err(f) => return with_state("MPI_File_close", MPI_FILE_NULL, |_| Err(f)),
+    };
+    with_state("MPI_File_close", h, |st| {
+        st.file(h)?;
+        let e = st.files.remove(&h).ok_or_else(|| bad_file(h))?;
+        // The handle is gone whatever the outcome: errors after this go
+        // to the handler it had, through the FILE_NULL default.
+        let r = e.file.close();
+        // SAFETY: `fh` was read above, so it is not null; the standard makes it writable.
+        unsafe { put(fh, MPI_FILE_NULL, "fh")? };
+        Ok(r?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: Handle) -> c_int {
+    with_state("MPI_File_delete", MPI_FILE_NULL, |st| {
+        // SAFETY: the standard's contract on `filename`.
+        let path = unsafe { path_arg(filename, "filename")? };
+        st.info_or_null(info)?;
+        Ok(File::delete(path)?)
+    })
+}
+
+/// A call on open file `fh` that changes it.
+fn on_file(call: &str, fh: Handle, f: impl FnOnce(&mut File) -> mpi::Result<()>) -> c_int {
+    with_state(call, fh, |st| Ok(f(&mut st.file_mut(fh)?.file)?))
+}
+
+/// A query on open file `fh` whose answer is written through `out`.
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn query<T>(call: &str, fh: Handle, out: *mut T, f: impl FnOnce(&File) -> mpi::Result<T>) -> c_int {
+    with_state(call, fh, |st| {
+        let v = f(&st.file(fh)?.file)?;
+        // SAFETY: this function's contract on `out`.
+        unsafe { put(out, v, call) }
+    })
+}
+
+fn to_offset(v: u64) -> mpi::Result<i64> {
+    i64::try_from(v).map_err(|_| mpi::MpiError::TooLarge(format!("{v} does not fit an MPI_Offset")))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on `amode`.
+    unsafe { query("MPI_File_get_amode", fh, amode, |f| Ok(amode_bits(f.mode()))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on `flag`.
+    unsafe { query("MPI_File_get_atomicity", fh, flag, |f| Ok(c_int::from(f.atomicity()))) }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
+    on_file("MPI_File_set_atomicity", fh, |f| f.set_atomicity(flag != 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on `size`.
+    unsafe { query("MPI_File_get_size", fh, size, |f| to_offset(f.size()?)) }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_set_size(fh: Handle, size: i64) -> c_int {
+    with_state("MPI_File_set_size", fh, |st| {
+        let size = u64::try_from(size).map_err(|_| Fail::new(MPI_ERR_ARG, format!("size {size} is negative")))?;
+        Ok(st.file_mut(fh)?.file.set_size(size)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_preallocate(fh: Handle, size: i64) -> c_int {
+    with_state("MPI_File_preallocate", fh, |st| {
+        let size = u64::try_from(size).map_err(|_| Fail::new(MPI_ERR_ARG, format!("size {size} is negative")))?;
+        Ok(st.file_mut(fh)?.file.preallocate(size)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
+    on_file("MPI_File_sync", fh, File::sync)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_group(fh: Handle, group: *mut Handle) -> c_int {
+    with_state("MPI_File_get_group", fh, |st| {
+        let g = mpi::group::Group::of(st.file(fh)?.file.communicator());
+        // SAFETY: the standard's contract on `group`.
+        unsafe { st.new_group(g, group) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_info(fh: Handle, info_used: *mut Handle) -> c_int {
+    with_state("MPI_File_get_info", fh, |st| {
+        let p = st.file(fh)?.file.info().clone();
+        // SAFETY: the standard's contract on `info_used`.
+        unsafe { crate::info::hand_out(p, info_used, "info_used") }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_set_info(fh: Handle, info: Handle) -> c_int {
+    with_state("MPI_File_set_info", fh, |st| {
+        let p = st.info_or_null(info)?;
+        Ok(st.file_mut(fh)?.file.set_info(&p)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c_int {
+    with_state("MPI_File_set_errhandler", file, |st| {
+        crate::errh::check(errhandler, crate::errh::Kind::File)?;
+        if file == MPI_FILE_NULL {
+            st.file_errhandler = errhandler;
+        } else {
+            st.file_mut(file)?.errhandler = errhandler;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_errhandler(file: Handle, errhandler: *mut Handle) -> c_int {
+    with_state("MPI_File_get_errhandler", file, |st| {
+        let h = if file == MPI_FILE_NULL { st.file_errhandler } else { st.file(file)?.errhandler };
+        // SAFETY: the standard's contract on `errhandler`.
+        unsafe { put(errhandler, crate::errh::handed_out(h), "errhandler") }
+    })
+}
+
+/// `MPI_File_call_errhandler` (§9.3.3): `errh::call_errhandler`.
+#[no_mangle]
+pub extern "C" fn MPI_File_call_errhandler(fh: Handle, errorcode: c_int) -> c_int {
+    crate::errh::call_errhandler("MPI_File_call_errhandler", fh, errorcode, |st| {
+        if fh == MPI_FILE_NULL {
+            return Ok(st.file_errhandler);
+        }
+        Ok(st.file(fh)?.errhandler)
+    })
+}
+
+// ---- views (§14.3) -------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_set_view(
+    fh: Handle,
+    disp: i64,
+    etype: Handle,
+    filetype: Handle,
+    datarep: *const c_char,
+    info: Handle,
+) -> c_int {
+    with_state("MPI_File_set_view", fh, |st| {
+        if datarep.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
+        }
+        // SAFETY: not null (checked); the standard's contract: NUL-terminated.
+        let rep = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
+        let rep = DataRep::named(&rep)?;
+        st.info_or_null(info)?;
+        let (et, ft) = (st.view_type(etype)?, st.view_type(filetype)?);
+        let (el, fl) = (st.committed(etype)?, st.committed(filetype)?);
+        let e = st.file_mut(fh)?;
+        let disp = if disp == MPI_DISPLACEMENT_CURRENT {
+            if !e.file.mode().sequential {
+                return Err(Fail::new(
+                    MPI_ERR_ARG,
+                    "MPI_DISPLACEMENT_CURRENT is only for files opened MPI_MODE_SEQUENTIAL (MPI 4.1 §14.3)",
+                ));
+            }
+            e.file.byte_offset(e.file.position_shared()?)?
+        } else {
+            u64::try_from(disp).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {disp} is negative")))?
+        };
+        e.file.set_view(View::new(disp, el, fl, rep)?)?;
+        (e.etype, e.filetype) = (et, ft);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_view(
+    fh: Handle,
+    disp: *mut i64,
+    etype: *mut Handle,
+    filetype: *mut Handle,
+    datarep: *mut c_char,
+) -> c_int {
+    with_state("MPI_File_get_view", fh, |st| {
+        let e = st.file(fh)?;
+        let (d, rep) = (to_offset(e.file.view().disp())?, e.file.view().rep().name());
+        let (et, ft) = (e.etype.clone(), e.filetype.clone());
+        if [etype.is_null(), filetype.is_null(), datarep.is_null()].contains(&true) {
+            return Err(Fail::new(MPI_ERR_ARG, "an output argument of MPI_File_get_view is a null pointer"));
+        }
+        let (eh, fh2) = (st.hand_out_type(&et), st.hand_out_type(&ft));
+        // SAFETY: the standard's contract: `disp`, `etype` and `filetype` are writable (checked
+        // for null), `datarep` has room for MPI_MAX_DATAREP_STRING bytes, more than any name here.
+        unsafe {
+            put(disp, d, "disp")?;
+            etype.write(eh);
+            filetype.write(fh2);
+            std::ptr::copy_nonoverlapping(rep.as_ptr(), datarep.cast::<u8>(), rep.len());
+            datarep.add(rep.len()).write(0);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_type_extent(fh: Handle, datatype: Handle, extent: *mut isize) -> c_int {
+    with_state("MPI_File_get_type_extent", fh, |st| {
+        st.file(fh)?;
+        let x = st.layout(datatype)?.extent();
+        // SAFETY: the standard's contract on `extent`.
+        unsafe { put(extent, x, "extent") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_type_extent_c(fh: Handle, datatype: Handle, extent: *mut i64) -> c_int {
+    with_state("MPI_File_get_type_extent_c", fh, |st| {
+        st.file(fh)?;
+        let x = st.layout(datatype)?.extent() as i64;
+        // SAFETY: the standard's contract on `extent`.
+        unsafe { put(extent, x, "extent") }
+    })
+}
+
+// ---- pointers (§14.4.3, §14.4.4) --------------------------------------------------
+
+fn whence_arg(w: c_int) -> R<Whence> {
+    match w {
+        MPI_SEEK_SET => Ok(Whence::Set),
+        MPI_SEEK_CUR => Ok(Whence::Current),
+        MPI_SEEK_END => Ok(Whence::End),
+        _ => Err(Fail::new(MPI_ERR_ARG, format!("whence {w} is none of MPI_SEEK_SET, MPI_SEEK_CUR, MPI_SEEK_END"))),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_seek(fh: Handle, offset: i64, whence: c_int) -> c_int {
+    with_state("MPI_File_seek", fh, |st| {
+        let w = whence_arg(whence)?;
+        Ok(st.file_mut(fh)?.file.seek(offset, w)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c_int) -> c_int {
+    with_state("MPI_File_seek_shared", fh, |st| {
+        let w = whence_arg(whence)?;
+        Ok(st.file_mut(fh)?.file.seek_shared(offset, w)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on `offset`.
+    unsafe { query("MPI_File_get_position", fh, offset, |f| to_offset(f.position())) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_position_shared(fh: Handle, offset: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on `offset`.
+    unsafe { query("MPI_File_get_position_shared", fh, offset, |f| to_offset(f.position_shared()?)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_byte_offset(fh: Handle, offset: i64, disp: *mut i64) -> c_int {
+    with_state("MPI_File_get_byte_offset", fh, |st| {
+        let o = offset_arg(offset)?;
+        let d = to_offset(st.file(fh)?.file.byte_offset(o)?)?;
+        // SAFETY: the standard's contract on `disp`.
+        unsafe { put(disp, d, "disp") }
+    })
+}
+
+// ---- data access (§14.4) ---------------------------------------------------------
+
+/// Where a C data-access call starts.
+#[derive(Clone, Copy)]
+enum At {
+    Offset(i64),
+    Individual,
+    Shared,
+    Ordered,
+}
+
+impl At {
+    fn position(self) -> R<Position> {
+        Ok(match self {
+            At::Offset(o) => Position::At(offset_arg(o)?),
+            At::Individual => Position::Individual,
+            At::Shared => Position::Shared,
+            At::Ordered => Position::Ordered,
+        })
+    }
+}
+
+/// Access `count` elements of `datatype` at `buf`.
+///
+/// # Safety
+/// `buf` holds the elements: readable for a write, writable for a read.
+unsafe fn access(
+    st: &mut State,
+    fh: Handle,
+    at: At,
+    direction: Direction,
+    buf: *mut c_void,
+    count: impl Int,
+    datatype: Handle,
+) -> R<MpiStatus> {
+    let span = st.span(count, datatype)?;
+    let position = at.position()?;
+    let file = &mut st.file_mut(fh)?.file;
+    // SAFETY: this function's contract on `buf`, the MPI call's.
+    let s = unsafe { file.access_raw(position, direction, buf.cast(), &span)? };
+    Ok(c_status(&s))
+}
+
+/// A blocking access: its status written through `status`.
+///
+/// # Safety
+/// As [`access`]; `status` is null, `MPI_STATUS_IGNORE` or writable.
+unsafe fn blocking(
+    call: &str,
+    fh: Handle,
+    at: At,
+    direction: Direction,
+    buf: *mut c_void,
+    count: impl Int,
+    datatype: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state(call, fh, |st| {
+        // SAFETY: this function's contract.
+        let s = unsafe { access(st, fh, at, direction, buf, count, datatype)? };
+        // SAFETY: this function's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+/// A non-blocking access: done now, its request complete (§14.4.5 lets
+/// it complete at once).
+///
+/// # Safety
+/// As [`access`]; `request` is null or writable.
+unsafe fn immediate(
+    call: &str,
+    fh: Handle,
+    at: At,
+    direction: Direction,
+    buf: *mut c_void,
+    count: impl Int,
+    datatype: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state(call, fh, |st| {
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+        }
+        let span = st.span(count, datatype)?;
+        let position = at.position()?;
+        let file = &mut st.file_mut(fh)?.file;
+        // SAFETY: this function's contract on `buf`, the MPI call's.
+        let s = unsafe { file.access_raw(position, direction, buf.cast(), &span)? };
+        // SAFETY: `request` is not null (checked above); the standard's contract.
+        unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
+    })
+}
+
+/// A split collective's `_begin`.
+///
+/// # Safety
+/// As [`access`].
+unsafe fn begin(
+    call: &str,
+    fh: Handle,
+    at: At,
+    direction: Direction,
+    buf: *mut c_void,
+    count: impl Int,
+    datatype: Handle,
+) -> c_int {
+    with_state(call, fh, |st| {
+        let span = st.span(count, datatype)?;
+        let position = at.position()?;
+        let file = &mut st.file_mut(fh)?.file;
+        // SAFETY: this function's contract on `buf`, the MPI call's.
+        Ok(unsafe { file.begin_raw(position, direction, buf.cast(), &span)? })
+    })
+}
+
+/// A split collective's `_end`.
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or writable.
+unsafe fn end(call: &str, fh: Handle, at: At, direction: Direction, status: *mut MpiStatus) -> c_int {
+    with_state(call, fh, |st| {
+        let position = match at {
+            At::Offset(_) => Position::At(0),
+            other => other.position()?,
+        };
+        let s = st.file_mut(fh)?.file.end(position, direction)?;
+        // SAFETY: this function's contract on `status`.
+        unsafe { put_status(status, c_status(&s)) };
+        Ok(())
+    })
+}
+
+/// The data-access entry points: `form name(offset?) buffer type, count
+/// type, where, direction`.
+macro_rules! file_access {
+    ($($form:ident $name:ident($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident;)*) => {$(
+        file_access!(@one $form $name ($($off)?) $buf, $cnt, $at, $dir);
+    )*};
+    (@one blocking $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle, status: *mut MpiStatus) -> c_int {
+            // SAFETY: the standard's contract on `buf` (the elements, for the call) and `status`.
+            unsafe { blocking(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype, status) }
+        }
+    };
+    (@one immediate $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle, request: *mut Handle) -> c_int {
+            // SAFETY: the standard's contract on `buf` (the elements, until the request
+            // completes, which is before this returns) and `request`.
+            unsafe { immediate(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype, request) }
+        }
+    };
+    (@one begin $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle) -> c_int {
+            // SAFETY: the standard's contract on `buf`: the elements, until the `_end`.
+            unsafe { begin(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype) }
+        }
+    };
+}
+
+/// `At::Offset` and the others as functions of the optional offset.
+#[allow(non_snake_case)]
+fn Offset(o: i64) -> At {
+    At::Offset(o)
+}
+fn individual() -> At {
+    At::Individual
+}
+fn shared() -> At {
+    At::Shared
+}
+fn ordered() -> At {
+    At::Ordered
+}
+
+file_access! {
+    blocking MPI_File_read_at(offset) *mut c_void, c_int, Offset, Read;
+    blocking MPI_File_read_at_c(offset) *mut c_void, i64, Offset, Read;
+    blocking MPI_File_read_at_all(offset) *mut c_void, c_int, Offset, Read;
+    blocking MPI_File_read_at_all_c(offset) *mut c_void, i64, Offset, Read;
+    blocking MPI_File_write_at(offset) *const c_void, c_int, Offset, Write;
+    blocking MPI_File_write_at_c(offset) *const c_void, i64, Offset, Write;
+    blocking MPI_File_write_at_all(offset) *const c_void, c_int, Offset, Write;
+    blocking MPI_File_write_at_all_c(offset) *const c_void, i64, Offset, Write;
+    blocking MPI_File_read() *mut c_void, c_int, individual, Read;
+    blocking MPI_File_read_c() *mut c_void, i64, individual, Read;
+    blocking MPI_File_read_all() *mut c_void, c_int, individual, Read;
+    blocking MPI_File_read_all_c() *mut c_void, i64, individual, Read;
+    blocking MPI_File_write() *const c_void, c_int, individual, Write;
+    blocking MPI_File_write_c() *const c_void, i64, individual, Write;
+    blocking MPI_File_write_all() *const c_void, c_int, individual, Write;
+    blocking MPI_File_write_all_c() *const c_void, i64, individual, Write;
+    blocking MPI_File_read_shared() *mut c_void, c_int, shared, Read;
+    blocking MPI_File_read_shared_c() *mut c_void, i64, shared, Read;
+    blocking MPI_File_write_shared() *const c_void, c_int, shared, Write;
+    blocking MPI_File_write_shared_c() *const c_void, i64, shared, Write;
+    blocking MPI_File_read_ordered() *mut c_void, c_int, ordered, Read;
+    blocking MPI_File_read_ordered_c() *mut c_void, i64, ordered, Read;
+    blocking MPI_File_write_ordered() *const c_void, c_int, ordered, Write;
+    blocking MPI_File_write_ordered_c() *const c_void, i64, ordered, Write;
+    immediate MPI_File_iread_at(offset) *mut c_void, c_int, Offset, Read;
+    immediate MPI_File_iread_at_c(offset) *mut c_void, i64, Offset, Read;
+    immediate MPI_File_iread_at_all(offset) *mut c_void, c_int, Offset, Read;
+    immediate MPI_File_iread_at_all_c(offset) *mut c_void, i64, Offset, Read;
+    immediate MPI_File_iwrite_at(offset) *const c_void, c_int, Offset, Write;
+    immediate MPI_File_iwrite_at_c(offset) *const c_void, i64, Offset, Write;
+    immediate MPI_File_iwrite_at_all(offset) *const c_void, c_int, Offset, Write;
+    immediate MPI_File_iwrite_at_all_c(offset) *const c_void, i64, Offset, Write;
+    immediate MPI_File_iread() *mut c_void, c_int, individual, Read;
+    immediate MPI_File_iread_c() *mut c_void, i64, individual, Read;
+    immediate MPI_File_iread_all() *mut c_void, c_int, individual, Read;
+    immediate MPI_File_iread_all_c() *mut c_void, i64, individual, Read;
+    immediate MPI_File_iwrite() *const c_void, c_int, individual, Write;
+    immediate MPI_File_iwrite_c() *const c_void, i64, individual, Write;
+    immediate MPI_File_iwrite_all() *const c_void, c_int, individual, Write;
+    immediate MPI_File_iwrite_all_c() *const c_void, i64, individual, Write;
+    immediate MPI_File_iread_shared() *mut c_void, c_int, shared, Read;
+    immediate MPI_File_iread_shared_c() *mut c_void, i64, shared, Read;
+    immediate MPI_File_iwrite_shared() *const c_void, c_int, shared, Write;
+    immediate MPI_File_iwrite_shared_c() *const c_void, i64, shared, Write;
+    begin MPI_File_read_at_all_begin(offset) *mut c_void, c_int, Offset, Read;
+    begin MPI_File_read_at_all_begin_c(offset) *mut c_void, i64, Offset, Read;
+    begin MPI_File_write_at_all_begin(offset) *const c_void, c_int, Offset, Write;
+    begin MPI_File_write_at_all_begin_c(offset) *const c_void, i64, Offset, Write;
+    begin MPI_File_read_all_begin() *mut c_void, c_int, individual, Read;
+    begin MPI_File_read_all_begin_c() *mut c_void, i64, individual, Read;
+    begin MPI_File_write_all_begin() *const c_void, c_int, individual, Write;
+    begin MPI_File_write_all_begin_c() *const c_void, i64, individual, Write;
+    begin MPI_File_read_ordered_begin() *mut c_void, c_int, ordered, Read;
+    begin MPI_File_read_ordered_begin_c() *mut c_void, i64, ordered, Read;
+    begin MPI_File_write_ordered_begin() *const c_void, c_int, ordered, Write;
+    begin MPI_File_write_ordered_begin_c() *const c_void, i64, ordered, Write;
+}
+
+/// The `_end` entry points: `name => form, direction`.
+macro_rules! file_end {
+    ($($name:ident($buf:ty) $at:expr, $dir:ident;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: Handle, buf: $buf, status: *mut MpiStatus) -> c_int {
+            let _ = buf;
+            // SAFETY: the standard's contract on `status`.
+            unsafe { end(stringify!($name), fh, $at, Direction::$dir, status) }
+        }
+    )*};
+}
+
+file_end! {
+    MPI_File_read_at_all_end(*mut c_void) At::Offset(0), Read;
+    MPI_File_write_at_all_end(*const c_void) At::Offset(0), Write;
+    MPI_File_read_all_end(*mut c_void) At::Individual, Read;
+    MPI_File_write_all_end(*const c_void) At::Individual, Write;
+    MPI_File_read_ordered_end(*mut c_void) At::Ordered, Read;
+    MPI_File_write_ordered_end(*const c_void) At::Ordered, Write;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_modes_round_trip_and_bad_ones_are_refused() {
+        for bits in [
+            MPI_MODE_RDONLY,
+            MPI_MODE_RDWR | MPI_MODE_CREATE,
+            MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE,
+            MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND | MPI_MODE_UNIQUE_OPEN,
+        ] {
+            assert_eq!(amode_bits(access_mode(bits).unwrap()), bits);
+        }
+        for bad in [0, MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_MODE_CREATE, MPI_MODE_RDWR | 0x10000] {
+            assert_eq!(access_mode(bad).err().map(|f| f.class), Some(MPI_ERR_AMODE));
+        }
+    }
+
+    #[test]
+    fn file_handles_are_recognised_by_shape() {
+        assert!(is_file(MPI_FILE_NULL));
+        assert!(is_file(FIRST_HANDLE + 0x30 + FILE_MARK));
+        assert!(!is_file(FIRST_HANDLE + 0x30));
+        assert!(!is_file(MPI_COMM_WORLD));
+    }
+}

@@ -1,0 +1,129 @@
+//! The error classes of MPI-IO (MPI 4.1 §14.7, Table 14.5) and how the
+//! operating system's errors map onto them.
+
+use crate::MpiError;
+
+/// One of the I/O error classes of MPI 4.1 §14.7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileErrorClass {
+    /// `MPI_ERR_FILE`: a file handle that is not valid.
+    File,
+    /// `MPI_ERR_NOT_SAME`: processes gave different arguments to a
+    /// collective file call that needs the same ones.
+    NotSame,
+    /// `MPI_ERR_AMODE`: an access mode that is not valid (§14.2.1).
+    Amode,
+    /// `MPI_ERR_UNSUPPORTED_DATAREP`: a data representation not provided.
+    UnsupportedDatarep,
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`: an operation the file's mode does
+    /// not allow (an individual pointer on a sequential file).
+    UnsupportedOperation,
+    /// `MPI_ERR_NO_SUCH_FILE`: the file does not exist.
+    NoSuchFile,
+    /// `MPI_ERR_FILE_EXISTS`: `MPI_MODE_EXCL` and the file exists.
+    FileExists,
+    /// `MPI_ERR_BAD_FILE`: a file name that is not valid (a directory, too long).
+    BadFile,
+    /// `MPI_ERR_ACCESS`: permission denied.
+    Access,
+    /// `MPI_ERR_NO_SPACE`: the device is full.
+    NoSpace,
+    /// `MPI_ERR_QUOTA`: the quota is exceeded.
+    Quota,
+    /// `MPI_ERR_READ_ONLY`: the file or file system is read-only.
+    ReadOnly,
+    /// `MPI_ERR_FILE_IN_USE`: the file is busy.
+    FileInUse,
+    /// `MPI_ERR_IO`: any other I/O error.
+    Io,
+}
+
+/// A file error of `class`, saying `msg`.
+pub(crate) fn fail(class: FileErrorClass, msg: impl Into<String>) -> MpiError {
+    MpiError::File { class, msg: msg.into() }
+}
+
+/// The error for `e`, an error of the operating system while doing `what`
+/// (for example "opening /data/out.bin").
+pub(crate) fn os(e: &std::io::Error, what: &str) -> MpiError {
+    use FileErrorClass as C;
+    let class = match e.raw_os_error() {
+        Some(libc::ENOENT) => C::NoSuchFile,
+        Some(libc::EACCES | libc::EPERM) => C::Access,
+        Some(libc::EEXIST) => C::FileExists,
+        Some(libc::EROFS) => C::ReadOnly,
+        Some(libc::ENOSPC) => C::NoSpace,
+        Some(libc::EDQUOT) => C::Quota,
+        Some(libc::ENAMETOOLONG | libc::EISDIR | libc::ENOTDIR | libc::ELOOP) => C::BadFile,
+        Some(libc::ETXTBSY | libc::EBUSY) => C::FileInUse,
+        Some(libc::EBADF) => C::Access,
+        _ => C::Io,
+    };
+    fail(class, format!("{what}: {e}"))
+}
+
+/// The class of `e` and its message, flattened for an exchange between
+/// processes: the class as a small integer, then the message.
+pub(crate) fn encode(e: &MpiError) -> Vec<u8> {
+    let class = match e {
+        MpiError::File { class, .. } => *class as u8 + 1,
+        _ => 0,
+    };
+    let mut v = vec![class];
+    v.extend_from_slice(e.to_string().as_bytes());
+    v
+}
+
+/// The error [`encode`] flattened, reported by process `rank`.
+pub(crate) fn decode(b: &[u8], rank: i32) -> MpiError {
+    use FileErrorClass as C;
+    const ALL: [C; 14] = [
+        C::File,
+        C::NotSame,
+        C::Amode,
+        C::UnsupportedDatarep,
+        C::UnsupportedOperation,
+        C::NoSuchFile,
+        C::FileExists,
+        C::BadFile,
+        C::Access,
+        C::NoSpace,
+        C::Quota,
+        C::ReadOnly,
+        C::FileInUse,
+        C::Io,
+    ];
+    let msg = format!("on rank {rank}: {}", String::from_utf8_lossy(b.get(1..).unwrap_or_default()));
+    match b.first().and_then(|c| c.checked_sub(1)).and_then(|c| ALL.get(c as usize)) {
+        Some(class) => fail(*class, msg),
+        None => fail(C::Io, msg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_survive_the_exchange() {
+        for class in [FileErrorClass::File, FileErrorClass::Io, FileErrorClass::Quota, FileErrorClass::NoSuchFile] {
+            let e = fail(class, "why");
+            match decode(&encode(&e), 3) {
+                MpiError::File { class: c, msg } => {
+                    assert_eq!(c, class);
+                    assert_eq!(msg, "on rank 3: why");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(decode(&[], 0), MpiError::File { class: FileErrorClass::Io, .. }));
+    }
+
+    #[test]
+    fn os_errors_map_to_their_classes() {
+        let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert!(matches!(os(&e, "x"), MpiError::File { class: FileErrorClass::NoSuchFile, .. }));
+        let e = std::io::Error::from_raw_os_error(libc::EEXIST);
+        assert!(matches!(os(&e, "x"), MpiError::File { class: FileErrorClass::FileExists, .. }));
+    }
+}

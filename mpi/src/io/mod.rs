@@ -1,0 +1,676 @@
+//! Parallel file I/O (MPI 4.1 chapter 14): files opened by the processes
+//! of a communicator together, each process seeing the file through its
+//! own view, with explicit offsets, an individual file pointer per
+//! process and a pointer the processes share.
+//!
+//! Data moves between the caller's elements and the file through the
+//! same typemaps as messages: elements are packed into (or unpacked from)
+//! the bytes of the view's data stream, and [`View::segments`] places
+//! those bytes in the file. Every backend does real I/O on the file
+//! system the processes share (one host, or hosts with a shared file
+//! system); errors carry the classes of §14.7 ([`FileErrorClass`]).
+//!
+//! What this implementation does not do yet, and says so where it
+//! matters: the `external32` representation and user-registered ones
+//! (`MPI_ERR_UNSUPPORTED_DATAREP`), and aggregation of collective
+//! accesses (each process of a collective access does its own part, which
+//! is correct but not two-phase I/O). Non-blocking and split collective
+//! accesses complete when they start (§14.4.5 allows it).
+
+mod error;
+mod mode;
+mod shared;
+mod view;
+
+pub use error::FileErrorClass;
+pub use mode::{Access, AccessMode};
+pub use view::{DataRep, View};
+
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use error::{decode, encode, fail, os};
+use shared::SharedPointer;
+
+use crate::comm::Status;
+use crate::datatype::Equivalence;
+use crate::info::Info;
+use crate::staged::{incoming, outgoing, Span};
+use crate::{Communicator, MpiError, Result, SimpleCommunicator};
+
+/// Where an access starts (§14.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// An explicit offset, in etypes of the view.
+    At(u64),
+    /// The process's own file pointer.
+    Individual,
+    /// The pointer the processes share, taken by each access in turn.
+    Shared,
+    /// The shared pointer, taken by all processes together in rank order
+    /// (`_ordered`, collective).
+    Ordered,
+}
+
+/// Reading or writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// From the file into memory.
+    Read,
+    /// From memory into the file.
+    Write,
+}
+
+/// Where `MPI_File_seek` counts from (§14.4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whence {
+    /// From the start of the view (`MPI_SEEK_SET`).
+    Set,
+    /// From the current position (`MPI_SEEK_CUR`).
+    Current,
+    /// From the end of the file, in the view (`MPI_SEEK_END`).
+    End,
+}
+
+/// The split collective access a file has begun and not ended (§14.4.5):
+/// the kind of access, and how it went.
+#[derive(Debug)]
+struct Split {
+    position: Position,
+    direction: Direction,
+    explicit: bool,
+    result: Result<Status>,
+}
+
+/// A file opened by the processes of a communicator (`MPI_File`).
+pub struct File {
+    comm: SimpleCommunicator,
+    path: PathBuf,
+    os: std::fs::File,
+    mode: AccessMode,
+    view: View,
+    /// The individual file pointer, in etypes of the view.
+    pointer: u64,
+    shared: Option<SharedPointer>,
+    atomic: bool,
+    info: Info,
+    split: Option<Split>,
+}
+
+/// Everyone's outcome of a step of a collective call: `Ok` if every
+/// process succeeded, else the error of the first process that failed
+/// (this one's own, if it failed).
+fn agree(comm: &SimpleCommunicator, mine: Result<()>) -> Result<()> {
+    let word = match &mine {
+        Ok(()) => Vec::new(),
+        Err(e) => encode(e),
+    };
+    let all = comm.allgather_bytes(&word)?;
+    mine?;
+    match all.iter().enumerate().find(|(_, w)| !w.is_empty()) {
+        Some((r, w)) => Err(decode(w, r as i32)),
+        None => Ok(()),
+    }
+}
+
+/// Check that every process gave the same `mine` to a collective call
+/// that needs it (`MPI_ERR_NOT_SAME`), `what` naming the argument.
+fn same(comm: &SimpleCommunicator, what: &str, mine: &[u8]) -> Result<()> {
+    let all = comm.allgather_bytes(mine)?;
+    match all.iter().position(|w| w != &all[0]) {
+        Some(r) => Err(fail(
+            FileErrorClass::NotSame,
+            format!("rank 0 and rank {r} gave different {what} to a collective file call; every process must give the same (MPI 4.1 §14)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A token that no other open of this job or of another job shares.
+fn unique_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{:x}-{:x}-{}", std::process::id(), nanos, NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+fn status(bytes: u64) -> Status {
+    Status::new(crate::ANY_SOURCE, crate::ANY_TAG, bytes)
+}
+
+impl File {
+    /// Open `path` on every process of `comm` (`MPI_File_open`, §14.2.1),
+    /// collectively: every process gives the same path and mode. The first
+    /// process creates the file if the mode says so; the others open it
+    /// then. If any process cannot open it, none has it open and every
+    /// process gets the same error.
+    pub fn open(comm: &SimpleCommunicator, path: impl AsRef<Path>, mode: AccessMode, info: &Info) -> Result<File> {
+        let comm = comm.duplicate()?;
+        let path = path.as_ref().to_path_buf();
+        let mut word = vec![mode.word()];
+        word.extend_from_slice(path.as_os_str().as_bytes());
+        same(&comm, "file names or access modes", &word)?;
+        mode.check()?;
+        let opened = |first: bool| -> Result<std::fs::File> {
+            let mut o = std::fs::OpenOptions::new();
+            o.read(mode.readable()).write(mode.writable());
+            if first && mode.excl {
+                o.create_new(true);
+            } else if first && mode.create {
+                o.create(true);
+            }
+            let f = o.open(&path).map_err(|e| os(&e, &format!("opening {}", path.display())))?;
+            let meta = f.metadata().map_err(|e| os(&e, &format!("examining {}", path.display())))?;
+            if meta.is_dir() {
+                return Err(fail(FileErrorClass::BadFile, format!("{} is a directory, not a file", path.display())));
+            }
+            Ok(f)
+        };
+        // The first process opens (and creates) the file and makes the
+        // shared pointer; its outcome and the pointer's name go to all.
+        let first = (comm.rank() == 0).then(|| {
+            let f = opened(true)?;
+            let start = if mode.append { f.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
+            let token = unique_token();
+            let p = SharedPointer::create(shared::path_for(&path, &token), start)
+                .or_else(|_| SharedPointer::create(shared::path_for(&std::env::temp_dir().join("f"), &token), start));
+            let p = p?;
+            Ok::<_, MpiError>((f, p, token))
+        });
+        let word = match &first {
+            Some(Ok((_, p, _))) => {
+                let mut w = vec![0];
+                w.extend_from_slice(p.path().as_os_str().as_bytes());
+                w
+            }
+            Some(Err(e)) => encode(e),
+            None => Vec::new(),
+        };
+        let all = comm.allgather_bytes(&word)?;
+        if all[0].first() != Some(&0) {
+            return Err(match first {
+                Some(Err(e)) => e,
+                _ => decode(&all[0], 0),
+            });
+        }
+        let pointer_path = PathBuf::from(std::ffi::OsStr::from_bytes(&all[0][1..]));
+        let mine = match first {
+            Some(r) => r.map(|(f, p, _)| (f, p)),
+            None => opened(false).and_then(|f| Ok((f, SharedPointer::join(pointer_path)?))),
+        };
+        let outcome = agree(&comm, mine.as_ref().map(drop).map_err(Clone::clone));
+        let (os_file, shared) = match (outcome, mine) {
+            (Ok(()), Ok(v)) => v,
+            (Err(e), Ok((_, p))) => {
+                if comm.rank() == 0 {
+                    p.remove();
+                }
+                return Err(e);
+            }
+            (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
+        };
+        let pointer = if mode.append { os_file.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
+        Ok(File {
+            comm,
+            path,
+            os: os_file,
+            mode,
+            view: View::bytes(),
+            pointer,
+            shared: Some(shared),
+            atomic: false,
+            info: info.clone(),
+            split: None,
+        })
+    }
+
+    /// Close the file on every process (`MPI_File_close`, collective):
+    /// once all have closed it, the shared pointer goes, and the file too
+    /// if it was opened with `delete_on_close`.
+    pub fn close(mut self) -> Result<()> {
+        let r = self.os.sync_data().map_err(|e| os(&e, &format!("flushing {}", self.path.display())));
+        let r = agree(&self.comm, r);
+        if self.comm.rank() == 0 {
+            if let Some(p) = self.shared.take() {
+                p.remove();
+            }
+            if self.mode.delete_on_close {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+        r
+    }
+
+    /// Delete the file at `path` (`MPI_File_delete`, §14.2.3).
+    pub fn delete(path: impl AsRef<Path>) -> Result<()> {
+        let p = path.as_ref();
+        std::fs::remove_file(p).map_err(|e| os(&e, &format!("deleting {}", p.display())))
+    }
+
+    /// The processes that opened the file: a duplicate of their communicator.
+    pub fn communicator(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// The path the file was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The access mode (`MPI_File_get_amode`).
+    pub fn mode(&self) -> AccessMode {
+        self.mode
+    }
+
+    /// The hints given (`MPI_File_get_info`): none changes what the file does.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    /// Replace the hints (`MPI_File_set_info`, collective).
+    pub fn set_info(&mut self, info: &Info) -> Result<()> {
+        self.info = info.clone();
+        Ok(())
+    }
+
+    /// The file's size in bytes (`MPI_File_get_size`).
+    pub fn size(&self) -> Result<u64> {
+        self.os.metadata().map(|m| m.len()).map_err(|e| os(&e, &format!("examining {}", self.path.display())))
+    }
+
+    /// Truncate or extend the file to `size` bytes (`MPI_File_set_size`,
+    /// collective, the same size everywhere).
+    pub fn set_size(&mut self, size: u64) -> Result<()> {
+        same(&self.comm, "sizes", &size.to_le_bytes())?;
+        self.writable("MPI_File_set_size")?;
+        let r = if self.comm.rank() == 0 {
+            self.os.set_len(size).map_err(|e| os(&e, &format!("resizing {}", self.path.display())))
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, r)
+    }
+
+    /// Make the file at least `size` bytes, with its storage allocated
+    /// (`MPI_File_preallocate`, collective).
+    pub fn preallocate(&mut self, size: u64) -> Result<()> {
+        same(&self.comm, "sizes", &size.to_le_bytes())?;
+        self.writable("MPI_File_preallocate")?;
+        let r = if self.comm.rank() == 0 && size > 0 {
+            let len =
+                i64::try_from(size).map_err(|_| fail(FileErrorClass::Io, format!("{size} bytes is too large")))?;
+            // SAFETY: the file's descriptor, open for the call.
+            match unsafe { libc::posix_fallocate(self.os.as_raw_fd(), 0, len) } {
+                0 => Ok(()),
+                e => Err(os(&std::io::Error::from_raw_os_error(e), &format!("allocating {}", self.path.display()))),
+            }
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, r)
+    }
+
+    /// Transfer data to the storage device (`MPI_File_sync`, collective).
+    pub fn sync(&mut self) -> Result<()> {
+        let r = self.os.sync_data().map_err(|e| os(&e, &format!("syncing {}", self.path.display())));
+        agree(&self.comm, r)
+    }
+
+    /// Atomic mode (`MPI_File_set_atomicity`, collective, §14.6.1): each
+    /// access then excludes the others' on the whole file while it runs.
+    pub fn set_atomicity(&mut self, atomic: bool) -> Result<()> {
+        same(&self.comm, "atomicity flags", &[u8::from(atomic)])?;
+        self.atomic = atomic;
+        Ok(())
+    }
+
+    /// Whether the file is in atomic mode.
+    pub fn atomicity(&self) -> bool {
+        self.atomic
+    }
+
+    /// Set the view (`MPI_File_set_view`, collective, §14.3): the data
+    /// representation and the etype's size must be the same everywhere.
+    /// Both file pointers go back to 0.
+    pub fn set_view(&mut self, view: View) -> Result<()> {
+        let mut word = view.etype_size().to_le_bytes().to_vec();
+        word.extend_from_slice(view.rep().name().as_bytes());
+        same(&self.comm, "data representations or etype sizes", &word)?;
+        if self.split.is_some() {
+            return Err(self.split_pending());
+        }
+        self.view = view;
+        self.pointer = 0;
+        let r = match (&self.shared, self.comm.rank()) {
+            (Some(p), 0) => p.set(0),
+            _ => Ok(()),
+        };
+        agree(&self.comm, r)
+    }
+
+    /// The view.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// The individual file pointer, in etypes (`MPI_File_get_position`).
+    pub fn position(&self) -> u64 {
+        self.pointer
+    }
+
+    /// The shared file pointer, in etypes (`MPI_File_get_position_shared`).
+    pub fn position_shared(&self) -> Result<u64> {
+        self.shared()?.get()
+    }
+
+    /// The offset `whence` names plus `offset`, refused if negative.
+    fn sought(&self, offset: i64, whence: Whence, current: u64) -> Result<u64> {
+        let base = match whence {
+            Whence::Set => 0,
+            Whence::Current => current,
+            Whence::End => self.view.data_before(self.size()?).div_ceil(self.view.etype_size()),
+        };
+        base.checked_add_signed(offset).ok_or_else(|| {
+            MpiError::Invalid(format!(
+                "seeking {offset} etypes from {base} goes before the start of the view (MPI 4.1 §14.4.3)"
+            ))
+        })
+    }
+
+    /// Move the individual file pointer (`MPI_File_seek`).
+    pub fn seek(&mut self, offset: i64, whence: Whence) -> Result<()> {
+        self.individual_allowed("MPI_File_seek")?;
+        self.pointer = self.sought(offset, whence, self.pointer)?;
+        Ok(())
+    }
+
+    /// Move the shared file pointer (`MPI_File_seek_shared`, collective,
+    /// the same arguments everywhere).
+    pub fn seek_shared(&mut self, offset: i64, whence: Whence) -> Result<()> {
+        let mut word = offset.to_le_bytes().to_vec();
+        word.push(whence as u8);
+        same(&self.comm, "offsets or whence", &word)?;
+        let r = if self.comm.rank() == 0 {
+            let cur = self.position_shared()?;
+            self.sought(offset, whence, cur).and_then(|p| self.shared()?.set(p))
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, r)
+    }
+
+    /// The absolute byte position in the file of etype offset `offset` of
+    /// the view (`MPI_File_get_byte_offset`).
+    pub fn byte_offset(&self, offset: u64) -> Result<u64> {
+        let pos =
+            offset.checked_mul(self.view.etype_size()).ok_or_else(|| MpiError::Invalid("offset too large".into()))?;
+        if self.view.filetype().size == 0 {
+            return Ok(self.view.disp());
+        }
+        Ok(self.view.segments(pos, 1)?.first().map_or(self.view.disp(), |s| s.0))
+    }
+
+    fn shared(&self) -> Result<&SharedPointer> {
+        self.shared.as_ref().ok_or_else(|| fail(FileErrorClass::File, "the file is closed"))
+    }
+
+    fn writable(&self, call: &str) -> Result<()> {
+        if !self.mode.writable() {
+            return Err(fail(
+                FileErrorClass::ReadOnly,
+                format!("{call}: {} was opened MPI_MODE_RDONLY", self.path.display()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn individual_allowed(&self, call: &str) -> Result<()> {
+        if self.mode.sequential {
+            return Err(fail(
+                FileErrorClass::UnsupportedOperation,
+                format!("{call}: {} was opened MPI_MODE_SEQUENTIAL, which allows only the shared file pointer (MPI 4.1 §14.2.1)", self.path.display()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn split_pending(&self) -> MpiError {
+        MpiError::Request(
+            "a split collective access on this file has begun and not ended: call its _end first (MPI 4.1 §14.4.5)"
+                .into(),
+        )
+    }
+
+    /// Access `span`'s elements at `buf` (`MPI_File_read_at`, `_write`,
+    /// `_read_shared`, ... §14.4): `position` says where, `direction`
+    /// which way. A read stops at the end of the file; the status says how
+    /// many bytes moved. Collective forms call this on every process.
+    ///
+    /// # Safety
+    /// `buf` holds the span's elements: readable for a write, writable for
+    /// a read, for the duration of the call.
+    pub unsafe fn access_raw(
+        &mut self,
+        position: Position,
+        direction: Direction,
+        buf: *mut u8,
+        span: &Span,
+    ) -> Result<Status> {
+        let call = match direction {
+            Direction::Read => "a read",
+            Direction::Write => "a write",
+        };
+        match direction {
+            Direction::Write => self.writable(call)?,
+            Direction::Read if !self.mode.readable() => {
+                return Err(fail(
+                    FileErrorClass::Access,
+                    format!("{call}: {} was opened MPI_MODE_WRONLY", self.path.display()),
+                ))
+            }
+            Direction::Read => {}
+        }
+        if matches!(position, Position::At(_) | Position::Individual) {
+            self.individual_allowed(call)?;
+        }
+        let len = span.len() as u64;
+        let esize = self.view.etype_size();
+        if len % esize != 0 {
+            return Err(MpiError::Invalid(format!(
+                "{len} bytes of data are not a whole number of the view's {esize}-byte etypes (MPI 4.1 §14.4.1)"
+            )));
+        }
+        let etypes = len / esize;
+        let start = match position {
+            Position::At(o) => o,
+            Position::Individual => self.pointer,
+            Position::Shared => self.shared()?.fetch_add(etypes)?,
+            Position::Ordered => {
+                let all = self.comm.allgather_bytes(&etypes.to_le_bytes())?;
+                let counts: Vec<u64> = all
+                    .iter()
+                    .map(|w| w.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))))
+                    .collect();
+                let me = self.comm.rank() as usize;
+                let before: u64 = counts[..me].iter().sum();
+                let total: u64 = counts.iter().sum();
+                let base = if me == 0 { self.shared()?.fetch_add(total) } else { Ok(0) };
+                let word = match &base {
+                    Ok(b) => b.to_le_bytes().to_vec(),
+                    Err(e) => encode(e),
+                };
+                let all = self.comm.allgather_bytes(if me == 0 { &word } else { &[] })?;
+                base?;
+                match all[0].get(..8).filter(|_| all[0].len() == 8) {
+                    Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) + before,
+                    None => return Err(decode(&all[0], 0)),
+                }
+            }
+        };
+        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let segments = self.view.segments(pos, len)?;
+        let _lock = self.atomic.then(|| Locked::take(&self.os, direction));
+        let moved = match direction {
+            // SAFETY: this function's contract: `buf` holds the elements, readable.
+            Direction::Write => self.write_segments(&segments, &unsafe { outgoing(buf, span, "file write")? })?,
+            Direction::Read => {
+                // SAFETY: this function's contract: `buf` holds the elements, writable and not
+                // otherwise accessed during the call; `inc` is finished before it returns.
+                let mut inc = unsafe { incoming(buf, span, "file read", false)? };
+                // SAFETY: as above; the staging buffer lives in `inc`, used only here.
+                let n = self.read_segments(&segments, unsafe { inc.bytes() })?;
+                // SAFETY: as above.
+                unsafe { inc.finish(n) };
+                n
+            }
+        };
+        if position == Position::Individual {
+            self.pointer = start + moved / esize;
+        }
+        Ok(status(moved))
+    }
+
+    fn write_segments(&self, segments: &[(u64, u64)], mut data: &[u8]) -> Result<u64> {
+        let total = data.len() as u64;
+        for &(at, n) in segments {
+            let (now, rest) = data.split_at(n as usize);
+            self.os
+                .write_all_at(now, at)
+                .map_err(|e| os(&e, &format!("writing {n} bytes at offset {at} of {}", self.path.display())))?;
+            data = rest;
+        }
+        Ok(total)
+    }
+
+    /// Read into `out`, stopping at the end of the file: the bytes read.
+    fn read_segments(&self, segments: &[(u64, u64)], out: &mut [u8]) -> Result<u64> {
+        let mut done = 0usize;
+        for &(at, n) in segments {
+            let want = n as usize;
+            let mut got = 0usize;
+            while got < want {
+                match self.os.read_at(&mut out[done + got..done + want], at + got as u64) {
+                    Ok(0) => return Ok((done + got) as u64),
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        return Err(os(&e, &format!("reading {n} bytes at offset {at} of {}", self.path.display())))
+                    }
+                }
+            }
+            done += want;
+        }
+        Ok(done as u64)
+    }
+
+    /// Begin a split collective access (`MPI_File_read_all_begin`, ...,
+    /// §14.4.5): done now, its status kept for the `_end`. One at a time
+    /// per file.
+    ///
+    /// # Safety
+    /// As [`File::access_raw`].
+    pub unsafe fn begin_raw(
+        &mut self,
+        position: Position,
+        direction: Direction,
+        buf: *mut u8,
+        span: &Span,
+    ) -> Result<()> {
+        if self.split.is_some() {
+            return Err(self.split_pending());
+        }
+        // SAFETY: this function's contract is access_raw's.
+        let result = unsafe { self.access_raw(position, direction, buf, span) };
+        let explicit = matches!(position, Position::At(_));
+        let position = if explicit { Position::At(0) } else { position };
+        self.split = Some(Split { position, direction, explicit, result });
+        Ok(())
+    }
+
+    /// End the split collective access begun (`MPI_File_read_all_end`,
+    /// ...): `position` and `direction` name the `_end` called (`At` for
+    /// the `_at_all` forms, any offset).
+    pub fn end(&mut self, position: Position, direction: Direction) -> Result<Status> {
+        let explicit = matches!(position, Position::At(_));
+        let matches = self.split.as_ref().is_some_and(|s| {
+            s.direction == direction && s.explicit == explicit && (explicit || s.position == position)
+        });
+        if !matches {
+            return Err(MpiError::Request(
+                "no split collective access of this kind has begun on this file: call its _begin first (MPI 4.1 §14.4.5)"
+                    .into(),
+            ));
+        }
+        self.split.take().map_or_else(|| Err(MpiError::Request("no split collective access".into())), |s| s.result)
+    }
+
+    /// Write `data` at `position` (the typed form of [`File::access_raw`]).
+    pub fn write_from<T: Equivalence>(&mut self, position: Position, data: &[T]) -> Result<Status> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        // SAFETY: `bytes` is a live slice of its length, read for the call.
+        unsafe { self.access_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len())) }
+    }
+
+    /// Read into `data` from `position`: the status says how many bytes
+    /// came (fewer at the end of the file).
+    pub fn read_into<T: Equivalence>(&mut self, position: Position, data: &mut [T]) -> Result<Status> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(data);
+        // SAFETY: `bytes` is a live, exclusively borrowed slice of its length.
+        unsafe { self.access_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len())) }
+    }
+
+    /// `MPI_File_write_at`.
+    pub fn write_at<T: Equivalence>(&mut self, offset: u64, data: &[T]) -> Result<Status> {
+        self.write_from(Position::At(offset), data)
+    }
+
+    /// `MPI_File_read_at`.
+    pub fn read_at<T: Equivalence>(&mut self, offset: u64, data: &mut [T]) -> Result<Status> {
+        self.read_into(Position::At(offset), data)
+    }
+
+    /// `MPI_File_write_at_all` (collective).
+    pub fn write_at_all<T: Equivalence>(&mut self, offset: u64, data: &[T]) -> Result<Status> {
+        self.write_from(Position::At(offset), data)
+    }
+
+    /// `MPI_File_read_at_all` (collective).
+    pub fn read_at_all<T: Equivalence>(&mut self, offset: u64, data: &mut [T]) -> Result<Status> {
+        self.read_into(Position::At(offset), data)
+    }
+
+    /// `MPI_File_write_ordered` (collective): the processes' data one
+    /// after the other, in rank order, at the shared pointer.
+    pub fn write_ordered<T: Equivalence>(&mut self, data: &[T]) -> Result<Status> {
+        self.write_from(Position::Ordered, data)
+    }
+
+    /// `MPI_File_read_ordered` (collective).
+    pub fn read_ordered<T: Equivalence>(&mut self, data: &mut [T]) -> Result<Status> {
+        self.read_into(Position::Ordered, data)
+    }
+}
+
+/// An advisory lock on the whole data file for one access in atomic mode:
+/// shared for a read, exclusive for a write, released when dropped.
+struct Locked(std::os::fd::RawFd);
+
+impl Locked {
+    fn take(f: &std::fs::File, direction: Direction) -> Locked {
+        let fd = f.as_raw_fd();
+        let how = if direction == Direction::Write { libc::LOCK_EX } else { libc::LOCK_SH };
+        // SAFETY: `fd` is the data file's descriptor, open while the File lives,
+        // which outlives this lock (it is a local of the access).
+        unsafe { libc::flock(fd, how) };
+        Locked(fd)
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`: the descriptor is still open.
+        unsafe { libc::flock(self.0, libc::LOCK_UN) };
+    }
+}

@@ -1,0 +1,249 @@
+//! File views (MPI 4.1 §14.3): which bytes of a file a process sees. A
+//! view is a displacement, an elementary type (the unit of offsets) and
+//! a filetype tiled from the displacement on; the process sees the data
+//! of the tiles, in order, as one stream. [`View::segments`] turns a run
+//! of that stream into the file's byte ranges.
+
+use std::sync::Arc;
+
+use super::error::{fail, FileErrorClass};
+use crate::datatype::Typemap;
+use crate::{MpiError, Result};
+
+/// A data representation (§14.5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataRep {
+    /// `"native"`: the bytes as they are in memory.
+    Native,
+    /// `"internal"`: the implementation's choice, here the native one.
+    Internal,
+}
+
+impl DataRep {
+    /// The representation named `name`; `external32` and user-registered
+    /// representations are refused with `MPI_ERR_UNSUPPORTED_DATAREP`.
+    pub fn named(name: &str) -> Result<DataRep> {
+        match name {
+            "native" => Ok(DataRep::Native),
+            "internal" => Ok(DataRep::Internal),
+            "external32" => Err(fail(
+                FileErrorClass::UnsupportedDatarep,
+                "the data representation \"external32\" is not provided for files yet: use \"native\" (docs/guide/io.md)",
+            )),
+            other => Err(fail(
+                FileErrorClass::UnsupportedDatarep,
+                format!("no data representation is called {other:?}: use \"native\" or \"internal\""),
+            )),
+        }
+    }
+
+    /// Its name, as `MPI_File_get_view` reports it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataRep::Native => "native",
+            DataRep::Internal => "internal",
+        }
+    }
+}
+
+/// A process's view of a file.
+#[derive(Clone, Debug)]
+pub struct View {
+    disp: u64,
+    etype: Arc<Typemap>,
+    filetype: Arc<Typemap>,
+    rep: DataRep,
+    /// The filetype's blocks `(offset, length)`, in typemap order, and
+    /// where each starts in the data of one filetype.
+    blocks: Vec<(isize, usize)>,
+    starts: Vec<u64>,
+}
+
+impl View {
+    /// The view every file starts with: displacement 0, bytes, native.
+    pub fn bytes() -> View {
+        let b = Arc::new(Typemap::basic(1, 1, 1));
+        View { disp: 0, etype: b.clone(), filetype: b, rep: DataRep::Native, blocks: vec![(0, 1)], starts: vec![0] }
+    }
+
+    /// A view of `filetype` tiled from byte `disp`, offsets counted in
+    /// `etype`s. The filetype's data must be whole etypes, at
+    /// non-negative, non-decreasing displacements (§14.3).
+    pub fn new(disp: u64, etype: Arc<Typemap>, filetype: Arc<Typemap>, rep: DataRep) -> Result<View> {
+        if etype.size == 0 {
+            return Err(MpiError::Invalid("the etype of a file view holds no data (MPI 4.1 §14.3)".into()));
+        }
+        if filetype.size % etype.size != 0 {
+            return Err(MpiError::Invalid(format!(
+                "the filetype holds {} bytes of data, which is not a whole number of {}-byte etypes: build the filetype from the etype (MPI 4.1 §14.3)",
+                filetype.size, etype.size
+            )));
+        }
+        if filetype.size > 0 && filetype.extent() <= 0 {
+            return Err(MpiError::Invalid(format!(
+                "the filetype's extent is {}: tiles of it would not advance through the file (resize it, MPI 4.1 §14.3)",
+                filetype.extent()
+            )));
+        }
+        let mut blocks = Vec::new();
+        let mut starts = Vec::new();
+        let mut at = 0u64;
+        let mut last = isize::MIN;
+        for (off, len) in filetype.blocks() {
+            if len == 0 {
+                continue;
+            }
+            if off < 0 || off < last {
+                return Err(MpiError::Invalid(format!(
+                    "the filetype has data at displacement {off} after displacement {last}: a filetype's displacements must be non-negative and non-decreasing (MPI 4.1 §14.3)"
+                )));
+            }
+            last = off;
+            blocks.push((off, len));
+            starts.push(at);
+            at += len as u64;
+        }
+        Ok(View { disp, etype, filetype, rep, blocks, starts })
+    }
+
+    /// The displacement.
+    pub fn disp(&self) -> u64 {
+        self.disp
+    }
+
+    /// The elementary type.
+    pub fn etype(&self) -> &Arc<Typemap> {
+        &self.etype
+    }
+
+    /// The filetype.
+    pub fn filetype(&self) -> &Arc<Typemap> {
+        &self.filetype
+    }
+
+    /// The data representation.
+    pub fn rep(&self) -> DataRep {
+        self.rep
+    }
+
+    /// Bytes in one etype.
+    pub fn etype_size(&self) -> u64 {
+        self.etype.size as u64
+    }
+
+    /// The file byte ranges `(offset, length)` of `len` bytes of the view's
+    /// data stream from byte `pos` of it, adjacent ranges merged.
+    pub fn segments(&self, pos: u64, len: u64) -> Result<Vec<(u64, u64)>> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        if len == 0 {
+            return Ok(out);
+        }
+        let size = self.filetype.size as u64;
+        if size == 0 {
+            return Err(MpiError::Invalid(
+                "the file view's filetype holds no data: nothing can be accessed through it".into(),
+            ));
+        }
+        let extent = self.filetype.extent() as u64;
+        let overflow = || fail(FileErrorClass::Io, "the access reaches past the largest file offset");
+        let (mut tile, mut within) = (pos / size, pos % size);
+        let mut left = len;
+        let mut i = self.starts.partition_point(|&s| s <= within) - 1;
+        while left > 0 {
+            let (off, blen) = self.blocks[i];
+            let skip = within - self.starts[i];
+            let n = (blen as u64 - skip).min(left);
+            let at = tile
+                .checked_mul(extent)
+                .and_then(|t| t.checked_add(self.disp))
+                .and_then(|t| t.checked_add(off as u64 + skip))
+                .ok_or_else(overflow)?;
+            match out.last_mut() {
+                Some((o, l)) if *o + *l == at => *l += n,
+                _ => out.push((at, n)),
+            }
+            left -= n;
+            within += n;
+            i += 1;
+            if i == self.blocks.len() {
+                i = 0;
+                within = 0;
+                tile += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Bytes of the view's data that lie before file byte `end` (the
+    /// view's end of file when `end` is the file's size).
+    pub fn data_before(&self, end: u64) -> u64 {
+        let size = self.filetype.size as u64;
+        if end <= self.disp || size == 0 {
+            return 0;
+        }
+        let extent = self.filetype.extent() as u64;
+        let rel = end - self.disp;
+        let (tiles, rest) = (rel / extent, rel % extent);
+        let partial: u64 =
+            self.blocks.iter().map(|&(off, len)| (rest.saturating_sub(off as u64)).min(len as u64)).sum();
+        tiles * size + partial
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::TypemapBuilder;
+
+    fn ints() -> Arc<Typemap> {
+        Arc::new(Typemap::basic(4, 4, 1))
+    }
+
+    /// `count` blocks of one int, `stride` ints apart.
+    fn strided(count: usize, stride: isize) -> Arc<Typemap> {
+        Arc::new(Typemap::vector(count, 1, stride * 4, &ints()).unwrap())
+    }
+
+    #[test]
+    fn the_byte_view_is_the_file() {
+        let v = View::bytes();
+        assert_eq!(v.segments(10, 5).unwrap(), vec![(10, 5)]);
+        assert_eq!(v.data_before(7), 7);
+    }
+
+    #[test]
+    fn a_strided_filetype_tiles() {
+        // Two ints, 3 ints apart: the type covers bytes 0..4 and 12..16,
+        // extent 16. Tiles at 100, 116, ...
+        let v = View::new(100, ints(), strided(2, 3), DataRep::Native).unwrap();
+        assert_eq!(v.segments(0, 4).unwrap(), vec![(100, 4)]);
+        assert_eq!(v.segments(2, 8).unwrap(), vec![(102, 2), (112, 6)]);
+        // The second tile follows the first with no gap: merged above.
+        // The third int of the stream is the first of the second tile.
+        assert_eq!(v.segments(8, 4).unwrap(), vec![(116, 4)]);
+        assert_eq!(v.data_before(100), 0);
+        assert_eq!(v.data_before(114), 6);
+        assert_eq!(v.data_before(132), 16);
+    }
+
+    #[test]
+    fn a_resized_filetype_leaves_room_for_the_others() {
+        // Each of 4 processes sees one int in every 4: one int resized to 16 bytes.
+        let mut b = TypemapBuilder::new();
+        b.place(&ints(), 8, 1).unwrap();
+        let t = Arc::new(b.finish().resized(0, 16).unwrap());
+        let v = View::new(0, ints(), t, DataRep::Native).unwrap();
+        assert_eq!(v.segments(0, 12).unwrap(), vec![(8, 4), (24, 4), (40, 4)]);
+    }
+
+    #[test]
+    fn bad_views_are_refused() {
+        let three = Arc::new(Typemap::basic(3, 1, 1));
+        assert!(View::new(0, ints(), three, DataRep::Native).is_err());
+        let empty = Arc::new(Typemap::basic(0, 1, 1));
+        assert!(View::new(0, empty, ints(), DataRep::Native).is_err());
+        assert!(DataRep::named("external32").is_err());
+        assert!(DataRep::named("nonsense").is_err());
+        assert_eq!(DataRep::named("native").unwrap(), DataRep::Native);
+    }
+}
