@@ -486,6 +486,12 @@ typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
 #define MPI_CONVERSION_FN_NULL         ((MPI_Datarep_conversion_function*)0x0)
 #define MPI_CONVERSION_FN_NULL_C       ((MPI_Datarep_conversion_function_c*)0x0)
 #define MPI_DISPLACEMENT_CURRENT       ((MPI_Offset)-1)
+/* ROMIO's request names, which MPI-IO programs written for MPICH and Open MPI use. */
+#define MPIO_USES_MPI_REQUEST
+#define MPIO_Request                   MPI_Request
+#define MPIO_REQUEST_NULL              MPI_REQUEST_NULL
+#define MPIO_Wait                      MPI_Wait
+#define MPIO_Test                      MPI_Test
 typedef struct MPI_T_enum_t* MPI_T_enum;
 typedef struct MPI_T_cvar_handle_t* MPI_T_cvar_handle;
 typedef struct MPI_T_pvar_handle_t* MPI_T_pvar_handle;

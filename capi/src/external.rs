@@ -74,7 +74,7 @@ fn basics(dt: Handle) -> Option<&'static [Basic]> {
 
 /// The signature of datatype `dt`, whose definition is `def` if derived
 /// (kept by the types built from it, so this works after a free).
-fn signature_of(st: &State, dt: Handle, def: Option<&TypeDef>) -> R<Arc<Signature>> {
+pub(crate) fn signature_of(st: &State, dt: Handle, def: Option<&TypeDef>) -> R<Arc<Signature>> {
     let def = match def {
         Some(d) => d,
         None => match st.types.get(&dt) {

@@ -11,6 +11,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
+use mpi::datatype::external32::Signature;
 use mpi::io::{Access, AccessMode, DataRep, Direction, File, Position, View, Whence};
 
 use crate::abi::*;
@@ -366,6 +367,17 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let rep = DataRep::named(&rep)?;
         st.info_or_null(info)?;
         let (et, ft) = (st.view_type(etype)?, st.view_type(filetype)?);
+        if rep == DataRep::External32 {
+            for t in [etype, filetype] {
+                let sig = crate::external::signature_of(st, t, None)?;
+                if sig.external_size() != sig.native_size() {
+                    return Err(Fail::new(
+                        MPI_ERR_UNSUPPORTED_DATAREP,
+                        "an external32 view of a type with long, unsigned long or wchar_t elements (whose external32 size differs from their size here) is not provided",
+                    ));
+                }
+            }
+        }
         let (el, fl) = (st.committed(etype)?, st.committed(filetype)?);
         let e = st.file_mut(fh)?;
         let disp = if disp == MPI_DISPLACEMENT_CURRENT {
@@ -505,6 +517,24 @@ impl At {
     }
 }
 
+/// What an access needs besides the file: the elements as bytes, where
+/// they go, and, for an `external32` view, the memory type's signature.
+fn prepare(
+    st: &State,
+    fh: Handle,
+    at: At,
+    count: impl Int,
+    datatype: Handle,
+) -> R<(mpi::staged::Span, Position, Option<Arc<Signature>>)> {
+    let span = st.span(count, datatype)?;
+    let position = at.position()?;
+    let sig = match st.file(fh)?.file.view().rep() {
+        DataRep::External32 => Some(crate::external::signature_of(st, datatype, None)?),
+        _ => None,
+    };
+    Ok((span, position, sig))
+}
+
 /// Access `count` elements of `datatype` at `buf`.
 ///
 /// # Safety
@@ -517,13 +547,11 @@ unsafe fn access(
     buf: *mut c_void,
     count: impl Int,
     datatype: Handle,
-) -> R<MpiStatus> {
-    let span = st.span(count, datatype)?;
-    let position = at.position()?;
+) -> R<mpi::Status> {
+    let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
     let file = &mut st.file_mut(fh)?.file;
     // SAFETY: this function's contract on `buf`, the MPI call's.
-    let s = unsafe { file.access_raw(position, direction, buf.cast(), &span)? };
-    Ok(c_status(&s))
+    Ok(unsafe { file.access_raw(position, direction, buf.cast(), &span, sig.as_deref())? })
 }
 
 /// A blocking access: its status written through `status`.
@@ -544,7 +572,7 @@ unsafe fn blocking(
         // SAFETY: this function's contract.
         let s = unsafe { access(st, fh, at, direction, buf, count, datatype)? };
         // SAFETY: this function's contract on `status`.
-        unsafe { put_status(status, s) };
+        unsafe { put_status(status, c_status(&s)) };
         Ok(())
     })
 }
@@ -568,11 +596,8 @@ unsafe fn immediate(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        let span = st.span(count, datatype)?;
-        let position = at.position()?;
-        let file = &mut st.file_mut(fh)?.file;
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        let s = unsafe { file.access_raw(position, direction, buf.cast(), &span)? };
+        let s = unsafe { access(st, fh, at, direction, buf, count, datatype)? };
         // SAFETY: `request` is not null (checked above); the standard's contract.
         unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
     })
@@ -592,11 +617,10 @@ unsafe fn begin(
     datatype: Handle,
 ) -> c_int {
     with_state(call, fh, |st| {
-        let span = st.span(count, datatype)?;
-        let position = at.position()?;
+        let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
         let file = &mut st.file_mut(fh)?.file;
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        Ok(unsafe { file.begin_raw(position, direction, buf.cast(), &span)? })
+        Ok(unsafe { file.begin_raw(position, direction, buf.cast(), &span, sig.as_deref())? })
     })
 }
 

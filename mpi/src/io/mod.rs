@@ -35,6 +35,7 @@ use error::{decode, encode, fail, os};
 use shared::SharedPointer;
 
 use crate::comm::Status;
+use crate::datatype::external32::Signature;
 use crate::datatype::Equivalence;
 use crate::info::Info;
 use crate::staged::{incoming, outgoing, Span};
@@ -134,6 +135,14 @@ fn unique_token() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("{:x}-{:x}-{}", std::process::id(), nanos, NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Whole elements of `sig` in `bytes` bytes.
+fn elements(sig: &Signature, bytes: u64) -> usize {
+    match sig.native_size() {
+        0 => 0,
+        each => (bytes / each) as usize,
+    }
 }
 
 fn status(bytes: u64) -> Status {
@@ -338,16 +347,23 @@ impl File {
         let mut word = view.etype_size().to_le_bytes().to_vec();
         word.extend_from_slice(view.rep().name().as_bytes());
         same(&self.comm, "data representations or etype sizes", &word)?;
-        if self.split.is_some() {
-            return Err(self.split_pending());
-        }
+        let local = if self.split.is_some() {
+            Err(self.split_pending())
+        } else if view.overlaps() && self.mode.writable() {
+            Err(fail(
+                FileErrorClass::Io,
+                "the etype or filetype covers some bytes twice, which a file opened for writing does not allow (MPI 4.1 §14.3)",
+            ))
+        } else {
+            match (&self.shared, self.comm.rank()) {
+                (Some(p), 0) => p.set(0),
+                _ => Ok(()),
+            }
+        };
+        agree(&self.comm, local)?;
         self.view = view;
         self.pointer = 0;
-        let r = match (&self.shared, self.comm.rank()) {
-            (Some(p), 0) => p.set(0),
-            _ => Ok(()),
-        };
-        agree(&self.comm, r)
+        Ok(())
     }
 
     /// The view.
@@ -457,7 +473,77 @@ impl File {
         direction: Direction,
         buf: *mut u8,
         span: &Span,
+        signature: Option<&Signature>,
     ) -> Result<Status> {
+        let checked = self.check_access(position, direction, span, signature);
+        let (etypes, ordered_at) = match (position, checked) {
+            // Every process takes part in the exchanges of an ordered
+            // access, failed or not, so that none waits for ever.
+            (Position::Ordered, c) => self.ordered_start(c)?,
+            (_, c) => (c?, 0),
+        };
+        let start = match position {
+            Position::At(o) => o,
+            Position::Individual => self.pointer,
+            Position::Shared => self.shared()?.fetch_add(etypes)?,
+            Position::Ordered => ordered_at,
+        };
+        let esize = self.view.etype_size();
+        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let len = etypes * esize;
+        let segments = self.view.segments(pos, len)?;
+        let external = match self.view.rep() {
+            DataRep::External32 => signature,
+            _ => None,
+        };
+        let _lock = self.atomic.then(|| Locked::take(&self.os, direction));
+        let moved = match direction {
+            Direction::Write => {
+                // SAFETY: this function's contract: `buf` holds the elements, readable.
+                let data = unsafe { outgoing(buf, span, "file write")? };
+                match external {
+                    Some(sig) => self.write_segments(&segments, &sig.to_external(&data, elements(sig, len))?)?,
+                    None => self.write_segments(&segments, &data)?,
+                }
+            }
+            Direction::Read => {
+                // SAFETY: this function's contract: `buf` holds the elements, writable and not
+                // otherwise accessed during the call; `inc` is finished before it returns.
+                let mut inc = unsafe { incoming(buf, span, "file read", false)? };
+                // SAFETY: as above; the staging buffer lives in `inc`, used only here.
+                let out = unsafe { inc.bytes() };
+                let n = match external {
+                    Some(sig) => {
+                        let mut ext = crate::datatype::zeroed_buffer(out.len(), "a conversion buffer")?;
+                        let n = self.read_segments(&segments, &mut ext)?;
+                        let whole = elements(sig, n);
+                        let native = sig.from_external(&ext[..whole * sig.external_size() as usize], whole)?;
+                        out[..native.len()].copy_from_slice(&native);
+                        native.len() as u64
+                    }
+                    None => self.read_segments(&segments, out)?,
+                };
+                // SAFETY: as above.
+                unsafe { inc.finish(n) };
+                n
+            }
+        };
+        if position == Position::Individual {
+            self.pointer = start + moved / esize;
+        }
+        Ok(status(moved))
+    }
+
+    /// What makes an access erroneous before it starts: the mode, a count
+    /// that is not whole etypes, an `external32` view without the memory
+    /// type's signature. The etypes the access moves.
+    fn check_access(
+        &self,
+        position: Position,
+        direction: Direction,
+        span: &Span,
+        signature: Option<&Signature>,
+    ) -> Result<u64> {
         let call = match direction {
             Direction::Read => "a read",
             Direction::Write => "a write",
@@ -475,6 +561,23 @@ impl File {
         if matches!(position, Position::At(_) | Position::Individual) {
             self.individual_allowed(call)?;
         }
+        if self.view.rep() == DataRep::External32 {
+            match signature {
+                Some(sig) if sig.external_size() == sig.native_size() => {}
+                Some(_) => {
+                    return Err(fail(
+                        FileErrorClass::UnsupportedDatarep,
+                        "this datatype has basic elements (long, unsigned long, wchar_t) whose external32 size differs from their size here; external32 files take the others (docs/guide/io.md)",
+                    ))
+                }
+                None => {
+                    return Err(fail(
+                        FileErrorClass::UnsupportedDatarep,
+                        "an external32 view needs the memory datatype's signature: use a native view from the typed API",
+                    ))
+                }
+            }
+        }
         let len = span.len() as u64;
         let esize = self.view.etype_size();
         if len % esize != 0 {
@@ -482,54 +585,41 @@ impl File {
                 "{len} bytes of data are not a whole number of the view's {esize}-byte etypes (MPI 4.1 §14.4.1)"
             )));
         }
-        let etypes = len / esize;
-        let start = match position {
-            Position::At(o) => o,
-            Position::Individual => self.pointer,
-            Position::Shared => self.shared()?.fetch_add(etypes)?,
-            Position::Ordered => {
-                let all = self.comm.allgather_bytes(&etypes.to_le_bytes())?;
-                let counts: Vec<u64> = all
-                    .iter()
-                    .map(|w| w.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))))
-                    .collect();
-                let me = self.comm.rank() as usize;
-                let before: u64 = counts[..me].iter().sum();
-                let total: u64 = counts.iter().sum();
-                let base = if me == 0 { self.shared()?.fetch_add(total) } else { Ok(0) };
-                let word = match &base {
-                    Ok(b) => b.to_le_bytes().to_vec(),
-                    Err(e) => encode(e),
-                };
-                let all = self.comm.allgather_bytes(if me == 0 { &word } else { &[] })?;
-                base?;
-                match all[0].get(..8).filter(|_| all[0].len() == 8) {
-                    Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) + before,
-                    None => return Err(decode(&all[0], 0)),
-                }
-            }
+        Ok(len / esize)
+    }
+
+    /// The exchanges of an ordered access (§14.4.4): everyone's etype
+    /// count, then the shared pointer the first process moves past all
+    /// of them. `checked` is this process's own check; a failure anywhere
+    /// fails the access everywhere. The etypes and where they start.
+    fn ordered_start(&self, checked: Result<u64>) -> Result<(u64, u64)> {
+        let word = match &checked {
+            Ok(n) => n.to_le_bytes().to_vec(),
+            Err(e) => encode(e),
         };
-        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
-        let segments = self.view.segments(pos, len)?;
-        let _lock = self.atomic.then(|| Locked::take(&self.os, direction));
-        let moved = match direction {
-            // SAFETY: this function's contract: `buf` holds the elements, readable.
-            Direction::Write => self.write_segments(&segments, &unsafe { outgoing(buf, span, "file write")? })?,
-            Direction::Read => {
-                // SAFETY: this function's contract: `buf` holds the elements, writable and not
-                // otherwise accessed during the call; `inc` is finished before it returns.
-                let mut inc = unsafe { incoming(buf, span, "file read", false)? };
-                // SAFETY: as above; the staging buffer lives in `inc`, used only here.
-                let n = self.read_segments(&segments, unsafe { inc.bytes() })?;
-                // SAFETY: as above.
-                unsafe { inc.finish(n) };
-                n
+        let all = self.comm.allgather_bytes(&word)?;
+        let etypes = checked?;
+        let mut counts = Vec::with_capacity(all.len());
+        for (r, w) in all.iter().enumerate() {
+            match <[u8; 8]>::try_from(w.as_slice()) {
+                Ok(b) => counts.push(u64::from_le_bytes(b)),
+                Err(_) => return Err(decode(w, r as i32)),
             }
-        };
-        if position == Position::Individual {
-            self.pointer = start + moved / esize;
         }
-        Ok(status(moved))
+        let me = self.comm.rank() as usize;
+        let before: u64 = counts[..me].iter().sum();
+        let total: u64 = counts.iter().sum();
+        let base = if me == 0 { self.shared()?.fetch_add(total) } else { Ok(0) };
+        let word = match &base {
+            Ok(b) => b.to_le_bytes().to_vec(),
+            Err(e) => encode(e),
+        };
+        let all = self.comm.allgather_bytes(if me == 0 { &word } else { &[] })?;
+        base?;
+        match <[u8; 8]>::try_from(all[0].as_slice()) {
+            Ok(b) => Ok((etypes, u64::from_le_bytes(b) + before)),
+            Err(_) => Err(decode(&all[0], 0)),
+        }
     }
 
     fn write_segments(&self, segments: &[(u64, u64)], mut data: &[u8]) -> Result<u64> {
@@ -577,12 +667,13 @@ impl File {
         direction: Direction,
         buf: *mut u8,
         span: &Span,
+        signature: Option<&Signature>,
     ) -> Result<()> {
         if self.split.is_some() {
             return Err(self.split_pending());
         }
         // SAFETY: this function's contract is access_raw's.
-        let result = unsafe { self.access_raw(position, direction, buf, span) };
+        let result = unsafe { self.access_raw(position, direction, buf, span, signature) };
         let explicit = matches!(position, Position::At(_));
         let position = if explicit { Position::At(0) } else { position };
         self.split = Some(Split { position, direction, explicit, result });
@@ -610,7 +701,9 @@ impl File {
     pub fn write_from<T: Equivalence>(&mut self, position: Position, data: &[T]) -> Result<Status> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         // SAFETY: `bytes` is a live slice of its length, read for the call.
-        unsafe { self.access_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len())) }
+        unsafe {
+            self.access_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len()), None)
+        }
     }
 
     /// Read into `data` from `position`: the status says how many bytes
@@ -618,7 +711,7 @@ impl File {
     pub fn read_into<T: Equivalence>(&mut self, position: Position, data: &mut [T]) -> Result<Status> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(data);
         // SAFETY: `bytes` is a live, exclusively borrowed slice of its length.
-        unsafe { self.access_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len())) }
+        unsafe { self.access_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len()), None) }
     }
 
     /// `MPI_File_write_at`.

@@ -17,6 +17,11 @@ pub enum DataRep {
     Native,
     /// `"internal"`: the implementation's choice, here the native one.
     Internal,
+    /// `"external32"` (§14.5.2): big-endian basic elements, converted by
+    /// the memory datatype's signature on every access. Provided for
+    /// types whose basic elements have the same size in both forms (all
+    /// but `long`, `unsigned long` and `wchar_t` here).
+    External32,
 }
 
 impl DataRep {
@@ -26,13 +31,10 @@ impl DataRep {
         match name {
             "native" => Ok(DataRep::Native),
             "internal" => Ok(DataRep::Internal),
-            "external32" => Err(fail(
-                FileErrorClass::UnsupportedDatarep,
-                "the data representation \"external32\" is not provided for files yet: use \"native\" (docs/guide/io.md)",
-            )),
+            "external32" => Ok(DataRep::External32),
             other => Err(fail(
                 FileErrorClass::UnsupportedDatarep,
-                format!("no data representation is called {other:?}: use \"native\" or \"internal\""),
+                format!("no data representation is called {other:?}: use \"native\", \"internal\" or \"external32\" (user-defined representations are not provided)"),
             )),
         }
     }
@@ -42,6 +44,7 @@ impl DataRep {
         match self {
             DataRep::Native => "native",
             DataRep::Internal => "internal",
+            DataRep::External32 => "external32",
         }
     }
 }
@@ -57,13 +60,54 @@ pub struct View {
     /// where each starts in the data of one filetype.
     blocks: Vec<(isize, usize)>,
     starts: Vec<u64>,
+    /// The etype or the filetype has bytes that two of its blocks cover:
+    /// not allowed on a file opened for writing (§14.3).
+    overlaps: bool,
+}
+
+/// The blocks of `t` (the view's `what`), checked to lie at
+/// non-negative, non-decreasing displacements (§14.3; `MPI_ERR_IO`, as
+/// ROMIO reports it), and whether two of them overlap.
+fn ordered_blocks(t: &Typemap, what: &str) -> Result<(Vec<(isize, usize)>, bool)> {
+    let mut blocks: Vec<(isize, usize)> = Vec::new();
+    let mut overlaps = false;
+    for (off, len) in t.blocks() {
+        if len == 0 {
+            continue;
+        }
+        if off < 0 {
+            return Err(fail(
+                FileErrorClass::Io,
+                format!("the {what} has data at displacement {off}: a view's displacements must be non-negative (MPI 4.1 §14.3)"),
+            ));
+        }
+        if let Some(&(prev, plen)) = blocks.last() {
+            if off < prev {
+                return Err(fail(
+                    FileErrorClass::Io,
+                    format!("the {what} has data at displacement {off} after displacement {prev}: a view's displacements must be non-decreasing (MPI 4.1 §14.3)"),
+                ));
+            }
+            overlaps |= off < prev + plen as isize;
+        }
+        blocks.push((off, len));
+    }
+    Ok((blocks, overlaps))
 }
 
 impl View {
     /// The view every file starts with: displacement 0, bytes, native.
     pub fn bytes() -> View {
         let b = Arc::new(Typemap::basic(1, 1, 1));
-        View { disp: 0, etype: b.clone(), filetype: b, rep: DataRep::Native, blocks: vec![(0, 1)], starts: vec![0] }
+        View {
+            disp: 0,
+            etype: b.clone(),
+            filetype: b,
+            rep: DataRep::Native,
+            blocks: vec![(0, 1)],
+            starts: vec![0],
+            overlaps: false,
+        }
     }
 
     /// A view of `filetype` tiled from byte `disp`, offsets counted in
@@ -85,25 +129,16 @@ impl View {
                 filetype.extent()
             )));
         }
-        let mut blocks = Vec::new();
-        let mut starts = Vec::new();
+        let (_, etype_overlaps) = ordered_blocks(&etype, "etype")?;
+        let (blocks, filetype_overlaps) = ordered_blocks(&filetype, "filetype")?;
+        let mut starts = Vec::with_capacity(blocks.len());
         let mut at = 0u64;
-        let mut last = isize::MIN;
-        for (off, len) in filetype.blocks() {
-            if len == 0 {
-                continue;
-            }
-            if off < 0 || off < last {
-                return Err(MpiError::Invalid(format!(
-                    "the filetype has data at displacement {off} after displacement {last}: a filetype's displacements must be non-negative and non-decreasing (MPI 4.1 §14.3)"
-                )));
-            }
-            last = off;
-            blocks.push((off, len));
+        for &(_, len) in &blocks {
             starts.push(at);
             at += len as u64;
         }
-        Ok(View { disp, etype, filetype, rep, blocks, starts })
+        let overlaps = etype_overlaps || filetype_overlaps;
+        Ok(View { disp, etype, filetype, rep, blocks, starts, overlaps })
     }
 
     /// The displacement.
@@ -124,6 +159,12 @@ impl View {
     /// The data representation.
     pub fn rep(&self) -> DataRep {
         self.rep
+    }
+
+    /// Whether the etype or filetype overlaps itself (refused on a file
+    /// opened for writing).
+    pub fn overlaps(&self) -> bool {
+        self.overlaps
     }
 
     /// Bytes in one etype.
@@ -240,9 +281,19 @@ mod tests {
     fn bad_views_are_refused() {
         let three = Arc::new(Typemap::basic(3, 1, 1));
         assert!(View::new(0, ints(), three, DataRep::Native).is_err());
+        let mut b = TypemapBuilder::new();
+        b.place(&ints(), 12, 1).unwrap();
+        b.place(&ints(), 0, 1).unwrap();
+        let decreasing = Arc::new(b.finish());
+        let e = View::new(0, ints(), decreasing, DataRep::Native).err();
+        assert!(matches!(e, Some(MpiError::File { class: FileErrorClass::Io, .. })), "{e:?}");
+        let mut b = TypemapBuilder::new();
+        b.place(&ints(), 0, 3).unwrap();
+        b.place(&ints(), 4, 1).unwrap();
+        assert!(View::new(0, ints(), Arc::new(b.finish()), DataRep::Native).unwrap().overlaps());
         let empty = Arc::new(Typemap::basic(0, 1, 1));
         assert!(View::new(0, empty, ints(), DataRep::Native).is_err());
-        assert!(DataRep::named("external32").is_err());
+        assert_eq!(DataRep::named("external32").unwrap(), DataRep::External32);
         assert!(DataRep::named("nonsense").is_err());
         assert_eq!(DataRep::named("native").unwrap(), DataRep::Native);
     }
