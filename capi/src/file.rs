@@ -544,14 +544,14 @@ unsafe fn access(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *mut c_void,
+    buf: *const c_void,
     count: impl Int,
     datatype: Handle,
 ) -> R<mpi::Status> {
     let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
     let file = &mut st.file_mut(fh)?.file;
     // SAFETY: this function's contract on `buf`, the MPI call's.
-    Ok(unsafe { file.access_raw(position, direction, buf.cast(), &span, sig.as_deref())? })
+    Ok(unsafe { file.access_raw(position, direction, buf.cast_mut().cast(), &span, sig.as_deref())? })
 }
 
 /// A blocking access: its status written through `status`.
@@ -563,7 +563,7 @@ unsafe fn blocking(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *mut c_void,
+    buf: *const c_void,
     count: impl Int,
     datatype: Handle,
     status: *mut MpiStatus,
@@ -587,7 +587,7 @@ unsafe fn immediate(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *mut c_void,
+    buf: *const c_void,
     count: impl Int,
     datatype: Handle,
     request: *mut Handle,
@@ -612,7 +612,7 @@ unsafe fn begin(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *mut c_void,
+    buf: *const c_void,
     count: impl Int,
     datatype: Handle,
 ) -> c_int {
@@ -620,7 +620,7 @@ unsafe fn begin(
         let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
         let file = &mut st.file_mut(fh)?.file;
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        Ok(unsafe { file.begin_raw(position, direction, buf.cast(), &span, sig.as_deref())? })
+        Ok(unsafe { file.begin_raw(position, direction, buf.cast_mut().cast(), &span, sig.as_deref())? })
     })
 }
 
@@ -628,7 +628,14 @@ unsafe fn begin(
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or writable.
-unsafe fn end(call: &str, fh: Handle, at: At, direction: Direction, status: *mut MpiStatus) -> c_int {
+unsafe fn end(
+    call: &str,
+    fh: Handle,
+    _buf: *const c_void,
+    at: At,
+    direction: Direction,
+    status: *mut MpiStatus,
+) -> c_int {
     with_state(call, fh, |st| {
         let position = match at {
             At::Offset(_) => Position::At(0),
@@ -641,129 +648,84 @@ unsafe fn end(call: &str, fh: Handle, at: At, direction: Direction, status: *mut
     })
 }
 
-/// The data-access entry points: `form name(offset?) buffer type, count
-/// type, where, direction`.
+/// The data-access entry points, each the helper it calls with its
+/// arguments (§14.4): `blocking`, `immediate` (non-blocking), `begin` and
+/// `end` (split collective).
 macro_rules! file_access {
-    ($($form:ident $name:ident($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident;)*) => {$(
-        file_access!(@one $form $name ($($off)?) $buf, $cnt, $at, $dir);
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $form:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: the standard's contract on the buffer (the elements, until the
+            // operation completes: before this returns, or at the `_end`) and on the
+            // status or request pointer, which are this helper's contract.
+            unsafe { $form(stringify!($name), $($call),*) }
+        }
     )*};
-    (@one blocking $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle, status: *mut MpiStatus) -> c_int {
-            // SAFETY: the standard's contract on `buf` (the elements, for the call) and `status`.
-            unsafe { blocking(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype, status) }
-        }
-    };
-    (@one immediate $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle, request: *mut Handle) -> c_int {
-            // SAFETY: the standard's contract on `buf` (the elements, until the request
-            // completes, which is before this returns) and `request`.
-            unsafe { immediate(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype, request) }
-        }
-    };
-    (@one begin $name:ident ($($off:ident)?) $buf:ty, $cnt:ty, $at:expr, $dir:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: Handle, $($off: i64,)? buf: $buf, count: $cnt, datatype: Handle) -> c_int {
-            // SAFETY: the standard's contract on `buf`: the elements, until the `_end`.
-            unsafe { begin(stringify!($name), fh, $at($($off)?), Direction::$dir, buf as *mut c_void, count, datatype) }
-        }
-    };
-}
-
-/// `At::Offset` and the others as functions of the optional offset.
-#[allow(non_snake_case)]
-fn Offset(o: i64) -> At {
-    At::Offset(o)
-}
-fn individual() -> At {
-    At::Individual
-}
-fn shared() -> At {
-    At::Shared
-}
-fn ordered() -> At {
-    At::Ordered
 }
 
 file_access! {
-    blocking MPI_File_read_at(offset) *mut c_void, c_int, Offset, Read;
-    blocking MPI_File_read_at_c(offset) *mut c_void, i64, Offset, Read;
-    blocking MPI_File_read_at_all(offset) *mut c_void, c_int, Offset, Read;
-    blocking MPI_File_read_at_all_c(offset) *mut c_void, i64, Offset, Read;
-    blocking MPI_File_write_at(offset) *const c_void, c_int, Offset, Write;
-    blocking MPI_File_write_at_c(offset) *const c_void, i64, Offset, Write;
-    blocking MPI_File_write_at_all(offset) *const c_void, c_int, Offset, Write;
-    blocking MPI_File_write_at_all_c(offset) *const c_void, i64, Offset, Write;
-    blocking MPI_File_read() *mut c_void, c_int, individual, Read;
-    blocking MPI_File_read_c() *mut c_void, i64, individual, Read;
-    blocking MPI_File_read_all() *mut c_void, c_int, individual, Read;
-    blocking MPI_File_read_all_c() *mut c_void, i64, individual, Read;
-    blocking MPI_File_write() *const c_void, c_int, individual, Write;
-    blocking MPI_File_write_c() *const c_void, i64, individual, Write;
-    blocking MPI_File_write_all() *const c_void, c_int, individual, Write;
-    blocking MPI_File_write_all_c() *const c_void, i64, individual, Write;
-    blocking MPI_File_read_shared() *mut c_void, c_int, shared, Read;
-    blocking MPI_File_read_shared_c() *mut c_void, i64, shared, Read;
-    blocking MPI_File_write_shared() *const c_void, c_int, shared, Write;
-    blocking MPI_File_write_shared_c() *const c_void, i64, shared, Write;
-    blocking MPI_File_read_ordered() *mut c_void, c_int, ordered, Read;
-    blocking MPI_File_read_ordered_c() *mut c_void, i64, ordered, Read;
-    blocking MPI_File_write_ordered() *const c_void, c_int, ordered, Write;
-    blocking MPI_File_write_ordered_c() *const c_void, i64, ordered, Write;
-    immediate MPI_File_iread_at(offset) *mut c_void, c_int, Offset, Read;
-    immediate MPI_File_iread_at_c(offset) *mut c_void, i64, Offset, Read;
-    immediate MPI_File_iread_at_all(offset) *mut c_void, c_int, Offset, Read;
-    immediate MPI_File_iread_at_all_c(offset) *mut c_void, i64, Offset, Read;
-    immediate MPI_File_iwrite_at(offset) *const c_void, c_int, Offset, Write;
-    immediate MPI_File_iwrite_at_c(offset) *const c_void, i64, Offset, Write;
-    immediate MPI_File_iwrite_at_all(offset) *const c_void, c_int, Offset, Write;
-    immediate MPI_File_iwrite_at_all_c(offset) *const c_void, i64, Offset, Write;
-    immediate MPI_File_iread() *mut c_void, c_int, individual, Read;
-    immediate MPI_File_iread_c() *mut c_void, i64, individual, Read;
-    immediate MPI_File_iread_all() *mut c_void, c_int, individual, Read;
-    immediate MPI_File_iread_all_c() *mut c_void, i64, individual, Read;
-    immediate MPI_File_iwrite() *const c_void, c_int, individual, Write;
-    immediate MPI_File_iwrite_c() *const c_void, i64, individual, Write;
-    immediate MPI_File_iwrite_all() *const c_void, c_int, individual, Write;
-    immediate MPI_File_iwrite_all_c() *const c_void, i64, individual, Write;
-    immediate MPI_File_iread_shared() *mut c_void, c_int, shared, Read;
-    immediate MPI_File_iread_shared_c() *mut c_void, i64, shared, Read;
-    immediate MPI_File_iwrite_shared() *const c_void, c_int, shared, Write;
-    immediate MPI_File_iwrite_shared_c() *const c_void, i64, shared, Write;
-    begin MPI_File_read_at_all_begin(offset) *mut c_void, c_int, Offset, Read;
-    begin MPI_File_read_at_all_begin_c(offset) *mut c_void, i64, Offset, Read;
-    begin MPI_File_write_at_all_begin(offset) *const c_void, c_int, Offset, Write;
-    begin MPI_File_write_at_all_begin_c(offset) *const c_void, i64, Offset, Write;
-    begin MPI_File_read_all_begin() *mut c_void, c_int, individual, Read;
-    begin MPI_File_read_all_begin_c() *mut c_void, i64, individual, Read;
-    begin MPI_File_write_all_begin() *const c_void, c_int, individual, Write;
-    begin MPI_File_write_all_begin_c() *const c_void, i64, individual, Write;
-    begin MPI_File_read_ordered_begin() *mut c_void, c_int, ordered, Read;
-    begin MPI_File_read_ordered_begin_c() *mut c_void, i64, ordered, Read;
-    begin MPI_File_write_ordered_begin() *const c_void, c_int, ordered, Write;
-    begin MPI_File_write_ordered_begin_c() *const c_void, i64, ordered, Write;
-}
-
-/// The `_end` entry points: `name => form, direction`.
-macro_rules! file_end {
-    ($($name:ident($buf:ty) $at:expr, $dir:ident;)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: Handle, buf: $buf, status: *mut MpiStatus) -> c_int {
-            let _ = buf;
-            // SAFETY: the standard's contract on `status`.
-            unsafe { end(stringify!($name), fh, $at, Direction::$dir, status) }
-        }
-    )*};
-}
-
-file_end! {
-    MPI_File_read_at_all_end(*mut c_void) At::Offset(0), Read;
-    MPI_File_write_at_all_end(*const c_void) At::Offset(0), Write;
-    MPI_File_read_all_end(*mut c_void) At::Individual, Read;
-    MPI_File_write_all_end(*const c_void) At::Individual, Write;
-    MPI_File_read_ordered_end(*mut c_void) At::Ordered, Read;
-    MPI_File_write_ordered_end(*const c_void) At::Ordered, Write;
+    pub unsafe extern "C" fn MPI_File_read_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_ordered(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_read_ordered_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_ordered(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_write_ordered_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, buf, count, datatype, status);
+    pub unsafe extern "C" fn MPI_File_iread_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iread_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, buf, count, datatype, request);
+    pub unsafe extern "C" fn MPI_File_read_at_all_begin(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_at_all_begin(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_all_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_all_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_all_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_all_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_ordered_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_ordered_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_at_all_end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Offset(0), Direction::Read, status);
+    pub unsafe extern "C" fn MPI_File_write_at_all_end(fh: Handle, buf: *const c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Offset(0), Direction::Write, status);
+    pub unsafe extern "C" fn MPI_File_read_all_end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Individual, Direction::Read, status);
+    pub unsafe extern "C" fn MPI_File_write_all_end(fh: Handle, buf: *const c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Individual, Direction::Write, status);
+    pub unsafe extern "C" fn MPI_File_read_ordered_end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Ordered, Direction::Read, status);
+    pub unsafe extern "C" fn MPI_File_write_ordered_end(fh: Handle, buf: *const c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Ordered, Direction::Write, status);
 }
 
 #[cfg(test)]

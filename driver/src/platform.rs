@@ -366,7 +366,7 @@ impl SimActor {
         c.set(c.get() + n);
         // Saturating: a profile may hold absurd but valid costs.
         let total = per.saturating_mul(n);
-        let add = if cost == HostCost::CopyByte { total.div_ceil(1000) } else { total };
+        let add = if cost.per_byte() { total.div_ceil(1000) } else { total };
         self.clock.set(self.clock.get().saturating_add(add));
     }
 

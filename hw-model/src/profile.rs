@@ -67,10 +67,25 @@ pub struct HostCosts {
     /// host is this much slower; 1 when absent).
     #[serde(default = "one")]
     pub compute_scale: f64,
+    /// One contiguous file access of MPI-IO: the system call and the file
+    /// system's work, with the data in the page cache (1,000 ns when absent).
+    #[serde(default = "io_op_default")]
+    pub io_op_ns: f64,
+    /// Moving one byte between a buffer and the page cache (0.1 ns when absent).
+    #[serde(default = "io_byte_default")]
+    pub io_ns_per_byte: f64,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+fn io_op_default() -> f64 {
+    1000.0
+}
+
+fn io_byte_default() -> f64 {
+    0.1
 }
 
 /// How the host reads the prefetch window (seed 004 §8.2–8.3: the paper
@@ -120,6 +135,8 @@ impl HostCosts {
             HostCost::Progress => self.progress_ns,
             HostCost::MpiRequest => self.mpi_request_ns,
             HostCost::ComputeScale => self.compute_scale,
+            HostCost::IoOp => self.io_op_ns,
+            HostCost::IoByte => self.io_ns_per_byte,
             HostCost::PwRead => match self.pw_access {
                 PwAccess::Uncached8 => self.uc_read_ns,
                 PwAccess::Uncached16 => self.uc_read_ns / 2.0,
@@ -341,6 +358,11 @@ impl HostProfile {
                 // against one of a 2020s server, from SPEC CPU integer
                 // results of the two generations (about 6x).
                 compute_scale: 6.0,
+                // Linux 2.4/2.6 on the P4: a pwrite/pread into the page
+                // cache is a few microseconds of system call and VFS work,
+                // and its bytes move at memory-copy speed.
+                io_op_ns: 2500.0,
+                io_ns_per_byte: 1.0,
             },
             device: DeviceTiming::default(),
         }
@@ -399,6 +421,8 @@ impl HostProfile {
                 clflush_ns: 0.0,
                 wc_line_sse2_ns: 0.0,
                 compute_scale: 1.0,
+                io_op_ns: 1000.0,
+                io_ns_per_byte: 0.1,
             },
             device: DeviceTiming::default(),
         }
@@ -449,8 +473,8 @@ impl HostProfile {
     pub fn cost_table(&self) -> [u64; COST_SLOTS] {
         let mut t = [0u64; COST_SLOTS];
         for &c in HostCost::ALL {
-            // ns -> ps, except copies: ns per byte -> fs per byte.
-            let scale = if c == HostCost::CopyByte { 1e6 } else { 1e3 };
+            // ns -> ps, except per-byte costs: ns per byte -> fs per byte.
+            let scale = if c.per_byte() { 1e6 } else { 1e3 };
             t[c as usize] = (self.host.ns(c) * scale).round() as u64;
         }
         t

@@ -40,8 +40,9 @@ macro_rules! host_costs {
     ($( $(#[doc = $doc:literal])* $name:ident = $idx:literal, $key:literal; )*) => {
         /// Host-side costs, charged by the host software in simulation.
         ///
-        /// Values are picoseconds per event, except `CopyByte`, in femtoseconds
-        /// per byte. The model fills them in from the host profile.
+        /// Values are picoseconds per event, except the per-byte costs
+        /// ([`HostCost::per_byte`]), in femtoseconds per byte. The model
+        /// fills them in from the host profile.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(usize)]
         pub enum HostCost { $( $(#[doc = $doc])* $name = $idx, )* }
@@ -53,6 +54,9 @@ macro_rules! host_costs {
             pub fn key(self) -> &'static str { match self { $(HostCost::$name => $key,)* } }
             /// What it charges for.
             pub fn doc(self) -> &'static str { match self { $(HostCost::$name => concat!($($doc),*).trim(),)* } }
+            /// Charged per byte: its table value is femtoseconds per byte,
+            /// not picoseconds.
+            pub fn per_byte(self) -> bool { matches!(self, HostCost::CopyByte | HostCost::IoByte) }
         }
     };
 }
@@ -89,6 +93,11 @@ host_costs! {
     /// thread CPU time, for `--compute measured` (the profile's host is
     /// this much slower); in the table, ps per ns.
     ComputeScale = 12, "compute_scale";
+    /// One contiguous file access (MPI-IO, MPI 4.1 chapter 14): the system
+    /// call and the file system's work, the data already in the page cache.
+    IoOp = 13, "io_op_ns";
+    /// One byte moved between a buffer and a file (femtoseconds).
+    IoByte = 14, "io_ns_per_byte";
 }
 
 /// [`CtlHeader::cpu`] when the simulation is not pinned to a CPU.

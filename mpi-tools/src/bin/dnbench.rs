@@ -659,7 +659,7 @@ fn breakdown(u: &Universe, before: Option<Vec<u64>>, rounds: u32) -> mpi::Result
         for (i, c) in adi::HostCost::ALL.iter().enumerate() {
             let (a, b) = (mine[i] as f64 / rounds as f64, other.get(i).copied().unwrap_or(0) as f64 / rounds as f64);
             if a > 0.0 || b > 0.0 {
-                let each = if *c == adi::HostCost::CopyByte { table[i] as f64 / 1e6 } else { table[i] as f64 / 1e3 };
+                let each = if c.per_byte() { table[i] as f64 / 1e6 } else { table[i] as f64 / 1e3 };
                 println!("# {:<20} {:>10.2} {:>10.2} {:>12.3}", c.key(), a, b, each);
             }
         }

@@ -34,6 +34,8 @@ use std::path::{Path, PathBuf};
 use error::{decode, encode, fail, os};
 use shared::SharedPointer;
 
+use adi::HostCost;
+
 use crate::comm::Status;
 use crate::datatype::external32::Signature;
 use crate::datatype::Equivalence;
@@ -221,7 +223,7 @@ impl File {
             (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
         };
         let pointer = if mode.append { os_file.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
-        Ok(File {
+        let file = File {
             comm,
             path,
             os: os_file,
@@ -232,13 +234,16 @@ impl File {
             atomic: false,
             info: info.clone(),
             split: None,
-        })
+        };
+        file.charge(1, 0)?;
+        Ok(file)
     }
 
     /// Close the file on every process (`MPI_File_close`, collective):
     /// once all have closed it, the shared pointer goes, and the file too
     /// if it was opened with `delete_on_close`.
     pub fn close(mut self) -> Result<()> {
+        self.charge(1, 0)?;
         let r = self.os.sync_data().map_err(|e| os(&e, &format!("flushing {}", self.path.display())));
         let r = agree(&self.comm, r);
         if self.comm.rank() == 0 {
@@ -323,6 +328,7 @@ impl File {
 
     /// Transfer data to the storage device (`MPI_File_sync`, collective).
     pub fn sync(&mut self) -> Result<()> {
+        self.charge(1, 0)?;
         let r = self.os.sync_data().map_err(|e| os(&e, &format!("syncing {}", self.path.display())));
         agree(&self.comm, r)
     }
@@ -496,6 +502,7 @@ impl File {
             DataRep::External32 => signature,
             _ => None,
         };
+        self.charge(segments.len() as u64 + u64::from(position == Position::Shared), len)?;
         let _lock = self.atomic.then(|| Locked::take(&self.os, direction));
         let moved = match direction {
             Direction::Write => {
@@ -620,6 +627,17 @@ impl File {
             Ok(b) => Ok((etypes, u64::from_le_bytes(b) + before)),
             Err(_) => Err(decode(&all[0], 0)),
         }
+    }
+
+    /// Charge `ops` file accesses and `bytes` bytes moved to this
+    /// process's simulated clock (the profile's `io_op_ns` and
+    /// `io_ns_per_byte`; nothing on the real backends).
+    fn charge(&self, ops: u64, bytes: u64) -> Result<()> {
+        let mut shared = self.comm.shared().borrow_mut();
+        let e = shared.engine()?;
+        e.charge(HostCost::IoOp, ops);
+        e.charge(HostCost::IoByte, bytes);
+        Ok(())
     }
 
     fn write_segments(&self, segments: &[(u64, u64)], mut data: &[u8]) -> Result<u64> {

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 mod collectives;
+mod io;
 mod rma;
 
 use mpi::traits::*;
@@ -80,6 +81,10 @@ fn main() -> ExitCode {
             "collectives" => collectives::collectives(&u, &w)?,
             "rma" => rma::rma(&w)?,
             "rma-passive" => rma::passive_target(&u, &w)?,
+            "io" => {
+                let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io DIR")?;
+                io::io(&u, &w, &dir)?
+            }
             "nbc" => collectives::nbc(&u, &w)?,
             "persistent" => collectives::persistent(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
