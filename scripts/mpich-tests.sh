@@ -24,7 +24,7 @@
 # mpicc), the *.h.in headers configure would write (8-byte MPI_Aint and
 # MPI_Offset: integer*8), and the f90 directories generated from the f77
 # ones by MPICH's maint/f77tof90 (perl) into WORK/gen, as its autogen.sh
-# does. Without mpi_f08.mod in the prefix, f08 programs are "nolink".
+# does, and the io directories' programs its maint/testmerge makes. Without mpi_f08.mod in the prefix, f08 programs are "nolink".
 # The MPICH sources come from, in this order:
 #   MPICH_SRC=DIR   a checkout whose test/mpi is used as is
 #   MPICH_GIT=DIR   a git directory holding commit $MPICH_COMMIT
@@ -171,22 +171,44 @@ if [ $fortran = 1 ]; then
     # and testlist, Makefile.ap and testlist.ap appended), as autogen.sh
     # runs it for every f77 directory.
     rm -rf "$gen"
-    mkdir -p "$gen/f77" "$gen/f90"
+    mkdir -p "$gen/f77" "$gen/f90" "$gen/f08"
+    # The io directories' programs are made from ioharness.defn and
+    # ioharness.tlt by maint/testmerge, as their Makefile.am's
+    # gen-src-stamp rule makes them: f77 and f08 here, f90 by f77tof90
+    # from the f77 ones.
+    sed 's|^#! @PERL@|#!/usr/bin/env perl|' "$src/maint/testmerge.in" >"$gen/testmerge"
+    testmerge() {
+        [ -f "$1/ioharness.defn" ] || return 0
+        (cd "$1" && perl "$gen/testmerge" -defn="$src/maint/common.defn" ioharness.defn ioharness.tlt) \
+            >>"$gen/testmerge.log" 2>&1 || {
+            echo "mpich-tests: maint/testmerge failed in $1 (see $gen/testmerge.log)" >&2
+            exit 1
+        }
+    }
     for d in "$src"/f77/*/; do
         leaf=$(basename "$d")
         mkdir -p "$gen/f77/$leaf"
+        cp -R "$d." "$gen/f77/$leaf/"
         for h in "$d"*.h.in; do
             [ -f "$h" ] || continue
             sed -e "s/@F77_MPI_ADDRESS@/$aint/g" -e "s/@F77_MPI_OFFSET@/$offset/g" "$h" \
                 >"$gen/f77/$leaf/$(basename "$h" .in)"
         done
+        testmerge "$gen/f77/$leaf"
+    done
+    for d in "$src"/f08/*/; do
+        [ -f "$d/ioharness.defn" ] || continue
+        leaf=$(basename "$d")
+        mkdir -p "$gen/f08/$leaf"
+        cp -R "$d." "$gen/f08/$leaf/"
+        testmerge "$gen/f08/$leaf"
     done
     for d in "$src"/f77/*/ "$src"/f90/*/; do
         leaf=$(basename "$d")
         [ -d "$gen/f90/$leaf" ] && continue
         mkdir -p "$gen/f90/$leaf"
         [ ! -d "$src/f90/$leaf" ] || cp -R "$src/f90/$leaf/." "$gen/f90/$leaf/"
-        if [ -d "$src/f77/$leaf" ] && ! perl "$src/maint/f77tof90" "$src/f77/$leaf" "$gen/f90/$leaf" \
+        if [ -d "$src/f77/$leaf" ] && ! perl "$src/maint/f77tof90" "$gen/f77/$leaf" "$gen/f90/$leaf" \
             Makefile.am Makefile.ap >>"$gen/f77tof90.log" 2>&1; then
             echo "mpich-tests: maint/f77tof90 failed on f77/$leaf (see $gen/f77tof90.log)" >&2
             exit 1
@@ -211,7 +233,8 @@ fi
 # The directory DIR's sources, Makefile.am and testlist are in.
 srcdir_of() {
     case $1 in
-        f90/*) echo "$gen/$1" ;;
+        f77/* | f90/*) echo "$gen/$1" ;;
+        f08/*) if [ -d "$gen/$1" ]; then echo "$gen/$1"; else echo "$src/$1"; fi ;;
         *) echo "$src/$1" ;;
     esac
 }
