@@ -17,14 +17,15 @@
 # threads/: give threads/pt2pt threads/coll threads/comm ... to run them.
 # Fortran: give f77/DIR (mpif.h), f90/DIR (use mpi) or f08/DIR (use
 # mpi_f08), DIR one of attr coll comm datatype ext info init pt2pt rma topo
-# profile (f90 and f08 also misc timer, f08 subarray; not io or spawn):
+# profile io (f90 and f08 also misc timer, f08 subarray; not spawn):
 #   scripts/mpich-tests.sh f77/pt2pt f90/coll ...
 # They are built with our mpifort as MPICH's makefiles build them: the
 # mtest_f77/f90/f08 helper, a Makefile.am's SOURCES (C ones with our
 # mpicc), the *.h.in headers configure would write (8-byte MPI_Aint and
 # MPI_Offset: integer*8), and the f90 directories generated from the f77
 # ones by MPICH's maint/f77tof90 (perl) into WORK/gen, as its autogen.sh
-# does, and the io directories' programs its maint/testmerge makes. Without mpi_f08.mod in the prefix, f08 programs are "nolink".
+# does, and the io directories' programs its maint/testmerge makes.
+# Without mpi_f08.mod in the prefix, f08 programs are "nolink".
 # The MPICH sources come from, in this order:
 #   MPICH_SRC=DIR   a checkout whose test/mpi is used as is
 #   MPICH_GIT=DIR   a git directory holding commit $MPICH_COMMIT
