@@ -5,7 +5,7 @@
 //! that applies, with a message naming the function and what is missing.
 //! docs/guide/not-supported.md lists them by chapter.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
 use crate::*;
@@ -33,12 +33,6 @@ macro_rules! absent {
             refuse(stringify!($name), $what, $obj)
         }
     )*};
-}
-
-absent! {
-    "user-defined data representations (MPI 4.1 §14.5.3) are not provided: files use \"native\" or \"internal\"" on MPI_FILE_NULL;
-    pub unsafe extern "C" fn MPI_Register_datarep(datarep: *const c_char, read_conversion_fn: usize, write_conversion_fn: usize, dtype_file_extent_fn: usize, extra_state: *mut c_void) -> c_int;
-    pub unsafe extern "C" fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn: usize, write_conversion_fn: usize, dtype_file_extent_fn: usize, extra_state: *mut c_void) -> c_int;
 }
 
 absent! {

@@ -364,7 +364,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         }
         // SAFETY: not null (checked); the standard's contract: NUL-terminated.
         let rep = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
-        let rep = DataRep::named(&rep)?;
+        let rep = DataRep::named(&rep, &st.datareps)?;
         st.info_or_null(info)?;
         let (et, ft) = (st.view_type(etype)?, st.view_type(filetype)?);
         if rep == DataRep::External32 {
@@ -407,7 +407,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
 ) -> c_int {
     with_state("MPI_File_get_view", fh, |st| {
         let e = st.file(fh)?;
-        let (d, rep) = (to_offset(e.file.view().disp())?, e.file.view().rep().name());
+        let (d, rep) = (to_offset(e.file.view().disp())?, e.file.view().rep().name().to_string());
         let (et, ft) = (e.etype.clone(), e.filetype.clone());
         if [etype.is_null(), filetype.is_null(), datarep.is_null()].contains(&true) {
             return Err(Fail::new(MPI_ERR_ARG, "an output argument of MPI_File_get_view is a null pointer"));
@@ -444,6 +444,74 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(fh: Handle, datatype: Handle
         // SAFETY: the standard's contract on `extent`.
         unsafe { put(extent, x, "extent") }
     })
+}
+
+/// `MPI_Register_datarep` (§14.5.3): the name is registered; its data is
+/// stored as it is in memory, which is what conversion functions
+/// `MPI_CONVERSION_FN_NULL` mean. Conversion functions are refused.
+///
+/// # Safety
+/// `datarep` is null or a C string.
+unsafe fn register_datarep(
+    call: &str,
+    datarep: *const c_char,
+    read_fn: usize,
+    write_fn: usize,
+    extent_fn: usize,
+) -> c_int {
+    with_state(call, MPI_FILE_NULL, |st| {
+        if datarep.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
+        }
+        if extent_fn == 0 {
+            return Err(Fail::new(MPI_ERR_ARG, "dtype_file_extent_fn is a null pointer"));
+        }
+        if read_fn != 0 || write_fn != 0 {
+            return Err(Fail::new(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "data representations with conversion functions are not provided: register with MPI_CONVERSION_FN_NULL, and the data is stored as in memory (docs/guide/io.md)",
+            ));
+        }
+        // SAFETY: not null (checked); the caller's contract: a C string.
+        let name = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
+        Ok(st.datareps.register(&name)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Register_datarep(
+    datarep: *const c_char,
+    read_conversion_fn: usize,
+    write_conversion_fn: usize,
+    dtype_file_extent_fn: usize,
+    extra_state: *mut c_void,
+) -> c_int {
+    let _ = extra_state;
+    // SAFETY: the standard's contract on `datarep`.
+    unsafe {
+        register_datarep("MPI_Register_datarep", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Register_datarep_c(
+    datarep: *const c_char,
+    read_conversion_fn: usize,
+    write_conversion_fn: usize,
+    dtype_file_extent_fn: usize,
+    extra_state: *mut c_void,
+) -> c_int {
+    let _ = extra_state;
+    // SAFETY: the standard's contract on `datarep`.
+    unsafe {
+        register_datarep(
+            "MPI_Register_datarep_c",
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+        )
+    }
 }
 
 // ---- pointers (§14.4.3, §14.4.4) --------------------------------------------------
@@ -528,7 +596,7 @@ fn prepare(
 ) -> R<(mpi::staged::Span, Position, Option<Arc<Signature>>)> {
     let span = st.span(count, datatype)?;
     let position = at.position()?;
-    let sig = match st.file(fh)?.file.view().rep() {
+    let sig = match *st.file(fh)?.file.view().rep() {
         DataRep::External32 => Some(crate::external::signature_of(st, datatype, None)?),
         _ => None,
     };

@@ -185,6 +185,7 @@ fn file_class(c: mpi::io::FileErrorClass) -> c_int {
         C::ReadOnly => MPI_ERR_READ_ONLY,
         C::FileInUse => MPI_ERR_FILE_IN_USE,
         C::Io => MPI_ERR_IO,
+        C::DupDatarep => MPI_ERR_DUP_DATAREP,
     }
 }
 
@@ -295,6 +296,8 @@ pub(crate) struct State {
     /// The error handler of `MPI_FILE_NULL`: new files get it, and calls
     /// about no file use it (`MPI_ERRORS_RETURN` unless set, §14.7).
     pub(crate) file_errhandler: Handle,
+    /// Data representations registered (`MPI_Register_datarep`, §14.5.3).
+    pub(crate) datareps: mpi::io::Registry,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.

@@ -36,6 +36,8 @@ pub enum FileErrorClass {
     FileInUse,
     /// `MPI_ERR_IO`: any other I/O error.
     Io,
+    /// `MPI_ERR_DUP_DATAREP`: a data representation registered twice.
+    DupDatarep,
 }
 
 /// A file error of `class`, saying `msg`.
@@ -77,7 +79,7 @@ pub(crate) fn encode(e: &MpiError) -> Vec<u8> {
 /// The error [`encode`] flattened, reported by process `rank`.
 pub(crate) fn decode(b: &[u8], rank: i32) -> MpiError {
     use FileErrorClass as C;
-    const ALL: [C; 14] = [
+    const ALL: [C; 15] = [
         C::File,
         C::NotSame,
         C::Amode,
@@ -92,6 +94,7 @@ pub(crate) fn decode(b: &[u8], rank: i32) -> MpiError {
         C::ReadOnly,
         C::FileInUse,
         C::Io,
+        C::DupDatarep,
     ];
     let msg = format!("on rank {rank}: {}", String::from_utf8_lossy(b.get(1..).unwrap_or_default()));
     match b.first().and_then(|c| c.checked_sub(1)).and_then(|c| ALL.get(c as usize)) {

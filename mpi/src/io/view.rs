@@ -10,8 +10,8 @@ use super::error::{fail, FileErrorClass};
 use crate::datatype::Typemap;
 use crate::{MpiError, Result};
 
-/// A data representation (§14.5.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A data representation (§14.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DataRep {
     /// `"native"`: the bytes as they are in memory.
     Native,
@@ -22,16 +22,51 @@ pub enum DataRep {
     /// types whose basic elements have the same size in both forms (all
     /// but `long`, `unsigned long` and `wchar_t` here).
     External32,
+    /// A representation the program registered (§14.5.3) without
+    /// conversion functions: the data is stored as it is in memory.
+    User(String),
+}
+
+/// The data representations a process registered (`MPI_Register_datarep`,
+/// §14.5.3): names only, as the data of each is stored natively.
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    names: Vec<String>,
+}
+
+/// The longest representation name (`MPI_MAX_DATAREP_STRING` - 1).
+pub const MAX_DATAREP: usize = 127;
+
+impl Registry {
+    /// Register `name`: `MPI_ERR_DUP_DATAREP` if it is taken (by a
+    /// predefined representation or an earlier registration).
+    pub fn register(&mut self, name: &str) -> Result<()> {
+        if name.is_empty() || name.len() > MAX_DATAREP {
+            return Err(MpiError::Invalid(format!(
+                "a data representation's name has 1 to {MAX_DATAREP} characters, not {}",
+                name.len()
+            )));
+        }
+        if ["native", "internal", "external32"].contains(&name) || self.names.iter().any(|n| n == name) {
+            return Err(fail(
+                FileErrorClass::DupDatarep,
+                format!("the data representation {name:?} is already defined (MPI 4.1 §14.5.3)"),
+            ));
+        }
+        self.names.push(name.to_string());
+        Ok(())
+    }
 }
 
 impl DataRep {
-    /// The representation named `name`; `external32` and user-registered
-    /// representations are refused with `MPI_ERR_UNSUPPORTED_DATAREP`.
-    pub fn named(name: &str) -> Result<DataRep> {
+    /// The representation named `name`: a predefined one or one in
+    /// `registry`; any other name is `MPI_ERR_UNSUPPORTED_DATAREP`.
+    pub fn named(name: &str, registry: &Registry) -> Result<DataRep> {
         match name {
             "native" => Ok(DataRep::Native),
             "internal" => Ok(DataRep::Internal),
             "external32" => Ok(DataRep::External32),
+            n if registry.names.iter().any(|r| r == n) => Ok(DataRep::User(n.to_string())),
             other => Err(fail(
                 FileErrorClass::UnsupportedDatarep,
                 format!("no data representation is called {other:?}: use \"native\", \"internal\" or \"external32\" (user-defined representations are not provided)"),
@@ -40,11 +75,12 @@ impl DataRep {
     }
 
     /// Its name, as `MPI_File_get_view` reports it.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             DataRep::Native => "native",
             DataRep::Internal => "internal",
             DataRep::External32 => "external32",
+            DataRep::User(n) => n,
         }
     }
 }
@@ -157,8 +193,8 @@ impl View {
     }
 
     /// The data representation.
-    pub fn rep(&self) -> DataRep {
-        self.rep
+    pub fn rep(&self) -> &DataRep {
+        &self.rep
     }
 
     /// Whether the etype or filetype overlaps itself (refused on a file
@@ -293,8 +329,15 @@ mod tests {
         assert!(View::new(0, ints(), Arc::new(b.finish()), DataRep::Native).unwrap().overlaps());
         let empty = Arc::new(Typemap::basic(0, 1, 1));
         assert!(View::new(0, empty, ints(), DataRep::Native).is_err());
-        assert_eq!(DataRep::named("external32").unwrap(), DataRep::External32);
-        assert!(DataRep::named("nonsense").is_err());
-        assert_eq!(DataRep::named("native").unwrap(), DataRep::Native);
+        let mut reg = Registry::default();
+        assert_eq!(DataRep::named("external32", &reg).unwrap(), DataRep::External32);
+        assert!(DataRep::named("nonsense", &reg).is_err());
+        assert_eq!(DataRep::named("native", &reg).unwrap(), DataRep::Native);
+        reg.register("nonsense").unwrap();
+        assert_eq!(DataRep::named("nonsense", &reg).unwrap(), DataRep::User("nonsense".into()));
+        for dup in ["nonsense", "native", "external32"] {
+            let e = reg.register(dup).err();
+            assert!(matches!(e, Some(MpiError::File { class: FileErrorClass::DupDatarep, .. })), "{dup}: {e:?}");
+        }
     }
 }
