@@ -2,13 +2,15 @@
 ! ierror, TYPE(MPI_Status) fields, non-blocking completion, a large-count
 ! call through the generic name, a reduction and an error handler with
 ! mpi_f08's interfaces, MPI_Win_allocate's TYPE(C_PTR), a broadcast from
-! the last rank, a split, status conversion and MPI_Sizeof. Any rank count
-! of 2 or more; rank 0 prints "No Errors" when every check passed.
+! the last rank, a split, status conversion and MPI_Sizeof, procedure
+! pointers typed by mpi_f08's callback interfaces, and MPI-IO (explicit
+! offsets, a collective read, a file error handler). Any rank count of 2
+! or more; rank 0 prints "No Errors" when every check passed.
 module f08_checks
   use mpi_f08
   use, intrinsic :: iso_c_binding
   implicit none
-  integer :: errs = 0, handled = 0
+  integer :: errs = 0, handled = 0, file_errors = 0
 contains
   subroutine check(ok, what)
     logical, intent(in) :: ok
@@ -46,6 +48,12 @@ contains
     integer :: code
     if (comm == MPI_COMM_WORLD .and. code /= MPI_SUCCESS) handled = handled + 1
   end subroutine handler
+
+  subroutine on_file(file, code)
+    type(MPI_File) :: file
+    integer :: code
+    if (code /= MPI_SUCCESS) file_errors = file_errors + 1
+  end subroutine on_file
 end module f08_checks
 
 program f08
@@ -140,6 +148,43 @@ program f08
   call check(handled == 1 .and. ierr /= MPI_SUCCESS, 'fortran error handler')
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL)
   call MPI_Errhandler_free(eh)
+
+  ! Callbacks typed by mpi_f08's abstract interfaces (§19.1.2).
+  block
+    procedure(MPI_User_function), pointer :: pf
+    procedure(MPI_Comm_errhandler_function), pointer :: ph
+    procedure(MPI_File_errhandler_function), pointer :: pfile
+    type(MPI_File) :: fh
+    type(MPI_Errhandler) :: feh
+    integer(kind=MPI_OFFSET_KIND) :: off
+    integer :: got(64), ranks(64)
+    pf => prod
+    ph => handler
+    pfile => on_file
+    call check(associated(pf) .and. associated(ph), 'procedure pointers to callbacks')
+    ! MPI-IO: each rank writes its rank at its own offset; all read all.
+    call MPI_File_open(MPI_COMM_WORLD, 'f08-io.dat', ior(MPI_MODE_CREATE, ior(MPI_MODE_RDWR, &
+        & MPI_MODE_DELETE_ON_CLOSE)), MPI_INFO_NULL, fh, ierr)
+    call check(ierr == MPI_SUCCESS, 'file open')
+    off = rank * 4
+    call MPI_File_write_at_all(fh, off, rank, 1, MPI_INTEGER, status)
+    call MPI_Get_count(status, MPI_INTEGER, count)
+    call check(count == 1, 'write_at_all count')
+    call MPI_Barrier(MPI_COMM_WORLD)
+    off = 0
+    got = -1
+    call MPI_File_read_at_all(fh, off, got, min(np, 64), MPI_INTEGER, MPI_STATUS_IGNORE)
+    ranks = [(i, i = 0, 63)]
+    call check(all(got(1:min(np, 64)) == ranks(1:min(np, 64))), 'read_at_all of every rank')
+    call MPI_File_create_errhandler(pfile, feh)
+    call MPI_File_set_errhandler(fh, feh)
+    off = -4
+    call MPI_File_read_at(fh, off, got, 1, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+    call check(file_errors == 1 .and. ierr /= MPI_SUCCESS, 'file error handler')
+    call MPI_Errhandler_free(feh)
+    call MPI_File_close(fh)
+    call check(fh == MPI_FILE_NULL, 'file closed')
+  end block
 
   ! Status conversion both ways, and MPI_Sizeof.
   call MPI_Status_f082f(stats(1), fstat)
