@@ -585,6 +585,13 @@ impl At {
     }
 }
 
+/// A C call's elements: `count` of `datatype` at `buf`.
+struct Elements<C> {
+    buf: *const c_void,
+    count: C,
+    datatype: Handle,
+}
+
 /// What an access needs besides the file: the elements as bytes, where
 /// they go, and, for an `external32` view, the memory type's signature.
 fn prepare(
@@ -607,19 +614,11 @@ fn prepare(
 ///
 /// # Safety
 /// `buf` holds the elements: readable for a write, writable for a read.
-unsafe fn access(
-    st: &mut State,
-    fh: Handle,
-    at: At,
-    direction: Direction,
-    buf: *const c_void,
-    count: impl Int,
-    datatype: Handle,
-) -> R<mpi::Status> {
-    let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
+unsafe fn access(st: &mut State, fh: Handle, at: At, direction: Direction, e: Elements<impl Int>) -> R<mpi::Status> {
+    let (span, position, sig) = prepare(st, fh, at, e.count, e.datatype)?;
     let file = &mut st.file_mut(fh)?.file;
     // SAFETY: this function's contract on `buf`, the MPI call's.
-    Ok(unsafe { file.access_raw(position, direction, buf.cast_mut().cast(), &span, sig.as_deref())? })
+    Ok(unsafe { file.access_raw(position, direction, e.buf.cast_mut().cast(), &span, sig.as_deref())? })
 }
 
 /// A blocking access: its status written through `status`.
@@ -631,14 +630,12 @@ unsafe fn blocking(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *const c_void,
-    count: impl Int,
-    datatype: Handle,
+    e: Elements<impl Int>,
     status: *mut MpiStatus,
 ) -> c_int {
     with_state(call, fh, |st| {
         // SAFETY: this function's contract.
-        let s = unsafe { access(st, fh, at, direction, buf, count, datatype)? };
+        let s = unsafe { access(st, fh, at, direction, e)? };
         // SAFETY: this function's contract on `status`.
         unsafe { put_status(status, c_status(&s)) };
         Ok(())
@@ -655,9 +652,7 @@ unsafe fn immediate(
     fh: Handle,
     at: At,
     direction: Direction,
-    buf: *const c_void,
-    count: impl Int,
-    datatype: Handle,
+    e: Elements<impl Int>,
     request: *mut Handle,
 ) -> c_int {
     with_state(call, fh, |st| {
@@ -665,7 +660,7 @@ unsafe fn immediate(
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        let s = unsafe { access(st, fh, at, direction, buf, count, datatype)? };
+        let s = unsafe { access(st, fh, at, direction, e)? };
         // SAFETY: `request` is not null (checked above); the standard's contract.
         unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
     })
@@ -675,20 +670,13 @@ unsafe fn immediate(
 ///
 /// # Safety
 /// As [`access`].
-unsafe fn begin(
-    call: &str,
-    fh: Handle,
-    at: At,
-    direction: Direction,
-    buf: *const c_void,
-    count: impl Int,
-    datatype: Handle,
-) -> c_int {
+unsafe fn begin(call: &str, fh: Handle, at: At, direction: Direction, e: Elements<impl Int>) -> c_int {
     with_state(call, fh, |st| {
-        let (span, position, sig) = prepare(st, fh, at, count, datatype)?;
+        let (span, position, sig) = prepare(st, fh, at, e.count, e.datatype)?;
         let file = &mut st.file_mut(fh)?.file;
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        Ok(unsafe { file.begin_raw(position, direction, buf.cast_mut().cast(), &span, sig.as_deref())? })
+        unsafe { file.begin_raw(position, direction, e.buf.cast_mut().cast(), &span, sig.as_deref())? };
+        Ok(())
     })
 }
 
@@ -732,62 +720,62 @@ macro_rules! file_access {
 }
 
 file_access! {
-    pub unsafe extern "C" fn MPI_File_read_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_ordered(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_read_ordered_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_ordered(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_write_ordered_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, buf, count, datatype, status);
-    pub unsafe extern "C" fn MPI_File_iread_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iread_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_iwrite_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, buf, count, datatype, request);
-    pub unsafe extern "C" fn MPI_File_read_at_all_begin(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_at_all_begin(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_read_all_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_read_all_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_all_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_all_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_read_ordered_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_ordered_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, buf, count, datatype);
-    pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, buf, count, datatype);
+    pub unsafe extern "C" fn MPI_File_read_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Shared, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_ordered(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_read_ordered_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Read, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_ordered(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_write_ordered_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Ordered, Direction::Write, Elements { buf, count, datatype }, status);
+    pub unsafe extern "C" fn MPI_File_iread_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_at_all_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_all(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_all(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_all_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_all(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_all_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Individual, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_shared(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iread_shared_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Read, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_shared(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_iwrite_shared_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle, request: *mut Handle) -> c_int = immediate(fh, At::Shared, Direction::Write, Elements { buf, count, datatype }, request);
+    pub unsafe extern "C" fn MPI_File_read_at_all_begin(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_at_all_begin(fh: Handle, offset: i64, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(fh: Handle, offset: i64, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Offset(offset), Direction::Write, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_read_all_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_read_all_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_all_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_all_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Individual, Direction::Write, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_read_ordered_begin(fh: Handle, buf: *mut c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(fh: Handle, buf: *mut c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Read, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_ordered_begin(fh: Handle, buf: *const c_void, count: c_int, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, Elements { buf, count, datatype });
+    pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(fh: Handle, buf: *const c_void, count: i64, datatype: Handle) -> c_int = begin(fh, At::Ordered, Direction::Write, Elements { buf, count, datatype });
     pub unsafe extern "C" fn MPI_File_read_at_all_end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Offset(0), Direction::Read, status);
     pub unsafe extern "C" fn MPI_File_write_at_all_end(fh: Handle, buf: *const c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Offset(0), Direction::Write, status);
     pub unsafe extern "C" fn MPI_File_read_all_end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int = end(fh, buf, At::Individual, Direction::Read, status);
