@@ -75,8 +75,13 @@ int main(int argc, char **argv) {
         MPI_Bcast(&total, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (rank == 1) {
             printf("exclusive lock granted after %d of %d shared epochs\n", before, total);
-            CHECK(before >= 0 && before < total / 2, "the exclusive lock waited for %d of %d shared epochs", before,
-                  total);
+            /* Where the exclusive request falls in the stream is simulated
+             * time on the simulator, exact and repeatable; over a real
+             * network it is the OS scheduler's (a loaded machine may run
+             * rank 1 late), so "unbounded" checks only that it is granted. */
+            int bounded = !(argc > 3 && strcmp(argv[3], "unbounded") == 0);
+            CHECK(before >= 0 && (!bounded || before < total / 2), "the exclusive lock waited for %d of %d shared epochs",
+                  before, total);
         }
     }
 

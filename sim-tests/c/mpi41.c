@@ -312,6 +312,18 @@ static void derived_and_long_double_reductions(void) {
     if (size > 1) CHECK(pm.i == size - 1 && pm.v == 0.5L - 1e-19L * (size - 1), "LONG_DOUBLE_INT MINLOC: %.21Lg at %d", pm.v, pm.i);
 }
 
+
+/* A data representation's functions, for MPI_Register_datarep. */
+static int convert(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset pos, void *extra) {
+    (void)userbuf, (void)t, (void)count, (void)filebuf, (void)pos, (void)extra;
+    return MPI_SUCCESS;
+}
+static int file_extent(MPI_Datatype t, MPI_Aint *extent, void *extra) {
+    (void)extra;
+    MPI_Aint lb;
+    return MPI_Type_get_extent(t, &lb, extent);
+}
+
 static void handles_tool_and_absent(void) {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -348,11 +360,19 @@ static void handles_tool_and_absent(void) {
     CHECK(MPI_T_finalize() == MPI_T_ERR_NOT_INITIALIZED, "a third T_finalize accepted");
     CHECK(MPI_T_cvar_get_num(&num) == MPI_T_ERR_NOT_INITIALIZED, "T after finalize");
 
-    /* What the library does not provide fails by name: a file operation
-     * through the files' handler (MPI_ERRORS_RETURN), a spawn through
-     * MPI_COMM_WORLD's. */
+    /* A file call's error goes to the files' handler (MPI_ERRORS_RETURN);
+     * what the library does not provide fails by name: conversion
+     * functions of a data representation through the files' handler, a
+     * spawn through MPI_COMM_WORLD's. */
     MPI_File fh;
-    CHECK(MPI_File_open(MPI_COMM_SELF, "x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) == MPI_ERR_UNSUPPORTED_OPERATION, "File_open");
+    CHECK(MPI_File_open(MPI_COMM_SELF, "dn-mpi41-no-such-file", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) == MPI_ERR_NO_SUCH_FILE,
+          "File_open of a missing file");
+    CHECK(MPI_Register_datarep("dn-mpi41-rep", convert, convert, file_extent, NULL) == MPI_ERR_UNSUPPORTED_OPERATION,
+          "Register_datarep with conversion functions");
+    CHECK(MPI_Register_datarep("dn-mpi41-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, file_extent, NULL) == MPI_SUCCESS,
+          "Register_datarep");
+    CHECK(MPI_Register_datarep("dn-mpi41-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, file_extent, NULL) == MPI_ERR_DUP_DATAREP,
+          "Register_datarep twice");
     MPI_Comm child;
     int rc = MPI_Comm_spawn("x", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
     CHECK(rc == MPI_ERR_UNSUPPORTED_OPERATION, "Comm_spawn: %d", rc);
