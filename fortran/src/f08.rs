@@ -112,99 +112,85 @@ fn ambiguous(plain: &Binding, large: &Binding) -> bool {
 /// program can declare its callbacks as `PROCEDURE(MPI_User_function)`.
 /// The routines that take callbacks declare them `EXTERNAL`, which any of
 /// these satisfies.
-const ABSTRACT_INTERFACES: &str = "  ABSTRACT INTERFACE
-    SUBROUTINE MPI_User_function(invec, inoutvec, len, datatype)
-      IMPORT :: C_PTR, MPI_Datatype
-      TYPE(C_PTR), VALUE :: invec, inoutvec
-      INTEGER :: len
-      TYPE(MPI_Datatype) :: datatype
-    END SUBROUTINE MPI_User_function
-    SUBROUTINE MPI_User_function_c(invec, inoutvec, len, datatype)
-      IMPORT :: C_PTR, MPI_Datatype, MPI_COUNT_KIND
-      TYPE(C_PTR), VALUE :: invec, inoutvec
-      INTEGER(KIND=MPI_COUNT_KIND) :: len
-      TYPE(MPI_Datatype) :: datatype
-    END SUBROUTINE MPI_User_function_c
-    SUBROUTINE MPI_Comm_copy_attr_function(oldcomm, comm_keyval, extra_state, attribute_val_in, &
-        & attribute_val_out, flag, ierror)
-      IMPORT :: MPI_Comm, MPI_ADDRESS_KIND
-      TYPE(MPI_Comm) :: oldcomm
-      INTEGER :: comm_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
-      LOGICAL :: flag
-    END SUBROUTINE MPI_Comm_copy_attr_function
-    SUBROUTINE MPI_Comm_delete_attr_function(comm, comm_keyval, attribute_val, extra_state, ierror)
-      IMPORT :: MPI_Comm, MPI_ADDRESS_KIND
-      TYPE(MPI_Comm) :: comm
-      INTEGER :: comm_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val, extra_state
-    END SUBROUTINE MPI_Comm_delete_attr_function
-    SUBROUTINE MPI_Win_copy_attr_function(oldwin, win_keyval, extra_state, attribute_val_in, &
-        & attribute_val_out, flag, ierror)
-      IMPORT :: MPI_Win, MPI_ADDRESS_KIND
-      TYPE(MPI_Win) :: oldwin
-      INTEGER :: win_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
-      LOGICAL :: flag
-    END SUBROUTINE MPI_Win_copy_attr_function
-    SUBROUTINE MPI_Win_delete_attr_function(win, win_keyval, attribute_val, extra_state, ierror)
-      IMPORT :: MPI_Win, MPI_ADDRESS_KIND
-      TYPE(MPI_Win) :: win
-      INTEGER :: win_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val, extra_state
-    END SUBROUTINE MPI_Win_delete_attr_function
-    SUBROUTINE MPI_Type_copy_attr_function(oldtype, type_keyval, extra_state, attribute_val_in, &
-        & attribute_val_out, flag, ierror)
-      IMPORT :: MPI_Datatype, MPI_ADDRESS_KIND
-      TYPE(MPI_Datatype) :: oldtype
-      INTEGER :: type_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
-      LOGICAL :: flag
-    END SUBROUTINE MPI_Type_copy_attr_function
-    SUBROUTINE MPI_Type_delete_attr_function(datatype, type_keyval, attribute_val, extra_state, ierror)
-      IMPORT :: MPI_Datatype, MPI_ADDRESS_KIND
-      TYPE(MPI_Datatype) :: datatype
-      INTEGER :: type_keyval, ierror
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val, extra_state
-    END SUBROUTINE MPI_Type_delete_attr_function
-    SUBROUTINE MPI_Comm_errhandler_function(comm, error_code)
-      IMPORT :: MPI_Comm
-      TYPE(MPI_Comm) :: comm
-      INTEGER :: error_code
-    END SUBROUTINE MPI_Comm_errhandler_function
-    SUBROUTINE MPI_Win_errhandler_function(win, error_code)
-      IMPORT :: MPI_Win
-      TYPE(MPI_Win) :: win
-      INTEGER :: error_code
-    END SUBROUTINE MPI_Win_errhandler_function
-    SUBROUTINE MPI_File_errhandler_function(file, error_code)
-      IMPORT :: MPI_File
-      TYPE(MPI_File) :: file
-      INTEGER :: error_code
-    END SUBROUTINE MPI_File_errhandler_function
-    SUBROUTINE MPI_Session_errhandler_function(session, error_code)
-      IMPORT :: MPI_Session
-      TYPE(MPI_Session) :: session
-      INTEGER :: error_code
-    END SUBROUTINE MPI_Session_errhandler_function
-    SUBROUTINE MPI_Grequest_query_function(extra_state, status, ierror)
-      IMPORT :: MPI_Status, MPI_ADDRESS_KIND
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      TYPE(MPI_Status) :: status
-      INTEGER :: ierror
-    END SUBROUTINE MPI_Grequest_query_function
-    SUBROUTINE MPI_Grequest_free_function(extra_state, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      INTEGER :: ierror
-    END SUBROUTINE MPI_Grequest_free_function
-    SUBROUTINE MPI_Grequest_cancel_function(extra_state, complete, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      LOGICAL :: complete
-      INTEGER :: ierror
-    END SUBROUTINE MPI_Grequest_cancel_function
-  END INTERFACE";
+fn abstract_interfaces() -> String {
+    let mut s = String::from("  ABSTRACT INTERFACE\n");
+    let mut sub = |name: &str, args: &str, imports: &str, decls: &[&str]| {
+        s += &format!("    SUBROUTINE {name}({args})\n      IMPORT :: {imports}\n");
+        for d in decls {
+            s += &format!("      {d}\n");
+        }
+        s += &format!("    END SUBROUTINE {name}\n");
+    };
+    for (suffix, len) in [("", "INTEGER :: len"), ("_c", "INTEGER(KIND=MPI_COUNT_KIND) :: len")] {
+        sub(
+            &format!("MPI_User_function{suffix}"),
+            "invec, inoutvec, len, datatype",
+            "C_PTR, MPI_Datatype, MPI_COUNT_KIND",
+            &["TYPE(C_PTR), VALUE :: invec, inoutvec", len, "TYPE(MPI_Datatype) :: datatype"],
+        );
+    }
+    // Attribute callbacks and error handlers, one of each per kind of object.
+    for (kind, ty, obj, deleted) in [
+        ("Comm", "MPI_Comm", "comm", "comm"),
+        ("Win", "MPI_Win", "win", "win"),
+        ("Type", "MPI_Datatype", "type", "datatype"),
+    ] {
+        let old = format!("TYPE({ty}) :: old{obj}");
+        let imports = format!("{ty}, MPI_ADDRESS_KIND");
+        let keyval = format!("INTEGER :: {obj}_keyval, ierror");
+        sub(
+            &format!("MPI_{kind}_copy_attr_function"),
+            &format!(
+                "old{obj}, {obj}_keyval, extra_state, attribute_val_in, &\n        & attribute_val_out, flag, ierror"
+            ),
+            &imports,
+            &[
+                &old,
+                &keyval,
+                "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out",
+                "LOGICAL :: flag",
+            ],
+        );
+        sub(
+            &format!("MPI_{kind}_delete_attr_function"),
+            &format!("{deleted}, {obj}_keyval, attribute_val, extra_state, ierror"),
+            &imports,
+            &[
+                &format!("TYPE({ty}) :: {deleted}"),
+                &keyval,
+                "INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val, extra_state",
+            ],
+        );
+    }
+    for (kind, ty, obj) in [
+        ("Comm", "MPI_Comm", "comm"),
+        ("Win", "MPI_Win", "win"),
+        ("File", "MPI_File", "file"),
+        ("Session", "MPI_Session", "session"),
+    ] {
+        sub(
+            &format!("MPI_{kind}_errhandler_function"),
+            &format!("{obj}, error_code"),
+            ty,
+            &[&format!("TYPE({ty}) :: {obj}"), "INTEGER :: error_code"],
+        );
+    }
+    let state = "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state";
+    sub(
+        "MPI_Grequest_query_function",
+        "extra_state, status, ierror",
+        "MPI_Status, MPI_ADDRESS_KIND",
+        &[state, "TYPE(MPI_Status) :: status", "INTEGER :: ierror"],
+    );
+    sub("MPI_Grequest_free_function", "extra_state, ierror", "MPI_ADDRESS_KIND", &[state, "INTEGER :: ierror"]);
+    sub(
+        "MPI_Grequest_cancel_function",
+        "extra_state, complete, ierror",
+        "MPI_ADDRESS_KIND",
+        &[state, "LOGICAL :: complete", "INTEGER :: ierror"],
+    );
+    s + "  END INTERFACE"
+}
 
 pub fn module_mpi_f08(bindings: &[Binding]) -> String {
     let mut s = String::new();
@@ -268,7 +254,7 @@ pub fn module_mpi_f08(bindings: &[Binding]) -> String {
     for p in PROCEDURES {
         line(&format!("  EXTERNAL :: {p}"));
     }
-    for l in ABSTRACT_INTERFACES.lines() {
+    for l in abstract_interfaces().lines() {
         line(l);
     }
     for op in ["==", "/="] {
