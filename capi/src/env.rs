@@ -223,6 +223,18 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
             "{call} on rank {rank}: {left} requests still active (never waited for); receives among them cancelled"
         );
     }
+    // Files the program did not close (§14.2.2 makes it erroneous): each
+    // is dropped, which removes what only a close would (mpi::io::File's
+    // Drop).
+    let files = std::mem::take(&mut st.files);
+    if !files.is_empty() {
+        let n = files.len();
+        let s = if n == 1 { "" } else { "s" };
+        eprintln!(
+            "{call} on rank {rank}: {n} file{s} still open (never closed with MPI_File_close); closed here, each on its own"
+        );
+    }
+    drop(files);
     let unsent = crate::partitioned::never_sent(&st);
     if unsent > 0 {
         eprintln!(

@@ -770,6 +770,20 @@ impl File {
     }
 }
 
+impl Drop for File {
+    /// A file dropped without [`File::close`] (a C program that never
+    /// called `MPI_File_close` before `MPI_Finalize`, §14.2.2): the first
+    /// process removes the shared pointer's file, which nothing else
+    /// would. `close` has taken it already.
+    fn drop(&mut self) {
+        if self.comm.rank() == 0 {
+            if let Some(p) = self.shared.take() {
+                p.remove();
+            }
+        }
+    }
+}
+
 /// An advisory lock on the whole data file for one access in atomic mode:
 /// shared for a read, exclusive for a write, released when dropped.
 struct Locked(std::os::fd::RawFd);
