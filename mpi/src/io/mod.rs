@@ -313,9 +313,10 @@ impl File {
     pub fn preallocate(&mut self, size: u64) -> Result<()> {
         same(&self.comm, "sizes", &size.to_le_bytes())?;
         self.writable("MPI_File_preallocate")?;
+        // Checked on every process (the size is the same everywhere), so
+        // that none waits in `agree` for one that returned early.
+        let len = i64::try_from(size).map_err(|_| fail(FileErrorClass::Io, format!("{size} bytes is too large")))?;
         let r = if self.comm.rank() == 0 && size > 0 {
-            let len =
-                i64::try_from(size).map_err(|_| fail(FileErrorClass::Io, format!("{size} bytes is too large")))?;
             // SAFETY: the file's descriptor, open for the call.
             match unsafe { libc::posix_fallocate(self.os.as_raw_fd(), 0, len) } {
                 0 => Ok(()),
@@ -421,8 +422,8 @@ impl File {
         word.push(whence as u8);
         same(&self.comm, "offsets or whence", &word)?;
         let r = if self.comm.rank() == 0 {
-            let cur = self.position_shared()?;
-            self.sought(offset, whence, cur).and_then(|p| self.shared()?.set(p))
+            // No early return: the others wait in `agree` for this outcome.
+            self.position_shared().and_then(|cur| self.sought(offset, whence, cur)).and_then(|p| self.shared()?.set(p))
         } else {
             Ok(())
         };
@@ -622,7 +623,7 @@ impl File {
         let me = self.comm.rank() as usize;
         let before: u64 = counts[..me].iter().sum();
         let total: u64 = counts.iter().sum();
-        let base = if me == 0 { self.shared()?.fetch_add(total) } else { Ok(0) };
+        let base = if me == 0 { self.shared().and_then(|p| p.fetch_add(total)) } else { Ok(0) };
         let word = match &base {
             Ok(b) => b.to_le_bytes().to_vec(),
             Err(e) => encode(e),
