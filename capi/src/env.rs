@@ -688,12 +688,20 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {
+    let color = match color {
+        MPI_UNDEFINED => Color::Undefined,
+        c if c >= 0 => Color::With(c),
+        c => {
+            return with_state("MPI_Comm_split", comm, |_| {
+                Err(Fail::new(MPI_ERR_ARG, format!("split color {c} must be non-negative or MPI_UNDEFINED")))
+            })
+        }
+    };
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on `newcomm`.
+        return unsafe { crate::group::split_multiple(comm, color, key, newcomm) };
+    }
     with_state("MPI_Comm_split", comm, |st| {
-        let color = match color {
-            MPI_UNDEFINED => Color::Undefined,
-            c if c >= 0 => Color::With(c),
-            c => return Err(Fail::new(MPI_ERR_ARG, format!("split color {c} must be non-negative or MPI_UNDEFINED"))),
-        };
         let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
         let h = register(st, c, comm)?;
         // SAFETY: the standard's contract on `newcomm`.

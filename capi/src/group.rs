@@ -317,6 +317,52 @@ unsafe fn create_multiple(
     })
 }
 
+/// `MPI_Comm_split` under `MPI_THREAD_MULTIPLE`: the gather of colors and
+/// keys, then the making of the caller's part, each waited for without
+/// holding the library (`mpi::dup`), so that threads splitting different
+/// communicators in different orders on different processes do not wait
+/// for each other (issue 47, break 8). An intercommunicator's split stays
+/// whole, as its `MPI_Comm_create` does.
+///
+/// # Safety
+/// `newcomm` is null or writable.
+pub(crate) unsafe fn split_multiple(comm: Handle, color: mpi::Color, key: c_int, newcomm: *mut Handle) -> c_int {
+    let call = "MPI_Comm_split";
+    let votes = std::cell::RefCell::new(None);
+    let mut r = MPI_REQUEST_NULL;
+    let rc = with_state(call, comm, |st| {
+        if newcomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
+        }
+        let c = &st.comm(comm)?.comm;
+        if c.is_inter() {
+            let made = c.split_by_color_with_key(color, key)?;
+            let h = crate::env::register(st, made, comm)?;
+            // SAFETY: checked non-null; the caller's contract.
+            return unsafe { put(newcomm, h, "newcomm") };
+        }
+        let (op, cell) = c.immediate_split(color, key)?.into_parts();
+        *votes.borrow_mut() = Some(cell);
+        // SAFETY: `r` is a local.
+        unsafe { crate::p2p::new_request(st, Req::Op(op), &mut r) }
+    });
+    if rc != MPI_SUCCESS || votes.borrow().is_none() {
+        return rc;
+    }
+    // SAFETY: `r` is a local.
+    let rc = unsafe { crate::p2p::wait_request(call, comm, &mut r) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    let cell = votes.borrow_mut().take();
+    let start = |_: &mut State| match cell {
+        Some(cell) => Ok(Making::Later(cell.create()?)),
+        None => Ok(Making::Now(None)),
+    };
+    // SAFETY: the caller's contract on `newcomm`.
+    unsafe { create_multiple(call, comm, newcomm, start, |_, _| Ok(())) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) -> c_int {
     if crate::threads::multiple() {

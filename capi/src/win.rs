@@ -1025,20 +1025,23 @@ fn group_ranks(st: &State, group: Handle, win: Handle) -> R<Vec<c_int>> {
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_fence", win, |st| Ok(st.win_mut(win)?.win.fence(assert_of(assert)?)?))
+    sync_call("MPI_Win_fence", win, |st| {
+        let a = assert_of(assert)?;
+        Ok(st.win_mut(win)?.win.fence_begin(a)?)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle) -> c_int {
-    with_state("MPI_Win_start", win, |st| {
+    sync_call("MPI_Win_start", win, |st| {
         let (g, a) = (group_ranks(st, group, win)?, assert_of(assert)?);
-        Ok(st.win_mut(win)?.win.start(&g, a)?)
+        Ok(st.win_mut(win)?.win.start_begin(&g, a)?)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
-    with_state("MPI_Win_complete", win, |st| Ok(st.win_mut(win)?.win.complete()?))
+    sync_call("MPI_Win_complete", win, |st| Ok(st.win_mut(win)?.win.complete_begin()?))
 }
 
 #[no_mangle]
@@ -1051,7 +1054,7 @@ pub extern "C" fn MPI_Win_post(group: Handle, assert: c_int, win: Handle) -> c_i
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
-    with_state("MPI_Win_wait", win, |st| Ok(st.win_mut(win)?.win.wait_exposure()?))
+    sync_call("MPI_Win_wait", win, |st| Ok(st.win_mut(win)?.win.wait_exposure_begin()?))
 }
 
 #[no_mangle]
@@ -1063,16 +1066,17 @@ pub unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c_int {
     })
 }
 
-/// A passive-target synchronisation (§12.5.3-12.5.4): `begin` under the
-/// library's lock, then its wait. Under `MPI_THREAD_MULTIPLE` the wait
-/// lets other threads in, as `MPI_Wait` does (`threads::blocking_call`):
-/// a thread waiting for a lock another process holds must not stop this
-/// process's other threads — one of them may be what releases it.
-fn passive_sync(call: &str, win: Handle, begin: impl FnOnce(&mut State) -> R<Waiting>) -> c_int {
+/// A synchronisation (§12.5): `begin` under the library's lock, then its
+/// wait. Under `MPI_THREAD_MULTIPLE` the wait lets other threads in, as
+/// `MPI_Wait` does (`threads::blocking_call`): a thread waiting for a
+/// lock another process holds, for a post, a completion or a fence's
+/// barrier must not stop this process's other threads — one of them may
+/// be what ends the wait (issue 47, break 8).
+fn sync_call(call: &str, win: Handle, begin: impl FnOnce(&mut State) -> R<Waiting>) -> c_int {
     if !crate::threads::multiple() {
         return with_state(call, win, |st| {
             let w = begin(st)?;
-            Ok(st.win(win)?.win.finish(w)?)
+            Ok(st.win_mut(win)?.win.finish(w)?)
         });
     }
     let mut waiting = Waiting::Nothing;
@@ -1083,15 +1087,17 @@ fn passive_sync(call: &str, win: Handle, begin: impl FnOnce(&mut State) -> R<Wai
     if rc != MPI_SUCCESS || waiting == Waiting::Nothing {
         return rc;
     }
-    crate::threads::blocking_call(call, win, |st| match st.win(win)?.win.finish_or(waiting, &crate::threads::stop)? {
-        true => Ok(()),
-        false => Err(crate::threads::again(st, false)),
+    crate::threads::blocking_call(call, win, |st| {
+        match st.win_mut(win)?.win.finish_or(waiting, &crate::threads::stop)? {
+            true => Ok(()),
+            false => Err(crate::threads::again(st, false)),
+        }
     })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int {
-    passive_sync("MPI_Win_lock", win, |st| {
+    sync_call("MPI_Win_lock", win, |st| {
         let kind = match lock_type {
             MPI_LOCK_EXCLUSIVE => LockType::Exclusive,
             MPI_LOCK_SHARED => LockType::Shared,
@@ -1109,12 +1115,12 @@ pub extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
-    passive_sync("MPI_Win_unlock", win, |st| Ok(st.win_mut(win)?.win.unlock_begin(rank)?))
+    sync_call("MPI_Win_unlock", win, |st| Ok(st.win_mut(win)?.win.unlock_begin(rank)?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
-    passive_sync("MPI_Win_lock_all", win, |st| {
+    sync_call("MPI_Win_lock_all", win, |st| {
         let a = assert_of(assert)?;
         Ok(st.win_mut(win)?.win.lock_all_begin(a)?)
     })
@@ -1122,17 +1128,17 @@ pub extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
-    passive_sync("MPI_Win_unlock_all", win, |st| Ok(st.win_mut(win)?.win.unlock_all_begin()?))
+    sync_call("MPI_Win_unlock_all", win, |st| Ok(st.win_mut(win)?.win.unlock_all_begin()?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_flush(rank: c_int, win: Handle) -> c_int {
-    passive_sync("MPI_Win_flush", win, |st| Ok(st.win_mut(win)?.win.flush_begin(Some(rank))?))
+    sync_call("MPI_Win_flush", win, |st| Ok(st.win_mut(win)?.win.flush_begin(Some(rank))?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Win_flush_all(win: Handle) -> c_int {
-    passive_sync("MPI_Win_flush_all", win, |st| Ok(st.win_mut(win)?.win.flush_begin(None)?))
+    sync_call("MPI_Win_flush_all", win, |st| Ok(st.win_mut(win)?.win.flush_begin(None)?))
 }
 
 #[no_mangle]

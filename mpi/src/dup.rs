@@ -122,6 +122,36 @@ impl CreateCell {
     }
 }
 
+/// The first half of a split under way
+/// ([`SimpleCommunicator::immediate_split`]): the gather of every member's
+/// color and key.
+pub struct SplitVotes {
+    staged: Staged,
+    made: Made<(SimpleCommunicator, Vec<Rank>)>,
+}
+
+impl SplitVotes {
+    /// The gather, for a request table, and what makes the caller's part
+    /// once it has completed.
+    pub fn into_parts(self) -> (Staged, SplitCell) {
+        (self.staged, SplitCell(self.made))
+    }
+}
+
+/// Where a split's gathered colors appear once the gather has completed.
+pub struct SplitCell(Made<(SimpleCommunicator, Vec<Rank>)>);
+
+impl SplitCell {
+    /// The second half of the split, once the gather has completed: the
+    /// communicator of the caller's color being made (`None` from it for
+    /// `MPI_UNDEFINED`). Every member of the parent calls it, in the same
+    /// order as its other idup-like calls on the parent.
+    pub fn create(&self) -> Result<Creating> {
+        let (parent, ranks) = take(&self.0)?;
+        parent.immediate_create(&ranks)
+    }
+}
+
 fn take<T>(made: &Made<T>) -> Result<T> {
     made.borrow_mut().take().unwrap_or_else(|| {
         Err(MpiError::Invalid("internal: a communicator's broadcast completed without its communicator".into()))
@@ -229,6 +259,48 @@ impl SimpleCommunicator {
         Ok(Some(Creating { staged, made }))
     }
 
+    /// Start splitting this intracommunicator by `color`, ordered by
+    /// `key` then rank (`MPI_Comm_split`, §7.4.2), without an agreement
+    /// that would hold every member until all have answered: first every
+    /// member's (color, key) is gathered, as a non-blocking allgather in
+    /// the order of this communicator's collectives; then
+    /// [`SplitVotes::create`] makes the caller's part as
+    /// [`Self::immediate_create`] does, every color on the context id of
+    /// this communicator's rank 0 (the groups are disjoint, so they may
+    /// share it). Under `MPI_THREAD_MULTIPLE` threads splitting different
+    /// communicators in different orders on different processes then
+    /// never wait for each other.
+    pub fn immediate_split(&self, color: crate::comm::Color, key: i32) -> Result<SplitVotes> {
+        self.intra_only("immediate_split")?;
+        let color = match color {
+            crate::comm::Color::With(v) if v < 0 => {
+                return Err(MpiError::Invalid(format!("split color {v} must be non-negative")));
+            }
+            crate::comm::Color::With(v) => v,
+            crate::comm::Color::Undefined => -1,
+        };
+        let (n, r) = (self.group.members.len() as u32, self.rank as u32);
+        let mut mine = color.to_le_bytes().to_vec();
+        mine.extend(key.to_le_bytes());
+        let blocks: Vec<(u64, u64)> = (0..u64::from(n)).map(|i| (8 * i, 8)).collect();
+        let sched = crate::coll::algo::allgather_ring(n, r, &blocks);
+        let x = crate::coll::start(self, CollKind::Allgather, sched, mine, vec![0; 8 * n as usize], None)?;
+        let parent = self.clone();
+        let (staged, made) = self.kept(x, 8 * n as usize, move |table| {
+            // The members of this color, by (key, rank).
+            let mut group: Vec<(i32, Rank)> = Vec::new();
+            for (at, e) in table.chunks_exact(8).enumerate() {
+                let c = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                if c == color && color >= 0 {
+                    group.push((i32::from_le_bytes([e[4], e[5], e[6], e[7]]), at as Rank));
+                }
+            }
+            group.sort_unstable();
+            Ok((parent, group.into_iter().map(|g| g.1).collect()))
+        });
+        Ok(SplitVotes { staged, made })
+    }
+
     /// The job ranks of `ranks`, which must be distinct ranks of this
     /// communicator.
     fn checked_members(&self, ranks: &[Rank]) -> Result<Vec<u32>> {
@@ -292,37 +364,50 @@ impl SimpleCommunicator {
             recv,
             None,
         )?;
-        // The broadcast's result lands in `hold`, read by `then` at completion.
-        let mut hold = vec![0u8; 8];
-        // SAFETY: `hold`'s heap bytes do not move when the vector does; the
-        // `Staged` keeps the vector (in its stage, dropped after the
-        // request and after `then` has run) until the operation completes,
-        // and nothing else refers to it.
-        let out: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(hold.as_mut_ptr(), 8) };
-        let at = hold.as_ptr();
-        let request = Request::collective(self.shared.clone(), x, Some(out), self.group.clone());
-        let made: Made<T> = Rc::new(RefCell::new(None));
-        let cell = made.clone();
         let (call, tag) = (b.call, b.tag);
-        let mut staged = Staged::keeping(request, vec![hold], None);
-        staged.stage.then = Some(Box::new(move || {
-            // SAFETY: as for `out`: `at` is the held vector's 8 bytes,
-            // alive until after this runs, written by the completion that
-            // runs before it.
-            let got = unsafe { std::ptr::read(at.cast::<[u8; 8]>()) };
-            let ctx = u32::from_le_bytes([got[0], got[1], got[2], got[3]]);
-            let sent = i32::from_le_bytes([got[4], got[5], got[6], got[7]]);
-            let r = check_handed(call, ctx, leader, job).and_then(|()| match tag {
+        Ok(self.kept(x, 8, move |got| {
+            let word = |at: usize| [got[at], got[at + 1], got[at + 2], got[at + 3]];
+            let ctx = u32::from_le_bytes(word(0));
+            let sent = i32::from_le_bytes(word(4));
+            check_handed(call, ctx, leader, job).and_then(|()| match tag {
                 Some(t) if t != sent => Err(MpiError::Invalid(format!(
                     "{call}: the context id from process {leader} was for the call with tag {sent}, \
                      not this one's {t}: calls under way at once on overlapping groups must have \
                      tags that differ in their low 14 bits"
                 ))),
                 _ => make(ctx),
-            });
-            *cell.borrow_mut() = Some(r);
+            })
+        }))
+    }
+
+    /// Collective `x` as an operation whose `len` result bytes land in a
+    /// vector the operation keeps, and the cell `then` fills from them at
+    /// its completion.
+    fn kept<T: 'static>(
+        &self,
+        x: crate::universe::Locked<crate::coll::exec::Exec>,
+        len: usize,
+        then: impl FnOnce(&[u8]) -> Result<T> + 'static,
+    ) -> (Staged, Made<T>) {
+        let mut hold = vec![0u8; len];
+        // SAFETY: `hold`'s heap bytes do not move when the vector does; the
+        // `Staged` keeps the vector (in its stage, dropped after the
+        // request and after `then` has run) until the operation completes,
+        // and nothing else refers to it.
+        let out: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(hold.as_mut_ptr(), len) };
+        let at = hold.as_ptr();
+        let request = Request::collective(self.shared.clone(), x, Some(out), self.group.clone());
+        let made: Made<T> = Rc::new(RefCell::new(None));
+        let cell = made.clone();
+        let mut staged = Staged::keeping(request, vec![hold], None);
+        staged.stage.then = Some(Box::new(move || {
+            // SAFETY: as for `out`: `at` is the held vector's `len` bytes,
+            // alive until after this runs, written by the completion that
+            // runs before it; no `&mut` to them is used any more.
+            let got = unsafe { std::slice::from_raw_parts(at, len) };
+            *cell.borrow_mut() = Some(then(got));
         }));
-        Ok((staged, made))
+        (staged, made)
     }
 
     /// The duplicate on context `ctx`.

@@ -16,14 +16,21 @@
  *    while the main thread waits for it.
  * 5. Two threads per rank making communicators at once (MPI_Comm_create
  *    on their own parents, MPI_Comm_create_group with their own tags,
- *    MPI_Comm_create_from_group with their own string tags), in one order
- *    on even ranks and the other on odd ones: a call that held the library
- *    until every member came would wait for ever (MPICH's threads/comm).
+ *    MPI_Comm_create_from_group with their own string tags, MPI_Comm_split
+ *    of their own parents into two colors ordered by descending rank, one
+ *    rank left out), in one order on even ranks and the other on odd ones:
+ *    a call that held the library until every member came would wait for
+ *    ever (MPICH's threads/comm; issue 47, break 8).
  * 6. Every rank holds the lock of its own window, and its main thread
  *    waits in MPI_Win_lock for the next rank's, which that rank's other
  *    thread gives up only after a token from this rank's other thread:
  *    MPI_Win_lock must not hold the library while it waits (issue 47,
  *    break 8).
+ * 7. Two threads per rank, each on its own window, in opposite orders on
+ *    neighboring ranks: puts to the next rank between fences, then
+ *    between post/start and complete/wait with both neighbors. A fence,
+ *    start or wait that held the library while the other ranks came
+ *    would wait for ever (issue 47, break 8).
  * "OK c-multiple on N ranks" from rank 0 when every rank passed. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -39,11 +46,15 @@ enum { ROUNDS = 30 };
 static MPI_Comm ca, cb, cc;
 static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* CHECK from a thread: `errors` is shared. */
+/* CHECK from a thread: `errors` is shared. `cond` (often an MPI call) is
+ * evaluated before the lock is taken: evaluated under it, one thread's
+ * blocking call would keep the other thread out of MPI, and two threads
+ * whose calls need each other would hang in this test, not in MPI. */
 #define TCHECK(cond, ...)                          \
     do {                                           \
+        int tcheck_ok = (cond);                    \
         pthread_mutex_lock(&errors_lock);          \
-        CHECK(cond, __VA_ARGS__);                  \
+        CHECK(tcheck_ok, __VA_ARGS__);             \
         pthread_mutex_unlock(&errors_lock);        \
     } while (0)
 
@@ -151,6 +162,31 @@ static void check_made(MPI_Comm made, int want, const char *what, int k) {
     MPI_Comm_free(&made);
 }
 
+/* Case 5's split of round `round`: colors by parity, key descending with
+ * the rank, rank `round % size` left out when there are more than two. */
+static void check_split(MPI_Comm made, int round, int k) {
+    int out = size > 2 ? round % size : -1;
+    if (rank == out) {
+        TCHECK(made == MPI_COMM_NULL, "MPI_Comm_split in thread %d: a communicator for MPI_UNDEFINED", k);
+        return;
+    }
+    int want = 0, above = 0;
+    for (int r = 0; r < size; r++) {
+        if (r % 2 != rank % 2 || r == out) continue;
+        want++;
+        above += r > rank;
+    }
+    int n = -1, me = -1, sum = -1, one = 1;
+    TCHECK(made != MPI_COMM_NULL, "MPI_Comm_split in thread %d: MPI_COMM_NULL", k);
+    if (made == MPI_COMM_NULL) return;
+    MPI_Comm_size(made, &n);
+    MPI_Comm_rank(made, &me);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made);
+    TCHECK(n == want && sum == want && me == above, "MPI_Comm_split in thread %d: size %d, rank %d, allreduce %d, not %d, %d",
+           k, n, me, sum, want, above);
+    MPI_Comm_free(&made);
+}
+
 /* Case 5: thread `k` makes communicators, the thread whose number is the
  * rank's parity pausing before each call, so that the two threads enter
  * in opposite orders on neighboring ranks. */
@@ -174,9 +210,48 @@ static void *maker(void *arg) {
                                           &made) == MPI_SUCCESS,
                "MPI_Comm_create_from_group in thread %d", k);
         check_made(made, size, "MPI_Comm_create_from_group", k);
+        if (k == rank % 2) pause_ms(30);
+        int color = size > 2 && rank == round % size ? MPI_UNDEFINED : rank % 2;
+        TCHECK(MPI_Comm_split(parent, color, size - rank, &made) == MPI_SUCCESS, "MPI_Comm_split in thread %d", k);
+        check_split(made, round, k);
     }
     MPI_Group_free(&most);
     MPI_Group_free(&all);
+    return NULL;
+}
+
+/* Case 7: thread `k`'s synchronizations on its own window. */
+static MPI_Win sync_win[2];
+static int *sync_mem[2];
+static void *synchronizer(void *arg) {
+    int k = *(int *)arg;
+    MPI_Win w = sync_win[k];
+    for (int round = 0; round < 4; round++) {
+        int v = 1000 * round + 100 * k + rank;
+        if (k == rank % 2) pause_ms(20);
+        TCHECK(MPI_Win_fence(0, w) == MPI_SUCCESS, "MPI_Win_fence in thread %d", k);
+        TCHECK(MPI_Put(&v, 1, MPI_INT, next_rank(), 0, 1, MPI_INT, w) == MPI_SUCCESS, "MPI_Put in thread %d", k);
+        TCHECK(MPI_Win_fence(0, w) == MPI_SUCCESS, "closing MPI_Win_fence in thread %d", k);
+        int want = 1000 * round + 100 * k + prev_rank();
+        TCHECK(sync_mem[k][0] == want, "fence round %d in thread %d: %d, not %d", round, k, sync_mem[k][0], want);
+    }
+    MPI_Group wg, pair;
+    MPI_Win_get_group(w, &wg);
+    int two[2] = {prev_rank(), next_rank()};
+    MPI_Group_incl(wg, size > 2 ? 2 : 1, two, &pair);
+    for (int round = 0; round < 4; round++) {
+        int v = 1000 * round + 100 * k + rank;
+        if (k == rank % 2) pause_ms(20);
+        TCHECK(MPI_Win_post(pair, 0, w) == MPI_SUCCESS, "MPI_Win_post in thread %d", k);
+        TCHECK(MPI_Win_start(pair, 0, w) == MPI_SUCCESS, "MPI_Win_start in thread %d", k);
+        TCHECK(MPI_Put(&v, 1, MPI_INT, next_rank(), 1, 1, MPI_INT, w) == MPI_SUCCESS, "MPI_Put in thread %d", k);
+        TCHECK(MPI_Win_complete(w) == MPI_SUCCESS, "MPI_Win_complete in thread %d", k);
+        TCHECK(MPI_Win_wait(w) == MPI_SUCCESS, "MPI_Win_wait in thread %d", k);
+        int want = 1000 * round + 100 * k + prev_rank();
+        TCHECK(sync_mem[k][1] == want, "PSCW round %d in thread %d: %d, not %d", round, k, sync_mem[k][1], want);
+    }
+    MPI_Group_free(&pair);
+    MPI_Group_free(&wg);
     return NULL;
 }
 
@@ -311,6 +386,16 @@ int main(int argc, char **argv) {
         pthread_join(t[0], NULL);
         MPI_Win_free(&lock_win);
     }
+
+    /* 7 */
+    MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, ca, &sync_mem[0], &sync_win[0]);
+    MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, cb, &sync_mem[1], &sync_win[1]);
+    pthread_create(&t[0], NULL, synchronizer, &which[0]);
+    pthread_create(&t[1], NULL, synchronizer, &which[1]);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    MPI_Win_free(&sync_win[0]);
+    MPI_Win_free(&sync_win[1]);
 
     MPI_Comm_free(&ca);
     MPI_Comm_free(&cb);

@@ -248,7 +248,7 @@ impl<'b> Request<'b> {
 
     /// Whether the operation has ended (a failed one counts: its error is
     /// reported when it is completed).
-    fn is_done(&self, c: &mut Context) -> Result<bool> {
+    pub(crate) fn is_done(&self, c: &mut Context) -> Result<bool> {
         Ok(match &self.state {
             State::P2p { id, .. } => c.engine()?.is_done(*id).unwrap_or(true),
             State::Coll { exec, .. } => exec.borrow().ended(),

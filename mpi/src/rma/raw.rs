@@ -82,6 +82,22 @@ pub struct RawWindow {
     /// A conflict the last merge found (separate model), reported by the
     /// synchronisation call once its work is done.
     conflict: Option<MpiError>,
+    /// An `MPI_Win_fence` under way ([`RawWindow::fence_begin`]).
+    fencing: Option<Fencing>,
+}
+
+/// An `MPI_Win_fence` between its start and its end: what it waits for,
+/// in order, and what it reports after.
+struct Fencing {
+    /// The epochs the fence opens, taken when it ends.
+    next: Epochs,
+    /// This rank's operations' outcome, reported after the barrier: the
+    /// fence is collective, so a failure never leaves it early.
+    outcome: Result<()>,
+    /// Every confirmation this rank asked for has come back.
+    confirmed: bool,
+    /// The barrier, once started.
+    barrier: Option<Request<'static>>,
 }
 
 fn engine_missing() -> MpiError {
@@ -247,6 +263,7 @@ impl RawWindow {
         let w = RawWindow {
             card,
             conflict: None,
+            fencing: None,
             comm: wc,
             ctx,
             flavor,
@@ -319,11 +336,6 @@ impl RawWindow {
     fn rma<R>(&self, f: impl FnOnce(&mut Rma, &mut Engine) -> Result<R>) -> Result<R> {
         let mut c = self.comm.shared().borrow_mut();
         c.engine()?.with_hook::<Rma, _>(f).unwrap_or_else(|| Err(engine_missing()))
-    }
-
-    /// Progress until `done` holds of the hook.
-    fn wait(&self, mut done: impl FnMut(&Rma) -> bool) -> Result<()> {
-        self.comm.shared().borrow_mut().wait_until(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| done(r))))
     }
 
     /// Report a failure a target sent back, or a peer's fault.
@@ -708,70 +720,146 @@ impl RawWindow {
 
     // ---- synchronisation (§12.5) ------------------------------------------
 
-    /// Ask each of `targets` to confirm everything this process sent it,
-    /// and wait for every answer (and every reply still due).
-    fn confirm(&mut self, targets: Vec<Rank>) -> Result<()> {
+    /// Ask each of `targets` to confirm everything this process sent it
+    /// (the answers are waited for as [`Waiting::Replies`]).
+    fn ask_confirm(&mut self, targets: Vec<Rank>) -> Result<()> {
         for &t in &targets {
             // SAFETY: no buffer: the reply only completes.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
         }
-        self.settle(None)
+        Ok(())
     }
 
     /// Wait until every request to `target` (all: `None`) has its reply,
     /// then report any failure.
     fn settle(&self, target: Option<Rank>) -> Result<()> {
-        self.finish_or(Waiting::Replies(target), &|_| false).map(drop)
+        self.replies_or(target, &|_| false).map(drop)
     }
 
     /// `MPI_Win_fence` (§12.5.1): every operation of the epoch it ends is
     /// complete at its origin and target; collective.
     pub fn fence(&mut self, assert: Assert) -> Result<()> {
+        let w = self.fence_begin(assert)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::fence`] up to its waits (as [`RawWindow::lock_begin`]):
+    /// the confirmations asked for; then [`RawWindow::finish_or`] waits
+    /// for them, runs the barrier and opens the next epochs. A separate
+    /// window's fence runs whole here.
+    pub fn fence_begin(&mut self, assert: Assert) -> Result<Waiting> {
+        if self.fencing.is_some() {
+            return Err(MpiError::RmaSync("MPI_Win_fence while another fence on the window is under way".into()));
+        }
         let mut next = self.epochs.clone();
         next.fence(assert.nosucceed)?;
         let dirty: Vec<Rank> = std::mem::take(&mut self.dirty).into_iter().collect();
-        let done = if self.card.is_some() {
+        let (outcome, confirmed) = if self.card.is_some() {
             // Separate model: every put landed, local stores out; after
             // everyone's, the public copy in.
-            self.card_complete().and_then(|_| self.publish()).and_then(|_| self.settle(None))
+            (self.card_complete().and_then(|_| self.publish()).and_then(|_| self.settle(None)), true)
         } else {
-            self.confirm(dirty)
+            (self.ask_confirm(dirty), false)
         };
         // A failure of this rank's operations (a target refused an access)
         // is this rank's to report, but the fence is collective: the
         // others are in its barrier, and the window goes on to the next
         // epoch for everyone.
-        self.comm.barrier()?;
-        self.refresh()?;
-        self.epochs = next;
-        done.and_then(|_| self.conflicts())
+        self.fencing = Some(Fencing { next, outcome, confirmed, barrier: None });
+        Ok(Waiting::Fence)
+    }
+
+    /// The rest of a fence, `false` where `stop` gave up a wait.
+    fn fence_or(&mut self, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
+        let Some(mut f) = self.fencing.take() else { return Ok(true) };
+        let r = self.fence_steps(&mut f, stop);
+        match r {
+            Ok(false) => {
+                self.fencing = Some(f);
+                Ok(false)
+            }
+            Ok(true) => {
+                self.refresh()?;
+                self.epochs = f.next;
+                f.outcome.and_then(|_| self.conflicts()).map(|_| true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn fence_steps(&mut self, f: &mut Fencing, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
+        if !f.confirmed {
+            match self.replies_or(None, stop) {
+                Ok(false) => return Ok(false),
+                Ok(true) => {}
+                Err(e) if f.outcome.is_ok() => f.outcome = Err(e),
+                Err(_) => {}
+            }
+            f.confirmed = true;
+        }
+        let barrier = match &f.barrier {
+            Some(b) => b,
+            None => f.barrier.insert(crate::coll::CommunicatorCollectives::immediate_barrier(&self.comm)?),
+        };
+        let shared = self.comm.shared().clone();
+        if !shared.borrow_mut().wait_until_or(|c| barrier.is_done(c), stop)? {
+            return Ok(false);
+        }
+        if let Some(b) = f.barrier.take() {
+            b.finish_blocking()?;
+        }
+        Ok(true)
     }
 
     /// `MPI_Win_start` (§12.5.2): an access epoch to the processes of
     /// `group` (ranks in the window's group), once each has posted.
     pub fn start(&mut self, group: &[Rank], assert: Assert) -> Result<()> {
+        let w = self.start_begin(group, assert)?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::start`] up to its wait for the targets' posts (as
+    /// [`RawWindow::lock_begin`]).
+    pub fn start_begin(&mut self, group: &[Rank], assert: Assert) -> Result<Waiting> {
         for &r in group {
             self.check_rank(r)?;
         }
         self.epochs.start(group.to_vec())?;
-        if !assert.nocheck {
-            let ctx = self.ctx;
-            for &t in group {
-                self.wait(|r| r.notices(ctx, t as u32, true) > 0)?;
-                self.rma(|r, _| {
-                    r.consume_notice(ctx, t as u32, true);
-                    Ok(())
-                })?;
-            }
+        Ok(if assert.nocheck { Waiting::Nothing } else { Waiting::Posts })
+    }
+
+    /// The posts of every target of the access epoch `MPI_Win_start`
+    /// opened, taken once all have come; `false` where `stop` gave up.
+    fn posts_or(&self, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
+        let super::epoch::Access::Start(group) = &self.epochs.access else { return Ok(true) };
+        let ctx = self.ctx;
+        let posted = |r: &mut Rma| group.iter().all(|&t| r.notices(ctx, t as u32, true) > 0);
+        let mut c = self.comm.shared().borrow_mut();
+        if !c.wait_until_or(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| posted(r))), stop)? {
+            return Ok(false);
         }
-        Ok(())
+        drop(c);
+        for &t in group {
+            self.rma(|r, _| {
+                r.consume_notice(ctx, t as u32, true);
+                Ok(())
+            })?;
+        }
+        Ok(true)
     }
 
     /// `MPI_Win_complete`: the epoch of `MPI_Win_start` ends; its
     /// operations are complete here, and each target learns it.
     pub fn complete(&mut self) -> Result<()> {
+        let w = self.complete_begin()?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::complete`] up to its wait for the replies still due
+    /// (as [`RawWindow::lock_begin`]).
+    pub fn complete_begin(&mut self) -> Result<Waiting> {
         let group = self.epochs.complete()?;
         // On the card, the puts must have landed before a target hears of
         // it. A failure is reported after every target has heard: each
@@ -781,8 +869,10 @@ impl RawWindow {
             self.send(t, &Msg::bare(Kind::Complete, 0))?;
             self.dirty.remove(&t);
         }
-        let settled = self.settle(None);
-        landed.and(settled)
+        match landed {
+            Ok(()) => Ok(Waiting::Replies(None)),
+            Err(e) => Err(self.settle(None).err().unwrap_or(e)),
+        }
     }
 
     /// `MPI_Win_post` (§12.5.2): expose the window to the processes of
@@ -824,9 +914,29 @@ impl RawWindow {
     /// `MPI_Win_wait`: the epoch of `MPI_Win_post` ends once every origin
     /// of its group has completed.
     pub fn wait_exposure(&mut self) -> Result<()> {
+        let w = self.wait_exposure_begin()?;
+        self.finish(w)
+    }
+
+    /// [`RawWindow::wait_exposure`] up to its wait (as
+    /// [`RawWindow::lock_begin`]).
+    pub fn wait_exposure_begin(&mut self) -> Result<Waiting> {
+        self.epochs.posted()?;
+        Ok(Waiting::Completions)
+    }
+
+    /// The end of the exposure epoch once every origin has completed;
+    /// `false` where `stop` gave up.
+    fn completions_or(&mut self, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
         let origins = self.epochs.posted()?.to_vec();
-        self.wait(|r| self.all_completed(r, &origins))?;
-        self.end_exposure(&origins)
+        let done = self.comm.shared().borrow_mut().wait_until_or(
+            |c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| self.all_completed(r, &origins))),
+            stop,
+        )?;
+        if done {
+            self.end_exposure(&origins)?;
+        }
+        Ok(done)
     }
 
     /// `MPI_Win_test`: [`RawWindow::wait_exposure`] if every origin has
@@ -1002,19 +1112,27 @@ impl RawWindow {
 
     /// The end of a synchronisation a `*_begin` call started: wait for
     /// what it left.
-    pub fn finish(&self, w: Waiting) -> Result<()> {
-        match w {
-            Waiting::Nothing => Ok(()),
-            Waiting::Replies(t) => self.settle(t),
-        }
+    pub fn finish(&mut self, w: Waiting) -> Result<()> {
+        self.finish_or(w, &|_| false).map(drop)
     }
 
     /// [`RawWindow::finish`], giving up (`false`) where it would idle once
     /// `stop` says so: another thread wants the library
     /// (`MPI_THREAD_MULTIPLE`, as `mpi::request::settle_until`). Call it
     /// again with the same `w` until it returns `true`.
-    pub fn finish_or(&self, w: Waiting, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
-        let Waiting::Replies(target) = w else { return Ok(true) };
+    pub fn finish_or(&mut self, w: Waiting, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
+        match w {
+            Waiting::Nothing => Ok(true),
+            Waiting::Replies(t) => self.replies_or(t, stop),
+            Waiting::Posts => self.posts_or(stop),
+            Waiting::Completions => self.completions_or(stop),
+            Waiting::Fence => self.fence_or(stop),
+        }
+    }
+
+    /// The replies to every request to `target` (all: `None`), then any
+    /// failure they reported; `false` where `stop` gave up.
+    fn replies_or(&self, target: Option<Rank>, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
         let ctx = self.ctx;
         let mut c = self.comm.shared().borrow_mut();
         // One progress pass whatever is due: a program that spins on its
@@ -1157,6 +1275,13 @@ pub enum Waiting {
     Nothing,
     /// The replies to every request to a target (`None`: to all).
     Replies(Option<Rank>),
+    /// The posts of the targets of `MPI_Win_start`'s access epoch.
+    Posts,
+    /// The completions of the origins of `MPI_Win_post`'s exposure epoch.
+    Completions,
+    /// The rest of an `MPI_Win_fence`: the confirmations it asked for,
+    /// its barrier, the next epochs.
+    Fence,
 }
 
 /// Each target block holds whole elements of `elem` (§12.3.4: the target
