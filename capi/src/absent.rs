@@ -36,15 +36,7 @@ macro_rules! absent {
 }
 
 absent! {
-    "process creation and client/server connection (MPI 4.1 §11.8-11.10) need a process manager that can start and join jobs; dnrun starts one job of fixed size" on MPI_COMM_WORLD;
-    pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int;
-    pub unsafe extern "C" fn MPI_Comm_accept(port_name: *const c_char, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int;
-    pub unsafe extern "C" fn MPI_Comm_connect(port_name: *const c_char, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int;
-    pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_int;
+    "process creation (MPI 4.1 §11.8) needs a process manager that can add processes to a running job; dnrun starts one job of fixed size" on MPI_COMM_WORLD;
     pub unsafe extern "C" fn MPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: Handle, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_int) -> c_int;
     pub unsafe extern "C" fn MPI_Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int, array_of_info: *const Handle, root: c_int, comm: Handle, intercomm: *mut Handle, array_of_errcodes: *mut c_int) -> c_int;
-    pub unsafe extern "C" fn MPI_Lookup_name(service_name: *const c_char, info: Handle, port_name: *mut c_char) -> c_int;
-    pub unsafe extern "C" fn MPI_Open_port(info: Handle, port_name: *mut c_char) -> c_int;
-    pub unsafe extern "C" fn MPI_Publish_name(service_name: *const c_char, info: Handle, port_name: *const c_char) -> c_int;
-    pub unsafe extern "C" fn MPI_Unpublish_name(service_name: *const c_char, info: Handle, port_name: *const c_char) -> c_int;
 }

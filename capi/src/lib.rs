@@ -62,6 +62,7 @@ mod neighbor;
 mod op;
 mod p2p;
 mod partitioned;
+mod port;
 mod process;
 mod session;
 mod status;
@@ -154,6 +155,9 @@ impl From<MpiError> for Fail {
             MpiError::WinSize(_) => MPI_ERR_SIZE,
             MpiError::Op(_) => MPI_ERR_OP,
             MpiError::Conversion(_) => MPI_ERR_CONVERSION,
+            MpiError::Port(_) => MPI_ERR_PORT,
+            MpiError::Name(_) => MPI_ERR_NAME,
+            MpiError::Service(_) => MPI_ERR_SERVICE,
             MpiError::File { class, .. } => file_class(*class),
             _ => MPI_ERR_OTHER,
         };

@@ -149,6 +149,16 @@ pub enum MpiError {
     /// (`MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2).
     #[error("{0}")]
     Conversion(String),
+    /// A port name that is not one, or not open (`MPI_ERR_PORT`, §11.10).
+    #[error("{0}")]
+    Port(String),
+    /// A service name that is not published (`MPI_ERR_NAME`, §11.10.5).
+    #[error("{0}")]
+    Name(String),
+    /// A service that cannot be published or unpublished
+    /// (`MPI_ERR_SERVICE`, §11.10.5).
+    #[error("{0}")]
+    Service(String),
     /// A file operation that failed (MPI 4.1 §14.7): which of the
     /// standard's I/O error classes, and what went wrong.
     #[error("{msg}")]

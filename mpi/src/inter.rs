@@ -128,41 +128,55 @@ impl SimpleCommunicator {
         tag: Tag,
     ) -> Result<SimpleCommunicator> {
         self.intra_only("the local communicator of MPI_Intercomm_create")?;
-        self.job_rank(local_leader)?;
         let t = tag::CREATE | (tag & 0x0FFF_FFFF);
+        self.intercomm_with(local_leader, t, "MPI_Intercomm_create", |ctx| {
+            let them = peer.job_rank(remote_leader)?;
+            let me = self.group.members[self.rank as usize];
+            if them == me {
+                return Err(MpiError::Invalid(
+                    "MPI_Intercomm_create: the remote leader is this process; the groups must be disjoint (§7.6.2)"
+                        .into(),
+                ));
+            }
+            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+            let low = me < them;
+            let theirs = if low {
+                peer.coll_send(remote_leader, t, &words(&mine))?;
+                unwords(&peer.coll_recv(remote_leader, t)?)?
+            } else {
+                let theirs = unwords(&peer.coll_recv(remote_leader, t)?)?;
+                peer.coll_send(remote_leader, t, &words(&mine))?;
+                theirs
+            };
+            let (&rctx, remote) =
+                theirs.split_first().ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
+            Ok((ctx.max(rctx), low, remote.to_vec()))
+        })
+    }
+
+    /// An intercommunicator of this group and another (`call`: the
+    /// calls of §7.6.2 and §11.10), collective here: `local_leader`
+    /// gathers the members' next free context ids (messages tagged `t`),
+    /// runs `exchange` with the largest, which meets the other group's
+    /// leader and gives the context id both groups use, whether this
+    /// group is the low one, and the other group's members; whatever
+    /// happens there, the members hear of it, so that a failure at the
+    /// leader does not leave them waiting.
+    pub(crate) fn intercomm_with(
+        &self,
+        local_leader: Rank,
+        t: i32,
+        call: &str,
+        exchange: impl FnOnce(u32) -> Result<(u32, bool, Vec<u32>)>,
+    ) -> Result<SimpleCommunicator> {
+        self.job_rank(local_leader)?;
         let next = self.shared.borrow().next_ctx;
         let (ctx, low, remote) = if self.rank == local_leader {
             let mut ctx = next;
             for r in (0..self.size()).filter(|&r| r != local_leader) {
                 ctx = ctx.max(*unwords(&self.coll_recv(r, t)?)?.first().unwrap_or(&0));
             }
-            // The leaders' exchange; whatever happens, the members hear of
-            // it, so that a failure at the leader does not leave them waiting.
-            let exchange = || -> Result<(u32, bool, Vec<u32>)> {
-                let them = peer.job_rank(remote_leader)?;
-                let me = self.group.members[self.rank as usize];
-                if them == me {
-                    return Err(MpiError::Invalid(
-                        "MPI_Intercomm_create: the remote leader is this process; the groups must be disjoint (§7.6.2)"
-                            .into(),
-                    ));
-                }
-                let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
-                let low = me < them;
-                let theirs = if low {
-                    peer.coll_send(remote_leader, t, &words(&mine))?;
-                    unwords(&peer.coll_recv(remote_leader, t)?)?
-                } else {
-                    let theirs = unwords(&peer.coll_recv(remote_leader, t)?)?;
-                    peer.coll_send(remote_leader, t, &words(&mine))?;
-                    theirs
-                };
-                let (&rctx, remote) = theirs
-                    .split_first()
-                    .ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
-                Ok((ctx.max(rctx), low, remote.to_vec()))
-            };
-            let outcome = exchange();
+            let outcome = exchange(ctx);
             let out: Vec<u32> = match &outcome {
                 Ok((ctx, low, remote)) => [*ctx, u32::from(*low)].into_iter().chain(remote.iter().copied()).collect(),
                 Err(_) => vec![FAILED],
@@ -176,9 +190,9 @@ impl SimpleCommunicator {
             let got = unwords(&self.coll_recv(local_leader, t)?)?;
             match got[..] {
                 [FAILED] => {
-                    return Err(MpiError::Invalid(
-                        "MPI_Intercomm_create failed at the local leader (its error names the cause)".into(),
-                    ))
+                    return Err(MpiError::Invalid(format!(
+                        "{call} failed at the local leader (its error names the cause)"
+                    )))
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
                 _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
@@ -187,7 +201,7 @@ impl SimpleCommunicator {
         self.check_agreed(ctx, &remote)?;
         if let Some(m) = remote.iter().find(|&&m| self.group.comm_rank(m) >= 0) {
             return Err(MpiError::Invalid(format!(
-                "MPI_Intercomm_create: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
+                "{call}: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
             )));
         }
         Ok(self.inter_from(ctx, self.group.members.clone(), remote, low))

@@ -24,6 +24,8 @@ pub(crate) struct Context {
     /// The next `MPI_Comm_idup` context id this process hands out as a
     /// leader, counted in its own share of the ids (`crate::dup`).
     pub(crate) next_dup: u32,
+    /// The ports this process has open (`crate::port`).
+    pub(crate) ports: crate::port::Ports,
     /// Who executes collective schedules (`DN_NBC_PROGRESS`).
     pub(crate) progress: ProgressMode,
     /// Simulated progress thread: how far its last pass ran past the
@@ -499,6 +501,7 @@ pub fn initialize() -> Result<Universe> {
         engine: Some(engine),
         next_ctx: 2,
         next_dup: 0,
+        ports: Default::default(),
         progress,
         thread_debt_ps: 0,
         thread_last_ps: 0,

@@ -734,3 +734,22 @@ fn files_are_read_and_written_through_views_and_pointers() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Client/server connections within a job (sim-tests/c/ports.c, issue
+/// 50): the name service, bad ports refused with MPI_ERR_PORT, accept and
+/// connect both ways round (roots other than 0), two groups connecting to
+/// one port, on the simulator at 1 to 8 ranks (as contexts and as
+/// processes), over UDP and DPDK; and MPI_Comm_join over a TCP socket on
+/// the simulator in both rank modes and over UDP.
+#[test]
+fn groups_of_a_job_connect_through_ports_and_sockets() {
+    let prog = everywhere("ports", &[(1, 1), (2, 2), (3, 3), (5, 2), (8, 4)]);
+    for (np, extra) in [
+        (2, vec!["--rank-mode", "processes"]),
+        (3, vec!["--rank-mode", "contexts"]),
+        (2, vec!["--backend", "udp", "--timeout", "60"]),
+    ] {
+        let (ok, text) = run_with(np, 2, &extra, &prog, &["join"]);
+        assert!(ok && text.contains(&format!("OK c-ports on {np} ranks")), "join, {np} ranks {extra:?}:\n{text}");
+    }
+}

@@ -837,7 +837,7 @@ impl RawWindow {
         let ctx = self.ctx;
         let posted = |r: &mut Rma| group.iter().all(|&t| r.notices(ctx, t as u32, true) > 0);
         let mut c = self.comm.shared().borrow_mut();
-        if !c.wait_until_or(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| posted(r))), stop)? {
+        if !c.wait_until_or(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(&posted)), stop)? {
             return Ok(false);
         }
         drop(c);

@@ -1,0 +1,168 @@
+//! Client/server connections (MPI 4.1 §11.10): the C arguments of
+//! `mpi::port`'s ports, accept/connect, join and name service.
+
+use std::ffi::{c_char, c_int};
+
+use crate::abi::*;
+use crate::*;
+
+/// A string argument: `what` names it in errors.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn str_arg(p: *const c_char, what: &str) -> R<String> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: not null (checked) and NUL-terminated (this function's contract).
+    Ok(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Copy a port's name into `out` (`MPI_MAX_PORT_NAME` bytes).
+///
+/// # Safety
+/// `out` is null or has room for `MPI_MAX_PORT_NAME` bytes.
+unsafe fn put_port(out: *mut c_char, name: &str) -> R<()> {
+    if name.len() >= MPI_MAX_PORT_NAME as usize {
+        return Err(Fail::new(MPI_ERR_INTERN, format!("port name {name:?} is longer than MPI_MAX_PORT_NAME")));
+    }
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "port_name is a null pointer"));
+    }
+    // SAFETY: `out` has room for MPI_MAX_PORT_NAME bytes (the caller's
+    // contract) and the name and its NUL fit in them (checked above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(name.as_ptr(), out.cast::<u8>(), name.len());
+        out.add(name.len()).write(0);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Open_port(info: Handle, port_name: *mut c_char) -> c_int {
+    with_state("MPI_Open_port", MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        let name = st.comm(MPI_COMM_WORLD)?.comm.open_port()?;
+        // SAFETY: the standard's contract: MPI_MAX_PORT_NAME bytes.
+        unsafe { put_port(port_name, &name) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
+    with_state("MPI_Close_port", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let name = unsafe { str_arg(port_name, "port_name")? };
+        Ok(st.comm(MPI_COMM_WORLD)?.comm.close_port(&name)?)
+    })
+}
+
+/// Accept or connect: `port_name` is read at `root` only (§11.10.2).
+///
+/// # Safety
+/// At `root`, `port_name` is null or a NUL-terminated string; `newcomm`
+/// is null or writable.
+unsafe fn meet(
+    call: &str,
+    accept: bool,
+    port_name: *const c_char,
+    info: Handle,
+    root: c_int,
+    comm: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    with_state(call, comm, |st| {
+        if newcomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
+        }
+        let c = &st.comm(comm)?.comm;
+        let port = if c.rank() == root {
+            st.info_or_null(info)?;
+            // SAFETY: the standard's contract at the root.
+            unsafe { str_arg(port_name, "port_name")? }
+        } else {
+            String::new()
+        };
+        let made = if accept { c.accept(&port, root)? } else { c.connect(&port, root)? };
+        let h = crate::env::register(st, Some(made), comm)?;
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { put(newcomm, h, "newcomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_accept(
+    port_name: *const c_char,
+    info: Handle,
+    root: c_int,
+    comm: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments, passed on.
+    unsafe { meet("MPI_Comm_accept", true, port_name, info, root, comm, newcomm) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_connect(
+    port_name: *const c_char,
+    info: Handle,
+    root: c_int,
+    comm: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments, passed on.
+    unsafe { meet("MPI_Comm_connect", false, port_name, info, root, comm, newcomm) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_int {
+    with_state("MPI_Comm_join", MPI_COMM_WORLD, |st| {
+        if intercomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "intercomm is a null pointer"));
+        }
+        let made = st.comm(MPI_COMM_WORLD)?.comm.join(fd)?;
+        let h = crate::env::register(st, Some(made), MPI_COMM_WORLD)?;
+        // SAFETY: checked non-null; the caller's contract.
+        unsafe { put(intercomm, h, "intercomm") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Publish_name(
+    service_name: *const c_char,
+    info: Handle,
+    port_name: *const c_char,
+) -> c_int {
+    with_state("MPI_Publish_name", MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        // SAFETY: the standard's contract: NUL-terminated strings.
+        let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
+        Ok(mpi::port::publish_name(&service, &port)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Lookup_name(service_name: *const c_char, info: Handle, port_name: *mut c_char) -> c_int {
+    with_state("MPI_Lookup_name", MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let service = unsafe { str_arg(service_name, "service_name")? };
+        let port = mpi::port::lookup_name(&service)?;
+        // SAFETY: the standard's contract: MPI_MAX_PORT_NAME bytes.
+        unsafe { put_port(port_name, &port) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpublish_name(
+    service_name: *const c_char,
+    info: Handle,
+    port_name: *const c_char,
+) -> c_int {
+    with_state("MPI_Unpublish_name", MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        // SAFETY: the standard's contract: NUL-terminated strings.
+        let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
+        Ok(mpi::port::unpublish_name(&service, &port)?)
+    })
+}

@@ -1,0 +1,371 @@
+//! Client/server connections between groups of a job (MPI 4.1 §11.10):
+//! ports, `MPI_Comm_accept`/`MPI_Comm_connect`, `MPI_Comm_join`, and the
+//! name service (`MPI_Publish_name`, `MPI_Lookup_name`,
+//! `MPI_Unpublish_name`).
+//!
+//! A port names the process that opened it and a number among its ports:
+//! `dnmpi-port:JOB:RANK:N`, where `JOB` is the job's number (`DN_JOB_ID`)
+//! and `RANK` the opener's rank in the job. A connect's leader sends its
+//! group (and the next context id free at every member) to the opener,
+//! on `MPI_COMM_WORLD`'s collective context with a tag made from `N`;
+//! the accepting leader, which must be the opener, takes connects in the
+//! order they come, answers with its group and the context id both sides
+//! then use (the larger of the two), and each leader tells its members,
+//! as `MPI_Intercomm_create` does. The groups must be disjoint: this
+//! library connects groups of one job, whose processes `dnrun` started
+//! together (process creation, §11.8, is not there yet, and two jobs
+//! started apart have no path between them).
+//!
+//! Names are published as files in the job's directory, one per service,
+//! holding the port's name: every process of the job sees them, on every
+//! backend, and they go with the job.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use adi::{Source as AdiSource, TagSel};
+
+use crate::comm::SimpleCommunicator;
+use crate::{MpiError, Rank, Result};
+
+/// The prefix of this library's port names.
+const PREFIX: &str = "dnmpi-port";
+
+/// `MPI_COMM_WORLD`'s collective context, where leaders meet.
+const WORLD_COLL_CTX: u32 = 1;
+
+/// The tags of a port's messages: above `MPI_Intercomm_create`'s
+/// (`1 << 28` and the user's 28 bits), below the schedules' (`1 << 30`).
+const PORT_TAG: i32 = 1 << 29;
+const _: () = assert!(PORT_TAG + 0x0FFF_FFFF < 1 << 30 && PORT_TAG > (1 << 28) + 0x0FFF_FFFF);
+
+/// The ports this process has open, and the number of the next.
+#[derive(Debug, Default)]
+pub(crate) struct Ports {
+    next: u32,
+    open: BTreeSet<u32>,
+}
+
+/// A port's parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Port {
+    job: u32,
+    owner: u32,
+    n: u32,
+}
+
+impl Port {
+    fn name(self) -> String {
+        format!("{PREFIX}:{}:{}:{}", self.job, self.owner, self.n)
+    }
+
+    fn parse(name: &str) -> Result<Port> {
+        let bad = || {
+            MpiError::Port(format!(
+                "{name:?} is not a port name of this library (they look like \"{PREFIX}:JOB:RANK:N\", as \
+                 MPI_Open_port gives them)"
+            ))
+        };
+        let mut parts = name.trim_end_matches('\0').split(':');
+        if parts.next() != Some(PREFIX) {
+            return Err(bad());
+        }
+        let mut num = || parts.next().and_then(|p| p.parse::<u32>().ok()).ok_or_else(bad);
+        let (job, owner, n) = (num()?, num()?, num()?);
+        if parts.next().is_some() || n > 0x0FFF_FFFF {
+            return Err(bad());
+        }
+        Ok(Port { job, owner, n })
+    }
+
+    fn tag(self) -> i32 {
+        PORT_TAG | self.n as i32
+    }
+}
+
+/// This job's number and directory, as the launcher gave them.
+fn job() -> (u32, Option<PathBuf>) {
+    match adi::JobEnv::from_env() {
+        Ok(Some(j)) => (j.job_id, j.dir),
+        _ => (0, None),
+    }
+}
+
+fn words(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn unwords(b: &[u8]) -> Result<Vec<u32>> {
+    if b.len() % 4 != 0 || b.len() < 8 {
+        return Err(MpiError::Port("corrupt connection message".into()));
+    }
+    Ok(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+impl SimpleCommunicator {
+    /// This process's rank in the job.
+    fn job_me(&self) -> u32 {
+        self.group.members[self.rank as usize]
+    }
+
+    /// `MPI_Open_port` (§11.10.2): a new port of this process, by name.
+    pub fn open_port(&self) -> Result<String> {
+        let mut sh = self.shared.borrow_mut();
+        let n = sh.ports.next;
+        if n > 0x0FFF_FFFF {
+            return Err(MpiError::Port(format!(
+                "this process has opened {n} ports, all it may: close ports with MPI_Close_port and reuse them"
+            )));
+        }
+        sh.ports.next = n + 1;
+        sh.ports.open.insert(n);
+        Ok(Port { job: job().0, owner: self.job_me(), n }.name())
+    }
+
+    /// `MPI_Close_port`: the port, opened by this process, is no longer
+    /// one.
+    pub fn close_port(&self, name: &str) -> Result<()> {
+        let p = self.own_port(name, "MPI_Close_port")?;
+        self.shared.borrow_mut().ports.open.remove(&p.n);
+        Ok(())
+    }
+
+    /// Port `name`, which this process opened and has not closed.
+    fn own_port(&self, name: &str, call: &str) -> Result<Port> {
+        let p = Port::parse(name)?;
+        let me = self.job_me();
+        if p.job != job().0 || p.owner != me || !self.shared.borrow().ports.open.contains(&p.n) {
+            return Err(MpiError::Port(format!(
+                "{call}: {name:?} is not a port this process (rank {me} of the job) has open: open it with \
+                 MPI_Open_port on the process that accepts on it"
+            )));
+        }
+        Ok(p)
+    }
+
+    /// `MPI_Comm_accept` (§11.10.2): an intercommunicator with the group
+    /// that connects to `port`, collective over this communicator;
+    /// `port` matters at `root`, which must have opened it.
+    pub fn accept(&self, port: &str, root: Rank) -> Result<SimpleCommunicator> {
+        self.intra_only("MPI_Comm_accept")?;
+        let call = "MPI_Comm_accept";
+        self.intercomm_with(root, PORT_TAG, call, |ctx| {
+            let p = self.own_port(port, call)?;
+            let mut sh = self.shared.borrow_mut();
+            let e = sh.engine()?;
+            let (st, got) = e.recv(AdiSource::Any, TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
+            let got = unwords(&got)?;
+            let rctx = got[0];
+            let remote = got[1..].to_vec();
+            let ctx = ctx.max(rctx);
+            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+            e.send(st.source, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
+            Ok((ctx, true, remote))
+        })
+    }
+
+    /// `MPI_Comm_connect`: an intercommunicator with the group that
+    /// accepts on `port`, collective over this communicator; `port`
+    /// matters at `root`.
+    pub fn connect(&self, port: &str, root: Rank) -> Result<SimpleCommunicator> {
+        self.intra_only("MPI_Comm_connect")?;
+        self.intercomm_with(root, PORT_TAG, "MPI_Comm_connect", |ctx| {
+            let p = Port::parse(port)?;
+            let n = self.shared.borrow_mut().engine()?.size();
+            if p.job != job().0 || p.owner >= n {
+                return Err(MpiError::Port(format!(
+                    "MPI_Comm_connect: port {port:?} is not of this job (job {}, {n} processes): this library \
+                     connects groups of one job",
+                    job().0
+                )));
+            }
+            if self.group.members.contains(&p.owner) {
+                return Err(MpiError::Port(format!(
+                    "MPI_Comm_connect: port {port:?} was opened by a process of the connecting group; the groups \
+                     must be disjoint"
+                )));
+            }
+            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+            let mut sh = self.shared.borrow_mut();
+            let e = sh.engine()?;
+            e.send(p.owner, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
+            let (_, got) = e.recv(AdiSource::Rank(p.owner), TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
+            let got = unwords(&got)?;
+            Ok((got[0], false, got[1..].to_vec()))
+        })
+    }
+
+    /// `MPI_Comm_join` (§11.10.4): an intercommunicator of this process
+    /// and the one at the other end of the connected socket `fd`, made
+    /// by exchanging job ranks and free context ids over the socket.
+    /// This communicator is `MPI_COMM_WORLD`.
+    pub fn join(&self, fd: i32) -> Result<SimpleCommunicator> {
+        let me = self.job_me();
+        let next = self.shared.borrow().next_ctx;
+        let (job, _) = job();
+        // The peer's words are awaited without blocking in the socket: on
+        // the simulator, a rank blocked outside MPI would keep the others
+        // (and the peer) from running, so the wait is simulated
+        // computation, a microsecond at a time; elsewhere a poll.
+        let simulated = self.shared.borrow_mut().engine()?.now_ps().is_some();
+        let theirs = exchange_over(fd, &[job, me, next], simulated, &mut || {
+            Ok(self.shared.borrow_mut().engine()?.compute(1000.0)?)
+        })?;
+        let [their_job, them, their_next] = theirs;
+        if their_job != job || them == me || them >= self.shared.borrow_mut().engine()?.size() {
+            return Err(MpiError::Invalid(format!(
+                "MPI_Comm_join: the process at the other end of the socket is not another process of this job \
+                 (it said job {their_job}, rank {them}; this is job {job}, rank {me}): this library joins \
+                 processes of one job"
+            )));
+        }
+        let ctx = next.max(their_next);
+        crate::dup::check_agreed(ctx, 4)?;
+        Ok(self.inter_from(ctx, vec![me], vec![them], me < them))
+    }
+}
+
+/// Send `mine` over socket `fd` and read the peer's three words, calling
+/// `pass` (simulated: 0-timeout polls) while none has come.
+fn exchange_over(fd: i32, mine: &[u32; 3], simulated: bool, pass: &mut dyn FnMut() -> Result<()>) -> Result<[u32; 3]> {
+    let os = |what: &str| {
+        MpiError::Invalid(format!(
+            "MPI_Comm_join: {what} socket descriptor {fd} failed: {} (it must be a connected stream socket)",
+            std::io::Error::last_os_error()
+        ))
+    };
+    let out = words(mine);
+    let mut at = 0;
+    while at < out.len() {
+        // SAFETY: `out[at..]` is valid for reads of its length; `write`
+        // on a descriptor that is not open fails with EBADF, nothing more.
+        let n = unsafe { libc::write(fd, out[at..].as_ptr().cast(), out.len() - at) };
+        match n {
+            n if n > 0 => at += n as usize,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return Err(os("writing to")),
+        }
+    }
+    let mut got = [0u8; 12];
+    let mut at = 0;
+    while at < got.len() {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: `p` is one valid pollfd.
+        let ready = unsafe { libc::poll(&mut p, 1, if simulated { 0 } else { 100 }) };
+        if ready == 0 {
+            if simulated {
+                pass()?;
+            }
+            continue;
+        }
+        if ready < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(os("waiting on"));
+        }
+        // SAFETY: `got[at..]` is valid for writes of its length.
+        let n = unsafe { libc::read(fd, got[at..].as_mut_ptr().cast(), got.len() - at) };
+        match n {
+            n if n > 0 => at += n as usize,
+            0 => {
+                return Err(MpiError::Invalid(format!(
+                    "MPI_Comm_join: the other end of socket {fd} closed it before saying who it is"
+                )))
+            }
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return Err(os("reading from")),
+        }
+    }
+    let w = |i: usize| u32::from_le_bytes([got[4 * i], got[4 * i + 1], got[4 * i + 2], got[4 * i + 3]]);
+    Ok([w(0), w(1), w(2)])
+}
+
+/// The directory the job's published names are in.
+fn names_dir() -> PathBuf {
+    match job() {
+        (_, Some(dir)) => dir.join("names"),
+        (id, None) => std::env::temp_dir().join(format!("dnmpi-names-{id}")),
+    }
+}
+
+/// The file of `service`: its name's bytes in hexadecimal, so that any
+/// name is a file name.
+fn service_file(service: &str) -> Result<PathBuf> {
+    if service.is_empty() {
+        return Err(MpiError::Service("a service name must not be empty".into()));
+    }
+    Ok(names_dir().join(service.bytes().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
+/// `MPI_Publish_name` (§11.10.5): `service` names `port` for every
+/// process of the job until it is unpublished. A service published
+/// already is refused (`MPI_ERR_SERVICE`).
+pub fn publish_name(service: &str, port: &str) -> Result<()> {
+    Port::parse(port)?;
+    let f = service_file(service)?;
+    let fail = |e: std::io::Error| MpiError::Service(format!("MPI_Publish_name: could not publish {service:?}: {e}"));
+    std::fs::create_dir_all(names_dir()).map_err(fail)?;
+    let mut tmp = f.clone().into_os_string();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    std::fs::write(&tmp, port).map_err(fail)?;
+    // A hard link is created only if the name is free: two processes
+    // publishing one service at once cannot both succeed.
+    let linked = std::fs::hard_link(&tmp, &f);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(MpiError::Service(format!("MPI_Publish_name: {service:?} is published already; unpublish it first")))
+        }
+        Err(e) => Err(fail(e)),
+    }
+}
+
+/// `MPI_Lookup_name`: the port `service` names (`MPI_ERR_NAME` if none).
+pub fn lookup_name(service: &str) -> Result<String> {
+    let f = service_file(service)?;
+    std::fs::read_to_string(f)
+        .map_err(|_| MpiError::Name(format!("MPI_Lookup_name: no service {service:?} is published")))
+}
+
+/// `MPI_Unpublish_name`: `service` no longer names `port`
+/// (`MPI_ERR_SERVICE` if it does not now).
+pub fn unpublish_name(service: &str, port: &str) -> Result<()> {
+    let f = service_file(service)?;
+    match std::fs::read_to_string(&f) {
+        Ok(p) if p == port.trim_end_matches('\0') => {
+            std::fs::remove_file(&f).map_err(|e| MpiError::Service(format!("MPI_Unpublish_name: {e}")))
+        }
+        Ok(p) => Err(MpiError::Service(format!("MPI_Unpublish_name: {service:?} names port {p:?}, not {port:?}"))),
+        Err(_) => Err(MpiError::Service(format!("MPI_Unpublish_name: no service {service:?} is published"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_names_round_trip_and_foreign_names_are_refused() {
+        let p = Port { job: 7, owner: 3, n: 12 };
+        assert_eq!(Port::parse(&p.name()).ok(), Some(p));
+        for bad in [
+            "",
+            "dnmpi-port:1:2",
+            "dnmpi-port:1:2:3:4",
+            "tcp://host:1234",
+            "dnmpi-port:a:2:3",
+            "dnmpi-port:1:2:268435456",
+        ] {
+            assert!(matches!(Port::parse(bad), Err(MpiError::Port(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_files_take_any_name() {
+        let f = service_file("a/b c").unwrap_or_default();
+        assert_eq!(f.file_name().and_then(|n| n.to_str()), Some("612f622063"));
+        assert!(matches!(service_file(""), Err(MpiError::Service(_))));
+    }
+}
