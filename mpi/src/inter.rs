@@ -62,7 +62,8 @@ mod tag {
 }
 
 /// What a local leader sends its members when `MPI_Intercomm_create`
-/// failed there (a reply of one word; a real one has at least two).
+/// failed there, then whether it was a port's error (a reply of two
+/// words; a real one has at least three: the id, low, a member).
 const FAILED: u32 = u32::MAX;
 
 fn words(v: &[u32]) -> Vec<u8> {
@@ -179,7 +180,9 @@ impl SimpleCommunicator {
             let outcome = exchange(ctx);
             let out: Vec<u32> = match &outcome {
                 Ok((ctx, low, remote)) => [*ctx, u32::from(*low)].into_iter().chain(remote.iter().copied()).collect(),
-                Err(_) => vec![FAILED],
+                // The kind of failure goes too: a bad port is a bad port
+                // at every member (`MPI_ERR_PORT`), not only at the root.
+                Err(e) => vec![FAILED, u32::from(matches!(e, MpiError::Port(_)))],
             };
             for r in (0..self.size()).filter(|&r| r != local_leader) {
                 self.coll_send(r, t, &words(&out))?;
@@ -189,10 +192,9 @@ impl SimpleCommunicator {
             self.coll_send(local_leader, t, &words(&[next]))?;
             let got = unwords(&self.coll_recv(local_leader, t)?)?;
             match got[..] {
-                [FAILED] => {
-                    return Err(MpiError::Invalid(format!(
-                        "{call} failed at the local leader (its error names the cause)"
-                    )))
+                [FAILED, port] => {
+                    let msg = format!("{call} failed at the local leader (its error names the cause)");
+                    return Err(if port == 1 { MpiError::Port(msg) } else { MpiError::Invalid(msg) });
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
                 _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),

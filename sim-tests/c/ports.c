@@ -6,7 +6,9 @@
  *    MPI_ERR_SERVICE, a lookup of an unpublished one MPI_ERR_NAME, an
  *    unpublish of one not published MPI_ERR_SERVICE.
  * 2. Bad ports: closing or accepting on a port this process did not
- *    open, connecting to a name that is not a port: MPI_ERR_PORT, on the
+ *    open (or closed), connecting to a name that is not a port (at every
+ *    rank of the connecting group, though only the root reads the name)
+ *    or to a port of the connecting group: MPI_ERR_PORT, on the
  *    communicator's error handler, the job going on.
  * 3. Rank 0 accepts on MPI_COMM_SELF; the other ranks connect as one
  *    group whose root is its last rank: an intercommunicator of 1 and
@@ -81,6 +83,12 @@ int main(int argc, char **argv) {
     MPI_Comm bad = MPI_COMM_NULL;
     CHECK(error_class(MPI_Comm_connect("tcp://nowhere:1", MPI_INFO_NULL, 0, MPI_COMM_SELF, &bad)) == MPI_ERR_PORT,
           "connect to a name that is not a port");
+    /* The port matters at the root only; every rank hears what was wrong. */
+    CHECK(error_class(MPI_Comm_connect(rank == 0 ? "tcp://nowhere:1" : NULL, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
+                                       &bad)) == MPI_ERR_PORT,
+          "a group's connect to a name that is not a port");
+    CHECK(error_class(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &bad)) == MPI_ERR_PORT,
+          "a connect to a port of the connecting group");
     CHECK(MPI_Close_port(port) == MPI_SUCCESS, "MPI_Close_port");
     CHECK(error_class(MPI_Close_port(port)) == MPI_ERR_PORT, "a second close");
     CHECK(error_class(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &bad)) == MPI_ERR_PORT,

@@ -494,3 +494,27 @@ fn files_through_the_rust_api_cost_what_the_profile_says() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "files left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Client/server connections through the Rust API (`mpi-suite ports`,
+/// issue 50): a port published, looked up, accepted by one rank and
+/// connected to by the others (root: their last rank), messages both ways,
+/// and the errors of the name service and of bad ports; 1 to 5 ranks on
+/// the simulator in both rank modes, and over UDP.
+#[test]
+fn a_group_connects_to_a_published_port_through_the_rust_api() {
+    for (np, nodes, extra) in [
+        (1, 1, vec![]),
+        (2, 2, vec![]),
+        (5, 3, vec![]),
+        (3, 2, vec!["--rank-mode", "processes"]),
+        (4, 1, vec!["--backend", "udp", "--timeout", "60"]),
+    ] {
+        let out = dnrun(np, nodes, &extra, "mpi-suite", &["ports"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("OK ports"),
+            "{np} ranks {extra:?}:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod collectives;
 mod io;
+mod ports;
 mod rma;
 
 use mpi::traits::*;
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
                 let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io DIR")?;
                 io::io(&u, &w, &dir)?
             }
+            "ports" => ports::ports(&w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "persistent" => collectives::persistent(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
