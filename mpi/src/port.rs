@@ -285,7 +285,10 @@ fn exchange_over(fd: i32, mine: &[u32; 3], simulated: bool, pass: &mut dyn FnMut
 fn names_dir() -> PathBuf {
     match job() {
         (_, Some(dir)) => dir.join("names"),
-        (id, None) => std::env::temp_dir().join(format!("dnmpi-names-{id}")),
+        // No job directory (a launcher other than dnrun): one per user
+        // and job number, so that other users' names are not ours.
+        // SAFETY: getuid has no preconditions and cannot fail.
+        (id, None) => std::env::temp_dir().join(format!("dnmpi-names-{}-{id}", unsafe { libc::getuid() })),
     }
 }
 
