@@ -127,18 +127,34 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_i
     })
 }
 
+/// `MPI_Publish_name` and `MPI_Unpublish_name`: `f` on the service and
+/// the port.
+///
+/// # Safety
+/// `service_name` and `port_name` are null or NUL-terminated strings.
+unsafe fn name_call(
+    call: &str,
+    service_name: *const c_char,
+    info: Handle,
+    port_name: *const c_char,
+    f: fn(&str, &str) -> mpi::Result<()>,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        st.info_or_null(info)?;
+        // SAFETY: this function's contract: NUL-terminated strings.
+        let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
+        Ok(f(&service, &port)?)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Publish_name(
     service_name: *const c_char,
     info: Handle,
     port_name: *const c_char,
 ) -> c_int {
-    with_state("MPI_Publish_name", MPI_COMM_WORLD, |st| {
-        st.info_or_null(info)?;
-        // SAFETY: the standard's contract: NUL-terminated strings.
-        let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
-        Ok(mpi::port::publish_name(&service, &port)?)
-    })
+    // SAFETY: the standard's contract on the strings, passed on.
+    unsafe { name_call("MPI_Publish_name", service_name, info, port_name, mpi::port::publish_name) }
 }
 
 #[no_mangle]
@@ -159,10 +175,6 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     info: Handle,
     port_name: *const c_char,
 ) -> c_int {
-    with_state("MPI_Unpublish_name", MPI_COMM_WORLD, |st| {
-        st.info_or_null(info)?;
-        // SAFETY: the standard's contract: NUL-terminated strings.
-        let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
-        Ok(mpi::port::unpublish_name(&service, &port)?)
-    })
+    // SAFETY: the standard's contract on the strings, passed on.
+    unsafe { name_call("MPI_Unpublish_name", service_name, info, port_name, mpi::port::unpublish_name) }
 }
