@@ -186,6 +186,37 @@ program f08
     call check(fh == MPI_FILE_NULL, 'file closed')
   end block
 
+  ! Ports and names (MPI 4.1 §11.10): every rank publishes a port of its
+  ! own and finds it again; rank 0 accepts on its own, rank 1 connects.
+  block
+    character(len=MPI_MAX_PORT_NAME) :: port, found
+    character(len=32) :: service
+    type(MPI_Comm) :: inter
+    integer :: v2
+    call MPI_Open_port(MPI_INFO_NULL, port)
+    write (service, '(a,i0)') 'f08 service ', rank
+    call MPI_Publish_name(service, MPI_INFO_NULL, port)
+    call MPI_Lookup_name(service, MPI_INFO_NULL, found)
+    call check(trim(found) == trim(port), 'lookup of a published port')
+    call MPI_Unpublish_name(service, MPI_INFO_NULL, port)
+    if (np >= 2 .and. rank < 2) then
+      if (rank == 0) then
+        call MPI_Send(port, MPI_MAX_PORT_NAME, MPI_CHARACTER, 1, 7, MPI_COMM_WORLD)
+        call MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, inter)
+        v2 = -1
+        call MPI_Recv(v2, 1, MPI_INTEGER, 0, 8, inter, MPI_STATUS_IGNORE)
+        call check(v2 == 42, 'a message across an accepted intercommunicator')
+      else
+        call MPI_Recv(found, MPI_MAX_PORT_NAME, MPI_CHARACTER, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+        call MPI_Comm_connect(found, MPI_INFO_NULL, 0, MPI_COMM_SELF, inter)
+        v2 = 42
+        call MPI_Send(v2, 1, MPI_INTEGER, 0, 8, inter)
+      end if
+      call MPI_Comm_free(inter)
+    end if
+    call MPI_Close_port(port)
+  end block
+
   ! Status conversion both ways, and MPI_Sizeof.
   call MPI_Status_f082f(stats(1), fstat)
   call MPI_Status_f2f08(fstat, back)
