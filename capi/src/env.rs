@@ -692,9 +692,17 @@ pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, 
         MPI_UNDEFINED => Color::Undefined,
         c if c >= 0 => Color::With(c),
         c => {
+            // This rank still takes part, as MPI_UNDEFINED, so that the
+            // others do not wait for it; then it reports its error.
+            let mut none = MPI_COMM_NULL;
+            // SAFETY: `none` is a local.
+            let rc = unsafe { MPI_Comm_split(comm, MPI_UNDEFINED, key, &mut none) };
             return with_state("MPI_Comm_split", comm, |_| {
-                Err(Fail::new(MPI_ERR_ARG, format!("split color {c} must be non-negative or MPI_UNDEFINED")))
-            })
+                Err(Fail::new(
+                    if rc == MPI_SUCCESS { MPI_ERR_ARG } else { rc },
+                    format!("split color {c} must be non-negative or MPI_UNDEFINED"),
+                ))
+            });
         }
     };
     if crate::threads::multiple() {

@@ -72,18 +72,27 @@ unsafe fn meet(
     newcomm: *mut Handle,
 ) -> c_int {
     with_state(call, comm, |st| {
-        if newcomm.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
-        }
         let c = &st.comm(comm)?.comm;
         let port = if c.rank() == root {
-            st.info_or_null(info)?;
             // SAFETY: the standard's contract at the root.
-            unsafe { str_arg(port_name, "port_name")? }
+            let checked = st.info_or_null(info).and_then(|_| unsafe { str_arg(port_name, "port_name") });
+            match checked {
+                Ok(p) => p,
+                Err(f) => {
+                    // The group is told, not left waiting for this root.
+                    c.meet_refused(root, false)?;
+                    return Err(f);
+                }
+            }
         } else {
             String::new()
         };
         let made = if accept { c.accept(&port, root)? } else { c.connect(&port, root)? };
+        // Checked after the collective part, so that one rank's bad
+        // argument does not leave the others waiting for it.
+        if newcomm.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
+        }
         let h = crate::env::register(st, Some(made), comm)?;
         // SAFETY: checked non-null; the caller's contract.
         unsafe { put(newcomm, h, "newcomm") }

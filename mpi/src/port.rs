@@ -164,6 +164,26 @@ impl SimpleCommunicator {
         })
     }
 
+    /// The part of `MPI_Comm_accept` or `MPI_Comm_connect` a `root` takes
+    /// when its own arguments were refused before the call could start:
+    /// its group hears that the call failed there (a port's failure as
+    /// `MPI_ERR_PORT`), instead of waiting for it. Collective as the call.
+    pub fn meet_refused(&self, root: Rank, port_error: bool) -> Result<()> {
+        let refused = |call: &str| -> MpiError {
+            let msg = format!("{call}: the root's arguments were refused");
+            if port_error {
+                MpiError::Port(msg)
+            } else {
+                MpiError::Invalid(msg)
+            }
+        };
+        match self.intercomm_with(root, PORT_TAG, "MPI_Comm_accept/connect", |_| Err(refused("the call"))) {
+            Ok(_) => Ok(()),
+            Err(_) if self.rank == root => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `MPI_Comm_connect`: an intercommunicator with the group that
     /// accepts on `port`, collective over this communicator; `port`
     /// matters at `root`.

@@ -215,6 +215,21 @@ static void *maker(void *arg) {
         TCHECK(MPI_Comm_split(parent, color, size - rank, &made) == MPI_SUCCESS, "MPI_Comm_split in thread %d", k);
         check_split(made, round, k);
     }
+    /* A bad color on rank 0 only: it gets MPI_ERR_ARG, the others their
+     * communicator, nobody waits. */
+    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_split(parent, rank == 0 ? -5 : 0, rank, &made);
+    if (rank == 0) {
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        TCHECK(cls == MPI_ERR_ARG, "a split with color -5 in thread %d: class %d", k, cls);
+    } else {
+        int n = -1;
+        TCHECK(rc == MPI_SUCCESS && made != MPI_COMM_NULL, "the others' split in thread %d", k);
+        if (made != MPI_COMM_NULL) MPI_Comm_size(made, &n);
+        TCHECK(n == size - 1, "the others' split in thread %d: size %d", k, n);
+        if (made != MPI_COMM_NULL) MPI_Comm_free(&made);
+    }
     MPI_Group_free(&most);
     MPI_Group_free(&all);
     return NULL;

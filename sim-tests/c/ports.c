@@ -87,6 +87,11 @@ int main(int argc, char **argv) {
     CHECK(error_class(MPI_Comm_connect(rank == 0 ? "tcp://nowhere:1" : NULL, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
                                        &bad)) == MPI_ERR_PORT,
           "a group's connect to a name that is not a port");
+    /* A root whose own argument is bad (a null name): it says so, and the
+     * rest of its group fails too instead of waiting for it. */
+    int rc = MPI_Comm_connect(NULL, MPI_INFO_NULL, size - 1, MPI_COMM_WORLD, &bad);
+    CHECK(rank == size - 1 ? error_class(rc) == MPI_ERR_ARG : rc != MPI_SUCCESS,
+          "a group's connect whose root passed a null name: class %d", error_class(rc));
     CHECK(error_class(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &bad)) == MPI_ERR_PORT,
           "a connect to a port of the connecting group");
     CHECK(MPI_Close_port(port) == MPI_SUCCESS, "MPI_Close_port");
