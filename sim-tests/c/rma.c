@@ -276,6 +276,14 @@ static void errors_of(MPI_Win win, int *buf)
     MPI_Win_unlock(right, win);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(buf[N - 1] == 77, "the refused put wrote %d", buf[N - 1]);
+    /* Out of order on one rank only: its fence fails, the others' fence
+     * completes (the failing rank still takes part in its barrier). */
+    if (rank == 0) MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    rc = MPI_Win_fence(0, win);
+    CHECK(rank == 0 ? class_of(rc) == MPI_ERR_RMA_SYNC : rc == MPI_SUCCESS,
+          "a fence out of order on rank 0 only: class %d", class_of(rc));
+    if (rank == 0) MPI_Win_unlock(right, win);
+    CHECK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win) == MPI_SUCCESS, "the fence after it");
     rc = MPI_Win_unlock(right, win);
     CHECK(class_of(rc) == MPI_ERR_RMA_SYNC, "unlocking twice: class %d", class_of(rc));
     rc = MPI_Win_lock(12345, right, 0, win);

@@ -89,8 +89,9 @@ pub struct RawWindow {
 /// An `MPI_Win_fence` between its start and its end: what it waits for,
 /// in order, and what it reports after.
 struct Fencing {
-    /// The epochs the fence opens, taken when it ends.
-    next: Epochs,
+    /// The epochs the fence opens, taken when it ends (`None`: the fence
+    /// was out of order here and leaves them as they are).
+    next: Option<Epochs>,
     /// This rank's operations' outcome, reported after the barrier: the
     /// fence is collective, so a failure never leaves it early.
     outcome: Result<()>,
@@ -754,7 +755,12 @@ impl RawWindow {
             return Err(MpiError::RmaSync("MPI_Win_fence while another fence on the window is under way".into()));
         }
         let mut next = self.epochs.clone();
-        next.fence(assert.nosucceed)?;
+        if let Err(e) = next.fence(assert.nosucceed) {
+            // Out of order here (`MPI_ERR_RMA_SYNC`), but the others are
+            // in the fence: take part in its barrier, then say so.
+            self.fencing = Some(Fencing { next: None, outcome: Err(e), confirmed: true, barrier: None });
+            return Ok(Waiting::Fence);
+        }
         let dirty: Vec<Rank> = std::mem::take(&mut self.dirty).into_iter().collect();
         let (outcome, confirmed) = if self.card.is_some() {
             // Separate model: every put landed, local stores out; after
@@ -767,7 +773,7 @@ impl RawWindow {
         // is this rank's to report, but the fence is collective: the
         // others are in its barrier, and the window goes on to the next
         // epoch for everyone.
-        self.fencing = Some(Fencing { next, outcome, confirmed, barrier: None });
+        self.fencing = Some(Fencing { next: Some(next), outcome, confirmed, barrier: None });
         Ok(Waiting::Fence)
     }
 
@@ -781,8 +787,9 @@ impl RawWindow {
                 Ok(false)
             }
             Ok(true) => {
+                let Some(next) = f.next else { return f.outcome.map(|_| true) };
                 self.refresh()?;
-                self.epochs = f.next;
+                self.epochs = next;
                 f.outcome.and_then(|_| self.conflicts()).map(|_| true)
             }
             Err(e) => Err(e),
