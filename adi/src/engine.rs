@@ -1100,6 +1100,15 @@ impl Engine {
         self.t.sim_clock().map(|c| c.cost_table())
     }
 
+    /// On the simulator, have the schedule expect `count` more ranks the
+    /// launcher started for a spawn ([`crate::transport::SimClock::expect_ranks`]);
+    /// elsewhere they join by themselves.
+    pub fn expect_ranks(&self, count: u32) {
+        if let Some(clock) = self.t.sim_clock() {
+            clock.expect_ranks(count);
+        }
+    }
+
     /// Simulated time in picoseconds, when simulated.
     pub fn now_ps(&self) -> Option<u64> {
         self.t.sim_clock().map(|c| c.now_ps())

@@ -232,6 +232,10 @@ pub trait SimClock {
     fn cost_table(&self) -> Vec<u64>;
     /// Simulate `ns` of application computation.
     fn compute(&self, ns: f64) -> Result<(), TransportError>;
+    /// Have the simulation expect `count` more ranks, started for a spawn
+    /// (MPI 4.1 §11.8): they begin at this rank's clock, and nothing is
+    /// simulated until every one of them has joined.
+    fn expect_ranks(&self, count: u32);
 }
 
 /// Remote stores into a landing zone the receiver exposed: a capability

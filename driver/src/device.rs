@@ -385,6 +385,13 @@ impl Device {
         self.platform.now_ps()
     }
 
+    /// In simulation, have the model expect `count` more processes (ranks a
+    /// rank spawned, MPI 4.1 §11.8), beginning at this process's clock; no
+    /// party runs until all have attached. Nothing on hardware.
+    pub fn expect_actors(&self, count: u32) {
+        self.platform.expect_actors(count)
+    }
+
     /// In simulation, what the process's other threads use to end this
     /// process's wait in [`Device::idle`] (see [`simlink::actor::Poker`]);
     /// `None` on hardware, whose waits spin.

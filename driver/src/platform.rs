@@ -276,6 +276,15 @@ impl Platform {
         }
     }
 
+    /// In simulation, have the model expect `count` more actors, beginning
+    /// at this process's clock ([`simlink::actor::ActorEnd::expect_actors`]);
+    /// on hardware there is no schedule to tell.
+    pub fn expect_actors(&self, count: u32) {
+        if let Platform::Simulated(a) = self {
+            a.end.expect_actors(count, a.clock.get());
+        }
+    }
+
     /// Simulated time in picoseconds (`None` on hardware).
     pub fn now_ps(&self) -> Option<u64> {
         match self {

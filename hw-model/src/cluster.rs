@@ -307,6 +307,9 @@ pub struct Cluster {
     /// published with each grant (`ActorRecord::epoch`).
     epochs: Vec<u64>,
     attached_ever: u32,
+    /// Whether every expected actor had attached once: actors expected
+    /// after that were spawned, and begin at [`simlink::model::ModelEnd::admit_clock`].
+    started_once: bool,
     grants: u64,
     syncs: u64,
     waits: u64,
@@ -457,6 +460,7 @@ impl Cluster {
             by_slot,
             epochs,
             attached_ever: 0,
+            started_once: false,
             grants: 0,
             syncs: 0,
             waits: 0,
@@ -519,7 +523,17 @@ impl Cluster {
                 self.wake_poked();
             }
             self.ctl.publish_progress(self.last_time.0, self.model.stats().events);
+            // An actor that spawns processes raises the count (MPI 4.1 §11.8).
+            self.cfg.expected_actors = self.ctl.expected_actors();
             let started = self.cfg.expected_actors == 0 || self.attached_ever >= self.cfg.expected_actors;
+            if self.started_once && !started {
+                // Spawned actors are on their way: nothing runs, not even the
+                // device, until all have attached, so the schedule does not
+                // depend on when their processes start.
+                self.idle(stop);
+                continue;
+            }
+            self.started_once |= started;
             let next_event = self.model.next_event_time().map(|t| t.0);
             let lowest = self.runnable.first().map(|(c, i)| (c, i as usize));
             let next = scheduler::next(lowest, next_event, started, self.cfg.expected_actors > 0, self.waiting > 0);
@@ -675,7 +689,11 @@ impl Cluster {
             self.model.swap_touched(&mut self.touched);
             let key = layout::source_index(node, slot, self.cfg.slots);
             self.by_slot[key] = Some(i);
-            let clock = if self.cfg.expected_actors > 0 { SimTime::ZERO } else { self.last_time.max(self.model.now()) };
+            let clock = match (self.cfg.expected_actors > 0, self.started_once) {
+                (true, false) => SimTime::ZERO,
+                (true, true) => SimTime(self.ctl.admit_clock()),
+                (false, _) => self.last_time.max(self.model.now()),
+            };
             if self.actors.len() <= i {
                 // Only records ever admitted are scanned by the scheduler.
                 self.actors.resize(i + 1, Actor::FREE);

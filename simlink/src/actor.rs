@@ -284,6 +284,18 @@ impl ActorEnd {
         self.ctl.block::<ActorRecord>(simctl::actor_offset(self.index)).expect("mapped at attach")
     }
 
+    /// Have the model expect `count` more actors, which begin at `clock`
+    /// (this actor's): no party runs until every one of them has attached,
+    /// so the schedule does not depend on when their processes start (a
+    /// rank spawning processes, MPI 4.1 §11.8). Called while this actor
+    /// holds the token, so the model reads both words before it schedules
+    /// anyone again.
+    pub fn expect_actors(&self, count: u32, clock: u64) {
+        let h = self.header();
+        h.admit_clock.store(clock, SeqCst);
+        h.expected_actors.fetch_add(count, SeqCst);
+    }
+
     /// The host-cost table the model published (see [`simctl::HostCost`]).
     pub fn costs(&self) -> [u64; COST_SLOTS] {
         self.costs

@@ -170,6 +170,18 @@ impl ModelEnd {
         self.header().attach_seq.load(SeqCst) != self.attach_seq_seen
     }
 
+    /// Actors the job expects now: the count the model was started with,
+    /// raised by actors that spawn others ([`crate::actor::ActorEnd::expect_actors`]).
+    pub fn expected_actors(&self) -> u32 {
+        self.header().expected_actors.load(SeqCst)
+    }
+
+    /// The clock actors admitted after the start begin at
+    /// ([`CtlHeader::admit_clock`]).
+    pub fn admit_clock(&self) -> u64 {
+        self.header().admit_clock.load(SeqCst)
+    }
+
     /// Whether some actor was poked since the last call (cheap when none
     /// was): then look for waiting actors with [`ModelEnd::poke_pending`].
     pub fn poked(&mut self) -> bool {

@@ -22,7 +22,7 @@ use fpga_regs::ur::CQ_DEPTH;
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
 /// Control-file layout version.
-pub const VERSION: u32 = 9;
+pub const VERSION: u32 = 10;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = fpga_regs::layout::MAX_SOURCES;
 /// File name of the control file inside a cluster directory.
@@ -224,6 +224,10 @@ pub struct CtlHeader {
     pub sim_time: AtomicU64,
     /// Device events processed so far, published likewise.
     pub events: AtomicU64,
+    /// The clock (ps) actors admitted after the job started begin at: the
+    /// clock of the actor that raised `expected_actors` for them (a rank
+    /// spawning processes, MPI 4.1 §11.8), written while it held the token.
+    pub admit_clock: AtomicU64,
     /// The device's lookahead (ps): no doorbell has any effect earlier than
     /// this long after it was rung (the command fetch time). An actor that
     /// rang a doorbell hands over before its clock reaches `rung + lookahead`.
@@ -234,7 +238,7 @@ pub struct CtlHeader {
     pub profile_name: [AtomicU64; 8],
     /// Last message from the model (deadlock report, refusal reason), NUL-padded UTF-8.
     pub message: [AtomicU64; 64],
-    _pad: [u8; 4096 - 8 - 4 * 14 - 8 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
+    _pad: [u8; 4096 - 8 - 4 * 14 - 8 - 8 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
 }
 
 /// One actor record.

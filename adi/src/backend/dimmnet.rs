@@ -895,6 +895,10 @@ impl SimClock for DimmnetTransport {
         self.dev.charge(cost, n);
     }
 
+    fn expect_ranks(&self, count: u32) {
+        self.dev.expect_actors(count);
+    }
+
     fn now_ps(&self) -> u64 {
         self.dev.now_ps().unwrap_or(0)
     }
