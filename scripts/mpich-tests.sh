@@ -404,8 +404,18 @@ for dir in "${dirs[@]}"; do
         fi
         out=$bin/$name.$np.txt
         status=0
-        (cd "$bin" && timeout $((t + 30)) "$prefix/bin/dnrun" -n "$np" --nodes $(((np + 3) / 4)) \
-            --backend "$backend" --timeout "$t" "${envs[@]}" -- "./$name" "${args[@]}") >"$out" 2>&1 || status=$?
+        # spawn/: room for the processes the tests start (hydra's default
+        # universe is the hosts' cores; ours is the job unless told).
+        usize=()
+        nodes=$(((np + 3) / 4))
+        if [ "$dir" = spawn ] && [ "$backend" = sim ]; then
+            u=$((np + ${MPICH_SPAWN_ROOM:-140}))
+            usize=(--universe-size $u)
+            # A simulated node has at most 16 slots.
+            [ $nodes -ge $(((u + 15) / 16)) ] || nodes=$(((u + 15) / 16))
+        fi
+        (cd "$bin" && timeout $((t + 30)) "$prefix/bin/dnrun" -n "$np" --nodes $nodes \
+            --backend "$backend" --timeout "$t" "${usize[@]}" "${envs[@]}" -- "./$name" "${args[@]}") >"$out" 2>&1 || status=$?
         if judge "$out" "$status" "$how"; then
             pass=$((pass + 1))
             echo "$dir $name $np pass" >>"$results"

@@ -21,6 +21,18 @@ pub const ENV_JOB_ID: &str = "DN_JOB_ID";
 pub const ENV_JOB_DIR: &str = "DN_JOB_DIR";
 /// How many nodes (simulated, or DPDK polling domains) the ranks fill.
 pub const ENV_NODES: &str = "DN_NODES";
+/// The ranks of the job that make this process's `MPI_COMM_WORLD`,
+/// `FIRST:COUNT` (all of them when unset): a job whose universe has room
+/// for spawned processes (`dnrun --universe-size`) numbers them after the
+/// first world, and each spawn's processes are a world of their own
+/// (MPI 4.1 §11.8.2).
+pub const ENV_WORLD: &str = "DN_WORLD";
+/// Set in spawned processes: the port their parents accept on (their
+/// `MPI_Init` connects to it, and `MPI_Comm_get_parent` is the result).
+pub const ENV_PARENT_PORT: &str = "DN_PARENT_PORT";
+/// Set in spawned processes: which command of the spawn they run
+/// (`MPI_APPNUM`, §11.8.4).
+pub const ENV_APPNUM: &str = "DN_APPNUM";
 
 /// What the launcher told this rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +47,13 @@ pub struct JobEnv {
     pub dir: Option<PathBuf>,
     /// Nodes the ranks fill, in blocks (1 when not given).
     pub nodes: u16,
+    /// The ranks of this process's `MPI_COMM_WORLD` ([`ENV_WORLD`]);
+    /// `rank` is among them.
+    pub world: std::ops::Range<u32>,
+    /// The parents' port, in a spawned process ([`ENV_PARENT_PORT`]).
+    pub parent_port: Option<String>,
+    /// `MPI_APPNUM` ([`ENV_APPNUM`]), in a spawned process.
+    pub appnum: Option<u32>,
 }
 
 /// Write `bytes` to `path`, a file only its owner may read or write:
@@ -81,7 +100,23 @@ impl JobEnv {
             return Err(cfg_err(format!("{ENV_NODES}=0: a job needs at least one node")));
         }
         let dir = get(ENV_JOB_DIR).filter(|d| !d.is_empty()).map(PathBuf::from);
-        Ok(Some(JobEnv { rank, size, job_id, dir, nodes }))
+        let world = match get(ENV_WORLD) {
+            None => 0..size,
+            Some(w) => {
+                let bad = || cfg_err(format!("{ENV_WORLD}={w:?} must be FIRST:COUNT, a range of the {size} ranks"));
+                let (first, count) = w.split_once(':').ok_or_else(bad)?;
+                let first = number(ENV_WORLD, first, u32::MAX.into())? as u32;
+                let count = number(ENV_WORLD, count, u32::MAX.into())? as u32;
+                let end = first.checked_add(count).filter(|e| *e <= size && count > 0).ok_or_else(bad)?;
+                if !(first..end).contains(&rank) {
+                    return Err(cfg_err(format!("{ENV_RANK}={rank} is not in its world {ENV_WORLD}={w:?}")));
+                }
+                first..end
+            }
+        };
+        let parent_port = get(ENV_PARENT_PORT).filter(|p| !p.is_empty());
+        let appnum = get(ENV_APPNUM).map(|v| number(ENV_APPNUM, &v, i32::MAX as u64)).transpose()?.map(|a| a as u32);
+        Ok(Some(JobEnv { rank, size, job_id, dir, nodes, world, parent_port, appnum }))
     }
 
     /// The job directory, which this backend needs.
@@ -145,13 +180,26 @@ mod tests {
     fn a_job_is_read_with_its_defaults() {
         assert_eq!(parse(&[]).unwrap(), None);
         let j = parse(&[("DN_RANK", "2"), ("DN_SIZE", " 5 ")]).unwrap().unwrap();
-        assert_eq!(j, JobEnv { rank: 2, size: 5, job_id: 0, dir: None, nodes: 1 });
+        assert_eq!(
+            j,
+            JobEnv { rank: 2, size: 5, job_id: 0, dir: None, nodes: 1, world: 0..5, parent_port: None, appnum: None }
+        );
         assert!(j.dir().unwrap_err().to_string().contains("DN_JOB_DIR is not set"));
         let j =
             parse(&[("DN_RANK", "0"), ("DN_SIZE", "1"), ("DN_JOB_ID", "7"), ("DN_NODES", "3"), ("DN_JOB_DIR", "/x")])
                 .unwrap()
                 .unwrap();
         assert_eq!((j.job_id, j.nodes, j.dir().unwrap()), (7, 3, Path::new("/x")));
+        let j = parse(&[
+            ("DN_RANK", "3"),
+            ("DN_SIZE", "6"),
+            ("DN_WORLD", "2:3"),
+            ("DN_PARENT_PORT", "p"),
+            ("DN_APPNUM", "1"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((j.world, j.parent_port.as_deref(), j.appnum), (2..5, Some("p"), Some(1)));
     }
 
     #[test]
@@ -164,6 +212,10 @@ mod tests {
             (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_NODES", "0")][..], "DN_NODES=0"),
             (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_NODES", "70000")][..], "DN_NODES=70000 is out of range"),
             (&[("DN_RANK", "0"), ("DN_SIZE", "2"), ("DN_JOB_ID", "-1")][..], "DN_JOB_ID=\"-1\""),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "4"), ("DN_WORLD", "2")][..], "must be FIRST:COUNT"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "4"), ("DN_WORLD", "3:2")][..], "must be FIRST:COUNT"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "4"), ("DN_WORLD", "1:0")][..], "must be FIRST:COUNT"),
+            (&[("DN_RANK", "0"), ("DN_SIZE", "4"), ("DN_WORLD", "2:2")][..], "not in its world"),
         ] {
             let e = parse(vars).unwrap_err().to_string();
             assert!(e.contains(says), "{vars:?}: {e}");

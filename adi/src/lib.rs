@@ -25,6 +25,7 @@ pub mod job;
 pub mod knobs;
 pub mod offload;
 pub mod pmi;
+pub mod spawn;
 pub mod transport;
 pub mod wire;
 

@@ -356,10 +356,9 @@ impl MpiStatus {
 
 /// The C prototypes of every function of the MPI 5.0 ABI, all of which
 /// the library exports: a program or binding built against the whole
-/// standard (mpi4py's default build) loads. Those this library does not
-/// provide fail with `MPI_ERR_UNSUPPORTED_OPERATION` naming themselves
-/// (`absent.rs`; docs/guide/not-supported.md). A test links a C
-/// program that takes the address of every one of them.
+/// standard (mpi4py's default build) loads; docs/guide/not-supported.md
+/// says what of them does not work everywhere. A test links a C program
+/// that takes the address of every one of them.
 pub const FUNCTIONS: &[&str] = &[
     // Environment (MPI 4.1 §11, MPI 5.0 ABI chapter)
     "int MPI_Abi_get_version(int *abi_major, int *abi_minor)",
@@ -862,7 +861,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)",
     "int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)",
     "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)",
-    // Process creation and management (§11.8-11.10): not supported (absent.rs)
+    // Process creation and management (§11.8-11.10)
     "int MPI_Close_port(const char *port_name)",
     "int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)",
     "int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)",
@@ -875,7 +874,7 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Open_port(MPI_Info info, char *port_name)",
     "int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)",
     "int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)",
-    // Sessions (§11.3): not supported yet (absent.rs)
+    // Sessions (§11.3)
     "int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)",
     "int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size)",
     "int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)",
@@ -895,14 +894,14 @@ pub const FUNCTIONS: &[&str] = &[
     "int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)",
     "int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)",
     "int MPI_Session_toint(MPI_Session session)",
-    // Partitioned communication (chapter 4): not supported yet (absent.rs)
+    // Partitioned communication (chapter 4)
     "int MPI_Parrived(MPI_Request request, int partition, int *flag)",
     "int MPI_Pready(int partition, MPI_Request request)",
     "int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request)",
     "int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request)",
     "int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
-    // MPI-IO (chapter 14): not supported (absent.rs)
+    // MPI-IO (chapter 14)
     "int MPI_File_call_errhandler(MPI_File fh, int errorcode)",
     "int MPI_File_close(MPI_File *fh)",
     "int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler)",

@@ -122,6 +122,10 @@ impl Deferred {
             Deferred::Greq(c) => c.run()?,
             Deferred::FreeComm(h) => relock(&mut |st| {
                 st.comms.remove(&h);
+                // A parent freed is gone for good (§11.8.2): the handle may be reused.
+                if st.parent == crate::env::ParentHandle::Registered(h) {
+                    st.parent = crate::env::ParentHandle::Freed;
+                }
                 st.sweep_keyvals();
             }),
         }

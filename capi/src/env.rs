@@ -74,6 +74,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
     *guard = Some(State {
         measuring,
         universe,
+        parent: ParentHandle::Unasked,
         comms,
         requests: Table::default(),
         types: Table::default(),
@@ -740,14 +741,45 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     })
 }
 
-/// `MPI_Comm_get_parent` (§11.8.2): a job `dnrun` starts has no parent,
-/// so the answer is `MPI_COMM_NULL`, as for any process not spawned.
+/// `MPI_Comm_get_parent` (§11.8.2): the intercommunicator with the
+/// processes that spawned this one (one handle, registered at the first
+/// call: a program may free it, and then gets `MPI_COMM_NULL`, as the
+/// standard has it), or `MPI_COMM_NULL` for a process not spawned.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
-    with_state("MPI_Comm_get_parent", MPI_COMM_WORLD, |_| {
+    with_state("MPI_Comm_get_parent", MPI_COMM_WORLD, |st| {
+        let h = match st.parent {
+            ParentHandle::Unasked => match st.universe.parent() {
+                Some(c) => {
+                    let h = register(st, Some(c), MPI_COMM_WORLD)?;
+                    // Its name (§7.8).
+                    st.comm_mut(h)?.name = "MPI_COMM_PARENT".into();
+                    st.parent = ParentHandle::Registered(h);
+                    h
+                }
+                None => {
+                    st.parent = ParentHandle::Freed;
+                    MPI_COMM_NULL
+                }
+            },
+            ParentHandle::Registered(h) => h,
+            ParentHandle::Freed => MPI_COMM_NULL,
+        };
         // SAFETY: the standard's contract on `parent`.
-        unsafe { put(parent, MPI_COMM_NULL, "parent") }
+        unsafe { put(parent, h, "parent") }
     })
+}
+
+/// The handle `MPI_Comm_get_parent` gives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ParentHandle {
+    /// Not asked for yet.
+    #[default]
+    Unasked,
+    /// This handle (while the program has not freed it).
+    Registered(Handle),
+    /// None: not spawned, or freed.
+    Freed,
 }
 
 /// `MPI_Comm_disconnect` (§11.10.4): the communication on `comm` ends,
@@ -815,9 +847,9 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
 ) -> c_int {
     with_state("MPI_Comm_get_attr", comm, |st| {
         st.comm(comm)?;
-        let world = st.comm(MPI_COMM_WORLD)?.comm.size();
         let a = &crate::process::process().attrs;
-        a.universe_size.store(world, Ordering::Relaxed);
+        a.universe_size.store(c_int::try_from(st.universe.universe_size()).unwrap_or(c_int::MAX), Ordering::Relaxed);
+        let appnum = st.universe.appnum();
         // Simulated time is one clock for every rank.
         a.wtime_is_global.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
         a.lastusedcode.store(crate::errh::last_used(), Ordering::Relaxed);
@@ -827,7 +859,12 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_IO => &a.io,
             MPI_WTIME_IS_GLOBAL => &a.wtime_is_global,
             MPI_UNIVERSE_SIZE => &a.universe_size,
-            MPI_APPNUM => &a.appnum,
+            // The command's index in a spawned process; 0, the one
+            // command dnrun runs, in the others (as hydra has it, §11.10.3).
+            MPI_APPNUM => {
+                a.appnum.store(appnum.map_or(0, |n| n as c_int), Ordering::Relaxed);
+                &a.appnum
+            }
             MPI_LASTUSEDCODE => &a.lastusedcode,
             k => {
                 let v = crate::attr::get(st, comm, k)?;

@@ -21,11 +21,10 @@
 //! the collectives, blocking and non-blocking, with their `v` forms and
 //! `MPI_IN_PLACE`, persistent collectives, every large-count `_c` form
 //! (`count`, `large`), and one-sided communication (`win`: chapter 12
-//! over `mpi::rma`). Every function of the MPI 5.0 ABI is exported
-//! ([`abi::FUNCTIONS`]): those not provided (MPI-IO, process creation,
-//! and the parts `absent` lists) fail with
-//! `MPI_ERR_UNSUPPORTED_OPERATION` naming themselves, so that a binding
-//! built against the whole standard loads.
+//! over `mpi::rma`), MPI-IO (`file`), and process creation and
+//! connections (`spawn`, `port`). Every function of the MPI 5.0 ABI is
+//! exported ([`abi::FUNCTIONS`]), so that a binding built against the
+//! whole standard loads.
 //!
 //! Threads: every level up to `MPI_THREAD_MULTIPLE`, granted as asked.
 //! Below it, two threads in MPI at once end the job (the program's error);
@@ -38,7 +37,6 @@
 
 pub mod abi;
 mod abi_info;
-mod absent;
 mod arrays;
 mod attr;
 mod bsend;
@@ -65,6 +63,7 @@ mod partitioned;
 mod port;
 mod process;
 mod session;
+mod spawn;
 mod status;
 mod threads;
 mod tool;
@@ -158,6 +157,7 @@ impl From<MpiError> for Fail {
             MpiError::Port(_) => MPI_ERR_PORT,
             MpiError::Name(_) => MPI_ERR_NAME,
             MpiError::Service(_) => MPI_ERR_SERVICE,
+            MpiError::Spawn(_) => MPI_ERR_SPAWN,
             MpiError::File { class, .. } => file_class(*class),
             _ => MPI_ERR_OTHER,
         };
@@ -289,6 +289,8 @@ pub(crate) enum PersistentOp {
 /// Everything between `MPI_Init` and `MPI_Finalize`.
 pub(crate) struct State {
     pub(crate) universe: Universe,
+    /// `MPI_Comm_get_parent`'s handle (§11.8.2).
+    pub(crate) parent: env::ParentHandle,
     pub(crate) comms: comm_table::CommTable,
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.

@@ -81,6 +81,9 @@ pub enum DpdkPolling {
 pub struct LaunchOptions {
     /// Number of ranks.
     pub np: u32,
+    /// Every process the job may have (`MPI_UNIVERSE_SIZE`): `np`, or more
+    /// to leave room for processes the ranks spawn (MPI 4.1 §11.8).
+    pub universe: Option<u32>,
     /// Number of (simulated) nodes.
     pub nodes: u16,
     /// Backend.
@@ -522,6 +525,8 @@ fn choose_rank_mode(
     use crate::contexts::RankMode;
     let why_not = if opts.rank_mode == RankMode::Processes {
         return Ok(None);
+    } else if opts.universe.is_some_and(|u| u > opts.np) {
+        "a job with room to spawn processes (--universe-size) runs its ranks as processes".to_string()
     } else if !opts.backend.needs().simulator {
         format!("--backend {} runs its ranks as processes (contexts are the simulator's)", opts.backend.name())
     } else {
@@ -568,7 +573,39 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if opts.nodes == 0 {
         return Err(LaunchError::Usage("--nodes must be at least 1".into()));
     }
-    let slots = slots_per_node(opts.np, opts.nodes);
+    let universe = opts.universe.unwrap_or(opts.np);
+    if universe < opts.np {
+        return Err(LaunchError::Usage(format!(
+            "--universe-size {universe} is below -n {}: the universe holds every process of the job",
+            opts.np
+        )));
+    }
+    let spawning = universe > opts.np;
+    if spawning && !opts.backend.needs().simulator {
+        return Err(LaunchError::Usage(format!(
+            "--universe-size: processes can be spawned on the simulator only, not on --backend {} yet (docs/guide/spawn.md)",
+            opts.backend.name()
+        )));
+    }
+    if spawning && opts.ranks.is_some() {
+        return Err(LaunchError::Usage("--universe-size and --ranks do not go together".into()));
+    }
+    if universe as usize > MAX_LOCAL_RANKS {
+        return Err(LaunchError::Usage(format!(
+            "--universe-size {universe} is above the {MAX_LOCAL_RANKS} processes a simulated fabric holds"
+        )));
+    }
+    // The fabric has a slot for every process of the universe.
+    let slots = slots_per_node(universe, opts.nodes);
+    let most = fpga_regs::layout::MAX_SLOTS as u32;
+    if spawning && slots > most {
+        return Err(LaunchError::Usage(format!(
+            "--universe-size {universe} on {} node(s) needs {slots} slots per node, and a node has at most {most}: \
+             give --nodes {} or more",
+            opts.nodes,
+            universe.div_ceil(most)
+        )));
+    }
     let local: Vec<u32> = match &opts.ranks {
         Some(r) => r.clone(),
         None => (0..opts.np).collect(),
@@ -621,7 +658,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         })?),
         false => None,
     };
-    check_host_limits(local.len(), contexts.is_some())?;
+    check_host_limits(local.len().max(universe as usize), contexts.is_some())?;
 
     let dir = job_dir();
     make_job_dir(&dir)?;
@@ -629,6 +666,13 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if needs.datagram_key {
         write_udp_key(opts, &dir.join("job"))?;
     }
+    let mut spawner = match spawning {
+        true => Some(
+            crate::spawner::Spawner::new(&dir.join("job"), opts.np, universe)
+                .map_err(|e| LaunchError::Io(format!("cannot make the spawn requests' folder: {e}")))?,
+        ),
+        false => None,
+    };
     // Declared after the cleanup, so dropped first: it is told "done" and
     // then the directory goes.
     let mut reaper = Reaper::start(opts.reaper.as_deref(), &dir);
@@ -644,12 +688,15 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let mut v: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
             (adi::ENV_BACKEND.into(), opts.backend.name().into()),
             (job::ENV_RANK.into(), rank.to_string().into()),
-            (job::ENV_SIZE.into(), opts.np.to_string().into()),
+            (job::ENV_SIZE.into(), universe.to_string().into()),
             (job::ENV_NODES.into(), opts.nodes.to_string().into()),
             (job::ENV_JOB_DIR.into(), dir.join("job").into()),
             (job::ENV_JOB_ID.into(), job_id.to_string().into()),
             ("DN_SIM_DIR".into(), sim_dir.clone().into()),
         ];
+        if spawning {
+            v.push((job::ENV_WORLD.into(), format!("0:{}", opts.np).into()));
+        }
         v.extend(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE".into(), h.clone().into())));
         v.extend(opts.dpdk_vdev.iter().map(|d| (adi::backend::dpdk::DN_DPDK_VDEV.into(), d.into())));
         if opts.dpdk_polling == DpdkPolling::Node {
@@ -811,7 +858,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         drop(guard.take());
     }
     let mut running = local.len();
-    let mut codes: Vec<Option<i32>> = vec![None; opts.np as usize];
+    let mut local = local;
+    let mut codes: Vec<Option<i32>> = vec![None; universe as usize];
     let mut stopped: Option<String> = None;
     // The exit code that explains the stop (the failing rank's, or 1/124/130).
     let mut culprit: Option<i32> = None;
@@ -848,6 +896,62 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                         "rank {rank} exited (code 0) without calling MPI finalize while other ranks were still running; stopping the job"
                     ));
                 }
+            }
+        }
+        if let (Some(sp), None) = (spawner.as_mut(), &stopped) {
+            for taken in sp.take() {
+                let planned = taken.request.and_then(|r| sp.plan(&r).map(|p| (r, p)));
+                let (req, planned) = match planned {
+                    Ok(x) => x,
+                    Err(why) => {
+                        crate::spawner::Spawner::answer(&taken.reply, &adi::spawn::SpawnReply::Refused(why));
+                        continue;
+                    }
+                };
+                let first = planned.first().map_or(0, |p| p.rank);
+                let world = format!("{first}:{}", planned.len());
+                for p in &planned {
+                    let mut cmd = Command::new(&p.program);
+                    cmd.args(&p.args)
+                        .envs(rank_env(p.rank))
+                        .env(job::ENV_WORLD, &world)
+                        .env(job::ENV_PARENT_PORT, &req.port)
+                        .env(job::ENV_APPNUM, p.appnum.to_string())
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped());
+                    if let Some(w) = &p.wdir {
+                        cmd.current_dir(w);
+                    }
+                    supervised(&mut cmd, libc::SIGKILL);
+                    let started = cmd.spawn().map_err(|e| e.to_string()).and_then(|mut c| {
+                        reaper.watch(c.id());
+                        io.add(p.rank, &mut c).map_err(|e| format!("cannot watch its output and exit: {e}"))
+                    });
+                    match started {
+                        Ok(()) => {
+                            running += 1;
+                            local.push(p.rank);
+                        }
+                        Err(e) => {
+                            // Those started already cannot be taken back
+                            // from a simulation that has not admitted them:
+                            // the job stops.
+                            stopped = Some(format!(
+                                "cannot start spawned rank {} ({}): {e}; stopping the job",
+                                p.rank,
+                                p.program.display()
+                            ));
+                            culprit = Some(1);
+                            break;
+                        }
+                    }
+                }
+                let reply = match &stopped {
+                    None => adi::spawn::SpawnReply::Started { first, count: planned.len() as u32 },
+                    Some(why) => adi::spawn::SpawnReply::Refused(why.clone()),
+                };
+                crate::spawner::Spawner::answer(&taken.reply, &reply);
             }
         }
         if stopped.is_none() {

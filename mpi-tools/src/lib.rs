@@ -18,3 +18,4 @@ pub mod launcher;
 pub mod pmi_server;
 pub mod progress;
 pub mod rma_bench;
+pub mod spawner;

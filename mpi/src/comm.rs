@@ -203,10 +203,13 @@ pub trait Communicator {
 }
 
 impl SimpleCommunicator {
-    pub(crate) fn world(shared: Shared, rank: u32, size: u32) -> SimpleCommunicator {
+    /// `MPI_COMM_WORLD`: the job ranks `members` (all of the job, or the
+    /// processes of one spawn, §11.8.2), this process job rank `me`.
+    pub(crate) fn world(shared: Shared, me: u32, members: std::ops::Range<u32>) -> SimpleCommunicator {
+        let rank = me - members.start;
         SimpleCommunicator {
             shared,
-            group: Rc::new(Group::new((0..size).collect())),
+            group: Rc::new(Group::new(members.collect())),
             ctx: 0,
             rank: rank as Rank,
             inter: None,

@@ -159,6 +159,10 @@ pub enum MpiError {
     /// (`MPI_ERR_SERVICE`, §11.10.5).
     #[error("{0}")]
     Service(String),
+    /// Processes that could not be spawned (`MPI_ERR_SPAWN`, §11.8.2):
+    /// none was started, and the job goes on.
+    #[error("{0}")]
+    Spawn(String),
     /// A file operation that failed (MPI 4.1 §14.7): which of the
     /// standard's I/O error classes, and what went wrong.
     #[error("{msg}")]

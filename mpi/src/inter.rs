@@ -65,6 +65,10 @@ mod tag {
 /// failed there, then whether it was a port's error (a reply of two
 /// words; a real one has at least three: the id, low, a member).
 const FAILED: u32 = u32::MAX;
+/// After [`FAILED`]: the leader's failure was a port's (`MPI_ERR_PORT`).
+const FAILED_PORT: u32 = 1;
+/// After [`FAILED`]: the leader's failure was a spawn's (`MPI_ERR_SPAWN`).
+const FAILED_SPAWN: u32 = 2;
 
 fn words(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|w| w.to_le_bytes()).collect()
@@ -182,7 +186,14 @@ impl SimpleCommunicator {
                 Ok((ctx, low, remote)) => [*ctx, u32::from(*low)].into_iter().chain(remote.iter().copied()).collect(),
                 // The kind of failure goes too: a bad port is a bad port
                 // at every member (`MPI_ERR_PORT`), not only at the root.
-                Err(e) => vec![FAILED, u32::from(matches!(e, MpiError::Port(_)))],
+                Err(e) => vec![
+                    FAILED,
+                    match e {
+                        MpiError::Port(_) => FAILED_PORT,
+                        MpiError::Spawn(_) => FAILED_SPAWN,
+                        _ => 0,
+                    },
+                ],
             };
             for r in (0..self.size()).filter(|&r| r != local_leader) {
                 self.coll_send(r, t, &words(&out))?;
@@ -192,9 +203,13 @@ impl SimpleCommunicator {
             self.coll_send(local_leader, t, &words(&[next]))?;
             let got = unwords(&self.coll_recv(local_leader, t)?)?;
             match got[..] {
-                [FAILED, port] => {
+                [FAILED, kind] => {
                     let msg = format!("{call} failed at the local leader (its error names the cause)");
-                    return Err(if port == 1 { MpiError::Port(msg) } else { MpiError::Invalid(msg) });
+                    return Err(match kind {
+                        FAILED_PORT => MpiError::Port(msg),
+                        FAILED_SPAWN => MpiError::Spawn(msg),
+                        _ => MpiError::Invalid(msg),
+                    });
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
                 _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),

@@ -41,6 +41,7 @@ mod keepalive;
 pub mod port;
 pub mod request;
 pub mod rma;
+pub mod spawn;
 pub mod staged;
 pub mod topo;
 mod universe;

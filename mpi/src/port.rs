@@ -34,10 +34,20 @@ const PREFIX: &str = "dnmpi-port";
 /// `MPI_COMM_WORLD`'s collective context, where leaders meet.
 const WORLD_COLL_CTX: u32 = 1;
 
-/// The tags of a port's messages: above `MPI_Intercomm_create`'s
-/// (`1 << 28` and the user's 28 bits), below the schedules' (`1 << 30`).
-const PORT_TAG: i32 = 1 << 29;
-const _: () = assert!(PORT_TAG + 0x0FFF_FFFF < 1 << 30 && PORT_TAG > (1 << 28) + 0x0FFF_FFFF);
+/// The tags of a port's messages on `MPI_COMM_WORLD`'s collective
+/// context, `PORT_TAG | n`: above `MPI_Intercomm_create`'s (`1 << 28` and
+/// the user's 28 bits) and `MPI_Comm_create_group`'s (`1 << 29` and the
+/// user's 28 bits), below the schedules' (`1 << 30`).
+const PORT_TAG: i32 = 0x3000_0000;
+/// The most ports a process opens.
+const MAX_PORTS: u32 = 0x07FF_FFFF;
+/// The tag of the messages between a group's members and its root in an
+/// accept, a connect or a spawn (`intercomm_with`): apart from every
+/// port's, since the group may be `MPI_COMM_WORLD` and its messages then
+/// share the ports' context.
+pub(crate) const MEMBERS_TAG: i32 = 0x3800_0000;
+const _: () =
+    assert!(PORT_TAG > (1 << 29) + 0x0FFF_FFFF && PORT_TAG + (MAX_PORTS as i32) < MEMBERS_TAG && MEMBERS_TAG < 1 << 30);
 
 /// The ports this process has open, and the number of the next.
 #[derive(Debug, Default)]
@@ -72,7 +82,7 @@ impl Port {
         }
         let mut num = || parts.next().and_then(|p| p.parse::<u32>().ok()).ok_or_else(bad);
         let (job, owner, n) = (num()?, num()?, num()?);
-        if parts.next().is_some() || n > 0x0FFF_FFFF {
+        if parts.next().is_some() || n > MAX_PORTS {
             return Err(bad());
         }
         Ok(Port { job, owner, n })
@@ -112,7 +122,7 @@ impl SimpleCommunicator {
     pub fn open_port(&self) -> Result<String> {
         let mut sh = self.shared.borrow_mut();
         let n = sh.ports.next;
-        if n > 0x0FFF_FFFF {
+        if n > MAX_PORTS {
             return Err(MpiError::Port(format!(
                 "this process has opened {n} ports, all it may: close ports with MPI_Close_port and reuse them"
             )));
@@ -149,19 +159,23 @@ impl SimpleCommunicator {
     pub fn accept(&self, port: &str, root: Rank) -> Result<SimpleCommunicator> {
         self.intra_only("MPI_Comm_accept")?;
         let call = "MPI_Comm_accept";
-        self.intercomm_with(root, PORT_TAG, call, |ctx| {
-            let p = self.own_port(port, call)?;
-            let mut sh = self.shared.borrow_mut();
-            let e = sh.engine()?;
-            let (st, got) = e.recv(AdiSource::Any, TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
-            let got = unwords(&got)?;
-            let rctx = got[0];
-            let remote = got[1..].to_vec();
-            let ctx = ctx.max(rctx);
-            let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
-            e.send(st.source, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
-            Ok((ctx, true, remote))
-        })
+        self.intercomm_with(root, MEMBERS_TAG, call, |ctx| self.accept_on(port, ctx, call))
+    }
+
+    /// The root's part of an accept on `port`, which it opened: take the
+    /// next connect, answer with this group and the larger of the two
+    /// free context ids (`ctx` is this group's).
+    pub(crate) fn accept_on(&self, port: &str, ctx: u32, call: &str) -> Result<(u32, bool, Vec<u32>)> {
+        let p = self.own_port(port, call)?;
+        let mut sh = self.shared.borrow_mut();
+        let e = sh.engine()?;
+        let (st, got) = e.recv(AdiSource::Any, TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
+        let got = unwords(&got)?;
+        let (&rctx, remote) = got.split_first().ok_or_else(|| MpiError::Port("corrupt connection message".into()))?;
+        let ctx = ctx.max(rctx);
+        let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
+        e.send(st.source, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
+        Ok((ctx, true, remote.to_vec()))
     }
 
     /// The part of `MPI_Comm_accept` or `MPI_Comm_connect` a `root` takes
@@ -177,7 +191,7 @@ impl SimpleCommunicator {
                 MpiError::Invalid(msg)
             }
         };
-        match self.intercomm_with(root, PORT_TAG, "MPI_Comm_accept/connect", |_| Err(refused("the call"))) {
+        match self.intercomm_with(root, MEMBERS_TAG, "MPI_Comm_accept/connect", |_| Err(refused("the call"))) {
             Ok(_) => Ok(()),
             Err(_) if self.rank == root => Ok(()),
             Err(e) => Err(e),
@@ -189,7 +203,7 @@ impl SimpleCommunicator {
     /// matters at `root`.
     pub fn connect(&self, port: &str, root: Rank) -> Result<SimpleCommunicator> {
         self.intra_only("MPI_Comm_connect")?;
-        self.intercomm_with(root, PORT_TAG, "MPI_Comm_connect", |ctx| {
+        self.intercomm_with(root, MEMBERS_TAG, "MPI_Comm_connect", |ctx| {
             let p = Port::parse(port)?;
             let n = self.shared.borrow_mut().engine()?.size();
             if p.job != job().0 || p.owner >= n {
@@ -211,7 +225,9 @@ impl SimpleCommunicator {
             e.send(p.owner, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
             let (_, got) = e.recv(AdiSource::Rank(p.owner), TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
             let got = unwords(&got)?;
-            Ok((got[0], false, got[1..].to_vec()))
+            let (&ctx, remote) =
+                got.split_first().ok_or_else(|| MpiError::Port("corrupt connection message".into()))?;
+            Ok((ctx, false, remote.to_vec()))
         })
     }
 

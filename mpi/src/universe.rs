@@ -430,6 +430,13 @@ pub struct Universe {
     /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]),
     /// until [`Universe::measure_calls`] hands it to the engine's context.
     meter: std::cell::RefCell<Option<crate::compute::Meter>>,
+    /// The intercommunicator with the processes that spawned this one
+    /// (`MPI_Comm_get_parent`, §11.8.2).
+    parent: Option<SimpleCommunicator>,
+    /// Every process the job may have (`MPI_UNIVERSE_SIZE`, §11.10.1).
+    universe_size: u32,
+    /// Which command of its spawn this process runs (`MPI_APPNUM`, §11.10.3).
+    appnum: Option<u32>,
 }
 
 /// Keep large buffers in the heap: message buffers of hundreds of KiB are
@@ -518,10 +525,24 @@ pub fn initialize() -> Result<Universe> {
     };
     let keepalive = KeepAlive::start(&shared, every)?;
     let meter = measured_compute(&shared, rank)?;
-    let world = SimpleCommunicator::world(shared.clone(), rank, size);
+    // A spawned process's world is the processes of its spawn (§11.8.2);
+    // every other's, the job's first ranks.
+    let job = adi::JobEnv::from_env().ok().flatten().filter(|j| j.rank == rank && j.size == size);
+    let members = job.as_ref().map_or(0..size, |j| j.world.clone());
+    let world = SimpleCommunicator::world(shared.clone(), rank, members);
+    // Its MPI_Init is collective with the parents' spawn: connect to them.
+    let parent = match job.as_ref().and_then(|j| j.parent_port.as_deref()) {
+        Some(port) => Some(world.connect(port, 0).map_err(|e| {
+            MpiError::Init(format!("a spawned process could not reach the processes that spawned it: {e}"))
+        })?),
+        None => None,
+    };
     Ok(Universe {
         shared,
         world,
+        parent,
+        universe_size: size,
+        appnum: job.as_ref().and_then(|j| j.appnum),
         thread: std::cell::RefCell::new(thread),
         keepalive: std::cell::RefCell::new(keepalive),
         meter: std::cell::RefCell::new(meter),
@@ -552,6 +573,24 @@ impl Universe {
     /// The communicator of all processes (`MPI_COMM_WORLD`).
     pub fn world(&self) -> SimpleCommunicator {
         self.world.clone()
+    }
+
+    /// `MPI_Comm_get_parent` (§11.8.2): the intercommunicator with the
+    /// processes that spawned this one, `None` when it was not spawned.
+    pub fn parent(&self) -> Option<SimpleCommunicator> {
+        self.parent.clone()
+    }
+
+    /// `MPI_UNIVERSE_SIZE` (§11.10.1): how many processes the job may have,
+    /// those running and those it may still spawn (`dnrun --universe-size`).
+    pub fn universe_size(&self) -> u32 {
+        self.universe_size
+    }
+
+    /// `MPI_APPNUM` (§11.10.3): in a spawned process, the index of the
+    /// command it runs among its spawn's; `None` otherwise.
+    pub fn appnum(&self) -> Option<u32> {
+        self.appnum
     }
 
     /// The communicator of this process alone (`MPI_COMM_SELF`).

@@ -753,3 +753,38 @@ fn groups_of_a_job_connect_through_ports_and_sockets() {
         assert!(ok && text.contains(&format!("OK c-ports on {np} ranks")), "join, {np} ranks {extra:?}:\n{text}");
     }
 }
+
+/// Process creation (sim-tests/c/spawn.c, issue 50): `MPI_Comm_spawn`
+/// from a root other than 0, `MPI_Comm_spawn_multiple` with
+/// `MPI_APPNUM`, `MPI_Comm_get_parent`, `MPI_UNIVERSE_SIZE`, messages,
+/// collectives and a merge across the intercommunicator, and spawns that
+/// fail with `MPI_ERR_SPAWN` at every parent while the job goes on; on
+/// the simulator at 1, 2, 5 and 8 ranks over 1 to 3 nodes, where the
+/// simulated time the job ends at is the same run after run. A job with
+/// no room (no `--universe-size`), and one on UDP or in contexts, are
+/// refused by name.
+#[test]
+fn ranks_spawn_processes_into_the_running_simulation_deterministically() {
+    let prog = build("spawn");
+    for (np, nodes) in [(1, 1), (2, 2), (5, 2), (8, 3)] {
+        let usize = (np + 4).to_string();
+        let extra = ["--universe-size", &usize, "--timeout", "120"];
+        let (ok, first) = run(np, nodes, &extra, &prog);
+        let want = format!("OK c-spawn on {np} ranks at ");
+        assert!(ok && first.contains(&want), "c-spawn on {np}:\n{first}");
+        let (ok, again) = run(np, nodes, &extra, &prog);
+        let at = |t: &str| t.lines().find(|l| l.starts_with(&want)).map(str::to_string);
+        assert!(ok && at(&again) == at(&first), "c-spawn on {np} again:\n{again}\nfirst:\n{first}");
+    }
+    // No room: the universe is the job.
+    let (ok, text) = run(2, 1, &[], &prog);
+    assert!(!ok && text.contains("MPI_UNIVERSE_SIZE 2"), "{text}");
+    for (extra, says) in [
+        (vec!["--universe-size", "4", "--backend", "udp"], "on the simulator only"),
+        (vec!["--universe-size", "4", "--rank-mode", "contexts"], "runs its ranks as processes"),
+        (vec!["--universe-size", "1"], "below -n 2"),
+    ] {
+        let (ok, text) = run(2, 1, &extra, &prog);
+        assert!(!ok && text.contains(says), "{extra:?}:\n{text}");
+    }
+}

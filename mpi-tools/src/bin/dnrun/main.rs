@@ -25,9 +25,17 @@ struct Args {
     /// Number of processes (ranks).
     #[arg(short = 'n', long = "np")]
     np: u32,
-    /// Number of nodes; ranks are placed in blocks of ceil(NP/NODES).
-    #[arg(long, default_value_t = 1)]
-    nodes: u16,
+    /// Number of nodes; ranks are placed in blocks of ceil(NP/NODES) (of the
+    /// universe's, with --universe-size). 1 by default, or as many as a
+    /// universe above 16 processes needs.
+    #[arg(long)]
+    nodes: Option<u16>,
+    /// Every process the job may have (MPI_UNIVERSE_SIZE), the NP started
+    /// and those its ranks may spawn (MPI_Comm_spawn); NP by default.
+    /// Simulator only. hydra spells it -usize; MPIEXEC_UNIVERSE_SIZE sets it
+    /// too.
+    #[arg(long = "universe-size")]
+    universe_size: Option<u32>,
     /// Transport (the list comes from the backend registry, see `args`).
     #[arg(long, value_parser = Backend::parse, default_value = "sim")]
     backend: Backend,
@@ -137,6 +145,15 @@ fn parse_ranks(s: &str) -> Result<RankList, String> {
     Ok(RankList(out))
 }
 
+/// hydra's `MPIEXEC_UNIVERSE_SIZE`, when `--universe-size` is not given:
+/// never below the job (a universe holds it), and only where processes
+/// can be spawned (the simulator), so that a setting meant for a whole
+/// session does not refuse jobs on other backends.
+fn universe_from_env(np: u32, backend: &Backend) -> Option<u32> {
+    let v: u32 = std::env::var("MPIEXEC_UNIVERSE_SIZE").ok()?.trim().parse().ok()?;
+    backend.needs().simulator.then_some(v.max(np))
+}
+
 /// Options that take a value, so that the value is not taken for the
 /// program when scanning for where dnrun's own options end.
 const WITH_VALUE: &[&str] = &[
@@ -158,6 +175,7 @@ const WITH_VALUE: &[&str] = &[
     "--ppn",
     "--compute",
     "--rank-mode",
+    "--universe-size",
 ];
 
 /// Accept the spellings of the common launchers (`mpiexec`/`mpirun` are
@@ -182,6 +200,10 @@ fn mpiexec_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
             }
             "-np" | "-ppn" => {
                 out.push(format!("-{s}").into());
+                out.extend(it.next());
+            }
+            "-usize" => {
+                out.push("--universe-size".into());
                 out.extend(it.next());
             }
             "-genv" | "-env" => match (it.next(), it.next()) {
@@ -237,8 +259,13 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let a = args(mpiexec_flags(argv));
+    let universe = a.universe_size.or_else(|| universe_from_env(a.np, &a.backend));
     let nodes = match a.ppn {
-        None => a.nodes,
+        None => a.nodes.unwrap_or_else(|| {
+            // The fewest nodes that hold the universe (16 slots each).
+            let most = fpga_regs::layout::MAX_SLOTS as u32;
+            u16::try_from(universe.unwrap_or(1).div_ceil(most).max(1)).unwrap_or(u16::MAX)
+        }),
         Some(0) => {
             eprintln!("dnrun: --ppn must be at least 1");
             return ExitCode::from(2);
@@ -289,6 +316,7 @@ fn main() -> ExitCode {
     };
     let opts = LaunchOptions {
         np: a.np,
+        universe,
         nodes,
         backend: a.backend,
         profile: a.profile,
