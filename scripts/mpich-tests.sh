@@ -408,7 +408,7 @@ for dir in "${dirs[@]}"; do
         # universe is the hosts' cores; ours is the job unless told).
         usize=()
         nodes=$(((np + 3) / 4))
-        if [ "$dir" = spawn ] && [ "$backend" = sim ]; then
+        if [ "$dir" = spawn ]; then
             u=$((np + ${MPICH_SPAWN_ROOM:-140}))
             usize=(--universe-size $u)
             # A simulated node has at most 16 slots.

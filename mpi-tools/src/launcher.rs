@@ -39,6 +39,13 @@ impl Backend {
         self.entry.name()
     }
 
+    /// Whether ranks on it can spawn processes (MPI 4.1 §11.8): the
+    /// simulator admits them into the run, UDP learns their addresses from
+    /// the job directory; DPDK's ports are set up at start.
+    pub fn can_spawn(&self) -> bool {
+        self.needs().simulator || self.name() == "udp"
+    }
+
     /// What the launcher prepares and checks for it.
     pub fn needs(&self) -> &'static adi::job::LaunchNeeds {
         self.needs
@@ -581,11 +588,19 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         )));
     }
     let spawning = universe > opts.np;
-    if spawning && !opts.backend.needs().simulator {
+    if spawning && !opts.backend.can_spawn() {
         return Err(LaunchError::Usage(format!(
-            "--universe-size: processes can be spawned on the simulator only, not on --backend {} yet (docs/guide/spawn.md)",
+            "--universe-size: processes can be spawned on the simulator and over UDP, not on --backend {} yet \
+             (docs/guide/spawn.md)",
             opts.backend.name()
         )));
+    }
+    if spawning && opts.hostfile.is_some() {
+        return Err(LaunchError::Usage(
+            "--universe-size and --hostfile do not go together: spawned processes \
+             start on this host and publish their addresses in the job directory"
+                .into(),
+        ));
     }
     if spawning && opts.ranks.is_some() {
         return Err(LaunchError::Usage("--universe-size and --ranks do not go together".into()));

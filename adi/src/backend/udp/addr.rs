@@ -52,16 +52,37 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<SocketAddr>, TransportError> {
 
 /// Bind and learn the peers of `job` (the one `dnrun` described), or,
 /// outside a `dnrun` job, through the standard launcher's PMI-1.
-pub fn exchange(
-    cfg: &UdpConfig,
-    job: Option<&crate::JobEnv>,
-) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
+pub fn exchange(cfg: &UdpConfig, job: Option<&crate::JobEnv>) -> Result<Exchanged, TransportError> {
     let Some(job) = job else {
         return match crate::pmi::Pmi::from_env()? {
-            Some(pmi) => exchange_through_pmi(pmi, cfg),
+            Some(pmi) => exchange_through_pmi(pmi, cfg).map(|(sock, rank, peers, job)| Exchanged {
+                sock,
+                rank,
+                peers: peers.into_iter().map(Some).collect(),
+                job,
+                late: None,
+            }),
             None => Err(crate::job::not_in_a_job("UDP")),
         };
     };
+    if job.world.end < job.size {
+        // Room for spawned processes (MPI 4.1 §11.8): the ranks up to this
+        // world's last have published (or are about to: this world's); the
+        // others are looked up when they first matter.
+        let dir = job.dir()?;
+        if std::env::var_os("DN_UDP_HOSTFILE").is_some() {
+            return Err(cfg_err(
+                "a job with room for spawned processes finds its ranks in the job directory, not in a host file".into(),
+            ));
+        }
+        let sock = bind_local(cfg)?;
+        let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
+        publish(dir, job.rank, me)?;
+        let mut peers: Vec<Option<SocketAddr>> =
+            gather(dir, job.world.end, EXCHANGE_TIMEOUT)?.into_iter().map(Some).collect();
+        peers.resize(job.size as usize, None);
+        return Ok(Exchanged { sock, rank: job.rank, peers, job: job.job_id, late: Some(dir.to_path_buf()) });
+    }
     let (rank, size, job_id) = (job.rank, job.size, job.job_id);
     if let Ok(path) = std::env::var("DN_UDP_HOSTFILE") {
         let text = std::fs::read_to_string(&path).map_err(|e| cfg_err(format!("cannot read host file {path}: {e}")))?;
@@ -73,17 +94,42 @@ pub fn exchange(
             )));
         }
         let sock = UdpTransport::bind(peers[rank as usize], cfg)?;
-        return Ok((sock, rank, peers, job_id));
+        return Ok(Exchanged { sock, rank, peers: peers.into_iter().map(Some).collect(), job: job_id, late: None });
     }
     let dir = job.dir()?;
-    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
-    let bind: SocketAddr =
-        format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
-    let sock = UdpTransport::bind(bind, cfg)?;
+    let sock = bind_local(cfg)?;
     let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
     publish(dir, rank, me)?;
     let peers = gather(dir, size, EXCHANGE_TIMEOUT)?;
-    Ok((sock, rank, peers, job_id))
+    Ok(Exchanged { sock, rank, peers: peers.into_iter().map(Some).collect(), job: job_id, late: None })
+}
+
+/// What [`exchange`] learnt.
+pub struct Exchanged {
+    /// This rank's socket, bound.
+    pub sock: UdpSocket,
+    /// This rank.
+    pub rank: u32,
+    /// Every rank's address; `None` for ranks not started yet.
+    pub peers: Vec<Option<SocketAddr>>,
+    /// The job's number.
+    pub job: u32,
+    /// Where the ranks not started yet will publish theirs ([`lookup`]).
+    pub late: Option<std::path::PathBuf>,
+}
+
+/// Bind on `DN_UDP_BIND` (loopback by default), a port the OS picks.
+fn bind_local(cfg: &UdpConfig) -> Result<UdpSocket, TransportError> {
+    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
+    let bind: SocketAddr =
+        format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
+    UdpTransport::bind(bind, cfg)
+}
+
+/// `rank`'s address as it published it in the job directory `dir`, if it
+/// has (a rank spawned after this one started).
+pub fn lookup(dir: &Path, rank: u32) -> Option<SocketAddr> {
+    std::fs::read_to_string(dir.join(format!("udp.{rank}"))).ok()?.trim().parse().ok()
 }
 
 /// Under a standard launcher (PMI-1): bind, `put` our address, `barrier`,

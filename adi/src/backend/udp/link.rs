@@ -44,6 +44,13 @@ pub trait Link: Send {
         let _ = (dest, parts, segment);
         Err(io::Error::from(ErrorKind::Unsupported))
     }
+    /// Whether `rank` has an address (a rank of a job with room for
+    /// spawned processes may not have started): one that has none gets no
+    /// goodbye, and is waited for by nobody.
+    fn reachable(&mut self, rank: u32) -> bool {
+        let _ = rank;
+        true
+    }
     /// What the link can batch.
     fn offloads(&self) -> Offloads {
         Offloads::default()
@@ -88,7 +95,11 @@ pub trait Link: Send {
 /// One UDP socket per rank (seed 001): every peer's datagrams arrive on it.
 pub struct UdpLink {
     sock: UdpSocket,
-    peers: Vec<SocketAddr>,
+    /// Every rank's address, `None` while unknown (a rank not yet spawned).
+    peers: Vec<Option<SocketAddr>>,
+    /// Where ranks that start later publish their addresses (the job
+    /// directory of a job with room for spawned processes, MPI 4.1 §11.8).
+    late: Option<std::path::PathBuf>,
     by_addr: HashMap<SocketAddr, u32>,
     offloads: Offloads,
     /// Connected to its one peer (this rank): sends name no address and
@@ -101,16 +112,56 @@ impl UdpLink {
     /// A link over `sock` for `rank` of a job whose ranks listen at `peers`:
     /// turns on the offloads the kernel has and `gso`/`gro` allow, and
     /// connects the socket when there is one peer and `connect` allows.
-    pub fn new(sock: UdpSocket, rank: u32, peers: Vec<SocketAddr>, gso: bool, gro: bool, connect: bool) -> UdpLink {
+    ///
+    /// A rank whose address is `None` is looked up in `late` (see
+    /// [`super::addr::lookup`]) when a datagram goes to it or comes from an
+    /// address not yet known.
+    pub fn new(
+        sock: UdpSocket,
+        rank: u32,
+        peers: Vec<Option<SocketAddr>>,
+        late: Option<std::path::PathBuf>,
+        gso: bool,
+        gro: bool,
+        connect: bool,
+    ) -> UdpLink {
         let offloads = sockio::enable(&sock, gso, gro);
-        let own = peers.get(rank as usize).copied();
+        let own = peers.get(rank as usize).copied().flatten();
         let other = 1 - rank.min(1);
+        let theirs = peers.get(other as usize).copied().flatten();
         let connected = connect
+            && late.is_none()
             && peers.len() == 2
-            && own.is_some_and(|own| peers[other as usize] != own)
-            && sock.connect(peers[other as usize]).is_ok();
-        let by_addr = peers.iter().enumerate().map(|(r, a)| (*a, r as u32)).collect();
-        UdpLink { sock, peers, by_addr, offloads, connected_to: connected.then_some(other), blocking: false }
+            && own.is_some_and(|own| theirs.is_some_and(|t| t != own))
+            && theirs.is_some_and(|t| sock.connect(t).is_ok());
+        let by_addr = peers.iter().enumerate().filter_map(|(r, a)| a.map(|a| (a, r as u32))).collect();
+        UdpLink { sock, peers, late, by_addr, offloads, connected_to: connected.then_some(other), blocking: false }
+    }
+
+    /// `dest`'s address, looked up in the job directory the first time if
+    /// it started after this rank; `None` while it has not published one.
+    fn addr(&mut self, dest: u32) -> Option<SocketAddr> {
+        let known = *self.peers.get(dest as usize)?;
+        known.or_else(|| self.learn(dest))
+    }
+
+    /// Look `rank`'s published address up ([`super::addr::lookup`]).
+    fn learn(&mut self, rank: u32) -> Option<SocketAddr> {
+        let a = super::addr::lookup(self.late.as_deref()?, rank)?;
+        self.peers[rank as usize] = Some(a);
+        self.by_addr.insert(a, rank);
+        Some(a)
+    }
+
+    /// The rank a datagram from `from` comes from: known, or one of the
+    /// ranks started since that has published its address by now.
+    fn sender(&mut self, from: SocketAddr) -> Option<u32> {
+        if let Some(r) = self.by_addr.get(&from) {
+            return Some(*r);
+        }
+        self.late.as_ref()?;
+        let unknown: Vec<u32> = (0..self.peers.len() as u32).filter(|r| self.peers[*r as usize].is_none()).collect();
+        unknown.into_iter().find(|r| self.learn(*r) == Some(from))
     }
 
     fn set_blocking(&mut self, on: bool) {
@@ -135,7 +186,7 @@ impl UdpLink {
         Ok(Received {
             len,
             from: match from {
-                Some(from) => self.by_addr.get(&from).copied(),
+                Some(from) => self.sender(from),
                 None => self.connected_to,
             },
             seg: seg.unwrap_or(len).max(1),
@@ -157,7 +208,9 @@ impl Link for UdpLink {
     const NAME: &'static str = "udp";
 
     fn send(&mut self, dest: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
-        let addr = self.peers[dest as usize];
+        // A rank not started yet: the datagram is lost, and retransmitted
+        // until it is there (or the peer timeout names it).
+        let Some(addr) = self.addr(dest) else { return Ok(()) };
         self.set_blocking(false);
         loop {
             let r = if self.connected_to.is_some() {
@@ -180,7 +233,8 @@ impl Link for UdpLink {
     }
 
     fn send_segments(&mut self, dest: u32, parts: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
-        let to = socket2::SockAddr::from(self.peers[dest as usize]);
+        let Some(addr) = self.addr(dest) else { return Ok(parts.iter().map(|p| p.len()).sum()) };
+        let to = socket2::SockAddr::from(addr);
         self.set_blocking(false);
         loop {
             match sockio::send_segments(&self.sock, self.connected_to.is_none().then_some(&to), parts, segment) {
@@ -192,6 +246,10 @@ impl Link for UdpLink {
 
     fn offloads(&self) -> Offloads {
         self.offloads
+    }
+
+    fn reachable(&mut self, rank: u32) -> bool {
+        self.addr(rank).is_some()
     }
 
     fn disable_gso(&mut self) {
@@ -229,6 +287,10 @@ impl Link for UdpLink {
     }
 
     fn describe(&self, rank: u32) -> String {
-        self.peers.get(rank as usize).map_or_else(|| "?".into(), |a| a.to_string())
+        match self.peers.get(rank as usize) {
+            Some(Some(a)) => a.to_string(),
+            Some(None) => "(not started)".into(),
+            None => "?".into(),
+        }
     }
 }

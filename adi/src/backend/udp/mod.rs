@@ -521,6 +521,21 @@ impl UdpTransport {
         cfg: UdpConfig,
         faults: Option<FaultSpec>,
     ) -> Result<UdpTransport, TransportError> {
+        UdpTransport::with_late_peers(sock, rank, peers.into_iter().map(Some).collect(), None, job, cfg, faults)
+    }
+
+    /// [`UdpTransport::new`] where the ranks whose address is `None` have
+    /// not started yet, and publish their addresses in `late` when they do
+    /// (spawned processes, MPI 4.1 §11.8).
+    pub fn with_late_peers(
+        sock: UdpSocket,
+        rank: u32,
+        peers: Vec<Option<SocketAddr>>,
+        late: Option<std::path::PathBuf>,
+        job: u32,
+        cfg: UdpConfig,
+        faults: Option<FaultSpec>,
+    ) -> Result<UdpTransport, TransportError> {
         cfg.validate()?;
         let size = peers.len() as u32;
         if rank >= size {
@@ -529,7 +544,7 @@ impl UdpTransport {
         // GRO makes every receive a recvmsg with a control buffer, 0.4 us
         // more per round trip on loopback; it pays only where datagrams are
         // path-sized and arrive in batches (measured, docs/BENCHMARKS.md).
-        let link = UdpLink::new(sock, rank, peers, cfg.gso, cfg.gro && cfg.mtu < 16 * 1024, cfg.connect);
+        let link = UdpLink::new(sock, rank, peers, late, cfg.gso, cfg.gro && cfg.mtu < 16 * 1024, cfg.connect);
         DatagramTransport::over(link, rank, size, job, cfg, faults)
     }
 
@@ -537,11 +552,13 @@ impl UdpTransport {
     pub fn from_job(job: Option<&crate::JobEnv>) -> Result<UdpTransport, TransportError> {
         let cfg = UdpConfig::from_env(job.and_then(|j| j.dir.as_deref()))?;
         let faults = faults::from_env()?;
-        let (sock, rank, peers, job) = addr::exchange(&cfg, job)?;
+        let addr::Exchanged { sock, rank, peers, job, late } = addr::exchange(&cfg, job)?;
         let mut cfg = cfg;
         if !cfg.mtu_fixed {
             if let Ok(local) = sock.local_addr() {
-                cfg.mtu = UdpConfig::mtu_for_path(local, &peers, cfg.mtu);
+                // Ranks spawned later publish addresses of this host's (`late`).
+                let known: Vec<SocketAddr> = peers.iter().flatten().copied().collect();
+                cfg.mtu = UdpConfig::mtu_for_path(local, &known, cfg.mtu);
                 cfg.max_message = UdpConfig::max_message_for(cfg.mtu);
             }
         }
@@ -551,7 +568,7 @@ impl UdpTransport {
         // Injected corruption happens before the kernel computes the UDP
         // checksum, so only our own CRC can catch it.
         cfg.full_crc |= faults.is_some();
-        UdpTransport::new(sock, rank, peers, job, cfg, faults)
+        UdpTransport::with_late_peers(sock, rank, peers, late, job, cfg, faults)
     }
 }
 
@@ -1555,7 +1572,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
         self.leaving = true;
         let now = self.link.now();
         for p in 0..self.size {
-            if p == self.rank {
+            if p == self.rank || !self.link.reachable(p) {
                 continue;
             }
             let rx = &mut self.rx[p as usize];

@@ -32,7 +32,7 @@ struct Args {
     nodes: Option<u16>,
     /// Every process the job may have (MPI_UNIVERSE_SIZE), the NP started
     /// and those its ranks may spawn (MPI_Comm_spawn); NP by default.
-    /// Simulator only. hydra spells it -usize; MPIEXEC_UNIVERSE_SIZE sets it
+    /// The simulator and UDP. hydra spells it -usize; MPIEXEC_UNIVERSE_SIZE sets it
     /// too.
     #[arg(long = "universe-size")]
     universe_size: Option<u32>,
@@ -147,11 +147,11 @@ fn parse_ranks(s: &str) -> Result<RankList, String> {
 
 /// hydra's `MPIEXEC_UNIVERSE_SIZE`, when `--universe-size` is not given:
 /// never below the job (a universe holds it), and only where processes
-/// can be spawned (the simulator), so that a setting meant for a whole
+/// can be spawned (the simulator and UDP), so that a setting meant for a whole
 /// session does not refuse jobs on other backends.
 fn universe_from_env(np: u32, backend: &Backend) -> Option<u32> {
     let v: u32 = std::env::var("MPIEXEC_UNIVERSE_SIZE").ok()?.trim().parse().ok()?;
-    backend.needs().simulator.then_some(v.max(np))
+    backend.can_spawn().then_some(v.max(np))
 }
 
 /// Options that take a value, so that the value is not taken for the
