@@ -51,6 +51,14 @@ pub trait Link: Send {
         let _ = rank;
         true
     }
+    /// Whether `rank` is watched for liveness from the start, before any
+    /// datagram went either way: every rank of a job of fixed size; in a
+    /// job with room for spawned processes none is (ranks come and go:
+    /// one is watched once data went to or came from it).
+    fn watched_from_start(&self, rank: u32) -> bool {
+        let _ = rank;
+        true
+    }
     /// What the link can batch.
     fn offloads(&self) -> Offloads {
         Offloads::default()
@@ -250,6 +258,10 @@ impl Link for UdpLink {
 
     fn reachable(&mut self, rank: u32) -> bool {
         self.addr(rank).is_some()
+    }
+
+    fn watched_from_start(&self, _rank: u32) -> bool {
+        self.late.is_none()
     }
 
     fn disable_gso(&mut self) {

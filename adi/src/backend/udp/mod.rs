@@ -1272,6 +1272,7 @@ impl<L: Link> DatagramTransport<L> {
             && !self.rx[d].got_bye
             && !self.leaving
             && !self.faults.as_ref().is_some_and(Faults::is_hung)
+            && (self.link.watched_from_start(d as u32) || self.tx[d].next_seq > 0 || self.rx[d].expected > 0)
     }
 
     /// How often a silent peer is pinged once it is due.
@@ -1572,7 +1573,11 @@ impl<L: Link> Transport for DatagramTransport<L> {
         self.leaving = true;
         let now = self.link.now();
         for p in 0..self.size {
-            if p == self.rank || !self.link.reachable(p) {
+            // In a job with room for spawned processes, only the peers data
+            // went to or came from: the others may have left long ago.
+            let d = p as usize;
+            let traffic = self.tx[d].next_seq > 0 || self.rx[d].expected > 0;
+            if p == self.rank || !self.link.reachable(p) || !(traffic || self.link.watched_from_start(p)) {
                 continue;
             }
             let rx = &mut self.rx[p as usize];
