@@ -118,7 +118,10 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "DN_DPDK_POLLER_SPIN_US", takes: Takes::Integer(0, u32::MAX as u64), default: "200", reader: Reader::Rank, meaning: "the node poller's busy-poll before sleeping" },
     // Set by dnrun for the ranks
     Knob { name: "DN_RANK", takes: Takes::Integer(0, u32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "the rank" },
-    Knob { name: "DN_SIZE", takes: Takes::Integer(1, u32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "the job's size" },
+    Knob { name: "DN_SIZE", takes: Takes::Integer(1, u32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "the job's size: its universe, with `dnrun --universe-size`" },
+    Knob { name: "DN_WORLD", takes: Takes::Text, default: "all ranks", reader: Reader::SetForRanks, meaning: "`FIRST:COUNT`, the ranks of this process's `MPI_COMM_WORLD` (a job with room to spawn)" },
+    Knob { name: "DN_PARENT_PORT", takes: Takes::Text, default: "-", reader: Reader::SetForRanks, meaning: "in a spawned process: the port its parents accept on" },
+    Knob { name: "DN_APPNUM", takes: Takes::Integer(0, i32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "in a spawned process: `MPI_APPNUM`" },
     Knob { name: "DN_JOB_ID", takes: Takes::Integer(0, u64::MAX), default: "-", reader: Reader::SetForRanks, meaning: "the job's id" },
     Knob { name: "DN_JOB_DIR", takes: Takes::Path, default: "-", reader: Reader::SetForRanks, meaning: "the job's directory" },
     Knob { name: "DN_NODES", takes: Takes::Integer(1, 65_535), default: "-", reader: Reader::SetForRanks, meaning: "the simulated nodes" },

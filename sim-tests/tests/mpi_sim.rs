@@ -500,6 +500,28 @@ fn files_through_the_rust_api_cost_what_the_profile_says() {
 /// connected to by the others (root: their last rank), messages both ways,
 /// and the errors of the name service and of bad ports; 1 to 5 ranks on
 /// the simulator in both rank modes, and over UDP.
+/// Process creation through the Rust API (`mpi-suite spawn`, issue 50):
+/// the last rank spawns two copies of the program, messages both ways,
+/// the children's world and parent, and a failed spawn at every parent;
+/// on the simulator at 1, 2 and 5 ranks, and over UDP.
+#[test]
+fn a_rust_program_spawns_processes() {
+    for (np, nodes, extra) in [
+        (1, 1, vec!["--universe-size", "3"]),
+        (2, 2, vec!["--universe-size", "6"]),
+        (5, 3, vec!["--universe-size", "9"]),
+        (3, 1, vec!["--universe-size", "5", "--backend", "udp", "--timeout", "60"]),
+    ] {
+        let out = dnrun(np, nodes, &extra, "mpi-suite", &["spawn"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("OK spawn"),
+            "{np} ranks {extra:?}:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn a_group_connects_to_a_published_port_through_the_rust_api() {
     for (np, nodes, extra) in [

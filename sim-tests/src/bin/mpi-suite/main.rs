@@ -8,6 +8,7 @@ mod collectives;
 mod io;
 mod ports;
 mod rma;
+mod spawn;
 
 use mpi::traits::*;
 use mpi::{Color, Rank, SimpleCommunicator, Universe};
@@ -87,6 +88,8 @@ fn main() -> ExitCode {
                 io::io(&u, &w, &dir)?
             }
             "ports" => ports::ports(&w)?,
+            "spawn" => spawn::spawn(&u, &w)?,
+            "spawn-child" => spawn::child(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "persistent" => collectives::persistent(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
