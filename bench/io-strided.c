@@ -1,12 +1,13 @@
 /*
  * Issue 50's collective write, for any MPI library:
- *   io-strided FILE MIB BLOCK [check]
+ *   io-strided FILE MIB BLOCK [check] [KEY=VALUE ...]
  * MIB MiB in all, in blocks of BLOCK bytes dealt round-robin: rank r owns
  * blocks r, r + size, r + 2 size, ... Each rank describes its blocks with
  * a strided filetype, sets it as its view and writes them with one
  * MPI_File_write_all. With "check", every rank then reads the whole file
  * back in MiB pieces (a plain byte view) and compares every byte with
- * what its writer put there. Rank 0 prints
+ * what its writer put there. KEY=VALUE pairs are hints for the open
+ * (romio_cb_write=disable, cb_nodes=N, cb_buffer_size=BYTES). Rank 0 prints
  *   ranks N MiB M block B: write T s[, checked]
  * Built with our mpicc and with Debian MPICH's by scripts/bench-io.sh.
  */
@@ -27,12 +28,23 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 4) {
-        if (rank == 0) fprintf(stderr, "usage: io-strided FILE MIB BLOCK [check]\n");
+        if (rank == 0) fprintf(stderr, "usage: io-strided FILE MIB BLOCK [check] [KEY=VALUE ...]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     long long total = atoll(argv[2]) << 20;
     int block = atoi(argv[3]);
-    int check = argc > 4 && strcmp(argv[4], "check") == 0;
+    int check = 0;
+    MPI_Info hints;
+    MPI_Info_create(&hints);
+    for (int a = 4; a < argc; a++) {
+        char *eq = strchr(argv[a], '=');
+        if (strcmp(argv[a], "check") == 0) {
+            check = 1;
+        } else if (eq) {
+            *eq = 0;
+            MPI_Info_set(hints, argv[a], eq + 1);
+        }
+    }
     if (block <= 0 || total <= 0 || total % ((long long)block * size) != 0) {
         if (rank == 0) fprintf(stderr, "io-strided: MIB MiB must be a whole number of BLOCK-byte blocks per rank\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -48,7 +60,7 @@ int main(int argc, char **argv) {
     MPI_Type_vector(mine, block, block * size, MPI_BYTE, &filetype);
     MPI_Type_commit(&filetype);
     MPI_File fh;
-    int rc = MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    int rc = MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, hints, &fh);
     if (rc != MPI_SUCCESS) {
         fprintf(stderr, "io-strided: rank %d cannot open %s\n", rank, argv[1]);
         MPI_Abort(MPI_COMM_WORLD, 4);

@@ -614,11 +614,25 @@ fn prepare(
 ///
 /// # Safety
 /// `buf` holds the elements: readable for a write, writable for a read.
-unsafe fn access(st: &mut State, fh: Handle, at: At, direction: Direction, e: Elements<impl Int>) -> R<mpi::Status> {
+/// `call` names it: the `_all` forms are collective (`File::access_all_raw`).
+unsafe fn access(
+    st: &mut State,
+    call: &str,
+    fh: Handle,
+    at: At,
+    direction: Direction,
+    e: Elements<impl Int>,
+) -> R<mpi::Status> {
     let (span, position, sig) = prepare(st, fh, at, e.count, e.datatype)?;
     let file = &mut st.file_mut(fh)?.file;
+    let buf = e.buf.cast_mut().cast();
     // SAFETY: this function's contract on `buf`, the MPI call's.
-    Ok(unsafe { file.access_raw(position, direction, e.buf.cast_mut().cast(), &span, sig.as_deref())? })
+    Ok(unsafe {
+        match call.contains("_all") {
+            true => file.access_all_raw(position, direction, buf, &span, sig.as_deref())?,
+            false => file.access_raw(position, direction, buf, &span, sig.as_deref())?,
+        }
+    })
 }
 
 /// A blocking access: its status written through `status`.
@@ -635,7 +649,7 @@ unsafe fn blocking(
 ) -> c_int {
     with_state(call, fh, |st| {
         // SAFETY: this function's contract.
-        let s = unsafe { access(st, fh, at, direction, e)? };
+        let s = unsafe { access(st, call, fh, at, direction, e)? };
         // SAFETY: this function's contract on `status`.
         unsafe { put_status(status, c_status(&s)) };
         Ok(())
@@ -660,7 +674,7 @@ unsafe fn immediate(
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
         // SAFETY: this function's contract on `buf`, the MPI call's.
-        let s = unsafe { access(st, fh, at, direction, e)? };
+        let s = unsafe { access(st, call, fh, at, direction, e)? };
         // SAFETY: `request` is not null (checked above); the standard's contract.
         unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
     })

@@ -495,11 +495,6 @@ fn files_through_the_rust_api_cost_what_the_profile_says() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Client/server connections through the Rust API (`mpi-suite ports`,
-/// issue 50): a port published, looked up, accepted by one rank and
-/// connected to by the others (root: their last rank), messages both ways,
-/// and the errors of the name service and of bad ports; 1 to 5 ranks on
-/// the simulator in both rank modes, and over UDP.
 /// Process creation through the Rust API (`mpi-suite spawn`, issue 50):
 /// the last rank spawns two copies of the program, messages both ways,
 /// the children's world and parent, and a failed spawn at every parent;
@@ -522,6 +517,40 @@ fn a_rust_program_spawns_processes() {
     }
 }
 
+/// Collective buffering (`mpi-suite io-collective`, issue 50): a strided
+/// `write_all` of every rank is written by the aggregators only (the first
+/// rank of each node; two chosen by `cb_nodes`, in rounds of
+/// `cb_buffer_size`), each rank its own blocks with `romio_cb_write=disable`,
+/// and the file is right byte for byte each way; on the simulator on 1 to
+/// 3 nodes, and over UDP.
+#[test]
+fn collective_writes_go_through_aggregators() {
+    let dir = std::env::temp_dir().join(format!("dn-suite-io-coll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    for (np, nodes, extra) in [
+        (4, 1, vec![]),
+        (4, 2, vec![]),
+        (3, 3, vec!["--rank-mode", "processes"]),
+        (5, 1, vec!["--backend", "udp", "--timeout", "60"]),
+    ] {
+        let out = dnrun(np, nodes, &extra, "mpi-suite", &["io-collective", d]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("OK io-collective"),
+            "{np} ranks on {nodes} nodes {extra:?}:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "files left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Client/server connections through the Rust API (`mpi-suite ports`,
+/// issue 50): a port published, looked up, accepted by one rank and
+/// connected to by the others (root: their last rank), messages both ways,
+/// and the errors of the name service and of bad ports; 1 to 5 ranks on
+/// the simulator in both rank modes, and over UDP.
 #[test]
 fn a_group_connects_to_a_published_port_through_the_rust_api() {
     for (np, nodes, extra) in [

@@ -20,6 +20,7 @@
 mod error;
 mod mode;
 mod shared;
+mod two_phase;
 mod view;
 
 pub use error::FileErrorClass;
@@ -100,6 +101,8 @@ pub struct File {
     atomic: bool,
     info: Info,
     split: Option<Split>,
+    /// Write system calls this process made on the file ([`File::writes`]).
+    writes: std::cell::Cell<u64>,
 }
 
 /// Everyone's outcome of a step of a collective call: `Ok` if every
@@ -234,6 +237,7 @@ impl File {
             atomic: false,
             info: info.clone(),
             split: None,
+            writes: std::cell::Cell::new(0),
         };
         file.charge(1, 0)?;
         Ok(file)
@@ -382,6 +386,14 @@ impl File {
     /// The view.
     pub fn view(&self) -> &View {
         &self.view
+    }
+
+    /// How many contiguous writes this process has made to the file so
+    /// far: a diagnostic of collective buffering ([`two_phase`]), where an
+    /// aggregator writes the pieces of many processes at once and the
+    /// others write nothing.
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
     }
 
     /// The individual file pointer, in etypes (`MPI_File_get_position`).
@@ -548,6 +560,29 @@ impl File {
         Ok(status(moved))
     }
 
+    /// A collective access (`MPI_File_write_all`, `_at_all`, the split
+    /// collectives' `_begin`, ...): writes go through aggregators when
+    /// they can ([`two_phase`]), everything else as [`File::access_raw`].
+    /// Every process of the file's group calls it.
+    ///
+    /// # Safety
+    /// As [`File::access_raw`].
+    pub unsafe fn access_all_raw(
+        &mut self,
+        position: Position,
+        direction: Direction,
+        buf: *mut u8,
+        span: &Span,
+        signature: Option<&Signature>,
+    ) -> Result<Status> {
+        if self.two_phase(position, direction) {
+            // SAFETY: this function's contract is access_raw's.
+            return unsafe { self.write_two_phase(position, buf, span, signature) };
+        }
+        // SAFETY: as above.
+        unsafe { self.access_raw(position, direction, buf, span, signature) }
+    }
+
     /// What makes an access erroneous before it starts: the mode, a count
     /// that is not whole etypes, an `external32` view without the memory
     /// type's signature. The etypes the access moves.
@@ -650,6 +685,7 @@ impl File {
     fn write_segments(&self, segments: &[(u64, u64)], mut data: &[u8]) -> Result<u64> {
         let total = data.len() as u64;
         for &(at, n) in segments {
+            self.writes.set(self.writes.get() + 1);
             let (now, rest) = data.split_at(n as usize);
             self.os
                 .write_all_at(now, at)
@@ -698,7 +734,7 @@ impl File {
             return Err(self.split_pending());
         }
         // SAFETY: this function's contract is access_raw's.
-        let result = unsafe { self.access_raw(position, direction, buf, span, signature) };
+        let result = unsafe { self.access_all_raw(position, direction, buf, span, signature) };
         let explicit = matches!(position, Position::At(_));
         let position = if explicit { Position::At(0) } else { position };
         self.split = Some(Split { position, direction, explicit, result });
@@ -751,7 +787,22 @@ impl File {
 
     /// `MPI_File_write_at_all` (collective).
     pub fn write_at_all<T: Equivalence>(&mut self, offset: u64, data: &[T]) -> Result<Status> {
-        self.write_from(Position::At(offset), data)
+        self.write_all_from(Position::At(offset), data)
+    }
+
+    /// `MPI_File_write_all` (collective): at the individual pointer.
+    pub fn write_all<T: Equivalence>(&mut self, data: &[T]) -> Result<Status> {
+        self.write_all_from(Position::Individual, data)
+    }
+
+    /// A collective write of `data` at `position` (the typed form of
+    /// [`File::access_all_raw`]).
+    pub fn write_all_from<T: Equivalence>(&mut self, position: Position, data: &[T]) -> Result<Status> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        // SAFETY: `bytes` is a live slice of its length, read for the call.
+        unsafe {
+            self.access_all_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len()), None)
+        }
     }
 
     /// `MPI_File_read_at_all` (collective).

@@ -58,3 +58,89 @@ pub(crate) fn io(u: &Universe, w: &SimpleCommunicator, dir: &str) -> R {
     }
     Ok(())
 }
+
+/// `mpi-suite io-collective DIR`: collective buffering (two-phase I/O).
+/// Every rank owns every `n`-th block of 256 bytes through a strided
+/// view, 16 blocks each, and writes them with one `write_all`; the file is
+/// checked byte for byte. With aggregation, the aggregators (the first rank
+/// of each node, or those `cb_nodes` names) make every write and the others
+/// none; with `romio_cb_write=disable` each rank writes its 16 blocks
+/// itself.
+pub(crate) fn collective(w: &SimpleCommunicator, dir: &str) -> R {
+    use mpi::datatype::UserDatatype;
+    use mpi::io::{DataRep, View};
+    const BLOCK: usize = 256;
+    const BLOCKS: usize = 16;
+    let (me, n) = (w.rank() as usize, w.size() as usize);
+    let path = format!("{dir}/mpi-suite-io-collective.dat");
+    let byte = UserDatatype::of::<u8>();
+    let tile = UserDatatype::contiguous(BLOCK, &byte).map_err(e)?.resized(0, (n * BLOCK) as isize).map_err(e)?;
+    let mine: Vec<u8> = (0..BLOCK * BLOCKS).map(|i| (me * 31 + i / BLOCK * 7 + i) as u8).collect();
+    let expect = |k: usize| {
+        let (b, within) = (k / BLOCK, k % BLOCK);
+        let (owner, nth) = (b % n, b / n);
+        (owner * 31 + nth * 7 + nth * BLOCK + within) as u8
+    };
+    let mut report = Vec::new();
+    for hints in [vec![], vec![("romio_cb_write", "disable")], vec![("cb_nodes", "2"), ("cb_buffer_size", "1024")]] {
+        let mut info = Info::new();
+        for (k, v) in &hints {
+            info.set(k, v).map_err(e)?;
+        }
+        let mut f = File::open(w, &path, AccessMode::new(Access::ReadWrite).create(), &info).map_err(e)?;
+        f.set_size(0).map_err(e)?;
+        let view = View::new((me * BLOCK) as u64, byte.typemap().clone(), tile.typemap().clone(), DataRep::Native)
+            .map_err(e)?;
+        f.set_view(view).map_err(e)?;
+        let s = f.write_all(&mine).map_err(e)?;
+        if s.bytes() != mine.len() as u64 {
+            return Err(format!("rank {me} {hints:?}: wrote {} bytes", s.bytes()));
+        }
+        let writes = f.writes();
+        f.close().map_err(e)?;
+        w.barrier().map_err(e)?;
+        if me == 0 {
+            let got = std::fs::read(&path).map_err(e)?;
+            if got.len() != n * BLOCK * BLOCKS {
+                return Err(format!("{hints:?}: the file has {} bytes, not {}", got.len(), n * BLOCK * BLOCKS));
+            }
+            if let Some(k) = (0..got.len()).find(|&k| got[k] != expect(k)) {
+                return Err(format!("{hints:?}: byte {k} is {}, not {}", got[k], expect(k)));
+            }
+        }
+        let mut all = vec![0u64; n];
+        w.all_gather_into(&writes, &mut all[..]).map_err(e)?;
+        report.push(format!("{hints:?}: writes {all:?}"));
+        let total = (n * BLOCK * BLOCKS) as u64;
+        let ok = match hints.len() {
+            // Each rank its own blocks, none adjacent to another of its own.
+            1 => all.iter().all(|&k| k == BLOCKS as u64),
+            // One write per aggregator (the first rank of each node): rank 0
+            // is one, and the others write nothing or once.
+            0 => all[0] == 1 && all.iter().all(|&k| k <= 1),
+            // Ranks i·n/2 aggregate halves of the range (4 KiB-aligned), in
+            // rounds of 1,024 bytes: one write per round.
+            _ => {
+                let aggs = 2.min(n);
+                let domain = total.div_ceil(aggs as u64).next_multiple_of(4096);
+                let mut want = vec![0u64; n];
+                for k in 0..aggs {
+                    want[k * n / aggs] = total.saturating_sub(k as u64 * domain).min(domain).div_ceil(1024);
+                }
+                all == want
+            }
+        };
+        if !ok {
+            return Err(format!("rank {me} {hints:?}: the ranks made {all:?} writes"));
+        }
+        w.barrier().map_err(e)?;
+    }
+    if me == 0 {
+        let _ = std::fs::remove_file(&path);
+        for r in report {
+            println!("{r}");
+        }
+        println!("OK io-collective");
+    }
+    Ok(())
+}

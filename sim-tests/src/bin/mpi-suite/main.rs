@@ -87,6 +87,10 @@ fn main() -> ExitCode {
                 let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io DIR")?;
                 io::io(&u, &w, &dir)?
             }
+            "io-collective" => {
+                let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io-collective DIR")?;
+                io::collective(&w, &dir)?
+            }
             "ports" => ports::ports(&w)?,
             "spawn" => spawn::spawn(&u, &w)?,
             "spawn-child" => spawn::child(&u, &w)?,

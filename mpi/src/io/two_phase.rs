@@ -1,0 +1,370 @@
+//! Collective writes in two phases (MPI 4.1 §14.4 leaves how to the
+//! implementation; this is ROMIO's collective buffering, Thakur, Gropp
+//! and Lusk, "Data Sieving and Collective I/O in ROMIO", 1999).
+//!
+//! A strided pattern written by every process piece by piece is many
+//! small writes. Here the file range the call touches is cut into one
+//! contiguous *domain* per aggregator (by default the first process of
+//! each node: one per host off the simulator), and each domain into
+//! rounds of at most `cb_buffer_size` bytes. In each round every process
+//! sends each aggregator the pieces of its data that fall in that
+//! aggregator's part of the round (one message, possibly empty), and each
+//! aggregator writes what it received as few contiguous writes as the
+//! pieces allow. Memory per aggregator is bounded by the round, whatever
+//! the size of the access.
+//!
+//! Used for `_all` writes at an explicit offset or the individual pointer
+//! in non-atomic mode (the atomic mode, shared and ordered positions keep
+//! each process's own writes). Hints (§14.2.8, ROMIO's names):
+//! `romio_cb_write` (`disable` turns it off), `cb_nodes` (how many
+//! aggregators, spread over the ranks), `cb_buffer_size` (bytes per
+//! aggregator per round, 16 MiB by default).
+
+use std::borrow::Cow;
+
+use super::{decode, encode, status, Direction, File, Position, Signature, Span, Status};
+use crate::{Communicator, MpiError, Rank, Result};
+
+/// The tag of the pieces on the file's private communicator (its
+/// collective context: below `MPI_Intercomm_create`'s tags, apart from
+/// the internal gathers').
+const PIECES: i32 = 0x0EAD_0000;
+
+/// `cb_buffer_size` unless a hint says otherwise.
+const DEFAULT_BUFFER: u64 = 16 << 20;
+
+/// What one process contributes: its pieces sorted by file offset, each
+/// `(file offset, offset in data, length)`, and the data.
+struct Mine<'a> {
+    pieces: Vec<(u64, u64, u64)>,
+    data: Cow<'a, [u8]>,
+}
+
+impl Mine<'_> {
+    /// The file range `[lo, hi)` the pieces cover (`None`: no data).
+    fn range(&self) -> Option<(u64, u64)> {
+        let lo = self.pieces.first()?.0;
+        let hi = self.pieces.iter().map(|&(at, _, n)| at + n).max()?;
+        Some((lo, hi))
+    }
+
+    /// The message for file range `[a, b)`: the count of pieces, each
+    /// `(offset, length)`, then their bytes.
+    fn message(&self, a: u64, b: u64) -> Vec<u8> {
+        let first = self.pieces.partition_point(|&(at, _, n)| at + n <= a);
+        let mut head: Vec<(u64, u64)> = Vec::new();
+        let mut body: Vec<&[u8]> = Vec::new();
+        for &(at, off, n) in self.pieces[first..].iter().take_while(|&&(at, _, _)| at < b) {
+            let s = at.max(a);
+            let e = (at + n).min(b);
+            if s < e {
+                head.push((s, e - s));
+                let from = (off + (s - at)) as usize;
+                body.push(&self.data[from..from + (e - s) as usize]);
+            }
+        }
+        let mut out = Vec::with_capacity(8 + head.len() * 16 + body.iter().map(|b| b.len()).sum::<usize>());
+        out.extend((head.len() as u64).to_le_bytes());
+        for (s, n) in &head {
+            out.extend(s.to_le_bytes());
+            out.extend(n.to_le_bytes());
+        }
+        for b in body {
+            out.extend_from_slice(b);
+        }
+        out
+    }
+}
+
+/// The pieces of a message, each `(offset, bytes)`, or why it is corrupt.
+fn parse(msg: &[u8]) -> Result<Vec<(u64, &[u8])>> {
+    let bad = || MpiError::Invalid("a corrupt message of a collective write's exchange".into());
+    let word = |at: usize| -> Result<u64> {
+        let b: [u8; 8] = msg.get(at..at + 8).and_then(|s| s.try_into().ok()).ok_or_else(bad)?;
+        Ok(u64::from_le_bytes(b))
+    };
+    let count = usize::try_from(word(0)?).map_err(|_| bad())?;
+    let mut body = count.checked_mul(16).and_then(|h| h.checked_add(8)).ok_or_else(bad)?;
+    let mut out = Vec::with_capacity(count.min(msg.len() / 16));
+    for i in 0..count {
+        let (at, n) = (word(8 + 16 * i)?, usize::try_from(word(16 + 16 * i)?).map_err(|_| bad())?);
+        let end = body.checked_add(n).ok_or_else(bad)?;
+        out.push((at, msg.get(body..end).ok_or_else(bad)?));
+        body = end;
+    }
+    if body != msg.len() {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// Who aggregates, the domains and the rounds: the same at every process.
+struct Plan {
+    lo: u64,
+    hi: u64,
+    aggregators: Vec<Rank>,
+    domain: u64,
+    buffer: u64,
+}
+
+impl Plan {
+    fn rounds(&self) -> u64 {
+        self.domain.div_ceil(self.buffer)
+    }
+
+    /// Aggregator `k`'s part of round `r`, `[a, b)` (empty when `a >= b`).
+    fn part(&self, k: usize, r: u64) -> (u64, u64) {
+        let start = self.lo + k as u64 * self.domain;
+        let end = (start + self.domain).min(self.hi);
+        let a = start + r * self.buffer;
+        (a.min(end), (a + self.buffer).min(end))
+    }
+}
+
+impl File {
+    /// Whether a collective write goes through the aggregators (see the
+    /// module's comment); the same answer at every process.
+    pub(super) fn two_phase(&self, position: Position, direction: Direction) -> bool {
+        direction == Direction::Write
+            && !self.atomic
+            && matches!(position, Position::At(_) | Position::Individual)
+            && self.comm.size() > 1
+            && !matches!(self.info.get("romio_cb_write"), Ok(Some("disable")))
+    }
+
+    /// A hint as a positive number, if given and one.
+    fn hint(&self, key: &str) -> Option<u64> {
+        self.info.get(key).ok().flatten()?.trim().parse().ok().filter(|n| *n > 0)
+    }
+
+    /// A collective write through the aggregators. Every process takes
+    /// part in every exchange whatever fails where, so that none waits for
+    /// ever; a failure anywhere fails the call everywhere.
+    ///
+    /// # Safety
+    /// As [`File::access_raw`].
+    pub(super) unsafe fn write_two_phase(
+        &mut self,
+        position: Position,
+        buf: *mut u8,
+        span: &Span,
+        signature: Option<&Signature>,
+    ) -> Result<Status> {
+        // SAFETY: this function's contract is access_raw's.
+        let local = unsafe { self.contribution(position, buf, span, signature) };
+        let node = self.comm.shared().borrow_mut().engine()?.node().map_or(u64::MAX, u64::from);
+        let word: Vec<u8> = match &local {
+            Ok((_, mine)) => {
+                let (lo, hi) = mine.range().unwrap_or((u64::MAX, 0));
+                [lo, hi, node].iter().flat_map(|w| w.to_le_bytes()).collect()
+            }
+            Err(e) => encode(e),
+        };
+        let all = self.comm.allgather_bytes(&word)?;
+        let (start, mine) = local?;
+        let mut ranges = Vec::with_capacity(all.len());
+        for (r, w) in all.iter().enumerate() {
+            match w.len() {
+                24 => ranges.push(std::array::from_fn::<u64, 3, _>(|i| {
+                    u64::from_le_bytes(w[8 * i..8 * i + 8].try_into().unwrap_or_default())
+                })),
+                _ => return Err(decode(w, r as i32)),
+            }
+        }
+        let len = mine.data.len() as u64;
+        let lo = ranges.iter().map(|r| r[0]).min().unwrap_or(u64::MAX);
+        let hi = ranges.iter().map(|r| r[1]).max().unwrap_or(0);
+        if lo < hi {
+            let plan = self.plan(lo, hi, &ranges);
+            let failure = self.exchange_and_write(&plan, &mine)?;
+            let mine: Result<()> = failure.map_or(Ok(()), Err);
+            super::agree(&self.comm, mine)?;
+        }
+        if position == Position::Individual {
+            self.pointer = start + len / self.view.etype_size();
+        }
+        Ok(status(len))
+    }
+
+    /// This process's part: where it starts (etypes) and its pieces.
+    ///
+    /// # Safety
+    /// As [`File::access_raw`].
+    unsafe fn contribution<'a>(
+        &self,
+        position: Position,
+        buf: *mut u8,
+        span: &Span,
+        signature: Option<&Signature>,
+    ) -> Result<(u64, Mine<'a>)> {
+        let etypes = self.check_access(position, Direction::Write, span, signature)?;
+        let start = match position {
+            Position::At(o) => o,
+            _ => self.pointer,
+        };
+        let esize = self.view.etype_size();
+        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let len = etypes * esize;
+        let segments = self.view.segments(pos, len)?;
+        // SAFETY: this function's contract: `buf` holds the elements, readable.
+        let data = unsafe { super::outgoing(buf, span, "file write")? };
+        let data = match (self.view.rep(), signature) {
+            (super::DataRep::External32, Some(sig)) => Cow::Owned(sig.to_external(&data, super::elements(sig, len))?),
+            _ => data,
+        };
+        let mut pieces = Vec::with_capacity(segments.len());
+        let mut off = 0u64;
+        for (at, n) in segments {
+            pieces.push((at, off, n));
+            off += n;
+        }
+        // A filetype's displacements never decrease (§14.3), so this is
+        // sorted already; a stable sort keeps any ties in data order.
+        pieces.sort_by_key(|p| p.0);
+        Ok((start, Mine { pieces, data }))
+    }
+
+    /// The aggregators and domains for file range `[lo, hi)`, from every
+    /// process's `[lo, hi, node]`.
+    fn plan(&self, lo: u64, hi: u64, ranges: &[[u64; 3]]) -> Plan {
+        let n = ranges.len();
+        let aggregators: Vec<Rank> = match self.hint("cb_nodes") {
+            Some(k) => {
+                let k = k.min(n as u64) as usize;
+                (0..k).map(|i| (i * n / k) as Rank).collect()
+            }
+            // The first process of each node, in rank order.
+            None => {
+                let mut seen = std::collections::HashSet::new();
+                (0..n).filter(|&r| seen.insert(ranges[r][2])).map(|r| r as Rank).collect()
+            }
+        };
+        // Domains on 4 KiB boundaries, so that no two aggregators share a page.
+        let domain = (hi - lo).div_ceil(aggregators.len() as u64).next_multiple_of(4096);
+        Plan { lo, hi, aggregators, domain, buffer: self.hint("cb_buffer_size").unwrap_or(DEFAULT_BUFFER) }
+    }
+
+    /// The rounds: send each aggregator its pieces, and, at an aggregator,
+    /// write what came. The first write failure here, if any (the call
+    /// goes on to the end regardless, so that nobody waits for ever).
+    fn exchange_and_write(&self, plan: &Plan, mine: &Mine<'_>) -> Result<Option<MpiError>> {
+        let me = self.comm.rank();
+        let n = self.comm.size();
+        let ctx = self.comm.ctx() + 1;
+        let job: Vec<u32> = (0..n).map(|r| self.comm.job_rank(r)).collect::<Result<_>>()?;
+        let my_part = plan.aggregators.iter().position(|&a| a == me);
+        let mut failure = None;
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        for round in 0..plan.rounds() {
+            let mut sends = Vec::with_capacity(plan.aggregators.len());
+            let mut own = Vec::new();
+            for (k, &agg) in plan.aggregators.iter().enumerate() {
+                let (a, b) = plan.part(k, round);
+                let msg = mine.message(a, b);
+                if agg == me {
+                    own = msg;
+                } else {
+                    let mut sh = self.comm.shared().borrow_mut();
+                    sends.push(sh.engine()?.isend(job[agg as usize], PIECES, ctx, msg, false)?);
+                }
+            }
+            if my_part.is_some() {
+                let mut got: Vec<Vec<u8>> = Vec::with_capacity(n as usize);
+                for r in 0..n {
+                    if r == me {
+                        got.push(std::mem::take(&mut own));
+                    } else {
+                        got.push(self.comm.coll_recv(r, PIECES)?);
+                    }
+                }
+                match self.write_pieces(&got) {
+                    Ok((o, b)) => {
+                        ops += o;
+                        bytes += b;
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            self.comm.shared().borrow_mut().engine()?.wait_all(&sends)?;
+        }
+        self.charge(ops, bytes)?;
+        Ok(failure)
+    }
+
+    /// Write the pieces of one round's messages, adjacent ones as one
+    /// write: how many writes, and the bytes.
+    fn write_pieces(&self, messages: &[Vec<u8>]) -> Result<(u64, u64)> {
+        let mut pieces: Vec<(u64, &[u8])> = Vec::new();
+        for m in messages {
+            pieces.extend(parse(m)?);
+        }
+        pieces.sort_by_key(|p| p.0);
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        let mut run: Vec<u8> = Vec::new();
+        let mut run_at = 0u64;
+        let mut flush = |run: &mut Vec<u8>, at: u64| -> Result<()> {
+            if run.is_empty() {
+                return Ok(());
+            }
+            self.write_segments(&[(at, run.len() as u64)], run)?;
+            ops += 1;
+            bytes += run.len() as u64;
+            run.clear();
+            Ok(())
+        };
+        for (at, data) in pieces {
+            if run.is_empty() || at != run_at + run.len() as u64 {
+                flush(&mut run, run_at)?;
+                run_at = at;
+            }
+            run.extend_from_slice(data);
+        }
+        flush(&mut run, run_at)?;
+        Ok((ops, bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cut_at_a_range_and_come_back_whole() {
+        let data: Vec<u8> = (0..40u8).collect();
+        let mine = Mine { pieces: vec![(100, 0, 10), (120, 10, 10), (200, 20, 20)], data: Cow::Borrowed(&data) };
+        assert_eq!(mine.range(), Some((100, 220)));
+        let m = mine.message(105, 210);
+        let p = parse(&m).unwrap();
+        assert_eq!(p.iter().map(|(at, d)| (*at, d.len())).collect::<Vec<_>>(), [(105, 5), (120, 10), (200, 10)]);
+        assert_eq!(p[0].1, &data[5..10]);
+        assert_eq!(p[2].1, &data[20..30]);
+        assert!(parse(&mine.message(0, 100)).unwrap().is_empty());
+        // Corrupt messages are refused, never read past.
+        for cut in 0..m.len() {
+            assert!(parse(&m[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut huge = m.clone();
+        huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse(&huge).is_err());
+    }
+
+    #[test]
+    fn domains_cover_the_range_once() {
+        let plan = Plan { lo: 1000, hi: 1000 + 3 * 8192 + 5, aggregators: vec![0, 3, 6], domain: 12288, buffer: 5000 };
+        let mut covered = Vec::new();
+        for k in 0..3 {
+            for r in 0..plan.rounds() {
+                let (a, b) = plan.part(k, r);
+                if a < b {
+                    covered.push((a, b));
+                }
+            }
+        }
+        covered.sort();
+        assert_eq!(covered.first().map(|c| c.0), Some(plan.lo));
+        assert_eq!(covered.last().map(|c| c.1), Some(plan.hi));
+        assert!(covered.windows(2).all(|w| w[0].1 == w[1].0), "{covered:?}");
+    }
+}
