@@ -546,6 +546,31 @@ fn collective_writes_go_through_aggregators() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The storage of a node is one queue in simulated time (`mpi-suite
+/// io-queue`, issue 50): ranks of one node writing 1 MiB at once end one
+/// service after another (4 on one node: the slowest after 4 services; 2
+/// per node: 2; one per node: 1), the same simulated times run after run.
+#[test]
+fn the_ranks_of_a_node_queue_for_its_storage() {
+    let dir = std::env::temp_dir().join(format!("dn-suite-io-queue-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let line = |np: u32, nodes: u16, k: &str, run: &str| {
+        let out = dnrun(np, nodes, &[], "mpi-suite", &["io-queue", d, k]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success() && stdout.contains("OK io-queue"),
+            "{np} ranks on {nodes} nodes ({run} run):\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout.lines().find(|l| l.starts_with("io-queue:")).map(str::to_string)
+    };
+    for (np, nodes, k) in [(4, 1, "4"), (4, 2, "2"), (3, 3, "1"), (5, 2, "3")] {
+        assert_eq!(line(np, nodes, k, "first"), line(np, nodes, k, "second"), "{np} ranks on {nodes} nodes");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Client/server connections through the Rust API (`mpi-suite ports`,
 /// issue 50): a port published, looked up, accepted by one rank and
 /// connected to by the others (root: their last rank), messages both ways,

@@ -20,6 +20,7 @@
 mod error;
 mod mode;
 mod shared;
+mod storage;
 mod two_phase;
 mod view;
 
@@ -103,6 +104,8 @@ pub struct File {
     split: Option<Split>,
     /// Write system calls this process made on the file ([`File::writes`]).
     writes: std::cell::Cell<u64>,
+    /// On the simulator, the storage queue of this process's node.
+    queue: Option<storage::NodeQueue>,
 }
 
 /// Everyone's outcome of a step of a collective call: `Ok` if every
@@ -238,7 +241,10 @@ impl File {
             info: info.clone(),
             split: None,
             writes: std::cell::Cell::new(0),
+            queue: None,
         };
+        let mut file = file;
+        file.queue = file.node_queue()?;
         file.charge(1, 0)?;
         Ok(file)
     }
@@ -674,12 +680,40 @@ impl File {
     /// Charge `ops` file accesses and `bytes` bytes moved to this
     /// process's simulated clock (the profile's `io_op_ns` and
     /// `io_ns_per_byte`; nothing on the real backends).
+    ///
+    /// On the simulator the accesses of a node queue for its storage
+    /// ([`storage`]): an access that finds the device busy waits first.
     fn charge(&self, ops: u64, bytes: u64) -> Result<()> {
         let mut shared = self.comm.shared().borrow_mut();
         let e = shared.engine()?;
+        let before = e.now_ps();
         e.charge(HostCost::IoOp, ops);
         e.charge(HostCost::IoByte, bytes);
+        if let (Some(q), Some(before), Some(after)) = (&self.queue, before, e.now_ps()) {
+            let wait = q.take(before, after - before).map_err(|err| {
+                os(&err, "the simulated storage queue of this node (io-queue.* in the job directory)")
+            })?;
+            if wait > 0 {
+                e.compute(wait as f64 / 1000.0)?;
+            }
+        }
         Ok(())
+    }
+
+    /// The storage queue of this process's node, on the simulator.
+    fn node_queue(&self) -> Result<Option<storage::NodeQueue>> {
+        let node = {
+            let mut shared = self.comm.shared().borrow_mut();
+            let e = shared.engine()?;
+            match (e.now_ps(), e.node()) {
+                (Some(_), Some(node)) => node,
+                _ => return Ok(None),
+            }
+        };
+        let Some(dir) = adi::JobEnv::from_env().ok().flatten().and_then(|j| j.dir) else { return Ok(None) };
+        storage::NodeQueue::open(&dir, node)
+            .map(Some)
+            .map_err(|err| os(&err, &format!("the simulated storage queue of node {node} in {}", dir.display())))
     }
 
     fn write_segments(&self, segments: &[(u64, u64)], mut data: &[u8]) -> Result<u64> {

@@ -144,3 +144,52 @@ pub(crate) fn collective(w: &SimpleCommunicator, dir: &str) -> R {
     }
     Ok(())
 }
+
+/// `mpi-suite io-queue DIR K`: the ranks of a node queue for its storage
+/// in simulated time. Rank 0 writes 1 MiB alone (the service time of one
+/// access), then every rank writes 1 MiB at once; with `K` ranks on the
+/// busiest node the slowest takes about `K` services (a waiting rank
+/// ends after those queued before it), and the file is right.
+pub(crate) fn queue(u: &Universe, w: &SimpleCommunicator, dir: &str, k: f64) -> R {
+    const MIB: usize = 1 << 20;
+    let me = w.rank() as usize;
+    let path = format!("{dir}/mpi-suite-io-queue.dat");
+    let mut f = File::open(w, &path, AccessMode::new(Access::ReadWrite).create(), &Info::new()).map_err(e)?;
+    let mine = vec![me as u8 + 1; MIB];
+    w.barrier().map_err(e)?;
+    let mut single = 0.0;
+    if me == 0 {
+        let t0 = u.wtime();
+        f.write_at(0, &mine).map_err(e)?;
+        single = u.wtime() - t0;
+    }
+    w.barrier().map_err(e)?;
+    let t0 = u.wtime();
+    f.write_at((me * MIB) as u64, &mine).map_err(e)?;
+    let took = u.wtime() - t0;
+    let mut all = vec![0f64; w.size() as usize];
+    w.all_gather_into(&took, &mut all[..]).map_err(e)?;
+    f.close().map_err(e)?;
+    w.barrier().map_err(e)?;
+    if me == 0 {
+        let got = std::fs::read(&path).map_err(e)?;
+        let _ = std::fs::remove_file(&path);
+        if let Some(at) = (0..got.len()).find(|&i| got[i] != (i / MIB) as u8 + 1) {
+            return Err(format!("byte {at} of the file is {}", got[at]));
+        }
+        let slowest = all.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "io-queue: one access {:.3} us alone; at once, the slowest {:.3} us ({:.2} accesses)",
+            single * 1e6,
+            slowest * 1e6,
+            slowest / single
+        );
+        if !(slowest >= single * (k - 0.01) && slowest <= single * (k + 0.05)) {
+            return Err(format!(
+                "the slowest of the accesses made at once took {slowest} s, not about {k} x {single} s"
+            ));
+        }
+        println!("OK io-queue");
+    }
+    Ok(())
+}

@@ -87,6 +87,11 @@ fn main() -> ExitCode {
                 let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io DIR")?;
                 io::io(&u, &w, &dir)?
             }
+            "io-queue" => {
+                let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io-queue DIR K")?;
+                let k = std::env::args().nth(3).ok_or("usage: mpi-suite io-queue DIR K")?.parse::<f64>().map_err(e)?;
+                io::queue(&u, &w, &dir, k)?
+            }
             "io-collective" => {
                 let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io-collective DIR")?;
                 io::collective(&w, &dir)?
