@@ -521,8 +521,10 @@ fn a_rust_program_spawns_processes() {
 /// `write_all` of every rank is written by the aggregators only (the first
 /// rank of each node; two chosen by `cb_nodes`, in rounds of
 /// `cb_buffer_size`), each rank its own blocks with `romio_cb_write=disable`,
-/// and the file is right byte for byte each way; on the simulator on 1 to
-/// 3 nodes, and over UDP.
+/// and the file is right byte for byte each way; a `read_at_all` through
+/// the view, a block past the end of the file, is read by the aggregators
+/// only and gives back what was written; on the simulator on 1 to 3 nodes,
+/// and over UDP.
 #[test]
 fn collective_writes_go_through_aggregators() {
     let dir = std::env::temp_dir().join(format!("dn-suite-io-coll-{}", std::process::id()));

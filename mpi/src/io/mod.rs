@@ -104,6 +104,8 @@ pub struct File {
     split: Option<Split>,
     /// Write system calls this process made on the file ([`File::writes`]).
     writes: std::cell::Cell<u64>,
+    /// The same of reads ([`File::reads`]).
+    reads: std::cell::Cell<u64>,
     /// On the simulator, the storage queue of this process's node.
     queue: Option<storage::NodeQueue>,
 }
@@ -241,6 +243,7 @@ impl File {
             info: info.clone(),
             split: None,
             writes: std::cell::Cell::new(0),
+            reads: std::cell::Cell::new(0),
             queue: None,
         };
         let mut file = file;
@@ -400,6 +403,12 @@ impl File {
     /// others write nothing.
     pub fn writes(&self) -> u64 {
         self.writes.get()
+    }
+
+    /// How many contiguous reads this process has made from the file so
+    /// far (see [`File::writes`]).
+    pub fn reads(&self) -> u64 {
+        self.reads.get()
     }
 
     /// The individual file pointer, in etypes (`MPI_File_get_position`).
@@ -583,7 +592,12 @@ impl File {
     ) -> Result<Status> {
         if self.two_phase(position, direction) {
             // SAFETY: this function's contract is access_raw's.
-            return unsafe { self.write_two_phase(position, buf, span, signature) };
+            return unsafe {
+                match direction {
+                    Direction::Write => self.write_two_phase(position, buf, span, signature),
+                    Direction::Read => self.read_two_phase(position, buf, span),
+                }
+            };
         }
         // SAFETY: as above.
         unsafe { self.access_raw(position, direction, buf, span, signature) }
@@ -733,6 +747,7 @@ impl File {
     fn read_segments(&self, segments: &[(u64, u64)], out: &mut [u8]) -> Result<u64> {
         let mut done = 0usize;
         for &(at, n) in segments {
+            self.reads.set(self.reads.get() + 1);
             let want = n as usize;
             let mut got = 0usize;
             while got < want {
@@ -841,7 +856,20 @@ impl File {
 
     /// `MPI_File_read_at_all` (collective).
     pub fn read_at_all<T: Equivalence>(&mut self, offset: u64, data: &mut [T]) -> Result<Status> {
-        self.read_into(Position::At(offset), data)
+        self.read_all_into(Position::At(offset), data)
+    }
+
+    /// `MPI_File_read_all` (collective): at the individual pointer.
+    pub fn read_all<T: Equivalence>(&mut self, data: &mut [T]) -> Result<Status> {
+        self.read_all_into(Position::Individual, data)
+    }
+
+    /// A collective read into `data` from `position` (the typed form of
+    /// [`File::access_all_raw`]).
+    pub fn read_all_into<T: Equivalence>(&mut self, position: Position, data: &mut [T]) -> Result<Status> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(data);
+        // SAFETY: `bytes` is a live, exclusively borrowed slice of its length.
+        unsafe { self.access_all_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len()), None) }
     }
 
     /// `MPI_File_write_ordered` (collective): the processes' data one

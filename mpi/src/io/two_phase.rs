@@ -1,4 +1,4 @@
-//! Collective writes in two phases (MPI 4.1 §14.4 leaves how to the
+//! Collective accesses in two phases (MPI 4.1 §14.4 leaves how to the
 //! implementation; this is ROMIO's collective buffering, Thakur, Gropp
 //! and Lusk, "Data Sieving and Collective I/O in ROMIO", 1999).
 //!
@@ -13,12 +13,18 @@
 //! pieces allow. Memory per aggregator is bounded by the round, whatever
 //! the size of the access.
 //!
-//! Used for `_all` writes at an explicit offset or the individual pointer
-//! in non-atomic mode (the atomic mode, shared and ordered positions keep
-//! each process's own writes). Hints (§14.2.8, ROMIO's names):
-//! `romio_cb_write` (`disable` turns it off), `cb_nodes` (how many
-//! aggregators, spread over the ranks), `cb_buffer_size` (bytes per
-//! aggregator per round, 16 MiB by default).
+//! Reads go the other way: each process sends each aggregator the file
+//! ranges it wants from that aggregator's part of the round, the
+//! aggregator reads the union of them as few contiguous reads as they
+//! allow, and answers each process with its bytes.
+//!
+//! Used for `_all` accesses at an explicit offset or the individual
+//! pointer in non-atomic mode (the atomic mode, shared and ordered
+//! positions keep each process's own accesses; so do `external32` reads).
+//! Hints (§14.2.8, ROMIO's names): `romio_cb_write` and `romio_cb_read`
+//! (`disable` turns each off), `cb_nodes` (how many aggregators, spread
+//! over the ranks), `cb_buffer_size` (bytes per aggregator per round,
+//! 16 MiB by default).
 
 use std::borrow::Cow;
 
@@ -76,6 +82,77 @@ impl Mine<'_> {
     }
 }
 
+impl Mine<'_> {
+    /// The parts of this process's pieces in file range `[a, b)`, each
+    /// `(offset, length, piece index)`, the offset within the piece being
+    /// `offset - piece's offset`.
+    fn wanted(&self, a: u64, b: u64) -> Vec<(u64, u64, usize)> {
+        let first = self.pieces.partition_point(|&(at, _, n)| at + n <= a);
+        self.pieces[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, &(at, _, _))| at < b)
+            .filter_map(|(i, &(at, _, n))| {
+                let (s, e) = (at.max(a), (at + n).min(b));
+                (s < e).then_some((s, e - s, first + i))
+            })
+            .collect()
+    }
+}
+
+/// A read request: the count, then `(offset, length)` pairs.
+fn request(wanted: &[(u64, u64, usize)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 16 * wanted.len());
+    out.extend((wanted.len() as u64).to_le_bytes());
+    for &(at, n, _) in wanted {
+        out.extend(at.to_le_bytes());
+        out.extend(n.to_le_bytes());
+    }
+    out
+}
+
+fn parse_request(msg: &[u8]) -> Result<Vec<(u64, u64)>> {
+    let bad = || MpiError::Invalid("a corrupt request of a collective read's exchange".into());
+    let words: Vec<u64> =
+        msg.chunks(8).map(|c| c.try_into().map(u64::from_le_bytes).map_err(|_| bad())).collect::<Result<_>>()?;
+    let (&count, pairs) = words.split_first().ok_or_else(bad)?;
+    if pairs.len() as u64 != count.checked_mul(2).ok_or_else(bad)? {
+        return Err(bad());
+    }
+    pairs.chunks(2).map(|p| p[0].checked_add(p[1]).map(|_| (p[0], p[1])).ok_or_else(bad)).collect()
+}
+
+/// A reply: each part's length, then the bytes.
+fn reply_of(parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend((p.len() as u64).to_le_bytes());
+    }
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// The `count` parts of a reply, each the bytes of the part asked (fewer
+/// at the end of the file).
+fn parse_reply(msg: &[u8], count: usize) -> Result<Vec<&[u8]>> {
+    let bad = || MpiError::Invalid("a corrupt reply of a collective read's exchange".into());
+    let mut body = count.checked_mul(8).ok_or_else(bad)?;
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        let len: [u8; 8] = msg.get(8 * i..8 * i + 8).and_then(|s| s.try_into().ok()).ok_or_else(bad)?;
+        let len = usize::try_from(u64::from_le_bytes(len)).map_err(|_| bad())?;
+        let end = body.checked_add(len).ok_or_else(bad)?;
+        out.push(msg.get(body..end).ok_or_else(bad)?);
+        body = end;
+    }
+    if body != msg.len() {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
 /// The pieces of a message, each `(offset, bytes)`, or why it is corrupt.
 fn parse(msg: &[u8]) -> Result<Vec<(u64, &[u8])>> {
     let bad = || MpiError::Invalid("a corrupt message of a collective write's exchange".into());
@@ -125,11 +202,16 @@ impl File {
     /// Whether a collective write goes through the aggregators (see the
     /// module's comment); the same answer at every process.
     pub(super) fn two_phase(&self, position: Position, direction: Direction) -> bool {
-        direction == Direction::Write
-            && !self.atomic
+        let hint = match direction {
+            Direction::Write => "romio_cb_write",
+            Direction::Read => "romio_cb_read",
+        };
+        let converted_read = direction == Direction::Read && *self.view.rep() == super::DataRep::External32;
+        !self.atomic
+            && !converted_read
             && matches!(position, Position::At(_) | Position::Individual)
             && self.comm.size() > 1
-            && !matches!(self.info.get("romio_cb_write"), Ok(Some("disable")))
+            && !matches!(self.info.get(hint), Ok(Some("disable")))
     }
 
     /// A hint as a positive number, if given and one.
@@ -152,6 +234,22 @@ impl File {
     ) -> Result<Status> {
         // SAFETY: this function's contract is access_raw's.
         let local = unsafe { self.contribution(position, buf, span, signature) };
+        let (start, mine, plan) = self.agree_on_plan(local)?;
+        let len = mine.data.len() as u64;
+        if let Some(plan) = plan {
+            let failure = self.exchange_and_write(&plan, &mine)?;
+            let mine: Result<()> = failure.map_or(Ok(()), Err);
+            super::agree(&self.comm, mine)?;
+        }
+        if position == Position::Individual {
+            self.pointer = start + len / self.view.etype_size();
+        }
+        Ok(status(len))
+    }
+
+    /// Everyone's file range and node, or the first process's error: the
+    /// plan (none when nobody moves a byte). Collective.
+    fn agree_on_plan<'a>(&self, local: Result<(u64, Mine<'a>)>) -> Result<(u64, Mine<'a>, Option<Plan>)> {
         let node = self.comm.shared().borrow_mut().engine()?.node().map_or(u64::MAX, u64::from);
         let word: Vec<u8> = match &local {
             Ok((_, mine)) => {
@@ -171,19 +269,198 @@ impl File {
                 _ => return Err(decode(w, r as i32)),
             }
         }
-        let len = mine.data.len() as u64;
         let lo = ranges.iter().map(|r| r[0]).min().unwrap_or(u64::MAX);
         let hi = ranges.iter().map(|r| r[1]).max().unwrap_or(0);
-        if lo < hi {
-            let plan = self.plan(lo, hi, &ranges);
-            let failure = self.exchange_and_write(&plan, &mine)?;
-            let mine: Result<()> = failure.map_or(Ok(()), Err);
-            super::agree(&self.comm, mine)?;
+        let plan = (lo < hi).then(|| self.plan(lo, hi, &ranges));
+        Ok((start, mine, plan))
+    }
+
+    /// A collective read through the aggregators (see the module's
+    /// comment); as [`File::write_two_phase`] for failures.
+    ///
+    /// # Safety
+    /// As [`File::access_raw`].
+    pub(super) unsafe fn read_two_phase(&mut self, position: Position, buf: *mut u8, span: &Span) -> Result<Status> {
+        // SAFETY: this function's contract: `buf` holds the elements,
+        // writable and not otherwise accessed during the call; `inc` is
+        // finished before it returns.
+        let inc = unsafe { super::incoming(buf, span, "file read", false) };
+        let local = inc.and_then(|mut inc| {
+            let etypes = self.check_access(position, Direction::Read, span, None)?;
+            let start = match position {
+                Position::At(o) => o,
+                _ => self.pointer,
+            };
+            let esize = self.view.etype_size();
+            let pos =
+                start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+            let segments = self.view.segments(pos, etypes * esize)?;
+            let mut pieces = Vec::with_capacity(segments.len());
+            let mut off = 0u64;
+            for (at, n) in segments {
+                pieces.push((at, off, n));
+                off += n;
+            }
+            pieces.sort_by_key(|p| p.0);
+            // SAFETY: as above: the staging buffer lives in `inc`, used only here.
+            let out = unsafe { inc.bytes() };
+            Ok((start, Mine { pieces, data: Cow::Borrowed(&[]) }, inc, out))
+        });
+        // The plan needs the pieces only; the buffer comes back after.
+        let (local, rest) = match local {
+            Ok((start, mine, inc, out)) => (Ok((start, mine)), Some((inc, out))),
+            Err(e) => (Err(e), None),
+        };
+        let (start, mine, plan) = self.agree_on_plan(local)?;
+        let Some((inc, out)) = rest else { return Err(MpiError::Invalid("a read without its buffer".into())) };
+        let mut got = vec![0u64; mine.pieces.len()];
+        if let Some(plan) = plan {
+            let failure = self.exchange_and_read(&plan, &mine, out, &mut got)?;
+            super::agree(&self.comm, failure.map_or(Ok(()), Err))?;
         }
+        // The data stream's bytes up to the first piece the file did not
+        // hold whole (the end of the file), as an independent read counts.
+        let mut by_data: Vec<(u64, u64, u64)> =
+            mine.pieces.iter().zip(&got).map(|(&(_, off, n), &g)| (off, n, g)).collect();
+        by_data.sort_by_key(|p| p.0);
+        let mut moved = 0u64;
+        for (_, n, g) in by_data {
+            moved += g;
+            if g < n {
+                break;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { inc.finish(moved) };
         if position == Position::Individual {
-            self.pointer = start + len / self.view.etype_size();
+            self.pointer = start + moved / self.view.etype_size();
         }
-        Ok(status(len))
+        Ok(status(moved))
+    }
+
+    /// The rounds of a read: ask each aggregator for this process's ranges
+    /// in its part, and, at an aggregator, read the union and answer. The
+    /// bytes go to `out` at each piece's data offset; `got[i]` counts those
+    /// piece `i` received. The first failure here, if any.
+    fn exchange_and_read(
+        &self,
+        plan: &Plan,
+        mine: &Mine<'_>,
+        out: &mut [u8],
+        got: &mut [u64],
+    ) -> Result<Option<MpiError>> {
+        let me = self.comm.rank();
+        let n = self.comm.size();
+        let ctx = self.comm.ctx() + 1;
+        let job: Vec<u32> = (0..n).map(|r| self.comm.job_rank(r)).collect::<Result<_>>()?;
+        let my_part = plan.aggregators.iter().position(|&a| a == me);
+        let mut failure = None;
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        for round in 0..plan.rounds() {
+            // Phase 1: the requests, `(offset, length)` pairs (no data).
+            let mut sends = Vec::new();
+            let mut own = Vec::new();
+            let mut asked: Vec<Vec<(u64, u64, usize)>> = Vec::with_capacity(plan.aggregators.len());
+            for (k, &agg) in plan.aggregators.iter().enumerate() {
+                let (a, b) = plan.part(k, round);
+                let wanted = mine.wanted(a, b);
+                let msg = request(&wanted);
+                asked.push(wanted);
+                if agg == me {
+                    own = msg;
+                } else {
+                    let mut sh = self.comm.shared().borrow_mut();
+                    sends.push(sh.engine()?.isend(job[agg as usize], PIECES, ctx, msg, false)?);
+                }
+            }
+            // Phase 2, at an aggregator: read what was asked, answer.
+            let mut own_reply = Vec::new();
+            if my_part.is_some() {
+                let mut requests: Vec<Vec<(u64, u64)>> = Vec::with_capacity(n as usize);
+                for r in 0..n {
+                    let msg = if r == me { std::mem::take(&mut own) } else { self.comm.coll_recv(r, PIECES)? };
+                    requests.push(parse_request(&msg)?);
+                }
+                let (replies, o, b) = match self.read_for(&requests) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        (requests.iter().map(|q| reply_of(&vec![Vec::new(); q.len()])).collect(), 0, 0)
+                    }
+                };
+                ops += o;
+                bytes += b;
+                for (r, reply) in replies.into_iter().enumerate() {
+                    if r as Rank == me {
+                        own_reply = reply;
+                    } else {
+                        let mut sh = self.comm.shared().borrow_mut();
+                        sends.push(sh.engine()?.isend(job[r], PIECES + 1, ctx, reply, false)?);
+                    }
+                }
+            }
+            // Phase 3: the answers, into place.
+            for (k, &agg) in plan.aggregators.iter().enumerate() {
+                let reply =
+                    if agg == me { std::mem::take(&mut own_reply) } else { self.comm.coll_recv(agg, PIECES + 1)? };
+                let pieces = parse_reply(&reply, asked[k].len())?;
+                for (&(s, n, piece), data) in asked[k].iter().zip(pieces) {
+                    let (at, off, _) = mine.pieces[piece];
+                    if data.len() as u64 > n {
+                        return Err(MpiError::Invalid("a collective read's reply is longer than asked".into()));
+                    }
+                    let to = (off + (s - at)) as usize;
+                    out.get_mut(to..to + data.len())
+                        .ok_or_else(|| MpiError::Invalid("a collective read's reply lands past the buffer".into()))?
+                        .copy_from_slice(data);
+                    got[piece] += data.len() as u64;
+                }
+            }
+            self.comm.shared().borrow_mut().engine()?.wait_all(&sends)?;
+        }
+        self.charge(ops, bytes)?;
+        Ok(failure)
+    }
+
+    /// Read, for each process, the ranges it asked for: the union of them
+    /// all in as few reads as they allow. The replies, the reads, the bytes.
+    fn read_for(&self, requests: &[Vec<(u64, u64)>]) -> Result<(Vec<Vec<u8>>, u64, u64)> {
+        let mut all: Vec<(u64, u64)> = requests.iter().flatten().copied().collect();
+        all.sort();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for (at, n) in all {
+            match runs.last_mut() {
+                Some((o, l)) if at <= *o + *l => *l = (*l).max(at + n - *o),
+                _ => runs.push((at, n)),
+            }
+        }
+        let mut data: Vec<Vec<u8>> = Vec::with_capacity(runs.len());
+        let mut bytes = 0u64;
+        for &(at, n) in &runs {
+            let mut buf = crate::datatype::zeroed_buffer(n as usize, "a collective read's buffer")?;
+            let got = self.read_segments(&[(at, n)], &mut buf)?;
+            buf.truncate(got as usize);
+            bytes += got;
+            data.push(buf);
+        }
+        let replies = requests
+            .iter()
+            .map(|q| {
+                let parts: Vec<Vec<u8>> = q
+                    .iter()
+                    .map(|&(at, n)| {
+                        let i = runs.partition_point(|&(o, l)| o + l <= at);
+                        let (o, _) = runs[i.min(runs.len() - 1)];
+                        let have = &data[i.min(runs.len() - 1)];
+                        let from = ((at - o) as usize).min(have.len());
+                        let to = ((at - o + n) as usize).min(have.len());
+                        have[from..to].to_vec()
+                    })
+                    .collect();
+                reply_of(&parts)
+            })
+            .collect();
+        Ok((replies, runs.len() as u64, bytes))
     }
 
     /// This process's part: where it starts (etypes) and its pieces.
@@ -348,6 +625,25 @@ mod tests {
         let mut huge = m.clone();
         huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(parse(&huge).is_err());
+    }
+
+    #[test]
+    fn read_requests_and_replies_round_trip_and_refuse_corruption() {
+        let mine = Mine { pieces: vec![(100, 0, 10), (120, 10, 10)], data: Cow::Borrowed(&[]) };
+        let wanted = mine.wanted(105, 125);
+        assert_eq!(wanted, [(105, 5, 0), (120, 5, 1)]);
+        let req = request(&wanted);
+        assert_eq!(parse_request(&req).unwrap(), [(105, 5), (120, 5)]);
+        for cut in 0..req.len() {
+            assert!(parse_request(&req[..cut]).is_err(), "request cut at {cut}");
+        }
+        let reply = reply_of(&[vec![1, 2, 3, 4, 5], vec![6, 7]]);
+        let parts = parse_reply(&reply, 2).unwrap();
+        assert_eq!(parts, [&[1u8, 2, 3, 4, 5][..], &[6, 7][..]]);
+        for cut in 0..reply.len() {
+            assert!(parse_reply(&reply[..cut], 2).is_err(), "reply cut at {cut}");
+        }
+        assert!(parse_reply(&reply, 3).is_err());
     }
 
     #[test]

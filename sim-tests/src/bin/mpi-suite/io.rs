@@ -97,6 +97,14 @@ pub(crate) fn collective(w: &SimpleCommunicator, dir: &str) -> R {
             return Err(format!("rank {me} {hints:?}: wrote {} bytes", s.bytes()));
         }
         let writes = f.writes();
+        // Read back through the view, a block more than was written: the
+        // status stops at the end of the file.
+        let mut back = vec![0u8; mine.len() + BLOCK];
+        let s = f.read_at_all(0, &mut back).map_err(e)?;
+        if s.bytes() != mine.len() as u64 || back[..mine.len()] != mine[..] {
+            return Err(format!("rank {me} {hints:?}: read back {} bytes, or other bytes than written", s.bytes()));
+        }
+        let reads = f.reads();
         f.close().map_err(e)?;
         w.barrier().map_err(e)?;
         if me == 0 {
@@ -112,26 +120,40 @@ pub(crate) fn collective(w: &SimpleCommunicator, dir: &str) -> R {
         w.all_gather_into(&writes, &mut all[..]).map_err(e)?;
         report.push(format!("{hints:?}: writes {all:?}"));
         let total = (n * BLOCK * BLOCKS) as u64;
+        // With cb_nodes=2 and cb_buffer_size=1024: ranks i·n/2 aggregate
+        // halves of the range (4 KiB-aligned), one access per round of
+        // 1,024 bytes.
+        let rounds = |range: u64| {
+            let aggs = 2.min(n);
+            let domain = range.div_ceil(aggs as u64).next_multiple_of(4096);
+            let mut want = vec![0u64; n];
+            for k in 0..aggs {
+                want[k * n / aggs] = range.saturating_sub(k as u64 * domain).min(domain).div_ceil(1024);
+            }
+            want
+        };
         let ok = match hints.len() {
             // Each rank its own blocks, none adjacent to another of its own.
             1 => all.iter().all(|&k| k == BLOCKS as u64),
             // One write per aggregator (the first rank of each node): rank 0
             // is one, and the others write nothing or once.
             0 => all[0] == 1 && all.iter().all(|&k| k <= 1),
-            // Ranks i·n/2 aggregate halves of the range (4 KiB-aligned), in
-            // rounds of 1,024 bytes: one write per round.
-            _ => {
-                let aggs = 2.min(n);
-                let domain = total.div_ceil(aggs as u64).next_multiple_of(4096);
-                let mut want = vec![0u64; n];
-                for k in 0..aggs {
-                    want[k * n / aggs] = total.saturating_sub(k as u64 * domain).min(domain).div_ceil(1024);
-                }
-                all == want
-            }
+            _ => all == rounds(total),
         };
         if !ok {
             return Err(format!("rank {me} {hints:?}: the ranks made {all:?} writes"));
+        }
+        // The reads are aggregated in every case (only writes are disabled
+        // by the second), over the range read: a block per rank more.
+        let mut all_reads = vec![0u64; n];
+        w.all_gather_into(&reads, &mut all_reads[..]).map_err(e)?;
+        report.push(format!("{hints:?}: reads {all_reads:?}"));
+        let reads_ok = match hints.len() {
+            2 => all_reads == rounds(total + (n * BLOCK) as u64),
+            _ => all_reads[0] == 1 && all_reads.iter().all(|&k| k <= 1),
+        };
+        if !reads_ok {
+            return Err(format!("rank {me} {hints:?}: the ranks made {all_reads:?} reads"));
         }
         w.barrier().map_err(e)?;
     }
