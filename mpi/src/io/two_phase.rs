@@ -39,10 +39,14 @@ const PIECES: i32 = 0x0EAD_0000;
 /// `cb_buffer_size` unless a hint says otherwise.
 const DEFAULT_BUFFER: u64 = 16 << 20;
 
-/// What one process contributes: its pieces sorted by file offset, each
-/// `(file offset, offset in data, length)`, and the data.
+/// A piece of a process's access: `(file offset, offset in its data,
+/// length)`.
+type Piece = (u64, u64, u64);
+
+/// What one process contributes: its pieces sorted by file offset, and
+/// the data.
 struct Mine<'a> {
-    pieces: Vec<(u64, u64, u64)>,
+    pieces: Vec<Piece>,
     data: Cow<'a, [u8]>,
 }
 
@@ -175,6 +179,13 @@ fn parse(msg: &[u8]) -> Result<Vec<(u64, &[u8])>> {
     Ok(out)
 }
 
+/// This process in the rounds of a plan.
+struct Round {
+    me: Rank,
+    n: Rank,
+    aggregator: bool,
+}
+
 /// Who aggregates, the domains and the rounds: the same at every process.
 struct Plan {
     lo: u64,
@@ -287,21 +298,7 @@ impl File {
         let inc = unsafe { super::incoming(buf, span, "file read", false) };
         let local = inc.and_then(|mut inc| {
             let etypes = self.check_access(position, Direction::Read, span, None)?;
-            let start = match position {
-                Position::At(o) => o,
-                _ => self.pointer,
-            };
-            let esize = self.view.etype_size();
-            let pos =
-                start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
-            let segments = self.view.segments(pos, etypes * esize)?;
-            let mut pieces = Vec::with_capacity(segments.len());
-            let mut off = 0u64;
-            for (at, n) in segments {
-                pieces.push((at, off, n));
-                off += n;
-            }
-            pieces.sort_by_key(|p| p.0);
+            let (start, pieces) = self.pieces(position, etypes)?;
             // SAFETY: as above: the staging buffer lives in `inc`, used only here.
             let out = unsafe { inc.bytes() };
             Ok((start, Mine { pieces, data: Cow::Borrowed(&[]) }, inc, out))
@@ -349,11 +346,7 @@ impl File {
         out: &mut [u8],
         got: &mut [u64],
     ) -> Result<Option<MpiError>> {
-        let me = self.comm.rank();
-        let n = self.comm.size();
-        let ctx = self.comm.ctx() + 1;
-        let job: Vec<u32> = (0..n).map(|r| self.comm.job_rank(r)).collect::<Result<_>>()?;
-        let my_part = plan.aggregators.iter().position(|&a| a == me);
+        let Round { me, n, aggregator } = self.round(plan);
         let mut failure = None;
         let (mut ops, mut bytes) = (0u64, 0u64);
         for round in 0..plan.rounds() {
@@ -369,13 +362,12 @@ impl File {
                 if agg == me {
                     own = msg;
                 } else {
-                    let mut sh = self.comm.shared().borrow_mut();
-                    sends.push(sh.engine()?.isend(job[agg as usize], PIECES, ctx, msg, false)?);
+                    sends.push(self.post(agg, PIECES, msg)?);
                 }
             }
             // Phase 2, at an aggregator: read what was asked, answer.
             let mut own_reply = Vec::new();
-            if my_part.is_some() {
+            if aggregator {
                 let mut requests: Vec<Vec<(u64, u64)>> = Vec::with_capacity(n as usize);
                 for r in 0..n {
                     let msg = if r == me { std::mem::take(&mut own) } else { self.comm.coll_recv(r, PIECES)? };
@@ -394,8 +386,7 @@ impl File {
                     if r as Rank == me {
                         own_reply = reply;
                     } else {
-                        let mut sh = self.comm.shared().borrow_mut();
-                        sends.push(sh.engine()?.isend(job[r], PIECES + 1, ctx, reply, false)?);
+                        sends.push(self.post(r as Rank, PIECES + 1, reply)?);
                     }
                 }
             }
@@ -475,29 +466,14 @@ impl File {
         signature: Option<&Signature>,
     ) -> Result<(u64, Mine<'a>)> {
         let etypes = self.check_access(position, Direction::Write, span, signature)?;
-        let start = match position {
-            Position::At(o) => o,
-            _ => self.pointer,
-        };
-        let esize = self.view.etype_size();
-        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
-        let len = etypes * esize;
-        let segments = self.view.segments(pos, len)?;
+        let (start, pieces) = self.pieces(position, etypes)?;
+        let len = etypes * self.view.etype_size();
         // SAFETY: this function's contract: `buf` holds the elements, readable.
         let data = unsafe { super::outgoing(buf, span, "file write")? };
         let data = match (self.view.rep(), signature) {
             (super::DataRep::External32, Some(sig)) => Cow::Owned(sig.to_external(&data, super::elements(sig, len))?),
             _ => data,
         };
-        let mut pieces = Vec::with_capacity(segments.len());
-        let mut off = 0u64;
-        for (at, n) in segments {
-            pieces.push((at, off, n));
-            off += n;
-        }
-        // A filetype's displacements never decrease (§14.3), so this is
-        // sorted already; a stable sort keeps any ties in data order.
-        pieces.sort_by_key(|p| p.0);
         Ok((start, Mine { pieces, data }))
     }
 
@@ -521,15 +497,48 @@ impl File {
         Plan { lo, hi, aggregators, domain, buffer: self.hint("cb_buffer_size").unwrap_or(DEFAULT_BUFFER) }
     }
 
+    /// Who this process is in the rounds of `plan`.
+    fn round(&self, plan: &Plan) -> Round {
+        let me = self.comm.rank();
+        Round { me, n: self.comm.size(), aggregator: plan.aggregators.contains(&me) }
+    }
+
+    /// Start sending `msg` to rank `to` of the file's group, tagged `tag`
+    /// on its collective context; waited for at the end of the round.
+    fn post(&self, to: Rank, tag: i32, msg: Vec<u8>) -> Result<adi::ReqId> {
+        let dest = self.comm.job_rank(to)?;
+        let ctx = self.comm.ctx() + 1;
+        Ok(self.comm.shared().borrow_mut().engine()?.isend(dest, tag, ctx, msg, false)?)
+    }
+
+    /// The file pieces of `etypes` etypes of the view from `position`,
+    /// each `(file offset, offset in the data, length)`, sorted by file
+    /// offset (a filetype's displacements never decrease, §14.3, so they
+    /// are already; the stable sort keeps ties in data order), and where
+    /// the access starts (etypes).
+    fn pieces(&self, position: Position, etypes: u64) -> Result<(u64, Vec<Piece>)> {
+        let start = match position {
+            Position::At(o) => o,
+            _ => self.pointer,
+        };
+        let esize = self.view.etype_size();
+        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let segments = self.view.segments(pos, etypes * esize)?;
+        let mut pieces = Vec::with_capacity(segments.len());
+        let mut off = 0u64;
+        for (at, n) in segments {
+            pieces.push((at, off, n));
+            off += n;
+        }
+        pieces.sort_by_key(|p| p.0);
+        Ok((start, pieces))
+    }
+
     /// The rounds: send each aggregator its pieces, and, at an aggregator,
     /// write what came. The first write failure here, if any (the call
     /// goes on to the end regardless, so that nobody waits for ever).
     fn exchange_and_write(&self, plan: &Plan, mine: &Mine<'_>) -> Result<Option<MpiError>> {
-        let me = self.comm.rank();
-        let n = self.comm.size();
-        let ctx = self.comm.ctx() + 1;
-        let job: Vec<u32> = (0..n).map(|r| self.comm.job_rank(r)).collect::<Result<_>>()?;
-        let my_part = plan.aggregators.iter().position(|&a| a == me);
+        let Round { me, n, aggregator } = self.round(plan);
         let mut failure = None;
         let (mut ops, mut bytes) = (0u64, 0u64);
         for round in 0..plan.rounds() {
@@ -541,11 +550,10 @@ impl File {
                 if agg == me {
                     own = msg;
                 } else {
-                    let mut sh = self.comm.shared().borrow_mut();
-                    sends.push(sh.engine()?.isend(job[agg as usize], PIECES, ctx, msg, false)?);
+                    sends.push(self.post(agg, PIECES, msg)?);
                 }
             }
-            if my_part.is_some() {
+            if aggregator {
                 let mut got: Vec<Vec<u8>> = Vec::with_capacity(n as usize);
                 for r in 0..n {
                     if r == me {
