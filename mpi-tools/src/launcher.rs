@@ -605,7 +605,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if spawning && opts.ranks.is_some() {
         return Err(LaunchError::Usage("--universe-size and --ranks do not go together".into()));
     }
-    if universe as usize > MAX_LOCAL_RANKS {
+    if spawning && universe as usize > MAX_LOCAL_RANKS {
         return Err(LaunchError::Usage(format!(
             "--universe-size {universe} is above the {MAX_LOCAL_RANKS} processes a simulated fabric holds"
         )));

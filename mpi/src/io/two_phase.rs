@@ -24,7 +24,7 @@
 //! Hints (§14.2.8, ROMIO's names): `romio_cb_write` and `romio_cb_read`
 //! (`disable` turns each off), `cb_nodes` (how many aggregators, spread
 //! over the ranks), `cb_buffer_size` (bytes per aggregator per round,
-//! 16 MiB by default).
+//! 16 MiB by default, taken between 1 KiB and 1 GiB).
 
 use std::borrow::Cow;
 
@@ -38,6 +38,11 @@ const PIECES: i32 = 0x0EAD_0000;
 
 /// `cb_buffer_size` unless a hint says otherwise.
 const DEFAULT_BUFFER: u64 = 16 << 20;
+/// The least `cb_buffer_size` taken: a hint of a few bytes would make a
+/// round, and a message per process, of every few bytes.
+const MIN_BUFFER: u64 = 1024;
+/// The most: a round's buffer is allocated whole at an aggregator.
+const MAX_BUFFER: u64 = 1 << 30;
 
 /// A piece of a process's access: `(file offset, offset in its data,
 /// length)`.
@@ -494,7 +499,13 @@ impl File {
         };
         // Domains on 4 KiB boundaries, so that no two aggregators share a page.
         let domain = (hi - lo).div_ceil(aggregators.len() as u64).next_multiple_of(4096);
-        Plan { lo, hi, aggregators, domain, buffer: self.hint("cb_buffer_size").unwrap_or(DEFAULT_BUFFER) }
+        Plan {
+            lo,
+            hi,
+            aggregators,
+            domain,
+            buffer: self.hint("cb_buffer_size").unwrap_or(DEFAULT_BUFFER).clamp(MIN_BUFFER, MAX_BUFFER),
+        }
     }
 
     /// Who this process is in the rounds of `plan`.
