@@ -10,7 +10,7 @@ use crate::*;
 ///
 /// # Safety
 /// `p` is null or a NUL-terminated string.
-unsafe fn str_arg(p: *const c_char, what: &str) -> R<String> {
+pub(crate) unsafe fn str_arg(p: *const c_char, what: &str) -> R<String> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }

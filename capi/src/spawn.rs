@@ -9,17 +9,7 @@ use crate::abi::*;
 use crate::*;
 use mpi::spawn::SpawnCommand;
 
-/// A NUL-terminated string argument; `what` names it in errors.
-///
-/// # Safety
-/// `p` is null or points to a NUL-terminated string.
-unsafe fn string(p: *const c_char, what: &str) -> R<String> {
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: not null (checked) and NUL-terminated (this function's contract).
-    Ok(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
+use crate::port::str_arg as string;
 
 /// The arguments of one command: `MPI_ARGV_NULL` (none), or strings up
 /// to a null pointer (§11.8.2). At most this many are read, so that an
@@ -65,23 +55,28 @@ fn command(st: &State, program: String, args: Vec<String>, maxprocs: c_int, info
 ///
 /// # Safety
 /// `intercomm` is null or writable; `errcodes` is null
-/// (`MPI_ERRCODES_IGNORE`) or has room for a code per process: the
-/// processes asked for at this rank (`asked`), which a spawn that
-/// succeeds starts (§11.8.2).
+/// (`MPI_ERRCODES_IGNORE`) or has room for a code per process: those a
+/// spawn that succeeds starts, and, when it fails, those asked for as
+/// `asked` says: at the root (`asked.0`, which may read the root's
+/// arrays), and elsewhere (`asked.1`, a value of the caller's that reads
+/// no memory, §11.8.2).
 unsafe fn spawn(
     call: &str,
     comm: Handle,
     root: c_int,
     commands: impl FnOnce(&State) -> R<Vec<SpawnCommand>>,
-    asked: usize,
+    asked: (impl FnOnce() -> usize, usize),
     intercomm: *mut Handle,
     errcodes: *mut c_int,
 ) -> c_int {
     with_state(call, comm, |st| {
         let c = &st.comm(comm)?.comm;
-        let cmds = match c.rank() == root {
-            true => commands(st),
-            false => Ok(Vec::new()),
+        // The commands, their counts and infos are the root's only
+        // (§11.8.2): elsewhere they may be anything, and are not read.
+        let at_root = c.rank() == root;
+        let (cmds, asked) = match at_root {
+            true => (commands(st), (asked.0)()),
+            false => (Ok(Vec::new()), asked.1),
         };
         let outcome = match cmds {
             Ok(cmds) => c.spawn(root, &cmds).map_err(Fail::from),
@@ -129,9 +124,10 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         let (program, args) = unsafe { (string(command, "command")?, arguments(argv, "argv")?) };
         Ok(vec![self::command(st, program, args, maxprocs, info)?])
     };
-    // SAFETY: `array_of_errcodes` has room for `maxprocs` codes or is
+    let asked = maxprocs.max(0) as usize;
+    // SAFETY: `array_of_errcodes` has room for a code per process or is
     // MPI_ERRCODES_IGNORE; `intercomm` is writable (§11.8.2).
-    unsafe { spawn("MPI_Comm_spawn", comm, root, read, maxprocs.max(0) as usize, intercomm, array_of_errcodes) }
+    unsafe { spawn("MPI_Comm_spawn", comm, root, read, (|| asked, asked), intercomm, array_of_errcodes) }
 }
 
 #[no_mangle]
@@ -174,13 +170,13 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
         Ok(cmds)
     };
     // The codes array has room for the sum of maxprocs (§11.8.3), which
-    // only the root's arguments give: elsewhere nothing is written to it.
-    let asked = if array_of_maxprocs.is_null() {
-        0
-    } else {
-        // SAFETY: `count` elements (§11.8.3), read at every rank that passes them.
-        (0..n).map(|i| unsafe { *array_of_maxprocs.add(i) }.max(0) as usize).sum()
+    // the root's arguments give.
+    let asked = || match array_of_maxprocs.is_null() {
+        true => 0,
+        // SAFETY: at the root, `count` elements (§11.8.3).
+        false => (0..n).map(|i| unsafe { *array_of_maxprocs.add(i) }.max(0) as usize).sum(),
     };
-    // SAFETY: as above; `intercomm` is writable (§11.8.3).
-    unsafe { spawn("MPI_Comm_spawn_multiple", comm, root, read, asked, intercomm, array_of_errcodes) }
+    // SAFETY: as above; `intercomm` is writable (§11.8.3). Elsewhere than
+    // at the root the arrays are not read: a failed spawn writes no code there.
+    unsafe { spawn("MPI_Comm_spawn_multiple", comm, root, read, (asked, 0), intercomm, array_of_errcodes) }
 }

@@ -282,7 +282,7 @@ pub fn not_bound(name: &str) -> Option<&'static str> {
     } else if name.starts_with("MPI_Abi_") && name.contains("fortran") {
         "the Fortran layer's own calls into the C library (MPI 5.0, the ABI chapter): the glue makes them at MPI_INIT"
     } else if name == "MPI_Comm_spawn" || name == "MPI_Comm_spawn_multiple" {
-        "process creation is not implemented yet (issue 50); their argv arrays need their own glue"
+        "their argv arrays (blank-terminated CHARACTER arrays, MPI_ARGV_NULL) need glue of their own, not written yet; C has them (issue 50)"
     } else if name == "MPI_Register_datarep" || name == "MPI_Register_datarep_c" {
         "its callbacks (the extent function, and conversion functions when they are provided) would need trampolines of their own; C has it"
     } else {

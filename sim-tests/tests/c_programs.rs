@@ -759,14 +759,14 @@ fn groups_of_a_job_connect_through_ports_and_sockets() {
 /// `MPI_APPNUM`, `MPI_Comm_get_parent`, `MPI_UNIVERSE_SIZE`, messages,
 /// collectives and a merge across the intercommunicator, and spawns that
 /// fail with `MPI_ERR_SPAWN` at every parent while the job goes on; on
-/// the simulator at 1, 2, 5 and 8 ranks over 1 to 3 nodes, where the
+/// the simulator at 1, 2, 5, 8 and 33 ranks over 1 to 3 nodes, where the
 /// simulated time the job ends at is the same run after run, and over
 /// UDP. A job with no room (no `--universe-size`) fails the spawns; one
 /// on DPDK or in contexts is refused by name.
 #[test]
 fn ranks_spawn_processes_into_the_running_simulation_deterministically() {
     let prog = build("spawn");
-    for (np, nodes) in [(1, 1), (2, 2), (5, 2), (8, 3)] {
+    for (np, nodes) in [(1, 1), (2, 2), (5, 2), (8, 3), (33, 3)] {
         let usize = (np + 4).to_string();
         let extra = ["--universe-size", &usize, "--timeout", "120"];
         let (ok, first) = run(np, nodes, &extra, &prog);
