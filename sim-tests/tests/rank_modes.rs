@@ -83,7 +83,8 @@ fn both_ways(name: &str, prog: &Path, np: u32, nodes: u16, args: &[&str], extra:
 }
 
 /// Every C program of the suite that runs without threads, at rank counts
-/// odd and even, one node and several: the same output, status and trace.
+/// odd and even, one node and several (and `io.c` in a directory of its
+/// own): the same output, status and trace.
 /// (`compute` measures nothing else than CPU time: it is `MEASURED` whole.)
 #[test]
 fn every_c_program_runs_alike_as_processes_and_as_contexts() {
@@ -119,6 +120,13 @@ fn every_c_program_runs_alike_as_processes_and_as_contexts() {
             assert_eq!(o.status, Some(0), "{name} on {np} ranks failed: {o:?}");
         }
     }
+    // MPI-IO in a directory of its own: collective accesses through
+    // aggregators and the storage queue the ranks of a node share.
+    let dir = std::env::temp_dir().join(format!("dn-modes-io-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = both_ways("io", &build_c("io"), 4, 2, &[dir.to_str().unwrap()], &[]);
+    assert_eq!(o.status, Some(0), "io on 4 ranks failed: {o:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Globals, environment (`-x`, `DN_RANK`, a rank's own `setenv`), errno,
