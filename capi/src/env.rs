@@ -82,6 +82,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         files: Table::default(),
         file_errhandler: MPI_ERRORS_RETURN,
         datareps: mpi::io::Registry::default(),
+        datarep_fns: Default::default(),
         groups: Table::default(),
         keyvals: std::collections::HashMap::new(),
         next_keyval: crate::attr::FIRST_KEYVAL,

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use mpi::datatype::external32::Signature;
-use mpi::io::{Access, AccessMode, DataRep, Direction, File, Position, View, Whence};
+use mpi::io::{Access, AccessMode, Calling, DataRep, Direction, File, Position, View, Whence};
 
 use crate::abi::*;
 use crate::count::Int;
@@ -378,6 +378,9 @@ pub unsafe extern "C" fn MPI_File_set_view(
                 }
             }
         }
+        for t in [etype, filetype] {
+            st.check_file_extents(&rep, t)?;
+        }
         let (el, fl) = (st.committed(etype)?, st.committed(filetype)?);
         let e = st.file_mut(fh)?;
         let disp = if disp == MPI_DISPLACEMENT_CURRENT {
@@ -429,8 +432,8 @@ pub unsafe extern "C" fn MPI_File_get_view(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_type_extent(fh: Handle, datatype: Handle, extent: *mut isize) -> c_int {
     with_state("MPI_File_get_type_extent", fh, |st| {
-        st.file(fh)?;
-        let x = st.layout(datatype)?.extent();
+        let rep = st.file(fh)?.file.view().rep().clone();
+        let x = st.file_extent(&rep, datatype)?;
         // SAFETY: the standard's contract on `extent`.
         unsafe { put(extent, x, "extent") }
     })
@@ -439,42 +442,39 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(fh: Handle, datatype: Handle, 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_type_extent_c(fh: Handle, datatype: Handle, extent: *mut i64) -> c_int {
     with_state("MPI_File_get_type_extent_c", fh, |st| {
-        st.file(fh)?;
-        let x = st.layout(datatype)?.extent() as i64;
+        let rep = st.file(fh)?.file.view().rep().clone();
+        let x = st.file_extent(&rep, datatype)? as i64;
         // SAFETY: the standard's contract on `extent`.
         unsafe { put(extent, x, "extent") }
     })
 }
 
-/// `MPI_Register_datarep` (§14.5.3): the name is registered; its data is
-/// stored as it is in memory, which is what conversion functions
-/// `MPI_CONVERSION_FN_NULL` mean. Conversion functions are refused.
+/// `MPI_Register_datarep` (§14.5.3): the name is registered with its
+/// functions. `MPI_CONVERSION_FN_NULL` stores the data as it is in
+/// memory; a conversion function converts each access's data items
+/// (`crate::datarep`), for representations that keep every element's size.
 ///
 /// # Safety
-/// `datarep` is null or a C string.
+/// `datarep` is null or a C string; each function is null or of the
+/// standard's type for its argument (`large`: the `_c` form's).
 unsafe fn register_datarep(
     call: &str,
     datarep: *const c_char,
-    read_fn: usize,
-    write_fn: usize,
-    extent_fn: usize,
+    (read_fn, write_fn, extent_fn): (usize, usize, usize),
+    extra_state: *mut c_void,
+    large: bool,
 ) -> c_int {
     with_state(call, MPI_FILE_NULL, |st| {
         if datarep.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
         }
-        if extent_fn == 0 {
-            return Err(Fail::new(MPI_ERR_ARG, "dtype_file_extent_fn is a null pointer"));
-        }
-        if read_fn != 0 || write_fn != 0 {
-            return Err(Fail::new(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "data representations with conversion functions are not provided: register with MPI_CONVERSION_FN_NULL, and the data is stored as in memory (docs/guide/io.md)",
-            ));
-        }
+        // SAFETY: this function's contract on the functions.
+        let fns = unsafe { crate::datarep::Functions::new(read_fn, write_fn, extent_fn, extra_state, large)? };
         // SAFETY: not null (checked); the caller's contract: a C string.
         let name = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
-        Ok(st.datareps.register(&name)?)
+        st.datareps.register(&name)?;
+        st.datarep_fns.insert(name, fns);
+        Ok(())
     })
 }
 
@@ -486,11 +486,9 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     dtype_file_extent_fn: usize,
     extra_state: *mut c_void,
 ) -> c_int {
-    let _ = extra_state;
-    // SAFETY: the standard's contract on `datarep`.
-    unsafe {
-        register_datarep("MPI_Register_datarep", datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn)
-    }
+    let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { register_datarep("MPI_Register_datarep", datarep, fns, extra_state, false) }
 }
 
 #[no_mangle]
@@ -501,17 +499,9 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     dtype_file_extent_fn: usize,
     extra_state: *mut c_void,
 ) -> c_int {
-    let _ = extra_state;
-    // SAFETY: the standard's contract on `datarep`.
-    unsafe {
-        register_datarep(
-            "MPI_Register_datarep_c",
-            datarep,
-            read_conversion_fn,
-            write_conversion_fn,
-            dtype_file_extent_fn,
-        )
-    }
+    let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { register_datarep("MPI_Register_datarep_c", datarep, fns, extra_state, true) }
 }
 
 // ---- pointers (§14.4.3, §14.4.4) --------------------------------------------------
@@ -610,6 +600,18 @@ fn prepare(
     Ok((span, position, sig))
 }
 
+/// The conversion of an access of `e` through the file's view, when its
+/// data representation converts that way (§14.5.3).
+fn converting(
+    st: &State,
+    fh: Handle,
+    direction: Direction,
+    e: &Elements<impl Int>,
+) -> R<Option<crate::datarep::Converting>> {
+    let rep = st.file(fh)?.file.view().rep();
+    st.conversion(rep, direction, e.buf.cast_mut(), e.datatype)
+}
+
 /// Access `count` elements of `datatype` at `buf`.
 ///
 /// # Safety
@@ -624,11 +626,16 @@ unsafe fn access(
     e: Elements<impl Int>,
 ) -> R<mpi::Status> {
     let (span, position, sig) = prepare(st, fh, at, e.count, e.datatype)?;
+    let together = call.contains("_all");
+    if let Some(conv) = converting(st, fh, direction, &e)? {
+        let calling = if together { Calling::Together } else { Calling::Alone };
+        return Ok(st.file_mut(fh)?.file.access_converted(position, direction, span.len(), &conv, calling)?);
+    }
     let file = &mut st.file_mut(fh)?.file;
     let buf = e.buf.cast_mut().cast();
     // SAFETY: this function's contract on `buf`, the MPI call's.
     Ok(unsafe {
-        match call.contains("_all") {
+        match together {
             true => file.access_all_raw(position, direction, buf, &span, sig.as_deref())?,
             false => file.access_raw(position, direction, buf, &span, sig.as_deref())?,
         }
@@ -687,6 +694,9 @@ unsafe fn immediate(
 unsafe fn begin(call: &str, fh: Handle, at: At, direction: Direction, e: Elements<impl Int>) -> c_int {
     with_state(call, fh, |st| {
         let (span, position, sig) = prepare(st, fh, at, e.count, e.datatype)?;
+        if let Some(conv) = converting(st, fh, direction, &e)? {
+            return Ok(st.file_mut(fh)?.file.begin_converted(position, direction, span.len(), &conv)?);
+        }
         let file = &mut st.file_mut(fh)?.file;
         // SAFETY: this function's contract on `buf`, the MPI call's.
         unsafe { file.begin_raw(position, direction, e.buf.cast_mut().cast(), &span, sig.as_deref())? };

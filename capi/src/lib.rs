@@ -43,6 +43,7 @@ mod bsend;
 mod coll;
 mod comm_table;
 mod count;
+mod datarep;
 mod datatype;
 mod env;
 mod errh;
@@ -304,6 +305,8 @@ pub(crate) struct State {
     pub(crate) file_errhandler: Handle,
     /// Data representations registered (`MPI_Register_datarep`, §14.5.3).
     pub(crate) datareps: mpi::io::Registry,
+    /// Their conversion functions, for those registered with any.
+    pub(crate) datarep_fns: datarep::Registered,
     /// Names given to predefined datatypes (`MPI_Type_set_name`).
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
@@ -464,7 +467,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     // end.
     if op::in_user_fn() {
         eprintln!(
-            "MPI error: an MPI function was called from inside a user-defined reduction operation; only the predefined datatypes' size and extent queries and MPI_Abort may be (§6.9.5); ending the job"
+            "MPI error: an MPI function was called from inside a user function the library was running (a user-defined reduction operation, §6.9.5, or a data representation's conversion, §14.5.3); only the datatype size and extent queries and MPI_Abort may be; ending the job"
         );
         std::process::exit(MPI_ERR_OTHER.min(125));
     }

@@ -55,6 +55,20 @@ pub(crate) fn in_user_fn() -> bool {
     crate::process::with_thread(|t| t.in_user_fn.get())
 }
 
+/// Run `f`, a user function the library calls while it holds the state
+/// (a reduction's operation, a data representation's conversion): inside
+/// it the datatype queries answer for the predefined types and for `dt`
+/// (laid out as `layout`), and any other MPI call ends the job, saying
+/// why, instead of waiting for ever on the lock this thread holds.
+pub(crate) fn as_user_fn<T>(dt: Handle, layout: Option<&Arc<Layout>>, f: impl FnOnce() -> T) -> T {
+    crate::process::with_thread(|t| t.in_user_fn.set(true));
+    crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = layout.map(|l| (dt, l.clone())));
+    let out = f();
+    crate::process::with_thread(|t| t.in_user_fn.set(false));
+    crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = None);
+    out
+}
+
 /// The alignment every predefined type's elements need.
 const ALIGN: usize = 16;
 
@@ -65,26 +79,24 @@ impl UserOp {
     /// Both point to `n` elements of `dt`, aligned for it.
     unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle, layout: Option<&Arc<Layout>>) {
         let mut dt = dt;
-        crate::process::with_thread(|t| t.in_user_fn.set(true));
-        crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = layout.map(|l| (dt, l.clone())));
-        // SAFETY: the caller's contract; the function is the user's, called
-        // as the standard's MPI_User_function(_c) signature says.
-        unsafe {
-            match self.f {
-                UserFunction::Int(f) => {
-                    // Every reduction here takes an int count (there are no
-                    // large-count reductions), so `n` fits.
-                    let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
-                    f(src, acc, &mut len, &mut dt)
-                }
-                UserFunction::Large(f) => {
-                    let mut len = n as i64;
-                    f(src, acc, &mut len, &mut dt)
+        as_user_fn(dt, layout, || {
+            // SAFETY: the caller's contract; the function is the user's, called
+            // as the standard's MPI_User_function(_c) signature says.
+            unsafe {
+                match self.f {
+                    UserFunction::Int(f) => {
+                        // Every reduction here takes an int count (there are no
+                        // large-count reductions), so `n` fits.
+                        let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
+                        f(src, acc, &mut len, &mut dt)
+                    }
+                    UserFunction::Large(f) => {
+                        let mut len = n as i64;
+                        f(src, acc, &mut len, &mut dt)
+                    }
                 }
             }
-        }
-        crate::process::with_thread(|t| t.in_user_fn.set(false));
-        crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = None);
+        })
     }
 
     /// The operation on packed elements of a derived datatype `dt` laid out

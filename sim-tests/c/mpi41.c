@@ -361,19 +361,20 @@ static void handles_tool_and_absent(void) {
     CHECK(MPI_T_cvar_get_num(&num) == MPI_T_ERR_NOT_INITIALIZED, "T after finalize");
 
     /* A file call's error goes to the files' handler (MPI_ERRORS_RETURN);
-     * what the library does not provide fails by name: conversion
-     * functions of a data representation through the files' handler. A
+     * a data representation is registered once. A
      * spawn in a job without room for it (no dnrun --universe-size) fails
      * with MPI_ERR_SPAWN through its communicator's handler, saying so. */
     MPI_File fh;
     CHECK(MPI_File_open(MPI_COMM_SELF, "dn-mpi41-no-such-file", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) == MPI_ERR_NO_SUCH_FILE,
           "File_open of a missing file");
-    CHECK(MPI_Register_datarep("dn-mpi41-rep", convert, convert, file_extent, NULL) == MPI_ERR_UNSUPPORTED_OPERATION,
+    CHECK(MPI_Register_datarep("dn-mpi41-rep", convert, convert, file_extent, NULL) == MPI_SUCCESS,
           "Register_datarep with conversion functions");
-    CHECK(MPI_Register_datarep("dn-mpi41-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, file_extent, NULL) == MPI_SUCCESS,
+    CHECK(MPI_Register_datarep("dn-mpi41-native", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, file_extent, NULL) == MPI_SUCCESS,
           "Register_datarep");
     CHECK(MPI_Register_datarep("dn-mpi41-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, file_extent, NULL) == MPI_ERR_DUP_DATAREP,
           "Register_datarep twice");
+    CHECK(MPI_Register_datarep("dn-mpi41-other", convert, convert, NULL, NULL) == MPI_ERR_ARG,
+          "Register_datarep without an extent function");
     MPI_Comm child;
     MPI_Errhandler was;
     MPI_Comm_get_errhandler(MPI_COMM_SELF, &was);

@@ -10,13 +10,16 @@
 //! system the processes share (one host, or hosts with a shared file
 //! system); errors carry the classes of §14.7 ([`FileErrorClass`]).
 //!
-//! What this implementation does not do yet, and says so where it
-//! matters: the `external32` representation and user-registered ones
-//! (`MPI_ERR_UNSUPPORTED_DATAREP`), and aggregation of collective
-//! accesses (each process of a collective access does its own part, which
-//! is correct but not two-phase I/O). Non-blocking and split collective
-//! accesses complete when they start (§14.4.5 allows it).
+//! Data representations: `native` and `internal` store the bytes as
+//! they are in memory, `external32` converts every basic element
+//! (`crate::datatype::external32`), and a representation registered with
+//! conversion functions goes through them ([`convert`]). Collective
+//! writes and reads go through aggregators ([`two_phase`]); non-blocking
+//! and split collective accesses complete when they start (§14.4.5
+//! allows it). On the simulator every access is charged to the caller's
+//! clock, queued behind the other accesses of its node ([`storage`]).
 
+mod convert;
 mod error;
 mod mode;
 mod shared;
@@ -24,6 +27,7 @@ mod storage;
 mod two_phase;
 mod view;
 
+pub use convert::{Calling, Conversion};
 pub use error::FileErrorClass;
 pub use mode::{Access, AccessMode};
 pub use view::{DataRep, Registry, View};
@@ -784,10 +788,15 @@ impl File {
         }
         // SAFETY: this function's contract is access_raw's.
         let result = unsafe { self.access_all_raw(position, direction, buf, span, signature) };
+        self.keep_split(position, direction, result);
+        Ok(())
+    }
+
+    /// Keep a split collective access's result for its `_end`.
+    fn keep_split(&mut self, position: Position, direction: Direction, result: Result<Status>) {
         let explicit = matches!(position, Position::At(_));
         let position = if explicit { Position::At(0) } else { position };
         self.split = Some(Split { position, direction, explicit, result });
-        Ok(())
     }
 
     /// End the split collective access begun (`MPI_File_read_all_end`,
