@@ -1123,6 +1123,15 @@ impl Engine {
         }
     }
 
+    /// Simulate `ns` of waiting on the operating system and let the others
+    /// run ([`SimClock::pause`]); no-op outside the simulator.
+    pub fn pause(&mut self, ns: f64) -> Result<(), AdiError> {
+        match self.t.sim_clock() {
+            Some(clock) => Ok(clock.pause(ns)?),
+            None => Ok(()),
+        }
+    }
+
     fn check_rank(&self, r: u32) -> Result<(), AdiError> {
         if r >= self.st.size {
             return Err(AdiError::BadRank { rank: r, size: self.st.size });

@@ -182,6 +182,12 @@ pub trait Waker: Send + Sync {
     /// deadlock (the simulator's deadlock report waits for them, see
     /// `simlink::scheduler::report_stall`).
     fn set_threaded(&self) {}
+    /// Undo [`Waker::set_threaded`].
+    fn clear_threaded(&self) {}
+    /// Whether [`Waker::set_threaded`] is in force.
+    fn threaded(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Waker`] for transports whose idle waits poll a flag between short
@@ -214,6 +220,19 @@ impl Waker for simlink::actor::Poker {
     fn set_threaded(&self) {
         simlink::actor::Poker::set_threaded(self);
     }
+    fn clear_threaded(&self) {
+        simlink::actor::Poker::clear_threaded(self);
+    }
+    fn threaded(&self) -> bool {
+        simlink::actor::Poker::threaded(self)
+    }
+}
+
+/// Whether this process hosts ranks as user-level contexts (DESIGN §3):
+/// then a thread blocked in the operating system blocks every rank of it,
+/// and nothing can stand in for one.
+pub fn ranks_are_contexts() -> bool {
+    simlink::contexts::in_host()
 }
 
 /// Simulated time: a capability of transports that run against the
@@ -232,6 +251,11 @@ pub trait SimClock {
     fn cost_table(&self) -> Vec<u64>;
     /// Simulate `ns` of application computation.
     fn compute(&self, ns: f64) -> Result<(), TransportError>;
+    /// Simulate `ns` of waiting on the operating system (a socket) and
+    /// hand the token to the simulator, whatever the horizon: a rank that
+    /// waits on another process outside the simulation must let it run
+    /// (and look at wake-ups from outside, `simlink::actor::Poker`).
+    fn pause(&self, ns: f64) -> Result<(), TransportError>;
     /// Have the simulation expect `count` more ranks, started for a spawn
     /// (MPI 4.1 §11.8): they begin at this rank's clock, and nothing is
     /// simulated until every one of them has joined.

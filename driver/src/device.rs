@@ -343,6 +343,15 @@ impl Device {
         self.platform.observe()
     }
 
+    /// Account for `ns` nanoseconds of waiting on something outside the
+    /// simulation, then hand control to the simulator whatever the horizon
+    /// (no-op on hardware): the others run, and wake-ups from outside are
+    /// looked at.
+    pub fn pause(&self, ns: f64) -> Result<(), DriverError> {
+        self.platform.advance((ns.max(0.0) * 1000.0) as u64);
+        self.platform.sync()
+    }
+
     /// Re-synchronise with the device after raw [`Device::poke`]s of
     /// DOORBELL: wait until every fetched command has ended, then continue
     /// from the device's fetch count. Outstanding tickets are forgotten.

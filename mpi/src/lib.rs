@@ -38,6 +38,7 @@ pub mod info;
 pub mod inter;
 pub mod io;
 mod keepalive;
+mod outside;
 pub mod port;
 pub mod request;
 pub mod rma;

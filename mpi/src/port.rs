@@ -241,11 +241,12 @@ impl SimpleCommunicator {
         let (job, _) = job();
         // The peer's words are awaited without blocking in the socket: on
         // the simulator, a rank blocked outside MPI would keep the others
-        // (and the peer) from running, so the wait is simulated
-        // computation, a microsecond at a time; elsewhere a poll.
+        // (and the peer) from running, so the wait is a microsecond of
+        // simulated time at a time, each handing the token over (the peer
+        // may be waiting for a poke); elsewhere a poll.
         let simulated = self.shared.borrow_mut().engine()?.now_ps().is_some();
         let theirs = exchange_over(fd, &[job, me, next], simulated, &mut || {
-            Ok(self.shared.borrow_mut().engine()?.compute(1000.0)?)
+            Ok(self.shared.borrow_mut().engine()?.pause(1000.0)?)
         })?;
         let [their_job, them, their_next] = theirs;
         if their_job != job || them == me || them >= self.shared.borrow_mut().engine()?.size() {

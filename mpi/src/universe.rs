@@ -244,6 +244,11 @@ pub(crate) struct LockedInner<T> {
     /// the lock to them (it takes it only when nobody waits and it is free),
     /// so a blocking MPI call never queues behind the thread's passes.
     wanted: std::sync::atomic::AtomicUsize,
+    /// A thread stands in for the program while it is blocked outside
+    /// the library ([`crate::outside`]): a call arriving wakes it with
+    /// `waker` before it waits for the lock.
+    pub(crate) standing_in: std::sync::atomic::AtomicBool,
+    pub(crate) waker: std::sync::OnceLock<std::sync::Arc<dyn adi::Waker>>,
 }
 
 impl<T> Clone for Locked<T> {
@@ -254,14 +259,24 @@ impl<T> Clone for Locked<T> {
 
 impl<T> Locked<T> {
     pub(crate) fn new(v: T) -> Locked<T> {
-        Locked(Arc::new(LockedInner { value: Mutex::new(v), wanted: 0.into() }))
+        Locked(Arc::new(LockedInner {
+            value: Mutex::new(v),
+            wanted: 0.into(),
+            standing_in: false.into(),
+            waker: std::sync::OnceLock::new(),
+        }))
     }
 
     /// Take the lock. A panic while it was held (a user-defined reduction
     /// that panicked, say) leaves the state as consistent as the panic did
     /// with a `RefCell`: the lock is taken anyway.
     pub(crate) fn borrow_mut(&self) -> MutexGuard<'_, T> {
-        self.0.wanted.fetch_add(1, Ordering::AcqRel);
+        self.0.wanted.fetch_add(1, Ordering::SeqCst);
+        if self.0.standing_in.load(Ordering::SeqCst) {
+            if let Some(w) = self.0.waker.get() {
+                w.wake();
+            }
+        }
         let g = self.0.value.lock().unwrap_or_else(PoisonError::into_inner);
         self.0.wanted.fetch_sub(1, Ordering::AcqRel);
         g
@@ -427,6 +442,9 @@ pub struct Universe {
     /// Answers the peers while the program computes, on networks whose
     /// peers time out ([`crate::keepalive`]).
     keepalive: std::cell::RefCell<Option<KeepAlive>>,
+    /// The thread that stands in for the program blocked in the operating
+    /// system, on the simulator ([`crate::outside`]).
+    outside: std::cell::RefCell<Option<crate::outside::StandIn>>,
     /// `DN_COMPUTE=measured` on the simulator (see [`crate::compute`]),
     /// until [`Universe::measure_calls`] hands it to the engine's context.
     meter: std::cell::RefCell<Option<crate::compute::Meter>>,
@@ -524,6 +542,7 @@ pub fn initialize() -> Result<Universe> {
         _ => None,
     };
     let keepalive = KeepAlive::start(&shared, every)?;
+    let outside = crate::outside::StandIn::start(&shared)?;
     let meter = measured_compute(&shared, rank)?;
     // A spawned process's world is the processes of its spawn (§11.8.2);
     // every other's, the job's first ranks.
@@ -545,6 +564,7 @@ pub fn initialize() -> Result<Universe> {
         appnum: job.as_ref().and_then(|j| j.appnum),
         thread: std::cell::RefCell::new(thread),
         keepalive: std::cell::RefCell::new(keepalive),
+        outside: std::cell::RefCell::new(outside),
         meter: std::cell::RefCell::new(meter),
     })
 }
@@ -795,6 +815,7 @@ impl Universe {
             }
         }
         drop(self.keepalive.borrow_mut().take());
+        drop(self.outside.borrow_mut().take());
         let engine = self.shared.borrow_mut().engine.take().ok_or(MpiError::Finalized)?;
         let rank = engine.rank();
         engine.finalize()?;

@@ -18,7 +18,9 @@
  * 5. Two groups (odd and even ranks but 0) connect one after the other
  *    to one port of rank 0, which accepts twice.
  * 6. MPI_Comm_join over a TCP connection between ranks 0 and 1 (when
- *    argv[1] is "join"; ranks as processes only).
+ *    argv[1] is "join"; with "join-blocking" rank 0 blocks in accept()
+ *    before rank 1 has connected, which only processes can: a context
+ *    blocked in the operating system blocks its whole host).
  * "OK c-ports on N ranks" from rank 0 when every rank passed. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -173,7 +175,8 @@ int main(int argc, char **argv) {
         }
 
         /* 6 */
-        if (argc > 1 && strcmp(argv[1], "join") == 0 && rank < 2) {
+        int blocking = argc > 1 && strcmp(argv[1], "join-blocking") == 0;
+        if (argc > 1 && (strcmp(argv[1], "join") == 0 || blocking) && rank < 2) {
             int fd = -1;
             if (rank == 0) {
                 int l = socket(AF_INET, SOCK_STREAM, 0);
@@ -183,8 +186,10 @@ int main(int argc, char **argv) {
                           getsockname(l, (struct sockaddr *)&a, &len) == 0,
                       "a listening socket");
                 MPI_Send(&a.sin_port, sizeof a.sin_port, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
-                /* Rank 1 has connected once this comes: accept() does not block. */
-                MPI_Recv(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                /* Rank 1 has connected once this comes: accept() does not
+                 * block. With join-blocking it does, holding the
+                 * simulation until the library stands in for this rank. */
+                if (!blocking) MPI_Recv(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 fd = accept(l, NULL, NULL);
                 close(l);
             } else {
@@ -192,7 +197,7 @@ int main(int argc, char **argv) {
                 MPI_Recv(&a.sin_port, sizeof a.sin_port, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 fd = socket(AF_INET, SOCK_STREAM, 0);
                 CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect to rank 0's socket");
-                MPI_Send(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+                if (!blocking) MPI_Send(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
             }
             CHECK(MPI_Comm_join(fd, &inter) == MPI_SUCCESS, "MPI_Comm_join");
             use(inter, 1, 1, rank == 0, "join");

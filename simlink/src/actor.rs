@@ -169,6 +169,20 @@ impl Poker {
             rec.threaded.store(1, SeqCst);
         }
     }
+
+    /// Undo [`Poker::set_threaded`]: the actor's waits are proof of a
+    /// deadlock again (a stand-in that waited for a thread blocked outside
+    /// the library is done).
+    pub fn clear_threaded(&self) {
+        if let Some((_, rec)) = self.parts() {
+            rec.threaded.store(0, SeqCst);
+        }
+    }
+
+    /// Whether [`Poker::set_threaded`] is in force.
+    pub fn threaded(&self) -> bool {
+        self.parts().is_some_and(|(_, rec)| rec.threaded.load(SeqCst) != 0)
+    }
 }
 
 impl ActorEnd {

@@ -907,6 +907,10 @@ impl SimClock for DimmnetTransport {
         self.dev.compute(ns).map_err(map_err)
     }
 
+    fn pause(&self, ns: f64) -> Result<(), TransportError> {
+        self.dev.pause(ns).map_err(map_err)
+    }
+
     fn cost_counts(&self) -> Vec<u64> {
         self.dev.cost_counts().map(|c| c.to_vec()).unwrap_or_default()
     }

@@ -1,0 +1,183 @@
+//! Standing in for a rank blocked in the operating system, on the
+//! simulator (issue 50: mpi4py's `testJoin`, MPICH's join tests).
+//!
+//! On the simulator one party runs at a time, and a rank outside MPI is
+//! running: it holds the simulation's token until its next MPI call. A
+//! rank that blocks outside MPI on something another rank must do first —
+//! `accept` on a socket the other connects to, a read of a pipe the other
+//! writes — would hold it for ever, and the job would hang.
+//!
+//! So a thread of the process watches the thread that initialized MPI.
+//! When that thread has been blocked, outside the library, in a system
+//! call that waits for another process ([`WAITS_FOR_OTHERS`]: socket,
+//! pipe, poll, file-lock and child waits; not `nanosleep`, not `futex`) for
+//! [`PATIENCE`], the watcher takes the library's lock and waits in the
+//! program's place, as a blocking call would: the token goes to the
+//! others, and whatever arrives for this rank meanwhile is taken in. The
+//! program's next MPI call wakes it (a poke, as a second thread's call
+//! under `MPI_THREAD_MULTIPLE` does), and the simulator resumes the rank
+//! at the earliest time at which it can act without changing anybody's
+//! past (`simlink::scheduler::poked_clock`).
+//!
+//! When the rank resumes then depends on how long the operating system
+//! took, so such a run's simulated times can differ from run to run: the
+//! program waited on something outside the simulation. A program that
+//! never blocks outside MPI on another process keeps identical runs. Ranks
+//! that are contexts of one process cannot be stood in for (a blocked
+//! system call blocks all of them): there is no watcher then.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::error::{MpiError, Result};
+use crate::universe::{Context, LockedInner, Shared};
+
+/// How often the watcher looks. A look at a rank inside an MPI call (the
+/// library's lock taken) is one failed `try_lock`; only a rank outside
+/// MPI costs a read of its thread's `/proc` entry.
+const EVERY: Duration = Duration::from_millis(100);
+
+/// How long the program must have been blocked before the watcher stands
+/// in: long enough that a read of a local file or a short poll never
+/// counts.
+const PATIENCE: Duration = Duration::from_millis(300);
+
+/// The most progress passes between two waits.
+const MAX_PASSES: usize = 4096;
+
+/// The system calls (x86-64 numbers) in which a thread waits for another
+/// process: `read`, `poll`, `select`, `connect`, `accept`, `recvfrom`,
+/// `recvmsg`, `wait4`, `fcntl` (a lock), `flock`, `epoll_wait`, `waitid`,
+/// `pselect6`, `ppoll`, `epoll_pwait`, `accept4`, `recvmmsg`,
+/// `epoll_pwait2`.
+const WAITS_FOR_OTHERS: [u32; 18] = [0, 7, 23, 42, 43, 45, 47, 61, 72, 73, 232, 247, 270, 271, 281, 288, 299, 441];
+
+/// The running watcher; stopped and joined when dropped.
+pub(crate) struct StandIn {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StandIn {
+    /// Start the watcher of the calling thread, on the simulator, when
+    /// ranks are processes.
+    pub(crate) fn start(shared: &Shared) -> Result<Option<StandIn>> {
+        if !cfg!(all(target_os = "linux", target_arch = "x86_64")) || adi::transport::ranks_are_contexts() {
+            return Ok(None);
+        }
+        let waker = {
+            let mut c = shared.borrow_mut();
+            let e = c.engine()?;
+            if e.now_ps().is_none() {
+                return Ok(None);
+            }
+            e.waker()?
+        };
+        let Some(waker) = waker else { return Ok(None) };
+        let weak = shared.downgrade();
+        let _ = weak.upgrade().map(|inner| inner.waker.set(waker));
+        // SAFETY: gettid takes no arguments and touches no memory.
+        let program = unsafe { libc::gettid() };
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("dnmpi-outside".into())
+            .spawn(move || watch(&weak, &flag, program))
+            .map_err(|e| MpiError::Init(format!("cannot start the thread that stands in for a blocked rank: {e}")))?;
+        Ok(Some(StandIn { stop, handle: Some(handle) }))
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            // The thread only ever returns.
+            let _ = h.join();
+        }
+    }
+}
+
+/// The system call thread `tid` of this process is blocked in, if any
+/// (`/proc/self/task/TID/syscall` begins with its number; "running" when
+/// it runs).
+fn blocked_in(tid: libc::pid_t) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Whether thread `tid` waits for another process now.
+fn waits_for_others(tid: libc::pid_t) -> bool {
+    blocked_in(tid).is_some_and(|n| WAITS_FOR_OTHERS.contains(&n))
+}
+
+fn watch(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, program: libc::pid_t) {
+    let mut blocked_for = Duration::ZERO;
+    loop {
+        std::thread::park_timeout(EVERY);
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(inner) = shared.upgrade() else { return };
+        // Inside an MPI call (any thread's), the program is not stuck.
+        let Some(mut c) = inner.try_for_thread() else {
+            blocked_for = Duration::ZERO;
+            continue;
+        };
+        blocked_for = match waits_for_others(program) {
+            true => blocked_for + EVERY,
+            false => Duration::ZERO,
+        };
+        if blocked_for < PATIENCE {
+            continue;
+        }
+        let Some(waker) = inner.waker.get() else { return };
+        if stand_in(&inner, &mut c, waker.as_ref(), stop, program).is_err() {
+            // Finalized, or the engine failed: the program's next call
+            // meets the same failure and reports it.
+            return;
+        }
+        blocked_for = Duration::ZERO;
+    }
+}
+
+/// Wait in the program's place until it calls MPI or stops waiting for
+/// others: hand the token over, and take in what arrives.
+fn stand_in(
+    inner: &LockedInner<Context>,
+    c: &mut Context,
+    waker: &dyn adi::Waker,
+    stop: &AtomicBool,
+    program: libc::pid_t,
+) -> Result<()> {
+    // While the watcher waits, the program is a thread that may wake it:
+    // its waits are no proof of a deadlock (unless the program stays
+    // blocked past the simulator's patience).
+    let was_threaded = waker.threaded();
+    waker.set_threaded();
+    inner.standing_in.store(true, Ordering::SeqCst);
+    let result = (|| {
+        loop {
+            waker.arm();
+            if inner.wanted() || stop.load(Ordering::Acquire) || !waits_for_others(program) {
+                return Ok(());
+            }
+            // Take in what came, as a blocking call's progress would: a
+            // wait would end at once on it otherwise.
+            let e = c.engine()?;
+            for _ in 0..MAX_PASSES {
+                if !e.progress()? {
+                    break;
+                }
+            }
+            e.idle()?;
+        }
+    })();
+    inner.standing_in.store(false, Ordering::SeqCst);
+    if !was_threaded {
+        waker.clear_threaded();
+    }
+    result
+}
