@@ -3,7 +3,7 @@
  * why): MPI_INIT and the library's Fortran facts, the sentinels' common
  * blocks, procedures the user passes (reduction operations, error
  * handlers, attribute copy and delete functions, generalized requests),
- * and the attribute getters. Like the generated part it calls only C
+ * the attribute getters, and process creation's arrays of strings. Like the generated part it calls only C
  * functions of the MPI 5.0 standard ABI. */
 #include "mpif_glue.h"
 
@@ -713,6 +713,96 @@ static void glue_info_get_string(const MPI_Fint *info, const char *key, MPI_Fint
     MPIF_SET(ierror, rc);
 }
 MPIF_NAMES(glue_info_get_string, info_get_string)
+
+/* ---- Process creation (MPI 4.1 §11.8): CHARACTER arrays of arguments ----
+ * A Fortran argv is an array of CHARACTER*(*) ended by a blank entry
+ * (§11.8.2); MPI_COMM_SPAWN_MULTIPLE's is a table, ARRAY_OF_ARGV(COUNT,*),
+ * whose column i is command i's arguments. Only the root reads them: the
+ * other processes may pass anything there. */
+
+static int mpif_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ') return 0;
+    return 1;
+}
+
+/* The NULL-terminated C argv of the Fortran one at `f`: entries of `len`
+ * characters, `stride` entries apart, up to the first blank one. */
+static char **mpif_argv(const char *f, size_t len, size_t stride)
+{
+    size_t n = 0;
+    while (len > 0 && !mpif_blank(f + n * stride * len, len)) n++;
+    char **argv = mpif_alloc((n + 1) * sizeof(char *));
+    for (size_t i = 0; i < n; i++) argv[i] = mpif_cstr(f + i * stride * len, len);
+    argv[n] = NULL;
+    return argv;
+}
+
+static void mpif_argv_free(char **argv)
+{
+    if (!argv) return;
+    for (char **p = argv; *p; p++) free(*p);
+    free(argv);
+}
+
+/* Whether this process is `root` of `comm` (a bad communicator: no, and the
+ * C call reports it). */
+static int mpif_at_root(MPI_Comm comm, int root)
+{
+    int r = -1;
+    return MPI_Comm_rank(comm, &r) == MPI_SUCCESS && r == root;
+}
+
+static int *mpif_errcodes(MPI_Fint *p) { return p == mpif_errcodes_ignore_ ? MPI_ERRCODES_IGNORE : p; }
+
+static void glue_comm_spawn(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
+                            const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                            MPI_Fint *ierror, size_t lcommand, size_t largv)
+{
+    MPI_Comm c = MPI_Comm_fromint(*comm);
+    int at_root = mpif_at_root(c, *root);
+    char *cmd = at_root ? mpif_cstr(command, lcommand) : NULL;
+    char **args = at_root && argv != mpif_argv_null_ ? mpif_argv(argv, largv, 1) : NULL;
+    MPI_Comm inter = MPI_COMM_NULL;
+    int rc = MPI_Comm_spawn(cmd ? cmd : "", args ? args : MPI_ARGV_NULL, *maxprocs, MPI_Info_fromint(*info), *root, c,
+                            &inter, mpif_errcodes(errcodes));
+    *intercomm = MPI_Comm_toint(inter);
+    free(cmd);
+    mpif_argv_free(args);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_comm_spawn, comm_spawn)
+
+static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands, const char *argvs,
+                                     const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
+                                     const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes, MPI_Fint *ierror,
+                                     size_t lcommands, size_t largvs)
+{
+    MPI_Comm c = MPI_Comm_fromint(*comm);
+    int n = mpif_at_root(c, *root) ? mpif_len(*count) : 0;
+    char **cmds = mpif_alloc((size_t)n * sizeof(char *));
+    char ***args = argvs == mpif_argvs_null_ ? NULL : mpif_alloc((size_t)n * sizeof(char **));
+    MPI_Info *info = mpif_alloc((size_t)n * sizeof(MPI_Info));
+    for (int i = 0; i < n; i++) {
+        cmds[i] = mpif_cstr(commands + (size_t)i * lcommands, lcommands);
+        if (args) args[i] = mpif_argv(argvs + (size_t)i * largvs, largvs, (size_t)n);
+        info[i] = MPI_Info_fromint(infos[i]);
+    }
+    MPI_Comm inter = MPI_COMM_NULL;
+    int rc = MPI_Comm_spawn_multiple(*count, cmds, args ? args : MPI_ARGVS_NULL, (int *)maxprocs, info, *root, c,
+                                     &inter, mpif_errcodes(errcodes));
+    *intercomm = MPI_Comm_toint(inter);
+    for (int i = 0; i < n; i++) {
+        free(cmds[i]);
+        if (args) mpif_argv_free(args[i]);
+    }
+    free(cmds);
+    free(args);
+    free(info);
+    MPIF_SET(ierror, rc);
+}
+MPIF_NAMES(glue_comm_spawn_multiple, comm_spawn_multiple)
 
 /* ---- MPI-1's Fortran routines that MPI 3.0 removed, kept for old code:
  * their address-sized arguments are default INTEGERs, which fail with a

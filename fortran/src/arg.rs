@@ -112,6 +112,16 @@ pub enum Arg {
     StrOut,
     /// A procedure (a user callback): only in hand-written glue.
     Procedure,
+    /// `CHARACTER*(*) x(*)`: an array of strings (`argv` of
+    /// `MPI_COMM_SPAWN`, ended by a blank one): only in hand-written glue.
+    StrArray,
+    /// `CHARACTER*(*) x(rows, *)`: a table of strings, `rows` (another
+    /// dummy) to a column (`array_of_argv` of `MPI_COMM_SPAWN_MULTIPLE`):
+    /// only in hand-written glue.
+    StrTable {
+        /// The dummy that gives the first dimension.
+        rows: String,
+    },
 }
 
 /// Names of `int` parameters that are `LOGICAL` in Fortran.

@@ -66,6 +66,8 @@ fn declaration(name: &str, a: &Arg, async_buffers: bool) -> Vec<String> {
         Arg::Statuses => vec![format!("TYPE(MPI_Status) :: {name}(*)")],
         Arg::StrIn => one("CHARACTER(LEN=*), INTENT(IN)"),
         Arg::StrOut => one("CHARACTER(LEN=*)"),
+        Arg::StrArray => vec![format!("CHARACTER(LEN=*), INTENT(IN) :: {name}(*)")],
+        Arg::StrTable { rows } => vec![format!("CHARACTER(LEN=*), INTENT(IN) :: {name}({rows},*)")],
         Arg::Procedure => one("EXTERNAL"),
     }
 }

@@ -177,7 +177,9 @@ fn function(name: &str, ret: &str, names: &[&str], args: &[Arg]) -> String {
                 post.push(format!("if (rc == MPI_SUCCESS{found}) mpif_fstr({n}, l_{n}, c_{n});"));
                 post.push(format!("free(c_{n});"));
             }
-            Arg::Procedure => unreachable!("procedures are only in hand-written glue"),
+            Arg::Procedure | Arg::StrArray | Arg::StrTable { .. } => {
+                unreachable!("procedures and string arrays are only in hand-written glue")
+            }
         }
     }
     handles.append(&mut pre);

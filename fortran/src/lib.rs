@@ -204,6 +204,35 @@ pub const HAND_WRITTEN: &[HandWritten] = &[
         true,
     ),
     (
+        "MPI_Comm_spawn",
+        &[
+            ("command", FArg::StrIn),
+            ("argv", FArg::StrArray),
+            ("maxprocs", FArg::Int),
+            ("info", FArg::Handle("MPI_Info")),
+            ("root", FArg::Int),
+            ("comm", FArg::Handle("MPI_Comm")),
+            ("intercomm", FArg::HandleOut("MPI_Comm")),
+            ("array_of_errcodes", FArg::IntArray),
+        ],
+        true,
+    ),
+    (
+        "MPI_Comm_spawn_multiple",
+        &[
+            ("count", FArg::Int),
+            ("array_of_commands", FArg::StrArray),
+            ("array_of_argv", FArg::StrTable("count")),
+            ("array_of_maxprocs", FArg::IntArray),
+            ("array_of_info", FArg::HandleArray("MPI_Info")),
+            ("root", FArg::Int),
+            ("comm", FArg::Handle("MPI_Comm")),
+            ("intercomm", FArg::HandleOut("MPI_Comm")),
+            ("array_of_errcodes", FArg::IntArray),
+        ],
+        true,
+    ),
+    (
         "MPI_Grequest_start",
         &[
             ("query_fn", FArg::Procedure),
@@ -246,6 +275,14 @@ pub enum FArg {
     StrIn,
     /// `CHARACTER(LEN=*)`, written.
     StrOut,
+    /// `INTEGER x(*)`, read or written.
+    IntArray,
+    /// A handle array, read.
+    HandleArray(&'static str),
+    /// `CHARACTER(LEN=*) x(*)`, read.
+    StrArray,
+    /// `CHARACTER(LEN=*) x(rows,*)`, read; `rows` is another dummy.
+    StrTable(&'static str),
 }
 
 impl FArg {
@@ -262,6 +299,10 @@ impl FArg {
             FArg::Procedure => Arg::Procedure,
             FArg::StrIn => Arg::StrIn,
             FArg::StrOut => Arg::StrOut,
+            FArg::IntArray => Arg::IntRef(Shape::Array),
+            FArg::HandleArray(t) => Arg::HandleArray { ty: t.to_string(), len: String::new(), out: false },
+            FArg::StrArray => Arg::StrArray,
+            FArg::StrTable(rows) => Arg::StrTable { rows: rows.to_string() },
         }
     }
 }
@@ -281,8 +322,6 @@ pub fn not_bound(name: &str) -> Option<&'static str> {
         "a C-only conversion between C and Fortran handles or statuses (MPI 4.1 §19.3.4)"
     } else if name.starts_with("MPI_Abi_") && name.contains("fortran") {
         "the Fortran layer's own calls into the C library (MPI 5.0, the ABI chapter): the glue makes them at MPI_INIT"
-    } else if name == "MPI_Comm_spawn" || name == "MPI_Comm_spawn_multiple" {
-        "their argv arrays (blank-terminated CHARACTER arrays, MPI_ARGV_NULL) need glue of their own, not written yet; C has them (issue 50)"
     } else if name == "MPI_Register_datarep" || name == "MPI_Register_datarep_c" {
         "its callbacks (the extent function, and conversion functions when they are provided) would need trampolines of their own; C has it"
     } else {

@@ -154,6 +154,8 @@ fn declaration(name: &str, a: &Arg) -> Vec<String> {
         Arg::Status | Arg::StatusIn => vec![format!("INTEGER :: {name}(MPI_STATUS_SIZE)")],
         Arg::Statuses => vec![format!("INTEGER :: {name}(MPI_STATUS_SIZE,*)")],
         Arg::StrIn | Arg::StrOut => one("CHARACTER(LEN=*)"),
+        Arg::StrArray => vec![format!("CHARACTER(LEN=*) :: {name}(*)")],
+        Arg::StrTable { rows } => vec![format!("CHARACTER(LEN=*) :: {name}({rows},*)")],
         Arg::Procedure => one("EXTERNAL"),
     }
 }

@@ -122,6 +122,37 @@ fn fortran_programs_run_over_udp_and_dpdk() {
     }
 }
 
+/// Process creation from Fortran (`sim-tests/fortran/spawn.f90`, issue
+/// 50): `MPI_Comm_spawn` with an argv ended by a blank entry and
+/// `MPI_Comm_spawn_multiple` with a table of arguments, from the last
+/// rank, through module `mpi_f08`; the children check their arguments and
+/// `MPI_APPNUM`. On the simulator at 1, 2 and 5 ranks, twice at 2 (the
+/// same simulated end), and over UDP.
+#[test]
+fn fortran_programs_spawn_processes() {
+    if !gfortran_or_skip("a Fortran program that spawns") {
+        return;
+    }
+    let prog = mpifort("spawn.f90", "f-spawn", &[]).unwrap_or_else(|e| panic!("mpifort spawn.f90:\n{e}"));
+    let mut ends = Vec::new();
+    for (np, extra) in
+        [(1, vec![]), (2, vec![]), (2, vec![]), (5, vec![]), (3, vec!["--backend", "udp", "--timeout", "60"])]
+    {
+        let universe = (np + 6).to_string();
+        let args: Vec<&str> = ["--universe-size", universe.as_str()].into_iter().chain(extra.iter().copied()).collect();
+        let o = dnrun(np, 1, &args, prog.to_str().unwrap(), &[]);
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success() && text.contains("No Errors"), "spawn.f90 at {np} ranks {extra:?}:\n{text}");
+        if np == 2 {
+            ends.push(text.lines().find(|l| l.contains("No Errors at")).map(str::to_string));
+        }
+    }
+    assert!(
+        ends[0].is_some() && ends[0] == ends[1],
+        "two runs at 2 ranks ended at different simulated times: {ends:?}"
+    );
+}
+
 /// A Fortran program with a C part (`mixed.f90`, `mixed.c`): the C side
 /// converts the handles and status it is given with `mpi_abi_fort.h`'s
 /// `MPI_*_f2c` (which the MPI 5.0 ABI leaves to the Fortran binding) and
