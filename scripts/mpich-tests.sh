@@ -291,7 +291,9 @@ build_fortran() {
         esac
         objs+=("$o")
     done
-    if grep -qE "^${name}_LDADD[[:space:]]*=" "$mk"; then
+    # A program's own LDADD replaces the directory's, unless it names it
+    # (`$(LDADD) $(F77_GETARG_LIBS)`: f77/spawn's spawnargvf).
+    if grep -qE "^${name}_LDADD[[:space:]]*=" "$mk" && ! grep -qE "^${name}_LDADD[[:space:]]*=.*\\$\(LDADD\)" "$mk"; then
         if grep -qE "^${name}_LDADD[[:space:]]*=.*mtest_c_objects" "$mk"; then
             ldadd=("${helpers[@]}" "$obj/util_mtest_single.c.o")
             [ $fort = 1 ] || grep -qE '^int main' "$path" || ldadd+=("$runner")
@@ -427,7 +429,11 @@ for dir in "${dirs[@]}"; do
     # with MPI_THREAD_MULTIPLE.
     # `@ALLOCMEMF@` (f77/ext) and `@ALLOCMEMFC@` (f90/ext) become the
     # allocmemf line when the compiler has Cray pointers, as gfortran has.
+    # `@F77SPAWNARGTEST@` and `@F03SPAWNARGTEST@` (f77/spawn, f90/spawn)
+    # become nothing when the compiler can read the command line (getarg,
+    # get_command_argument), as gfortran can.
     done < <(sed -e 's/^@ALLOCMEMF@/allocmemf 1/' -e 's/^@ALLOCMEMFC@/allocmemf90 1/' \
+        -e 's/^@F77SPAWNARGTEST@//' -e 's/^@F03SPAWNARGTEST@//' \
         -e 's/^@[A-Za-z_]*@[[:space:]]*//' "$list")
     echo "$dir $backend: $pass of $runs runs pass" | tee -a "$results"
     total_pass=$((total_pass + pass))

@@ -41,9 +41,10 @@ impl Backend {
 
     /// Whether ranks on it can spawn processes (MPI 4.1 §11.8): the
     /// simulator admits them into the run, UDP learns their addresses from
-    /// the job directory; DPDK's ports are set up at start.
+    /// the job directory, DPDK's spawned ranks connect to their node's
+    /// polling process (which has an interface waiting for each).
     pub fn can_spawn(&self) -> bool {
-        self.needs().simulator || self.name() == "udp"
+        self.needs().simulator || matches!(self.name(), "udp" | "dpdk")
     }
 
     /// What the launcher prepares and checks for it.
@@ -342,8 +343,9 @@ fn supervised(cmd: &mut Command, sig: libc::c_int) {
 
 /// The argument that makes `dnrun` act as the job's reaper.
 pub const REAPER_ARG: &str = "__dnrun-reaper";
-/// `dnrun __dnrun-dpdk-poller JOB NODE NP NODES DIR`: run the DPDK polling
-/// process of one node ([`run_dpdk_poller`]).
+/// `dnrun __dnrun-dpdk-poller JOB NODE NP NODES DIR [STARTED]`: run the
+/// DPDK polling process of one node ([`run_dpdk_poller`]); NP is the
+/// universe, STARTED (default NP) the ranks the job starts with.
 pub const POLLER_ARG: &str = "__dnrun-dpdk-poller";
 
 /// The DPDK polling process of a node, as `dnrun` starts it: serve until
@@ -351,16 +353,18 @@ pub const POLLER_ARG: &str = "__dnrun-dpdk-poller";
 /// exit code.
 pub fn run_dpdk_poller(args: &[std::ffi::OsString], stop: &AtomicBool) -> i32 {
     use adi::backend::dpdk::poller;
-    let parsed: Option<(u32, u32, u32, u32)> = (|| {
-        let n = |i: usize| args.get(i)?.to_str()?.parse::<u32>().ok();
-        Some((n(0)?, n(1)?, n(2)?, n(3)?))
-    })();
-    let (Some((job, node, np, nodes)), Some(dir)) = (parsed, args.get(4)) else {
-        eprintln!("dnrun: {POLLER_ARG} takes JOB NODE NP NODES DIR (dnrun starts it; see --dpdk-poller)");
+    let n = |i: usize| args.get(i)?.to_str()?.parse::<u32>().ok();
+    let parsed: Option<(u32, u32, u32, u32)> = (|| Some((n(0)?, n(1)?, n(2)?, n(3)?)))();
+    let started = match args.get(5) {
+        None => parsed.map(|p| p.2),
+        Some(_) => n(5),
+    };
+    let (Some((job, node, np, nodes)), Some(dir), Some(started)) = (parsed, args.get(4), started) else {
+        eprintln!("dnrun: {POLLER_ARG} takes JOB NODE NP NODES DIR [STARTED] (dnrun starts it; see --dpdk-poller)");
         return 2;
     };
-    let result =
-        poller::PollerOptions::from_env(job, node, np, nodes, PathBuf::from(dir)).and_then(|o| poller::run(&o, stop));
+    let result = poller::PollerOptions::from_env(job, node, np, nodes, PathBuf::from(dir))
+        .and_then(|o| poller::run(&o.starting_with(started), stop));
     match result {
         Ok(stats) => {
             // DN_STATS=1, as the ranks read it (adi::config).
@@ -590,8 +594,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     let spawning = universe > opts.np;
     if spawning && !opts.backend.can_spawn() {
         return Err(LaunchError::Usage(format!(
-            "--universe-size: processes can be spawned on the simulator and over UDP, not on --backend {} yet \
-             (docs/guide/spawn.md)",
+            "--universe-size: processes can be spawned on the simulator, over UDP and over DPDK, not on \
+             --backend {} yet (docs/guide/spawn.md)",
             opts.backend.name()
         )));
     }
@@ -647,7 +651,21 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             opts.backend.name()
         )));
     }
-    if opts.dpdk_polling == DpdkPolling::Node && opts.reaper.is_none() {
+    // Over DPDK, processes spawned later join their node's polling process,
+    // which has an interface waiting for each slot of the universe; ranks
+    // with ports of their own set them up at start, for the ranks there are.
+    let polling = match spawning && opts.backend.name() == "dpdk" {
+        true if opts.dpdk_vdev.is_some() => {
+            return Err(LaunchError::Usage(
+                "--universe-size and --dpdk-vdev do not go together: spawned processes join their node's DPDK \
+                 polling process, on this host"
+                    .into(),
+            ))
+        }
+        true => DpdkPolling::Node,
+        false => opts.dpdk_polling,
+    };
+    if polling == DpdkPolling::Node && opts.reaper.is_none() {
         return Err(LaunchError::Usage("--dpdk-poller node needs the dnrun program to start the pollers".into()));
     }
     let plan = adi::job::LaunchPlan {
@@ -657,7 +675,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         across_hosts: opts.ranks.is_some(),
         hostfile: opts.hostfile.is_some(),
         dpdk_vdev: opts.dpdk_vdev.as_deref(),
-        node_pollers: opts.dpdk_polling == DpdkPolling::Node,
+        node_pollers: polling == DpdkPolling::Node,
     };
     (needs.check)(&plan).map_err(LaunchError::Usage)?;
     if let Some(h) = &opts.hostfile {
@@ -714,7 +732,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         }
         v.extend(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE".into(), h.clone().into())));
         v.extend(opts.dpdk_vdev.iter().map(|d| (adi::backend::dpdk::DN_DPDK_VDEV.into(), d.into())));
-        if opts.dpdk_polling == DpdkPolling::Node {
+        if polling == DpdkPolling::Node {
             v.push((adi::backend::dpdk::DN_DPDK_POLLER.into(), "node".into()));
         }
         v.extend(opts.env.iter().map(|(k, val)| (k.into(), val.into())));
@@ -783,13 +801,15 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     // DPDK polling processes, one per node with ranks, before the ranks
     // (a rank waits for its node's poller to listen).
     let mut pollers: Vec<(u32, Guard)> = Vec::new();
-    if let (DpdkPolling::Node, Some(me)) = (opts.dpdk_polling, &opts.reaper) {
-        let layout = adi::backend::dpdk::NodeLayout::new(opts.np, u32::from(opts.nodes));
+    if let (DpdkPolling::Node, Some(me)) = (polling, &opts.reaper) {
+        // A slot for every process of the universe; the job starts with -n.
+        let layout = adi::backend::dpdk::NodeLayout::new(universe, u32::from(opts.nodes));
         for node in 0..layout.nodes() {
             let mut cmd = Command::new(me);
             cmd.arg(POLLER_ARG)
-                .args([job_id, node, opts.np, u32::from(opts.nodes)].map(|v| v.to_string()))
+                .args([job_id, node, universe, u32::from(opts.nodes)].map(|v| v.to_string()))
                 .arg(dir.join("job"))
+                .arg(opts.np.to_string())
                 .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

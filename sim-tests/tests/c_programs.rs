@@ -801,9 +801,10 @@ fn groups_of_a_job_connect_through_ports_and_sockets() {
 /// collectives and a merge across the intercommunicator, and spawns that
 /// fail with `MPI_ERR_SPAWN` at every parent while the job goes on; on
 /// the simulator at 1, 2, 5, 8 and 33 ranks over 1 to 3 nodes, where the
-/// simulated time the job ends at is the same run after run, and over
-/// UDP. A job with no room (no `--universe-size`) fails the spawns; one
-/// on DPDK or in contexts is refused by name.
+/// simulated time the job ends at is the same run after run, over UDP
+/// and over DPDK (through the node pollers). A job with no room (no
+/// `--universe-size`) fails the spawns; one in contexts, or on a DPDK
+/// shared segment (`--dpdk-vdev`), is refused by name.
 #[test]
 fn ranks_spawn_processes_into_the_running_simulation_deterministically() {
     let prog = build("spawn");
@@ -822,11 +823,20 @@ fn ranks_spawn_processes_into_the_running_simulation_deterministically() {
         let (ok, text) = run(np, 1, &["--universe-size", &usize, "--backend", "udp", "--timeout", "60"], &prog);
         assert!(ok && text.contains(&format!("OK c-spawn on {np} ranks")), "c-spawn over UDP on {np}:\n{text}");
     }
+    // Over DPDK the spawned ranks join their node's polling process.
+    if sim_tests::dpdk_or_skip("spawning over DPDK") {
+        for (np, nodes) in [(1, 1), (3, 2)] {
+            let usize = (np + 4).to_string();
+            let (ok, text) =
+                run(np, nodes, &["--universe-size", &usize, "--backend", "dpdk", "--timeout", "60"], &prog);
+            assert!(ok && text.contains(&format!("OK c-spawn on {np} ranks")), "c-spawn over DPDK on {np}:\n{text}");
+        }
+    }
     // No room: the universe is the job.
     let (ok, text) = run(2, 1, &[], &prog);
     assert!(!ok && text.contains("MPI_UNIVERSE_SIZE 2"), "{text}");
     for (extra, says) in [
-        (vec!["--universe-size", "4", "--backend", "dpdk"], "on the simulator and over UDP"),
+        (vec!["--universe-size", "4", "--backend", "dpdk", "--dpdk-vdev", "net_null0"], "do not go together"),
         (vec!["--universe-size", "4", "--rank-mode", "contexts"], "runs its ranks as processes"),
         (vec!["--universe-size", "1"], "below -n 2"),
     ] {

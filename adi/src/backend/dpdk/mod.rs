@@ -152,6 +152,13 @@ pub fn poller_up_file(dir: &std::path::Path, node: u32) -> std::path::PathBuf {
     dir.join(format!("dpdk-poller.{node}.up"))
 }
 
+/// The job-directory file a rank that reaches its node's poller writes
+/// once its link is up: in a job with room for spawned processes, how the
+/// others learn that it has started ([`Link::reachable`]).
+pub fn started_file(dir: &std::path::Path, rank: u32) -> std::path::PathBuf {
+    dir.join(format!("dpdk.{rank}.started"))
+}
+
 /// The job-directory file a rank writes at the end of a clean finalize,
 /// once it no longer touches any memif ring ([`Link::leave`]).
 pub fn left_file(dir: &std::path::Path, rank: u32) -> std::path::PathBuf {
@@ -393,6 +400,11 @@ pub use with_dpdk::DpdkLink;
 pub struct DpdkLink(());
 
 #[cfg(not(feature = "dpdk"))]
+impl DpdkLink {
+    fn set_late(&mut self, _: bool) {}
+}
+
+#[cfg(not(feature = "dpdk"))]
 impl Link for DpdkLink {
     const NAME: &'static str = "dpdk";
     fn send(&mut self, _: u32, _: &[IoSlice<'_>]) -> io::Result<()> {
@@ -452,7 +464,16 @@ pub fn from_job(job: Option<&crate::JobEnv>) -> Result<DpdkTransport, TransportE
         Polling::Rank => Open::Own { vdev: vdev.as_deref(), auth: cfg.auth.clone() },
         Polling::Node => Open::ViaPoller(NodeLayout::new(size, nodes)),
     };
-    let link = open_link(rank, size, job_id, frame, dir, how)?;
+    // A job with room for spawned processes (MPI 4.1 §11.8): ranks beyond
+    // this rank's world may start later, through their node's poller.
+    let late = (job.world.end - job.world.start) < size;
+    if late && !matches!(how, Open::ViaPoller(_)) {
+        return Err(cfg_err(format!(
+            "a job with room to spawn processes runs over DPDK through a polling process per node              ({DN_DPDK_POLLER}=node, which dnrun sets with --universe-size)"
+        )));
+    }
+    let mut link = open_link(rank, size, job_id, frame, dir, how)?;
+    link.set_late(late);
     DatagramTransport::over(link, rank, size, job_id, cfg, faults)
 }
 
@@ -573,6 +594,11 @@ mod with_dpdk {
         /// ([`Link::leave`]); `None` on a shared segment, whose rings are
         /// the kernel's.
         dir: Option<std::path::PathBuf>,
+        /// The job has room for spawned processes: peers may start later
+        /// ([`Link::reachable`]), and none is watched before traffic.
+        late: bool,
+        /// Peers seen started (their [`started_file`]).
+        started: Vec<bool>,
         /// Frames received and not yet handed over, with their port.
         pending: VecDeque<(Mbuf, usize)>,
         /// Where the next receive poll starts (fairness among peers).
@@ -733,6 +759,10 @@ mod with_dpdk {
                 DpdkLink::empty(eal, pool, frame, job, rank, size, format!("the DPDK polling process of node {node}"));
             link.via_poller = Some(node);
             link.dir = Some(dir.to_path_buf());
+            // Ranks spawned later learn from this that we are here.
+            let started = started_file(dir, rank);
+            crate::job::write_private(&started, b"up")
+                .map_err(|e| cfg_err(format!("cannot write {}: {e}", started.display())))?;
             link.my_mac.push(rank_mac(rank));
             link.ports.push(port);
             link.rank_of_port.push(None);
@@ -770,11 +800,19 @@ mod with_dpdk {
                 forged_hellos: 0,
                 batch: true,
                 dir: None,
+                late: false,
+                started: vec![false; size as usize],
                 pending: VecDeque::new(),
                 next: 0,
                 out: Vec::with_capacity(1),
                 rx: Vec::with_capacity(32),
             }
+        }
+
+        /// Whether the job has room for spawned processes
+        /// ([`DpdkLink::late`]).
+        pub(super) fn set_late(&mut self, late: bool) {
+            self.late = late;
         }
 
         /// Ranks whose MAC a shared-segment link does not know yet.
@@ -1015,6 +1053,22 @@ mod with_dpdk {
 
         fn offloads(&self) -> Offloads {
             Offloads { gso: self.batch, gro: false }
+        }
+
+        fn reachable(&mut self, rank: u32) -> bool {
+            if !self.late {
+                return true;
+            }
+            let Some(seen) = self.started.get(rank as usize).copied() else { return false };
+            if !seen {
+                let up = self.dir.as_deref().is_some_and(|d| started_file(d, rank).exists());
+                self.started[rank as usize] = up;
+            }
+            self.started[rank as usize]
+        }
+
+        fn watched_from_start(&self, _rank: u32) -> bool {
+            !self.late
         }
 
         fn disable_gso(&mut self) {

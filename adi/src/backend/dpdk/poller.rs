@@ -66,6 +66,11 @@ pub struct PollerOptions {
     pub dir: PathBuf,
     /// Spin this long after the last frame before sleeping between passes.
     pub spin: Duration,
+    /// The ranks the job starts with (`0..started`); the others of the
+    /// layout are processes it may spawn later (MPI 4.1 §11.8), whose
+    /// interfaces wait for them. The poller is up once the starting
+    /// ranks are connected.
+    pub started: u32,
 }
 
 impl PollerOptions {
@@ -84,7 +89,22 @@ impl PollerOptions {
             Err(_) => DEFAULT_SPIN_US,
             Ok(v) => v.trim().parse().map_err(|_| cfg_err(format!("{SPIN_ENV}={v:?}: give microseconds")))?,
         };
-        Ok(PollerOptions { job, node, layout, frame: frame_from_env()?, dir, spin: Duration::from_micros(spin) })
+        Ok(PollerOptions {
+            job,
+            node,
+            layout,
+            frame: frame_from_env()?,
+            dir,
+            spin: Duration::from_micros(spin),
+            started: size,
+        })
+    }
+
+    /// The same, for a job that starts with the first `started` ranks of
+    /// the layout and may spawn the rest.
+    pub fn starting_with(mut self, started: u32) -> Self {
+        self.started = started.min(self.layout.size);
+        self
     }
 
     /// The memif socket of the link between nodes `a` and `b`, in the
@@ -246,6 +266,12 @@ mod imp {
         dir: PathBuf,
         /// Per port: its rank has left and we no longer touch its rings.
         released: Vec<bool>,
+        /// Per port: its link has been up (a rank spawned later has not
+        /// connected yet until then).
+        ever_up: Vec<bool>,
+        /// Per port: needed before the poller says it is up (the links to
+        /// other nodes and the starting ranks', not spawned ranks').
+        needed: Vec<bool>,
     }
 
     impl Poller {
@@ -279,6 +305,8 @@ mod imp {
                 waiting: 0,
                 dir: o.dir.clone(),
                 released: Vec::new(),
+                ever_up: Vec::new(),
+                needed: Vec::new(),
                 stats: PollerStats {
                     to_rank: vec![0; locals.len()],
                     to_node_queue: vec![0; slots as usize],
@@ -292,6 +320,7 @@ mod imp {
                 let port = Port::start(&p._eal, &name, pool, rank_cfg)
                     .map_err(|e| dpdk_err(&format!("cannot start the interface to rank {r}"), e))?;
                 p.add(port, Kind::Rank(layout.slot_of(r)), 1);
+                p.needed[p.ports.len() - 1] = r < o.started;
             }
             for b in higher {
                 let name = format!("net_memif_n{b}");
@@ -332,6 +361,8 @@ mod imp {
             self.ports.push(port);
             self.kinds.push(kind);
             self.released.push(false);
+            self.ever_up.push(false);
+            self.needed.push(true);
             self.out.push((0..queues).map(|_| Vec::new()).collect());
         }
 
@@ -424,9 +455,14 @@ mod imp {
                     continue;
                 }
                 if !left_file(&self.dir, rank).exists() {
-                    if !self.ports[i].link_up() {
-                        self.released[i] = true;
-                        self.stats.gone_unannounced += 1;
+                    match self.ports[i].link_up() {
+                        true => self.ever_up[i] = true,
+                        // A rank that never connected may be spawned yet.
+                        false if self.ever_up[i] => {
+                            self.released[i] = true;
+                            self.stats.gone_unannounced += 1;
+                        }
+                        false => {}
                     }
                     continue;
                 }
@@ -454,7 +490,7 @@ mod imp {
                     self.release_leavers()?;
                     next_check = now + Duration::from_millis(1);
                 }
-                if !all_up && self.ports.iter().all(|p| p.link_up()) {
+                if !all_up && self.ports.iter().zip(&self.needed).all(|(p, &needed)| !needed || p.link_up()) {
                     all_up = true;
                     // The ranks start sending once every poller says so:
                     // before, a frame for a rank not yet connected would
