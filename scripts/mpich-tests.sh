@@ -6,7 +6,7 @@
 # prints "No Errors", as MPICH's `runtests` decides. Nothing of MPICH is
 # copied into this repository: its sources are fetched into WORK.
 #
-#   scripts/mpich-tests.sh [--backend sim|udp] [--work DIR] [--timeout S]
+#   scripts/mpich-tests.sh [--backend sim|udp|dpdk] [--work DIR] [--timeout S]
 #                          [--failed RESULTS] [TESTDIR...]
 #
 # --failed RESULTS runs again only the runs a results file lists as failed
@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-case $backend in sim | udp) ;; *) echo "mpich-tests: --backend is sim or udp, not $backend" >&2; exit 2 ;; esac
+case $backend in sim | udp | dpdk) ;; *) echo "mpich-tests: --backend is sim, udp or dpdk, not $backend" >&2; exit 2 ;; esac
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt coll comm group datatype init errhan info attr topo)
 commit=${MPICH_COMMIT:-6a79bf6575c3b5b41cabbd3d59340634d6f9412d}
@@ -410,7 +410,7 @@ for dir in "${dirs[@]}"; do
         # universe is the hosts' cores; ours is the job unless told).
         usize=()
         nodes=$(((np + 3) / 4))
-        if [ "$dir" = spawn ]; then
+        if [ "${dir##*/}" = spawn ]; then
             u=$((np + ${MPICH_SPAWN_ROOM:-140}))
             usize=(--universe-size $u)
             # A simulated node has at most 16 slots.

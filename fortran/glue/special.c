@@ -718,7 +718,13 @@ MPIF_NAMES(glue_info_get_string, info_get_string)
  * A Fortran argv is an array of CHARACTER*(*) ended by a blank entry
  * (§11.8.2); MPI_COMM_SPAWN_MULTIPLE's is a table, ARRAY_OF_ARGV(COUNT,*),
  * whose column i is command i's arguments. Only the root reads them: the
- * other processes may pass anything there. */
+ * other processes may pass anything there.
+ *
+ * The standard does not say what becomes of an argument's blanks. As
+ * MPICH does (its f77, f90 and f08 spawnargv tests check it), mpif.h and
+ * module mpi drop leading and trailing blanks (" Ss" is "Ss"), and
+ * mpi_f08 trailing ones only (" Ss" stays " Ss"): mpi_f08 has its own
+ * entry points below. */
 
 static int mpif_blank(const char *s, size_t len)
 {
@@ -727,14 +733,22 @@ static int mpif_blank(const char *s, size_t len)
     return 1;
 }
 
+/* A command or argument as a C string: trailing blanks dropped, and
+ * leading ones unless `keep_leading`. */
+static char *mpif_word(const char *f, size_t len, int keep_leading)
+{
+    while (!keep_leading && len > 0 && f[0] == ' ') f++, len--;
+    return mpif_cstr(f, len);
+}
+
 /* The NULL-terminated C argv of the Fortran one at `f`: entries of `len`
  * characters, `stride` entries apart, up to the first blank one. */
-static char **mpif_argv(const char *f, size_t len, size_t stride)
+static char **mpif_argv(const char *f, size_t len, size_t stride, int keep_leading)
 {
     size_t n = 0;
     while (len > 0 && !mpif_blank(f + n * stride * len, len)) n++;
     char **argv = mpif_alloc((n + 1) * sizeof(char *));
-    for (size_t i = 0; i < n; i++) argv[i] = mpif_cstr(f + i * stride * len, len);
+    for (size_t i = 0; i < n; i++) argv[i] = mpif_word(f + i * stride * len, len, keep_leading);
     argv[n] = NULL;
     return argv;
 }
@@ -756,14 +770,14 @@ static int mpif_at_root(MPI_Comm comm, int root)
 
 static int *mpif_errcodes(MPI_Fint *p) { return p == mpif_errcodes_ignore_ ? MPI_ERRCODES_IGNORE : p; }
 
-static void glue_comm_spawn(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
-                            const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
-                            MPI_Fint *ierror, size_t lcommand, size_t largv)
+static void comm_spawn(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
+                       const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                       MPI_Fint *ierror, size_t lcommand, size_t largv, int keep)
 {
     MPI_Comm c = MPI_Comm_fromint(*comm);
     int at_root = mpif_at_root(c, *root);
-    char *cmd = at_root ? mpif_cstr(command, lcommand) : NULL;
-    char **args = at_root && argv != mpif_argv_null_ ? mpif_argv(argv, largv, 1) : NULL;
+    char *cmd = at_root ? mpif_word(command, lcommand, keep) : NULL;
+    char **args = at_root && argv != mpif_argv_null_ ? mpif_argv(argv, largv, 1, keep) : NULL;
     MPI_Comm inter = MPI_COMM_NULL;
     int rc = MPI_Comm_spawn(cmd ? cmd : "", args ? args : MPI_ARGV_NULL, *maxprocs, MPI_Info_fromint(*info), *root, c,
                             &inter, mpif_errcodes(errcodes));
@@ -772,12 +786,11 @@ static void glue_comm_spawn(const char *command, const char *argv, const MPI_Fin
     mpif_argv_free(args);
     MPIF_SET(ierror, rc);
 }
-MPIF_NAMES(glue_comm_spawn, comm_spawn)
 
-static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands, const char *argvs,
-                                     const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
-                                     const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes, MPI_Fint *ierror,
-                                     size_t lcommands, size_t largvs)
+static void comm_spawn_multiple(const MPI_Fint *count, const char *commands, const char *argvs,
+                                const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
+                                const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes, MPI_Fint *ierror,
+                                size_t lcommands, size_t largvs, int keep)
 {
     MPI_Comm c = MPI_Comm_fromint(*comm);
     int n = mpif_at_root(c, *root) ? mpif_len(*count) : 0;
@@ -785,8 +798,8 @@ static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands
     char ***args = argvs == mpif_argvs_null_ ? NULL : mpif_alloc((size_t)n * sizeof(char **));
     MPI_Info *info = mpif_alloc((size_t)n * sizeof(MPI_Info));
     for (int i = 0; i < n; i++) {
-        cmds[i] = mpif_cstr(commands + (size_t)i * lcommands, lcommands);
-        if (args) args[i] = mpif_argv(argvs + (size_t)i * largvs, largvs, (size_t)n);
+        cmds[i] = mpif_word(commands + (size_t)i * lcommands, lcommands, keep);
+        if (args) args[i] = mpif_argv(argvs + (size_t)i * largvs, largvs, (size_t)n, keep);
         info[i] = MPI_Info_fromint(infos[i]);
     }
     MPI_Comm inter = MPI_COMM_NULL;
@@ -802,7 +815,48 @@ static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands
     free(info);
     MPIF_SET(ierror, rc);
 }
-MPIF_NAMES(glue_comm_spawn_multiple, comm_spawn_multiple)
+
+/* mpif.h and module mpi: mpi_comm_spawn_ (and pmpi_); mpi_f08:
+ * mpi_comm_spawn_f08_ (and pmpi_), weak as MPIF_NAMES makes them. */
+#define MPIF_SPAWN_NAMES(body, name, suffix)                                          \
+    extern __typeof__(body) mpi_##name##suffix __attribute__((weak, alias(#body))); \
+    extern __typeof__(body) pmpi_##name##suffix __attribute__((alias(#body)));
+
+static void glue_comm_spawn(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
+                            const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                            MPI_Fint *ierror, size_t lcommand, size_t largv)
+{
+    comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, errcodes, ierror, lcommand, largv, 0);
+}
+MPIF_SPAWN_NAMES(glue_comm_spawn, comm_spawn, _)
+
+static void glue_comm_spawn_f08(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
+                                const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                                MPI_Fint *ierror, size_t lcommand, size_t largv)
+{
+    comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, errcodes, ierror, lcommand, largv, 1);
+}
+MPIF_SPAWN_NAMES(glue_comm_spawn_f08, comm_spawn, _f08_)
+
+static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands, const char *argvs,
+                                     const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
+                                     const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes, MPI_Fint *ierror,
+                                     size_t lcommands, size_t largvs)
+{
+    comm_spawn_multiple(count, commands, argvs, maxprocs, infos, root, comm, intercomm, errcodes, ierror, lcommands,
+                        largvs, 0);
+}
+MPIF_SPAWN_NAMES(glue_comm_spawn_multiple, comm_spawn_multiple, _)
+
+static void glue_comm_spawn_multiple_f08(const MPI_Fint *count, const char *commands, const char *argvs,
+                                         const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
+                                         const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                                         MPI_Fint *ierror, size_t lcommands, size_t largvs)
+{
+    comm_spawn_multiple(count, commands, argvs, maxprocs, infos, root, comm, intercomm, errcodes, ierror, lcommands,
+                        largvs, 1);
+}
+MPIF_SPAWN_NAMES(glue_comm_spawn_multiple_f08, comm_spawn_multiple, _f08_)
 
 /* ---- MPI-1's Fortran routines that MPI 3.0 removed, kept for old code:
  * their address-sized arguments are default INTEGERs, which fail with a

@@ -1,5 +1,6 @@
 ! Process creation from Fortran (MPI 4.1 §11.8, issue 50), with module
-! mpi_f08: MPI_Comm_spawn with an argv ended by a blank entry, from the
+! mpi_f08: MPI_Comm_spawn with an argv ended by a blank entry (whose
+! entries lose their trailing blanks; mpi_f08 keeps leading ones), from the
 ! last rank (whose arguments only are read); MPI_Comm_spawn_multiple with
 ! a table of arguments, ARRAY_OF_ARGV(COUNT,*), and MPI_APPNUM; the
 ! children check what they were given and answer over the
@@ -30,7 +31,7 @@ program spawn
     ! Only the root's arguments are read: the others pass the null ones.
     if (rank == root) then
       argv(1) = 'single'
-      argv(2) = 'two words'
+      argv(2) = ' two words'
       argv(3) = ' '
       call MPI_Comm_spawn(self, argv, 2, MPI_INFO_NULL, root, MPI_COMM_WORLD, inter, codes)
       do i = 1, 2
@@ -99,7 +100,7 @@ program spawn
     call get_command_argument(1, arg)
     if (n == 2) then
       call get_command_argument(2, arg)
-      if (arg /= 'two words') n = -100
+      if (arg /= ' two words') n = -100
     else if (n == 1) then
       if (arg /= 'multiple') n = -100
     end if

@@ -476,7 +476,8 @@ mod imp {
 
         /// Move frames until `stop`: poll, yielding the core after a pass
         /// that moved nothing, and after [`SPIN_ENV`] without traffic
-        /// sleep 20 µs between passes. Every millisecond, let go of the
+        /// sleep 20 µs between passes (1 ms while no rank of the node is
+        /// connected). Every millisecond, let go of the
         /// ranks that have left. On `stop`, leave as the ranks do
         /// ([`Link::leave`]): stop touching the rings shared with the
         /// other nodes' pollers, say so, and return once they have too.
@@ -503,7 +504,12 @@ mod imp {
                     self.stats.busy_passes += 1;
                     last = Instant::now();
                 } else if !self.spin.is_zero() && last.elapsed() > self.spin {
-                    std::thread::sleep(Duration::from_micros(20));
+                    // A node none of whose ranks is connected (in a job
+                    // with room to spawn, most nodes wait for processes
+                    // that may never come) sleeps longer: a few such
+                    // pollers waking every 20 µs take a small host's cores.
+                    let nobody = self.rank_port.iter().all(|&i| self.released[i] || !self.ports[i].link_up());
+                    std::thread::sleep(Duration::from_micros(if nobody { 1000 } else { 20 }));
                 } else {
                     // Nothing moved: let a rank that shares our core run
                     // (the ranks yield too while they wait on us).
