@@ -33,6 +33,16 @@ typedef int MPI_Fint;
     extern __typeof__(body) pmpi_##base##_ __attribute__((alias(#body)));          \
     extern __typeof__(body) pmpi_##base##_f08_ __attribute__((alias(#body)));
 
+/* The same, split: `body` for mpif.h and module mpi (mpi_<base>_), or for
+ * module mpi_f08 (mpi_<base>_f08_), where the two differ (a Fortran
+ * argument's leading blanks, in MPI_Comm_spawn). */
+#define MPIF_NAMES_OLD(body, base)                                             \
+    extern __typeof__(body) mpi_##base##_ __attribute__((weak, alias(#body))); \
+    extern __typeof__(body) pmpi_##base##_ __attribute__((alias(#body)));
+#define MPIF_NAMES_F08(body, base)                                                 \
+    extern __typeof__(body) mpi_##base##_f08_ __attribute__((weak, alias(#body))); \
+    extern __typeof__(body) pmpi_##base##_f08_ __attribute__((alias(#body)));
+
 /* Whether a completion call's outputs are valid. */
 #define MPIF_OK(rc) ((rc) == MPI_SUCCESS || (rc) == MPI_ERR_IN_STATUS)
 

@@ -816,19 +816,13 @@ static void comm_spawn_multiple(const MPI_Fint *count, const char *commands, con
     MPIF_SET(ierror, rc);
 }
 
-/* mpif.h and module mpi: mpi_comm_spawn_ (and pmpi_); mpi_f08:
- * mpi_comm_spawn_f08_ (and pmpi_), weak as MPIF_NAMES makes them. */
-#define MPIF_SPAWN_NAMES(body, name, suffix)                                          \
-    extern __typeof__(body) mpi_##name##suffix __attribute__((weak, alias(#body))); \
-    extern __typeof__(body) pmpi_##name##suffix __attribute__((alias(#body)));
-
 static void glue_comm_spawn(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
                             const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
                             MPI_Fint *ierror, size_t lcommand, size_t largv)
 {
     comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, errcodes, ierror, lcommand, largv, 0);
 }
-MPIF_SPAWN_NAMES(glue_comm_spawn, comm_spawn, _)
+MPIF_NAMES_OLD(glue_comm_spawn, comm_spawn)
 
 static void glue_comm_spawn_f08(const char *command, const char *argv, const MPI_Fint *maxprocs, const MPI_Fint *info,
                                 const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
@@ -836,7 +830,7 @@ static void glue_comm_spawn_f08(const char *command, const char *argv, const MPI
 {
     comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, errcodes, ierror, lcommand, largv, 1);
 }
-MPIF_SPAWN_NAMES(glue_comm_spawn_f08, comm_spawn, _f08_)
+MPIF_NAMES_F08(glue_comm_spawn_f08, comm_spawn)
 
 static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands, const char *argvs,
                                      const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
@@ -846,7 +840,7 @@ static void glue_comm_spawn_multiple(const MPI_Fint *count, const char *commands
     comm_spawn_multiple(count, commands, argvs, maxprocs, infos, root, comm, intercomm, errcodes, ierror, lcommands,
                         largvs, 0);
 }
-MPIF_SPAWN_NAMES(glue_comm_spawn_multiple, comm_spawn_multiple, _)
+MPIF_NAMES_OLD(glue_comm_spawn_multiple, comm_spawn_multiple)
 
 static void glue_comm_spawn_multiple_f08(const MPI_Fint *count, const char *commands, const char *argvs,
                                          const MPI_Fint *maxprocs, const MPI_Fint *infos, const MPI_Fint *root,
@@ -856,7 +850,7 @@ static void glue_comm_spawn_multiple_f08(const MPI_Fint *count, const char *comm
     comm_spawn_multiple(count, commands, argvs, maxprocs, infos, root, comm, intercomm, errcodes, ierror, lcommands,
                         largvs, 1);
 }
-MPIF_SPAWN_NAMES(glue_comm_spawn_multiple_f08, comm_spawn_multiple, _f08_)
+MPIF_NAMES_F08(glue_comm_spawn_multiple_f08, comm_spawn_multiple)
 
 /* ---- MPI-1's Fortran routines that MPI 3.0 removed, kept for old code:
  * their address-sized arguments are default INTEGERs, which fail with a
