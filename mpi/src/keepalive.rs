@@ -17,11 +17,12 @@
 //! and time is simulated) there is no thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
-use crate::error::{MpiError, Result};
+use crate::error::Result;
 use crate::universe::{Context, LockedInner, Shared};
+use crate::watcher::Watcher;
 
 /// The most engine passes of one wake-up: enough for a message from every
 /// peer of a large job, and a bound on how long the thread keeps the
@@ -30,22 +31,16 @@ const MAX_PASSES: usize = 4096;
 
 /// The running keep-alive thread; stopped and joined when dropped.
 pub(crate) struct KeepAlive {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
+    _thread: Watcher,
 }
 
 impl KeepAlive {
     /// Start the thread for `shared`'s engine if its transport needs one.
     pub(crate) fn start(shared: &Shared, every: Option<Duration>) -> Result<Option<KeepAlive>> {
         let Some(every) = every else { return Ok(None) };
-        let stop = Arc::new(AtomicBool::new(false));
         let weak = shared.downgrade();
-        let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("dnmpi-keepalive".into())
-            .spawn(move || run(&weak, &flag, every))
-            .map_err(|e| MpiError::Init(format!("cannot start the keep-alive thread: {e}")))?;
-        Ok(Some(KeepAlive { stop, handle: Some(handle) }))
+        let w = Watcher::start("dnmpi-keepalive", "the keep-alive thread", move |stop| run(&weak, stop, every))?;
+        Ok(Some(KeepAlive { _thread: w }))
     }
 }
 
@@ -72,17 +67,6 @@ fn run(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, every: Duration) 
                 Some(Ok(true)) => {}
                 Some(Ok(false)) => break,
             }
-        }
-    }
-}
-
-impl Drop for KeepAlive {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            // The thread only ever returns.
-            let _ = h.join();
         }
     }
 }

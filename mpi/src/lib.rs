@@ -46,6 +46,7 @@ pub mod spawn;
 pub mod staged;
 pub mod topo;
 mod universe;
+mod watcher;
 
 pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};
 pub use comm::{

@@ -27,11 +27,12 @@
 //! system call blocks all of them): there is no watcher then.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
-use crate::error::{MpiError, Result};
+use crate::error::Result;
 use crate::universe::{Context, LockedInner, Shared};
+use crate::watcher::Watcher;
 
 /// How often the watcher looks. A look at a rank inside an MPI call (the
 /// library's lock taken) is one failed `try_lock`; only a rank outside
@@ -55,8 +56,7 @@ const WAITS_FOR_OTHERS: [u32; 18] = [0, 7, 23, 42, 43, 45, 47, 61, 72, 73, 232, 
 
 /// The running watcher; stopped and joined when dropped.
 pub(crate) struct StandIn {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
+    _thread: Watcher,
 }
 
 impl StandIn {
@@ -79,24 +79,9 @@ impl StandIn {
         let _ = weak.upgrade().map(|inner| inner.waker.set(waker));
         // SAFETY: gettid takes no arguments and touches no memory.
         let program = unsafe { libc::gettid() };
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("dnmpi-outside".into())
-            .spawn(move || watch(&weak, &flag, program))
-            .map_err(|e| MpiError::Init(format!("cannot start the thread that stands in for a blocked rank: {e}")))?;
-        Ok(Some(StandIn { stop, handle: Some(handle) }))
-    }
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            // The thread only ever returns.
-            let _ = h.join();
-        }
+        let what = "the thread that stands in for a blocked rank";
+        let thread = Watcher::start("dnmpi-outside", what, move |stop| watch(&weak, stop, program))?;
+        Ok(Some(StandIn { _thread: thread }))
     }
 }
 
