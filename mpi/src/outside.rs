@@ -166,3 +166,67 @@ fn stand_in(
     }
     result
 }
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Look at thread `tid` until `want` holds of it (a thread just
+    /// started takes a moment to reach its system call); at most 5,000
+    /// looks a millisecond apart.
+    fn eventually(tid: libc::pid_t, want: bool) -> bool {
+        (0..5000).any(|_| {
+            std::thread::sleep(Duration::from_millis(1));
+            waits_for_others(tid) == want
+        })
+    }
+
+    /// A thread blocked reading a pipe nobody writes waits for another
+    /// process; one sleeping does not. (A thread cannot look at itself:
+    /// it is in the `read` of its own `/proc` entry.)
+    #[test]
+    fn a_thread_blocked_on_a_pipe_counts_and_a_sleeping_one_does_not() {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let mut b = [0u8; 1];
+            // SAFETY: `b` is one writable byte; the read end is open.
+            unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) }
+        });
+        let tid = rx.recv().unwrap();
+        assert!(eventually(tid, true), "a read of an empty pipe is not seen as waiting on another process");
+        // SAFETY: the write end is open; one byte from a live buffer.
+        assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
+        assert_eq!(reader.join().unwrap(), 1);
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let sleeper = std::thread::spawn(move || {
+            // SAFETY: as above.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            while !flag.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let tid = rx.recv().unwrap();
+        let asleep = (0..5000).any(|_| {
+            std::thread::sleep(Duration::from_millis(1));
+            blocked_in(tid) == Some(230)
+        });
+        assert!(asleep, "the sleeping thread was never seen in clock_nanosleep");
+        assert!(!waits_for_others(tid), "a sleeping thread is taken for one waiting on another process");
+        done.store(true, Ordering::Release);
+        sleeper.join().unwrap();
+        // SAFETY: both descriptors are ours, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+}

@@ -215,3 +215,82 @@ pub(crate) fn queue(u: &Universe, w: &SimpleCommunicator, dir: &str, k: f64) -> 
     }
     Ok(())
 }
+
+/// A data representation that stores `u32`s big-endian (§14.5.3, through
+/// the Rust API's [`mpi::io::Conversion`]); `fail` makes its writes fail.
+struct BigEndian<'a> {
+    data: std::cell::RefCell<&'a mut [u32]>,
+    fail: bool,
+}
+
+impl mpi::io::Conversion for BigEndian<'_> {
+    fn whole_items(&self, bytes: u64) -> (u64, u64) {
+        (bytes / 4, bytes / 4 * 4)
+    }
+    fn encode(&self, file: &mut [u8], items: u64, position: u64) -> mpi::Result<()> {
+        if self.fail {
+            return Err(mpi::MpiError::Conversion("this rank's conversion fails on purpose".into()));
+        }
+        let data = self.data.borrow();
+        for (i, out) in file.chunks_exact_mut(4).take(items as usize).enumerate() {
+            out.copy_from_slice(&data[position as usize + i].to_be_bytes());
+        }
+        Ok(())
+    }
+    fn decode(&self, file: &[u8], items: u64, position: u64) -> mpi::Result<()> {
+        let mut data = self.data.borrow_mut();
+        for (i, b) in file.chunks_exact(4).take(items as usize).enumerate() {
+            data[position as usize + i] = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        Ok(())
+    }
+}
+
+/// `mpi-suite io-convert DIR`: every rank writes its `u32`s collectively
+/// through a big-endian conversion, finds them big-endian in the file and
+/// reads them back through it; then the last rank's conversion fails in a
+/// collective write, which fails there only (`MPI_ERR_CONVERSION`) and
+/// leaves nobody waiting.
+pub(crate) fn convert(w: &SimpleCommunicator, dir: &str) -> R {
+    use mpi::io::{Calling, Direction};
+    const EACH: usize = 64;
+    let (me, n) = (w.rank() as usize, w.size() as usize);
+    let path = format!("{dir}/mpi-suite-io-convert.dat");
+    let mut f = File::open(w, &path, AccessMode::new(Access::ReadWrite).create(), &Info::new()).map_err(e)?;
+    f.set_size(0).map_err(e)?;
+    let mut mine: Vec<u32> = (0..EACH as u32).map(|i| (me as u32) << 16 | i).collect();
+    let expect = mine.clone();
+    let at = Position::At((me * EACH * 4) as u64);
+    let conv = BigEndian { data: std::cell::RefCell::new(&mut mine), fail: false };
+    let s = f.access_converted(at, Direction::Write, EACH * 4, &conv, Calling::Together).map_err(e)?;
+    if s.bytes() != (EACH * 4) as u64 {
+        return Err(format!("rank {me}: wrote {} bytes", s.bytes()));
+    }
+    w.barrier().map_err(e)?;
+    let mut raw = vec![0u8; EACH * 4];
+    f.read_at((me * EACH * 4) as u64, &mut raw).map_err(e)?;
+    if raw[..4] != expect[0].to_be_bytes() || raw[4 * (EACH - 1)..] != expect[EACH - 1].to_be_bytes() {
+        return Err(format!("rank {me}: the file does not hold its numbers big-endian: {:?}", &raw[..8]));
+    }
+    let mut back = vec![0u32; EACH];
+    let conv = BigEndian { data: std::cell::RefCell::new(&mut back), fail: false };
+    f.access_converted(at, Direction::Read, EACH * 4, &conv, Calling::Alone).map_err(e)?;
+    if back != expect {
+        return Err(format!("rank {me}: read back other numbers through the conversion"));
+    }
+    let last = me == n - 1;
+    let conv = BigEndian { data: std::cell::RefCell::new(&mut mine), fail: last };
+    match (f.access_converted(at, Direction::Write, EACH * 4, &conv, Calling::Together), last) {
+        (Err(mpi::MpiError::Conversion(_)), true) | (Ok(_), false) => {}
+        (other, _) => {
+            return Err(format!("rank {me}: a write beside the last rank's failed conversion gave {other:?}"))
+        }
+    }
+    f.close().map_err(e)?;
+    w.barrier().map_err(e)?;
+    if me == 0 {
+        File::delete(&path).map_err(e)?;
+        println!("OK io-convert on {n} ranks");
+    }
+    Ok(())
+}

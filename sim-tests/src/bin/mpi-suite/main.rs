@@ -96,6 +96,10 @@ fn main() -> ExitCode {
                 let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io-collective DIR")?;
                 io::collective(&w, &dir)?
             }
+            "io-convert" => {
+                let dir = std::env::args().nth(2).ok_or("usage: mpi-suite io-convert DIR")?;
+                io::convert(&w, &dir)?
+            }
             "ports" => ports::ports(&w)?,
             "spawn" => spawn::spawn(&u, &w)?,
             "spawn-child" => spawn::child(&u, &w)?,
