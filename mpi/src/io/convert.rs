@@ -50,9 +50,10 @@ pub enum Calling {
 impl File {
     /// Access `len` bytes of elements (the caller's, which `conv` knows)
     /// through `conv` (§14.5.3). A collective access takes part in the
-    /// collective even when this process's conversion fails, so that the
-    /// others do not wait for ever; the failure is then this process's
-    /// error (`MPI_ERR_CONVERSION`).
+    /// collective even when this process's conversion fails or its `len`
+    /// ends inside a data item, so that the others do not wait for ever;
+    /// the failure is then this process's error (`MPI_ERR_CONVERSION`, or
+    /// `MPI_ERR_ARG` for the length).
     pub fn access_converted(
         &mut self,
         position: Position,
@@ -62,30 +63,42 @@ impl File {
         calling: Calling,
     ) -> Result<Status> {
         let (items, used) = conv.whole_items(len as u64);
-        if used != len as u64 {
-            return Err(MpiError::Invalid(format!(
-                "{len} bytes of data end inside a data item of the memory datatype"
-            )));
-        }
         let mut file = zeroed_buffer(len, "a conversion buffer")?;
+        // What keeps this process's data out: a length that ends inside an
+        // item, or (writing) a failed conversion. A collective access still
+        // takes part, with no data, so that the others finish.
+        let refused = match (used == len as u64, direction) {
+            (false, _) => {
+                Err(MpiError::Invalid(format!("{len} bytes of data end inside a data item of the memory datatype")))
+            }
+            (true, Direction::Write) => conv.encode(&mut file, items, 0),
+            (true, Direction::Read) => Ok(()),
+        };
+        if refused.is_err() {
+            if calling == Calling::Alone && position != Position::Ordered {
+                return refused.map(|()| Status::empty());
+            }
+            // SAFETY: no bytes: nothing at the pointer is touched.
+            let _ = unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(0), calling) };
+            return refused.map(|()| Status::empty());
+        }
         match direction {
             Direction::Write => {
-                let converted = conv.encode(&mut file, items, 0);
-                if converted.is_err() && calling == Calling::Alone && position != Position::Ordered {
-                    return converted.map(|()| Status::empty());
-                }
-                let len = if converted.is_ok() { len } else { 0 };
                 // SAFETY: `file` holds `len` bytes, readable, and lives to the end of the call.
-                let written =
-                    unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(len), calling) };
-                converted?;
-                written
+                unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(len), calling) }
             }
             Direction::Read => {
                 // SAFETY: `file` holds `len` bytes, writable, used by nothing else during the call.
                 let read = unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(len), calling)? };
                 let (items, used) = conv.whole_items(read.bytes());
-                conv.decode(&file[..used as usize], items, 0)?;
+                let whole = file.get(..used.min(read.bytes()) as usize).filter(|w| w.len() as u64 == used);
+                let whole = whole.ok_or_else(|| {
+                    MpiError::Conversion(format!(
+                        "the conversion says {used} bytes hold {items} whole items, but the read moved {}",
+                        read.bytes()
+                    ))
+                })?;
+                conv.decode(whole, items, 0)?;
                 Ok(super::status(used))
             }
         }

@@ -250,7 +250,8 @@ impl mpi::io::Conversion for BigEndian<'_> {
 /// through a big-endian conversion, finds them big-endian in the file and
 /// reads them back through it; then the last rank's conversion fails in a
 /// collective write, which fails there only (`MPI_ERR_CONVERSION`) and
-/// leaves nobody waiting.
+/// leaves nobody waiting, and so does a length that ends inside an item in
+/// a collective read.
 pub(crate) fn convert(w: &SimpleCommunicator, dir: &str) -> R {
     use mpi::io::{Calling, Direction};
     const EACH: usize = 64;
@@ -285,6 +286,14 @@ pub(crate) fn convert(w: &SimpleCommunicator, dir: &str) -> R {
         (other, _) => {
             return Err(format!("rank {me}: a write beside the last rank's failed conversion gave {other:?}"))
         }
+    }
+    // A length that ends inside an item, at the last rank only: refused
+    // there, and the others' collective read ends.
+    let len = if last { EACH * 4 - 2 } else { EACH * 4 };
+    let conv = BigEndian { data: std::cell::RefCell::new(&mut back), fail: false };
+    match (f.access_converted(at, Direction::Read, len, &conv, Calling::Together), last) {
+        (Err(mpi::MpiError::Invalid(_)), true) | (Ok(_), false) => {}
+        (other, _) => return Err(format!("rank {me}: a read beside the last rank's ragged length gave {other:?}")),
     }
     f.close().map_err(e)?;
     w.barrier().map_err(e)?;
