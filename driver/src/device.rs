@@ -212,6 +212,8 @@ pub struct Device {
     posted: u64,
     pending: Pending,
     ww_dirty: bool,
+    /// WW is mapped from a BAR's write-combining file (`resourceN_wc`).
+    ww_write_combining: bool,
     rings: BTreeMap<usize, RingLocal>,
     reads: ReadLog,
 }
@@ -223,6 +225,16 @@ fn reg_write(reg: &RW<u64>, value: u64) {
     // SAFETY: see above; volatile-register marks writes unsafe only because
     // device registers can have side effects, which ours (MMIO) are meant to.
     unsafe { reg.write(value) }
+}
+
+/// `…/resourceN_wc` for a sysfs `…/resourceN` that has one.
+fn wc_sibling(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let n = name.strip_prefix("resource")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(path.with_file_name(format!("{name}_wc"))).filter(|p| p.exists())
 }
 
 impl Device {
@@ -257,7 +269,21 @@ impl Device {
         let map = |r: Region| {
             Mapping::map(&file, &path, base + r.offset() as u64, r.size()).map_err(|e| open_err(e.to_string()))
         };
-        let (ur_map, llcm, ww, pw) = (map(Region::Ur)?, map(Region::Llcm)?, map(Region::Ww)?, map(Region::Pw)?);
+        // A PCI BAR in sysfs: `resourceN` maps uncached, `resourceN_wc`
+        // (present for a prefetchable BAR) write-combining. WW is the window
+        // the card's interface lets the host fill with write-combined bursts
+        // (seed 004 §2.2), so it comes from the second file when there is
+        // one; the doorbell's fence drains it (`ring_doorbell`).
+        let wc = wc_sibling(&path)
+            .and_then(|p| std::fs::OpenOptions::new().read(true).write(true).open(&p).ok().map(|f| (p, f)));
+        let ww = match &wc {
+            Some((wc_path, wc_file)) => {
+                Mapping::map(wc_file, wc_path, base + Region::Ww.offset() as u64, Region::Ww.size())
+                    .map_err(|e| open_err(e.to_string()))?
+            }
+            None => map(Region::Ww)?,
+        };
+        let (ur_map, llcm, pw) = (map(Region::Ur)?, map(Region::Llcm)?, map(Region::Pw)?);
         let regs = ur_map.block::<UserRegs>(0).map_err(|e| open_err(e.to_string()))?;
         let id = regs.id.read();
         let incompatible = |reason: String| DriverError::Incompatible { path: path.display().to_string(), reason };
@@ -306,6 +332,7 @@ impl Device {
             posted: 0,
             pending: Pending::new(),
             ww_dirty: false,
+            ww_write_combining: wc.is_some(),
             rings: BTreeMap::new(),
             reads: ReadLog::default(),
         };
@@ -318,6 +345,13 @@ impl Device {
     fn regs(&self) -> &UserRegs {
         // Mapped and checked in `open_with`.
         self.ur.block::<UserRegs>(0).expect("UR mapped at open")
+    }
+
+    /// Whether WW is mapped write-combining (from a PCI BAR's
+    /// `resourceN_wc` beside the `resourceN` opened), rather than through the
+    /// same mapping as the other windows.
+    pub fn ww_write_combining(&self) -> bool {
+        self.ww_write_combining
     }
 
     /// Facts about this slot.
