@@ -8,6 +8,7 @@
 //! * [`model`] — the device: command engines, SO-DIMM, rings, links.
 //! * [`cluster`] — files, control file and the scheduler (one party runs at a time).
 //! * [`profile`] — host profiles (`p4-2003`, `modern`, or JSON).
+//! * [`realtime`] — the model as a device answering in real time (no scheduler).
 //! * [`trace`] — Chrome trace-event output.
 //! * [`files`] — creating the simulator's files without following symlinks.
 //!
@@ -23,6 +24,7 @@ pub mod files;
 pub mod model;
 pub mod order;
 pub mod profile;
+pub mod realtime;
 pub mod time;
 pub mod trace;
 

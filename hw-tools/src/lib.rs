@@ -5,12 +5,15 @@
 //! * [`harness`] — run a cluster in a thread and drive it from test code;
 //! * [`probe`] — `dimmnet-sim probe`, the device micro-benchmarks;
 //! * [`fuzz`] — `dimmnet-sim fuzz`, the register-protocol fuzzer;
+//! * [`devcheck`] — `dimmnet-sim devcheck`, the device tests a card (or the
+//!   model in real time) must pass;
 //!
-//! and the binaries `dimmnet-sim` (serve, probe, fuzz) and `dimmnet-regs`
+//! and the binaries `dimmnet-sim` (serve, serve --realtime, devcheck, probe, fuzz) and `dimmnet-regs`
 //! (the register map as a C header, JSON or a spec page).
 
 #![warn(missing_docs)]
 
+pub mod devcheck;
 pub mod fuzz;
 pub mod harness;
 pub mod probe;

@@ -522,6 +522,21 @@ impl Model {
         self.nodes.get(node as usize)?.slots.get(slot as usize)?.last_done
     }
 
+    /// The capability word every slot shows.
+    pub(crate) fn constant_caps(&self) -> u64 {
+        self.constant_regs.caps
+    }
+
+    /// Change the capability word every slot shows, and show it.
+    pub(crate) fn set_constant_caps(&mut self, caps: u64) {
+        self.constant_regs.caps = caps;
+        for n in 0..self.cfg.nodes {
+            for s in 0..self.cfg.slots {
+                self.init_slot_registers(n, s);
+            }
+        }
+    }
+
     /// Plant defects (mutation tests only).
     #[doc(hidden)]
     pub fn plant(&mut self, faults: PlantedFaults) {

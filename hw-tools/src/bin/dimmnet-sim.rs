@@ -64,6 +64,15 @@ enum Cmd {
         /// default comes from DN_SIM_LOOKAHEAD, else full.
         #[arg(long)]
         lookahead: Option<String>,
+        /// Be a device instead of a simulator: no process joins a scheduler;
+        /// the model watches every slot's doorbell and executes commands as
+        /// they come, so an unmodified driver (or a virtual machine mapping a
+        /// node file as a PCI BAR) talks to it as to a card. PACE is `wall`
+        /// (simulated time follows wall time; the default) or `fast` (every
+        /// pending event at once). No control file is written.
+        #[arg(long, value_name = "PACE", num_args = 0..=1, default_missing_value = "wall",
+              conflicts_with_all = ["actors", "trace", "lookahead", "cpu"])]
+        realtime: Option<hw_model::realtime::Pace>,
     },
     /// Drive random register sequences through the driver and check the
     /// device's invariants after each case; a failure prints the seed and
@@ -83,6 +92,15 @@ enum Cmd {
         /// Most operations per case.
         #[arg(long, default_value_t = 64)]
         max_ops: usize,
+    },
+    /// The device tests a card must pass, through the driver, on slots 0
+    /// and 1 of DEVICE: a card's BAR (e.g. a PCI `resource2` file in
+    /// sysfs), or a node file of `serve --realtime`. Prints a line per check;
+    /// fails on the first that does not hold.
+    Devcheck {
+        /// The device (node file or BAR resource file) to test.
+        #[arg(long)]
+        device: PathBuf,
     },
     /// Device-level micro-benchmarks in simulated time.
     Probe {
@@ -109,9 +127,68 @@ fn main() -> ExitCode {
     }
 }
 
+/// `serve --realtime`: the model as a device until a signal.
+fn serve_realtime(
+    nodes: u16,
+    slots: u16,
+    dir: PathBuf,
+    profile: HostProfile,
+    partition_mib: u64,
+    pace: hw_model::realtime::Pace,
+) -> Result<(), String> {
+    let cfg = hw_model::ModelConfig {
+        nodes,
+        slots,
+        partition_size: partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?,
+        timing: profile.device.clone(),
+    };
+    let created_dir = !dir.exists();
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("cannot install signal handler: {e}"))?;
+    }
+    let mut dev = hw_model::realtime::Realtime::create(cfg, &dir, pace).map_err(|e| e.to_string())?;
+    println!("dimmnet-sim: ready {} (a device in real time, pace {pace})", dir.display());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let report = dev.run(&stop);
+    for n in 0..nodes {
+        let _ = std::fs::remove_file(dev.node_path(n));
+    }
+    if created_dir {
+        let _ = std::fs::remove_dir(&dir);
+    }
+    eprintln!("dimmnet-sim: {}", report.summary());
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Serve { nodes, slots, dir, profile, trace, trace_meta, actors, partition_mib, cpu, lookahead } => {
+        Cmd::Serve { nodes, slots, dir, profile, realtime: Some(pace), partition_mib, .. } => {
+            let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
+            serve_realtime(nodes, slots, dir, profile, partition_mib, pace)
+        }
+        Cmd::Serve {
+            nodes,
+            slots,
+            dir,
+            profile,
+            trace,
+            trace_meta,
+            actors,
+            partition_mib,
+            cpu,
+            lookahead,
+            realtime: None,
+        } => {
             let profile = HostProfile::load(&profile).map_err(|e| e.to_string())?;
             let mut cfg = ClusterConfig::new(dir, nodes, slots);
             cfg.profile = profile;
@@ -183,6 +260,19 @@ fn run(cli: Cli) -> Result<(), String> {
                         println!("  {i:3}: {op:?}");
                     }
                     Err(format!("invariant violated; reproduce with --seed {seed}"))
+                }
+            }
+        }
+        Cmd::Devcheck { device } => {
+            let outcome = hw_tools::devcheck::run(&device, |line| println!("devcheck: ok {line}"));
+            match outcome {
+                Ok(()) => {
+                    println!("devcheck: all checks passed on {}", device.display());
+                    Ok(())
+                }
+                Err(e) => {
+                    println!("devcheck: FAILED: {e}");
+                    Err(format!("a device check failed on {}", device.display()))
                 }
             }
         }
