@@ -5,6 +5,7 @@
 //! * [`harness`] — run a cluster in a thread and drive it from test code;
 //! * [`probe`] — `dimmnet-sim probe`, the device micro-benchmarks;
 //! * [`fuzz`] — `dimmnet-sim fuzz`, the register-protocol fuzzer;
+//! * [`fuzz_input`] — the coverage-guided fuzzer's byte format;
 //! * [`devcheck`] — `dimmnet-sim devcheck`, the device tests a card (or the
 //!   model in real time) must pass;
 //!
@@ -15,5 +16,6 @@
 
 pub mod devcheck;
 pub mod fuzz;
+pub mod fuzz_input;
 pub mod harness;
 pub mod probe;
