@@ -495,8 +495,10 @@ impl Model {
     /// Put the schedule words back over host writes (they are read-only).
     pub(super) fn restore_sched_words(&mut self, node: u16, slot: u16) {
         let st = &self.nodes[node as usize].slots[slot as usize].sched;
-        self.restore_ur_words(node, slot, ur::off::SCHED_DONE, &st.done);
+        // Results before the done words that vouch for them (see
+        // `restore_ur_words`).
         self.restore_ur_words(node, slot, ur::off::SCHED_RESULT, &st.result);
+        self.restore_ur_words(node, slot, ur::off::SCHED_DONE, &st.done);
     }
 }
 

@@ -868,11 +868,14 @@ impl Model {
         }
     }
 
-    /// [`Model::restore_ur`] for a run of words at `reg`.
+    /// [`Model::restore_ur`] for a run of words at `reg`, last word first:
+    /// a completion entry is (done, result), and a host reading it while
+    /// the device runs (a card, or `serve --realtime`) must never see a
+    /// restored done word beside a result not yet restored.
     pub(crate) fn restore_ur_words(&self, node: u16, slot: u16, reg: usize, words: &[u64]) {
         let map = &self.mmio[node as usize];
         let base = Model::ur_off(slot, reg);
-        for (k, v) in words.iter().enumerate() {
+        for (k, v) in words.iter().enumerate().rev() {
             if map.read_u64(base + 8 * k).ok() != Some(*v) {
                 let _ = map.write_u64(base + 8 * k, *v);
             }
