@@ -25,10 +25,10 @@ say() { echo "vm-test: $*"; }
 # -- what the VM needs ------------------------------------------------------
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q "statically linked" || need+=(busybox-static)
+# The guest's shell must not need the host's libraries.
+if ! { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }; then need+=(busybox-static); fi
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 command -v cpio >/dev/null || need+=(cpio)
-command -v file >/dev/null || need+=(file)
 if [ ${#need[@]} -gt 0 ]; then
     say "installing ${need[*]}"
     SUDO=""

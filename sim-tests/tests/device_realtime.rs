@@ -84,6 +84,22 @@ fn the_device_tests_pass_on_the_model_as_a_device_at_either_pace() {
     }
 }
 
+/// `dimmnet-sim fuzz --device` checks read-backs and error codes on any
+/// device; on the model in real time, the same as on the simulator.
+#[test]
+fn the_register_fuzzer_passes_on_the_model_as_a_device() {
+    let dev = Device::start("fuzz", 2, 2, "fast");
+    let out = Command::new(bin_dir().join("dimmnet-sim"))
+        .args(["fuzz", "--cases", "40", "--seed", "51", "--device"])
+        .arg(dev.node(0))
+        .output()
+        .expect("run dimmnet-sim fuzz");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("40 cases passed"), "{text}");
+    let report = dev.stop();
+    assert!(!report.contains("(0 refused)"), "the fuzzer's defects were refused: {report}");
+}
+
 #[test]
 fn a_slot_the_device_does_not_have_fails_the_device_tests_by_name() {
     let dev = Device::start("oneslot", 1, 1, "wall");
