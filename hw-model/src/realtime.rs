@@ -109,14 +109,32 @@ pub struct Realtime {
     idle_passes: u32,
     touched: Vec<Touch>,
     changed: Vec<fpga_regs::Peer>,
+    /// Whether `create` made `dir` (removed again on drop, with the node files).
+    created_dir: bool,
 }
 
 impl Realtime {
     /// Create the node files in `dir` (one per node, laid out as the
     /// register map says) and the device behind them.
+    /// `dir` is created (owner only) when it does not exist; the node
+    /// files, and `dir` if it was created here, are removed on drop, as a
+    /// [`crate::Cluster`] does with its files.
     pub fn create(cfg: ModelConfig, dir: &Path, pace: Pace) -> Result<Realtime, ModelError> {
         let slots = cfg.nodes as usize * cfg.slots as usize;
-        let mut model = Model::create(cfg, dir)?;
+        let created_dir = !dir.exists();
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| ModelError::Io { path: dir.display().to_string(), source })?;
+        }
+        let model = Model::create(cfg, dir);
+        if model.is_err() && created_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+        let mut model = model?;
         model.present_as_device();
         Ok(Realtime {
             model,
@@ -129,6 +147,7 @@ impl Realtime {
             idle_passes: 0,
             touched: Vec::new(),
             changed: Vec::new(),
+            created_dir,
         })
     }
 
@@ -212,6 +231,17 @@ impl Realtime {
             passes: self.passes,
             doorbells: self.seen_doorbells,
             wall: self.start.elapsed(),
+        }
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        for n in 0..self.model.config().nodes {
+            let _ = std::fs::remove_file(self.node_path(n));
+        }
+        if self.created_dir {
+            let _ = std::fs::remove_dir(&self.dir);
         }
     }
 }

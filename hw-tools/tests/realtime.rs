@@ -23,7 +23,6 @@ fn config(slots: u16) -> ModelConfig {
 /// Run `f` against a real-time device answering in another thread.
 fn with_device<R>(faults: PlantedFaults, pace: Pace, f: impl FnOnce(&std::path::Path) -> R) -> R {
     let dir = temp_dir("realtime");
-    std::fs::create_dir_all(&dir).unwrap();
     let mut dev = Realtime::create(config(2), &dir, pace).unwrap();
     dev.model_mut().plant(faults);
     let node = dev.node_path(0);
@@ -34,7 +33,7 @@ fn with_device<R>(faults: PlantedFaults, pace: Pace, f: impl FnOnce(&std::path::
     stop.store(true, Ordering::SeqCst);
     let report = t.join().expect("the device thread");
     assert!(report.stats.commands > 0, "{}", report.summary());
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!dir.exists(), "the device left {} behind", dir.display());
     r
 }
 

@@ -142,15 +142,6 @@ fn serve_realtime(
         partition_size: partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?,
         timing: profile.device.clone(),
     };
-    let created_dir = !dir.exists();
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("cannot install signal handler: {e}"))?;
@@ -160,12 +151,7 @@ fn serve_realtime(
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let report = dev.run(&stop);
-    for n in 0..nodes {
-        let _ = std::fs::remove_file(dev.node_path(n));
-    }
-    if created_dir {
-        let _ = std::fs::remove_dir(&dir);
-    }
+    drop(dev); // removes its files
     eprintln!("dimmnet-sim: {}", report.summary());
     Ok(())
 }
