@@ -16,7 +16,7 @@ fn main() {
         println!("cargo:rustc-env=DN_DPDK_MISSING=built without the `dpdk` feature");
         return;
     }
-    if env::var_os("DN_NO_DPDK").is_some() {
+    if dn_knobs::flag("DN_NO_DPDK").unwrap_or(true) {
         println!("cargo:rustc-env=DN_DPDK_MISSING=built with DN_NO_DPDK set");
         return;
     }

@@ -21,13 +21,19 @@ pub struct Config {
 impl Config {
     /// The backend's defaults with environment overrides applied.
     pub fn from_env(backend_threshold: usize) -> Result<Config, String> {
-        let eager_threshold = match std::env::var(ENV_EAGER_THRESHOLD) {
-            Ok(v) => parse_size(&v).map_err(|e| format!("{ENV_EAGER_THRESHOLD}={v:?}: {e}"))?,
-            Err(_) => backend_threshold,
+        let eager_threshold = match crate::knobs::bytes(ENV_EAGER_THRESHOLD).map_err(|e| e.to_string())? {
+            Some(v) => usize::try_from(v).unwrap_or(usize::MAX),
+            None => backend_threshold,
         };
-        let print_stats = std::env::var(ENV_STATS).map(|v| v == "1").unwrap_or(false);
+        let print_stats = stats_wanted();
         Ok(Config { eager_threshold, force_rendezvous: false, print_stats })
     }
+}
+
+/// Whether `DN_STATS` asks for counters (a bad value, refused at
+/// `MPI_Init` by the check of every variable, reads as no).
+pub fn stats_wanted() -> bool {
+    crate::knobs::flag(ENV_STATS).unwrap_or(false)
 }
 
 /// Parse a size like `4096`, `16K`, `1M` or `max`.

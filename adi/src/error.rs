@@ -28,6 +28,9 @@ pub enum TransportError {
     /// The job's configuration is unusable.
     #[error("configuration: {0}")]
     Config(String),
+    /// A `DN_*` variable is set to what it does not take.
+    #[error("configuration: {0}")]
+    Knob(#[from] dn_knobs::KnobError),
 }
 
 /// A protocol-engine error.

@@ -82,11 +82,11 @@ fn number(k: &str, v: &str, max: u64) -> Result<u64, TransportError> {
 impl JobEnv {
     /// The job from the environment; `None` when `DN_RANK` is not set.
     pub fn from_env() -> Result<Option<JobEnv>, TransportError> {
-        JobEnv::from_vars(|k| std::env::var(k).ok())
+        JobEnv::from_vars(crate::knobs::raw)
     }
 
     /// The job from variables `get` looks up (the environment, or a test's).
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<JobEnv>, TransportError> {
+    pub fn from_vars(get: impl Fn(&'static str) -> Option<String>) -> Result<Option<JobEnv>, TransportError> {
         let Some(rank) = get(ENV_RANK) else { return Ok(None) };
         let rank = number(ENV_RANK, &rank, u32::MAX.into())? as u32;
         let size = get(ENV_SIZE).ok_or_else(|| cfg_err(format!("{ENV_RANK} is set but {ENV_SIZE} is not")))?;

@@ -22,7 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod hooks;
 pub mod job;
-pub mod knobs;
+pub use dn_knobs as knobs;
 pub mod offload;
 pub mod pmi;
 pub mod spawn;
@@ -150,14 +150,16 @@ fn open_local(_: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> 
 /// key-value space.
 pub fn transport_from_env() -> Result<Box<dyn Transport>, TransportError> {
     pmi::release_unused();
+    // Every DN_* variable, checked once, before any is used.
+    knobs::check_environment()?;
     let job = JobEnv::from_env()?;
-    let backend = match std::env::var(ENV_BACKEND) {
-        Ok(b) => b,
-        Err(_) if job.is_none() && pmi::launched_by_pmi() => "udp".into(),
-        Err(_) if job.is_none() => "local".into(),
-        Err(_) => "sim".into(),
+    let backend = match knobs::word(ENV_BACKEND)? {
+        Some(b) => b,
+        None if job.is_none() && pmi::launched_by_pmi() => "udp",
+        None if job.is_none() => "local",
+        None => "sim",
     };
-    let entry = BACKENDS.iter().find(|b| b.names.contains(&backend.as_str())).ok_or_else(|| {
+    let entry = BACKENDS.iter().find(|b| b.names.contains(&backend)).ok_or_else(|| {
         let all: Vec<&str> = BACKENDS.iter().flat_map(|b| b.names.iter().copied()).collect();
         TransportError::Config(format!("{ENV_BACKEND}={backend:?} is not a backend ({})", all.join(", ")))
     })?;

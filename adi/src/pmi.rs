@@ -68,7 +68,7 @@ pub const SERVED_BY_DNRUN: &str = "DN_PMI_SERVED";
 /// use it (it was started through `DN_RANK`), so that the rank holds no
 /// descriptor it does not use; the server's thread for it ends.
 pub fn release_unused() {
-    if std::env::var_os("DN_RANK").is_none() || std::env::var_os(SERVED_BY_DNRUN).is_none() {
+    if !crate::knobs::is_set(crate::job::ENV_RANK) || !crate::knobs::is_set(SERVED_BY_DNRUN) {
         return;
     }
     let Some(fd) = std::env::var("PMI_FD").ok().and_then(|v| v.trim().parse::<i32>().ok()) else { return };

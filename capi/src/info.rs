@@ -120,7 +120,7 @@ fn env_pairs() -> Pairs {
     // PMI), the same before `MPI_Init` as after. `thread_level` is the
     // level asked for at the launch, which neither has an option for: left
     // out.
-    if let Ok(n) = std::env::var(adi::job::ENV_SIZE).or_else(|_| std::env::var("PMI_SIZE")) {
+    if let Some(n) = adi::knobs::raw(adi::job::ENV_SIZE).or_else(|| std::env::var("PMI_SIZE").ok()) {
         add("maxprocs", n.trim());
     }
     add("host", &crate::env::host_name());

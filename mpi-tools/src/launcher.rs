@@ -140,8 +140,18 @@ pub struct LaunchOptions {
 }
 
 /// The value a rank will see for `key`: `-x` first, then ours.
-fn rank_env(opts: &LaunchOptions, key: &str) -> Option<String> {
-    opts.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone()).or_else(|| std::env::var(key).ok())
+fn rank_env(opts: &LaunchOptions, key: &'static str) -> Option<String> {
+    opts.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone()).or_else(|| adi::knobs::raw(key))
+}
+
+/// Every `DN_*` variable the ranks will see (ours, with `-x` on top),
+/// checked before anything starts: a misspelt name or value is refused
+/// here, once, rather than by every rank at `MPI_Init`.
+fn check_knobs(opts: &LaunchOptions) -> Result<(), LaunchError> {
+    let mut vars: std::collections::BTreeMap<String, String> =
+        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    vars.extend(opts.env.iter().cloned());
+    adi::knobs::check(vars).map_err(|e| LaunchError::Usage(e.to_string()))
 }
 
 /// Authenticated UDP (`DN_UDP_AUTH=1`): a fresh 32-byte key for this job,
@@ -234,8 +244,8 @@ fn make_job_dir(dir: &Path) -> Result<(), LaunchError> {
 
 /// Locate `dimmnet-sim`: `$DN_SIM_BIN`, next to this executable, or on `PATH`.
 pub fn find_simulator() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("DN_SIM_BIN") {
-        return Some(PathBuf::from(p));
+    if let Some(p) = adi::knobs::path("DN_SIM_BIN") {
+        return Some(p);
     }
     if let Ok(exe) = std::env::current_exe() {
         for dir in exe.ancestors().skip(1).take(2) {
@@ -368,7 +378,7 @@ pub fn run_dpdk_poller(args: &[std::ffi::OsString], stop: &AtomicBool) -> i32 {
     match result {
         Ok(stats) => {
             // DN_STATS=1, as the ranks read it (adi::config).
-            if std::env::var(adi::config::ENV_STATS).is_ok_and(|v| v == "1") {
+            if adi::config::stats_wanted() {
                 // One write, so that two pollers' lines do not interleave.
                 let line = format!("dnrun: DPDK poller of node {node}: {stats}\n");
                 let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
@@ -584,6 +594,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if opts.nodes == 0 {
         return Err(LaunchError::Usage("--nodes must be at least 1".into()));
     }
+    check_knobs(opts)?;
     let universe = opts.universe.unwrap_or(opts.np);
     if universe < opts.np {
         return Err(LaunchError::Usage(format!(

@@ -52,7 +52,7 @@ impl FromStr for ComputeMode {
 impl ComputeMode {
     /// The mode the environment asks for.
     pub fn from_env() -> Result<ComputeMode, String> {
-        std::env::var(ENV_COMPUTE).map_or(Ok(ComputeMode::None), |v| v.parse())
+        adi::knobs::text(ENV_COMPUTE).map_or(Ok(ComputeMode::None), |v| v.parse())
     }
 }
 

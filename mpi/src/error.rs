@@ -180,5 +180,11 @@ impl From<adi::TransportError> for MpiError {
     }
 }
 
+impl From<adi::knobs::KnobError> for MpiError {
+    fn from(e: adi::knobs::KnobError) -> MpiError {
+        adi::TransportError::from(e).into()
+    }
+}
+
 /// Result of MPI calls.
 pub type Result<T> = std::result::Result<T, MpiError>;

@@ -486,17 +486,14 @@ pub fn abort_status(code: i32) -> i32 {
 pub fn initialize() -> Result<Universe> {
     tune_allocator();
     // Asking for a mode that is not built must not silently give another.
-    let wanted = match std::env::var("DN_NBC_PROGRESS").as_deref() {
-        Err(_) | Ok("manual") => ProgressMode::Manual,
-        Ok("offload") => ProgressMode::Offload,
-        Ok("thread") => ProgressMode::Thread,
-        Ok(other) => {
-            return Err(MpiError::Init(format!(
-                "DN_NBC_PROGRESS={other} is not a progress mode; use manual, thread or offload"
-            )))
-        }
+    // Every DN_* variable, checked once here (the engine checks again, for
+    // programs that use it alone).
+    adi::knobs::check_environment().map_err(|e| MpiError::Init(e.to_string()))?;
+    let wanted = match adi::knobs::word("DN_NBC_PROGRESS").map_err(|e| MpiError::Init(e.to_string()))? {
+        Some("offload") => ProgressMode::Offload,
+        Some("thread") => ProgressMode::Thread,
+        _ => ProgressMode::Manual,
     };
-    crate::coll::check_env()?;
     let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();
@@ -804,7 +801,7 @@ impl Universe {
         if let Some(mut t) = self.thread.borrow_mut().take() {
             t.stop();
             let c = self.shared.borrow();
-            if std::env::var(adi::config::ENV_STATS).is_ok_and(|v| v == "1") {
+            if adi::config::stats_wanted() {
                 eprintln!(
                     "[rank {}] progress thread: {} passes with work in progress, {} moved something{}",
                     self.world.rank(),

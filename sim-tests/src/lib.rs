@@ -198,7 +198,7 @@ pub fn run_suite_ok(backend: &str, test: &str, np: u32, env: &[&str]) -> String 
 pub fn dpdk_or_skip(test: &str) -> bool {
     match adi::backend::dpdk::available() {
         Ok(()) => true,
-        Err(why) if std::env::var_os("DN_REQUIRE_DPDK").is_some() => {
+        Err(why) if adi::knobs::flag("DN_REQUIRE_DPDK").unwrap_or(true) => {
             panic!("{test}: DN_REQUIRE_DPDK is set but this build has no DPDK: {why}")
         }
         Err(why) => {

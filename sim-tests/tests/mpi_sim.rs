@@ -314,10 +314,45 @@ fn forced_large_message_algorithms_match_the_reference() {
     }
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_NBC_PROGRESS=nic"], "mpi-suite", &["nbc"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("use manual, thread or offload"), "{stderr}");
+    assert!(
+        !out.status.success()
+            && stderr.contains("DN_NBC_PROGRESS=\"nic\": DN_NBC_PROGRESS takes `manual`, `thread`, `offload`"),
+        "{stderr}"
+    );
     let out = dnrun(2, 1, &["--backend", "sim", "-x", "DN_COLL_BCAST=fastest"], "mpi-suite", &["collectives"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("DN_COLL_BCAST=fastest is not an algorithm"), "{stderr}");
+    assert!(
+        !out.status.success() && stderr.contains("DN_COLL_BCAST=\"fastest\": DN_COLL_BCAST takes `auto`, `binomial`"),
+        "{stderr}"
+    );
+}
+
+/// Issue 49: every `DN_*` variable is checked once, at the start. `dnrun`
+/// refuses a name nothing reads (naming the nearest one) before it starts
+/// anything; a program started alone checks its environment at
+/// `MPI_Init` and says which variable is wrong.
+#[test]
+fn environment_variables_are_checked_at_the_start() {
+    // Spelt in two halves: the test of the declarations reads the sources.
+    let misspelt = concat!("DN_", "EAGER_THRESHOLDS");
+    let out = dnrun(2, 1, &["--backend", "sim", "-x", &format!("{misspelt}=1K")], "mpi-suite", &["pingpong"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{misspelt} is set, but no part of this stack reads it (did you mean DN_EAGER_THRESHOLD?)");
+    assert!(!out.status.success() && stderr.contains(&want), "{stderr}");
+    assert!(sim_tests::leftover_job_dirs(std::process::id()).is_empty());
+    let alone = |var: &str, value: &str| {
+        sim_tests::ensure_binaries();
+        std::process::Command::new(sim_tests::bin_dir().join("mpi-suite"))
+            .arg("collectives")
+            .env(var, value)
+            .output()
+            .expect("mpi-suite runs")
+    };
+    let out = alone("DN_STATS", "verbose");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("DN_STATS=\"verbose\": DN_STATS takes `1` or `0`"), "{stderr}");
+    let out = alone("DN_EAGER_THRESHOLD", "16K");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Issue 9: outstanding non-blocking collectives completed out of order
@@ -356,7 +391,7 @@ fn out_of_range_dimmnet_knobs_are_refused_by_name() {
         let out = dnrun(2, 2, &["--backend", "sim", "--timeout", "60", "-x", &kv], "mpi-suite", &["pingpong"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{kv} was accepted");
-        assert!(stderr.contains(&format!("{knob}={value} is out of range")), "{kv}: {stderr}");
+        assert!(stderr.contains(&format!("{knob}=\"{value}\": {knob} takes integer")), "{kv}: {stderr}");
     }
 }
 

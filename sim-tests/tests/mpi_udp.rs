@@ -224,7 +224,7 @@ fn authenticated_mode_without_a_key_is_a_clear_error() {
     assert!(stderr.contains("cannot read the key file /nonexistent/udp.key"), "{stderr}");
     let (ok, _, stderr) = run_with("pingpong", 2, &["DN_UDP_AUTH=yes"]);
     assert!(!ok);
-    assert!(stderr.contains("DN_UDP_AUTH=\"yes\" must be 1 or 0"), "{stderr}");
+    assert!(stderr.contains("DN_UDP_AUTH=\"yes\": DN_UDP_AUTH takes `0`, `1`"), "{stderr}");
     // A FIFO (private, so it passes the permission check) is refused at
     // once; it used to block MPI_Init until the job's timeout.
     let dir = sim_tests::bin_dir().join(format!("udp-key-fifo-{}", std::process::id()));

@@ -480,61 +480,32 @@ impl DimmnetTransport {
     /// optionally `DN_RANKMAP` (else ranks fill the job's nodes in blocks),
     /// `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
     pub fn from_job(job: &crate::JobEnv) -> Result<DimmnetTransport, TransportError> {
-        let var = |k: &str| {
-            std::env::var(k).map_err(|_| TransportError::Config(format!("{k} is not set; start the job with dnrun")))
-        };
-        let num = |k: &str| -> Result<u64, TransportError> {
-            let v = var(k)?;
-            v.parse().map_err(|_| TransportError::Config(format!("{k}={v:?} is not a number")))
-        };
-        let opt = |k: &str, d: u64| -> Result<u64, TransportError> {
-            if std::env::var(k).is_ok() {
-                num(k)
-            } else {
-                Ok(d)
-            }
-        };
+        use crate::knobs;
         let (rank, size) = (job.rank, job.size);
-        let map = match std::env::var("DN_RANKMAP") {
-            Ok(m) => RankMap::parse(&m)?,
-            Err(_) => RankMap::block(size, job.nodes)?,
+        let map = match knobs::text("DN_RANKMAP") {
+            Some(m) => RankMap::parse(&m)?,
+            None => RankMap::block(size, job.nodes)?,
         };
         if map.len() as u32 != size {
             return Err(TransportError::Config(format!("DN_RANKMAP lists {} ranks but DN_SIZE is {size}", map.len())));
         }
         let me = map.peer(rank);
-        let path: PathBuf = match std::env::var("DN_DEVICE") {
-            Ok(d) => PathBuf::from(d),
-            Err(_) => PathBuf::from(var("DN_SIM_DIR")?).join(simlink::simctl::node_file_name(me.node)),
+        let path: PathBuf = match knobs::path("DN_DEVICE") {
+            Some(d) => d,
+            None => knobs::path("DN_SIM_DIR")
+                .ok_or_else(|| TransportError::Config("DN_SIM_DIR is not set; start the job with dnrun".into()))?
+                .join(simlink::simctl::node_file_name(me.node)),
         };
         let d = DimmnetConfig::default();
-        // Every knob in range, or a message naming it (a zone of 0 KiB used
-        // to livelock the simulator, a ring of 4 GiB + 4 KiB wrapped to 4 KiB).
-        let ranged = |k: &str, d: u64, lo: u64, hi: u64, what: &str| -> Result<u64, TransportError> {
-            let v = opt(k, d)?;
-            if (lo..=hi).contains(&v) {
-                Ok(v)
-            } else {
-                Err(TransportError::Config(format!("{k}={v} is out of range: {what} must be {lo}..={hi}")))
-            }
-        };
-        let ring_bytes = if std::env::var_os("DN_RING_KIB").is_some() {
-            ranged("DN_RING_KIB", 0, 4, 1 << 20, "the ring size in KiB")? as u32 * 1024
-        } else {
-            d.ring_bytes
-        };
+        // Every knob in its declared range (a zone of 0 KiB used to livelock
+        // the simulator, a ring of 4 GiB + 4 KiB wrapped to 4 KiB); the
+        // ranges fit the types below.
         let cfg = DimmnetConfig {
-            ring_bytes,
-            zone_bytes: ranged("DN_ZONE_KIB", d.zone_bytes / 1024, 1, 1 << 20, "the landing-zone size in KiB")? * 1024,
-            zones: ranged("DN_ZONES", d.zones as u64, 1, 1024, "the number of landing zones")? as usize,
+            ring_bytes: knobs::integer("DN_RING_KIB")?.map_or(d.ring_bytes, |k| k as u32 * 1024),
+            zone_bytes: knobs::integer("DN_ZONE_KIB")?.map_or(d.zone_bytes, |k| k * 1024),
+            zones: knobs::integer("DN_ZONES")?.map_or(d.zones, |z| z as usize),
             eager_threshold: d.eager_threshold,
-            scan_peers: ranged(
-                "DN_RING_SCAN_PEERS",
-                d.scan_peers as u64,
-                0,
-                u32::MAX as u64,
-                "the most peers whose rings a poll reads one by one",
-            )? as u32,
+            scan_peers: knobs::integer("DN_RING_SCAN_PEERS")?.map_or(d.scan_peers, |n| n as u32),
         };
         DimmnetTransport::open(&path, me.slot, rank, map, cfg)
     }

@@ -60,10 +60,11 @@ pub const ENV_RANK_MODE: &str = "DN_RANK_MODE";
 impl RankMode {
     /// `--rank-mode`'s default: `DN_RANK_MODE`, else `auto`.
     pub fn from_env() -> Result<RankMode, String> {
-        match std::env::var(ENV_RANK_MODE) {
-            Err(_) => Ok(RankMode::Auto),
-            Ok(v) => <RankMode as clap::ValueEnum>::from_str(&v, true)
-                .map_err(|_| format!("{ENV_RANK_MODE}={v:?}: give contexts, processes or auto")),
+        match adi::knobs::word(ENV_RANK_MODE).map_err(|e| e.to_string())? {
+            None => Ok(RankMode::Auto),
+            Some(v) => {
+                <RankMode as clap::ValueEnum>::from_str(v, true).map_err(|e| format!("{ENV_RANK_MODE}={v:?}: {e}"))
+            }
         }
     }
 }
@@ -320,7 +321,7 @@ pub(crate) fn run_job(job: ContextJob<'_>) -> Result<JobReport, LaunchError> {
         .partition_mib
         .checked_mul(1 << 20)
         .ok_or_else(|| LaunchError::Usage("--partition-mib is too large".into()))?;
-    if let Ok(l) = std::env::var("DN_SIM_LOOKAHEAD") {
+    if let Some(l) = adi::knobs::word("DN_SIM_LOOKAHEAD").map_err(|e| LaunchError::Usage(e.to_string()))? {
         cfg.lookahead = l.parse().map_err(LaunchError::Usage)?;
     }
     let mut cluster = hw_model::Cluster::create(cfg).map_err(|e| LaunchError::Simulator(e.to_string()))?;

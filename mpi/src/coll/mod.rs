@@ -106,55 +106,11 @@ pub const BCAST_LARGE: Option<u64> = None;
 /// forces one.
 pub const ALLREDUCE_LARGE: u64 = 1024;
 
-/// The variables that force a collective's algorithm, and the algorithms
-/// each knows.
-pub const FORCING: &[(&str, &[&str])] = &[
-    ("DN_COLL_GATHER", &["linear", "binomial"]),
-    ("DN_COLL_SCATTER", &["linear", "binomial"]),
-    ("DN_COLL_BCAST", &["binomial", "scatter-allgather", "pipeline"]),
-    ("DN_COLL_ALLTOALL", &["pairwise", "bruck"]),
-    ("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"]),
-];
-
-/// The algorithm forced by environment variable `var` (one of
-/// [`FORCING`]), if any; an unknown name is an error that lists the known
-/// ones.
-fn forced(var: &str) -> Result<Option<&'static str>> {
-    let known = FORCING.iter().find(|(name, _)| *name == var).map_or(&[][..], |(_, k)| *k);
-    match std::env::var(var) {
-        Err(_) => Ok(None),
-        Ok(v) if v == "auto" => Ok(None),
-        Ok(v) => known.iter().find(|k| **k == v).copied().map(Some).ok_or_else(|| {
-            MpiError::Invalid(format!("{var}={v} is not an algorithm; use auto or one of {}", known.join(", ")))
-        }),
-    }
-}
-
-/// Check every `DN_COLL_*` variable at initialisation, as every other
-/// knob is: a misspelt algorithm, or a variable no collective reads, is an
-/// error then, not a silent default (or an error only in the collective
-/// that happens to read it, which the device's offload may never reach).
-pub fn check_env() -> Result<()> {
-    check_vars(std::env::vars())
-}
-
-fn check_vars(vars: impl Iterator<Item = (String, String)>) -> Result<()> {
-    for (k, v) in vars {
-        if !k.starts_with("DN_COLL_") {
-            continue;
-        }
-        let Some((_, known)) = FORCING.iter().find(|(name, _)| *name == k) else {
-            let names: Vec<&str> = FORCING.iter().map(|(n, _)| *n).collect();
-            return Err(MpiError::Init(format!("{k} is not a setting; the collectives read {}", names.join(", "))));
-        };
-        if v != "auto" && !known.contains(&v.as_str()) {
-            return Err(MpiError::Init(format!(
-                "{k}={v} is not an algorithm; use auto or one of {}",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(())
+/// The algorithm forced by environment variable `var` (a `DN_COLL_*`
+/// variable, whose algorithms `adi::knobs` declares and checks at
+/// `MPI_Init`), if any: `auto` forces none.
+fn forced(var: &'static str) -> Result<Option<&'static str>> {
+    Ok(adi::knobs::word(var)?.filter(|a| *a != "auto"))
 }
 
 /// Gathers of blocks in this range of bytes use the binomial tree instead
@@ -1060,20 +1016,27 @@ impl Root for Process<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::check_vars;
-
-    fn check(vars: &[(&str, &str)]) -> Result<(), String> {
-        check_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(|e| e.to_string())
-    }
-
+    /// Every algorithm a `DN_COLL_*` variable takes is one its schedule
+    /// knows by name (the declaration and the code cannot drift apart).
     #[test]
-    fn forcing_variables_are_checked_whole() {
-        assert!(check(&[("DN_COLL_ALLREDUCE", "ring"), ("DN_COLL_BCAST", "auto"), ("HOME", "/")]).is_ok());
-        let e = check(&[("DN_COLL_ALLREDUCE", "bogus")]).unwrap_err();
-        assert!(e.contains("DN_COLL_ALLREDUCE=bogus is not an algorithm") && e.contains("rabenseifner"), "{e}");
-        let e = check(&[("DN_COLL_BCAST", "99")]).unwrap_err();
-        assert!(e.contains("pipeline"), "{e}");
-        let e = check(&[("DN_COLL_ALLREDUSE", "ring")]).unwrap_err();
-        assert!(e.contains("DN_COLL_ALLREDUSE is not a setting"), "{e}");
+    fn every_declared_algorithm_is_known() {
+        let known: &[(&str, &[&str])] = &[
+            ("DN_COLL_GATHER", &["linear", "binomial"]),
+            ("DN_COLL_SCATTER", &["linear", "binomial"]),
+            ("DN_COLL_BCAST", &["binomial", "scatter-allgather", "pipeline"]),
+            ("DN_COLL_ALLTOALL", &["pairwise", "bruck"]),
+            ("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"]),
+        ];
+        let declared: Vec<&str> =
+            adi::knobs::KNOBS.iter().map(|k| k.name).filter(|n| n.starts_with("DN_COLL_")).collect();
+        assert_eq!(declared, known.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        for (name, algorithms) in known {
+            let Some(adi::knobs::Knob { takes: adi::knobs::Takes::OneOf(words), .. }) = adi::knobs::knob(name) else {
+                panic!("{name} is not declared as a choice of words");
+            };
+            let mut want = vec!["auto"];
+            want.extend_from_slice(algorithms);
+            assert_eq!(*words, &want[..], "{name}");
+        }
     }
 }

@@ -172,15 +172,11 @@ impl Model {
     /// MPICH and Open MPI give, and what programs written against them
     /// assume (issue 47).
     pub(crate) fn by_default(asked: Option<Model>) -> Result<Model> {
-        match std::env::var("DN_RMA").as_deref() {
-            Err(_) | Ok("") => Ok(asked.unwrap_or(Model::Unified)),
-            Ok("messages") => Ok(Model::Unified),
-            Ok("card") | Ok("separate") => Ok(asked.unwrap_or(Model::Separate)),
-            Ok(other) => Err(MpiError::Invalid(format!(
-                "DN_RMA={other:?}: give `messages` (operations as messages, unified) or `card` \
-                 (the card's public copies, separate, where info does not say otherwise)"
-            ))),
-        }
+        Ok(match adi::knobs::word("DN_RMA")? {
+            None => asked.unwrap_or(Model::Unified),
+            Some("messages") => Model::Unified,
+            Some(_) => asked.unwrap_or(Model::Separate),
+        })
     }
 }
 

@@ -85,10 +85,9 @@ pub enum Polling {
 impl Polling {
     /// From `DN_DPDK_POLLER` (unset: [`Polling::Rank`]).
     pub fn from_env() -> Result<Polling, TransportError> {
-        match std::env::var(DN_DPDK_POLLER).ok().as_deref().map(str::trim) {
-            None | Some("") | Some("rank") => Ok(Polling::Rank),
+        match crate::knobs::word(DN_DPDK_POLLER)? {
             Some("node") => Ok(Polling::Node),
-            Some(v) => Err(cfg_err(format!("{DN_DPDK_POLLER}={v:?}: give rank or node"))),
+            _ => Ok(Polling::Rank),
         }
     }
 }
@@ -236,15 +235,8 @@ pub const FRAME_ENV: &str = "DN_DPDK_FRAME";
 
 /// The frame size from `DN_DPDK_FRAME`, or the default.
 pub fn frame_from_env() -> Result<usize, TransportError> {
-    let Ok(v) = std::env::var(FRAME_ENV) else { return Ok(DEFAULT_FRAME) };
-    match v.trim().parse::<usize>() {
-        Ok(n) if FRAME_RANGE.contains(&n) => Ok(n),
-        _ => Err(cfg_err(format!(
-            "{FRAME_ENV}={v:?}: give a frame size in bytes from {} to {}",
-            FRAME_RANGE.start(),
-            FRAME_RANGE.end()
-        ))),
-    }
+    // The declared range is FRAME_RANGE (a test keeps them the same).
+    Ok(crate::knobs::integer(FRAME_ENV)?.map_or(DEFAULT_FRAME, |n| n as usize))
 }
 
 /// The DPDK transport of one rank.
@@ -440,14 +432,14 @@ pub fn from_job(job: Option<&crate::JobEnv>) -> Result<DpdkTransport, TransportE
         return Err(crate::job::not_in_a_job("DPDK"));
     };
     let (rank, size, job_id) = (job.rank, job.size, job.job_id);
-    let vdev = std::env::var(DN_DPDK_VDEV).ok().filter(|v| !v.trim().is_empty());
+    let vdev = crate::knobs::text(DN_DPDK_VDEV);
     let polling = Polling::from_env()?;
     if polling == Polling::Node && vdev.is_some() {
         return Err(cfg_err(format!(
             "{DN_DPDK_POLLER}=node is for memif on one host; with {DN_DPDK_VDEV} each rank polls its interface"
         )));
     }
-    let frame = match (&vdev, std::env::var_os(FRAME_ENV)) {
+    let frame = match (&vdev, crate::knobs::integer(FRAME_ENV)?) {
         (Some(v), None) => shared_frame(v),
         _ => frame_from_env()?,
     };
@@ -1144,9 +1136,9 @@ mod with_dpdk {
         /// memif; our node's poller, [`poller_released_file`]).
         fn leave(&mut self) -> io::Result<()> {
             let Some(dir) = self.dir.clone() else { return Ok(()) };
-            let linger = match std::env::var(POLL_BEFORE_LEAVING_ENV) {
-                Err(_) => 0,
-                Ok(v) => {
+            let linger = match crate::knobs::text(POLL_BEFORE_LEAVING_ENV) {
+                None => 0,
+                Some(v) => {
                     let (r, ms) = v
                         .split_once(':')
                         .and_then(|(r, ms)| Some((r.parse::<u32>().ok()?, ms.parse::<u64>().ok()?)))

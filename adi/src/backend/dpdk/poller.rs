@@ -85,10 +85,7 @@ impl PollerOptions {
                 layout.slots
             )));
         }
-        let spin = match std::env::var(SPIN_ENV) {
-            Err(_) => DEFAULT_SPIN_US,
-            Ok(v) => v.trim().parse().map_err(|_| cfg_err(format!("{SPIN_ENV}={v:?}: give microseconds")))?,
-        };
+        let spin = crate::knobs::integer(SPIN_ENV)?.unwrap_or(DEFAULT_SPIN_US);
         Ok(PollerOptions {
             job,
             node,

@@ -70,7 +70,7 @@ pub fn exchange(cfg: &UdpConfig, job: Option<&crate::JobEnv>) -> Result<Exchange
         // world's last have published (or are about to: this world's); the
         // others are looked up when they first matter.
         let dir = job.dir()?;
-        if std::env::var_os("DN_UDP_HOSTFILE").is_some() {
+        if crate::knobs::is_set("DN_UDP_HOSTFILE") {
             return Err(cfg_err(
                 "a job with room for spawned processes finds its ranks in the job directory, not in a host file".into(),
             ));
@@ -84,8 +84,10 @@ pub fn exchange(cfg: &UdpConfig, job: Option<&crate::JobEnv>) -> Result<Exchange
         return Ok(Exchanged { sock, rank: job.rank, peers, job: job.job_id, late: Some(dir.to_path_buf()) });
     }
     let (rank, size, job_id) = (job.rank, job.size, job.job_id);
-    if let Ok(path) = std::env::var("DN_UDP_HOSTFILE") {
-        let text = std::fs::read_to_string(&path).map_err(|e| cfg_err(format!("cannot read host file {path}: {e}")))?;
+    if let Some(path) = crate::knobs::path("DN_UDP_HOSTFILE") {
+        let path = path.display();
+        let text = std::fs::read_to_string(path.to_string())
+            .map_err(|e| cfg_err(format!("cannot read host file {path}: {e}")))?;
         let peers = parse_hostfile(&text)?;
         if peers.len() != size as usize {
             return Err(cfg_err(format!(
@@ -120,7 +122,7 @@ pub struct Exchanged {
 
 /// Bind on `DN_UDP_BIND` (loopback by default), a port the OS picks.
 fn bind_local(cfg: &UdpConfig) -> Result<UdpSocket, TransportError> {
-    let bind_ip = std::env::var("DN_UDP_BIND").unwrap_or_else(|_| "127.0.0.1".into());
+    let bind_ip = crate::knobs::text("DN_UDP_BIND").unwrap_or_else(|| "127.0.0.1".into());
     let bind: SocketAddr =
         format!("{bind_ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={bind_ip:?} is not an IP address")))?;
     UdpTransport::bind(bind, cfg)
@@ -139,12 +141,12 @@ fn exchange_through_pmi(
     mut pmi: crate::pmi::Pmi,
     cfg: &UdpConfig,
 ) -> Result<(UdpSocket, u32, Vec<SocketAddr>, u32), TransportError> {
-    let sock = match std::env::var("DN_UDP_BIND") {
-        Ok(ip) => UdpTransport::bind(
+    let sock = match crate::knobs::text("DN_UDP_BIND") {
+        Some(ip) => UdpTransport::bind(
             format!("{ip}:0").parse().map_err(|_| cfg_err(format!("DN_UDP_BIND={ip:?} is not an IP address")))?,
             cfg,
         )?,
-        Err(_) => bind_as_launcher_names_us(cfg)?,
+        None => bind_as_launcher_names_us(cfg)?,
     };
     let me = sock.local_addr().map_err(|e| cfg_err(format!("no local address: {e}")))?;
     pmi.put(&format!("dn-udp-{}", pmi.rank), &me.to_string())?;

@@ -15,11 +15,11 @@ pub const ENV: &str = "DN_UDP_FAULTS";
 /// The fault specification in [`ENV`], if set (shared by every link of
 /// the datagram protocol: UDP and DPDK).
 pub fn from_env() -> Result<Option<FaultSpec>, crate::error::TransportError> {
-    match std::env::var(ENV) {
-        Ok(s) => {
+    match crate::knobs::text(ENV) {
+        Some(s) => {
             FaultSpec::parse(&s).map(Some).map_err(|e| crate::error::TransportError::Config(format!("{ENV}: {e}")))
         }
-        Err(_) => Ok(None),
+        None => Ok(None),
     }
 }
 

@@ -70,8 +70,8 @@ pub const KEY_FILE: &str = "udp.key";
 /// only.
 pub fn load_key(job_dir: Option<&std::path::Path>) -> Result<AuthKey, TransportError> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let path = match (std::env::var_os(KEY_FILE_ENV), job_dir) {
-        (Some(p), _) => std::path::PathBuf::from(p),
+    let path = match (crate::knobs::path(KEY_FILE_ENV), job_dir) {
+        (Some(p), _) => p,
         (None, Some(d)) => d.join(KEY_FILE),
         (None, None) => {
             return Err(TransportError::Config(format!(
@@ -215,24 +215,16 @@ impl UdpConfig {
     /// Defaults with environment overrides.
     pub fn from_env(job_dir: Option<&std::path::Path>) -> Result<UdpConfig, TransportError> {
         let mut c = UdpConfig::default();
-        let num = |k: &str| -> Result<Option<u64>, TransportError> {
-            match std::env::var(k) {
-                Err(_) => Ok(None),
-                Ok(v) => {
-                    v.trim().parse().map(Some).map_err(|_| TransportError::Config(format!("{k}={v:?} is not a number")))
-                }
-            }
-        };
+        use crate::knobs::{integer as num, word};
         if let Some(v) = num("DN_UDP_MTU")? {
             c.mtu = v as usize;
             c.max_message = UdpConfig::max_message_for(c.mtu);
             c.mtu_fixed = true;
         }
-        match std::env::var("DN_UDP_OFFLOAD").as_deref() {
-            Ok("0") => (c.gso, c.gro) = (false, false),
-            Ok("gso") => c.gro = false,
-            Ok("1") | Err(_) => {}
-            Ok(other) => return Err(TransportError::Config(format!("DN_UDP_OFFLOAD={other:?} must be 1, gso or 0"))),
+        match word("DN_UDP_OFFLOAD")? {
+            Some("0") => (c.gso, c.gro) = (false, false),
+            Some("gso") => c.gro = false,
+            _ => {}
         }
         if let Some(v) = num("DN_UDP_WINDOW")? {
             c.window = v as usize;
@@ -244,22 +236,14 @@ impl UdpConfig {
         if let Some(v) = num("DN_UDP_SPIN_US")? {
             c.spin = Duration::from_micros(v);
         }
-        match std::env::var("DN_UDP_CONNECT").as_deref() {
-            Ok("0") => c.connect = false,
-            Ok("1") | Err(_) => {}
-            Ok(other) => return Err(TransportError::Config(format!("DN_UDP_CONNECT={other:?} must be 1 or 0"))),
+        if word("DN_UDP_CONNECT")? == Some("0") {
+            c.connect = false;
         }
-        match std::env::var("DN_UDP_CHECKSUM").as_deref() {
-            Ok("full") => c.full_crc = true,
-            Ok("prefix") | Err(_) => {}
-            Ok(other) => {
-                return Err(TransportError::Config(format!("DN_UDP_CHECKSUM={other:?} must be full or prefix")))
-            }
+        if word("DN_UDP_CHECKSUM")? == Some("full") {
+            c.full_crc = true;
         }
-        match std::env::var(AUTH_ENV).as_deref() {
-            Ok("1") => c.auth = Some(load_key(job_dir)?),
-            Ok("0") | Err(_) => {}
-            Ok(other) => return Err(TransportError::Config(format!("{AUTH_ENV}={other:?} must be 1 or 0"))),
+        if word(AUTH_ENV)? == Some("1") {
+            c.auth = Some(load_key(job_dir)?);
         }
         c.validate()?;
         Ok(c)

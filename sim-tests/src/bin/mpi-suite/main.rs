@@ -706,7 +706,7 @@ fn private_files(w: &SimpleCommunicator) -> R {
     if w.rank() != 0 {
         return Ok(());
     }
-    let job = std::env::var("DN_JOB_DIR").map_err(|_| "DN_JOB_DIR is not set (run with dnrun)")?;
+    let job = adi::knobs::raw("DN_JOB_DIR").ok_or("DN_JOB_DIR is not set (run with dnrun)")?;
     let root = std::path::Path::new(&job).parent().ok_or("DN_JOB_DIR has no parent")?.to_path_buf();
     let uid = std::fs::metadata(&root).map_err(e)?.uid();
     let (mut stack, mut files, mut sockets, mut readable, mut socket) = (vec![root.clone()], 0, 0, None, None);
@@ -777,10 +777,10 @@ fn udp_garbage(u: &Universe, w: &SimpleCommunicator, kernel: bool) -> R {
         }
     }
     if me == 0 {
-        let dir = std::env::var("DN_JOB_DIR").map_err(|_| "DN_JOB_DIR is not set (run with dnrun --backend udp)")?;
+        let dir = adi::knobs::raw("DN_JOB_DIR").ok_or("DN_JOB_DIR is not set (run with dnrun --backend udp)")?;
         let target: std::net::SocketAddr =
             std::fs::read_to_string(std::path::Path::new(&dir).join("udp.1")).map_err(e)?.trim().parse().map_err(e)?;
-        let job: u32 = std::env::var("DN_JOB_ID").map_err(e)?.parse().map_err(e)?;
+        let job: u32 = adi::knobs::raw("DN_JOB_ID").ok_or("DN_JOB_ID is not set")?.parse().map_err(e)?;
         let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(e)?;
         let good = Header {
             flags: flag::DATA,
