@@ -31,6 +31,38 @@ pub enum TransportError {
     /// A `DN_*` variable is set to what it does not take.
     #[error("configuration: {0}")]
     Knob(#[from] dn_knobs::KnobError),
+    /// The device refused a command: what kind of fault, for the MPI
+    /// error class, and the device's own words (its error code, what it
+    /// means and what to do).
+    #[error("{backend} backend: {message}")]
+    Device {
+        /// Backend name.
+        backend: &'static str,
+        /// The kind of fault.
+        fault: DeviceFault,
+        /// The device's report.
+        message: String,
+    },
+}
+
+/// What kind of fault a device reported, as MPI sorts errors (its classes,
+/// MPI 4.1 §9.4): the backend maps each of its device's codes to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceFault {
+    /// An access outside the memory the target exposed for it (a
+    /// protection fault): `MPI_ERR_RMA_RANGE`.
+    Range,
+    /// A destination the device does not have: `MPI_ERR_RANK`.
+    NoSuchPeer,
+    /// The destination is not ready to take the data (its receive ring is
+    /// off or misconfigured, or too small for the message): `MPI_ERR_OTHER`.
+    PeerNotReady,
+    /// A command the library built wrong, which the device refused before
+    /// doing anything: a bug of this library, `MPI_ERR_INTERN`.
+    Malformed,
+    /// An atomic the device's unit cannot do (operation, type or
+    /// alignment): `MPI_ERR_OP`.
+    Atomic,
 }
 
 /// A protocol-engine error.

@@ -32,7 +32,7 @@ pub mod wire;
 pub use config::Config;
 pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, PackSource, ReqId, Source, Status, TagSel, UnpackSink};
-pub use error::{AdiError, TransportError};
+pub use error::{AdiError, DeviceFault, TransportError};
 pub use hooks::ProgressHook;
 pub use job::JobEnv;
 pub use transport::{

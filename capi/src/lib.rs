@@ -146,6 +146,13 @@ impl From<MpiError> for Fail {
             MpiError::Group(_) => MPI_ERR_GROUP,
             MpiError::RmaSync(_) => MPI_ERR_RMA_SYNC,
             MpiError::RmaRange(_) => MPI_ERR_RMA_RANGE,
+            MpiError::Engine(AdiError::Transport(adi::TransportError::Device { fault, .. })) => match fault {
+                adi::DeviceFault::Range => MPI_ERR_RMA_RANGE,
+                adi::DeviceFault::NoSuchPeer => MPI_ERR_RANK,
+                adi::DeviceFault::Atomic => MPI_ERR_OP,
+                adi::DeviceFault::Malformed => MPI_ERR_INTERN,
+                adi::DeviceFault::PeerNotReady => MPI_ERR_OTHER,
+            },
             MpiError::Win(_) => MPI_ERR_WIN,
             MpiError::RmaFlavor(_) => MPI_ERR_RMA_FLAVOR,
             MpiError::RmaAttach(_) => MPI_ERR_RMA_ATTACH,
@@ -769,4 +776,29 @@ pub(crate) fn outcome(r: mpi::Result<mpi::Status>) -> R<MpiStatus> {
 /// A status for the C caller from the mpi crate's.
 pub(crate) fn c_status(s: &mpi::Status) -> MpiStatus {
     MpiStatus::new(s.source_rank(), s.tag(), s.bytes(), s.is_cancelled())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device's refusal reaches C with its class and the device's words
+    /// (issue 49, item 6): a protection fault is `MPI_ERR_RMA_RANGE`.
+    #[test]
+    fn device_faults_have_their_classes() {
+        let fail = |fault| {
+            Fail::from(MpiError::from(adi::TransportError::Device {
+                backend: "DIMMnet-2",
+                fault,
+                message: "RVS (command #3) refused by the device: NotExposed (8): ...".into(),
+            }))
+        };
+        let f = fail(adi::DeviceFault::Range);
+        assert_eq!(f.class, MPI_ERR_RMA_RANGE);
+        assert!(f.msg.contains("NotExposed"), "{}", f.msg);
+        assert_eq!(fail(adi::DeviceFault::NoSuchPeer).class, MPI_ERR_RANK);
+        assert_eq!(fail(adi::DeviceFault::Atomic).class, MPI_ERR_OP);
+        assert_eq!(fail(adi::DeviceFault::Malformed).class, MPI_ERR_INTERN);
+        assert_eq!(fail(adi::DeviceFault::PeerNotReady).class, MPI_ERR_OTHER);
+    }
 }

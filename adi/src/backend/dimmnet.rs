@@ -185,7 +185,35 @@ fn map_err(e: DriverError) -> TransportError {
     match e {
         DriverError::Deadlock { message, .. } => TransportError::Deadlock(message),
         DriverError::Shutdown => TransportError::Shutdown,
+        DriverError::Device { code, .. } => {
+            TransportError::Device { backend: BACKEND, fault: fault_of(code), message: e.to_string() }
+        }
         other => TransportError::Backend { backend: BACKEND, msg: other.to_string() },
+    }
+}
+
+/// The kind of fault each of the device's codes is (`fpga_regs::ErrorCode`,
+/// docs/REGISTERS.md "Errors"), for the MPI error class a program sees.
+pub(crate) fn fault_of(code: fpga_regs::ErrorCode) -> crate::DeviceFault {
+    use crate::DeviceFault as F;
+    use fpga_regs::ErrorCode as C;
+    match code {
+        // The remote slot did not expose the range with that permission;
+        // a list element or a local access outside what may be touched.
+        C::NotExposed | C::OutOfPartition | C::ListRange => F::Range,
+        C::NoSuchNode | C::NoSuchSlot => F::NoSuchPeer,
+        C::RingDisabled | C::RingInvalid | C::TooLarge | C::ScheduleOverflow => F::PeerNotReady,
+        C::BadAtomic => F::Atomic,
+        C::Ok
+        | C::BadOpcode
+        | C::BadMode
+        | C::ReservedBits
+        | C::WindowRange
+        | C::BadPacketType
+        | C::BadPacketHeader
+        | C::DoorbellInvalid
+        | C::BadSchedule
+        | C::ScheduleBusy => F::Malformed,
     }
 }
 
@@ -1011,6 +1039,34 @@ pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refusal keeps its kind (issue 49, item 6): a protection fault is a
+    /// range error, not "other", and the message is the device's.
+    #[test]
+    fn device_refusals_keep_their_kind() {
+        use crate::DeviceFault;
+        let refused = |code| map_err(DriverError::Device { op: "RVS", seq: 7, code });
+        match refused(fpga_regs::ErrorCode::NotExposed) {
+            TransportError::Device { fault: DeviceFault::Range, message, .. } => {
+                assert!(message.contains("RVS (command #7) refused by the device: NotExposed (8)"), "{message}");
+                assert!(message.contains("EXPOSE table"), "the hint is kept: {message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            refused(fpga_regs::ErrorCode::NoSuchSlot),
+            TransportError::Device { fault: DeviceFault::NoSuchPeer, .. }
+        ));
+        assert!(matches!(
+            refused(fpga_regs::ErrorCode::BadAtomic),
+            TransportError::Device { fault: DeviceFault::Atomic, .. }
+        ));
+        // Every kind is some code's.
+        let kinds: std::collections::HashSet<DeviceFault> =
+            fpga_regs::ErrorCode::ALL.iter().map(|c| fault_of(*c)).collect();
+        assert_eq!(kinds.len(), 5);
+        assert!(matches!(map_err(DriverError::Shutdown), TransportError::Shutdown));
+    }
 
     #[test]
     fn ring_room_never_wraps_on_a_huge_credit() {
