@@ -31,9 +31,9 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== adi without its optional backends (no driver, no DPDK)"
+echo "== adi without its optional backends (no driver, no simulator link, no DPDK)"
 cargo clippy -p adi --no-default-features --lib --locked -- -D warnings
-if cargo tree -p adi --no-default-features -e normal --prefix none --locked | grep -Eq '^(driver|dpdk-sys|hw-model) '; then
+if cargo tree -p adi --no-default-features -e normal --prefix none --locked | grep -Eq '^(driver|dpdk-sys|hw-model|simlink) '; then
     echo "adi --no-default-features still depends on a backend's crate:" >&2
     cargo tree -p adi --no-default-features -e normal --locked >&2
     exit 1

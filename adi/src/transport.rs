@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::TransportError;
-pub use simlink::simctl::HostCost;
+pub use dn_host_cost::HostCost;
 
 /// What a transport can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +210,7 @@ impl Waker for FlagWaker {
 
 /// The simulator's actor wakes through its control file (see
 /// [`simlink::actor::Poker`]).
+#[cfg(feature = "dimmnet")]
 impl Waker for simlink::actor::Poker {
     fn wake(&self) {
         self.poke();
@@ -232,7 +233,12 @@ impl Waker for simlink::actor::Poker {
 /// then a thread blocked in the operating system blocks every rank of it,
 /// and nothing can stand in for one.
 pub fn ranks_are_contexts() -> bool {
-    simlink::contexts::in_host()
+    // Ranks are contexts only on the simulator, which the DIMMnet-2
+    // backend drives: a build without it has none.
+    #[cfg(feature = "dimmnet")]
+    return simlink::contexts::in_host();
+    #[cfg(not(feature = "dimmnet"))]
+    false
 }
 
 /// Simulated time: a capability of transports that run against the
