@@ -83,7 +83,7 @@ pub const BACKENDS: &[BackendEntry] = &[
     },
     BackendEntry {
         names: &["udp"],
-        open: |job| Ok(Box::new(backend::udp::UdpTransport::from_job(job)?)),
+        open: open_udp,
         launch: Some(job::LaunchNeeds {
             about: "reliable UDP over the host network (seed 001)",
             simulator: false,
@@ -105,6 +105,15 @@ pub const BACKENDS: &[BackendEntry] = &[
     },
     BackendEntry { names: &["local"], open: open_local, launch: None },
 ];
+
+/// `--backend udp`: shared memory when every rank is on this host
+/// ([`backend::shm`]), else UDP.
+fn open_udp(job: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {
+    if let Some(j) = job.filter(|j| backend::shm::not_used_because(j).is_none()) {
+        return Ok(Box::new(backend::shm::ShmTransport::open(j)?));
+    }
+    Ok(Box::new(backend::udp::UdpTransport::from_job(job)?))
+}
 
 /// The backend a launcher runs jobs on by this name.
 pub fn launchable(name: &str) -> Option<&'static BackendEntry> {

@@ -127,6 +127,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "DN_UDP_KEY_FILE", takes: Takes::Path, default: "one per job", reader: Reader::Rank, meaning: "the key file of `DN_UDP_AUTH=1` (the same on every host)" },
     Knob { name: "DN_UDP_FAULTS", takes: Takes::Text, default: "none", reader: Reader::Rank, meaning: "`loss=P,dup=P,reorder=P,corrupt=P,seed=N`: faults injected on the way out" },
     Knob { name: "DN_UDP_BIND", takes: Takes::Text, default: "127.0.0.1", reader: Reader::Rank, meaning: "the address a rank binds" },
+    Knob { name: "DN_UDP_SHM", takes: Takes::OneOf(&["auto", "off"]), default: "auto", reader: Reader::Rank, meaning: "`auto`: the ranks of a job all on this host talk through shared memory (not with a host file, injected faults or room to spawn); `off`: through UDP" },
     Knob { name: "DN_UDP_HOSTFILE", takes: Takes::Path, default: "one host", reader: Reader::Rank, meaning: "one host:port per rank (`dnrun --hostfile`)" },
     // The DPDK backend
     Knob { name: "DN_DPDK_VDEV", takes: Takes::Text, default: "memif between the ranks", reader: Reader::Rank, meaning: "the DPDK virtual device (`dnrun --dpdk-vdev`)" },

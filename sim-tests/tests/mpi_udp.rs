@@ -2,12 +2,18 @@
 //! the suite under injected faults, a lost peer, stray datagrams, and the
 //! one-socket-per-rank property.
 
+/// Every test here is of the datagram protocol: shared memory, which the
+/// ranks of one host use by default (`tests/mpi_shm.rs`), is off.
 fn run_with(test: &str, np: u32, env: &[&str]) -> (bool, String, String) {
-    sim_tests::run_suite("udp", test, np, env)
+    let mut env = env.to_vec();
+    env.insert(0, "DN_UDP_SHM=off");
+    sim_tests::run_suite("udp", test, np, &env)
 }
 
 fn run(test: &str, np: u32, env: &[&str]) -> String {
-    sim_tests::run_suite_ok("udp", test, np, env)
+    let mut env = env.to_vec();
+    env.insert(0, "DN_UDP_SHM=off");
+    sim_tests::run_suite_ok("udp", test, np, &env)
 }
 
 /// The suite's cases that run over UDP (sim_tests::matrix), every
@@ -237,7 +243,7 @@ fn authenticated_mode_without_a_key_is_a_clear_error() {
     let out = sim_tests::dnrun(
         2,
         1,
-        &["--backend", "udp", "--timeout", "60", "-x", "DN_UDP_AUTH=1", "-x", &key],
+        &["--backend", "udp", "--timeout", "60", "-x", "DN_UDP_SHM=off", "-x", "DN_UDP_AUTH=1", "-x", &key],
         "mpi-suite",
         &["pingpong"],
     );

@@ -4,4 +4,5 @@
 pub mod dimmnet;
 pub mod dpdk;
 pub mod local;
+pub mod shm;
 pub mod udp;
