@@ -8,38 +8,47 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository").to_path_buf()
 }
 
-/// The files to read: Rust (up to its first `#[cfg(test)]`, whose
-/// examples of wrong names are on purpose), C, shell, and the guide.
-fn sources() -> Vec<(PathBuf, String)> {
+/// Every file of the repository outside `target/` and `.git/`.
+fn files() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![repo()];
     while let Some(d) = dirs.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
             let p = e.path();
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if p.is_dir() {
-                if !matches!(name.as_str(), "target" | ".git") {
+                if !p.ends_with("target") && !p.ends_with(".git") {
                     dirs.push(p);
                 }
-                continue;
+            } else {
+                out.push(p);
             }
-            let ext = p.extension().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
-            let keep = matches!(ext.as_str(), "rs" | "c" | "h" | "sh" | "md" | "f90" | "f") || name == "run";
-            if !keep || p.ends_with("knobs/src/lib.rs") || p.ends_with("docs/guide/environment.md") {
-                continue;
-            }
-            if ext == "md" && !(p.starts_with(repo().join("docs/guide")) || name == "README.md") {
-                continue;
-            }
-            let Ok(mut text) = std::fs::read_to_string(&p) else { continue };
-            if ext == "rs" {
-                if let Some(i) = text.find("#[cfg(test)]") {
-                    text.truncate(i);
-                }
-            }
-            out.push((p, text));
         }
+    }
+    out
+}
+
+/// The files to read: Rust (up to its first `#[cfg(test)]`, whose
+/// examples of wrong names are on purpose), C, shell, and the guide.
+fn sources() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for p in files() {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let ext = p.extension().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+        let keep = matches!(ext.as_str(), "rs" | "c" | "h" | "sh" | "md" | "f90" | "f") || name == "run";
+        if !keep || p.ends_with("knobs/src/lib.rs") || p.ends_with("docs/guide/environment.md") {
+            continue;
+        }
+        if ext == "md" && !(p.starts_with(repo().join("docs/guide")) || name == "README.md") {
+            continue;
+        }
+        let Ok(mut text) = std::fs::read_to_string(&p) else { continue };
+        if ext == "rs" {
+            if let Some(i) = text.find("#[cfg(test)]") {
+                text.truncate(i);
+            }
+        }
+        out.push((p, text));
     }
     out
 }
@@ -117,30 +126,14 @@ fn the_guide_page_is_the_generated_table() {
 fn no_code_reads_a_variable_around_the_declarations() {
     let patterns = [concat!("env::var(", "\"DN_"), concat!("var_os(", "\"DN_")];
     let mut found = Vec::new();
-    let mut dirs = vec![repo()];
-    while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if !p.ends_with("target") && !p.ends_with(".git") {
-                    dirs.push(p);
-                }
-                continue;
-            }
-            if p.extension().is_none_or(|x| x != "rs") || p.ends_with("knobs/src/lib.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap_or_default();
-            for (i, line) in text.lines().enumerate() {
-                if patterns.iter().any(|pat| line.contains(pat)) {
-                    found.push(format!(
-                        "{}:{}: {}",
-                        p.strip_prefix(repo()).unwrap_or(&p).display(),
-                        i + 1,
-                        line.trim()
-                    ));
-                }
+    for p in files() {
+        if p.extension().is_none_or(|x| x != "rs") || p.ends_with("knobs/src/lib.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            if patterns.iter().any(|pat| line.contains(pat)) {
+                found.push(format!("{}:{}: {}", p.strip_prefix(repo()).unwrap_or(&p).display(), i + 1, line.trim()));
             }
         }
     }
