@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("capi/src/process.rs", "CURRENT", "the pointer to the current rank's Process: switched by the host"),
     ("capi/src/process.rs", "REGISTERED", "whether CURRENT/THREAD were handed to the host: once per process"),
     ("capi/src/process.rs", "THREAD", "the pointer to the current rank's PerThread: switched by the host"),
-    ("capi/src/datatype.rs", "CONTIGUOUS_SIZES", "an immutable table"),
+    ("capi/src/datatype/mod.rs", "CONTIGUOUS_SIZES", "an immutable table"),
     ("capi/src/group.rs", "EMPTY", "an immutable value"),
     ("simlink/src/contexts.rs", "HOST", "whether the process hosts ranks: a fact of the process"),
     ("simlink/src/actor.rs", "THREAD_PINNED", "CPU pinning, which a host never does (one thread)"),

@@ -135,13 +135,21 @@ fn rust_params(list: &str) -> Vec<Kind> {
 /// Every `extern "C"` function of capi's sources, with its parameters and
 /// return kind, including those its macros generate.
 fn rust_exports() -> BTreeMap<String, (Vec<Kind>, Kind)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).expect("capi/src") {
-        let path = entry.expect("an entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
+    // Every source file, in capi/src and its module directories.
+    let mut files = Vec::new();
+    let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory of capi/src") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
         }
+    }
+    let mut out = BTreeMap::new();
+    for path in files {
         let text = std::fs::read_to_string(&path).expect("a source file");
         // Written out: `extern "C" fn MPI_X(a: T, ...) -> R`.
         let mut rest = text.as_str();

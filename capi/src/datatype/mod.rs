@@ -1,0 +1,748 @@
+//! Datatypes (MPI 4.1 §5.1): the predefined ones, and derived datatypes
+//! built by the type constructors (§5.1.2-5.1.7), committed, freed,
+//! decoded (§5.1.13), and packed (§5.2).
+//!
+//! The typemaps themselves, their construction, packing and unpacking are
+//! the mpi crate's (`mpi::datatype::typemap`, stored in the size of their
+//! description); this module keeps what is C's: handles, the constructors'
+//! arguments as `MPI_Type_get_contents` returns them, and the caller's
+//! pointers. A send or receive of `count` elements is then an
+//! `mpi::staged::Span`, which the mpi crate moves in place, packed, staged
+//! or streamed.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use crate::abi::*;
+use crate::*;
+
+/// A datatype's typemap (MPI 4.1 §5.1.1): the mpi crate's datatype engine.
+pub(crate) use mpi::datatype::typemap::addr;
+pub(crate) use mpi::datatype::{Typemap as Layout, TypemapBuilder as Builder};
+pub(crate) use mpi::staged::{incoming, near_null, outgoing, Blocks, Span};
+
+/// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
+#[derive(Clone, Debug)]
+pub(crate) struct Contents {
+    pub(crate) combiner: c_int,
+    pub(crate) ints: Vec<c_int>,
+    pub(crate) aints: Vec<isize>,
+    /// Large counts: the arguments of a large-count (`_c`) constructor
+    /// that are `MPI_Count`s.
+    pub(crate) counts: Vec<i64>,
+    /// The datatypes it was built from, with their definitions (so that a
+    /// decode still works after the program freed them).
+    pub(crate) types: Vec<(Handle, Option<Arc<TypeDef>>)>,
+}
+
+/// Which form of a constructor was called (MPI 4.1 §5.1.13): the `int`
+/// form, or the large-count (`_c`) form, whose counts, block lengths,
+/// displacements and bounds `MPI_Type_get_contents_c` returns as large
+/// counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Form {
+    Int,
+    Large,
+}
+
+/// A constructor's arguments as §5.1.13 records them: its counts (and
+/// displacements in extents), then its byte displacements and bounds.
+struct Args {
+    form: Form,
+    combiner: c_int,
+    counts: Vec<i64>,
+    addrs: Vec<i64>,
+}
+
+impl Args {
+    /// `counts` came from `int` arguments in the `int` form, so they fit.
+    fn new(form: Form, combiner: c_int, counts: Vec<i64>, addrs: Vec<i64>) -> Args {
+        Args { form, combiner, counts, addrs }
+    }
+
+    fn contents(self, types: Vec<(Handle, Option<Arc<TypeDef>>)>) -> Contents {
+        let Args { form, combiner, mut counts, addrs } = self;
+        match form {
+            Form::Int => Contents {
+                combiner,
+                ints: counts.iter().map(|&v| v as c_int).collect(),
+                aints: addrs.iter().map(|&v| v as isize).collect(),
+                counts: vec![],
+                types,
+            },
+            Form::Large => {
+                counts.extend(addrs);
+                Contents { combiner, ints: vec![], aints: vec![], counts, types }
+            }
+        }
+    }
+}
+
+/// A derived datatype's definition.
+#[derive(Debug)]
+pub(crate) struct TypeDef {
+    pub(crate) layout: Arc<Layout>,
+    contents: Contents,
+}
+
+impl TypeDef {
+    /// How it was built (`MPI_Type_get_contents`).
+    pub(crate) fn contents(&self) -> &Contents {
+        &self.contents
+    }
+}
+
+/// A derived datatype handle's state.
+pub(crate) struct TypeEntry {
+    pub(crate) def: Arc<TypeDef>,
+    /// `MPI_Type_commit` has run: it may be used in communication.
+    pub(crate) committed: bool,
+    /// `MPI_Type_set_name`'s name.
+    name: String,
+}
+
+impl TypeEntry {
+    /// A new, committed handle's entry for `def` (`MPI_File_get_view`
+    /// hands out the view's types so, §14.3).
+    pub(crate) fn committed_copy(def: Arc<TypeDef>) -> TypeEntry {
+        TypeEntry { def, committed: true, name: String::new() }
+    }
+}
+
+/// The size of a predefined datatype with a contiguous layout: the fast
+/// path of every call, one load from [`CONTIGUOUS_SIZES`].
+#[inline(always)]
+fn contiguous_size(dt: Handle) -> Option<usize> {
+    let size = *CONTIGUOUS_SIZES.get(dt.wrapping_sub(FIRST_DATATYPE))?;
+    (size != 0).then_some(size as usize)
+}
+
+/// The ABI's predefined datatype handles are `0x200..0x300`.
+const FIRST_DATATYPE: Handle = 0x200;
+
+/// [`contiguous_sizes`] of every handle from [`FIRST_DATATYPE`] (0: not
+/// a contiguous predefined type), built at compile time.
+static CONTIGUOUS_SIZES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = contiguous_sizes(FIRST_DATATYPE + i) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The size of a predefined datatype with a contiguous layout, 0 for any
+/// other handle.
+const fn contiguous_sizes(dt: Handle) -> usize {
+    match dt {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
+        | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
+        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
+        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_WCHAR | MPI_LOGICAL | MPI_INTEGER
+        | MPI_REAL | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 | MPI_COMPLEX4 => 4,
+        MPI_LONG
+        | MPI_UNSIGNED_LONG
+        | MPI_LONG_LONG
+        | MPI_UNSIGNED_LONG_LONG
+        | MPI_INT64_T
+        | MPI_UINT64_T
+        | MPI_DOUBLE
+        | MPI_AINT
+        | MPI_COUNT
+        | MPI_OFFSET
+        | MPI_DOUBLE_PRECISION
+        | MPI_LOGICAL8
+        | MPI_INTEGER8
+        | MPI_REAL8
+        | MPI_C_FLOAT_COMPLEX
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_COMPLEX
+        | MPI_COMPLEX8
+        | MPI_2INT
+        | MPI_FLOAT_INT
+        | MPI_2REAL
+        | MPI_2INTEGER => 8,
+        MPI_LONG_DOUBLE
+        | MPI_C_DOUBLE_COMPLEX
+        | MPI_CXX_DOUBLE_COMPLEX
+        | MPI_DOUBLE_COMPLEX
+        | MPI_2DOUBLE_PRECISION
+        | MPI_LOGICAL16
+        | MPI_INTEGER16
+        | MPI_REAL16
+        | MPI_COMPLEX16 => 16,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 => 32,
+        _ => 0,
+    }
+}
+
+/// The layout of a predefined datatype.
+fn predefined(dt: Handle) -> Option<Layout> {
+    let two_part = matches!(
+        dt,
+        MPI_2INT
+            | MPI_FLOAT_INT
+            | MPI_2REAL
+            | MPI_2INTEGER
+            | MPI_2DOUBLE_PRECISION
+            | MPI_C_FLOAT_COMPLEX
+            | MPI_CXX_FLOAT_COMPLEX
+            | MPI_COMPLEX
+            | MPI_COMPLEX4
+            | MPI_COMPLEX8
+            | MPI_C_DOUBLE_COMPLEX
+            | MPI_CXX_DOUBLE_COMPLEX
+            | MPI_DOUBLE_COMPLEX
+            | MPI_COMPLEX16
+            | MPI_C_LONG_DOUBLE_COMPLEX
+            | MPI_CXX_LONG_DOUBLE_COMPLEX
+            | MPI_COMPLEX32
+    );
+    if let Some(n) = contiguous_size(dt) {
+        let parts = if two_part { 2 } else { 1 };
+        return Some(Layout::basic(n, (n / parts).min(16), parts));
+    }
+    Some(match dt {
+        MPI_DOUBLE_INT | MPI_LONG_INT => Layout::pair(8, 8),
+        MPI_LONG_DOUBLE_INT => Layout::pair(16, 16),
+        // { short; int; }: the int at offset 4.
+        MPI_SHORT_INT => Layout::pair(2, 2),
+        _ => return None,
+    })
+}
+
+/// The name of a predefined datatype, from the ABI tables.
+fn predefined_name(dt: Handle) -> Option<&'static str> {
+    HANDLES.iter().find(|h| h.0 == "MPI_Datatype")?.2.iter().find(|(_, v)| *v == dt).map(|(n, _)| *n)
+}
+
+fn bad_count(count: impl std::fmt::Display) -> Fail {
+    Fail::new(MPI_ERR_COUNT, format!("count {count} is negative"))
+}
+
+impl State {
+    /// The layout of any datatype, committed or not (for queries and
+    /// constructors).
+    pub(crate) fn layout(&self, dt: Handle) -> R<Arc<Layout>> {
+        if let Some(e) = self.types.get(&dt) {
+            return Ok(e.def.layout.clone());
+        }
+        predefined(dt).map(Arc::new).ok_or_else(|| unknown_type(dt))
+    }
+
+    /// `count` elements of `dt`, which must be committed (§5.1.9).
+    pub(crate) fn span(&self, count: impl crate::count::Int, dt: Handle) -> R<Span> {
+        let count = count.int("count")?;
+        if count < 0 {
+            return Err(bad_count(count));
+        }
+        self.span_n(count as usize, dt)
+    }
+
+    /// `count * times` elements (a collective's buffer of one block per process).
+    pub(crate) fn span_times(&self, count: impl crate::count::Int, times: c_int, dt: Handle) -> R<Span> {
+        let count = count.int("count")?;
+        if count < 0 {
+            return Err(bad_count(count));
+        }
+        self.span_n(count as usize * times.max(0) as usize, dt)
+    }
+
+    /// `count` elements of `dt`. No elements of `MPI_DATATYPE_NULL` are no
+    /// bytes, as in MPICH: programs pass it with a zero count (its recvnull
+    /// test); any other count of it is `MPI_ERR_TYPE`.
+    fn span_n(&self, count: usize, dt: Handle) -> R<Span> {
+        if let Some(size) = contiguous_size(dt) {
+            return Ok(Span::bytes(count.checked_mul(size).ok_or_else(|| too_many(count))?));
+        }
+        if count == 0 && dt == MPI_DATATYPE_NULL {
+            return Ok(Span::bytes(0));
+        }
+        Ok(Span::of(self.committed(dt)?, count)?)
+    }
+
+    /// The layout of `dt`, which must be committed (§5.1.9).
+    pub(crate) fn committed(&self, dt: Handle) -> R<Arc<Layout>> {
+        match self.types.get(&dt) {
+            Some(e) if !e.committed => Err(Fail::new(
+                MPI_ERR_TYPE,
+                format!("datatype {dt:#x} is not committed: call MPI_Type_commit before using it to communicate"),
+            )),
+            Some(e) => Ok(e.def.layout.clone()),
+            None => Ok(Arc::new(predefined(dt).ok_or_else(|| unknown_type(dt))?)),
+        }
+    }
+
+    /// A v-collective's buffer (`mpi::staged::blocks`): block `i` of
+    /// `counts[i]` elements of `dt` at `displs[i]` extents from `buf`.
+    ///
+    /// # Safety
+    /// `buf` holds the blocks.
+    pub(crate) unsafe fn blocks(
+        &self,
+        buf: *mut c_void,
+        counts: &[c_int],
+        displs: &[c_int],
+        dt: Handle,
+        fill: bool,
+    ) -> R<Blocks> {
+        let l = self.committed(dt)?;
+        let cs: Vec<usize> = counts.iter().map(|&c| count_arg(c, "a count")).collect::<R<_>>()?;
+        // SAFETY: this function's contract is `blocks`'s.
+        Ok(unsafe { mpi::staged::blocks(buf.cast(), &cs, displs, &l, fill) }?)
+    }
+}
+
+fn too_many(count: usize) -> Fail {
+    Fail::new(MPI_ERR_COUNT, format!("{count} elements overflow the address space"))
+}
+
+impl State {
+    fn type_entry(&self, dt: Handle) -> R<&TypeEntry> {
+        self.types.get(&dt).ok_or_else(|| {
+            if predefined(dt).is_some() {
+                Fail::new(MPI_ERR_TYPE, format!("{} is predefined: it cannot be freed or renamed", name_of(dt)))
+            } else {
+                unknown_type(dt)
+            }
+        })
+    }
+}
+
+fn name_of(dt: Handle) -> String {
+    predefined_name(dt).map_or_else(|| format!("{dt:#x}"), str::to_string)
+}
+
+fn unknown_type(dt: Handle) -> Fail {
+    if dt == MPI_DATATYPE_NULL {
+        return Fail::new(MPI_ERR_TYPE, "MPI_DATATYPE_NULL is not a datatype");
+    }
+    Fail::new(MPI_ERR_TYPE, format!("{dt:#x} is not a datatype (never created, or freed)"))
+}
+
+/// The fast path of a send or receive: the bytes of `count` elements of a
+/// predefined contiguous datatype, which move from and into the caller's
+/// buffer as they are; `None` for anything else (a derived type, a bad
+/// count or handle), which goes through [`State::span`] and its errors.
+#[inline(always)] // on every send and receive; out of line it costs a call frame
+pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
+    usize::try_from(count).ok()?.checked_mul(contiguous_size(dt)?)
+}
+
+// ---- the calls -------------------------------------------------------------------
+
+/// A non-negative count argument (`int` or `MPI_Count`) as a `usize`.
+fn count_arg(n: impl Into<i64>, what: &str) -> R<usize> {
+    let n = n.into();
+    usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("{what} {n} is negative")))
+}
+
+/// `n` values at `p` (an array argument).
+///
+/// # Safety
+/// `p` holds `n` values.
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: `p` is not null (checked) and holds `n` values of `T` (this
+    // function's contract: the array argument's length is the MPI call's
+    // count); nothing writes them during the call.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// An `int` array argument, widened to the large-count form.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn ints_arg(p: *const c_int, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` ints.
+    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| i64::from(v)).collect())
+}
+
+/// An `MPI_Aint` array argument, in the large-count form.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn aints_arg(p: *const isize, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Aints.
+    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| v as i64).collect())
+}
+
+/// An `MPI_Count` array argument.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn counts_arg(p: *const i64, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Counts.
+    Ok(unsafe { array(p, n, what)? }.to_vec())
+}
+
+/// A displacement or bound in bytes or extents: an address-sized value.
+fn disp_arg(v: i64) -> R<isize> {
+    isize::try_from(v).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {v} overflows an address")))
+}
+
+/// Register a new derived datatype (uncommitted) and write its handle.
+///
+/// # Safety
+/// `out` is null or writable.
+pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "newtype is a null pointer"));
+    }
+    let h = st.new_handle();
+    let def = Arc::new(TypeDef { layout: Arc::new(layout), contents });
+    st.types.insert(h, TypeEntry { def, committed: false, name: String::new() });
+    // SAFETY: non-null; the caller's contract.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+impl State {
+    /// The constructor argument `dt`, with its definition when derived.
+    pub(crate) fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
+        match self.types.get(&dt) {
+            Some(e) => Ok((dt, Some(e.def.clone()))),
+            None => predefined(dt).map(|_| (dt, None)).ok_or_else(|| unknown_type(dt)),
+        }
+    }
+}
+
+/// Build a datatype from blocks of one old type: block `i` has `lens[i]`
+/// elements at `disps[i]` (in bytes, or in extents of `old` when
+/// `in_extents`).
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn blocks_of(
+    st: &mut State,
+    old: Handle,
+    lens: &[i64],
+    disps: &[i64],
+    in_extents: bool,
+    args: Args,
+    out: *mut Handle,
+) -> R<()> {
+    let child = st.layout(old)?;
+    let unit = if in_extents { child.extent() } else { 1 };
+    let mut b = Builder::new();
+    for (&len, &d) in lens.iter().zip(disps) {
+        let at = disp_arg(d)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
+        b.place(&child, at, count_arg(len, "a block length")?)?;
+    }
+    let contents = args.contents(vec![st.part(old)?]);
+    // SAFETY: the caller's contract on `out`.
+    unsafe { define(st, b.finish(), contents, out) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> c_int {
+    with_state("MPI_Type_dup", MPI_COMM_WORLD, |st| {
+        let l = (*st.layout(oldtype)?).clone();
+        let committed = st.types.get(&oldtype).is_none_or(|e| e.committed);
+        let contents = Args::new(Form::Int, MPI_COMBINER_DUP, vec![], vec![]).contents(vec![st.part(oldtype)?]);
+        // SAFETY: the standard's contract on `newtype`.
+        unsafe { define(st, l, contents, newtype)? };
+        // A duplicate is committed if its original was (§5.1.10).
+        // SAFETY: `define` wrote it.
+        let h = unsafe { newtype.read() };
+        if let Some(e) = st.types.get_mut(&h) {
+            e.committed = committed;
+        }
+        crate::attr::copy_type_attrs(st, oldtype, h, newtype)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
+    with_state("MPI_Type_commit", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `datatype`.
+        let dt = unsafe { read_arg(datatype, "datatype")? };
+        match st.types.get_mut(&dt) {
+            Some(e) => e.committed = true,
+            // Committing a predefined datatype is allowed and does nothing.
+            None => drop(st.layout(dt)?),
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
+    with_state("MPI_Type_free", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `datatype`.
+        let dt = unsafe { read_arg(datatype, "datatype")? };
+        if is_f90(st.type_entry(dt)?) {
+            return Err(Fail::new(MPI_ERR_TYPE, "a type from MPI_Type_create_f90_* is predefined: it cannot be freed"));
+        }
+        // Its attributes go first, through their delete callbacks (§5.1.15).
+        crate::attr::delete_type_attrs(st, dt)?;
+        // Operations in progress and types built from it keep their own
+        // copy of the layout (§5.1.10).
+        st.types.remove(&dt);
+        // SAFETY: the standard's contract on `datatype` (MPI 4.1 §5.1.10:
+        // INOUT): it was readable above, and it is writable.
+        unsafe { datatype.write(MPI_DATATYPE_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
+    if let Some(l) = user_fn_layout(datatype) {
+        // SAFETY: the standard's contract on `size`.
+        return unsafe { put(size, l.size as c_int, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
+    with_state("MPI_Type_size", MPI_COMM_WORLD, |st| {
+        let n = st.layout(datatype)?.size;
+        let n = c_int::try_from(n).unwrap_or(MPI_UNDEFINED);
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
+    if let Some(l) = user_fn_layout(datatype) {
+        // SAFETY: the standard's contract on `size`.
+        return unsafe { put(size, l.size as i64, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
+    with_state("MPI_Type_size_c", MPI_COMM_WORLD, |st| {
+        let n = st.layout(datatype)?.size as i64;
+        // SAFETY: the standard's contract on `size`.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+/// A predefined datatype's layout, or that of the derived datatype the
+/// function was given, when a user-defined operation is running on this
+/// thread (and so holds the state).
+fn user_fn_layout(dt: Handle) -> Option<Layout> {
+    if !crate::op::in_user_fn() {
+        return None;
+    }
+    predefined(dt).or_else(|| crate::op::user_fn_type(dt))
+}
+
+/// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`
+/// (`isize`) or `MPI_Count` (`i64`).
+///
+/// # Safety
+/// `lb` and `extent` are null or writable.
+unsafe fn bounds<T>(
+    call: &str,
+    datatype: Handle,
+    true_: bool,
+    lb: *mut T,
+    extent: *mut T,
+    conv: fn(isize) -> T,
+) -> c_int {
+    // Inside a user-defined operation the state is held by the reduction
+    // running it; the predefined datatypes, the only ones it is given,
+    // need no state (§6.9.5 lets the function query its datatype).
+    if let Some(l) = user_fn_layout(datatype) {
+        let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
+        // SAFETY: this function's contract: `lb` and `extent` are null
+        // (refused by `put`) or writable, as the MPI call's OUT arguments.
+        return unsafe { put(lb, conv(lo), "lb").and_then(|_| put(extent, conv(hi - lo), "extent")) }
+            .map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
+    }
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let l = st.layout(datatype)?;
+        let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
+        // SAFETY: as the early return above: `lb` and `extent` are null
+        // or writable (this function's contract).
+        unsafe {
+            put(lb, conv(lo), "lb")?;
+            put(extent, conv(hi - lo), "extent")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_extent", datatype, false, lb, extent, |v| v) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_extent_c", datatype, false, lb, extent, |v| v as i64) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_true_extent", datatype, true, lb, extent, |v| v) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { bounds("MPI_Type_get_true_extent_c", datatype, true, lb, extent, |v| v as i64) }
+}
+
+/// Whole elements (`basic`: basic elements, §5.1.11) of `datatype` in a
+/// status's byte count, or `MPI_UNDEFINED` when the bytes end inside one
+/// (§3.2.5).
+///
+/// # Safety
+/// `status` is null or readable.
+unsafe fn elements(st: &State, status: *const MpiStatus, datatype: Handle, basic: bool) -> R<i64> {
+    if status.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
+    }
+    // SAFETY: non-null and readable by the caller's contract.
+    let bytes = unsafe { status.read() }.bytes();
+    let l = st.layout(datatype)?;
+    let n = if basic {
+        l.elements_in(bytes)
+    } else if l.size == 0 {
+        Some(0)
+    } else {
+        (bytes % l.size as u64 == 0).then_some(bytes / l.size as u64)
+    };
+    Ok(n.and_then(|n| i64::try_from(n).ok()).unwrap_or(i64::from(MPI_UNDEFINED)))
+}
+
+/// A count for an `int` result: `MPI_UNDEFINED` when it does not fit (§3.2.5).
+fn as_int(n: i64) -> c_int {
+    c_int::try_from(n).unwrap_or(MPI_UNDEFINED)
+}
+
+/// `MPI_Get_count` and `MPI_Get_elements`, as `int` or `MPI_Count`.
+///
+/// # Safety
+/// `status` is null or readable; `count` is null or writable.
+unsafe fn count_call<T>(
+    call: &str,
+    status: *const MpiStatus,
+    datatype: Handle,
+    basic: bool,
+    count: *mut T,
+    conv: fn(i64) -> T,
+) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        // SAFETY: the caller's contract on `status` and `count`.
+        unsafe { put(count, conv(elements(st, status, datatype, basic)?), "count") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count", status, datatype, false, count, as_int) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_count_c", status, datatype, false, count, |n| n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements", status, datatype, true, count, as_int) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
+    // SAFETY: the standard's contract on the pointers.
+    unsafe { count_call("MPI_Get_elements_c", status, datatype, true, count, |n| n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
+    with_state("MPI_Get_address", MPI_COMM_WORLD, |_| {
+        // SAFETY: the standard's contract on `address`.
+        unsafe { put(address, location as isize, "address") }
+    })
+}
+
+/// `MPI_Aint_add` (§5.1.5): `base + disp`, as address arithmetic.
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+
+/// `MPI_Aint_diff` (§5.1.5): `addr1 - addr2`, as address arithmetic.
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
+    addr1.wrapping_sub(addr2)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c_char) -> c_int {
+    with_state("MPI_Type_set_name", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract: a NUL-terminated string.
+        let name = unsafe { crate::env::c_name(type_name)? };
+        // A predefined type may be renamed too (§7.8), for this process.
+        if predefined_name(datatype).is_some() && datatype != MPI_DATATYPE_NULL {
+            st.predefined_names.insert(datatype, name);
+            return Ok(());
+        }
+        st.type_entry(datatype)?;
+        if let Some(e) = st.types.get_mut(&datatype) {
+            e.name = name;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    with_state("MPI_Type_get_name", MPI_COMM_WORLD, |st| {
+        let name = match (st.types.get(&datatype), st.predefined_names.get(&datatype)) {
+            (Some(e), _) => e.name.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => predefined_name(datatype).ok_or_else(|| unknown_type(datatype))?.to_string(),
+        };
+        // SAFETY: the standard's contract on the pointers.
+        unsafe { crate::env::put_name(&name, type_name, resultlen) }
+    })
+}
+
+mod constructors;
+mod decoding; // MPI_Type_get_envelope and MPI_Type_get_contents: exported by name
+mod packing;
+
+pub(crate) use self::constructors::*;
+pub(crate) use self::packing::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_table_is_the_match_for_every_handle_and_nothing_else() {
+        let datatypes = &HANDLES.iter().find(|h| h.0 == "MPI_Datatype").unwrap().2;
+        let mut contiguous = 0;
+        for &(name, dt) in datatypes.iter() {
+            let want = contiguous_sizes(dt);
+            assert_eq!(contiguous_size(dt), (want != 0).then_some(want), "{name}");
+            contiguous += usize::from(want != 0);
+        }
+        assert!(contiguous > 60, "only {contiguous} contiguous predefined types");
+        // Handles outside the table's range, or in it but not a datatype.
+        for dt in [0, 0x1ff, 0x204, 0x2ff, 0x300, FIRST_HANDLE, usize::MAX, MPI_DATATYPE_NULL, MPI_DOUBLE_INT] {
+            assert_eq!(contiguous_size(dt), None, "{dt:#x}");
+        }
+    }
+
+    #[test]
+    fn predefined_pair_types_are_c_structs() {
+        let si = predefined(MPI_SHORT_INT).unwrap();
+        assert_eq!((si.size, si.extent()), (6, 8));
+        assert_eq!(si.blocks().collect::<Vec<_>>(), vec![(0, 2), (4, 4)]);
+        assert_eq!(predefined(MPI_2INT).unwrap().basics, 2);
+        let di = predefined(MPI_LONG_DOUBLE_INT).unwrap();
+        assert_eq!((di.size, di.extent()), (20, 32));
+    }
+}

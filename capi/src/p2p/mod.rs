@@ -1,0 +1,733 @@
+//! Point-to-point (MPI 4.1 §3): blocking and non-blocking sends and
+//! receives straight from and into the caller's buffer (`mpi::raw`: no
+//! copy), probes, and completion (§3.7.3-3.7.5), with `MPI_PROC_NULL`
+//! (§3.10), `MPI_ANY_SOURCE`/`MPI_ANY_TAG` and `MPI_STATUS(ES)_IGNORE`.
+
+use std::ffi::{c_int, c_void};
+
+use mpi::{raw, Communicator, Process, Source};
+
+use crate::abi::*;
+use crate::datatype::{direct_bytes, near_null, outgoing, Span};
+use crate::*;
+
+/// The tag selector of a receive or probe: `None` is any tag.
+pub(crate) fn recv_tag(tag: c_int) -> R<Option<c_int>> {
+    match tag {
+        MPI_ANY_TAG => Ok(None),
+        t if t >= 0 => Ok(Some(t)),
+        t => Err(Fail::new(MPI_ERR_TAG, format!("tag {t} is negative (and not MPI_ANY_TAG)"))),
+    }
+}
+
+/// Evaluate `$e` with `$s` the source `$source` names in `$c`: any
+/// process (`MPI_ANY_SOURCE`) or the one at that rank.
+macro_rules! from_source {
+    ($c:expr, $source:expr, $s:ident => $e:expr) => {
+        if $source == MPI_ANY_SOURCE {
+            let $s = &$c.any_process();
+            $e
+        } else {
+            let $s = &$c.process_at_rank($source);
+            $e
+        }
+    };
+}
+
+/// Start sending `span` of `buf` (`mpi::staged::isend`).
+///
+/// # Safety
+/// `buf` holds the span's elements until the operation completes.
+pub(crate) unsafe fn start_send(
+    to: &Process<'_>,
+    buf: *const c_void,
+    span: &Span,
+    tag: c_int,
+    sync: bool,
+) -> R<Staged> {
+    // SAFETY: this function's contract is `isend`'s.
+    Ok(unsafe { mpi::staged::isend(to, buf.cast(), span, tag, sync) }?)
+}
+
+/// Start receiving `span` of `buf` (`mpi::staged::irecv`).
+///
+/// # Safety
+/// `buf` has room for the span's elements and is left alone until the
+/// operation completes.
+unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Staged> {
+    // SAFETY: this function's contract is `irecv`'s.
+    Ok(unsafe { mpi::staged::irecv(from, buf.cast(), span, tag) }?)
+}
+
+/// Blocking send of every mode: standard, synchronous (`sync`), ready
+/// (a ready send is a standard send whose receive is known to be posted).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn send(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let c = &st.comm(comm)?.comm;
+        // The fast path: a predefined type, sent from the caller's bytes.
+        if let (Some(len), true) = (direct_bytes(count, dt), dest != MPI_PROC_NULL) {
+            let p = if len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { buf.cast::<u8>() };
+            if len > 0 && near_null(buf.cast(), 0) {
+                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+            }
+            // SAFETY: `buf` holds `len` bytes for this call (the caller's
+            // contract), or `len` is 0 and `p` is never read.
+            return Ok(unsafe { raw::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
+        }
+        let span = st.span(count, dt)?;
+        if dest == MPI_PROC_NULL {
+            return Ok(());
+        }
+        // SAFETY: `buf` holds the elements for this call (the caller's contract).
+        Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Send", buf, count, datatype, dest, tag, comm, false) };
+    }
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) };
+    }
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments.
+        return unsafe { send_multiple("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) };
+    }
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) }
+}
+
+/// Blocking receive.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[inline]
+unsafe fn recv(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    // The fast path: a predefined type, received into the caller's bytes.
+    if let (Some(len), true) = (direct_bytes(count, dt), source != MPI_PROC_NULL) {
+        let p = if len == 0 { std::ptr::null_mut() } else { buf.cast::<u8>() };
+        if len > 0 && near_null(buf.cast(), 0) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
+        }
+        // SAFETY: `buf` has room for `len` bytes for this call (the
+        // caller's contract); a 0-byte receive writes nothing.
+        let s = unsafe { from_source!(c, source, from => raw::recv(from, p, len, tag)) }?;
+        // SAFETY: the caller's contract on `status`.
+        unsafe { put_status(status, c_status(&s)) };
+        return Ok(());
+    }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { recv_derived(st, buf, count, dt, source, tag, comm, status) }
+}
+
+/// [`recv`] of a derived datatype (or from `MPI_PROC_NULL`), out of the
+/// fast path's way.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[cold]
+#[inline(never)]
+unsafe fn recv_derived(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: Option<c_int>,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    if source == MPI_PROC_NULL {
+        // SAFETY: the caller's contract on `status`.
+        unsafe { put_status(status, MpiStatus::proc_null()) };
+        return Ok(());
+    }
+    // SAFETY: `buf` has room for the elements for this call (the caller's contract).
+    let s = unsafe { from_source!(c, source, from => mpi::staged::recv(from, buf.cast(), &span, tag)) }?;
+    // SAFETY: the caller's contract on `status`.
+    unsafe { put_status(status, c_status(&s)) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the arguments, passed on.
+        return unsafe { recv_multiple(buf, count, datatype, source, tag, comm, status) };
+    }
+    with_state("MPI_Recv", comm, |st| {
+        // SAFETY: the standard's contract on the arguments.
+        let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
+        if let Err(f) = r {
+            // A truncated receive still says whose message it was (§3.2.5).
+            // SAFETY: the standard's contract on `status`.
+            return unsafe { put_outcome(status, Err(f)) };
+        }
+        Ok(())
+    })
+}
+
+/// Register `r` as a new request handle and write it to `out`.
+///
+/// # Safety
+/// `out` is writable.
+pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+    }
+    let h = st.new_handle();
+    st.requests.insert(h, r);
+    // SAFETY: non-null; the caller's contract.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+/// A blocking call under `MPI_THREAD_MULTIPLE` (`crate::threads`): its
+/// non-blocking form, whose operation `start` makes under the lock and the
+/// state keeps as a request, then a wait for it as `MPI_Wait` does, which
+/// lets other threads in; the status goes to `status`. Errors go to
+/// `comm`'s handler, under `call`'s name.
+///
+/// # Safety
+/// The buffers of the operation `start` makes stay valid until it
+/// completes, which is before this returns; `status` is null or writable.
+pub(crate) unsafe fn block_on(
+    call: &str,
+    comm: Handle,
+    status: *mut MpiStatus,
+    start: impl FnOnce(&mut State) -> R<Req>,
+) -> c_int {
+    let mut h = MPI_REQUEST_NULL;
+    let rc = with_state(call, comm, |st| {
+        let r = start(st)?;
+        // SAFETY: `h` is a local.
+        unsafe { new_request(st, r, &mut h) }
+    });
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: `h` is a local; the caller's contract on `status`.
+    unsafe { one_on(call, comm, true, &mut h, std::ptr::null_mut(), status) }
+}
+
+/// `MPI_Send` and its modes under `MPI_THREAD_MULTIPLE` ([`block_on`]),
+/// out of the single-threaded path's way.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[cold]
+#[inline(never)]
+unsafe fn send_multiple(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> c_int {
+    // SAFETY: the caller's contract; the call waits for the send.
+    unsafe { block_on(call, comm, std::ptr::null_mut(), |st| send_req(st, buf, count, dt, dest, tag, comm, sync)) }
+}
+
+/// `MPI_Recv` under `MPI_THREAD_MULTIPLE` ([`block_on`]).
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`; `status` is null or
+/// writable (the standard's contract).
+#[cold]
+#[inline(never)]
+unsafe fn recv_multiple(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: the caller's contract; the call waits for the receive.
+    unsafe { block_on("MPI_Recv", comm, status, |st| recv_req(st, buf, count, dt, source, tag, comm)) }
+}
+
+/// What a send starts (`MPI_Isend`, and `MPI_Send` under
+/// `MPI_THREAD_MULTIPLE`).
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` and stays unchanged until the
+/// operation completes.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn send_req(
+    st: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    Ok(if dest == MPI_PROC_NULL {
+        Req::Done(Ok(mpi::Status::proc_null()))
+    } else {
+        // SAFETY: the caller keeps `buf` until the operation completes
+        // (this function's contract, the standard's §3.7.2); the request's
+        // handle is the only way to complete it, and MPI_Finalize
+        // completes what is left.
+        Req::Op(unsafe { start_send(&c.process_at_rank(dest), buf, &span, tag, sync) }?)
+    })
+}
+
+/// What a receive starts (`MPI_Irecv`, and `MPI_Recv` under
+/// `MPI_THREAD_MULTIPLE`).
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt` and is left alone until
+/// the operation completes.
+unsafe fn recv_req(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    let tag = recv_tag(tag)?;
+    Ok(if source == MPI_PROC_NULL {
+        Req::Done(Ok(mpi::Status::proc_null()))
+    } else {
+        // SAFETY: the caller keeps `buf` untouched until the operation
+        // completes (this function's contract, the standard's §3.7.2).
+        Req::Op(unsafe { from_source!(c, source, from => start_recv(from, buf, &span, tag)) }?)
+    })
+}
+
+/// Start a send.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` and stays unchanged until the
+/// request completes; `request` is writable.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn isend(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    sync: bool,
+) -> c_int {
+    with_state(call, comm, |st| {
+        // SAFETY: the caller's contract on the buffer, passed on.
+        let r = unsafe { send_req(st, buf, count, dt, dest, tag, comm, sync) }?;
+        // SAFETY: the caller's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Isend", buf, count, datatype, dest, tag, comm, request, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Issend", buf, count, datatype, dest, tag, comm, request, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { isend("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Irecv", comm, |st| {
+        // SAFETY: the standard's contract on the buffer, passed on.
+        let r = unsafe { recv_req(st, buf, count, datatype, source, tag, comm) }?;
+        // SAFETY: the caller's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+/// What a send-receive sends: the caller's send buffer, or (the
+/// `_replace` forms) a copy of the receive buffer, taken before the
+/// receive may overwrite it.
+enum SendPart {
+    Buffer { buf: *const c_void, count: c_int, dt: Handle },
+    Copy,
+}
+
+/// Start a send-receive (§3.10): the send starts first, so that two ranks
+/// exchanging with each other cannot deadlock however large the messages.
+/// One operation, which completes when both halves have and reports the
+/// receive's status.
+///
+/// # Safety
+/// The buffers hold their elements and are left alone until the operation
+/// completes (the standard's contract).
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn start_sendrecv(
+    st: &State,
+    send: SendPart,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+) -> R<Req> {
+    let c = &st.comm(comm)?.comm;
+    let rspan = st.span(recvcount, recvtype)?;
+    let tag = recv_tag(recvtag)?;
+    if sendtag < 0 {
+        return Err(Fail::new(MPI_ERR_TAG, format!("sendtag {sendtag} is negative")));
+    }
+    let sent = match send {
+        _ if dest == MPI_PROC_NULL => None,
+        SendPart::Buffer { buf, count, dt } => {
+            let span = st.span(count, dt)?;
+            // SAFETY: the caller's contract on the send buffer.
+            Some(unsafe { start_send(&c.process_at_rank(dest), buf, &span, sendtag, false) }?)
+        }
+        SendPart::Copy => {
+            // SAFETY: the receive buffer holds the elements to send.
+            let data = unsafe { outgoing(recvbuf.cast(), &rspan, "send")? }.into_owned();
+            Some(mpi::staged::isend_owned(&c.process_at_rank(dest), data, sendtag, false)?)
+        }
+    };
+    let received = if source == MPI_PROC_NULL {
+        None
+    } else {
+        // SAFETY: the caller's contract on the receive buffer.
+        Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
+    };
+    Ok(match (sent, received) {
+        (None, None) => Req::Done(Ok(mpi::Status::proc_null())),
+        (None, Some(r)) => Req::Op(r),
+        (Some(mut s), None) => {
+            s.stage.status = Some(mpi::Status::proc_null());
+            Req::Op(s)
+        }
+        (Some(s), Some(mut r)) => {
+            r.stage.with.push(s);
+            Req::Op(r)
+        }
+    })
+}
+
+/// Wait for a request made here and now (the blocking forms of the calls
+/// written as non-blocking ones).
+fn wait_req(r: Req) -> R<MpiStatus> {
+    match r {
+        Req::Op(a) => outcome(a.wait()),
+        Req::Done(s) => outcome(s),
+        Req::Persistent(_) => Err(Fail::new(MPI_ERR_INTERN, "a persistent request where none was made")),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the buffers and `status`; the
+        // call waits for the operation.
+        return unsafe {
+            block_on("MPI_Sendrecv", comm, status, |st| {
+                start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm)
+            })
+        };
+    }
+    with_state("MPI_Sendrecv", comm, |st| {
+        // SAFETY: the standard's contract on the buffers; complete before returning.
+        let r =
+            unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_outcome(status, wait_req(r)) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Isendrecv", comm, |st| {
+        let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
+        // SAFETY: the standard's contract: the buffers are the request's
+        // until it completes (§3.7.2).
+        let r =
+            unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the standard's contract on the buffer and `status`; the
+        // call waits for the operation.
+        return unsafe {
+            block_on("MPI_Sendrecv_replace", comm, status, |st| {
+                start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm)
+            })
+        };
+    }
+    with_state("MPI_Sendrecv_replace", comm, |st| {
+        // SAFETY: the standard's contract on the buffer; complete before returning.
+        let r =
+            unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_outcome(status, wait_req(r)) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Isendrecv_replace", comm, |st| {
+        // SAFETY: the standard's contract: the buffer is the request's
+        // until it completes.
+        let r =
+            unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
+        // SAFETY: the standard's contract on `request`.
+        unsafe { new_request(st, r, request) }
+    })
+}
+
+/// Probe: blocking, or not (`None` when nothing matches yet).
+fn probe(st: &State, source: c_int, tag: c_int, comm: Handle, block: bool) -> R<Option<MpiStatus>> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        return Ok(Some(MpiStatus::proc_null()));
+    }
+    let s = from_source!(c, source, from => match (tag, block) {
+        (None, true) => Some(from.probe()?),
+        (Some(t), true) => Some(from.probe_with_tag(t)?),
+        (None, false) => from.immediate_probe()?,
+        (Some(t), false) => from.immediate_probe_with_tag(t)?,
+    });
+    Ok(s.as_ref().map(c_status))
+}
+
+/// A blocking probe under `MPI_THREAD_MULTIPLE`: it gives the lock up
+/// (`crate::threads::yielded`) where it would idle while another thread
+/// wants it, and runs again.
+fn probe_multiple(st: &State, source: c_int, tag: c_int, comm: Handle) -> R<MpiStatus> {
+    let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
+    if source == MPI_PROC_NULL {
+        return Ok(MpiStatus::proc_null());
+    }
+    let s = from_source!(c, source, from => raw::probe_until(from, tag, &crate::threads::stop)?);
+    s.as_ref().map(c_status).ok_or_else(crate::threads::yielded)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) -> c_int {
+    if crate::threads::multiple() {
+        return crate::threads::blocking_call("MPI_Probe", comm, |st| {
+            let s = probe_multiple(st, source, tag, comm)?;
+            // SAFETY: the standard's contract on `status`.
+            unsafe { put_status(status, s) };
+            Ok(())
+        });
+    }
+    with_state("MPI_Probe", comm, |st| {
+        let s = probe(st, source, tag, comm, true)?.unwrap_or_else(MpiStatus::empty);
+        // SAFETY: the standard's contract on `status`.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    with_state("MPI_Iprobe", comm, |st| {
+        let s = probe(st, source, tag, comm, false)?;
+        // SAFETY: the standard's contract on `flag` and `status`.
+        unsafe {
+            put(flag, s.is_some() as c_int, "flag")?;
+            if let Some(s) = s {
+                put_status(status, s);
+            }
+        }
+        Ok(())
+    })
+}
+
+// After the macros above, which both use.
+mod completion;
+mod persistent;
+
+pub(crate) use self::completion::*;
+pub(crate) use self::persistent::*;

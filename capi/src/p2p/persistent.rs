@@ -1,0 +1,248 @@
+//! Persistent requests (MPI 4.1 §3.9): the `*_init` calls, start, and
+//! cancel (§3.8.4).
+
+use mpi::request::slot::Started;
+
+use super::*;
+
+/// A persistent request over `op` (§3.9.1), inactive until started.
+///
+/// # Safety
+/// `request` is writable.
+pub(crate) unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *mut Handle) -> R<()> {
+    let handle = comm;
+    let comm = st.comm(comm)?.comm.clone();
+    // SAFETY: the caller's contract on `request`.
+    unsafe { new_request(st, Req::persistent(Recipe { comm, handle, op }), request) }
+}
+
+/// The mode of a persistent send (§3.4; a ready send is a standard one
+/// whose receive is known to be posted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Standard,
+    Synchronous,
+    Buffered,
+}
+
+/// A persistent send of any mode.
+///
+/// # Safety
+/// `request` is writable; `buf` stays valid while the request lives.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+pub(crate) unsafe fn send_init(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    mode: Mode,
+) -> c_int {
+    with_state(call, comm, |st| {
+        let span = st.span(count, datatype)?;
+        if tag < 0 {
+            return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
+        }
+        let op = PersistentOp::Send { buf, span, dest, tag, mode };
+        // SAFETY: the caller's contract on `request`.
+        unsafe { persistent(st, comm, op, request) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, Mode::Synchronous) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    // SAFETY: the standard's contract on the arguments.
+    unsafe { send_init("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Buffered) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    with_state("MPI_Recv_init", comm, |st| {
+        let span = st.span(count, datatype)?;
+        let op = PersistentOp::Recv { buf, span, source, tag: recv_tag(tag)? };
+        // SAFETY: the standard's contract on `request`.
+        unsafe { persistent(st, comm, op, request) }
+    })
+}
+
+/// Start persistent request `h` (§3.9.2).
+pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
+    if !st.partitioned.is_empty() && crate::partitioned::start(st, h)? == Some(true) {
+        return Ok(());
+    }
+    // A persistent collective starts with the whole state in hand (its
+    // communicator's schedule, its datatypes), then becomes the request's
+    // active operation.
+    let coll = match st.requests.get(&h) {
+        Some(Req::Persistent(p)) => match &p.recipe.op {
+            PersistentOp::Coll(start, place) => Some((start.clone(), place.clone(), p.recipe.comm.clone())),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some((coll, place, comm)) = coll {
+        if !matches!(st.requests.get(&h).map(Req::part), Some(mpi::request::Part::Idle)) {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "MPI_Start of a persistent collective that is still active (complete it first, §6.13)",
+            ));
+        }
+        let op = place.start(&comm, || coll(st))?;
+        let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+            return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} was freed while it started")));
+        };
+        return p.start(|_| Ok(Started::Op(op))).map_err(Fail::from);
+    }
+    let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+        return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
+    };
+    let (comms, sessions, buffered) = (&mut st.comms, &mut st.sessions, &mut st.buffered);
+    let mut sent = None;
+    let started = p.start(|Recipe { comm: c, handle, op }| {
+        Ok(match op {
+            PersistentOp::Send { dest: MPI_PROC_NULL, .. }
+            | PersistentOp::Recv { source: MPI_PROC_NULL, .. }
+            | PersistentOp::Precv { source: MPI_PROC_NULL, .. } => Started::Done(mpi::Status::proc_null()),
+            PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
+                // The message is copied now: the started request is complete.
+                let b = crate::bsend::buffer_for(comms, sessions, buffered, *handle);
+                // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
+                // valid while the request lives (§3.9).
+                sent = Some((*handle, unsafe { b.send(&c.process_at_rank(*dest), buf.cast(), span, *tag) }?));
+                Started::Done(mpi::Status::empty())
+            }
+            PersistentOp::Send { buf, span, dest, tag, mode } => {
+                let sync = *mode == Mode::Synchronous;
+                // SAFETY: the caller keeps the buffer given to MPI_Send_init
+                // until each started operation completes (§3.9).
+                Started::Op(unsafe { mpi::staged::isend(&c.process_at_rank(*dest), buf.cast(), span, *tag, sync) }?)
+            }
+            PersistentOp::Recv { buf, span, source, tag } => {
+                let (buf, tag) = (buf.cast(), *tag);
+                // SAFETY: as above, for MPI_Recv_init's buffer.
+                Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
+            }
+            PersistentOp::Precv { buf, span, channel, .. } => {
+                // SAFETY: the program keeps the buffer given to
+                // MPI_Precv_init until each started receive completes (§4.2).
+                Started::Op(unsafe { mpi::staged::partitioned::irecv(c, channel, buf.cast(), span) }?)
+            }
+            PersistentOp::Psend { .. } => {
+                return Err(mpi::MpiError::Request("a partitioned send starts when its partitions are ready".into()))
+            }
+            PersistentOp::Coll(..) => {
+                return Err(mpi::MpiError::Request("a persistent collective is started by its own path".into()))
+            }
+        })
+    });
+    started.map_err(Fail::from)?;
+    if let Some((comm, sent)) = sent {
+        crate::bsend::note_sent(st, h, comm, sent);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
+    with_state("MPI_Start", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `request`.
+        start(st, unsafe { read_arg(request, "request")? })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Handle) -> c_int {
+    with_state("MPI_Startall", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on the array.
+        for h in unsafe { handles(count, array_of_requests)? }.iter() {
+            start(st, *h)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
+    with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
+        // SAFETY: the standard's contract on `request`.
+        let h = unsafe { read_arg(request, "request")? };
+        let Some(slot) = st.requests.get(&h) else {
+            if crate::greq::cancel(st, h).is_some() {
+                return Ok(());
+            }
+            return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not an active request")));
+        };
+        let r = slot.active();
+        // The request must still be completed; its status says whether the
+        // cancellation won (§3.8.4).
+        match r {
+            Some(r) => r.request.cancel().map_err(|e| Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, e.to_string()))?,
+            // Complete since its start: a buffered send's, whose message
+            // may still be withdrawn.
+            None if !st.bsent.is_empty() => crate::bsend::cancel(st, h)?,
+            None => {}
+        }
+        Ok(())
+    })
+}
