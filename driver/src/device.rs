@@ -216,6 +216,8 @@ pub struct Device {
     ww_write_combining: bool,
     rings: BTreeMap<usize, RingLocal>,
     reads: ReadLog,
+    /// UR ID as read at open: a constant of the device ([`Device::settle`]).
+    id_word: u64,
 }
 
 // SAFETY (for every call below): the register lives in a mapping owned by
@@ -335,6 +337,7 @@ impl Device {
             ww_write_combining: wc.is_some(),
             rings: BTreeMap::new(),
             reads: ReadLog::default(),
+            id_word: id,
         };
         // A freshly attached slot starts at zero; on hardware, continue from
         // whatever the previous owner left (the doorbell is monotonic).
@@ -392,6 +395,7 @@ impl Device {
     pub fn resync(&mut self) -> Result<(), DriverError> {
         self.pending.clear();
         self.platform.sync()?;
+        self.settle()?;
         // The device changes these words while we read them, so the order
         // matters. BUSY first: once it is clear, nothing more is fetched
         // until we ring again, so the counts read after it are final. (Read
@@ -408,6 +412,29 @@ impl Device {
         self.posted = fetched;
         let regs = self.ur.block::<UserRegs>(0).expect("UR mapped at open");
         self.uc_write(&regs.doorbell, fetched);
+        Ok(())
+    }
+
+    /// On hardware, wait until the device has seen every store this process
+    /// made to the slot, so that what is read next reflects them. A card
+    /// sees each store as it comes and ignores stores to its read-only
+    /// registers, so there this is two stores to UR ID and two loads. The
+    /// model as a device (`dimmnet-sim serve --realtime`) sees the host's
+    /// stores by looking, between passes, and undoes a store to a read-only
+    /// register in the pass after it: once ID reads back its value twice,
+    /// a whole pass has begun after every earlier store was visible, and
+    /// has acted on them (a raw doorbell included). Without this, a resync
+    /// right after a raw doorbell could read the counts from before the
+    /// device saw it, and post over what it then fetched.
+    fn settle(&mut self) -> Result<(), DriverError> {
+        if !matches!(self.platform, Platform::Hardware(_)) {
+            return Ok(());
+        }
+        let id = self.id_word;
+        for _ in 0..2 {
+            self.ur.write_u64(ur::off::ID, !id).map_err(|e| DriverError::Invalid(e.to_string()))?;
+            self.poll(|d| (d.read_ur(ur::off::ID) == id).then_some(()))?;
+        }
         Ok(())
     }
 
