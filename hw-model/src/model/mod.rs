@@ -912,7 +912,7 @@ impl Model {
     /// SO-DIMM partition, drop held packets and forget its in-flight commands.
     pub fn reset_slot(&mut self, node: u16, slot: u16) {
         let map = &self.mmio[node as usize];
-        let _ = map.fill(slot as usize * SLOT_STRIDE, SLOT_STRIDE, 0);
+        let _ = map.zero(slot as usize * SLOT_STRIDE, SLOT_STRIDE);
         let base = self.partition_base(slot) as usize;
         let len = self.cfg.partition_size as usize;
         let mem = &mut self.sodimm[node as usize];
