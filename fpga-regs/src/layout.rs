@@ -15,8 +15,10 @@
 /// Host page size the layout is aligned to.
 pub const PAGE_SIZE: usize = 4096;
 
-/// Distance between two slots in a node's MMIO surface (256 KiB).
-pub const SLOT_STRIDE: usize = 0x4_0000;
+/// Distance between two slots in a node's MMIO surface (1 MiB since map
+/// 1.4, whose ring table for 16,384 sources made LLCM 528 KiB; 256 KiB
+/// before). Only the pages a slot touches take memory.
+pub const SLOT_STRIDE: usize = 0x10_0000;
 
 /// User Register page: capabilities, command queue, completions, status.
 pub const UR_OFFSET: usize = 0x0_0000;
@@ -26,30 +28,35 @@ pub const UR_SIZE: usize = 0x1000;
 /// Low Latency Common Memory: the IVS ring table, host scratch and (map
 /// 1.2) the arrival queue.
 pub const LLCM_OFFSET: usize = 0x0_4000;
-/// Size of LLCM (48 KiB since map 1.2, which added ring entries for
-/// sources 256-1023 and the arrival queue after the 1.1 16 KiB; on a card,
-/// on-chip memory of this size for each of 16 slots is 768 KiB, more than
-/// the block RAM of the 2003 prototype's FPGA, so such a card would hold
-/// fewer slots or keep LLCM in external SRAM).
-pub const LLCM_SIZE: usize = 0xC000;
+/// Size of LLCM: 16 KiB in map 1.1; 48 KiB in map 1.2, which added ring
+/// entries for sources 256-1023 and the arrival queue; 528 KiB in map 1.4,
+/// which added the entries of sources 1,024-16,383 after them. On a card,
+/// on-chip memory of even 48 KiB for each of 16 slots is more than the
+/// block RAM of the 2003 prototype's FPGA, so such a card would hold fewer
+/// slots or keep the ring table in external SRAM; a job touches only the
+/// entries of its own sources.
+pub const LLCM_SIZE: usize = 0x8_4000;
 
-/// Write Window: the host writes data and BOTF packet images here.
-pub const WW_OFFSET: usize = 0x1_0000;
+/// Write Window: the host writes data and BOTF packet images here
+/// (0x1_0000 before map 1.4).
+pub const WW_OFFSET: usize = 0x9_0000;
 /// Size of WW (64 KiB).
 pub const WW_SIZE: usize = 0x1_0000;
 
-/// Prefetch Window: the device deposits VL/RVL data here for the host.
-pub const PW_OFFSET: usize = 0x2_0000;
+/// Prefetch Window: the device deposits VL/RVL data here for the host
+/// (0x2_0000 before map 1.4).
+pub const PW_OFFSET: usize = 0xA_0000;
 /// Size of PW (64 KiB).
 pub const PW_SIZE: usize = 0x1_0000;
 
-/// Largest number of nodes a fabric may have (ours; 64 before map 1.2).
-pub const MAX_NODES: usize = 1024;
+/// Largest number of nodes a fabric may have (ours; 64 before map 1.2,
+/// 1,024 before map 1.4).
+pub const MAX_NODES: usize = 16_384;
 /// Largest number of slots (processes) per node (ours).
 pub const MAX_SLOTS: usize = 16;
 /// Largest `nodes × slots`: one IVS ring-table entry per possible source
-/// (ours; 256 before map 1.2).
-pub const MAX_SOURCES: usize = 1024;
+/// (ours; 256 before map 1.2, 1,024 before map 1.4).
+pub const MAX_SOURCES: usize = 16_384;
 
 /// Default SO-DIMM partition per slot (64 MiB; the model can be configured).
 pub const DEFAULT_PARTITION_SIZE: u64 = 64 << 20;

@@ -31,6 +31,6 @@ pub use layout::Region;
 pub use packet::{PacketHeader, PacketType, PatternBlock};
 
 /// Register map version as "major.minor".
-pub const MAP_VERSION: &str = "1.3";
+pub const MAP_VERSION: &str = "1.4";
 
-const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 3);
+const _: () = assert!(ur::VERSION_MAJOR == 1 && ur::VERSION_MINOR == 4);

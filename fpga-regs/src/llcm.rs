@@ -29,6 +29,11 @@
 //! The queue never stalls the controller: an entry whose tag is not the one
 //! the host expects was overwritten (the host fell more than
 //! `ARRIVAL_ENTRIES` records behind), and the host scans every ring once.
+//!
+//! **Map 1.4 (ours)**: 16,384 sources instead of 1,024. Every earlier entry,
+//! the scratch area and the arrival queue keep their 1.2 offsets; the
+//! entries of sources 1,024–16,383 follow the arrival queue. A job of `n`
+//! sources uses (and so touches) only the first `n` entries.
 
 use core::mem::{offset_of, size_of};
 use volatile_register::RW;
@@ -38,6 +43,8 @@ use crate::layout::{LLCM_SIZE, MAX_SOURCES};
 
 /// Ring entries at the start of LLCM (the whole table of map 1.1).
 pub const LOW_RINGS: usize = 256;
+/// Ring entries of maps 1.1 and 1.2 together; map 1.4's follow the arrival queue.
+pub const NEAR_RINGS: usize = 1024;
 /// Entries of the arrival queue (map 1.2).
 pub const ARRIVAL_ENTRIES: usize = 1024;
 /// Host scratch words (the 1.1 offset and size).
@@ -68,10 +75,12 @@ pub struct Llcm {
     /// Host scratch memory (the controller never touches it).
     pub scratch: [RW<u64>; SCRATCH_WORDS],
     /// Ring table entries of sources 256–1,023 (map 1.2).
-    pub high_rings: [RingEntry; MAX_SOURCES - LOW_RINGS],
+    pub high_rings: [RingEntry; NEAR_RINGS - LOW_RINGS],
     /// The arrival queue (map 1.2): entry `k % ARRIVAL_ENTRIES` names the
     /// source of the `k`-th record the controller published ([`arrival`]).
     pub arrivals: [RW<u64>; ARRIVAL_ENTRIES],
+    /// Ring table entries of sources 1,024–16,383 (map 1.4).
+    pub far_rings: [RingEntry; MAX_SOURCES - NEAR_RINGS],
 }
 
 const _: () = assert!(size_of::<Llcm>() == LLCM_SIZE);
@@ -99,12 +108,16 @@ pub mod off {
     pub const HIGH_RINGS: usize = offset_of!(Llcm, high_rings);
     /// The arrival queue (map 1.2).
     pub const ARRIVALS: usize = offset_of!(Llcm, arrivals);
+    /// Ring entries of sources 1,024 and up (map 1.4).
+    pub const FAR_RINGS: usize = offset_of!(Llcm, far_rings);
     /// Offset of ring entry `source`.
     pub const fn ring(source: usize) -> usize {
         if source < LOW_RINGS {
             RINGS + source * RING_STRIDE
-        } else {
+        } else if source < NEAR_RINGS {
             HIGH_RINGS + (source - LOW_RINGS) * RING_STRIDE
+        } else {
+            FAR_RINGS + (source - NEAR_RINGS) * RING_STRIDE
         }
     }
     /// Offset of arrival queue entry `k % ARRIVAL_ENTRIES`.
@@ -237,7 +250,7 @@ pub const REGISTERS: &[Register] = &[
     Register {
         name: "RING_HIGH",
         offset: off::HIGH_RINGS,
-        count: MAX_SOURCES - LOW_RINGS,
+        count: NEAR_RINGS - LOW_RINGS,
         stride: off::RING_STRIDE,
         words: 4,
         access: Access::RW,
@@ -255,6 +268,17 @@ pub const REGISTERS: &[Register] = &[
         source: Source::Ours,
         doc: "map 1.2 arrival queue: when the controller publishes its k-th record in any ring (k = UR RX_ACCEPTED before the increment) it writes entry k % 1024 = (k's low 32 bits, source index), in the same cycle as NWA. A host reads RX_ACCEPTED and the entries it has not seen, and drains only those rings; a tag that is not the one it expects means it fell more than 1024 records behind, and it scans every ring",
         fields: arrival::FIELDS,
+    },
+    Register {
+        name: "RING_FAR",
+        offset: off::FAR_RINGS,
+        count: MAX_SOURCES - NEAR_RINGS,
+        stride: off::RING_STRIDE,
+        words: 4,
+        access: Access::RW,
+        source: Source::Ours,
+        doc: "map 1.4: the ring table entries of sources 1024-16383, laid out as RING",
+        fields: size_ctrl::FIELDS,
     },
 ];
 
@@ -280,14 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn ring_entries_keep_their_1_1_offsets_and_the_rest_follow_the_scratch_area() {
+    fn ring_entries_keep_their_1_1_and_1_2_offsets_and_the_rest_follow() {
         assert_eq!(off::ring(0), 0);
         assert_eq!(off::ring(255), 255 * 32);
         assert_eq!(off::SCRATCH, 256 * 32);
         assert_eq!(off::ring(256), off::SCRATCH + 8 * SCRATCH_WORDS);
-        assert_eq!(off::ring(MAX_SOURCES - 1) + 32, off::ARRIVALS);
+        assert_eq!(off::ring(NEAR_RINGS - 1) + 32, off::ARRIVALS);
         assert_eq!(off::arrival(ARRIVAL_ENTRIES as u64 + 3), off::ARRIVALS + 24);
-        assert_eq!(off::arrival(ARRIVAL_ENTRIES as u64 - 1) + 8, LLCM_SIZE);
+        assert_eq!(off::ARRIVALS, 0xA000, "the 1.2 arrival queue offset");
+        assert_eq!(off::ring(NEAR_RINGS), off::arrival(ARRIVAL_ENTRIES as u64 - 1) + 8);
+        assert_eq!(off::ring(MAX_SOURCES - 1) + 32, LLCM_SIZE);
     }
 
     #[test]

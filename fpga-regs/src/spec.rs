@@ -276,7 +276,7 @@ fn facts() -> Vec<Fact> {
         Fact { topic: "IVS rings", source: Paper, text: "one ring per source (IPUSH); controller writes Next Write Addr in LLCM, host advances Next Read Addr; when the ring is full reception stops (seed 004 §2)" },
         Fact { topic: "BOTF", source: Paper, text: "sends the packet image in WW; the header TYPE makes it RVS, RVL, IVS... (seed 004 §2)" },
         Fact { topic: "clock", source: Paper, text: "controller FPGA at 100 MHz; InfiniBand 4X link (seed 004 Table 1)" },
-        Fact { topic: "offsets and sizes", source: Ours, text: "256 KiB slot stride; UR 4 KiB at 0, LLCM 48 KiB at 0x4000 (16 KiB before map 1.2), WW 64 KiB at 0x10000, PW 64 KiB at 0x20000; every window page-aligned" },
+        Fact { topic: "offsets and sizes", source: Ours, text: "1 MiB slot stride (256 KiB before map 1.4); UR 4 KiB at 0, LLCM 528 KiB at 0x4000 (16 KiB before map 1.2, 48 KiB before map 1.4), WW 64 KiB at 0x90000, PW 64 KiB at 0xA0000 (0x10000 and 0x20000 before map 1.4); every window page-aligned" },
         Fact { topic: "command queue", source: Ours, text: "32 descriptor entries of 64 bytes + DOORBELL producer count; completions in 32 entries (seq+1, status, bytes) and monotonic counters; out-of-order completion allowed" },
         Fact { topic: "errors", source: Ours, text: "refused commands complete with an ErrorCode and are never performed; ERROR_COUNT/LAST_ERROR record them; reads never clear anything (ERROR_ACK is written)" },
         Fact { topic: "ring pointers", source: Ours, text: "NWA and NRA are monotonic byte counters, records padded to 8 bytes, table indexed by source node*slots+slot" },

@@ -19,7 +19,7 @@ pub const MAGIC: u32 = 0x444E_4D32;
 /// Register map major version (`ID[63:48]`); a driver refuses other majors.
 pub const VERSION_MAJOR: u16 = 1;
 /// Register map minor version (`ID[47:32]`).
-pub const VERSION_MINOR: u16 = 3;
+pub const VERSION_MINOR: u16 = 4;
 
 /// Number of command queue entries (descriptors and completions).
 pub const CQ_DEPTH: usize = 32;
