@@ -6,7 +6,7 @@
 //! device or a simulator node file; only the [`Platform`] differs.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
@@ -194,10 +194,13 @@ impl Pending {
     }
 }
 
+/// What the host keeps of one source's ring; `size == 0` means no ring is
+/// set up (`ring_setup` refuses an empty ring).
+#[derive(Clone, Copy, Default)]
 struct RingLocal {
     base: u64,
-    size: u64,
     nra: u64,
+    size: u32,
 }
 
 /// One mapped slot of a DIMMnet-2 device.
@@ -214,7 +217,9 @@ pub struct Device {
     ww_dirty: bool,
     /// WW is mapped from a BAR's write-combining file (`resourceN_wc`).
     ww_write_combining: bool,
-    rings: BTreeMap<usize, RingLocal>,
+    /// By source index: one entry per possible source, 24 bytes each (a
+    /// 10,000-rank job holds 10^8 of them).
+    rings: Vec<RingLocal>,
     reads: ReadLog,
     /// UR ID as read at open: a constant of the device ([`Device::settle`]).
     id_word: u64,
@@ -237,6 +242,22 @@ fn wc_sibling(path: &Path) -> Option<PathBuf> {
         return None;
     }
     Some(path.with_file_name(format!("{name}_wc"))).filter(|p| p.exists())
+}
+
+/// `reason` with what to do when the OS ran out of mappings: at thousands
+/// of ranks in one process (ranks as contexts) that is `vm.max_map_count`,
+/// not memory.
+fn mapping_advice(reason: String) -> String {
+    if reason.contains("os error 12") {
+        let most = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap_or_default();
+        format!(
+            "{reason}; if memory is not short, the process has used up its memory mappings \
+             (vm.max_map_count = {}): raise it (sysctl -w vm.max_map_count=262144) or run fewer ranks per process",
+            most.trim()
+        )
+    } else {
+        reason
+    }
 }
 
 impl Device {
@@ -268,8 +289,23 @@ impl Device {
                 )));
             }
         }
+        // A regular file (the simulator's node file, a PCI BAR in sysfs) is
+        // mapped once per slot and every window is a view of it: one OS
+        // mapping per rank instead of four, so 10,000 ranks of one process
+        // stay under `vm.max_map_count`. A device node may give each window
+        // its own caching (seed 004 §8.1), so each gets its own mapping.
+        let whole = match file.metadata() {
+            Ok(meta) if meta.is_file() => Some(
+                Mapping::map(&file, &path, base, SLOT_STRIDE).map_err(|e| open_err(mapping_advice(e.to_string())))?,
+            ),
+            _ => None,
+        };
         let map = |r: Region| {
-            Mapping::map(&file, &path, base + r.offset() as u64, r.size()).map_err(|e| open_err(e.to_string()))
+            match &whole {
+                Some(w) => w.view(r.offset(), r.size()),
+                None => Mapping::map(&file, &path, base + r.offset() as u64, r.size()),
+            }
+            .map_err(|e| open_err(mapping_advice(e.to_string())))
         };
         // A PCI BAR in sysfs: `resourceN` maps uncached, `resourceN_wc`
         // (present for a prefetchable BAR) write-combining. WW is the window
@@ -335,7 +371,7 @@ impl Device {
             pending: Pending::new(),
             ww_dirty: false,
             ww_write_combining: wc.is_some(),
-            rings: BTreeMap::new(),
+            rings: Vec::new(),
             reads: ReadLog::default(),
             id_word: id,
         };
@@ -964,14 +1000,18 @@ impl Device {
         self.write_llcm(e + off::RING_NRA, 0)?;
         self.write_llcm(e + off::RING_BASE, base)?;
         self.write_llcm(e + off::RING_SIZE_CTRL, RingState::size_ctrl(size, true))?;
-        self.rings.insert(idx, RingLocal { base, size: size as u64, nra: 0 });
+        if self.rings.len() <= idx {
+            self.rings.resize(idx + 1, RingLocal::default());
+        }
+        self.rings[idx] = RingLocal { base, size, nra: 0 };
         Ok(())
     }
 
     fn ring(&self, src: Peer) -> Result<(usize, &RingLocal), DriverError> {
         let idx = self.source_index(src)?;
         self.rings
-            .get(&idx)
+            .get(idx)
+            .filter(|r| r.size != 0)
             .map(|r| (idx, r))
             .ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))
     }
@@ -980,7 +1020,7 @@ impl Device {
     pub fn ring_available(&self, src: Peer) -> Result<u64, DriverError> {
         let (_, r) = self.ring(src)?;
         let nra = r.nra;
-        let size = r.size;
+        let size = r.size as u64;
         Ok(self.ring_nwa(src)?.wrapping_sub(nra).min(size))
     }
 
@@ -997,14 +1037,15 @@ impl Device {
         if len == 0 {
             return Ok(());
         }
-        if skip + len > r.size {
+        let size = r.size as u64;
+        if skip.checked_add(len).is_none_or(|end| end > size) {
             return Err(DriverError::Invalid(format!(
                 "ring read of {len} bytes at +{skip} exceeds the {}-byte ring",
                 r.size
             )));
         }
-        let pos = (r.nra + skip) % r.size;
-        let first = (r.size - pos).min(len);
+        let pos = r.nra.wrapping_add(skip) % size;
+        let first = (size - pos).min(len);
         let base = r.base;
         let cmd1 = Command::Vl { src: fpga_regs::Pattern::Contiguous { addr: base + pos, len: first as u32 }, pw_off };
         let t1 = self.submit(&cmd1)?;
@@ -1080,7 +1121,11 @@ impl Device {
     /// Advance `src`'s NRA by `bytes` (rounded up to the 8-byte record alignment).
     pub fn ring_consume(&mut self, src: Peer, bytes: u64) -> Result<(), DriverError> {
         let idx = self.source_index(src)?;
-        let r = self.rings.get_mut(&idx).ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))?;
+        let r = self
+            .rings
+            .get_mut(idx)
+            .filter(|r| r.size != 0)
+            .ok_or_else(|| DriverError::Invalid(format!("no ring is set up for {src}")))?;
         r.nra += fpga_regs::llcm::record_len(bytes);
         let nra = r.nra;
         self.write_llcm(fpga_regs::llcm::off::ring(idx) + fpga_regs::llcm::off::RING_NRA, nra)

@@ -34,7 +34,7 @@
 //! map 1.2) instead: one read of `RX_ACCEPTED` when nothing came, one more
 //! per record, and only the rings named are drained.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -318,6 +318,23 @@ impl Arrival for RingArrival<'_> {
     }
 }
 
+/// Credit-based flow with one peer: what this rank consumed of the peer's
+/// ring here and reported to it, and what it appended to its ring there
+/// and heard back as consumed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Flow {
+    /// Bytes of the peer's ring consumed (our NRA).
+    consumed: u64,
+    /// Consumption last reported to the peer.
+    reported: u64,
+    /// Bytes appended to the peer's ring.
+    sent: u64,
+    /// The peer's consumption of our data, as last reported.
+    acked: u64,
+    /// The peer's rings are set up (its hello page answered).
+    connected: bool,
+}
+
 /// The ring size when none is given: 64 KiB, or the largest power of two
 /// (at least 4 KiB) with which `ranks` rings after the hello area and
 /// `landing` bytes of landing zones from the next MiB fit `partition`
@@ -339,15 +356,9 @@ pub struct DimmnetTransport {
     map: RankMap,
     cfg: DimmnetConfig,
     part_size: u64,
-    /// Bytes of each source's ring consumed (our NRA).
-    consumed: Vec<u64>,
-    /// Consumption last reported to each source.
-    reported: Vec<u64>,
-    /// Bytes appended to each destination's ring.
-    sent: Vec<u64>,
-    /// Each destination's consumption of our data, as last reported.
-    acked: Vec<u64>,
-    connected: Vec<bool>,
+    /// Flow state with each peer this rank has sent to or received from
+    /// (none for the others: at 10,000 ranks a rank talks to a few dozen).
+    flows: BTreeMap<u32, Flow>,
     ww: WwRing,
     puts: Vec<Ticket>,
     zones: Vec<bool>,
@@ -471,7 +482,6 @@ impl DimmnetTransport {
                 Incoming::Scan { watch, watch_of }
             }
         };
-        let n = size as usize;
         Ok(DimmnetTransport {
             part_size: info.sodimm_size,
             dev,
@@ -480,11 +490,7 @@ impl DimmnetTransport {
             map,
             zones: vec![false; cfg.zones],
             cfg,
-            consumed: vec![0; n],
-            reported: vec![0; n],
-            sent: vec![0; n],
-            acked: vec![0; n],
-            connected: vec![false; n],
+            flows: BTreeMap::new(),
             ww: WwRing::new(),
             puts: Vec::new(),
             landing_base,
@@ -538,13 +544,23 @@ impl DimmnetTransport {
         DimmnetTransport::open(&path, me.slot, rank, map, cfg)
     }
 
+    /// The flow with `peer`, created on first use.
+    fn flow(&mut self, peer: u32) -> &mut Flow {
+        self.flows.entry(peer).or_default()
+    }
+
+    /// The flow with `peer` as it stands (all zero before first use).
+    fn flow_of(&self, peer: u32) -> Flow {
+        self.flows.get(&peer).copied().unwrap_or_default()
+    }
+
     fn partition_base(&self, p: Peer) -> u64 {
         p.slot as u64 * self.part_size
     }
 
     /// Make sure `dest` has set up its rings (RVL of its hello page).
     fn connect(&mut self, dest: u32) -> Result<(), TransportError> {
-        if self.connected[dest as usize] {
+        if self.flow_of(dest).connected {
             return Ok(());
         }
         let peer = self.map.peer(dest);
@@ -555,7 +571,7 @@ impl DimmnetTransport {
                     let mut m = [0u8; 8];
                     self.dev.read_pw(PW_CONNECT as usize, &mut m).map_err(map_err)?;
                     if u64::from_le_bytes(m) == HELLO_MAGIC {
-                        self.connected[dest as usize] = true;
+                        self.flow(dest).connected = true;
                         return Ok(());
                     }
                 }
@@ -574,8 +590,9 @@ impl DimmnetTransport {
         let mut hdr = [0u8; DN_HDR];
         hdr[0] = kind;
         hdr[4..8].copy_from_slice(&(len as u32).to_le_bytes());
-        hdr[8..16].copy_from_slice(&self.consumed[dest as usize].to_le_bytes());
-        self.reported[dest as usize] = self.consumed[dest as usize];
+        let flow = self.flow(dest);
+        hdr[8..16].copy_from_slice(&flow.consumed.to_le_bytes());
+        flow.reported = flow.consumed;
         // The byte stream [hdr | parts...] split into packet payloads.
         let total = DN_HDR + len;
         let mut pieces: [&[u8]; 4] = [&hdr, &[], &[], &[]];
@@ -612,13 +629,13 @@ impl DimmnetTransport {
             self.ww.used(at_ww, image_len, t);
             left -= n;
         }
-        self.sent[dest as usize] += record_len(total as u64);
+        self.flow(dest).sent += record_len(total as u64);
         Ok(())
     }
 
     fn room(&self, dest: u32) -> u64 {
-        let d = dest as usize;
-        ring_room(self.acked[d], self.sent[d], self.cfg.ring_bytes)
+        let f = self.flow_of(dest);
+        ring_room(f.acked, f.sent, self.cfg.ring_bytes)
     }
 
     /// Read everything available in `src`'s ring; returns messages delivered.
@@ -634,7 +651,7 @@ impl DimmnetTransport {
             backend: BACKEND,
             msg: format!("corrupt record ({what}) in the ring from rank {src}"),
         };
-        let avail = nwa.wrapping_sub(self.consumed[src as usize]).min(self.cfg.ring_bytes as u64);
+        let avail = nwa.wrapping_sub(self.flow_of(src).consumed).min(self.cfg.ring_bytes as u64);
         if avail % RING_ALIGN != 0 {
             // The controller only ever advances NWA by whole records.
             return Err(corrupt(format!("write pointer {nwa:#x} is not a multiple of {RING_ALIGN}")));
@@ -674,11 +691,11 @@ impl DimmnetTransport {
             }
             // Credit acknowledges bytes we sent into src's ring; more than
             // we ever sent is a corrupt (or forged) record, not room.
-            let sent = self.sent[src as usize];
+            let sent = self.flow_of(src).sent;
             if credit > sent {
                 return Err(corrupt(format!("credit for {credit} B, but only {sent} B were sent")));
             }
-            let a = &mut self.acked[src as usize];
+            let a = &mut self.flow(src).acked;
             *a = (*a).max(credit);
             let at = pos;
             pos += record_len(total);
@@ -701,14 +718,16 @@ impl DimmnetTransport {
         }
         if pos > 0 {
             self.dev.ring_consume(peer, pos).map_err(map_err)?;
-            self.consumed[src as usize] += pos;
+            self.flow(src).consumed += pos;
         }
         Ok(delivered)
     }
 
     /// Return credit explicitly to sources that sent a lot and got nothing back.
     fn return_credit(&mut self) -> Result<(), TransportError> {
-        for s in 0..self.size {
+        // Only a peer that sent us something can be owed credit.
+        let owed: Vec<u32> = self.flows.iter().filter(|(_, f)| f.consumed != f.reported).map(|(&s, _)| s).collect();
+        for s in owed {
             self.return_credit_to(s)?;
         }
         Ok(())
@@ -718,8 +737,8 @@ impl DimmnetTransport {
     /// draining its ring can make that so).
     fn return_credit_to(&mut self, s: u32) -> Result<(), TransportError> {
         let quarter = self.cfg.ring_bytes as u64 / 4;
-        let d = s as usize;
-        if s != self.rank && self.consumed[d] - self.reported[d] >= quarter && self.room(s) >= DN_HDR as u64 {
+        let f = self.flow_of(s);
+        if s != self.rank && f.consumed - f.reported >= quarter && self.room(s) >= DN_HDR as u64 {
             self.send_record(s, KIND_CREDIT, &[])?;
         }
         Ok(())

@@ -15,7 +15,8 @@
 //!   every pending request; `wait` is the `while (!completed) progress_wait()`
 //!   loop of `MPI_Send` (§7), idling the transport when a pass finds nothing.
 
-use std::collections::VecDeque;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -504,7 +505,10 @@ struct State {
     reqs: Slab,
     posted: PostedQueues,
     unexpected: VecDeque<Unexpected>,
-    sendq: Vec<VecDeque<Outgoing>>,
+    /// Packets waiting for the transport, by destination; only destinations
+    /// with something queued have an entry (a job of 10,000 ranks must not
+    /// cost every rank a queue per peer), in rank order for `flush_all`.
+    sendq: BTreeMap<u32, VecDeque<Outgoing>>,
     outbox: Vec<(u32, Outgoing)>,
     self_inbox: VecDeque<Vec<u8>>,
     need_landing: VecDeque<ReqId>,
@@ -553,7 +557,7 @@ impl Engine {
                 reqs: Slab::default(),
                 posted: PostedQueues::default(),
                 unexpected: VecDeque::new(),
-                sendq: (0..size).map(|_| VecDeque::new()).collect(),
+                sendq: BTreeMap::new(),
                 outbox: Vec::new(),
                 self_inbox: VecDeque::new(),
                 need_landing: VecDeque::new(),
@@ -849,7 +853,7 @@ impl Engine {
     /// request when nothing is queued for `dest` (seed 004 §6.1).
     pub fn send(&mut self, dest: u32, tag: i32, ctx: u32, data: &[u8], sync: bool) -> Result<(), AdiError> {
         self.check_rank(dest)?;
-        if dest != self.st.rank && self.eager_ok(dest, data.len(), sync) && self.st.sendq[dest as usize].is_empty() {
+        if dest != self.st.rank && self.eager_ok(dest, data.len(), sync) && !self.st.sendq.contains_key(&dest) {
             self.charge(HostCost::AdiOp, 1);
             let env = Envelope { ctx, tag, src: self.st.rank, len: data.len() as u64 };
             let mut hdr = [0u8; MAX_HEADER];
@@ -890,7 +894,7 @@ impl Engine {
             }
             return Ok(());
         }
-        let q = &mut self.st.sendq[dest as usize];
+        let q = self.st.sendq.entry(dest).or_default();
         q.push_back(o);
         self.st.queued += 1;
         if q.len() > 1 {
@@ -913,7 +917,7 @@ impl Engine {
     /// Hand queued packets for `dest` to the transport, in order.
     fn flush(&mut self, dest: u32) -> Result<bool, AdiError> {
         let mut sent = false;
-        while let Some(o) = self.st.sendq[dest as usize].front() {
+        while let Some(o) = self.st.sendq.get(&dest).and_then(|q| q.front()) {
             let hdr = &o.hdr[..o.hlen as usize];
             let ok = match &o.payload {
                 Payload::None => self.t.try_send(dest, &[hdr])?,
@@ -957,7 +961,16 @@ impl Engine {
             }
             sent = true;
             self.st.queued -= 1;
-            let o = self.st.sendq[dest as usize].pop_front();
+            let o = match self.st.sendq.entry(dest) {
+                Entry::Occupied(mut q) => {
+                    let o = q.get_mut().pop_front();
+                    if q.get().is_empty() {
+                        q.remove();
+                    }
+                    o
+                }
+                Entry::Vacant(_) => None,
+            };
             if let Some(id) = o.and_then(|o| o.completes) {
                 self.complete_send(id);
             }
@@ -977,10 +990,9 @@ impl Engine {
         if self.st.queued == 0 {
             return Ok(false);
         }
-        for d in 0..self.st.size {
-            if !self.st.sendq[d as usize].is_empty() {
-                sent |= self.flush(d)?;
-            }
+        let waiting: Vec<u32> = self.st.sendq.keys().copied().collect();
+        for d in waiting {
+            sent |= self.flush(d)?;
         }
         Ok(sent)
     }

@@ -262,7 +262,7 @@ impl Engine {
     /// Complete every queued send and leave the job.
     pub fn finalize(mut self) -> Result<Counters, AdiError> {
         self.wait_until(|e| {
-            e.st.sendq.iter().all(|q| q.is_empty())
+            e.st.sendq.is_empty()
                 && e.st.outbox.is_empty()
                 && e.st.cts_work.is_empty()
                 && e.st.need_landing.is_empty()
