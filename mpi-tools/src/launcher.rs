@@ -495,10 +495,16 @@ fn resolve_program(p: &Path) -> Result<PathBuf, LaunchError> {
 /// per local rank (and, while the rank starts, its PMI socket and a thread
 /// serving it), and the ranks are processes of this user.
 fn check_host_limits(local_ranks: usize, contexts: bool) -> Result<(), LaunchError> {
-    if local_ranks > MAX_LOCAL_RANKS {
+    if contexts && local_ranks > MAX_LOCAL_RANKS {
         return Err(LaunchError::Usage(format!(
-            "{local_ranks} ranks on one host is more than dnrun starts ({MAX_LOCAL_RANKS}); \
-             spread the job over hosts with --hostfile and --ranks"
+            "{local_ranks} ranks on one host is more than a simulated fabric holds ({MAX_LOCAL_RANKS} slots)"
+        )));
+    }
+    if !contexts && local_ranks > MAX_LOCAL_PROCESSES {
+        return Err(LaunchError::Usage(format!(
+            "{local_ranks} ranks on one host is more than dnrun starts as processes ({MAX_LOCAL_PROCESSES}); \
+             spread the job over hosts with --hostfile and --ranks, or, on the simulator, run a C program \
+             linked with libmpi_abi.so.1 as contexts (up to {MAX_LOCAL_RANKS} ranks)"
         )));
     }
     if contexts {
@@ -552,7 +558,16 @@ fn choose_rank_mode(
         format!("--backend {} runs its ranks as processes (contexts are the simulator's)", opts.backend.name())
     } else {
         match crate::contexts::program::inspect(program) {
-            Ok(l) => return Ok(Some(l)),
+            Ok(l) => match crate::contexts::check_mappings(opts.np, u32::from(opts.nodes), &l) {
+                Ok(()) => return Ok(Some(l)),
+                Err(why) if opts.rank_mode == RankMode::Auto => {
+                    // Said without -v: a job this large as processes is
+                    // much slower, and the fix is one command.
+                    eprintln!("dnrun: ranks run as processes: {why}");
+                    return Ok(None);
+                }
+                Err(why) => why,
+            },
             Err(e) => e.to_string(),
         }
     };
@@ -565,9 +580,15 @@ fn choose_rank_mode(
     Ok(None)
 }
 
-/// The most ranks `dnrun` starts on one host (documented in docs/guide/running.md):
-/// as many as the simulated fabric has slots.
+/// The most ranks `dnrun` starts on one host as contexts (documented in
+/// docs/guide/running.md): as many as the simulated fabric has slots.
 pub const MAX_LOCAL_RANKS: usize = fpga_regs::layout::MAX_SOURCES;
+
+/// The most ranks `dnrun` starts on one host as processes: every one is a
+/// process with its pipes, pidfd and PMI connection, and a job of more
+/// than about a thousand no longer starts within the PMI timeouts on a
+/// small host.
+pub const MAX_LOCAL_PROCESSES: usize = 1024;
 
 struct Cleanup(PathBuf);
 
@@ -620,9 +641,9 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
     if spawning && opts.ranks.is_some() {
         return Err(LaunchError::Usage("--universe-size and --ranks do not go together".into()));
     }
-    if spawning && universe as usize > MAX_LOCAL_RANKS {
+    if spawning && universe as usize > MAX_LOCAL_PROCESSES {
         return Err(LaunchError::Usage(format!(
-            "--universe-size {universe} is above the {MAX_LOCAL_RANKS} processes a simulated fabric holds"
+            "--universe-size {universe} is above the {MAX_LOCAL_PROCESSES} processes dnrun starts on one host"
         )));
     }
     // The fabric has a slot for every process of the universe.

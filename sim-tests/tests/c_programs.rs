@@ -616,6 +616,19 @@ fn jobs_of_32_and_64_ranks_finish_and_repeat_exactly() {
     assert_eq!(scale_run(32, 32, &prog), first, "a second run of 32 ranks differs");
 }
 
+/// Issue 46: past the 1,024 sources of register map 1.3. 1,040 ranks, 16
+/// per node on 65 nodes, as contexts (the default for a C program): ranks
+/// 1,024 and up are sources whose ring entries sit in map 1.4's far table,
+/// and every rank takes messages from them (the ring's neighbour, the
+/// allreduce, the broadcast from the last rank).
+#[test]
+fn a_job_of_more_than_1024_ranks_runs_past_the_old_ring_table() {
+    let prog = build("scale");
+    let (ok, summary) = scale_run(1040, 65, &prog);
+    assert!(ok.contains("OK c-scale on 1040 ranks"), "{ok}");
+    assert!(summary.contains(" 0 errors"), "{summary}");
+}
+
 /// Issue 28: how far ahead of the others a process may run changes how
 /// often the simulator hands over, never what it computes. The same job
 /// under every lookahead mode (none: SimGrid's strict lowest-clock order;

@@ -55,11 +55,12 @@ fn refused_command_lines_start_nothing_and_leave_nothing() {
         (vec!["-n", "2", "--", "no-such-program-on-path-xyz"], "not found on PATH"),
         (vec!["-n", "2", "-x", "=v", "--", suite, "pingpong"], "KEY=VALUE"),
         (vec!["-n", "2", "--backend", "udp", "--hostfile", "/nonexistent", "--", suite, "pingpong"], "--hostfile"),
-        (vec!["-n", "1025", "--backend", "udp", "--", suite, "pingpong"], "more than dnrun starts (1024)"),
-        (vec!["-n", "1100", "--nodes", "1100", "--", suite, "pingpong"], "at most 1024 (put more ranks on a node"),
+        (vec!["-n", "1025", "--backend", "udp", "--", suite, "pingpong"], "more than dnrun starts as processes (1024)"),
+        (vec!["-n", "1100", "--nodes", "100", "--", suite, "pingpong"], "as contexts (up to 16384 ranks)"),
+        (vec!["-n", "17000", "--nodes", "17000", "--", suite, "pingpong"], "at most 16384 (put more ranks on a node"),
         (
-            vec!["-n", "2000", "--nodes", "1000", "--", suite, "pingpong"],
-            "2000 slots; the simulated fabric has at most 1024",
+            vec!["-n", "16385", "--nodes", "1100", "--", suite, "pingpong"],
+            "16500 slots; the simulated fabric has at most 16384",
         ),
     ];
     for (args, expect) in cases {

@@ -69,6 +69,43 @@ impl RankMode {
     }
 }
 
+/// Memory mappings a rank takes beside its program's copy: its slot's
+/// windows (one mapping, `driver::Device`), the simulator's control file,
+/// its stack and the stack's guard page.
+const MAPPINGS_PER_RANK: usize = 4;
+
+/// Refuse a job whose `ranks` contexts (of `program`, on `nodes` simulated
+/// nodes) would need more memory mappings than the kernel lets one process
+/// have (`vm.max_map_count`, 65,530 by default: about 7,000 ranks of a
+/// small C program), saying how many fit and how to raise the limit. A
+/// process past it fails in the middle of loading a rank, with `ENOMEM`.
+pub fn check_mappings(ranks: u32, nodes: u32, program: &program::Loadable) -> Result<(), String> {
+    let Some(limit) = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|s| s.trim().parse().ok())
+    else {
+        return Ok(());
+    };
+    let now = std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count());
+    // The model maps every node's file once; some slack for libraries a
+    // rank's first calls load.
+    let fixed = now + nodes as usize + 256;
+    let per_rank = program.mappings + MAPPINGS_PER_RANK;
+    mapping_verdict(ranks as usize, per_rank, fixed, limit)
+}
+
+fn mapping_verdict(ranks: usize, per_rank: usize, fixed: usize, limit: usize) -> Result<(), String> {
+    let need = fixed + ranks * per_rank;
+    if need <= limit {
+        return Ok(());
+    }
+    let fit = limit.saturating_sub(fixed) / per_rank;
+    let suggest = (need + need / 4).next_multiple_of(65_536);
+    Err(format!(
+        "{ranks} ranks as contexts of one process need about {need} memory mappings ({per_rank} per rank), but \
+         vm.max_map_count is {limit}, so at most {fit} ranks fit; raise it (as root: \
+         sysctl -w vm.max_map_count={suggest}) or run fewer ranks"
+    ))
+}
+
 /// The address of the table a host exports (kept in `dnrun` by its `main`).
 pub fn host_table_address() -> usize {
     std::ptr::addr_of!(host::dn_contexts_host_v1) as usize
@@ -506,4 +543,20 @@ fn spawn_watchdog(
             }
         })
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mapping_verdict;
+
+    #[test]
+    fn a_job_past_the_mapping_limit_is_refused_with_the_largest_that_fits_and_the_fix() {
+        assert_eq!(mapping_verdict(6_000, 9, 3_000, 65_530), Ok(()));
+        let why = mapping_verdict(10_000, 9, 3_000, 65_530).unwrap_err();
+        assert!(why.contains("93000 memory mappings"), "{why}");
+        assert!(why.contains("at most 6947 ranks fit"), "{why}");
+        assert!(why.contains("sysctl -w vm.max_map_count=131072"), "{why}");
+        // A limit below what the process already holds: nothing fits.
+        assert!(mapping_verdict(1, 9, 70_000, 65_530).unwrap_err().contains("at most 0 ranks"));
+    }
 }

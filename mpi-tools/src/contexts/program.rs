@@ -75,6 +75,9 @@ pub struct Loadable {
     /// The shared libraries it names (`DT_NEEDED`), each with the file the
     /// program itself would load for it, if its own search path has one.
     pub needed: Vec<(String, Option<PathBuf>)>,
+    /// Memory mappings one loaded copy takes: a `PT_LOAD` segment each,
+    /// plus the part `PT_GNU_RELRO` turns read-only after relocation.
+    pub mappings: usize,
 }
 
 /// Why a program cannot run as contexts (it runs as processes).
@@ -201,7 +204,8 @@ pub fn inspect(program: &Path) -> Result<Loadable, NotLoadable> {
         .into_iter()
         .map(|n| (n.clone(), find_library(&n, rpath.as_deref(), runpath.as_deref(), &origin)))
         .collect();
-    Ok(Loadable { path: program.to_path_buf(), main_offset: main.address(), flags_1_at, needed })
+    let mappings = phdrs.iter().filter(|p| matches!(p.p_type(endian), elf::PT_LOAD | elf::PT_GNU_RELRO)).count();
+    Ok(Loadable { path: program.to_path_buf(), main_offset: main.address(), flags_1_at, needed, mappings })
 }
 
 /// The file the dynamic loader would take for `name` from the program's
