@@ -28,7 +28,8 @@ pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
         pairs.set("mpi_aint_size", &std::mem::size_of::<isize>().to_string())?;
         pairs.set("mpi_count_size", &std::mem::size_of::<i64>().to_string())?;
         pairs.set("mpi_offset_size", &std::mem::size_of::<i64>().to_string())?;
-        // SAFETY: the standard's contract on `info`.
+        // SAFETY: `info` is MPI_Abi_get_info's out-argument (MPI 5.0's ABI chapter), null or valid for writing one info
+        // handle for this call; `hand_out` refuses null.
         unsafe { info::hand_out(pairs, info, "info") }
     })
 }
@@ -37,9 +38,11 @@ pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
     with_state("MPI_Abi_get_fortran_info", MPI_COMM_WORLD, |_| {
         match crate::process::process().fortran.lock().info.clone() {
-            // SAFETY: the standard's contract on `info`.
+            // SAFETY: `info` is MPI_Abi_get_fortran_info's out-argument, null or valid for writing one info handle for
+            // this call; `hand_out` refuses null.
             Some(pairs) => unsafe { info::hand_out(pairs, info, "info") },
-            // SAFETY: as above.
+            // SAFETY: `info` is MPI_Abi_get_fortran_info's out-argument, null or valid for writing one handle for this
+            // call; `put` refuses null.
             None => unsafe { put(info, MPI_INFO_NULL, "info") },
         }
     })
@@ -77,7 +80,9 @@ pub unsafe extern "C" fn MPI_Abi_set_fortran_booleans(
         if logical_true.is_null() || logical_false.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "logical_true or logical_false is a null pointer"));
         }
-        // SAFETY: both hold a LOGICAL of `n` bytes (the standard's contract).
+        // SAFETY: `logical_true` and `logical_false` are not null (checked above) and each holds one Fortran LOGICAL of
+        // `n` bytes, readable for this call, as MPI 5.0's ABI chapter requires of MPI_Abi_set_fortran_booleans' caller;
+        // both are copied out at once.
         let (t, f) = unsafe {
             (
                 std::slice::from_raw_parts(logical_true.cast::<u8>(), n).to_vec(),
@@ -107,14 +112,16 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_booleans(
             if logical_true.is_null() || logical_false.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "logical_true or logical_false is a null pointer"));
             }
-            // SAFETY: both have room for a LOGICAL of `n` bytes (the
-            // standard's contract); `t` and `f` have `n` bytes.
+            // SAFETY: `logical_true` and `logical_false` are not null (checked above) and each has room for one Fortran
+            // LOGICAL of `n` bytes, writable for this call (MPI_Abi_get_fortran_booleans' out-arguments); `t` and `f`
+            // hold `n` bytes each and are the library's own, so nothing overlaps.
             unsafe {
                 std::ptr::copy_nonoverlapping(t.as_ptr(), logical_true.cast::<u8>(), n);
                 std::ptr::copy_nonoverlapping(f.as_ptr(), logical_false.cast::<u8>(), n);
             }
         }
-        // SAFETY: the standard's contract on `is_set`.
+        // SAFETY: `is_set` is MPI_Abi_get_fortran_booleans' out-argument, null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(is_set, set.is_some() as c_int, "is_set") }
     })
 }

@@ -64,7 +64,8 @@ unsafe fn subarray(
                 Contents { combiner: MPI_COMBINER_SUBARRAY, ints, aints: vec![], counts, types }
             }
         };
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`subarray`'s `# Safety`), which is
+        // what `define` requires; it refuses null.
         unsafe { define(st, layout, contents, newtype) }
     })
 }
@@ -79,7 +80,9 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `ndims` values.
+    // SAFETY: `read` runs inside `subarray`, during this call, with `n` = `ndims` (checked not negative), and reads `n`
+    // ints from each of `array_of_sizes`, `array_of_subsizes` and `array_of_starts`, which MPI 4.1 §5.1.3 requires
+    // MPI_Type_create_subarray's caller to provide: `array`'s requirement (it refuses null when `n` > 0).
     let read = |n| unsafe {
         let wide = |p, what| -> R<Vec<i64>> { Ok(array(p, n, what)?.iter().map(|&v: &c_int| v.into()).collect()) };
         Ok(Subarray {
@@ -88,7 +91,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
             starts: wide(array_of_starts, "array_of_starts")?,
         })
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_subarray's out-argument (MPI 4.1 §5.1.3), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `subarray`'s `# Safety`.
     unsafe { subarray("MPI_Type_create_subarray", Form::Int, ndims, read, order, oldtype, newtype) }
 }
 
@@ -102,7 +106,9 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `ndims` values.
+    // SAFETY: `read` runs inside `subarray`, during this call, with `n` = `ndims` (checked not negative), and reads `n`
+    // `MPI_Count`s from each of `array_of_sizes`, `array_of_subsizes` and `array_of_starts`, which MPI 4.1 §5.1.3
+    // requires MPI_Type_create_subarray_c's caller to provide: `array`'s requirement.
     let read = |n| unsafe {
         Ok(Subarray {
             sizes: array(array_of_sizes, n, "array_of_sizes")?.to_vec(),
@@ -110,7 +116,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
             starts: array(array_of_starts, n, "array_of_starts")?.to_vec(),
         })
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_subarray_c's out-argument (MPI 4.1 §5.1.3), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `subarray`'s `# Safety`.
     unsafe { subarray("MPI_Type_create_subarray_c", Form::Large, ndims, read, order, oldtype, newtype) }
 }
 
@@ -175,7 +182,8 @@ unsafe fn darray<'a>(
         ints.extend(distribs.iter().chain(dargs).chain(psizes));
         ints.push(order);
         let contents = Contents { combiner: MPI_COMBINER_DARRAY, ints, aints: vec![], counts, types };
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`darray`'s `# Safety`), which is
+        // what `define` requires; it refuses null.
         unsafe { define(st, layout, contents, newtype) }
     })
 }
@@ -193,7 +201,10 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `ndims` values.
+    // SAFETY: `read` runs inside `darray`, during this call, with `n` = `ndims` (checked not negative), and reads `n`
+    // ints from each of `array_of_gsizes`, `array_of_distribs`, `array_of_dargs` and `array_of_psizes`, which MPI 4.1
+    // §5.1.4 requires MPI_Type_create_darray's caller to provide; the slices it returns are used only within the call:
+    // `array`'s requirement.
     let read = |n| unsafe {
         Ok(Darray {
             gsizes: array(array_of_gsizes, n, "array_of_gsizes")?.iter().map(|&g| g.into()).collect(),
@@ -203,7 +214,8 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         })
     };
     let call = "MPI_Type_create_darray";
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_darray's out-argument (MPI 4.1 §5.1.4), null or valid for writing one handle
+    // for this call, and `read` reads only the caller's arrays: `darray`'s `# Safety`.
     unsafe { darray(call, Form::Int, size, rank, ndims, read, order, oldtype, newtype) }
 }
 
@@ -220,7 +232,10 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `ndims` values.
+    // SAFETY: `read` runs inside `darray`, during this call, with `n` = `ndims` (checked not negative), and reads `n`
+    // values from each of `array_of_gsizes` (`MPI_Count`s), `array_of_distribs`, `array_of_dargs` and
+    // `array_of_psizes`, which MPI 4.1 §5.1.4 requires MPI_Type_create_darray_c's caller to provide; the slices it
+    // returns are used only within the call: `array`'s requirement.
     let read = |n| unsafe {
         Ok(Darray {
             gsizes: array(array_of_gsizes, n, "array_of_gsizes")?.to_vec(),
@@ -230,6 +245,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
         })
     };
     let call = "MPI_Type_create_darray_c";
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_darray_c's out-argument (MPI 4.1 §5.1.4), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `darray`'s `# Safety`.
     unsafe { darray(call, Form::Large, size, rank, ndims, read, order, oldtype, newtype) }
 }

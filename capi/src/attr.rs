@@ -72,9 +72,10 @@ impl Deferred {
     pub(crate) fn run(self, relock: impl Fn(&mut dyn FnMut(&mut State))) -> R<()> {
         match self {
             Deferred::Delete { comm, k, v, f, extra, keep } => {
-                // SAFETY: the program registered `f` as an
-                // `MPI_Comm_delete_attr_function` (the standard's contract),
-                // and it gets the arguments the standard gives it.
+                // SAFETY: `f` is the delete callback the program registered for keyval `k` (MPI_Comm_create_keyval, or
+                // the window or datatype form), of the MPI_*_delete_attr_function type MPI 4.1 §7.7 gives it (the same
+                // C signature for each object kind, its handle first); it is called with that signature: the object's
+                // handle, the keyval, the attribute value and the keyval's `extra_state`.
                 let rc = unsafe { f(comm, k, v, extra) };
                 if rc != MPI_SUCCESS {
                     if keep {
@@ -185,8 +186,9 @@ pub(crate) fn delete_attr(st: &mut State, obj: Handle, k: c_int, v: *mut c_void)
 fn delete_or_keep(st: &mut State, comm: Handle, k: c_int, v: *mut c_void, keep: bool) -> R<()> {
     let kv = st.keyval_of(k)?;
     if kv.delete != 0 {
-        // SAFETY: the program registered this value as an
-        // `MPI_Comm_delete_attr_function` pointer (the standard's contract).
+        // SAFETY: `kv.delete` is not 0 (checked above) and is the delete callback the program passed when it created
+        // keyval `k`, a function of the MPI_*_delete_attr_function type MPI 4.1 §7.7 gives that argument (communicator,
+        // window and datatype forms share the signature); a function pointer and a `usize` have the same size here.
         let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
         let extra = kv.extra;
         st.deferred.push(Deferred::Delete { comm, k, v, f, extra, keep });
@@ -228,8 +230,9 @@ fn copies(
             0 => {}
             DUP_FN => copied.push((k, v)),
             f => {
-                // SAFETY: the program registered this value as an
-                // `MPI_Comm_copy_attr_function` pointer (the standard's contract).
+                // SAFETY: `f` is neither 0 nor MPI_*_DUP_FN (matched above) and is the copy callback the program passed
+                // when it created keyval `k`, a function of the MPI_*_copy_attr_function type MPI 4.1 §7.7 gives that
+                // argument; a function pointer and a `usize` have the same size here.
                 let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
                 let extra = kv.extra;
                 st.deferred.push(Deferred::Copy { from, to, k, v, f, extra, on_type, out });
@@ -258,7 +261,8 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 ) -> c_int {
     with_state("MPI_Comm_create_keyval", MPI_COMM_WORLD, |st| {
         let k = st.next_keyval;
-        // SAFETY: the standard's contract on `comm_keyval`.
+        // SAFETY: `comm_keyval` is MPI_Comm_create_keyval's out-argument (MPI 4.1 §7.7.2), null or valid for writing
+        // one `int` for this call; `put` refuses null.
         unsafe { put(comm_keyval, k, "comm_keyval")? };
         st.next_keyval += 1;
         let kv = Keyval { copy: comm_copy_attr_fn, delete: comm_delete_attr_fn, extra: extra_state, freed: false };
@@ -270,7 +274,8 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
     with_state("MPI_Comm_free_keyval", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `comm_keyval`.
+        // SAFETY: `comm_keyval` is MPI_Comm_free_keyval's in/out argument (MPI 4.1 §7.7.2), null or readable and
+        // writable for one `int` for this call; `read_arg` refuses null.
         let k = unsafe { read_arg(comm_keyval, "comm_keyval")? };
         if k < FIRST_KEYVAL {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
@@ -440,8 +445,9 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
         st.layout(datatype)?;
         st.keyval_of(type_keyval)?;
         let v = st.type_attrs.get(&datatype).and_then(|a| a.iter().find(|a| a.0 == type_keyval)).map(|a| a.1);
-        // SAFETY: the standard's contract: `attribute_val` is the address
-        // of a `void *`, which receives the value stored.
+        // SAFETY: `attribute_val` is MPI_Type_get_attr's out-argument, declared `void *` but defined by MPI 4.1 §7.7.4
+        // as the address of one writable `void *`, and `flag` points to one writable `int`, both for this call; `put`
+        // refuses null.
         unsafe {
             if let Some(v) = v {
                 put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;

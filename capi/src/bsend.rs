@@ -145,7 +145,9 @@ pub unsafe extern "C" fn MPI_Bsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype`, readable for this call, as MPI 4.1 §3.4 requires of
+    // MPI_Bsend's caller, and the closure runs within the call: `bsend`'s `# Safety` (the message is copied before it
+    // returns).
     with_state("MPI_Bsend", comm, |st| unsafe { bsend(st, buf, count, datatype, dest, tag, comm).map(drop) })
 }
 
@@ -165,9 +167,12 @@ pub unsafe extern "C" fn MPI_Ibsend(
         }
         // The message is copied at once: the request is already complete,
         // unless a cancellation withdraws the message.
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `buf` holds `count` elements of `datatype`, readable for this call (MPI 4.1 §3.7.2 keeps MPI_Ibsend's
+        // buffer the request's until it completes, which is later): `bsend`'s `# Safety`; the message is copied before
+        // it returns.
         let sent = unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `request` is not null (checked above) and is MPI_Ibsend's out-argument, valid for writing one handle
+        // for this call: what `new_request` requires.
         unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request)? };
         if let Some(sent) = sent {
             // SAFETY: written just above.
@@ -207,7 +212,8 @@ unsafe fn detach<T: TryFrom<usize>>(call: &str, owner: Owner, buffer_addr: *mut 
         let n = T::try_from(n).map_err(|_| {
             Fail::new(MPI_ERR_COUNT, format!("the buffer's size {n} does not fit an int: use the _c call"))
         })?;
-        // SAFETY: the caller's contract on the pointers.
+        // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` null or valid for writing one `T`,
+        // for this call (`detach`'s `# Safety`: the MPI call's out-arguments); `put` refuses null.
         unsafe {
             put(buffer_addr.cast::<*mut c_void>(), p, "buffer_addr")?;
             put(size, n, "size")
@@ -217,49 +223,61 @@ unsafe fn detach<T: TryFrom<usize>>(call: &str, owner: Owner, buffer_addr: *mut 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Buffer_attach hands the library until it
+    // is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size; it never reads
+    // or writes the bytes.
     unsafe { attach("MPI_Buffer_attach", Owner::Process, buffer, i64::from(size)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Buffer_attach_c hands the library until
+    // it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size; it never
+    // reads or writes the bytes.
     unsafe { attach("MPI_Buffer_attach_c", Owner::Process, buffer, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
+    // call, as MPI 4.1 §3.6 defines MPI_Buffer_detach's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Buffer_detach", Owner::Process, buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
+    // this call, as MPI 4.1 §3.6 defines MPI_Buffer_detach_c's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Buffer_detach_c", Owner::Process, buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_attach_buffer(comm: Handle, buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Comm_attach_buffer hands the library for
+    // `comm` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size;
+    // it never reads or writes the bytes.
     unsafe { attach("MPI_Comm_attach_buffer", Owner::Comm(comm), buffer, i64::from(size)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(comm: Handle, buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Comm_attach_buffer_c hands the library
+    // for `comm` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and
+    // size; it never reads or writes the bytes.
     unsafe { attach("MPI_Comm_attach_buffer_c", Owner::Comm(comm), buffer, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
+    // call, as MPI 4.1 §3.6 defines MPI_Comm_detach_buffer's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Comm_detach_buffer", Owner::Comm(comm), buffer_addr, size) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
+    // this call, as MPI 4.1 §3.6 defines MPI_Comm_detach_buffer_c's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Comm_detach_buffer_c", Owner::Comm(comm), buffer_addr, size) }
 }
 
@@ -277,7 +295,8 @@ pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
     with_state("MPI_Buffer_iflush", MPI_COMM_WORLD, |st| {
         let r = st.slot(Owner::Process)?.iflush();
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Buffer_iflush's out-argument, valid for writing one handle for this call;
+        // `new_request` refuses null.
         unsafe { crate::p2p::new_request(st, r, request) }
     })
 }
@@ -286,20 +305,25 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int {
     with_state("MPI_Comm_iflush_buffer", comm, |st| {
         let r = st.slot(Owner::Comm(comm))?.iflush();
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Comm_iflush_buffer's out-argument, valid for writing one handle for this call;
+        // `new_request` refuses null.
         unsafe { crate::p2p::new_request(st, r, request) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_attach_buffer(session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Session_attach_buffer hands the library
+    // for `session` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address
+    // and size; it never reads or writes the bytes.
     unsafe { attach("MPI_Session_attach_buffer", Owner::Session(session), buffer, i64::from(size)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_attach_buffer_c(session: Handle, buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: the standard's contract on the buffer.
+    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Session_attach_buffer_c hands the
+    // library for `session` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the
+    // address and size; it never reads or writes the bytes.
     unsafe { attach("MPI_Session_attach_buffer_c", Owner::Session(session), buffer, size) }
 }
 
@@ -309,7 +333,8 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
     buffer_addr: *mut c_void,
     size: *mut c_int,
 ) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
+    // call, as MPI 4.1 §3.6 defines MPI_Session_detach_buffer's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Session_detach_buffer", Owner::Session(session), buffer_addr, size) }
 }
 
@@ -319,7 +344,8 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
     buffer_addr: *mut c_void,
     size: *mut i64,
 ) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
+    // this call, as MPI 4.1 §3.6 defines MPI_Session_detach_buffer_c's out-arguments: `detach`'s `# Safety`.
     unsafe { detach("MPI_Session_detach_buffer_c", Owner::Session(session), buffer_addr, size) }
 }
 
@@ -332,7 +358,8 @@ pub extern "C" fn MPI_Session_flush_buffer(session: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Session_iflush_buffer(session: Handle, request: *mut Handle) -> c_int {
     with_state("MPI_Session_iflush_buffer", session, |st| {
         let r = st.slot(Owner::Session(session))?.iflush();
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Session_iflush_buffer's out-argument, valid for writing one handle for this call;
+        // `new_request` refuses null.
         unsafe { crate::p2p::new_request(st, r, request) }
     })
 }

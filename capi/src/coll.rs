@@ -86,12 +86,14 @@ pub(crate) unsafe fn nonblocking(
         }
         if let (true, Some(f)) = (crate::inter::is_inter(st, comm), inter) {
             f(st)?;
-            // SAFETY: checked non-null; the caller's contract.
+            // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call
+            // (`nonblocking`'s `# Safety`, from the I-collective's caller).
             return unsafe { new_request(st, Req::Done(Ok(mpi::Status::empty())), request) };
         }
         crate::inter::refuse_inter(st, comm, call)?;
         let a = start(st)?;
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call (`nonblocking`'s
+        // `# Safety`, from the I-collective's caller).
         unsafe { new_request(st, Req::Op(a), request) }
     })
 }
@@ -133,7 +135,8 @@ pub(crate) unsafe fn persistent(
         let c = st.comm(comm)?.comm.clone();
         let place = std::rc::Rc::new(mpi::staged::coll::Persistent::new(&c));
         let recipe = Recipe { comm: c, handle: comm, op: PersistentOp::Coll(start, place) };
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call (`persistent`'s
+        // `# Safety`, from the caller of the MPI_*_init call).
         unsafe { new_request(st, Req::persistent(recipe), request) }
     })
 }
@@ -144,23 +147,30 @@ pub(crate) unsafe fn persistent(
 macro_rules! collective {
     (@inter) => { None::<fn(&mut State) -> R<()>> };
     (@inter |$st:ident| $e:expr) => {
-        // SAFETY: the standard's contract on the arguments, for the call.
+        // SAFETY: `$e` is the intercommunicator form of the collective, which completes within the MPI call that runs
+        // it; the buffers and arrays it reads are that call's arguments, valid for its duration as MPI 4.1 §6 requires
+        // of the collective's caller (and, for an I-form, until its request completes, later still).
         Some(|$st: &mut State| -> R<()> { unsafe { $e } })
     };
     ($name:ident / $iname:ident / $pname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
             let inter = collective!(@inter $(|$st| $inter)?);
-            // SAFETY: the standard's contract on the arguments, for the call.
+            // SAFETY: the buffers and arrays are this blocking collective's arguments, valid as MPI 4.1 §6 requires for
+            // the duration of the call, and `blocking` waits for the operation `$start` starts to complete before it
+            // returns, so they outlive it.
             blocking(stringify!($name), $comm, |st| unsafe { $start(st, $($arg),*) }, inter)
         }
 
         #[no_mangle]
         pub unsafe extern "C" fn $iname($($arg: $ty,)* request: *mut Handle) -> c_int {
-            // SAFETY: the standard's contract on the arguments, which the
-            // caller keeps until the request completes (§6.12).
+            // SAFETY: the intercommunicator form, if any, runs to completion inside `nonblocking`, within this call,
+            // while the buffers and arrays are valid (MPI 4.1 §6.12 keeps them the request's until it completes).
             let inter = collective!(@inter $(|$st| $inter)?);
-            // SAFETY: as above.
+            // SAFETY: the buffers and arrays stay valid, and the program leaves them alone, until the request
+            // completes, as MPI 4.1 §6.12 requires of a non-blocking collective's caller, which covers the operation
+            // `$start` starts; `request` is null or valid for writing one handle for this call: `nonblocking`'s
+            // `# Safety`.
             unsafe { nonblocking(stringify!($iname), $comm, request, |st| $start(st, $($arg),*), inter) }
         }
 
@@ -170,14 +180,17 @@ macro_rules! collective {
                 use $crate::keep::{Keep, Kept, Note};
                 let mut ctx = $crate::keep::Ctx::new(st, $comm, stringify!($start).starts_with("neighbor"))?;
                 $( Note::note(&$arg, stringify!($arg), &mut ctx); )*
-                // SAFETY: the standard's contract: the significant arrays
-                // hold their entries for this call (they are copied now).
+                // SAFETY: each array significant here holds the entries `ctx` gives it (one per process of `$comm`, or
+                // per neighbour of a neighborhood collective) for this call, as MPI 4.1 §6.13 requires of the
+                // initialization's arguments; `keep` copies them now and reads no other: `Keep::keep`'s `# Safety`.
                 $( let $arg = unsafe { Keep::keep($arg, stringify!($arg), &ctx) }?; )*
-                // SAFETY: the standard's contract on the buffers, which the
-                // caller keeps until the request is freed (§6.13).
+                // SAFETY: the arrays are the copies `Keep` made, owned by this closure; the buffers are the request's:
+                // each start runs in MPI_Start(all), from which until the operation completes MPI 4.1 §6.13 (as §3.9)
+                // requires the program to keep them valid and leave them alone, which covers what `$start` needs.
                 Ok(std::rc::Rc::new(move |st: &mut State| unsafe { $start(st, $(Kept::arg(&$arg)),*) }))
             };
-            // SAFETY: the standard's contract on `request`.
+            // SAFETY: `request` is the MPI_*_init call's out-argument (MPI 4.1 §6.13), null or valid for writing one
+            // handle for this call: `persistent`'s `# Safety`.
             unsafe { $crate::coll::persistent(stringify!($pname), $comm, info, request, make) }
         }
     };
@@ -260,7 +273,8 @@ impl Reduction {
     ) -> R<Staged> {
         match &self.layout {
             None => Ok(f(self.send, recv.cast())?),
-            // SAFETY: this function's contract.
+            // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable now and writable
+            // until the operation completes (`run`'s `# Safety`): what `red::packed` requires.
             Some(l) => Ok(unsafe { red::packed(l, self.send, send_n, recv.cast(), recv_n, f) }?),
         }
     }
@@ -278,7 +292,8 @@ impl Reduction {
     ) -> R<()> {
         match &self.layout {
             None => Ok(f(self.send, recv.cast())?),
-            // SAFETY: this function's contract.
+            // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable and writable for
+            // this call (`run_now`'s `# Safety`): what `red::packed_now` requires.
             Some(l) => Ok(unsafe { red::packed_now(l, self.send, send_n, recv.cast(), recv_n, f) }?),
         }
     }
@@ -408,7 +423,8 @@ pub extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `request`.
+    // SAFETY: `request` is MPI_Ibarrier's out-argument (MPI 4.1 §6.12), null or valid for writing one handle for this
+    // call; a barrier has no buffer: `nonblocking`'s `# Safety`.
     unsafe {
         nonblocking(
             "MPI_Ibarrier",
@@ -424,7 +440,8 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_i
 pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, info: Handle, request: *mut Handle) -> c_int {
     // SAFETY: no pointer argument is kept.
     let make = |_: &State| -> R<CollStart> { Ok(std::rc::Rc::new(move |st: &mut State| unsafe { barrier(st, comm) })) };
-    // SAFETY: the standard's contract on `request`.
+    // SAFETY: `request` is MPI_Barrier_init's out-argument (MPI 4.1 §6.13), null or valid for writing one handle for
+    // this call: `persistent`'s `# Safety`.
     unsafe { persistent("MPI_Barrier_init", comm, info, request, make) }
 }
 
@@ -436,7 +453,9 @@ unsafe fn bcast(
     root: c_int,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the caller's contract: `buffer` holds `count` elements.
+    // SAFETY: `buffer` holds `count` elements of `datatype` (read at the root, written elsewhere) until the operation
+    // completes: the blocking form waits for it, and MPI 4.1 §6.12 and §6.13 keep it the request's until then, as the
+    // `collective!` entry points rely on. That is `sc::ibcast`'s requirement.
     Ok(unsafe { sc::ibcast(&st.comm(comm)?.comm, root, buffer.cast(), &st.span(count, datatype)?) }?)
 }
 collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init = bcast(buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) on comm, inter = |st| crate::inter::bcast(st, buffer, count, datatype, root, comm));
@@ -472,7 +491,10 @@ unsafe fn gather(
     comm: Handle,
 ) -> R<Staged> {
     let (c, at_root) = rooted(st, comm, root)?;
-    // SAFETY: the caller's contract on the buffers significant here.
+    // SAFETY: only the buffers significant here (MPI 4.1 §6.5) are used: off the root, `sendbuf` holds `sendcount`
+    // elements of `sendtype`; at the root, `recvbuf` has room for `recvcount` elements of `recvtype` per process and
+    // `sendbuf` is MPI_IN_PLACE or holds its elements. Each stays valid until the operation completes (the blocking
+    // form waits; §6.12, §6.13 otherwise): what `sc::igather` and `sc::igather_root` require.
     Ok(unsafe {
         if !at_root {
             sc::igather(c, root, sendbuf.cast(), &st.span(sendcount, sendtype)?, false)
@@ -498,7 +520,10 @@ unsafe fn scatter(
     comm: Handle,
 ) -> R<Staged> {
     let (c, at_root) = rooted(st, comm, root)?;
-    // SAFETY: the caller's contract on the buffers significant here.
+    // SAFETY: only the buffers significant here (MPI 4.1 §6.6) are used: off the root, `recvbuf` has room for
+    // `recvcount` elements of `recvtype`; at the root, `sendbuf` holds `sendcount` elements of `sendtype` per process
+    // and `recvbuf` is MPI_IN_PLACE or has room for its elements. Each stays valid until the operation completes (the
+    // blocking form waits; §6.12, §6.13 otherwise): what `sc::iscatter` and `sc::iscatter_root` require.
     Ok(unsafe {
         if !at_root {
             sc::iscatter(c, root, recvbuf.cast(), &st.span(recvcount, recvtype)?, false)
@@ -524,7 +549,9 @@ unsafe fn allgather(
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let recv = st.span_times(recvcount, c.size(), recvtype)?;
-    // SAFETY: the caller's contract on the buffers.
+    // SAFETY: `sendbuf` is MPI_IN_PLACE or holds `sendcount` elements of `sendtype`, and `recvbuf` has room for
+    // `recvcount` elements of `recvtype` per process (MPI 4.1 §6.7), both valid until the operation completes (the
+    // blocking form waits; §6.12, §6.13 otherwise): what `sc::iallgather` requires.
     Ok(unsafe { sc::iallgather(c, send_arg(st, sendbuf, sendcount, sendtype)?, recvbuf.cast(), &recv) }?)
 }
 collective!(MPI_Allgather / MPI_Iallgather / MPI_Allgather_init = allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, comm));
@@ -549,7 +576,9 @@ unsafe fn alltoall(
     } else {
         Send::From(sendbuf.cast(), st.span_times(sendcount, n, sendtype)?)
     };
-    // SAFETY: the caller's contract on the buffers.
+    // SAFETY: `sendbuf` is MPI_IN_PLACE or holds `sendcount` elements of `sendtype` per process, and `recvbuf` has room
+    // for `recvcount` elements of `recvtype` per process (MPI 4.1 §6.8), both valid until the operation completes (the
+    // blocking form waits; §6.12, §6.13 otherwise): what `sc::ialltoall` requires.
     Ok(unsafe { sc::ialltoall(c, send, recvbuf.cast(), &recv) }?)
 }
 collective!(MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init = alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) on comm, inter = |st| crate::inter::alltoall(st, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, None, recvtype, comm));
@@ -571,7 +600,8 @@ unsafe fn v_blocks(
     n: c_int,
     fill: bool,
 ) -> R<Blocks> {
-    // SAFETY: this function's contract.
+    // SAFETY: `counts` and `displs` hold `n` values each and `buf` holds the blocks they name (`v_blocks`' `# Safety`):
+    // what `per_rank` and `State::blocks` require.
     unsafe { st.blocks(buf, &per_rank(counts, n, "counts")?, &per_rank(displs, n, "displs")?, dt, fill) }
 }
 
@@ -589,7 +619,10 @@ unsafe fn gatherv(
     comm: Handle,
 ) -> R<Staged> {
     let (c, at_root) = rooted(st, comm, root)?;
-    // SAFETY: the caller's contract on the buffers and arrays significant here.
+    // SAFETY: only what is significant here (MPI 4.1 §6.5) is used: off the root, `sendbuf` holds `sendcount` elements
+    // of `sendtype`; at the root, `recvcounts` and `displs` hold one value per process, `recvbuf` the blocks they name,
+    // and `sendbuf` is MPI_IN_PLACE or holds its elements. The buffers stay valid until the operation completes (the
+    // blocking form waits; §6.12, §6.13 otherwise): what `sc::igather`, `v_blocks` and `sc::igatherv_root` require.
     Ok(unsafe {
         if !at_root {
             sc::igather(c, root, sendbuf.cast(), &st.span(sendcount, sendtype)?, true)
@@ -616,8 +649,11 @@ unsafe fn scatterv(
     comm: Handle,
 ) -> R<Staged> {
     let (c, at_root) = rooted(st, comm, root)?;
-    // SAFETY: the caller's contract on the buffers and arrays significant
-    // here; the send blocks are only read (`fill`).
+    // SAFETY: only what is significant here (MPI 4.1 §6.6) is used: off the root, `recvbuf` has room for `recvcount`
+    // elements of `recvtype`; at the root, `sendcounts` and `displs` hold one value per process, `sendbuf` the blocks
+    // they name, which are only read (`fill`; the `cast_mut` is never written through), and `recvbuf` is MPI_IN_PLACE
+    // or has room for its elements. The buffers stay valid until the operation completes (the blocking form waits;
+    // §6.12, §6.13 otherwise): what `sc::iscatter`, `v_blocks` and `sc::iscatterv_root` require.
     Ok(unsafe {
         if !at_root {
             sc::iscatter(c, root, recvbuf.cast(), &st.span(recvcount, recvtype)?, true)
@@ -643,7 +679,10 @@ unsafe fn allgatherv(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    // SAFETY: the caller's contract on the buffers and arrays.
+    // SAFETY: `recvcounts` and `displs` hold one value per process and `recvbuf` the blocks they name, and `sendbuf` is
+    // MPI_IN_PLACE or holds `sendcount` elements of `sendtype` (MPI 4.1 §6.7); the buffers stay valid until the
+    // operation completes (the blocking form waits; §6.12, §6.13 otherwise): what `v_blocks` and `sc::iallgatherv`
+    // require.
     Ok(unsafe {
         let recv = v_blocks(st, recvbuf, recvcounts, displs, recvtype, c.size(), in_place(sendbuf))?;
         sc::iallgatherv(c, send_arg(st, sendbuf, sendcount, sendtype)?, recv)
@@ -667,8 +706,10 @@ unsafe fn alltoallv(
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let n = c.size();
-    // SAFETY: the caller's contract on the buffers and arrays; the send
-    // blocks are only read (`fill`).
+    // SAFETY: the four arrays hold one value per process and the buffers the blocks they name (the send side is not
+    // read under MPI_IN_PLACE), MPI 4.1 §6.8; the send blocks are only read (`fill`; the `cast_mut` is never written
+    // through); the buffers stay valid until the operation completes (the blocking form waits; §6.12, §6.13 otherwise):
+    // what `v_blocks` and `sc::ialltoallv` require.
     Ok(unsafe {
         let recv = v_blocks(st, recvbuf, recvcounts, rdispls, recvtype, n, in_place(sendbuf))?;
         let send = match in_place(sendbuf) {
@@ -690,7 +731,9 @@ pub(crate) fn wblock(st: &State, at: *mut u8, count: c_int, dt: Handle) -> R<WBl
 /// group's size on an intercommunicator); displacements in bytes.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// The arrays hold `n` entries each (the send ones are not read under `MPI_IN_PLACE`); each send block
+/// they name holds its elements for the call, and each receive block has room for its elements and is left
+/// alone until the operation made of the result completes (MPI 4.1 §6.8).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn wblocks(
     st: &State,
@@ -704,8 +747,9 @@ unsafe fn wblocks(
     rdispls: impl Into<Ints>,
     recvtypes: *const Handle,
 ) -> R<Wblocks> {
-    // SAFETY: the caller's contract: one count, displacement and datatype
-    // per process.
+    // SAFETY: `recvcounts`, `rdispls` and `recvtypes` hold `n` entries each, one per process (per remote process on an
+    // intercommunicator), as MPI 4.1 §6.8 requires of MPI_Alltoallw's caller (`wblocks`' `# Safety`); `per_rank` and
+    // `types_per_rank` refuse null.
     let (rc, rd, rt) = unsafe {
         (
             per_rank(recvcounts, n, "recvcounts")?,
@@ -731,7 +775,9 @@ unsafe fn wblocks(
     let sends = (0..n as usize).map(|i| wblock(st, at(sbuf, sd[i]), sc[i], stypes[i])).collect::<R<Vec<_>>>()?;
     let recvs =
         (0..n as usize).map(|i| wblock(st, at(recvbuf.cast_const(), rd[i]), rc[i], rt[i])).collect::<R<Vec<_>>>()?;
-    // SAFETY: the caller's contract on the buffers.
+    // SAFETY: each send block (at its byte displacement from `sendbuf`, or from `recvbuf` under MPI_IN_PLACE) holds its
+    // elements for this call, and each receive block has room for its elements and is left alone until the operation
+    // made of the result completes (`wblocks`' `# Safety`, MPI 4.1 §6.8): what `Wblocks::new` requires.
     Ok(unsafe { Wblocks::new(&sends, &recvs) }?)
 }
 
@@ -755,8 +801,10 @@ unsafe fn alltoallw(
     comm: Handle,
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
-    // SAFETY: the arrays hold one entry per process and the buffers the blocks they name, until
-    // completion (§6.8; this function's contract).
+    // SAFETY: the four count and displacement arrays and the two datatype arrays hold one entry per process of `comm`,
+    // the send blocks they name hold their elements and the receive blocks have room for theirs, and the program leaves
+    // the buffers alone until the operation completes (MPI 4.1 §6.8; the blocking form waits, §6.12 and §6.13
+    // otherwise, as the `collective!` entry points rely on): `wblocks`' `# Safety`.
     let w = unsafe {
         wblocks(st, c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
     };
@@ -769,7 +817,8 @@ unsafe fn alltoallw(
 /// the remote group (§6.8). `MPI_IN_PLACE` is not valid there.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// The arrays hold one entry per process of the remote group, and the buffers the blocks they name, for
+/// the call (MPI 4.1 §6.8).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn inter_alltoallw(
     st: &mut State,
@@ -788,8 +837,8 @@ unsafe fn inter_alltoallw(
     }
     let c = &st.comm(comm)?.comm;
     let n = c.remote_members().map_or(0, |m| m.len()) as c_int;
-    // SAFETY: the arrays hold one entry per remote process and the buffers the blocks they name,
-    // for this call (§6.8; this function's contract).
+    // SAFETY: the arrays hold one entry per process of the remote group and the buffers the blocks they name, for this
+    // call (`inter_alltoallw`'s `# Safety`, MPI 4.1 §6.8), and the exchange completes within it: `wblocks`' `# Safety`.
     let w =
         unsafe { wblocks(st, n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)? };
     Ok(w.inter_exchange(c)?)
@@ -826,7 +875,10 @@ unsafe fn reduce(
     let r = reduction(st, sendbuf, datatype, op)?;
     let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
     let at_root = root == c.rank();
-    // SAFETY: the caller's contract: `count` elements in each buffer significant here.
+    // SAFETY: `sendbuf` is MPI_IN_PLACE or holds `count` elements of `datatype`, and at the root `recvbuf` holds room
+    // for `count` (read too under MPI_IN_PLACE); off the root `recvbuf` is not significant and `recv_n` is 0 (MPI 4.1
+    // §6.9.1). They stay valid until the operation completes (the blocking form waits; §6.12, §6.13 otherwise): what
+    // `Reduction::run` and `red::ireduce` require.
     unsafe {
         r.run(n, recvbuf, if at_root { n } else { 0 }, |send, recv| {
             red::ireduce(c, root, r.elem, send, recv, r.n(n), &r.op)
@@ -848,7 +900,9 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     with_state("MPI_Reduce_local", MPI_COMM_WORLD, |st| {
         let r = reduction(st, inbuf, datatype, op)?;
         let n = count_of(count)?;
-        // SAFETY: the standard's contract: both buffers hold `count` elements for this call.
+        // SAFETY: `inbuf` holds `count` elements of `datatype`, and `inoutbuf` holds `count` elements, readable and
+        // writable, for this call, as MPI 4.1 §6.9.7 requires of MPI_Reduce_local's caller: what `Reduction::run_now`
+        // and `red::reduce_local` require.
         unsafe {
             r.run_now(n, inoutbuf, n, |input, inout| {
                 let Input::At(input) = input else { return Err(mpi::MpiError::Buffer("inbuf is MPI_IN_PLACE".into())) };
@@ -862,7 +916,8 @@ pub unsafe extern "C" fn MPI_Reduce_local(
 /// intercommunicator (§6.9.1, §6.9.6): the result is the other group's.
 ///
 /// # Safety
-/// The standard's contract on the buffers.
+/// The buffers significant here hold `count` elements of `datatype` (room for them, for `recvbuf`) for
+/// the call (MPI 4.1 §6.9.1, §6.9.6).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn inter_reduce(
     st: &mut State,
@@ -885,7 +940,10 @@ unsafe fn inter_reduce(
         Some(_) => (n, 0),
         None => (n, n),
     };
-    // SAFETY: the caller's contract: `count` elements in each buffer significant here.
+    // SAFETY: the buffers significant here (`sendbuf` with `send_n` elements in the sending group, `recvbuf` with room
+    // for `recv_n` at the root, or everywhere for MPI_Allreduce) hold them for this call (`inter_reduce`'s `# Safety`,
+    // MPI 4.1 §6.9.1, §6.9.6), and the operation completes within it: what `Reduction::run_now` and `red::inter_reduce`
+    // require.
     unsafe {
         r.run_now(send_n, recvbuf, recv_n, |send, recv| {
             let send = match send {
@@ -918,7 +976,8 @@ unsafe fn everyone(
 ) -> R<Staged> {
     let r = reduction(st, sendbuf, datatype, op)?;
     let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
-    // SAFETY: this function's contract.
+    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
+    // completes (`everyone`'s `# Safety`): what `Reduction::run` and `red::ieveryone` require.
     unsafe { r.run(n, recvbuf, n, |send, recv| red::ieveryone(c, kind, r.elem, send, recv, r.n(n), &r.op)) }
 }
 
@@ -931,7 +990,9 @@ unsafe fn allreduce(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: this function's contract, passed on.
+    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
+    // completes, as MPI 4.1 §6.9.6 requires of MPI_Allreduce's caller and the `collective!` entry points keep (the
+    // blocking form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
     unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
@@ -946,7 +1007,9 @@ unsafe fn scan(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: this function's contract, passed on.
+    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
+    // completes, as MPI 4.1 §6.11.1 requires of MPI_Scan's caller and the `collective!` entry points keep (the blocking
+    // form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
     unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -961,7 +1024,9 @@ unsafe fn exscan(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: this function's contract, passed on.
+    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
+    // completes, as MPI 4.1 §6.11.2 requires of MPI_Exscan's caller and the `collective!` entry points keep (the
+    // blocking form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
     unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
 }
 collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
@@ -980,7 +1045,10 @@ unsafe fn reduce_scatter_block(
     let (n, c) = (count_of(recvcount)?, &st.comm(comm)?.comm);
     let total = n * c.size() as usize;
     let recv_n = if in_place(sendbuf) { total } else { n };
-    // SAFETY: the caller's contract: a block per process to send, `recvcount` elements to receive.
+    // SAFETY: `sendbuf` holds `recvcount` elements of `datatype` per process (`total`) and `recvbuf` has room for
+    // `recvcount`, or under MPI_IN_PLACE `recvbuf` holds the `total` (MPI 4.1 §6.10.1); they stay valid until the
+    // operation completes (the blocking form waits; §6.12, §6.13 otherwise): what `Reduction::run` and
+    // `red::ireduce_scatter_block` require.
     unsafe {
         r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter_block(c, r.elem, send, recv, r.n(n), &r.op))
     }
@@ -995,7 +1063,8 @@ collective!(MPI_Reduce_scatter_block_c / MPI_Ireduce_scatter_block_c / MPI_Reduc
 /// `recvcounts` holds one count per process of `c`.
 unsafe fn scatter_counts(c: &SimpleCommunicator, recvcounts: Option<Ints>, recvcount: impl Int) -> R<Vec<usize>> {
     match recvcounts {
-        // SAFETY: this function's contract.
+        // SAFETY: `p` holds one count per process of `c` (`scatter_counts`' `# Safety`), which is `per_rank`'s
+        // requirement with `n` = `c.size()`.
         Some(p) => unsafe { per_rank(p, c.size(), "recvcounts")? }.iter().map(|&k| count_of(k)).collect(),
         None => Ok(vec![count_of(recvcount)?; c.size() as usize]),
     }
@@ -1013,12 +1082,16 @@ unsafe fn reduce_scatter(
 ) -> R<Staged> {
     let c = &st.comm(comm)?.comm;
     let r = reduction(st, sendbuf, datatype, op)?;
-    // SAFETY: the caller's contract: one count per process.
+    // SAFETY: `recvcounts` is MPI_Reduce_scatter's array of one count per process of `comm` (MPI 4.1 §6.10.2), readable
+    // for this call: `scatter_counts`' `# Safety`.
     let counts = unsafe { scatter_counts(c, Some(recvcounts.into()), 0) }?;
     let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
     let recv_n = if in_place(sendbuf) { total } else { mine };
     let scaled: Vec<usize> = counts.iter().map(|&k| r.n(k)).collect();
-    // SAFETY: the caller's contract: the buffers hold the elements.
+    // SAFETY: `sendbuf` holds the sum of `recvcounts` elements of `datatype` and `recvbuf` has room for this process's
+    // count, or under MPI_IN_PLACE `recvbuf` holds the sum (MPI 4.1 §6.10.2); they stay valid until the operation
+    // completes (the blocking form waits; §6.12, §6.13 otherwise): what `Reduction::run` and `red::ireduce_scatter`
+    // require.
     unsafe { r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter(c, r.elem, send, recv, &scaled, &r.op)) }
 }
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
@@ -1029,7 +1102,8 @@ collective!(MPI_Reduce_scatter_c / MPI_Ireduce_scatter_c / MPI_Reduce_scatter_in
 /// other group's reduction (§6.11.2). `MPI_IN_PLACE` is not valid there.
 ///
 /// # Safety
-/// The standard's contract on the buffers and the array.
+/// `recvcounts`, when given, holds one count per process of the local group; `sendbuf` holds the counts'
+/// sum of elements of `datatype` and `recvbuf` has room for this process's count, for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn inter_reduce_scatter(
     st: &mut State,
@@ -1046,11 +1120,14 @@ unsafe fn inter_reduce_scatter(
     }
     let c = &st.comm(comm)?.comm;
     let r = reduction(st, sendbuf, datatype, op)?;
-    // SAFETY: the caller's contract on the counts.
+    // SAFETY: `recvcounts`, when given, holds one count per process of the local group of `comm`, readable for this
+    // call (`inter_reduce_scatter`'s `# Safety`): `scatter_counts`' requirement.
     let counts = unsafe { scatter_counts(c, recvcounts, recvcount) }?;
     let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
     let scaled: Vec<usize> = counts.iter().map(|&k| r.n(k)).collect();
-    // SAFETY: the caller's contract on the buffers, for this call.
+    // SAFETY: `sendbuf` holds `total` elements of `datatype` and `recvbuf` has room for this process's count, for this
+    // call (`inter_reduce_scatter`'s `# Safety`, MPI 4.1 §6.10), and the operation completes within it: what
+    // `Reduction::run_now` and `red::inter_reduce_scatter` require.
     unsafe {
         r.run_now(total, recvbuf, mine, |send, recv| {
             let Input::At(send) = send else { return Ok(()) };

@@ -89,10 +89,12 @@ impl Ints {
         /// # Safety
         /// `p` is null or holds `n` values.
         unsafe fn each<T: Int>(p: *const T, n: c_int, what: &str) -> R<Vec<c_int>> {
-            // SAFETY: this function's contract is `array_arg`'s.
+            // SAFETY: `p` is null or holds `n` values of `T`, readable for this call (`each`'s `# Safety`), which is
+            // what `array_arg` requires; it refuses a negative `n` and, when `n` > 0, a null `p`.
             unsafe { crate::array_arg(p, n, what) }?.iter().map(|v| v.int(what)).collect()
         }
-        // SAFETY: this function's contract, for the form it is.
+        // SAFETY: the pointer of whichever form this is is null or holds `n` values of its type, readable for this call
+        // (`read`'s `# Safety`), which is what `array_arg` and `each` require.
         unsafe {
             match self {
                 Ints::Int(p) => Ok(crate::array_arg(p, n, what)?.to_vec()),

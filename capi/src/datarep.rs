@@ -59,16 +59,22 @@ impl Functions {
         }
         let convert = |f: usize| {
             (f != 0).then(|| match large {
-                // SAFETY: this function's contract: a function of this type.
+                // SAFETY: `f` is not 0 and, with `large`, is a function of the MPI_Datarep_conversion_function_c type
+                // MPI 4.1 §14.5.3 gives that argument (`new`'s `# Safety`); a function pointer and a `usize` have the
+                // same size here.
                 true => Convert::Large(unsafe { std::mem::transmute::<usize, ConvertLarge>(f) }),
-                // SAFETY: as above.
+                // SAFETY: `f` is not 0 and, without `large`, is a function of the MPI_Datarep_conversion_function type
+                // MPI 4.1 §14.5.3 gives that argument (`new`'s `# Safety`); a function pointer and a `usize` have the
+                // same size here.
                 false => Convert::Int(unsafe { std::mem::transmute::<usize, ConvertInt>(f) }),
             })
         };
         Ok(Functions {
             read: convert(read),
             write: convert(write),
-            // SAFETY: as above; not 0 (checked).
+            // SAFETY: `extent` is not 0 (checked above) and is a function of the MPI_Datarep_extent_function type MPI
+            // 4.1 §14.5.3 gives `dtype_file_extent_fn` (`new`'s `# Safety`); a function pointer and a `usize` have the
+            // same size here.
             extent: unsafe { std::mem::transmute::<usize, Extent>(extent) },
             extra: extra as usize,
         })

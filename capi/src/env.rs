@@ -15,7 +15,8 @@ pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *
     if abi_major.is_null() || abi_minor.is_null() {
         return MPI_ERR_ARG;
     }
-    // SAFETY: both are non-null and, by the standard's contract, writable.
+    // SAFETY: `abi_major` and `abi_minor` are not null (checked above) and are MPI_Abi_get_version's out-arguments,
+    // each valid for writing one `int` for this call.
     unsafe {
         abi_major.write(ABI_VERSION.0);
         abi_minor.write(ABI_VERSION.1);
@@ -123,7 +124,9 @@ fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
     match init(required, false) {
         Ok(p) => {
             if !provided.is_null() {
-                // SAFETY: non-null, and writable by the standard's contract.
+                // SAFETY: `provided` is not null (checked above) and is MPI_Init_thread's out-argument, valid for
+                // writing one `int` for this call (MPI_Init passes null). Note: `init_call` is a safe function, so this
+                // rests on its two callers passing only null or that argument.
                 unsafe { provided.write(p) };
             }
             MPI_SUCCESS
@@ -156,7 +159,8 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     // Without the lock: MPI_Initialized may be called from any thread at
     // any time (MPI 4.1 §11.2.1), even while another thread is in MPI.
     let v = crate::process::process().life.initialized.load(Ordering::SeqCst);
-    // SAFETY: the standard's contract on `flag`.
+    // SAFETY: `flag` is MPI_Initialized's out-argument, null or valid for writing one `int` for this call; `put`
+    // refuses null.
     match unsafe { put(flag, v as c_int, "flag") } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -166,7 +170,8 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     let v = crate::process::process().life.finalized.load(Ordering::SeqCst);
-    // SAFETY: the standard's contract on `flag`.
+    // SAFETY: `flag` is MPI_Finalized's out-argument, null or valid for writing one `int` for this call; `put` refuses
+    // null.
     match unsafe { put(flag, v as c_int, "flag") } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -278,7 +283,8 @@ pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on `provided`.
+    // SAFETY: `provided` is MPI_Query_thread's out-argument, null or valid for writing one `int` for this call, and the
+    // closure runs within it; `put` refuses null.
     with_state("MPI_Query_thread", MPI_COMM_WORLD, |st| unsafe { put(provided, st.thread_level, "provided") })
 }
 
@@ -286,7 +292,8 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     with_state("MPI_Is_thread_main", MPI_COMM_WORLD, |st| {
         let main = (std::thread::current().id() == st.main_thread) as c_int;
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Is_thread_main's out-argument, null or valid for writing one `int` for this call; `put`
+        // refuses null.
         unsafe { put(flag, main, "flag") }
     })
 }
@@ -301,8 +308,9 @@ pub(crate) unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max:
     }
     let b = s.as_bytes();
     let n = b.len().min(max as usize - 1);
-    // SAFETY: `out` has room for `max` bytes (the caller's contract) and
-    // n + 1 <= max.
+    // SAFETY: `out` is not null (checked above) and has room for `max` bytes, and `len` is null or writable for one
+    // `int` (`put_string`'s `# Safety`); n + 1 <= `max`, so the copy and the NUL stay inside `out`; `put` refuses a
+    // null `len`.
     unsafe {
         std::ptr::copy_nonoverlapping(b.as_ptr(), out.cast::<u8>(), n);
         out.add(n).write(0);
@@ -325,7 +333,8 @@ pub(crate) fn host_name() -> String {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
     let host = host_name();
-    // SAFETY: the standard's contract: MPI_MAX_PROCESSOR_NAME bytes.
+    // SAFETY: `name` has room for MPI_MAX_PROCESSOR_NAME characters and `resultlen` for one `int`, for this call, as
+    // MPI 4.1 §9.1.2 requires of MPI_Get_processor_name's caller: `put_string`'s `# Safety` (it refuses null).
     match unsafe { put_string(name, resultlen, &host, MPI_MAX_PROCESSOR_NAME) } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -337,7 +346,8 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
     if version.is_null() || subversion.is_null() {
         return MPI_ERR_ARG;
     }
-    // SAFETY: non-null, writable by the standard's contract.
+    // SAFETY: `version` and `subversion` are not null (checked above) and are MPI_Get_version's out-arguments (MPI 4.1
+    // §9.1.1), each valid for writing one `int` for this call.
     unsafe {
         version.write(VERSION.0);
         subversion.write(VERSION.1);
@@ -359,7 +369,9 @@ pub fn library_version() -> String {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract: MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    // SAFETY: `version` has room for MPI_MAX_LIBRARY_VERSION_STRING characters and `resultlen` for one `int`, for this
+    // call, as MPI 4.1 §9.1.1 requires of MPI_Get_library_version's caller: `put_string`'s `# Safety` (it refuses
+    // null).
     match unsafe { put_string(version, resultlen, &library_version(), MPI_MAX_LIBRARY_VERSION_STRING) } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -407,7 +419,8 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int
         if let Ok(b) = st.universe.backend() {
             pairs.set("dn_backend", b)?;
         }
-        // SAFETY: the standard's contract on `hw_info`.
+        // SAFETY: `hw_info` is MPI_Get_hw_resource_info's out-argument, null or valid for writing one info handle for
+        // this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(pairs, hw_info, "hw_info") }
     })
 }
@@ -494,7 +507,8 @@ pub unsafe extern "C" fn MPI_Error_string(errorcode: c_int, string: *mut c_char,
         (None, Some((c, msg))) if c == errorcode => format!("{}: {msg}", class_text(errorcode)),
         (None, _) => class_text(errorcode).to_string(),
     };
-    // SAFETY: the standard's contract: MPI_MAX_ERROR_STRING bytes.
+    // SAFETY: `string` has room for MPI_MAX_ERROR_STRING characters and `resultlen` for one `int`, for this call, as
+    // MPI 4.1 §9.4 requires of MPI_Error_string's caller: `put_string`'s `# Safety` (it refuses null).
     match unsafe { put_string(string, resultlen, &text, MPI_MAX_ERROR_STRING) } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -508,7 +522,8 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
     let Some(class) = crate::errh::class_of(errorcode) else {
         return MPI_ERR_ARG;
     };
-    // SAFETY: the standard's contract on `errorclass`.
+    // SAFETY: `errorclass` is MPI_Error_class's out-argument (MPI 4.1 §9.4), null or valid for writing one `int` for
+    // this call; `put` refuses null.
     match unsafe { put(errorclass, class, "errorclass") } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => f.class,
@@ -535,7 +550,8 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Comm_get_errhandler", comm, |st| {
         let e = crate::errh::handed_out(st.comm_handle(comm)?.errhandler);
-        // SAFETY: the standard's contract on `errhandler`.
+        // SAFETY: `errhandler` is MPI_Comm_get_errhandler's out-argument (MPI 4.1 §9.3.1), null or valid for writing
+        // one handle for this call; `put` refuses null.
         unsafe { put(errhandler, e, "errhandler") }
     })
 }
@@ -544,7 +560,8 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut 
 pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
     with_state("MPI_Comm_rank", comm, |st| {
         let r = st.comm(comm)?.comm.rank();
-        // SAFETY: the standard's contract on `rank`.
+        // SAFETY: `rank` is MPI_Comm_rank's out-argument (MPI 4.1 §7.4.1), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(rank, r, "rank") }
     })
 }
@@ -553,7 +570,8 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int 
 pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
     with_state("MPI_Comm_size", comm, |st| {
         let n = st.comm(comm)?.comm.size();
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Comm_size's out-argument (MPI 4.1 §7.4.1), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(size, n, "size") }
     })
 }
@@ -577,7 +595,8 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `newcomm`.
+    // SAFETY: `newcomm` is MPI_Comm_dup's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for this
+    // call: `dup_by_idup`'s `# Safety`.
     unsafe { dup_by_idup("MPI_Comm_dup", comm, None, newcomm) }
 }
 
@@ -596,7 +615,8 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
 /// `newcomm` is null or writable.
 pub(crate) unsafe fn dup_by_idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Handle) -> c_int {
     let mut r = MPI_REQUEST_NULL;
-    // SAFETY: the caller's contract on `newcomm`; `r` is a local.
+    // SAFETY: `newcomm` is null or valid for writing one handle for this call (`dup_by_idup`'s `# Safety`), and `r` is
+    // a local handle, writable: what `idup` requires.
     let rc = unsafe { idup(call, comm, info, newcomm, &mut r) };
     if rc != MPI_SUCCESS {
         return rc;
@@ -637,11 +657,14 @@ unsafe fn idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Han
             e.info = pairs;
             e.pending = Some(cell);
         }
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call (`idup`'s
+        // `# Safety`, from MPI_Comm_idup's or MPI_Comm_dup's caller).
         unsafe { newcomm.write(h) };
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call (`idup`'s
+        // `# Safety`): what `new_request` requires.
         unsafe { crate::p2p::new_request(st, Req::Op(op), request) }?;
-        // SAFETY: as above; `new_request` wrote it.
+        // SAFETY: `request` is not null (checked above) and points to memory valid for one handle for this call
+        // (`idup`'s `# Safety`), which `new_request` has just written, so the read sees an initialised handle.
         let r = unsafe { request.read() };
         st.idups.push((r, h));
         Ok(())
@@ -673,7 +696,8 @@ pub(crate) fn settle_idup(st: &mut State, req: Handle, outcome: &mut mpi::Result
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newcomm` and `request` are MPI_Comm_idup's out-arguments (MPI 4.1 §7.4.2), each null or valid for
+    // writing one handle for this call: `idup`'s `# Safety`.
     unsafe { idup("MPI_Comm_idup", comm, None, newcomm, request) }
 }
 
@@ -684,7 +708,8 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     newcomm: *mut Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newcomm` and `request` are MPI_Comm_idup_with_info's out-arguments (MPI 4.1 §7.4.2), each null or valid
+    // for writing one handle for this call: `idup`'s `# Safety`.
     unsafe { idup("MPI_Comm_idup_with_info", comm, Some(info), newcomm, request) }
 }
 
@@ -708,13 +733,15 @@ pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, 
         }
     };
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_split's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for
+        // this call: `split_multiple`'s `# Safety`.
         return unsafe { crate::group::split_multiple(comm, color, key, newcomm) };
     }
     with_state("MPI_Comm_split", comm, |st| {
         let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
         let h = register(st, c, comm)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_split's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for
+        // this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -724,7 +751,8 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     if comm.is_null() {
         return with_state("MPI_Comm_free", MPI_COMM_WORLD, |_| Err(Fail::new(MPI_ERR_ARG, "comm is a null pointer")));
     }
-    // SAFETY: non-null, readable and writable by the standard's contract.
+    // SAFETY: `comm` is not null (checked above) and is MPI_Comm_free's in/out handle argument (MPI 4.1 §7.4.3),
+    // readable and writable for one handle for this call.
     let h = unsafe { comm.read() };
     with_state("MPI_Comm_free", h, |st| {
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
@@ -766,7 +794,8 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
             ParentHandle::Registered(h) => h,
             ParentHandle::Freed => MPI_COMM_NULL,
         };
-        // SAFETY: the standard's contract on `parent`.
+        // SAFETY: `parent` is MPI_Comm_get_parent's out-argument (MPI 4.1 §11.8.2), null or valid for writing one
+        // handle for this call; `put` refuses null.
         unsafe { put(parent, h, "parent") }
     })
 }
@@ -795,7 +824,8 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
             Err(Fail::new(MPI_ERR_ARG, "comm is a null pointer"))
         });
     }
-    // SAFETY: non-null, readable by the standard's contract.
+    // SAFETY: `comm` is not null (checked above) and is MPI_Comm_disconnect's in/out handle argument (MPI 4.1
+    // §11.10.4), readable and writable for one handle for this call.
     let h = unsafe { comm.read() };
     if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
         return with_state("MPI_Comm_disconnect", h, |_| {
@@ -806,7 +836,8 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
     if rc != MPI_SUCCESS {
         return rc;
     }
-    // SAFETY: the standard's contract on `comm`, passed on.
+    // SAFETY: `comm` is not null (checked above) and readable and writable for one handle for this call
+    // (MPI_Comm_disconnect's in/out argument), which is what MPI_Comm_free's argument must be.
     unsafe { MPI_Comm_free(comm) }
 }
 
@@ -869,8 +900,9 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_LASTUSEDCODE => &a.lastusedcode,
             k => {
                 let v = crate::attr::get(st, comm, k)?;
-                // SAFETY: the standard's contract: `attribute_val` is the
-                // address of a `void *`, which receives the value stored.
+                // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, declared `void *` but defined by MPI 4.1
+                // §7.7.2 as the address of one writable `void *`, and `flag` points to one writable `int`, both for
+                // this call; `put` refuses null.
                 return unsafe {
                     if let Some(v) = v {
                         put(attribute_val.cast::<*mut std::ffi::c_void>(), v, "attribute_val")?;
@@ -879,8 +911,10 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
                 };
             }
         };
-        // SAFETY: the standard's contract: `attribute_val` is the address
-        // of a `void *`, which receives the address of the (static) value.
+        // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, the address of one writable `void *` (MPI 4.1
+        // §7.7.2), and `flag` points to one writable `int`, both for this call; `put` refuses null. The address written
+        // is of a field of the process's static `Attrs`, which stays valid for the rest of the process, so the program
+        // may read the value through it later.
         unsafe {
             put(attribute_val.cast::<*const std::sync::atomic::AtomicI32>(), v as *const _, "attribute_val")?;
             put(flag, 1, "flag")
@@ -916,7 +950,8 @@ pub(crate) unsafe fn put_name(name: &str, out: *mut c_char, len: *mut c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, comm_name: *const c_char) -> c_int {
     with_state("MPI_Comm_set_name", comm, |st| {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `comm_name` is MPI_Comm_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
+        // this call, or null, which `c_name` refuses.
         let name = unsafe { c_name(comm_name)? };
         st.comm_handle_mut(comm)?.name = name;
         Ok(())
@@ -928,7 +963,8 @@ pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char,
     with_state("MPI_Comm_get_name", comm, |st| {
         // The null handle has a name too, as the null datatype does.
         let name = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { st.comm_handle(comm)?.name.clone() };
-        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        // SAFETY: `comm_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
+        // as MPI 4.1 §7.8 requires of MPI_Comm_get_name's caller: `put_name`'s `# Safety` (null is refused).
         unsafe { put_name(&name, comm_name, resultlen) }
     })
 }

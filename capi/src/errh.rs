@@ -153,8 +153,9 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
         if func == 0 {
             return Err(Fail::new(MPI_ERR_ARG, "the error handler function is a null pointer"));
         }
-        // SAFETY: non-null, and a function of this type by the caller's
-        // contract; both are pointer-sized code addresses.
+        // SAFETY: `func` is not 0 (checked above) and is a handler function of `kind`'s C type (`create`'s `# Safety`:
+        // the program passed a function of the type MPI 4.1 §9.3 gives the MPI_*_create_errhandler argument); a
+        // function pointer and a `usize` have the same size here.
         let func: ErrFn = unsafe { std::mem::transmute::<usize, ErrFn>(func) };
         if out.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "errhandler is a null pointer"));
@@ -165,7 +166,8 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
             t.table.insert(h, UserErrhandler { kind, func, refs: 1 });
             h
         });
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call (`create`'s
+        // `# Safety`: the MPI call's `errhandler` out-argument).
         unsafe { out.write(h) };
         Ok(())
     })
@@ -173,32 +175,41 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_errhandler(comm_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `comm_errhandler_fn` is a function of C type MPI_Comm_errhandler_function (or 0, refused) and
+    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.1 requires of
+    // MPI_Comm_create_errhandler's caller: `create`'s `# Safety`.
     unsafe { create("MPI_Comm_create_errhandler", Kind::Comm, comm_errhandler_fn, errhandler) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_create_errhandler(win_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `win_errhandler_fn` is a function of C type MPI_Win_errhandler_function (or 0, refused) and `errhandler`
+    // is null or points to one writable handle for this call, as MPI 4.1 §9.3.2 requires of MPI_Win_create_errhandler's
+    // caller: `create`'s `# Safety`.
     unsafe { create("MPI_Win_create_errhandler", Kind::Win, win_errhandler_fn, errhandler) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_create_errhandler(file_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `file_errhandler_fn` is a function of C type MPI_File_errhandler_function (or 0, refused) and
+    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.3 requires of
+    // MPI_File_create_errhandler's caller: `create`'s `# Safety`.
     unsafe { create("MPI_File_create_errhandler", Kind::File, file_errhandler_fn, errhandler) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_create_errhandler(session_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `session_errhandler_fn` is a function of C type MPI_Session_errhandler_function (or 0, refused) and
+    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.4 requires of
+    // MPI_Session_create_errhandler's caller: `create`'s `# Safety`.
     unsafe { create("MPI_Session_create_errhandler", Kind::Session, session_errhandler_fn, errhandler) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
     crate::stateless_call("MPI_Errhandler_free", || {
-        // SAFETY: the standard's contract on `errhandler`.
+        // SAFETY: `errhandler` is MPI_Errhandler_free's in/out handle argument (MPI 4.1 §9.3.5), null or readable and
+        // writable for one handle for this call; `read_arg` refuses null.
         let h = unsafe { read_arg(errhandler, "errhandler")? };
         // A predefined handler only resets the caller's handle; a user's
         // stays in force where it is set (§9.3.4).
@@ -270,7 +281,8 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
             return Err(Fail::new(MPI_ERR_ARG, "errorclass is a null pointer"));
         }
         let v = add(None)?;
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `errorclass` is not null (checked above) and is MPI_Add_error_class's out-argument (MPI 4.1 §9.5),
+        // valid for writing one `int` for this call.
         unsafe { errorclass.write(v) };
         Ok(())
     })
@@ -286,7 +298,8 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
             return Err(Fail::new(MPI_ERR_ARG, "errorcode is a null pointer"));
         }
         let v = add(Some(errorclass))?;
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `errorcode` is not null (checked above) and is MPI_Add_error_code's out-argument (MPI 4.1 §9.5),
+        // valid for writing one `int` for this call.
         unsafe { errorcode.write(v) };
         Ok(())
     })
@@ -298,7 +311,8 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
         if string.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "string is a null pointer"));
         }
-        // SAFETY: non-null, and a NUL-terminated string by the standard's contract.
+        // SAFETY: `string` is not null (checked above) and is MPI_Add_error_string's string (MPI 4.1 §9.5),
+        // NUL-terminated and readable for this call; it is copied out at once.
         let s = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy().into_owned();
         if s.len() >= MPI_MAX_ERROR_STRING as usize {
             return Err(Fail::new(

@@ -132,7 +132,8 @@ unsafe fn external32(datarep: *const c_char) -> R<()> {
     if datarep.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
     }
-    // SAFETY: the caller's contract: a C string.
+    // SAFETY: `datarep` is not null (checked above) and is a NUL-terminated string readable for this call
+    // (`external32`'s `# Safety`); it is copied out at once.
     let name = unsafe { CStr::from_ptr(datarep) }.to_string_lossy();
     if name != "external32" {
         return Err(Fail::new(
@@ -160,13 +161,15 @@ unsafe fn pack_size<T: TryFrom<u64>>(
     size: *mut T,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract on `datarep`.
+        // SAFETY: `datarep` is null or a NUL-terminated string readable for this call (`pack_size`'s `# Safety`), which
+        // is `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(incount, "incount")? as u64;
         let bytes = signature_of(st, dt, None)?.external_size().checked_mul(n);
         let bytes = bytes.and_then(|b| T::try_from(b).ok());
         let bytes = bytes.ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the packed size does not fit the size argument"))?;
-        // SAFETY: the caller's contract on `size`.
+        // SAFETY: `size` is null or valid for writing one `T` for this call (`pack_size`'s `# Safety`, the MPI call's
+        // out-argument); `put` refuses null.
         unsafe { put(size, bytes, "size") }
     })
 }
@@ -188,15 +191,18 @@ unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
     position: *mut T,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract on `datarep`.
+        // SAFETY: `datarep` is null or a NUL-terminated string readable for this call (`pack`'s `# Safety`), which is
+        // `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(incount, "incount")?;
         let sig = signature_of(st, dt, None)?;
         let span = st.span(incount, dt)?;
-        // SAFETY: the caller's contract on `position`.
+        // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
+        // (`pack`'s `# Safety`); `read_arg` refuses null.
         let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
         let size = nonneg(outsize, "outsize")?;
-        // SAFETY: the caller's contract: `inbuf` holds the elements.
+        // SAFETY: `inbuf` holds `incount` elements of `dt` (`span`), readable for this call (`pack`'s `# Safety`, MPI
+        // 4.1 §5.2.3), and the bytes borrowed are used before the call returns: what `outgoing` requires.
         let native = unsafe { crate::datatype::outgoing(inbuf.cast(), &span, "inbuf")? };
         let ext = sig.to_external(&native, n)?;
         if at.checked_add(ext.len()).is_none_or(|end| end > size) {
@@ -213,7 +219,8 @@ unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
             unsafe { std::ptr::copy_nonoverlapping(ext.as_ptr(), outbuf.cast::<u8>().add(at), ext.len()) };
         }
         let end = T::try_from(at + ext.len()).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
-        // SAFETY: readable above, and writable (the caller's contract).
+        // SAFETY: `position` is not null (`read_arg` accepted it above) and writable for one `T` for this call
+        // (`pack`'s `# Safety`: the MPI call's in/out argument).
         unsafe { position.write(end) };
         Ok(())
     })
@@ -236,12 +243,14 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
     dt: Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract on `datarep`.
+        // SAFETY: `datarep` is null or a NUL-terminated string readable for this call (`unpack`'s `# Safety`), which is
+        // `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(outcount, "outcount")?;
         let sig = signature_of(st, dt, None)?;
         let span = st.span(outcount, dt)?;
-        // SAFETY: the caller's contract on `position`.
+        // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
+        // (`unpack`'s `# Safety`); `read_arg` refuses null.
         let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
         let size = nonneg(insize, "insize")?;
         let len = usize::try_from(sig.external_size().saturating_mul(n as u64)).unwrap_or(usize::MAX);
@@ -260,7 +269,8 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
             unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>().add(at), len) }
         };
         let native = sig.from_external(ext, n)?;
-        // SAFETY: the caller's contract: `outbuf` has room for the elements.
+        // SAFETY: `outbuf` has room for `outcount` elements of `dt` (`span`), writable for this call (`unpack`'s
+        // `# Safety`, MPI 4.1 §5.2.3), and `into` is finished below, within the call: what `incoming` requires.
         let mut into = unsafe { crate::datatype::incoming(outbuf.cast(), &span, "outbuf", false)? };
         // SAFETY: `into` is the output's bytes or a staging buffer of
         // `into.len` bytes, which the native form fills exactly.
@@ -269,7 +279,8 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
             into.finish(native.len() as u64);
         }
         let end = T::try_from(at + len).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
-        // SAFETY: readable above, and writable (the caller's contract).
+        // SAFETY: `position` is not null (`read_arg` accepted it above) and writable for one `T` for this call
+        // (`unpack`'s `# Safety`: the MPI call's in/out argument).
         unsafe { position.write(end) };
         Ok(())
     })
@@ -282,7 +293,8 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     datatype: Handle,
     size: *mut isize,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string readable for this call and `size` points to one writable `MPI_Aint`,
+    // as MPI 4.1 §5.2.3 requires of MPI_Pack_external_size's caller: `pack_size`'s `# Safety`.
     unsafe { pack_size("MPI_Pack_external_size", datarep, incount.into(), datatype, size) }
 }
 
@@ -293,7 +305,8 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     datatype: Handle,
     size: *mut i64,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string readable for this call and `size` points to one writable
+    // `MPI_Count`, as MPI 4.1 §5.2.3 requires of MPI_Pack_external_size_c's caller: `pack_size`'s `# Safety`.
     unsafe { pack_size("MPI_Pack_external_size_c", datarep, incount, datatype, size) }
 }
 
@@ -308,7 +321,10 @@ pub unsafe extern "C" fn MPI_Pack_external(
     position: *mut isize,
 ) -> c_int {
     let call = "MPI_Pack_external";
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` holds `incount` elements of `datatype`, `outbuf` has
+    // `outsize` writable bytes, and `position` points to one readable and writable `MPI_Aint` (64 bits here, laid out
+    // as the `i64` it is cast to), all for this call, as MPI 4.1 §5.2.3 requires of MPI_Pack_external's caller:
+    // `pack`'s `# Safety`.
     unsafe { pack(call, datarep, inbuf, incount.into(), datatype, outbuf, outsize as i64, position.cast::<i64>()) }
 }
 
@@ -322,7 +338,9 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
     outsize: i64,
     position: *mut i64,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` holds `incount` elements of `datatype`, `outbuf` has
+    // `outsize` writable bytes, and `position` points to one readable and writable `MPI_Count`, all for this call, as
+    // MPI 4.1 §5.2.3 requires of MPI_Pack_external_c's caller: `pack`'s `# Safety`.
     unsafe { pack("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position) }
 }
 
@@ -337,7 +355,10 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     datatype: Handle,
 ) -> c_int {
     let call = "MPI_Unpack_external";
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` has `insize` readable bytes, `position` points to one
+    // readable and writable `MPI_Aint` (64 bits here, laid out as the `i64` it is cast to), and `outbuf` has room for
+    // `outcount` elements of `datatype`, all for this call, as MPI 4.1 §5.2.3 requires of MPI_Unpack_external's caller:
+    // `unpack`'s `# Safety`.
     unsafe { unpack(call, datarep, inbuf, insize as i64, position.cast::<i64>(), outbuf, outcount.into(), datatype) }
 }
 
@@ -351,6 +372,8 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
     outcount: i64,
     datatype: Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` has `insize` readable bytes, `position` points to one
+    // readable and writable `MPI_Count`, and `outbuf` has room for `outcount` elements of `datatype`, all for this
+    // call, as MPI 4.1 §5.2.3 requires of MPI_Unpack_external_c's caller: `unpack`'s `# Safety`.
     unsafe { unpack("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype) }
 }

@@ -150,7 +150,8 @@ unsafe fn path_arg(p: *const c_char, what: &str) -> R<std::path::PathBuf> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: not null (checked) and NUL-terminated (this function's contract).
+    // SAFETY: `p` is not null (checked above) and is a NUL-terminated string readable for this call (`path_arg`'s
+    // `# Safety`); the path is copied out before the call returns.
     let s = unsafe { std::ffi::CStr::from_ptr(p) };
     if s.is_empty() {
         return Err(Fail::new(MPI_ERR_BAD_FILE, format!("{what} is empty")));
@@ -176,7 +177,8 @@ pub unsafe extern "C" fn MPI_File_open(
             return Err(Fail::new(MPI_ERR_ARG, "fh is a null pointer"));
         }
         let mode = access_mode(amode)?;
-        // SAFETY: the standard's contract on `filename`.
+        // SAFETY: `filename` is MPI_File_open's file name (MPI 4.1 §14.2.1), a NUL-terminated string readable for this
+        // call, or null, which `path_arg` refuses.
         let path = unsafe { path_arg(filename, "filename")? };
         let pairs = st.info_or_null(info)?;
         let c = st.comm(comm)?;
@@ -188,7 +190,8 @@ pub unsafe extern "C" fn MPI_File_open(
         let byte = ViewType::Predefined(MPI_BYTE);
         let errhandler = st.file_errhandler;
         st.files.insert(h, FileEntry { file, errhandler, etype: byte.clone(), filetype: byte });
-        // SAFETY: not null (checked above); the standard's contract.
+        // SAFETY: `fh` is not null (checked above) and is MPI_File_open's out-argument (MPI 4.1 §14.2.1), valid for
+        // writing one handle for this call.
         unsafe { fh.write(h) };
         Ok(())
     })
@@ -196,7 +199,8 @@ pub unsafe extern "C" fn MPI_File_open(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `fh`; checked for null.
+    // SAFETY: `fh` is MPI_File_close's in/out handle argument (MPI 4.1 §14.2.2), null or readable and writable for one
+    // handle for this call; `read_arg` refuses null.
     let h = match unsafe { read_arg(fh, "fh") } {
         Ok(h) => h,
         Err(f) => return with_state("MPI_File_close", MPI_FILE_NULL, |_| Err(f)),
@@ -216,7 +220,8 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: Handle) -> c_int {
     with_state("MPI_File_delete", MPI_FILE_NULL, |st| {
-        // SAFETY: the standard's contract on `filename`.
+        // SAFETY: `filename` is MPI_File_delete's file name (MPI 4.1 §14.2.3), a NUL-terminated string readable for
+        // this call, or null, which `path_arg` refuses.
         let path = unsafe { path_arg(filename, "filename")? };
         st.info_or_null(info)?;
         Ok(File::delete(path)?)
@@ -235,7 +240,8 @@ fn on_file(call: &str, fh: Handle, f: impl FnOnce(&mut File) -> mpi::Result<()>)
 unsafe fn query<T>(call: &str, fh: Handle, out: *mut T, f: impl FnOnce(&File) -> mpi::Result<T>) -> c_int {
     with_state(call, fh, |st| {
         let v = f(&st.file(fh)?.file)?;
-        // SAFETY: this function's contract on `out`.
+        // SAFETY: `out` is null or valid for writing one `T` for this call (`query`'s `# Safety`, from the caller's
+        // out-argument); `put` refuses null.
         unsafe { put(out, v, call) }
     })
 }
@@ -246,13 +252,15 @@ fn to_offset(v: u64) -> mpi::Result<i64> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on `amode`.
+    // SAFETY: `amode` is MPI_File_get_amode's out-argument (MPI 4.1 §14.2.7), null or valid for writing one `int` for
+    // this call: `query`'s `# Safety`.
     unsafe { query("MPI_File_get_amode", fh, amode, |f| Ok(amode_bits(f.mode()))) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on `flag`.
+    // SAFETY: `flag` is MPI_File_get_atomicity's out-argument (MPI 4.1 §14.6.1), null or valid for writing one `int`
+    // for this call: `query`'s `# Safety`.
     unsafe { query("MPI_File_get_atomicity", fh, flag, |f| Ok(c_int::from(f.atomicity()))) }
 }
 
@@ -263,7 +271,8 @@ pub extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on `size`.
+    // SAFETY: `size` is MPI_File_get_size's out-argument (MPI 4.1 §14.2.6), null or valid for writing one `MPI_Offset`
+    // for this call: `query`'s `# Safety`.
     unsafe { query("MPI_File_get_size", fh, size, |f| to_offset(f.size()?)) }
 }
 
@@ -292,7 +301,8 @@ pub extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_File_get_group(fh: Handle, group: *mut Handle) -> c_int {
     with_state("MPI_File_get_group", fh, |st| {
         let g = mpi::group::Group::of(st.file(fh)?.file.communicator());
-        // SAFETY: the standard's contract on `group`.
+        // SAFETY: `group` is MPI_File_get_group's out-argument (MPI 4.1 §14.2.7), null or valid for writing one group
+        // handle for this call; `new_group` refuses null.
         unsafe { st.new_group(g, group) }
     })
 }
@@ -301,7 +311,8 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: Handle, group: *mut Handle) -> c
 pub unsafe extern "C" fn MPI_File_get_info(fh: Handle, info_used: *mut Handle) -> c_int {
     with_state("MPI_File_get_info", fh, |st| {
         let p = st.file(fh)?.file.info().clone();
-        // SAFETY: the standard's contract on `info_used`.
+        // SAFETY: `info_used` is MPI_File_get_info's out-argument (MPI 4.1 §14.2.8), null or valid for writing one info
+        // handle for this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(p, info_used, "info_used") }
     })
 }
@@ -331,7 +342,8 @@ pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c
 pub unsafe extern "C" fn MPI_File_get_errhandler(file: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_File_get_errhandler", file, |st| {
         let h = if file == MPI_FILE_NULL { st.file_errhandler } else { st.file(file)?.errhandler };
-        // SAFETY: the standard's contract on `errhandler`.
+        // SAFETY: `errhandler` is MPI_File_get_errhandler's out-argument (MPI 4.1 §9.3.3), null or valid for writing
+        // one handle for this call; `put` refuses null.
         unsafe { put(errhandler, crate::errh::handed_out(h), "errhandler") }
     })
 }
@@ -362,7 +374,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
         if datarep.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
         }
-        // SAFETY: not null (checked); the standard's contract: NUL-terminated.
+        // SAFETY: `datarep` is not null (checked above) and is MPI_File_set_view's data representation name (MPI 4.1
+        // §14.3), a NUL-terminated string readable for this call; it is copied out at once.
         let rep = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
         let rep = DataRep::named(&rep, &st.datareps)?;
         st.info_or_null(info)?;
@@ -416,8 +429,10 @@ pub unsafe extern "C" fn MPI_File_get_view(
             return Err(Fail::new(MPI_ERR_ARG, "an output argument of MPI_File_get_view is a null pointer"));
         }
         let (eh, fh2) = (st.hand_out_type(&et), st.hand_out_type(&ft));
-        // SAFETY: the standard's contract: `disp`, `etype` and `filetype` are writable (checked
-        // for null), `datarep` has room for MPI_MAX_DATAREP_STRING bytes, more than any name here.
+        // SAFETY: `etype`, `filetype` and `datarep` are not null (checked above); `disp` is null (refused by `put`) or,
+        // like `etype` and `filetype`, valid for writing one value for this call, and `datarep` has room for
+        // MPI_MAX_DATAREP_STRING (128) characters, as MPI 4.1 §14.3 requires of MPI_File_get_view's out-arguments.
+        // Every name here has at most 127 bytes (the registry refuses longer ones), so the name and its NUL fit.
         unsafe {
             put(disp, d, "disp")?;
             etype.write(eh);
@@ -434,7 +449,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(fh: Handle, datatype: Handle, 
     with_state("MPI_File_get_type_extent", fh, |st| {
         let rep = st.file(fh)?.file.view().rep().clone();
         let x = st.file_extent(&rep, datatype)?;
-        // SAFETY: the standard's contract on `extent`.
+        // SAFETY: `extent` is MPI_File_get_type_extent's out-argument (MPI 4.1 §14.5.1), null or valid for writing one
+        // `MPI_Aint` for this call; `put` refuses null.
         unsafe { put(extent, x, "extent") }
     })
 }
@@ -444,7 +460,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(fh: Handle, datatype: Handle
     with_state("MPI_File_get_type_extent_c", fh, |st| {
         let rep = st.file(fh)?.file.view().rep().clone();
         let x = st.file_extent(&rep, datatype)? as i64;
-        // SAFETY: the standard's contract on `extent`.
+        // SAFETY: `extent` is MPI_File_get_type_extent_c's out-argument (MPI 4.1 §14.5.1), null or valid for writing
+        // one `MPI_Count` for this call; `put` refuses null.
         unsafe { put(extent, x, "extent") }
     })
 }
@@ -468,9 +485,12 @@ unsafe fn register_datarep(
         if datarep.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "datarep is a null pointer"));
         }
-        // SAFETY: this function's contract on the functions.
+        // SAFETY: each of `read_fn`, `write_fn` and `extent_fn` is 0 or a function of the type MPI 4.1 §14.5.3 gives
+        // that argument (the `_c` form's when `large`), as `register_datarep`'s `# Safety` requires: what
+        // `Functions::new` requires.
         let fns = unsafe { crate::datarep::Functions::new(read_fn, write_fn, extent_fn, extra_state, large)? };
-        // SAFETY: not null (checked); the caller's contract: a C string.
+        // SAFETY: `datarep` is not null (checked above) and is a NUL-terminated string readable for this call
+        // (`register_datarep`'s `# Safety`); it is copied out at once.
         let name = unsafe { std::ffi::CStr::from_ptr(datarep) }.to_string_lossy().into_owned();
         st.datareps.register(&name)?;
         st.datarep_fns.insert(name, fns);
@@ -487,7 +507,9 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     extra_state: *mut c_void,
 ) -> c_int {
     let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is MPI_Register_datarep's name, a NUL-terminated string readable for this call, and each
+    // function address is 0 (MPI_CONVERSION_FN_NULL) or a function of the type MPI 4.1 §14.5.3 gives its argument:
+    // `register_datarep`'s `# Safety` with `large` false.
     unsafe { register_datarep("MPI_Register_datarep", datarep, fns, extra_state, false) }
 }
 
@@ -500,7 +522,9 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     extra_state: *mut c_void,
 ) -> c_int {
     let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `datarep` is MPI_Register_datarep_c's name, a NUL-terminated string readable for this call, and each
+    // function address is 0 (MPI_CONVERSION_FN_NULL) or a function of the type MPI 4.1 §14.5.3 gives its `_c` form's
+    // argument: `register_datarep`'s `# Safety` with `large` true.
     unsafe { register_datarep("MPI_Register_datarep_c", datarep, fns, extra_state, true) }
 }
 
@@ -533,13 +557,15 @@ pub extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c_int) -
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on `offset`.
+    // SAFETY: `offset` is MPI_File_get_position's out-argument (MPI 4.1 §14.4.3), null or valid for writing one
+    // `MPI_Offset` for this call: `query`'s `# Safety`.
     unsafe { query("MPI_File_get_position", fh, offset, |f| to_offset(f.position())) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_position_shared(fh: Handle, offset: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on `offset`.
+    // SAFETY: `offset` is MPI_File_get_position_shared's out-argument (MPI 4.1 §14.4.4), null or valid for writing one
+    // `MPI_Offset` for this call: `query`'s `# Safety`.
     unsafe { query("MPI_File_get_position_shared", fh, offset, |f| to_offset(f.position_shared()?)) }
 }
 
@@ -548,7 +574,8 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(fh: Handle, offset: i64, disp:
     with_state("MPI_File_get_byte_offset", fh, |st| {
         let o = offset_arg(offset)?;
         let d = to_offset(st.file(fh)?.file.byte_offset(o)?)?;
-        // SAFETY: the standard's contract on `disp`.
+        // SAFETY: `disp` is MPI_File_get_byte_offset's out-argument (MPI 4.1 §14.4.3), null or valid for writing one
+        // `MPI_Offset` for this call; `put` refuses null.
         unsafe { put(disp, d, "disp") }
     })
 }
@@ -633,7 +660,9 @@ unsafe fn access(
     }
     let file = &mut st.file_mut(fh)?.file;
     let buf = e.buf.cast_mut().cast();
-    // SAFETY: this function's contract on `buf`, the MPI call's.
+    // SAFETY: `buf` holds `e.count` elements of `e.datatype` (`span`), readable for a write and writable for a read,
+    // for this call (`access`'s `# Safety`, from the data-access call's caller, MPI 4.1 §14.4): what `File::access_raw`
+    // and `File::access_all_raw` require; both complete before returning.
     Ok(unsafe {
         match together {
             true => file.access_all_raw(position, direction, buf, &span, sig.as_deref())?,
@@ -655,9 +684,11 @@ unsafe fn blocking(
     status: *mut MpiStatus,
 ) -> c_int {
     with_state(call, fh, |st| {
-        // SAFETY: this function's contract.
+        // SAFETY: `e.buf` holds its elements, readable for a write and writable for a read, for this call (`blocking`'s
+        // `# Safety`, from a blocking data-access call's caller): `access`'s requirement.
         let s = unsafe { access(st, call, fh, at, direction, e)? };
-        // SAFETY: this function's contract on `status`.
+        // SAFETY: `status` is the blocking data-access call's out-argument, null (MPI_STATUS_IGNORE) or valid for
+        // writing one MPI_Status for this call (`blocking`'s `# Safety`): `put_status`'s requirement.
         unsafe { put_status(status, c_status(&s)) };
         Ok(())
     })
@@ -680,9 +711,12 @@ unsafe fn immediate(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        // SAFETY: this function's contract on `buf`, the MPI call's.
+        // SAFETY: `e.buf` holds its elements, readable for a write and writable for a read, for this call
+        // (`immediate`'s `# Safety`; MPI 4.1 §14.4 keeps the buffer the request's until it completes, which is later),
+        // and `access` completes the access before returning: `access`'s requirement.
         let s = unsafe { access(st, call, fh, at, direction, e)? };
-        // SAFETY: `request` is not null (checked above); the standard's contract.
+        // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call (`immediate`'s
+        // `# Safety`, from the non-blocking data-access call's caller).
         unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
     })
 }
@@ -698,7 +732,9 @@ unsafe fn begin(call: &str, fh: Handle, at: At, direction: Direction, e: Element
             return Ok(st.file_mut(fh)?.file.begin_converted(position, direction, span.len(), &conv)?);
         }
         let file = &mut st.file_mut(fh)?.file;
-        // SAFETY: this function's contract on `buf`, the MPI call's.
+        // SAFETY: `e.buf` holds its elements, readable for a write and writable for a read, for this call (`begin`'s
+        // `# Safety`; MPI 4.1 §14.4.5 keeps it the operation's until the matching `_end`, which is later), and
+        // `begin_raw` does the access before returning: what `File::begin_raw` requires.
         unsafe { file.begin_raw(position, direction, e.buf.cast_mut().cast(), &span, sig.as_deref())? };
         Ok(())
     })
@@ -722,7 +758,8 @@ unsafe fn end(
             other => other.position()?,
         };
         let s = st.file_mut(fh)?.file.end(position, direction)?;
-        // SAFETY: this function's contract on `status`.
+        // SAFETY: `status` is the `_end` call's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one
+        // MPI_Status for this call (`end`'s `# Safety`): `put_status`'s requirement.
         unsafe { put_status(status, c_status(&s)) };
         Ok(())
     })
@@ -735,9 +772,11 @@ macro_rules! file_access {
     ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $form:ident($($call:expr),*);)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: the standard's contract on the buffer (the elements, until the
-            // operation completes: before this returns, or at the `_end`) and on the
-            // status or request pointer, which are this helper's contract.
+            // SAFETY: the buffer holds `count` elements of `datatype`, readable for a write and writable for a read,
+            // for at least this call: MPI 4.1 §14.4 keeps it the operation's until the operation completes (before a
+            // blocking call returns, at a non-blocking one's completion, at a split collective's `_end`); `status` is
+            // null or writable for one MPI_Status and `request` for one handle. That covers the `# Safety` of
+            // `blocking`, `immediate`, `begin` and `end`.
             unsafe { $form(stringify!($name), $($call),*) }
         }
     )*};

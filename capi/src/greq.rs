@@ -68,12 +68,14 @@ impl Callback {
             Callback::Report { query, free, extra, out, in_array } => {
                 let mut own = MpiStatus::empty();
                 let at = if out.is_null() { &mut own as *mut MpiStatus } else { out };
-                // SAFETY: the program registered `query` as an
-                // `MPI_Grequest_query_function` (the standard's contract);
-                // `at` is the caller's status (written by the call already)
-                // or a local, valid for the call.
+                // SAFETY: `query` is the function the program passed to MPI_Grequest_start as its `query_fn`, of the
+                // MPI_Grequest_query_function type MPI 4.1 §13.2 gives it, called with that signature, its
+                // `extra_state` and a status: `at` is the completion call's status (valid for that call, within which
+                // this deferred callback runs) or the local `own`.
                 let rc = unsafe { query(extra, at) };
-                // SAFETY: as above, for `MPI_Grequest_free_function`.
+                // SAFETY: `f` is the function the program passed to MPI_Grequest_start as its `free_fn`, of the
+                // MPI_Grequest_free_function type MPI 4.1 §13.2 gives it, called with that signature and its
+                // `extra_state`.
                 let freed = free.map_or(MPI_SUCCESS, |f| unsafe { f(extra) });
                 let (rc, which) = if rc != MPI_SUCCESS { (rc, "query_fn") } else { (freed, "free_fn") };
                 if rc == MPI_SUCCESS {
@@ -82,7 +84,8 @@ impl Callback {
                 let msg = format!("the generalized request's {which} returned {rc}");
                 if in_array {
                     if !out.is_null() {
-                        // SAFETY: the caller's status array entry, as above.
+                        // SAFETY: `out` is not null (checked above) and is the completion call's status array entry,
+                        // writable for that call, within which this deferred callback runs.
                         unsafe { (*out).error = rc };
                     }
                     return Err(Fail::new(MPI_ERR_IN_STATUS, msg));
@@ -201,7 +204,8 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         }
         let h = st.new_handle();
         st.greqs.insert(h, Greq { query, free, cancel, extra: extra_state, complete: false, freed: false });
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `request` is not null (checked above) and is MPI_Grequest_start's out-argument (MPI 4.1 §13.2), valid
+        // for writing one handle for this call.
         unsafe { request.write(h) };
         Ok(())
     })

@@ -37,8 +37,8 @@ impl State {
             self.groups.insert(h, g);
             h
         };
-        // SAFETY: `out` is writable for a group handle (the standard's contract on the call's
-        // `newgroup`); `put` refuses null.
+        // SAFETY: `out` is null or valid for writing one group handle for this call (`new_group`'s `# Safety`: each
+        // caller hands over its MPI call's out-argument); `put` refuses null.
         unsafe { put(out, h, "newgroup") }
     }
 }
@@ -57,7 +57,8 @@ fn relation(r: GroupRelation) -> c_int {
 /// # Safety
 /// `p` holds `n` values.
 unsafe fn ints<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
-    // SAFETY: this function's contract is `array_arg`'s.
+    // SAFETY: `p` holds `n` values of `T`, readable for this call (`ints`' `# Safety`), which meets `array_arg`'s
+    // requirement; it refuses a negative `n` and, when `n` > 0, a null `p`.
     unsafe { array_arg(p, n, what) }
 }
 
@@ -65,7 +66,8 @@ unsafe fn ints<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
 pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
     with_state("MPI_Comm_group", comm, |st| {
         let g = Group::of(&st.comm(comm)?.comm);
-        // SAFETY: the standard's contract on `group`.
+        // SAFETY: `group` is MPI_Comm_group's out-argument (MPI 4.1 §7.3.2), null or valid for writing one group handle
+        // for this call; `new_group` refuses null.
         unsafe { st.new_group(g, group) }
     })
 }
@@ -74,7 +76,8 @@ pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_i
 pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_int {
     with_state("MPI_Group_size", MPI_COMM_WORLD, |st| {
         let n = st.group(group)?.size();
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Group_size's out-argument (MPI 4.1 §7.3.1), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(size, n, "size") }
     })
 }
@@ -84,7 +87,8 @@ pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_in
     with_state("MPI_Group_rank", MPI_COMM_WORLD, |st| {
         let me = st.comm(MPI_COMM_WORLD)?.comm.rank() as u32;
         let r = st.group(group)?.rank_of(me).unwrap_or(MPI_UNDEFINED);
-        // SAFETY: the standard's contract on `rank`.
+        // SAFETY: `rank` is MPI_Group_rank's out-argument (MPI 4.1 §7.3.1), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(rank, r, "rank") }
     })
 }
@@ -92,7 +96,8 @@ pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
     with_state("MPI_Group_free", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `group`.
+        // SAFETY: `group` is MPI_Group_free's in/out handle argument (MPI 4.1 §7.3.3), null or readable for one handle
+        // for this call; `read_arg` refuses null.
         let g = unsafe { read_arg(group, "group")? };
         // Freeing MPI_GROUP_EMPTY (which group calls hand out) is allowed.
         if g != MPI_GROUP_EMPTY {
@@ -111,7 +116,8 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Group_compare(group1: Handle, group2: Handle, result: *mut c_int) -> c_int {
     with_state("MPI_Group_compare", MPI_COMM_WORLD, |st| {
         let r = relation(st.group(group1)?.compare(st.group(group2)?));
-        // SAFETY: the standard's contract on `result`.
+        // SAFETY: `result` is MPI_Group_compare's out-argument (MPI 4.1 §7.3.1), null or valid for writing one `int`
+        // for this call; `put` refuses null.
         unsafe { put(result, r, "result") }
     })
 }
@@ -125,7 +131,8 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     ranks2: *mut c_int,
 ) -> c_int {
     with_state("MPI_Group_translate_ranks", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: `n` ranks in.
+        // SAFETY: `ranks1` holds `n` ranks, readable for this call, as MPI 4.1 §7.3.1 requires of
+        // MPI_Group_translate_ranks' caller: `ints`' requirement (it refuses a negative `n` and a null array).
         let r1 = unsafe { ints(ranks1, n, "ranks1")? };
         let out = st.group(group1)?.translate(r1, st.group(group2)?)?;
         if !out.is_empty() {
@@ -156,27 +163,30 @@ unsafe fn set_op(
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
         let v = make(st.group(g1)?, st.group(g2)?);
-        // SAFETY: `newgroup` is writable for a handle (the standard's contract); `new_group`
-        // refuses null.
+        // SAFETY: `newgroup` is null or valid for writing one group handle for this call (`set_op`'s `# Safety`, from
+        // the caller's out-argument, MPI 4.1 §7.3.2); `new_group` refuses null.
         unsafe { st.new_group(v, newgroup) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_union(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `newgroup`.
+    // SAFETY: `newgroup` is MPI_Group_union's out-argument (MPI 4.1 §7.3.2), null or valid for writing one handle for
+    // this call: `set_op`'s `# Safety`.
     unsafe { set_op("MPI_Group_union", group1, group2, newgroup, Group::union) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_intersection(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `newgroup`.
+    // SAFETY: `newgroup` is MPI_Group_intersection's out-argument (MPI 4.1 §7.3.2), null or valid for writing one
+    // handle for this call: `set_op`'s `# Safety`.
     unsafe { set_op("MPI_Group_intersection", group1, group2, newgroup, Group::intersection) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_difference(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `newgroup`.
+    // SAFETY: `newgroup` is MPI_Group_difference's out-argument (MPI 4.1 §7.3.2), null or valid for writing one handle
+    // for this call: `set_op`'s `# Safety`.
     unsafe { set_op("MPI_Group_difference", group1, group2, newgroup, Group::difference) }
 }
 
@@ -198,28 +208,33 @@ unsafe fn subset(
     with_state(call, MPI_COMM_WORLD, |st| {
         let g = st.group(group)?;
         let picked = if ranges {
-            // SAFETY: this function's contract: `n` triplets.
+            // SAFETY: with `ranges`, `ranks` holds `n` triplets of `int`s (`[c_int; 3]` has the alignment of `c_int`),
+            // readable for this call (`subset`'s `# Safety`): `ints`' requirement.
             g.ranges(unsafe { ints(ranks.cast::<[c_int; 3]>(), n, "ranges")? })?
         } else {
-            // SAFETY: this function's contract: `n` ranks.
+            // SAFETY: without `ranges`, `ranks` holds `n` ranks, readable for this call (`subset`'s `# Safety`):
+            // `ints`' requirement.
             unsafe { ints(ranks, n, "ranks")? }.to_vec()
         };
         let made = if incl { g.include(&picked) } else { g.exclude(&picked) };
         let made = made.map_err(|e| Fail::new(Fail::from(e.clone()).class, format!("{call}: {e}")))?;
-        // SAFETY: this function's contract on `newgroup`.
+        // SAFETY: `newgroup` is null or valid for writing one group handle for this call (`subset`'s `# Safety`);
+        // `new_group` refuses null.
         unsafe { st.new_group(made, newgroup) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `ranks` holds `n` ranks, readable for this call, and `newgroup` is null or points to one writable handle,
+    // as MPI 4.1 §7.3.2 requires of MPI_Group_incl's caller: `subset`'s `# Safety` with `ranges` false.
     unsafe { subset("MPI_Group_incl", group, n, ranks, false, true, newgroup) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `ranks` holds `n` ranks, readable for this call, and `newgroup` is null or points to one writable handle,
+    // as MPI 4.1 §7.3.2 requires of MPI_Group_excl's caller: `subset`'s `# Safety` with `ranges` false.
     unsafe { subset("MPI_Group_excl", group, n, ranks, false, false, newgroup) }
 }
 
@@ -230,7 +245,8 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `ranges` holds `n` triplets, readable for this call, and `newgroup` is null or points to one writable
+    // handle, as MPI 4.1 §7.3.2 requires of MPI_Group_range_incl's caller: `subset`'s `# Safety` with `ranges` true.
     unsafe { subset("MPI_Group_range_incl", group, n, ranges.cast(), true, true, newgroup) }
 }
 
@@ -241,7 +257,8 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `ranges` holds `n` triplets, readable for this call, and `newgroup` is null or points to one writable
+    // handle, as MPI 4.1 §7.3.2 requires of MPI_Group_range_excl's caller: `subset`'s `# Safety` with `ranges` true.
     unsafe { subset("MPI_Group_range_excl", group, n, ranges.cast(), true, false, newgroup) }
 }
 
@@ -286,7 +303,8 @@ unsafe fn create_multiple(
             Making::Now(c) => {
                 let h = crate::env::register(st, c, comm)?;
                 finish(st, h)?;
-                // SAFETY: checked non-null; the caller's contract.
+                // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call
+                // (`create_multiple`'s `# Safety`).
                 unsafe { put(newcomm, h, "newcomm") }
             }
             Making::Later(c) => {
@@ -312,7 +330,8 @@ unsafe fn create_multiple(
         })?;
         let h = crate::env::register(st, c, comm)?;
         finish(st, h)?;
-        // SAFETY: checked non-null above; the caller's contract.
+        // SAFETY: `newcomm` is not null (checked in the first locked section; it is the same pointer) and valid for
+        // writing one handle for this call (`create_multiple`'s `# Safety`).
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -338,7 +357,8 @@ pub(crate) unsafe fn split_multiple(comm: Handle, color: mpi::Color, key: c_int,
         if c.is_inter() {
             let made = c.split_by_color_with_key(color, key)?;
             let h = crate::env::register(st, made, comm)?;
-            // SAFETY: checked non-null; the caller's contract.
+            // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call
+            // (`split_multiple`'s `# Safety`).
             return unsafe { put(newcomm, h, "newcomm") };
         }
         let (op, cell) = c.immediate_split(color, key)?.into_parts();
@@ -359,7 +379,8 @@ pub(crate) unsafe fn split_multiple(comm: Handle, color: mpi::Color, key: c_int,
         Some(cell) => Ok(Making::Later(cell.create()?)),
         None => Ok(Making::Now(None)),
     };
-    // SAFETY: the caller's contract on `newcomm`.
+    // SAFETY: `newcomm` is null or valid for writing one handle for this call (`split_multiple`'s `# Safety`), which is
+    // `create_multiple`'s requirement.
     unsafe { create_multiple(call, comm, newcomm, start, |_, _| Ok(())) }
 }
 
@@ -376,14 +397,16 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
                 Making::Later(c.immediate_create(&ranks)?)
             })
         };
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
+        // for this call: `create_multiple`'s `# Safety`.
         return unsafe { create_multiple("MPI_Comm_create", comm, newcomm, start, |_, _| Ok(())) };
     }
     with_state("MPI_Comm_create", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = split_create(&st.comm(comm)?.comm, &ranks)?;
         let h = crate::env::register(st, c, comm)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
+        // for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -419,14 +442,16 @@ pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag:
                 }
             })
         };
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
+        // handle for this call: `create_multiple`'s `# Safety`.
         return unsafe { create_multiple("MPI_Comm_create_group", comm, newcomm, start, |_, _| Ok(())) };
     }
     with_state("MPI_Comm_create_group", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = st.comm(comm)?.comm.create_from_ranks(&ranks, tag)?;
         let h = crate::env::register(st, c, comm)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
+        // handle for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -446,7 +471,8 @@ pub(crate) unsafe fn from_group_args(
     if stringtag.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "stringtag is a null pointer"));
     }
-    // SAFETY: the caller's contract: a NUL-terminated string.
+    // SAFETY: `stringtag` is not null (checked above) and is a NUL-terminated string, readable for this call
+    // (`from_group_args`' `# Safety`); the bytes are used before the call returns.
     let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
     crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
     st.info_or_null(info)?;
@@ -478,7 +504,8 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     };
     if crate::threads::multiple() {
         let start = |st: &mut State| {
-            // SAFETY: the standard's contract on `stringtag`.
+            // SAFETY: `stringtag` is MPI_Comm_create_from_group's string argument (MPI 4.1 §7.4.2), null or
+            // NUL-terminated and readable for the call, and `start` runs within it: `from_group_args`' `# Safety`.
             let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
             let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
             Ok(match st.comm(MPI_COMM_WORLD)?.comm.immediate_create_from_ranks(&ranks, tag)? {
@@ -486,17 +513,20 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
                 None => Making::Now(None),
             })
         };
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create_from_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing
+        // one handle for this call: `create_multiple`'s `# Safety`.
         return unsafe { create_multiple(call, MPI_COMM_WORLD, newcomm, start, finish) };
     }
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `stringtag`.
+        // SAFETY: `stringtag` is MPI_Comm_create_from_group's string argument (MPI 4.1 §7.4.2), null or NUL-terminated
+        // and readable for this call: `from_group_args`' `# Safety`.
         let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
         let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
         let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
         let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
         finish(st, h)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_create_from_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing
+        // one handle for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -509,7 +539,8 @@ pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: 
             MPI_IDENT => MPI_CONGRUENT,
             r => r,
         };
-        // SAFETY: the standard's contract on `result`.
+        // SAFETY: `result` is MPI_Comm_compare's out-argument (MPI 4.1 §7.4.1), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(result, r, "result") }
     })
 }
@@ -556,7 +587,8 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
             c = None;
         }
         let h = crate::env::register(st, c, comm)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Comm_split_type's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
+        // handle for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -565,7 +597,8 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
     with_state("MPI_Comm_test_inter", comm, |st| {
         let inter = st.comm(comm)?.comm.is_inter();
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Comm_test_inter's out-argument (MPI 4.1 §7.6.1), null or valid for writing one `int`
+        // for this call; `put` refuses null.
         unsafe { put(flag, c_int::from(inter), "flag") }
     })
 }

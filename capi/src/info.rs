@@ -136,20 +136,23 @@ pub(crate) unsafe fn hand_out(pairs: Pairs, out: *mut Handle, what: &str) -> R<(
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
     let h = add(pairs);
-    // SAFETY: non-null; the caller's contract.
+    // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `hand_out`'s
+    // `# Safety` requires of its callers (each passes its MPI call's out-argument).
     unsafe { out.write(h) };
     Ok(())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `info`.
+    // SAFETY: `info` is MPI_Info_create's out-argument (MPI 4.1 §10), null or valid for writing one info handle for
+    // this call, and the closure runs within it; `hand_out` refuses null.
     info_call("MPI_Info_create", || unsafe { hand_out(Pairs::new(), info, "info") })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `info`.
+    // SAFETY: `info` is MPI_Info_create_env's out-argument, null or valid for writing one info handle for this call,
+    // and the closure runs within it; `hand_out` refuses null. `_argv` is never read.
     info_call("MPI_Info_create_env", || unsafe { hand_out(env_pairs(), info, "info") })
 }
 
@@ -157,7 +160,8 @@ pub unsafe extern "C" fn MPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_ch
 pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_int {
     info_call("MPI_Info_dup", || {
         let pairs = get(info)?;
-        // SAFETY: the standard's contract on `newinfo`.
+        // SAFETY: `newinfo` is MPI_Info_dup's out-argument (MPI 4.1 §10), null or valid for writing one info handle for
+        // this call; `hand_out` refuses null.
         unsafe { hand_out(pairs, newinfo, "newinfo") }
     })
 }
@@ -165,7 +169,8 @@ pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
     info_call("MPI_Info_free", || {
-        // SAFETY: the standard's contract on `info`.
+        // SAFETY: `info` is MPI_Info_free's in/out handle argument (MPI 4.1 §10), null or readable and writable for one
+        // handle for this call; `read_arg` refuses null.
         let h = unsafe { read_arg(info, "info")? };
         change(h, |_| Ok(()))?;
         infos(|t| t.pairs.remove(&h));
@@ -178,7 +183,8 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_set(info: Handle, key: *const c_char, value: *const c_char) -> c_int {
     info_call("MPI_Info_set", || {
-        // SAFETY: the standard's contract: NUL-terminated strings.
+        // SAFETY: `key` and `value` are MPI_Info_set's key and value (MPI 4.1 §10), NUL-terminated strings readable for
+        // this call, or null, which `text` refuses; both are copied out at once.
         let (k, v) = unsafe { (text(key, "key", MPI_ERR_INFO_KEY)?, text(value, "value", MPI_ERR_INFO_VALUE)?) };
         change(info, |p| Ok(p.set(&k, &v)?))
     })
@@ -187,7 +193,8 @@ pub unsafe extern "C" fn MPI_Info_set(info: Handle, key: *const c_char, value: *
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
     info_call("MPI_Info_delete", || {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `key` is MPI_Info_delete's key (MPI 4.1 §10), a NUL-terminated string readable for this call, or
+        // null, which `text` refuses; it is copied out at once.
         let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
         change(info, |p| Ok(p.delete(&k)?))
     })
@@ -205,14 +212,17 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     flag: *mut c_int,
 ) -> c_int {
     info_call("MPI_Info_get_string", || {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `key` is MPI_Info_get_string's key (MPI 4.1 §10), a NUL-terminated string readable for this call, or
+        // null, which `text` refuses; it is copied out at once.
         let k = unsafe { text(key, "key", MPI_ERR_INFO_KEY)? };
         if buflen.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "buflen is a null pointer"));
         }
         let found = get(info)?.get(&k)?.map(str::to_string);
-        // SAFETY: the standard's contract on the pointers: `value` has
-        // room for `*buflen` bytes.
+        // SAFETY: `flag` is null (refused by `put`) or points to one writable `int`; `buflen` is not null (checked
+        // above) and points to one readable and writable `int`; `value`, when not null and `*buflen` > 0, has room for
+        // `*buflen` characters; all for this call, as MPI 4.1 §10 requires of MPI_Info_get_string's caller. At most
+        // `*buflen` - 1 bytes and a NUL are written to `value`.
         unsafe {
             put(flag, found.is_some() as c_int, "flag")?;
             if let Some(v) = found {
@@ -240,7 +250,9 @@ pub unsafe extern "C" fn MPI_Info_get(
     flag: *mut c_int,
 ) -> c_int {
     let mut room = valuelen.saturating_add(1);
-    // SAFETY: the standard's contract: `value` holds `valuelen + 1` bytes.
+    // SAFETY: `room` is a local, readable and writable; `key` is a NUL-terminated string and `flag` points to one
+    // writable `int`, and `value` has room for `valuelen` + 1 characters (`room`), for this call, as MPI 4.1 §10
+    // requires of MPI_Info_get's caller: what MPI_Info_get_string's arguments must be.
     unsafe { MPI_Info_get_string(info, key, &mut room, value, flag) }
 }
 
@@ -252,10 +264,13 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
     flag: *mut c_int,
 ) -> c_int {
     let mut room = 0;
-    // SAFETY: the standard's contract; no value is written with room 0.
+    // SAFETY: `room` is a local and `value` is null, so no value is written (`room` is 0); `key` is a NUL-terminated
+    // string and `flag` points to one writable `int`, for this call, as MPI 4.1 §10 requires of MPI_Info_get_valuelen's
+    // caller: what MPI_Info_get_string's arguments must be.
     let rc = unsafe { MPI_Info_get_string(info, key, &mut room, std::ptr::null_mut(), flag) };
-    // SAFETY: the standard's contract: `flag` and `valuelen` are writable
-    // (checked non-null here), and `flag` was just written.
+    // SAFETY: `flag` and `valuelen` are MPI_Info_get_valuelen's out-arguments, each readable and writable for one `int`
+    // for this call, and both are checked not null here; `flag` was written by the call above when it succeeded, so the
+    // read sees an initialised `int`.
     unsafe {
         if rc == MPI_SUCCESS && !flag.is_null() && flag.read() != 0 && !valuelen.is_null() {
             valuelen.write(room - 1);
@@ -268,7 +283,8 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> c_int {
     info_call("MPI_Info_get_nkeys", || {
         let n = get(info)?.len() as c_int;
-        // SAFETY: the standard's contract on `nkeys`.
+        // SAFETY: `nkeys` is MPI_Info_get_nkeys' out-argument (MPI 4.1 §10), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(nkeys, n, "nkeys") }
     })
 }
@@ -280,7 +296,8 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
         let i = usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_ARG, format!("key number {n} is negative")))?;
         let k = pairs.nth_key(i)?.to_string();
         let mut len = 0;
-        // SAFETY: the standard's contract: `key` has MPI_MAX_INFO_KEY bytes.
+        // SAFETY: `key` has room for MPI_MAX_INFO_KEY characters, writable for this call, as MPI 4.1 §10 requires of
+        // MPI_Info_get_nthkey's caller, and `len` is a local: `put_string`'s `# Safety` (it refuses a null `key`).
         unsafe { crate::env::put_string(key, &mut len, &k, MPI_MAX_INFO_KEY) }
     })
 }
@@ -298,13 +315,15 @@ pub extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut Handle) -> c_int {
     with_state("MPI_Comm_get_info", comm, |st| {
         let pairs = st.comm(comm)?.info.clone();
-        // SAFETY: the standard's contract on `info_used`.
+        // SAFETY: `info_used` is MPI_Comm_get_info's out-argument (MPI 4.1 §7.4.4), null or valid for writing one info
+        // handle for this call; `hand_out` refuses null.
         unsafe { hand_out(pairs, info_used, "info_used") }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `newcomm`.
+    // SAFETY: `newcomm` is MPI_Comm_dup_with_info's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
+    // for this call: `dup_by_idup`'s `# Safety`.
     unsafe { crate::env::dup_by_idup("MPI_Comm_dup_with_info", comm, Some(info), newcomm) }
 }

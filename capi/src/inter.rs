@@ -70,7 +70,9 @@ unsafe fn blocks_of(
     n: usize,
     fill: bool,
 ) -> R<mpi::staged::Blocks> {
-    // SAFETY: this function's contract.
+    // SAFETY: the arrays of `v`, if any, hold `n` values (one per remote process) and `buf` holds the blocks they (or
+    // `count`) name, for this call (`blocks_of`'s `# Safety`): what `per_process` and `State::blocks` require. The
+    // caller runs the operation made of the blocks to completion within the MPI call.
     unsafe {
         let (counts, displs) = per_process(v, count, n)?;
         st.blocks(buf.cast_mut(), &counts, &displs, dt, fill)
@@ -82,7 +84,8 @@ pub(crate) fn barrier(st: &mut State, comm: Handle) -> R<()> {
 }
 
 /// # Safety
-/// The standard's contract on `buffer`.
+/// `buffer` holds `count` elements of `datatype` for the call (read at the root, written in the other
+/// group).
 pub(crate) unsafe fn bcast(
     st: &mut State,
     buffer: *mut c_void,
@@ -96,7 +99,9 @@ pub(crate) unsafe fn bcast(
     if root == InterRoot::Idle {
         return Ok(());
     }
-    // SAFETY: the caller's contract: `buffer` holds `count` elements (§6.4).
+    // SAFETY: `buffer` holds `count` elements of `datatype`, readable at the root and writable in the other group, for
+    // this call (`bcast`'s `# Safety`, MPI 4.1 §6.4); this branch is not reached by an idle process (MPI_PROC_NULL):
+    // what `inter::bcast` requires.
     Ok(unsafe { inter::bcast(c, root, buffer.cast(), &st.span(count, datatype)?) }?)
 }
 
@@ -108,7 +113,8 @@ fn remote_size(c: &mpi::SimpleCommunicator) -> usize {
 /// `MPI_Gather` (`v` `None`) and `MPI_Gatherv`.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// At the root, `v`'s arrays hold one value per remote process and `recvbuf` the blocks they (or
+/// `recvcount`) name; in the other group, `sendbuf` holds `sendcount` elements; for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 pub(crate) unsafe fn gather(
     st: &mut State,
@@ -123,7 +129,10 @@ pub(crate) unsafe fn gather(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    // SAFETY: the caller's contract on the arguments significant here (§6.5).
+    // SAFETY: only the arguments significant here (MPI 4.1 §6.5) are used, each valid for this call (`gather`'s
+    // `# Safety`): at the root, `recvbuf` with the blocks of `recvcount` (or `v`'s arrays, one value per remote
+    // process); in the other group, `sendbuf` with `sendcount` elements of `sendtype`. That is `blocks_of`'s and
+    // `inter::gather`'s requirement.
     Ok(unsafe {
         match root_arg(c, root)? {
             InterRoot::Idle => return Ok(()),
@@ -139,7 +148,8 @@ pub(crate) unsafe fn gather(
 /// `MPI_Scatter` (`v` `None`) and `MPI_Scatterv`.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// At the root, `v`'s arrays hold one value per remote process and `sendbuf` the blocks they (or
+/// `sendcount`) name; in the other group, `recvbuf` has room for `recvcount` elements; for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 pub(crate) unsafe fn scatter(
     st: &mut State,
@@ -154,7 +164,10 @@ pub(crate) unsafe fn scatter(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    // SAFETY: the caller's contract on the arguments significant here (§6.6).
+    // SAFETY: only the arguments significant here (MPI 4.1 §6.6) are used, each valid for this call (`scatter`'s
+    // `# Safety`): at the root, `sendbuf` with the blocks of `sendcount` (or `v`'s arrays, one value per remote
+    // process), only read; in the other group, `recvbuf` with room for `recvcount` elements of `recvtype`. That is
+    // `blocks_of`'s and `inter::scatter`'s requirement.
     Ok(unsafe {
         match root_arg(c, root)? {
             InterRoot::Idle => return Ok(()),
@@ -170,7 +183,8 @@ pub(crate) unsafe fn scatter(
 /// `MPI_Allgather` (`v` `None`) and `MPI_Allgatherv`.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// `sendbuf` holds `sendcount` elements; `v`'s arrays hold one value per remote process and `recvbuf` the
+/// blocks they (or `recvcount`) name; for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 pub(crate) unsafe fn allgather(
     st: &mut State,
@@ -184,7 +198,9 @@ pub(crate) unsafe fn allgather(
     comm: Handle,
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
-    // SAFETY: the caller's contract on the buffers and arrays (§6.7).
+    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype`, and `recvbuf` the blocks of `recvcount` (or `v`'s
+    // arrays, one value per remote process), for this call (`allgather`'s `# Safety`, MPI 4.1 §6.7): what `blocks_of`
+    // and `inter::allgather` require.
     Ok(unsafe {
         let recv = blocks_of(st, recvbuf, v, recvcount, recvtype, remote_size(c), false)?;
         inter::allgather(c, sendbuf.cast(), &st.span(sendcount, sendtype)?, recv)
@@ -194,7 +210,8 @@ pub(crate) unsafe fn allgather(
 /// `MPI_Alltoall` (`v` `None`) and `MPI_Alltoallv`.
 ///
 /// # Safety
-/// The standard's contract on the buffers and arrays.
+/// `sv`'s and `rv`'s arrays hold one value per remote process, and `sendbuf` and `recvbuf` the blocks they
+/// (or the counts) name; for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 pub(crate) unsafe fn alltoall(
     st: &mut State,
@@ -210,7 +227,9 @@ pub(crate) unsafe fn alltoall(
 ) -> R<()> {
     let c = inter_comm(st, comm)?;
     let n = remote_size(c);
-    // SAFETY: the caller's contract on the buffers and arrays (§6.8).
+    // SAFETY: `sendbuf` holds the send blocks (only read) and `recvbuf` the receive blocks, each of its count (or its
+    // `v` arrays, one value per remote process), for this call (`alltoall`'s `# Safety`, MPI 4.1 §6.8): what
+    // `blocks_of` and `inter::alltoall` require.
     Ok(unsafe {
         let send = blocks_of(st, sendbuf, sv, sendcount, sendtype, n, true)?;
         inter::alltoall(c, send, blocks_of(st, recvbuf, rv, recvcount, recvtype, n, false)?)
@@ -235,7 +254,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let peer = if local.rank() == local_leader { &st.comm(peer_comm)?.comm } else { local };
         let c = local.create_intercomm(local_leader, peer, remote_leader, tag)?;
         let h = crate::env::register(st, Some(c), local_comm)?;
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `newintercomm` is not null (checked above) and is MPI_Intercomm_create's out-argument (MPI 4.1
+        // §7.6.2), valid for writing one handle for this call.
         unsafe { newintercomm.write(h) };
         Ok(())
     })
@@ -264,7 +284,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         if newintercomm.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "newintercomm is a null pointer"));
         }
-        // SAFETY: the standard's contract on `stringtag`.
+        // SAFETY: `stringtag` is MPI_Intercomm_create_from_groups' string tag (MPI 4.1 §7.6.2), a NUL-terminated string
+        // readable for this call, or null: `from_group_args`' `# Safety`.
         let tag = unsafe { crate::group::from_group_args(st, stringtag, info, errhandler)? };
         let ranks = crate::group::ranks_in(st, MPI_COMM_WORLD, local_group)?;
         let remote = st.group(remote_group)?.members();
@@ -286,7 +307,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             e.errhandler = errhandler;
             e.session = session;
         }
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `newintercomm` is not null (checked above) and is MPI_Intercomm_create_from_groups' out-argument,
+        // valid for writing one handle for this call.
         unsafe { newintercomm.write(h) };
         Ok(())
     })
@@ -300,7 +322,8 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(intercomm: Handle, high: c_int, new
         }
         let c = inter_comm(st, intercomm)?.merge(high != 0)?;
         let h = crate::env::register(st, Some(c), intercomm)?;
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `newintracomm` is not null (checked above) and is MPI_Intercomm_merge's out-argument (MPI 4.1
+        // §7.6.2), valid for writing one handle for this call.
         unsafe { newintracomm.write(h) };
         Ok(())
     })
@@ -310,7 +333,8 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(intercomm: Handle, high: c_int, new
 pub unsafe extern "C" fn MPI_Comm_remote_size(comm: Handle, size: *mut c_int) -> c_int {
     with_state("MPI_Comm_remote_size", comm, |st| {
         let n = remote_size(inter_comm(st, comm)?) as c_int;
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Comm_remote_size's out-argument (MPI 4.1 §7.6.1), null or valid for writing one `int`
+        // for this call; `put` refuses null.
         unsafe { put(size, n, "size") }
     })
 }
@@ -319,7 +343,8 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: Handle, size: *mut c_int) ->
 pub unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, group: *mut Handle) -> c_int {
     with_state("MPI_Comm_remote_group", comm, |st| {
         let members = inter_comm(st, comm)?.remote_members().unwrap_or_default().to_vec();
-        // SAFETY: the standard's contract on `group`.
+        // SAFETY: `group` is MPI_Comm_remote_group's out-argument (MPI 4.1 §7.6.1), null or valid for writing one group
+        // handle for this call; `new_group` refuses null.
         unsafe { st.new_group(mpi::group::Group::from_job_ranks(members), group) }
     })
 }

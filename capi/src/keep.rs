@@ -146,8 +146,10 @@ macro_rules! arrays {
             unsafe fn keep(self, name: &str, ctx: &Ctx) -> R<Array<$t>> {
                 let copy = match ctx.len(name) {
                     Some(n) if !self.is_null() => {
-                        // SAFETY: a significant array holds `n` entries
-                        // (this function's contract, the standard's).
+                        // SAFETY: `self` is not null (matched above) and, as an array significant here, holds the `n`
+                        // entries `ctx` gives it (one per process or neighbour), readable for this call (`keep`'s
+                        // `# Safety`, from the initialization call's caller, MPI 4.1 §6.13); the entries are copied at
+                        // once.
                         Some(unsafe { std::slice::from_raw_parts(self, n) }.to_vec())
                     }
                     _ => None,

@@ -35,7 +35,10 @@ macro_rules! large {
                     Err(f) => return fail(stringify!($name), $comm, f),
                 };
             )*
-            // SAFETY: the standard's contract on the arguments, passed on.
+            // SAFETY: every pointer is handed unchanged to the classic form, whose arguments have the same meaning and
+            // the same validity requirements (MPI 4.1 §2.5.8: a `_c` form differs only in its count types), and the
+            // counts were narrowed to `int` above without loss; so the classic function's requirements are met by this
+            // call's caller.
             unsafe { $classic($($arg),*) }
         }
     )*};
@@ -72,7 +75,8 @@ large! {
 /// # Safety
 /// `position` is null or valid for a read and a write.
 unsafe fn with_position(call: &str, comm: Handle, position: *mut i64, f: impl FnOnce(*mut c_int) -> c_int) -> c_int {
-    // SAFETY: this function's contract.
+    // SAFETY: `position` is null or readable (and writable) for one `MPI_Count` for this call (`with_position`'s
+    // `# Safety`); `read_arg` refuses null.
     let p = match unsafe { read_arg(position, "position") }.and_then(|p| p.int("position")) {
         Ok(p) => p,
         Err(e) => return fail(call, comm, e),
@@ -80,7 +84,8 @@ unsafe fn with_position(call: &str, comm: Handle, position: *mut i64, f: impl Fn
     let mut p32 = p;
     let rc = f(&mut p32);
     if rc == MPI_SUCCESS {
-        // SAFETY: checked non-null above; this function's contract.
+        // SAFETY: `position` is not null (`read_arg` accepted it above) and writable for one `MPI_Count` for this call
+        // (`with_position`'s `# Safety`).
         unsafe { position.write(i64::from(p32)) };
     }
     rc
@@ -100,7 +105,10 @@ pub unsafe extern "C" fn MPI_Pack_c(
         (Ok(a), Ok(b)) => (a, b),
         (Err(f), _) | (_, Err(f)) => return fail("MPI_Pack_c", comm, f),
     };
-    // SAFETY: the standard's contract on the arguments, passed on.
+    // SAFETY: `position` is MPI_Pack_c's in/out argument, null or readable and writable for one `MPI_Count` for this
+    // call (`with_position`'s `# Safety`); the closure, run within the call, hands MPI_Pack the caller's `inbuf`
+    // (holding `incount` elements of `datatype`) and `outbuf` (`outsize` writable bytes), as MPI 4.1 §5.2.1 requires,
+    // and a pointer to a local `int` position.
     unsafe {
         with_position("MPI_Pack_c", comm, position, |p| MPI_Pack(inbuf, incount, datatype, outbuf, outsize, p, comm))
     }
@@ -120,7 +128,10 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         (Ok(a), Ok(b)) => (a, b),
         (Err(f), _) | (_, Err(f)) => return fail("MPI_Unpack_c", comm, f),
     };
-    // SAFETY: the standard's contract on the arguments, passed on.
+    // SAFETY: `position` is MPI_Unpack_c's in/out argument, null or readable and writable for one `MPI_Count` for this
+    // call (`with_position`'s `# Safety`); the closure, run within the call, hands MPI_Unpack the caller's `inbuf`
+    // (`insize` readable bytes) and `outbuf` (room for `outcount` elements of `datatype`), as MPI 4.1 §5.2.1 requires,
+    // and a pointer to a local `int` position.
     unsafe {
         with_position("MPI_Unpack_c", comm, position, |p| {
             MPI_Unpack(inbuf, insize, p, outbuf, outcount, datatype, comm)
@@ -135,12 +146,13 @@ pub unsafe extern "C" fn MPI_Pack_size_c(incount: i64, datatype: Handle, comm: H
         Err(f) => return fail("MPI_Pack_size_c", comm, f),
     };
     let mut n: c_int = 0;
-    // SAFETY: `n` is a local; the standard's contract on the rest.
+    // SAFETY: `n` is a local `int`, writable: the one pointer MPI_Pack_size writes through.
     let rc = unsafe { MPI_Pack_size(incount, datatype, comm, &mut n) };
     if rc != MPI_SUCCESS {
         return rc;
     }
-    // SAFETY: the standard's contract on `size`.
+    // SAFETY: `size` is MPI_Pack_size_c's out-argument, null or valid for writing one `MPI_Count` for this call; `put`
+    // refuses null.
     match unsafe { put(size, i64::from(n), "size") } {
         Ok(()) => MPI_SUCCESS,
         Err(f) => fail("MPI_Pack_size_c", comm, f),

@@ -113,7 +113,8 @@ impl Fail {
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_outcome(out: *mut MpiStatus, r: R<MpiStatus>) -> R<()> {
     if r.is_ok() || r.as_ref().is_err_and(|f| f.status.is_some()) {
-        // SAFETY: this function's contract on `out`.
+        // SAFETY: `out` is null or valid for writing one MPI_Status for this call (`put_outcome`'s `# Safety`), which
+        // is what `put_result` requires.
         unsafe { put_result(out, &r) };
     }
     r.map(drop)
@@ -505,9 +506,10 @@ fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<errh::ErrFn>
     }
     if let Some(func) = user {
         let (mut obj, mut code) = (obj, f.class);
-        // SAFETY: `func` was registered as this kind of object's handler
-        // function (the standard's contract on MPI_*_create_errhandler);
-        // both arguments are locals it may read and write.
+        // SAFETY: `func` was registered by MPI_*_create_errhandler for this kind of object, a function of the
+        // MPI_*_errhandler_function type MPI 4.1 §9.3 gives that argument (a pointer to the object's handle, a pointer
+        // to the error code, then variadic arguments none of which this call passes); both arguments are locals it may
+        // read and write.
         unsafe { func(&mut obj, &mut code) };
         return f.class;
     }
@@ -688,7 +690,8 @@ pub(crate) unsafe fn read_arg<T: Copy>(p: *const T, what: &str) -> R<T> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: non-null, and the caller's contract.
+    // SAFETY: `p` is not null (checked above) and valid for reading one `T` (`read_arg`'s `# Safety`: each caller
+    // passes its MPI call's argument, valid for that call), so the read is aligned and in bounds.
     Ok(unsafe { p.read() })
 }
 
@@ -705,7 +708,8 @@ pub(crate) unsafe fn array_arg<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: non-null, and the caller's contract.
+    // SAFETY: `p` is not null (checked above), `n` > 0, and `p` is valid for reads of `n` values of `T` (`array_arg`'s
+    // `# Safety`: each caller passes its MPI call's array, valid for that call, and uses the slice within it).
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
@@ -717,7 +721,8 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> R<()> {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: non-null, and the caller's contract.
+    // SAFETY: `out` is not null (checked above) and valid for writing one `T` (`put`'s `# Safety`: each caller passes
+    // its MPI call's out-argument, valid for that call).
     unsafe { out.write(v) };
     Ok(())
 }
@@ -758,10 +763,12 @@ pub(crate) unsafe fn put_status(out: *mut MpiStatus, s: MpiStatus) {
 /// `out` is null or valid for a write of an `MPI_Status`.
 pub(crate) unsafe fn put_result(out: *mut MpiStatus, r: &R<MpiStatus>) {
     match r {
-        // SAFETY: this function's contract on `out`.
+        // SAFETY: `out` is null or valid for writing one MPI_Status for this call (`put_result`'s `# Safety`), which is
+        // what `put_status` requires.
         Ok(s) => unsafe { put_status(out, *s) },
         Err(f) if !out.is_null() => {
-            // SAFETY: `out` is not null and writable for one MPI_Status (this function's contract).
+            // SAFETY: `out` is not null (checked by the guard) and valid for writing one MPI_Status for this call
+            // (`put_result`'s `# Safety`).
             unsafe { out.write(f.status()) }
         }
         Err(_) => {}

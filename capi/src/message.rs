@@ -56,7 +56,9 @@ pub unsafe extern "C" fn MPI_Mprobe(
             return Err(Fail::new(MPI_ERR_ARG, "message is a null pointer"));
         }
         let (h, s) = mprobe(st, source, tag, comm, true)?.unwrap_or((MPI_MESSAGE_NULL, MpiStatus::empty()));
-        // SAFETY: the standard's contract on `message` (checked) and `status`.
+        // SAFETY: `message` is not null (checked above) and is MPI_Mprobe's out-argument, valid for writing one handle,
+        // and `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status, both for this call (MPI 4.1
+        // §3.8.2): what the write and `put_status` require.
         unsafe {
             message.write(h);
             put_status(status, s);
@@ -83,7 +85,9 @@ pub unsafe extern "C" fn MPI_Improbe(
             return Err(Fail::new(MPI_ERR_ARG, "flag or message is a null pointer"));
         }
         let found = mprobe(st, source, tag, comm, false)?;
-        // SAFETY: the standard's contract on the pointers (checked non-null).
+        // SAFETY: `flag` and `message` are not null (checked above) and are MPI_Improbe's out-arguments, valid for
+        // writing one `int` and one handle, and `status` is null (MPI_STATUS_IGNORE) or valid for writing one
+        // MPI_Status, all for this call (MPI 4.1 §3.8.2): what the writes and `put_status` require.
         unsafe {
             flag.write(found.is_some() as c_int);
             if let Some((h, s)) = found {
@@ -102,7 +106,8 @@ pub unsafe extern "C" fn MPI_Improbe(
 /// `message` is readable and writable; `buf` has room for `count`
 /// elements and is left alone until the receive completes.
 unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, message: *mut Handle) -> R<Option<Staged>> {
-    // SAFETY: the caller's contract on `message`.
+    // SAFETY: `message` is readable and writable for one handle for this call (`mrecv`'s `# Safety`, from the in/out
+    // argument of MPI_Mrecv or MPI_Imrecv); `read_arg` refuses null.
     let h = unsafe { read_arg(message, "message")? };
     let span = st.span(count, dt)?;
     if h == MPI_MESSAGE_NO_PROC {
@@ -116,7 +121,9 @@ unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, mess
     })?;
     // SAFETY: `message` was read above, so it is not null; the standard makes it writable (§3.8.3).
     unsafe { message.write(MPI_MESSAGE_NULL) };
-    // SAFETY: the caller's contract on `buf`.
+    // SAFETY: `buf` has room for `count` elements of `dt` (`span`) and is left alone until the receive completes
+    // (`mrecv`'s `# Safety`), which is what `incoming` requires: the returned value goes into the request, which keeps
+    // it until then.
     let inc = unsafe { incoming(buf.cast(), &span, "receive", false)? };
     // SAFETY: `inc` is the caller's buffer or a staging buffer the request keeps.
     let r = unsafe { raw::imrecv(m, inc.ptr, inc.len) }?;
@@ -132,8 +139,10 @@ pub unsafe extern "C" fn MPI_Mrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the arguments; the call waits
-        // for the receive.
+        // SAFETY: `buf` has room for `count` elements of `datatype` and `message` points to one readable and writable
+        // handle, for the whole of MPI_Mrecv (MPI 4.1 §3.8.3), and `status` is null or writable for one MPI_Status;
+        // `block_on` waits for the receive before returning, so the buffer outlives it as `mrecv` and `block_on`
+        // require.
         return unsafe {
             crate::p2p::block_on("MPI_Mrecv", MPI_COMM_WORLD, status, |st| {
                 Ok(match mrecv(st, buf, count, datatype, message)? {
@@ -144,12 +153,15 @@ pub unsafe extern "C" fn MPI_Mrecv(
         };
     }
     with_state("MPI_Mrecv", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the arguments, for the call.
+        // SAFETY: `buf` has room for `count` elements of `datatype` and `message` points to one readable and writable
+        // handle, for the whole of MPI_Mrecv (MPI 4.1 §3.8.3), and `a.wait()` completes the receive before this call
+        // returns: `mrecv`'s `# Safety`.
         let s = match unsafe { mrecv(st, buf, count, datatype, message)? } {
             Some(a) => outcome(a.wait()),
             None => Ok(MpiStatus::proc_null()),
         };
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Mrecv's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status
+        // for this call, which is `put_outcome`'s requirement.
         unsafe { put_outcome(status, s) }
     })
 }
@@ -166,13 +178,15 @@ pub unsafe extern "C" fn MPI_Imrecv(
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
-        // SAFETY: the standard's contract: `buf` is left alone until the
-        // request completes.
+        // SAFETY: `buf` has room for `count` elements of `datatype` and the program leaves it alone until the request
+        // completes, and `message` points to one readable and writable handle for this call, as MPI 4.1 §3.8.3 requires
+        // of MPI_Imrecv's caller: `mrecv`'s `# Safety`.
         let r = match unsafe { mrecv(st, buf, count, datatype, message)? } {
             Some(a) => Req::Op(a),
             None => Req::Done(Ok(mpi::Status::proc_null())),
         };
-        // SAFETY: checked non-null; the standard's contract.
+        // SAFETY: `request` is not null (checked above) and is MPI_Imrecv's out-argument, valid for writing one handle
+        // for this call: what `new_request` requires.
         unsafe { new_request(st, r, request) }
     })
 }

@@ -150,7 +150,9 @@ unsafe fn neighbor_allgather(
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the standard's contract on the buffers.
+    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` has room for `recvcount` elements of
+    // `recvtype` per incoming neighbor (MPI 4.1 §8.6.1), both kept by the program until the operation completes (the
+    // blocking form waits; §8.7, §8.8 otherwise): `start`'s `# Safety`.
     unsafe {
         start(
             st,
@@ -177,8 +179,10 @@ unsafe fn neighbor_allgatherv(
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the standard's contract on the buffers and arrays (one count
-    // and displacement per incoming edge).
+    // SAFETY: `recvcounts` and `displs` hold one value per incoming neighbor, read within this call by `varied`, and
+    // `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` the blocks the arrays name (MPI 4.1 §8.6.1),
+    // kept by the program until the operation completes (the blocking form waits; §8.7, §8.8 otherwise): `start`'s and
+    // `varied`'s `# Safety`.
     unsafe {
         start(
             st,
@@ -204,7 +208,9 @@ unsafe fn neighbor_alltoall(
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the standard's contract on the buffers.
+    // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` per outgoing neighbor and `recvbuf` has room for
+    // `recvcount` elements of `recvtype` per incoming one (MPI 4.1 §8.6.2), both kept by the program until the
+    // operation completes (the blocking form waits; §8.7, §8.8 otherwise): `start`'s `# Safety`.
     unsafe {
         start(
             st,
@@ -232,7 +238,10 @@ unsafe fn neighbor_alltoallv(
     recvtype: Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the standard's contract on the buffers and arrays.
+    // SAFETY: `sendcounts` and `sdispls` hold one value per outgoing neighbor and `recvcounts` and `rdispls` one per
+    // incoming neighbor, read within this call by `varied`, and the buffers hold the blocks they name (MPI 4.1 §8.6.2),
+    // kept by the program until the operation completes (the blocking form waits; §8.7, §8.8 otherwise): `start`'s and
+    // `varied`'s `# Safety`.
     unsafe {
         start(
             st,
@@ -260,7 +269,10 @@ unsafe fn neighbor_alltoallw(
     recvtypes: *const Handle,
     comm: Handle,
 ) -> R<Staged> {
-    // SAFETY: the standard's contract on the buffers and arrays.
+    // SAFETY: the send arrays (counts, byte displacements, datatypes) hold one entry per outgoing neighbor and the
+    // receive arrays one per incoming neighbor, read within this call by `typed`, and the buffers hold the blocks they
+    // name (MPI 4.1 §8.6.2), kept by the program until the operation completes (the blocking form waits; §8.7, §8.8
+    // otherwise): `start`'s and `typed`'s `# Safety`.
     unsafe {
         start(
             st,

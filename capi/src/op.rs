@@ -80,8 +80,10 @@ impl UserOp {
     unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle, layout: Option<&Arc<Layout>>) {
         let mut dt = dt;
         as_user_fn(dt, layout, || {
-            // SAFETY: the caller's contract; the function is the user's, called
-            // as the standard's MPI_User_function(_c) signature says.
+            // SAFETY: `src` and `acc` each point to `n` elements of `dt`, aligned for it, readable and writable for
+            // this call (`call`'s `# Safety`), and `len` and `dt` are locals; `f` is the function MPI_Op_create(_c)
+            // registered, of the MPI_User_function(_c) type MPI 4.1 §6.9.5 gives that argument, and is called with that
+            // signature.
             unsafe {
                 match self.f {
                     UserFunction::Int(f) => {
@@ -151,7 +153,8 @@ impl UserOp {
             let (sb, ab): (&mut [u8], &mut [u8]) = (bytemuck::cast_slice_mut(&mut s), bytemuck::cast_slice_mut(&mut a));
             sb[..src.len()].copy_from_slice(src);
             ab[..acc.len()].copy_from_slice(acc);
-            // SAFETY: as above, in aligned copies.
+            // SAFETY: `sb` and `ab` are the library's own copies, aligned (their storage is `u128`s) and holding at
+            // least `n` elements of `elem` bytes each, readable and writable for this call: `call`'s `# Safety`.
             unsafe { self.call(sb.as_mut_ptr().cast(), ab.as_mut_ptr().cast(), n, dt, layout.as_ref()) };
             acc.copy_from_slice(&ab[..acc.len()]);
         })
@@ -217,7 +220,8 @@ unsafe fn create(st: &mut State, f: UserFunction, commute: c_int, op: *mut Handl
     }
     let h = st.new_handle();
     st.ops.insert(h, UserOp { f, commute: commute != 0 });
-    // SAFETY: non-null; the caller's contract.
+    // SAFETY: `op` is not null (checked above) and valid for writing one handle for this call (`create`'s `# Safety`:
+    // the out-argument of MPI_Op_create(_c)).
     unsafe { op.write(h) };
     Ok(())
 }
@@ -226,7 +230,8 @@ unsafe fn create(st: &mut State, f: UserFunction, commute: c_int, op: *mut Handl
 pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut Handle) -> c_int {
     with_state("MPI_Op_create", MPI_COMM_WORLD, |st| {
         let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "user_fn is a null pointer"))?;
-        // SAFETY: the standard's contract on `op`.
+        // SAFETY: `op` is MPI_Op_create's out-argument (MPI 4.1 §6.9.5), null or valid for writing one handle for this
+        // call: `create`'s `# Safety`.
         unsafe { create(st, UserFunction::Int(f), commute, op) }
     })
 }
@@ -235,7 +240,8 @@ pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<UserFn>, commute: c_int, 
 pub unsafe extern "C" fn MPI_Op_create_c(user_fn: Option<UserFnC>, commute: c_int, op: *mut Handle) -> c_int {
     with_state("MPI_Op_create_c", MPI_COMM_WORLD, |st| {
         let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "user_fn is a null pointer"))?;
-        // SAFETY: the standard's contract on `op`.
+        // SAFETY: `op` is MPI_Op_create_c's out-argument (MPI 4.1 §6.9.5), null or valid for writing one handle for
+        // this call: `create`'s `# Safety`.
         unsafe { create(st, UserFunction::Large(f), commute, op) }
     })
 }
@@ -245,7 +251,8 @@ pub unsafe extern "C" fn MPI_Op_create_c(user_fn: Option<UserFnC>, commute: c_in
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
     with_state("MPI_Op_free", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `op`.
+        // SAFETY: `op` is MPI_Op_free's in/out handle argument (MPI 4.1 §6.9.5), null or readable and writable for one
+        // handle for this call; `read_arg` refuses null.
         let h = unsafe { read_arg(op, "op")? };
         if st.ops.remove(&h).is_none() {
             let what = if system_op(h).is_ok() {
@@ -271,7 +278,8 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> 
             None if op == MPI_REPLACE || op == MPI_NO_OP => false,
             None => system_op(op).map(|_| true)?,
         };
-        // SAFETY: the standard's contract on `commute`.
+        // SAFETY: `commute` is MPI_Op_commutative's out-argument, null or valid for writing one `int` for this call;
+        // `put` refuses null.
         unsafe { put(commute, c_int::from(c), "commute") }
     })
 }

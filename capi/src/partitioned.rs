@@ -204,7 +204,8 @@ unsafe fn init(
         PersistentOp::Precv { buf, span, source: peer, channel }
     };
     let comm_c = st.comm(comm)?.comm.clone();
-    // SAFETY: the caller's contract on `request`.
+    // SAFETY: `request` is null or valid for writing one handle for this call (`init`'s `# Safety`, from
+    // MPI_Psend_init's or MPI_Precv_init's out-argument); `new_request` refuses null.
     unsafe { crate::p2p::new_request(st, Req::persistent(Recipe { comm: comm_c, handle: comm, op }), request)? };
     // SAFETY: written just above.
     let h = unsafe { request.read() };
@@ -225,7 +226,10 @@ pub unsafe extern "C" fn MPI_Psend_init(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Psend_init", comm, |st| {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `request` points to one writable handle for this call, and `buf` holds `partitions` × `count`
+        // elements of `datatype` that the program keeps for the request, as MPI 4.1 §4.2 requires of MPI_Psend_init's
+        // caller; `init` only stores `buf` (the send, once every partition is ready, only reads it): `init`'s
+        // `# Safety`.
         unsafe { init(st, true, buf.cast_mut(), partitions, count, datatype, dest, tag, comm, info, request) }
     })
 }
@@ -243,7 +247,9 @@ pub unsafe extern "C" fn MPI_Precv_init(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Precv_init", comm, |st| {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `request` points to one writable handle for this call, and `buf` has room for `partitions` × `count`
+        // elements of `datatype` that the program keeps for the request, as MPI 4.1 §4.2 requires of MPI_Precv_init's
+        // caller; `init` only stores `buf`: `init`'s `# Safety`.
         unsafe { init(st, false, buf, partitions, count, datatype, source, tag, comm, info, request) }
     })
 }
@@ -269,7 +275,8 @@ pub extern "C" fn MPI_Pready_range(partition_low: c_int, partition_high: c_int, 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pready_list(length: c_int, array_of_partitions: *const c_int, request: Handle) -> c_int {
     with_state("MPI_Pready_list", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: `length` partitions.
+        // SAFETY: `array_of_partitions` holds `length` ints, readable for this call, as MPI 4.1 §4.3 requires of
+        // MPI_Pready_list's caller: what `array_arg` requires (it checks `length` and null).
         let list = unsafe { array_arg(array_of_partitions, length, "array_of_partitions")? };
         ready(st, request, list.iter().map(|&i| i64::from(i)))
     })
@@ -298,7 +305,8 @@ pub unsafe extern "C" fn MPI_Parrived(request: Handle, partition: c_int, flag: *
         if arrived && under_way {
             crate::p2p::keep(st, request, std::ptr::null_mut(), false)?;
         }
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Parrived's out-argument (MPI 4.1 §4.3), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(flag, arrived as c_int, "flag") }
     })
 }

@@ -14,7 +14,8 @@ pub(crate) unsafe fn str_arg(p: *const c_char, what: &str) -> R<String> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: not null (checked) and NUL-terminated (this function's contract).
+    // SAFETY: `p` is not null (checked above) and is a NUL-terminated string readable for this call (`str_arg`'s
+    // `# Safety`); it is copied out at once.
     Ok(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
@@ -43,7 +44,8 @@ pub unsafe extern "C" fn MPI_Open_port(info: Handle, port_name: *mut c_char) -> 
     with_state("MPI_Open_port", MPI_COMM_WORLD, |st| {
         st.info_or_null(info)?;
         let name = st.comm(MPI_COMM_WORLD)?.comm.open_port()?;
-        // SAFETY: the standard's contract: MPI_MAX_PORT_NAME bytes.
+        // SAFETY: `port_name` has room for MPI_MAX_PORT_NAME characters, writable for this call, as MPI_Open_port's
+        // caller must provide: `put_port`'s `# Safety` (it refuses null).
         unsafe { put_port(port_name, &name) }
     })
 }
@@ -51,7 +53,8 @@ pub unsafe extern "C" fn MPI_Open_port(info: Handle, port_name: *mut c_char) -> 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
     with_state("MPI_Close_port", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `port_name` is MPI_Close_port's port name, a NUL-terminated string readable for this call, or null,
+        // which `str_arg` refuses.
         let name = unsafe { str_arg(port_name, "port_name")? };
         Ok(st.comm(MPI_COMM_WORLD)?.comm.close_port(&name)?)
     })
@@ -74,7 +77,9 @@ unsafe fn meet(
     with_state(call, comm, |st| {
         let c = &st.comm(comm)?.comm;
         let port = if c.rank() == root {
-            // SAFETY: the standard's contract at the root.
+            // SAFETY: at the root, `port_name` is null or a NUL-terminated string readable for this call (`meet`'s
+            // `# Safety`: the standard makes it significant at the root only), and this branch runs only at the root;
+            // `str_arg` refuses null.
             let checked = st.info_or_null(info).and_then(|_| unsafe { str_arg(port_name, "port_name") });
             match checked {
                 Ok(p) => p,
@@ -94,7 +99,8 @@ unsafe fn meet(
             return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
         }
         let h = crate::env::register(st, Some(made), comm)?;
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call (`meet`'s
+        // `# Safety`, the MPI call's out-argument).
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -107,7 +113,8 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     comm: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments, passed on.
+    // SAFETY: at `root`, `port_name` is a NUL-terminated string readable for this call, and `newcomm` is null or points
+    // to one writable handle, as MPI_Comm_accept's caller must provide: `meet`'s `# Safety`.
     unsafe { meet("MPI_Comm_accept", true, port_name, info, root, comm, newcomm) }
 }
 
@@ -119,7 +126,8 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     comm: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments, passed on.
+    // SAFETY: at `root`, `port_name` is a NUL-terminated string readable for this call, and `newcomm` is null or points
+    // to one writable handle, as MPI_Comm_connect's caller must provide: `meet`'s `# Safety`.
     unsafe { meet("MPI_Comm_connect", false, port_name, info, root, comm, newcomm) }
 }
 
@@ -131,7 +139,8 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_i
         }
         let made = st.comm(MPI_COMM_WORLD)?.comm.join(fd)?;
         let h = crate::env::register(st, Some(made), MPI_COMM_WORLD)?;
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `intercomm` is not null (checked above) and is MPI_Comm_join's out-argument, valid for writing one
+        // handle for this call.
         unsafe { put(intercomm, h, "intercomm") }
     })
 }
@@ -150,7 +159,8 @@ unsafe fn name_call(
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
         st.info_or_null(info)?;
-        // SAFETY: this function's contract: NUL-terminated strings.
+        // SAFETY: `service_name` and `port_name` are null or NUL-terminated strings readable for this call
+        // (`name_call`'s `# Safety`); `str_arg` refuses null, and both are copied out at once.
         let (service, port) = unsafe { (str_arg(service_name, "service_name")?, str_arg(port_name, "port_name")?) };
         Ok(f(&service, &port)?)
     })
@@ -162,7 +172,8 @@ pub unsafe extern "C" fn MPI_Publish_name(
     info: Handle,
     port_name: *const c_char,
 ) -> c_int {
-    // SAFETY: the standard's contract on the strings, passed on.
+    // SAFETY: `service_name` and `port_name` are MPI_Publish_name's strings, NUL-terminated and readable for this call,
+    // or null: `name_call`'s `# Safety`.
     unsafe { name_call("MPI_Publish_name", service_name, info, port_name, mpi::port::publish_name) }
 }
 
@@ -170,10 +181,12 @@ pub unsafe extern "C" fn MPI_Publish_name(
 pub unsafe extern "C" fn MPI_Lookup_name(service_name: *const c_char, info: Handle, port_name: *mut c_char) -> c_int {
     with_state("MPI_Lookup_name", MPI_COMM_WORLD, |st| {
         st.info_or_null(info)?;
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `service_name` is MPI_Lookup_name's service name, a NUL-terminated string readable for this call, or
+        // null, which `str_arg` refuses.
         let service = unsafe { str_arg(service_name, "service_name")? };
         let port = mpi::port::lookup_name(&service)?;
-        // SAFETY: the standard's contract: MPI_MAX_PORT_NAME bytes.
+        // SAFETY: `port_name` has room for MPI_MAX_PORT_NAME characters, writable for this call, as MPI_Lookup_name's
+        // caller must provide: `put_port`'s `# Safety` (it refuses null).
         unsafe { put_port(port_name, &port) }
     })
 }
@@ -184,6 +197,7 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     info: Handle,
     port_name: *const c_char,
 ) -> c_int {
-    // SAFETY: the standard's contract on the strings, passed on.
+    // SAFETY: `service_name` and `port_name` are MPI_Unpublish_name's strings, NUL-terminated and readable for this
+    // call, or null: `name_call`'s `# Safety`.
     unsafe { name_call("MPI_Unpublish_name", service_name, info, port_name, mpi::port::unpublish_name) }
 }

@@ -87,7 +87,8 @@ unsafe fn pset(name: *const c_char) -> R<usize> {
     if name.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "pset_name is a null pointer"));
     }
-    // SAFETY: the caller's contract: a C string.
+    // SAFETY: `name` is not null (checked above) and is a NUL-terminated string readable for this call (`pset`'s
+    // `# Safety`); it is copied out at once.
     let n = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     PSETS.iter().position(|p| p.eq_ignore_ascii_case(&n)).ok_or_else(|| {
         Fail::new(MPI_ERR_ARG, format!("\"{n}\" is not a process set here: there are {}", PSETS.join(" and ")))
@@ -112,7 +113,8 @@ pub unsafe extern "C" fn MPI_Session_init(info: Handle, errhandler: Handle, sess
         pairs.set("thread_level", level_name(st.thread_level))?;
         let h = st.new_handle();
         st.sessions.insert(h, SessionEntry { errhandler, info: pairs, buffered: Default::default() });
-        // SAFETY: checked non-null above; the standard's contract.
+        // SAFETY: `session` is not null (checked before the state was made, the same pointer) and is MPI_Session_init's
+        // out-argument (MPI 4.1 §11.3.1), valid for writing one handle for this call.
         unsafe { session.write(h) };
         Ok(())
     })
@@ -122,7 +124,8 @@ pub unsafe extern "C" fn MPI_Session_init(info: Handle, errhandler: Handle, sess
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
     let mut last = None;
     let rc = with_state("MPI_Session_finalize", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `session`.
+        // SAFETY: `session` is MPI_Session_finalize's in/out handle argument (MPI 4.1 §11.3.1), null or readable and
+        // writable for one handle for this call; `read_arg` refuses null.
         let h = unsafe { read_arg(session, "session")? };
         let mut e = st.sessions.remove(&h).ok_or_else(|| not_session(h))?;
         // Buffered messages still in the session's buffer go out first.
@@ -186,7 +189,8 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(session: Handle, info: Handle
     with_state("MPI_Session_get_num_psets", session, |st| {
         st.session(session)?;
         st.info_or_null(info)?;
-        // SAFETY: the standard's contract on `npset_names`.
+        // SAFETY: `npset_names` is MPI_Session_get_num_psets' out-argument (MPI 4.1 §11.3.2), null or valid for writing
+        // one `int` for this call; `put` refuses null.
         unsafe { put(npset_names, PSETS.len() as c_int, "npset_names") }
     })
 }
@@ -208,15 +212,17 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
                 format!("process set {n} does not exist: there are {} (0 to {})", PSETS.len(), PSETS.len() - 1),
             )
         })?;
-        // SAFETY: the standard's contract on `pset_len`.
+        // SAFETY: `pset_len` is MPI_Session_get_nth_pset's in/out argument (MPI 4.1 §11.3.2), null or readable and
+        // writable for one `int` for this call; `read_arg` refuses null.
         let room = unsafe { read_arg(pset_len, "pset_len")? };
         let need = name.len() as c_int + 1;
         // A length of 0 asks for the length needed, NUL included
         // (§11.3.2); otherwise the name is cut to the room given.
         if room > 0 {
             let mut written = 0;
-            // SAFETY: the standard's contract: `pset_name` has `room` bytes;
-            // `written` is a local.
+            // SAFETY: `pset_name` has room for `room` (> 0) characters, writable for this call, as MPI 4.1 §11.3.2
+            // requires of MPI_Session_get_nth_pset's caller when `*pset_len` is not 0, and `written` is a local:
+            // `put_string`'s `# Safety` (it refuses a null `pset_name`).
             unsafe { crate::env::put_string(pset_name, &mut written, name, room)? };
         }
         // SAFETY: readable above, and writable (INOUT).
@@ -233,14 +239,16 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
 ) -> c_int {
     with_state("MPI_Session_get_pset_info", session, |st| {
         st.session(session)?;
-        // SAFETY: the standard's contract on `pset_name`.
+        // SAFETY: `pset_name` is MPI_Session_get_pset_info's process set name (MPI 4.1 §11.3.2), a NUL-terminated
+        // string readable for this call, or null, which `pset` refuses.
         let size = match unsafe { pset(pset_name)? } {
             0 => st.comm(MPI_COMM_WORLD)?.comm.size(),
             _ => 1,
         };
         let mut pairs = mpi::info::Info::new();
         pairs.set("mpi_size", &size.to_string())?;
-        // SAFETY: the standard's contract on `info`.
+        // SAFETY: `info` is MPI_Session_get_pset_info's out-argument, null or valid for writing one info handle for
+        // this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(pairs, info, "info") }
     })
 }
@@ -249,7 +257,8 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
 pub unsafe extern "C" fn MPI_Session_get_info(session: Handle, info_used: *mut Handle) -> c_int {
     with_state("MPI_Session_get_info", session, |st| {
         let pairs = st.session(session)?.info.clone();
-        // SAFETY: the standard's contract on `info_used`.
+        // SAFETY: `info_used` is MPI_Session_get_info's out-argument, null or valid for writing one info handle for
+        // this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(pairs, info_used, "info_used") }
     })
 }
@@ -262,14 +271,16 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
 ) -> c_int {
     with_state("MPI_Group_from_session_pset", session, |st| {
         st.session(session)?;
-        // SAFETY: the standard's contract on `pset_name`.
+        // SAFETY: `pset_name` is MPI_Group_from_session_pset's process set name (MPI 4.1 §11.3.2), a NUL-terminated
+        // string readable for this call, or null, which `pset` refuses.
         let which = unsafe { pset(pset_name)? };
         let world = &st.comm(MPI_COMM_WORLD)?.comm;
         let g = match which {
             0 => mpi::group::Group::of(world),
             _ => mpi::group::Group::from_job_ranks(vec![world.rank() as u32]),
         };
-        // SAFETY: the standard's contract on `newgroup`.
+        // SAFETY: `newgroup` is MPI_Group_from_session_pset's out-argument, null or valid for writing one group handle
+        // for this call; `new_group` refuses null.
         unsafe { st.new_group(g, newgroup)? };
         // SAFETY: written just above.
         let h = unsafe { newgroup.read() };
@@ -291,7 +302,8 @@ pub extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle
 pub unsafe extern "C" fn MPI_Session_get_errhandler(session: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Session_get_errhandler", session, |st| {
         let h = crate::errh::handed_out(st.session(session)?.errhandler);
-        // SAFETY: the standard's contract on `errhandler`.
+        // SAFETY: `errhandler` is MPI_Session_get_errhandler's out-argument (MPI 4.1 §9.3.4), null or valid for writing
+        // one handle for this call; `put` refuses null.
         unsafe { put(errhandler, h, "errhandler") }
     })
 }

@@ -93,7 +93,9 @@ unsafe fn spawn(
         };
         if !errcodes.is_null() {
             for i in 0..n {
-                // SAFETY: room for `asked` codes (this function's contract).
+                // SAFETY: `errcodes` is not null (checked above) and has room for one code per process (`spawn`'s
+                // `# Safety`): for a spawn that succeeded, the `n` processes it started; for one that failed, the `n` =
+                // `asked` codes the caller asked for; so entry `i` < `n` is inside it and writable for this call.
                 unsafe { errcodes.add(i).write(code) };
             }
         }
@@ -102,7 +104,8 @@ unsafe fn spawn(
             return Err(Fail::new(MPI_ERR_ARG, "intercomm is a null pointer"));
         }
         let h = crate::env::register(st, Some(made.intercomm), comm)?;
-        // SAFETY: checked non-null; the caller's contract.
+        // SAFETY: `intercomm` is not null (checked above) and valid for writing one handle for this call (`spawn`'s
+        // `# Safety`, the MPI call's out-argument).
         unsafe { put(intercomm, h, "intercomm") }
     })
 }
@@ -176,7 +179,9 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
         // SAFETY: at the root, `count` elements (§11.8.3).
         false => (0..n).map(|i| unsafe { *array_of_maxprocs.add(i) }.max(0) as usize).sum(),
     };
-    // SAFETY: as above; `intercomm` is writable (§11.8.3). Elsewhere than
-    // at the root the arrays are not read: a failed spawn writes no code there.
+    // SAFETY: at the root, `array_of_maxprocs` has `count` entries, read by `asked` (`spawn`'s `asked.0`), and
+    // `array_of_errcodes` is MPI_ERRCODES_IGNORE or has room for their sum; elsewhere the arrays are not read and a
+    // failed spawn writes no code (`asked.1` is 0); `intercomm` is null or points to one writable handle for this call
+    // (MPI_Comm_spawn_multiple, MPI 4.1 §11.8.3): `spawn`'s `# Safety`.
     unsafe { spawn("MPI_Comm_spawn_multiple", comm, root, read, (asked, 0), intercomm, array_of_errcodes) }
 }

@@ -14,8 +14,9 @@ use crate::*;
 /// # Safety
 /// `status` is null or valid for reads and writes.
 unsafe fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
-    // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract); `as_mut`
-    // handles null.
+    // SAFETY: `status` is null or valid for reading and writing one MPI_Status (`status_mut`'s `# Safety`), and nothing
+    // else reaches it while the returned reference is used: its one caller, `on_status`, uses it only within the MPI
+    // call. `as_mut` turns null into `None`.
     unsafe { status.as_mut() }
         .ok_or_else(|| Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE cannot be set)"))
 }
@@ -26,8 +27,8 @@ unsafe fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
 /// `status` is null or valid for reads and writes.
 unsafe fn on_status(call: &str, status: *mut MpiStatus, f: impl FnOnce(&State, &mut MpiStatus) -> R<()>) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract on this
-        // call).
+        // SAFETY: `status` is null or valid for reading and writing one MPI_Status for this call (`on_status`'s
+        // `# Safety`), and the reference lives only while `f` runs, within the call: what `status_mut` requires.
         f(st, unsafe { status_mut(status)? })
     })
 }
@@ -35,9 +36,11 @@ unsafe fn on_status(call: &str, status: *mut MpiStatus, f: impl FnOnce(&State, &
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
     with_state("MPI_Test_cancelled", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Test_cancelled's status (MPI 4.1 §3.8.4), null or readable for one MPI_Status for
+        // this call; `read_arg` refuses null.
         let c = unsafe { read_arg(status, "status")? }.cancelled();
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Test_cancelled's out-argument, null or valid for writing one `int` for this call; `put`
+        // refuses null.
         unsafe { put(flag, c as c_int, "flag") }
     })
 }
@@ -48,8 +51,8 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
 /// # Safety
 /// `status` is null or valid for reads and writes.
 unsafe fn set_elements(call: &str, status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
-    // SAFETY: `status` is null or writable for one MPI_Status (the standard's contract on this
-    // call).
+    // SAFETY: `status` is null or valid for reading and writing one MPI_Status for this call (`set_elements`'
+    // `# Safety`), which is `on_status`'s requirement.
     unsafe {
         on_status(call, status, |st, s| {
             let n = u64::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))?;
@@ -62,19 +65,22 @@ unsafe fn set_elements(call: &str, status: *mut MpiStatus, datatype: Handle, cou
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_elements(status: *mut MpiStatus, datatype: Handle, count: c_int) -> c_int {
-    // SAFETY: the standard's contract on `status`.
+    // SAFETY: `status` is MPI_Status_set_elements' in/out status (MPI 4.1 §13.3), null or readable and writable for one
+    // MPI_Status for this call: `set_elements`' `# Safety`.
     unsafe { set_elements("MPI_Status_set_elements", status, datatype, i64::from(count)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_elements_c(status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
-    // SAFETY: the standard's contract on `status`.
+    // SAFETY: `status` is MPI_Status_set_elements_c's in/out status (MPI 4.1 §13.3), null or readable and writable for
+    // one MPI_Status for this call: `set_elements`' `# Safety`.
     unsafe { set_elements("MPI_Status_set_elements_c", status, datatype, count) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
-    // SAFETY: the standard's contract on `status`.
+    // SAFETY: `status` is MPI_Status_set_cancelled's in/out status (MPI 4.1 §13.3), null or readable and writable for
+    // one MPI_Status for this call: `on_status`'s `# Safety`.
     unsafe {
         on_status("MPI_Status_set_cancelled", status, |_, s| {
             s.set_cancelled(flag != 0);
@@ -89,14 +95,17 @@ macro_rules! field {
     ($get:ident, $set:ident, $field:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $get(status: *const MpiStatus, value: *mut c_int) -> c_int {
-            // SAFETY: the standard's contract on `status` and `value`;
-            // the status is only read.
+            // SAFETY: `status` is the getter's status, null or readable for one MPI_Status for this call, and `value`
+            // its out-argument, null (refused by `put`) or writable for one `int`. The status is only read, but
+            // `on_status` makes a `&mut` of it, which also needs it writable, more than the getter's `const` argument
+            // promises.
             unsafe { on_status(stringify!($get), status.cast_mut(), |_, s| put(value, s.$field, "the result")) }
         }
 
         #[no_mangle]
         pub unsafe extern "C" fn $set(status: *mut MpiStatus, value: c_int) -> c_int {
-            // SAFETY: the standard's contract on `status`.
+            // SAFETY: `status` is the setter's in/out status, null or readable and writable for one MPI_Status for this
+            // call: `on_status`'s `# Safety`.
             unsafe {
                 on_status(stringify!($set), status, |_, s| {
                     s.$field = value;

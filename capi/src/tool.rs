@@ -49,7 +49,8 @@ unsafe fn out<T>(p: *mut T, v: T) -> c_int {
     if p.is_null() {
         return MPI_T_ERR_INVALID;
     }
-    // SAFETY: non-null, and the caller's contract.
+    // SAFETY: `p` is not null (checked above) and valid for writing one `T` for this call (`out`'s `# Safety`, from the
+    // MPI_T call's out-argument).
     unsafe { p.write(v) };
     MPI_SUCCESS
 }
@@ -57,7 +58,8 @@ unsafe fn out<T>(p: *mut T, v: T) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     let level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
-    // SAFETY: the standard's contract on `provided`.
+    // SAFETY: `provided` is MPI_T_init_thread's out-argument, null or valid for writing one `int` for this call; `out`
+    // refuses null.
     let rc = unsafe { out(provided, level) };
     if rc == MPI_SUCCESS {
         tool().open.fetch_add(1, Ordering::SeqCst);
@@ -81,7 +83,8 @@ macro_rules! none_of {
             if !open() {
                 return MPI_T_ERR_NOT_INITIALIZED;
             }
-            // SAFETY: the standard's contract on the output.
+            // SAFETY: `num` is the MPI_T call's out-argument, null or valid for writing one `int` for this call; `out`
+            // refuses null.
             unsafe { out(num, 0) }
         }
     )*};
@@ -167,7 +170,8 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(session: *mut Handle) -> c_in
         return MPI_T_ERR_NOT_INITIALIZED;
     }
     let s = tool().next_session.fetch_add(1, Ordering::SeqCst);
-    // SAFETY: the standard's contract on `session`.
+    // SAFETY: `session` is MPI_T_pvar_session_create's out-argument, null or valid for writing one handle for this
+    // call; `out` refuses null.
     unsafe { out(session, s) }
 }
 
@@ -179,11 +183,13 @@ pub unsafe extern "C" fn MPI_T_pvar_session_free(session: *mut Handle) -> c_int 
     if session.is_null() {
         return MPI_T_ERR_INVALID;
     }
-    // SAFETY: non-null; the standard's contract on `session`.
+    // SAFETY: `session` is not null (checked above) and is MPI_T_pvar_session_free's in/out handle argument, readable
+    // and writable for one handle for this call.
     if !is_session(unsafe { session.read() }) {
         return MPI_T_ERR_INVALID_SESSION;
     }
-    // SAFETY: as above.
+    // SAFETY: `session` is not null (checked above) and, as MPI_T_pvar_session_free's in/out handle argument, writable
+    // for one handle for this call: `out`'s `# Safety`.
     unsafe { out(session, 0) }
 }
 

@@ -59,7 +59,8 @@ unsafe fn put_array<T: Copy>(out: *mut T, max: c_int, values: &[T], what: &str) 
         return Err(Fail::new(MPI_ERR_ARG, format!("{what} is a null pointer")));
     }
     for (i, v) in values.iter().take(n).enumerate() {
-        // SAFETY: non-null; the caller's contract: room for `max` values.
+        // SAFETY: `out` is not null (`n` > 0 here, and null was refused above) and has room for `max` values
+        // (`put_array`'s `# Safety`), and `i` < `n` <= `max`: the entry is inside it and writable for this call.
         unsafe { out.add(i).write(*v) };
     }
     Ok(())
@@ -89,7 +90,8 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_in
             Some(Topology::DistGraph(_)) => MPI_DIST_GRAPH,
             None => MPI_UNDEFINED,
         };
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Topo_test's out-argument (MPI 4.1 §8.5.5), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(status, kind, "status") }
     })
 }
@@ -100,11 +102,14 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_in
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     with_state("MPI_Dims_create", MPI_COMM_WORLD, |_| {
         let n = ndims_arg(ndims)?;
-        // SAFETY: the standard's contract: `dims` holds `ndims` values.
+        // SAFETY: `dims` is MPI_Dims_create's in/out array of `ndims` ints (MPI 4.1 §8.5.2), readable and writable for
+        // this call; `n` is `ndims`, checked not negative, and `array_arg` refuses null.
         let d = unsafe { array_arg(dims.cast_const(), n as c_int, "dims")? };
         let mut filled = d.to_vec();
         mpi::topo::dims_create(nnodes, &mut filled)?;
-        // SAFETY: as above; `filled` has `n` values.
+        // SAFETY: `dims` has room for `ndims` ints, writable for this call (MPI 4.1 §8.5.2, read just above), which is
+        // `put_array`'s requirement; `filled` has `n` = `ndims` values, and `d`, the shared view of `dims`, is no
+        // longer used.
         unsafe { put_array(dims, ndims, &filled, "dims") }
     })
 }
@@ -119,11 +124,13 @@ pub unsafe extern "C" fn MPI_Cart_create(
     comm_cart: *mut Handle,
 ) -> c_int {
     with_state("MPI_Cart_create", comm_old, |st| {
-        // SAFETY: the standard's contract on the arrays.
+        // SAFETY: `dims` and `periods` each hold `ndims` ints, readable for this call, as MPI 4.1 §8.5.1 requires of
+        // MPI_Cart_create's caller: `grid`'s `# Safety`.
         let g = unsafe { grid(ndims, dims, periods)? };
         let c = intra(st, comm_old)?.create_cartesian(g.dims(), g.periods(), reorder != 0)?;
         let h = register(st, c, comm_old)?;
-        // SAFETY: the standard's contract on `comm_cart`.
+        // SAFETY: `comm_cart` is MPI_Cart_create's out-argument (MPI 4.1 §8.5.1), null or valid for writing one handle
+        // for this call; `put` refuses null.
         unsafe { put(comm_cart, h, "comm_cart") }
     })
 }
@@ -132,7 +139,8 @@ pub unsafe extern "C" fn MPI_Cart_create(
 pub unsafe extern "C" fn MPI_Cartdim_get(comm: Handle, ndims: *mut c_int) -> c_int {
     with_state("MPI_Cartdim_get", comm, |st| {
         let n = cart(st, comm, "MPI_Cartdim_get")?.dims().len() as c_int;
-        // SAFETY: the standard's contract on `ndims`.
+        // SAFETY: `ndims` is MPI_Cartdim_get's out-argument (MPI 4.1 §8.5.5), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(ndims, n, "ndims") }
     })
 }
@@ -149,7 +157,9 @@ pub unsafe extern "C" fn MPI_Cart_get(
         let c = cart(st, comm, "MPI_Cart_get")?;
         let here = c.coords_of(st.comm(comm)?.comm.rank())?;
         let p: Vec<c_int> = c.periods().iter().map(|&x| c_int::from(x)).collect();
-        // SAFETY: the standard's contract: each array holds `maxdims` values.
+        // SAFETY: `dims`, `periods` and `coords` each have room for `maxdims` ints, writable for this call, as MPI 4.1
+        // §8.5.5 requires of MPI_Cart_get's caller: `put_array`'s `# Safety` (it writes at most `maxdims` and refuses
+        // null).
         unsafe {
             put_array(dims, maxdims, c.dims(), "dims")?;
             put_array(periods, maxdims, &p, "periods")?;
@@ -162,10 +172,12 @@ pub unsafe extern "C" fn MPI_Cart_get(
 pub unsafe extern "C" fn MPI_Cart_rank(comm: Handle, coords: *const c_int, rank: *mut c_int) -> c_int {
     with_state("MPI_Cart_rank", comm, |st| {
         let c = cart(st, comm, "MPI_Cart_rank")?;
-        // SAFETY: the standard's contract: `coords` holds one value per dimension.
+        // SAFETY: `coords` holds one int per dimension of the grid, readable for this call, as MPI 4.1 §8.5.5 requires
+        // of MPI_Cart_rank's caller: `array_arg`'s requirement (it refuses null).
         let at = unsafe { array_arg(coords, c.dims().len() as c_int, "coords")? };
         let r = c.rank_of(at)?;
-        // SAFETY: the standard's contract on `rank`.
+        // SAFETY: `rank` is MPI_Cart_rank's out-argument (MPI 4.1 §8.5.5), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(rank, r, "rank") }
     })
 }
@@ -174,7 +186,8 @@ pub unsafe extern "C" fn MPI_Cart_rank(comm: Handle, coords: *const c_int, rank:
 pub unsafe extern "C" fn MPI_Cart_coords(comm: Handle, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
     with_state("MPI_Cart_coords", comm, |st| {
         let at = cart(st, comm, "MPI_Cart_coords")?.coords_of(rank)?;
-        // SAFETY: the standard's contract: `coords` holds `maxdims` values.
+        // SAFETY: `coords` has room for `maxdims` ints, writable for this call, as MPI 4.1 §8.5.5 requires of
+        // MPI_Cart_coords' caller: `put_array`'s `# Safety`.
         unsafe { put_array(coords, maxdims, &at, "coords") }
     })
 }
@@ -192,7 +205,8 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         let dim = usize::try_from(direction)
             .map_err(|_| Fail::new(MPI_ERR_DIMS, format!("direction {direction} is negative")))?;
         let (src, dst) = c.shift(st.comm(comm)?.comm.rank(), dim, disp)?;
-        // SAFETY: the standard's contract on the two outputs.
+        // SAFETY: `rank_source` and `rank_dest` are MPI_Cart_shift's out-arguments (MPI 4.1 §8.5.6), each null or valid
+        // for writing one `int` for this call; `put` refuses null.
         unsafe {
             put(rank_source, src.unwrap_or(MPI_PROC_NULL), "rank_source")?;
             put(rank_dest, dst.unwrap_or(MPI_PROC_NULL), "rank_dest")
@@ -204,12 +218,14 @@ pub unsafe extern "C" fn MPI_Cart_shift(
 pub unsafe extern "C" fn MPI_Cart_sub(comm: Handle, remain_dims: *const c_int, newcomm: *mut Handle) -> c_int {
     with_state("MPI_Cart_sub", comm, |st| {
         let n = cart(st, comm, "MPI_Cart_sub")?.dims().len();
-        // SAFETY: the standard's contract: one flag per dimension.
+        // SAFETY: `remain_dims` holds one int per dimension of the grid, readable for this call, as MPI 4.1 §8.5.7
+        // requires of MPI_Cart_sub's caller: `array_arg`'s requirement (it refuses null).
         let keep: Vec<bool> =
             unsafe { array_arg(remain_dims, n as c_int, "remain_dims")? }.iter().map(|&x| x != 0).collect();
         let c = st.comm(comm)?.comm.cartesian_sub(&keep)?;
         let h = register(st, Some(c), comm)?;
-        // SAFETY: the standard's contract on `newcomm`.
+        // SAFETY: `newcomm` is MPI_Cart_sub's out-argument (MPI 4.1 §8.5.7), null or valid for writing one handle for
+        // this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
 }
@@ -246,10 +262,12 @@ pub unsafe extern "C" fn MPI_Cart_map(
     newrank: *mut c_int,
 ) -> c_int {
     with_state("MPI_Cart_map", comm, |st| {
-        // SAFETY: the standard's contract on the arrays.
+        // SAFETY: `dims` and `periods` each hold `ndims` ints, readable for this call, as MPI 4.1 §8.5.8 requires of
+        // MPI_Cart_map's caller: `grid`'s `# Safety`.
         let g = unsafe { grid(ndims, dims, periods)? };
         let r = map_rank(st, comm, g.size())?;
-        // SAFETY: the standard's contract on `newrank`.
+        // SAFETY: `newrank` is MPI_Cart_map's out-argument (MPI 4.1 §8.5.8), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(newrank, r, "newrank") }
     })
 }
@@ -278,11 +296,13 @@ pub unsafe extern "C" fn MPI_Graph_create(
     comm_graph: *mut Handle,
 ) -> c_int {
     with_state("MPI_Graph_create", comm_old, |st| {
-        // SAFETY: the standard's contract on the arrays.
+        // SAFETY: `index` holds `nnodes` ints and `edges` as many as the last of them, readable for this call, as MPI
+        // 4.1 §8.5.3 requires of MPI_Graph_create's caller: `graph_arg`'s `# Safety`.
         let g = unsafe { graph_arg(nnodes, index, edges)? };
         let c = intra(st, comm_old)?.create_graph(g.index(), g.edges(), reorder != 0)?;
         let h = register(st, c, comm_old)?;
-        // SAFETY: the standard's contract on `comm_graph`.
+        // SAFETY: `comm_graph` is MPI_Graph_create's out-argument (MPI 4.1 §8.5.3), null or valid for writing one
+        // handle for this call; `put` refuses null.
         unsafe { put(comm_graph, h, "comm_graph") }
     })
 }
@@ -291,7 +311,8 @@ pub unsafe extern "C" fn MPI_Graph_create(
 pub unsafe extern "C" fn MPI_Graphdims_get(comm: Handle, nnodes: *mut c_int, nedges: *mut c_int) -> c_int {
     with_state("MPI_Graphdims_get", comm, |st| {
         let g = graph(st, comm, "MPI_Graphdims_get")?;
-        // SAFETY: the standard's contract on the outputs.
+        // SAFETY: `nnodes` and `nedges` are MPI_Graphdims_get's out-arguments (MPI 4.1 §8.5.5), each null or valid for
+        // writing one `int` for this call; `put` refuses null.
         unsafe {
             put(nnodes, g.nnodes(), "nnodes")?;
             put(nedges, g.edges().len() as c_int, "nedges")
@@ -309,7 +330,8 @@ pub unsafe extern "C" fn MPI_Graph_get(
 ) -> c_int {
     with_state("MPI_Graph_get", comm, |st| {
         let g = graph(st, comm, "MPI_Graph_get")?;
-        // SAFETY: the standard's contract: room for `maxindex` and `maxedges` values.
+        // SAFETY: `index` has room for `maxindex` ints and `edges` for `maxedges`, writable for this call, as MPI 4.1
+        // §8.5.5 requires of MPI_Graph_get's caller: `put_array`'s `# Safety`.
         unsafe {
             put_array(index, maxindex, g.index(), "index")?;
             put_array(edges, maxedges, g.edges(), "edges")
@@ -321,7 +343,8 @@ pub unsafe extern "C" fn MPI_Graph_get(
 pub unsafe extern "C" fn MPI_Graph_neighbors_count(comm: Handle, rank: c_int, nneighbors: *mut c_int) -> c_int {
     with_state("MPI_Graph_neighbors_count", comm, |st| {
         let n = graph(st, comm, "MPI_Graph_neighbors_count")?.neighbors(rank)?.len() as c_int;
-        // SAFETY: the standard's contract on `nneighbors`.
+        // SAFETY: `nneighbors` is MPI_Graph_neighbors_count's out-argument (MPI 4.1 §8.5.5), null or valid for writing
+        // one `int` for this call; `put` refuses null.
         unsafe { put(nneighbors, n, "nneighbors") }
     })
 }
@@ -335,7 +358,8 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
 ) -> c_int {
     with_state("MPI_Graph_neighbors", comm, |st| {
         let n = graph(st, comm, "MPI_Graph_neighbors")?.neighbors(rank)?;
-        // SAFETY: the standard's contract: room for `maxneighbors` values.
+        // SAFETY: `neighbors` has room for `maxneighbors` ints, writable for this call, as MPI 4.1 §8.5.5 requires of
+        // MPI_Graph_neighbors' caller: `put_array`'s `# Safety`.
         unsafe { put_array(neighbors, maxneighbors, n, "neighbors") }
     })
 }
@@ -349,10 +373,12 @@ pub unsafe extern "C" fn MPI_Graph_map(
     newrank: *mut c_int,
 ) -> c_int {
     with_state("MPI_Graph_map", comm, |st| {
-        // SAFETY: the standard's contract on the arrays.
+        // SAFETY: `index` holds `nnodes` ints and `edges` as many as the last of them, readable for this call, as MPI
+        // 4.1 §8.5.8 requires of MPI_Graph_map's caller: `graph_arg`'s `# Safety`.
         let g = unsafe { graph_arg(nnodes, index, edges)? };
         let r = map_rank(st, comm, g.nnodes())?;
-        // SAFETY: the standard's contract on `newrank`.
+        // SAFETY: `newrank` is MPI_Graph_map's out-argument (MPI 4.1 §8.5.8), null or valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(newrank, r, "newrank") }
     })
 }
@@ -395,7 +421,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     with_state("MPI_Dist_graph_create_adjacent", comm_old, |st| {
         st.info_or_null(info)?;
-        // SAFETY: the standard's contract on the arrays.
+        // SAFETY: `sources` holds `indegree` ints and `destinations` `outdegree`, and `sourceweights` and `destweights`
+        // are MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY or hold as many ints, all readable for this call, as MPI 4.1 §8.5.4
+        // requires of MPI_Dist_graph_create_adjacent's caller: `array_arg`'s and `weights`' requirements (null is
+        // refused).
         let (s, sw, d, dw) = unsafe {
             (
                 array_arg(sources, indegree, "sources")?,
@@ -406,7 +435,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         };
         let c = intra(st, comm_old)?.create_dist_graph_adjacent(s, sw, d, dw, reorder != 0)?;
         let h = register(st, Some(c), comm_old)?;
-        // SAFETY: the standard's contract on `comm_dist_graph`.
+        // SAFETY: `comm_dist_graph` is MPI_Dist_graph_create_adjacent's out-argument (MPI 4.1 §8.5.4), null or valid
+        // for writing one handle for this call; `put` refuses null.
         unsafe { put(comm_dist_graph, h, "comm_dist_graph") }
     })
 }
@@ -428,12 +458,16 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         // exchange, so that the others get an error instead of waiting.
         let read = |st: &State| -> R<_> {
             st.info_or_null(info)?;
-            // SAFETY: the standard's contract on the arrays.
+            // SAFETY: `sources` and `degrees` each hold `n` ints, readable for this call (the closure runs within it),
+            // as MPI 4.1 §8.5.4 requires of MPI_Dist_graph_create's caller: `array_arg`'s requirement (it refuses
+            // null).
             let (s, deg) = unsafe { (array_arg(sources, n, "sources")?, array_arg(degrees, n, "degrees")?) };
             let total = deg.iter().try_fold(0 as c_int, |acc, &d| if d < 0 { None } else { acc.checked_add(d) });
             let total = total
                 .ok_or_else(|| Fail::new(MPI_ERR_ARG, "degrees holds a negative value, or their sum overflows"))?;
-            // SAFETY: as above: one destination (and weight) per edge.
+            // SAFETY: `destinations` holds one int per edge, the sum `total` of `degrees`, and `weights_arg` is
+            // MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY or holds as many ints, readable for this call (MPI 4.1 §8.5.4):
+            // `array_arg`'s and `weights`' requirements.
             let (d, w) =
                 unsafe { (array_arg(destinations, total, "destinations")?, weights(weights_arg, total, "weights")?) };
             Ok((s, deg, d, w))
@@ -448,7 +482,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             }
         };
         let h = register(st, Some(c), comm_old)?;
-        // SAFETY: the standard's contract on `comm_dist_graph`.
+        // SAFETY: `comm_dist_graph` is MPI_Dist_graph_create's out-argument (MPI 4.1 §8.5.4), null or valid for writing
+        // one handle for this call; `put` refuses null.
         unsafe { put(comm_dist_graph, h, "comm_dist_graph") }
     })
 }
@@ -462,7 +497,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
 ) -> c_int {
     with_state("MPI_Dist_graph_neighbors_count", comm, |st| {
         let g = dist_graph(st, comm, "MPI_Dist_graph_neighbors_count")?;
-        // SAFETY: the standard's contract on the outputs.
+        // SAFETY: `indegree`, `outdegree` and `weighted` are MPI_Dist_graph_neighbors_count's out-arguments (MPI 4.1
+        // §8.5.5), each null or valid for writing one `int` for this call; `put` refuses null.
         unsafe {
             put(indegree, g.sources().len() as c_int, "indegree")?;
             put(outdegree, g.destinations().len() as c_int, "outdegree")?;
@@ -484,8 +520,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
     with_state("MPI_Dist_graph_neighbors", comm, |st| {
         let g = dist_graph(st, comm, "MPI_Dist_graph_neighbors")?;
         let given = |p: *mut c_int| !matches!(p as usize, MPI_UNWEIGHTED_ADDR | MPI_WEIGHTS_EMPTY_ADDR);
-        // SAFETY: the standard's contract: room for `maxindegree` and
-        // `maxoutdegree` values; weights only where the caller gave an array.
+        // SAFETY: `sources` and `sourceweights` have room for `maxindegree` ints and `destinations` and `destweights`
+        // for `maxoutdegree`, writable for this call, as MPI 4.1 §8.5.5 requires of MPI_Dist_graph_neighbors' caller; a
+        // weights array is written only when it is not MPI_UNWEIGHTED or MPI_WEIGHTS_EMPTY (`given`): `put_array`'s
+        // `# Safety`.
         unsafe {
             put_array(sources, maxindegree, g.sources(), "sources")?;
             put_array(destinations, maxoutdegree, g.destinations(), "destinations")?;

@@ -26,9 +26,15 @@ pub(crate) struct WinEntry {
     /// User attributes: keyval and value, in the order they were set.
     pub(crate) attrs: Vec<(c_int, *mut c_void)>,
     info: info::Pairs,
-    /// The predefined attributes' values, which `MPI_Win_get_attr` hands
-    /// out by address (§12.2.6).
     base: *mut c_void,
+    /// The predefined attributes' values, which `MPI_Win_get_attr` hands
+    /// out by address (§12.2.6): boxed, so the address stays valid while
+    /// the table of windows grows and moves its entries.
+    predefined: Box<Predefined>,
+}
+
+/// A window's predefined attributes other than its base.
+struct Predefined {
     size: isize,
     disp_unit: c_int,
     flavor: c_int,
@@ -124,18 +130,20 @@ unsafe fn new_win(st: &mut State, win: RawWindow, info: Handle, out: *mut Handle
     let h = st.new_handle();
     let entry = WinEntry {
         base: win.base().cast(),
-        size: win.size() as isize,
-        disp_unit: win.disp_unit() as c_int,
-        flavor: match win.flavor() {
-            Flavor::Create => MPI_WIN_FLAVOR_CREATE,
-            Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
-            Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
-            Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
-        },
-        model: match win.model() {
-            Model::Unified => MPI_WIN_UNIFIED,
-            Model::Separate => MPI_WIN_SEPARATE,
-        },
+        predefined: Box::new(Predefined {
+            size: win.size() as isize,
+            disp_unit: win.disp_unit() as c_int,
+            flavor: match win.flavor() {
+                Flavor::Create => MPI_WIN_FLAVOR_CREATE,
+                Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
+                Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
+                Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
+            },
+            model: match win.model() {
+                Model::Unified => MPI_WIN_UNIFIED,
+                Model::Separate => MPI_WIN_SEPARATE,
+            },
+        }),
         win,
         errhandler: MPI_ERRORS_ARE_FATAL,
         name: String::new(),
@@ -143,14 +151,16 @@ unsafe fn new_win(st: &mut State, win: RawWindow, info: Handle, out: *mut Handle
         info,
     };
     st.wins.insert(h, entry);
-    // SAFETY: the caller's contract on `out`.
+    // SAFETY: `out` is null or valid for writing one window handle for this call, as `new_win`'s `# Safety` requires of
+    // its callers (each hands over the `win` out-argument of its MPI_Win_create* call); `put` refuses null.
     unsafe { put(out, h, "win") }
 }
 
 // ---- windows (§12.2) ----------------------------------------------------------
 
 /// # Safety
-/// The standard's contract on `MPI_Win_create`.
+/// `base` is valid for `size` bytes until the window is freed, and accessed outside MPI only as MPI 4.1
+/// §12.7 allows; `win` is null or valid for writing one handle for the call.
 unsafe fn create(
     call: &str,
     base: *mut c_void,
@@ -164,9 +174,12 @@ unsafe fn create(
         let (size, unit) = (size_arg(size)?, disp_unit_arg(unit)?);
         let c = st.comm(comm)?.comm.clone();
         let model = Model::requested(&st.info_or_null(info)?)?;
-        // SAFETY: the standard's contract: the memory stays valid until the window is freed.
+        // SAFETY: `base` is MPI_Win_create's window memory of `size` bytes, which the program must keep allocated until
+        // MPI_Win_free and access only as the semantics of MPI 4.1 §12.7 allow (`create`'s `# Safety`): exactly what
+        // `RawWindow::create_with` requires.
         let w = unsafe { RawWindow::create_with(&c, base.cast(), size, unit, model)? };
-        // SAFETY: the standard's contract on `win`.
+        // SAFETY: `win` is MPI_Win_create(_c)'s out-argument, null or valid for writing one handle for this call
+        // (`create`'s `# Safety`), which is what `new_win` needs; `new_win` refuses null.
         unsafe { new_win(st, w, info, win) }
     })
 }
@@ -180,7 +193,8 @@ pub unsafe extern "C" fn MPI_Win_create(
     comm: Handle,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `base` is the window memory of MPI_Win_create (MPI 4.1 §12.2.1), valid for `size` bytes until the window
+    // is freed, and `win` is null or points to one writable handle for this call: `create`'s `# Safety`.
     unsafe { create("MPI_Win_create", base, size, disp_unit.into(), info, comm, win) }
 }
 
@@ -193,12 +207,14 @@ pub unsafe extern "C" fn MPI_Win_create_c(
     comm: Handle,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `base` is the window memory of MPI_Win_create_c (MPI 4.1 §12.2.1), valid for `size` bytes until the
+    // window is freed, and `win` is null or points to one writable handle for this call: `create`'s `# Safety`.
     unsafe { create("MPI_Win_create_c", base, size, disp_unit as i64, info, comm, win) }
 }
 
 /// # Safety
-/// The standard's contract on `MPI_Win_allocate(_shared)`.
+/// `baseptr` is null or the address of one writable `void *`, and `win` is null or valid for writing one
+/// handle, for the call (MPI 4.1 §12.2.2, §12.2.3).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn allocate(
     call: &str,
@@ -223,9 +239,12 @@ unsafe fn allocate(
             RawWindow::allocate_with(&c, size, unit, model)?
         };
         let base = w.base();
-        // SAFETY: the standard's contract: `baseptr` is the address of a `void *`.
+        // SAFETY: `baseptr` is not null (checked above) and is MPI_Win_allocate(_shared)'s out-argument, which MPI 4.1
+        // §12.2.2 and §12.2.3 declare `void *` but define as the address of a `void *`: valid and aligned for writing
+        // one pointer for this call.
         unsafe { baseptr.cast::<*mut u8>().write(base) };
-        // SAFETY: the standard's contract on `win`.
+        // SAFETY: `win` is MPI_Win_allocate(_shared)'s out-argument, null or valid for writing one handle for this call
+        // (`allocate`'s `# Safety`), which is what `new_win` needs; `new_win` refuses null.
         unsafe { new_win(st, w, info, win) }
     })
 }
@@ -239,7 +258,8 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
+    // call, as MPI 4.1 §12.2.2 requires of MPI_Win_allocate's out-arguments: `allocate`'s `# Safety`.
     unsafe { allocate("MPI_Win_allocate", false, size, disp_unit.into(), info, comm, baseptr, win) }
 }
 
@@ -252,7 +272,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
+    // call, as MPI 4.1 §12.2.2 requires of MPI_Win_allocate_c's out-arguments: `allocate`'s `# Safety`.
     unsafe { allocate("MPI_Win_allocate_c", false, size, disp_unit as i64, info, comm, baseptr, win) }
 }
 
@@ -265,7 +286,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
+    // call, as MPI 4.1 §12.2.3 requires of MPI_Win_allocate_shared's out-arguments: `allocate`'s `# Safety`.
     unsafe { allocate("MPI_Win_allocate_shared", true, size, disp_unit.into(), info, comm, baseptr, win) }
 }
 
@@ -278,12 +300,14 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
+    // call, as MPI 4.1 §12.2.3 requires of MPI_Win_allocate_shared_c's out-arguments: `allocate`'s `# Safety`.
     unsafe { allocate("MPI_Win_allocate_shared_c", true, size, disp_unit as i64, info, comm, baseptr, win) }
 }
 
 /// # Safety
-/// The standard's contract on `MPI_Win_shared_query(_c)`.
+/// Each of `size` (an `MPI_Aint`), `unit` (an `MPI_Aint` if `large`, else an `int`) and `baseptr` (the
+/// address of a `void *`) is null or valid for writing one value for the call.
 unsafe fn shared_query(
     call: &str,
     win: Handle,
@@ -295,7 +319,10 @@ unsafe fn shared_query(
 ) -> c_int {
     with_state(call, win, |st| {
         let (s, u, b) = st.win(win)?.win.shared_query(rank)?;
-        // SAFETY: the standard's contract on the three outputs.
+        // SAFETY: `size`, `unit` and `baseptr` are MPI_Win_shared_query(_c)'s out-arguments (MPI 4.1 §12.2.3), each
+        // null or valid for writing one value for this call (`shared_query`'s `# Safety`): an `MPI_Aint`; an `int`, or
+        // an `MPI_Aint` in the `_c` form, which `large` says; and a `void *`, `baseptr` being the address of a pointer.
+        // `put` refuses null.
         unsafe {
             put(size, s as isize, "size")?;
             if large {
@@ -316,7 +343,9 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     disp_unit: *mut c_int,
     baseptr: *mut c_void,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `size` (one `MPI_Aint`), `disp_unit` (one `int`, so `large` is false) and `baseptr` (the address of one
+    // `void *`) are MPI_Win_shared_query's out-arguments, null or writable for this call (MPI 4.1 §12.2.3), as
+    // `shared_query`'s `# Safety` requires.
     unsafe { shared_query("MPI_Win_shared_query", win, rank, size, disp_unit.cast(), false, baseptr) }
 }
 
@@ -328,7 +357,9 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     disp_unit: *mut isize,
     baseptr: *mut c_void,
 ) -> c_int {
-    // SAFETY: the standard's contract, passed on.
+    // SAFETY: `size` (one `MPI_Aint`), `disp_unit` (one `MPI_Aint`, so `large` is true) and `baseptr` (the address of
+    // one `void *`) are MPI_Win_shared_query_c's out-arguments, null or writable for this call (MPI 4.1 §12.2.3), as
+    // `shared_query`'s `# Safety` requires.
     unsafe { shared_query("MPI_Win_shared_query_c", win, rank, size, disp_unit.cast(), true, baseptr) }
 }
 
@@ -337,7 +368,8 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(info: Handle, comm: Handle, win:
     with_state("MPI_Win_create_dynamic", comm, |st| {
         let c = st.comm(comm)?.comm.clone();
         let w = RawWindow::create_dynamic(&c)?;
-        // SAFETY: the standard's contract on `win`.
+        // SAFETY: `win` is MPI_Win_create_dynamic's out-argument (MPI 4.1 §12.2.4), null or valid for writing one
+        // handle for this call, which is what `new_win` needs; `new_win` refuses null.
         unsafe { new_win(st, w, info, win) }
     })
 }
@@ -346,7 +378,8 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(info: Handle, comm: Handle, win:
 pub unsafe extern "C" fn MPI_Win_attach(win: Handle, base: *mut c_void, size: isize) -> c_int {
     with_state("MPI_Win_attach", win, |st| {
         let size = size_arg(size)?;
-        // SAFETY: the standard's contract: attached memory stays valid until detached.
+        // SAFETY: `base` and `size` are the memory MPI_Win_attach exposes (MPI 4.1 §12.2.4), which the program keeps
+        // allocated while it is attached, until MPI_Win_detach or MPI_Win_free: what `RawWindow::attach` requires.
         unsafe { st.win_mut(win)?.win.attach(base.cast(), size)? };
         Ok(())
     })
@@ -359,7 +392,8 @@ pub unsafe extern "C" fn MPI_Win_detach(win: Handle, base: *const c_void) -> c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on `win`; checked for null.
+    // SAFETY: `win` is MPI_Win_free's in/out handle argument (MPI 4.1 §12.2.5), null or valid for reading and writing
+    // one handle for this call; `read_arg` refuses null.
     let h = match unsafe { read_arg(win, "win") } {
         Ok(h) => h,
         Err(f) => return with_state("MPI_Win_free", MPI_COMM_WORLD, |_| Err(f)),
@@ -382,7 +416,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Win_get_group(win: Handle, group: *mut Handle) -> c_int {
     with_state("MPI_Win_get_group", win, |st| {
         let g = mpi::group::Group::of(st.win(win)?.win.communicator());
-        // SAFETY: the standard's contract on `group`.
+        // SAFETY: `group` is MPI_Win_get_group's out-argument, null or valid for writing one group handle for this
+        // call, which is what `new_group` needs; `put` within it refuses null.
         unsafe { st.new_group(g, group) }
     })
 }
@@ -400,7 +435,8 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, info_used: *mut Handle) -> c_int {
     with_state("MPI_Win_get_info", win, |st| {
         let p = st.win(win)?.info.clone();
-        // SAFETY: the standard's contract on `info_used`.
+        // SAFETY: `info_used` is MPI_Win_get_info's out-argument (MPI 4.1 §12.2.7), null or valid for writing one info
+        // handle for this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(p, info_used, "info_used") }
     })
 }
@@ -408,7 +444,8 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, info_used: *mut Handle) -
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) -> c_int {
     with_state("MPI_Win_set_name", win, |st| {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `win_name` is MPI_Win_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
+        // this call, or null, which `c_name` refuses.
         let name = unsafe { crate::env::c_name(win_name)? };
         st.win_mut(win)?.name = name;
         Ok(())
@@ -420,7 +457,8 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
     with_state("MPI_Win_get_name", win, |st| {
         // The null handle has a name too, as the null communicator does.
         let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { st.win(win)?.name.clone() };
-        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        // SAFETY: `win_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
+        // as MPI 4.1 §7.8 requires of MPI_Win_get_name's out-arguments: `put_name`'s `# Safety` (null is refused).
         unsafe { crate::env::put_name(&name, win_name, resultlen) }
     })
 }
@@ -439,7 +477,8 @@ pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_i
 pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
     with_state("MPI_Win_get_errhandler", win, |st| {
         let e = crate::errh::handed_out(st.win(win)?.errhandler);
-        // SAFETY: the standard's contract on `errhandler`.
+        // SAFETY: `errhandler` is MPI_Win_get_errhandler's out-argument (MPI 4.1 §9.3.2), null or valid for writing one
+        // handle for this call; `put` refuses null.
         unsafe { put(errhandler, e, "errhandler") }
     })
 }
@@ -465,20 +504,23 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             MPI_WIN_BASE => {
                 // The base itself, not its address (§12.2.6).
                 let b = e.base;
-                // SAFETY: the standard's contract: `attribute_val` is the address of a `void *`.
+                // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, declared `void *` but, as MPI 4.1 §7.7.3
+                // and §12.2.6 define it, the address of one writable `void *` (MPI_WIN_BASE's value is the base
+                // itself); `flag` points to one writable `int`; both for this call. `put` refuses null.
                 return unsafe {
                     put(attribute_val.cast::<*mut c_void>(), b, "attribute_val")?;
                     put(flag, 1, "flag")
                 };
             }
-            MPI_WIN_SIZE => (&e.size as *const isize).cast(),
-            MPI_WIN_DISP_UNIT => (&e.disp_unit as *const c_int).cast(),
-            MPI_WIN_CREATE_FLAVOR => (&e.flavor as *const c_int).cast(),
-            MPI_WIN_MODEL => (&e.model as *const c_int).cast(),
+            MPI_WIN_SIZE => (&e.predefined.size as *const isize).cast(),
+            MPI_WIN_DISP_UNIT => (&e.predefined.disp_unit as *const c_int).cast(),
+            MPI_WIN_CREATE_FLAVOR => (&e.predefined.flavor as *const c_int).cast(),
+            MPI_WIN_MODEL => (&e.predefined.model as *const c_int).cast(),
             k => {
                 st.keyval_of(k)?;
                 let v = e.attrs.iter().find(|a| a.0 == k).map(|a| a.1);
-                // SAFETY: the standard's contract: `attribute_val` is the address of a `void *`.
+                // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, the address of one writable `void *` (MPI
+                // 4.1 §7.7.3), and `flag` points to one writable `int`, both for this call; `put` refuses null.
                 return unsafe {
                     if let Some(v) = v {
                         put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
@@ -487,9 +529,10 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
                 };
             }
         };
-        // SAFETY: the standard's contract: `attribute_val` is the address
-        // of a `void *`, which receives the address of the value, kept in
-        // the window's entry until it is freed.
+        // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, the address of one writable `void *` (MPI 4.1
+        // §7.7.3), and `flag` points to one writable `int`, both for this call; `put` refuses null. The pointer written
+        // is the address of the value in the window's boxed `Predefined`, which the program reads after this call
+        // (§12.2.6); the box does not move when `st.wins` grows, and lives until MPI_Win_free drops the entry.
         unsafe {
             put(attribute_val.cast::<*const c_void>(), p, "attribute_val")?;
             put(flag, 1, "flag")
@@ -565,7 +608,9 @@ pub unsafe extern "C" fn MPI_Alloc_mem(size: isize, info: Handle, baseptr: *mut 
             return Err(Fail::new(MPI_ERR_NO_MEM, format!("MPI_Alloc_mem of {size} bytes: out of memory")));
         }
         st.mems.insert(p as Handle, layout);
-        // SAFETY: the standard's contract: `baseptr` is the address of a `void *` (checked not null).
+        // SAFETY: `baseptr` is not null (checked above) and is MPI_Alloc_mem's out-argument, which MPI 4.1 §9.2
+        // declares `void *` but defines as the address of one `void *`, valid and aligned for writing one pointer for
+        // this call.
         unsafe { baseptr.cast::<*mut u8>().write(p) };
         Ok(())
     })
@@ -619,7 +664,9 @@ enum Op {
 /// that make one.
 ///
 /// # Safety
-/// The standard's contract on the call's buffers.
+/// `origin` holds `ocount` elements of `otype` for the call; a get's `origin` and a get-accumulate's
+/// `result` have room for their elements and are not accessed by the program until the operation
+/// completes (MPI 4.1 §12.3).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn communicate(
     st: &mut State,
@@ -655,20 +702,27 @@ unsafe fn communicate(
         Op::Put => {
             let span = st.span_c(ocount, otype)?;
             let w = &mut st.win_mut(win)?.win;
-            // SAFETY: the standard's contract: `origin` holds the elements (copied now).
+            // SAFETY: `origin` holds `ocount` elements of `otype` (`span`), readable for this call, as MPI 4.1 §12.3.1
+            // requires of MPI_Put's origin buffer (`communicate`'s `# Safety`); `RawWindow::put` copies them before it
+            // returns, so that is all it requires.
             unsafe { w.put(origin.cast(), &span, &target)? };
             Ok(None)
         }
         Op::Get => {
             let span = st.span_c(ocount, otype)?;
             let w = &mut st.win_mut(win)?.win;
-            // SAFETY: the standard's contract: `origin` stays writable until completion.
+            // SAFETY: `origin` has room for `ocount` elements of `otype` (`span`), and MPI 4.1 §12.3.2 forbids the
+            // program to access it until the get completes (at the epoch's end, a flush, or its request's completion,
+            // §12.5): `communicate`'s `# Safety`, and what `RawWindow::get` requires until the returned operation
+            // completes.
             Ok(Some(unsafe { w.get(origin.cast(), &span, &target)? }))
         }
         Op::Acc(h) => {
             let (a, e, span) = (acc_op(h)?, elem(st)?, st.span_c(ocount, otype)?);
             let w = &mut st.win_mut(win)?.win;
-            // SAFETY: the standard's contract: `origin` holds the elements (copied now).
+            // SAFETY: `origin` holds `ocount` elements of `otype` (`span`), readable for this call, as MPI 4.1 §12.3.4
+            // requires of MPI_Accumulate's origin buffer (`communicate`'s `# Safety`); `RawWindow::accumulate` copies
+            // them before it returns.
             unsafe { w.accumulate(origin.cast(), &span, &target, e, a)? };
             Ok(None)
         }
@@ -678,8 +732,10 @@ unsafe fn communicate(
             let span = if a == AccOp::NoOp { Span::bytes(0) } else { st.span_c(ocount, otype)? };
             let rspan = st.span_c(result.1, result.2)?;
             let w = &mut st.win_mut(win)?.win;
-            // SAFETY: the standard's contract: `origin` holds its elements,
-            // `result` stays writable until completion.
+            // SAFETY: `origin` holds `ocount` elements of `otype` for this call (under MPI_NO_OP `span` is empty and
+            // nothing is read), and `result.0` has room for `result.1` elements of `result.2` (`rspan`), which MPI 4.1
+            // §12.3.4 forbids the program to access until the operation completes: `communicate`'s `# Safety`, and
+            // `RawWindow::get_accumulate`'s.
             Ok(Some(unsafe { w.get_accumulate(origin.cast(), &span, result.0.cast(), &rspan, &target, e, a)? }))
         }
     }
@@ -688,7 +744,8 @@ unsafe fn communicate(
 /// Run a communication call; with `request`, hand its request out.
 ///
 /// # Safety
-/// The standard's contract on the call's arguments.
+/// The buffers as [`communicate`] requires; `request`, when given, is null or valid for writing one handle
+/// for the call.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn call(
     name: &str,
@@ -702,7 +759,9 @@ unsafe fn call(
     request: Option<*mut Handle>,
 ) -> c_int {
     with_state(name, win, |st| {
-        // SAFETY: this function's contract.
+        // SAFETY: `origin`, `result`, their counts and types are this function's own arguments, unchanged, so
+        // `communicate`'s `# Safety` (origin readable for the call; a get's origin or a get-accumulate's result
+        // writable and untouched until the operation completes, MPI 4.1 §12.3) is `call`'s own.
         let issued = unsafe { communicate(st, op, origin, ocount, otype, result, t, win)? };
         // Without a request, the operation completes at the epoch's end or
         // a flush (§12.3).
@@ -712,7 +771,8 @@ unsafe fn call(
             Some(op) => w.request(op),
             None => w.done(),
         };
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `out` is the `request` out-argument of an MPI_R* call (MPI 4.1 §12.3.5), valid for writing one handle
+        // for this call (`call`'s `# Safety`); `new_request` refuses null as well.
         unsafe { new_request(st, Slot::Op(mpi::staged::Staged::plain(r)), out) }
     })
 }
@@ -735,7 +795,9 @@ macro_rules! put_get {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Put's origin, MPI 4.1 §12.3.1), or
+            // for MPI_Get has room for them and is not accessed by the program until the get completes (§12.3.2); there
+            // is no result buffer and no request: `call`'s `# Safety`.
             unsafe { call(stringify!($plain), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
         }
         #[no_mangle]
@@ -750,7 +812,9 @@ macro_rules! put_get {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Put_c's origin, MPI 4.1 §12.3.1), or
+            // for MPI_Get_c has room for them and is not accessed by the program until the get completes (§12.3.2);
+            // there is no result buffer and no request: `call`'s `# Safety`.
             unsafe { call(stringify!($plain_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
         }
         #[no_mangle]
@@ -766,7 +830,9 @@ macro_rules! put_get {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Rput's origin), or for MPI_Rget has
+            // room for them and is not accessed by the program until the request completes (MPI 4.1 §12.3.5); `request`
+            // is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe { call(stringify!($req), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request)) }
         }
         #[no_mangle]
@@ -782,7 +848,9 @@ macro_rules! put_get {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Rput_c's origin), or for MPI_Rget_c
+            // has room for them and is not accessed by the program until the request completes (MPI 4.1 §12.3.5);
+            // `request` is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe { call(stringify!($req_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
         }
     };
@@ -808,7 +876,8 @@ macro_rules! accumulate {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, as MPI 4.1 §12.3.4 requires of
+            // MPI_Accumulate's origin buffer; there is no result buffer and no request: `call`'s `# Safety`.
             unsafe { call(stringify!($plain), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
         }
         #[no_mangle]
@@ -824,7 +893,8 @@ macro_rules! accumulate {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, as MPI 4.1 §12.3.4 requires of
+            // MPI_Accumulate_c's origin buffer; there is no result buffer and no request: `call`'s `# Safety`.
             unsafe { call(stringify!($plain_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
         }
         #[no_mangle]
@@ -841,7 +911,8 @@ macro_rules! accumulate {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Raccumulate's origin, MPI 4.1
+            // §12.3.5), and `request` is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe {
                 call(stringify!($req), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request))
             }
@@ -860,7 +931,8 @@ macro_rules! accumulate {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Raccumulate_c's origin, MPI 4.1
+            // §12.3.5), and `request` is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe { call(stringify!($req_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
         }
     };
@@ -888,7 +960,9 @@ macro_rules! get_accumulate {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
+            // `rt`, which the program does not access until the operation completes, as MPI 4.1 §12.3.4 requires of
+            // MPI_Get_accumulate's buffers; no request: `call`'s `# Safety`.
             unsafe {
                 call(
                     stringify!($plain),
@@ -919,7 +993,9 @@ macro_rules! get_accumulate {
             win: Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
+            // `rt`, which the program does not access until the operation completes, as MPI 4.1 §12.3.4 requires of
+            // MPI_Get_accumulate_c's buffers; no request: `call`'s `# Safety`.
             unsafe { call(stringify!($plain_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, None) }
         }
         #[no_mangle]
@@ -939,7 +1015,9 @@ macro_rules! get_accumulate {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
+            // `rt`, which the program does not access until the request completes (MPI_Rget_accumulate, MPI 4.1
+            // §12.3.5); `request` is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe {
                 call(
                     stringify!($req),
@@ -971,7 +1049,9 @@ macro_rules! get_accumulate {
             request: *mut Handle,
         ) -> c_int {
             let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: the standard's contract, passed on.
+            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
+            // `rt`, which the program does not access until the request completes (MPI_Rget_accumulate_c, MPI 4.1
+            // §12.3.5); `request` is valid for writing one handle for this call: `call`'s `# Safety`.
             unsafe {
                 call(stringify!($req_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, Some(request))
             }
@@ -992,7 +1072,9 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     win: Handle,
 ) -> c_int {
     let t = TargetArgs { rank, disp, count: 1, dt };
-    // SAFETY: the standard's contract, passed on (one element each).
+    // SAFETY: `o` holds one element of `dt`, readable for this call, and `r` has room for one, which the program does
+    // not access until the operation completes, as MPI 4.1 §12.3.4 requires of MPI_Fetch_and_op's buffers; no request:
+    // `call`'s `# Safety` with counts of 1.
     unsafe { call("MPI_Fetch_and_op", Op::GetAcc(op), o as *mut c_void, 1, dt, (r, 1, dt), t, win, None) }
 }
 
@@ -1009,7 +1091,9 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     with_state("MPI_Compare_and_swap", win, |st| {
         let e = crate::coll::elem_of(dt)?;
         let w = &mut st.win_mut(win)?.win;
-        // SAFETY: the standard's contract: one element at each buffer.
+        // SAFETY: `o` and `c` each hold one element of `dt`, readable for this call, and `r` has room for one, which
+        // the program does not access until the operation completes (MPI_Compare_and_swap, MPI 4.1 §12.3.4): what
+        // `RawWindow::compare_and_swap` requires.
         unsafe { w.compare_and_swap(o.cast(), c.cast(), r.cast(), e, rank, disp as i64)? };
         Ok(())
     })
@@ -1061,7 +1145,8 @@ pub extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
 pub unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c_int {
     with_state("MPI_Win_test", win, |st| {
         let done = st.win_mut(win)?.win.test_exposure()?;
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Win_test's out-argument, null or valid for writing one `int` for this call; `put`
+        // refuses null.
         unsafe { put(flag, c_int::from(done), "flag") }
     })
 }

@@ -43,6 +43,14 @@ static void attributes(MPI_Win win, int *buf)
     CHECK(flag && *flavor == MPI_WIN_FLAVOR_CREATE, "flavor %d", *flavor);
     MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag);
     CHECK(flag && (*model == MPI_WIN_UNIFIED || *model == MPI_WIN_SEPARATE), "model %d", *model);
+    /* The values stay where the pointers say while more windows are made
+     * (the library's table of windows grows and moves its entries). */
+    MPI_Aint size_was = *sz; int model_was = *model;
+    MPI_Win more[33];
+    for (int i = 0; i < 33; i++) MPI_Win_create(NULL, 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &more[i]);
+    CHECK(*sz == size_was && *unit == (int)sizeof(int) && *flavor == MPI_WIN_FLAVOR_CREATE && *model == model_was,
+          "the attribute values moved: size %ld unit %d flavor %d", (long)*sz, *unit, *flavor);
+    for (int i = 0; i < 33; i++) MPI_Win_free(&more[i]);
 
     char name[MPI_MAX_OBJECT_NAME]; int len;
     MPI_Win_set_name(win, "halo");

@@ -12,20 +12,23 @@ pub(crate) unsafe fn contiguous(call: &str, form: Form, count: i64, oldtype: Han
     with_state(call, MPI_COMM_WORLD, |st| {
         count_arg(count, "count")?;
         let args = Args::new(form, MPI_COMBINER_CONTIGUOUS, vec![count], vec![]);
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`contiguous`' `# Safety`), which is
+        // what `blocks_of` requires.
         unsafe { blocks_of(st, oldtype, &[count], &[0], true, args, newtype) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_contiguous's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
+    // for this call: `contiguous`' `# Safety`.
     unsafe { contiguous("MPI_Type_contiguous", Form::Int, count.into(), oldtype, newtype) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_contiguous_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
+    // for this call: `contiguous`' `# Safety`.
     unsafe { contiguous("MPI_Type_contiguous_c", Form::Large, count, oldtype, newtype) }
 }
 
@@ -59,7 +62,8 @@ pub(crate) unsafe fn vector(
         let step = disp_arg(stride)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "the stride overflows"))?;
         let layout = Layout::vector(n, len, step, &old)?;
         let contents = args.contents(vec![st.part(oldtype)?]);
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`vector`'s `# Safety`), which is
+        // what `define` requires; it refuses null.
         unsafe { define(st, layout, contents, newtype) }
     })
 }
@@ -73,7 +77,8 @@ pub unsafe extern "C" fn MPI_Type_vector(
     newtype: *mut Handle,
 ) -> c_int {
     let (c, b, s) = (count.into(), blocklength.into(), stride.into());
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_vector's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
+    // this call: `vector`'s `# Safety`.
     unsafe { vector("MPI_Type_vector", Form::Int, c, b, s, false, oldtype, newtype) }
 }
 
@@ -85,7 +90,8 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_vector_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
+    // this call: `vector`'s `# Safety`.
     unsafe { vector("MPI_Type_vector_c", Form::Large, count, blocklength, stride, false, oldtype, newtype) }
 }
 
@@ -98,7 +104,8 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     newtype: *mut Handle,
 ) -> c_int {
     let (c, b, s) = (count.into(), blocklength.into(), stride as i64);
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_create_hvector's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call: `vector`'s `# Safety`.
     unsafe { vector("MPI_Type_create_hvector", Form::Int, c, b, s, true, oldtype, newtype) }
 }
 
@@ -111,7 +118,8 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
     newtype: *mut Handle,
 ) -> c_int {
     let call = "MPI_Type_create_hvector_c";
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `newtype` is MPI_Type_create_hvector_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call: `vector`'s `# Safety`.
     unsafe { vector(call, Form::Large, count, blocklength, stride, true, oldtype, newtype) }
 }
 
@@ -150,7 +158,8 @@ pub(crate) unsafe fn indexed(
             counts.extend_from_slice(&disps);
             Args::new(form, combiner, counts, vec![])
         };
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`indexed`'s `# Safety`), which is
+        // what `blocks_of` requires.
         unsafe { blocks_of(st, oldtype, &all, &disps, !bytes, args, newtype) }
     })
 }
@@ -163,13 +172,16 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
+    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_indexed's caller
+    // to provide: `ints_arg`'s requirement (`array` refuses null when `count` > 0).
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
         Ok(Indexed { count: count.into(), lens, disps: ints_arg(array_of_displacements, n, "array_of_displacements")? })
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_indexed's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
+    // this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
     unsafe { indexed("MPI_Type_indexed", Form::Int, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
 }
 
@@ -181,13 +193,16 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
+    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_indexed_c's
+    // caller to provide: `counts_arg`'s requirement (`array` refuses null when `count` > 0).
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
         Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_indexed_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
+    // this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
     unsafe { indexed("MPI_Type_indexed_c", Form::Large, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
 }
 
@@ -199,7 +214,9 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
+    // of `array_of_blocklengths` (`int`s) and `array_of_displacements` (`MPI_Aint`s), which MPI 4.1 §5.1.2 requires
+    // MPI_Type_create_hindexed's caller to provide: `ints_arg`'s and `aints_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
@@ -210,7 +227,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
         })
     };
     let (call, c) = ("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_hindexed's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
 }
 
@@ -222,14 +240,17 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
+    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires
+    // MPI_Type_create_hindexed_c's caller to provide: `counts_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
         Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
     };
     let (call, c) = ("MPI_Type_create_hindexed_c", MPI_COMBINER_HINDEXED);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_hindexed_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
 }
 
@@ -241,14 +262,17 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: the array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
+    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_indexed_block's caller to provide:
+    // `ints_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let disps = ints_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
     };
     let (call, c) = ("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_indexed_block's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Int, c, false, read, oldtype, newtype) }
 }
 
@@ -260,14 +284,17 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: the array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
+    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_indexed_block_c's caller to provide:
+    // `counts_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok(Indexed { count, lens: vec![blocklength], disps })
     };
     let (call, c) = ("MPI_Type_create_indexed_block_c", MPI_COMBINER_INDEXED_BLOCK);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_indexed_block_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing
+    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Large, c, false, read, oldtype, newtype) }
 }
 
@@ -279,14 +306,17 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: the array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
+    // `array_of_displacements` (`MPI_Aint`s), which MPI 4.1 §5.1.2 requires MPI_Type_create_hindexed_block's caller to
+    // provide: `aints_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
     };
     let (call, c) = ("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_hindexed_block's out-argument (MPI 4.1 §5.1.2), null or valid for writing
+    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
 }
 
@@ -298,14 +328,17 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: the array holds `count` values.
+    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
+    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_hindexed_block_c's caller to provide:
+    // `counts_arg`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok(Indexed { count, lens: vec![blocklength], disps })
     };
     let (call, c) = ("MPI_Type_create_hindexed_block_c", MPI_COMBINER_HINDEXED_BLOCK);
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_hindexed_block_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing
+    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
     unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
 }
 
@@ -333,7 +366,8 @@ pub(crate) unsafe fn structure(
         let mut counts = vec![count];
         counts.extend_from_slice(&lens);
         let contents = Args::new(form, MPI_COMBINER_STRUCT, counts, disps).contents(parts);
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`structure`'s `# Safety`), which is
+        // what `define` requires; it refuses null.
         unsafe { define(st, l, contents, newtype) }
     })
 }
@@ -346,14 +380,18 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     array_of_types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `structure`, during this call, and reads `count` values (checked not negative) from
+    // each of `array_of_blocklengths` (`int`s), `array_of_displacements` (`MPI_Aint`s) and `array_of_types` (handles),
+    // which MPI 4.1 §5.1.2 requires MPI_Type_create_struct's caller to provide: `ints_arg`'s, `aints_arg`'s and
+    // `array`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
         let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok((Indexed { count: count.into(), lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_struct's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
+    // for this call, and `read` reads only the caller's arrays: `structure`'s `# Safety`.
     unsafe { structure("MPI_Type_create_struct", Form::Int, read, newtype) }
 }
 
@@ -365,14 +403,17 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
     array_of_types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract: each array holds `count` values.
+    // SAFETY: `read` runs inside `structure`, during this call, and reads `count` values (checked not negative) from
+    // each of `array_of_blocklengths`, `array_of_displacements` (`MPI_Count`s) and `array_of_types` (handles), which
+    // MPI 4.1 §5.1.2 requires MPI_Type_create_struct_c's caller to provide: `counts_arg`'s and `array`'s requirement.
     let read = || unsafe {
         let n = count_arg(count, "count")?;
         let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
         let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
         Ok((Indexed { count, lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_struct_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
+    // handle for this call, and `read` reads only the caller's arrays: `structure`'s `# Safety`.
     unsafe { structure("MPI_Type_create_struct_c", Form::Large, read, newtype) }
 }
 
@@ -395,7 +436,8 @@ pub(crate) unsafe fn resized(
         l.ub = lo.checked_add(ext).ok_or_else(|| Fail::new(MPI_ERR_ARG, "lb + extent overflows an address"))?;
         let contents =
             Args::new(form, MPI_COMBINER_RESIZED, vec![], vec![lb, extent]).contents(vec![st.part(oldtype)?]);
-        // SAFETY: the caller's contract on `newtype`.
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`resized`'s `# Safety`), which is
+        // what `define` requires; it refuses null.
         unsafe { define(st, l, contents, newtype) }
     })
 }
@@ -407,7 +449,8 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_resized's out-argument (MPI 4.1 §5.1.7), null or valid for writing one
+    // handle for this call: `resized`'s `# Safety`.
     unsafe { resized("MPI_Type_create_resized", Form::Int, oldtype, lb as i64, extent as i64, newtype) }
 }
 
@@ -418,7 +461,8 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     extent: i64,
     newtype: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `newtype` is MPI_Type_create_resized_c's out-argument (MPI 4.1 §5.1.7), null or valid for writing one
+    // handle for this call: `resized`'s `# Safety`.
     unsafe { resized("MPI_Type_create_resized_c", Form::Large, oldtype, lb, extent, newtype) }
 }
 
@@ -445,7 +489,8 @@ pub unsafe extern "C" fn MPI_Type_match_size(typeclass: c_int, size: c_int, data
         let h = found.ok_or_else(|| {
             Fail::new(MPI_ERR_ARG, format!("no predefined type of class {typeclass} has {size} bytes in this library"))
         })?;
-        // SAFETY: the standard's contract on `datatype`.
+        // SAFETY: `datatype` is MPI_Type_match_size's out-argument, null or valid for writing one handle for this call;
+        // `put` refuses null.
         unsafe { put(datatype, h, "datatype") }
     })
 }
@@ -494,7 +539,9 @@ pub(crate) fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>, out: *
             h
         }
     };
-    // SAFETY: the standard's contract on `newtype`.
+    // SAFETY: `out` is the `newtype` out-argument of the MPI_Type_create_f90_* call that called this function (the only
+    // callers), null or valid for writing one handle for this call; `put` refuses null. Note: `f90_type` is a safe
+    // function, so nothing in its signature obliges a caller to pass such a pointer.
     unsafe { put(out, h, "newtype") }
 }
 

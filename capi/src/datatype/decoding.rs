@@ -38,7 +38,8 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
 ) -> c_int {
     with_state("MPI_Type_get_envelope", MPI_COMM_WORLD, |st| {
         let ([ni, na, _, nd], c) = envelope(st, datatype, Form::Int)?;
-        // SAFETY: the standard's contract on the pointers.
+        // SAFETY: `num_integers`, `num_addresses`, `num_datatypes` and `combiner` are MPI_Type_get_envelope's
+        // out-arguments (MPI 4.1 §5.1.13), each null or valid for writing one `int` for this call; `put` refuses null.
         unsafe {
             put(num_integers, ni as c_int, "num_integers")?;
             put(num_addresses, na as c_int, "num_addresses")?;
@@ -59,7 +60,9 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
 ) -> c_int {
     with_state("MPI_Type_get_envelope_c", MPI_COMM_WORLD, |st| {
         let ([ni, na, nc, nd], c) = envelope(st, datatype, Form::Large)?;
-        // SAFETY: the standard's contract on the pointers.
+        // SAFETY: `num_integers`, `num_addresses`, `num_large_counts` and `num_datatypes` (`MPI_Count`s) and `combiner`
+        // (an `int`) are MPI_Type_get_envelope_c's out-arguments (MPI 4.1 §5.1.13), each null or valid for writing one
+        // value for this call; `put` refuses null.
         unsafe {
             put(num_integers, ni as i64, "num_integers")?;
             put(num_addresses, na as i64, "num_addresses")?;
@@ -91,7 +94,9 @@ pub(crate) unsafe fn fill<T: Copy>(out: *mut T, max: i64, vals: &[T], what: &str
         if out.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, format!("array_of_{what} is a null pointer")));
         }
-        // SAFETY: the caller's contract; `vals` fits (checked).
+        // SAFETY: `out` is not null (checked above) and holds `max` values of `T`, writable for this call (`fill`'s
+        // `# Safety`), and `vals.len()` <= `max` (checked above); `vals` is the library's own, so the two do not
+        // overlap.
         unsafe { std::ptr::copy_nonoverlapping(vals.as_ptr(), out, vals.len()) };
     }
     Ok(())
@@ -109,7 +114,8 @@ pub(crate) unsafe fn decode(st: &mut State, datatype: Handle, form: Form, out: C
             "MPI_Type_get_contents of a named predefined datatype (its combiner is MPI_COMBINER_NAMED)",
         ));
     };
-    // SAFETY: the caller's contract on the arrays.
+    // SAFETY: each of `out.ints`, `out.aints` and `out.counts` has room for its maximum (`out.max[0..3]`), writable for
+    // this call (`decode`'s `# Safety`): what `fill` requires; it checks the values fit and refuses null.
     unsafe {
         fill(out.ints, out.max[0], &c.ints, "integers")?;
         fill(out.aints, out.max[1], &c.aints, "addresses")?;
@@ -128,9 +134,8 @@ pub(crate) unsafe fn decode(st: &mut State, datatype: Handle, form: Form, out: C
             }
         })
         .collect();
-    // SAFETY: this function's contract: `out.types` holds `out.max[3]`
-    // handles (MPI_Type_get_contents's `max_datatypes`); `fill` checks the
-    // count fits and the pointer is not null.
+    // SAFETY: `out.types` has room for `out.max[3]` handles (MPI_Type_get_contents' `max_datatypes`), writable for this
+    // call (`decode`'s `# Safety`): what `fill` requires; it checks the handles fit and refuses null.
     unsafe { fill(out.types, out.max[3], &handles, "datatypes") }
 }
 
@@ -152,7 +157,9 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
             counts: std::ptr::null_mut(),
             types: array_of_datatypes,
         };
-        // SAFETY: the standard's contract: each array holds its max.
+        // SAFETY: `array_of_integers`, `array_of_addresses` and `array_of_datatypes` have room for `max_integers`,
+        // `max_addresses` and `max_datatypes` entries, writable for this call, as MPI 4.1 §5.1.13 requires of
+        // MPI_Type_get_contents' caller; the large-count array is null with a maximum of 0: `decode`'s `# Safety`.
         unsafe { decode(st, datatype, Form::Int, out) }
     })
 }
@@ -177,7 +184,9 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             counts: array_of_large_counts,
             types: array_of_datatypes,
         };
-        // SAFETY: the standard's contract: each array holds its max.
+        // SAFETY: `array_of_integers`, `array_of_addresses`, `array_of_large_counts` and `array_of_datatypes` have room
+        // for their `max_*` entries, writable for this call, as MPI 4.1 §5.1.13 requires of MPI_Type_get_contents_c's
+        // caller: `decode`'s `# Safety`.
         unsafe { decode(st, datatype, Form::Large, out) }
     })
 }

@@ -289,7 +289,9 @@ impl State {
     ) -> R<Blocks> {
         let l = self.committed(dt)?;
         let cs: Vec<usize> = counts.iter().map(|&c| count_arg(c, "a count")).collect::<R<_>>()?;
-        // SAFETY: this function's contract is `blocks`'s.
+        // SAFETY: `buf` holds the blocks `cs` and `displs` name (`State::blocks`' `# Safety`); its callers (the
+        // v-collectives) also keep it readable when `fill` and leave it to the returned `Blocks` until the operation
+        // completes, as MPI 4.1 §6.12 and §6.13 oblige their callers to: what `mpi::staged::blocks` requires.
         Ok(unsafe { mpi::staged::blocks(buf.cast(), &cs, displs, &l, fill) }?)
     }
 }
@@ -398,7 +400,8 @@ pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, 
     let h = st.new_handle();
     let def = Arc::new(TypeDef { layout: Arc::new(layout), contents });
     st.types.insert(h, TypeEntry { def, committed: false, name: String::new() });
-    // SAFETY: non-null; the caller's contract.
+    // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `define`'s
+    // `# Safety` requires of its callers (each passes its MPI call's `newtype`).
     unsafe { out.write(h) };
     Ok(())
 }
@@ -436,7 +439,8 @@ unsafe fn blocks_of(
         b.place(&child, at, count_arg(len, "a block length")?)?;
     }
     let contents = args.contents(vec![st.part(old)?]);
-    // SAFETY: the caller's contract on `out`.
+    // SAFETY: `out` is null or valid for writing one handle for this call (`blocks_of`'s `# Safety`), which is what
+    // `define` requires; it refuses null.
     unsafe { define(st, b.finish(), contents, out) }
 }
 
@@ -446,7 +450,8 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
         let l = (*st.layout(oldtype)?).clone();
         let committed = st.types.get(&oldtype).is_none_or(|e| e.committed);
         let contents = Args::new(Form::Int, MPI_COMBINER_DUP, vec![], vec![]).contents(vec![st.part(oldtype)?]);
-        // SAFETY: the standard's contract on `newtype`.
+        // SAFETY: `newtype` is MPI_Type_dup's out-argument, null or valid for writing one handle for this call, which
+        // is what `define` requires; it refuses null.
         unsafe { define(st, l, contents, newtype)? };
         // A duplicate is committed if its original was (§5.1.10).
         // SAFETY: `define` wrote it.
@@ -461,7 +466,8 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
     with_state("MPI_Type_commit", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `datatype`.
+        // SAFETY: `datatype` is MPI_Type_commit's in/out handle argument, null or readable for one handle for this
+        // call; `read_arg` refuses null.
         let dt = unsafe { read_arg(datatype, "datatype")? };
         match st.types.get_mut(&dt) {
             Some(e) => e.committed = true,
@@ -475,7 +481,8 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
     with_state("MPI_Type_free", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `datatype`.
+        // SAFETY: `datatype` is MPI_Type_free's in/out handle argument, null or readable and writable for one handle
+        // for this call; `read_arg` refuses null.
         let dt = unsafe { read_arg(datatype, "datatype")? };
         if is_f90(st.type_entry(dt)?) {
             return Err(Fail::new(MPI_ERR_TYPE, "a type from MPI_Type_create_f90_* is predefined: it cannot be freed"));
@@ -485,8 +492,8 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
         // Operations in progress and types built from it keep their own
         // copy of the layout (§5.1.10).
         st.types.remove(&dt);
-        // SAFETY: the standard's contract on `datatype` (MPI 4.1 §5.1.10:
-        // INOUT): it was readable above, and it is writable.
+        // SAFETY: `datatype` is not null (`read_arg` accepted it above) and, as MPI_Type_free's in/out handle argument,
+        // writable for one handle for this call.
         unsafe { datatype.write(MPI_DATATYPE_NULL) };
         Ok(())
     })
@@ -495,13 +502,15 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
     if let Some(l) = user_fn_layout(datatype) {
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Type_size's out-argument (MPI 4.1 §5.1.5), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         return unsafe { put(size, l.size as c_int, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
     }
     with_state("MPI_Type_size", MPI_COMM_WORLD, |st| {
         let n = st.layout(datatype)?.size;
         let n = c_int::try_from(n).unwrap_or(MPI_UNDEFINED);
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Type_size's out-argument (MPI 4.1 §5.1.5), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(size, n, "size") }
     })
 }
@@ -509,12 +518,14 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: Handle, size: *mut c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_int {
     if let Some(l) = user_fn_layout(datatype) {
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Type_size_c's out-argument (MPI 4.1 §5.1.5), null or valid for writing one `MPI_Count`
+        // for this call; `put` refuses null.
         return unsafe { put(size, l.size as i64, "size") }.map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
     }
     with_state("MPI_Type_size_c", MPI_COMM_WORLD, |st| {
         let n = st.layout(datatype)?.size as i64;
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Type_size_c's out-argument (MPI 4.1 §5.1.5), null or valid for writing one `MPI_Count`
+        // for this call; `put` refuses null.
         unsafe { put(size, n, "size") }
     })
 }
@@ -547,16 +558,16 @@ unsafe fn bounds<T>(
     // need no state (§6.9.5 lets the function query its datatype).
     if let Some(l) = user_fn_layout(datatype) {
         let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
-        // SAFETY: this function's contract: `lb` and `extent` are null
-        // (refused by `put`) or writable, as the MPI call's OUT arguments.
+        // SAFETY: `lb` and `extent` are null or each valid for writing one `T` for this call (`bounds`' `# Safety`: the
+        // MPI call's out-arguments); `put` refuses null.
         return unsafe { put(lb, conv(lo), "lb").and_then(|_| put(extent, conv(hi - lo), "extent")) }
             .map_or(MPI_ERR_ARG, |_| MPI_SUCCESS);
     }
     with_state(call, MPI_COMM_WORLD, |st| {
         let l = st.layout(datatype)?;
         let (lo, hi) = if true_ { (l.true_lb, l.true_ub) } else { (l.lb, l.ub) };
-        // SAFETY: as the early return above: `lb` and `extent` are null
-        // or writable (this function's contract).
+        // SAFETY: `lb` and `extent` are null or each valid for writing one `T` for this call (`bounds`' `# Safety`: the
+        // MPI call's out-arguments); `put` refuses null.
         unsafe {
             put(lb, conv(lo), "lb")?;
             put(extent, conv(hi - lo), "extent")
@@ -566,25 +577,29 @@ unsafe fn bounds<T>(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `lb` and `extent` are MPI_Type_get_extent's out-arguments (MPI 4.1 §5.1.7), each null or valid for
+    // writing one `MPI_Aint` for this call: `bounds`' `# Safety`.
     unsafe { bounds("MPI_Type_get_extent", datatype, false, lb, extent, |v| v) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `lb` and `extent` are MPI_Type_get_extent_c's out-arguments (MPI 4.1 §5.1.7), each null or valid for
+    // writing one `MPI_Count` for this call: `bounds`' `# Safety`.
     unsafe { bounds("MPI_Type_get_extent_c", datatype, false, lb, extent, |v| v as i64) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `lb` and `extent` are MPI_Type_get_true_extent's out-arguments (MPI 4.1 §5.1.8), each null or valid for
+    // writing one `MPI_Aint` for this call: `bounds`' `# Safety`.
     unsafe { bounds("MPI_Type_get_true_extent", datatype, true, lb, extent, |v| v) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `lb` and `extent` are MPI_Type_get_true_extent_c's out-arguments (MPI 4.1 §5.1.8), each null or valid for
+    // writing one `MPI_Count` for this call: `bounds`' `# Safety`.
     unsafe { bounds("MPI_Type_get_true_extent_c", datatype, true, lb, extent, |v| v as i64) }
 }
 
@@ -598,7 +613,8 @@ unsafe fn elements(st: &State, status: *const MpiStatus, datatype: Handle, basic
     if status.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "status is a null pointer (MPI_STATUS_IGNORE has no count)"));
     }
-    // SAFETY: non-null and readable by the caller's contract.
+    // SAFETY: `status` is not null (checked above) and readable for one MPI_Status for this call (`elements`'
+    // `# Safety`: the status the program passes to MPI_Get_count or MPI_Get_elements).
     let bytes = unsafe { status.read() }.bytes();
     let l = st.layout(datatype)?;
     let n = if basic {
@@ -629,39 +645,45 @@ unsafe fn count_call<T>(
     conv: fn(i64) -> T,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        // SAFETY: the caller's contract on `status` and `count`.
+        // SAFETY: `status` is null or readable for one MPI_Status, and `count` null or valid for writing one `T`, for
+        // this call (`count_call`'s `# Safety`): what `elements` requires, and `put`'s (it refuses null).
         unsafe { put(count, conv(elements(st, status, datatype, basic)?), "count") }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `status` is MPI_Get_count's status (MPI 4.1 §3.2.5), null or readable for one MPI_Status, and `count` its
+    // out-argument, null or valid for writing one `int`, for this call: `count_call`'s `# Safety`.
     unsafe { count_call("MPI_Get_count", status, datatype, false, count, as_int) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `status` is MPI_Get_count_c's status (MPI 4.1 §3.2.5), null or readable for one MPI_Status, and `count`
+    // its out-argument, null or valid for writing one `MPI_Count`, for this call: `count_call`'s `# Safety`.
     unsafe { count_call("MPI_Get_count_c", status, datatype, false, count, |n| n) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `status` is MPI_Get_elements' status, null or readable for one MPI_Status, and `count` its out-argument,
+    // null or valid for writing one `int`, for this call: `count_call`'s `# Safety`.
     unsafe { count_call("MPI_Get_elements", status, datatype, true, count, as_int) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: the standard's contract on the pointers.
+    // SAFETY: `status` is MPI_Get_elements_c's status, null or readable for one MPI_Status, and `count` its
+    // out-argument, null or valid for writing one `MPI_Count`, for this call: `count_call`'s `# Safety`.
     unsafe { count_call("MPI_Get_elements_c", status, datatype, true, count, |n| n) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
     with_state("MPI_Get_address", MPI_COMM_WORLD, |_| {
-        // SAFETY: the standard's contract on `address`.
+        // SAFETY: `address` is MPI_Get_address's out-argument (MPI 4.1 §5.1.5), null or valid for writing one
+        // `MPI_Aint` for this call; `put` refuses null. `location` is never dereferenced.
         unsafe { put(address, location as isize, "address") }
     })
 }
@@ -681,7 +703,8 @@ pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c_char) -> c_int {
     with_state("MPI_Type_set_name", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract: a NUL-terminated string.
+        // SAFETY: `type_name` is MPI_Type_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
+        // this call, or null, which `c_name` refuses.
         let name = unsafe { crate::env::c_name(type_name)? };
         // A predefined type may be renamed too (§7.8), for this process.
         if predefined_name(datatype).is_some() && datatype != MPI_DATATYPE_NULL {
@@ -704,7 +727,8 @@ pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_c
             (None, Some(n)) => n.clone(),
             (None, None) => predefined_name(datatype).ok_or_else(|| unknown_type(datatype))?.to_string(),
         };
-        // SAFETY: the standard's contract on the pointers.
+        // SAFETY: `type_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
+        // as MPI 4.1 §7.8 requires of MPI_Type_get_name's caller: `put_name`'s `# Safety` (null is refused).
         unsafe { crate::env::put_name(&name, type_name, resultlen) }
     })
 }

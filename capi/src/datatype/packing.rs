@@ -9,7 +9,8 @@ pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: Handle, comm: H
         let n = count_arg(incount, "incount")?;
         let bytes = st.layout(datatype)?.size.checked_mul(n).and_then(|b| c_int::try_from(b).ok());
         let bytes = bytes.ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the packed size does not fit an int"))?;
-        // SAFETY: the standard's contract on `size`.
+        // SAFETY: `size` is MPI_Pack_size's out-argument (MPI 4.1 §5.2.1), null or valid for writing one `int` for this
+        // call; `put` refuses null.
         unsafe { put(size, bytes, "size") }
     })
 }
@@ -20,7 +21,8 @@ pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: Handle, comm: H
 /// # Safety
 /// `position` is null or readable.
 pub(crate) unsafe fn position(position: *const c_int, size: c_int, need: usize, call: &str) -> R<usize> {
-    // SAFETY: the caller's contract on `position`.
+    // SAFETY: `position` is null or readable for one `int` for this call (`position`'s `# Safety`, from the in/out
+    // argument of MPI_Pack or MPI_Unpack); `read_arg` refuses null.
     let at = unsafe { read_arg(position, "position")? };
     let (at, size) = (count_arg(at, "position")?, count_arg(size, "the buffer size")?);
     if at.checked_add(need).is_none_or(|end| end > size) {
@@ -45,9 +47,12 @@ pub unsafe extern "C" fn MPI_Pack(
     with_state("MPI_Pack", comm, |st| {
         st.comm(comm)?;
         let span = st.span(incount, datatype)?;
-        // SAFETY: the standard's contract on `position`.
+        // SAFETY: `position_` is MPI_Pack's in/out argument (MPI 4.1 §5.2.1), null or readable and writable for one
+        // `int` for this call: `position`'s `# Safety` (it refuses null).
         let at = unsafe { position(position_, outsize, span.len(), "MPI_Pack")? };
-        // SAFETY: the standard's contract: `inbuf` holds the elements.
+        // SAFETY: `inbuf` holds `incount` elements of `datatype` (`span`), readable for this call, as MPI 4.1 §5.2.1
+        // requires of MPI_Pack's caller, and the bytes borrowed are used before the call returns: what `outgoing`
+        // requires.
         let data = unsafe { outgoing(inbuf.cast(), &span, "input")? };
         if !data.is_empty() {
             if outbuf.is_null() {
@@ -75,9 +80,12 @@ pub unsafe extern "C" fn MPI_Unpack(
     with_state("MPI_Unpack", comm, |st| {
         st.comm(comm)?;
         let span = st.span(outcount, datatype)?;
-        // SAFETY: the standard's contract on `position`.
+        // SAFETY: `position_` is MPI_Unpack's in/out argument (MPI 4.1 §5.2.1), null or readable and writable for one
+        // `int` for this call: `position`'s `# Safety` (it refuses null).
         let at = unsafe { position(position_, insize, span.len(), "MPI_Unpack")? };
-        // SAFETY: the standard's contract: `outbuf` has room for the elements.
+        // SAFETY: `outbuf` has room for `outcount` elements of `datatype` (`span`), writable for this call, as MPI 4.1
+        // §5.2.1 requires of MPI_Unpack's caller, and `into` is finished below, within the call: what `incoming`
+        // requires.
         let mut into = unsafe { incoming(outbuf.cast(), &span, "output", false)? };
         if into.len > 0 {
             if inbuf.is_null() {
@@ -90,7 +98,8 @@ pub unsafe extern "C" fn MPI_Unpack(
             }
         }
         let n = into.len;
-        // SAFETY: the output buffer's contract, as above.
+        // SAFETY: `outbuf` is still MPI_Unpack's output buffer, writable for this call (MPI 4.1 §5.2.1), and `into` was
+        // made from it in this call: what `Incoming::finish` requires. `n` is the number of bytes copied into `into`.
         unsafe { into.finish(n as u64) };
         // SAFETY: checked non-null above.
         unsafe { position_.write((at + n) as c_int) };
@@ -122,7 +131,8 @@ pub unsafe extern "C" fn MPI_Type_get_value_index(
             (MPI_INTEGER, MPI_INTEGER) => MPI_2INTEGER,
             _ => MPI_DATATYPE_NULL,
         };
-        // SAFETY: the standard's contract on `pair_type`.
+        // SAFETY: `pair_type` is MPI_Type_get_value_index's out-argument, null or valid for writing one handle for this
+        // call; `put` refuses null.
         unsafe { put(pair_type, pair, "pair_type") }
     })
 }

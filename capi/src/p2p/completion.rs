@@ -180,7 +180,8 @@ pub(crate) unsafe fn one(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the caller's contract, passed on.
+    // SAFETY: `request` is readable and writable for one handle, and `flag` and `status` are null or writable for one
+    // `int` and one MPI_Status, for this call (`one`'s `# Safety`), which is `one_on`'s requirement.
     unsafe { one_on(call, MPI_COMM_WORLD, block, request, flag, status) }
 }
 
@@ -192,7 +193,8 @@ pub(crate) unsafe fn one(
 /// # Safety
 /// `request` is readable and writable.
 pub(crate) unsafe fn wait_request(call: &str, comm: Handle, request: *mut Handle) -> c_int {
-    // SAFETY: the caller's contract; no status is written.
+    // SAFETY: `request` is readable and writable for one handle for this call (`wait_request`'s `# Safety`); `flag` and
+    // `status` are null, which `one_on` accepts and never writes.
     unsafe { one_on(call, comm, true, request, std::ptr::null_mut(), std::ptr::null_mut()) }
 }
 
@@ -210,19 +212,22 @@ pub(crate) unsafe fn one_on(
     status: *mut MpiStatus,
 ) -> c_int {
     completion(call, comm, block, |st| {
-        // SAFETY: the caller's contract on `request`.
+        // SAFETY: `request` is readable for one handle for this call (`one_on`'s `# Safety`, from MPI_Wait's or
+        // MPI_Test's caller, MPI 4.1 §3.7.3); `read_arg` refuses null.
         let h = unsafe { read_arg(request, "request")? };
         let done = settle_one(st, h, block, call)?;
         if !block {
-            // SAFETY: the caller's contract on `flag`.
+            // SAFETY: `flag` is null or valid for writing one `int` for this call (`one_on`'s `# Safety`: MPI_Test's
+            // out-argument); `put` refuses null.
             unsafe { put(flag, done as c_int, "flag")? };
         }
         if !done {
             return Ok(());
         }
         let (s, nh) = take(st, h, status, false);
-        // SAFETY: the caller's contract on `request` and `status`. A failed
-        // request is freed too, so that a test loop on it ends.
+        // SAFETY: `request` is not null (`read_arg` accepted it above) and writable for one handle, and `status` is
+        // null or valid for writing one MPI_Status, for this call (`one_on`'s `# Safety`). A failed request is freed
+        // too, so that a test loop on it ends.
         unsafe {
             request.write(nh);
             put_result(status, &s);
@@ -233,13 +238,17 @@ pub(crate) unsafe fn one_on(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `request` points to one readable and writable handle (MPI_Wait's in/out argument, MPI 4.1 §3.7.3) and
+    // `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call; `flag` is null: `one`'s
+    // `# Safety`.
     unsafe { one("MPI_Wait", true, request, std::ptr::null_mut(), status) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `request` points to one readable and writable handle, `flag` to one writable `int`, and `status` is null
+    // (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call, as MPI 4.1 §3.7.3 defines MPI_Test's
+    // arguments: `one`'s `# Safety`.
     unsafe { one("MPI_Test", false, request, flag, status) }
 }
 
@@ -257,8 +266,8 @@ pub(crate) unsafe fn handles_ref<'a>(count: c_int, reqs: *const Handle) -> R<&'a
     if reqs.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "array_of_requests is a null pointer"));
     }
-    // SAFETY: `reqs` is not null (checked) and holds `count` handles, as
-    // the MPI call's `array_of_requests` (this function's contract).
+    // SAFETY: `reqs` is not null (checked above), `count` > 0, and `reqs` holds `count` handles, readable for this call
+    // (`handles_ref`'s `# Safety`: the MPI call's `array_of_requests`); the slice is used within the call.
     Ok(unsafe { std::slice::from_raw_parts(reqs, count as usize) })
 }
 
@@ -267,12 +276,14 @@ pub(crate) unsafe fn handles_ref<'a>(count: c_int, reqs: *const Handle) -> R<&'a
 /// # Safety
 /// `reqs` holds `count` writable handles.
 pub(crate) unsafe fn handles<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
-    // SAFETY: the caller's contract; checked as for reading.
+    // SAFETY: `reqs` is null or holds `count` handles for this call (`handles`' `# Safety`), which covers
+    // `handles_ref`'s requirement of readable handles; it checks the count and null.
     let n = unsafe { handles_ref(count, reqs)? }.len();
     if n == 0 {
         return Ok(&mut []);
     }
-    // SAFETY: the caller's contract: `count` writable handles.
+    // SAFETY: `reqs` is not null (`handles_ref` refused null when `count` > 0, and `n` is `count`) and holds `n`
+    // handles, readable and writable for this call (`handles`' `# Safety`); nothing else reaches them during the call.
     Ok(unsafe { std::slice::from_raw_parts_mut(reqs, n) })
 }
 
@@ -291,12 +302,14 @@ pub(crate) unsafe fn all(
     sts: *mut MpiStatus,
 ) -> c_int {
     completion(call, MPI_COMM_WORLD, block, |st| {
-        // SAFETY: the caller's contract on the array.
+        // SAFETY: `reqs` holds `count` handles, readable and writable for this call (`all`'s `# Safety`, from
+        // MPI_Waitall's or MPI_Testall's caller, MPI 4.1 §3.7.5): what `handles` requires.
         let reqs = unsafe { handles(count, reqs)? };
         let (ended, idle) = settle(st, reqs, Need::All, block, call)?;
         let done = ended.iter().zip(&idle).all(|(e, i)| *e || *i);
         if !block {
-            // SAFETY: the caller's contract on `flag`.
+            // SAFETY: `flag` is null or valid for writing one `int` for this call (`all`'s `# Safety`: MPI_Testall's
+            // out-argument); `put` refuses null.
             unsafe { put(flag, done as c_int, "flag")? };
         }
         if !done {
@@ -306,13 +319,15 @@ pub(crate) unsafe fn all(
             .iter_mut()
             .enumerate()
             .map(|(i, h)| {
-                // SAFETY: the caller's contract: `count` statuses, or none.
+                // SAFETY: `sts` is null (MPI_STATUSES_IGNORE) or has `count` entries (`all`'s `# Safety`), and `i` <
+                // `count`: what `status_at` requires.
                 let (s, nh) = take(st, *h, unsafe { status_at(sts, i) }, true);
                 *h = nh;
                 (i, s)
             })
             .collect();
-        // SAFETY: the array has `count` statuses (the caller's contract).
+        // SAFETY: `sts` is null (MPI_STATUSES_IGNORE) or has room for `count` statuses (`all`'s `# Safety`), one per
+        // outcome: what `put_outcomes` requires.
         unsafe { put_outcomes(outcomes, sts) }
     })
 }
@@ -323,7 +338,9 @@ pub unsafe extern "C" fn MPI_Waitall(
     array_of_requests: *mut Handle,
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arrays.
+    // SAFETY: `array_of_requests` holds `count` readable and writable handles and `array_of_statuses` is null
+    // (MPI_STATUSES_IGNORE) or has room for `count` statuses, for this call (MPI_Waitall, MPI 4.1 §3.7.5); `flag` is
+    // null: `all`'s `# Safety`.
     unsafe { all("MPI_Waitall", true, count, array_of_requests, std::ptr::null_mut(), array_of_statuses) }
 }
 
@@ -334,7 +351,9 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arrays.
+    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `flag` points to one writable `int`, and
+    // `array_of_statuses` is null (MPI_STATUSES_IGNORE) or has room for `count` statuses, for this call (MPI_Testall,
+    // MPI 4.1 §3.7.5): `all`'s `# Safety`.
     unsafe { all("MPI_Testall", false, count, array_of_requests, flag, array_of_statuses) }
 }
 
@@ -342,11 +361,13 @@ pub unsafe extern "C" fn MPI_Testall(
 pub unsafe extern "C" fn MPI_Request_get_status(request: Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     with_state("MPI_Request_get_status", MPI_COMM_WORLD, |st| {
         let done = settle_one(st, request, false, "MPI_Request_get_status")?;
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Request_get_status's out-argument (MPI 4.1 §3.7.6), valid for writing one `int` for
+        // this call; `put` refuses null.
         unsafe { put(flag, done as c_int, "flag")? };
         if done {
             let s = keep(st, request, status, false);
-            // SAFETY: the standard's contract on `status`.
+            // SAFETY: `status` is MPI_Request_get_status's out-argument, null (MPI_STATUS_IGNORE) or valid for writing
+            // one MPI_Status for this call (MPI 4.1 §3.7.6), which is `put_result`'s requirement.
             unsafe { put_result(status, &s) };
             s?;
         }
@@ -362,21 +383,25 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
     with_state("MPI_Request_get_status_all", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array (only read here).
+        // SAFETY: `array_of_requests` holds `count` readable handles for this call (MPI_Request_get_status_all, MPI 4.1
+        // §3.7.6), which is `handles_ref`'s requirement; nothing writes it here.
         let reqs = unsafe { handles_ref(count, array_of_requests)? };
         let call = "MPI_Request_get_status_all";
         let (ended, idle) = settle(st, reqs, Need::All, false, call)?;
         let all = ended.iter().zip(&idle).all(|(e, i)| *e || *i);
-        // SAFETY: the standard's contract on `flag`.
+        // SAFETY: `flag` is MPI_Request_get_status_all's out-argument, valid for writing one `int` for this call; `put`
+        // refuses null.
         unsafe { put(flag, all as c_int, "flag")? };
         if !all {
             return Ok(());
         }
         let sts = array_of_statuses;
-        // SAFETY: the standard's contract: `count` statuses, or none.
+        // SAFETY: `sts` is null (MPI_STATUSES_IGNORE) or has `count` entries (MPI_Request_get_status_all's
+        // `array_of_statuses`, MPI 4.1 §3.7.6), and `i` < `count`: what `status_at` requires.
         let outcomes: Vec<R<MpiStatus>> =
             reqs.iter().enumerate().map(|(i, &h)| keep(st, h, unsafe { status_at(sts, i) }, true)).collect();
-        // SAFETY: the array has `count` statuses (the standard's contract).
+        // SAFETY: `array_of_statuses` is null (MPI_STATUSES_IGNORE) or has room for `count` statuses for this call (MPI
+        // 4.1 §3.7.6), one per outcome: what `put_outcomes` requires.
         unsafe { put_outcomes(outcomes.into_iter().enumerate().collect(), array_of_statuses) }
     })
 }
@@ -389,7 +414,8 @@ pub(crate) unsafe fn status_at(sts: *mut MpiStatus, k: usize) -> *mut MpiStatus 
     if sts.is_null() {
         return sts;
     }
-    // SAFETY: not null, so more than `k` entries (the caller's contract).
+    // SAFETY: `sts` is not null (checked above), so it has more than `k` entries (`status_at`'s `# Safety`), and the
+    // offset stays inside that array.
     unsafe { sts.add(k) }
 }
 
@@ -408,7 +434,8 @@ pub(crate) unsafe fn put_outcomes(outcomes: Vec<(usize, R<MpiStatus>)>, sts: *mu
                 Ok(s) => *s,
                 Err(f) => failed_status(f),
             };
-            // SAFETY: the caller's contract: room for every outcome.
+            // SAFETY: `sts` is not null (checked above) and has room for every outcome (`put_outcomes`' `# Safety`), so
+            // entry `k` < `outcomes.len()` is inside it and writable for this call.
             unsafe { sts.add(k).write(s) };
         }
     }
@@ -446,20 +473,27 @@ pub(crate) unsafe fn any(
     status: *mut MpiStatus,
 ) -> c_int {
     completion(call, MPI_COMM_WORLD, block, |st| {
-        // SAFETY: the caller's contract on the array.
-        let reqs = unsafe { handles_ref(count, reqs)? };
+        let array = reqs;
+        // SAFETY: `array` holds `count` readable handles for this call (`any`'s `# Safety`, from the caller of
+        // MPI_Waitany, MPI_Testany or MPI_Request_get_status_any, MPI 4.1 §3.7.5-3.7.6): what `handles_ref` requires.
+        let reqs = unsafe { handles_ref(count, array)? };
         let (i, f, s) = match settle_any(st, reqs, block, call)? {
             Err(()) => (MPI_UNDEFINED, 1, Some(Ok(MpiStatus::empty()))),
             Ok(None) => (MPI_UNDEFINED, 0, None),
             Ok(Some(i)) if free => {
                 let (s, nh) = take(st, reqs[i], status, false);
-                // SAFETY: the caller's contract: the array is writable when freeing.
-                unsafe { reqs.as_ptr().cast_mut().add(i).write(nh) };
+                // SAFETY: the array holds `count` handles, writable when `free` (`any`'s `# Safety`: MPI_Waitany's and
+                // MPI_Testany's in/out `array_of_requests`, MPI 4.1 §3.7.5), and `i` < `count`, so the entry is inside
+                // it. The write goes through `array`, the caller's pointer, not through the shared slice `reqs` made
+                // from it, which is not used after this write.
+                unsafe { array.add(i).write(nh) };
                 (i as c_int, 1, Some(s))
             }
             Ok(Some(i)) => (i as c_int, 1, Some(keep(st, reqs[i], status, false))),
         };
-        // SAFETY: the caller's contract on `index`, `flag` and `status`.
+        // SAFETY: `index` is null or writable for one `int`, `flag` null or writable for one `int` (only written when
+        // not blocking), and `status` null (MPI_STATUS_IGNORE) or writable for one MPI_Status, for this call (`any`'s
+        // `# Safety`); `put` refuses null, and `status` is written directly only when not null.
         unsafe {
             put(index, i, "index")?;
             if !block {
@@ -485,7 +519,9 @@ pub unsafe extern "C" fn MPI_Waitany(
     status: *mut MpiStatus,
 ) -> c_int {
     let f = std::ptr::null_mut();
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `index` points to one writable `int`,
+    // and `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call (MPI_Waitany, MPI
+    // 4.1 §3.7.5); `flag` is null: `any`'s `# Safety`.
     unsafe { any("MPI_Waitany", true, true, count, array_of_requests, index, f, status) }
 }
 
@@ -497,7 +533,9 @@ pub unsafe extern "C" fn MPI_Testany(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `index` and `flag` point to one writable
+    // `int` each, and `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call
+    // (MPI_Testany, MPI 4.1 §3.7.5): `any`'s `# Safety`.
     unsafe { any("MPI_Testany", false, true, count, array_of_requests, index, flag, status) }
 }
 
@@ -510,7 +548,9 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
     status: *mut MpiStatus,
 ) -> c_int {
     let reqs = array_of_requests.cast_mut();
-    // SAFETY: the standard's contract on the arguments; the array is only read.
+    // SAFETY: `array_of_requests` holds `count` readable handles (with `free` false, `any` never writes them, so the
+    // `const` array suffices), `index` and `flag` point to one writable `int` each, and `status` is null or points to
+    // one writable MPI_Status, for this call (MPI_Request_get_status_any, MPI 4.1 §3.7.6): `any`'s `# Safety`.
     unsafe { any("MPI_Request_get_status_any", false, false, count, reqs, index, flag, status) }
 }
 
@@ -532,36 +572,49 @@ pub(crate) unsafe fn some(
     sts: *mut MpiStatus,
 ) -> c_int {
     completion(call, MPI_COMM_WORLD, block, |st| {
-        // SAFETY: the caller's contract on the array.
+        // SAFETY: `reqs` holds `incount` readable handles for this call (`some`'s `# Safety`, from the caller of
+        // MPI_Waitsome, MPI_Testsome or MPI_Request_get_status_some, MPI 4.1 §3.7.5-3.7.6): what `handles_ref`
+        // requires.
         let hs = unsafe { handles_ref(incount, reqs)? };
         let (ended, idle) = settle(st, hs, Need::One, block, call)?;
         if idle.iter().all(|&i| i) {
-            // SAFETY: the caller's contract on `outcount`.
+            // SAFETY: `outcount` is null or valid for writing one `int` for this call (`some`'s `# Safety`); `put`
+            // refuses null.
             return unsafe { put(outcount, MPI_UNDEFINED, "outcount") };
         }
-        let found: Vec<usize> = (0..hs.len()).filter(|&i| ended[i]).collect();
+        // The handles found, copied out: the loop below writes the array, so `hs`, a shared slice over it, must
+        // not be read after the first write.
+        let found: Vec<(usize, Handle)> = (0..hs.len()).filter(|&i| ended[i]).map(|i| (i, hs[i])).collect();
         if !found.is_empty() && indices.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "array_of_indices is a null pointer"));
         }
         let mut outcomes = Vec::with_capacity(found.len());
-        for &i in &found {
-            // SAFETY: the caller's contract: room for every request, or none.
+        for &(i, h) in &found {
+            // SAFETY: `sts` is null (MPI_STATUSES_IGNORE) or has `incount` entries (`some`'s `# Safety`), and
+            // `outcomes.len()` < `found.len()` <= `incount`: what `status_at` requires.
             let out = unsafe { status_at(sts, outcomes.len()) };
             let s = if free {
-                let (s, nh) = take(st, hs[i], out, true);
-                // SAFETY: the caller's contract: the array is writable when freeing.
+                let (s, nh) = take(st, h, out, true);
+                // SAFETY: the array holds `incount` handles, writable when `free` (`some`'s `# Safety`: MPI_Waitsome's
+                // and MPI_Testsome's in/out `array_of_requests`, MPI 4.1 §3.7.5), and `i` < `incount`, so the entry is
+                // inside it. `hs`, the shared slice over the same handles, is not read after the first write (the
+                // handles found were copied into `found`).
                 unsafe { reqs.add(i).write(nh) };
                 s
             } else {
-                keep(st, hs[i], out, true)
+                keep(st, h, out, true)
             };
-            // SAFETY: the caller's contract: room for every request.
+            // SAFETY: `indices` is not null (checked above, as `found` is not empty) and has `incount` entries
+            // (`some`'s `# Safety`), and `outcomes.len()` < `found.len()` <= `incount`: the entry is inside it and
+            // writable.
             unsafe { indices.add(outcomes.len()).write(i as c_int) };
             outcomes.push((i, s));
         }
-        // SAFETY: the caller's contract on `outcount`.
+        // SAFETY: `outcount` is null or valid for writing one `int` for this call (`some`'s `# Safety`); `put` refuses
+        // null.
         unsafe { put(outcount, found.len() as c_int, "outcount")? };
-        // SAFETY: the caller's contract on the status array.
+        // SAFETY: `sts` is null (MPI_STATUSES_IGNORE) or has `incount` entries (`some`'s `# Safety`), at least one per
+        // outcome: what `put_outcomes` requires.
         unsafe { put_outcomes(outcomes, sts) }
     })
 }
@@ -575,7 +628,10 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
     let (r, o, i, s) = (array_of_requests.cast_mut(), outcount, array_of_indices, array_of_statuses);
-    // SAFETY: the standard's contract on the arrays; the requests are only read.
+    // SAFETY: `array_of_requests` holds `incount` readable handles (with `free` false, `some` never writes them, so the
+    // `const` array suffices), `outcount` points to one writable `int`, and `array_of_indices` and `array_of_statuses`
+    // (or MPI_STATUSES_IGNORE) have `incount` entries, for this call (MPI_Request_get_status_some, MPI 4.1 §3.7.6):
+    // `some`'s `# Safety`.
     unsafe { some("MPI_Request_get_status_some", false, false, incount, r, o, i, s) }
 }
 
@@ -588,7 +644,9 @@ pub unsafe extern "C" fn MPI_Waitsome(
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
     let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
-    // SAFETY: the standard's contract on the arrays.
+    // SAFETY: `array_of_requests` holds `incount` readable and writable handles, `outcount` points to one writable
+    // `int`, and `array_of_indices` and `array_of_statuses` (or MPI_STATUSES_IGNORE) have `incount` entries, for this
+    // call (MPI_Waitsome, MPI 4.1 §3.7.5): `some`'s `# Safety`.
     unsafe { some("MPI_Waitsome", true, true, incount, r, o, i, s) }
 }
 
@@ -601,14 +659,17 @@ pub unsafe extern "C" fn MPI_Testsome(
     array_of_statuses: *mut MpiStatus,
 ) -> c_int {
     let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
-    // SAFETY: the standard's contract on the arrays.
+    // SAFETY: `array_of_requests` holds `incount` readable and writable handles, `outcount` points to one writable
+    // `int`, and `array_of_indices` and `array_of_statuses` (or MPI_STATUSES_IGNORE) have `incount` entries, for this
+    // call (MPI_Testsome, MPI 4.1 §3.7.5): `some`'s `# Safety`.
     unsafe { some("MPI_Testsome", false, true, incount, r, o, i, s) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
     with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Request_free's in/out argument (MPI 4.1 §3.7.3), null or readable for one handle for
+        // this call; `read_arg` refuses null.
         let h = unsafe { read_arg(request, "request")? };
         // An idup's duplicate is installed when its request completes: a
         // freed one would leave the new handle unusable for ever. Freeing
@@ -627,7 +688,8 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
             crate::partitioned::free(st, h)?;
         }
         if !st.requests.contains_key(&h) && crate::greq::free(st, h).is_some() {
-            // SAFETY: the standard's contract on `request` (INOUT).
+            // SAFETY: `request` is not null (`read_arg` accepted it above) and, as MPI_Request_free's in/out argument
+            // (MPI 4.1 §3.7.3), writable for one handle for this call.
             unsafe { request.write(MPI_REQUEST_NULL) };
             return Ok(());
         }
@@ -636,8 +698,8 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
             Fail::new(MPI_ERR_REQUEST, format!("{what} is not a request (completed and freed, or never started)"))
         })?;
         st.detached.extend(r.detach().map(Req::Op));
-        // SAFETY: the standard's contract on `request` (INOUT, MPI 4.1
-        // §3.7.3): readable above, and writable.
+        // SAFETY: `request` is not null (`read_arg` accepted it above) and, as MPI_Request_free's in/out argument (MPI
+        // 4.1 §3.7.3), writable for one handle for this call.
         unsafe { request.write(MPI_REQUEST_NULL) };
         Ok(())
     })

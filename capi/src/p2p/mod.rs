@@ -45,7 +45,8 @@ pub(crate) unsafe fn start_send(
     tag: c_int,
     sync: bool,
 ) -> R<Staged> {
-    // SAFETY: this function's contract is `isend`'s.
+    // SAFETY: `buf` holds the span's elements and keeps them until the operation completes, as `start_send`'s
+    // `# Safety` requires of its callers; that is exactly `mpi::staged::isend`'s requirement.
     Ok(unsafe { mpi::staged::isend(to, buf.cast(), span, tag, sync) }?)
 }
 
@@ -55,7 +56,8 @@ pub(crate) unsafe fn start_send(
 /// `buf` has room for the span's elements and is left alone until the
 /// operation completes.
 unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span, tag: Option<c_int>) -> R<Staged> {
-    // SAFETY: this function's contract is `irecv`'s.
+    // SAFETY: `buf` has room for the span's elements and is left alone until the operation completes, as `start_recv`'s
+    // `# Safety` requires of its callers; that is exactly `mpi::staged::irecv`'s requirement.
     Ok(unsafe { mpi::staged::irecv(from, buf.cast(), span, tag) }?)
 }
 
@@ -91,7 +93,9 @@ unsafe fn send(
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
-        // SAFETY: `buf` holds the elements for this call (the caller's contract).
+        // SAFETY: `buf` holds `count` elements of `dt` (`span`), readable for the duration of this blocking call, as
+        // MPI 4.1 §3.2.1 requires of the send buffer (`send`'s `# Safety`); `mpi::staged::send` needs no more, as it
+        // returns once the data is out of the buffer.
         Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
     })
 }
@@ -106,10 +110,12 @@ pub unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Send returns (MPI 4.1 §3.2.1), which
+        // is what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
         return unsafe { send_multiple("MPI_Send", buf, count, datatype, dest, tag, comm, false) };
     }
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Send returns (MPI 4.1 §3.2.1): `send`'s
+    // `# Safety`.
     unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm, false) }
 }
 
@@ -123,10 +129,12 @@ pub unsafe extern "C" fn MPI_Ssend(
     comm: Handle,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Ssend returns (MPI 4.1 §3.4), which is
+        // what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
         return unsafe { send_multiple("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) };
     }
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Ssend returns (MPI 4.1 §3.4): `send`'s
+    // `# Safety`.
     unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) }
 }
 
@@ -140,10 +148,12 @@ pub unsafe extern "C" fn MPI_Rsend(
     comm: Handle,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Rsend returns (MPI 4.1 §3.4), which is
+        // what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
         return unsafe { send_multiple("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) };
     }
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Rsend returns (MPI 4.1 §3.4): `send`'s
+    // `# Safety`.
     unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) }
 }
 
@@ -171,14 +181,17 @@ unsafe fn recv(
         if len > 0 && near_null(buf.cast(), 0) {
             return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
         }
-        // SAFETY: `buf` has room for `len` bytes for this call (the
-        // caller's contract); a 0-byte receive writes nothing.
+        // SAFETY: `buf` has room for `len` bytes (`count` elements of the predefined `dt`), writable for this call
+        // (`recv`'s `# Safety`, from MPI_Recv's caller, MPI 4.1 §3.2.4), and is not null (checked above) when `len` >
+        // 0; a 0-byte receive gets a null `p` and writes nothing. That is `raw::recv`'s requirement.
         let s = unsafe { from_source!(c, source, from => raw::recv(from, p, len, tag)) }?;
-        // SAFETY: the caller's contract on `status`.
+        // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call (`recv`'s
+        // `# Safety`, MPI 4.1 §3.2.5), which is `put_status`'s requirement.
         unsafe { put_status(status, c_status(&s)) };
         return Ok(());
     }
-    // SAFETY: the caller's contract, passed on.
+    // SAFETY: `buf` has room for `count` elements of `dt` and `status` is null or writable for one MPI_Status, for this
+    // call (`recv`'s `# Safety`, unchanged): the same as `recv_derived`'s.
     unsafe { recv_derived(st, buf, count, dt, source, tag, comm, status) }
 }
 
@@ -203,13 +216,17 @@ unsafe fn recv_derived(
     let c = &st.comm(comm)?.comm;
     let span = st.span(count, dt)?;
     if source == MPI_PROC_NULL {
-        // SAFETY: the caller's contract on `status`.
+        // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call
+        // (`recv_derived`'s `# Safety`), which is `put_status`'s requirement.
         unsafe { put_status(status, MpiStatus::proc_null()) };
         return Ok(());
     }
-    // SAFETY: `buf` has room for the elements for this call (the caller's contract).
+    // SAFETY: `buf` has room for `count` elements of `dt` (`span`), writable for this call (`recv_derived`'s
+    // `# Safety`, from MPI_Recv's caller, MPI 4.1 §3.2.4), which is what `mpi::staged::recv` requires; it returns once
+    // the data is in.
     let s = unsafe { from_source!(c, source, from => mpi::staged::recv(from, buf.cast(), &span, tag)) }?;
-    // SAFETY: the caller's contract on `status`.
+    // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call (`recv_derived`'s
+    // `# Safety`), which is `put_status`'s requirement.
     unsafe { put_status(status, c_status(&s)) };
     Ok(())
 }
@@ -225,15 +242,19 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the arguments, passed on.
+        // SAFETY: `buf` has room for `count` elements of `datatype`, writable until MPI_Recv returns (MPI 4.1 §3.2.4),
+        // and `status` is null or points to one writable MPI_Status (§3.2.5): `recv_multiple`'s `# Safety`, which waits
+        // for the receive before returning.
         return unsafe { recv_multiple(buf, count, datatype, source, tag, comm, status) };
     }
     with_state("MPI_Recv", comm, |st| {
-        // SAFETY: the standard's contract on the arguments.
+        // SAFETY: `buf` has room for `count` elements of `datatype`, writable until MPI_Recv returns (MPI 4.1 §3.2.4),
+        // and `status` is null or points to one writable MPI_Status (§3.2.5): `recv`'s `# Safety`.
         let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
         if let Err(f) = r {
             // A truncated receive still says whose message it was (§3.2.5).
-            // SAFETY: the standard's contract on `status`.
+            // SAFETY: `status` is MPI_Recv's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status
+            // for this call (MPI 4.1 §3.2.5), which is `put_outcome`'s requirement.
             return unsafe { put_outcome(status, Err(f)) };
         }
         Ok(())
@@ -250,7 +271,8 @@ pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<
     }
     let h = st.new_handle();
     st.requests.insert(h, r);
-    // SAFETY: non-null; the caller's contract.
+    // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `new_request`'s
+    // `# Safety` requires of its callers.
     unsafe { out.write(h) };
     Ok(())
 }
@@ -279,7 +301,8 @@ pub(crate) unsafe fn block_on(
     if rc != MPI_SUCCESS {
         return rc;
     }
-    // SAFETY: `h` is a local; the caller's contract on `status`.
+    // SAFETY: `h` is a local handle, readable and writable for the call; `flag` is null; `status` is null or valid for
+    // writing one MPI_Status for this call (`block_on`'s `# Safety`): what `one_on` requires.
     unsafe { one_on(call, comm, true, &mut h, std::ptr::null_mut(), status) }
 }
 
@@ -301,7 +324,9 @@ unsafe fn send_multiple(
     comm: Handle,
     sync: bool,
 ) -> c_int {
-    // SAFETY: the caller's contract; the call waits for the send.
+    // SAFETY: `buf` holds `count` elements of `dt` for the whole of this call (`send_multiple`'s `# Safety`, from the
+    // blocking send's caller), and `block_on` waits for the send it starts to complete before returning, so the buffer
+    // outlives the operation as `send_req` and `block_on` require; no status is written.
     unsafe { block_on(call, comm, std::ptr::null_mut(), |st| send_req(st, buf, count, dt, dest, tag, comm, sync)) }
 }
 
@@ -321,7 +346,9 @@ unsafe fn recv_multiple(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    // SAFETY: the caller's contract; the call waits for the receive.
+    // SAFETY: `buf` has room for `count` elements of `dt` and `status` is null or writable, for the whole of this call
+    // (`recv_multiple`'s `# Safety`, from MPI_Recv's caller), and `block_on` waits for the receive it starts to
+    // complete before returning, so the buffer outlives the operation as `recv_req` and `block_on` require.
     unsafe { block_on("MPI_Recv", comm, status, |st| recv_req(st, buf, count, dt, source, tag, comm)) }
 }
 
@@ -347,10 +374,10 @@ unsafe fn send_req(
     Ok(if dest == MPI_PROC_NULL {
         Req::Done(Ok(mpi::Status::proc_null()))
     } else {
-        // SAFETY: the caller keeps `buf` until the operation completes
-        // (this function's contract, the standard's §3.7.2); the request's
-        // handle is the only way to complete it, and MPI_Finalize
-        // completes what is left.
+        // SAFETY: `buf` holds `count` elements of `dt` (`span`) and stays unchanged until the operation completes
+        // (`send_req`'s `# Safety`, from MPI 4.1 §3.7.2 for MPI_Isend, or a blocking send that waits for it): what
+        // `start_send` requires. The request's handle is the only way to complete it, and MPI_Finalize completes what
+        // is left.
         Req::Op(unsafe { start_send(&c.process_at_rank(dest), buf, &span, tag, sync) }?)
     })
 }
@@ -376,8 +403,9 @@ unsafe fn recv_req(
     Ok(if source == MPI_PROC_NULL {
         Req::Done(Ok(mpi::Status::proc_null()))
     } else {
-        // SAFETY: the caller keeps `buf` untouched until the operation
-        // completes (this function's contract, the standard's §3.7.2).
+        // SAFETY: `buf` has room for `count` elements of `dt` (`span`) and is left alone until the operation completes
+        // (`recv_req`'s `# Safety`, from MPI 4.1 §3.7.2 for MPI_Irecv, or a blocking receive that waits for it): what
+        // `start_recv` requires.
         Req::Op(unsafe { from_source!(c, source, from => start_recv(from, buf, &span, tag)) }?)
     })
 }
@@ -400,9 +428,11 @@ unsafe fn isend(
     sync: bool,
 ) -> c_int {
     with_state(call, comm, |st| {
-        // SAFETY: the caller's contract on the buffer, passed on.
+        // SAFETY: `buf` holds `count` elements of `dt` and stays unchanged until the request completes (`isend`'s
+        // `# Safety`, from the caller of MPI_Isend and its modes, MPI 4.1 §3.7.2): what `send_req` requires.
         let r = unsafe { send_req(st, buf, count, dt, dest, tag, comm, sync) }?;
-        // SAFETY: the caller's contract on `request`.
+        // SAFETY: `request` is valid for writing one handle for this call (`isend`'s `# Safety`); `new_request` also
+        // refuses null.
         unsafe { new_request(st, r, request) }
     })
 }
@@ -417,7 +447,8 @@ pub unsafe extern "C" fn MPI_Isend(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
+    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Isend's caller: `isend`'s `# Safety`.
     unsafe { isend("MPI_Isend", buf, count, datatype, dest, tag, comm, request, false) }
 }
 
@@ -431,7 +462,8 @@ pub unsafe extern "C" fn MPI_Issend(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
+    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Issend's caller: `isend`'s `# Safety`.
     unsafe { isend("MPI_Issend", buf, count, datatype, dest, tag, comm, request, true) }
 }
 
@@ -445,7 +477,8 @@ pub unsafe extern "C" fn MPI_Irsend(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
+    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Irsend's caller: `isend`'s `# Safety`.
     unsafe { isend("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, false) }
 }
 
@@ -460,9 +493,11 @@ pub unsafe extern "C" fn MPI_Irecv(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Irecv", comm, |st| {
-        // SAFETY: the standard's contract on the buffer, passed on.
+        // SAFETY: `buf` has room for `count` elements of `datatype` and the program leaves it alone until the request
+        // completes, as MPI 4.1 §3.7.2 requires of MPI_Irecv's caller: what `recv_req` requires.
         let r = unsafe { recv_req(st, buf, count, datatype, source, tag, comm) }?;
-        // SAFETY: the caller's contract on `request`.
+        // SAFETY: `request` is MPI_Irecv's out-argument, valid for writing one handle for this call (MPI 4.1 §3.7.2);
+        // `new_request` refuses null.
         unsafe { new_request(st, r, request) }
     })
 }
@@ -506,7 +541,8 @@ unsafe fn start_sendrecv(
         _ if dest == MPI_PROC_NULL => None,
         SendPart::Buffer { buf, count, dt } => {
             let span = st.span(count, dt)?;
-            // SAFETY: the caller's contract on the send buffer.
+            // SAFETY: `buf` holds `count` elements of `dt` (`span`) and is left alone until the operation completes
+            // (`start_sendrecv`'s `# Safety`): what `start_send` requires.
             Some(unsafe { start_send(&c.process_at_rank(dest), buf, &span, sendtag, false) }?)
         }
         SendPart::Copy => {
@@ -518,7 +554,8 @@ unsafe fn start_sendrecv(
     let received = if source == MPI_PROC_NULL {
         None
     } else {
-        // SAFETY: the caller's contract on the receive buffer.
+        // SAFETY: `recvbuf` has room for `recvcount` elements of `recvtype` (`rspan`) and is left alone until the
+        // operation completes (`start_sendrecv`'s `# Safety`): what `start_recv` requires.
         Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
     };
     Ok(match (sent, received) {
@@ -562,8 +599,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
 ) -> c_int {
     let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the buffers and `status`; the
-        // call waits for the operation.
+        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` has room for `recvcount` elements of
+        // `recvtype` for the whole of MPI_Sendrecv (MPI 4.1 §3.10), and `status` is null or writable for one
+        // MPI_Status; `block_on` waits for the operation before returning, so the buffers outlive it as
+        // `start_sendrecv` and `block_on` require.
         return unsafe {
             block_on("MPI_Sendrecv", comm, status, |st| {
                 start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm)
@@ -571,10 +610,13 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         };
     }
     with_state("MPI_Sendrecv", comm, |st| {
-        // SAFETY: the standard's contract on the buffers; complete before returning.
+        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` has room for `recvcount` elements of
+        // `recvtype` for the whole of MPI_Sendrecv (MPI 4.1 §3.10), and `wait_req` below completes the operation before
+        // this call returns: `start_sendrecv`'s `# Safety`.
         let r =
             unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Sendrecv's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status
+        // for this call (MPI 4.1 §3.2.5), which is `put_outcome`'s requirement.
         unsafe { put_outcome(status, wait_req(r)) }
     })
 }
@@ -596,11 +638,13 @@ pub unsafe extern "C" fn MPI_Isendrecv(
 ) -> c_int {
     with_state("MPI_Isendrecv", comm, |st| {
         let send = SendPart::Buffer { buf: sendbuf, count: sendcount, dt: sendtype };
-        // SAFETY: the standard's contract: the buffers are the request's
-        // until it completes (§3.7.2).
+        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf` has room for `recvcount` elements of
+        // `recvtype`, and the program leaves both alone until the request completes, as MPI 4.1 §3.7.2 requires of
+        // MPI_Isendrecv's caller: `start_sendrecv`'s `# Safety`.
         let r =
             unsafe { start_sendrecv(st, send, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Isendrecv's out-argument, valid for writing one handle for this call; `new_request`
+        // refuses null.
         unsafe { new_request(st, r, request) }
     })
 }
@@ -618,8 +662,9 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MpiStatus,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: the standard's contract on the buffer and `status`; the
-        // call waits for the operation.
+        // SAFETY: `buf` holds `count` elements of `datatype` (sent, then received into) for the whole of
+        // MPI_Sendrecv_replace (MPI 4.1 §3.10), and `status` is null or writable for one MPI_Status; `block_on` waits
+        // for the operation before returning, so the buffer outlives it as `start_sendrecv` and `block_on` require.
         return unsafe {
             block_on("MPI_Sendrecv_replace", comm, status, |st| {
                 start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm)
@@ -627,10 +672,13 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         };
     }
     with_state("MPI_Sendrecv_replace", comm, |st| {
-        // SAFETY: the standard's contract on the buffer; complete before returning.
+        // SAFETY: `buf` holds `count` elements of `datatype` (sent, then received into) for the whole of
+        // MPI_Sendrecv_replace (MPI 4.1 §3.10), and `wait_req` below completes the operation before this call returns:
+        // `start_sendrecv`'s `# Safety`.
         let r =
             unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Sendrecv_replace's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one
+        // MPI_Status for this call (MPI 4.1 §3.2.5), which is `put_outcome`'s requirement.
         unsafe { put_outcome(status, wait_req(r)) }
     })
 }
@@ -648,11 +696,13 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     request: *mut Handle,
 ) -> c_int {
     with_state("MPI_Isendrecv_replace", comm, |st| {
-        // SAFETY: the standard's contract: the buffer is the request's
-        // until it completes.
+        // SAFETY: `buf` holds `count` elements of `datatype` (sent, then received into), and the program leaves it
+        // alone until the request completes, as MPI 4.1 §3.7.2 requires of MPI_Isendrecv_replace's caller:
+        // `start_sendrecv`'s `# Safety`.
         let r =
             unsafe { start_sendrecv(st, SendPart::Copy, dest, sendtag, buf, count, datatype, source, recvtag, comm) }?;
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Isendrecv_replace's out-argument, valid for writing one handle for this call;
+        // `new_request` refuses null.
         unsafe { new_request(st, r, request) }
     })
 }
@@ -691,14 +741,16 @@ pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: Handle, stat
     if crate::threads::multiple() {
         return crate::threads::blocking_call("MPI_Probe", comm, |st| {
             let s = probe_multiple(st, source, tag, comm)?;
-            // SAFETY: the standard's contract on `status`.
+            // SAFETY: `status` is MPI_Probe's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one
+            // MPI_Status for this call (MPI 4.1 §3.8.1), which is `put_status`'s requirement.
             unsafe { put_status(status, s) };
             Ok(())
         });
     }
     with_state("MPI_Probe", comm, |st| {
         let s = probe(st, source, tag, comm, true)?.unwrap_or_else(MpiStatus::empty);
-        // SAFETY: the standard's contract on `status`.
+        // SAFETY: `status` is MPI_Probe's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status
+        // for this call (MPI 4.1 §3.8.1), which is `put_status`'s requirement.
         unsafe { put_status(status, s) };
         Ok(())
     })
@@ -714,7 +766,8 @@ pub unsafe extern "C" fn MPI_Iprobe(
 ) -> c_int {
     with_state("MPI_Iprobe", comm, |st| {
         let s = probe(st, source, tag, comm, false)?;
-        // SAFETY: the standard's contract on `flag` and `status`.
+        // SAFETY: `flag` points to one writable `int` (`put` refuses null) and `status` is null (MPI_STATUS_IGNORE) or
+        // points to one writable MPI_Status, both for this call, as MPI 4.1 §3.8.1 defines MPI_Iprobe's out-arguments.
         unsafe {
             put(flag, s.is_some() as c_int, "flag")?;
             if let Some(s) = s {

@@ -12,7 +12,8 @@ use super::*;
 pub(crate) unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, request: *mut Handle) -> R<()> {
     let handle = comm;
     let comm = st.comm(comm)?.comm.clone();
-    // SAFETY: the caller's contract on `request`.
+    // SAFETY: `request` is valid for writing one handle for this call (`persistent`'s `# Safety`, from the `*_init`
+    // call's out-argument); `new_request` also refuses null.
     unsafe { new_request(st, Req::persistent(Recipe { comm, handle, op }), request) }
 }
 
@@ -47,7 +48,8 @@ pub(crate) unsafe fn send_init(
             return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
         }
         let op = PersistentOp::Send { buf, span, dest, tag, mode };
-        // SAFETY: the caller's contract on `request`.
+        // SAFETY: `request` is valid for writing one handle for this call (`send_init`'s `# Safety`); `buf` is only
+        // stored here, and read at each start, while the request lives (also `send_init`'s `# Safety`).
         unsafe { persistent(st, comm, op, request) }
     })
 }
@@ -62,7 +64,9 @@ pub unsafe extern "C" fn MPI_Send_init(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` at each MPI_Start and until that operation completes, as MPI
+    // 4.1 §3.9 requires of MPI_Send_init's caller, and `request` points to one writable handle for this call:
+    // `send_init`'s `# Safety`.
     unsafe { send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
 }
 
@@ -76,7 +80,9 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` at each MPI_Start and until that operation completes, as MPI
+    // 4.1 §3.9 requires of MPI_Ssend_init's caller, and `request` points to one writable handle for this call:
+    // `send_init`'s `# Safety`.
     unsafe { send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, Mode::Synchronous) }
 }
 
@@ -90,7 +96,9 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` at each MPI_Start and until that operation completes, as MPI
+    // 4.1 §3.9 requires of MPI_Rsend_init's caller, and `request` points to one writable handle for this call:
+    // `send_init`'s `# Safety`.
     unsafe { send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
 }
 
@@ -104,7 +112,9 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     comm: Handle,
     request: *mut Handle,
 ) -> c_int {
-    // SAFETY: the standard's contract on the arguments.
+    // SAFETY: `buf` holds `count` elements of `datatype` at each MPI_Start (the buffered send copies them then), as MPI
+    // 4.1 §3.9 requires of MPI_Bsend_init's caller, and `request` points to one writable handle for this call:
+    // `send_init`'s `# Safety`.
     unsafe { send_init("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Buffered) }
 }
 
@@ -121,7 +131,8 @@ pub unsafe extern "C" fn MPI_Recv_init(
     with_state("MPI_Recv_init", comm, |st| {
         let span = st.span(count, datatype)?;
         let op = PersistentOp::Recv { buf, span, source, tag: recv_tag(tag)? };
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Recv_init's out-argument (MPI 4.1 §3.9), valid for writing one handle for this call:
+        // `persistent`'s `# Safety`. `buf` is only stored here, to be written by each started receive.
         unsafe { persistent(st, comm, op, request) }
     })
 }
@@ -180,7 +191,9 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
             }
             PersistentOp::Recv { buf, span, source, tag } => {
                 let (buf, tag) = (buf.cast(), *tag);
-                // SAFETY: as above, for MPI_Recv_init's buffer.
+                // SAFETY: `buf` is the pointer MPI_Recv_init stored, and at each MPI_Start MPI 4.1 §3.9 obliges the
+                // program to give the started receive room for `span`'s elements there and to leave it alone until the
+                // operation completes: what `mpi::staged::irecv` requires.
                 Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
             }
             PersistentOp::Precv { buf, span, channel, .. } => {
@@ -206,7 +219,8 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
     with_state("MPI_Start", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Start's in/out handle argument (MPI 4.1 §3.9), null or readable for one handle for
+        // this call; `read_arg` refuses null.
         start(st, unsafe { read_arg(request, "request")? })
     })
 }
@@ -214,7 +228,8 @@ pub unsafe extern "C" fn MPI_Start(request: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Handle) -> c_int {
     with_state("MPI_Startall", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on the array.
+        // SAFETY: `array_of_requests` holds `count` handles, readable and writable for this call, as MPI 4.1 §3.9
+        // requires of MPI_Startall's caller: what `handles` requires (it checks `count` and null).
         for h in unsafe { handles(count, array_of_requests)? }.iter() {
             start(st, *h)?;
         }
@@ -225,7 +240,8 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Hand
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
     with_state("MPI_Cancel", MPI_COMM_WORLD, |st| {
-        // SAFETY: the standard's contract on `request`.
+        // SAFETY: `request` is MPI_Cancel's handle argument (MPI 4.1 §3.8.4), null or readable for one handle for this
+        // call; `read_arg` refuses null.
         let h = unsafe { read_arg(request, "request")? };
         let Some(slot) = st.requests.get(&h) else {
             if crate::greq::cancel(st, h).is_some() {
