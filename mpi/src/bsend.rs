@@ -113,7 +113,8 @@ impl Buffered {
     /// withdraw the message.
     ///
     /// # Safety
-    /// `buf` holds the span's elements for the call.
+    /// Every block of the span's elements at `buf` is readable, and not modified, for the
+    /// duration of the call.
     pub unsafe fn send(&mut self, to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag) -> Result<Sent> {
         let size = match self.attached {
             None => {
@@ -134,7 +135,8 @@ impl Buffered {
                 span.len()
             )));
         }
-        // SAFETY: this function's contract, for the copy made here.
+        // SAFETY: the span's elements at `buf` are readable and unmodified for this call (`# Safety`),
+        // and `into_owned` copies them before it returns: the send goes from the copy.
         let data = unsafe { outgoing(buf, span, "send")? }.into_owned();
         let n = data.len();
         let a = crate::staged::isend_owned(to, data, tag, false)?;

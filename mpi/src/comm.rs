@@ -782,8 +782,8 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     let n = usize::try_from(st.len / size as u64)
         .map_err(|_| MpiError::Invalid(format!("a {} B message does not fit in memory", st.len)))?;
     let mut v = vec![T::zeroed(); n];
-    // SAFETY: `v` lives until after wait_borrowed, which completes the
-    // request or abandons it before returning.
+    // SAFETY: the engine is the only user of `v`'s bytes until `wait_borrowed`, which completes the
+    // request or abandons it before returning; `v` is not touched meanwhile and lives past it.
     let id = unsafe { e.imrecv_into(msg, bytemuck::cast_slice_mut(&mut v))? };
     c.wait_borrowed(id).map_err(|e| comm.peers().error(e))?;
     charge_request(c.engine()?);
@@ -885,12 +885,14 @@ pub mod raw {
     /// The bytes at `ptr..ptr + len` as a slice of any lifetime (none for `len == 0`).
     ///
     /// # Safety
-    /// `ptr..ptr + len` is readable for as long as the slice is used.
+    /// `ptr..ptr + len` is readable, and not written by anyone, for as long as the slice (of the
+    /// lifetime `'a` chosen) is used.
     unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
         if len == 0 || ptr.is_null() {
             &[]
         } else {
-            // SAFETY: the caller's contract.
+            // SAFETY: `len > 0` and `ptr` is non-null (tested above), and `ptr..ptr + len` is readable
+            // and unmodified for as long as the slice is used (`# Safety`).
             unsafe { std::slice::from_raw_parts(ptr, len) }
         }
     }
@@ -901,11 +903,11 @@ pub mod raw {
     /// layer's instructions as those of `MPI_Send` outside this function.
     ///
     /// # Safety
-    /// `ptr..ptr + len` is readable for the duration of the call.
+    /// `ptr..ptr + len` is readable, and not modified, for the duration of the call.
     #[inline(never)]
     pub unsafe fn send(to: &Process<'_>, ptr: *const u8, len: usize, tag: Tag, sync: bool) -> Result<()> {
-        // SAFETY: the caller's contract covers this call, which is where
-        // the slice lives.
+        // SAFETY: `ptr..ptr + len` is readable and unmodified for the duration of this call
+        // (`# Safety`), which is as long as `send_impl` uses the slice.
         send_impl(to.comm, to.rank, unsafe { bytes(ptr, len) }, tag, sync)
     }
 
@@ -925,7 +927,8 @@ pub mod raw {
         let out: &mut [u8] = if len == 0 || ptr.is_null() {
             &mut []
         } else {
-            // SAFETY: the caller's contract, for the duration of this call.
+            // SAFETY: `len > 0` and `ptr` is non-null (tested above), and `ptr..ptr + len` is writable
+            // and reached by nothing else for this call (`# Safety`), all `recv_into_raw` uses it for.
             unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
         recv_into_raw(from, tag, out)
@@ -944,8 +947,9 @@ pub mod raw {
         tag: Tag,
         sync: bool,
     ) -> Result<Request<'static>> {
-        // SAFETY: the caller's contract makes the bytes live as long as
-        // the request, which is all that `'static` stands for here.
+        // SAFETY: `ptr..ptr + len` stays readable and unchanged until the request completes or is
+        // dropped (`# Safety`); the slice is used only by that request's send in the engine, which is
+        // all that `'static` stands for here.
         isend_impl(to.comm, StaticScope, to.rank, unsafe { bytes(ptr, len) }, tag, sync)
     }
 
@@ -965,7 +969,9 @@ pub mod raw {
         let out: &'static mut [u8] = if len == 0 || ptr.is_null() {
             &mut []
         } else {
-            // SAFETY: the caller's contract, for as long as the request lives.
+            // SAFETY: `len > 0` and `ptr` is non-null (tested above), and `ptr..ptr + len` stays
+            // writable and untouched by others until the request completes or is dropped
+            // (`# Safety`), the only time the `'static` slice is used (by the engine, for it).
             unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
         irecv_impl(from, StaticScope, out, tag)
@@ -1060,9 +1066,10 @@ pub mod raw {
         }
 
         fn pack(&self, off: u64, out: &mut [u8]) {
-            // SAFETY: isend_typed's contract keeps every block of the
-            // `count` elements readable; the walk never goes past `count`
-            // elements nor past `out`, whatever `off` is.
+            // SAFETY: `base` and `count` come from `isend_typed`, whose `# Safety` keeps every block of
+            // those elements readable and unchanged while its request lives, and only that request's
+            // send calls `pack`; the walk never goes past `count` elements nor past `out`, whatever
+            // `off` is.
             unsafe { self.layout.pack_range_raw(self.base, self.count, off as usize, out) }
         }
     }
@@ -1073,9 +1080,10 @@ pub mod raw {
         }
 
         fn unpack(&mut self, off: u64, data: &[u8]) {
-            // SAFETY: irecv_typed's contract keeps every block of the
-            // `count` elements writable and ours; the walk never goes past
-            // `count` elements.
+            // SAFETY: `base` and `count` come from `irecv_typed`, whose `# Safety` keeps every block of
+            // those elements writable and otherwise untouched while its request lives, and only that
+            // request's receive calls `unpack`; the walk never goes past `count` elements, and reads
+            // `data` within its length.
             unsafe { self.layout.unpack_range_raw(self.base, self.count, off as usize, data) }
         }
     }
@@ -1136,15 +1144,18 @@ pub mod raw {
         let out: &'static mut [u8] = if len == 0 || ptr.is_null() {
             &mut []
         } else {
-            // SAFETY: the caller's contract, for as long as the request lives.
+            // SAFETY: `len > 0` and `ptr` is non-null (tested above), and `ptr..ptr + len` stays
+            // writable and untouched by others until the request completes or is dropped
+            // (`# Safety`), the only time the `'static` slice is used (by the engine, for it).
             unsafe { std::slice::from_raw_parts_mut(ptr, len) }
         };
         let id = {
             let mut c = comm.shared.borrow_mut();
             let e = c.engine()?;
             charge_request(e);
-            // SAFETY: as in irecv_impl: the request owns the only access to
-            // `out` until it leaves the engine.
+            // SAFETY: `out` is the caller's `len` bytes, writable and untouched until the request
+            // completes or is dropped (`# Safety`); the `Request` made below waits for it when
+            // dropped, so the engine's borrow ends by then, and `out` is not used here again.
             unsafe { e.imrecv_into(msg, out)? }
         };
         Ok(Request::new(comm.shared.clone(), id, Target::Recv, comm.peers().clone(), StaticScope.core()))

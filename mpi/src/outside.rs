@@ -208,7 +208,7 @@ mod tests {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let sleeper = std::thread::spawn(move || {
-            // SAFETY: as above.
+            // SAFETY: gettid takes no arguments and touches no memory.
             tx.send(unsafe { libc::gettid() }).unwrap();
             while !flag.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(5));

@@ -23,7 +23,8 @@ pub struct LongDouble {
 // implicit padding, and every bit pattern is a value (NaNs and the
 // unnormal encodings included).
 unsafe impl Zeroable for LongDouble {}
-// SAFETY: as above.
+// SAFETY: `LongDouble` is `Copy + 'static`, and its 16 bytes are its two byte-array fields (no
+// implicit padding), valid for any bit pattern: what `Pod` adds to `Zeroable`.
 unsafe impl Pod for LongDouble {}
 impl Equivalence for LongDouble {}
 

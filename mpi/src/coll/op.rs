@@ -69,28 +69,30 @@ pub struct ValueIndex<V, I> {
     pub index: I,
 }
 
-// SAFETY: `#[repr(C)]` pairs of two plain numbers of the same size have no
-// padding and every bit pattern is valid, which is what Pod and Zeroable
-// require; only these three combinations are declared.
+// SAFETY: `ValueIndex<i32, i32>` is `#[repr(C)]` with two 4-byte `i32`s: 8 bytes, no padding, and all
+// zeros is a valid value, which is what `Zeroable` requires. Only the five pairs of two numbers of the
+// same size below are declared, none with padding.
 unsafe impl Zeroable for ValueIndex<i32, i32> {}
-// SAFETY: as above.
+// SAFETY: the same pair is `Copy + 'static`, has no padding, and any 8 bytes are two valid `i32`s: what
+// `Pod` adds to `Zeroable`.
 unsafe impl Pod for ValueIndex<i32, i32> {}
-// SAFETY: as above.
+// SAFETY: `#[repr(C)]` with a 4-byte `f32` and a 4-byte `i32`: 8 bytes, no padding; all zeros is valid.
 unsafe impl Zeroable for ValueIndex<f32, i32> {}
-// SAFETY: as above.
+// SAFETY: `Copy + 'static`, no padding, and any 8 bytes are a valid `f32` and `i32`.
 unsafe impl Pod for ValueIndex<f32, i32> {}
-// SAFETY: as above.
+// SAFETY: `#[repr(C)]` with an 8-byte `f64` and an 8-byte `i64`: 16 bytes, no padding; all zeros is valid.
 unsafe impl Zeroable for ValueIndex<f64, i64> {}
-// SAFETY: as above.
+// SAFETY: `Copy + 'static`, no padding, and any 16 bytes are a valid `f64` and `i64`.
 unsafe impl Pod for ValueIndex<f64, i64> {}
-// SAFETY: as above (two `f32`s, two `f64`s: Fortran's MPI_2REAL and
-// MPI_2DOUBLE_PRECISION).
+// SAFETY: `#[repr(C)]` with two 4-byte `f32`s (Fortran's MPI_2REAL): 8 bytes, no padding; all zeros is
+// valid.
 unsafe impl Zeroable for ValueIndex<f32, f32> {}
-// SAFETY: as above.
+// SAFETY: `Copy + 'static`, no padding, and any 8 bytes are two valid `f32`s.
 unsafe impl Pod for ValueIndex<f32, f32> {}
-// SAFETY: as above.
+// SAFETY: `#[repr(C)]` with two 8-byte `f64`s (Fortran's MPI_2DOUBLE_PRECISION): 16 bytes, no padding;
+// all zeros is valid.
 unsafe impl Zeroable for ValueIndex<f64, f64> {}
-// SAFETY: as above.
+// SAFETY: `Copy + 'static`, no padding, and any 16 bytes are two valid `f64`s.
 unsafe impl Pod for ValueIndex<f64, f64> {}
 impl Equivalence for ValueIndex<i32, i32> {}
 impl Equivalence for ValueIndex<f32, i32> {}
@@ -124,23 +126,28 @@ pub type LongInt = PaddedPair<i64, i32, 0, 4>;
 /// `MPI_SHORT_INT`.
 pub type ShortInt = PaddedPair<i16, i32, 2, 0>;
 
-// SAFETY: each is `#[repr(C)]` with its padding spelled as byte arrays, so
-// it has no uninitialised bytes, and every bit pattern of its fields is
-// valid: what Pod and Zeroable require. Sizes are checked in the tests.
+// SAFETY: `DoubleInt` is `#[repr(C)]` with its padding spelled as byte arrays: an `f64` at 0, the
+// empty `pad_v`, an `i32` at 8 and `pad_i: [u8; 4]` at 12, 16 bytes with no implicit padding (its size
+// is checked in `staged::reduce`'s tests); all zeros is a valid value of every field.
 unsafe impl Zeroable for DoubleInt {}
-// SAFETY: as above.
+// SAFETY: `DoubleInt` is `Copy + 'static`, and its 16 bytes are all fields, each valid for any bit pattern.
 unsafe impl Pod for DoubleInt {}
-// SAFETY: as above.
+// SAFETY: `LongInt` is `#[repr(C)]`: an `i64` at 0, an `i32` at 8 and `pad_i: [u8; 4]` at 12, 16 bytes
+// with no implicit padding (checked in `staged::reduce`'s tests); all zeros is valid for every field.
 unsafe impl Zeroable for LongInt {}
-// SAFETY: as above.
+// SAFETY: `LongInt` is `Copy + 'static`, and its 16 bytes are all fields, each valid for any bit pattern.
 unsafe impl Pod for LongInt {}
-// SAFETY: as above.
+// SAFETY: `ShortInt` is `#[repr(C)]`: an `i16` at 0, `pad_v: [u8; 2]` at 2 and an `i32` at 4, 8 bytes
+// with no implicit padding (checked in `staged::reduce`'s tests); all zeros is valid for every field.
 unsafe impl Zeroable for ShortInt {}
-// SAFETY: as above.
+// SAFETY: `ShortInt` is `Copy + 'static`, and its 8 bytes are all fields, each valid for any bit pattern.
 unsafe impl Pod for ShortInt {}
-// SAFETY: as above (16 + 4 + 12 bytes, 16-byte aligned: no implicit padding).
+// SAFETY: `LongDoubleInt` is `#[repr(C)]`: a `LongDouble` (16 bytes, 16-byte aligned, itself `Zeroable`)
+// at 0, an `i32` at 16 and `pad_i: [u8; 12]` at 20, 32 bytes with no implicit padding; all zeros is
+// valid for every field.
 unsafe impl Zeroable for LongDoubleInt {}
-// SAFETY: as above.
+// SAFETY: `LongDoubleInt` is `Copy + 'static`, and its 32 bytes are all fields, each valid for any bit
+// pattern (`LongDouble` is `Pod`).
 unsafe impl Pod for LongDoubleInt {}
 impl Equivalence for LongDoubleInt {}
 impl Equivalence for DoubleInt {}
@@ -160,17 +167,19 @@ pub struct Complex<T> {
     pub im: T,
 }
 
-// SAFETY: two floats of the same type: no padding, every bit pattern valid.
+// SAFETY: `Complex<f32>` is `#[repr(C)]` with two 4-byte `f32`s: 8 bytes, no padding; all zeros is valid.
 unsafe impl Zeroable for Complex<f32> {}
-// SAFETY: as above.
+// SAFETY: `Complex<f32>` is `Copy + 'static`, no padding, and any 8 bytes are two valid `f32`s.
 unsafe impl Pod for Complex<f32> {}
-// SAFETY: as above.
+// SAFETY: `Complex<f64>` is `#[repr(C)]` with two 8-byte `f64`s: 16 bytes, no padding; all zeros is valid.
 unsafe impl Zeroable for Complex<f64> {}
-// SAFETY: as above.
+// SAFETY: `Complex<f64>` is `Copy + 'static`, no padding, and any 16 bytes are two valid `f64`s.
 unsafe impl Pod for Complex<f64> {}
-// SAFETY: as above (two `long double`s of 16 bytes each).
+// SAFETY: `Complex<LongDouble>` is `#[repr(C)]` with two 16-byte, 16-byte aligned `LongDouble`s: 32
+// bytes, no padding; all zeros is valid (`LongDouble` is `Zeroable`).
 unsafe impl Zeroable for Complex<LongDouble> {}
-// SAFETY: as above.
+// SAFETY: `Complex<LongDouble>` is `Copy + 'static`, no padding, and any 32 bytes are two valid
+// `LongDouble`s (`LongDouble` is `Pod`).
 unsafe impl Pod for Complex<LongDouble> {}
 impl Equivalence for Complex<LongDouble> {}
 impl Equivalence for Complex<f32> {}

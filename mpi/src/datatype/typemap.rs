@@ -236,8 +236,9 @@ impl Typemap {
     pub unsafe fn pack_raw(&self, src: *const u8, count: usize, out: &mut [u8]) {
         if let (true, Some((off, _))) = (self.dense(), self.one_block) {
             let n = out.len().min(self.size.saturating_mul(count));
-            // SAFETY: the caller's contract: the elements are one run of
-            // `count * size` readable bytes at `src + off`.
+            // SAFETY: a dense type with one block lays the `count` elements out as one run of
+            // `count * size` bytes at `addr(src, off)` (MPI_BOTTOM included), readable (`# Safety`);
+            // `n` is at most that and at most `out.len()`, and `out` is a separate, exclusive slice.
             unsafe { std::ptr::copy_nonoverlapping(addr(src, off), out.as_mut_ptr(), n) };
             return;
         }
@@ -245,8 +246,8 @@ impl Typemap {
         for i in 0..count {
             let base = i as isize * self.extent();
             for (off, len) in self.blocks() {
-                // SAFETY: the caller's contract: every block of every
-                // element is readable.
+                // SAFETY: `addr(src, base + off)` is a block of element `i < count`, whose `len` bytes
+                // are readable (`# Safety`); `out[at..at + len]` is bounds-checked, and exclusive.
                 unsafe { std::ptr::copy_nonoverlapping(addr(src, base + off), out[at..at + len].as_mut_ptr(), len) };
                 at += len;
             }
@@ -257,13 +258,15 @@ impl Typemap {
     /// first blocks only. A null `dst` is `MPI_BOTTOM` (§5.1.12).
     ///
     /// # Safety
-    /// Every block of the elements `packed` fills is writable at `dst`.
+    /// Every block of the elements `packed` fills is writable at `dst` (and so is not part of
+    /// `packed`).
     pub unsafe fn unpack_raw(&self, packed: &[u8], dst: *mut u8) {
         if packed.is_empty() || self.size == 0 {
             return;
         }
         if let (true, Some((off, _))) = (self.dense(), self.one_block) {
-            // SAFETY: the caller's contract: one run of writable bytes.
+            // SAFETY: for a dense type with one block, the elements `packed` fills are the run of
+            // `packed.len()` bytes at `addr(dst, off)`, writable and apart from `packed` (`# Safety`).
             unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), addr(dst, off), packed.len()) };
             return;
         }
@@ -276,7 +279,9 @@ impl Typemap {
                 if take == 0 {
                     return;
                 }
-                // SAFETY: the caller's contract: the block is writable.
+                // SAFETY: `addr(dst, base + off)` is a block of element `i`, one `packed` fills (`take`
+                // of its bytes), writable and apart from `packed` (`# Safety`); `packed[at..]` has at
+                // least `take` bytes.
                 unsafe { std::ptr::copy_nonoverlapping(packed[at..].as_ptr(), addr(dst, base + off), take) };
                 at += take;
             }
@@ -311,8 +316,9 @@ impl Typemap {
     pub unsafe fn pack_range_raw(&self, src: *const u8, count: usize, off: usize, out: &mut [u8]) {
         let mut at = 0;
         self.for_range(count, off, out.len(), &mut |o, n| {
-            // SAFETY: the caller's contract: the block is readable; `at + n`
-            // stays within `out` since the runs sum to at most `out.len()`.
+            // SAFETY: `addr(src, o)` starts a run of `n` bytes inside a block of one of the `count`
+            // elements (`for_range` walks no further), readable (`# Safety`); `out[at..at + n]` is
+            // within `out`, since the runs sum to at most `out.len()`.
             unsafe { std::ptr::copy_nonoverlapping(addr(src, o), out[at..at + n].as_mut_ptr(), n) };
             at += n;
         });
@@ -327,8 +333,9 @@ impl Typemap {
     pub unsafe fn unpack_range_raw(&self, dst: *mut u8, count: usize, off: usize, data: &[u8]) {
         let mut at = 0;
         self.for_range(count, off, data.len(), &mut |o, n| {
-            // SAFETY: the caller's contract: the block is writable; the runs
-            // sum to at most `data.len()`.
+            // SAFETY: `addr(dst, o)` starts a run of `n` bytes inside a block of one of the `count`
+            // elements (`for_range` walks no further), writable (`# Safety`); `data[at..at + n]` is
+            // within `data`, since the runs sum to at most `data.len()`.
             unsafe { std::ptr::copy_nonoverlapping(data[at..at + n].as_ptr(), addr(dst, o), n) };
             at += n;
         });

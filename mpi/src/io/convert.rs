@@ -78,17 +78,20 @@ impl File {
             if calling == Calling::Alone && position != Position::Ordered {
                 return refused.map(|()| Status::empty());
             }
-            // SAFETY: no bytes: nothing at the pointer is touched.
+            // SAFETY: the span is 0 bytes, so `either` reads and writes nothing at `file`'s pointer
+            // (a live vector's, anyway).
             let _ = unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(0), calling) };
             return refused.map(|()| Status::empty());
         }
         match direction {
             Direction::Write => {
-                // SAFETY: `file` holds `len` bytes, readable, and lives to the end of the call.
+                // SAFETY: `file` is our own vector of `len` bytes, alive past the call and not
+                // modified during it: what `access_raw` asks of a write.
                 unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(len), calling) }
             }
             Direction::Read => {
-                // SAFETY: `file` holds `len` bytes, writable, used by nothing else during the call.
+                // SAFETY: `file` is our own vector of `len` bytes, writable and reached by nothing
+                // else during the call: what `access_raw` asks of a read.
                 let read = unsafe { self.either(position, direction, file.as_mut_ptr(), &Span::bytes(len), calling)? };
                 let (items, used) = conv.whole_items(read.bytes());
                 let whole = file.get(..used.min(read.bytes()) as usize).filter(|w| w.len() as u64 == used);
@@ -122,7 +125,9 @@ impl File {
     }
 
     /// # Safety
-    /// As [`File::access_raw`].
+    /// As [`File::access_raw`]: every block of the span's elements at `buf` is, for the duration
+    /// of the call, readable and not modified (a write), or writable and not otherwise accessed
+    /// (a read).
     unsafe fn either(
         &mut self,
         position: Position,
@@ -131,7 +136,8 @@ impl File {
         span: &Span,
         calling: Calling,
     ) -> Result<Status> {
-        // SAFETY: this function's contract is theirs.
+        // SAFETY: the caller's guarantee on `buf`'s span for this call (`# Safety`) is what
+        // `access_raw` and `access_all_raw` both ask.
         unsafe {
             match calling {
                 Calling::Alone => self.access_raw(position, direction, buf, span, None),

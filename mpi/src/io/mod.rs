@@ -334,7 +334,8 @@ impl File {
         // that none waits in `agree` for one that returned early.
         let len = i64::try_from(size).map_err(|_| fail(FileErrorClass::Io, format!("{size} bytes is too large")))?;
         let r = if self.comm.rank() == 0 && size > 0 {
-            // SAFETY: the file's descriptor, open for the call.
+            // SAFETY: `posix_fallocate` passes no memory; `self.os` owns the descriptor, open for the
+            // call, and `0..len` is a range it accepts (`len` fits an `i64`, checked above).
             match unsafe { libc::posix_fallocate(self.os.as_raw_fd(), 0, len) } {
                 0 => Ok(()),
                 e => Err(os(&std::io::Error::from_raw_os_error(e), &format!("allocating {}", self.path.display()))),
@@ -509,8 +510,8 @@ impl File {
     /// many bytes moved. Collective forms call this on every process.
     ///
     /// # Safety
-    /// `buf` holds the span's elements: readable for a write, writable for
-    /// a read, for the duration of the call.
+    /// Every block of the span's elements at `buf` is, for the duration of the call, readable and
+    /// not modified (a write), or writable and not otherwise accessed (a read).
     pub unsafe fn access_raw(
         &mut self,
         position: Position,
@@ -544,7 +545,8 @@ impl File {
         let _lock = self.atomic.then(|| Locked::take(&self.os, direction));
         let moved = match direction {
             Direction::Write => {
-                // SAFETY: this function's contract: `buf` holds the elements, readable.
+                // SAFETY: writing, the span's elements at `buf` are readable and unmodified for this
+                // call (`# Safety`), and `data`, borrowed from them when direct, is written before it ends.
                 let data = unsafe { outgoing(buf, span, "file write")? };
                 match external {
                     Some(sig) => self.write_segments(&segments, &sig.to_external(&data, elements(sig, len))?)?,
@@ -552,10 +554,13 @@ impl File {
                 }
             }
             Direction::Read => {
-                // SAFETY: this function's contract: `buf` holds the elements, writable and not
-                // otherwise accessed during the call; `inc` is finished before it returns.
+                // SAFETY: reading, the span's elements at `buf` are writable and untouched for this
+                // call (`# Safety`), and `inc` is finished (or dropped, on an error) before it returns:
+                // what `incoming` asks.
                 let mut inc = unsafe { incoming(buf, span, "file read", false)? };
-                // SAFETY: as above; the staging buffer lives in `inc`, used only here.
+                // SAFETY: `inc`'s bytes are the caller's span, writable and untouched for this call
+                // (`# Safety`), or the staging buffer `inc` owns; `out` is their only user until
+                // `finish`.
                 let out = unsafe { inc.bytes() };
                 let n = match external {
                     Some(sig) => {
@@ -568,7 +573,8 @@ impl File {
                     }
                     None => self.read_segments(&segments, out)?,
                 };
-                // SAFETY: as above.
+                // SAFETY: the reads into `out` are over, and the span's elements at `buf` are still
+                // writable and untouched within this call (`# Safety`).
                 unsafe { inc.finish(n) };
                 n
             }
@@ -585,7 +591,9 @@ impl File {
     /// Every process of the file's group calls it.
     ///
     /// # Safety
-    /// As [`File::access_raw`].
+    /// As [`File::access_raw`]: every block of the span's elements at `buf` is, for the duration
+    /// of the call, readable and not modified (a write), or writable and not otherwise accessed
+    /// (a read).
     pub unsafe fn access_all_raw(
         &mut self,
         position: Position,
@@ -595,7 +603,8 @@ impl File {
         signature: Option<&Signature>,
     ) -> Result<Status> {
         if self.two_phase(position, direction) {
-            // SAFETY: this function's contract is access_raw's.
+            // SAFETY: `buf`'s span is readable and unmodified (a write) or writable and untouched (a
+            // read) for this call (`# Safety`): what `write_two_phase` and `read_two_phase` ask.
             return unsafe {
                 match direction {
                     Direction::Write => self.write_two_phase(position, buf, span, signature),
@@ -603,7 +612,8 @@ impl File {
                 }
             };
         }
-        // SAFETY: as above.
+        // SAFETY: the same guarantee on `buf`'s span for this call (`# Safety`) is what `access_raw`
+        // asks.
         unsafe { self.access_raw(position, direction, buf, span, signature) }
     }
 
@@ -774,7 +784,10 @@ impl File {
     /// per file.
     ///
     /// # Safety
-    /// As [`File::access_raw`].
+    /// As [`File::access_raw`], for this call only (the access is done before it returns; the
+    /// `_end` only reports it): every block of the span's elements at `buf` is, for the duration
+    /// of the call, readable and not modified (a write), or writable and not otherwise accessed
+    /// (a read).
     pub unsafe fn begin_raw(
         &mut self,
         position: Position,
@@ -786,7 +799,8 @@ impl File {
         if self.split.is_some() {
             return Err(self.split_pending());
         }
-        // SAFETY: this function's contract is access_raw's.
+        // SAFETY: `buf`'s span is readable and unmodified (a write) or writable and untouched (a read)
+        // for this call (`# Safety`): what `access_all_raw` asks, whose access ends within it.
         let result = unsafe { self.access_all_raw(position, direction, buf, span, signature) };
         self.keep_split(position, direction, result);
         Ok(())
@@ -819,7 +833,8 @@ impl File {
     /// Write `data` at `position` (the typed form of [`File::access_raw`]).
     pub fn write_from<T: Equivalence>(&mut self, position: Position, data: &[T]) -> Result<Status> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        // SAFETY: `bytes` is a live slice of its length, read for the call.
+        // SAFETY: `bytes` is `data`'s `bytes.len()` bytes, borrowed (so unmodified) for this call; a
+        // write only reads them, so the `cast_mut` gives no write access.
         unsafe {
             self.access_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len()), None)
         }
@@ -829,7 +844,8 @@ impl File {
     /// came (fewer at the end of the file).
     pub fn read_into<T: Equivalence>(&mut self, position: Position, data: &mut [T]) -> Result<Status> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(data);
-        // SAFETY: `bytes` is a live, exclusively borrowed slice of its length.
+        // SAFETY: `bytes` is `data`'s `bytes.len()` bytes, mutably borrowed for this call, so writable
+        // and reached by nothing else during it.
         unsafe { self.access_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len()), None) }
     }
 
@@ -857,7 +873,8 @@ impl File {
     /// [`File::access_all_raw`]).
     pub fn write_all_from<T: Equivalence>(&mut self, position: Position, data: &[T]) -> Result<Status> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        // SAFETY: `bytes` is a live slice of its length, read for the call.
+        // SAFETY: `bytes` is `data`'s `bytes.len()` bytes, borrowed (so unmodified) for this call; a
+        // write only reads them, so the `cast_mut` gives no write access.
         unsafe {
             self.access_all_raw(position, Direction::Write, bytes.as_ptr().cast_mut(), &Span::bytes(bytes.len()), None)
         }
@@ -877,7 +894,8 @@ impl File {
     /// [`File::access_all_raw`]).
     pub fn read_all_into<T: Equivalence>(&mut self, position: Position, data: &mut [T]) -> Result<Status> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(data);
-        // SAFETY: `bytes` is a live, exclusively borrowed slice of its length.
+        // SAFETY: `bytes` is `data`'s `bytes.len()` bytes, mutably borrowed for this call, so writable
+        // and reached by nothing else during it.
         unsafe { self.access_all_raw(position, Direction::Read, bytes.as_mut_ptr(), &Span::bytes(bytes.len()), None) }
     }
 
@@ -915,8 +933,8 @@ impl Locked {
     fn take(f: &std::fs::File, direction: Direction) -> Locked {
         let fd = f.as_raw_fd();
         let how = if direction == Direction::Write { libc::LOCK_EX } else { libc::LOCK_SH };
-        // SAFETY: `fd` is the data file's descriptor, open while the File lives,
-        // which outlives this lock (it is a local of the access).
+        // SAFETY: `flock` passes no memory; `fd` is the data file's descriptor, open while the `File`
+        // lives, which outlives this lock (a local of the access).
         unsafe { libc::flock(fd, how) };
         Locked(fd)
     }
@@ -924,7 +942,8 @@ impl Locked {
 
 impl Drop for Locked {
     fn drop(&mut self) {
-        // SAFETY: as in `take`: the descriptor is still open.
+        // SAFETY: `flock` passes no memory; `self.0` is the data file's descriptor, still open: the
+        // `File` outlives this lock, a local of the access.
         unsafe { libc::flock(self.0, libc::LOCK_UN) };
     }
 }

@@ -62,7 +62,7 @@ impl SharedPointer {
     fn update(&self, f: impl FnOnce(u64) -> u64) -> Result<u64> {
         let fd = self.file.as_raw_fd();
         let what = |doing: &str| format!("{doing} the shared file pointer {}", self.path.display());
-        // SAFETY: `fd` is this struct's open file, alive for the call.
+        // SAFETY: `flock` passes no memory; `fd` is `self.file`'s descriptor, open for the call.
         if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
             return Err(os(&std::io::Error::last_os_error(), &what("locking")));
         }
@@ -73,7 +73,8 @@ impl SharedPointer {
             self.file.write_all_at(&f(old).to_le_bytes(), 0).map_err(|e| os(&e, &what("writing")))?;
             Ok(old)
         })();
-        // SAFETY: as above; unlocking a lock this description holds.
+        // SAFETY: `flock` passes no memory; `fd` is `self.file`'s descriptor, still open, and this
+        // description holds the lock taken above.
         unsafe { libc::flock(fd, libc::LOCK_UN) };
         r
     }

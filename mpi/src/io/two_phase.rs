@@ -240,7 +240,8 @@ impl File {
     /// ever; a failure anywhere fails the call everywhere.
     ///
     /// # Safety
-    /// As [`File::access_raw`].
+    /// Every block of the span's elements at `buf` is readable, and not modified, for the
+    /// duration of the call.
     pub(super) unsafe fn write_two_phase(
         &mut self,
         position: Position,
@@ -248,7 +249,8 @@ impl File {
         span: &Span,
         signature: Option<&Signature>,
     ) -> Result<Status> {
-        // SAFETY: this function's contract is access_raw's.
+        // SAFETY: the span's elements at `buf` are readable and unmodified for this call (`# Safety`),
+        // and `local`, borrowing them when direct, is used only within it.
         let local = unsafe { self.contribution(position, buf, span, signature) };
         let (start, mine, plan) = self.agree_on_plan(local)?;
         let len = mine.data.len() as u64;
@@ -295,16 +297,18 @@ impl File {
     /// comment); as [`File::write_two_phase`] for failures.
     ///
     /// # Safety
-    /// As [`File::access_raw`].
+    /// Every block of the span's elements at `buf` is writable, and not otherwise accessed, for
+    /// the duration of the call.
     pub(super) unsafe fn read_two_phase(&mut self, position: Position, buf: *mut u8, span: &Span) -> Result<Status> {
-        // SAFETY: this function's contract: `buf` holds the elements,
-        // writable and not otherwise accessed during the call; `inc` is
-        // finished before it returns.
+        // SAFETY: the span's elements at `buf` are writable and untouched for this call (`# Safety`),
+        // and `inc` is finished (or dropped, on an error) before it returns: what `incoming` asks.
         let inc = unsafe { super::incoming(buf, span, "file read", false) };
         let local = inc.and_then(|mut inc| {
             let etypes = self.check_access(position, Direction::Read, span, None)?;
             let (start, pieces) = self.pieces(position, etypes)?;
-            // SAFETY: as above: the staging buffer lives in `inc`, used only here.
+            // SAFETY: `inc`'s bytes are the caller's span, writable and untouched for this call
+            // (`# Safety`), or the staging buffer `inc` owns, whose heap bytes stay put as `inc`
+            // moves; `out` is their only user until `finish`.
             let out = unsafe { inc.bytes() };
             Ok((start, Mine { pieces, data: Cow::Borrowed(&[]) }, inc, out))
         });
@@ -332,7 +336,8 @@ impl File {
                 break;
             }
         }
-        // SAFETY: as above.
+        // SAFETY: the exchange that wrote `out` is over, and the span's elements at `buf` are still
+        // writable and untouched within this call (`# Safety`).
         unsafe { inc.finish(moved) };
         if position == Position::Individual {
             self.pointer = start + moved / self.view.etype_size();
@@ -462,7 +467,9 @@ impl File {
     /// This process's part: where it starts (etypes) and its pieces.
     ///
     /// # Safety
-    /// As [`File::access_raw`].
+    /// Every block of the span's elements at `buf` is readable, and not modified, for as long as
+    /// the returned `Mine` (of the lifetime `'a` chosen) is used: its data borrows them when the
+    /// span is direct.
     unsafe fn contribution<'a>(
         &self,
         position: Position,
@@ -473,7 +480,8 @@ impl File {
         let etypes = self.check_access(position, Direction::Write, span, signature)?;
         let (start, pieces) = self.pieces(position, etypes)?;
         let len = etypes * self.view.etype_size();
-        // SAFETY: this function's contract: `buf` holds the elements, readable.
+        // SAFETY: the span's elements at `buf` are readable and unmodified for as long as the returned
+        // `Mine`, which borrows them for `'a` when direct, is used (`# Safety`).
         let data = unsafe { super::outgoing(buf, span, "file write")? };
         let data = match (self.view.rep(), signature) {
             (super::DataRep::External32, Some(sig)) => Cow::Owned(sig.to_external(&data, super::elements(sig, len))?),

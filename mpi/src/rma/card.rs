@@ -381,13 +381,15 @@ impl Card {
     /// and the error says where, once the caller's synchronisation is done.
     ///
     /// # Safety
-    /// `private` is the window's memory, `shadow.len()` bytes, readable.
+    /// `private` points to the window's memory, `shadow.len()` bytes, readable and not written by
+    /// anyone else for the duration of the call.
     pub(crate) unsafe fn publish(&mut self, e: &mut Engine, private: *const u8) -> Result<Option<MpiError>> {
         let n = self.shadow.len();
         if n == 0 {
             return Ok(None);
         }
-        // SAFETY: this function's contract.
+        // SAFETY: `n = shadow.len() > 0` here, and `private` is `n` bytes readable and not otherwise
+        // written during this call (`# Safety`); `mem` ends with it.
         let mem = unsafe { std::slice::from_raw_parts(private, n) };
         let mut conflict = None;
         let mut stored = false;
@@ -445,17 +447,19 @@ impl Card {
         // stored to (issue 47, break 2).
         let mut i = 0;
         while i < n {
-            // SAFETY: this function's contract: `private` has `n` bytes.
+            // SAFETY: `i < n`, inside `private`'s `n` bytes, readable and untouched by others during
+            // this call (`# Safety`).
             if unsafe { *private.add(i) } == public[i] {
                 i += 1;
                 continue;
             }
             let start = i;
-            // SAFETY: as above.
+            // SAFETY: `i < n` (tested first), inside `private`'s `n` readable bytes (`# Safety`).
             while i < n && unsafe { *private.add(i) } != public[i] {
                 i += 1;
             }
-            // SAFETY: as above; `public` is a separate allocation.
+            // SAFETY: `start..i` lies within `private`'s `n` writable bytes (`# Safety`) and within
+            // `public`'s `n` bytes (`i <= n`); `public` is a separate allocation, so they do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(public.as_ptr().add(start), private.add(start), i - start) };
         }
         e.charge(HostCost::CopyByte, n as u64);
@@ -474,9 +478,13 @@ impl Card {
     /// [`Card::publish`] then [`Card::refresh`]: the copies agree.
     ///
     /// # Safety
-    /// As [`Card::refresh`].
+    /// `private` points to the window's memory, `shadow.len()` bytes, readable, writable and not
+    /// otherwise accessed for the duration of the call (what [`Card::publish`] and
+    /// [`Card::refresh`] ask).
     pub(crate) unsafe fn merge(&mut self, e: &mut Engine, private: *mut u8) -> Result<Option<MpiError>> {
-        // SAFETY: this function's contract covers both.
+        // SAFETY: `private`'s `shadow.len()` bytes are readable, writable and untouched by others for
+        // this call (`# Safety`), which covers `publish` and `refresh`; `publish` leaves `shadow`'s
+        // length as it is.
         unsafe {
             let conflict = self.publish(e, private)?;
             self.refresh(e, private)?;
@@ -488,10 +496,12 @@ impl Card {
     /// while others ended passive-target epochs here.
     ///
     /// # Safety
-    /// As [`Card::publish`].
+    /// As [`Card::publish`]: `private` points to the window's memory, `shadow.len()` bytes,
+    /// readable and not written by anyone else for the duration of the call.
     pub(crate) unsafe fn audit(&mut self, e: &mut Engine, private: *const u8) -> Result<()> {
         let n = self.shadow.len();
-        // SAFETY: this function's contract.
+        // SAFETY: when `n > 0`, `private` is `n = shadow.len()` bytes readable and not otherwise written
+        // during this call (`# Safety`); `mem` ends with it.
         let mem = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(private, n) } };
         if mem != self.shadow.as_slice() {
             let visits = self.visits(e)?;

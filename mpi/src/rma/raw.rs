@@ -111,10 +111,12 @@ impl RawWindow {
     /// Collective over `comm`.
     ///
     /// # Safety
-    /// The memory stays valid until the window is freed; outside MPI
-    /// calls, the program accesses it only as MPI 4.1 §12.7 allows.
+    /// The `size` bytes at `base` are readable now and stay valid for reads and writes until the
+    /// window is freed (or dropped); the program's own loads and stores of them never conflict
+    /// with the window's operations, and happen outside MPI calls only as MPI 4.1 §12.7 allows.
     pub unsafe fn create(comm: &SimpleCommunicator, base: *mut u8, size: u64, disp_unit: u32) -> Result<RawWindow> {
-        // SAFETY: this function's contract, passed on.
+        // SAFETY: the caller's guarantee on the `size` bytes at `base` (`# Safety`) is the one
+        // `create_with` asks, word for word.
         unsafe { RawWindow::create_with(comm, base, size, disp_unit, None) }
     }
 
@@ -124,7 +126,9 @@ impl RawWindow {
     /// process; where one lacks it, the window is unified.
     ///
     /// # Safety
-    /// As [`RawWindow::create`].
+    /// As [`RawWindow::create`]: the `size` bytes at `base` are readable now and stay valid for
+    /// reads and writes until the window is freed (or dropped), accessed by the program only as
+    /// MPI 4.1 §12.7 allows.
     pub unsafe fn create_with(
         comm: &SimpleCommunicator,
         base: *mut u8,
@@ -135,7 +139,9 @@ impl RawWindow {
         if size > 0 && base.is_null() {
             return Err(MpiError::Buffer("MPI_Win_create: a null base for a window of more than 0 bytes".into()));
         }
-        // SAFETY: this function's contract.
+        // SAFETY: `base` is non-null when `size > 0` (checked above), and its `size` bytes are readable
+        // now and valid for reads and writes until the window is freed, accessed by the program only
+        // as §12.7 allows (`# Safety`): what `make` asks, the memory staying the caller's.
         unsafe { RawWindow::make(comm, Flavor::Create, base, size, disp_unit, Storage::Caller, model) }
     }
 
@@ -159,8 +165,10 @@ impl RawWindow {
         v.try_reserve_exact(lines).map_err(|_| MpiError::NoMemory(format!("MPI_Win_allocate of {size} bytes")))?;
         v.resize(lines, Line([0; 64]));
         let base = v.as_mut_ptr().cast::<u8>();
-        // SAFETY: the memory lives in `Storage::Owned`, which the window
-        // keeps until it is freed, and it is the window's alone.
+        // SAFETY: `base` is `v`'s `lines * 64 >= size` zeroed bytes, whose heap block stays put when
+        // `v` moves into `Storage::Owned`; the window drops `storage` only after deregistering (in
+        // `free` or `Drop`, before its fields go), and nothing but the window reaches the bytes
+        // until `base()` hands them out, under §12.7: what `make` asks.
         unsafe { RawWindow::make(comm, Flavor::Allocate, base, size, disp_unit, Storage::Owned(v), model) }
     }
 
@@ -172,8 +180,10 @@ impl RawWindow {
     pub fn allocate_shared(comm: &SimpleCommunicator, size: u64, disp_unit: u32) -> Result<RawWindow> {
         let seg = Segment::create(comm, size)?;
         let base = seg.mine();
-        // SAFETY: the segment lives in `Storage::Shared`, which the window
-        // keeps until it is freed.
+        // SAFETY: `base` is this process's part of `seg`'s mapping, `size` bytes (the parts are laid
+        // out from everyone's sizes), zero-filled by the kernel; the mapping lasts while
+        // `Storage::Shared` keeps `seg`, which the window drops only after deregistering. The other
+        // processes' direct loads and stores of it are theirs to keep to §12.7.
         unsafe { RawWindow::make(comm, Flavor::Shared, base, size, disp_unit, Storage::Shared(seg), None) }
     }
 
@@ -181,12 +191,16 @@ impl RawWindow {
     /// [`RawWindow::attach`]; targets are addressed by absolute address
     /// (`MPI_Get_address`).
     pub fn create_dynamic(comm: &SimpleCommunicator) -> Result<RawWindow> {
-        // SAFETY: no memory is handed over (regions come with `attach`).
+        // SAFETY: `size` is 0, so `make` reads nothing at the null `base` and registers a dynamic
+        // memory with no region: memory comes with `attach`, under its own `# Safety`.
         unsafe { RawWindow::make(comm, Flavor::Dynamic, std::ptr::null_mut(), 0, 1, Storage::Caller, None) }
     }
 
     /// # Safety
-    /// As [`RawWindow::create`], for `size` bytes at `base`.
+    /// The `size` bytes at `base` are readable now and stay valid for reads and writes until the
+    /// window is deregistered (by `free` or `Drop`; `storage` keeps them alive when the library
+    /// owns them), and the program accesses them only as MPI 4.1 §12.7 allows (as
+    /// [`RawWindow::create`]).
     unsafe fn make(
         comm: &SimpleCommunicator,
         flavor: Flavor,
@@ -208,7 +222,8 @@ impl RawWindow {
         // does. Shared and dynamic windows are unified everywhere (their
         // memory is loaded and stored directly, or attached later).
         let want = matches!(flavor, Flavor::Create | Flavor::Allocate) && Model::by_default(model)? == Model::Separate;
-        // SAFETY: this function's contract: `size` bytes at `base` are readable.
+        // SAFETY: `size > 0` here, so `base` is the `size` bytes readable now (`# Safety`); `initial`
+        // is only read, and not kept past this call (`Card` copies it).
         let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
         let public = if want {
             let mut c = wc.shared().borrow_mut();
@@ -278,8 +293,10 @@ impl RawWindow {
             storage,
             name: String::new(),
         };
-        // SAFETY: this function's contract: the memory stays valid until
-        // `free` deregisters it (or `Drop` does).
+        // SAFETY: `memory` is the `size` bytes at `base` (or a dynamic window's regions, none yet),
+        // valid for reads and writes until the window is deregistered, which `free` and `Drop` both
+        // do before `storage` goes, and the program keeps to §12.7 (`# Safety`): what
+        // `Rma::register` asks.
         w.rma(|r, e| unsafe { r.register(e, ctx, members, memory, local) })?;
         Ok(w)
     }
@@ -309,21 +326,24 @@ impl RawWindow {
 
     /// Make this process's private and public copies agree (card only).
     fn merge(&mut self) -> Result<()> {
-        // SAFETY: `base` is the window's memory of `size` bytes (the
-        // creating call's contract), and no other access runs during an
-        // MPI call on it.
+        // SAFETY: `base` is the window's `size` bytes (the card, made only for created and allocated
+        // windows, holds an image of exactly that length), valid for reads and writes until the window
+        // is freed (`create`'s `# Safety`, or `storage`); `&mut self` keeps other calls on the window
+        // out, and §12.7 keeps the program's own accesses out of a synchronisation call.
         self.with_copies(|card, e, base| unsafe { card.merge(e, base) })
     }
 
     /// Local stores out to the public copy (card only).
     fn publish(&mut self) -> Result<()> {
-        // SAFETY: as in `merge`.
+        // SAFETY: `base` is the window's `size` bytes, the card image's length, readable until the
+        // window is freed (as in `merge`); §12.7 keeps the program's stores out during this call.
         self.with_copies(|card, e, base| unsafe { card.publish(e, base) })
     }
 
     /// The public copy in (card only).
     fn refresh(&mut self) -> Result<()> {
-        // SAFETY: as in `merge`.
+        // SAFETY: `base` is the window's `size` bytes, the card image's length, writable until the
+        // window is freed (as in `merge`); `&mut self` and §12.7 keep other accesses out during it.
         self.with_copies(|card, e, base| unsafe { card.refresh(e, base) }.map(|_| None))
     }
 
@@ -443,7 +463,9 @@ impl RawWindow {
     /// reachable at their addresses.
     ///
     /// # Safety
-    /// The memory stays valid until detached or the window is freed.
+    /// The `size` bytes at `base` stay valid for reads and writes until detached or the window is
+    /// freed (or dropped), and the program accesses them only as MPI 4.1 §12.7 allows (as for
+    /// [`RawWindow::create`]).
     pub unsafe fn attach(&mut self, base: *mut u8, size: u64) -> Result<()> {
         let (a, ctx) = (base as u64, self.ctx);
         if size > 0 && base.is_null() {
@@ -543,10 +565,12 @@ impl RawWindow {
     /// `MPI_Put` (§12.3.1): the origin's data to the target's memory.
     ///
     /// # Safety
-    /// `origin` holds the span's elements for the call (they are copied).
+    /// Every block of the span's elements at `origin` is readable, and not modified, for the
+    /// duration of the call (they are copied or sent before it returns).
     pub unsafe fn put(&mut self, origin: *const u8, span: &Span, t: &Target<'_>) -> Result<()> {
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(()) };
-        // SAFETY: this function's contract.
+        // SAFETY: the span's elements at `origin` are readable and unmodified for this call
+        // (`# Safety`), and `data`, borrowed from them when direct, is put or encoded before it returns.
         let data = unsafe { outgoing(origin, span, "origin")? };
         let on_card = self.on_card(|card, e| {
             let mut at = 0usize;
@@ -566,7 +590,8 @@ impl RawWindow {
     /// combined into the target's with `op`.
     ///
     /// # Safety
-    /// As [`RawWindow::put`].
+    /// As [`RawWindow::put`]: every block of the span's elements at `origin` is readable, and not
+    /// modified, for the duration of the call.
     pub unsafe fn accumulate(
         &mut self,
         origin: *const u8,
@@ -578,7 +603,9 @@ impl RawWindow {
         op.check(elem)?;
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(()) };
         check_elems(&blocks, elem)?;
-        // SAFETY: this function's contract.
+        // SAFETY: the span's elements at `origin` are readable and unmodified for this call
+        // (`# Safety`), and `data`, borrowed from them when direct, is applied or encoded before it
+        // returns.
         let data = unsafe { outgoing(origin, span, "origin")? };
         if op == AccOp::NoOp {
             return Ok(());
@@ -594,8 +621,10 @@ impl RawWindow {
     /// epoch, or a flush).
     ///
     /// # Safety
-    /// `origin` has room for the span's elements, stays writable and is not
-    /// otherwise accessed until the operation completes.
+    /// Every block of the span's elements at `origin` stays writable and is not otherwise
+    /// accessed until the result is in place: before this call returns on the card, else when the
+    /// reply comes (see [`Issued`]), or until the window forgets the buffer
+    /// (`RawWindow::forget_reply_buffers`) or is freed or dropped.
     pub unsafe fn get(&mut self, origin: *mut u8, span: &Span, t: &Target<'_>) -> Result<Issued> {
         let Some(blocks) = self.prepare(t, Some(span.len()))? else { return Ok(Issued(0)) };
         let on_card = self.on_card(|card, e| {
@@ -608,11 +637,14 @@ impl RawWindow {
             Ok(data)
         });
         if let Some(data) = on_card {
-            // SAFETY: this function's contract is `place`'s.
+            // SAFETY: the span at `origin` is writable and untouched until the result is in place
+            // (`# Safety`), which `place` does now, within this call.
             unsafe { place(origin, span, "origin", &data?)? };
             return Ok(Issued(0));
         }
-        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        // SAFETY: the span at `origin` stays writable and untouched until the reply is placed or the
+        // window forgets it (`# Safety`); `inc`, with its staging buffer, goes to `expect` as the
+        // reply's place, as `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(origin, span, "origin", false)?;
             self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
@@ -626,8 +658,10 @@ impl RawWindow {
     /// combined into them (nothing is read from `origin` for `NoOp`).
     ///
     /// # Safety
-    /// `origin` holds its span's elements for the call; `result` as
-    /// `origin` of [`RawWindow::get`].
+    /// Unless `op` is `NoOp`, every block of `span`'s elements at `origin` is readable, and not
+    /// modified, for the duration of the call; every block of `result_span`'s elements at `result`
+    /// stays writable and not otherwise accessed until the result is in place, as `origin`'s in
+    /// [`RawWindow::get`].
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn get_accumulate(
         &mut self,
@@ -650,14 +684,18 @@ impl RawWindow {
             )));
         }
         check_elems(&blocks, elem)?;
-        // SAFETY: this function's contract.
+        // SAFETY: for an operation other than `NoOp`, the span's elements at `origin` are readable and
+        // unmodified for this call (`# Safety`); `data` is applied or encoded before it returns.
         let data = if op == AccOp::NoOp { Default::default() } else { unsafe { outgoing(origin, span, "origin")? } };
         if let Some(old) = self.on_card(|card, e| card.accumulate(e, t.rank as usize, &blocks, &data, elem, op, true)) {
-            // SAFETY: this function's contract is `place`'s.
+            // SAFETY: `result`'s span is writable and untouched until the result is in place
+            // (`# Safety`), which `place` does now, within this call.
             unsafe { place(result, result_span, "result", &old?)? };
             return Ok(Issued(0));
         }
-        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        // SAFETY: `result`'s span stays writable and untouched until the reply is placed or the
+        // window forgets it (`# Safety`); `inc`, with its staging buffer, goes to `expect` as the
+        // reply's place, as `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(result, result_span, "result", false)?;
             self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
@@ -672,7 +710,9 @@ impl RawWindow {
     /// goes to `result`.
     ///
     /// # Safety
-    /// `origin` and `compare` hold one element; `result` as `origin` of
+    /// `origin` and `compare` each point to one element of `elem` (`elem.size()` bytes), readable
+    /// and not modified for the duration of the call; `result`'s `elem.size()` bytes stay writable
+    /// and not otherwise accessed until the result is in place, as `origin`'s in
     /// [`RawWindow::get`].
     pub unsafe fn compare_and_swap(
         &mut self,
@@ -688,16 +728,20 @@ impl RawWindow {
         let t = Target { rank, disp, layout: &layout, count: 1 };
         let Some(blocks) = self.prepare(&t, None)? else { return Ok(Issued(0)) };
         let span = Span::bytes(n);
-        // SAFETY: this function's contract: one element at each.
+        // SAFETY: `origin` and `compare` each hold `n = elem.size()` readable bytes, unmodified for
+        // this call (`# Safety`); `o` and `c` are used by the card or copied into `data` before it ends.
         let (o, c) = unsafe { (outgoing(origin, &span, "origin")?, outgoing(compare, &span, "compare")?) };
         if let Some(old) = self.on_card(|card, e| card.compare_and_swap(e, rank as usize, blocks[0].0, elem, &o, &c)) {
-            // SAFETY: this function's contract is `place`'s.
+            // SAFETY: `result`'s `n` bytes are writable and untouched until the result is in place
+            // (`# Safety`), which `place` does now, within this call.
             unsafe { place(result, &span, "result", &old?)? };
             return Ok(Issued(0));
         }
         let mut data = c.into_owned();
         data.extend_from_slice(&o);
-        // SAFETY: this function's contract is `incoming`'s and `expect`'s.
+        // SAFETY: `result`'s `n` bytes stay writable and untouched until the reply is placed or the
+        // window forgets them (`# Safety`); `inc` goes to `expect` as the reply's place, as
+        // `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(result, &span, "result", false)?;
             self.rma(|r, _| r.expect(self.ctx, rank as u32, Some(Reply(inc))))?
@@ -725,7 +769,7 @@ impl RawWindow {
     /// (the answers are waited for as [`Waiting::Replies`]).
     fn ask_confirm(&mut self, targets: Vec<Rank>) -> Result<()> {
         for &t in &targets {
-            // SAFETY: no buffer: the reply only completes.
+            // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
@@ -1003,7 +1047,7 @@ impl RawWindow {
     fn send_locks(&mut self, ranks: &[Rank], kind: LockType) -> Result<()> {
         let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
         for &t in ranks {
-            // SAFETY: no buffer: the reply only completes.
+            // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg { flags, ..Msg::bare(Kind::Lock, id) })?;
         }
@@ -1024,7 +1068,7 @@ impl RawWindow {
             return self.settle(None).and_then(|_| self.conflicts()).map(|_| Waiting::Nothing);
         }
         for &t in ranks {
-            // SAFETY: no buffer: the reply only completes.
+            // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg::bare(if nocheck { Kind::Flush } else { Kind::Unlock }, id))?;
             self.dirty.remove(&t);
@@ -1109,7 +1153,7 @@ impl RawWindow {
         }
         let targets: Vec<Rank> = self.dirty.iter().copied().filter(|t| rank.is_none_or(|r| r == *t)).collect();
         for &t in &targets {
-            // SAFETY: no buffer: the reply only completes.
+            // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
             let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
@@ -1198,7 +1242,9 @@ impl RawWindow {
         let r = self.comm.barrier();
         if r.is_ok() {
             // A diagnostic only: its failure changes nothing of the free.
-            // SAFETY: as in `merge`: the window's memory, valid until freed.
+            // SAFETY: `base` is the window's `size` bytes (the card image's length), still readable:
+            // `deregister` below has not run and `storage`, if ours, lives until `self` drops; §12.7
+            // keeps the program's stores out during this call.
             let _ = self.with_copies(|card, e, base| unsafe { card.audit(e, base) }.map(|_| None));
         }
         self.deregister();
@@ -1252,9 +1298,12 @@ impl Drop for RawWindow {
 /// Put `data` (a result) into the span's elements at `buf`.
 ///
 /// # Safety
-/// As [`incoming`]: `buf` has room for the span's elements, writable.
+/// Every block of the span's elements at `buf` is writable, and not otherwise accessed, for the
+/// duration of the call.
 unsafe fn place(buf: *mut u8, span: &Span, what: &str, data: &[u8]) -> Result<()> {
-    // SAFETY: this function's contract is `incoming`'s.
+    // SAFETY: the span at `buf` is writable and untouched for this call (`# Safety`) and `inc` is
+    // finished before it returns, as `incoming` asks; `inc.bytes()` is the caller's span or `inc`'s
+    // own staging buffer, `inc.len` bytes, of which the first `n` are written, and then unpacked.
     unsafe {
         let mut inc = incoming(buf, span, what, false)?;
         let n = inc.len.min(data.len());

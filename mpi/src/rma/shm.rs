@@ -38,13 +38,14 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
             }
             return Err(os("shm_open"));
         }
-        // SAFETY: `fd` is ours, sized once.
+        // SAFETY: `ftruncate` passes no memory; `fd` is the descriptor `shm_open` just gave us, open.
         let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
         let mut err = (!sized).then(|| os("ftruncate"));
         // The pages are taken now, not at the first store: in a full
         // /dev/shm that store would be a SIGBUS in the program.
         if err.is_none() && len > 0 {
-            // SAFETY: `fd` is ours; the range is the segment's size.
+            // SAFETY: `posix_fallocate` passes no memory; `fd` is our open descriptor and `0..len`
+            // the segment's size.
             let e = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
             if e != 0 {
                 let why = std::io::Error::from_raw_os_error(e);
@@ -54,10 +55,12 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
                 )));
             }
         }
-        // SAFETY: closing our own descriptor; the segment persists until unlinked.
+        // SAFETY: `fd` is our open descriptor, closed once here and not used after; the segment
+        // persists until unlinked.
         unsafe { libc::close(fd) };
         if let Some(e) = err {
-            // SAFETY: `c` is a valid C string: the segment we just made goes.
+            // SAFETY: `c` is a NUL-terminated string alive for the call, naming the segment we just
+            // made, which goes.
             unsafe { libc::shm_unlink(c.as_ptr()) };
             return Err(e);
         }
@@ -125,7 +128,7 @@ impl Segment {
                 return Err(MpiError::RmaShared("rank 0 could not create the shared segment".into()));
             }
         };
-        // SAFETY: `name` is a valid C string.
+        // SAFETY: `name` is a NUL-terminated string alive for the call, which `shm_open` only reads.
         let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
         let map = if fd < 0 {
             Err(os("shm_open"))
@@ -135,7 +138,8 @@ impl Segment {
             let p = unsafe {
                 libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
             };
-            // SAFETY: closing our own descriptor; the mapping stays.
+            // SAFETY: `fd` is our open descriptor, closed once and not used after; the mapping
+            // stays valid without it.
             unsafe { libc::close(fd) };
             if p == libc::MAP_FAILED {
                 Err(os("mmap"))
@@ -146,7 +150,8 @@ impl Segment {
         // Every process has mapped it (or failed): the name can go.
         let mapped = comm.allgather_bytes(&[u8::from(map.is_ok())])?;
         if first {
-            // SAFETY: `name` is a valid C string.
+            // SAFETY: `name` is a NUL-terminated string alive for the call, which `shm_unlink` only
+            // reads; every process has mapped the segment or failed to, so the name can go.
             unsafe { libc::shm_unlink(name.as_ptr()) };
         }
         let map = map?;
@@ -170,8 +175,9 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        // SAFETY: `map` is the mapping of `len` bytes made in `create`;
-        // the window that used it has been deregistered first.
+        // SAFETY: `map..map + len` is exactly the mapping `create` made, unmapped only here (a
+        // `Segment` is never copied); the window keeping it in `Storage::Shared` deregisters before
+        // its fields drop, so the hook no longer touches it.
         unsafe { libc::munmap(self.map.cast(), self.len) };
     }
 }

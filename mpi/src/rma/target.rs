@@ -76,8 +76,9 @@ impl Memory {
 /// An origin's buffer waiting for a reply (a get, a fetch, a swap).
 pub(crate) struct Reply(pub(crate) Incoming);
 
-// SAFETY: as for `Addr`: held under the library's lock only, the buffer
-// valid until the reply is placed (the contract of `Rma::expect`).
+// SAFETY: a `Reply` holds an `Incoming` (raw pointers to an origin's buffer, and an owned staging
+// buffer); like `Addr`, it is only touched under the library's lock, by one thread at a time, and
+// its buffer stays valid until the reply is placed or forgotten (`Rma::expect`'s `# Safety`).
 unsafe impl Send for Reply {}
 
 /// Why a target could not do what an origin asked.
@@ -313,9 +314,10 @@ impl Rma {
     /// to `into` (or only completes it).
     ///
     /// # Safety
-    /// `into`'s buffer stays writable, and is not otherwise accessed, until
-    /// the reply arrived ([`Rma::outstanding`] no longer counts it) or the
-    /// window is deregistered.
+    /// With `into`, every byte its `Incoming` writes (the `len` bytes at its `ptr`, and the
+    /// elements its staging buffer is unpacked into) stays writable, and is not otherwise
+    /// accessed, until the reply arrived ([`Rma::outstanding`] no longer counts it), the buffer is
+    /// forgotten ([`Rma::forget`], [`Rma::forget_buffers`]) or the window is deregistered.
     pub(crate) unsafe fn expect(&mut self, ctx: u32, target: u32, into: Option<Reply>) -> crate::Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
@@ -450,8 +452,9 @@ impl Win {
     fn gather(places: &[(*mut u8, usize)]) -> Vec<u8> {
         let mut out = Vec::with_capacity(places.iter().map(|p| p.1).sum());
         for &(p, n) in places {
-            // SAFETY: `places` checked these bytes inside the registered
-            // memory, valid by `Rma::register`'s contract.
+            // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), which
+            // `Rma::register`'s `# Safety` keeps valid for reads, and free of the program's
+            // conflicting stores (§12.7), until the window is deregistered.
             out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
         }
         out
@@ -473,7 +476,9 @@ impl Win {
             op.apply(m.elem, data, &mut acc).map_err(|e| Failure::other(e.to_string()))?;
             let mut at = 0;
             for &(p, n) in places {
-                // SAFETY: as below.
+                // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), valid
+                // for writes by `Rma::register`'s `# Safety`; `acc` is `gather`'s copy of the blocks,
+                // a separate vector of `room` bytes, and `at + n <= room`.
                 unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().add(at), p, n) };
                 at += n;
             }
@@ -481,9 +486,10 @@ impl Win {
         }
         let mut at = 0;
         for &(p, n) in places {
-            // SAFETY: `places` checked these bytes inside the registered
-            // memory, valid by `Rma::register`'s contract; `data` is the
-            // message, not window memory, so the two do not overlap.
+            // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), valid for
+            // reads and writes and free of the program's accesses by `Rma::register`'s `# Safety`;
+            // `data` is the message, not window memory, so the two do not overlap, and the slice
+            // ends with this iteration.
             let acc = unsafe { std::slice::from_raw_parts_mut(p, n) };
             op.apply(m.elem, &data[at..at + n], acc).map_err(|e| Failure::other(e.to_string()))?;
             at += n;
@@ -535,7 +541,9 @@ impl Win {
                     Ok(p) => {
                         let old = Win::gather(&p);
                         if old == m.data[..n] {
-                            // SAFETY: checked inside the registered memory by `places`.
+                            // SAFETY: `p[0].0` starts the one `n`-byte block `places` found inside the
+                            // registered memory, writable by `Rma::register`'s `# Safety`; the source
+                            // is the message's last `n` bytes, a separate buffer.
                             unsafe { std::ptr::copy_nonoverlapping(m.data[n..].as_ptr(), p[0].0, n) };
                         }
                         self.reply(e, from, m.id, Ok(&old))?;
@@ -578,9 +586,10 @@ impl Win {
                         self.failed.insert(m.id, Failure::decode(m.data));
                     } else if let Some(Reply(mut inc)) = p.into {
                         let n = inc.len.min(m.data.len());
-                        // SAFETY: `Rma::expect`'s contract keeps the origin
-                        // buffer writable until this reply; `bytes` has
-                        // `inc.len` bytes and `n` is at most that.
+                        // SAFETY: `inc` went to `Rma::expect`, whose `# Safety` keeps its buffer
+                        // (the origin's span, or its own staging buffer) writable and untouched
+                        // until this reply is placed; `inc.bytes()` has `inc.len` bytes and `n` is
+                        // at most that, and `finish` unpacks them into the origin's elements.
                         unsafe {
                             inc.bytes()[..n].copy_from_slice(&m.data[..n]);
                             inc.finish(n as u64);
@@ -703,7 +712,8 @@ mod tests {
         let mut mem = vec![0u8; 8];
         for ctx in 100..1100 {
             let memory = Memory::Fixed { base: Addr(mem.as_mut_ptr()), len: 8 };
-            // SAFETY: `mem` outlives `rma`'s registrations (dropped after it).
+            // SAFETY: `mem`'s 8 bytes stay valid for reads and writes until every registration is
+            // deregistered below, and `rma` is dropped before `mem`.
             unsafe { rma.register(&mut e0, ctx, vec![0, 1], memory, Arc::new(AtomicBool::new(false))).unwrap() };
         }
         assert_eq!(rma.attention.len(), 1000);

@@ -165,7 +165,8 @@ impl<T: Equivalence> Window<T> {
         let layout = Typemap::of::<T>();
         let t = Target { rank, disp: disp as i64, layout: &layout, count: data.len() };
         let span = Span::bytes(std::mem::size_of_val(data));
-        // SAFETY: `data` holds the span's bytes for the call, which copies them.
+        // SAFETY: `data` is the span's `size_of_val(data)` bytes, borrowed (so readable and
+        // unmodified) for this call, which copies or sends them before returning: what `put` asks.
         unsafe { self.raw.put(data.as_ptr().cast(), &span, &t) }
     }
 
@@ -173,8 +174,10 @@ impl<T: Equivalence> Window<T> {
         let layout = Typemap::of::<T>();
         let t = Target { rank, disp: disp as i64, layout: &layout, count: out.len() };
         let span = Span::bytes(std::mem::size_of_val(out));
-        // SAFETY: `out` is borrowed for this call, which waits for the reply
-        // (or, on any error, forgets it: see `settle_or_forget`).
+        // SAFETY: `out`'s `size_of_val(out)` bytes are mutably borrowed for this call, so writable and
+        // reached by nothing else; `settle_or_forget` below waits for the reply or, on any error,
+        // makes the window forget the buffer, so the borrow outlasts the result's placing, as `get`
+        // asks.
         let r = unsafe { self.raw.get(out.as_mut_ptr().cast(), &span, &t) };
         self.settle_or_forget(r)
     }
@@ -200,7 +203,9 @@ impl<T: Equivalence> Window<T> {
         let layout = Typemap::of::<T>();
         let t = Target { rank, disp: disp as i64, layout: &layout, count: data.len() };
         let span = Span::bytes(std::mem::size_of_val(data));
-        // SAFETY: `data` holds the span's bytes for the call, which copies them.
+        // SAFETY: `data` is the span's `size_of_val(data)` bytes, borrowed (so readable and
+        // unmodified) for this call, which copies or sends them before returning: what `accumulate`
+        // asks.
         unsafe { self.raw.accumulate(data.as_ptr().cast(), &span, &t, elem, AccOp::System(op)) }
     }
 
@@ -214,8 +219,10 @@ impl<T: Equivalence> Window<T> {
         let span = Span::bytes(std::mem::size_of::<T>());
         let mut out = T::zeroed();
         let v = [value];
-        // SAFETY: `v` is read during the call; `out` is borrowed until the
-        // reply is in (settle_or_forget).
+        // SAFETY: `v` is one `T`, the span's `size_of::<T>()` bytes, readable and unmodified for the
+        // call; `out`, a local `T` of the same size, is reached only by the window until
+        // `settle_or_forget` below has waited for the reply or made the window forget it: what
+        // `get_accumulate` asks.
         let r = unsafe {
             self.raw.get_accumulate(v.as_ptr().cast(), &span, (&mut out as *mut T).cast(), &span, &t, elem, op)
         };
@@ -230,8 +237,10 @@ impl<T: Equivalence> Window<T> {
         let elem = elem_of::<T>()?;
         let mut out = T::zeroed();
         let (c, n) = ([compare], [new]);
-        // SAFETY: `c` and `n` are read during the call; `out` is borrowed
-        // until the reply is in (settle_or_forget).
+        // SAFETY: `c` and `n` are one `T` each, `elem.size() == size_of::<T>()` bytes, readable and
+        // unmodified for the call; `out`, a local `T`, is reached only by the window until
+        // `settle_or_forget` below has waited for the reply or made the window forget it: what
+        // `compare_and_swap` asks.
         let r = unsafe {
             self.raw.compare_and_swap(
                 n.as_ptr().cast(),
@@ -258,10 +267,12 @@ impl<T: Equivalence> std::ops::Deref for Local<'_, T> {
         if self.w.len == 0 {
             return &[];
         }
-        // SAFETY: the window's memory holds `len` initialised (zeroed or
-        // written) elements of a `Pod` type, aligned to 64; incoming
-        // operations are held back while this guard lives (the flag set
-        // under the library's lock), so nothing writes it meanwhile.
+        // SAFETY: `base()` is the `Storage::Owned` block `allocate_with` made for `len` elements of `T`,
+        // zeroed and since written only with whole bytes, so `len` valid `T`s (`T` is `Pod`); the
+        // window keeps it while `self.w` is borrowed. Incoming operations are held back while this
+        // guard lives (the flag set under the library's lock), so nothing writes it meanwhile. The
+        // block is 64-byte aligned, which is enough only when `align_of::<T>() <= 64`: nothing checks
+        // that, and a `Pod` type aligned to more (`#[repr(C, align(128))]`) gets a misaligned slice.
         unsafe { std::slice::from_raw_parts(self.w.raw.base().cast::<T>(), self.w.len) }
     }
 }
@@ -271,7 +282,9 @@ impl<T: Equivalence> std::ops::DerefMut for Local<'_, T> {
         if self.w.len == 0 {
             return &mut [];
         }
-        // SAFETY: as for `deref`; `&mut self` makes this the only reference.
+        // SAFETY: the same `len` valid `T`s as `deref`'s, held back from incoming operations (with the
+        // same alignment caveat); `&mut self` borrows the guard exclusively, so this slice is the only
+        // reference to them while it lives.
         unsafe { std::slice::from_raw_parts_mut(self.w.raw.base().cast::<T>(), self.w.len) }
     }
 }

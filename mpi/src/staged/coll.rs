@@ -43,10 +43,13 @@ struct Out {
 /// The bytes of `span` at `buf`: the caller's, or a packed copy.
 ///
 /// # Safety
-/// `buf` holds the span's elements until the operation completes.
+/// Every block of the span's elements at `buf` is readable for this call; for a direct span,
+/// the bytes the returned `bytes` borrow (as `'static`) also stay readable and unmodified for as
+/// long as `bytes` is used: until the operation made with it completes or is dropped.
 unsafe fn out(buf: *const u8, span: &Span, what: &str) -> Result<Out> {
-    // SAFETY: this function's contract is `outgoing`'s, for as long as
-    // the operation.
+    // SAFETY: the span's elements at `buf` are readable now, and a direct span's bytes stay readable
+    // and unmodified while the returned `bytes` are used (`# Safety`): what `outgoing` asks, with
+    // `'a = 'static` standing for that use.
     Ok(match unsafe { outgoing(buf, span, what)? } {
         std::borrow::Cow::Borrowed(bytes) => Out { bytes, hold: Vec::new() },
         std::borrow::Cow::Owned(v) => owned(v),
@@ -55,8 +58,9 @@ unsafe fn out(buf: *const u8, span: &Span, what: &str) -> Result<Out> {
 
 /// Bytes of our own, kept with the operation.
 fn owned(v: Vec<u8>) -> Out {
-    // SAFETY: the vector's heap bytes do not move when the vector does,
-    // and the operation keeps the vector until it completes.
+    // SAFETY: the slice is `v`'s `v.len()` initialized heap bytes, which stay put when `v` moves into
+    // `hold` and are never written; `bytes` is used only while `hold` lives (callers hand `hold` to
+    // the operation's stage, which is dropped after its request).
     let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) };
     Out { bytes, hold: vec![v] }
 }
@@ -65,7 +69,9 @@ fn owned(v: Vec<u8>) -> Out {
 /// in place with `MPI_IN_PLACE`).
 fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> Result<&'static mut [u8]> {
     let mut v = crate::datatype::zeroed_buffer(len, "scratch space")?;
-    // SAFETY: as in [`owned`]; nothing else refers to the vector.
+    // SAFETY: the slice is `v`'s `len` zeroed heap bytes, which stay put when `v` moves into `hold`;
+    // the caller hands `hold` to the operation's stage, which outlives the request that writes the
+    // slice, and nothing else reads or writes `v`, so the slice is its only access.
     let s = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
     hold.push(v);
     Ok(s)
@@ -95,12 +101,15 @@ pub fn root_of(c: &SimpleCommunicator, root: Rank) -> Result<Rank> {
 /// `own` (its block, already in place).
 ///
 /// # Safety
-/// The send buffer holds its elements until completion.
+/// With [`Send::From`], every block of the span's elements at its address is readable now and,
+/// for a direct span, stays readable and unmodified while the returned `bytes` are used (as
+/// [`out`] asks).
 unsafe fn own_block(call: &str, send: Send, own: &[u8]) -> Result<Out> {
     match send {
         Send::InPlace => Ok(owned(own.to_vec())),
         Send::From(buf, span) => {
-            // SAFETY: this function's contract.
+            // SAFETY: `buf` is the send buffer, which the caller keeps readable, and a direct span's
+            // bytes unmodified, while the returned `bytes` are used (`# Safety`): what `out` asks.
             let o = unsafe { out(buf, &span, "sendbuf")? };
             same(call, o.bytes.len(), own.len())?;
             Ok(o)
@@ -158,14 +167,18 @@ impl Persistent {
 /// `MPI_Ibcast` (§6.4): the root's elements to everyone.
 ///
 /// # Safety
-/// `buf` holds the span's elements until completion (read at the root,
-/// written elsewhere).
+/// Every block of the span's elements at `buf` stays writable and is not otherwise accessed
+/// until the returned operation completes or is dropped; at the root it is also readable now
+/// (its elements are what goes out, and are only read).
 pub unsafe fn ibcast(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &Span) -> Result<Staged> {
     let root = root_of(c, root)?;
     let at_root = c.rank() == root;
-    // SAFETY: this function's contract.
+    // SAFETY: the span at `buf` is readable now at the root (`fill`), and writable and untouched
+    // until the operation completes or is dropped (`# Safety`); `inc.stage` is kept by it below.
     let mut inc = unsafe { incoming(buf, span, "buffer", at_root)? };
-    // SAFETY: the bytes are the caller's or the staging buffer's, kept below.
+    // SAFETY: `inc`'s bytes are the caller's span, left to the operation until it completes
+    // (`# Safety`), or the staging buffer, whose heap bytes go into its stage below (in `hold` at the
+    // root, in the `Unpack` elsewhere); the broadcast is their only user.
     let r = c.process_at_rank(root).immediate_broadcast_into(unsafe { inc.bytes() })?;
     // The root's elements do not change: its staging buffer is only read.
     Ok(if at_root {
@@ -178,10 +191,12 @@ pub unsafe fn ibcast(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &Sp
 /// A non-root's part in `MPI_Igather(v)`: its elements to the root.
 ///
 /// # Safety
-/// `buf` holds the span's elements until completion.
+/// Every block of the span's elements at `buf` is readable now and, for a direct span, stays
+/// readable and unmodified until the returned operation completes or is dropped.
 pub unsafe fn igather(c: &SimpleCommunicator, root: Rank, buf: *const u8, span: &Span, v: bool) -> Result<Staged> {
     let p = c.process_at_rank(root_of(c, root)?);
-    // SAFETY: this function's contract.
+    // SAFETY: the span at `buf` is readable, and a direct span's bytes unmodified until the operation
+    // made below with `o.bytes` completes or is dropped (`# Safety`), as `out` asks.
     let o = unsafe { out(buf, span, "sendbuf")? };
     let r = if v { p.immediate_gather_varcount_into(o.bytes)? } else { p.immediate_gather_into(o.bytes)? };
     Ok(Staged::keeping(r, o.hold, None))
@@ -191,9 +206,13 @@ pub unsafe fn igather(c: &SimpleCommunicator, root: Rank, buf: *const u8, span: 
 /// process.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// With [`Send::From`], the send span's elements are readable now and, when direct, unmodified
+/// until the returned operation completes or is dropped; every block of `recv_span`'s elements at
+/// `recv` (a block per process) is readable now with [`Send::InPlace`], and stays writable and
+/// not otherwise accessed until then.
 pub unsafe fn igather_root(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
-    // SAFETY: this function's contract.
+    // SAFETY: the send and receive buffers are left as `gathering` asks until the operation made
+    // below from what it returns, which keeps `o.hold` and `stage`, completes (`# Safety`).
     let (bytes, o, stage) = unsafe { gathering("MPI_Gather", c, send, recv, recv_span)? };
     let r = c.process_at_rank(c.rank()).immediate_gather_into_root(o.bytes, bytes)?;
     Ok(Staged::keeping(r, o.hold, stage))
@@ -204,7 +223,11 @@ pub unsafe fn igather_root(c: &SimpleCommunicator, send: Send, recv: *mut u8, re
 /// from the send buffer).
 ///
 /// # Safety
-/// The buffers hold their elements until the operation completes.
+/// With [`Send::From`], the send span's elements are readable now and, when direct, unmodified
+/// while the returned `Out`'s bytes are used; every block of `recv_span`'s elements at `recv` is
+/// readable now with [`Send::InPlace`], and stays writable and not otherwise accessed until the
+/// operation the caller makes of the returned bytes completes or is dropped. That operation keeps
+/// the returned `Out`'s `hold` and the `Unpack` in its stage.
 unsafe fn gathering(
     call: &str,
     c: &SimpleCommunicator,
@@ -213,13 +236,17 @@ unsafe fn gathering(
     recv_span: &Span,
 ) -> Result<(&'static mut [u8], Out, Option<Unpack>)> {
     let (n, me) = (c.size() as usize, c.rank() as usize);
-    // SAFETY: this function's contract; in place, this process's block is
-    // read from the receive buffer.
+    // SAFETY: the receive span is readable now when in place (this process's block is read from
+    // it), and writable and untouched until the caller's operation, which keeps the `Unpack`
+    // returned, completes (`# Safety`): what `incoming` asks.
     let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", matches!(send, Send::InPlace))? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    // SAFETY: `inc`'s bytes are the receive span, left to the caller's operation until it completes
+    // (`# Safety`), or the staging buffer, returned in `inc.stage` for that operation to keep; the
+    // returned slice is their only user.
     let bytes = unsafe { inc.bytes() };
     let each = bytes.len() / n;
-    // SAFETY: this function's contract on the send buffer.
+    // SAFETY: with `Send::From`, the send span is readable, and unmodified when direct, while the
+    // returned `Out` is used (`# Safety`), as `own_block` asks.
     let o = unsafe { own_block(call, send, &bytes[me * each..][..each])? };
     Ok((bytes, o, inc.stage))
 }
@@ -227,17 +254,24 @@ unsafe fn gathering(
 /// [`gathering`] with a count and displacement per process.
 ///
 /// # Safety
-/// As [`gathering`].
+/// `recv` was made by [`super::blocks`] (with `fill` when `send` is [`Send::InPlace`]) over
+/// blocks left writable and untouched until the operation the caller makes of the returned bytes
+/// completes or is dropped; that operation keeps `recv.inc.stage` and the returned `Out`'s
+/// `hold`. With [`Send::From`], the send span's elements are readable now and, when direct,
+/// unmodified while the returned `Out`'s bytes are used.
 unsafe fn gathering_v(
     call: &str,
     c: &SimpleCommunicator,
     send: Send,
     recv: &mut Blocks,
 ) -> Result<(&'static mut [u8], Out)> {
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    // SAFETY: `recv.inc`'s bytes are the caller's blocks, left to the caller's operation until it
+    // completes, or the staging buffer in `recv.inc.stage`, which that operation keeps
+    // (`# Safety`); the returned slice is their only user.
     let bytes = unsafe { recv.inc.bytes() };
     let own = block_of(bytes, &recv.counts, &recv.displs, c.rank() as usize);
-    // SAFETY: this function's contract on the send buffer.
+    // SAFETY: with `Send::From`, the send span is readable, and unmodified when direct, while the
+    // returned `Out` is used (`# Safety`), as `own_block` asks.
     let o = unsafe { own_block(call, send, &own)? };
     Ok((bytes, o))
 }
@@ -245,9 +279,13 @@ unsafe fn gathering_v(
 /// The root's part in `MPI_Igatherv` (§6.5): `recv` holds the blocks.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// `recv` was made by [`super::blocks`] (with `fill` when `send` is [`Send::InPlace`]) over
+/// blocks left writable and untouched until the returned operation completes or is dropped; with
+/// [`Send::From`], the send span's elements are readable now and, when direct, unmodified until
+/// then.
 pub unsafe fn igatherv_root(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
-    // SAFETY: this function's contract.
+    // SAFETY: the buffers are left as `gathering_v` asks until the operation made below, which keeps
+    // `o.hold` and `recv.inc.stage`, completes or is dropped (`# Safety`).
     let (bytes, o) = unsafe { gathering_v("MPI_Gatherv", c, send, &mut recv)? };
     let p = c.process_at_rank(c.rank());
     let r = p.immediate_gather_varcount_into_root(o.bytes, bytes, &recv.counts, &recv.displs)?;
@@ -257,12 +295,16 @@ pub unsafe fn igatherv_root(c: &SimpleCommunicator, send: Send, mut recv: Blocks
 /// A non-root's part in `MPI_Iscatter(v)`: its block from the root.
 ///
 /// # Safety
-/// `buf` has room for the span's elements until completion.
+/// Every block of the span's elements at `buf` stays writable and is not otherwise accessed
+/// until the returned operation completes or is dropped.
 pub unsafe fn iscatter(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &Span, v: bool) -> Result<Staged> {
     let p = c.process_at_rank(root_of(c, root)?);
-    // SAFETY: this function's contract.
+    // SAFETY: the span at `buf` is left writable and untouched until the operation completes or is
+    // dropped (`# Safety`), and `inc.stage` goes into that operation: what `incoming` asks.
     let mut inc = unsafe { incoming(buf, span, "recvbuf", false)? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    // SAFETY: `inc`'s bytes are the caller's span, left to the operation until it completes
+    // (`# Safety`), or the staging buffer in `inc.stage`, which the operation keeps; the scatter is
+    // their only user.
     let into = unsafe { inc.bytes() };
     let r = if v { p.immediate_scatter_varcount_into(into)? } else { p.immediate_scatter_into(into)? };
     Ok(Staged::keeping(r, Vec::new(), inc.stage))
@@ -272,7 +314,9 @@ pub unsafe fn iscatter(c: &SimpleCommunicator, root: Rank, buf: *mut u8, span: &
 /// it stays in place), what to keep and what to unpack.
 ///
 /// # Safety
-/// The receive buffer has room for its elements until completion.
+/// With [`Recv::Into`], every block of the span's elements at its address stays writable and not
+/// otherwise accessed until the operation the caller makes of the returned bytes completes or is
+/// dropped; that operation keeps `hold` and the returned `Unpack`.
 unsafe fn own_landing(
     call: &str,
     recv: Recv,
@@ -284,10 +328,12 @@ unsafe fn own_landing(
         Recv::InPlace => Ok((scratch(hold, each)?, None)),
         Recv::Into(buf, span) => {
             same(call, each, span.len())?;
-            // SAFETY: this function's contract.
+            // SAFETY: the receive span is left writable and untouched until the caller's operation,
+            // which keeps the `Unpack` returned, completes (`# Safety`): what `incoming` asks.
             let mut inc = unsafe { incoming(buf, &span, "recvbuf", false)? };
-            // SAFETY: the receive buffer's bytes or the staging buffer's,
-            // which the operation keeps until it completes (§6.12).
+            // SAFETY: `inc`'s bytes are the receive span, left to the caller's operation until it
+            // completes (`# Safety`), or the staging buffer, returned in `inc.stage` for that
+            // operation to keep; the returned slice is their only user.
             let b = unsafe { inc.bytes() };
             Ok((b, inc.stage))
         }
@@ -298,13 +344,18 @@ unsafe fn own_landing(
 /// process.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// Every block of `send_span`'s elements at `send` (a block per process) is readable now and,
+/// when direct, unmodified until the returned operation completes or is dropped; with
+/// [`Recv::Into`], the receive span's elements stay writable and not otherwise accessed until
+/// then.
 pub unsafe fn iscatter_root(c: &SimpleCommunicator, send: *const u8, send_span: &Span, recv: Recv) -> Result<Staged> {
-    // SAFETY: this function's contract.
+    // SAFETY: the send span is readable, and unmodified when direct, until the operation made below
+    // with `o.bytes` completes or is dropped (`# Safety`), as `out` asks.
     let o = unsafe { out(send, send_span, "sendbuf")? };
     let each = o.bytes.len() / c.size() as usize;
     let mut hold = o.hold;
-    // SAFETY: this function's contract on the receive buffer.
+    // SAFETY: with `Recv::Into`, the receive span is left writable and untouched until the operation
+    // made below, which keeps `hold` and `unpack`, completes or is dropped (`# Safety`).
     let (into, unpack) = unsafe { own_landing("MPI_Scatter", recv, each, &mut hold)? };
     let r = c.process_at_rank(c.rank()).immediate_scatter_into_root(o.bytes, into)?;
     Ok(Staged::keeping(r, hold, unpack))
@@ -314,14 +365,18 @@ pub unsafe fn iscatter_root(c: &SimpleCommunicator, send: *const u8, send_span: 
 /// (staged with their current values when scattered).
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// `send` was made by [`super::blocks`] with `fill` over blocks left to it (and only read) until
+/// the returned operation completes or is dropped; with [`Recv::Into`], the receive span's
+/// elements stay writable and not otherwise accessed until then.
 pub unsafe fn iscatterv_root(c: &SimpleCommunicator, mut send: Blocks, recv: Recv) -> Result<Staged> {
-    // SAFETY: the blocks are the send buffer's, only read, or the staging
-    // buffer's, kept in `hold` until completion.
+    // SAFETY: `send.inc`'s bytes are the caller's send blocks, left to this operation until it
+    // completes (`# Safety`) and only read, or the staging buffer, whose heap bytes go into `hold`
+    // below and so into the operation's stage.
     let bytes: &[u8] = unsafe { send.inc.bytes() };
     let mut hold: Vec<Vec<u8>> = send.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
     let mine = send.counts[c.rank() as usize] as usize;
-    // SAFETY: this function's contract on the receive buffer.
+    // SAFETY: with `Recv::Into`, the receive span is left writable and untouched until the operation
+    // made below, which keeps `hold` and `unpack`, completes or is dropped (`# Safety`).
     let (into, unpack) = unsafe { own_landing("MPI_Scatterv", recv, mine, &mut hold)? };
     let p = c.process_at_rank(c.rank());
     let r = p.immediate_scatter_varcount_into_root(bytes, &send.counts, &send.displs, into)?;
@@ -331,9 +386,13 @@ pub unsafe fn iscatterv_root(c: &SimpleCommunicator, mut send: Blocks, recv: Rec
 /// `MPI_Iallgather` (§6.7): `recv` holds a block per process.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// With [`Send::From`], the send span's elements are readable now and, when direct, unmodified
+/// until the returned operation completes or is dropped; every block of `recv_span`'s elements at
+/// `recv` (a block per process) is readable now with [`Send::InPlace`], and stays writable and
+/// not otherwise accessed until then.
 pub unsafe fn iallgather(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
-    // SAFETY: this function's contract.
+    // SAFETY: the send and receive buffers are left as `gathering` asks until the operation made
+    // below from what it returns, which keeps `o.hold` and `stage`, completes (`# Safety`).
     let (bytes, o, stage) = unsafe { gathering("MPI_Allgather", c, send, recv, recv_span)? };
     let r = c.immediate_all_gather_into(o.bytes, bytes)?;
     Ok(Staged::keeping(r, o.hold, stage))
@@ -342,9 +401,13 @@ pub unsafe fn iallgather(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv
 /// `MPI_Iallgatherv` (§6.7): `recv` holds the blocks.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// `recv` was made by [`super::blocks`] (with `fill` when `send` is [`Send::InPlace`]) over
+/// blocks left writable and untouched until the returned operation completes or is dropped; with
+/// [`Send::From`], the send span's elements are readable now and, when direct, unmodified until
+/// then.
 pub unsafe fn iallgatherv(c: &SimpleCommunicator, send: Send, mut recv: Blocks) -> Result<Staged> {
-    // SAFETY: this function's contract.
+    // SAFETY: the buffers are left as `gathering_v` asks until the operation made below, which keeps
+    // `o.hold` and `recv.inc.stage`, completes or is dropped (`# Safety`).
     let (bytes, o) = unsafe { gathering_v("MPI_Allgatherv", c, send, &mut recv)? };
     let r = c.immediate_all_gather_varcount_into(o.bytes, bytes, &recv.counts, &recv.displs)?;
     Ok(Staged::keeping(r, o.hold, recv.inc.stage))
@@ -354,17 +417,24 @@ pub unsafe fn iallgatherv(c: &SimpleCommunicator, send: Send, mut recv: Blocks) 
 /// place, what goes out is what the receive buffer holds.
 ///
 /// # Safety
-/// The buffers hold their elements until completion.
+/// With [`Send::From`], the send span's elements are readable now and, when direct, unmodified
+/// until the returned operation completes or is dropped; every block of `recv_span`'s elements at
+/// `recv` is readable now with [`Send::InPlace`] (it is what goes out), and stays writable and
+/// not otherwise accessed until then.
 pub unsafe fn ialltoall(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_span: &Span) -> Result<Staged> {
     let in_place = matches!(send, Send::InPlace);
-    // SAFETY: this function's contract.
+    // SAFETY: the receive span is readable now when in place, and writable and untouched until the
+    // operation completes or is dropped (`# Safety`); `inc.stage` goes into that operation.
     let mut inc = unsafe { incoming(recv, recv_span, "recvbuf", in_place)? };
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    // SAFETY: `inc`'s bytes are the receive span, left to the operation until it completes
+    // (`# Safety`), or the staging buffer in `inc.stage`, which the operation keeps; the exchange
+    // (and, in place, the copy below) is their only user.
     let bytes = unsafe { inc.bytes() };
     let o = match send {
         Send::InPlace => owned(bytes.to_vec()),
         Send::From(buf, span) => {
-            // SAFETY: this function's contract on the send buffer.
+            // SAFETY: with `Send::From`, the send span is readable now, and unmodified when direct
+            // until the operation made below with `o.bytes` completes or is dropped (`# Safety`).
             let o = unsafe { out(buf, &span, "sendbuf")? };
             same("MPI_Alltoall", o.bytes.len(), bytes.len())?;
             o
@@ -378,16 +448,22 @@ pub unsafe fn ialltoall(c: &SimpleCommunicator, send: Send, recv: *mut u8, recv_
 /// receive blocks' contents go out) and the receive blocks.
 ///
 /// # Safety
-/// The buffers hold their blocks until completion.
+/// `recv` was made by [`super::blocks`] (with `fill` when `send` is `None`: in place, its
+/// contents go out) over blocks left writable and untouched until the returned operation
+/// completes or is dropped; `send`, if any, was made by [`super::blocks`] with `fill` over blocks
+/// left to it (and only read) until then.
 pub unsafe fn ialltoallv(c: &SimpleCommunicator, send: Option<Blocks>, mut recv: Blocks) -> Result<Staged> {
-    // SAFETY: the caller's bytes or the staging buffer, kept by the operation.
+    // SAFETY: `recv.inc`'s bytes are the caller's receive blocks, left to this operation until it
+    // completes (`# Safety`), or the staging buffer in `recv.inc.stage`, which the operation keeps;
+    // the exchange (and, in place, the copy below) is their only user.
     let bytes = unsafe { recv.inc.bytes() };
     let (o, scounts, sdispls) = match send {
         // In place, what goes out is what the receive blocks hold (§6.8).
         None => (owned(bytes.to_vec()), recv.counts.clone(), recv.displs.clone()),
         Some(mut sb) => {
-            // SAFETY: the send blocks are the send buffer's, only read, or
-            // the staging buffer's, kept in `hold` until completion.
+            // SAFETY: `sb.inc`'s bytes are the caller's send blocks, left to this operation until it
+            // completes (`# Safety`) and only read, or the staging buffer, whose heap bytes go into
+            // `hold` and so into the operation's stage.
             let sent: &'static [u8] = unsafe { sb.inc.bytes() };
             let hold = sb.inc.stage.take().map(Unpack::into_bytes).into_iter().collect();
             (Out { bytes: sent, hold }, sb.counts, sb.displs)
@@ -434,9 +510,9 @@ impl Wblocks {
     /// `recvs` blocks, each unpacked into its place at completion.
     ///
     /// # Safety
-    /// Each send block holds its elements for this call; each receive
-    /// block has room for them, writable and not otherwise accessed until
-    /// the returned value (or the operation [`Wblocks::start`] makes of
+    /// Every block of each send block's `count` elements at its `at` is readable for this call;
+    /// every block of each receive block's `count` elements at its `at` stays writable and not
+    /// otherwise accessed until the returned value (or the operation [`Wblocks::start`] makes of
     /// it) is completed or dropped: the unpacking writes them then.
     pub unsafe fn new(sends: &[WBlock], recvs: &[WBlock]) -> Result<Wblocks> {
         let fits = |b: usize| {
@@ -446,7 +522,8 @@ impl Wblocks {
         };
         let (mut packed, mut scounts, mut sdispls) = (Vec::new(), Vec::new(), Vec::new());
         for b in sends {
-            // SAFETY: this function's contract: the block holds its elements.
+            // SAFETY: every block of `b`'s `count` elements at `b.at` is readable for this call
+            // (`# Safety`); `bytes`, borrowed from them when direct, is copied into `packed` and dropped.
             let bytes = unsafe { outgoing(b.at, &Span::of(b.layout.clone(), b.count)?, "send")? };
             sdispls.push(fits(packed.len())?);
             scounts.push(fits(bytes.len())?);
@@ -474,11 +551,14 @@ impl Wblocks {
     /// Unpack the received blocks into their places.
     ///
     /// # Safety
-    /// The receive blocks are still the caller's, writable ([`Wblocks::new`]'s contract).
+    /// Every block of each receive block's elements (each `places` entry's address and layout)
+    /// is still writable and not otherwise accessed: the exchange [`Wblocks::new`]'s caller left
+    /// them to is completing now, and its writes into `staging` have ended.
     unsafe fn unpack(&self) {
         for (at, len, dst, layout) in &self.places {
-            // SAFETY: `dst` is a receive block, writable until this completion (this function's
-            // contract).
+            // SAFETY: `unpack_raw` writes the `len / size` elements of `layout` at `dst` that this
+            // receive block holds, which the caller keeps writable and untouched until now
+            // (`# Safety`); it reads `staging[at..at + len]`, in bounds (the places sum to its length).
             unsafe { layout.unpack_raw(&self.staging[*at..*at + *len], *dst) };
         }
     }
@@ -490,9 +570,10 @@ impl Wblocks {
         start: impl FnOnce(&'static [u8], &'static mut [u8], &Wblocks) -> Result<crate::Request<'static>>,
     ) -> Result<Staged> {
         let packed = std::mem::take(&mut self.packed);
-        // SAFETY: the heap bytes of `packed` and `self.staging` do not move
-        // when the vectors move into the operation, which keeps them until
-        // it completes.
+        // SAFETY: `out` is `packed`'s and `into` is `self.staging`'s initialized heap bytes, which stay
+        // put when the vectors move: `packed` into the operation's `hold`, `self` into its `then`; the
+        // stage is dropped after the request, so both outlive the exchange. `start` reads only the
+        // counts and displacements of `&self`, so `into` is `staging`'s only access until `then`.
         let (out, into): (&'static [u8], &'static mut [u8]) = unsafe {
             (
                 std::slice::from_raw_parts(packed.as_ptr(), packed.len()),
@@ -501,8 +582,9 @@ impl Wblocks {
         };
         let r = start(out, into, &self)?;
         let mut a = Staged::keeping(r, vec![packed], None);
-        // SAFETY: the receive blocks are the caller's until this completion
-        // (`Wblocks::new`'s contract).
+        // SAFETY: `then` runs once the exchange has completed (its request ended); `Wblocks::new`'s
+        // caller left the receive blocks writable and untouched until this completion (its
+        // `# Safety`), which is what `unpack` asks.
         a.stage.then = Some(Box::new(move || unsafe { self.unpack() }));
         Ok(a)
     }
@@ -521,7 +603,8 @@ impl Wblocks {
             rest = tail;
         }
         c.inter_all_to_all(&out, &mut into)?;
-        // SAFETY: the receive blocks are the caller's (`Wblocks::new`'s contract).
+        // SAFETY: the blocking exchange has completed, and `Wblocks::new`'s caller left the receive
+        // blocks writable and untouched until this value is completed, as here (its `# Safety`).
         unsafe { self.unpack() };
         Ok(())
     }

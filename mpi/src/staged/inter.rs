@@ -37,13 +37,17 @@ fn split_mut<'a>(bytes: &'a mut [u8], counts: &[crate::Count], displs: &[crate::
 /// Receive into `blocks` with `body`, then unpack them.
 ///
 /// # Safety
-/// The blocks' buffer is writable for the call ([`super::blocks`]'s contract).
+/// `b` was made by [`super::blocks`] over blocks that are writable and not otherwise accessed
+/// for the duration of this call (its `# Safety`, for an operation that ends within the call).
 unsafe fn into_blocks(mut b: Blocks, body: impl FnOnce(&mut [&mut [u8]]) -> Result<()>) -> Result<()> {
-    // SAFETY: the caller's bytes or a staging buffer, for this call.
+    // SAFETY: `b.inc`'s bytes are the caller's blocks, writable and untouched for this call
+    // (`# Safety`), or the staging buffer `b.inc.stage` owns, alive until the `finish` below; the
+    // slice, split for `body`, is their only user until then.
     let bytes = unsafe { b.inc.bytes() };
     body(&mut split_mut(bytes, &b.counts, &b.displs)?)?;
     let n = b.inc.len as u64;
-    // SAFETY: this function's contract: the buffer is writable.
+    // SAFETY: `body` has returned and the slice is no longer used; the blocks are still writable
+    // and untouched within this call (`# Safety`).
     unsafe { b.inc.finish(n) };
     Ok(())
 }
@@ -51,14 +55,18 @@ unsafe fn into_blocks(mut b: Blocks, body: impl FnOnce(&mut [&mut [u8]]) -> Resu
 /// Receive the span's elements at `buf` with `body`, then unpack them.
 ///
 /// # Safety
-/// `buf` has room for them, writable for the call.
+/// Every block of the span's elements at `buf` is writable, and not otherwise accessed, for the
+/// duration of the call.
 unsafe fn into_one(buf: *mut u8, span: &Span, body: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<()> {
-    // SAFETY: this function's contract.
+    // SAFETY: the span at `buf` is writable and untouched for this call (`# Safety`), and `inc` is
+    // finished or dropped before it returns: what `incoming` asks.
     let mut inc = unsafe { incoming(buf, span, "recvbuf", false)? };
-    // SAFETY: the caller's bytes or a staging buffer, for this call.
+    // SAFETY: `inc`'s bytes are the caller's span, writable and untouched for this call
+    // (`# Safety`), or the staging buffer `inc` owns; the slice ends when `body` returns.
     body(unsafe { inc.bytes() })?;
     let n = inc.len as u64;
-    // SAFETY: this function's contract: the buffer is writable.
+    // SAFETY: `body` has returned, and the span's elements are still writable and untouched within
+    // this call (`# Safety`).
     unsafe { inc.finish(n) };
     Ok(())
 }
@@ -69,9 +77,12 @@ type Packed = (Vec<u8>, Vec<(usize, usize)>);
 /// The send blocks' bytes, and where each block is in them.
 ///
 /// # Safety
-/// The blocks' buffer holds them for the call.
+/// `b` was made by [`super::blocks`] (with `fill`, for the staging buffer to hold the blocks'
+/// values) over blocks that are readable, and neither written nor read elsewhere, for the
+/// duration of this call.
 unsafe fn sent_blocks(mut b: Blocks) -> Result<Packed> {
-    // SAFETY: this function's contract; read only.
+    // SAFETY: `b.inc`'s bytes are the caller's blocks, untouched by others for this call
+    // (`# Safety`), or the staging buffer `b` owns; the slice is only read, copied at once.
     let bytes = unsafe { b.inc.bytes() }.to_vec();
     Ok((bytes, b.displs.iter().zip(&b.counts).map(|(&d, &c)| (d as usize, c as usize)).collect()))
 }
@@ -79,17 +90,19 @@ unsafe fn sent_blocks(mut b: Blocks) -> Result<Packed> {
 /// `MPI_Bcast` on an intercommunicator.
 ///
 /// # Safety
-/// `buf` holds the span's elements for the call (read at the root,
-/// written in the other group).
+/// Every block of the span's elements at `buf` is, for the duration of the call, readable at the
+/// root (`Here`), and writable and not otherwise accessed in the other group.
 pub unsafe fn bcast(c: &SimpleCommunicator, root: InterRoot, buf: *mut u8, span: &Span) -> Result<()> {
     match root {
         InterRoot::Idle => Ok(()),
         InterRoot::Here => {
-            // SAFETY: this function's contract.
+            // SAFETY: at the root the span's elements at `buf` are readable for this call
+            // (`# Safety`), and `into_owned` copies a direct span's bytes at once.
             let mut data = unsafe { outgoing(buf, span, "buffer")? }.into_owned();
             c.inter_broadcast(InterRoot::Here, &mut data)
         }
-        // SAFETY: this function's contract.
+        // SAFETY: in the receiving group, the span's elements at `buf` are writable and untouched for
+        // this call (`# Safety`), as `into_one` asks.
         r => unsafe { into_one(buf, span, |b| c.inter_broadcast(r, b)) },
     }
 }
@@ -98,7 +111,9 @@ pub unsafe fn bcast(c: &SimpleCommunicator, root: InterRoot, buf: *mut u8, span:
 /// (`recv`) are significant; in the other group, the send span.
 ///
 /// # Safety
-/// The significant buffer holds its elements for the call.
+/// At the root (`Here`), `recv` was made by [`super::blocks`] over blocks writable and not
+/// otherwise accessed for the duration of the call; in the other group, every block of the send
+/// span's elements is readable for the call.
 pub unsafe fn gather(
     c: &SimpleCommunicator,
     root: InterRoot,
@@ -107,11 +122,13 @@ pub unsafe fn gather(
 ) -> Result<()> {
     match (root, recv) {
         (InterRoot::Idle, _) => Ok(()),
-        // SAFETY: this function's contract.
+        // SAFETY: at the root, `b`'s blocks are writable and untouched for this call (`# Safety`), as
+        // `into_blocks` asks.
         (InterRoot::Here, Some(b)) => unsafe { into_blocks(b, |b| c.inter_gather(InterRoot::Here, &[], b)) },
         (InterRoot::Here, None) => Err(MpiError::Invalid("the root of a gather needs its receive blocks".into())),
         (r, _) => {
-            // SAFETY: this function's contract.
+            // SAFETY: in the sending group, the send span's elements are readable and unmodified for
+            // this call (`# Safety`), and `data` does not outlive it.
             let data = unsafe { outgoing(send.0, send.1, "sendbuf")? };
             c.inter_gather(r, &data, &mut [])
         }
@@ -122,7 +139,9 @@ pub unsafe fn gather(
 /// (`send`) are significant; in the other group, the receive span.
 ///
 /// # Safety
-/// The significant buffer holds its elements for the call.
+/// At the root (`Here`), `send` was made by [`super::blocks`] with `fill` over blocks readable
+/// and untouched by others for the duration of the call; in the other group, every block of the
+/// receive span's elements is writable and not otherwise accessed for the call.
 pub unsafe fn scatter(
     c: &SimpleCommunicator,
     root: InterRoot,
@@ -132,13 +151,15 @@ pub unsafe fn scatter(
     match (root, send) {
         (InterRoot::Idle, _) => Ok(()),
         (InterRoot::Here, Some(b)) => {
-            // SAFETY: this function's contract.
+            // SAFETY: at the root, `b`'s blocks are readable and untouched by others for this call
+            // (`# Safety`), as `sent_blocks` asks.
             let (bytes, parts) = unsafe { sent_blocks(b)? };
             let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
             c.inter_scatter(InterRoot::Here, &blocks, &mut [])
         }
         (InterRoot::Here, None) => Err(MpiError::Invalid("the root of a scatter needs its send blocks".into())),
-        // SAFETY: this function's contract.
+        // SAFETY: in the receiving group, the receive span's elements are writable and untouched for
+        // this call (`# Safety`), as `into_one` asks.
         (r, _) => unsafe { into_one(recv.0, recv.1, |b| c.inter_scatter(r, &[], b)) },
     }
 }
@@ -147,11 +168,14 @@ pub unsafe fn scatter(
 /// process.
 ///
 /// # Safety
-/// The buffers hold their elements for the call.
+/// Every block of the span's elements at `send` is readable for the duration of the call, and
+/// `recv` was made by [`super::blocks`] over blocks writable and not otherwise accessed for it.
 pub unsafe fn allgather(c: &SimpleCommunicator, send: *const u8, span: &Span, recv: Blocks) -> Result<()> {
-    // SAFETY: this function's contract.
+    // SAFETY: the span's elements at `send` are readable and unmodified for this call (`# Safety`),
+    // and `data` does not outlive it.
     let data = unsafe { outgoing(send, span, "sendbuf")? };
-    // SAFETY: this function's contract.
+    // SAFETY: `recv`'s blocks are writable and untouched for this call (`# Safety`), as
+    // `into_blocks` asks.
     unsafe { into_blocks(recv, |b| c.inter_all_gather(&data, b)) }
 }
 
@@ -159,11 +183,15 @@ pub unsafe fn allgather(c: &SimpleCommunicator, send: *const u8, span: &Span, re
 /// remote process.
 ///
 /// # Safety
-/// The buffers hold their blocks for the call.
+/// `send` was made by [`super::blocks`] with `fill` over blocks readable and untouched by others
+/// for the duration of the call, and `recv` by [`super::blocks`] over blocks writable and not
+/// otherwise accessed for it.
 pub unsafe fn alltoall(c: &SimpleCommunicator, send: Blocks, recv: Blocks) -> Result<()> {
-    // SAFETY: this function's contract.
+    // SAFETY: `send`'s blocks are readable and untouched by others for this call (`# Safety`), as
+    // `sent_blocks` asks; their bytes are copied before `recv` is touched.
     let (bytes, parts) = unsafe { sent_blocks(send)? };
     let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
-    // SAFETY: this function's contract.
+    // SAFETY: `recv`'s blocks are writable and untouched for this call (`# Safety`), as
+    // `into_blocks` asks.
     unsafe { into_blocks(recv, |b| c.inter_all_to_all(&blocks, b)) }
 }

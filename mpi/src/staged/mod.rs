@@ -124,7 +124,10 @@ pub fn near_null(buf: *const u8, offset: isize) -> bool {
 /// direct, else a packed copy.
 ///
 /// # Safety
-/// `buf` holds the span's elements, for the lifetime chosen.
+/// Every block of the span's elements at `buf` (offsets from `buf`, or absolute addresses when
+/// `buf` is null, `MPI_BOTTOM`) is readable for this call; for a direct span, its `len` bytes at
+/// `buf + offset` also stay readable and unmodified for the lifetime `'a` chosen, as long as the
+/// returned bytes are used.
 pub unsafe fn outgoing<'a>(buf: *const u8, span: &Span, what: &str) -> Result<Cow<'a, [u8]>> {
     match span {
         Span::Direct { len: 0, .. } => Ok(Cow::Borrowed(&[])),
@@ -132,9 +135,9 @@ pub unsafe fn outgoing<'a>(buf: *const u8, span: &Span, what: &str) -> Result<Co
             if near_null(buf, *offset) {
                 return Err(null_buffer(what));
             }
-            // SAFETY: this function's contract: `buf` holds the span's `len`
-            // bytes at `offset`; MPI_BOTTOM (null) plus an absolute
-            // displacement is the standard's addressing (§5.1.12).
+            // SAFETY: `addr(buf, offset)` is the first of the span's `len` contiguous bytes (an absolute
+            // address when `buf` is MPI_BOTTOM, §5.1.12), not null (checked above); the caller keeps them
+            // readable and unmodified for `'a`, the slice's lifetime (`# Safety`).
             Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(addr(buf, *offset), *len) }))
         }
         Span::Scattered { layout, count, len } => {
@@ -142,8 +145,8 @@ pub unsafe fn outgoing<'a>(buf: *const u8, span: &Span, what: &str) -> Result<Co
                 return Err(null_buffer(what));
             }
             let mut out = zeroed_buffer(*len, "a packing buffer")?;
-            // SAFETY: this function's contract: `buf` holds the span's
-            // `count` elements, so every block pack_raw reads is readable.
+            // SAFETY: `pack_raw` reads every block of the `count` elements at `buf`, which the caller
+            // keeps readable for this call (`# Safety`); it writes only `out`, a buffer of our own.
             unsafe { layout.pack_raw(buf, *count, &mut out) };
             Ok(Cow::Owned(out))
         }
@@ -178,8 +181,9 @@ impl Unpack {
     /// with their current values when `fill`.
     ///
     /// # Safety
-    /// `dest` holds those elements, readable now when `fill`, writable
-    /// until [`Unpack::finish`].
+    /// Every block of the elements `parts` lists at `dest` (part `(d, c)`: `c` elements from `d`
+    /// extents past `dest`) is readable now when `fill`, and stays writable and not otherwise
+    /// accessed until the returned value is finished ([`Unpack::finish`]) or dropped.
     unsafe fn new(layout: &Arc<Typemap>, dest: *mut u8, parts: Vec<(isize, usize)>, fill: bool) -> Result<Unpack> {
         let len = parts
             .iter()
@@ -190,8 +194,8 @@ impl Unpack {
             let mut at = 0;
             for &(d, c) in &parts {
                 let n = c * layout.size;
-                // SAFETY: this function's contract: `dest` holds these
-                // elements, readable when `fill`.
+                // SAFETY: with `fill`, the caller keeps every block of part `(d, c)`'s `c` elements at
+                // `d` extents from `dest` readable now (`# Safety`); `pack_raw` writes only `tmp`.
                 unsafe { layout.pack_raw(addr(dest, d * layout.extent()), c, &mut tmp[at..at + n]) };
                 at += n;
             }
@@ -209,8 +213,9 @@ impl Unpack {
     /// Unpack the first `n` received bytes.
     ///
     /// # Safety
-    /// `dest` is still the caller's buffer, writable: the contract of the
-    /// function that made this `Unpack` has not ended.
+    /// Every block of the elements `parts` lists at `dest` is still writable and not otherwise
+    /// accessed: the caller of [`incoming`] or [`blocks`] that made this `Unpack` has not yet taken
+    /// its buffer back (the operation it left the buffer to is the one completing now).
     pub unsafe fn finish(self, n: u64) {
         let n = if self.whole { self.tmp.len() } else { (n as usize).min(self.tmp.len()) };
         let mut at = 0;
@@ -219,9 +224,9 @@ impl Unpack {
                 break;
             }
             let end = (at + c * self.layout.size).min(n);
-            // SAFETY: `finish`'s contract: `dest` is still the caller's
-            // buffer, writable for the elements of part `(d, c)`, and
-            // `end - at` bytes fill at most those `c` elements.
+            // SAFETY: `unpack_raw` writes the blocks of at most part `(d, c)`'s `c` elements at `d`
+            // extents from `dest` (`end - at` is at most their `c * size` bytes), which the caller keeps
+            // writable and otherwise untouched until now (`# Safety`).
             unsafe { self.layout.unpack_raw(&self.tmp[at..end], addr(self.dest, d * self.layout.extent())) };
             at = end;
         }
@@ -237,22 +242,30 @@ impl Incoming {
     /// The bytes to receive into, for the lifetime chosen.
     ///
     /// # Safety
-    /// Nothing else accesses them meanwhile; the staging buffer outlives them.
+    /// The `len` bytes at `ptr` are the caller's buffer, left writable to this value by
+    /// [`incoming`] or [`blocks`]'s caller, or the staging buffer in `stage`. For the lifetime `'a`
+    /// chosen they are accessed through the returned slice only, and the staging buffer's heap
+    /// bytes (in `stage`, or the vector [`Unpack::into_bytes`] gives) outlive every use of it.
     pub unsafe fn bytes<'a>(&mut self) -> &'a mut [u8] {
         if self.len == 0 {
             return &mut [];
         }
-        // SAFETY: the caller's contract; `ptr` is valid for `len` bytes.
+        // SAFETY: `len > 0`, so `ptr` is the caller's buffer (checked away from null by `incoming` or
+        // `blocks`) or a staging buffer of exactly `len` bytes; either is writable and reached only
+        // through this slice for `'a` (`# Safety`).
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
     /// Unpack a staged receive of `n` bytes.
     ///
     /// # Safety
-    /// As [`Unpack::finish`].
+    /// When staged, as [`Unpack::finish`]: every block of the elements the staging buffer stands
+    /// for is still writable and not otherwise accessed (the buffer given to [`incoming`] or
+    /// [`blocks`] has not been taken back).
     pub unsafe fn finish(self, n: u64) {
         if let Some(u) = self.stage {
-            // SAFETY: this function's contract is `Unpack::finish`'s.
+            // SAFETY: `u`'s elements at its `dest` are still writable and otherwise untouched: the
+            // very condition the caller guarantees (`# Safety`), and all that `Unpack::finish` asks.
             unsafe { u.finish(n) };
         }
     }
@@ -280,7 +293,9 @@ pub unsafe fn incoming(buf: *mut u8, span: &Span, what: &str, fill: bool) -> Res
             if near_null(buf, layout.true_lb) {
                 return Err(null_buffer(what));
             }
-            // SAFETY: this function's contract is `Unpack::new`'s.
+            // SAFETY: the caller keeps the span's `count` elements at `buf` readable now when `fill`,
+            // and writable and untouched until the returned value or its `Unpack` is finished or
+            // dropped (`# Safety`): what `Unpack::new` asks for its one part `(0, count)`.
             let mut stage = unsafe { Unpack::new(layout, buf, vec![(0, *count)], fill)? };
             Ok(Incoming { ptr: stage.tmp.as_mut_ptr(), len: *len, stage: Some(stage) })
         }
@@ -304,8 +319,9 @@ pub struct Blocks {
 /// (filled with the current values when `fill`).
 ///
 /// # Safety
-/// `buf` holds the blocks, readable when `fill`, and is then left to the
-/// returned value as [`incoming`]'s buffer is.
+/// Every block of the `counts[i]` elements at `displs[i]` extents from `buf` is readable now
+/// when `fill`, and stays writable and not otherwise accessed until the returned value (or the
+/// operation that keeps its `inc`) is finished or dropped, as [`incoming`]'s buffer does.
 pub unsafe fn blocks(
     buf: *mut u8,
     counts: &[usize],
@@ -352,7 +368,9 @@ pub unsafe fn blocks(
         db.push(as_count(at)?);
         at += c * l.size;
     }
-    // SAFETY: this function's contract is `Unpack::new`'s.
+    // SAFETY: `parts` are the blocks `(displs[i], counts[i])`, which the caller keeps readable now
+    // when `fill`, and writable and untouched until the returned value is finished or dropped
+    // (`# Safety`): what `Unpack::new` asks.
     let mut u = unsafe { Unpack::new(l, buf, parts, fill)? }.whole();
     Ok(Blocks { inc: Incoming { ptr: u.tmp.as_mut_ptr(), len: at, stage: Some(u) }, counts: cb, displs: db })
 }
@@ -404,9 +422,9 @@ impl Staged {
     /// message), then the work to run at completion (on success only).
     fn unstage(stage: Stage, r: Result<Status>) -> Result<Status> {
         if let (Some(u), Some(n)) = (stage.unpack, received(&r)) {
-            // SAFETY: the receive buffer is the caller's until this
-            // completion (the contract of `incoming` or `blocks`, which
-            // made the `Unpack`).
+            // SAFETY: `r` is the outcome of the ended request: the engine no longer writes `u`'s buffer;
+            // `u`'s elements at its `dest` were left to this operation, writable and untouched until
+            // it completes (the `# Safety` of `incoming` or `blocks`, which made `u`), and this is it.
             unsafe { u.finish(n) }
         }
         let s = r?;
@@ -476,17 +494,20 @@ impl Staged {
 /// operation keeps.
 ///
 /// # Safety
-/// `buf` holds the span's elements until the operation completes.
+/// Every block of the span's elements at `buf` stays readable and unmodified until the
+/// returned operation completes or is dropped (a drop waits for it).
 pub unsafe fn isend(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, sync: bool) -> Result<Staged> {
     if let Some((layout, count)) = span.streamed(buf, "send")? {
-        // SAFETY: this function's contract: `buf` holds the span's
-        // elements until the operation completes.
+        // SAFETY: `isend_typed` packs from every block of the `count` elements at `buf` while its
+        // request lives; that request is the operation returned, until whose completion or drop the
+        // caller keeps them readable and unmodified (`# Safety`).
         return Ok(Staged::plain(unsafe { raw::isend_typed(to, buf, layout, count, tag, sync) }?));
     }
-    // SAFETY: this function's contract is `outgoing`'s: `buf` holds the
-    // span's elements (for longer: until the operation completes).
+    // SAFETY: the span's elements at `buf` are readable (`# Safety`); a direct span's bytes, borrowed
+    // for `'a`, are used only by the send below and stay unmodified until it completes or is dropped.
     Ok(match unsafe { outgoing(buf, span, "send")? } {
-        // SAFETY: the caller keeps `b` until completion.
+        // SAFETY: `b` is the caller's `b.len()` contiguous bytes, readable and unmodified until this
+        // request completes or is dropped (`# Safety`), as `raw::isend` requires.
         Cow::Borrowed(b) => Staged::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
         Cow::Owned(v) => isend_owned(to, v, tag, sync)?,
     })
@@ -507,18 +528,22 @@ pub fn isend_owned(to: &Process<'_>, v: Vec<u8>, tag: Tag, sync: bool) -> Result
 /// unpacked at completion.
 ///
 /// # Safety
-/// `buf` has room for the span's elements and is left alone until the
-/// operation completes.
+/// Every block of the span's elements at `buf` stays writable and is not otherwise accessed
+/// (read or written) until the returned operation completes or is dropped.
 pub unsafe fn irecv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag: Option<Tag>) -> Result<Staged> {
     if let Some((layout, count)) = span.streamed(buf, "receive")? {
-        // SAFETY: this function's contract: `buf` has room for the span's
-        // elements and is left alone until the operation completes.
+        // SAFETY: `irecv_typed` writes every block of the `count` elements at `buf` while its request
+        // lives; that request is the operation returned, until whose completion or drop the caller
+        // keeps them writable and untouched (`# Safety`).
         return Ok(Staged::plain(unsafe { raw::irecv_typed(from, buf, layout, count, tag) }?));
     }
-    // SAFETY: this function's contract is `incoming`'s.
+    // SAFETY: the caller leaves the span's elements at `buf` writable and untouched until the
+    // operation completes or is dropped (`# Safety`), and `inc`'s stage goes into that operation:
+    // what `incoming` asks (without `fill`, nothing is read now).
     let inc = unsafe { incoming(buf, span, "receive", false)? };
-    // SAFETY: `inc.ptr` is the caller's buffer or the staging buffer the
-    // operation keeps, valid for `inc.len` bytes until completion.
+    // SAFETY: `inc.len` bytes at `inc.ptr` are the caller's span, writable and untouched until
+    // completion (`# Safety`), or the staging buffer in `inc.stage`, whose heap bytes the returned
+    // `Staged` keeps until after its request has ended (dropped after it); nothing else touches them.
     let request = unsafe { raw::irecv(from, inc.ptr, inc.len, tag) }?;
     Ok(Staged { request, stage: Stage { unpack: inc.stage, ..Stage::default() } })
 }
@@ -528,15 +553,19 @@ pub unsafe fn irecv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag
 /// caller's bytes or a packed copy.
 ///
 /// # Safety
-/// `buf` holds the span's elements for the call.
+/// Every block of the span's elements at `buf` is readable, and not modified, for the duration
+/// of the call.
 pub unsafe fn send(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, sync: bool) -> Result<()> {
     if let Some((layout, count)) = span.streamed(buf, "send")? {
-        // SAFETY: this function's contract, and the wait ends the request within the call.
+        // SAFETY: every block of the `count` elements at `buf` is readable and unmodified for this
+        // call (`# Safety`), and the request `isend_typed` returns is waited on here, within it.
         return unsafe { raw::isend_typed(to, buf, layout, count, tag, sync) }?.wait().map(drop);
     }
-    // SAFETY: this function's contract.
+    // SAFETY: the span's elements at `buf` are readable and unmodified for this call (`# Safety`),
+    // and `data`, borrowed from them when direct, does not outlive it.
     let data = unsafe { outgoing(buf, span, "send")? };
-    // SAFETY: `data` is valid for this call.
+    // SAFETY: `data.len()` bytes at `data.as_ptr()` are `data`'s (the caller's, unmodified for this
+    // call, or a packed copy), alive until this function returns, after `raw::send` has.
     unsafe { raw::send(to, data.as_ptr(), data.len(), tag, sync) }
 }
 
@@ -545,19 +574,25 @@ pub unsafe fn send(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, sync
 /// caller's bytes or a staging buffer unpacked here.
 ///
 /// # Safety
-/// `buf` has room for the span's elements, writable for the call.
+/// Every block of the span's elements at `buf` is writable, and not otherwise accessed, for the
+/// duration of the call.
 pub unsafe fn recv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag: Option<Tag>) -> Result<Status> {
     if let Some((layout, count)) = span.streamed(buf, "receive")? {
-        // SAFETY: this function's contract, and the wait ends the request within the call.
+        // SAFETY: every block of the `count` elements at `buf` is writable and untouched for this call
+        // (`# Safety`), and the request `irecv_typed` returns is waited on here, within it.
         return unsafe { raw::irecv_typed(from, buf, layout, count, tag) }?.wait();
     }
-    // SAFETY: this function's contract.
+    // SAFETY: the span's elements at `buf` are writable and untouched for this call (`# Safety`),
+    // and `inc` is finished or dropped before it returns.
     let inc = unsafe { incoming(buf, span, "receive", false)? };
-    // SAFETY: `inc` is valid for `inc.len` bytes for this call.
+    // SAFETY: `inc.len` bytes at `inc.ptr` are the caller's span, writable and untouched for this
+    // call (`# Safety`), or the staging buffer `inc` owns, alive until `inc.finish` below; nothing
+    // else accesses them during `raw::recv`.
     let r = unsafe { raw::recv(from, inc.ptr, inc.len, tag) };
     if let Some(n) = received(&r) {
-        // SAFETY: this function's contract: `buf` is writable. A truncated
-        // message's first bytes are unpacked too (§3.2.5).
+        // SAFETY: the staged bytes unpack into the span's elements at `buf`, still writable and
+        // untouched within this call (`# Safety`). A truncated message's first bytes are unpacked
+        // too (§3.2.5).
         unsafe { inc.finish(n) };
     }
     r
@@ -609,7 +644,8 @@ mod tests {
         let mut inc = unsafe { incoming(dest.as_mut_ptr().cast(), &span, "receive", false) }.expect("incoming");
         // SAFETY: the staging buffer, alive in `inc` until `finish`.
         unsafe { inc.bytes() }.copy_from_slice(bytemuck::cast_slice(&[7i32, 9]));
-        // SAFETY: `dest` is still writable.
+        // SAFETY: `dest`'s ints 0 and 2 (the element the staging buffer stands for) are still live and
+        // writable, and nothing else refers to `dest` meanwhile.
         unsafe { inc.finish(4) };
         assert_eq!(dest, [7, 0, 0]);
     }

@@ -63,21 +63,24 @@ fn channel(comm: &SimpleCommunicator) -> SimpleCommunicator {
 /// being ready.
 ///
 /// # Safety
-/// `buf` holds the span's elements until the operation completes.
+/// Every block of the span's elements at `buf` stays readable and unmodified until the
+/// returned operation completes or is dropped.
 pub unsafe fn isend(comm: &SimpleCommunicator, ch: &Channel, buf: *const u8, span: &Span) -> Result<Staged> {
     let c = channel(comm);
-    // SAFETY: this function's contract is `isend`'s.
+    // SAFETY: the span's elements at `buf` stay readable and unmodified until the returned operation
+    // completes or is dropped (`# Safety`): exactly what `super::isend` asks.
     unsafe { super::isend(&c.process_at_rank(ch.peer), buf, span, ch.wire, false) }
 }
 
 /// Start receiving the whole of a partitioned receive.
 ///
 /// # Safety
-/// `buf` has room for the span's elements and is left alone until the
-/// operation completes.
+/// Every block of the span's elements at `buf` stays writable and is not otherwise accessed
+/// until the returned operation completes or is dropped.
 pub unsafe fn irecv(comm: &SimpleCommunicator, ch: &Channel, buf: *mut u8, span: &Span) -> Result<Staged> {
     let c = channel(comm);
-    // SAFETY: this function's contract is `irecv`'s.
+    // SAFETY: the span's elements at `buf` stay writable and untouched until the returned operation
+    // completes or is dropped (`# Safety`): exactly what `super::irecv` asks.
     let mut op = unsafe { super::irecv(&c.process_at_rank(ch.peer), buf, span, Some(ch.wire)) }?;
     // The status names the program's tag, not the channel's.
     op.stage.status = Some(crate::comm::Status::new(ch.peer, ch.tag, span.len() as u64));

@@ -193,7 +193,8 @@ pub enum Input {
 /// `count` elements of `T` at `p`, checked for null and alignment.
 ///
 /// # Safety
-/// `p` holds `count` elements of `T` for the lifetime chosen.
+/// When `count > 0`, the `count * size_of::<T>()` bytes at `p` are readable and not written by
+/// anyone for the lifetime `'a` chosen.
 unsafe fn elems<'a, T: Equivalence>(p: *const u8, count: usize, what: &str) -> Result<&'a [T]> {
     if count == 0 {
         return Ok(&[]);
@@ -201,15 +202,16 @@ unsafe fn elems<'a, T: Equivalence>(p: *const u8, count: usize, what: &str) -> R
     if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
         return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
     }
-    // SAFETY: this function's contract; non-null and aligned (checked).
+    // SAFETY: `p` is non-null and aligned for `T` (checked above), and its `count` elements are
+    // readable and unmodified for `'a` (`# Safety`); any bytes are a valid `T` (it is `Pod`).
     Ok(unsafe { std::slice::from_raw_parts(p.cast(), count) })
 }
 
 /// `count` writable elements of `T` at `p`, checked for null and alignment.
 ///
 /// # Safety
-/// `p` holds `count` elements of `T`, not otherwise accessed, for the
-/// lifetime chosen.
+/// When `count > 0`, the `count * size_of::<T>()` bytes at `p` are writable and not otherwise
+/// accessed (read or written) for the lifetime `'a` chosen.
 unsafe fn elems_mut<'a, T: Equivalence>(p: *mut u8, count: usize, what: &str) -> Result<&'a mut [T]> {
     if count == 0 {
         return Ok(&mut []);
@@ -217,7 +219,8 @@ unsafe fn elems_mut<'a, T: Equivalence>(p: *mut u8, count: usize, what: &str) ->
     if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
         return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
     }
-    // SAFETY: this function's contract; non-null and aligned (checked).
+    // SAFETY: `p` is non-null and aligned for `T` (checked above), and its `count` elements are
+    // writable and reached only through this slice for `'a` (`# Safety`); any bytes are a valid `T`.
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), count) })
 }
 
@@ -227,9 +230,13 @@ unsafe fn elems_mut<'a, T: Equivalence>(p: *mut u8, count: usize, what: &str) ->
 /// receive buffer is handed out (§6.9.3).
 ///
 /// # Safety
-/// The buffer read holds `n` elements of `T` for the lifetime chosen.
+/// When `n > 0`: with [`Input::At`], its `n` elements of `T` are readable and unmodified for
+/// the lifetime `'a` chosen; with [`Input::InPlace`] where `in_place_ok`, `recv`'s `n` elements
+/// are readable now (they are copied).
 unsafe fn sent<'a, T: Equivalence>(send: Input, recv: *const u8, n: usize, in_place_ok: bool) -> Result<Cow<'a, [T]>> {
-    // SAFETY: this function's contract; `elems` checks null and alignment.
+    // SAFETY: `elems` is called only when `n > 0`: on `recv`, readable now and copied at once
+    // (`to_vec`), or on the send buffer, readable and unmodified for `'a` (`# Safety`); `elems`
+    // checks null and alignment.
     unsafe {
         Ok(match send {
             // Nothing is read: a zero count takes any send argument.
@@ -246,8 +253,10 @@ unsafe fn sent<'a, T: Equivalence>(send: Input, recv: *const u8, n: usize, in_pl
 /// root.
 ///
 /// # Safety
-/// The buffers significant here hold `count` elements of `elem` until
-/// completion.
+/// With [`Input::At`], the send buffer's `count` elements of `elem` are readable for this call
+/// (the collective copies them). At the root, `recv`'s `count` elements are readable now with
+/// [`Input::InPlace`], stay writable and not otherwise accessed until the returned operation
+/// completes or is dropped, and do not overlap the send buffer.
 pub unsafe fn ireduce(
     c: &SimpleCommunicator,
     root: Rank,
@@ -262,11 +271,14 @@ pub unsafe fn ireduce(
     let p = c.process_at_rank(root);
     with_elem!(elem, T => {
         let op = op.on::<T>()?;
-        // SAFETY: this function's contract; the send side is copied.
+        // SAFETY: `sent` reads the send buffer's `count` elements, readable for this call, or in
+        // place at the root `recv`'s, readable now (`# Safety`); `s` is used only by the call
+        // below, which copies it.
         let s = unsafe { sent::<T>(send, recv, count, at_root)? };
         Ok(Staged::plain(if at_root {
-            // SAFETY: this function's contract: the root's `recv` holds `count` elements until
-            // completion.
+            // SAFETY: at the root, `recv`'s `count` elements stay writable and untouched until the
+            // operation completes or is dropped (`# Safety`), which is as long as the `'static`
+            // slice is used; they do not overlap the send buffer `s` may borrow.
             let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
             p.immediate_reduce_into_root(&s, into, &op)?
         } else {
@@ -290,7 +302,10 @@ pub enum Everyone {
 /// `MPI_Iallreduce`, `MPI_Iscan`, `MPI_Iexscan`; `MPI_IN_PLACE` anywhere.
 ///
 /// # Safety
-/// The buffers hold `count` elements of `elem` until completion.
+/// With [`Input::At`], the send buffer's `count` elements of `elem` are readable for this call
+/// (the collective copies them) and do not overlap `recv`'s. `recv`'s `count` elements are
+/// readable now with [`Input::InPlace`], and stay writable and not otherwise accessed until the
+/// returned operation completes or is dropped.
 pub unsafe fn ieveryone(
     c: &SimpleCommunicator,
     kind: Everyone,
@@ -302,9 +317,13 @@ pub unsafe fn ieveryone(
 ) -> Result<Staged> {
     with_elem!(elem, T => {
         let op = op.on::<T>()?;
-        // SAFETY: this function's contract; the send side is copied.
+        // SAFETY: `sent` reads the send buffer's `count` elements, readable for this call, or in
+        // place `recv`'s, readable now (`# Safety`); `s` is used only by the call below, which
+        // copies it.
         let s = unsafe { sent::<T>(send, recv, count, true)? };
-        // SAFETY: this function's contract: `recv` holds `count` elements until completion.
+        // SAFETY: `recv`'s `count` elements stay writable and untouched until the operation completes
+        // or is dropped (`# Safety`), as long as the `'static` slice is used; they do not overlap the
+        // send buffer `s` may borrow.
         let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
         Ok(Staged::plain(match kind {
             Everyone::Allreduce => c.immediate_all_reduce_into(&s, into, &op)?,
@@ -318,8 +337,10 @@ pub unsafe fn ieveryone(
 /// sent (in `recv` with `MPI_IN_PLACE`), this process's block received.
 ///
 /// # Safety
-/// The send buffer holds `count` elements per process, `recv` `count`,
-/// until completion.
+/// With [`Input::At`], the send buffer's `count` elements per process are readable for this
+/// call (the collective copies them) and do not overlap `recv`'s; with [`Input::InPlace`],
+/// `recv`'s `count` elements per process are readable now. `recv`'s first `count` elements stay
+/// writable and not otherwise accessed until the returned operation completes or is dropped.
 pub unsafe fn ireduce_scatter_block(
     c: &SimpleCommunicator,
     elem: Elem,
@@ -331,9 +352,13 @@ pub unsafe fn ireduce_scatter_block(
     let total = count * c.size() as usize;
     with_elem!(elem, T => {
         let op = op.on::<T>()?;
-        // SAFETY: this function's contract; the send side is copied.
+        // SAFETY: `sent` reads `total` elements of the send buffer, readable for this call, or in
+        // place of `recv`, readable now (`# Safety`); `s` is used only by the call below, which
+        // copies it.
         let s = unsafe { sent::<T>(send, recv, total, true)? };
-        // SAFETY: this function's contract: `recv` holds `count` elements until completion.
+        // SAFETY: `recv`'s first `count` elements stay writable and untouched until the operation
+        // completes or is dropped (`# Safety`), as long as the `'static` slice is used; they do not
+        // overlap the send buffer `s` may borrow.
         let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, count, "recvbuf")? };
         Ok(Staged::plain(c.immediate_reduce_scatter_block_into(&s, into, &op)?))
     })
@@ -344,8 +369,10 @@ pub unsafe fn ireduce_scatter_block(
 /// process copies out its block at completion.
 ///
 /// # Safety
-/// The send buffer (`recv` with `MPI_IN_PLACE`) holds `sum(counts)`
-/// elements, `recv` this process's count, until completion.
+/// With [`Input::At`], the send buffer's `sum(counts)` elements are readable for this call
+/// (they are copied) and do not overlap `recv`'s; with [`Input::InPlace`], `recv`'s
+/// `sum(counts)` elements are readable now. `recv`'s first `counts[rank]` elements stay writable
+/// and not otherwise accessed until the returned operation completes or is dropped.
 pub unsafe fn ireduce_scatter(
     c: &SimpleCommunicator,
     elem: Elem,
@@ -359,14 +386,19 @@ pub unsafe fn ireduce_scatter(
     let (from, mine) = (counts[..me].iter().sum::<usize>(), counts[me]);
     with_elem!(elem, T => {
         let op = op.on::<T>()?;
-        // SAFETY: this function's contract; the send side is copied.
+        // SAFETY: `sent` reads `total` elements of the send buffer, readable for this call, or in
+        // place of `recv`, readable now (`# Safety`); `s` is copied into `all` and by the call
+        // below, and not kept.
         let s = unsafe { sent::<T>(send, recv, total, true)? };
-        // SAFETY: this function's contract: `recv` holds this process's count until completion.
+        // SAFETY: `recv`'s `mine` elements stay writable and untouched until the operation completes
+        // or is dropped (`# Safety`); the slice is written only by the `then` below, at completion,
+        // and does not overlap the send buffer `s` may borrow.
         let into: &'static mut [T] = unsafe { elems_mut::<T>(recv, mine, "recvbuf")? };
         let mut all = s.to_vec();
-        // SAFETY: `all`'s heap elements do not move when `all` moves into
-        // the completion below, which the operation keeps (and drops
-        // after the request, which waits).
+        // SAFETY: `whole` is `all`'s `total` initialized heap elements (`all` copies `s`, of `total`),
+        // which stay put when `all` moves into the `then` below; the operation keeps `then` in its
+        // stage, dropped after the request (which waits), and `then` reads `all` only after
+        // completion, so `whole` is `all`'s only access while the reduction writes it.
         let whole: &'static mut [T] = unsafe { std::slice::from_raw_parts_mut(all.as_mut_ptr(), total) };
         let mut a = Staged::plain(c.immediate_all_reduce_into(&s, whole, &op)?);
         a.stage.then = Some(Box::new(move || into.copy_from_slice(&all[from..from + mine])));
@@ -387,8 +419,11 @@ pub unsafe fn ireduce_scatter(
 /// with a user operation.
 ///
 /// # Safety
-/// `send` holds `send_n` elements of `layout` for this call; `recv` holds
-/// `recv_n`, readable now and writable until completion.
+/// With [`Input::At`], every block of the `send_n` elements of `layout` at its address is
+/// readable for this call; every block of the `recv_n` elements of `layout` at `recv` is
+/// readable now, and stays writable and not otherwise accessed until the returned operation
+/// completes or is dropped. (The pointers `run` gets stay valid until the operation it returns
+/// completes: the packed send copy and the staging buffer go into its stage.)
 pub unsafe fn packed(
     layout: &Arc<Typemap>,
     send: Input,
@@ -397,7 +432,8 @@ pub unsafe fn packed(
     recv_n: usize,
     run: impl FnOnce(Input, *mut u8) -> Result<Staged>,
 ) -> Result<Staged> {
-    // SAFETY: this function's contract is `Packed::new`'s.
+    // SAFETY: the buffers are left as `Packed::new` asks (`# Safety`): the receive elements until
+    // the operation `run` makes completes, which keeps `p.unpack` (in its `then`, below).
     let p = unsafe { Packed::new(layout, send, send_n, recv, recv_n) }?;
     let mut s = run(p.send, p.recv)?;
     s.stage.hold.extend(p.held);
@@ -409,7 +445,8 @@ pub unsafe fn packed(
             if let Some(f) = before {
                 f();
             }
-            // SAFETY: this function's contract: `recv` is writable until completion, which is now.
+            // SAFETY: this runs at the operation's completion (its request ended), until which the
+            // caller keeps `recv`'s `recv_n` elements writable and untouched (`# Safety`).
             unsafe { u.finish(0) }
         }));
     }
@@ -420,7 +457,9 @@ pub unsafe fn packed(
 /// intercommunicator ones, `MPI_Reduce_local`).
 ///
 /// # Safety
-/// As [`packed`], for this call.
+/// With [`Input::At`], every block of the `send_n` elements of `layout` at its address is
+/// readable for this call; every block of the `recv_n` elements at `recv` is readable, writable
+/// and not otherwise accessed for this call.
 pub unsafe fn packed_now(
     layout: &Arc<Typemap>,
     send: Input,
@@ -429,11 +468,13 @@ pub unsafe fn packed_now(
     recv_n: usize,
     run: impl FnOnce(Input, *mut u8) -> Result<()>,
 ) -> Result<()> {
-    // SAFETY: this function's contract is `Packed::new`'s.
+    // SAFETY: the buffers are left as `Packed::new` asks for this call (`# Safety`), and `p.unpack`
+    // is finished or dropped before it returns.
     let p = unsafe { Packed::new(layout, send, send_n, recv, recv_n) }?;
     run(p.send, p.recv)?;
     if let Some(u) = p.unpack {
-        // SAFETY: this function's contract: `recv` is writable for this call.
+        // SAFETY: `run` has returned, so the reduction into the staging buffer is over; `recv`'s
+        // `recv_n` elements are still writable and untouched within this call (`# Safety`).
         unsafe { u.finish(0) }
     }
     drop(p.held);
@@ -450,11 +491,16 @@ struct Packed {
 
 impl Packed {
     /// # Safety
-    /// As [`packed`].
+    /// With [`Input::At`] and `send_n > 0`, every block of the `send_n` elements of `layout` at
+    /// its address is readable for this call. When `recv_n > 0`, every block of the `recv_n`
+    /// elements of `layout` at `recv` is readable now, and stays writable and not otherwise
+    /// accessed until the returned value's `unpack` is finished or dropped (for a direct span, for
+    /// as long as its `recv` pointer is used).
     unsafe fn new(layout: &Arc<Typemap>, send: Input, send_n: usize, recv: *mut u8, recv_n: usize) -> Result<Packed> {
         let (send, held) = match send {
             Input::At(p) if send_n > 0 => {
-                // SAFETY: this function's contract: `send` holds `send_n` elements for this call.
+                // SAFETY: every block of the `send_n` elements at `p` is readable for this call
+                // (`# Safety`), and `into_owned` copies a direct span's bytes before it ends.
                 let bytes = unsafe { outgoing(p, &Span::of(layout.clone(), send_n)?, "sendbuf") }?.into_owned();
                 (Input::At(bytes.as_ptr()), Some(bytes))
             }
@@ -463,8 +509,9 @@ impl Packed {
         if recv_n == 0 {
             return Ok(Packed { send, held, recv: std::ptr::null_mut(), unpack: None });
         }
-        // SAFETY: this function's contract: `recv` holds `recv_n` elements, readable now and
-        // writable until completion.
+        // SAFETY: `recv`'s `recv_n` elements are readable now (`fill`: an in-place reduction starts
+        // from them), and writable and untouched until the returned `unpack` is finished or dropped
+        // (`# Safety`): what `incoming` asks.
         let inc = unsafe { incoming(recv, &Span::of(layout.clone(), recv_n)?, "recvbuf", true) }?;
         Ok(Packed { send, held, recv: inc.ptr, unpack: inc.stage.map(Unpack::whole) })
     }
@@ -474,7 +521,8 @@ impl Packed {
 /// buffers must not overlap.
 ///
 /// # Safety
-/// Both hold `count` elements of `elem` for the call.
+/// `input`'s `count` elements of `elem` are readable, and `inout`'s readable, writable and not
+/// otherwise accessed, for the duration of the call (their overlap is checked).
 pub unsafe fn reduce_local(
     elem: Elem,
     input: *const u8,
@@ -488,7 +536,9 @@ pub unsafe fn reduce_local(
         return Err(MpiError::Buffer("inbuf and inoutbuf overlap (§6.9.7 forbids it)".into()));
     }
     with_elem!(elem, T => {
-        // SAFETY: this function's contract; they do not overlap (checked).
+        // SAFETY: `input`'s `count` elements are readable and `inout`'s writable and untouched for this
+        // call (`# Safety`), and their byte ranges do not overlap (checked above), so the shared and
+        // the mutable slice never alias.
         let (a, b) = unsafe { (elems::<T>(input, count, "inbuf")?, elems_mut::<T>(inout, count, "inoutbuf")?) };
         reduce_local_into(a, b, &op.on::<T>()?)
     })
@@ -498,7 +548,9 @@ pub unsafe fn reduce_local(
 /// intercommunicator (§6.9.1, §6.9.6): the result is the other group's.
 ///
 /// # Safety
-/// The buffers significant here hold `count` elements for the call.
+/// Where significant (the send buffer unless `root` is `Here` or `Idle`; `recv` when `root` is
+/// `None` or `Here`), each buffer's `count` elements of `elem` are readable (send) or writable
+/// and not otherwise accessed (`recv`) for the duration of the call; the two do not overlap.
 pub unsafe fn inter_reduce(
     c: &SimpleCommunicator,
     root: Option<InterRoot>,
@@ -510,8 +562,9 @@ pub unsafe fn inter_reduce(
 ) -> Result<()> {
     with_elem!(elem, T => {
         let op = op.on::<T>()?;
-        // SAFETY: this function's contract: each buffer holds `count`
-        // elements where it is significant, for this call.
+        // SAFETY: `elems` and `elems_mut` are called only on the buffers significant for `root`, whose
+        // `count` elements are readable (send) or writable and untouched (`recv`) for this call and
+        // do not overlap (`# Safety`); both slices end with the call.
         unsafe {
             let s: &[T] = match root {
                 Some(InterRoot::Here | InterRoot::Idle) => &[],
@@ -533,8 +586,9 @@ pub unsafe fn inter_reduce(
 /// blocks of the other group's reduction (§6.11.2).
 ///
 /// # Safety
-/// The send buffer holds `sum(counts)` elements, `recv` this process's
-/// count, for the call.
+/// The send buffer's `sum(counts)` elements of `elem` are readable, and `recv`'s `counts[rank]`
+/// elements writable and not otherwise accessed, for the duration of the call; the two do not
+/// overlap.
 pub unsafe fn inter_reduce_scatter(
     c: &SimpleCommunicator,
     elem: Elem,
@@ -545,7 +599,8 @@ pub unsafe fn inter_reduce_scatter(
 ) -> Result<()> {
     let (total, mine) = (counts.iter().sum::<usize>(), counts[c.rank() as usize]);
     with_elem!(elem, T => {
-        // SAFETY: this function's contract, for this call.
+        // SAFETY: the send buffer's `total` elements are readable and `recv`'s `mine` writable and
+        // untouched for this call, and they do not overlap (`# Safety`); both slices end with it.
         let (s, r) = unsafe { (elems::<T>(send, total, "sendbuf")?, elems_mut::<T>(recv, mine, "recvbuf")?) };
         c.inter_reduce_scatter(s, r, counts, &op.on::<T>()?)
     })
