@@ -77,6 +77,24 @@ fn elem_of<T: 'static>() -> Result<Elem> {
     })
 }
 
+/// Alignment of a window's memory at its process (`RawWindow`'s blocks).
+const WINDOW_ALIGN: usize = 64;
+
+/// Refuse an element type aligned to more than the window's memory:
+/// [`Window::local`] hands the elements out as `&[T]`, which must be
+/// aligned for `T`.
+fn aligned_enough<T>() -> Result<()> {
+    let align = std::mem::align_of::<T>();
+    if align > WINDOW_ALIGN {
+        return Err(MpiError::Invalid(format!(
+            "a window of {} cannot be allocated: the type is aligned to {align} bytes, and window memory to \
+             {WINDOW_ALIGN}; use a type aligned to at most {WINDOW_ALIGN}",
+            std::any::type_name::<T>()
+        )));
+    }
+    Ok(())
+}
+
 impl<T: Equivalence> Window<T> {
     /// Allocate `len` zeroed elements at this process (collective over
     /// `comm`; each process may give another `len`).
@@ -89,6 +107,7 @@ impl<T: Equivalence> Window<T> {
     /// puts the public copies on the card, where the transport has one:
     /// a passive-target epoch then needs nothing of its target's CPU.
     pub fn allocate_with(comm: &SimpleCommunicator, len: usize, model: Option<Model>) -> Result<Window<T>> {
+        aligned_enough::<T>()?;
         let sz = std::mem::size_of::<T>();
         let bytes = len.checked_mul(sz).ok_or_else(|| MpiError::WinSize(format!("{len} elements")))?;
         let raw = RawWindow::allocate_with(comm, bytes as u64, sz.max(1) as u32, model)?;
@@ -271,8 +290,7 @@ impl<T: Equivalence> std::ops::Deref for Local<'_, T> {
         // zeroed and since written only with whole bytes, so `len` valid `T`s (`T` is `Pod`); the
         // window keeps it while `self.w` is borrowed. Incoming operations are held back while this
         // guard lives (the flag set under the library's lock), so nothing writes it meanwhile. The
-        // block is 64-byte aligned, which is enough only when `align_of::<T>() <= 64`: nothing checks
-        // that, and a `Pod` type aligned to more (`#[repr(C, align(128))]`) gets a misaligned slice.
+        // block is 64-byte aligned and `allocate_with` refused any `T` aligned to more.
         unsafe { std::slice::from_raw_parts(self.w.raw.base().cast::<T>(), self.w.len) }
     }
 }
@@ -282,8 +300,8 @@ impl<T: Equivalence> std::ops::DerefMut for Local<'_, T> {
         if self.w.len == 0 {
             return &mut [];
         }
-        // SAFETY: the same `len` valid `T`s as `deref`'s, held back from incoming operations (with the
-        // same alignment caveat); `&mut self` borrows the guard exclusively, so this slice is the only
+        // SAFETY: the same `len` valid, aligned `T`s as `deref`'s, held back from incoming operations;
+        // `&mut self` borrows the guard exclusively, so this slice is the only
         // reference to them while it lives.
         unsafe { std::slice::from_raw_parts_mut(self.w.raw.base().cast::<T>(), self.w.len) }
     }
@@ -461,5 +479,18 @@ impl<T: Equivalence> Drop for Exposure<'_, T> {
         if self.open {
             let _ = self.w.raw.wait_exposure();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_element_type_aligned_past_the_window_memory_is_refused() {
+        #[repr(C, align(128))]
+        struct Wide([u8; 128]);
+        assert!(super::aligned_enough::<u64>().is_ok());
+        assert!(super::aligned_enough::<[u8; 64]>().is_ok());
+        let e = super::aligned_enough::<Wide>().unwrap_err().to_string();
+        assert!(e.contains("aligned to 128 bytes"), "{e}");
     }
 }
