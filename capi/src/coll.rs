@@ -251,6 +251,26 @@ pub(crate) struct Reduction {
 }
 
 impl Reduction {
+    /// Refuse a send buffer that overlaps the receive buffer (MPI 4.1 §2.9
+    /// forbids aliased arguments; `MPI_IN_PLACE` is the way to reduce in
+    /// place). The library reads one while writing the other, so an
+    /// overlap would be a wrong answer, not only a broken rule. A derived
+    /// datatype is reduced from packed copies and needs no check.
+    fn disjoint(&self, send_n: usize, recv: *mut c_void, recv_n: usize) -> R<()> {
+        let Input::At(send) = self.send else { return Ok(()) };
+        let size = self.elem.size();
+        let (s0, r0) = (send as usize, recv as usize);
+        let (s1, r1) = (s0.saturating_add(send_n.saturating_mul(size)), r0.saturating_add(recv_n.saturating_mul(size)));
+        if s0 < s1 && r0 < r1 && s0 < r1 && r0 < s1 {
+            return Err(Fail::new(
+                MPI_ERR_BUFFER,
+                "the send and receive buffers overlap (MPI 4.1 §2.9); pass MPI_IN_PLACE as the send buffer to \
+                 reduce in place",
+            ));
+        }
+        Ok(())
+    }
+
     /// `n` datatype elements, in the mpi crate's elements.
     fn n(&self, n: usize) -> usize {
         n * self.per
@@ -272,7 +292,10 @@ impl Reduction {
         f: impl FnOnce(Input, *mut u8) -> mpi::Result<Staged>,
     ) -> R<Staged> {
         match &self.layout {
-            None => Ok(f(self.send, recv.cast())?),
+            None => {
+                self.disjoint(send_n, recv, recv_n)?;
+                Ok(f(self.send, recv.cast())?)
+            }
             // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable now and writable
             // until the operation completes (`run`'s `# Safety`): what `red::packed` requires.
             Some(l) => Ok(unsafe { red::packed(l, self.send, send_n, recv.cast(), recv_n, f) }?),
@@ -291,7 +314,10 @@ impl Reduction {
         f: impl FnOnce(Input, *mut u8) -> mpi::Result<()>,
     ) -> R<()> {
         match &self.layout {
-            None => Ok(f(self.send, recv.cast())?),
+            None => {
+                self.disjoint(send_n, recv, recv_n)?;
+                Ok(f(self.send, recv.cast())?)
+            }
             // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable and writable for
             // this call (`run_now`'s `# Safety`): what `red::packed_now` requires.
             Some(l) => Ok(unsafe { red::packed_now(l, self.send, send_n, recv.cast(), recv_n, f) }?),

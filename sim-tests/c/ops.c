@@ -169,6 +169,16 @@ int main(int argc, char **argv)
     MPI_Op_free(&comp);
     free(a), free(b), free(rs);
 
+    /* The same buffer as send and receive argument is refused at every
+     * rank (the reduction would read what it writes); MPI_IN_PLACE works. */
+    int both[3] = {rank, rank, rank};
+    CHECK(MPI_Allreduce(both, both, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_BUFFER, "aliased buffers accepted");
+    CHECK(MPI_Allreduce(both, both + 1, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_BUFFER,
+          "overlapping buffers accepted");
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, both, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+              both[2] == size * (size - 1) / 2,
+          "in place: %d", both[2]);
+
     int bad_total = 0;
     MPI_Allreduce(&errors, &bad_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && bad_total == 0) printf("OK c-ops on %d ranks\n", size);
