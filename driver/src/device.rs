@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
+use dn_mmio::Mapping;
 use fpga_regs::layout::{self, Region, SLOT_STRIDE};
 use fpga_regs::packet::PacketType;
 use fpga_regs::ur::{self, Caps, CompletionResult, ExposePerm, Topology, UserRegs, CQ_DEPTH, EXPOSE_ENTRIES};
 use fpga_regs::{Command, ErrorCode, Opcode, Peer};
-use simlink::mmio::Mapping;
 use simlink::simctl::{self, HostCost, Watch};
 use volatile_register::RW;
 

@@ -8,8 +8,8 @@
 //! * [`contexts`] — what a rank that is a user-level context of a host
 //!   process (ranks as contexts, DESIGN §3) asks of its host;
 //! * [`mmio`] — memory shared between processes (the node files, the
-//!   control file, and on hardware the card's own mapping), with the only
-//!   raw-pointer access of the stack;
+//!   control file): the `dn-mmio` crate, which the driver also uses alone
+//!   to map a real card;
 //! * [`simctl`] — the control file `sim.ctl`: its layout, the host-cost
 //!   table, typed actor states, yield requests and grant results, and the
 //!   futex hand-off primitives;
@@ -25,7 +25,7 @@
 pub mod actor;
 pub mod affinity;
 pub mod contexts;
-pub mod mmio;
+pub use dn_mmio as mmio;
 pub mod model;
 pub mod process;
 pub mod scheduler;

@@ -180,6 +180,11 @@ pub struct CtlHeader {
     _pad: [u8; 4096 - 8 - 4 * 14 - 8 - 8 - 8 - 8 - 8 * COST_SLOTS - 64 - 512],
 }
 
+// SAFETY: `CtlHeader` is `#[repr(C)]` and made only of atomics (cells over
+// `UnsafeCell`, valid for every bit pattern) and the `_pad` byte array,
+// which is never read: what `MmioBlock` asks.
+unsafe impl crate::mmio::MmioBlock for CtlHeader {}
+
 /// One actor record.
 #[repr(C)]
 pub struct ActorRecord {
@@ -264,6 +269,10 @@ pub struct ActorRecord {
     pub watch: [WatchEntry; MAX_WATCH],
     _pad: [u8; RECORD_SIZE - RECORD_FIXED - 16 * MAX_WATCH],
 }
+
+// SAFETY: `ActorRecord` is `#[repr(C)]` and made only of atomics (valid for
+// every bit pattern) and unread padding: what `MmioBlock` asks.
+unsafe impl crate::mmio::MmioBlock for ActorRecord {}
 
 /// One watched word of an [`ActorRecord`].
 #[repr(C)]

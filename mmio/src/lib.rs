@@ -1,6 +1,8 @@
 //! Mapped memory shared between processes: the device's MMIO surface (a
-//! character device on hardware, a file in simulation) and the simulator's
-//! control file.
+//! character device or PCI BAR on hardware, a file in simulation) and the
+//! simulator's control file. The driver maps a real card through this
+//! crate alone, with no simulator code (issue 49, item 5); `simlink`
+//! re-exports it as `simlink::mmio` for the simulator's own files.
 //!
 //! Access goes through raw pointers, never through `&[u8]`, because another
 //! process (or the device) may change the memory at any time. Register blocks
@@ -74,15 +76,14 @@ impl std::fmt::Debug for Mapping {
 /// or padding that is never read.
 pub unsafe trait MmioBlock {}
 
-// SAFETY: every field is a volatile-register cell (VolatileCell = UnsafeCell)
-// or an unread padding array; all bit patterns are valid u64s.
+// SAFETY: `UserRegs` is `#[repr(C)]` and every field is a volatile-register
+// cell (`VolatileCell` wraps an `UnsafeCell<u64>`) or an unread padding
+// array of them; every bit pattern is a valid `u64`.
 unsafe impl MmioBlock for fpga_regs::ur::UserRegs {}
-// SAFETY: as above.
+// SAFETY: `Llcm` is `#[repr(C)]` and made only of `RingEntry`s (four
+// `RW<u64>` cells each) and arrays of `RW<u64>` cells; every bit pattern is
+// a valid `u64`.
 unsafe impl MmioBlock for fpga_regs::llcm::Llcm {}
-// SAFETY: atomics and unread padding only.
-unsafe impl MmioBlock for crate::simctl::CtlHeader {}
-// SAFETY: atomics and unread padding only.
-unsafe impl MmioBlock for crate::simctl::ActorRecord {}
 
 impl Mapping {
     /// Map `len` bytes of `file` starting at `offset` (a multiple of the page size).
