@@ -619,6 +619,14 @@ pub(crate) unsafe fn dup_by_idup(call: &str, comm: Handle, info: Option<Handle>,
     // a local handle, writable: what `idup` requires.
     let rc = unsafe { idup(call, comm, info, newcomm, &mut r) };
     if rc != MPI_SUCCESS {
+        // An attribute's copy callback runs after the idup has started
+        // (its failure is the call's error, and the duplicate is gone):
+        // the other members take part in the duplication all the same, so
+        // it is completed here rather than left active for ever.
+        if r != MPI_REQUEST_NULL {
+            // SAFETY: `r` is a local handle, valid for reading and writing for this call.
+            let _ = unsafe { crate::p2p::wait_request(call, comm, &mut r) };
+        }
         return rc;
     }
     // SAFETY: `r` is a local.

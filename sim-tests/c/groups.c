@@ -20,6 +20,14 @@ static int copy_fn(MPI_Comm comm, int keyval, void *extra, void *in, void *out, 
     return MPI_SUCCESS;
 }
 
+/* A copy callback that refuses: the duplication fails with its code. */
+static int refuse_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
 static int delete_fn(MPI_Comm comm, int keyval, void *val, void *extra)
 {
     (void)comm, (void)keyval, (void)val;
@@ -167,6 +175,18 @@ int main(int argc, char **argv)
     MPI_Comm_delete_attr(dup, key);
     MPI_Comm_get_attr(dup, key, &val, &flag);
     CHECK(deletes == 3 && flag == 0, "delete_attr %d %d", deletes, flag);
+    /* A copy callback's error is MPI_Comm_dup's (§7.7.2), the duplicate is
+     * MPI_COMM_NULL, and the duplication is not left active: finalize
+     * finds no request (sim-tests checks its output). */
+    int rkey = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(refuse_copy, MPI_COMM_NULL_DELETE_FN, &rkey, NULL);
+    MPI_Comm_set_attr(dup, rkey, base);
+    MPI_Comm refused = MPI_COMM_WORLD;
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    rc = MPI_Comm_dup(dup, &refused);
+    CHECK(rc == MPI_ERR_OTHER && refused == MPI_COMM_NULL, "a refused copy: rc %d", rc);
+    MPI_Comm_delete_attr(dup, rkey);
+    MPI_Comm_free_keyval(&rkey);
     int again = key;
     MPI_Comm_free_keyval(&key);
     CHECK(key == MPI_KEYVAL_INVALID, "freed keyval not reset");
