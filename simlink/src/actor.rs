@@ -265,6 +265,7 @@ impl ActorEnd {
         }
         let go = rec.go.load(SeqCst);
         rec.set_state(ActorState::Attaching);
+        header.attach_high.fetch_max(idx as u32 + 1, SeqCst);
         header.attach_lock.store(0, SeqCst);
         header.attach_seq.fetch_add(1, SeqCst);
         handoff::wake(&header.model_go, &header.model_sleeping);

@@ -144,6 +144,11 @@ impl ModelEnd {
         self.ctl.block::<ActorRecord>(simctl::actor_offset(i)).expect("actor records are mapped")
     }
 
+    /// The actor records ever claimed: those below the header's high mark.
+    fn records_used(&self) -> usize {
+        (self.header().attach_high.load(SeqCst) as usize).min(MAX_ACTORS)
+    }
+
     /// Records that asked to attach since the last call (cheap when none did).
     pub fn attach_requests(&mut self) -> Vec<AttachRequest> {
         let seq = self.header().attach_seq.load(SeqCst);
@@ -151,7 +156,7 @@ impl ModelEnd {
             return Vec::new();
         }
         self.attach_seq_seen = seq;
-        (0..MAX_ACTORS)
+        (0..self.records_used())
             .filter(|&i| self.record(i).state() == Some(ActorState::Attaching))
             .map(|i| {
                 let r = self.record(i);
@@ -337,7 +342,7 @@ impl ModelEnd {
     /// shutdown result, and refuse new attaches.
     pub fn shutdown(&self) {
         self.header().flags.fetch_or(flags::SHUTDOWN, SeqCst);
-        for i in 0..MAX_ACTORS {
+        for i in 0..self.records_used() {
             let rec = self.record(i);
             if matches!(rec.state(), Some(ActorState::Runnable | ActorState::Waiting | ActorState::Attaching)) {
                 rec.set_result(GrantResult::Shutdown);
@@ -355,5 +360,55 @@ impl ModelEnd {
     /// The model process id published in the header (0 after [`ModelEnd::close`]).
     pub fn model_pid(&self) -> u32 {
         self.header().model_pid.load(SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The model looks at records below the attach high mark only, and an
+    /// attach raises the mark before it bumps the sequence the model
+    /// watches, so no attaching actor is ever missed.
+    #[test]
+    fn attach_requests_look_below_the_high_mark_only() {
+        let path = std::env::temp_dir().join(format!("simctl-high-{}", std::process::id()));
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(simctl::file_size(MAX_ACTORS) as u64).unwrap();
+        let map = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS)).unwrap();
+        let p = Publish {
+            nodes: 1,
+            slots: 1,
+            expected_actors: 0,
+            doorbell_lookahead: 0,
+            costs: [0; COST_SLOTS],
+            profile_name: "test",
+            cpu: None,
+        };
+        let mut m = ModelEnd::publish(map, &p).unwrap();
+        let other = Mapping::open(&path, 0, simctl::file_size(MAX_ACTORS)).unwrap();
+        let claim = |i: usize, high: bool| {
+            let rec = other.block::<ActorRecord>(simctl::actor_offset(i)).unwrap();
+            rec.pid.store(1000 + i as u32, SeqCst);
+            rec.set_state(ActorState::Attaching);
+            let h = other.block::<CtlHeader>(0).unwrap();
+            if high {
+                h.attach_high.fetch_max(i as u32 + 1, SeqCst);
+            }
+            h.attach_seq.fetch_add(1, SeqCst);
+        };
+        assert!(m.attach_requests().is_empty());
+        claim(700, true);
+        let seen: Vec<usize> = m.attach_requests().iter().map(|r| r.index).collect();
+        assert_eq!(seen, vec![700]);
+        // A record above the mark is not looked at (an actor always raises
+        // the mark when it claims one).
+        claim(9000, false);
+        let seen: Vec<usize> = m.attach_requests().iter().map(|r| r.index).collect();
+        assert_eq!(seen, vec![700], "record 9000 is above the mark");
+        claim(9000, true);
+        let seen: Vec<usize> = m.attach_requests().iter().map(|r| r.index).collect();
+        assert_eq!(seen, vec![700, 9000]);
+        std::fs::remove_file(&path).unwrap();
     }
 }

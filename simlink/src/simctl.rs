@@ -21,8 +21,9 @@ use fpga_regs::ur::CQ_DEPTH;
 
 /// Magic at the start of the control file: "DNSIMCTL".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNSIMCTL");
-/// Control-file layout version.
-pub const VERSION: u32 = 10;
+/// Control-file layout version (11: the attach high mark, and records
+/// sized for [`MAX_WATCH_PEERS`] watched rings).
+pub const VERSION: u32 = 11;
 /// Maximum number of actors (attached processes) per cluster.
 pub const MAX_ACTORS: usize = fpga_regs::layout::MAX_SOURCES;
 /// File name of the control file inside a cluster directory.
@@ -157,7 +158,10 @@ pub struct CtlHeader {
     /// Bumped by every [`ActorRecord::poke`], so the model looks for poked
     /// actors only then.
     pub poke_seq: AtomicU32,
-    _reserved: AtomicU32,
+    /// One past the highest actor record ever claimed: the model looks at
+    /// records below it only (16,384 records, most never used, would cost
+    /// every attach a scan of them all).
+    pub attach_high: AtomicU32,
     /// Latest simulated time the model has processed (ps), published as
     /// it runs, for a launcher's progress line.
     pub sim_time: AtomicU64,
@@ -327,12 +331,18 @@ impl ActorRecord {
     }
 }
 
-/// Most words an actor can name in one wait: one ring per possible peer
-/// and every command-queue entry twice over, so that no wait the stack
-/// builds is ever cut short. (A longer list is refused, never degraded: a
-/// degraded "any change" wait that forgot the values it had read lost
-/// wake-ups and deadlocked jobs of more than 17 ranks, issue 28.)
-pub const MAX_WATCH: usize = MAX_ACTORS + 2 * CQ_DEPTH;
+/// Most peers whose rings a rank may watch one by one in a wait; with
+/// more, it watches the arrival queue (one word). Kept apart from
+/// [`MAX_ACTORS`]: every actor record holds room for [`MAX_WATCH`] words,
+/// and 16,384 of them per record would make each record 256 KiB.
+pub const MAX_WATCH_PEERS: usize = 1024;
+
+/// Most words an actor can name in one wait: one ring per peer it may
+/// watch and every command-queue entry twice over, so that no wait the
+/// stack builds is ever cut short. (A longer list is refused, never
+/// degraded: a degraded "any change" wait that forgot the values it had
+/// read lost wake-ups and deadlocked jobs of more than 17 ranks, issue 28.)
+pub const MAX_WATCH: usize = MAX_WATCH_PEERS + 2 * CQ_DEPTH;
 
 /// What a waiting actor waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -421,7 +421,10 @@ impl DimmnetTransport {
             )));
         }
         // The arrival cursor comes before the rings: every record they take is reported.
-        let queue = size - 1 > cfg.scan_peers && dev.has_arrivals();
+        // A wait names at most MAX_WATCH_PEERS ring words, however many
+        // DN_RING_SCAN_PEERS allows.
+        let scan_most = cfg.scan_peers.min(simlink::simctl::MAX_WATCH_PEERS as u32);
+        let queue = size - 1 > scan_most && dev.has_arrivals();
         let cursor = if queue { Some(dev.arrival_cursor().map_err(map_err)?) } else { None };
         for s in 0..size {
             if s != rank {
