@@ -188,6 +188,20 @@ impl Mapping {
         Ok(())
     }
 
+    /// Volatile 64-bit loads of `out.len()` words from `offset`, `offset + 8`,
+    /// ... (8-byte aligned): one bounds check for the whole run.
+    pub fn read_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MapError> {
+        let len = out.len().checked_mul(8).ok_or(MapError::OutOfRange { offset, len: usize::MAX, size: self.len() })?;
+        let p = self.check(offset, len, 8)? as *const u64;
+        for (k, v) in out.iter_mut().enumerate() {
+            // SAFETY: `p.add(k)` for `k < out.len()` lies in the checked,
+            // aligned range of `out.len() * 8` bytes at `offset`; volatile
+            // because another process or the device may write it.
+            *v = unsafe { std::ptr::read_volatile(p.add(k)) };
+        }
+        Ok(())
+    }
+
     /// Copy `dst.len()` bytes from `offset` into `dst`.
     pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), MapError> {
         let p = self.check(offset, dst.len(), 1)?;
@@ -298,6 +312,10 @@ mod tests {
         let m = Mapping::open(&path, 0, 4096).unwrap();
         m.write_u64s(4080, &[1, 2]).unwrap();
         assert_eq!((m.read_u64(4080).unwrap(), m.read_u64(4088).unwrap()), (1, 2));
+        let mut two = [0u64; 2];
+        m.read_u64s(4080, &mut two).unwrap();
+        assert_eq!(two, [1, 2]);
+        assert!(m.read_u64s(4088, &mut two).is_err(), "one word past the end");
         // One word past the end: nothing is written.
         assert!(m.write_u64s(4080, &[7, 8, 9]).is_err());
         assert!(m.write_u64s(4, &[7]).is_err(), "misaligned");
