@@ -95,11 +95,14 @@ macro_rules! field {
     ($get:ident, $set:ident, $field:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $get(status: *const MpiStatus, value: *mut c_int) -> c_int {
-            // SAFETY: `status` is the getter's status, null or readable for one MPI_Status for this call, and `value`
-            // its out-argument, null (refused by `put`) or writable for one `int`. The status is only read, but
-            // `on_status` makes a `&mut` of it, which also needs it writable, more than the getter's `const` argument
-            // promises.
-            unsafe { on_status(stringify!($get), status.cast_mut(), |_, s| put(value, s.$field, "the result")) }
+            with_state(stringify!($get), MPI_COMM_WORLD, |_| {
+                // SAFETY: `status` is the getter's `const` status, null or readable for one MPI_Status for this call;
+                // `read_arg` refuses null and copies it out, so nothing is written through it.
+                let s = unsafe { read_arg(status, "status")? };
+                // SAFETY: `value` is the getter's out-argument, null or writable for one `int` for this call; `put`
+                // refuses null.
+                unsafe { put(value, s.$field, "the result") }
+            })
         }
 
         #[no_mangle]

@@ -282,6 +282,13 @@ int main(int argc, char **argv)
     MPI_Get_count(&made, MPI_DOUBLE, &el);
     MPI_Test_cancelled(&made, &flag);
     CHECK(src == 5 && tg == 6 && er == MPI_ERR_OTHER && el == 7 && flag, "status fields %d %d %d %d %d", src, tg, er, el, flag);
+    /* The getters only read: a status in read-only storage will do. */
+    static const MPI_Status fixed = {.MPI_SOURCE = 3, .MPI_TAG = 4, .MPI_ERROR = MPI_SUCCESS};
+    MPI_Status_get_source(&fixed, &src);
+    MPI_Status_get_tag(&fixed, &tg);
+    MPI_Status_get_error(&fixed, &er);
+    CHECK(src == 3 && tg == 4 && er == MPI_SUCCESS, "a const status read %d %d %d", src, tg, er);
+    CHECK(MPI_Status_get_tag(NULL, &tg) == MPI_ERR_ARG, "a null status accepted");
     MPI_Count bytes = -1;
     MPI_Status_set_elements_c(&made, MPI_2INT, 3);
     MPI_Get_elements_c(&made, MPI_INT, &bytes);
