@@ -730,8 +730,12 @@ impl DimmnetTransport {
 
     /// Return credit explicitly to sources that sent a lot and got nothing back.
     fn return_credit(&mut self) -> Result<(), TransportError> {
-        // Only a peer that sent us something can be owed credit.
-        let owed: Vec<u32> = self.flows.iter().filter(|(_, f)| f.consumed != f.reported).map(|(&s, _)| s).collect();
+        // Only a peer whose unreported consumption reached a quarter of its
+        // ring is owed credit: nearly always none, and then nothing is
+        // allocated (this runs at every poll).
+        let quarter = self.cfg.ring_bytes as u64 / 4;
+        let owed: Vec<u32> =
+            self.flows.iter().filter(|(_, f)| f.consumed - f.reported >= quarter).map(|(&s, _)| s).collect();
         for s in owed {
             self.return_credit_to(s)?;
         }
