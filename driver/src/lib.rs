@@ -29,7 +29,7 @@ mod device;
 mod error;
 pub mod platform;
 
-pub use device::{ArrivalCursor, Completion, Device, DeviceInfo, ErrorStatus, OpenOptions, Ticket};
+pub use device::{ArrivalCursor, Completion, Device, DeviceInfo, ErrorStatus, OpenOptions, Ticket, MAX_PACKET_PIECES};
 pub use error::DriverError;
 pub use fpga_regs;
 pub use simlink;

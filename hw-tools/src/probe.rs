@@ -65,10 +65,8 @@ fn now(d: &Device) -> u64 {
     d.now_ps().unwrap_or(0)
 }
 
-fn botf_image(dst: Peer, fill: u8) -> Vec<u8> {
-    let mut img = PacketHeader::ivs(dst, 32).encode().to_vec();
-    img.extend_from_slice(&[fill; 32]);
-    img
+fn botf_packet(dst: Peer) -> PacketHeader {
+    PacketHeader::ivs(dst, 32)
 }
 
 /// Wait until at least `n` bytes are in `src`'s ring.
@@ -97,12 +95,11 @@ pub fn run_probe(profile: HostProfile, iterations: u32) -> Result<ProbeReport, P
         let base = d.info().sodimm_base;
         d.ring_setup(a, base, 64 * 1024)?;
         d.expose(0, base + (1 << 20), 1 << 20, ExposePerm::REMOTE_READ | ExposePerm::REMOTE_WRITE)?;
-        let img = botf_image(a, 0xBB);
+        let (hdr, body) = (botf_packet(a), [0xBBu8; 32]);
         let mut last = None;
         for _ in 0..total {
             wait_ring(&d, a, 32)?;
-            d.write_ww(IMAGE_OFF, &img)?;
-            let t = d.submit(&Command::Botf { ww_off: IMAGE_OFF as u32, len: img.len() as u32 })?;
+            let t = d.submit_packet(IMAGE_OFF, &hdr, &[&body])?;
             // Off the critical path: reap the previous BOTF, consume the request.
             if let Some(prev) = last.replace(t) {
                 d.wait(prev)?;
@@ -119,13 +116,12 @@ pub fn run_probe(profile: HostProfile, iterations: u32) -> Result<ProbeReport, P
         let mut d = Device::open(&p0, 0)?;
         let base = d.info().sodimm_base;
         d.ring_setup(b, base, 64 * 1024)?;
-        let img = botf_image(b, 0xAA);
+        let (hdr, body) = (botf_packet(b), [0xAAu8; 32]);
         let mut rtt = 0u64;
         let mut last = None;
         for i in 0..total {
             let t0 = now(&d);
-            d.write_ww(IMAGE_OFF, &img)?;
-            let t = d.submit(&Command::Botf { ww_off: IMAGE_OFF as u32, len: img.len() as u32 })?;
+            let t = d.submit_packet(IMAGE_OFF, &hdr, &[&body])?;
             if let Some(prev) = last.replace(t) {
                 d.wait(prev)?;
             }

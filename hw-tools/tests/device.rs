@@ -175,11 +175,14 @@ fn every_command_and_vector_mode_moves_the_right_bytes() {
             d.write_ww(LIST_OFF as usize, &list).unwrap();
             d.run(&Command::Ivs { peer: b, space: Space::Window, src: p }).unwrap();
         }
-        // BOTF with TYPE=IVS.
-        let img = botf_image(PacketHeader::ivs(b, 32), &payloads[k]);
+        // BOTF with TYPE=IVS, the packet gathered by the driver from three
+        // pieces (how the dimmnet backend sends).
+        let body = &payloads[k];
         k += 1;
-        d.write_ww(0x4000, &img).unwrap();
-        d.run(&Command::Botf { ww_off: 0x4000, len: img.len() as u32 }).unwrap();
+        let (x, rest) = body.split_at(5);
+        let (y, z) = rest.split_at(11);
+        let t = d.submit_packet(0x4000, &PacketHeader::ivs(b, 32), &[x, y, z]).unwrap();
+        assert_eq!(d.wait(t).unwrap().bytes, 32);
         // BOTF with TYPE=RVS and TYPE=RVL, every mode.
         for (p, list) in patterns(b_base + 2 * MIB) {
             let data = rng.bytes(total(&p, &list));
@@ -460,6 +463,15 @@ fn protection_refuses_other_memory_and_leaves_it_untouched() {
         expect(&mut d, Command::Botf { ww_off: 0, len: 32 }, ErrorCode::BadPacketType);
         d.write_ww(0, &PacketHeader::ivs(remote, 64).encode()).unwrap();
         expect(&mut d, Command::Botf { ww_off: 0, len: 40 }, ErrorCode::BadPacketHeader);
+        // A packet whose header disagrees with its payload, or of too many
+        // pieces, is refused by the driver before anything is posted.
+        let posted = d.outstanding();
+        let e = d.submit_packet(0, &PacketHeader::ivs(remote, 8), &[&[0u8; 4]]).unwrap_err();
+        assert!(e.to_string().contains("says 8 payload bytes but 4"), "{e}");
+        let pieces = [&[0u8; 1][..]; driver::MAX_PACKET_PIECES + 1];
+        let e = d.submit_packet(0, &PacketHeader::ivs(remote, pieces.len() as u32), &pieces).unwrap_err();
+        assert!(e.to_string().contains("at most 7 are gathered"), "{e}");
+        assert_eq!(d.outstanding(), posted);
         let mut raw = Command::Vl { src: contiguous(me.sodimm_base, 8), pw_off: 0 }.encode();
         raw[7] = 1;
         let t = d.submit_raw(raw).unwrap();

@@ -611,9 +611,9 @@ impl DimmnetTransport {
             let n = left.min(MAX_PAYLOAD);
             // Gathered into WW from where the pieces are (seed 004 §8.3's
             // "write WW from the user's buffer"): no packet image between.
-            let ivs = PacketHeader::ivs(peer, n as u32).encode();
-            let mut gather: [&[u8]; 6] = [&ivs, &[], &[], &[], &[], &[]];
-            let mut k = 1;
+            let ivs = PacketHeader::ivs(peer, n as u32);
+            let mut gather: [&[u8]; 5] = [&[]; 5];
+            let mut k = 0;
             let mut want = n;
             while want > 0 {
                 let p = pieces[part];
@@ -627,10 +627,9 @@ impl DimmnetTransport {
                     at = 0;
                 }
             }
-            let image_len = ivs.len() + n;
+            let image_len = fpga_regs::packet::HEADER_LEN + n;
             let at_ww = self.ww.alloc(&mut self.dev, image_len)?;
-            self.dev.write_ww_gather(at_ww, &gather[..k]).map_err(map_err)?;
-            let t = self.dev.submit(&Command::Botf { ww_off: at_ww as u32, len: image_len as u32 }).map_err(map_err)?;
+            let t = self.dev.submit_packet(at_ww, &ivs, &gather[..k]).map_err(map_err)?;
             self.ww.used(at_ww, image_len, t);
             left -= n;
         }
