@@ -20,8 +20,8 @@ pub struct Config {
 
 impl Config {
     /// The backend's defaults with environment overrides applied.
-    pub fn from_env(backend_threshold: usize) -> Result<Config, String> {
-        let eager_threshold = match crate::knobs::bytes(ENV_EAGER_THRESHOLD).map_err(|e| e.to_string())? {
+    pub fn from_env(backend_threshold: usize) -> Result<Config, crate::knobs::KnobError> {
+        let eager_threshold = match crate::knobs::bytes(ENV_EAGER_THRESHOLD)? {
             Some(v) => usize::try_from(v).unwrap_or(usize::MAX),
             None => backend_threshold,
         };
@@ -36,8 +36,37 @@ pub fn stats_wanted() -> bool {
     crate::knobs::flag(ENV_STATS).unwrap_or(false)
 }
 
+/// A size or size list that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// Not a number with an optional K, M or G.
+    #[error("{text:?} is not a size (examples: 4096, 16K, 1M)")]
+    NotASize {
+        /// The text.
+        text: String,
+    },
+    /// More than a `usize` holds.
+    #[error("{text:?} is too large")]
+    Overflow {
+        /// The text.
+        text: String,
+    },
+    /// A listed size above [`MAX_LISTED_SIZE`].
+    #[error("size {size} is above 1 GiB; pick a smaller one")]
+    AboveLimit {
+        /// The size.
+        size: usize,
+    },
+    /// A range `LO:HI` with `LO > HI`.
+    #[error("{text:?}: the lower bound is above the upper one")]
+    Reversed {
+        /// The range.
+        text: String,
+    },
+}
+
 /// Parse a size like `4096`, `16K`, `1M` or `max`.
-pub fn parse_size(s: &str) -> Result<usize, String> {
+pub fn parse_size(s: &str) -> Result<usize, SizeError> {
     let t = s.trim();
     if t.eq_ignore_ascii_case("max") {
         return Ok(usize::MAX);
@@ -48,8 +77,8 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         Some('g' | 'G') => (&t[..t.len() - 1], 1024 * 1024 * 1024),
         _ => (t, 1),
     };
-    let n: usize = num.trim().parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 16K, 1M)"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+    let n: usize = num.trim().parse().map_err(|_| SizeError::NotASize { text: s.into() })?;
+    n.checked_mul(mult).ok_or_else(|| SizeError::Overflow { text: s.into() })
 }
 
 /// The largest message size a size list may name (benchmarks allocate it).
@@ -57,10 +86,10 @@ pub const MAX_LISTED_SIZE: usize = 1 << 30;
 
 /// Parses a benchmark size list: `"0,8,1K"` (explicit) or `"LO:HI"` (0 if
 /// `LO` is 0, then powers of two from `max(LO, 1)` up to `HI`).
-pub fn parse_size_list(s: &str) -> Result<Vec<usize>, String> {
+pub fn parse_size_list(s: &str) -> Result<Vec<usize>, SizeError> {
     let check = |n: usize| {
         if n > MAX_LISTED_SIZE {
-            Err(format!("size {n} is above 1 GiB; pick a smaller one"))
+            Err(SizeError::AboveLimit { size: n })
         } else {
             Ok(n)
         }
@@ -68,7 +97,7 @@ pub fn parse_size_list(s: &str) -> Result<Vec<usize>, String> {
     if let Some((a, b)) = s.split_once(':') {
         let (lo, hi) = (check(parse_size(a)?)?, check(parse_size(b)?)?);
         if lo > hi {
-            return Err(format!("{s:?}: the lower bound is above the upper one"));
+            return Err(SizeError::Reversed { text: s.into() });
         }
         let mut v = if lo == 0 { vec![0] } else { vec![] };
         let mut x = lo.max(1);
@@ -101,8 +130,8 @@ mod tests {
         assert_eq!(parse_size_list("3:16"), Ok(vec![3, 6, 12]));
         assert_eq!(parse_size_list("0,8,1K"), Ok(vec![0, 8, 1024]));
         assert!(parse_size_list("0:max").is_err());
-        assert!(parse_size_list("2G").is_err());
-        assert!(parse_size_list("8:4").is_err());
+        assert_eq!(parse_size_list("2G"), Err(SizeError::AboveLimit { size: 2 << 30 }));
+        assert_eq!(parse_size_list("8:4"), Err(SizeError::Reversed { text: "8:4".into() }));
         assert!(parse_size_list("1,x").is_err());
     }
 }

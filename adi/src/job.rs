@@ -147,7 +147,124 @@ pub struct LaunchNeeds {
     pub options: &'static [&'static str],
     /// The job against the backend's limits and rules; the error says what
     /// to change.
-    pub check: fn(&LaunchPlan<'_>) -> Result<(), String>,
+    pub check: fn(&LaunchPlan<'_>) -> Result<(), LaunchRefusal>,
+}
+
+/// Why a launcher refuses a job before it starts anything
+/// ([`LaunchNeeds::check`]). Each carries the figures that broke the rule
+/// and its message says what to change.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchRefusal {
+    /// The backend is not in this build of adi.
+    #[error("--backend {backend}: this build of adi has no {what}; rebuild with the cargo feature `{feature}`")]
+    NotBuilt {
+        /// The backend's launcher name.
+        backend: &'static str,
+        /// What is missing.
+        what: &'static str,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+    },
+    /// The system lacks what the backend needs (DPDK's libraries).
+    #[error("--backend dpdk: {why}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp")]
+    DpdkMissing {
+        /// What the build found missing.
+        why: String,
+    },
+    /// Ranks on other hosts over UDP without the file of their addresses.
+    #[error("--ranks across hosts needs --hostfile (the addresses of every rank)")]
+    NeedsHostfile,
+    /// Ranks on other hosts over DPDK without a shared interface.
+    #[error(
+        "--ranks with --backend dpdk needs --dpdk-vdev (the interface shared with the other hosts); without it \
+         every rank runs here over memif"
+    )]
+    NeedsVdev,
+    /// A shared DPDK interface with other than one local rank of a job of two or more.
+    #[error(
+        "--dpdk-vdev {vdev}: start exactly one rank of a job of 2 or more here (e.g. -n 2 --ranks 0), and the \
+         others on the other ends of the segment with the same --job-id"
+    )]
+    VdevOneRank {
+        /// The interface given.
+        vdev: String,
+    },
+    /// A `--dpdk-vdev` that is no EAL vdev argument.
+    #[error("--dpdk-vdev {vdev:?} is not an EAL vdev argument (NAME[,KEY=VALUE...], e.g. net_af_packet0,iface=eth1)")]
+    NotAVdev {
+        /// The interface given.
+        vdev: String,
+    },
+    /// Node pollers asked for with a shared interface.
+    #[error(
+        "--dpdk-poller node is for memif between the ranks of this host; with --dpdk-vdev each rank polls its own \
+         interface"
+    )]
+    PollersWithVdev,
+    /// More Ethernet ports in one process than the DPDK build allows.
+    #[error(
+        "{np} ranks over DPDK memif need {need} Ethernet ports in {}, but this DPDK allows {max} per process \
+         (RTE_MAX_ETHPORTS): {}",
+        if *node_pollers { "the busiest node's DPDK polling process" } else { "each rank (one memif port per peer)" },
+        if *node_pollers {
+            "spread the ranks over more --nodes".to_string()
+        } else {
+            format!(
+                "at most {} ranks poll their own ports; use --dpdk-poller node (one port per rank, on a node \
+                 poller) with --nodes, or --backend udp",
+                max + 1
+            )
+        }
+    )]
+    TooManyPorts {
+        /// Ranks in the job.
+        np: u32,
+        /// Ports the busiest process needs.
+        need: usize,
+        /// `RTE_MAX_ETHPORTS`.
+        max: usize,
+        /// Whether a poller per node holds the ports.
+        node_pollers: bool,
+    },
+    /// More ranks per simulated node than a DIMMnet-2 node has slots.
+    #[error(
+        "{np} ranks on {nodes} nodes needs {slots} slots per node; a DIMMnet-2 node has at most {max} (use more \
+         --nodes, or a larger -ppn no more than {max})"
+    )]
+    TooManySlots {
+        /// Ranks in the job.
+        np: u32,
+        /// Nodes asked for.
+        nodes: u32,
+        /// Slots per node that needs.
+        slots: u32,
+        /// `fpga_regs::layout::MAX_SLOTS`.
+        max: usize,
+    },
+    /// More simulated nodes than the fabric addresses.
+    #[error("{nodes} nodes: a simulated DIMMnet-2 fabric has at most {max} (put more ranks on a node with -ppn)")]
+    TooManyNodes {
+        /// Nodes asked for.
+        nodes: u32,
+        /// `fpga_regs::layout::MAX_NODES`.
+        max: usize,
+    },
+    /// More slots in all than every slot's ring table has sources.
+    #[error(
+        "{np} ranks on {nodes} nodes of {slots} slots are {} slots; the simulated fabric has at most {max} (one IVS \
+         ring per source in every slot's table)",
+        *nodes as usize * *slots as usize
+    )]
+    TooManySources {
+        /// Ranks in the job.
+        np: u32,
+        /// Nodes asked for.
+        nodes: u32,
+        /// Slots per node.
+        slots: u32,
+        /// `fpga_regs::layout::MAX_SOURCES`.
+        max: usize,
+    },
 }
 
 /// A job as its launcher plans it, for [`LaunchNeeds::check`].

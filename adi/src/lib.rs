@@ -121,13 +121,13 @@ pub fn launchable(name: &str) -> Option<&'static BackendEntry> {
 }
 
 #[cfg(feature = "dimmnet")]
-fn check_dimmnet(plan: &job::LaunchPlan<'_>) -> Result<(), String> {
+fn check_dimmnet(plan: &job::LaunchPlan<'_>) -> Result<(), job::LaunchRefusal> {
     backend::dimmnet::check_launch(plan)
 }
 
 #[cfg(not(feature = "dimmnet"))]
-fn check_dimmnet(_: &job::LaunchPlan<'_>) -> Result<(), String> {
-    Err("--backend sim: this build of adi has no DIMMnet-2 backend; rebuild with the cargo feature `dimmnet`".into())
+fn check_dimmnet(_: &job::LaunchPlan<'_>) -> Result<(), job::LaunchRefusal> {
+    Err(job::LaunchRefusal::NotBuilt { backend: "sim", what: "DIMMnet-2 backend", feature: "dimmnet" })
 }
 
 #[cfg(feature = "dimmnet")]

@@ -65,21 +65,64 @@ pub enum SpawnReply {
     Refused(String),
 }
 
-fn fields(bytes: &[u8]) -> Result<Vec<String>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "a spawn message that is not UTF-8".to_string())?;
+/// A spawn request or reply that cannot be written or read: the launcher
+/// and the library disagree on the format, or a file was cut short.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnCodecError {
+    /// A field (a program name, an argument) holds a NUL byte.
+    #[error("{field:?} holds a NUL byte, which a spawn request cannot carry")]
+    Nul {
+        /// The field.
+        field: String,
+    },
+    /// The bytes are not UTF-8.
+    #[error("a spawn message that is not UTF-8")]
+    NotUtf8,
+    /// The last field does not end.
+    #[error("a truncated spawn message")]
+    Truncated,
+    /// A field that should be there is not.
+    #[error("a spawn request without its {what}")]
+    Missing {
+        /// Which field.
+        what: &'static str,
+    },
+    /// Another format, or another version of it.
+    #[error("not a spawn {kind} of this library's format ({magic}); use dnrun and libmpi_abi of one install")]
+    Format {
+        /// `"request"` or `"reply"`.
+        kind: &'static str,
+        /// The format this library reads.
+        magic: &'static str,
+    },
+    /// A count or rank that is not a number.
+    #[error("a spawn message whose {what} {value:?} is not a number")]
+    NotANumber {
+        /// Which field.
+        what: &'static str,
+        /// Its text.
+        value: String,
+    },
+    /// Fields after the last command.
+    #[error("a spawn request with fields after its last command")]
+    Trailing,
+}
+
+fn fields(bytes: &[u8]) -> Result<Vec<String>, SpawnCodecError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| SpawnCodecError::NotUtf8)?;
     let mut v: Vec<String> = text.split('\0').map(str::to_string).collect();
     // Every field ends with a NUL, so the last piece is empty.
     if v.pop().as_deref() != Some("") {
-        return Err("a truncated spawn message".into());
+        return Err(SpawnCodecError::Truncated);
     }
     Ok(v)
 }
 
-fn join(fields: &[&str]) -> Result<Vec<u8>, String> {
+fn join(fields: &[&str]) -> Result<Vec<u8>, SpawnCodecError> {
     let mut out = Vec::new();
     for f in fields {
         if f.contains('\0') {
-            return Err(format!("{f:?} holds a NUL byte, which a spawn request cannot carry"));
+            return Err(SpawnCodecError::Nul { field: f.to_string() });
         }
         out.extend_from_slice(f.as_bytes());
         out.push(0);
@@ -89,7 +132,7 @@ fn join(fields: &[&str]) -> Result<Vec<u8>, String> {
 
 impl SpawnRequest {
     /// The request's bytes.
-    pub fn encode(&self) -> Result<Vec<u8>, String> {
+    pub fn encode(&self) -> Result<Vec<u8>, SpawnCodecError> {
         let mut f: Vec<String> = vec![REQUEST_MAGIC.into(), self.port.clone(), self.commands.len().to_string()];
         for c in &self.commands {
             f.push(c.program.clone());
@@ -103,16 +146,16 @@ impl SpawnRequest {
     }
 
     /// A request from its bytes; a malformed one is refused, saying how.
-    pub fn decode(bytes: &[u8]) -> Result<SpawnRequest, String> {
+    pub fn decode(bytes: &[u8]) -> Result<SpawnRequest, SpawnCodecError> {
         let f = fields(bytes)?;
         let mut it = f.into_iter();
-        let mut next = |what: &str| it.next().ok_or_else(|| format!("a spawn request without its {what}"));
+        let mut next = |what: &'static str| it.next().ok_or(SpawnCodecError::Missing { what });
         if next("format")? != REQUEST_MAGIC {
-            return Err(format!("not a spawn request of this launcher's format ({REQUEST_MAGIC})"));
+            return Err(SpawnCodecError::Format { kind: "request", magic: REQUEST_MAGIC });
         }
         let port = next("port")?;
-        let num = |v: String, what: &str| {
-            v.parse::<u32>().map_err(|_| format!("a spawn request whose {what} {v:?} is not a number"))
+        let num = |value: String, what: &'static str| {
+            value.parse::<u32>().map_err(|_| SpawnCodecError::NotANumber { what, value })
         };
         let n = num(next("command count")?, "command count")?;
         let opt = |v: String| v.strip_prefix('=').map(str::to_string);
@@ -127,7 +170,7 @@ impl SpawnRequest {
             commands.push(SpawnCommand { program, args, maxprocs, wdir, path });
         }
         if it.next().is_some() {
-            return Err("a spawn request with fields after its last command".into());
+            return Err(SpawnCodecError::Trailing);
         }
         Ok(SpawnRequest { port, commands })
     }
@@ -158,15 +201,17 @@ impl SpawnReply {
     }
 
     /// A reply from its bytes.
-    pub fn decode(bytes: &[u8]) -> Result<SpawnReply, String> {
+    pub fn decode(bytes: &[u8]) -> Result<SpawnReply, SpawnCodecError> {
         let f = fields(bytes)?;
+        let num = |what: &'static str, v: &str| {
+            v.parse::<u32>().map_err(|_| SpawnCodecError::NotANumber { what, value: v.to_string() })
+        };
         match f.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            [REPLY_MAGIC, "started", first, count] => match (first.parse(), count.parse()) {
-                (Ok(first), Ok(count)) => Ok(SpawnReply::Started { first, count }),
-                _ => Err(format!("a spawn reply with bad ranks {first:?} {count:?}")),
-            },
+            [REPLY_MAGIC, "started", first, count] => {
+                Ok(SpawnReply::Started { first: num("first rank", first)?, count: num("process count", count)? })
+            }
             [REPLY_MAGIC, "refused", why] => Ok(SpawnReply::Refused(why.to_string())),
-            _ => Err("not a spawn reply of this library's format".into()),
+            _ => Err(SpawnCodecError::Format { kind: "reply", magic: REPLY_MAGIC }),
         }
     }
 }
@@ -216,9 +261,16 @@ mod tests {
         }
         let mut extra = ok.clone();
         extra.extend_from_slice(b"x\0");
-        assert!(SpawnRequest::decode(&extra).unwrap_err().contains("after its last"));
-        assert!(SpawnReply::decode(b"dnspawn-rep-1\0started\0x\0\x31\0").is_err());
+        assert_eq!(SpawnRequest::decode(&extra).unwrap_err(), SpawnCodecError::Trailing);
+        assert_eq!(
+            SpawnReply::decode(b"dnspawn-rep-1\0started\0x\0\x31\0").unwrap_err(),
+            SpawnCodecError::NotANumber { what: "first rank", value: "x".into() }
+        );
         let nul = SpawnCommand { program: "a\0b".into(), args: vec![], maxprocs: 1, wdir: None, path: None };
-        assert!(SpawnRequest { port: "p".into(), commands: vec![nul] }.encode().unwrap_err().contains("NUL"));
+        assert!(SpawnRequest { port: "p".into(), commands: vec![nul] }
+            .encode()
+            .unwrap_err()
+            .to_string()
+            .contains("NUL"));
     }
 }

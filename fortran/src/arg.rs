@@ -168,9 +168,57 @@ fn length(func: &str, param: &str) -> Option<String> {
     None
 }
 
+/// Why the generator cannot bind a C function by itself.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unbindable {
+    /// An array whose length the generator does not know.
+    #[error("no length for {func}'s array {param}")]
+    ArrayLength {
+        /// The function.
+        func: String,
+        /// The parameter.
+        param: String,
+    },
+    /// A pointer to a pointer to a handle.
+    #[error("{func}'s {param}: a pointer to a pointer to a handle")]
+    HandlePointer {
+        /// The function.
+        func: String,
+        /// The parameter.
+        param: String,
+    },
+    /// A parameter type the generator does not bind.
+    #[error("{func}'s {param}: a {ty} the generator does not bind")]
+    Type {
+        /// The function.
+        func: String,
+        /// The parameter.
+        param: String,
+        /// Its type, in words.
+        ty: String,
+    },
+    /// A procedure argument (a callback needs a trampoline).
+    #[error("{func}: takes a procedure ({param})")]
+    Procedure {
+        /// The function.
+        func: String,
+        /// The parameter.
+        param: String,
+    },
+    /// A return type other than `int`, `double` or `MPI_Aint`, or a
+    /// variadic function.
+    #[error("{func}: returns {ret} or is variadic")]
+    Return {
+        /// The function.
+        func: String,
+        /// Its return type.
+        ret: String,
+    },
+}
+
 /// What parameter `p` of `func` is to Fortran, or why the generator
 /// cannot say (the function then needs hand-written glue, or is not bound).
-pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
+pub fn classify(func: &str, p: &Param) -> Result<Arg, Unbindable> {
     let name = p.name.as_str();
     let base = p.base.as_str();
     let shape = match (&p.array, p.pointers) {
@@ -191,7 +239,8 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
             if name.contains("weights") {
                 Arg::Weights
             } else if name == "periods" || name == "remain_dims" {
-                let len = length(func, name).ok_or_else(|| format!("no length for {func}'s {name}"))?;
+                let len = length(func, name)
+                    .ok_or_else(|| Unbindable::ArrayLength { func: func.into(), param: name.into() })?;
                 Arg::LogicalArray { len, out: !p.constant }
             } else if LOGICALS.contains(&name) && p.pointers == 1 {
                 Arg::LogicalOut
@@ -232,17 +281,18 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, String> {
         t if t.starts_with("MPI_") && t.ends_with("_function") => Arg::Procedure,
         t if is_handle(t) => {
             if p.array.is_some() {
-                let len = length(func, name).ok_or_else(|| format!("no length for {func}'s handle array {name}"))?;
+                let len = length(func, name)
+                    .ok_or_else(|| Unbindable::ArrayLength { func: func.into(), param: name.into() })?;
                 Arg::HandleArray { ty: t.to_string(), len, out: !p.constant }
             } else if p.pointers == 1 {
                 Arg::HandleRef(t.to_string())
             } else if p.pointers == 0 {
                 Arg::Handle(t.to_string())
             } else {
-                return Err(format!("{func}'s {name}: a pointer to a pointer to a handle"));
+                return Err(Unbindable::HandlePointer { func: func.into(), param: name.into() });
             }
         }
-        _ => return Err(format!("{func}'s {name}: a {} the generator does not bind", describe(p))),
+        _ => return Err(Unbindable::Type { func: func.into(), param: name.into(), ty: describe(p) }),
     };
     Ok(arg)
 }

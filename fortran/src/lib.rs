@@ -330,9 +330,25 @@ pub fn not_bound(name: &str) -> Option<&'static str> {
     Some(why)
 }
 
+/// Why the bindings cannot be generated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    /// A prototype of the ABI's table that cannot be read.
+    #[error(transparent)]
+    Proto(#[from] proto::ProtoError),
+    /// Functions that are neither bound, hand-written nor explained.
+    #[error(
+        "{} functions of mpi.h have no Fortran binding and no reason given (bind them by hand in \
+         fortran/glue/special.c and list them in HAND_WRITTEN, or say why in not_bound):\n  {}",
+        .0.len(),
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  ")
+    )]
+    Unexplained(Vec<arg::Unbindable>),
+}
+
 /// Every C function of the ABI and how it reaches Fortran, or an error
 /// naming each function the generator can neither bind nor explain.
-pub fn bindings() -> Result<Vec<Binding>, String> {
+pub fn bindings() -> Result<Vec<Binding>, GenError> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for text in mpi_abi::abi::FUNCTIONS {
@@ -347,14 +363,16 @@ pub fn bindings() -> Result<Vec<Binding>, String> {
             continue;
         }
         if !matches!(proto.ret.as_str(), "int" | "double" | "MPI_Aint") || proto.variadic {
-            errors.push(format!("{}: returns {} or is variadic", proto.name, proto.ret));
+            errors.push(arg::Unbindable::Return { func: proto.name.clone(), ret: proto.ret.clone() });
             continue;
         }
         let mut args = Vec::new();
         let mut bad = None;
         for p in &proto.params {
             match arg::classify(&proto.name, p) {
-                Ok(Arg::Procedure) => bad = Some(format!("{}: takes a procedure ({})", proto.name, p.name)),
+                Ok(Arg::Procedure) => {
+                    bad = Some(arg::Unbindable::Procedure { func: proto.name.clone(), param: p.name.clone() })
+                }
                 Ok(a) => args.push(a),
                 Err(e) => bad = Some(e),
             }
@@ -367,12 +385,7 @@ pub fn bindings() -> Result<Vec<Binding>, String> {
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(format!(
-            "{} functions of mpi.h have no Fortran binding and no reason given (bind them by hand in \
-             fortran/glue/special.c and list them in HAND_WRITTEN, or say why in not_bound):\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        ))
+        Err(GenError::Unexplained(errors))
     }
 }
 

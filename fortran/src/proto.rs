@@ -38,12 +38,39 @@ pub struct Proto {
     pub variadic: bool,
 }
 
+/// A C prototype the generator cannot read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProtoError {
+    /// No parameter list.
+    #[error("no {paren:?} in {proto:?}")]
+    NoParen {
+        /// The prototype.
+        proto: String,
+        /// The parenthesis missing.
+        paren: char,
+    },
+    /// Nothing before the name.
+    #[error("no return type in {proto:?}")]
+    NoReturnType {
+        /// The prototype.
+        proto: String,
+    },
+    /// A parameter without a type or a name.
+    #[error("{func}: cannot read the parameter {decl:?}")]
+    Param {
+        /// The function.
+        func: String,
+        /// The declaration.
+        decl: String,
+    },
+}
+
 /// Parse `int MPI_Send(const void *buf, int count, ...)`.
-pub fn parse(proto: &str) -> Result<Proto, String> {
-    let open = proto.find('(').ok_or_else(|| format!("no '(' in {proto:?}"))?;
-    let close = proto.rfind(')').ok_or_else(|| format!("no ')' in {proto:?}"))?;
+pub fn parse(proto: &str) -> Result<Proto, ProtoError> {
+    let open = proto.find('(').ok_or_else(|| ProtoError::NoParen { proto: proto.into(), paren: '(' })?;
+    let close = proto.rfind(')').ok_or_else(|| ProtoError::NoParen { proto: proto.into(), paren: ')' })?;
     let head = proto[..open].trim();
-    let (ret, name) = head.rsplit_once(' ').ok_or_else(|| format!("no return type in {proto:?}"))?;
+    let (ret, name) = head.rsplit_once(' ').ok_or_else(|| ProtoError::NoReturnType { proto: proto.into() })?;
     let (ret, name) = (ret.trim().to_string(), name.trim().to_string());
     let mut params = Vec::new();
     let mut variadic = false;
@@ -55,14 +82,15 @@ pub fn parse(proto: &str) -> Result<Proto, String> {
                 variadic = true;
                 continue;
             }
-            params.push(param(p).map_err(|e| format!("{name}: {e}"))?);
+            params.push(param(p).ok_or_else(|| ProtoError::Param { func: name.clone(), decl: p.into() })?);
         }
     }
     Ok(Proto { ret, name, params, variadic })
 }
 
-/// Parse one parameter declaration (`const int counts[]`, `char ***argv`).
-fn param(decl: &str) -> Result<Param, String> {
+/// Parse one parameter declaration (`const int counts[]`, `char ***argv`);
+/// `None` if it has no type or no name.
+fn param(decl: &str) -> Option<Param> {
     let (decl, array) = match decl.find('[') {
         Some(i) => {
             let dims = &decl[i..];
@@ -80,9 +108,9 @@ fn param(decl: &str) -> Result<Param, String> {
     let pointers = ty.matches('*').count();
     let base = ty.trim_end_matches(['*', ' ']).trim().to_string();
     if name.is_empty() || base.is_empty() {
-        return Err(format!("cannot read the parameter {decl:?}"));
+        return None;
     }
-    Ok(Param { constant, base, pointers, array, name })
+    Some(Param { constant, base, pointers, array, name })
 }
 
 #[cfg(test)]

@@ -236,9 +236,13 @@ impl DeviceTiming {
     /// Every field within a range where the model's arithmetic cannot
     /// overflow and the figures mean something (a `fetch_cycles` of 2^64-1
     /// or a 1e-300 MHz clock used to print 0 us and infinite bandwidth).
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), OutOfRange> {
         if !(self.clock_mhz.is_finite() && (1.0..=100_000.0).contains(&self.clock_mhz)) {
-            return Err(format!("device.clock_mhz = {} must be within 1..=100000", self.clock_mhz));
+            return Err(OutOfRange {
+                field: "device.clock_mhz".into(),
+                value: self.clock_mhz,
+                range: "1..=100000".into(),
+            });
         }
         let ranges: [(&str, u64, u64, u64); 17] = [
             ("fetch_cycles", self.fetch_cycles, 1, MAX_CYCLES),
@@ -261,11 +265,28 @@ impl DeviceTiming {
         ];
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {
-                return Err(format!("device.{name} = {v} must be within {lo}..={hi}"));
+                return Err(OutOfRange {
+                    field: format!("device.{name}"),
+                    value: v as f64,
+                    range: format!("{lo}..={hi}"),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// A profile value outside the range where the model's figures mean
+/// something.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{field} = {value} must be within {range}")]
+pub struct OutOfRange {
+    /// The field, as in the JSON (`host.uc_read_ns`, `device.mtu_bytes`).
+    pub field: String,
+    /// Its value.
+    pub value: f64,
+    /// What it may be.
+    pub range: String,
 }
 
 /// Largest latency a device field may give, in cycles (10 ms at 100 MHz).
@@ -312,12 +333,12 @@ pub enum ProfileError {
         source: serde_json::Error,
     },
     /// A value is out of range.
-    #[error("profile {path}: {msg}")]
+    #[error("profile {path}: {problem}")]
     Invalid {
         /// File or name.
         path: String,
-        /// What is wrong.
-        msg: String,
+        /// The value out of range.
+        problem: OutOfRange,
     },
 }
 
@@ -454,16 +475,16 @@ impl HostProfile {
             std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: name_or_path.into(), source })?;
         let p: HostProfile =
             serde_json::from_str(&text).map_err(|source| ProfileError::Json { path: name_or_path.into(), source })?;
-        p.validate().map_err(|msg| ProfileError::Invalid { path: name_or_path.into(), msg })?;
+        p.validate().map_err(|problem| ProfileError::Invalid { path: name_or_path.into(), problem })?;
         Ok(p)
     }
 
     /// Check every value is usable.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), OutOfRange> {
         for &c in HostCost::ALL {
             let v = self.host.ns(c);
             if !(v.is_finite() && (0.0..1e9).contains(&v)) {
-                return Err(format!("host.{} = {v} must be a finite number of ns in [0, 1e9)", c.key()));
+                return Err(OutOfRange { field: format!("host.{}", c.key()), value: v, range: "[0, 1e9) ns".into() });
             }
         }
         self.device.validate()
@@ -563,7 +584,7 @@ mod tests {
             let mut p = HostProfile::p4_2003();
             bad(&mut p.device);
             let err = p.validate().expect_err("an absurd device field was accepted");
-            assert!(err.contains("device."), "{err}");
+            assert!(err.field.starts_with("device."), "{err}");
         }
         assert!(matches!(HostProfile::load("no-such-profile"), Err(ProfileError::NotFound(_))));
     }

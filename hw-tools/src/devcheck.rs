@@ -275,9 +275,22 @@ fn fetch_adds(d: &mut Device, peer: Peer, addr: u64) -> Result<Vec<u64>, String>
     Ok(seen)
 }
 
+/// A check the device failed: which, and what it saw (the first failure
+/// ends the run).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what}")]
+pub struct CheckFailed {
+    /// The check, and what it saw against what it expected.
+    pub what: String,
+}
+
 /// Run every check on slots 0 and 1 of `path`, calling `out` with a line
 /// per check passed. The first failure ends the run with its description.
-pub fn run(path: &Path, mut out: impl FnMut(Line)) -> Result<(), String> {
+pub fn run(path: &Path, out: impl FnMut(Line)) -> Result<(), CheckFailed> {
+    run_checks(path, out).map_err(|what| CheckFailed { what })
+}
+
+fn run_checks(path: &Path, mut out: impl FnMut(Line)) -> Result<(), String> {
     let mut a = open(path, 0)?;
     out(identity(&a)?);
     if let Some(types) = bar_mapping_types(path) {

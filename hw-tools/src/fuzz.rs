@@ -463,8 +463,116 @@ pub fn prepare(cluster: &mut Cluster) -> Baseline {
     snapshot(cluster)
 }
 
+/// A violated invariant: what a case found. Each carries where and what
+/// changed, so a report can be read without the case.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Finding {
+    /// A register word of a victim slot changed that the case had no
+    /// right to change.
+    #[error(
+        "node {node} slot {slot}: {region} word at {offset:#x} changed from {was:#x} to {now:#x} without the right to"
+    )]
+    Register {
+        /// Node.
+        node: u16,
+        /// Slot.
+        slot: u16,
+        /// The region's name.
+        region: &'static str,
+        /// Byte offset in the region.
+        offset: usize,
+        /// Before the case.
+        was: u64,
+        /// After it.
+        now: u64,
+    },
+    /// A byte of a victim's memory partition changed without the right to.
+    #[error("node {node} slot {slot}: byte at partition offset {offset:#x} changed without the right to")]
+    Memory {
+        /// Node.
+        node: u16,
+        /// Slot.
+        slot: u16,
+        /// Byte offset in the partition.
+        offset: usize,
+    },
+    /// The victim's ring counters say it holds more than its size.
+    #[error("the victim ring holds more than its size: NWA {nwa} NRA {nra} size {size}")]
+    Ring {
+        /// Next write counter.
+        nwa: u64,
+        /// Next read counter.
+        nra: u64,
+        /// Ring size.
+        size: u64,
+    },
+    /// An arrival-queue entry that names another record or source.
+    #[error("arrival queue entry for record {record} of {accepted} is {word:#x}, not record {record} from source 0")]
+    Arrival {
+        /// The record.
+        record: u64,
+        /// Records accepted.
+        accepted: u64,
+        /// The entry's word.
+        word: u64,
+    },
+    /// An IVS payload that is not in the victim's ring as sent.
+    #[error(
+        "IVS payload {index} ({len} B) arrived changed in the victim's ring at counter {counter}: byte {byte} is \
+         {got:#04x}, sent {sent:#04x}"
+    )]
+    Payload {
+        /// Which payload of the case.
+        index: usize,
+        /// Its length.
+        len: usize,
+        /// The ring counter it starts at.
+        counter: u64,
+        /// The first byte that differs.
+        byte: usize,
+        /// What the ring holds there.
+        got: u8,
+        /// What was sent.
+        sent: u8,
+    },
+    /// An operation the device or driver got wrong (a wrong answer, an
+    /// unexpected error).
+    #[error("operation {index} {op}: {what}")]
+    Operation {
+        /// Its place in the case.
+        index: usize,
+        /// The operation.
+        op: String,
+        /// What went wrong.
+        what: String,
+    },
+    /// The model itself failed (a panic in its thread).
+    #[error("the model failed: {0}")]
+    Model(String),
+    /// The simulator or device could not be set up for the case.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
+/// A target that cannot be fuzzed at all: an error of the set-up, not a
+/// finding.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// The simulator could not be created or started.
+    #[error("cannot create a simulator: {0}")]
+    Simulator(String),
+    /// The device could not be opened or resynchronised.
+    #[error("cannot open {path}: {why}")]
+    Device {
+        /// The device.
+        path: std::path::PathBuf,
+        /// Why.
+        why: String,
+    },
+}
+
 /// Check the isolation invariants on a cluster after a case.
-pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), String> {
+pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Finding> {
     let model = cluster.model();
     let slots = model.config().slots;
     // Whole regions and 4 KiB blocks compare at memory speed; only a
@@ -481,11 +589,14 @@ pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Str
         for i in 0..was.len() / 8 {
             let (w0, w1) = (word(was, i), word(&now, i));
             if w0 != w1 && !may_change(*node, *slot, *region, 8 * i) {
-                return Err(format!(
-                    "node {node} slot {slot}: {} word at {:#x} changed from {w0:#x} to {w1:#x} without the right to",
-                    region.name(),
-                    8 * i
-                ));
+                return Err(Finding::Register {
+                    node: *node,
+                    slot: *slot,
+                    region: region.name(),
+                    offset: 8 * i,
+                    was: w0,
+                    now: w1,
+                });
             }
         }
     }
@@ -507,9 +618,7 @@ pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Str
                 (0..m.len()).find(|&i| m[i] != c[i] && !writable(b * BLOCK + i)).map(|i| b * BLOCK + i)
             });
         if let Some(off) = changed {
-            return Err(format!(
-                "node {node} slot {slot}: byte at partition offset {off:#x} changed without the right to"
-            ));
+            return Err(Finding::Memory { node, slot, offset: off });
         }
     }
     let mmio = model.mmio(1);
@@ -517,7 +626,7 @@ pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Str
     let w = |o: usize| mmio.read_u64(ring + o).unwrap_or(0);
     let r = RingState::decode([w(0), w(8), w(16), w(24)]);
     if r.used().is_none() {
-        return Err(format!("the victim ring holds more than its size: NWA {} NRA {} size {}", r.nwa, r.nra, r.size));
+        return Err(Finding::Ring { nwa: r.nwa, nra: r.nra, size: r.size });
     }
     // The arrival queue (map 1.2) names every record the victim accepted
     // that it still holds, and each one came from the attacker (source 0).
@@ -526,9 +635,7 @@ pub fn check_isolation(cluster: &Cluster, baseline: &Baseline) -> Result<(), Str
     for k in accepted.saturating_sub(llcm::ARRIVAL_ENTRIES as u64)..accepted {
         let word = mmio.read_u64(llcm_base + llcm::off::arrival(k)).unwrap_or(0);
         if llcm::arrival::decode(k, word) != Some(0) {
-            return Err(format!(
-                "arrival queue entry for record {k} of {accepted} is {word:#x}, not record {k} from source 0"
-            ));
+            return Err(Finding::Arrival { record: k, accepted, word });
         }
     }
     Ok(())
@@ -540,7 +647,7 @@ pub type SentRecords = Vec<(u64, Vec<u8>)>;
 
 /// Check that every IVS payload is in the victim's ring, byte for byte,
 /// where the controller said it put it.
-pub fn check_ivs_payloads(cluster: &Cluster, sent: &SentRecords) -> Result<(), String> {
+pub fn check_ivs_payloads(cluster: &Cluster, sent: &SentRecords) -> Result<(), Finding> {
     let model = cluster.model();
     let ring_base = (model.partition_base(0) + RING_OFF) as usize;
     let mem = model.sodimm(1);
@@ -550,12 +657,14 @@ pub fn check_ivs_payloads(cluster: &Cluster, sent: &SentRecords) -> Result<(), S
             (0..data.len() as u64).map(|k| mem[ring_base + (start.wrapping_add(k) % RING_SIZE) as usize]).collect();
         if got != *data {
             let first = got.iter().zip(data).position(|(a, b)| a != b).unwrap_or(0);
-            return Err(format!(
-                "IVS payload {i} ({} B) arrived changed in the victim's ring at counter {start}: byte {first} is {:#04x}, sent {:#04x}",
-                data.len(),
-                got[first],
-                data[first]
-            ));
+            return Err(Finding::Payload {
+                index: i,
+                len: data.len(),
+                counter: start,
+                byte: first,
+                got: got[first],
+                sent: data[first],
+            });
         }
     }
     Ok(())
@@ -860,52 +969,57 @@ fn run_op_inner(d: &mut Device, op: &Op, ctx: &mut Ctx) -> Result<(), Stop> {
 }
 
 /// Run one case. Returns a description of the first violated invariant.
-pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), String> {
+pub fn run_case(target: &Target, ops: &[Op]) -> Result<(), Finding> {
     run_case_planted(target, ops, PlantedFaults::default())
 }
 
 /// [`run_case`] on a simulator with `faults` planted in the model: the
 /// mutation tests use it to show that each check can fail.
 #[doc(hidden)]
-pub fn run_case_planted(target: &Target, ops: &[Op], faults: PlantedFaults) -> Result<(), String> {
+pub fn run_case_planted(target: &Target, ops: &[Op], faults: PlantedFaults) -> Result<(), Finding> {
+    let sim = |e: &dyn std::fmt::Display| Finding::Setup(SetupError::Simulator(e.to_string()));
+    let dev = |path: &std::path::Path, e: DriverError| {
+        Finding::Setup(SetupError::Device { path: path.to_path_buf(), why: e.to_string() })
+    };
+    let failed = |index: usize, op: &Op, what: String| Finding::Operation { index, op: format!("{op:?}"), what };
     match target {
         Target::Simulator => {
             let mut cfg = ClusterConfig::new(temp_dir("fuzz"), 2, 2);
             cfg.partition_size = PARTITION;
             cfg.expected_actors = 1;
-            let mut cluster = Cluster::create(cfg).map_err(|e| e.to_string())?;
+            let mut cluster = Cluster::create(cfg).map_err(|e| sim(&e))?;
             let baseline = prepare(&mut cluster);
             cluster.model_mut().plant(faults);
-            let sim = SimCluster::spawn(cluster).map_err(|e| e.to_string())?;
-            let victim_regs =
-                Mapping::open(&sim.node_path(1), 0, layout::node_mmio_size(2)).map_err(|e| e.to_string())?;
+            let simc = SimCluster::spawn(cluster).map_err(|e| sim(&e))?;
+            let victim_regs = Mapping::open(&simc.node_path(1), 0, layout::node_mmio_size(2)).map_err(|e| sim(&e))?;
             let mut ctx = Ctx { posted: 0, victims: true, victim_regs: Some(victim_regs), sent: Vec::new() };
             let outcome = (|| {
-                let mut d = Device::open(sim.node_path(0), 0).map_err(|e| e.to_string())?;
+                let path = simc.node_path(0);
+                let mut d = Device::open(&path, 0).map_err(|e| dev(&path, e))?;
                 for (i, op) in ops.iter().enumerate() {
-                    if !run_op(&mut d, op, &mut ctx).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                    if !run_op(&mut d, op, &mut ctx).map_err(|e| failed(i, op, e))? {
                         break;
                     }
                 }
-                Ok::<(), String>(())
+                Ok::<(), Finding>(())
             })();
             // If the device never attached, the model would wait for it forever.
-            let joined = if outcome.is_err() { sim.stop() } else { sim.join() };
+            let joined = if outcome.is_err() { simc.stop() } else { simc.join() };
             // A panic in the model thread is a finding, whatever the actor saw.
-            let (cluster, _) = joined.map_err(|e| format!("the model failed: {e}"))?;
+            let (cluster, _) = joined.map_err(|e| Finding::Model(e.to_string()))?;
             outcome?;
             check_isolation(&cluster, &baseline)?;
             check_ivs_payloads(&cluster, &ctx.sent)
         }
         Target::Device(path) => {
-            let mut d = Device::open(path, 0).map_err(|e| e.to_string())?;
+            let mut d = Device::open(path, 0).map_err(|e| dev(path, e))?;
             // A card that stops answering is a finding, not a hang.
             d.set_wait_timeout(Some(std::time::Duration::from_secs(10)));
-            d.resync().map_err(|e| e.to_string())?;
+            d.resync().map_err(|e| dev(path, e))?;
             let mut ctx =
                 Ctx { posted: d.read_ur(ur::off::CMD_FETCHED), victims: false, victim_regs: None, sent: vec![] };
             for (i, op) in ops.iter().enumerate() {
-                if !run_op(&mut d, op, &mut ctx).map_err(|e| format!("operation {i} {op:?}: {e}"))? {
+                if !run_op(&mut d, op, &mut ctx).map_err(|e| failed(i, op, e))? {
                     break;
                 }
             }
@@ -917,16 +1031,16 @@ pub fn run_case_planted(target: &Target, ops: &[Op], faults: PlantedFaults) -> R
 /// Check that `target` can be fuzzed at all: the device opens, or a
 /// simulator can be created. A failure here is an error of the set-up, not
 /// a finding.
-pub fn preflight(target: &Target) -> Result<(), String> {
+pub fn preflight(target: &Target) -> Result<(), SetupError> {
     match target {
         Target::Simulator => {
             let mut cfg = ClusterConfig::new(temp_dir("fuzz-preflight"), 2, 2);
             cfg.partition_size = PARTITION;
-            Cluster::create(cfg).map(drop).map_err(|e| format!("cannot create a simulator: {e}"))
+            Cluster::create(cfg).map(drop).map_err(|e| SetupError::Simulator(e.to_string()))
         }
-        Target::Device(path) => {
-            Device::open(path, 0).map(drop).map_err(|e| format!("cannot open {}: {e}", path.display()))
-        }
+        Target::Device(path) => Device::open(path, 0)
+            .map(drop)
+            .map_err(|e| SetupError::Device { path: path.to_path_buf(), why: e.to_string() }),
     }
 }
 
@@ -958,10 +1072,10 @@ pub fn fuzz(target: &Target, cases: u32, seed: u64, max_len: usize) -> FuzzOutco
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config { cases, failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
     if let Err(e) = preflight(target) {
-        return FuzzOutcome::Setup(e);
+        return FuzzOutcome::Setup(e.to_string());
     }
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-    match runner.run(&case(max_len), |ops| run_case(target, &ops).map_err(TestCaseError::fail)) {
+    match runner.run(&case(max_len), |ops| run_case(target, &ops).map_err(|f| TestCaseError::fail(f.to_string()))) {
         Ok(()) => FuzzOutcome::Passed { cases },
         Err(TestError::Fail(reason, ops)) => FuzzOutcome::Failed { seed, reason: reason.to_string(), ops },
         Err(TestError::Abort(reason)) => FuzzOutcome::Failed { seed, reason: reason.to_string(), ops: Vec::new() },

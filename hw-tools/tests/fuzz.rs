@@ -14,7 +14,7 @@ proptest! {
     #[test]
     fn random_register_traffic_keeps_every_invariant(ops in case(48)) {
         if let Err(msg) = run_case(&Target::Simulator, &ops) {
-            return Err(TestCaseError::fail(msg));
+            return Err(TestCaseError::fail(msg.to_string()));
         }
     }
 }
@@ -32,8 +32,12 @@ fn the_isolation_check_catches_a_changed_victim_byte() {
     assert!(hw_tools::fuzz::check_isolation(&cluster, &baseline).is_ok());
     let base = cluster.model().partition_base(1) as usize;
     cluster.model_mut().sodimm_mut(0)[base + 77] ^= 1;
-    let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
+    let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err().to_string();
     assert!(err.contains("node 0 slot 1") && err.contains("0x4d"), "{err}");
+    assert_eq!(
+        hw_tools::fuzz::check_isolation(&cluster, &baseline),
+        Err(hw_tools::fuzz::Finding::Memory { node: 0, slot: 1, offset: 77 })
+    );
 }
 
 /// Issue 7: the other slots' UR, LLCM, WW and PW are compared too. A word
@@ -54,7 +58,7 @@ fn the_isolation_check_catches_a_changed_victim_register_in_every_region() {
             let mmio = cluster.model().mmio(node);
             let w = mmio.read_u64(off).unwrap();
             mmio.write_u64(off, w ^ 0x100).unwrap();
-            let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err();
+            let err = hw_tools::fuzz::check_isolation(&cluster, &baseline).unwrap_err().to_string();
             assert!(err.contains(&format!("node {node} slot {slot}: {}", region.name())), "{err}");
         }
         let mut cfg = ClusterConfig::new(temp_dir("fuzzregs"), 2, 2);
@@ -77,7 +81,7 @@ fn sends() -> Vec<Op> {
 fn the_ivs_payload_check_catches_a_model_that_scrambles_payloads() {
     run_case(&Target::Simulator, &sends()).expect("the model keeps payloads");
     let planted = PlantedFaults { scramble_ivs: true, ..PlantedFaults::default() };
-    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err();
+    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err().to_string();
     assert!(err.contains("IVS payload 0") && err.contains("arrived changed"), "{err}");
 }
 
@@ -88,7 +92,7 @@ fn the_ivs_payload_check_catches_a_model_that_scrambles_payloads() {
 fn the_arrival_queue_check_catches_a_model_that_misnames_sources() {
     run_case(&Target::Simulator, &sends()).expect("the model names sources");
     let planted = PlantedFaults { misname_arrivals: true, ..PlantedFaults::default() };
-    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err();
+    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err().to_string();
     assert!(err.contains("arrival queue entry for record 0"), "{err}");
 }
 
@@ -97,7 +101,7 @@ fn the_arrival_queue_check_catches_a_model_that_misnames_sources() {
 #[test]
 fn a_model_panic_fails_the_case_instead_of_hanging() {
     let planted = PlantedFaults { panic_at_event: Some(3), ..PlantedFaults::default() };
-    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err();
+    let err = run_case_planted(&Target::Simulator, &sends(), planted).unwrap_err().to_string();
     assert!(err.contains("model") && err.contains("panicked"), "{err}");
 }
 

@@ -51,7 +51,7 @@ fn the_device_tests_catch_a_device_that_changes_ivs_payloads() {
     let faults = PlantedFaults { scramble_ivs: true, ..PlantedFaults::default() };
     let r = with_device(faults, Pace::Wall, |p| hw_tools::devcheck::run(p, |_| {}));
     let err = r.expect_err("a device that scrambles IVS payloads passed");
-    assert!(err.contains("IVS record 0") && err.contains("arrived changed"), "{err}");
+    assert!(err.what.contains("IVS record 0") && err.what.contains("arrived changed"), "{err}");
 }
 
 /// A PCI BAR in sysfs is `resourceN`, with `resourceN_wc` beside it for a

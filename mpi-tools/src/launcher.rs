@@ -58,12 +58,17 @@ impl Backend {
 
     /// `--backend`'s value parser: a name of the registry, or an error
     /// listing them.
-    pub fn parse(name: &str) -> Result<Backend, String> {
-        Backend::named(name).ok_or_else(|| {
-            let all: Vec<String> = Backend::all().map(|b| format!("{}: {}", b.name(), b.needs.about)).collect();
-            format!("{name:?} is not a backend; use one of ({})", all.join("; "))
-        })
+    pub fn parse(name: &str) -> Result<Backend, UnknownBackend> {
+        Backend::named(name).ok_or_else(|| UnknownBackend { name: name.to_string() })
     }
+}
+
+/// A `--backend` that is none of the registry's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} is not a backend; use one of ({})", Backend::all().map(|b| format!("{}: {}", b.name(), b.needs.about)).collect::<Vec<_>>().join("; "))]
+pub struct UnknownBackend {
+    /// The name given.
+    pub name: String,
 }
 
 impl std::fmt::Debug for Backend {
@@ -218,6 +223,9 @@ pub enum LaunchError {
     /// File-system trouble.
     #[error("{0}")]
     Io(String),
+    /// The job breaks a rule or limit of its backend.
+    #[error(transparent)]
+    Refused(#[from] adi::job::LaunchRefusal),
 }
 
 /// Ranks per node: `ceil(np / nodes)`.
@@ -360,7 +368,7 @@ fn choose_rank_mode(
                     eprintln!("dnrun: ranks run as processes: {why}");
                     return Ok(None);
                 }
-                Err(why) => why,
+                Err(why) => why.to_string(),
             },
             Err(e) => e.to_string(),
         }
@@ -503,7 +511,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         dpdk_vdev: opts.dpdk_vdev.as_deref(),
         node_pollers: polling == DpdkPolling::Node,
     };
-    (needs.check)(&plan).map_err(LaunchError::Usage)?;
+    (needs.check)(&plan)?;
     if let Some(h) = &opts.hostfile {
         if !h.is_file() {
             return Err(LaunchError::Usage(format!("--hostfile {} is not a readable file", h.display())));
@@ -765,7 +773,8 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                 let (req, planned) = match planned {
                     Ok(x) => x,
                     Err(why) => {
-                        crate::spawner::Spawner::answer(&taken.reply, &adi::spawn::SpawnReply::Refused(why));
+                        let why = adi::spawn::SpawnReply::Refused(why.to_string());
+                        crate::spawner::Spawner::answer(&taken.reply, &why);
                         continue;
                     }
                 };
@@ -940,7 +949,7 @@ mod registry_tests {
         assert_eq!(names, ["sim", "udp", "dpdk"]);
         assert!(Backend::named("local").is_none());
         assert_eq!(Backend::named("dimmnet").map(|b| b.name()), Some("sim"));
-        let err = Backend::parse("tcp").err().unwrap_or_default();
+        let err = Backend::parse("tcp").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("(sim: ") && err.contains("; udp: ") && err.contains("; dpdk: "), "{err}");
         for b in Backend::all() {
             for o in b.needs().options {

@@ -28,7 +28,70 @@ pub struct Taken {
     /// Where the answer goes.
     pub reply: PathBuf,
     /// The request, or why it could not be read.
-    pub request: Result<SpawnRequest, String>,
+    pub request: Result<SpawnRequest, SpawnRefusal>,
+}
+
+/// Why the launcher starts none of a request's processes (the text goes
+/// back to the spawning rank as its `MPI_ERR_SPAWN` message).
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnRefusal {
+    /// The request file could not be read.
+    #[error("the launcher could not read the request: {0}")]
+    Unreadable(#[from] std::io::Error),
+    /// The request is not one this launcher reads.
+    #[error(transparent)]
+    Malformed(#[from] adi::spawn::SpawnCodecError),
+    /// More processes than a `u32` counts.
+    #[error("the request asks for more processes than there can be")]
+    Overflow,
+    /// More processes than the universe has room for.
+    #[error(
+        "{asked} process(es) asked for, but the universe has room for {room} more (--universe-size {universe}, \
+         {taken} taken): start the job with a larger dnrun --universe-size"
+    )]
+    NoRoom {
+        /// Processes asked for.
+        asked: u32,
+        /// Ranks of the universe left.
+        room: u32,
+        /// `--universe-size`.
+        universe: u32,
+        /// Ranks taken.
+        taken: u32,
+    },
+    /// A `wdir` info value that is no directory.
+    #[error("wdir {} of {program:?} is not a directory", wdir.display())]
+    NoWdir {
+        /// The directory.
+        wdir: PathBuf,
+        /// The command's program.
+        program: String,
+    },
+    /// A program that cannot be run.
+    #[error("{program:?} {why}")]
+    Program {
+        /// The program as the request names it.
+        program: String,
+        /// What is wrong with it.
+        why: ProgramProblem,
+    },
+}
+
+/// What is wrong with a spawned program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramProblem {
+    /// The command is empty.
+    #[error("is an empty command")]
+    Empty,
+    /// A path to something that is not an executable file.
+    #[error("is not an executable file")]
+    NotExecutable,
+    /// A path to nothing.
+    #[error("does not exist")]
+    Missing,
+    /// A name found on no path.
+    #[error("was not found in the path info key nor on PATH")]
+    NotFound,
 }
 
 /// The ranks of the universe not yet taken, and the requests' folder.
@@ -57,9 +120,7 @@ impl Spawner {
         reqs.sort();
         reqs.into_iter()
             .map(|p| {
-                let request = std::fs::read(&p)
-                    .map_err(|e| format!("the launcher could not read the request: {e}"))
-                    .and_then(|b| SpawnRequest::decode(&b));
+                let request = std::fs::read(&p).map_err(SpawnRefusal::from).and_then(|b| Ok(SpawnRequest::decode(&b)?));
                 let _ = std::fs::remove_file(&p);
                 Taken { reply: p.with_extension("rep"), request }
             })
@@ -68,15 +129,11 @@ impl Spawner {
 
     /// The processes of `req`, as the next ranks of the universe, or why
     /// none can be started (nothing is taken then).
-    pub fn plan(&mut self, req: &SpawnRequest) -> Result<Vec<Planned>, String> {
-        let total = req.total().ok_or("the request asks for more processes than there can be")?;
+    pub fn plan(&mut self, req: &SpawnRequest) -> Result<Vec<Planned>, SpawnRefusal> {
+        let total = req.total().ok_or(SpawnRefusal::Overflow)?;
         let room = self.universe - self.next;
         if total > room {
-            return Err(format!(
-                "{total} process(es) asked for, but the universe has room for {room} more (--universe-size {}, {} \
-                 taken): start the job with a larger dnrun --universe-size",
-                self.universe, self.next
-            ));
+            return Err(SpawnRefusal::NoRoom { asked: total, room, universe: self.universe, taken: self.next });
         }
         let mut out = Vec::new();
         let mut rank = self.next;
@@ -84,10 +141,11 @@ impl Spawner {
             let wdir = c.wdir.as_ref().map(PathBuf::from);
             if let Some(w) = &wdir {
                 if !w.is_dir() {
-                    return Err(format!("wdir {} of {:?} is not a directory", w.display(), c.program));
+                    return Err(SpawnRefusal::NoWdir { wdir: w.clone(), program: c.program.clone() });
                 }
             }
-            let program = resolve(&c.program, wdir.as_deref(), c.path.as_deref())?;
+            let program = resolve(&c.program, wdir.as_deref(), c.path.as_deref())
+                .map_err(|why| SpawnRefusal::Program { program: c.program.clone(), why })?;
             for _ in 0..c.maxprocs {
                 out.push(Planned {
                     rank,
@@ -114,11 +172,11 @@ impl Spawner {
 
 /// Find `program` as `execvp` would from the working directory `wdir`,
 /// looking first in the request's `path` directories.
-fn resolve(program: &str, wdir: Option<&Path>, path: Option<&str>) -> Result<PathBuf, String> {
+fn resolve(program: &str, wdir: Option<&Path>, path: Option<&str>) -> Result<PathBuf, ProgramProblem> {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |c: &Path| std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.is_empty() {
-        return Err("an empty command".into());
+        return Err(ProgramProblem::Empty);
     }
     let p = Path::new(program);
     if program.contains('/') {
@@ -131,8 +189,8 @@ fn resolve(program: &str, wdir: Option<&Path>, path: Option<&str>) -> Result<Pat
         let full = std::path::absolute(&full).unwrap_or(full);
         return match (runnable(&full), full.exists()) {
             (true, _) => Ok(full),
-            (false, true) => Err(format!("{program:?} is not an executable file")),
-            (false, false) => Err(format!("{program:?} does not exist")),
+            (false, true) => Err(ProgramProblem::NotExecutable),
+            (false, false) => Err(ProgramProblem::Missing),
         };
     }
     let from_path = std::env::var("PATH").unwrap_or_default();
@@ -140,7 +198,7 @@ fn resolve(program: &str, wdir: Option<&Path>, path: Option<&str>) -> Result<Pat
         .chain(std::iter::once(from_path.as_str()))
         .flat_map(|dirs| dirs.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(p)).collect::<Vec<_>>())
         .find(|c| runnable(c))
-        .ok_or_else(|| format!("{program:?} was not found in the path info key nor on PATH"))
+        .ok_or(ProgramProblem::NotFound)
 }
 
 #[cfg(test)]
@@ -163,17 +221,18 @@ mod tests {
         assert!(plan[2].program.is_absolute());
         // One left: two do not fit, and none is taken.
         let e = s.plan(&SpawnRequest { port: "p".into(), commands: vec![cmd("/bin/true", 2)] }).unwrap_err();
-        assert!(e.contains("room for 1 more"), "{e}");
+        assert!(matches!(e, SpawnRefusal::NoRoom { asked: 2, room: 1, universe: 6, taken: 5 }), "{e}");
+        assert!(e.to_string().contains("room for 1 more"), "{e}");
         let e = s.plan(&SpawnRequest { port: "p".into(), commands: vec![cmd("./no-such-program", 1)] }).unwrap_err();
-        assert!(e.contains("does not exist"), "{e}");
+        assert!(e.to_string().contains("does not exist"), "{e}");
         let e = s.plan(&SpawnRequest { port: "p".into(), commands: vec![cmd("no-such-program-x", 1)] }).unwrap_err();
-        assert!(e.contains("not found"), "{e}");
+        assert!(matches!(e, SpawnRefusal::Program { why: ProgramProblem::NotFound, .. }), "{e}");
         assert_eq!(s.plan(&SpawnRequest { port: "p".into(), commands: vec![cmd("true", 1)] }).unwrap()[0].rank, 5);
         // A request file is read, removed, and answered next to it.
         std::fs::write(d.join("spawn/0.0.req"), b"junk").unwrap();
         let taken = s.take();
         assert_eq!(taken.len(), 1);
-        assert!(taken[0].request.is_err());
+        assert!(matches!(taken[0].request, Err(SpawnRefusal::Malformed(_))));
         assert_eq!(taken[0].reply, d.join("spawn/0.0.rep"));
         assert!(s.take().is_empty());
         std::fs::remove_dir_all(&d).unwrap();

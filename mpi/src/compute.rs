@@ -34,10 +34,17 @@ pub enum ComputeMode {
     },
 }
 
+use adi::knobs::KnobError;
+
 impl FromStr for ComputeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ComputeMode, String> {
-        let bad = || format!("{ENV_COMPUTE}={s:?}: give none, measured, or measured:SCALE (a positive number)");
+    type Err = KnobError;
+    fn from_str(s: &str) -> Result<ComputeMode, KnobError> {
+        let bad = || KnobError::Invalid {
+            name: ENV_COMPUTE,
+            value: s.to_string(),
+            takes: "none, measured, or measured:SCALE (a positive number below 1e6)".into(),
+            default: "none",
+        };
         match s.trim() {
             "" | "none" => Ok(ComputeMode::None),
             "measured" => Ok(ComputeMode::Measured { scale: None }),
@@ -51,7 +58,7 @@ impl FromStr for ComputeMode {
 
 impl ComputeMode {
     /// The mode the environment asks for.
-    pub fn from_env() -> Result<ComputeMode, String> {
+    pub fn from_env() -> Result<ComputeMode, KnobError> {
         adi::knobs::text(ENV_COMPUTE).map_or(Ok(ComputeMode::None), |v| v.parse())
     }
 }
@@ -135,7 +142,7 @@ mod tests {
         assert_eq!("measured:2.5".parse::<ComputeMode>(), Ok(ComputeMode::Measured { scale: Some(2.5) }));
         for bad in ["measured:0", "measured:-1", "measured:x", "sometimes", "measured:inf"] {
             let e = bad.parse::<ComputeMode>().unwrap_err();
-            assert!(e.contains("give none, measured"), "{bad}: {e}");
+            assert!(e.to_string().contains("takes none, measured"), "{bad}: {e}");
         }
     }
 

@@ -74,7 +74,7 @@ fn ask_launcher(port: &str, commands: &[SpawnCommand]) -> Result<(u32, u32)> {
         return Err(no_launcher());
     }
     let request = SpawnRequest { port: port.to_string(), commands: commands.to_vec() };
-    let bytes = request.encode().map_err(refuse)?;
+    let bytes = request.encode().map_err(|e| refuse(e.to_string()))?;
     let seq = NEXT_REQUEST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (req, rep) = adi::spawn::request_paths(&dir, job.rank, seq);
     let tmp = req.with_extension("tmp");
@@ -100,7 +100,7 @@ fn ask_launcher(port: &str, commands: &[SpawnCommand]) -> Result<(u32, u32)> {
         std::thread::sleep(Duration::from_millis(1));
     };
     let _ = std::fs::remove_file(&rep);
-    match SpawnReply::decode(&answer).map_err(refuse)? {
+    match SpawnReply::decode(&answer).map_err(|e| refuse(e.to_string()))? {
         SpawnReply::Started { first, count } => {
             let asked = request.total().unwrap_or(u32::MAX);
             if count != asked || first.checked_add(count).is_none_or(|end| end > job.size) {

@@ -570,7 +570,7 @@ pub fn initialize() -> Result<Universe> {
 /// simulator (where computation takes real time already).
 fn measured_compute(shared: &Shared, rank: u32) -> Result<Option<crate::compute::Meter>> {
     use crate::compute::{ComputeMode, Meter};
-    let mode = ComputeMode::from_env().map_err(MpiError::Init)?;
+    let mode = ComputeMode::from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let ComputeMode::Measured { scale } = mode else { return Ok(None) };
     let table = shared.borrow_mut().engine()?.cost_table();
     let Some(table) = table else {

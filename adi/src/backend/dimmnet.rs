@@ -38,6 +38,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::job::LaunchRefusal;
 use driver::{ArrivalCursor, Device, DriverError, OpenOptions, Ticket};
 use fpga_regs::llcm::{record_len, RING_ALIGN};
 use fpga_regs::packet::PacketHeader;
@@ -843,27 +844,18 @@ impl DimmnetTransport {
 
 /// The launcher's checks of a simulated job (see [`crate::job::LaunchNeeds`]):
 /// its ranks must fit the simulated fabric's nodes, slots and sources.
-pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), String> {
+pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), LaunchRefusal> {
     use fpga_regs::layout::{MAX_NODES, MAX_SLOTS, MAX_SOURCES};
     let (np, nodes) = (plan.np, plan.nodes.max(1));
     let slots = np.div_ceil(nodes);
     if slots as usize > MAX_SLOTS {
-        return Err(format!(
-            "{np} ranks on {nodes} nodes needs {slots} slots per node; a DIMMnet-2 node has at most {MAX_SLOTS} \
-             (use more --nodes, or a larger -ppn no more than {MAX_SLOTS})"
-        ));
+        return Err(LaunchRefusal::TooManySlots { np, nodes, slots, max: MAX_SLOTS });
     }
     if nodes as usize > MAX_NODES {
-        return Err(format!(
-            "{nodes} nodes: a simulated DIMMnet-2 fabric has at most {MAX_NODES} (put more ranks on a node with -ppn)"
-        ));
+        return Err(LaunchRefusal::TooManyNodes { nodes, max: MAX_NODES });
     }
     if nodes as usize * slots as usize > MAX_SOURCES {
-        return Err(format!(
-            "{np} ranks on {nodes} nodes of {slots} slots are {} slots; the simulated fabric has at most {MAX_SOURCES} \
-             (one IVS ring per source in every slot's table)",
-            nodes as usize * slots as usize
-        ));
+        return Err(LaunchRefusal::TooManySources { np, nodes, slots, max: MAX_SOURCES });
     }
     Ok(())
 }

@@ -539,7 +539,7 @@ impl Engine {
     /// the environment ([`Config::from_env`]).
     pub fn new(transport: Box<dyn Transport>) -> Result<Engine, AdiError> {
         let caps = transport.caps();
-        let cfg = Config::from_env(caps.eager_threshold).map_err(AdiError::Invalid)?;
+        let cfg = Config::from_env(caps.eager_threshold).map_err(TransportError::from)?;
         Ok(Engine::with_config(transport, cfg))
     }
 

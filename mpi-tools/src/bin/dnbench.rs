@@ -200,7 +200,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let sizes = adi::config::parse_size_list(&args.sizes)?;
+    let sizes = adi::config::parse_size_list(&args.sizes).map_err(|e| e.to_string())?;
     let universe = mpi::initialize().map_err(|e| e.to_string())?;
     let world = universe.world();
     if args.test == Test::Kacc {

@@ -181,7 +181,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let sizes = adi::config::parse_size_list(&args.sizes)?;
+    let sizes = adi::config::parse_size_list(&args.sizes).map_err(|e| e.to_string())?;
     let busy = !args.blocking;
     let listener = TcpListener::bind((args.listen, 0)).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();

@@ -59,12 +59,17 @@ pub const ENV_RANK_MODE: &str = "DN_RANK_MODE";
 
 impl RankMode {
     /// `--rank-mode`'s default: `DN_RANK_MODE`, else `auto`.
-    pub fn from_env() -> Result<RankMode, String> {
-        match adi::knobs::word(ENV_RANK_MODE).map_err(|e| e.to_string())? {
+    pub fn from_env() -> Result<RankMode, adi::knobs::KnobError> {
+        match adi::knobs::word(ENV_RANK_MODE)? {
             None => Ok(RankMode::Auto),
-            Some(v) => {
-                <RankMode as clap::ValueEnum>::from_str(v, true).map_err(|e| format!("{ENV_RANK_MODE}={v:?}: {e}"))
-            }
+            // The declaration's words are this enum's (a unit test ties
+            // them), so the knob's own check has refused anything else.
+            Some(v) => <RankMode as clap::ValueEnum>::from_str(v, true).map_err(|_| adi::knobs::KnobError::Invalid {
+                name: ENV_RANK_MODE,
+                value: v.to_string(),
+                takes: "auto, contexts or processes".into(),
+                default: "auto",
+            }),
         }
     }
 }
@@ -79,7 +84,7 @@ const MAPPINGS_PER_RANK: usize = 4;
 /// have (`vm.max_map_count`, 65,530 by default: about 7,000 ranks of a
 /// small C program), saying how many fit and how to raise the limit. A
 /// process past it fails in the middle of loading a rank, with `ENOMEM`.
-pub fn check_mappings(ranks: u32, nodes: u32, program: &program::Loadable) -> Result<(), String> {
+pub fn check_mappings(ranks: u32, nodes: u32, program: &program::Loadable) -> Result<(), TooManyMappings> {
     let Some(limit) = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|s| s.trim().parse().ok())
     else {
         return Ok(());
@@ -92,18 +97,37 @@ pub fn check_mappings(ranks: u32, nodes: u32, program: &program::Loadable) -> Re
     mapping_verdict(ranks as usize, per_rank, fixed, limit)
 }
 
-fn mapping_verdict(ranks: usize, per_rank: usize, fixed: usize, limit: usize) -> Result<(), String> {
+/// A job of contexts that needs more memory mappings than the kernel lets
+/// one process have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{ranks} ranks as contexts of one process need about {need} memory mappings ({per_rank} per rank), but \
+     vm.max_map_count is {limit}, so at most {fit} ranks fit; raise it (as root: \
+     sysctl -w vm.max_map_count={suggest}) or run fewer ranks"
+)]
+pub struct TooManyMappings {
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Mappings the job needs.
+    pub need: usize,
+    /// Mappings per rank.
+    pub per_rank: usize,
+    /// `vm.max_map_count`.
+    pub limit: usize,
+    /// The most ranks that fit.
+    pub fit: usize,
+    /// A limit that fits the job with a quarter to spare.
+    pub suggest: usize,
+}
+
+fn mapping_verdict(ranks: usize, per_rank: usize, fixed: usize, limit: usize) -> Result<(), TooManyMappings> {
     let need = fixed + ranks * per_rank;
     if need <= limit {
         return Ok(());
     }
     let fit = limit.saturating_sub(fixed) / per_rank;
     let suggest = (need + need / 4).next_multiple_of(65_536);
-    Err(format!(
-        "{ranks} ranks as contexts of one process need about {need} memory mappings ({per_rank} per rank), but \
-         vm.max_map_count is {limit}, so at most {fit} ranks fit; raise it (as root: \
-         sysctl -w vm.max_map_count={suggest}) or run fewer ranks"
-    ))
+    Err(TooManyMappings { ranks, need, per_rank, limit, fit, suggest })
 }
 
 /// The address of the table a host exports (kept in `dnrun` by its `main`).
@@ -553,10 +577,12 @@ mod tests {
     fn a_job_past_the_mapping_limit_is_refused_with_the_largest_that_fits_and_the_fix() {
         assert_eq!(mapping_verdict(6_000, 9, 3_000, 65_530), Ok(()));
         let why = mapping_verdict(10_000, 9, 3_000, 65_530).unwrap_err();
+        assert_eq!((why.need, why.fit, why.suggest), (93_000, 6_947, 131_072));
+        let why = why.to_string();
         assert!(why.contains("93000 memory mappings"), "{why}");
         assert!(why.contains("at most 6947 ranks fit"), "{why}");
         assert!(why.contains("sysctl -w vm.max_map_count=131072"), "{why}");
         // A limit below what the process already holds: nothing fits.
-        assert!(mapping_verdict(1, 9, 70_000, 65_530).unwrap_err().contains("at most 0 ranks"));
+        assert_eq!(mapping_verdict(1, 9, 70_000, 65_530).unwrap_err().fit, 0);
     }
 }

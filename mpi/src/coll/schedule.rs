@@ -173,6 +173,52 @@ impl Builder {
     }
 }
 
+/// A schedule that does not fit its buffers or communicator: a bug of the
+/// algorithm that built it, caught before anything is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// A slice past the end of its buffer.
+    #[error("node {node}: {what} {slice:?} is outside its buffer")]
+    OutOfBuffer {
+        /// The node.
+        node: usize,
+        /// `"source"` or `"destination"`.
+        what: &'static str,
+        /// The slice.
+        slice: Slice,
+    },
+    /// A copy or reduction whose two slices differ in length.
+    #[error("node {node}: source and destination differ in length")]
+    Lengths {
+        /// The node.
+        node: usize,
+    },
+    /// A round number in the range kept for notices.
+    #[error("node {node}: round {round} is not below {NOTICE_ROUND}")]
+    Round {
+        /// The node.
+        node: usize,
+        /// Its round.
+        round: u32,
+    },
+    /// A peer that is no rank of the communicator.
+    #[error("node {node}: peer {peer} is not a rank of a {size}-process communicator")]
+    Peer {
+        /// The node.
+        node: usize,
+        /// The peer.
+        peer: u32,
+        /// The communicator's size.
+        size: u32,
+    },
+    /// A dependency on a later node (the graph must be acyclic).
+    #[error("node {node} depends on a later node")]
+    Cycle {
+        /// The node.
+        node: usize,
+    },
+}
+
 impl Schedule {
     /// The predecessors of node `i`.
     pub fn preds(&self, i: usize) -> &[u32] {
@@ -183,15 +229,15 @@ impl Schedule {
     /// Check the schedule against buffer sizes (`send`, `recv`) and the
     /// communicator size: every slice in bounds, every peer a rank, every
     /// dependency an earlier node (so the graph is acyclic).
-    pub fn validate(&self, send: u64, recv: u64, size: u32) -> Result<(), String> {
+    pub fn validate(&self, send: u64, recv: u64, size: u32) -> Result<(), ScheduleError> {
         let len_of = |b: u8| match b {
             BUF_SEND => Some(send),
             BUF_RECV => Some(recv),
             t => self.tmp.get((t - BUF_TMP0) as usize).copied(),
         };
-        let check = |s: &Slice, what: &str, i: usize| match len_of(s.buf) {
+        let check = |s: &Slice, what: &'static str, i: usize| match len_of(s.buf) {
             Some(l) if s.off.checked_add(s.len).is_some_and(|e| e <= l) => Ok(()),
-            _ => Err(format!("node {i}: {what} {s:?} is outside its buffer")),
+            _ => Err(ScheduleError::OutOfBuffer { node: i, what, slice: *s }),
         };
         for (i, n) in self.nodes.iter().enumerate() {
             match n.kind {
@@ -201,18 +247,18 @@ impl Schedule {
                     check(&n.src, "source", i)?;
                     check(&n.dst, "destination", i)?;
                     if n.src.len != n.dst.len {
-                        return Err(format!("node {i}: source and destination differ in length"));
+                        return Err(ScheduleError::Lengths { node: i });
                     }
                 }
             }
             if matches!(n.kind, Kind::Send | Kind::Recv) && n.round >= NOTICE_ROUND {
-                return Err(format!("node {i}: round {} is not below {NOTICE_ROUND}", n.round));
+                return Err(ScheduleError::Round { node: i, round: n.round });
             }
             if matches!(n.kind, Kind::Send | Kind::Recv) && n.peer >= size {
-                return Err(format!("node {i}: peer {} is not a rank of a {size}-process communicator", n.peer));
+                return Err(ScheduleError::Peer { node: i, peer: n.peer, size });
             }
             if self.preds(i).iter().any(|&p| p as usize >= i) {
-                return Err(format!("node {i} depends on a later node"));
+                return Err(ScheduleError::Cycle { node: i });
             }
         }
         Ok(())
@@ -236,7 +282,8 @@ mod tests {
         assert_eq!(sched.preds(s.0 as usize), &[0, 1]);
         assert_eq!(sched.tmp, vec![8]);
         assert!(sched.validate(8, 8, 3).is_ok());
-        assert!(sched.validate(8, 4, 3).unwrap_err().contains("outside"));
-        assert!(sched.validate(8, 8, 2).unwrap_err().contains("peer 2"));
+        assert!(matches!(sched.validate(8, 4, 3), Err(ScheduleError::OutOfBuffer { what: "destination", .. })));
+        assert_eq!(sched.validate(8, 8, 2), Err(ScheduleError::Peer { node: 2, peer: 2, size: 2 }));
+        assert!(sched.validate(8, 8, 2).unwrap_err().to_string().contains("peer 2"));
     }
 }

@@ -242,19 +242,33 @@ pub fn frame_from_env() -> Result<usize, TransportError> {
 /// The DPDK transport of one rank.
 pub type DpdkTransport = DatagramTransport<DpdkLink>;
 
+use crate::job::LaunchRefusal;
+
 fn cfg_err(m: String) -> TransportError {
     TransportError::Config(m)
 }
 
+/// Why this build cannot run the DPDK backend.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    /// adi was built without its `dpdk` feature.
+    #[error("this build of adi has no `dpdk` feature")]
+    NoFeature,
+    /// The `dpdk` feature is on but the system's DPDK was not found.
+    #[cfg(feature = "dpdk")]
+    #[error(transparent)]
+    System(#[from] dpdk_sys::Error),
+}
+
 /// Whether this build can run the DPDK backend, and if not, why.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), Unavailable> {
     #[cfg(feature = "dpdk")]
     {
-        dpdk_sys::available().map_err(|e| e.to_string())
+        Ok(dpdk_sys::available()?)
     }
     #[cfg(not(feature = "dpdk"))]
     {
-        Err("this build of adi has no `dpdk` feature".into())
+        Err(Unavailable::NoFeature)
     }
 }
 
@@ -262,29 +276,17 @@ pub fn available() -> Result<(), String> {
 /// this DPDK build allows (`RTE_MAX_ETHPORTS`; 32 in Debian's): with
 /// per-rank polling each rank has a port per peer; with `--dpdk-poller
 /// node` a rank has one and its node's poller one per local rank and one
-/// per other node. The error names the limit and what fits.
-pub fn check_port_count(np: u32, nodes: u32, node_pollers: bool) -> Result<(), String> {
+/// per other node. The refusal names the limit and what fits.
+pub fn check_port_count(np: u32, nodes: u32, node_pollers: bool) -> Result<(), LaunchRefusal> {
     let Some(max) = dpdk_max_ports() else { return Ok(()) };
-    let (need, who) = if node_pollers {
+    let need = if node_pollers {
         let layout = NodeLayout::new(np, nodes.max(1));
-        ((layout.slots + layout.nodes() - 1) as usize, "the busiest node's DPDK polling process")
+        (layout.slots + layout.nodes() - 1) as usize
     } else {
-        (np.saturating_sub(1) as usize, "each rank (one memif port per peer)")
+        np.saturating_sub(1) as usize
     };
     if need > max {
-        let hint = if node_pollers {
-            "spread the ranks over more --nodes".to_string()
-        } else {
-            format!(
-                "at most {} ranks poll their own ports; use --dpdk-poller node (one port per rank, on a node poller) \
-                 with --nodes, or --backend udp",
-                max + 1
-            )
-        };
-        return Err(format!(
-            "{np} ranks over DPDK memif need {need} Ethernet ports in {who}, but this DPDK allows {max} per process \
-             (RTE_MAX_ETHPORTS): {hint}"
-        ));
+        return Err(LaunchRefusal::TooManyPorts { np, need, max, node_pollers });
     }
     Ok(())
 }
@@ -539,33 +541,20 @@ mod with_dpdk;
 /// DPDK is built in; across hosts, one rank per launcher on a shared
 /// interface that looks like an EAL vdev; the node pollers only for memif
 /// on this host; no more ports than the EAL has.
-pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), String> {
-    available().map_err(|e| {
-        format!("--backend dpdk: {e}. Run scripts/setup.sh (installs libdpdk-dev) and rebuild, or use --backend udp")
-    })?;
+pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), LaunchRefusal> {
+    available().map_err(|e| LaunchRefusal::DpdkMissing { why: e.to_string() })?;
     match plan.dpdk_vdev {
-        None if plan.across_hosts => {
-            return Err("--ranks with --backend dpdk needs --dpdk-vdev (the interface shared with the other hosts); \
-                        without it every rank runs here over memif"
-                .into())
-        }
+        None if plan.across_hosts => return Err(LaunchRefusal::NeedsVdev),
         Some(v) if plan.local.len() != 1 || plan.np < 2 => {
-            return Err(format!(
-                "--dpdk-vdev {v}: start exactly one rank of a job of 2 or more here (e.g. -n 2 --ranks 0), \
-                 and the others on the other ends of the segment with the same --job-id"
-            ))
+            return Err(LaunchRefusal::VdevOneRank { vdev: v.to_string() })
         }
         Some(v) if !v.starts_with("net_") || v.split(',').next().is_some_and(|n| n.len() <= 4) => {
-            return Err(format!(
-                "--dpdk-vdev {v:?} is not an EAL vdev argument (NAME[,KEY=VALUE...], e.g. net_af_packet0,iface=eth1)"
-            ))
+            return Err(LaunchRefusal::NotAVdev { vdev: v.to_string() })
         }
         _ => {}
     }
     if plan.node_pollers && plan.dpdk_vdev.is_some() {
-        return Err("--dpdk-poller node is for memif between the ranks of this host; with --dpdk-vdev each rank \
-                    polls its own interface"
-            .into());
+        return Err(LaunchRefusal::PollersWithVdev);
     }
     if plan.dpdk_vdev.is_none() {
         check_port_count(plan.np, plan.nodes, plan.node_pollers)?;

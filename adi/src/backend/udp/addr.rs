@@ -222,9 +222,9 @@ fn gather(dir: &Path, size: u32, timeout: Duration) -> Result<Vec<SocketAddr>, T
 
 /// The launcher's checks of a UDP job (see [`crate::job::LaunchNeeds`]):
 /// ranks on other hosts are found through a file of every rank's address.
-pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), String> {
+pub fn check_launch(plan: &crate::job::LaunchPlan<'_>) -> Result<(), crate::job::LaunchRefusal> {
     if plan.across_hosts && !plan.hostfile {
-        return Err("--ranks across hosts needs --hostfile (the addresses of every rank)".into());
+        return Err(crate::job::LaunchRefusal::NeedsHostfile);
     }
     Ok(())
 }

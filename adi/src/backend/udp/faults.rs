@@ -42,16 +42,15 @@ pub struct FaultSpec {
 
 impl FaultSpec {
     /// Parse `key=value,...`.
-    pub fn parse(s: &str) -> Result<FaultSpec, String> {
+    pub fn parse(s: &str) -> Result<FaultSpec, FaultSpecError> {
         let mut f = FaultSpec { seed: 1, ..Default::default() };
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("{item:?} is not key=value"))?;
-            let prob = |v: &str| -> Result<f64, String> {
-                let p: f64 = v.parse().map_err(|_| format!("{k}={v:?} is not a number"))?;
-                if (0.0..=1.0).contains(&p) {
-                    Ok(p)
-                } else {
-                    Err(format!("{k}={v} must be a probability between 0 and 1"))
+            let (k, v) = item.split_once('=').ok_or_else(|| FaultSpecError::NotKeyValue { item: item.into() })?;
+            let bad = |wants: &'static str| FaultSpecError::BadValue { key: k.into(), value: v.into(), wants };
+            let prob = |v: &str| -> Result<f64, FaultSpecError> {
+                match v.parse::<f64>() {
+                    Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+                    _ => Err(bad("a probability between 0 and 1")),
                 }
             };
             match k {
@@ -59,13 +58,40 @@ impl FaultSpec {
                 "dup" => f.dup = prob(v)?,
                 "reorder" => f.reorder = prob(v)?,
                 "corrupt" => f.corrupt = prob(v)?,
-                "blackhole" => f.blackhole = Some(v.parse().map_err(|_| format!("blackhole={v:?} is not a rank"))?),
-                "seed" => f.seed = v.parse().map_err(|_| format!("seed={v:?} is not a number"))?,
-                other => return Err(format!("unknown fault {other:?} (loss, dup, reorder, corrupt, blackhole, seed)")),
+                "blackhole" => f.blackhole = Some(v.parse().map_err(|_| bad("a rank"))?),
+                "seed" => f.seed = v.parse().map_err(|_| bad("a whole number"))?,
+                other => return Err(FaultSpecError::Unknown { name: other.into() }),
             }
         }
         Ok(f)
     }
+}
+
+/// A fault specification that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultSpecError {
+    /// An item without `=`.
+    #[error("{item:?} is not key=value")]
+    NotKeyValue {
+        /// The item.
+        item: String,
+    },
+    /// A value the key does not take.
+    #[error("{key}={value:?}: the value must be {wants}")]
+    BadValue {
+        /// The fault.
+        key: String,
+        /// Its value.
+        value: String,
+        /// What it takes.
+        wants: &'static str,
+    },
+    /// A fault nobody knows.
+    #[error("unknown fault {name:?} (loss, dup, reorder, corrupt, blackhole, seed)")]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
 }
 
 /// What to do with one outgoing datagram.
@@ -146,8 +172,8 @@ mod tests {
         let f = FaultSpec::parse("loss=0.05,dup=0.05,reorder=0.05,corrupt=0.01,seed=7").unwrap();
         assert_eq!((f.loss, f.dup, f.reorder, f.corrupt, f.seed), (0.05, 0.05, 0.05, 0.01, 7));
         assert_eq!(FaultSpec::parse("blackhole=3").unwrap().blackhole, Some(3));
-        assert!(FaultSpec::parse("loss=2").unwrap_err().contains("probability"));
-        assert!(FaultSpec::parse("lose=0.1").unwrap_err().contains("unknown fault"));
+        assert!(FaultSpec::parse("loss=2").unwrap_err().to_string().contains("probability"));
+        assert_eq!(FaultSpec::parse("lose=0.1").unwrap_err(), FaultSpecError::Unknown { name: "lose".into() });
     }
 
     #[test]
