@@ -184,6 +184,19 @@ pub fn engine_from_env() -> Result<Engine, AdiError> {
 mod tests {
     use super::*;
 
+    /// Every enum read from a variable takes exactly the words the
+    /// variable is declared with (`dnrun --help-env` shows them).
+    #[test]
+    fn every_choice_takes_its_variables_words() {
+        use knobs::words_match;
+        assert!(words_match::<backend::dpdk::Polling>("DN_DPDK_POLLER"));
+        assert!(words_match::<backend::udp::config::Offload>("DN_UDP_OFFLOAD"));
+        assert!(words_match::<backend::udp::config::Checksum>("DN_UDP_CHECKSUM"));
+        assert!(words_match::<backend::udp::config::Switch>("DN_UDP_CONNECT"));
+        assert!(words_match::<backend::udp::config::Switch>("DN_UDP_AUTH"));
+        assert!(words_match::<backend::shm::ShmUse>("DN_UDP_SHM"));
+    }
+
     #[test]
     fn every_backend_name_selects_one_entry() {
         let names: Vec<&str> = BACKENDS.iter().flat_map(|b| b.names.iter().copied()).collect();

@@ -95,15 +95,16 @@ pub enum LookaheadMode {
     None,
 }
 
+/// The words of `DN_SIM_LOOKAHEAD` and `dimmnet-sim --lookahead`.
+impl dn_knobs::Choice for LookaheadMode {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("full", LookaheadMode::Full), ("hop", LookaheadMode::Hop), ("none", LookaheadMode::None)];
+}
+
 impl std::str::FromStr for LookaheadMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "full" => Ok(LookaheadMode::Full),
-            "hop" => Ok(LookaheadMode::Hop),
-            "none" => Ok(LookaheadMode::None),
-            other => Err(format!("lookahead {other:?}: give full, hop or none")),
-        }
+    type Err = dn_knobs::UnknownWord;
+    fn from_str(s: &str) -> Result<Self, dn_knobs::UnknownWord> {
+        dn_knobs::parse_choice("lookahead", s)
     }
 }
 
@@ -888,6 +889,13 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookahead_modes_are_the_words_of_their_variable() {
+        assert!(dn_knobs::words_match::<LookaheadMode>("DN_SIM_LOOKAHEAD"));
+        assert_eq!("hop".parse::<LookaheadMode>(), Ok(LookaheadMode::Hop));
+        assert!("far".parse::<LookaheadMode>().unwrap_err().to_string().contains("give full, hop, none"));
+    }
 
     /// Issue 7: `serve --dir` with a symlink named like a node file refuses
     /// it instead of writing register data into its target, and a start-up

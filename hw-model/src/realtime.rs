@@ -41,14 +41,16 @@ pub enum Pace {
     Fast,
 }
 
+/// The words of `--realtime`: `wall` (paced to wall time) or `fast` (as
+/// fast as it can).
+impl dn_knobs::Choice for Pace {
+    const CHOICES: &'static [(&'static str, Self)] = &[("wall", Pace::Wall), ("fast", Pace::Fast)];
+}
+
 impl std::str::FromStr for Pace {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Pace, String> {
-        match s {
-            "wall" => Ok(Pace::Wall),
-            "fast" => Ok(Pace::Fast),
-            _ => Err(format!("--realtime {s:?}: give wall (paced to wall time) or fast (as fast as it can)")),
-        }
+    type Err = dn_knobs::UnknownWord;
+    fn from_str(s: &str) -> Result<Pace, dn_knobs::UnknownWord> {
+        dn_knobs::parse_choice("--realtime", s)
     }
 }
 

@@ -7,7 +7,7 @@
 //!   keeps the two the same), and a test fails on a `DN_*` name in the
 //!   sources that is not declared here, or a declared one nothing uses.
 //! - Code reads a variable through the typed readers here ([`flag`],
-//!   [`integer`], [`bytes`], [`word`], [`path`], [`text`]), which check the
+//!   [`integer`], [`bytes`], [`choice`], [`path`], [`text`]), which check the
 //!   value against the declaration, so a bad value is refused with the
 //!   same message wherever it is read: the variable, the value, what it
 //!   takes and its default.
@@ -302,6 +302,60 @@ pub fn word(name: &'static str) -> Result<Option<&'static str>, KnobError> {
     }
 }
 
+/// An enum whose values are the words a [`Takes::OneOf`] variable takes:
+/// code reads the variable as the enum ([`choice`]), never as a word to
+/// compare, and [`words_match`] ties the enum to the declaration in a test.
+pub trait Choice: Copy + 'static {
+    /// Every value, with the word that names it.
+    const CHOICES: &'static [(&'static str, Self)];
+
+    /// The word that names `self`.
+    fn word(self) -> &'static str
+    where
+        Self: PartialEq,
+    {
+        Self::CHOICES.iter().find(|(_, v)| *v == self).map_or("", |(w, _)| w)
+    }
+}
+
+/// A [`Takes::OneOf`] variable as the enum its words name.
+pub fn choice<T: Choice>(name: &'static str) -> Result<Option<T>, KnobError> {
+    let Some(w) = word(name)? else { return Ok(None) };
+    T::CHOICES.iter().find(|(x, _)| *x == w).map(|(_, v)| Some(*v)).ok_or_else(|| invalid(name, w))
+}
+
+/// Whether `T`'s words are exactly, in order, the words `name` is declared
+/// to take (for the test of each [`Choice`]).
+pub fn words_match<T: Choice>(name: &'static str) -> bool {
+    match knob(name).map(|k| k.takes) {
+        Some(Takes::OneOf(words)) => words.iter().copied().eq(T::CHOICES.iter().map(|(w, _)| *w)),
+        _ => false,
+    }
+}
+
+/// A word that names none of a [`Choice`]'s values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {given:?}: give {}", takes.join(", "))]
+pub struct UnknownWord {
+    /// The option or setting.
+    pub what: &'static str,
+    /// The word given.
+    pub given: String,
+    /// The words it takes.
+    pub takes: Vec<&'static str>,
+}
+
+/// The value of `T` that `given` names (for options and files that take
+/// the same words as a variable); `what` names the option in the error.
+pub fn parse_choice<T: Choice>(what: &'static str, given: &str) -> Result<T, UnknownWord> {
+    let given = given.trim();
+    T::CHOICES.iter().find(|(w, _)| *w == given).map(|(_, v)| *v).ok_or_else(|| UnknownWord {
+        what,
+        given: given.to_string(),
+        takes: T::CHOICES.iter().map(|(w, _)| *w).collect(),
+    })
+}
+
 /// A variable of [`Takes::Path`].
 pub fn path(name: &'static str) -> Option<PathBuf> {
     given(name).map(PathBuf::from)
@@ -460,6 +514,28 @@ mod tests {
         assert_eq!(parse_flag("ON"), Some(true));
         assert_eq!(parse_flag("0"), Some(false));
         assert_eq!(parse_flag("2"), None);
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Lookahead {
+        Full,
+        Hop,
+        None,
+    }
+
+    impl Choice for Lookahead {
+        const CHOICES: &'static [(&'static str, Self)] =
+            &[("full", Lookahead::Full), ("hop", Lookahead::Hop), ("none", Lookahead::None)];
+    }
+
+    #[test]
+    fn a_choice_parses_to_its_value_and_names_its_words() {
+        assert!(words_match::<Lookahead>("DN_SIM_LOOKAHEAD"));
+        assert!(!words_match::<Lookahead>("DN_RMA"));
+        assert_eq!(parse_choice::<Lookahead>("--lookahead", " hop"), Ok(Lookahead::Hop));
+        assert_eq!(Lookahead::None.word(), "none");
+        let e = parse_choice::<Lookahead>("--lookahead", "far").unwrap_err();
+        assert_eq!(e.to_string(), "--lookahead \"far\": give full, hop, none");
     }
 
     #[test]

@@ -48,6 +48,12 @@ pub(crate) struct Context {
     meter: Option<crate::compute::Meter>,
 }
 
+/// The words of `DN_NBC_PROGRESS`.
+impl adi::knobs::Choice for ProgressMode {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("manual", ProgressMode::Manual), ("thread", ProgressMode::Thread), ("offload", ProgressMode::Offload)];
+}
+
 /// Who executes collective schedules (`DN_NBC_PROGRESS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressMode {
@@ -489,11 +495,9 @@ pub fn initialize() -> Result<Universe> {
     // Every DN_* variable, checked once here (the engine checks again, for
     // programs that use it alone).
     adi::knobs::check_environment().map_err(|e| MpiError::Init(e.to_string()))?;
-    let wanted = match adi::knobs::word("DN_NBC_PROGRESS").map_err(|e| MpiError::Init(e.to_string()))? {
-        Some("offload") => ProgressMode::Offload,
-        Some("thread") => ProgressMode::Thread,
-        _ => ProgressMode::Manual,
-    };
+    let wanted = adi::knobs::choice("DN_NBC_PROGRESS")
+        .map_err(|e| MpiError::Init(e.to_string()))?
+        .unwrap_or(ProgressMode::Manual);
     let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();

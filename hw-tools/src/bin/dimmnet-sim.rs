@@ -185,11 +185,10 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             cfg.expected_actors = actors;
             cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
-            cfg.lookahead =
-                match lookahead.or_else(|| dn_knobs::word("DN_SIM_LOOKAHEAD").ok().flatten().map(String::from)) {
-                    Some(l) => l.parse()?,
-                    None => hw_model::LookaheadMode::Full,
-                };
+            cfg.lookahead = match lookahead {
+                Some(l) => l.parse().map_err(|e: dn_knobs::UnknownWord| e.to_string())?,
+                None => dn_knobs::choice("DN_SIM_LOOKAHEAD").ok().flatten().unwrap_or(hw_model::LookaheadMode::Full),
+            };
             let cpu = cpu.or_else(|| dn_knobs::text("DN_SIM_CPU")).unwrap_or_else(|| "auto".into());
             cfg.cpu = match cpu.as_str() {
                 "none" => None,

@@ -60,18 +60,14 @@ pub const ENV_RANK_MODE: &str = "DN_RANK_MODE";
 impl RankMode {
     /// `--rank-mode`'s default: `DN_RANK_MODE`, else `auto`.
     pub fn from_env() -> Result<RankMode, adi::knobs::KnobError> {
-        match adi::knobs::word(ENV_RANK_MODE)? {
-            None => Ok(RankMode::Auto),
-            // The declaration's words are this enum's (a unit test ties
-            // them), so the knob's own check has refused anything else.
-            Some(v) => <RankMode as clap::ValueEnum>::from_str(v, true).map_err(|_| adi::knobs::KnobError::Invalid {
-                name: ENV_RANK_MODE,
-                value: v.to_string(),
-                takes: "auto, contexts or processes".into(),
-                default: "auto",
-            }),
-        }
+        Ok(adi::knobs::choice(ENV_RANK_MODE)?.unwrap_or_default())
     }
+}
+
+/// The words of `DN_RANK_MODE`, which are `--rank-mode`'s.
+impl adi::knobs::Choice for RankMode {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("auto", RankMode::Auto), ("contexts", RankMode::Contexts), ("processes", RankMode::Processes)];
 }
 
 /// Memory mappings a rank takes beside its program's copy: its slot's
@@ -382,8 +378,8 @@ pub(crate) fn run_job(job: ContextJob<'_>) -> Result<JobReport, LaunchError> {
         .partition_mib
         .checked_mul(1 << 20)
         .ok_or_else(|| LaunchError::Usage("--partition-mib is too large".into()))?;
-    if let Some(l) = adi::knobs::word("DN_SIM_LOOKAHEAD").map_err(|e| LaunchError::Usage(e.to_string()))? {
-        cfg.lookahead = l.parse().map_err(LaunchError::Usage)?;
+    if let Some(l) = adi::knobs::choice("DN_SIM_LOOKAHEAD").map_err(|e| LaunchError::Usage(e.to_string()))? {
+        cfg.lookahead = l;
     }
     let mut cluster = hw_model::Cluster::create(cfg).map_err(|e| LaunchError::Simulator(e.to_string()))?;
 
@@ -572,6 +568,17 @@ fn spawn_watchdog(
 #[cfg(test)]
 mod tests {
     use super::mapping_verdict;
+
+    /// `DN_RANK_MODE` and `--rank-mode` take the same words, and they are
+    /// the enum's.
+    #[test]
+    fn the_rank_modes_words_are_the_declarations_and_the_options() {
+        use super::RankMode;
+        assert!(adi::knobs::words_match::<RankMode>("DN_RANK_MODE"));
+        for (word, mode) in <RankMode as adi::knobs::Choice>::CHOICES {
+            assert_eq!(<RankMode as clap::ValueEnum>::from_str(word, false), Ok(*mode));
+        }
+    }
 
     #[test]
     fn a_job_past_the_mapping_limit_is_refused_with_the_largest_that_fits_and_the_fix() {

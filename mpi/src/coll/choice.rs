@@ -25,11 +25,73 @@ pub const BCAST_LARGE: Option<u64> = None;
 /// forces one.
 pub const ALLREDUCE_LARGE: u64 = 1024;
 
-/// The algorithm forced by environment variable `var` (a `DN_COLL_*`
-/// variable, whose algorithms `adi::knobs` declares and checks at
-/// `MPI_Init`), if any: `auto` forces none.
-pub(super) fn forced(var: &'static str) -> Result<Option<&'static str>> {
-    Ok(adi::knobs::word(var)?.filter(|a| *a != "auto"))
+/// An algorithm a `DN_COLL_*` variable may force, or `Auto` (the choice
+/// by size below).
+macro_rules! algorithms {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            /// Chosen by size (`auto`).
+            Auto,
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl adi::knobs::Choice for $name {
+            const CHOICES: &'static [(&'static str, Self)] = &[("auto", $name::Auto), $(($word, $name::$variant)),+];
+        }
+    };
+}
+
+algorithms! {
+    /// `DN_COLL_GATHER` and `DN_COLL_SCATTER`.
+    Tree {
+        /// One message per rank to or from the root.
+        Linear = "linear",
+        /// The binomial tree.
+        Binomial = "binomial",
+    }
+}
+
+algorithms! {
+    /// `DN_COLL_BCAST`.
+    Bcast {
+        /// The binomial tree.
+        Binomial = "binomial",
+        /// Scatter, then a ring allgather.
+        ScatterAllgather = "scatter-allgather",
+        /// A chain in chunks of [`PIPELINE_CHUNK`].
+        Pipeline = "pipeline",
+    }
+}
+
+algorithms! {
+    /// `DN_COLL_ALLTOALL`.
+    Alltoall {
+        /// n-1 pairwise exchanges.
+        Pairwise = "pairwise",
+        /// Bruck's ⌈log2 n⌉ steps.
+        Bruck = "bruck",
+    }
+}
+
+algorithms! {
+    /// `DN_COLL_ALLREDUCE`.
+    Allreduce {
+        /// Recursive doubling.
+        RecursiveDoubling = "recursive-doubling",
+        /// Reduce-scatter and allgather in a ring.
+        Ring = "ring",
+        /// Rabenseifner's halving and doubling.
+        Rabenseifner = "rabenseifner",
+    }
+}
+
+/// The algorithm environment variable `var` forces (a `DN_COLL_*`
+/// variable, whose words `adi::knobs` declares and checks at `MPI_Init`):
+/// `Auto` when it is unset or `auto`.
+fn forced<T: adi::knobs::Choice>(var: &'static str, auto: T) -> Result<T> {
+    Ok(adi::knobs::choice(var)?.unwrap_or(auto))
 }
 
 /// Gathers of blocks in this range of bytes use the binomial tree instead
@@ -51,36 +113,36 @@ pub const SCATTER_BINOMIAL: Option<(u64, u64)> = Some((1, 64));
 pub const PIPELINE_CHUNK: u64 = 16 * 1024;
 
 pub(super) fn gather_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_GATHER")? {
-        Some("binomial") => algo::gather_binomial(n, r, root, blk),
-        Some(_) => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
-        None if (GATHER_BINOMIAL.0..=GATHER_BINOMIAL.1).contains(&blk) && n > 2 => {
+    Ok(match forced("DN_COLL_GATHER", Tree::Auto)? {
+        Tree::Binomial => algo::gather_binomial(n, r, root, blk),
+        Tree::Linear => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
+        Tree::Auto if (GATHER_BINOMIAL.0..=GATHER_BINOMIAL.1).contains(&blk) && n > 2 => {
             algo::gather_binomial(n, r, root, blk)
         }
-        None => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
+        Tree::Auto => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
     })
 }
 
 pub(super) fn scatter_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_SCATTER")? {
-        Some("binomial") => algo::scatter_binomial(n, r, root, blk),
-        Some(_) => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
-        None if SCATTER_BINOMIAL.is_some_and(|(lo, hi)| (lo..=hi).contains(&blk)) && n > 2 => {
+    Ok(match forced("DN_COLL_SCATTER", Tree::Auto)? {
+        Tree::Binomial => algo::scatter_binomial(n, r, root, blk),
+        Tree::Linear => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
+        Tree::Auto if SCATTER_BINOMIAL.is_some_and(|(lo, hi)| (lo..=hi).contains(&blk)) && n > 2 => {
             algo::scatter_binomial(n, r, root, blk)
         }
-        None => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
+        Tree::Auto => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
     })
 }
 
 pub(super) fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_BCAST")? {
-        Some("scatter-allgather") => algo::bcast_scatter_allgather(n, r, root, len),
-        Some("pipeline") => algo::bcast_pipeline(n, r, root, len, PIPELINE_CHUNK),
-        Some(_) => algo::bcast_binomial(n, r, root, len),
-        None if BCAST_LARGE.is_some_and(|large| len >= large) && n > 2 => {
+    Ok(match forced("DN_COLL_BCAST", Bcast::Auto)? {
+        Bcast::ScatterAllgather => algo::bcast_scatter_allgather(n, r, root, len),
+        Bcast::Pipeline => algo::bcast_pipeline(n, r, root, len, PIPELINE_CHUNK),
+        Bcast::Binomial => algo::bcast_binomial(n, r, root, len),
+        Bcast::Auto if BCAST_LARGE.is_some_and(|large| len >= large) && n > 2 => {
             algo::bcast_scatter_allgather(n, r, root, len)
         }
-        None => algo::bcast_binomial(n, r, root, len),
+        Bcast::Auto => algo::bcast_binomial(n, r, root, len),
     })
 }
 
@@ -91,9 +153,10 @@ pub(super) fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Sche
 pub const ALLTOALL_SMALL: u64 = 128;
 
 pub(super) fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
-    let bruck = match forced("DN_COLL_ALLTOALL")? {
-        Some(a) => a == "bruck",
-        None => blk <= ALLTOALL_SMALL && n > 2,
+    let bruck = match forced("DN_COLL_ALLTOALL", Alltoall::Auto)? {
+        Alltoall::Bruck => true,
+        Alltoall::Pairwise => false,
+        Alltoall::Auto => blk <= ALLTOALL_SMALL && n > 2,
     };
     Ok(if bruck {
         algo::alltoall_bruck(n, r, blk)
@@ -105,44 +168,51 @@ pub(super) fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
 
 pub(super) fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
     let elem = op.elem.max(1) as u64;
-    let choice = match forced("DN_COLL_ALLREDUCE")? {
-        Some(a) => a,
-        None if len >= ALLREDUCE_LARGE && n > 2 && n.is_power_of_two() => "rabenseifner",
-        None if len >= ALLREDUCE_LARGE && n > 2 => "ring",
-        None => "recursive-doubling",
+    let choice = match forced("DN_COLL_ALLREDUCE", Allreduce::Auto)? {
+        Allreduce::Auto if len >= ALLREDUCE_LARGE && n > 2 && n.is_power_of_two() => Allreduce::Rabenseifner,
+        Allreduce::Auto if len >= ALLREDUCE_LARGE && n > 2 => Allreduce::Ring,
+        Allreduce::Auto => Allreduce::RecursiveDoubling,
+        forced => forced,
     };
     // The ring and Rabenseifner's combine out of rank order: commutative
     // operations only, and at least one element per chunk.
+    let splits = op.commutative && len / elem >= n as u64;
     Ok(match choice {
-        "ring" if op.commutative && len / elem >= n as u64 => algo::allreduce_ring(n, r, len, elem),
-        "rabenseifner" if op.commutative && len / elem >= n as u64 => algo::allreduce_rabenseifner(n, r, len, elem),
+        Allreduce::Ring if splits => algo::allreduce_ring(n, r, len, elem),
+        Allreduce::Rabenseifner if splits => algo::allreduce_rabenseifner(n, r, len, elem),
         _ => algo::allreduce_recursive_doubling(n, r, len),
     })
 }
 
 #[cfg(test)]
 mod tests {
-    /// Every algorithm a `DN_COLL_*` variable takes is one its schedule
-    /// knows by name (the declaration and the code cannot drift apart).
+    use super::*;
+    use adi::knobs::words_match;
+
+    /// Every `DN_COLL_*` variable takes exactly the words of its
+    /// algorithm enum (the declaration and the code cannot drift apart),
+    /// and every such variable has one.
     #[test]
     fn every_declared_algorithm_is_known() {
-        let known: &[(&str, &[&str])] = &[
-            ("DN_COLL_GATHER", &["linear", "binomial"]),
-            ("DN_COLL_SCATTER", &["linear", "binomial"]),
-            ("DN_COLL_BCAST", &["binomial", "scatter-allgather", "pipeline"]),
-            ("DN_COLL_ALLTOALL", &["pairwise", "bruck"]),
-            ("DN_COLL_ALLREDUCE", &["recursive-doubling", "ring", "rabenseifner"]),
+        let tied = [
+            ("DN_COLL_GATHER", words_match::<Tree>("DN_COLL_GATHER")),
+            ("DN_COLL_SCATTER", words_match::<Tree>("DN_COLL_SCATTER")),
+            ("DN_COLL_BCAST", words_match::<Bcast>("DN_COLL_BCAST")),
+            ("DN_COLL_ALLTOALL", words_match::<Alltoall>("DN_COLL_ALLTOALL")),
+            ("DN_COLL_ALLREDUCE", words_match::<Allreduce>("DN_COLL_ALLREDUCE")),
         ];
+        for (name, ok) in tied {
+            assert!(ok, "{name}'s declared words are not its enum's");
+        }
         let declared: Vec<&str> =
             adi::knobs::KNOBS.iter().map(|k| k.name).filter(|n| n.starts_with("DN_COLL_")).collect();
-        assert_eq!(declared, known.iter().map(|(n, _)| *n).collect::<Vec<_>>());
-        for (name, algorithms) in known {
-            let Some(adi::knobs::Knob { takes: adi::knobs::Takes::OneOf(words), .. }) = adi::knobs::knob(name) else {
-                panic!("{name} is not declared as a choice of words");
-            };
-            let mut want = vec!["auto"];
-            want.extend_from_slice(algorithms);
-            assert_eq!(*words, &want[..], "{name}");
-        }
+        assert_eq!(declared, tied.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    }
+
+    /// The other variables mpi reads as enums.
+    #[test]
+    fn progress_and_rma_take_their_variables_words() {
+        assert!(words_match::<crate::universe::ProgressMode>("DN_NBC_PROGRESS"));
+        assert!(words_match::<crate::rma::RmaPath>("DN_RMA"));
     }
 }

@@ -172,12 +172,29 @@ impl Model {
     /// MPICH and Open MPI give, and what programs written against them
     /// assume (issue 47).
     pub(crate) fn by_default(asked: Option<Model>) -> Result<Model> {
-        Ok(match adi::knobs::word("DN_RMA")? {
+        Ok(match adi::knobs::choice("DN_RMA")? {
             None => asked.unwrap_or(Model::Unified),
-            Some("messages") => Model::Unified,
-            Some(_) => asked.unwrap_or(Model::Separate),
+            Some(RmaPath::Messages) => Model::Unified,
+            Some(RmaPath::Card | RmaPath::Separate) => asked.unwrap_or(Model::Separate),
         })
     }
+}
+
+/// `DN_RMA`: the path one-sided operations take by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmaPath {
+    /// Active messages, windows unified whatever their info says (`messages`).
+    Messages,
+    /// The card's remote accesses, windows separate unless their info
+    /// names a model (`card`; `separate` is the same).
+    Card,
+    /// As `card`.
+    Separate,
+}
+
+impl adi::knobs::Choice for RmaPath {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("messages", RmaPath::Messages), ("card", RmaPath::Card), ("separate", RmaPath::Separate)];
 }
 
 /// The assertions a synchronisation call may carry (`MPI_MODE_*`,

@@ -85,11 +85,13 @@ pub enum Polling {
 impl Polling {
     /// From `DN_DPDK_POLLER` (unset: [`Polling::Rank`]).
     pub fn from_env() -> Result<Polling, TransportError> {
-        match crate::knobs::word(DN_DPDK_POLLER)? {
-            Some("node") => Ok(Polling::Node),
-            _ => Ok(Polling::Rank),
-        }
+        Ok(crate::knobs::choice(DN_DPDK_POLLER)?.unwrap_or(Polling::Rank))
     }
+}
+
+/// The words of `DN_DPDK_POLLER` (and `dnrun --dpdk-poller`).
+impl crate::knobs::Choice for Polling {
+    const CHOICES: &'static [(&'static str, Self)] = &[("rank", Polling::Rank), ("node", Polling::Node)];
 }
 
 /// Where the ranks of a job sit: blocks of `slots` ranks per node (as

@@ -166,10 +166,24 @@ struct Stats {
     wakes_sent: u64,
 }
 
+/// `DN_UDP_SHM`: whether the ranks of a job on one host may talk through
+/// shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmUse {
+    /// When the job allows it (`auto`).
+    Auto,
+    /// Never (`off`).
+    Off,
+}
+
+impl crate::knobs::Choice for ShmUse {
+    const CHOICES: &'static [(&'static str, Self)] = &[("auto", ShmUse::Auto), ("off", ShmUse::Off)];
+}
+
 /// Why this job's ranks do not use shared memory (`None`: they do).
 pub fn not_used_because(job: &crate::JobEnv) -> Option<String> {
     use crate::knobs;
-    if knobs::word("DN_UDP_SHM").ok().flatten() == Some("off") {
+    if knobs::choice("DN_UDP_SHM").ok().flatten() == Some(ShmUse::Off) {
         return Some("DN_UDP_SHM=off".into());
     }
     if knobs::is_set("DN_UDP_HOSTFILE") {

@@ -165,16 +165,16 @@ impl UdpConfig {
     /// Defaults with environment overrides.
     pub fn from_env(job_dir: Option<&std::path::Path>) -> Result<UdpConfig, TransportError> {
         let mut c = UdpConfig::default();
-        use crate::knobs::{integer as num, word};
+        use crate::knobs::{choice, integer as num};
         if let Some(v) = num("DN_UDP_MTU")? {
             c.mtu = v as usize;
             c.max_message = UdpConfig::max_message_for(c.mtu);
             c.mtu_fixed = true;
         }
-        match word("DN_UDP_OFFLOAD")? {
-            Some("0") => (c.gso, c.gro) = (false, false),
-            Some("gso") => c.gro = false,
-            _ => {}
+        match choice("DN_UDP_OFFLOAD")? {
+            Some(Offload::Off) => (c.gso, c.gro) = (false, false),
+            Some(Offload::SendOnly) => c.gro = false,
+            Some(Offload::Both) | None => {}
         }
         if let Some(v) = num("DN_UDP_WINDOW")? {
             c.window = v as usize;
@@ -186,13 +186,13 @@ impl UdpConfig {
         if let Some(v) = num("DN_UDP_SPIN_US")? {
             c.spin = Duration::from_micros(v);
         }
-        if word("DN_UDP_CONNECT")? == Some("0") {
+        if choice("DN_UDP_CONNECT")? == Some(Switch::Off) {
             c.connect = false;
         }
-        if word("DN_UDP_CHECKSUM")? == Some("full") {
+        if choice("DN_UDP_CHECKSUM")? == Some(Checksum::Full) {
             c.full_crc = true;
         }
-        if word(AUTH_ENV)? == Some("1") {
+        if choice(AUTH_ENV)? == Some(Switch::On) {
             c.auth = Some(load_key(job_dir)?);
         }
         c.validate()?;
@@ -260,4 +260,46 @@ impl UdpConfig {
         }
         Ok(())
     }
+}
+
+/// `DN_UDP_OFFLOAD`: the kernel's segmentation offloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offload {
+    /// GSO and GRO where the kernel has them (`1`).
+    Both,
+    /// GSO only (`gso`).
+    SendOnly,
+    /// Neither (`0`).
+    Off,
+}
+
+impl crate::knobs::Choice for Offload {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("1", Offload::Both), ("gso", Offload::SendOnly), ("0", Offload::Off)];
+}
+
+/// `DN_UDP_CHECKSUM`: what each datagram's CRC covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// The header and the first bytes (`prefix`).
+    Prefix,
+    /// All of it (`full`).
+    Full,
+}
+
+impl crate::knobs::Choice for Checksum {
+    const CHOICES: &'static [(&'static str, Self)] = &[("prefix", Checksum::Prefix), ("full", Checksum::Full)];
+}
+
+/// A variable that is `0` or `1` (`DN_UDP_CONNECT`, `DN_UDP_AUTH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switch {
+    /// `0`.
+    Off,
+    /// `1`.
+    On,
+}
+
+impl crate::knobs::Choice for Switch {
+    const CHOICES: &'static [(&'static str, Self)] = &[("0", Switch::Off), ("1", Switch::On)];
 }

@@ -29,7 +29,7 @@
 //! duplication and reordering can be replayed.
 
 pub mod addr;
-mod config;
+pub(crate) mod config;
 pub mod faults;
 pub mod io;
 pub mod link;
