@@ -43,3 +43,82 @@ fn no_source_file_outside_tests_is_over_1000_lines() {
     long.sort();
     assert!(long.is_empty(), "source files over {MOST_LINES} lines (split them by job): {long:?}");
 }
+
+/// The declarations of `text` that other crates see: `pub fn`, `pub type`
+/// and `pub` fields (not `pub(crate)` or `pub(super)`), and `type Err`,
+/// each up to its body or end, before the file's unit tests.
+fn public_signatures(text: &str) -> Vec<String> {
+    let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("pub ").or_else(|| rest.find("type Err")) {
+        let sig = &rest[at..];
+        let end = sig.find(['{', ';']).map_or(sig.len(), |e| e + 1);
+        // A field ends at its comma; a signature holds commas, so fields
+        // are cut at the first line end instead.
+        let sig = &sig[..end];
+        out.push(sig.split_whitespace().collect::<Vec<_>>().join(" "));
+        rest = &rest[at + 4..];
+    }
+    out
+}
+
+/// Whether a signature returns or holds a `Result` whose error is a bare
+/// `String`, or names `String` as a `FromStr` error.
+fn has_string_error(sig: &str) -> bool {
+    if sig.starts_with("type Err = String") {
+        return true;
+    }
+    let mut rest = sig;
+    while let Some(at) = rest.find("Result<") {
+        // The error is the last top-level argument of Result<..>.
+        let inner = &rest[at + 7..];
+        let (mut depth, mut last_comma, mut close) = (0i32, None, None);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' if depth == 0 => {
+                    close = Some(i);
+                    break;
+                }
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => last_comma = Some(i),
+                _ => {}
+            }
+        }
+        if let (Some(c), Some(e)) = (last_comma, close) {
+            if inner[c + 1..e].trim() == "String" {
+                return true;
+            }
+        }
+        rest = inner;
+    }
+    false
+}
+
+/// Issue 49, item 6: no public API of the stack gives its errors as a bare
+/// `String`: each has an error type that says what broke (and carries the
+/// figures), which a caller can match on. Binaries are not APIs.
+#[test]
+fn no_public_api_returns_a_string_as_its_error() {
+    assert!(has_string_error("pub fn parse(s: &str) -> Result<u32, String> {"));
+    assert!(has_string_error("pub request: Result<SpawnRequest, String>,"));
+    assert!(has_string_error("pub check: fn(&LaunchPlan<'_>) -> Result<(), String>, }"));
+    assert!(!has_string_error("pub fn name(x: Result<String, E>) -> Result<Vec<String>, KnobError> {"));
+    let root = repo();
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| {
+        let p = f.to_string_lossy();
+        !p.contains("/src/bin/") && !p.ends_with("/main.rs") && !p.ends_with("build.rs")
+    }) {
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
+        for sig in public_signatures(&text).into_iter().filter(|s| !s.starts_with("pub(")) {
+            if has_string_error(&sig) {
+                found.push(format!("{}: {sig}", f.strip_prefix(&root).unwrap_or(f).display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "public APIs with a String error (give them an error type):\n{}", found.join("\n"));
+}
