@@ -69,22 +69,51 @@ pub enum MpiError {
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error("{0}")]
     TooLarge(String),
-    /// An info key that is empty or too long (`MPI_ERR_INFO_KEY`).
-    #[error("{0}")]
-    InfoKey(String),
-    /// An info value that is empty or too long (`MPI_ERR_INFO_VALUE`).
-    #[error("{0}")]
-    InfoValue(String),
+    /// An info key that is empty or too long (`MPI_ERR_INFO_KEY`, MPI 4.1
+    /// §10).
+    #[error("the info key {key:?} is empty or longer than {max} characters")]
+    InfoKey {
+        /// The key given (spaces at its ends removed).
+        key: String,
+        /// `MPI_MAX_INFO_KEY`.
+        max: usize,
+    },
+    /// An info value the key does not take: empty, too long, or not one
+    /// of the key's words (`MPI_ERR_INFO_VALUE`).
+    #[error("info {key}={value:?}: give {takes}")]
+    InfoValue {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What the key takes.
+        takes: String,
+    },
     /// An info key that is not there (`MPI_ERR_INFO_NOKEY`).
-    #[error("{0}")]
-    InfoNoKey(String),
+    #[error("the info has no key {key:?}")]
+    InfoNoKey {
+        /// The key.
+        key: String,
+    },
     /// A root that is no rank of the communicator (`MPI_ERR_ROOT`).
-    #[error("{0}")]
-    Root(String),
+    #[error("root {root} is not a rank of this communicator of {size} processes")]
+    Root {
+        /// The root given.
+        root: i32,
+        /// The communicator's size.
+        size: i32,
+    },
     /// The two sides of a collective disagree on the amount of data a
     /// process moves (`MPI_ERR_TRUNCATE`, §6.5).
-    #[error("{0}")]
-    Mismatch(String),
+    #[error("{call}: {sent} bytes sent per process, but {received} received")]
+    Mismatch {
+        /// The collective.
+        call: String,
+        /// Bytes the sender's block holds.
+        sent: u64,
+        /// Bytes the receiver's block holds.
+        received: u64,
+    },
     /// A request that cannot do what was asked (`MPI_ERR_REQUEST`): a
     /// persistent request started while active.
     #[error("{0}")]
@@ -132,9 +161,13 @@ pub enum MpiError {
     /// (`MPI_ERR_RMA_SHARED`).
     #[error("{0}")]
     RmaShared(String),
-    /// A displacement unit or displacement that is not valid (`MPI_ERR_DISP`).
-    #[error("{0}")]
-    Disp(String),
+    /// A displacement unit that is not valid (`MPI_ERR_DISP`, §12.2.1:
+    /// it must be positive).
+    #[error("a displacement unit of {unit} bytes: give a positive one (1, or the size of the window's elements)")]
+    Disp {
+        /// The unit given.
+        unit: i64,
+    },
     /// A window size that is not valid (`MPI_ERR_SIZE`).
     #[error("{0}")]
     WinSize(String),

@@ -18,12 +18,15 @@ pub struct Info {
 }
 
 /// A key or value trimmed of blanks, checked against its limit.
-fn checked(text: &str, max: usize, what: &str) -> std::result::Result<String, String> {
+/// `text` without the spaces at its ends, if it is 1 to `max` characters.
+fn checked(text: &str, max: usize) -> Option<String> {
     let t = text.trim_matches(' ');
-    if t.is_empty() || t.len() > max {
-        return Err(format!("the {what} {t:?} is empty or longer than {max} characters"));
-    }
-    Ok(t.to_string())
+    (!t.is_empty() && t.len() <= max).then(|| t.to_string())
+}
+
+/// `key`, checked (`MPI_ERR_INFO_KEY`).
+fn checked_key(key: &str) -> Result<String> {
+    checked(key, MAX_KEY).ok_or_else(|| MpiError::InfoKey { key: key.trim_matches(' ').into(), max: MAX_KEY })
 }
 
 impl Info {
@@ -35,8 +38,12 @@ impl Info {
     /// Set `key` to `value` (`MPI_Info_set`): replaced in place if the
     /// key is there, else added last.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let k = checked(key, MAX_KEY, "key").map_err(MpiError::InfoKey)?;
-        let v = checked(value, MAX_VALUE, "value").map_err(MpiError::InfoValue)?;
+        let k = checked_key(key)?;
+        let v = checked(value, MAX_VALUE).ok_or_else(|| MpiError::InfoValue {
+            key: k.clone(),
+            value: value.into(),
+            takes: format!("a value of 1 to {MAX_VALUE} characters"),
+        })?;
         match self.pairs.iter_mut().find(|p| p.0 == k) {
             Some(p) => p.1 = v,
             None => self.pairs.push((k, v)),
@@ -46,18 +53,18 @@ impl Info {
 
     /// Remove `key` (`MPI_Info_delete`): an error if it is not there.
     pub fn delete(&mut self, key: &str) -> Result<()> {
-        let k = checked(key, MAX_KEY, "key").map_err(MpiError::InfoKey)?;
+        let k = checked_key(key)?;
         let before = self.pairs.len();
         self.pairs.retain(|p| p.0 != k);
         if self.pairs.len() == before {
-            return Err(MpiError::InfoNoKey(format!("the info has no key {k:?}")));
+            return Err(MpiError::InfoNoKey { key: k });
         }
         Ok(())
     }
 
     /// The value of `key` (`MPI_Info_get_string`).
     pub fn get(&self, key: &str) -> Result<Option<&str>> {
-        let k = checked(key, MAX_KEY, "key").map_err(MpiError::InfoKey)?;
+        let k = checked_key(key)?;
         Ok(self.pairs.iter().find(|p| p.0 == k).map(|p| p.1.as_str()))
     }
 
@@ -102,9 +109,10 @@ mod tests {
         i.set("a", "3").expect("reset");
         assert_eq!(i.nth_key(0).expect("key 0"), "a");
         assert_eq!(i.get("a").expect("get"), Some("3"));
-        assert!(matches!(i.set(&"k".repeat(MAX_KEY + 1), "v"), Err(MpiError::InfoKey(_))));
-        assert!(matches!(i.set("k", ""), Err(MpiError::InfoValue(_))));
-        assert!(matches!(i.delete("c"), Err(MpiError::InfoNoKey(_))));
+        assert!(matches!(i.set(&"k".repeat(MAX_KEY + 1), "v"), Err(MpiError::InfoKey { max: MAX_KEY, .. })));
+        assert!(matches!(i.set("k", ""), Err(MpiError::InfoValue { key, .. }) if key == "k"));
+        assert_eq!(i.delete(" c ").unwrap_err().to_string(), "the info has no key \"c\"");
+        assert!(matches!(i.delete("c"), Err(MpiError::InfoNoKey { key }) if key == "c"));
         i.delete("a").expect("delete");
         assert_eq!((i.len(), i.nth_key(0).expect("key 0")), (1, "b"));
     }

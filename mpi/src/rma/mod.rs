@@ -159,9 +159,11 @@ impl Model {
             Some(v) => match v.trim() {
                 "unified" => Ok(Some(Model::Unified)),
                 "separate" => Ok(Some(Model::Separate)),
-                other => {
-                    Err(MpiError::InfoValue(format!("info {MODEL_KEY}={other:?}: give \"unified\" or \"separate\"")))
-                }
+                other => Err(MpiError::InfoValue {
+                    key: MODEL_KEY.into(),
+                    value: other.into(),
+                    takes: "\"unified\" or \"separate\"".into(),
+                }),
             },
         }
     }

@@ -216,7 +216,7 @@ impl RawWindow {
             return Err(MpiError::Invalid("windows are made on intracommunicators (MPI 4.1 §12.2)".into()));
         }
         if disp_unit == 0 {
-            return Err(MpiError::Disp("a displacement unit of 0 bytes".into()));
+            return Err(MpiError::Disp { unit: 0 });
         }
         let wc = comm.duplicate()?;
         // The card holds the public copy when the window asks for the

@@ -80,7 +80,7 @@ fn scratch(hold: &mut Vec<Vec<u8>>, len: usize) -> Result<&'static mut [u8]> {
 /// The two sides' blocks must be the same amount of data (§6.5).
 fn same(call: &str, a: usize, b: usize) -> Result<()> {
     if a != b {
-        return Err(MpiError::Mismatch(format!("{call}: {a} bytes sent per process, but {b} received")));
+        return Err(MpiError::Mismatch { call: call.into(), sent: a as u64, received: b as u64 });
     }
     Ok(())
 }
@@ -88,10 +88,7 @@ fn same(call: &str, a: usize, b: usize) -> Result<()> {
 /// The root as a rank of `c`, checked (`MPI_ERR_ROOT`).
 pub fn root_of(c: &SimpleCommunicator, root: Rank) -> Result<Rank> {
     if root < 0 || root >= c.size() {
-        return Err(MpiError::Root(format!(
-            "root {root} is not a rank of this communicator of {} processes",
-            c.size()
-        )));
+        return Err(MpiError::Root { root, size: c.size() });
     }
     Ok(root)
 }
