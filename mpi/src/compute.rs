@@ -36,21 +36,26 @@ pub enum ComputeMode {
 
 use adi::knobs::KnobError;
 
+/// What `DN_COMPUTE` and `dnrun --compute` take.
+const TAKES: &str = "none, measured, or measured:SCALE (a positive number below 1e6)";
+
+/// A computation mode that is none of those there are.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{given:?}: give {TAKES}")]
+pub struct BadComputeMode {
+    /// The text given.
+    pub given: String,
+}
+
 impl FromStr for ComputeMode {
-    type Err = KnobError;
-    fn from_str(s: &str) -> Result<ComputeMode, KnobError> {
-        let bad = || KnobError::Invalid {
-            name: ENV_COMPUTE,
-            value: s.to_string(),
-            takes: "none, measured, or measured:SCALE (a positive number below 1e6)".into(),
-            default: "none",
-        };
+    type Err = BadComputeMode;
+    fn from_str(s: &str) -> Result<ComputeMode, BadComputeMode> {
         match s.trim() {
             "" | "none" => Ok(ComputeMode::None),
             "measured" => Ok(ComputeMode::Measured { scale: None }),
             other => match other.strip_prefix("measured:").map(str::parse::<f64>) {
                 Some(Ok(x)) if x.is_finite() && x > 0.0 && x < 1e6 => Ok(ComputeMode::Measured { scale: Some(x) }),
-                _ => Err(bad()),
+                _ => Err(BadComputeMode { given: s.to_string() }),
             },
         }
     }
@@ -59,7 +64,14 @@ impl FromStr for ComputeMode {
 impl ComputeMode {
     /// The mode the environment asks for.
     pub fn from_env() -> Result<ComputeMode, KnobError> {
-        adi::knobs::text(ENV_COMPUTE).map_or(Ok(ComputeMode::None), |v| v.parse())
+        adi::knobs::text(ENV_COMPUTE).map_or(Ok(ComputeMode::None), |v| {
+            v.parse().map_err(|BadComputeMode { given }| KnobError::Invalid {
+                name: ENV_COMPUTE,
+                value: given,
+                takes: TAKES.into(),
+                default: "none",
+            })
+        })
     }
 }
 
@@ -142,7 +154,7 @@ mod tests {
         assert_eq!("measured:2.5".parse::<ComputeMode>(), Ok(ComputeMode::Measured { scale: Some(2.5) }));
         for bad in ["measured:0", "measured:-1", "measured:x", "sometimes", "measured:inf"] {
             let e = bad.parse::<ComputeMode>().unwrap_err();
-            assert!(e.to_string().contains("takes none, measured"), "{bad}: {e}");
+            assert!(e.to_string().contains("give none, measured"), "{bad}: {e}");
         }
     }
 
