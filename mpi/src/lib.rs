@@ -30,6 +30,7 @@ pub mod bsend;
 pub mod coll;
 mod comm;
 pub mod compute;
+pub mod config;
 pub mod datatype;
 pub mod dup;
 mod error;

@@ -26,7 +26,10 @@ pub(crate) struct Context {
     pub(crate) next_dup: u32,
     /// The ports this process has open (`crate::port`).
     pub(crate) ports: crate::port::Ports,
-    /// Who executes collective schedules (`DN_NBC_PROGRESS`).
+    /// The job's settings, read at `MPI_Init`.
+    pub(crate) config: crate::config::MpiConfig,
+    /// Who executes collective schedules: `config.progress`, or what the
+    /// transport can do instead.
     pub(crate) progress: ProgressMode,
     /// Simulated progress thread: how far its last pass ran past the
     /// computation it overlapped (picoseconds still to absorb).
@@ -495,9 +498,8 @@ pub fn initialize() -> Result<Universe> {
     // Every DN_* variable, checked once here (the engine checks again, for
     // programs that use it alone).
     adi::knobs::check_environment().map_err(|e| MpiError::Init(e.to_string()))?;
-    let wanted = adi::knobs::choice("DN_NBC_PROGRESS")
-        .map_err(|e| MpiError::Init(e.to_string()))?
-        .unwrap_or(ProgressMode::Manual);
+    let config = crate::config::MpiConfig::from_env().map_err(|e| MpiError::Init(e.to_string()))?;
+    let wanted = config.progress;
     let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();
@@ -528,6 +530,7 @@ pub fn initialize() -> Result<Universe> {
         next_ctx: 2,
         next_dup: 0,
         ports: Default::default(),
+        config,
         progress,
         thread_debt_ps: 0,
         thread_last_ps: 0,
@@ -544,7 +547,7 @@ pub fn initialize() -> Result<Universe> {
     };
     let keepalive = KeepAlive::start(&shared, every)?;
     let outside = crate::outside::StandIn::start(&shared)?;
-    let meter = measured_compute(&shared, rank)?;
+    let meter = measured_compute(&shared, config.compute, rank)?;
     // A spawned process's world is the processes of its spawn (§11.8.2);
     // every other's, the job's first ranks.
     let job = adi::JobEnv::from_env().ok().flatten().filter(|j| j.rank == rank && j.size == size);
@@ -572,9 +575,12 @@ pub fn initialize() -> Result<Universe> {
 
 /// The meter `DN_COMPUTE` asks for: none by default, or outside the
 /// simulator (where computation takes real time already).
-fn measured_compute(shared: &Shared, rank: u32) -> Result<Option<crate::compute::Meter>> {
+fn measured_compute(
+    shared: &Shared,
+    mode: crate::compute::ComputeMode,
+    rank: u32,
+) -> Result<Option<crate::compute::Meter>> {
     use crate::compute::{ComputeMode, Meter};
-    let mode = ComputeMode::from_env().map_err(|e| MpiError::Init(e.to_string()))?;
     let ComputeMode::Measured { scale } = mode else { return Ok(None) };
     let table = shared.borrow_mut().engine()?.cost_table();
     let Some(table) = table else {

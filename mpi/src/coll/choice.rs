@@ -5,7 +5,6 @@
 use super::op::Operation;
 use super::schedule::Schedule;
 use super::{algo, even_blocks};
-use crate::error::Result;
 
 /// Broadcasts of at least this many bytes on more than two processes would
 /// use scatter + allgather instead of the binomial tree. Measured on the
@@ -87,11 +86,48 @@ algorithms! {
     }
 }
 
-/// The algorithm environment variable `var` forces (a `DN_COLL_*`
-/// variable, whose words `adi::knobs` declares and checks at `MPI_Init`):
-/// `Auto` when it is unset or `auto`.
-fn forced<T: adi::knobs::Choice>(var: &'static str, auto: T) -> Result<T> {
-    Ok(adi::knobs::choice(var)?.unwrap_or(auto))
+/// The algorithm each `DN_COLL_*` variable forces (`Auto`: the choice by
+/// size), read once at `MPI_Init` ([`crate::config::MpiConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Algorithms {
+    /// `DN_COLL_GATHER`.
+    pub gather: Tree,
+    /// `DN_COLL_SCATTER`.
+    pub scatter: Tree,
+    /// `DN_COLL_BCAST`.
+    pub bcast: Bcast,
+    /// `DN_COLL_ALLTOALL`.
+    pub alltoall: Alltoall,
+    /// `DN_COLL_ALLREDUCE`.
+    pub allreduce: Allreduce,
+}
+
+impl Default for Algorithms {
+    /// Every choice by size.
+    fn default() -> Algorithms {
+        Algorithms {
+            gather: Tree::Auto,
+            scatter: Tree::Auto,
+            bcast: Bcast::Auto,
+            alltoall: Alltoall::Auto,
+            allreduce: Allreduce::Auto,
+        }
+    }
+}
+
+impl Algorithms {
+    /// What the `DN_COLL_*` variables force.
+    pub fn from_env() -> std::result::Result<Algorithms, adi::knobs::KnobError> {
+        use adi::knobs::choice;
+        let d = Algorithms::default();
+        Ok(Algorithms {
+            gather: choice("DN_COLL_GATHER")?.unwrap_or(d.gather),
+            scatter: choice("DN_COLL_SCATTER")?.unwrap_or(d.scatter),
+            bcast: choice("DN_COLL_BCAST")?.unwrap_or(d.bcast),
+            alltoall: choice("DN_COLL_ALLTOALL")?.unwrap_or(d.alltoall),
+            allreduce: choice("DN_COLL_ALLREDUCE")?.unwrap_or(d.allreduce),
+        })
+    }
 }
 
 /// Gathers of blocks in this range of bytes use the binomial tree instead
@@ -112,30 +148,30 @@ pub const SCATTER_BINOMIAL: Option<(u64, u64)> = Some((1, 64));
 /// Chunk size of the pipelined broadcast.
 pub const PIPELINE_CHUNK: u64 = 16 * 1024;
 
-pub(super) fn gather_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_GATHER", Tree::Auto)? {
+pub(super) fn gather_schedule(alg: Tree, n: u32, r: u32, root: u32, blk: u64) -> Schedule {
+    match alg {
         Tree::Binomial => algo::gather_binomial(n, r, root, blk),
         Tree::Linear => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
         Tree::Auto if (GATHER_BINOMIAL.0..=GATHER_BINOMIAL.1).contains(&blk) && n > 2 => {
             algo::gather_binomial(n, r, root, blk)
         }
         Tree::Auto => algo::gather_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
-    })
+    }
 }
 
-pub(super) fn scatter_schedule(n: u32, r: u32, root: u32, blk: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_SCATTER", Tree::Auto)? {
+pub(super) fn scatter_schedule(alg: Tree, n: u32, r: u32, root: u32, blk: u64) -> Schedule {
+    match alg {
         Tree::Binomial => algo::scatter_binomial(n, r, root, blk),
         Tree::Linear => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
         Tree::Auto if SCATTER_BINOMIAL.is_some_and(|(lo, hi)| (lo..=hi).contains(&blk)) && n > 2 => {
             algo::scatter_binomial(n, r, root, blk)
         }
         Tree::Auto => algo::scatter_linear(n, r, root, blk, &even_blocks(n as usize, blk as usize)),
-    })
+    }
 }
 
-pub(super) fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Schedule> {
-    Ok(match forced("DN_COLL_BCAST", Bcast::Auto)? {
+pub(super) fn bcast_schedule(alg: Bcast, n: u32, r: u32, root: u32, len: u64) -> Schedule {
+    match alg {
         Bcast::ScatterAllgather => algo::bcast_scatter_allgather(n, r, root, len),
         Bcast::Pipeline => algo::bcast_pipeline(n, r, root, len, PIPELINE_CHUNK),
         Bcast::Binomial => algo::bcast_binomial(n, r, root, len),
@@ -143,7 +179,7 @@ pub(super) fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Sche
             algo::bcast_scatter_allgather(n, r, root, len)
         }
         Bcast::Auto => algo::bcast_binomial(n, r, root, len),
-    })
+    }
 }
 
 /// All-to-all blocks of at most this many bytes use Bruck's algorithm
@@ -152,23 +188,23 @@ pub(super) fn bcast_schedule(n: u32, r: u32, root: u32, len: u64) -> Result<Sche
 /// `DN_COLL_ALLTOALL=pairwise|bruck` forces one.
 pub const ALLTOALL_SMALL: u64 = 128;
 
-pub(super) fn alltoall_schedule(n: u32, r: u32, blk: u64) -> Result<Schedule> {
-    let bruck = match forced("DN_COLL_ALLTOALL", Alltoall::Auto)? {
+pub(super) fn alltoall_schedule(alg: Alltoall, n: u32, r: u32, blk: u64) -> Schedule {
+    let bruck = match alg {
         Alltoall::Bruck => true,
         Alltoall::Pairwise => false,
         Alltoall::Auto => blk <= ALLTOALL_SMALL && n > 2,
     };
-    Ok(if bruck {
+    if bruck {
         algo::alltoall_bruck(n, r, blk)
     } else {
         let b = even_blocks(n as usize, blk as usize);
         algo::alltoall_pairwise(n, r, &b, &b)
-    })
+    }
 }
 
-pub(super) fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Result<Schedule> {
+pub(super) fn allreduce_schedule(alg: Allreduce, n: u32, r: u32, len: u64, op: &Operation) -> Schedule {
     let elem = op.elem.max(1) as u64;
-    let choice = match forced("DN_COLL_ALLREDUCE", Allreduce::Auto)? {
+    let choice = match alg {
         Allreduce::Auto if len >= ALLREDUCE_LARGE && n > 2 && n.is_power_of_two() => Allreduce::Rabenseifner,
         Allreduce::Auto if len >= ALLREDUCE_LARGE && n > 2 => Allreduce::Ring,
         Allreduce::Auto => Allreduce::RecursiveDoubling,
@@ -177,11 +213,11 @@ pub(super) fn allreduce_schedule(n: u32, r: u32, len: u64, op: &Operation) -> Re
     // The ring and Rabenseifner's combine out of rank order: commutative
     // operations only, and at least one element per chunk.
     let splits = op.commutative && len / elem >= n as u64;
-    Ok(match choice {
+    match choice {
         Allreduce::Ring if splits => algo::allreduce_ring(n, r, len, elem),
         Allreduce::Rabenseifner if splits => algo::allreduce_rabenseifner(n, r, len, elem),
         _ => algo::allreduce_recursive_doubling(n, r, len),
-    })
+    }
 }
 
 #[cfg(test)]

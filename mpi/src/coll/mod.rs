@@ -21,7 +21,7 @@
 //! ```
 
 pub mod algo;
-mod choice;
+pub mod choice;
 pub(crate) mod exec;
 pub(crate) mod live;
 pub mod long_double;
@@ -206,6 +206,12 @@ fn even_blocks(n: usize, len: usize) -> Vec<(u64, u64)> {
 
 fn dims(c: &SimpleCommunicator) -> (u32, u32) {
     (c.size() as u32, c.rank() as u32)
+}
+
+/// The algorithms the job's `DN_COLL_*` variables force, as read at
+/// `MPI_Init`.
+fn algorithms(c: &SimpleCommunicator) -> choice::Algorithms {
+    c.shared().borrow().config.algorithms
 }
 
 /// Collective operations on a communicator (MPI 4.1 §6.3–§6.11).
@@ -430,7 +436,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
                 s.len()
             )));
         }
-        let sched = alltoall_schedule(n, r, (s.len() / n as usize) as u64)?;
+        let sched = alltoall_schedule(algorithms(self).alltoall, n, r, (s.len() / n as usize) as u64);
         let len = out.len();
         immediate(self, CollKind::Alltoall, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
@@ -445,7 +451,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (n, r) = dims(self);
         let (s, out) = (bytes(send), bytemuck::cast_slice_mut::<T, u8>(recv));
         same_len("immediate_all_reduce_into", s.len(), out.len())?;
-        let sched = allreduce_schedule(n, r, s.len() as u64, &op)?;
+        let sched = allreduce_schedule(algorithms(self).allreduce, n, r, s.len() as u64, &op);
         let len = out.len();
         immediate(self, CollKind::Allreduce, sched, s.to_vec(), vec![0; len], Some(op), Some(out))
     }
@@ -772,7 +778,7 @@ impl Root for Process<'_> {
             return Err(MpiError::InvalidRank { rank: self.rank, size: n as Rank });
         }
         let b = buf.as_bytes_mut();
-        let sched = bcast_schedule(n, r, self.rank as u32, b.len() as u64)?;
+        let sched = bcast_schedule(algorithms(self.comm).bcast, n, r, self.rank as u32, b.len() as u64);
         let init = b.to_vec();
         immediate(self.comm, CollKind::Bcast, sched, Vec::new(), init, None, Some(b))
     }
@@ -806,7 +812,7 @@ impl Root for Process<'_> {
     fn immediate_gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<Request<'static>> {
         let (n, r, root) = self.check_root(false, "immediate_gather_into")?;
         let s = send.as_bytes();
-        let sched = gather_schedule(n, r, root, s.len() as u64)?;
+        let sched = gather_schedule(algorithms(self.comm).gather, n, r, root, s.len() as u64);
         immediate(self.comm, CollKind::Gather, sched, s.to_vec(), Vec::new(), None, None)
     }
 
@@ -818,7 +824,7 @@ impl Root for Process<'_> {
         let (n, r, root) = self.check_root(true, "immediate_gather_into_root")?;
         let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
         same_len("immediate_gather_into_root", s.len() * n as usize, out.len())?;
-        let sched = gather_schedule(n, r, root, s.len() as u64)?;
+        let sched = gather_schedule(algorithms(self.comm).gather, n, r, root, s.len() as u64);
         let len = out.len();
         immediate(self.comm, CollKind::Gather, sched, s.to_vec(), vec![0; len], None, Some(out))
     }
@@ -826,7 +832,7 @@ impl Root for Process<'_> {
     fn immediate_scatter_into<'b, R: BufferMut + ?Sized>(&self, recv: &'b mut R) -> Result<Request<'b>> {
         let (n, r, root) = self.check_root(false, "immediate_scatter_into")?;
         let out = recv.as_bytes_mut();
-        let sched = scatter_schedule(n, r, root, out.len() as u64)?;
+        let sched = scatter_schedule(algorithms(self.comm).scatter, n, r, root, out.len() as u64);
         let len = out.len();
         immediate(self.comm, CollKind::Scatter, sched, Vec::new(), vec![0; len], None, Some(out))
     }
@@ -839,7 +845,7 @@ impl Root for Process<'_> {
         let (n, r, root) = self.check_root(true, "immediate_scatter_into_root")?;
         let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
         same_len("immediate_scatter_into_root", s.len(), out.len() * n as usize)?;
-        let sched = scatter_schedule(n, r, root, out.len() as u64)?;
+        let sched = scatter_schedule(algorithms(self.comm).scatter, n, r, root, out.len() as u64);
         let len = out.len();
         immediate(self.comm, CollKind::Scatter, sched, s.to_vec(), vec![0; len], None, Some(out))
     }

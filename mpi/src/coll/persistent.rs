@@ -26,8 +26,8 @@
 use std::marker::PhantomData;
 
 use super::{
-    algo, allreduce_schedule, alltoall_schedule, bcast_schedule, dims, even_blocks, immediate, CollKind, IntoOperation,
-    Operation,
+    algo, algorithms, allreduce_schedule, alltoall_schedule, bcast_schedule, dims, even_blocks, immediate, CollKind,
+    IntoOperation, Operation,
 };
 use crate::comm::{Process, SimpleCommunicator};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
@@ -163,7 +163,7 @@ impl SimpleCommunicator {
         let op = op.into_operation()?;
         let (n, r) = dims(self);
         let len = count.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| too_large("all_reduce_init"))?;
-        let sched = allreduce_schedule(n, r, len as u64, &op)?;
+        let sched = allreduce_schedule(algorithms(self).allreduce, n, r, len as u64, &op);
         let mut core = Core::new(self, CollKind::Allreduce, sched, (len, len));
         core.op = Some(op);
         Ok(PersistentAllReduce(core, PhantomData))
@@ -185,7 +185,7 @@ impl SimpleCommunicator {
         self.intra_only("all_to_all_init")?;
         let (n, r) = dims(self);
         let total = block.checked_mul(n as usize).ok_or_else(|| too_large("all_to_all_init"))?;
-        let sched = alltoall_schedule(n, r, block as u64)?;
+        let sched = alltoall_schedule(algorithms(self).alltoall, n, r, block as u64);
         Ok(PersistentExchange(Core::new(self, CollKind::Alltoall, sched, (total, total))))
     }
 }
@@ -200,7 +200,7 @@ impl Process<'_> {
         if root < 0 || root >= n as Rank {
             return Err(MpiError::InvalidRank { rank: root, size: n as Rank });
         }
-        let sched = bcast_schedule(n, r, root as u32, len as u64)?;
+        let sched = bcast_schedule(algorithms(self.comm).bcast, n, r, root as u32, len as u64);
         Ok(PersistentBroadcast(Core::new(self.comm, CollKind::Bcast, sched, (0, len))))
     }
 }

@@ -173,12 +173,12 @@ impl Model {
     /// whatever the info says, and without `DN_RMA` it is unified — what
     /// MPICH and Open MPI give, and what programs written against them
     /// assume (issue 47).
-    pub(crate) fn by_default(asked: Option<Model>) -> Result<Model> {
-        Ok(match adi::knobs::choice("DN_RMA")? {
+    pub(crate) fn by_default(path: Option<RmaPath>, asked: Option<Model>) -> Model {
+        match path {
             None => asked.unwrap_or(Model::Unified),
             Some(RmaPath::Messages) => Model::Unified,
             Some(RmaPath::Card | RmaPath::Separate) => asked.unwrap_or(Model::Separate),
-        })
+        }
     }
 }
 

@@ -223,7 +223,9 @@ impl RawWindow {
         // separate model and the transport can: everyone must, or no one
         // does. Shared and dynamic windows are unified everywhere (their
         // memory is loaded and stored directly, or attached later).
-        let want = matches!(flavor, Flavor::Create | Flavor::Allocate) && Model::by_default(model)? == Model::Separate;
+        let path = wc.shared().borrow().config.rma;
+        let want =
+            matches!(flavor, Flavor::Create | Flavor::Allocate) && Model::by_default(path, model) == Model::Separate;
         // SAFETY: `size > 0` here, so `base` is the `size` bytes readable now (`# Safety`); `initial`
         // is only read, and not kept past this call (`Card` copies it).
         let initial = if size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(base, size as usize) } };
