@@ -6,7 +6,7 @@
 //! device or a simulator node file; only the [`Platform`] differs.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::SeqCst};
 
@@ -150,15 +150,17 @@ impl ReadLog {
 
 /// Commands posted and not yet waited for. At most [`CQ_DEPTH`] are on the
 /// device, one per queue entry; results read early (to free an entry) wait
-/// in `reaped`.
+/// in `reaped`, a short list in posting order (a backend that keeps its
+/// tickets waits for them oldest first, so the one it asks for is nearly
+/// always the first: cheaper than hashing each).
 struct Pending {
     slots: [Option<(u64, &'static str)>; CQ_DEPTH],
-    reaped: HashMap<u64, (&'static str, CompletionResult)>,
+    reaped: VecDeque<(u64, &'static str, CompletionResult)>,
 }
 
 impl Pending {
     fn new() -> Pending {
-        Pending { slots: [None; CQ_DEPTH], reaped: HashMap::new() }
+        Pending { slots: [None; CQ_DEPTH], reaped: VecDeque::new() }
     }
 
     fn get(&self, seq: u64) -> Option<&'static str> {
@@ -185,10 +187,8 @@ impl Pending {
     }
 
     fn take_reaped(&mut self, seq: u64) -> Option<(&'static str, CompletionResult)> {
-        if self.reaped.is_empty() {
-            return None;
-        }
-        self.reaped.remove(&seq)
+        let at = self.reaped.iter().position(|(s, _, _)| *s == seq)?;
+        self.reaped.remove(at).map(|(_, op, r)| (op, r))
     }
 
     fn clear(&mut self) {
@@ -777,7 +777,7 @@ impl Device {
     fn reap_blocking(&mut self, seq: u64) -> Result<(), DriverError> {
         let r = self.wait_completion(seq)?;
         if let Some(op) = self.pending.remove(seq) {
-            self.pending.reaped.insert(seq, (op, r));
+            self.pending.reaped.push_back((seq, op, r));
         }
         Ok(())
     }
