@@ -63,10 +63,13 @@ unsafe fn start_recv<S: Source + ?Sized>(from: &S, buf: *mut c_void, span: &Span
 
 /// Blocking send of every mode: standard, synchronous (`sync`), ready
 /// (a ready send is a standard send whose receive is known to be posted).
+/// Inlined into each MPI call, so a predefined type's send pays one
+/// function's entry and exit, not two (`scripts/capi-cost.sh`).
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` (the standard's contract).
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[inline(always)]
 unsafe fn send(
     call: &str,
     buf: *const c_void,
@@ -77,27 +80,56 @@ unsafe fn send(
     comm: Handle,
     sync: bool,
 ) -> c_int {
-    with_state(call, comm, |st| {
-        let c = &st.comm(comm)?.comm;
-        // The fast path: a predefined type, sent from the caller's bytes.
-        if let (Some(len), true) = (direct_bytes(count, dt), dest != MPI_PROC_NULL) {
-            let p = if len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { buf.cast::<u8>() };
-            if len > 0 && near_null(buf.cast(), 0) {
-                return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+    with_state(
+        call,
+        comm,
+        #[inline(always)]
+        |st| {
+            let c = &st.comm(comm)?.comm;
+            // The fast path: a predefined type, sent from the caller's bytes.
+            if let (Some(len), true) = (direct_bytes(count, dt), dest != MPI_PROC_NULL) {
+                let p = if len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { buf.cast::<u8>() };
+                if len > 0 && near_null(buf.cast(), 0) {
+                    return Err(Fail::new(MPI_ERR_BUFFER, "the send buffer is a null pointer"));
+                }
+                // SAFETY: `buf` holds `len` bytes for this call (the caller's
+                // contract), or `len` is 0 and `p` is never read.
+                return Ok(unsafe { raw::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
             }
-            // SAFETY: `buf` holds `len` bytes for this call (the caller's
-            // contract), or `len` is 0 and `p` is never read.
-            return Ok(unsafe { raw::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
-        }
-        let span = st.span(count, dt)?;
-        if dest == MPI_PROC_NULL {
-            return Ok(());
-        }
-        // SAFETY: `buf` holds `count` elements of `dt` (`span`), readable for the duration of this blocking call, as
-        // MPI 4.1 §3.2.1 requires of the send buffer (`send`'s `# Safety`); `mpi::staged::send` needs no more, as it
-        // returns once the data is out of the buffer.
-        Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
-    })
+            // SAFETY: `buf` holds `count` elements of `dt`, readable for this blocking call (`send`'s `# Safety`,
+            // unchanged): the same as `send_derived`'s.
+            unsafe { send_derived(st, buf, count, dt, dest, tag, comm, sync) }
+        },
+    )
+}
+
+/// [`send`] of a derived datatype (or to `MPI_PROC_NULL`), out of the
+/// fast path's way.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt`, readable for the call.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[cold]
+#[inline(never)]
+unsafe fn send_derived(
+    st: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> R<()> {
+    let c = &st.comm(comm)?.comm;
+    let span = st.span(count, dt)?;
+    if dest == MPI_PROC_NULL {
+        return Ok(());
+    }
+    // SAFETY: `buf` holds `count` elements of `dt` (`span`), readable for the duration of this blocking call, as
+    // MPI 4.1 §3.2.1 requires of the send buffer (`send_derived`'s `# Safety`); `mpi::staged::send` needs no more, as
+    // it returns once the data is out of the buffer.
+    Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
 }
 
 #[no_mangle]
@@ -162,7 +194,7 @@ pub unsafe extern "C" fn MPI_Rsend(
 /// # Safety
 /// `buf` has room for `count` elements of `dt`; `status` is null or writable.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
-#[inline]
+#[inline(always)]
 unsafe fn recv(
     st: &mut State,
     buf: *mut c_void,
@@ -248,13 +280,13 @@ pub unsafe extern "C" fn MPI_Recv(
         return unsafe { recv_multiple(buf, count, datatype, source, tag, comm, status) };
     }
     with_state("MPI_Recv", comm, |st| {
-        // SAFETY: `buf` has room for `count` elements of `datatype`, writable until MPI_Recv returns (MPI 4.1 §3.2.4),
-        // and `status` is null or points to one writable MPI_Status (§3.2.5): `recv`'s `# Safety`.
+        // SAFETY: `buf` has room for `count` elements of `datatype`, writable until MPI_Recv returns (MPI 4.1
+        // §3.2.4), and `status` is null or points to one writable MPI_Status (§3.2.5): `recv`'s `# Safety`.
         let r = unsafe { recv(st, buf, count, datatype, source, tag, comm, status) };
         if let Err(f) = r {
             // A truncated receive still says whose message it was (§3.2.5).
-            // SAFETY: `status` is MPI_Recv's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status
-            // for this call (MPI 4.1 §3.2.5), which is `put_outcome`'s requirement.
+            // SAFETY: `status` is MPI_Recv's out-argument, null (MPI_STATUS_IGNORE) or valid for writing one
+            // MPI_Status for this call (MPI 4.1 §3.2.5), which is `put_outcome`'s requirement.
             return unsafe { put_outcome(status, Err(f)) };
         }
         Ok(())
