@@ -132,7 +132,7 @@ impl From<MpiError> for Fail {
             | MpiError::Engine(AdiError::Truncated { .. }) => MPI_ERR_TRUNCATE,
             MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
             MpiError::Invalid(_) | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
-            MpiError::Topology(_) => MPI_ERR_TOPOLOGY,
+            MpiError::Topology { .. } => MPI_ERR_TOPOLOGY,
             MpiError::Dims(_) => MPI_ERR_DIMS,
             MpiError::TooLarge(_) => MPI_ERR_COUNT,
             MpiError::NoMemory(_) => MPI_ERR_NO_MEM,
@@ -144,7 +144,7 @@ impl From<MpiError> for Fail {
             MpiError::InfoValue { .. } => MPI_ERR_INFO_VALUE,
             MpiError::InfoNoKey { .. } => MPI_ERR_INFO_NOKEY,
             MpiError::Mismatch { .. } => MPI_ERR_TRUNCATE,
-            MpiError::Group(_) => MPI_ERR_GROUP,
+            MpiError::Group { .. } => MPI_ERR_GROUP,
             MpiError::RmaSync(_) => MPI_ERR_RMA_SYNC,
             MpiError::RmaRange(_) => MPI_ERR_RMA_RANGE,
             MpiError::Engine(AdiError::Transport(adi::TransportError::Device { fault, .. })) => match fault {

@@ -87,7 +87,7 @@ fn launch(st: &mut State, h: Handle) -> R<()> {
     };
     let started = p.start(|Recipe { comm, op, .. }| {
         let PersistentOp::Psend { buf, span, dest, channel } = op else {
-            return Err(mpi::MpiError::Request("not a partitioned send".into()));
+            return Err(mpi::MpiError::Request(mpi::RequestMisuse::NotPartitionedSend));
         };
         if *dest == MPI_PROC_NULL {
             return Ok(Started::Done(mpi::Status::proc_null()));

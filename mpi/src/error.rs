@@ -46,11 +46,16 @@ pub enum MpiError {
     Invalid(String),
     /// A call that needs a process topology on a communicator without one,
     /// or with another kind (MPI 4.1 §8: `MPI_ERR_TOPOLOGY`).
-    #[error("{0}")]
-    Topology(String),
+    #[error("{call} needs a communicator with {wants}")]
+    Topology {
+        /// The call.
+        call: String,
+        /// What it needs: "a process topology", "a Cartesian topology".
+        wants: &'static str,
+    },
     /// Invalid grid dimensions (§8.5: `MPI_ERR_DIMS`).
     #[error("invalid dimensions: {0}")]
-    Dims(String),
+    Dims(DimsError),
     /// A message longer than its receive buffer (`MPI_ERR_TRUNCATE`, MPI
     /// 4.1 §3.2.5): the buffer holds its first bytes, and `status` says
     /// whose message it was (the sender's rank in the receive's
@@ -117,15 +122,18 @@ pub enum MpiError {
     /// A request that cannot do what was asked (`MPI_ERR_REQUEST`): a
     /// persistent request started while active.
     #[error("{0}")]
-    Request(String),
+    Request(RequestMisuse),
     /// Ranks of a group that are out of range or listed twice
     /// (`MPI_ERR_RANK`, §7.3.2).
     #[error("{0}")]
-    Ranks(String),
+    Ranks(RankError),
     /// A group that does not fit the call (`MPI_ERR_GROUP`): members not
     /// in the communicator.
-    #[error("{0}")]
-    Group(String),
+    #[error("job rank {job_rank} of the group is not in the communicator")]
+    Group {
+        /// The member's rank in the job (`MPI_COMM_WORLD`).
+        job_rank: u32,
+    },
     /// A buffer argument that cannot hold the data (a null pointer where
     /// elements must be; `MPI_ERR_BUFFER`).
     #[error("{0}")]
@@ -217,6 +225,99 @@ impl From<adi::knobs::KnobError> for MpiError {
     fn from(e: adi::knobs::KnobError) -> MpiError {
         adi::TransportError::from(e).into()
     }
+}
+
+/// Ranks that do not fit a group or grid (`MpiError::Ranks`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RankError {
+    /// A rank outside `0..size`.
+    #[error("rank {rank} is not in {what} of {size} processes")]
+    NotIn {
+        /// The rank.
+        rank: i32,
+        /// What it should be a rank of ("a group", "group1", "the process grid").
+        what: &'static str,
+        /// Its size.
+        size: i32,
+    },
+    /// A rank listed twice.
+    #[error("rank {rank} is listed twice")]
+    Twice {
+        /// The rank.
+        rank: i32,
+    },
+    /// Ranges that name more ranks than the group has.
+    #[error("the ranges name more ranks than the group of {size} processes has")]
+    TooMany {
+        /// The group's size.
+        size: usize,
+    },
+}
+
+/// Grid dimensions that cannot be (`MpiError::Dims`, MPI 4.1 §8.5).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DimsError {
+    /// A negative entry given to `MPI_Dims_create`.
+    #[error("dims holds {value}: entries are 0 (to fill) or positive")]
+    Negative {
+        /// The entry.
+        value: i32,
+    },
+    /// Processes that do not fill the given dimensions.
+    #[error("{nnodes} processes do not fill a grid whose given dimensions {dims:?} multiply to {fixed}")]
+    NoFit {
+        /// Processes.
+        nnodes: i32,
+        /// The dimensions given.
+        dims: Vec<i32>,
+        /// The product of the fixed ones.
+        fixed: i64,
+    },
+    /// An extent that is not positive.
+    #[error("dimension {dim} has extent {extent}: extents are positive")]
+    Extent {
+        /// The dimension.
+        dim: usize,
+        /// Its extent.
+        extent: i32,
+    },
+    /// More processes than an `int` counts.
+    #[error("a grid of {dims:?} has more than {} processes", i32::MAX)]
+    TooLarge {
+        /// The dimensions.
+        dims: Vec<i32>,
+    },
+    /// A direction the grid does not have.
+    #[error("direction {dim} is not a dimension of a {ndims}-dimensional grid")]
+    NoSuchDimension {
+        /// The direction.
+        dim: usize,
+        /// The grid's dimensions.
+        ndims: usize,
+    },
+}
+
+/// A request used against its rules (`MpiError::Request`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestMisuse {
+    /// `MPI_Start` of a persistent request still active.
+    #[error("MPI_Start of a persistent request that is still active (complete it first, §3.9.2)")]
+    StillActive,
+    /// A split collective file access begun and not ended.
+    #[error("a split collective access on this file has begun and not ended: call its _end first (MPI 4.1 §14.4.5)")]
+    SplitBegun,
+    /// The end of a split collective file access not begun.
+    #[error("no split collective access of this kind has begun on this file: call its _begin first (MPI 4.1 §14.4.5)")]
+    SplitNotBegun,
+    /// A partitioned call on a request of another kind.
+    #[error("not a partitioned send")]
+    NotPartitionedSend,
+    /// A partitioned send started as a plain persistent one.
+    #[error("a partitioned send starts when its partitions are ready")]
+    PartitionedStart,
+    /// A persistent collective started as a point-to-point one.
+    #[error("a persistent collective is started by its own path")]
+    CollectiveStart,
 }
 
 /// Result of MPI calls.

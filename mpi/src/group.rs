@@ -6,7 +6,7 @@
 //! in group order.
 
 use crate::comm::SimpleCommunicator;
-use crate::{MpiError, Rank, Result, PROC_NULL};
+use crate::{MpiError, Rank, RankError, Result, PROC_NULL};
 
 /// An ordered set of processes (§7.3).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,7 +113,7 @@ impl Group {
             while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
                 out.push(r);
                 if out.len() > self.members.len() {
-                    return Err(MpiError::Ranks("the ranges name more ranks than the group has".into()));
+                    return Err(MpiError::Ranks(RankError::TooMany { size: self.members.len() }));
                 }
                 r += stride;
             }
@@ -131,9 +131,10 @@ impl Group {
                 if r == PROC_NULL {
                     return Ok(Some(PROC_NULL));
                 }
-                let m = usize::try_from(r).ok().and_then(|i| self.members.get(i)).ok_or_else(|| {
-                    MpiError::Ranks(format!("rank {r} is not in group1 of {} processes", self.size()))
-                })?;
+                let m = usize::try_from(r)
+                    .ok()
+                    .and_then(|i| self.members.get(i))
+                    .ok_or(MpiError::Ranks(RankError::NotIn { rank: r, what: "group1", size: self.size() }))?;
                 Ok(other.rank_of(*m))
             })
             .collect()
@@ -143,14 +144,7 @@ impl Group {
     /// to it (`MPI_Comm_create`, `MPI_Comm_create_group`, §7.4.2).
     pub fn ranks_in(&self, comm: &SimpleCommunicator) -> Result<Vec<Rank>> {
         let in_comm = Group::of(comm);
-        self.members
-            .iter()
-            .map(|&m| {
-                in_comm
-                    .rank_of(m)
-                    .ok_or_else(|| MpiError::Group(format!("job rank {m} of the group is not in the communicator")))
-            })
-            .collect()
+        self.members.iter().map(|&m| in_comm.rank_of(m).ok_or(MpiError::Group { job_rank: m })).collect()
     }
 
     /// `ranks` are ranks of this group, none listed twice.
@@ -158,12 +152,13 @@ impl Group {
         let n = self.members.len();
         let mut seen = vec![false; n];
         for &r in ranks {
-            let i = usize::try_from(r)
-                .ok()
-                .filter(|&i| i < n)
-                .ok_or_else(|| MpiError::Ranks(format!("rank {r} is not in a group of {n} processes")))?;
+            let i = usize::try_from(r).ok().filter(|&i| i < n).ok_or(MpiError::Ranks(RankError::NotIn {
+                rank: r,
+                what: "a group",
+                size: n as i32,
+            }))?;
             if std::mem::replace(&mut seen[i], true) {
-                return Err(MpiError::Ranks(format!("rank {r} is listed twice")));
+                return Err(MpiError::Ranks(RankError::Twice { rank: r }));
             }
         }
         Ok(())
@@ -217,11 +212,11 @@ mod tests {
         let a = g(&[10, 11, 12, 13, 14]);
         assert_eq!(a.include(&[3, 0]).expect("incl").members(), [13, 10]);
         assert_eq!(a.exclude(&[3, 0]).expect("excl").members(), [11, 12, 14]);
-        assert!(matches!(a.include(&[5]), Err(MpiError::Ranks(m)) if m == "rank 5 is not in a group of 5 processes"));
-        assert!(matches!(a.exclude(&[1, 1]), Err(MpiError::Ranks(_))));
+        assert_eq!(a.include(&[5]).unwrap_err().to_string(), "rank 5 is not in a group of 5 processes");
+        assert!(matches!(a.exclude(&[1, 1]), Err(MpiError::Ranks(RankError::Twice { rank: 1 }))));
         assert_eq!(a.ranges(&[[4, 0, -2]]).expect("ranges"), [4, 2, 0]);
         assert!(matches!(a.ranges(&[[0, 4, 0]]), Err(MpiError::Invalid(_))));
-        assert!(matches!(a.ranges(&[[0, 4, 1], [0, 0, 1]]), Err(MpiError::Ranks(_))));
+        assert!(matches!(a.ranges(&[[0, 4, 1], [0, 0, 1]]), Err(MpiError::Ranks(RankError::TooMany { size: 5 }))));
     }
 
     #[test]

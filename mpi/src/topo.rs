@@ -29,7 +29,7 @@ use std::rc::Rc;
 use crate::coll::schedule::{Builder, Slice, BUF_RECV, BUF_SEND};
 use crate::comm::{Color, Communicator, SimpleCommunicator};
 use crate::datatype::Equivalence;
-use crate::error::{MpiError, Result};
+use crate::error::{DimsError, MpiError, Result};
 use crate::request::Request;
 use crate::{Count, Rank};
 
@@ -112,15 +112,13 @@ pub fn dims_create(nnodes: Count, dims: &mut [Count]) -> Result<()> {
         return Err(invalid(format!("dims_create: nnodes {nnodes} is not positive")));
     }
     if let Some(&d) = dims.iter().find(|&&d| d < 0) {
-        return Err(MpiError::Dims(format!("dims holds {d}: entries are 0 (to fill) or positive")));
+        return Err(MpiError::Dims(DimsError::Negative { value: d }));
     }
     let fixed: i64 = dims.iter().filter(|&&d| d > 0).map(|&d| i64::from(d)).product();
     let free = dims.iter().filter(|&&d| d == 0).count();
     let nodes = i64::from(nnodes);
     if nodes % fixed != 0 || (free == 0 && fixed != nodes) {
-        return Err(MpiError::Dims(format!(
-            "{nnodes} processes do not fill a grid whose given dimensions {dims:?} multiply to {fixed}"
-        )));
+        return Err(MpiError::Dims(DimsError::NoFit { nnodes, dims: dims.to_vec(), fixed }));
     }
     let mut fill = balanced(nodes / fixed, free).into_iter();
     for d in dims.iter_mut().filter(|d| **d == 0) {
@@ -269,11 +267,11 @@ impl Cartesian {
             return Err(invalid(format!("{} dimensions but {} periods", dims.len(), periods.len())));
         }
         if let Some((d, &e)) = dims.iter().enumerate().find(|(_, &e)| e <= 0) {
-            return Err(MpiError::Dims(format!("dimension {d} has extent {e}: extents are positive")));
+            return Err(MpiError::Dims(DimsError::Extent { dim: d, extent: e }));
         }
         let size = dims.iter().try_fold(1i32, |acc, &e| acc.checked_mul(e));
         if size.is_none() {
-            return Err(MpiError::Dims(format!("a grid of {dims:?} has more than {} processes", i32::MAX)));
+            return Err(MpiError::Dims(DimsError::TooLarge { dims: dims.to_vec() }));
         }
         Ok(Cartesian { dims: dims.to_vec(), periods: periods.to_vec() })
     }
@@ -334,10 +332,7 @@ impl Cartesian {
     /// dimension that does not wrap.
     pub fn shift(&self, rank: Rank, dim: usize, disp: Count) -> Result<(Option<Rank>, Option<Rank>)> {
         if dim >= self.dims.len() {
-            return Err(MpiError::Dims(format!(
-                "direction {dim} is not a dimension of a {}-dimensional grid",
-                self.dims.len()
-            )));
+            return Err(MpiError::Dims(DimsError::NoSuchDimension { dim, ndims: self.dims.len() }));
         }
         let coords = self.coords_of(rank)?;
         let (e, periodic) = (i64::from(self.dims[dim]), self.periods[dim]);
@@ -713,7 +708,7 @@ impl SimpleCommunicator {
     /// where `remain` is true (`MPI_Cart_sub`, §8.5.6). Collective.
     pub fn cartesian_sub(&self, remain: &[bool]) -> Result<SimpleCommunicator> {
         let Some(Topology::Cartesian(cart)) = self.topology() else {
-            return Err(MpiError::Topology("cartesian_sub needs a communicator with a Cartesian topology".into()));
+            return Err(MpiError::Topology { call: "cartesian_sub".into(), wants: "a Cartesian topology" });
         };
         let (color, key, sub) = cart.sub(self.rank(), remain)?;
         let c = self.split_by_color_with_key(Color::With(color), key)?;
@@ -731,7 +726,7 @@ impl SimpleCommunicator {
     fn edges_here(&self, what: &str) -> Result<(Vec<Edge>, Vec<Edge>)> {
         match self.topology() {
             Some(t) => t.edges(self.rank()),
-            None => Err(MpiError::Topology(format!("{what} needs a communicator with a process topology"))),
+            None => Err(MpiError::Topology { call: what.into(), wants: "a process topology" }),
         }
     }
 
@@ -868,8 +863,8 @@ mod tests {
         let mut d = [0, 3, 0];
         dims_create(24, &mut d).unwrap();
         assert_eq!(d, [4, 3, 2]);
-        assert!(matches!(dims_create(10, &mut [0, 3]), Err(MpiError::Dims(_))));
-        assert!(matches!(dims_create(6, &mut [-1, 0]), Err(MpiError::Dims(_))));
+        assert!(matches!(dims_create(10, &mut [0, 3]), Err(MpiError::Dims(DimsError::NoFit { fixed: 3, .. }))));
+        assert!(matches!(dims_create(6, &mut [-1, 0]), Err(MpiError::Dims(DimsError::Negative { value: -1 }))));
     }
 
     /// Many dimensions: no recursion per dimension (issue 47, break 10:

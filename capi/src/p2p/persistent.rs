@@ -201,12 +201,8 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
                 // MPI_Precv_init until each started receive completes (§4.2).
                 Started::Op(unsafe { mpi::staged::partitioned::irecv(c, channel, buf.cast(), span) }?)
             }
-            PersistentOp::Psend { .. } => {
-                return Err(mpi::MpiError::Request("a partitioned send starts when its partitions are ready".into()))
-            }
-            PersistentOp::Coll(..) => {
-                return Err(mpi::MpiError::Request("a persistent collective is started by its own path".into()))
-            }
+            PersistentOp::Psend { .. } => return Err(mpi::MpiError::Request(mpi::RequestMisuse::PartitionedStart)),
+            PersistentOp::Coll(..) => return Err(mpi::MpiError::Request(mpi::RequestMisuse::CollectiveStart)),
         })
     });
     started.map_err(Fail::from)?;

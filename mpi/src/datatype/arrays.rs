@@ -81,7 +81,7 @@ pub fn darray(old: &Arc<Typemap>, size: i32, rank: i32, dims: &[DarrayDim], orde
         return Err(MpiError::Invalid(format!("process grid {psizes:?} has {grid} processes, but size is {size}")));
     }
     if !(0..size).contains(&rank) {
-        return Err(MpiError::Ranks(format!("rank {rank} is not in 0..{size}")));
+        return Err(MpiError::Ranks(crate::error::RankError::NotIn { rank, what: "the process grid", size }));
     }
     // The process grid is row-major whatever the array's order (§5.1.4).
     let mut coords = vec![0i64; dims.len()];

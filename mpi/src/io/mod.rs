@@ -498,10 +498,7 @@ impl File {
     }
 
     fn split_pending(&self) -> MpiError {
-        MpiError::Request(
-            "a split collective access on this file has begun and not ended: call its _end first (MPI 4.1 §14.4.5)"
-                .into(),
-        )
+        MpiError::Request(crate::error::RequestMisuse::SplitBegun)
     }
 
     /// Access `span`'s elements at `buf` (`MPI_File_read_at`, `_write`,
@@ -822,12 +819,11 @@ impl File {
             s.direction == direction && s.explicit == explicit && (explicit || s.position == position)
         });
         if !matches {
-            return Err(MpiError::Request(
-                "no split collective access of this kind has begun on this file: call its _begin first (MPI 4.1 §14.4.5)"
-                    .into(),
-            ));
+            return Err(MpiError::Request(crate::error::RequestMisuse::SplitNotBegun));
         }
-        self.split.take().map_or_else(|| Err(MpiError::Request("no split collective access".into())), |s| s.result)
+        self.split
+            .take()
+            .map_or_else(|| Err(MpiError::Request(crate::error::RequestMisuse::SplitNotBegun)), |s| s.result)
     }
 
     /// Write `data` at `position` (the typed form of [`File::access_raw`]).

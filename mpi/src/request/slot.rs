@@ -52,9 +52,7 @@ impl<P> Persistent<P> {
     /// refused while it is active.
     pub fn start(&mut self, start: impl FnOnce(&P) -> Result<Started>) -> Result<()> {
         if self.active.is_some() || self.done.is_some() {
-            return Err(MpiError::Request(
-                "MPI_Start of a persistent request that is still active (complete it first, §3.9.2)".into(),
-            ));
+            return Err(MpiError::Request(crate::error::RequestMisuse::StillActive));
         }
         match start(&self.recipe)? {
             Started::Op(op) => self.active = Some(op),
@@ -178,7 +176,10 @@ mod tests {
         assert!(matches!(slot.part(), Part::Idle));
         let Slot::Persistent(p) = &mut slot else { unreachable!("made persistent") };
         p.start(|&r| Ok(Started::Done(Status::new(i32::from(r), 1, 0)))).expect("first start");
-        assert!(matches!(p.start(|_| Ok(Started::Done(Status::empty()))), Err(MpiError::Request(_))));
+        assert!(matches!(
+            p.start(|_| Ok(Started::Done(Status::empty()))),
+            Err(MpiError::Request(crate::error::RequestMisuse::StillActive))
+        ));
         assert!(matches!(slot.part(), Part::Ended));
         // Reported once by get_status (kept), then completed: the same outcome.
         let (kept, slot) = slot.keep();
