@@ -157,14 +157,22 @@ pub enum MpiError {
     RmaFlavor(String),
     /// Memory that cannot be attached or detached (`MPI_ERR_RMA_ATTACH`).
     #[error("{0}")]
-    RmaAttach(String),
+    RmaAttach(AttachError),
     /// Conflicting accesses to one window location that the library saw
     /// (`MPI_ERR_RMA_CONFLICT`, MPI 4.1 §12.7): in the separate model, a
     /// local store and a remote update of the same bytes with no
     /// synchronisation between them. The call that reports it did its
     /// work (the local store won); the program is erroneous.
-    #[error("{0}")]
-    RmaConflict(String),
+    #[error(
+        "window byte {byte} of rank {rank}: a local store and another process's put or accumulate changed it \
+         with no synchronisation between them (separate memory model, MPI 4.1 §12.7); the local store was kept"
+    )]
+    RmaConflict {
+        /// The window's owner.
+        rank: i32,
+        /// The byte's displacement in the window.
+        byte: usize,
+    },
     /// A shared-memory window over processes that share no memory
     /// (`MPI_ERR_RMA_SHARED`).
     #[error("{0}")]
@@ -184,8 +192,13 @@ pub enum MpiError {
     Op(String),
     /// Memory the call needs could not be had (`MPI_ERR_NO_MEM`): the
     /// call fails, the process goes on.
-    #[error("out of memory: {0}")]
-    NoMemory(String),
+    #[error("out of memory: {what} of {bytes} bytes cannot be allocated")]
+    NoMemory {
+        /// What was to be allocated.
+        what: String,
+        /// Its size.
+        bytes: u64,
+    },
     /// A value that the data representation cannot hold
     /// (`MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2).
     #[error("{0}")]
@@ -194,8 +207,11 @@ pub enum MpiError {
     #[error("{0}")]
     Port(String),
     /// A service name that is not published (`MPI_ERR_NAME`, §11.10.5).
-    #[error("{0}")]
-    Name(String),
+    #[error("MPI_Lookup_name: no service {service:?} is published")]
+    Name {
+        /// The service name.
+        service: String,
+    },
     /// A service that cannot be published or unpublished
     /// (`MPI_ERR_SERVICE`, §11.10.5).
     #[error("{0}")]
@@ -318,6 +334,37 @@ pub enum RequestMisuse {
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,
+}
+
+/// Memory a dynamic window cannot attach or detach (`MpiError::RmaAttach`,
+/// MPI 4.1 §12.2.4).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    /// A null address with a size.
+    #[error("MPI_Win_attach of a null address")]
+    Null,
+    /// A region past the end of the address space.
+    #[error("MPI_Win_attach: the region at {base:#x} of {size} bytes wraps around")]
+    Wraps {
+        /// Its address.
+        base: u64,
+        /// Its size.
+        size: u64,
+    },
+    /// A region that overlaps one attached already.
+    #[error("MPI_Win_attach: bytes {base:#x}..{end:#x} overlap a region already attached")]
+    Overlap {
+        /// Its address.
+        base: u64,
+        /// Its end.
+        end: u64,
+    },
+    /// No region attached at the address.
+    #[error("MPI_Win_detach: no region is attached at {base:#x}")]
+    NotAttached {
+        /// The address.
+        base: u64,
+    },
 }
 
 /// Result of MPI calls.

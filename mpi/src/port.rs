@@ -365,8 +365,7 @@ pub fn publish_name(service: &str, port: &str) -> Result<()> {
 /// `MPI_Lookup_name`: the port `service` names (`MPI_ERR_NAME` if none).
 pub fn lookup_name(service: &str) -> Result<String> {
     let f = service_file(service)?;
-    std::fs::read_to_string(f)
-        .map_err(|_| MpiError::Name(format!("MPI_Lookup_name: no service {service:?} is published")))
+    std::fs::read_to_string(f).map_err(|_| MpiError::Name { service: service.to_string() })
 }
 
 /// `MPI_Unpublish_name`: `service` no longer names `port`

@@ -83,7 +83,7 @@ impl<T: Equivalence> BufferMut for Vec<T> {
 /// are checked: the check is a system call, and this is on every
 /// scattered send and receive.)
 pub fn zeroed_buffer(len: usize, what: &str) -> crate::Result<Vec<u8>> {
-    let refuse = || crate::MpiError::NoMemory(format!("{what} of {len} bytes cannot be allocated"));
+    let refuse = || crate::MpiError::NoMemory { what: what.into(), bytes: len as u64 };
     if len >= 1 << 30 && len as u64 > host_memory() {
         return Err(refuse());
     }

@@ -415,14 +415,7 @@ impl Card {
         }
         e.charge(HostCost::CopyByte, n as u64);
         self.complete(e)?;
-        Ok(conflict.map(|at| {
-            MpiError::RmaConflict(format!(
-                "window byte {at} of rank {}: a local store and another process's put or accumulate changed it \
-                 with no synchronisation between them (separate memory model, MPI 4.1 §12.7); the local store \
-                 was kept",
-                self.me
-            ))
-        }))
+        Ok(conflict.map(|byte| MpiError::RmaConflict { rank: self.me as i32, byte }))
     }
 
     /// What others stored in: the public copy comes into the private one,

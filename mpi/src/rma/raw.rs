@@ -19,7 +19,7 @@ use crate::datatype::typemap::Typemap;
 use crate::request::Request;
 use crate::staged::reduce::Elem;
 use crate::staged::{incoming, outgoing, Span};
-use crate::{MpiError, Rank, Result, PROC_NULL};
+use crate::{AttachError, MpiError, Rank, Result, PROC_NULL};
 
 mod sync;
 
@@ -164,7 +164,8 @@ impl RawWindow {
         let lines = usize::try_from(size.div_ceil(64))
             .map_err(|_| MpiError::WinSize(format!("a window of {size} bytes is larger than memory")))?;
         let mut v: Vec<Line> = Vec::new();
-        v.try_reserve_exact(lines).map_err(|_| MpiError::NoMemory(format!("MPI_Win_allocate of {size} bytes")))?;
+        v.try_reserve_exact(lines)
+            .map_err(|_| MpiError::NoMemory { what: "MPI_Win_allocate's window".into(), bytes: size })?;
         v.resize(lines, Line([0; 64]));
         let base = v.as_mut_ptr().cast::<u8>();
         // SAFETY: `base` is `v`'s `lines * 64 >= size` zeroed bytes, whose heap block stays put when
@@ -473,16 +474,14 @@ impl RawWindow {
     pub unsafe fn attach(&mut self, base: *mut u8, size: u64) -> Result<()> {
         let (a, ctx) = (base as u64, self.ctx);
         if size > 0 && base.is_null() {
-            return Err(MpiError::RmaAttach("MPI_Win_attach of a null address".into()));
+            return Err(MpiError::RmaAttach(AttachError::Null));
         }
-        let end = a.checked_add(size).ok_or_else(|| MpiError::RmaAttach("the region wraps around".into()))?;
+        let end = a.checked_add(size).ok_or(MpiError::RmaAttach(AttachError::Wraps { base: a, size }))?;
         self.rma(|r, _| {
             let regions = r.regions(ctx)?;
             let before = regions.range(..end).next_back().filter(|(s, l)| **s + **l > a);
             if before.is_some() {
-                return Err(MpiError::RmaAttach(format!(
-                    "MPI_Win_attach: bytes {a:#x}..{end:#x} overlap a region already attached"
-                )));
+                return Err(MpiError::RmaAttach(AttachError::Overlap { base: a, end }));
             }
             regions.insert(a, size);
             Ok(())
@@ -493,9 +492,10 @@ impl RawWindow {
     pub fn detach(&mut self, base: *const u8) -> Result<()> {
         let ctx = self.ctx;
         self.rma(|r, _| {
-            r.regions(ctx)?.remove(&(base as u64)).map(|_| ()).ok_or_else(|| {
-                MpiError::RmaAttach(format!("MPI_Win_detach: no region is attached at {:#x}", base as u64))
-            })
+            r.regions(ctx)?
+                .remove(&(base as u64))
+                .map(|_| ())
+                .ok_or(MpiError::RmaAttach(AttachError::NotAttached { base: base as u64 }))
         })
     }
 

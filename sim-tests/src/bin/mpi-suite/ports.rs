@@ -65,7 +65,7 @@ pub(crate) fn ports(w: &SimpleCommunicator) -> R {
             return Err("a second publish was not MPI_ERR_SERVICE".into());
         }
         mpi::port::unpublish_name(service, p).map_err(e)?;
-        if !matches!(mpi::port::lookup_name(service), Err(MpiError::Name(_))) {
+        if !matches!(mpi::port::lookup_name(service), Err(MpiError::Name { .. })) {
             return Err("a lookup after the unpublish was not MPI_ERR_NAME".into());
         }
         w.close_port(p).map_err(e)?;
