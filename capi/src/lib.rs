@@ -155,7 +155,7 @@ impl From<MpiError> for Fail {
                 adi::DeviceFault::PeerNotReady => MPI_ERR_OTHER,
             },
             MpiError::Win(_) => MPI_ERR_WIN,
-            MpiError::RmaFlavor(_) => MPI_ERR_RMA_FLAVOR,
+            MpiError::RmaFlavor { .. } => MPI_ERR_RMA_FLAVOR,
             MpiError::RmaAttach(_) => MPI_ERR_RMA_ATTACH,
             MpiError::RmaShared(_) => MPI_ERR_RMA_SHARED,
             MpiError::RmaConflict { .. } => MPI_ERR_RMA_CONFLICT,

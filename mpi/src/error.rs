@@ -153,8 +153,13 @@ pub enum MpiError {
     Win(String),
     /// A call that needs another kind of window (`MPI_ERR_RMA_FLAVOR`):
     /// attaching memory to a window not made by `MPI_Win_create_dynamic`.
-    #[error("{0}")]
-    RmaFlavor(String),
+    #[error("{call} needs {wants}")]
+    RmaFlavor {
+        /// The call.
+        call: &'static str,
+        /// The kind of window it needs.
+        wants: &'static str,
+    },
     /// Memory that cannot be attached or detached (`MPI_ERR_RMA_ATTACH`).
     #[error("{0}")]
     RmaAttach(AttachError),

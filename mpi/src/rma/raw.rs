@@ -445,7 +445,10 @@ impl RawWindow {
         }
         let Storage::Shared(seg) = &self.storage else {
             if self.flavor == Flavor::Dynamic {
-                return Err(MpiError::RmaFlavor("MPI_Win_shared_query on a dynamic window".into()));
+                return Err(MpiError::RmaFlavor {
+                    call: "MPI_Win_shared_query",
+                    wants: "a window with memory of its own (a dynamic window has only what is attached)",
+                });
             }
             let me = self.comm.rank();
             let first = self.peers.iter().position(|p| p.size > 0).map(|r| r as Rank);

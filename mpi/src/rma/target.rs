@@ -304,9 +304,10 @@ impl Rma {
     pub(crate) fn regions(&mut self, ctx: u32) -> crate::Result<&mut BTreeMap<u64, u64>> {
         match &mut self.win(ctx)?.memory {
             Memory::Dynamic(r) => Ok(r),
-            Memory::Fixed { .. } => Err(crate::MpiError::RmaFlavor(
-                "MPI_Win_attach and MPI_Win_detach need a window made by MPI_Win_create_dynamic".into(),
-            )),
+            Memory::Fixed { .. } => Err(crate::MpiError::RmaFlavor {
+                call: "MPI_Win_attach and MPI_Win_detach",
+                wants: "a window made by MPI_Win_create_dynamic",
+            }),
         }
     }
 
