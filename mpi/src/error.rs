@@ -220,7 +220,7 @@ pub enum MpiError {
     /// A service that cannot be published or unpublished
     /// (`MPI_ERR_SERVICE`, §11.10.5).
     #[error("{0}")]
-    Service(String),
+    Service(ServiceError),
     /// Processes that could not be spawned (`MPI_ERR_SPAWN`, §11.8.2):
     /// none was started, and the job goes on.
     #[error("{0}")]
@@ -369,6 +369,47 @@ pub enum AttachError {
     NotAttached {
         /// The address.
         base: u64,
+    },
+}
+
+/// A service name that cannot be published or unpublished
+/// (`MpiError::Service`, MPI 4.1 §11.10.5).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ServiceError {
+    /// An empty service name.
+    #[error("a service name must not be empty")]
+    Empty,
+    /// The name service's files could not be written or removed.
+    #[error("{call}: {service:?}: {why}")]
+    Io {
+        /// `MPI_Publish_name` or `MPI_Unpublish_name`.
+        call: &'static str,
+        /// The service.
+        service: String,
+        /// The system's error.
+        why: String,
+    },
+    /// A service published already.
+    #[error("MPI_Publish_name: {service:?} is published already; unpublish it first")]
+    Published {
+        /// The service.
+        service: String,
+    },
+    /// Unpublishing a service that names another port.
+    #[error("MPI_Unpublish_name: {service:?} names port {names:?}, not {port:?}")]
+    OtherPort {
+        /// The service.
+        service: String,
+        /// The port it names.
+        names: String,
+        /// The port given.
+        port: String,
+    },
+    /// Unpublishing a service that is not published.
+    #[error("MPI_Unpublish_name: no service {service:?} is published")]
+    NotPublished {
+        /// The service.
+        service: String,
     },
 }
 

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use adi::{Source as AdiSource, TagSel};
 
 use crate::comm::SimpleCommunicator;
-use crate::{MpiError, Rank, Result};
+use crate::{MpiError, Rank, Result, ServiceError};
 
 /// The prefix of this library's port names.
 const PREFIX: &str = "dnmpi-port";
@@ -333,7 +333,7 @@ fn names_dir() -> PathBuf {
 /// name is a file name.
 fn service_file(service: &str) -> Result<PathBuf> {
     if service.is_empty() {
-        return Err(MpiError::Service("a service name must not be empty".into()));
+        return Err(MpiError::Service(ServiceError::Empty));
     }
     Ok(names_dir().join(service.bytes().map(|b| format!("{b:02x}")).collect::<String>()))
 }
@@ -344,7 +344,13 @@ fn service_file(service: &str) -> Result<PathBuf> {
 /// already is refused (`MPI_ERR_SERVICE`).
 pub fn publish_name(service: &str, port: &str) -> Result<()> {
     let f = service_file(service)?;
-    let fail = |e: std::io::Error| MpiError::Service(format!("MPI_Publish_name: could not publish {service:?}: {e}"));
+    let fail = |e: std::io::Error| {
+        MpiError::Service(ServiceError::Io {
+            call: "MPI_Publish_name",
+            service: service.into(),
+            why: format!("could not publish it: {e}"),
+        })
+    };
     std::fs::create_dir_all(names_dir()).map_err(fail)?;
     let mut tmp = f.clone().into_os_string();
     tmp.push(format!(".{}.tmp", std::process::id()));
@@ -356,7 +362,7 @@ pub fn publish_name(service: &str, port: &str) -> Result<()> {
     match linked {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(MpiError::Service(format!("MPI_Publish_name: {service:?} is published already; unpublish it first")))
+            Err(MpiError::Service(ServiceError::Published { service: service.into() }))
         }
         Err(e) => Err(fail(e)),
     }
@@ -373,11 +379,17 @@ pub fn lookup_name(service: &str) -> Result<String> {
 pub fn unpublish_name(service: &str, port: &str) -> Result<()> {
     let f = service_file(service)?;
     match std::fs::read_to_string(&f) {
-        Ok(p) if p == port.trim_end_matches('\0') => {
-            std::fs::remove_file(&f).map_err(|e| MpiError::Service(format!("MPI_Unpublish_name: {e}")))
+        Ok(p) if p == port.trim_end_matches('\0') => std::fs::remove_file(&f).map_err(|e| {
+            MpiError::Service(ServiceError::Io {
+                call: "MPI_Unpublish_name",
+                service: service.into(),
+                why: e.to_string(),
+            })
+        }),
+        Ok(names) => {
+            Err(MpiError::Service(ServiceError::OtherPort { service: service.into(), names, port: port.into() }))
         }
-        Ok(p) => Err(MpiError::Service(format!("MPI_Unpublish_name: {service:?} names port {p:?}, not {port:?}"))),
-        Err(_) => Err(MpiError::Service(format!("MPI_Unpublish_name: no service {service:?} is published"))),
+        Err(_) => Err(MpiError::Service(ServiceError::NotPublished { service: service.into() })),
     }
 }
 
@@ -405,6 +417,6 @@ mod tests {
     fn service_files_take_any_name() {
         let f = service_file("a/b c").unwrap_or_default();
         assert_eq!(f.file_name().and_then(|n| n.to_str()), Some("612f622063"));
-        assert!(matches!(service_file(""), Err(MpiError::Service(_))));
+        assert_eq!(service_file(""), Err(MpiError::Service(ServiceError::Empty)));
     }
 }
