@@ -66,7 +66,7 @@ pub enum MpiError {
     )]
     Truncated {
         /// The receive's status: source, tag, bytes received.
-        status: crate::comm::Status,
+        status: crate::status::Status,
         /// The message's length.
         len: u64,
     },
@@ -230,7 +230,7 @@ pub enum MpiError {
     #[error("{msg}")]
     File {
         /// The error class (§14.7, Table 14.5).
-        class: crate::io::FileErrorClass,
+        class: FileErrorClass,
         /// What went wrong and what to do.
         msg: String,
     },
@@ -411,6 +411,43 @@ pub enum ServiceError {
         /// The service.
         service: String,
     },
+}
+
+/// One of the I/O error classes of MPI 4.1 §14.7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileErrorClass {
+    /// `MPI_ERR_FILE`: a file handle that is not valid.
+    File,
+    /// `MPI_ERR_NOT_SAME`: processes gave different arguments to a
+    /// collective file call that needs the same ones.
+    NotSame,
+    /// `MPI_ERR_AMODE`: an access mode that is not valid (§14.2.1).
+    Amode,
+    /// `MPI_ERR_UNSUPPORTED_DATAREP`: a data representation not provided.
+    UnsupportedDatarep,
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`: an operation the file's mode does
+    /// not allow (an individual pointer on a sequential file).
+    UnsupportedOperation,
+    /// `MPI_ERR_NO_SUCH_FILE`: the file does not exist.
+    NoSuchFile,
+    /// `MPI_ERR_FILE_EXISTS`: `MPI_MODE_EXCL` and the file exists.
+    FileExists,
+    /// `MPI_ERR_BAD_FILE`: a file name that is not valid (a directory, too long).
+    BadFile,
+    /// `MPI_ERR_ACCESS`: permission denied.
+    Access,
+    /// `MPI_ERR_NO_SPACE`: the device is full.
+    NoSpace,
+    /// `MPI_ERR_QUOTA`: the quota is exceeded.
+    Quota,
+    /// `MPI_ERR_READ_ONLY`: the file or file system is read-only.
+    ReadOnly,
+    /// `MPI_ERR_FILE_IN_USE`: the file is busy.
+    FileInUse,
+    /// `MPI_ERR_IO`: any other I/O error.
+    Io,
+    /// `MPI_ERR_DUP_DATAREP`: a data representation registered twice.
+    DupDatarep,
 }
 
 /// Result of MPI calls.

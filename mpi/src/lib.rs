@@ -45,6 +45,7 @@ pub mod request;
 pub mod rma;
 pub mod spawn;
 pub mod staged;
+mod status;
 pub mod topo;
 mod universe;
 mod watcher;

@@ -122,3 +122,61 @@ fn no_public_api_returns_a_string_as_its_error() {
     }
     assert!(found.is_empty(), "public APIs with a String error (give them an error type):\n{}", found.join("\n"));
 }
+
+/// The modules of the `mpi` crate's core (issue 49, item 2): the status,
+/// the errors, the datatypes, info objects and the compute meter. Every
+/// other module builds on them; they import no module outside the core
+/// (the crate root's constants and type names are not modules).
+const MPI_CORE: &[&str] = &["error", "status", "datatype", "info", "compute"];
+
+/// The modules of the crate that `text` names through `crate::` paths,
+/// outside comments and its unit tests.
+fn crate_modules_named(text: &str, is_module: impl Fn(&str) -> bool) -> Vec<String> {
+    let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + 7..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                // `crate::{a::X, b}`: the first segment of each path.
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .filter_map(|p| p.trim().split("::").next())
+                    .collect(),
+                None => rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).take(1).collect(),
+            };
+            out.extend(names.into_iter().filter(|n| is_module(n)).map(String::from));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_mpi_core_imports_no_module_above_it() {
+    let src = repo().join("mpi/src");
+    let is_module = |n: &str| !n.is_empty() && (src.join(format!("{n}.rs")).is_file() || src.join(n).is_dir());
+    assert_eq!(crate_modules_named("use crate::{comm::Status, Rank};\nx(crate::io::f)", is_module), ["comm", "io"]);
+    let mut above = Vec::new();
+    for m in MPI_CORE {
+        let mut files = Vec::new();
+        let file = src.join(format!("{m}.rs"));
+        if file.is_file() {
+            files.push(file);
+        }
+        sources(&src.join(m), &mut files);
+        assert!(!files.is_empty(), "mpi/src/{m} is gone: update MPI_CORE");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            for n in crate_modules_named(&text, is_module) {
+                if !MPI_CORE.contains(&n.as_str()) {
+                    above.push(format!("{} uses crate::{n}", f.strip_prefix(&src).unwrap_or(&f).display()));
+                }
+            }
+        }
+    }
+    assert!(above.is_empty(), "the core of mpi imports from above it:\n{}", above.join("\n"));
+}
