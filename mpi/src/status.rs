@@ -2,9 +2,6 @@
 //! §3.2.5): part of the core every other module of the crate builds on,
 //! which imports none of them (issue 49, item 2).
 
-use bytemuck::Pod;
-
-use crate::error::{MpiError, Result};
 use crate::{Rank, Tag};
 
 /// The envelope of a received or probed message (`MPI_Status`).
@@ -57,14 +54,5 @@ impl Status {
     /// Length in bytes.
     pub fn bytes(&self) -> u64 {
         self.bytes
-    }
-
-    /// Number of `T` elements (`MPI_Get_count`); an error if the length is not a multiple.
-    pub fn count<T: Pod>(&self) -> Result<usize> {
-        let sz = std::mem::size_of::<T>();
-        if sz == 0 || self.bytes % sz as u64 != 0 {
-            return Err(MpiError::Count { bytes: self.bytes, elem: sz });
-        }
-        Ok((self.bytes / sz as u64) as usize)
     }
 }

@@ -126,8 +126,10 @@ fn no_public_api_returns_a_string_as_its_error() {
 /// The modules of the `mpi` crate's core (issue 49, item 2): the status,
 /// the errors, the datatypes, info objects and the compute meter. Every
 /// other module builds on them; they import no module outside the core
-/// (the crate root's constants and type names are not modules).
-const MPI_CORE: &[&str] = &["error", "status", "datatype", "info", "compute"];
+/// (the crate root's constants and type names are not modules), and each
+/// imports only those listed before it (itself aside), so the core has no
+/// cycle either.
+const MPI_CORE: &[&str] = &["status", "error", "datatype", "info", "compute"];
 
 /// The modules of the crate that `text` names through `crate::` paths,
 /// outside comments and its unit tests.
@@ -161,7 +163,7 @@ fn the_mpi_core_imports_no_module_above_it() {
     let is_module = |n: &str| !n.is_empty() && (src.join(format!("{n}.rs")).is_file() || src.join(n).is_dir());
     assert_eq!(crate_modules_named("use crate::{comm::Status, Rank};\nx(crate::io::f)", is_module), ["comm", "io"]);
     let mut above = Vec::new();
-    for m in MPI_CORE {
+    for (k, m) in MPI_CORE.iter().enumerate() {
         let mut files = Vec::new();
         let file = src.join(format!("{m}.rs"));
         if file.is_file() {
@@ -172,11 +174,15 @@ fn the_mpi_core_imports_no_module_above_it() {
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap_or_default();
             for n in crate_modules_named(&text, is_module) {
-                if !MPI_CORE.contains(&n.as_str()) {
+                if n != *m && !MPI_CORE[..k].contains(&n.as_str()) {
                     above.push(format!("{} uses crate::{n}", f.strip_prefix(&src).unwrap_or(&f).display()));
                 }
             }
         }
     }
-    assert!(above.is_empty(), "the core of mpi imports from above it:\n{}", above.join("\n"));
+    assert!(
+        above.is_empty(),
+        "the core of mpi imports from above it (or from later in MPI_CORE):\n{}",
+        above.join("\n")
+    );
 }

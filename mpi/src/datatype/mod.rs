@@ -118,3 +118,17 @@ pub(crate) fn vec_from_bytes<T: Pod>(bytes: &[u8]) -> Option<Vec<T>> {
     bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
     Some(v)
 }
+
+/// How many elements of a type a message holds (`MPI_Get_count`): with
+/// the datatypes, as it is a question about an element type (and so that
+/// [`crate::status`] needs nothing of the errors).
+impl crate::status::Status {
+    /// Number of `T` elements (`MPI_Get_count`); an error if the length is not a multiple.
+    pub fn count<T: bytemuck::Pod>(&self) -> crate::Result<usize> {
+        let sz = std::mem::size_of::<T>();
+        if sz == 0 || self.bytes() % sz as u64 != 0 {
+            return Err(crate::MpiError::Count { bytes: self.bytes(), elem: sz });
+        }
+        Ok((self.bytes() / sz as u64) as usize)
+    }
+}
