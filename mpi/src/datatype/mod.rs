@@ -121,7 +121,7 @@ pub(crate) fn vec_from_bytes<T: Pod>(bytes: &[u8]) -> Option<Vec<T>> {
 
 /// How many elements of a type a message holds (`MPI_Get_count`): with
 /// the datatypes, as it is a question about an element type (and so that
-/// [`crate::status`] needs nothing of the errors).
+/// the status module needs nothing of the errors).
 impl crate::status::Status {
     /// Number of `T` elements (`MPI_Get_count`); an error if the length is not a multiple.
     pub fn count<T: bytemuck::Pod>(&self) -> crate::Result<usize> {
