@@ -51,32 +51,7 @@ pub(crate) struct Context {
     meter: Option<crate::compute::Meter>,
 }
 
-/// The words of `DN_NBC_PROGRESS`.
-impl adi::knobs::Choice for ProgressMode {
-    const CHOICES: &'static [(&'static str, Self)] =
-        &[("manual", ProgressMode::Manual), ("thread", ProgressMode::Thread), ("offload", ProgressMode::Offload)];
-}
-
-/// Who executes collective schedules (`DN_NBC_PROGRESS`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// This process, inside MPI calls (LibNBC without a thread).
-    Manual,
-    /// The network device (the DIMMnet-2 collective engine), with the
-    /// host only starting the schedule and collecting the result.
-    Offload,
-    /// A progress thread on a second core (LibNBC's thread, KACC's agent).
-    /// On a real network (UDP) it is an operating-system thread, see
-    /// `ProgressThread`. On the simulator the thread is simulated: while the application
-    /// computes ([`Universe::compute`]), it wakes every
-    /// [`THREAD_POLL_NS`] and makes a progress pass whose host costs it
-    /// pays on its own core: the computation ends when it would alone, or
-    /// when the thread's pass ends if that is later (a process has one
-    /// simulated clock), and the next computations absorb the difference.
-    /// Programs that compute for real, without `compute`, see no thread:
-    /// their collectives progress inside MPI calls.
-    Thread,
-}
+pub use crate::config::ProgressMode;
 
 /// How often the simulated progress thread polls while the application
 /// computes (ours: LibNBC's thread spins; 1 us keeps it from dominating

@@ -124,12 +124,12 @@ fn no_public_api_returns_a_string_as_its_error() {
 }
 
 /// The modules of the `mpi` crate's core (issue 49, item 2): the status,
-/// the errors, the datatypes, info objects and the compute meter. Every
-/// other module builds on them; they import no module outside the core
-/// (the crate root's constants and type names are not modules), and each
-/// imports only those listed before it (itself aside), so the core has no
-/// cycle either.
-const MPI_CORE: &[&str] = &["status", "error", "datatype", "info", "compute"];
+/// the errors, the datatypes, info objects, the compute meter and the
+/// settings read at `MPI_Init`. Every other module builds on them; they
+/// import no module outside the core (the crate root's constants and type
+/// names are not modules), and each imports only those listed before it
+/// (itself aside), so the core has no cycle either.
+const MPI_CORE: &[&str] = &["status", "error", "datatype", "info", "compute", "config"];
 
 /// The modules of the crate that `text` names through `crate::` paths,
 /// outside comments and its unit tests.

@@ -182,22 +182,7 @@ impl Model {
     }
 }
 
-/// `DN_RMA`: the path one-sided operations take by default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RmaPath {
-    /// Active messages, windows unified whatever their info says (`messages`).
-    Messages,
-    /// The card's remote accesses, windows separate unless their info
-    /// names a model (`card`; `separate` is the same).
-    Card,
-    /// As `card`.
-    Separate,
-}
-
-impl adi::knobs::Choice for RmaPath {
-    const CHOICES: &'static [(&'static str, Self)] =
-        &[("messages", RmaPath::Messages), ("card", RmaPath::Card), ("separate", RmaPath::Separate)];
-}
+pub use crate::config::RmaPath;
 
 /// The assertions a synchronisation call may carry (`MPI_MODE_*`,
 /// §12.5.5): promises the program makes, which the library may use.
