@@ -21,7 +21,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::universe::{Context, LockedInner, Shared};
+use crate::locked::{EngineHolder, Locked, LockedInner};
 use crate::watcher::Watcher;
 
 /// The most engine passes of one wake-up: enough for a message from every
@@ -36,7 +36,10 @@ pub(crate) struct KeepAlive {
 
 impl KeepAlive {
     /// Start the thread for `shared`'s engine if its transport needs one.
-    pub(crate) fn start(shared: &Shared, every: Option<Duration>) -> Result<Option<KeepAlive>> {
+    pub(crate) fn start<T: EngineHolder + Send + 'static>(
+        shared: &Locked<T>,
+        every: Option<Duration>,
+    ) -> Result<Option<KeepAlive>> {
         let Some(every) = every else { return Ok(None) };
         let weak = shared.downgrade();
         let w = Watcher::start("dnmpi-keepalive", "the keep-alive thread", move |stop| run(&weak, stop, every))?;
@@ -44,7 +47,7 @@ impl KeepAlive {
     }
 }
 
-fn run(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, every: Duration) {
+fn run<T: EngineHolder>(shared: &Weak<LockedInner<T>>, stop: &AtomicBool, every: Duration) {
     loop {
         std::thread::park_timeout(every);
         if stop.load(Ordering::Acquire) {

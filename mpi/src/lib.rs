@@ -39,6 +39,7 @@ pub mod info;
 pub mod inter;
 pub mod io;
 mod keepalive;
+mod locked;
 mod outside;
 pub mod port;
 pub mod request;

@@ -31,7 +31,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::universe::{Context, LockedInner, Shared};
+use crate::locked::{EngineHolder, Locked, LockedInner};
 use crate::watcher::Watcher;
 
 /// How often the watcher looks. A look at a rank inside an MPI call (the
@@ -62,7 +62,7 @@ pub(crate) struct StandIn {
 impl StandIn {
     /// Start the watcher of the calling thread, on the simulator, when
     /// ranks are processes.
-    pub(crate) fn start(shared: &Shared) -> Result<Option<StandIn>> {
+    pub(crate) fn start<T: EngineHolder + Send + 'static>(shared: &Locked<T>) -> Result<Option<StandIn>> {
         if !cfg!(all(target_os = "linux", target_arch = "x86_64")) || adi::transport::ranks_are_contexts() {
             return Ok(None);
         }
@@ -98,7 +98,7 @@ fn waits_for_others(tid: libc::pid_t) -> bool {
     blocked_in(tid).is_some_and(|n| WAITS_FOR_OTHERS.contains(&n))
 }
 
-fn watch(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, program: libc::pid_t) {
+fn watch<T: EngineHolder>(shared: &Weak<LockedInner<T>>, stop: &AtomicBool, program: libc::pid_t) {
     let mut blocked_for = Duration::ZERO;
     loop {
         std::thread::park_timeout(EVERY);
@@ -130,9 +130,9 @@ fn watch(shared: &Weak<LockedInner<Context>>, stop: &AtomicBool, program: libc::
 
 /// Wait in the program's place until it calls MPI or stops waiting for
 /// others: hand the token over, and take in what arrives.
-fn stand_in(
-    inner: &LockedInner<Context>,
-    c: &mut Context,
+fn stand_in<T: EngineHolder>(
+    inner: &LockedInner<T>,
+    c: &mut T,
     waker: &dyn adi::Waker,
     stop: &AtomicBool,
     program: libc::pid_t,

@@ -124,12 +124,14 @@ fn no_public_api_returns_a_string_as_its_error() {
 }
 
 /// The modules of the `mpi` crate's core (issue 49, item 2): the status,
-/// the errors, the datatypes, info objects, the compute meter and the
-/// settings read at `MPI_Init`. Every other module builds on them; they
+/// the errors, the datatypes, info objects, the compute meter, the
+/// settings read at `MPI_Init`, the library's lock and the threads that
+/// act for the program behind it. Every other module builds on them; they
 /// import no module outside the core (the crate root's constants and type
 /// names are not modules), and each imports only those listed before it
 /// (itself aside), so the core has no cycle either.
-const MPI_CORE: &[&str] = &["status", "error", "datatype", "info", "compute", "config"];
+const MPI_CORE: &[&str] =
+    &["status", "error", "datatype", "info", "compute", "config", "locked", "watcher", "keepalive", "outside"];
 
 /// The modules of the crate that `text` names through `crate::` paths,
 /// outside comments and its unit tests.
