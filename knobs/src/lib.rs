@@ -308,14 +308,6 @@ pub fn word(name: &'static str) -> Result<Option<&'static str>, KnobError> {
 pub trait Choice: Copy + 'static {
     /// Every value, with the word that names it.
     const CHOICES: &'static [(&'static str, Self)];
-
-    /// The word that names `self`.
-    fn word(self) -> &'static str
-    where
-        Self: PartialEq,
-    {
-        Self::CHOICES.iter().find(|(_, v)| *v == self).map_or("", |(w, _)| w)
-    }
 }
 
 /// A [`Takes::OneOf`] variable as the enum its words name.
@@ -533,7 +525,6 @@ mod tests {
         assert!(words_match::<Lookahead>("DN_SIM_LOOKAHEAD"));
         assert!(!words_match::<Lookahead>("DN_RMA"));
         assert_eq!(parse_choice::<Lookahead>("--lookahead", " hop"), Ok(Lookahead::Hop));
-        assert_eq!(Lookahead::None.word(), "none");
         let e = parse_choice::<Lookahead>("--lookahead", "far").unwrap_err();
         assert_eq!(e.to_string(), "--lookahead \"far\": give full, hop, none");
     }

@@ -187,7 +187,9 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.partition_size = partition_mib.checked_mul(1 << 20).ok_or("--partition-mib is too large")?;
             cfg.lookahead = match lookahead {
                 Some(l) => l.parse().map_err(|e: dn_knobs::UnknownWord| e.to_string())?,
-                None => dn_knobs::choice("DN_SIM_LOOKAHEAD").ok().flatten().unwrap_or(hw_model::LookaheadMode::Full),
+                None => dn_knobs::choice("DN_SIM_LOOKAHEAD")
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or(hw_model::LookaheadMode::Full),
             };
             let cpu = cpu.or_else(|| dn_knobs::text("DN_SIM_CPU")).unwrap_or_else(|| "auto".into());
             cfg.cpu = match cpu.as_str() {
