@@ -5,11 +5,11 @@ use std::rc::Rc;
 
 use adi::{Source as AdiSource, TagSel};
 
+use crate::context::{charge_call, charge_request, Shared};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::sealed::Sealed as _;
 use crate::request::{Request, Scope, Target};
-use crate::universe::{charge_call, charge_request, Shared};
 use crate::{Rank, Tag, TAG_UB};
 
 mod p2p;

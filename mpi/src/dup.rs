@@ -385,7 +385,7 @@ impl SimpleCommunicator {
     /// its completion.
     fn kept<T: 'static>(
         &self,
-        x: crate::universe::Locked<crate::coll::exec::Exec>,
+        x: crate::context::Locked<crate::coll::exec::Exec>,
         len: usize,
         then: impl FnOnce(&[u8]) -> Result<T> + 'static,
     ) -> (Staged, Made<T>) {

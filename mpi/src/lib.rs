@@ -31,6 +31,7 @@ pub mod coll;
 mod comm;
 pub mod compute;
 pub mod config;
+mod context;
 pub mod datatype;
 pub mod dup;
 mod error;

@@ -20,7 +20,6 @@
 //! holding the port's name: every process of the job sees them, on every
 //! backend, and they go with the job.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use adi::{Source as AdiSource, TagSel};
@@ -48,13 +47,6 @@ const MAX_PORTS: u32 = 0x07FF_FFFF;
 pub(crate) const MEMBERS_TAG: i32 = 0x3800_0000;
 const _: () =
     assert!(PORT_TAG > (1 << 29) + 0x0FFF_FFFF && PORT_TAG + (MAX_PORTS as i32) < MEMBERS_TAG && MEMBERS_TAG < 1 << 30);
-
-/// The ports this process has open, and the number of the next.
-#[derive(Debug, Default)]
-pub(crate) struct Ports {
-    next: u32,
-    open: BTreeSet<u32>,
-}
 
 /// A port's parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,14 +113,12 @@ impl SimpleCommunicator {
     /// `MPI_Open_port` (§11.10.2): a new port of this process, by name.
     pub fn open_port(&self) -> Result<String> {
         let mut sh = self.shared.borrow_mut();
-        let n = sh.ports.next;
-        if n > MAX_PORTS {
+        let Some(n) = sh.ports.open(MAX_PORTS) else {
             return Err(MpiError::Port(format!(
-                "this process has opened {n} ports, all it may: close ports with MPI_Close_port and reuse them"
+                "this process has opened {} ports, all it may: close ports with MPI_Close_port and reuse them",
+                u64::from(MAX_PORTS) + 1
             )));
-        }
-        sh.ports.next = n + 1;
-        sh.ports.open.insert(n);
+        };
         Ok(Port { job: job().0, owner: self.job_me(), n }.name())
     }
 
@@ -136,7 +126,7 @@ impl SimpleCommunicator {
     /// one.
     pub fn close_port(&self, name: &str) -> Result<()> {
         let p = self.own_port(name, "MPI_Close_port")?;
-        self.shared.borrow_mut().ports.open.remove(&p.n);
+        self.shared.borrow_mut().ports.close(p.n);
         Ok(())
     }
 
@@ -144,7 +134,7 @@ impl SimpleCommunicator {
     fn own_port(&self, name: &str, call: &str) -> Result<Port> {
         let p = Port::parse(name)?;
         let me = self.job_me();
-        if p.job != job().0 || p.owner != me || !self.shared.borrow().ports.open.contains(&p.n) {
+        if p.job != job().0 || p.owner != me || !self.shared.borrow().ports.is_open(p.n) {
             return Err(MpiError::Port(format!(
                 "{call}: {name:?} is not a port this process (rank {me} of the job) has open: open it with \
                  MPI_Open_port on the process that accepts on it"

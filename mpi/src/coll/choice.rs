@@ -144,7 +144,7 @@ mod tests {
     /// The other variables mpi reads as enums.
     #[test]
     fn progress_and_rma_take_their_variables_words() {
-        assert!(words_match::<crate::universe::ProgressMode>("DN_NBC_PROGRESS"));
+        assert!(words_match::<crate::config::ProgressMode>("DN_NBC_PROGRESS"));
         assert!(words_match::<crate::rma::RmaPath>("DN_RMA"));
     }
 }

@@ -10,7 +10,9 @@ use std::any::Any;
 use adi::{AdiError, Engine, ProgressHook};
 
 use crate::coll::exec::Exec;
-use crate::universe::Locked;
+use crate::config::ProgressMode;
+use crate::context::{Context, Locked};
+use crate::error::{MpiError, Result};
 
 /// Collectives in progress: the non-blocking ones until they complete,
 /// and the blocking one being waited for.
@@ -32,7 +34,7 @@ impl ProgressHook for LiveCollectives {
     }
 
     /// Advance every collective; whether any finished a step.
-    fn poll(&mut self, e: &mut Engine) -> Result<bool, AdiError> {
+    fn poll(&mut self, e: &mut Engine) -> std::result::Result<bool, AdiError> {
         let mut worked = false;
         self.live.retain(|x| {
             let mut ex = x.borrow_mut();
@@ -47,5 +49,36 @@ impl ProgressHook for LiveCollectives {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// The collective layer's part of the shared state: its progress hook,
+/// and the device it may hand schedules to.
+impl Context {
+    /// The collectives in progress, registered with the engine's
+    /// progress (see [`crate::coll::live`]).
+    pub(crate) fn live_collectives(&mut self) -> Result<&mut LiveCollectives> {
+        self.engine()?
+            .hook_mut::<LiveCollectives>()
+            .ok_or_else(|| MpiError::Invalid("internal: the collectives' progress hook is missing".into()))
+    }
+
+    /// Hand `x` to the device if the mode says so and its operation can run
+    /// there; waits (progressing everything else) while every device slot
+    /// or the device memory is taken, so that every rank makes the same
+    /// choice for the same collective.
+    pub(crate) fn offload(&mut self, x: &mut Exec) -> Result<()> {
+        if self.progress != ProgressMode::Offload || !x.offloadable() {
+            return Ok(());
+        }
+        let steps = x.offload_steps(self.engine()?);
+        loop {
+            if x.try_offload(self.engine()?, &steps)? {
+                return Ok(());
+            }
+            if !self.engine()?.progress()? {
+                self.engine()?.idle()?;
+            }
+        }
     }
 }

@@ -32,10 +32,10 @@ pub mod schedule;
 pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
 
 use crate::comm::{Communicator, Process, SimpleCommunicator};
+use crate::context::{charge_call, Locked};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::Request;
-use crate::universe::{charge_call, Locked};
 use crate::{Count, Rank};
 use exec::{CollKind, Exec, Seq, Stamp};
 use schedule::Schedule;

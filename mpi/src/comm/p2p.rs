@@ -281,7 +281,7 @@ fn receive_one<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
 /// waiting for one when `block`, while non-blocking collectives keep
 /// moving (as probe does); `None` when not `block` and there is none.
 pub(super) fn matched_probe(
-    c: &mut crate::universe::Context,
+    c: &mut crate::context::Context,
     src: AdiSource,
     tag: TagSel,
     ctx: u32,

@@ -33,9 +33,9 @@ use adi::{Done, ReqId};
 
 use crate::coll::exec::Exec;
 use crate::comm::{Group, Status};
+use crate::context::{charge_call, charge_request, Context, Locked, Shared};
 use crate::error::{MpiError, Result};
 use crate::rma::target::Rma;
-use crate::universe::{charge_call, charge_request, Context, Locked, Shared};
 use crate::{Rank, Tag};
 use sealed::ScopeCore;
 
@@ -62,7 +62,7 @@ pub(crate) mod sealed {
 
     use adi::ReqId;
 
-    use crate::universe::Shared;
+    use crate::context::Shared;
 
     /// The requests of one [`LocalScope`] still holding a buffer.
     #[derive(Default)]

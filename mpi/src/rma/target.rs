@@ -28,7 +28,7 @@ use crate::staged::Incoming;
 pub(crate) struct Addr(pub(crate) *mut u8);
 
 // SAFETY: the hook, and every `Addr` it holds, is only touched under the
-// library's lock (`universe::Locked`), by one thread at a time; the
+// library's lock (`context::Locked`), by one thread at a time; the
 // memory it points to is valid for as long as the registration that
 // handed it over says (see `Rma::register` and `Rma::expect`).
 unsafe impl Send for Addr {}
