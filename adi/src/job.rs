@@ -27,6 +27,10 @@ pub const ENV_NODES: &str = "DN_NODES";
 /// first world, and each spawn's processes are a world of their own
 /// (MPI 4.1 §11.8.2).
 pub const ENV_WORLD: &str = "DN_WORLD";
+/// The ranks the launcher of this host starts (`dnrun --ranks`), which
+/// share its job directory: `A,B-C,...` in increasing order. Not set: every
+/// rank of the job is on this host.
+pub const ENV_HOST_RANKS: &str = "DN_HOST_RANKS";
 /// Set in spawned processes: the port their parents accept on (their
 /// `MPI_Init` connects to it, and `MPI_Comm_get_parent` is the result).
 pub const ENV_PARENT_PORT: &str = "DN_PARENT_PORT";
@@ -54,6 +58,9 @@ pub struct JobEnv {
     pub parent_port: Option<String>,
     /// `MPI_APPNUM` ([`ENV_APPNUM`]), in a spawned process.
     pub appnum: Option<u32>,
+    /// The ranks on this host, which share the job directory
+    /// ([`ENV_HOST_RANKS`]), in increasing order; `rank` is among them.
+    pub host_ranks: Vec<u32>,
 }
 
 /// Write `bytes` to `path`, a file only its owner may read or write:
@@ -116,13 +123,69 @@ impl JobEnv {
         };
         let parent_port = get(ENV_PARENT_PORT).filter(|p| !p.is_empty());
         let appnum = get(ENV_APPNUM).map(|v| number(ENV_APPNUM, &v, i32::MAX as u64)).transpose()?.map(|a| a as u32);
-        Ok(Some(JobEnv { rank, size, job_id, dir, nodes, world, parent_port, appnum }))
+        let host_ranks = match get(ENV_HOST_RANKS) {
+            None => (0..size).collect(),
+            Some(list) => {
+                let ranks =
+                    parse_rank_list(&list, size).map_err(|why| cfg_err(format!("{ENV_HOST_RANKS}={list:?}: {why}")))?;
+                if ranks.binary_search(&rank).is_err() {
+                    return Err(cfg_err(format!("{ENV_RANK}={rank} is not among {ENV_HOST_RANKS}={list:?}")));
+                }
+                ranks
+            }
+        };
+        Ok(Some(JobEnv { rank, size, job_id, dir, nodes, world, parent_port, appnum, host_ranks }))
     }
 
     /// The job directory, which this backend needs.
     pub fn dir(&self) -> Result<&Path, TransportError> {
         self.dir.as_deref().ok_or_else(|| cfg_err(format!("{ENV_JOB_DIR} is not set; start the job with dnrun")))
     }
+}
+
+/// What is wrong with a list of ranks (`DN_HOST_RANKS`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RankListError {
+    /// A part is neither a number nor `A-B`.
+    #[error("{part:?} is not a rank or a range A-B")]
+    NotARank {
+        /// The part.
+        part: String,
+    },
+    /// A range that is empty or reaches past the job.
+    #[error("{part:?} is not a range of the job's {size} ranks")]
+    NotARange {
+        /// The part.
+        part: String,
+        /// The job's ranks.
+        size: u32,
+    },
+    /// A rank listed twice.
+    #[error("rank {rank} is listed twice")]
+    Twice {
+        /// The rank.
+        rank: u32,
+    },
+}
+
+/// Ranks written `A,B-C,...` (each below `size`): in increasing order,
+/// each once.
+pub fn parse_rank_list(list: &str, size: u32) -> Result<Vec<u32>, RankListError> {
+    let mut out: Vec<u32> = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let num = |t: &str| t.trim().parse::<u32>().map_err(|_| RankListError::NotARank { part: part.into() });
+        let (a, b) = (num(a)?, num(b)?);
+        if a > b || b >= size {
+            return Err(RankListError::NotARange { part: part.into(), size });
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
+        return Err(RankListError::Twice { rank: w[0] });
+    }
+    Ok(out)
 }
 
 /// The error for a backend that needs a `dnrun` job and is not in one.
@@ -287,6 +350,36 @@ pub struct LaunchPlan<'a> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn host_ranks_are_read_as_a_list_and_checked() {
+        assert_eq!(parse_rank_list("0-2,5, 7", 8).unwrap(), vec![0, 1, 2, 5, 7]);
+        assert_eq!(parse_rank_list("3,1", 4).unwrap(), vec![1, 3]);
+        for (bad, why) in
+            [("1,1", "twice"), ("0-8", "not a range"), ("2-1", "not a range"), ("x", "not a rank"), ("", "not a rank")]
+        {
+            let e = parse_rank_list(bad, 8).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        let vars = |list: &'static str| {
+            move |k: &'static str| match k {
+                "DN_RANK" => Some("1".to_string()),
+                "DN_SIZE" => Some("4".to_string()),
+                "DN_HOST_RANKS" => Some(list.to_string()),
+                _ => None,
+            }
+        };
+        let j = JobEnv::from_vars(vars("0-1")).unwrap().unwrap();
+        assert_eq!(j.host_ranks, vec![0, 1]);
+        let e = JobEnv::from_vars(vars("2-3")).unwrap_err().to_string();
+        assert!(e.contains("DN_RANK=1 is not among DN_HOST_RANKS"), "{e}");
+        let all = JobEnv::from_vars(|k| match k {
+            "DN_RANK" => Some("1".to_string()),
+            "DN_SIZE" => Some("3".to_string()),
+            _ => None,
+        });
+        assert_eq!(all.unwrap().unwrap().host_ranks, vec![0, 1, 2]);
+    }
+
     use super::*;
 
     fn parse(vars: &[(&str, &str)]) -> Result<Option<JobEnv>, TransportError> {
@@ -299,7 +392,17 @@ mod tests {
         let j = parse(&[("DN_RANK", "2"), ("DN_SIZE", " 5 ")]).unwrap().unwrap();
         assert_eq!(
             j,
-            JobEnv { rank: 2, size: 5, job_id: 0, dir: None, nodes: 1, world: 0..5, parent_port: None, appnum: None }
+            JobEnv {
+                rank: 2,
+                size: 5,
+                job_id: 0,
+                dir: None,
+                nodes: 1,
+                world: 0..5,
+                parent_port: None,
+                appnum: None,
+                host_ranks: (0..5).collect(),
+            }
         );
         assert!(j.dir().unwrap_err().to_string().contains("DN_JOB_DIR is not set"));
         let j =

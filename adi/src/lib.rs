@@ -106,11 +106,16 @@ pub const BACKENDS: &[BackendEntry] = &[
     BackendEntry { names: &["local"], open: open_local, launch: None },
 ];
 
-/// `--backend udp`: shared memory when every rank is on this host
-/// ([`backend::shm`]), else UDP.
+/// `--backend udp`: shared memory with the ranks of this host
+/// ([`backend::shm`]), UDP with the others (if any).
 fn open_udp(job: Option<&JobEnv>) -> Result<Box<dyn Transport>, TransportError> {
     if let Some(j) = job.filter(|j| backend::shm::not_used_because(j).is_none()) {
-        return Ok(Box::new(backend::shm::ShmTransport::open(j)?));
+        let near = backend::shm::ShmTransport::open(j)?;
+        if backend::shm::whole_job_here(j) {
+            return Ok(Box::new(near));
+        }
+        let far = backend::udp::UdpTransport::from_job(job)?;
+        return Ok(Box::new(backend::shm::per_peer::PerPeer::new(near, far)?));
     }
     Ok(Box::new(backend::udp::UdpTransport::from_job(job)?))
 }

@@ -127,7 +127,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "DN_UDP_KEY_FILE", takes: Takes::Path, default: "one per job", reader: Reader::Rank, meaning: "the key file of `DN_UDP_AUTH=1` (the same on every host)" },
     Knob { name: "DN_UDP_FAULTS", takes: Takes::Text, default: "none", reader: Reader::Rank, meaning: "`loss=P,dup=P,reorder=P,corrupt=P,seed=N`: faults injected on the way out" },
     Knob { name: "DN_UDP_BIND", takes: Takes::Text, default: "127.0.0.1", reader: Reader::Rank, meaning: "the address a rank binds" },
-    Knob { name: "DN_UDP_SHM", takes: Takes::OneOf(&["auto", "off"]), default: "auto", reader: Reader::Rank, meaning: "`auto`: the ranks of a job all on this host talk through shared memory (not with a host file, injected faults or room to spawn); `off`: through UDP" },
+    Knob { name: "DN_UDP_SHM", takes: Takes::OneOf(&["auto", "off"]), default: "auto", reader: Reader::Rank, meaning: "`auto`: the ranks of a job on one host talk through shared memory, and UDP only with the ranks of other hosts (not with injected faults or room to spawn); `off`: through UDP" },
     Knob { name: "DN_UDP_HOSTFILE", takes: Takes::Path, default: "one host", reader: Reader::Rank, meaning: "one host:port per rank (`dnrun --hostfile`)" },
     // The DPDK backend
     Knob { name: "DN_DPDK_VDEV", takes: Takes::Text, default: "memif between the ranks", reader: Reader::Rank, meaning: "the DPDK virtual device (`dnrun --dpdk-vdev`)" },
@@ -138,6 +138,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "DN_RANK", takes: Takes::Integer(0, u32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "the rank" },
     Knob { name: "DN_SIZE", takes: Takes::Integer(1, u32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "the job's size: its universe, with `dnrun --universe-size`" },
     Knob { name: "DN_WORLD", takes: Takes::Text, default: "all ranks", reader: Reader::SetForRanks, meaning: "`FIRST:COUNT`, the ranks of this process's `MPI_COMM_WORLD` (a job with room to spawn)" },
+    Knob { name: "DN_HOST_RANKS", takes: Takes::Text, default: "all ranks", reader: Reader::SetForRanks, meaning: "`A,B-C,...`: the ranks this host's `dnrun` starts (`--ranks`), which share its job directory" },
     Knob { name: "DN_PARENT_PORT", takes: Takes::Text, default: "-", reader: Reader::SetForRanks, meaning: "in a spawned process: the port its parents accept on" },
     Knob { name: "DN_APPNUM", takes: Takes::Integer(0, i32::MAX as u64), default: "-", reader: Reader::SetForRanks, meaning: "in a spawned process: `MPI_APPNUM`" },
     Knob { name: "DN_JOB_ID", takes: Takes::Integer(0, u64::MAX), default: "-", reader: Reader::SetForRanks, meaning: "the job's id" },

@@ -228,6 +228,24 @@ pub enum LaunchError {
     Refused(#[from] adi::job::LaunchRefusal),
 }
 
+/// `ranks` as `DN_HOST_RANKS` writes them: `A,B-C,...`, in increasing
+/// order, runs of consecutive ranks as ranges.
+pub fn rank_list(ranks: &[u32]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// Ranks per node: `ceil(np / nodes)`.
 pub fn slots_per_node(np: u32, nodes: u16) -> u32 {
     np.div_ceil(nodes.max(1) as u32)
@@ -549,6 +567,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         (t as u32) ^ std::process::id().rotate_left(16)
     });
+    let host_ranks = rank_list(&local);
     // What each rank finds in its environment on top of dnrun's: the job as
     // adi::JobEnv reads it, the backend's settings, then the user's (-x).
     let rank_env = |rank: u32| -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
@@ -565,6 +584,9 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
             v.push((job::ENV_WORLD.into(), format!("0:{}", opts.np).into()));
         }
         v.extend(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE".into(), h.clone().into())));
+        if opts.ranks.is_some() {
+            v.push((job::ENV_HOST_RANKS.into(), host_ranks.clone().into()));
+        }
         v.extend(opts.dpdk_vdev.iter().map(|d| (adi::backend::dpdk::DN_DPDK_VDEV.into(), d.into())));
         if polling == DpdkPolling::Node {
             v.push((adi::backend::dpdk::DN_DPDK_POLLER.into(), "node".into()));
@@ -939,6 +961,15 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
 #[cfg(test)]
 mod registry_tests {
     use super::*;
+
+    #[test]
+    fn host_ranks_are_written_as_runs_that_adi_reads_back() {
+        assert_eq!(rank_list(&[5, 0, 1, 2, 7, 8]), "0-2,5,7-8");
+        assert_eq!(rank_list(&[3]), "3");
+        for ranks in [vec![0, 1, 2, 5, 7, 8], vec![3], vec![0, 2, 4]] {
+            assert_eq!(adi::job::parse_rank_list(&rank_list(&ranks), 9).unwrap(), ranks);
+        }
+    }
 
     /// One registry: every backend a launcher can run is there by name,
     /// the in-process one is not, and every option a backend takes is one

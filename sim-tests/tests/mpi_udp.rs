@@ -138,38 +138,98 @@ fn sixteen_ranks_use_sixteen_sockets() {
     assert!(out.contains("sockets: 16 in total for 16 ranks"), "{out}");
 }
 
+/// Two launchers, one per "host" (both on loopback here), starting the
+/// ranks `a` and `b` of an `np`-rank job of `case`, meeting through a host
+/// file; `env` for both. Their outputs (stdout and stderr together), after
+/// checking that both succeeded.
+fn two_hosts(np: u32, a: &str, b: &str, case: &str, env: &[(&str, &str)]) -> [String; 2] {
+    sim_tests::ensure_binaries();
+    let ports: Vec<u16> =
+        (0..np).map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+    let hostfile = std::env::temp_dir().join(format!("dn-hosts-{}-{a}-{b}", std::process::id()));
+    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+    std::fs::write(&hostfile, format!("# {np} ranks on two 'hosts'\n{text}")).unwrap();
+    let dir = sim_tests::bin_dir();
+    let job_id = 4000 + np;
+    let launch = |ranks: &str| {
+        let mut cmd = std::process::Command::new(dir.join("dnrun"));
+        cmd.args(["-n", &np.to_string(), "--backend", "udp", "--timeout", "120"])
+            .args(["--job-id", &job_id.to_string(), "--ranks", ranks])
+            .arg("--hostfile")
+            .arg(&hostfile)
+            .arg("--")
+            .arg(dir.join("mpi-suite"))
+            .args(case.split(' '));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    };
+    let (mut ca, mut cb) = (launch(a), launch(b));
+    let first = std::thread::spawn(move || ca.output().unwrap());
+    let second = cb.output().unwrap();
+    let first = first.join().unwrap();
+    let _ = std::fs::remove_file(&hostfile);
+    [first, second].map(|o| {
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{text}");
+        text
+    })
+}
+
 /// Two launchers, one per "host", each starting half of the ranks, meeting
 /// through a host file (on loopback here).
 #[test]
 fn ranks_started_separately_meet_through_a_host_file() {
-    sim_tests::ensure_binaries();
-    let ports: Vec<u16> =
-        (0..4).map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
-    let hostfile = std::env::temp_dir().join(format!("dn-hosts-{}", std::process::id()));
-    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
-    std::fs::write(&hostfile, format!("# four ranks on two 'hosts'\n{text}")).unwrap();
-    let dir = sim_tests::bin_dir();
-    let hf = hostfile.clone();
-    let launch = move |ranks: &str| {
-        std::process::Command::new(dir.join("dnrun"))
-            .args(["-n", "4", "--backend", "udp", "--timeout", "120", "--job-id", "4242", "--ranks", ranks])
-            .arg("--hostfile")
-            .arg(&hf)
-            .arg("--")
-            .arg(dir.join("mpi-suite"))
-            .arg("allpairs")
-            .output()
-            .unwrap()
-    };
-    let launch_b = launch.clone();
-    let a = std::thread::spawn(move || launch("0-1"));
-    let b = launch_b("2,3");
-    let a = a.join().unwrap();
-    let _ = std::fs::remove_file(&hostfile);
-    for o in [&a, &b] {
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for shm in ["auto", "off"] {
+        let [a, _] = two_hosts(4, "0-1", "2,3", "allpairs", &[("DN_UDP_SHM", shm)]);
+        assert!(a.contains("OK allpairs on 4 ranks (udp backend)"), "{a}");
     }
-    assert!(String::from_utf8_lossy(&a.stdout).contains("OK allpairs on 4 ranks (udp backend)"));
+}
+
+/// Issue 49, item 9: a transport per kind of peer. Of a job on two
+/// hosts, the ranks of one host talk through shared memory and UDP only
+/// with the other host's (here three ranks and one: the lone rank has no
+/// shared memory at all). The counters show both paths carried messages,
+/// and that the sleeping ranks were woken through their sockets;
+/// `DN_UDP_SHM=off` is the control.
+#[test]
+fn the_ranks_of_one_host_use_shared_memory_and_udp_between_hosts() {
+    let stats = [("DN_STATS", "1")];
+    for case in ["allpairs", "collectives", "ordering"] {
+        let [three, one] = two_hosts(4, "0-2", "3", case, &stats);
+        let shm_lines: Vec<&str> = three.lines().filter(|l| l.starts_with("shared memory")).collect();
+        assert_eq!(shm_lines.len(), 3, "{three}");
+        for l in shm_lines {
+            assert!(!l.contains(": 0 messages sent, 0 received"), "{l}");
+        }
+        let udp_sent: u64 = three
+            .lines()
+            .filter(|l| l.starts_with("udp datagrams"))
+            .map(|l| counter(l, "udp datagrams: ", " sent"))
+            .sum();
+        assert!(udp_sent > 0, "{three}");
+        assert!(!one.contains("shared memory"), "{one}");
+        assert!(one.contains("udp datagrams"), "{one}");
+    }
+    // Rank 1 waits 5 s for rank 0 of its host, asleep on its socket: rank
+    // 0's message goes through shared memory and its wake-up through UDP.
+    let [three, _] = two_hosts(4, "0-2", "3", "idle", &stats);
+    assert!(three.contains("idle: a 5 s blocking receive used"), "{three}");
+    let bells: u64 = three
+        .lines()
+        .filter_map(|l| l.split("wake-ups of this host's peers: ").nth(1))
+        .map(|t| counter(t, "", " sent"))
+        .sum();
+    assert!(bells > 0, "{three}");
+    let [off, _] = two_hosts(4, "0-2", "3", "allpairs", &[("DN_STATS", "1"), ("DN_UDP_SHM", "off")]);
+    assert!(!off.contains("shared memory"), "{off}");
+}
+
+/// The number in `line` between `before` and `after`.
+fn counter(line: &str, before: &str, after: &str) -> u64 {
+    let rest = line.split(before).nth(1).unwrap_or_else(|| panic!("no {before:?} in {line}"));
+    rest.split(after).next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("no number in {line}"))
 }
 
 /// Issue 9: UDP has no device to offload to; `DN_NBC_PROGRESS=offload`

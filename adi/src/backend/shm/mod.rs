@@ -15,19 +15,22 @@
 //!   file. A sender that finds its receiver asleep (a flag beside the
 //!   word, read after a fence, so that no wake-up is lost) bumps the word
 //!   and wakes it: one system call, only then.
-//! - **When.** Every rank of the job on this host (`dnrun` without
-//!   `--hostfile`), a job of fixed size (no room for spawned processes),
-//!   at most [`MAX_RANKS`] ranks, no injected datagram faults
-//!   (`DN_UDP_FAULTS` tests the datagram protocol), and `DN_UDP_SHM` not
-//!   `off`. Otherwise the ranks use UDP as before.
+//! - **When.** The ranks of this host (those its `dnrun` starts,
+//!   [`crate::JobEnv::host_ranks`]), at least two and at most
+//!   [`MAX_RANKS`], in a job of fixed size (no room for spawned
+//!   processes), with no injected datagram faults (`DN_UDP_FAULTS` tests
+//!   the datagram protocol), and `DN_UDP_SHM` not `off`. Otherwise the
+//!   ranks use UDP as before.
+//! - **A transport per kind of peer.** When the job has ranks on other
+//!   hosts too, each rank talks shared memory with the ranks of its host
+//!   and UDP with the others ([`per_peer`]), as MPICH CH4 picks shared
+//!   memory or the network by peer. A rank that sleeps then sleeps on its
+//!   socket, and its host's peers wake it with an empty datagram.
 //! - **A peer that dies** without finalizing is noticed while waiting
 //!   (its process is gone) and reported as lost; `dnrun` ends the job in
 //!   any case.
-//!
-//! Not done: one transport per kind of peer inside one job (shared memory
-//! with the ranks of this host, UDP with the others), as CH4 picks per
-//! peer; a job across hosts uses UDP for every peer.
 
+pub mod per_peer;
 pub mod ring;
 
 use std::fs::File;
@@ -78,9 +81,11 @@ pub fn ring_capacity(size: u32) -> usize {
     pow.clamp(16 << 10, 256 << 10)
 }
 
-/// A rank's file: header page, control blocks, rings.
+/// A rank's file: header page, control blocks, rings: one per rank of
+/// the host, in the order of [`crate::JobEnv::host_ranks`].
 #[derive(Clone, Copy, Debug)]
 struct Layout {
+    /// The ranks of the host.
     size: u32,
     capacity: usize,
 }
@@ -134,10 +139,14 @@ impl Mapped {
     }
 }
 
-/// One rank of a job whose ranks all share this host's memory.
+/// One rank of a job, and its peers on this host through shared memory.
 pub struct ShmTransport {
     rank: u32,
     size: u32,
+    /// `Some` beside another transport ([`per_peer`]): the peers this
+    /// rank found asleep, to be woken through that transport, instead of
+    /// by the futex of their file.
+    bells: Option<Vec<u32>>,
     me: Arc<Mapped>,
     /// Every peer's file (`None` for this rank), kept mapped for the rings.
     peers: Vec<Option<Arc<Mapped>>>,
@@ -180,14 +189,12 @@ impl crate::knobs::Choice for ShmUse {
     const CHOICES: &'static [(&'static str, Self)] = &[("auto", ShmUse::Auto), ("off", ShmUse::Off)];
 }
 
-/// Why this job's ranks do not use shared memory (`None`: they do).
+/// Why the ranks of this host do not talk through shared memory
+/// (`None`: they do, with each other).
 pub fn not_used_because(job: &crate::JobEnv) -> Option<String> {
     use crate::knobs;
     if knobs::choice("DN_UDP_SHM").ok().flatten() == Some(ShmUse::Off) {
         return Some("DN_UDP_SHM=off".into());
-    }
-    if knobs::is_set("DN_UDP_HOSTFILE") {
-        return Some("the ranks are on several hosts (a host file)".into());
     }
     if knobs::text("DN_UDP_FAULTS").is_some() {
         return Some("DN_UDP_FAULTS injects faults into datagrams".into());
@@ -195,11 +202,12 @@ pub fn not_used_because(job: &crate::JobEnv) -> Option<String> {
     if job.world.end < job.size || job.parent_port.is_some() {
         return Some("the job has room for spawned processes".into());
     }
-    if job.size > MAX_RANKS {
-        return Some(format!("more than {MAX_RANKS} ranks"));
+    let here = job.host_ranks.len();
+    if here > MAX_RANKS as usize {
+        return Some(format!("more than {MAX_RANKS} ranks on this host"));
     }
-    if job.size < 2 {
-        return Some("one rank".into());
+    if here < 2 {
+        return Some("one rank on this host".into());
     }
     if job.dir.is_none() {
         return Some("no job directory".into());
@@ -207,28 +215,47 @@ pub fn not_used_because(job: &crate::JobEnv) -> Option<String> {
     None
 }
 
+/// Whether every rank of the job is on this host (so shared memory
+/// serves every peer, and no other transport is needed).
+pub fn whole_job_here(job: &crate::JobEnv) -> bool {
+    job.host_ranks.len() == job.size as usize
+}
+
 fn file_of(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("shm.{rank}"))
 }
 
 impl ShmTransport {
-    /// Create this rank's file in `job`'s directory, then map every
-    /// other rank's (waiting for them to appear).
+    /// Create this rank's file in `job`'s directory, then map the file of
+    /// every other rank of this host (waiting for them to appear).
     pub fn open(job: &crate::JobEnv) -> Result<ShmTransport, TransportError> {
         let dir = job.dir()?;
         let (rank, size) = (job.rank, job.size);
-        let layout = Layout { size, capacity: ring_capacity(size) };
+        let here = &job.host_ranks;
+        // Each job rank's place among the ranks of this host: the ring it
+        // writes into a peer's file; `None` for ranks of other hosts.
+        let mut place: Vec<Option<u32>> = vec![None; size as usize];
+        for (i, r) in here.iter().enumerate() {
+            if let Some(p) = place.get_mut(*r as usize) {
+                *p = Some(i as u32);
+            }
+        }
+        if place.get(rank as usize).copied().flatten().is_none() {
+            return Err(err(format!("rank {rank} is not among the ranks of its host ({here:?})")));
+        }
+        let layout = Layout { size: here.len() as u32, capacity: ring_capacity(here.len() as u32) };
         let me = Arc::new(create(dir, rank, layout)?);
         let start = Instant::now();
         let mut peers: Vec<Option<Arc<Mapped>>> = (0..size).map(|_| None).collect();
         loop {
-            for (p, slot) in peers.iter_mut().enumerate() {
-                if slot.is_none() && p as u32 != rank {
-                    *slot = attach(dir, p as u32, layout)?.map(Arc::new);
+            for &p in here {
+                let slot = &mut peers[p as usize];
+                if slot.is_none() && p != rank {
+                    *slot = attach(dir, p, layout)?.map(Arc::new);
                 }
             }
             let missing: Vec<String> =
-                (0..size).filter(|p| *p != rank && peers[*p as usize].is_none()).map(|p| p.to_string()).collect();
+                here.iter().filter(|p| **p != rank && peers[**p as usize].is_none()).map(|p| p.to_string()).collect();
             if missing.is_empty() {
                 break;
             }
@@ -241,8 +268,13 @@ impl ShmTransport {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let from = (0..size).map(|p| (p != rank).then(|| Consumer::new(me.ring(p)))).collect();
-        let to = peers.iter().map(|m| m.as_ref().map(|m| Producer::new(m.ring(rank)))).collect();
+        let mine = place[rank as usize].unwrap_or(0);
+        let from = place
+            .iter()
+            .enumerate()
+            .map(|(p, at)| at.filter(|_| p as u32 != rank).map(|at| Consumer::new(me.ring(at))))
+            .collect();
+        let to = peers.iter().map(|m| m.as_ref().map(|m| Producer::new(m.ring(mine)))).collect();
         let pids =
             peers.iter().map(|m| m.as_ref().map_or(0, |m| m.word32(H_PID).load(Ordering::Relaxed) as i32)).collect();
         let max_message = ring::max_payload(layout.capacity);
@@ -251,6 +283,7 @@ impl ShmTransport {
         Ok(ShmTransport {
             rank,
             size,
+            bells: None,
             me,
             peers,
             from,
@@ -283,18 +316,76 @@ impl ShmTransport {
     }
 
     fn wake(&mut self, dest: u32) {
-        if let Some(m) = &self.peers[dest as usize] {
-            self.stats.wakes_sent += u64::from(ring_bell(m));
+        let Some(m) = &self.peers[dest as usize] else { return };
+        match &mut self.bells {
+            None => self.stats.wakes_sent += u64::from(ring_bell(m)),
+            Some(bells) => {
+                if asleep(m) && !bells.contains(&dest) {
+                    bells.push(dest);
+                }
+            }
         }
+    }
+
+    /// Whether `peer` is a rank of this host, reached through shared memory.
+    pub fn serves(&self, peer: u32) -> bool {
+        self.to.get(peer as usize).is_some_and(Option::is_some)
+    }
+
+    /// Run beside another transport ([`per_peer`]): peers found asleep
+    /// are not woken here but listed for [`ShmTransport::take_bells`].
+    pub fn wake_through_other(&mut self) {
+        self.bells = Some(Vec::new());
+    }
+
+    /// The peers found asleep since the last call, to wake through the
+    /// other transport (they sleep on it).
+    pub fn take_bells(&mut self) -> Vec<u32> {
+        self.bells.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Whether a message waits, or room appeared for a send that waits.
+    pub fn ready(&self) -> bool {
+        self.any_ready() || self.woken.flag.load(Ordering::SeqCst)
+    }
+
+    /// About to sleep elsewhere: from now on peers see this rank asleep
+    /// (and ring its bell); whether something arrived meanwhile, in which
+    /// case the caller must not sleep. Undo with [`ShmTransport::awake`].
+    pub fn going_to_sleep(&self) -> bool {
+        self.me.word32(H_ASLEEP).store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.ready()
+    }
+
+    /// Awake again (after [`ShmTransport::going_to_sleep`]); an error if
+    /// nothing waits and a peer of this host died without leaving.
+    pub fn awake(&mut self) -> Result<(), TransportError> {
+        self.me.word32(H_ASLEEP).store(0, Ordering::SeqCst);
+        self.woken.flag.store(false, Ordering::SeqCst);
+        if !self.any_ready() {
+            if let Some(p) = self.lost_peer() {
+                return Err(TransportError::PeerLost {
+                    rank: p,
+                    reason: format!("its process ({}) ended without leaving the job", self.pids[p as usize]),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
-/// Wake `m`'s rank if it sleeps; whether it did. Pairs with the sleeper's
-/// fence between its `asleep` store and its last look at the rings:
-/// either it sees what we did before, or we see it asleep.
-fn ring_bell(m: &Mapped) -> bool {
+/// Whether `m`'s rank sleeps. The fence pairs with the sleeper's fence
+/// between its `asleep` store and its last look at the rings: either it
+/// sees what we did before, or we see it asleep.
+fn asleep(m: &Mapped) -> bool {
     fence(Ordering::SeqCst);
-    if m.word32(H_ASLEEP).load(Ordering::Relaxed) == 0 {
+    m.word32(H_ASLEEP).load(Ordering::Relaxed) != 0
+}
+
+/// Wake `m`'s rank if it sleeps; whether it did.
+fn ring_bell(m: &Mapped) -> bool {
+    if !asleep(m) {
         return false;
     }
     m.word32(H_BELL).fetch_add(1, Ordering::SeqCst);
@@ -473,6 +564,7 @@ impl Transport for ShmTransport {
 
     fn poll_arrivals(&mut self, sink: &mut dyn FnMut(u32, &mut dyn Arrival)) -> Result<usize, TransportError> {
         let mut total = 0;
+        let mut wanted: Vec<u32> = Vec::new();
         for (src, c) in self.from.iter_mut().enumerate() {
             let Some(c) = c else { continue };
             if !c.ready() {
@@ -486,11 +578,12 @@ impl Transport for ShmTransport {
                 })
                 .map_err(|e| TransportError::PeerLost { rank: src as u32, reason: e.to_string() })?;
             if c.room_wanted() {
-                if let Some(m) = &self.peers[src] {
-                    self.stats.wakes_sent += u64::from(ring_bell(m));
-                }
+                wanted.push(src as u32);
             }
             total += n;
+        }
+        for src in wanted {
+            self.wake(src);
         }
         self.stats.received += total as u64;
         Ok(total)
@@ -591,6 +684,7 @@ mod tests {
             world: 0..size,
             parent_port: None,
             appnum: None,
+            host_ranks: (0..size).collect(),
         }
     }
 
@@ -645,6 +739,46 @@ mod tests {
         for t in threads {
             t.join().expect("a rank");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Ranks 1 and 3 of a four-rank job on this host (0 and 2 elsewhere):
+    /// they map only each other's files, and a send to a rank of another
+    /// host is refused, not lost.
+    #[test]
+    fn only_the_ranks_of_this_host_are_peers() {
+        let dir = std::env::temp_dir().join(format!("adi-shm-host-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let here = [1u32, 3];
+        let threads: Vec<_> = here
+            .iter()
+            .map(|&rank| {
+                let mut j = job(&dir, rank, 4);
+                j.host_ranks = here.to_vec();
+                std::thread::spawn(move || {
+                    let mut t = ShmTransport::open(&j).expect("open");
+                    let peer = if rank == 1 { 3 } else { 1 };
+                    assert!(t.serves(peer) && !t.serves(0) && !t.serves(2) && !t.serves(rank));
+                    let e = t.try_send(2, &[b"x"]).unwrap_err().to_string();
+                    assert!(e.contains("rank 2 is not a peer"), "{e}");
+                    while !t.try_send(peer, &[&[rank as u8; 100]]).expect("send") {}
+                    let mut got = Vec::new();
+                    while got.is_empty() {
+                        t.poll(&mut |src, m| got.push((src, m.to_vec()))).expect("poll");
+                        if got.is_empty() {
+                            t.idle().expect("idle");
+                        }
+                    }
+                    assert_eq!(got, vec![(peer, vec![peer as u8; 100])]);
+                    t.finalize().unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a rank");
+        }
+        assert!(!dir.join("shm.0").exists() && !dir.join("shm.2").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -58,6 +58,7 @@ use crate::error::TransportError;
 use crate::transport::{Caps, Lent, Transport};
 
 pub use self::config::{load_key, UdpConfig, AUTH_ENV, IN_FLIGHT, KEY_FILE, KEY_FILE_ENV};
+pub use self::transport::Beside;
 
 /// Once another thread may end a wait ([`Transport::waker`]), the longest
 /// a wait sleeps in the kernel before it looks whether one did: the
@@ -113,6 +114,11 @@ pub struct UdpStats {
     pub gro_batches: u64,
     /// GSO sends the kernel refused (GSO is then turned off).
     pub gso_fallbacks: u64,
+    /// Empty datagrams sent to wake a peer of this host from its sleep on
+    /// the socket (`backend::shm::per_peer`).
+    pub bells_sent: u64,
+    /// Empty datagrams received: a peer of this host woke this rank.
+    pub bells: u64,
 }
 
 struct Sent {

@@ -125,6 +125,12 @@ impl<L: Link> Transport for DatagramTransport<L> {
         for _ in 0..256 {
             let Some(Received { len, from, seg, .. }) = self.recv_one()? else { break };
             self.rx_now = self.link.now();
+            if len == 0 {
+                // An empty datagram only woke this rank from its sleep on
+                // the socket (a peer of its host, `Beside`).
+                self.stats.bells += 1;
+                continue;
+            }
             let mut at = 0;
             while at < len {
                 let n = seg.min(len - at);
@@ -151,41 +157,7 @@ impl<L: Link> Transport for DatagramTransport<L> {
     }
 
     fn idle(&mut self) -> Result<(), TransportError> {
-        if self.stashed.is_some() {
-            return Ok(());
-        }
-        let woken = |w: &Option<std::sync::Arc<crate::transport::FlagWaker>>| w.as_ref().is_some_and(|w| w.take());
-        if woken(&self.woken) {
-            return Ok(());
-        }
-        // Busy-poll first, as MPI libraries do...
-        let start = self.link.now();
-        let deadline = self.next_deadline();
-        let yield_idle = self.link.yield_when_idle();
-        while self.link.now().saturating_duration_since(start) < self.cfg.spin {
-            if let Some(x) = self.recv_one()? {
-                self.stashed = Some(x);
-                return Ok(());
-            }
-            if deadline.is_some_and(|t| self.link.now() >= t) || woken(&self.woken) {
-                return Ok(());
-            }
-            if yield_idle {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-        // ...then sleep in the kernel until a datagram or the next timer.
-        let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(self.link.now()));
-        let most = if self.woken.is_some() { WOKEN_WITHIN } else { Duration::from_millis(50) };
-        let wait = wait.clamp(Duration::from_micros(50), most);
-        let r = self.link.recv_wait(&mut self.buf, wait).map_err(|e| self.link_err("cannot receive", e))?;
-        if r.is_some_and(|r| r.batched) {
-            self.stats.gro_batches += 1;
-        }
-        self.stashed = r;
-        Ok(())
+        self.idle_beside(&mut Alone)
     }
 
     fn keepalive(&self) -> Option<Duration> {
@@ -197,10 +169,10 @@ impl<L: Link> Transport for DatagramTransport<L> {
     fn report(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "{} datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; pings: {} sent, {} answered; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted",
+            "{} datagrams: {} sent, {} received; {} retransmitted after {} timeouts; NACKs {} sent {} received; {} standalone ACKs; {} duplicates and {} out-of-order discarded; {} messages direct, {} reassembled; dropped: {} truncated, {} foreign, {} other job, {} unknown sender, {} corrupt, {} malformed ({} bogus ACK/NACK), {} unauthenticated; goodbyes: {} sent, {} peers left without one; pings: {} sent, {} answered; offload: {} GSO sends, {} GRO batches, {} GSO refusals; injected faults: {} lost, {} duplicated, {} reordered, {} corrupted; wake-ups of this host's peers: {} sent, {} received",
             L::NAME, s.sent, s.received, s.retransmits, s.timeouts, s.nacks_sent, s.nacks_received, s.acks_sent, s.duplicates,
             s.out_of_order, s.direct, s.reassembled, s.rejected[0], s.rejected[1], s.rejected[2], s.rejected[3],
-            s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.pings_sent, s.pings_answered, s.gso_sends, s.gro_batches, s.gso_fallbacks, s.injected[0], s.injected[1], s.injected[2], s.injected[3]
+            s.rejected[4], s.rejected[5], s.bogus_acks, s.rejected[6], s.byes_sent, s.left_without_bye, s.pings_sent, s.pings_answered, s.gso_sends, s.gro_batches, s.gso_fallbacks, s.injected[0], s.injected[1], s.injected[2], s.injected[3], s.bells_sent, s.bells
         ))
     }
 
@@ -265,5 +237,101 @@ impl<L: Link> Transport for DatagramTransport<L> {
             }
             self.idle()?;
         }
+    }
+}
+
+/// Another transport a rank waits on beside the datagram protocol's
+/// (shared memory with the ranks of its host: `backend::shm::per_peer`).
+pub trait Beside {
+    /// How many spins of the wait look at the socket once (each look is
+    /// a system call of about half a microsecond).
+    fn socket_every(&self) -> u32;
+    /// Whether it has something to do (looked at while spinning).
+    fn ready(&mut self) -> bool;
+    /// A sleep on the socket is next: from now on its peers must wake this
+    /// rank with a datagram ([`DatagramTransport::ring`]); whether it has
+    /// something after all (then the rank does not sleep).
+    fn going_to_sleep(&mut self) -> bool;
+}
+
+/// Nothing beside.
+struct Alone;
+
+impl Beside for Alone {
+    fn socket_every(&self) -> u32 {
+        1
+    }
+    fn ready(&mut self) -> bool {
+        false
+    }
+    fn going_to_sleep(&mut self) -> bool {
+        false
+    }
+}
+
+impl<L: Link> DatagramTransport<L> {
+    /// [`Transport::idle`], waiting on `other` too: it ends while
+    /// spinning once `other` is ready, and does not sleep if `other`
+    /// has something when told a sleep is next (then `other` must wake
+    /// this rank with a [`DatagramTransport::ring`] from a peer).
+    pub fn idle_beside(&mut self, other: &mut dyn Beside) -> Result<(), TransportError> {
+        if self.stashed.is_some() {
+            return Ok(());
+        }
+        let woken = |w: &Option<std::sync::Arc<crate::transport::FlagWaker>>| w.as_ref().is_some_and(|w| w.take());
+        if woken(&self.woken) || other.ready() {
+            return Ok(());
+        }
+        // Busy-poll first, as MPI libraries do...
+        let start = self.link.now();
+        let deadline = self.next_deadline();
+        let yield_idle = self.link.yield_when_idle();
+        // Beside shared memory, whose look costs a few loads, the socket
+        // (a system call) may be asked only every few spins, so that a
+        // message of this host is seen within a few loads' time.
+        let every = other.socket_every().max(1);
+        let mut spins = 0u32;
+        while self.link.now().saturating_duration_since(start) < self.cfg.spin {
+            spins = spins.wrapping_add(1);
+            if spins % every == 0 {
+                if let Some(x) = self.recv_one()? {
+                    self.stashed = Some(x);
+                    return Ok(());
+                }
+            }
+            if deadline.is_some_and(|t| self.link.now() >= t) || woken(&self.woken) || other.ready() {
+                return Ok(());
+            }
+            if yield_idle {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        // ...then sleep in the kernel until a datagram or the next timer.
+        if other.going_to_sleep() {
+            return Ok(());
+        }
+        let wait = deadline.map_or(Duration::from_millis(50), |t| t.saturating_duration_since(self.link.now()));
+        let most = if self.woken.is_some() { WOKEN_WITHIN } else { Duration::from_millis(50) };
+        let wait = wait.clamp(Duration::from_micros(50), most);
+        let r = self.link.recv_wait(&mut self.buf, wait).map_err(|e| self.link_err("cannot receive", e))?;
+        if r.is_some_and(|r| r.batched) {
+            self.stats.gro_batches += 1;
+        }
+        self.stashed = r;
+        Ok(())
+    }
+
+    /// Whether a wait received a datagram that no poll has handled yet.
+    pub fn has_received(&self) -> bool {
+        self.stashed.is_some()
+    }
+
+    /// Wake `dest` from a sleep on its socket: an empty datagram, which
+    /// carries nothing and is dropped on arrival (see [`Beside`]).
+    pub fn ring(&mut self, dest: u32) -> Result<(), TransportError> {
+        self.stats.bells_sent += 1;
+        self.link.send(dest, &[]).map_err(|e| self.link_err("cannot wake a peer", e))
     }
 }
