@@ -717,7 +717,7 @@ unsafe fn immediate(
         let s = unsafe { access(st, call, fh, at, direction, e)? };
         // SAFETY: `request` is not null (checked above) and valid for writing one handle for this call (`immediate`'s
         // `# Safety`, from the non-blocking data-access call's caller).
-        unsafe { new_request(st, mpi::request::slot::Slot::Done(Ok(s)), request) }
+        unsafe { new_request(st, mpi::slot::Slot::Done(Ok(s)), request) }
     })
 }
 

@@ -10,7 +10,7 @@
 //! arguments to Rust ones, errors to error classes. What MPI does with
 //! them — datatype layouts, staging and packing, `MPI_IN_PLACE`, request
 //! states, groups, info, buffered mode, reductions — is the mpi crate's
-//! (`mpi::staged`, `mpi::request::slot`, `mpi::group`, `mpi::info`,
+//! (`mpi::staged`, `mpi::slot`, `mpi::group`, `mpi::info`,
 //! `mpi::bsend`), the code its Rust API runs too.
 //!
 //! What is here: the environment calls, communicators (`dup`, `split`,
@@ -247,9 +247,9 @@ pub(crate) struct CommEntry {
     pub(crate) session: Option<Handle>,
 }
 
-/// A request handle's state: the mpi crate's (`mpi::request::slot`),
+/// A request handle's state: the mpi crate's (`mpi::slot`),
 /// with a persistent request's recipe.
-pub(crate) type Req = mpi::request::slot::Slot<Recipe>;
+pub(crate) type Req = mpi::slot::Slot<Recipe>;
 
 /// What a persistent request (`MPI_Send_init`, `MPI_Recv_init`, §3.9;
 /// `MPI_Bcast_init`, ..., §6.13) does each time it is started.

@@ -19,8 +19,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::request::slot::Started;
 use mpi::request::{Need, Part};
+use mpi::slot::Started;
 
 use crate::abi::*;
 use crate::*;

@@ -9,8 +9,8 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use mpi::request::slot::Slot;
 use mpi::rma::{AccOp, Assert, Flavor, Issued, LockType, Model, RawWindow, Target, Waiting};
+use mpi::slot::Slot;
 use mpi::staged::reduce::Elem;
 use mpi::staged::Span;
 

@@ -11,7 +11,7 @@
 //! another MPI gets [`MpiError::Buffer`] (`MPI_ERR_BUFFER`) here too.
 
 use crate::comm::{Process, Status};
-use crate::request::slot::Slot;
+use crate::slot::Slot;
 use crate::staged::{outgoing, Span, Staged};
 use crate::{MpiError, Result, Tag};
 

@@ -22,7 +22,6 @@ use std::rc::Rc;
 
 use crate::coll::exec::CollKind;
 use crate::comm::{SimpleCommunicator, SELF_CTX};
-use crate::request::Request;
 use crate::staged::Staged;
 use crate::{MpiError, Rank, Result, Tag};
 
@@ -396,7 +395,7 @@ impl SimpleCommunicator {
         // and nothing else refers to it.
         let out: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(hold.as_mut_ptr(), len) };
         let at = hold.as_ptr();
-        let request = Request::collective(self.shared.clone(), x, Some(out), self.group.clone());
+        let request = crate::coll::collective_request(self.shared.clone(), x, Some(out), self.group.clone());
         let made: Made<T> = Rc::new(RefCell::new(None));
         let cell = made.clone();
         let mut staged = Staged::keeping(request, vec![hold], None);

@@ -142,6 +142,8 @@ const MPI_CORE: &[&str] = &[
     "keepalive",
     "outside",
     "context",
+    "members",
+    "request",
 ];
 
 /// The modules of the crate that `text` names through `crate::` paths,

@@ -1,7 +1,7 @@
 //! Persistent requests (MPI 4.1 §3.9): the `*_init` calls, start, and
 //! cancel (§3.8.4).
 
-use mpi::request::slot::Started;
+use mpi::slot::Started;
 
 use super::*;
 

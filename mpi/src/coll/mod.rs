@@ -103,7 +103,64 @@ pub(crate) fn immediate<'b>(
     out: Option<&'b mut [u8]>,
 ) -> Result<Request<'b>> {
     let x = start(comm, kind, sched, send, recv, op)?;
-    Ok(Request::collective(comm.shared().clone(), x, out, comm.group()))
+    Ok(collective_request(comm.shared().clone(), x, out, comm.group()))
+}
+
+/// The request of a non-blocking collective whose execution is already
+/// registered with the progress of every wait; its result goes to `out`.
+pub(crate) fn collective_request<'b>(
+    shared: crate::context::Shared,
+    exec: Locked<Exec>,
+    out: Option<&'b mut [u8]>,
+    group: std::rc::Rc<crate::members::Group>,
+) -> Request<'b> {
+    Request::pending(shared, Box::new(Collective { exec, out, blocking: false }), group)
+}
+
+/// A collective schedule a request waits for.
+struct Collective<'b> {
+    exec: Locked<Exec>,
+    /// Where its result goes.
+    out: Option<&'b mut [u8]>,
+    /// Started by a blocking call, which has no request to charge for.
+    blocking: bool,
+}
+
+impl crate::request::Pending for Collective<'_> {
+    fn is_done(&self, _c: &mut crate::context::Context) -> Result<bool> {
+        Ok(self.exec.borrow().ended())
+    }
+
+    fn complete(self: Box<Self>, c: &mut crate::context::Context) -> Result<crate::Status> {
+        let Collective { exec, out, blocking } = *self;
+        let mut ex = exec.borrow_mut();
+        ex.outcome()?;
+        if !blocking {
+            crate::context::charge_request(c.engine()?);
+        }
+        let res = ex.take_recv();
+        if let Some(out) = out {
+            let n = out.len().min(res.len());
+            out[..n].copy_from_slice(&res[..n]);
+        }
+        Ok(crate::Status::new(-1, 0, 0))
+    }
+
+    fn cannot_cancel(&self) -> MpiError {
+        MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into())
+    }
+
+    fn in_blocking_call(&mut self) {
+        self.blocking = true;
+    }
+
+    fn look(&self, c: &mut crate::context::Context) -> Result<crate::request::Look> {
+        if !self.exec.borrow().on_device() {
+            return Ok(crate::request::Look::Collective);
+        }
+        self.exec.borrow_mut().advance(c.engine()?);
+        Ok(crate::request::Look::Device)
+    }
 }
 
 /// An operation for elements of type `T`: a [`SystemOperation`] (checked
@@ -528,7 +585,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (total, blk) = (s.len(), out.len());
         let x = start(self, CollKind::ReduceScatterBlock, sched, s.to_vec(), vec![0; total + blk], Some(op))?;
         x.borrow_mut().set_result(total, blk);
-        Ok(Request::collective(self.shared().clone(), x, Some(out), self.group()))
+        Ok(collective_request(self.shared().clone(), x, Some(out), self.group()))
     }
 
     fn immediate_all_gather_varcount_into<'b, S: Buffer + ?Sized, T: Equivalence>(

@@ -23,19 +23,16 @@
 //! borrowed) and needs no bookkeeping. Non-blocking collectives work on the
 //! library's own copies, so their requests need no scope.
 
-pub mod slot;
-
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
 use adi::{Done, ReqId};
 
-use crate::coll::exec::Exec;
-use crate::comm::{Group, Status};
-use crate::context::{charge_call, charge_request, Context, Locked, Shared};
+use crate::context::{charge_call, charge_request, Context, Shared};
 use crate::error::{MpiError, Result};
-use crate::rma::target::Rma;
+use crate::members::Group;
+use crate::status::Status;
 use crate::{Rank, Tag};
 use sealed::ScopeCore;
 
@@ -169,18 +166,48 @@ pub(crate) enum Target {
     Recv,
 }
 
+/// An operation of a layer above point-to-point that a [`Request`] waits
+/// for: a collective schedule (`crate::coll`), a one-sided operation
+/// waiting for its target's reply (`crate::rma`). The layer owns its
+/// state; the request only asks it these questions.
+pub(crate) trait Pending {
+    /// Whether it has ended (a failed one counts: its error is reported
+    /// when it is completed).
+    fn is_done(&self, c: &mut Context) -> Result<bool>;
+    /// Complete it once ended: deliver its data, give its status or error.
+    fn complete(self: Box<Self>, c: &mut Context) -> Result<Status>;
+    /// It failed or cannot be waited for: forget it.
+    fn abandon(self: Box<Self>, _c: &mut Context) {}
+    /// Why `MPI_Cancel` refuses it (MPI 4.1 §3.8.4).
+    fn cannot_cancel(&self) -> MpiError;
+    /// It is completed inside the blocking call that started it (no
+    /// request to charge for).
+    fn in_blocking_call(&mut self) {}
+    /// A test call's look at it before a progress pass.
+    fn look(&self, _c: &mut Context) -> Result<Look> {
+        Ok(Look::Host)
+    }
+}
+
+/// What a test call's look at a [`Pending`] operation found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// A collective the device executes: the look advanced it, and it
+    /// needs nothing from the host.
+    Device,
+    /// A collective the host executes.
+    Collective,
+    /// Anything else: it needs a progress pass.
+    Host,
+}
+
 enum State<'b> {
     /// A point-to-point operation in the engine, on the caller's buffer
     /// (lent to the engine until completion; `scope` knows of it unless the
     /// buffer is `'static`).
     P2p { id: ReqId, target: Target, scope: Option<Rc<ScopeCore>> },
-    /// A collective schedule being executed; its result goes to `out`.
-    /// `blocking`: started by a blocking call, which has no request to
-    /// charge for when it completes.
-    Coll { exec: Locked<Exec>, out: Option<&'b mut [u8]>, blocking: bool },
-    /// A one-sided operation waiting for its target's reply
-    /// (`MPI_Rget`, ...; MPI 4.1 §12.3.6); `id` 0 waits for nothing.
-    Rma { ctx: u32, id: u64 },
+    /// An operation of a layer above (a collective, a one-sided one).
+    Other(Box<dyn Pending + 'b>),
     /// Completed (or failed): nothing left to wait for.
     Finished,
 }
@@ -212,34 +239,22 @@ impl<'b> Request<'b> {
         Request { shared, state: State::P2p { id, target, scope }, group, _buf: PhantomData }
     }
 
-    /// A non-blocking collective whose execution is already registered with
-    /// the progress of every wait; its result goes to `out`.
-    pub(crate) fn collective(
-        shared: Shared,
-        exec: Locked<Exec>,
-        out: Option<&'b mut [u8]>,
-        group: Rc<Group>,
-    ) -> Request<'b> {
-        Request { shared, state: State::Coll { exec, out, blocking: false }, group, _buf: PhantomData }
-    }
-
-    /// A one-sided operation's request: complete once the reply `id` of
-    /// window `ctx` has come (at once for `id` 0).
-    pub(crate) fn rma(shared: Shared, ctx: u32, id: u64, group: Rc<Group>) -> Request<'static> {
-        Request { shared, state: State::Rma { ctx, id }, group, _buf: PhantomData }
+    /// A request for an operation of a layer above point-to-point.
+    pub(crate) fn pending(shared: Shared, op: Box<dyn Pending + 'b>, group: Rc<Group>) -> Request<'b> {
+        Request { shared, state: State::Other(op), group, _buf: PhantomData }
     }
 
     /// Complete a collective inside the blocking call that started it: no
     /// second MPI call is charged, and no request (a blocking collective
     /// has none).
     pub(crate) fn finish_blocking(mut self) -> Result<()> {
-        if let State::Coll { blocking, .. } = &mut self.state {
-            *blocking = true;
+        if let State::Other(op) = &mut self.state {
+            op.in_blocking_call();
         }
         self.wait_mut(false).map(drop)
     }
 
-    fn pending(&self, call: &str) -> Result<()> {
+    fn still_pending(&self, call: &str) -> Result<()> {
         match self.state {
             State::Finished => Err(MpiError::Invalid(format!("{call} on a completed request"))),
             _ => Ok(()),
@@ -251,8 +266,7 @@ impl<'b> Request<'b> {
     pub(crate) fn is_done(&self, c: &mut Context) -> Result<bool> {
         Ok(match &self.state {
             State::P2p { id, .. } => c.engine()?.is_done(*id).unwrap_or(true),
-            State::Coll { exec, .. } => exec.borrow().ended(),
-            State::Rma { ctx, id } => *id == 0 || c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.answered(*ctx, *id)),
+            State::Other(op) => op.is_done(c)?,
             State::Finished => true,
         })
     }
@@ -276,27 +290,7 @@ impl<'b> Request<'b> {
                     (Target::Recv, _) => Status::new(-1, 0, 0),
                 })
             }
-            State::Coll { exec, out, blocking } => {
-                let mut ex = exec.borrow_mut();
-                ex.outcome()?;
-                if !blocking {
-                    charge_request(c.engine()?);
-                }
-                let res = ex.take_recv();
-                if let Some(out) = out {
-                    let n = out.len().min(res.len());
-                    out[..n].copy_from_slice(&res[..n]);
-                }
-                Ok(Status::new(-1, 0, 0))
-            }
-            State::Rma { ctx, id } => {
-                let e = c.engine()?;
-                charge_request(e);
-                match e.hook_mut::<Rma>().and_then(|r| r.take_failure(ctx, id)) {
-                    Some(err) => Err(err),
-                    None => Ok(Status::empty()),
-                }
-            }
+            State::Other(op) => op.complete(c),
             State::Finished => Err(MpiError::Invalid("request already completed".into())),
         }
     }
@@ -309,7 +303,7 @@ impl<'b> Request<'b> {
     /// Wait, charging one MPI call if `charge` (not when the call that
     /// completes several requests has charged already).
     fn wait_mut(&mut self, charge: bool) -> Result<Status> {
-        self.pending("wait")?;
+        self.still_pending("wait")?;
         let shared = self.shared.clone();
         let mut c = shared.borrow_mut();
         if charge {
@@ -335,12 +329,8 @@ impl<'b> Request<'b> {
                     e.abandon(id);
                 }
             }
-            State::Rma { ctx, id } => {
-                if let Some(r) = c.engine().ok().and_then(|e| e.hook_mut::<Rma>()) {
-                    r.forget(ctx, id);
-                }
-            }
-            _ => {}
+            State::Other(op) => op.abandon(c),
+            State::Finished => {}
         }
     }
 
@@ -368,12 +358,7 @@ impl<'b> Request<'b> {
                 e.cancel_send(*id)?;
                 Ok(())
             }
-            State::Coll { .. } => {
-                Err(MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into()))
-            }
-            State::Rma { .. } => {
-                Err(MpiError::Invalid("cancel of a one-sided operation's request is not allowed".into()))
-            }
+            State::Other(op) => Err(op.cannot_cancel()),
             State::Finished => Err(MpiError::Invalid("cancel on a completed request".into())),
         }
     }
@@ -392,7 +377,7 @@ impl<'b> Request<'b> {
     /// Complete the operation if it can (`MPI_Test`): `Ok(Ok(status))` when
     /// done, `Ok(Err(self))` when still pending.
     pub fn test(mut self) -> Result<std::result::Result<Status, Request<'b>>> {
-        self.pending("test")?;
+        self.still_pending("test")?;
         let shared = self.shared.clone();
         let mut c = shared.borrow_mut();
         charge_call(c.engine()?);
@@ -502,16 +487,15 @@ fn test_pass(c: &mut Context, waiting: &[&Request<'_>]) -> Result<()> {
     // A collective the device executes needs nothing from the host:
     // testing it is one look at its completion word (KACC's point).
     let mut only_collectives = true;
+    let mut device_only = true;
     for r in waiting {
-        match &r.state {
-            State::Coll { exec, .. } if exec.borrow().on_device() => {
-                exec.borrow_mut().advance(c.engine()?);
-            }
-            State::Coll { .. } => {}
-            _ => only_collectives = false,
-        }
+        let look = match &r.state {
+            State::Other(op) => op.look(c)?,
+            _ => Look::Host,
+        };
+        only_collectives &= look != Look::Host;
+        device_only &= look == Look::Device;
     }
-    let device_only = waiting.iter().all(|r| matches!(&r.state, State::Coll { exec, .. } if exec.borrow().on_device()));
     if device_only {
         return Ok(());
     }
@@ -532,7 +516,7 @@ impl Request<'_> {
     /// settled it was charged. On a request that has not ended it waits,
     /// as [`Request::wait`] does.
     pub fn finish(mut self) -> Result<Status> {
-        self.pending("finish")?;
+        self.still_pending("finish")?;
         let shared = self.shared.clone();
         let mut c = shared.borrow_mut();
         // Ended: complete it with no further progress pass.
@@ -612,7 +596,7 @@ fn settle_with(
 ) -> Result<Vec<bool>> {
     let mut shared = None;
     for r in parts.iter().flat_map(Part::requests) {
-        r.pending(call)?;
+        r.still_pending(call)?;
         shared.get_or_insert_with(|| r.shared.clone());
     }
     let ended_now = |c: &mut Context| -> Result<Vec<bool>> {

@@ -761,7 +761,7 @@ impl RawWindow {
     /// `MPI_Rget_accumulate` return (complete once the result is in
     /// place, §12.3.6).
     pub fn request(&self, op: Issued) -> Request<'static> {
-        Request::rma(self.comm.shared().clone(), self.ctx, op.0, self.comm.group())
+        crate::rma::target::reply_request(self.comm.shared().clone(), self.ctx, op.0, self.comm.group())
     }
 
     /// A request complete already: what `MPI_Rput` and `MPI_Raccumulate`

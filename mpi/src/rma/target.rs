@@ -679,6 +679,49 @@ impl ProgressHook for Rma {
     }
 }
 
+/// The request of a one-sided operation: complete once the reply `id` of
+/// window `ctx` has come (at once for `id` 0; `MPI_Rget`, ...; MPI 4.1
+/// §12.3.6).
+pub(crate) fn reply_request(
+    shared: crate::context::Shared,
+    ctx: u32,
+    id: u64,
+    group: std::rc::Rc<crate::members::Group>,
+) -> crate::Request<'static> {
+    crate::Request::pending(shared, Box::new(AwaitedReply { ctx, id }), group)
+}
+
+/// A one-sided operation waiting for its target's reply.
+struct AwaitedReply {
+    ctx: u32,
+    id: u64,
+}
+
+impl crate::request::Pending for AwaitedReply {
+    fn is_done(&self, c: &mut crate::context::Context) -> crate::Result<bool> {
+        Ok(self.id == 0 || c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.answered(self.ctx, self.id)))
+    }
+
+    fn complete(self: Box<Self>, c: &mut crate::context::Context) -> crate::Result<crate::Status> {
+        let e = c.engine()?;
+        crate::context::charge_request(e);
+        match e.hook_mut::<Rma>().and_then(|r| r.take_failure(self.ctx, self.id)) {
+            Some(err) => Err(err),
+            None => Ok(crate::Status::empty()),
+        }
+    }
+
+    fn abandon(self: Box<Self>, c: &mut crate::context::Context) {
+        if let Some(r) = c.engine().ok().and_then(|e| e.hook_mut::<Rma>()) {
+            r.forget(self.ctx, self.id);
+        }
+    }
+
+    fn cannot_cancel(&self) -> crate::MpiError {
+        crate::MpiError::Invalid("cancel of a one-sided operation's request is not allowed".into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,12 +2,12 @@
 //! call that frees it (MPI 4.1 §3.7.3, §3.9): an operation under way, an
 //! outcome kept for the call that reports it, or a persistent request,
 //! inactive or started. The C ABI keeps one [`Slot`] per `MPI_Request`;
-//! every completion call settles slots with [`super::settle`], the engine
+//! every completion call settles slots with [`crate::request::settle`], the engine
 //! the Rust API's `wait_all`/`wait_any`/`wait_some` use, then completes
 //! the ended ones here, so that the rules of §3.7.3-3.7.5 and §3.9 have
 //! one implementation.
 
-use super::Part;
+use crate::request::Part;
 use crate::staged::Staged;
 use crate::{MpiError, Result, Status};
 
@@ -82,7 +82,7 @@ impl<P> Slot<P> {
         }
     }
 
-    /// Complete it, found ended by [`super::settle`] (or waiting for it
+    /// Complete it, found ended by [`crate::request::settle`] (or waiting for it
     /// otherwise): its outcome — an empty status for an inactive
     /// persistent request (§3.7.3) — and what the handle keeps: nothing
     /// (the handle becomes null, failed or not), or the persistent
