@@ -37,9 +37,20 @@ pub struct SimpleCommunicator {
     pub(crate) rank: Rank,
     /// An intercommunicator's remote group and local communicator
     /// (MPI 4.1 §7.6); `None` for an intracommunicator.
-    pub(crate) inter: Option<Rc<crate::inter::Inter>>,
+    pub(crate) inter: Option<Rc<Inter>>,
     /// Its process topology (MPI 4.1 chapter 8), if it has one.
-    pub(crate) topo: Option<Rc<crate::topo::Topology>>,
+    pub(crate) topo: Option<Rc<crate::topology::Topology>>,
+}
+
+/// An intercommunicator's other group and local communicator (its
+/// calls are in `crate::inter`).
+pub(crate) struct Inter {
+    /// The remote group, whose ranks sends and receives name.
+    pub(crate) remote: Rc<Group>,
+    /// The local group as an intracommunicator of its own.
+    pub(crate) local: SimpleCommunicator,
+    /// This side is the low group: it sends first when the groups exchange.
+    pub(crate) low: bool,
 }
 
 /// The point-to-point context of `MPI_COMM_SELF` (`+ 1`: its collectives).
@@ -142,19 +153,6 @@ impl SimpleCommunicator {
         self.ctx + 1
     }
 
-    /// The place of the next collective on this communicator: the next
-    /// started number, or, while a persistent collective starts, its place
-    /// (each start launches one schedule).
-    pub(crate) fn next_coll_seq(&self) -> crate::coll::exec::Seq {
-        use crate::coll::exec::Seq;
-        if let Some(p) = self.group.starting.get() {
-            return Seq::Persistent(p);
-        }
-        let s = self.group.coll_seq.get();
-        self.group.coll_seq.set(s.wrapping_add(1));
-        Seq::Started(s)
-    }
-
     // ---- internal collectives on the collective context -------------------------
 
     pub(crate) fn coll_send(&self, to: Rank, tag: i32, data: &[u8]) -> Result<()> {
@@ -248,7 +246,7 @@ impl SimpleCommunicator {
             self.coll_send(ranks[0], t, &next.to_le_bytes())?;
             word(self.coll_recv(ranks[0], t)?)?
         };
-        crate::dup::check_agreed(ctx, 2)?;
+        crate::context::check_agreed(ctx, 2)?;
         self.shared.borrow_mut().next_ctx = ctx + 2;
         let members = ranks.iter().map(|&r| self.group.members[r as usize]).collect();
         Ok(Some(self.make_child(members, ctx)))
@@ -269,86 +267,8 @@ impl SimpleCommunicator {
     }
 }
 
-fn le_i32(b: &[u8], at: usize) -> i32 {
+pub(crate) fn le_i32(b: &[u8], at: usize) -> i32 {
     i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-impl Communicator for SimpleCommunicator {
-    fn rank(&self) -> Rank {
-        self.rank
-    }
-
-    fn size(&self) -> Rank {
-        self.group.members.len() as Rank
-    }
-
-    fn process_at_rank(&self, r: Rank) -> Process<'_> {
-        Process { comm: self, rank: r }
-    }
-
-    fn any_process(&self) -> AnyProcess<'_> {
-        AnyProcess { comm: self }
-    }
-
-    /// Dissemination barrier: ⌈log2 n⌉ rounds of zero-byte messages, run
-    /// as a schedule like every collective.
-    fn barrier(&self) -> Result<()> {
-        if self.inter.is_some() {
-            return self.inter_barrier();
-        }
-        crate::coll::CommunicatorCollectives::immediate_barrier(self)?.finish_blocking()
-    }
-
-    fn duplicate(&self) -> Result<SimpleCommunicator> {
-        if self.inter.is_some() {
-            return self.inter_duplicate();
-        }
-        // The duplicate keeps the topology (§7.4.2).
-        let mut c = self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone());
-        c.topo = self.topo.clone();
-        Ok(c)
-    }
-
-    fn split_by_color(&self, color: Color) -> Result<Option<SimpleCommunicator>> {
-        self.split_by_color_with_key(color, 0)
-    }
-
-    fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
-        charge_call(self.shared.borrow_mut().engine()?);
-        let c = match color {
-            Color::With(v) if v < 0 => return Err(MpiError::Invalid(format!("split color {v} must be non-negative"))),
-            Color::With(v) => v,
-            Color::Undefined => -1,
-        };
-        if self.is_inter() {
-            return self.inter_split(c, key);
-        }
-        // Everyone contributes (color, key, next free context id).
-        let next = self.shared.borrow().next_ctx;
-        let mut mine = c.to_le_bytes().to_vec();
-        mine.extend(key.to_le_bytes());
-        mine.extend(next.to_le_bytes());
-        let table = self.allgather_bytes(&mine)?;
-        let mut ctx = 0u32;
-        let mut group: Vec<(i32, Rank, u32)> = Vec::new();
-        for (r, e) in table.iter().enumerate() {
-            if e.len() != 12 {
-                return Err(MpiError::Invalid("corrupt split table".into()));
-            }
-            ctx = ctx.max(le_i32(e, 8) as u32);
-            if le_i32(e, 0) == c && c >= 0 {
-                group.push((le_i32(e, 4), r as Rank, self.group.members[r]));
-            }
-        }
-        // Every member of the parent agrees on `ctx`; the groups are disjoint.
-        crate::dup::check_agreed(ctx, 2)?;
-        self.shared.borrow_mut().next_ctx = ctx + 2;
-        if c < 0 {
-            return Ok(None);
-        }
-        group.sort();
-        Ok(Some(self.make_child(group.into_iter().map(|g| g.2).collect(), ctx)))
-    }
 }
 
 /// Point-to-point calls on buffers given as raw pointers, for the C ABI

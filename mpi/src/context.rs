@@ -17,6 +17,22 @@ pub(crate) use crate::locked::{Locked, LockedInner};
 /// simulation time while reacting within a small share of a message time).
 pub const THREAD_POLL_NS: f64 = 1000.0;
 
+/// The first context id of the idups' share; the blocking agreements
+/// hand out ids below it.
+pub(crate) const DUP_BASE: u32 = 1 << 30;
+
+/// A context id a blocking agreement settled on, which must leave room
+/// for the `ids` it takes below [`DUP_BASE`].
+pub(crate) fn check_agreed(ctx: u32, ids: u32) -> Result<()> {
+    if ctx.checked_add(ids).is_none_or(|end| end > DUP_BASE) {
+        return Err(MpiError::Invalid(format!(
+            "no context id is left for a new communicator (agreed on {ctx}; {DUP_BASE} ids in all): \
+             free communicators the program no longer uses"
+        )));
+    }
+    Ok(())
+}
+
 /// The numbers of the ports this process has open (MPI 4.1 §11.10.2),
 /// and the number the next one gets (`crate::port` names them).
 #[derive(Debug, Default)]

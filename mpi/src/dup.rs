@@ -25,21 +25,7 @@ use crate::comm::{SimpleCommunicator, SELF_CTX};
 use crate::staged::Staged;
 use crate::{MpiError, Rank, Result, Tag};
 
-/// The first context id of the idups' share; the blocking agreements
-/// hand out ids below it.
-pub(crate) const DUP_BASE: u32 = 1 << 30;
-
-/// A context id a blocking agreement settled on, which must leave room
-/// for the `ids` it takes below [`DUP_BASE`].
-pub(crate) fn check_agreed(ctx: u32, ids: u32) -> Result<()> {
-    if ctx.checked_add(ids).is_none_or(|end| end > DUP_BASE) {
-        return Err(MpiError::Invalid(format!(
-            "no context id is left for a new communicator (agreed on {ctx}; {DUP_BASE} ids in all): \
-             free communicators the program no longer uses"
-        )));
-    }
-    Ok(())
-}
+use crate::context::DUP_BASE;
 
 /// What an idup-like operation makes (a duplicate; a new communicator or
 /// none), once its broadcast has completed.

@@ -17,20 +17,10 @@
 use std::rc::Rc;
 
 use crate::coll::{IntoOperation, Root};
-use crate::comm::{Communicator, Group, SimpleCommunicator};
+use crate::comm::{Communicator, Group, Inter, SimpleCommunicator};
 use crate::datatype::Equivalence;
 use crate::error::{MpiError, Result};
 use crate::{Rank, Tag};
-
-/// An intercommunicator's other group and local communicator.
-pub(crate) struct Inter {
-    /// The remote group, whose ranks sends and receives name.
-    pub(crate) remote: Rc<Group>,
-    /// The local group as an intracommunicator of its own.
-    pub(crate) local: SimpleCommunicator,
-    /// This side is the low group: it sends first when the groups exchange.
-    pub(crate) low: bool,
-}
 
 /// The root argument of a rooted intercommunicator collective (§6.2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,7 +219,7 @@ impl SimpleCommunicator {
     /// four an intercommunicator takes, below `MPI_COMM_SELF`'s, and
     /// members that are distinct processes of the job.
     fn check_agreed(&self, ctx: u32, remote: &[u32]) -> Result<()> {
-        crate::dup::check_agreed(ctx, 4)?;
+        crate::context::check_agreed(ctx, 4)?;
         let n = self.shared.borrow_mut().engine()?.size();
         let mut seen = std::collections::HashSet::new();
         if let Some(m) = remote.iter().find(|&&m| m >= n || !seen.insert(m)) {
@@ -244,7 +234,7 @@ impl SimpleCommunicator {
     /// (this one among them) to `remote`.
     pub(crate) fn inter_from(&self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, low: bool) -> SimpleCommunicator {
         // An idup's ids are the leader's to hand out, not the agreements'.
-        if ctx < crate::dup::DUP_BASE {
+        if ctx < crate::context::DUP_BASE {
             let mut sh = self.shared.borrow_mut();
             sh.next_ctx = sh.next_ctx.max(ctx + 4);
         }

@@ -51,6 +51,7 @@ pub mod spawn;
 pub mod staged;
 mod status;
 pub mod topo;
+mod topology;
 mod universe;
 mod watcher;
 

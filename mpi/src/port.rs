@@ -247,7 +247,7 @@ impl SimpleCommunicator {
             )));
         }
         let ctx = next.max(their_next);
-        crate::dup::check_agreed(ctx, 4)?;
+        crate::context::check_agreed(ctx, 4)?;
         Ok(self.inter_from(ctx, vec![me], vec![them], me < them))
     }
 }

@@ -201,3 +201,91 @@ fn the_mpi_core_imports_no_module_above_it() {
         above.join("\n")
     );
 }
+
+/// Each top-level module of the crate at `src` and the modules it names
+/// (`crate::` paths, and `super::` paths in a file right under `src`,
+/// where `super` is the crate root), itself and the crate root aside.
+fn module_graph(src: &std::path::Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let is_module = |n: &str| !n.is_empty() && (src.join(format!("{n}.rs")).is_file() || src.join(n).is_dir());
+    let mut graph = std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(src) else { return graph };
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if name == "lib" || name == "main" || name == "bin" || !is_module(&name) {
+            continue;
+        }
+        let mut files = Vec::new();
+        if path.is_dir() {
+            sources(&path, &mut files);
+        } else {
+            files.push(path.clone());
+        }
+        let deps: &mut std::collections::BTreeSet<String> = graph.entry(name.clone()).or_default();
+        for f in files {
+            let mut text = std::fs::read_to_string(&f).unwrap_or_default();
+            if f.parent() == Some(src) {
+                text = text.replace("super::", "crate::");
+            }
+            deps.extend(crate_modules_named(&text, is_module).into_iter().filter(|n| *n != name));
+        }
+    }
+    graph
+}
+
+/// A cycle of `graph` (its modules in order, the first again at the end),
+/// if it has one.
+fn a_cycle(graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>) -> Option<Vec<String>> {
+    // 0: not seen; 1: on the path being explored; 2: done, in no cycle.
+    let mut state: std::collections::BTreeMap<&str, u8> = std::collections::BTreeMap::new();
+    fn visit<'g>(
+        m: &'g str,
+        graph: &'g std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        state: &mut std::collections::BTreeMap<&'g str, u8>,
+        path: &mut Vec<&'g str>,
+    ) -> Option<Vec<String>> {
+        match state.get(m) {
+            Some(2) => return None,
+            Some(1) => {
+                let from = path.iter().position(|p| *p == m).unwrap_or(0);
+                let mut cycle: Vec<String> = path[from..].iter().map(|s| s.to_string()).collect();
+                cycle.push(m.to_string());
+                return Some(cycle);
+            }
+            _ => {}
+        }
+        state.insert(m, 1);
+        path.push(m);
+        for d in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(d, graph, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(m, 2);
+        None
+    }
+    graph.keys().find_map(|m| visit(m, graph, &mut state, &mut Vec::new()))
+}
+
+/// Issue 49, item 2: the modules of `mpi` form no cycle. The check: every
+/// `crate::` path of each top-level module (outside comments and unit
+/// tests) is an edge, and a depth-first search finds no way back.
+#[test]
+fn mpi_has_no_module_cycle() {
+    let toy = |edges: &[(&str, &str)]| {
+        let mut g: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    };
+    assert_eq!(a_cycle(&toy(&[("a", "b"), ("b", "c"), ("c", "b")])), Some(vec!["b".into(), "c".into(), "b".into()]));
+    assert_eq!(a_cycle(&toy(&[("a", "b"), ("a", "c"), ("b", "c")])), None);
+    let graph = module_graph(&repo().join("mpi/src"));
+    assert!(graph.len() > 20 && graph.contains_key("comm") && graph["comm"].contains("request"), "{graph:?}");
+    if let Some(cycle) = a_cycle(&graph) {
+        panic!("mpi's modules import each other in a cycle: {}", cycle.join(" -> "));
+    }
+}

@@ -718,3 +718,17 @@ impl Exec {
         }
     }
 }
+
+impl crate::comm::SimpleCommunicator {
+    /// The place of the next collective on this communicator: the next
+    /// started number, or, while a persistent collective starts, its place
+    /// (each start launches one schedule).
+    pub(crate) fn next_coll_seq(&self) -> Seq {
+        if let Some(p) = self.group.starting.get() {
+            return Seq::Persistent(p);
+        }
+        let s = self.group.coll_seq.get();
+        self.group.coll_seq.set(s.wrapping_add(1));
+        Seq::Started(s)
+    }
+}

@@ -22,6 +22,7 @@
 
 pub mod algo;
 pub mod choice;
+mod communicator;
 pub(crate) mod exec;
 pub(crate) mod live;
 pub mod long_double;

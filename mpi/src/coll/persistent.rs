@@ -33,7 +33,6 @@ use crate::comm::{Process, SimpleCommunicator};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::Request;
-use crate::staged::coll::Persistent;
 use crate::Rank;
 
 /// What every persistent collective keeps: its communicator, its place in
@@ -207,4 +206,45 @@ impl Process<'_> {
 
 fn too_large(what: &str) -> MpiError {
     MpiError::TooLarge(format!("{what}: the buffers would be larger than memory"))
+}
+
+/// A persistent collective's place in its communicator's matching order.
+/// Persistent collectives match in the order of their initializations,
+/// whatever the order of their starts (MPI 4.1 §6.13): one process may
+/// start a broadcast then a barrier, another the barrier first. So each
+/// takes its number among the communicator's persistent collectives at
+/// initialization, and its starts are numbered apart from the collectives
+/// started in order.
+///
+/// The place is 12 bits of that number and 2 bits of the start: 4,096
+/// persistent collectives of one communicator in use at once are told
+/// apart, and so are successive starts of one, whose messages could
+/// otherwise meet those a failed start left behind.
+#[derive(Debug)]
+pub struct Persistent {
+    id: u32,
+    starts: std::cell::Cell<u32>,
+}
+
+impl Persistent {
+    /// The next persistent collective's place on `c` (at its
+    /// initialization, which every member makes in the same order).
+    pub fn new(c: &SimpleCommunicator) -> Persistent {
+        let id = c.group.persistent_seq.get();
+        c.group.persistent_seq.set(id.wrapping_add(1));
+        Persistent { id, starts: std::cell::Cell::new(0) }
+    }
+
+    /// Start this persistent collective on `c`: `start` starts the
+    /// non-blocking form (one schedule), which takes this collective's
+    /// place instead of the next started number.
+    pub fn start<T>(&self, c: &SimpleCommunicator, start: impl FnOnce() -> T) -> T {
+        let n = self.starts.get();
+        self.starts.set(n.wrapping_add(1));
+        let place = ((self.id & 0xFFF) << 2) | (n & 3);
+        let before = c.group.starting.replace(Some(place));
+        let r = start();
+        c.group.starting.set(before);
+        r
+    }
 }

@@ -27,7 +27,7 @@ pub struct Process<'a> {
 
 /// Any process of a communicator (`MPI_ANY_SOURCE`).
 pub struct AnyProcess<'a> {
-    pub(super) comm: &'a SimpleCommunicator,
+    pub(crate) comm: &'a SimpleCommunicator,
 }
 
 pub(crate) fn check_tag(tag: Tag) -> Result<()> {
