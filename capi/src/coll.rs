@@ -660,7 +660,9 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         // and `red::reduce_local` require.
         unsafe {
             r.run_now(n, inoutbuf, n, |input, inout| {
-                let Input::At(input) = input else { return Err(mpi::MpiError::Buffer("inbuf is MPI_IN_PLACE".into())) };
+                let Input::At(input) = input else {
+                    return Err(mpi::BufferError::InPlace { place: "as MPI_Reduce_local's inbuf" }.into());
+                };
                 red::reduce_local(r.elem, input, inout, r.n(n), &r.op)
             })
         }
@@ -704,9 +706,7 @@ unsafe fn inter_reduce(
             let send = match send {
                 Input::At(p) => p,
                 Input::InPlace => {
-                    return Err(mpi::MpiError::Buffer(
-                        "MPI_IN_PLACE is not valid on an intercommunicator (§6.9.1)".into(),
-                    ))
+                    return Err(mpi::BufferError::InPlace { place: "on an intercommunicator (§6.9.1)" }.into())
                 }
             };
             red::inter_reduce(c, root, r.elem, send, recv, r.n(n), &r.op)

@@ -11,9 +11,10 @@
 //! another MPI gets [`MpiError::Buffer`] (`MPI_ERR_BUFFER`) here too.
 
 use crate::comm::{Process, Status};
+use crate::error::BufferError;
 use crate::slot::Slot;
 use crate::staged::{outgoing, Span, Staged};
-use crate::{MpiError, Result, Tag};
+use crate::{Result, Tag};
 
 /// What a program attached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,11 +65,11 @@ impl Buffered {
     /// refused when one is attached already.
     pub fn attach(&mut self, space: Space) -> Result<()> {
         if self.attached.is_some() {
-            return Err(MpiError::Buffer("a buffer is already attached: detach it first".into()));
+            return Err(BufferError::AlreadyAttached.into());
         }
         if let Space::Buffer(b, n) = space {
             if n > 0 && b.is_null() {
-                return Err(MpiError::Buffer(format!("a null pointer is not a buffer of {n} bytes")));
+                return Err(BufferError::NullAttached { bytes: n }.into());
             }
         }
         self.attached = Some(space);
@@ -86,7 +87,7 @@ impl Buffered {
     /// Detach after flushing: what was attached.
     pub fn detach(&mut self) -> Result<Space> {
         let Some(space) = self.attached else {
-            return Err(MpiError::Buffer("no buffer is attached".into()));
+            return Err(BufferError::NoneAttached.into());
         };
         self.flush()?;
         self.attached = None;
@@ -117,23 +118,20 @@ impl Buffered {
     /// duration of the call.
     pub unsafe fn send(&mut self, to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag) -> Result<Sent> {
         let size = match self.attached {
-            None => {
-                return Err(MpiError::Buffer(
-                    "a buffered send needs a buffer: call MPI_Buffer_attach or MPI_Comm_attach_buffer first".into(),
-                ))
-            }
+            None => return Err(BufferError::NeedsAttached.into()),
             Some(Space::Automatic) => usize::MAX,
             Some(Space::Buffer(_, n)) => n,
         };
         self.reap()?;
         let used: usize = self.pending.iter().map(|p| p.1 + OVERHEAD).sum();
         if used.saturating_add(span.len() + OVERHEAD) > size {
-            return Err(MpiError::Buffer(format!(
-                "the attached buffer of {size} bytes has {} free, and this message needs {} ({} + MPI_BSEND_OVERHEAD)",
-                size.saturating_sub(used),
-                span.len() + OVERHEAD,
-                span.len()
-            )));
+            return Err(BufferError::Full {
+                size,
+                free: size.saturating_sub(used),
+                need: span.len() + OVERHEAD,
+                len: span.len(),
+            }
+            .into());
         }
         // SAFETY: the span's elements at `buf` are readable and unmodified for this call (`# Safety`),
         // and `into_owned` copies them before it returns: the send goes from the copy.
@@ -158,5 +156,30 @@ impl Buffered {
         let (a, _, _) = self.pending.remove(i);
         a.request.cancel()?;
         Ok(Some(a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MpiError;
+
+    /// `MPI_Buffer_attach`/`detach` out of order say what went wrong, with
+    /// the figures, and a refused attach leaves the buffer as it was.
+    #[test]
+    fn attach_and_detach_errors_carry_what_went_wrong() {
+        let mut b = Buffered::default();
+        assert!(matches!(b.detach(), Err(MpiError::Buffer(BufferError::NoneAttached))));
+        let e = b.attach(Space::Buffer(std::ptr::null_mut(), 64)).unwrap_err();
+        assert_eq!(e, MpiError::Buffer(BufferError::NullAttached { bytes: 64 }));
+        assert!(!b.is_attached());
+        b.attach(Space::Automatic).unwrap();
+        assert!(matches!(b.attach(Space::Automatic), Err(MpiError::Buffer(BufferError::AlreadyAttached))));
+        assert!(matches!(b.detach(), Ok(Space::Automatic)));
+        let full = BufferError::Full { size: 1000, free: 488, need: 612, len: 100 };
+        assert_eq!(
+            full.to_string(),
+            "the attached buffer of 1000 bytes has 488 free, and this message needs 612 (100 + MPI_BSEND_OVERHEAD)"
+        );
     }
 }

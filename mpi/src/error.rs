@@ -136,8 +136,8 @@ pub enum MpiError {
     },
     /// A buffer argument that cannot hold the data (a null pointer where
     /// elements must be; `MPI_ERR_BUFFER`).
-    #[error("{0}")]
-    Buffer(String),
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
     /// A one-sided call out of its synchronisation order: an operation
     /// outside an access epoch that includes its target, an epoch opened
     /// inside a conflicting one (`MPI_ERR_RMA_SYNC`, MPI 4.1 §12.5).
@@ -315,6 +315,72 @@ pub enum DimsError {
         dim: usize,
         /// The grid's dimensions.
         ndims: usize,
+    },
+}
+
+/// What is wrong with a buffer argument (`MpiError::Buffer`,
+/// `MPI_ERR_BUFFER`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BufferError {
+    /// A null pointer where elements must be.
+    #[error("the {what} is a null pointer")]
+    Null {
+        /// Which buffer (`send buffer`, `receive buffer`, ...).
+        what: String,
+    },
+    /// A reduction's buffer that is null, or not aligned for its elements.
+    #[error("{what} is null or not aligned for its datatype")]
+    Misaligned {
+        /// Which buffer (`sendbuf`, `recvbuf`, ...).
+        what: String,
+    },
+    /// `MPI_IN_PLACE` where the call does not take it.
+    #[error("MPI_IN_PLACE is not valid {place}")]
+    InPlace {
+        /// Where (`here`, `on an intercommunicator (§6.9.1)`, ...).
+        place: &'static str,
+    },
+    /// `MPI_Reduce_local`'s two buffers overlap (§6.9.7).
+    #[error("inbuf and inoutbuf overlap (§6.9.7 forbids it)")]
+    ReduceLocalOverlap,
+    /// Two blocks of a receive buffer overlap.
+    #[error("two receive blocks overlap")]
+    BlocksOverlap,
+    /// A block of a receive buffer reaches past its end.
+    #[error("a receive block lies outside the buffer")]
+    BlockOutside,
+    /// `MPI_Buffer_attach` while a buffer is attached (§3.6.1).
+    #[error("a buffer is already attached: detach it first")]
+    AlreadyAttached,
+    /// `MPI_Buffer_attach` of a null pointer with a size.
+    #[error("a null pointer is not a buffer of {bytes} bytes")]
+    NullAttached {
+        /// The size given.
+        bytes: usize,
+    },
+    /// `MPI_Buffer_detach` with nothing attached.
+    #[error("no buffer is attached")]
+    NoneAttached,
+    /// A buffered send with no buffer attached.
+    #[error("a buffered send needs a buffer: call MPI_Buffer_attach or MPI_Comm_attach_buffer first")]
+    NeedsAttached,
+    /// A buffered send that does not fit the attached buffer's free space.
+    #[error("the attached buffer of {size} bytes has {free} free, and this message needs {need} ({len} + MPI_BSEND_OVERHEAD)")]
+    Full {
+        /// The attached buffer's bytes.
+        size: usize,
+        /// Its bytes not held by messages in flight.
+        free: usize,
+        /// What the message needs: its bytes and the overhead.
+        need: usize,
+        /// The message's bytes.
+        len: usize,
+    },
+    /// `MPI_Win_create` with a null base and a size.
+    #[error("MPI_Win_create: a null base for a window of {bytes} bytes")]
+    NullWindowBase {
+        /// The window's size.
+        bytes: u64,
     },
 }
 

@@ -16,6 +16,7 @@ use super::wire::{Kind, Msg, EXCLUSIVE};
 use super::{AccOp, Assert, Flavor, LockType, Model};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::typemap::Typemap;
+use crate::error::BufferError;
 use crate::request::Request;
 use crate::staged::reduce::Elem;
 use crate::staged::{incoming, outgoing, Span};
@@ -139,7 +140,7 @@ impl RawWindow {
         model: Option<Model>,
     ) -> Result<RawWindow> {
         if size > 0 && base.is_null() {
-            return Err(MpiError::Buffer("MPI_Win_create: a null base for a window of more than 0 bytes".into()));
+            return Err(BufferError::NullWindowBase { bytes: size }.into());
         }
         // SAFETY: `base` is non-null when `size > 0` (checked above), and its `size` bytes are readable
         // now and valid for reads and writes until the window is freed, accessed by the program only

@@ -15,6 +15,7 @@ use super::{incoming, near_null, outgoing, Blocks, Span, Staged, Unpack};
 use crate::coll::{CommunicatorCollectives, Root};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::Typemap;
+use crate::error::BufferError;
 use crate::{MpiError, Rank, Result};
 
 /// A collective's send argument.
@@ -495,7 +496,7 @@ impl Wblocks {
                 .checked_mul(b.count)
                 .ok_or_else(|| MpiError::TooLarge("a receive block is too large".into()))?;
             if len > 0 && near_null(b.at, b.layout.true_lb) {
-                return Err(MpiError::Buffer("the receive buffer is a null pointer".into()));
+                return Err(BufferError::Null { what: "receive buffer".into() }.into());
             }
             rdispls.push(fits(total)?);
             rcounts.push(fits(len)?);

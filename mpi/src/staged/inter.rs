@@ -6,6 +6,7 @@
 
 use super::{incoming, outgoing, Blocks, Span};
 use crate::comm::SimpleCommunicator;
+use crate::error::BufferError;
 use crate::inter::InterRoot;
 use crate::{MpiError, Result};
 
@@ -19,12 +20,12 @@ fn split_mut<'a>(bytes: &'a mut [u8], counts: &[crate::Count], displs: &[crate::
     for i in order {
         let (d, n) = (displs[i] as usize, counts[i] as usize);
         if d < at && n > 0 {
-            return Err(MpiError::Buffer("two receive blocks overlap".into()));
+            return Err(BufferError::BlocksOverlap.into());
         }
         let skip = d.saturating_sub(at).min(rest.len());
         let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
         if n > tail.len() {
-            return Err(MpiError::Buffer("a receive block lies outside the buffer".into()));
+            return Err(BufferError::BlockOutside.into());
         }
         let (block, tail) = tail.split_at_mut(n);
         out[i] = Some(block);

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use crate::comm::{raw, Process, Source, Status};
 use crate::datatype::typemap::addr;
 use crate::datatype::{zeroed_buffer, Typemap};
+use crate::error::BufferError;
 use crate::request::{Part, Request};
 use crate::{MpiError, Result, Tag};
 
@@ -110,7 +111,7 @@ fn too_many(count: usize) -> MpiError {
 }
 
 fn null_buffer(what: &str) -> MpiError {
-    MpiError::Buffer(format!("the {what} buffer is a null pointer"))
+    BufferError::Null { what: format!("{what} buffer") }.into()
 }
 
 /// Data at `buf + offset` would be in the never-mapped first page: a null
@@ -352,14 +353,14 @@ pub unsafe fn blocks(
         }
         let offset = l.one_block.map_or(0, |b| b.0);
         if end > 0 && near_null(buf, offset) {
-            return Err(MpiError::Buffer("the buffer is a null pointer".into()));
+            return Err(BufferError::Null { what: "buffer".into() }.into());
         }
         // The blocks are in the buffer (this function's contract).
         let ptr = addr(buf, offset);
         return Ok(Blocks { inc: Incoming { ptr, len: end, stage: None }, counts: cb, displs: db });
     }
     if near_null(buf, l.true_lb) {
-        return Err(MpiError::Buffer("the buffer is a null pointer".into()));
+        return Err(BufferError::Null { what: "buffer".into() }.into());
     }
     let parts: Vec<(isize, usize)> = displs.iter().map(|&d| d as isize).zip(counts.iter().copied()).collect();
     let (mut cb, mut db, mut at) = (Vec::new(), Vec::new(), 0usize);
@@ -632,7 +633,7 @@ mod tests {
         let span = Span::of(vector(), 1).expect("span");
         // SAFETY: a null buffer is refused before anything is read.
         let e = unsafe { outgoing(std::ptr::null(), &span, "send") }.err();
-        assert!(matches!(e, Some(MpiError::Buffer(m)) if m.contains("send buffer is a null pointer")));
+        assert!(matches!(e, Some(MpiError::Buffer(BufferError::Null { what })) if what == "send buffer"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::coll::{
 };
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::{Equivalence, Typemap};
+use crate::error::BufferError;
 use crate::inter::InterRoot;
 use crate::{MpiError, Rank, Result};
 
@@ -200,7 +201,7 @@ unsafe fn elems<'a, T: Equivalence>(p: *const u8, count: usize, what: &str) -> R
         return Ok(&[]);
     }
     if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
+        return Err(BufferError::Misaligned { what: what.into() }.into());
     }
     // SAFETY: `p` is non-null and aligned for `T` (checked above), and its `count` elements are
     // readable and unmodified for `'a` (`# Safety`); any bytes are a valid `T` (it is `Pod`).
@@ -217,7 +218,7 @@ unsafe fn elems_mut<'a, T: Equivalence>(p: *mut u8, count: usize, what: &str) ->
         return Ok(&mut []);
     }
     if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(MpiError::Buffer(format!("{what} is null or not aligned for its datatype")));
+        return Err(BufferError::Misaligned { what: what.into() }.into());
     }
     // SAFETY: `p` is non-null and aligned for `T` (checked above), and its `count` elements are
     // writable and reached only through this slice for `'a` (`# Safety`); any bytes are a valid `T`.
@@ -242,7 +243,7 @@ unsafe fn sent<'a, T: Equivalence>(send: Input, recv: *const u8, n: usize, in_pl
             // Nothing is read: a zero count takes any send argument.
             _ if n == 0 => Cow::Borrowed(&[]),
             Input::InPlace if in_place_ok => Cow::Owned(elems::<T>(recv, n, "recvbuf")?.to_vec()),
-            Input::InPlace => return Err(MpiError::Buffer("MPI_IN_PLACE is not valid here".into())),
+            Input::InPlace => return Err(BufferError::InPlace { place: "here" }.into()),
             Input::At(p) => Cow::Borrowed(elems::<T>(p, n, "sendbuf")?),
         })
     }
@@ -533,7 +534,7 @@ pub unsafe fn reduce_local(
     let bytes = count * elem.size();
     let (i, o) = (input as usize, inout as usize);
     if bytes > 0 && i < o + bytes && o < i + bytes {
-        return Err(MpiError::Buffer("inbuf and inoutbuf overlap (§6.9.7 forbids it)".into()));
+        return Err(BufferError::ReduceLocalOverlap.into());
     }
     with_elem!(elem, T => {
         // SAFETY: `input`'s `count` elements are readable and `inout`'s writable and untouched for this
