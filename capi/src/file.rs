@@ -247,7 +247,7 @@ unsafe fn query<T>(call: &str, fh: Handle, out: *mut T, f: impl FnOnce(&File) ->
 }
 
 fn to_offset(v: u64) -> mpi::Result<i64> {
-    i64::try_from(v).map_err(|_| mpi::MpiError::TooLarge(format!("{v} does not fit an MPI_Offset")))
+    i64::try_from(v).map_err(|_| mpi::MpiError::TooLarge(mpi::Overflow::Offset { value: v }))
 }
 
 #[no_mangle]

@@ -72,8 +72,8 @@ pub enum MpiError {
     },
     /// A size, extent or displacement no address or count can hold (a
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
-    #[error("{0}")]
-    TooLarge(String),
+    #[error(transparent)]
+    TooLarge(#[from] Overflow),
     /// An info key that is empty or too long (`MPI_ERR_INFO_KEY`, MPI 4.1
     /// §10).
     #[error("the info key {key:?} is empty or longer than {max} characters")]
@@ -315,6 +315,65 @@ pub enum DimsError {
         dim: usize,
         /// The grid's dimensions.
         ndims: usize,
+    },
+}
+
+/// What is larger than an address, a count or memory can hold
+/// (`MpiError::TooLarge`, `MPI_ERR_COUNT`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Overflow {
+    /// `count` elements of a datatype overflow the address space.
+    #[error("{count} elements overflow the address space")]
+    Elements {
+        /// The count.
+        count: usize,
+    },
+    /// `count` elements of `each` bytes do not fit in memory.
+    #[error("{count} elements of {each} bytes do not fit in memory")]
+    ElementsOf {
+        /// The count.
+        count: usize,
+        /// Each element's bytes.
+        each: u64,
+    },
+    /// A one-sided operation's target count times its datatype's size.
+    #[error("target count")]
+    TargetCount,
+    /// A block of a collective over this library's 2 GiB (a C `int`
+    /// counts its bytes).
+    #[error("a block of {bytes} bytes is over this library's 2 GiB per {what}")]
+    Block {
+        /// The block's bytes.
+        bytes: usize,
+        /// `collective` or `v-collective`.
+        what: &'static str,
+    },
+    /// A receive block whose end overflows the address space.
+    #[error("a receive block is too large")]
+    ReceiveBlock,
+    /// A receive larger than an address space.
+    #[error("the receive is larger than an address space")]
+    Receive,
+    /// A persistent collective's buffers (`call`, its initialization).
+    #[error("{call}: the buffers would be larger than memory")]
+    Buffers {
+        /// The initialization (`all_reduce_init`, ...).
+        call: &'static str,
+    },
+    /// A datatype's extent, bounds or size.
+    #[error("the datatype's extent, bounds or size overflow the address space")]
+    Datatype,
+    /// A datatype's type signature (external32).
+    #[error("the datatype's signature is larger than 2^64 bytes")]
+    Signature,
+    /// A subarray or darray's size.
+    #[error("the array's size overflows the address space")]
+    Array,
+    /// A file offset that an `MPI_Offset` cannot hold.
+    #[error("{value} does not fit an MPI_Offset")]
+    Offset {
+        /// The offset.
+        value: u64,
     },
 }
 

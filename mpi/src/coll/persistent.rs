@@ -204,8 +204,8 @@ impl Process<'_> {
     }
 }
 
-fn too_large(what: &str) -> MpiError {
-    MpiError::TooLarge(format!("{what}: the buffers would be larger than memory"))
+fn too_large(call: &'static str) -> MpiError {
+    MpiError::TooLarge(crate::error::Overflow::Buffers { call })
 }
 
 /// A persistent collective's place in its communicator's matching order.

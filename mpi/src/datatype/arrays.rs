@@ -99,7 +99,7 @@ pub fn darray(old: &Arc<Typemap>, size: i32, rank: i32, dims: &[DarrayDim], orde
 /// Build the array type: dimension `d` has `sizes[d]` indices, of which
 /// `runs[d]` are in the type.
 fn array_layout(old: &Arc<Typemap>, sizes: &[i64], runs: &[Runs], order: Order) -> Result<Typemap> {
-    let overflow = || MpiError::TooLarge("the array's size overflows the address space".into());
+    let overflow = || MpiError::TooLarge(crate::error::Overflow::Array);
     let mut dims: Vec<usize> = (0..sizes.len()).collect();
     if order == Order::C {
         dims.reverse();

@@ -155,7 +155,7 @@ impl Signature {
 
     /// Append `times` copies of `sig`.
     pub fn push(&mut self, sig: Arc<Signature>, times: u64) -> Result<()> {
-        let too_big = || MpiError::TooLarge("the datatype's signature is larger than 2^64 bytes".into());
+        let too_big = || MpiError::TooLarge(crate::error::Overflow::Signature);
         let native = sig.native.checked_mul(times).ok_or_else(too_big)?;
         let external = sig.external.checked_mul(times).ok_or_else(too_big)?;
         self.native = self.native.checked_add(native).ok_or_else(too_big)?;
@@ -228,7 +228,7 @@ impl Signature {
     fn len(&self, each: u64, count: usize) -> Result<usize> {
         each.checked_mul(count as u64)
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| MpiError::TooLarge(format!("{count} elements of {each} bytes do not fit in memory")))
+            .ok_or(MpiError::TooLarge(crate::error::Overflow::ElementsOf { count, each }))
     }
 
     fn check(&self, have: usize, each: u64, count: usize) -> Result<()> {

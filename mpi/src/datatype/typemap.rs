@@ -79,7 +79,7 @@ pub struct Typemap {
 pub const FLAT_BLOCKS: usize = 256;
 
 fn overflow() -> MpiError {
-    MpiError::TooLarge("the datatype's extent, bounds or size overflow the address space".into())
+    MpiError::TooLarge(crate::error::Overflow::Datatype)
 }
 
 impl Typemap {
@@ -674,6 +674,14 @@ mod tests {
             assert_eq!(walked.len(), n);
             assert_eq!(walked[n - 1], (4 + 12 * (n as isize - 1), 4));
         }
+    }
+
+    /// A vector whose bounds no address holds is refused as too large
+    /// (`MPI_ERR_COUNT`), saying which overflow.
+    #[test]
+    fn a_vector_beyond_the_address_space_is_refused_as_an_overflow() {
+        let e = Typemap::vector(3, 1, isize::MAX / 2, &int()).unwrap_err();
+        assert_eq!(e, MpiError::TooLarge(crate::error::Overflow::Datatype));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::wire::{Kind, Msg, EXCLUSIVE};
 use super::{AccOp, Assert, Flavor, LockType, Model};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::typemap::Typemap;
-use crate::error::BufferError;
+use crate::error::{BufferError, Overflow};
 use crate::request::Request;
 use crate::staged::reduce::Elem;
 use crate::staged::{incoming, outgoing, Span};
@@ -555,7 +555,7 @@ impl RawWindow {
             return Ok(None);
         }
         self.check_rank(t.rank)?;
-        let bytes = t.layout.size.checked_mul(t.count).ok_or_else(|| MpiError::TooLarge("target count".into()))?;
+        let bytes = t.layout.size.checked_mul(t.count).ok_or(MpiError::TooLarge(Overflow::TargetCount))?;
         if let Some(n) = origin_len.filter(|n| *n != bytes) {
             return Err(MpiError::Invalid(format!(
                 "the origin has {n} bytes of data and the target {bytes}: their type signatures must match (MPI 4.1 §12.3)"

@@ -15,7 +15,7 @@ use super::{incoming, near_null, outgoing, Blocks, Span, Staged, Unpack};
 use crate::coll::{CommunicatorCollectives, Root};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::Typemap;
-use crate::error::BufferError;
+use crate::error::{BufferError, Overflow};
 use crate::{MpiError, Rank, Result};
 
 /// A collective's send argument.
@@ -475,9 +475,7 @@ impl Wblocks {
     /// it) is completed or dropped: the unpacking writes them then.
     pub unsafe fn new(sends: &[WBlock], recvs: &[WBlock]) -> Result<Wblocks> {
         let fits = |b: usize| {
-            crate::Count::try_from(b).map_err(|_| {
-                MpiError::TooLarge(format!("a block of {b} bytes is over this library's 2 GiB per collective"))
-            })
+            crate::Count::try_from(b).map_err(|_| MpiError::TooLarge(Overflow::Block { bytes: b, what: "collective" }))
         };
         let (mut packed, mut scounts, mut sdispls) = (Vec::new(), Vec::new(), Vec::new());
         for b in sends {
@@ -490,11 +488,7 @@ impl Wblocks {
         }
         let (mut rcounts, mut rdispls, mut places, mut total) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
         for b in recvs {
-            let len = b
-                .layout
-                .size
-                .checked_mul(b.count)
-                .ok_or_else(|| MpiError::TooLarge("a receive block is too large".into()))?;
+            let len = b.layout.size.checked_mul(b.count).ok_or(MpiError::TooLarge(Overflow::ReceiveBlock))?;
             if len > 0 && near_null(b.at, b.layout.true_lb) {
                 return Err(BufferError::Null { what: "receive buffer".into() }.into());
             }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use crate::comm::{raw, Process, Source, Status};
 use crate::datatype::typemap::addr;
 use crate::datatype::{zeroed_buffer, Typemap};
-use crate::error::BufferError;
+use crate::error::{BufferError, Overflow};
 use crate::request::{Part, Request};
 use crate::{MpiError, Result, Tag};
 
@@ -107,7 +107,7 @@ impl Span {
 }
 
 fn too_many(count: usize) -> MpiError {
-    MpiError::TooLarge(format!("{count} elements overflow the address space"))
+    MpiError::TooLarge(Overflow::Elements { count })
 }
 
 fn null_buffer(what: &str) -> MpiError {
@@ -189,7 +189,7 @@ impl Unpack {
         let len = parts
             .iter()
             .try_fold(0usize, |n, p| p.1.checked_mul(layout.size).and_then(|b| b.checked_add(n)))
-            .ok_or_else(|| MpiError::TooLarge("the receive is larger than an address space".into()))?;
+            .ok_or(MpiError::TooLarge(Overflow::Receive))?;
         let mut tmp = zeroed_buffer(len, "a staging buffer for the receive")?;
         if fill {
             let mut at = 0;
@@ -332,9 +332,7 @@ pub unsafe fn blocks(
 ) -> Result<Blocks> {
     let l = layout;
     let as_count = |b: usize| {
-        crate::Count::try_from(b).map_err(|_| {
-            MpiError::TooLarge(format!("a block of {b} bytes is over this library's 2 GiB per v-collective"))
-        })
+        crate::Count::try_from(b).map_err(|_| MpiError::TooLarge(Overflow::Block { bytes: b, what: "v-collective" }))
     };
     let len_of = |c: usize| c.checked_mul(l.size).ok_or_else(|| too_many(c));
     if l.dense() || l.size == 0 {
