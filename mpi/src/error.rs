@@ -190,8 +190,8 @@ pub enum MpiError {
         unit: i64,
     },
     /// A window size that is not valid (`MPI_ERR_SIZE`).
-    #[error("{0}")]
-    WinSize(String),
+    #[error(transparent)]
+    WinSize(#[from] WinSizeError),
     /// Operations and datatypes an accumulate cannot combine (`MPI_ERR_OP`).
     #[error("{0}")]
     Op(String),
@@ -375,6 +375,33 @@ pub enum Overflow {
         /// The offset.
         value: u64,
     },
+}
+
+/// A window size no memory holds (`MpiError::WinSize`, `MPI_ERR_SIZE`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WinSizeError {
+    /// A typed window of `len` elements, whose bytes overflow.
+    #[error("a window of {len} elements is larger than an address space")]
+    Elements {
+        /// The elements asked for.
+        len: usize,
+    },
+    /// A window of `bytes` bytes, more than this process can address.
+    #[error("a window of {bytes} bytes is larger than memory")]
+    Bytes {
+        /// The bytes asked for.
+        bytes: u64,
+    },
+    /// A process's part of a shared window, as another process announced
+    /// it, that this one cannot address.
+    #[error("a shared window part of {bytes} bytes is too large")]
+    SharedPart {
+        /// The part's bytes.
+        bytes: u64,
+    },
+    /// The parts of a shared window add up past an address space.
+    #[error("the shared window is too large")]
+    SharedTotal,
 }
 
 /// What is wrong with a buffer argument (`MpiError::Buffer`,

@@ -163,7 +163,7 @@ impl RawWindow {
         model: Option<Model>,
     ) -> Result<RawWindow> {
         let lines = usize::try_from(size.div_ceil(64))
-            .map_err(|_| MpiError::WinSize(format!("a window of {size} bytes is larger than memory")))?;
+            .map_err(|_| MpiError::WinSize(crate::error::WinSizeError::Bytes { bytes: size }))?;
         let mut v: Vec<Line> = Vec::new();
         v.try_reserve_exact(lines)
             .map_err(|_| MpiError::NoMemory { what: "MPI_Win_allocate's window".into(), bytes: size })?;

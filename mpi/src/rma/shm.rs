@@ -108,9 +108,9 @@ impl Segment {
         let mut total = 0usize;
         for b in &table {
             starts.push(total);
-            let n =
-                usize::try_from(field(b, 0)).map_err(|_| MpiError::WinSize("a shared window part too large".into()))?;
-            total = total.checked_add(n).ok_or_else(|| MpiError::WinSize("the shared window is too large".into()))?;
+            let n = usize::try_from(field(b, 0))
+                .map_err(|_| MpiError::WinSize(crate::error::WinSizeError::SharedPart { bytes: field(b, 0) }))?;
+            total = total.checked_add(n).ok_or(MpiError::WinSize(crate::error::WinSizeError::SharedTotal))?;
         }
         starts.push(total);
         let len = total.max(1);

@@ -109,7 +109,7 @@ impl<T: Equivalence> Window<T> {
     pub fn allocate_with(comm: &SimpleCommunicator, len: usize, model: Option<Model>) -> Result<Window<T>> {
         aligned_enough::<T>()?;
         let sz = std::mem::size_of::<T>();
-        let bytes = len.checked_mul(sz).ok_or_else(|| MpiError::WinSize(format!("{len} elements")))?;
+        let bytes = len.checked_mul(sz).ok_or(MpiError::WinSize(crate::error::WinSizeError::Elements { len }))?;
         let raw = RawWindow::allocate_with(comm, bytes as u64, sz.max(1) as u32, model)?;
         Ok(Window { raw, len, _t: PhantomData })
     }
