@@ -193,8 +193,8 @@ pub enum MpiError {
     #[error(transparent)]
     WinSize(#[from] WinSizeError),
     /// Operations and datatypes an accumulate cannot combine (`MPI_ERR_OP`).
-    #[error("{0}")]
-    Op(String),
+    #[error(transparent)]
+    Op(#[from] OpError),
     /// Memory the call needs could not be had (`MPI_ERR_NO_MEM`): the
     /// call fails, the process goes on.
     #[error("out of memory: {what} of {bytes} bytes cannot be allocated")]
@@ -374,6 +374,52 @@ pub enum Overflow {
     Offset {
         /// The offset.
         value: u64,
+    },
+}
+
+/// An operation and datatypes that an accumulate or an atomic cannot
+/// combine (`MpiError::Op`, `MPI_ERR_OP`, MPI 4.1 §12.3.4).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    /// A Rust element type that is no primitive number.
+    #[error("accumulates and atomics need a primitive number type, not {type_name}")]
+    NotANumber {
+        /// The type's name.
+        type_name: &'static str,
+    },
+    /// `MPI_Compare_and_swap` on an element type it is not defined on.
+    #[error("no compare-and-swap on {elem}")]
+    NoCompareSwap {
+        /// The element type.
+        elem: String,
+    },
+    /// A predefined operation given no element type.
+    #[error("{op} needs an element type")]
+    NeedsElement {
+        /// The operation.
+        op: String,
+    },
+    /// A predefined operation not defined on the element type (§6.9.2).
+    #[error("{why}")]
+    NotDefined {
+        /// The operation.
+        op: String,
+        /// The element type.
+        elem: String,
+        /// What the reduction said.
+        why: String,
+    },
+    /// A target datatype that holds part of a padded pair's element.
+    #[error("the target datatype holds part of a {bytes}-byte pair: an accumulate's datatypes must be built from its element type")]
+    PartOfPair {
+        /// The pair's packed bytes.
+        bytes: u64,
+    },
+    /// A target datatype whose blocks split elements.
+    #[error("the target datatype splits {bytes}-byte elements: an accumulate's datatypes must be built from its element type")]
+    SplitsElements {
+        /// The element's bytes.
+        bytes: u64,
     },
 }
 

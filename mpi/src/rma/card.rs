@@ -275,7 +275,8 @@ impl Card {
         origin: &[u8],
         compare: &[u8],
     ) -> Result<Vec<u8>> {
-        let d = native(elem).ok_or_else(|| MpiError::Op(format!("no compare-and-swap on {elem:?}")))?;
+        let d = native(elem)
+            .ok_or_else(|| MpiError::Op(crate::error::OpError::NoCompareSwap { elem: format!("{elem:?}") }))?;
         let n = elem.size();
         if self.aligned(t, &[(off, n as u64)], n) {
             let was = self.amo(e, t, HEADER + off, Atomic::CompareSwap { compare: word(compare) }, d, word(origin))?;

@@ -96,7 +96,7 @@ impl AccOp {
             AccOp::Replace => Err(MpiError::Invalid("replace with data of another length".into())),
             AccOp::System(op) => match elem {
                 Some(e) => e.combine_packed(op, src, acc),
-                None => Err(MpiError::Op(format!("{op:?} needs an element type"))),
+                None => Err(MpiError::Op(crate::error::OpError::NeedsElement { op: format!("{op:?}") })),
             },
         }
     }
@@ -106,7 +106,13 @@ impl AccOp {
     pub fn check(self, elem: Elem) -> Result<()> {
         let z = vec![0u8; elem.packed_size()];
         let mut acc = z.clone();
-        self.apply(Some(elem), &z, &mut acc).map_err(|e| MpiError::Op(e.to_string()))
+        self.apply(Some(elem), &z, &mut acc).map_err(|e| {
+            MpiError::Op(crate::error::OpError::NotDefined {
+                op: format!("{self:?}"),
+                elem: format!("{elem:?}"),
+                why: e.to_string(),
+            })
+        })
     }
 }
 
@@ -215,6 +221,19 @@ mod tests {
         }
         assert_eq!(AccOp::from_code(0), None);
         assert_eq!(AccOp::from_code(15), None);
+    }
+
+    /// An accumulate's operation not defined on its element type is
+    /// refused as `MPI_ERR_OP`, naming both; a predefined operation with no
+    /// element type too.
+    #[test]
+    fn an_operation_undefined_on_its_elements_is_refused_naming_both() {
+        let e = AccOp::System(SystemOperation::BitwiseAnd).check(Elem::F64).unwrap_err();
+        let MpiError::Op(crate::error::OpError::NotDefined { op, elem, .. }) = e else { panic!("{e:?}") };
+        assert_eq!((op.as_str(), elem.as_str()), ("System(BitwiseAnd)", "F64"));
+        AccOp::System(SystemOperation::BitwiseAnd).check(Elem::I32).unwrap();
+        let e = AccOp::System(SystemOperation::Sum).apply(None, &[0; 4], &mut [0; 4]).unwrap_err();
+        assert_eq!(e, MpiError::Op(crate::error::OpError::NeedsElement { op: "Sum".into() }));
     }
 
     #[test]

@@ -905,16 +905,12 @@ fn check_elems(blocks: &[(u64, u64)], elem: Elem) -> Result<()> {
         // struct's padding), so a block may hold part of one: the blocks
         // together hold whole elements.
         if blocks.iter().map(|b| b.1).sum::<u64>() % n != 0 {
-            return Err(MpiError::Op(format!(
-                "the target datatype holds part of a {n}-byte pair: an accumulate's datatypes must be built from its element type"
-            )));
+            return Err(MpiError::Op(crate::error::OpError::PartOfPair { bytes: n }));
         }
         return Ok(());
     }
     if blocks.iter().any(|(_, l)| l % n != 0) {
-        return Err(MpiError::Op(format!(
-            "the target datatype splits {n}-byte elements: an accumulate's datatypes must be built from its element type"
-        )));
+        return Err(MpiError::Op(crate::error::OpError::SplitsElements { bytes: n }));
     }
     Ok(())
 }

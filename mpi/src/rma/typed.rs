@@ -69,12 +69,11 @@ fn elem_of<T: 'static>() -> Result<Elem> {
         (TypeId::of::<f32>(), Elem::F32),
         (TypeId::of::<f64>(), Elem::F64),
     ];
-    table.iter().find(|(id, _)| *id == t).map(|(_, e)| *e).ok_or_else(|| {
-        MpiError::Op(format!(
-            "accumulates and atomics need a primitive number type, not {}",
-            std::any::type_name::<T>()
-        ))
-    })
+    table
+        .iter()
+        .find(|(id, _)| *id == t)
+        .map(|(_, e)| *e)
+        .ok_or_else(|| MpiError::Op(crate::error::OpError::NotANumber { type_name: std::any::type_name::<T>() }))
 }
 
 /// Alignment of a window's memory at its process (`RawWindow`'s blocks).
