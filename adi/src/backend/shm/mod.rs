@@ -358,11 +358,9 @@ impl ShmTransport {
         self.ready()
     }
 
-    /// Awake again (after [`ShmTransport::going_to_sleep`]); an error if
-    /// nothing waits and a peer of this host died without leaving.
-    pub fn awake(&mut self) -> Result<(), TransportError> {
-        self.me.word32(H_ASLEEP).store(0, Ordering::SeqCst);
-        self.woken.flag.store(false, Ordering::SeqCst);
+    /// After a wait: an error if nothing waits and a peer of this host
+    /// died without leaving the job.
+    fn check_peers_alive(&self) -> Result<(), TransportError> {
         if !self.any_ready() {
             if let Some(p) = self.lost_peer() {
                 return Err(TransportError::PeerLost {
@@ -372,6 +370,14 @@ impl ShmTransport {
             }
         }
         Ok(())
+    }
+
+    /// Awake again (after [`ShmTransport::going_to_sleep`]); an error if
+    /// nothing waits and a peer of this host died without leaving.
+    pub fn awake(&mut self) -> Result<(), TransportError> {
+        self.me.word32(H_ASLEEP).store(0, Ordering::SeqCst);
+        self.woken.flag.store(false, Ordering::SeqCst);
+        self.check_peers_alive()
     }
 }
 
@@ -620,15 +626,7 @@ impl Transport for ShmTransport {
             futex_wait(bell, seen, SLEEP_SLICE);
         }
         self.me.word32(H_ASLEEP).store(0, Ordering::SeqCst);
-        if !self.any_ready() {
-            if let Some(p) = self.lost_peer() {
-                return Err(TransportError::PeerLost {
-                    rank: p,
-                    reason: format!("its process ({}) ended without leaving the job", self.pids[p as usize]),
-                });
-            }
-        }
-        Ok(())
+        self.check_peers_alive()
     }
 
     fn report(&self) -> Option<String> {
