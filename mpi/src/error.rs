@@ -141,8 +141,8 @@ pub enum MpiError {
     /// A one-sided call out of its synchronisation order: an operation
     /// outside an access epoch that includes its target, an epoch opened
     /// inside a conflicting one (`MPI_ERR_RMA_SYNC`, MPI 4.1 §12.5).
-    #[error("{0}")]
-    RmaSync(String),
+    #[error(transparent)]
+    RmaSync(#[from] RmaSyncError),
     /// An access outside the target's window (`MPI_ERR_RMA_RANGE`): nothing
     /// was written.
     #[error("{0}")]
@@ -374,6 +374,78 @@ pub enum Overflow {
     Offset {
         /// The offset.
         value: u64,
+    },
+}
+
+/// A one-sided call out of its synchronisation order (`MpiError::RmaSync`,
+/// `MPI_ERR_RMA_SYNC`, MPI 4.1 §12.5). `open` names the epoch that is
+/// open (`MPI_Win_lock on ranks [1, 2]`, ...).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RmaSyncError {
+    /// `MPI_Win_fence` where no fence may be (`why`: inside which epoch).
+    #[error("MPI_Win_fence {why}")]
+    Fence {
+        /// Where it was called.
+        why: &'static str,
+    },
+    /// An access epoch opened inside another one.
+    #[error("{call} inside another access epoch ({open})")]
+    InsideAccess {
+        /// The call that would open it.
+        call: &'static str,
+        /// The epoch open already.
+        open: String,
+    },
+    /// `MPI_Win_post` inside an exposure epoch of `MPI_Win_post`.
+    #[error("MPI_Win_post inside another exposure epoch begun by MPI_Win_post")]
+    PostInsidePost,
+    /// `MPI_Win_complete` with no `MPI_Win_start`.
+    #[error("MPI_Win_complete without MPI_Win_start ({open})")]
+    CompleteWithoutStart {
+        /// The access epoch open instead.
+        open: String,
+    },
+    /// A call that ends an epoch that was not opened.
+    #[error("{call} without {opener}")]
+    Without {
+        /// The call.
+        call: &'static str,
+        /// The call that opens the epoch it ends.
+        opener: &'static str,
+    },
+    /// `MPI_Win_lock` on a rank this process has locked.
+    #[error("MPI_Win_lock on rank {rank}, which this process has locked already")]
+    LockedAlready {
+        /// The target.
+        rank: crate::Rank,
+    },
+    /// `MPI_Win_unlock` or `MPI_Win_flush` on a rank not locked.
+    #[error("{call} on rank {rank}, which this process has not locked")]
+    NotLocked {
+        /// The call.
+        call: &'static str,
+        /// The target.
+        rank: crate::Rank,
+    },
+    /// An operation with no access epoch open.
+    #[error("an RMA operation outside any access epoch (call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first)")]
+    NoEpoch,
+    /// An operation to a rank the access epoch does not include.
+    #[error("an RMA operation to rank {rank}, which the access epoch ({open}) does not include")]
+    NotInEpoch {
+        /// The target.
+        rank: crate::Rank,
+        /// The access epoch open.
+        open: String,
+    },
+    /// `MPI_Win_flush_all` with no passive-target epoch.
+    #[error("MPI_Win_flush_all outside a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all)")]
+    FlushAllOutside,
+    /// `MPI_Win_free` with an epoch open.
+    #[error("MPI_Win_free while an epoch is open ({open}); end it first")]
+    FreeInEpoch {
+        /// The epoch open.
+        open: String,
     },
 }
 

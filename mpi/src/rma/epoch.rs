@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::LockType;
+use crate::error::RmaSyncError;
 use crate::{MpiError, Rank, Result};
 
 /// The access epoch this process has open on a window (as an origin).
@@ -62,8 +63,8 @@ pub struct Epochs {
     pub exposure: Exposure,
 }
 
-fn sync(what: impl Into<String>) -> MpiError {
-    MpiError::RmaSync(what.into())
+fn sync(e: RmaSyncError) -> MpiError {
+    MpiError::RmaSync(e)
 }
 
 impl Default for Epochs {
@@ -84,11 +85,15 @@ impl Epochs {
     pub fn fence(&mut self, nosucceed: bool) -> Result<()> {
         match (&self.access, &self.exposure) {
             (Access::None | Access::Fence { .. }, Exposure::None | Exposure::Fence) => {}
-            (Access::Start(_), _) => return Err(sync("MPI_Win_fence inside an access epoch begun by MPI_Win_start")),
-            (Access::Lock(_) | Access::LockAll { .. }, _) => {
-                return Err(sync("MPI_Win_fence while this process holds a lock on the window"))
+            (Access::Start(_), _) => {
+                return Err(sync(RmaSyncError::Fence { why: "inside an access epoch begun by MPI_Win_start" }))
             }
-            (_, Exposure::Post(_)) => return Err(sync("MPI_Win_fence inside an exposure epoch begun by MPI_Win_post")),
+            (Access::Lock(_) | Access::LockAll { .. }, _) => {
+                return Err(sync(RmaSyncError::Fence { why: "while this process holds a lock on the window" }))
+            }
+            (_, Exposure::Post(_)) => {
+                return Err(sync(RmaSyncError::Fence { why: "inside an exposure epoch begun by MPI_Win_post" }))
+            }
         }
         if nosucceed {
             *self = Epochs::default();
@@ -101,7 +106,7 @@ impl Epochs {
     /// `MPI_Win_start` to `group` (§12.5.2).
     pub fn start(&mut self, group: Vec<Rank>) -> Result<()> {
         if !self.access_free() {
-            return Err(sync(format!("MPI_Win_start inside another access epoch ({})", self.access_name())));
+            return Err(sync(RmaSyncError::InsideAccess { call: "MPI_Win_start", open: self.access_name() }));
         }
         self.access = Access::Start(group);
         Ok(())
@@ -113,7 +118,7 @@ impl Epochs {
             Access::Start(g) => Ok(g),
             other => {
                 self.access = other;
-                Err(sync(format!("MPI_Win_complete without MPI_Win_start ({})", self.access_name())))
+                Err(sync(RmaSyncError::CompleteWithoutStart { open: self.access_name() }))
             }
         }
     }
@@ -121,7 +126,7 @@ impl Epochs {
     /// `MPI_Win_post` to `group`.
     pub fn post(&mut self, group: Vec<Rank>) -> Result<()> {
         if let Exposure::Post(_) = self.exposure {
-            return Err(sync("MPI_Win_post inside another exposure epoch begun by MPI_Win_post"));
+            return Err(sync(RmaSyncError::PostInsidePost));
         }
         self.exposure = Exposure::Post(group);
         Ok(())
@@ -132,7 +137,7 @@ impl Epochs {
     pub fn posted(&self) -> Result<&[Rank]> {
         match &self.exposure {
             Exposure::Post(g) => Ok(g),
-            _ => Err(sync("MPI_Win_wait or MPI_Win_test without MPI_Win_post")),
+            _ => Err(sync(RmaSyncError::Without { call: "MPI_Win_wait or MPI_Win_test", opener: "MPI_Win_post" })),
         }
     }
 
@@ -145,9 +150,7 @@ impl Epochs {
     pub fn lock(&mut self, target: Rank, kind: LockType, nocheck: bool) -> Result<()> {
         let free = self.access_free();
         match &mut self.access {
-            Access::Lock(m) if m.contains_key(&target) => {
-                Err(sync(format!("MPI_Win_lock on rank {target}, which this process has locked already")))
-            }
+            Access::Lock(m) if m.contains_key(&target) => Err(sync(RmaSyncError::LockedAlready { rank: target })),
             Access::Lock(m) => {
                 m.insert(target, Locked { kind, nocheck });
                 Ok(())
@@ -156,7 +159,7 @@ impl Epochs {
                 self.access = Access::Lock(BTreeMap::from([(target, Locked { kind, nocheck })]));
                 Ok(())
             }
-            _ => Err(sync(format!("MPI_Win_lock inside another access epoch ({})", self.access_name()))),
+            _ => Err(sync(RmaSyncError::InsideAccess { call: "MPI_Win_lock", open: self.access_name() })),
         }
     }
 
@@ -170,13 +173,13 @@ impl Epochs {
                 return Ok(l);
             }
         }
-        Err(sync(format!("MPI_Win_unlock on rank {target}, which this process has not locked")))
+        Err(sync(RmaSyncError::NotLocked { call: "MPI_Win_unlock", rank: target }))
     }
 
     /// `MPI_Win_lock_all`.
     pub fn lock_all(&mut self, nocheck: bool) -> Result<()> {
         if !self.access_free() {
-            return Err(sync(format!("MPI_Win_lock_all inside another access epoch ({})", self.access_name())));
+            return Err(sync(RmaSyncError::InsideAccess { call: "MPI_Win_lock_all", open: self.access_name() }));
         }
         self.access = Access::LockAll { nocheck };
         Ok(())
@@ -189,7 +192,7 @@ impl Epochs {
                 self.access = Access::None;
                 Ok(nocheck)
             }
-            _ => Err(sync("MPI_Win_unlock_all without MPI_Win_lock_all")),
+            _ => Err(sync(RmaSyncError::Without { call: "MPI_Win_unlock_all", opener: "MPI_Win_lock_all" })),
         }
     }
 
@@ -210,14 +213,8 @@ impl Epochs {
             return Ok(());
         }
         Err(sync(match self.access {
-            Access::None => {
-                "an RMA operation outside any access epoch (call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first)"
-                    .into()
-            }
-            _ => format!(
-                "an RMA operation to rank {target}, which the access epoch ({}) does not include",
-                self.access_name()
-            ),
+            Access::None => RmaSyncError::NoEpoch,
+            _ => RmaSyncError::NotInEpoch { rank: target, open: self.access_name() },
         }))
     }
 
@@ -229,8 +226,8 @@ impl Epochs {
             (Access::Lock(_), None) => Ok(()),
             (Access::Lock(m), Some(t)) if m.contains_key(&t) => Ok(()),
             _ => Err(sync(match target {
-                Some(t) => format!("MPI_Win_flush on rank {t}, which this process has not locked"),
-                None => "MPI_Win_flush_all outside a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all)".into(),
+                Some(t) => RmaSyncError::NotLocked { call: "MPI_Win_flush", rank: t },
+                None => RmaSyncError::FlushAllOutside,
             })),
         }
     }
@@ -240,10 +237,13 @@ impl Epochs {
     pub fn free(&self) -> Result<()> {
         match (&self.access, &self.exposure) {
             (Access::None | Access::Fence { .. }, Exposure::None | Exposure::Fence) => Ok(()),
-            _ => Err(sync(format!(
-                "MPI_Win_free while an epoch is open ({}); end it first",
-                if matches!(self.exposure, Exposure::Post(_)) { "MPI_Win_post".into() } else { self.access_name() }
-            ))),
+            _ => Err(sync(RmaSyncError::FreeInEpoch {
+                open: if matches!(self.exposure, Exposure::Post(_)) {
+                    "MPI_Win_post".into()
+                } else {
+                    self.access_name()
+                },
+            })),
         }
     }
 
@@ -273,19 +273,22 @@ mod tests {
     #[test]
     fn operations_need_an_epoch_that_includes_the_target() {
         let mut e = Epochs::default();
-        assert!(matches!(e.operation(0), Err(MpiError::RmaSync(_))));
+        assert_eq!(e.operation(0), Err(MpiError::RmaSync(RmaSyncError::NoEpoch)));
         e.start(vec![1, 2]).unwrap();
         e.operation(2).unwrap();
-        assert!(e.operation(0).is_err(), "rank 0 is not in the start group");
+        let Err(MpiError::RmaSync(RmaSyncError::NotInEpoch { rank: 0, open })) = e.operation(0) else {
+            panic!("rank 0 is not in the start group")
+        };
+        assert!(open.starts_with("MPI_Win_start"), "{open}");
         assert_eq!(e.complete().unwrap(), vec![1, 2]);
         assert!(e.complete().is_err(), "complete twice");
         e.lock(3, LockType::Shared, false).unwrap();
         e.operation(3).unwrap();
         assert!(e.operation(1).is_err());
-        assert!(e.lock(3, LockType::Exclusive, false).is_err(), "locked twice");
+        assert_eq!(e.lock(3, LockType::Exclusive, false), Err(RmaSyncError::LockedAlready { rank: 3 }.into()));
         e.flush(Some(3)).unwrap();
-        assert!(e.flush(Some(1)).is_err());
-        assert!(e.unlock(1).is_err());
+        assert_eq!(e.flush(Some(1)), Err(RmaSyncError::NotLocked { call: "MPI_Win_flush", rank: 1 }.into()));
+        assert_eq!(e.unlock(1).map(drop), Err(RmaSyncError::NotLocked { call: "MPI_Win_unlock", rank: 1 }.into()));
         e.unlock(3).unwrap();
         assert_eq!(e.access, Access::None);
     }

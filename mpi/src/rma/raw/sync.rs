@@ -39,7 +39,9 @@ impl RawWindow {
     /// window's fence runs whole here.
     pub fn fence_begin(&mut self, assert: Assert) -> Result<Waiting> {
         if self.fencing.is_some() {
-            return Err(MpiError::RmaSync("MPI_Win_fence while another fence on the window is under way".into()));
+            return Err(MpiError::RmaSync(crate::error::RmaSyncError::Fence {
+                why: "while another fence on the window is under way",
+            }));
         }
         let mut next = self.epochs.clone();
         if let Err(e) = next.fence(assert.nosucceed) {
