@@ -232,9 +232,10 @@ impl Converting {
                 }
             });
             if rc != MPI_SUCCESS {
-                return Err(mpi::MpiError::Conversion(format!(
-                    "the data representation's {what} conversion function returned {rc}"
-                )));
+                return Err(mpi::MpiError::Conversion(mpi::ConversionError::UserFunction {
+                    direction: what.into(),
+                    code: rc,
+                }));
             }
             done += n;
         }

@@ -206,8 +206,8 @@ pub enum MpiError {
     },
     /// A value that the data representation cannot hold
     /// (`MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2).
-    #[error("{0}")]
-    Conversion(String),
+    #[error(transparent)]
+    Conversion(#[from] ConversionError),
     /// A port name that is not one, or not open (`MPI_ERR_PORT`, §11.10).
     #[error("{0}")]
     Port(String),
@@ -374,6 +374,47 @@ pub enum Overflow {
     Offset {
         /// The offset.
         value: u64,
+    },
+}
+
+/// Data a representation cannot convert (`MpiError::Conversion`,
+/// `MPI_ERR_CONVERSION`, MPI 4.1 §13.5.2, §14.5.3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConversionError {
+    /// An integer external32 gives fewer bytes than its value needs.
+    #[error("the {bytes}-byte integer {value} does not fit the {external} bytes external32 gives it")]
+    IntegerTooWide {
+        /// The native integer's bytes.
+        bytes: usize,
+        /// Its value.
+        value: i128,
+        /// The bytes external32 gives it.
+        external: usize,
+    },
+    /// A read that moved part of an item a conversion needs whole.
+    #[error("the conversion says {used} bytes hold {items} whole items, but the read moved {read}")]
+    PartialRead {
+        /// The bytes of the whole items.
+        used: u64,
+        /// The whole items.
+        items: u64,
+        /// The bytes the read moved.
+        read: u64,
+    },
+    /// A conversion of the program's own (a Rust data representation)
+    /// failed, saying why.
+    #[error("{why}")]
+    Failed {
+        /// The program's reason.
+        why: String,
+    },
+    /// A user data representation's conversion function failed.
+    #[error("the data representation's {direction} conversion function returned {code}")]
+    UserFunction {
+        /// `read` or `write`.
+        direction: String,
+        /// The error code it returned.
+        code: i32,
     },
 }
 

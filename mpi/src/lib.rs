@@ -60,7 +60,8 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
-    AttachError, BufferError, DimsError, MpiError, OpError, Overflow, RankError, RequestMisuse, Result, ServiceError,
+    AttachError, BufferError, ConversionError, DimsError, MpiError, OpError, Overflow, RankError, RequestMisuse,
+    Result, RmaSyncError, ServiceError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

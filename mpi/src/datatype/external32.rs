@@ -78,9 +78,11 @@ impl Basic {
                     value < (1i128 << bits)
                 };
                 if !fits {
-                    return Err(MpiError::Conversion(format!(
-                        "the {n}-byte integer {value} does not fit the {ext} bytes external32 gives it"
-                    )));
+                    return Err(MpiError::Conversion(crate::error::ConversionError::IntegerTooWide {
+                        bytes: n,
+                        value,
+                        external: ext,
+                    }));
                 }
                 for (i, o) in out.iter_mut().enumerate() {
                     *o = (value >> (8 * (ext - 1 - i))) as u8;
@@ -265,7 +267,14 @@ mod tests {
         assert_eq!(ext, [0xFF, 0xFF, 0xFF, 0xFE]);
         assert_eq!(s.from_external(&ext, 1).unwrap(), (-2i64).to_le_bytes());
         let too_big = s.to_external(&(1i64 << 40).to_le_bytes(), 1);
-        assert!(matches!(too_big, Err(MpiError::Conversion(_))), "{too_big:?}");
+        assert_eq!(
+            too_big,
+            Err(MpiError::Conversion(crate::error::ConversionError::IntegerTooWide {
+                bytes: 8,
+                value: 1 << 40,
+                external: 4
+            }))
+        );
         let ulong = Signature::of(&[Basic::Int { native: 8, ext: 4, signed: false }]);
         let ext = ulong.to_external(&0xFFFF_FFFFu64.to_le_bytes(), 1).unwrap();
         assert_eq!(ulong.from_external(&ext, 1).unwrap(), 0xFFFF_FFFFu64.to_le_bytes());

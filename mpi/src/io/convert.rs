@@ -96,10 +96,7 @@ impl File {
                 let (items, used) = conv.whole_items(read.bytes());
                 let whole = file.get(..used.min(read.bytes()) as usize).filter(|w| w.len() as u64 == used);
                 let whole = whole.ok_or_else(|| {
-                    MpiError::Conversion(format!(
-                        "the conversion says {used} bytes hold {items} whole items, but the read moved {}",
-                        read.bytes()
-                    ))
+                    MpiError::Conversion(crate::error::ConversionError::PartialRead { used, items, read: read.bytes() })
                 })?;
                 conv.decode(whole, items, 0)?;
                 Ok(super::status(used))

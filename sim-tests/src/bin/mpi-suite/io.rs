@@ -229,7 +229,9 @@ impl mpi::io::Conversion for BigEndian<'_> {
     }
     fn encode(&self, file: &mut [u8], items: u64, position: u64) -> mpi::Result<()> {
         if self.fail {
-            return Err(mpi::MpiError::Conversion("this rank's conversion fails on purpose".into()));
+            return Err(mpi::MpiError::Conversion(mpi::ConversionError::Failed {
+                why: "this rank's conversion fails on purpose".into(),
+            }));
         }
         let data = self.data.borrow();
         for (i, out) in file.chunks_exact_mut(4).take(items as usize).enumerate() {
