@@ -178,10 +178,10 @@ pub enum MpiError {
         /// The byte's displacement in the window.
         byte: usize,
     },
-    /// A shared-memory window over processes that share no memory
-    /// (`MPI_ERR_RMA_SHARED`).
-    #[error("{0}")]
-    RmaShared(String),
+    /// A shared-memory window over processes that share no memory, or
+    /// whose memory could not be made (`MPI_ERR_RMA_SHARED`).
+    #[error(transparent)]
+    RmaShared(#[from] RmaSharedError),
     /// A displacement unit that is not valid (`MPI_ERR_DISP`, §12.2.1:
     /// it must be positive).
     #[error("a displacement unit of {unit} bytes: give a positive one (1, or the size of the window's elements)")]
@@ -374,6 +374,57 @@ pub enum Overflow {
     Offset {
         /// The offset.
         value: u64,
+    },
+}
+
+/// Why a shared-memory window could not be made (`MpiError::RmaShared`,
+/// `MPI_ERR_RMA_SHARED`, MPI 4.1 §12.2.3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RmaSharedError {
+    /// A process of the communicator runs on another node.
+    #[error(
+        "rank {other} of the communicator runs on another node than rank {me}: only processes that share memory \
+         can share a window (make the communicator with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))"
+    )]
+    OtherNode {
+        /// The rank elsewhere.
+        other: usize,
+        /// This process's rank.
+        me: crate::Rank,
+    },
+    /// `/dev/shm` has no room for the segment.
+    #[error(
+        "MPI_Win_allocate_shared: no room for {bytes} bytes of shared memory in /dev/shm ({why}): \
+         look with `df -h /dev/shm` and remove stale entries, or ask for less"
+    )]
+    NoRoom {
+        /// The segment's bytes.
+        bytes: usize,
+        /// What the system said.
+        why: String,
+    },
+    /// A system call failed.
+    #[error("MPI_Win_allocate_shared: {call}: {why}")]
+    System {
+        /// The call (`shm_open`, `mmap`, ...).
+        call: &'static str,
+        /// What the system said.
+        why: String,
+    },
+    /// Every random segment name tried was taken.
+    #[error("MPI_Win_allocate_shared: 16 random segment names were all taken")]
+    NamesTaken,
+    /// The segment's name, as rank 0 sent it, holds a NUL.
+    #[error("a shared segment name with a NUL")]
+    BadName,
+    /// Rank 0 could not make the segment.
+    #[error("rank 0 could not create the shared segment")]
+    NotCreated,
+    /// A process could not map the segment.
+    #[error("rank {rank} could not map the shared segment")]
+    NotMapped {
+        /// Its rank.
+        rank: usize,
     },
 }
 

@@ -61,7 +61,7 @@ pub use comm::{
 };
 pub use error::{
     AttachError, BufferError, ConversionError, DimsError, MpiError, OpError, Overflow, RankError, RequestMisuse,
-    Result, RmaSyncError, ServiceError, WinSizeError,
+    Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

@@ -408,6 +408,16 @@ static void flavours(void)
               "shared_query of rank %d's part of size %d: %ld, base %p", r, r % 2 ? 0 : 4, (long)zq, (void *)zb);
     }
     MPI_Win_free(&wz);
+    /* A shared window over the ranks of several nodes is refused, on
+     * every rank (MPI 4.1 §12.2.3); on one node it is made. */
+    int *ww; MPI_Win wsw;
+    int rc0 = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &ww, &wsw);
+    if (ns < size) {
+        CHECK(class_of(rc0) == MPI_ERR_RMA_SHARED, "a shared window across nodes: class %d", class_of(rc0));
+    } else {
+        CHECK(rc0 == MPI_SUCCESS, "a shared window of one node's ranks: %d", rc0);
+        MPI_Win_free(&wsw);
+    }
     MPI_Comm_free(&node);
 
     /* Dynamic: each rank attaches an array and publishes its address. */

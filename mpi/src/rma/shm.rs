@@ -4,6 +4,7 @@
 //! standard's contiguous default).
 
 use crate::comm::{Communicator, SimpleCommunicator};
+use crate::error::RmaSharedError;
 use crate::{MpiError, Result};
 
 /// A mapped segment and where each process's part starts in it.
@@ -49,10 +50,7 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
             let e = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
             if e != 0 {
                 let why = std::io::Error::from_raw_os_error(e);
-                err = Some(MpiError::RmaShared(format!(
-                    "MPI_Win_allocate_shared: no room for {len} bytes of shared memory in /dev/shm ({why}): \
-                     look with `df -h /dev/shm` and remove stale entries, or ask for less"
-                )));
+                err = Some(RmaSharedError::NoRoom { bytes: len, why: why.to_string() }.into());
             }
         }
         // SAFETY: `fd` is our open descriptor, closed once here and not used after; the segment
@@ -66,11 +64,11 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
         }
         return Ok(name.into_bytes());
     }
-    Err(MpiError::RmaShared("MPI_Win_allocate_shared: 16 random segment names were all taken".into()))
+    Err(RmaSharedError::NamesTaken.into())
 }
 
-fn os(what: &str) -> MpiError {
-    MpiError::RmaShared(format!("MPI_Win_allocate_shared: {what}: {}", std::io::Error::last_os_error()))
+fn os(call: &'static str) -> MpiError {
+    RmaSharedError::System { call, why: std::io::Error::last_os_error().to_string() }.into()
 }
 
 /// This host's name, to tell whether two processes share memory.
@@ -98,11 +96,7 @@ impl Segment {
         };
         let place = |b: &[u8]| (field(b, 1), b.get(16..).unwrap_or_default().to_vec());
         if let Some(other) = table.iter().position(|b| place(b) != place(&mine)) {
-            return Err(MpiError::RmaShared(format!(
-                "rank {other} of the communicator runs on another node than rank {}: only processes that share memory \
-                 can share a window (make the communicator with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))",
-                comm.rank()
-            )));
+            return Err(RmaSharedError::OtherNode { other, me: comm.rank() }.into());
         }
         let mut starts = Vec::with_capacity(table.len() + 1);
         let mut total = 0usize;
@@ -121,11 +115,12 @@ impl Segment {
         let made = if first { create_segment(len) } else { Ok(Vec::new()) };
         let told = comm.allgather_bytes(made.as_deref().unwrap_or_default())?;
         let name = match told.first() {
-            Some(n) if !n.is_empty() => std::ffi::CString::new(n.clone())
-                .map_err(|_| MpiError::RmaShared("a shared segment name with a NUL".into()))?,
+            Some(n) if !n.is_empty() => {
+                std::ffi::CString::new(n.clone()).map_err(|_| MpiError::RmaShared(RmaSharedError::BadName))?
+            }
             _ => {
                 made?;
-                return Err(MpiError::RmaShared("rank 0 could not create the shared segment".into()));
+                return Err(RmaSharedError::NotCreated.into());
             }
         };
         // SAFETY: `name` is a NUL-terminated string alive for the call, which `shm_open` only reads.
@@ -157,7 +152,7 @@ impl Segment {
         let map = map?;
         let seg = Segment { map, len, starts, me: comm.rank() as usize };
         if let Some(r) = mapped.iter().position(|v| v.first() != Some(&1)) {
-            return Err(MpiError::RmaShared(format!("rank {r} could not map the shared segment")));
+            return Err(RmaSharedError::NotMapped { rank: r }.into());
         }
         Ok(seg)
     }
