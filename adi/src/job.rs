@@ -126,8 +126,8 @@ impl JobEnv {
         let host_ranks = match get(ENV_HOST_RANKS) {
             None => (0..size).collect(),
             Some(list) => {
-                let ranks =
-                    parse_rank_list(&list, size).map_err(|why| cfg_err(format!("{ENV_HOST_RANKS}={list:?}: {why}")))?;
+                let ranks = parse_rank_list(&list, Some(size))
+                    .map_err(|why| cfg_err(format!("{ENV_HOST_RANKS}={list:?}: {why}")))?;
                 if ranks.binary_search(&rank).is_err() {
                     return Err(cfg_err(format!("{ENV_RANK}={rank} is not among {ENV_HOST_RANKS}={list:?}")));
                 }
@@ -143,20 +143,26 @@ impl JobEnv {
     }
 }
 
-/// What is wrong with a list of ranks (`DN_HOST_RANKS`).
+/// What is wrong with a list of ranks (`dnrun --ranks`, `DN_HOST_RANKS`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RankListError {
     /// A part is neither a number nor `A-B`.
-    #[error("{part:?} is not a rank or a range A-B")]
+    #[error("{part:?} is not a rank or a range like 4-7")]
     NotARank {
         /// The part.
         part: String,
     },
-    /// A range that is empty or reaches past the job.
-    #[error("{part:?} is not a range of the job's {size} ranks")]
-    NotARange {
+    /// A range whose end is below its start.
+    #[error("{part:?} is an empty range (write the lower rank first, as in 4-7)")]
+    Empty {
         /// The part.
         part: String,
+    },
+    /// A rank past the job's.
+    #[error("rank {rank} is not one of the job's {size} ranks")]
+    OutOfJob {
+        /// The rank.
+        rank: u32,
         /// The job's ranks.
         size: u32,
     },
@@ -168,16 +174,19 @@ pub enum RankListError {
     },
 }
 
-/// Ranks written `A,B-C,...` (each below `size`): in increasing order,
-/// each once.
-pub fn parse_rank_list(list: &str, size: u32) -> Result<Vec<u32>, RankListError> {
+/// Ranks written `A,B-C,...` (`size`: the job's ranks, which they must be
+/// below, when known): in increasing order, each once.
+pub fn parse_rank_list(list: &str, size: Option<u32>) -> Result<Vec<u32>, RankListError> {
     let mut out: Vec<u32> = Vec::new();
     for part in list.split(',').map(str::trim) {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let num = |t: &str| t.trim().parse::<u32>().map_err(|_| RankListError::NotARank { part: part.into() });
         let (a, b) = (num(a)?, num(b)?);
-        if a > b || b >= size {
-            return Err(RankListError::NotARange { part: part.into(), size });
+        if a > b {
+            return Err(RankListError::Empty { part: part.into() });
+        }
+        if let Some(size) = size.filter(|s| b >= *s) {
+            return Err(RankListError::OutOfJob { rank: b, size });
         }
         out.extend(a..=b);
     }
@@ -352,12 +361,19 @@ pub struct LaunchPlan<'a> {
 mod tests {
     #[test]
     fn host_ranks_are_read_as_a_list_and_checked() {
-        assert_eq!(parse_rank_list("0-2,5, 7", 8).unwrap(), vec![0, 1, 2, 5, 7]);
-        assert_eq!(parse_rank_list("3,1", 4).unwrap(), vec![1, 3]);
-        for (bad, why) in
-            [("1,1", "twice"), ("0-8", "not a range"), ("2-1", "not a range"), ("x", "not a rank"), ("", "not a rank")]
-        {
-            let e = parse_rank_list(bad, 8).unwrap_err().to_string();
+        assert_eq!(parse_rank_list("0-2,5, 7", Some(8)).unwrap(), vec![0, 1, 2, 5, 7]);
+        assert_eq!(parse_rank_list("3,1", Some(4)).unwrap(), vec![1, 3]);
+        assert_eq!(parse_rank_list("9,20-21", None).unwrap(), vec![9, 20, 21]);
+        for (bad, why) in [
+            ("1,1", "twice"),
+            ("0-3,2", "twice"),
+            ("0-8", "not one of the job's 8 ranks"),
+            ("2-1", "empty range"),
+            ("x", "not a rank"),
+            ("", "not a rank"),
+            ("1,,2", "not a rank"),
+        ] {
+            let e = parse_rank_list(bad, Some(8)).unwrap_err().to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
         let vars = |list: &'static str| {

@@ -967,7 +967,7 @@ mod registry_tests {
         assert_eq!(rank_list(&[5, 0, 1, 2, 7, 8]), "0-2,5,7-8");
         assert_eq!(rank_list(&[3]), "3");
         for ranks in [vec![0, 1, 2, 5, 7, 8], vec![3], vec![0, 2, 4]] {
-            assert_eq!(adi::job::parse_rank_list(&rank_list(&ranks), 9).unwrap(), ranks);
+            assert_eq!(adi::job::parse_rank_list(&rank_list(&ranks), Some(9)).unwrap(), ranks);
         }
     }
 

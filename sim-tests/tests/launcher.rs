@@ -49,6 +49,8 @@ fn refused_command_lines_start_nothing_and_leave_nothing() {
             "--ranks is for --backend udp or dpdk; a job on sim does not take it",
         ),
         (vec!["-n", "2", "--backend", "udp", "--ranks", "5", "--", suite, "pingpong"], "names rank 5"),
+        (vec!["-n", "4", "--backend", "udp", "--ranks", "3-1", "--", suite, "pingpong"], "\"3-1\" is an empty range"),
+        (vec!["-n", "4", "--backend", "udp", "--ranks", "0-2,1", "--", suite, "pingpong"], "rank 1 is listed twice"),
         (vec!["-n", "0", "--", suite, "pingpong"], "-n must be at least 1"),
         (vec!["-n", "40", "--", suite, "pingpong"], "at most 16"),
         (vec!["-n", "2", "--", "/nonexistent/program"], "does not exist"),

@@ -125,24 +125,9 @@ fn args(argv: Vec<std::ffi::OsString>) -> Args {
 struct RankList(Vec<u32>);
 
 fn parse_ranks(s: &str) -> Result<RankList, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("{part:?} is not a rank or a range like 4-7");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    if out.is_empty() {
-        return Err("no ranks given".into());
-    }
-    Ok(RankList(out))
+    // The job's size is checked once every option is read (`--ranks`
+    // names rank N, but the job has ...).
+    adi::job::parse_rank_list(s, None).map(RankList).map_err(|e| e.to_string())
 }
 
 /// hydra's `MPIEXEC_UNIVERSE_SIZE`, when `--universe-size` is not given:
