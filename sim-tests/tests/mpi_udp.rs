@@ -222,6 +222,11 @@ fn the_ranks_of_one_host_use_shared_memory_and_udp_between_hosts() {
         .map(|t| counter(t, "", " sent"))
         .sum();
     assert!(bells > 0, "{three}");
+    // A progress thread waits in the transport while the program calls
+    // MPI: its waits end on either side's news (ranks 0 and 2 on one
+    // host, 1 and 3 on the other).
+    let [a, _] = two_hosts(4, "0,2", "1,3", "nbc", &[("DN_NBC_PROGRESS", "thread")]);
+    assert!(a.contains("OK nbc on 4 ranks (udp backend)"), "{a}");
     let [off, _] = two_hosts(4, "0-2", "3", "allpairs", &[("DN_STATS", "1"), ("DN_UDP_SHM", "off")]);
     assert!(!off.contains("shared memory"), "{off}");
 }
