@@ -1,8 +1,12 @@
 //! The job a rank belongs to, as its launcher describes it: parsed once,
 //! here, for every backend (the contract between `dnrun` and a rank).
 //!
-//! `dnrun` sets `DN_RANK`, `DN_SIZE`, `DN_JOB_ID`, `DN_JOB_DIR` and
-//! `DN_NODES`; a backend reads what it needs from the [`JobEnv`], and only
+//! `dnrun` describes the job with a [`JobEnv`] and writes it into each
+//! rank's environment with [`JobEnv::vars`] (`DN_RANK`, `DN_SIZE`,
+//! `DN_JOB_ID`, `DN_JOB_DIR`, `DN_NODES`, ...: the variables [`JOB_VARS`]
+//! names, each declared once in [`crate::knobs`]); the rank reads them back
+//! with [`JobEnv::from_env`]. Both halves are this module, so the two cannot
+//! drift apart. A backend reads what it needs from the [`JobEnv`], and only
 //! its own settings (`DN_RANKMAP`, `DN_UDP_*`, ...) from the environment.
 //! A process without `DN_RANK` is in no `dnrun` job: it runs alone, or
 //! under a standard launcher that speaks PMI-1 ([`crate::pmi`]).
@@ -37,6 +41,25 @@ pub const ENV_PARENT_PORT: &str = "DN_PARENT_PORT";
 /// Set in spawned processes: which command of the spawn they run
 /// (`MPI_APPNUM`, §11.8.4).
 pub const ENV_APPNUM: &str = "DN_APPNUM";
+/// The simulator's files (its control file and a file per node), in a
+/// job on the simulator.
+pub const ENV_SIM_DIR: &str = "DN_SIM_DIR";
+
+/// Every variable a [`JobEnv`] is written to and read from: the launcher's
+/// contract with its ranks. Each is declared in [`crate::knobs`] as set by
+/// `dnrun` for the ranks.
+pub const JOB_VARS: &[&str] = &[
+    ENV_RANK,
+    ENV_SIZE,
+    ENV_JOB_ID,
+    ENV_JOB_DIR,
+    ENV_NODES,
+    ENV_WORLD,
+    ENV_HOST_RANKS,
+    ENV_PARENT_PORT,
+    ENV_APPNUM,
+    ENV_SIM_DIR,
+];
 
 /// What the launcher told this rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +84,8 @@ pub struct JobEnv {
     /// The ranks on this host, which share the job directory
     /// ([`ENV_HOST_RANKS`]), in increasing order; `rank` is among them.
     pub host_ranks: Vec<u32>,
+    /// The simulator's files ([`ENV_SIM_DIR`]), in a job on the simulator.
+    pub sim_dir: Option<PathBuf>,
 }
 
 /// Write `bytes` to `path`, a file only its owner may read or write:
@@ -134,7 +159,58 @@ impl JobEnv {
                 ranks
             }
         };
-        Ok(Some(JobEnv { rank, size, job_id, dir, nodes, world, parent_port, appnum, host_ranks }))
+        let sim_dir = get(ENV_SIM_DIR).filter(|d| !d.is_empty()).map(PathBuf::from);
+        Ok(Some(JobEnv { rank, size, job_id, dir, nodes, world, parent_port, appnum, host_ranks, sim_dir }))
+    }
+
+    /// A job of `size` ranks seen from `rank`, everything else as when
+    /// unset (no directory, one node, every rank in the world and on this
+    /// host): what a launcher starts from before it fills in the rest.
+    pub fn new(rank: u32, size: u32) -> JobEnv {
+        JobEnv {
+            rank,
+            size,
+            job_id: 0,
+            dir: None,
+            nodes: 1,
+            world: 0..size,
+            parent_port: None,
+            appnum: None,
+            host_ranks: (0..size).collect(),
+            sim_dir: None,
+        }
+    }
+
+    /// The variables that tell a rank this job, for its launcher to set:
+    /// [`JobEnv::from_vars`] reads them back to an equal `JobEnv`. A field
+    /// at its default (a world of every rank, every rank on this host, no
+    /// port) writes nothing.
+    pub fn vars(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let mut v: Vec<(&'static str, std::ffi::OsString)> = vec![
+            (ENV_RANK, self.rank.to_string().into()),
+            (ENV_SIZE, self.size.to_string().into()),
+            (ENV_JOB_ID, self.job_id.to_string().into()),
+            (ENV_NODES, self.nodes.to_string().into()),
+        ];
+        if let Some(d) = &self.dir {
+            v.push((ENV_JOB_DIR, d.clone().into()));
+        }
+        if self.world != (0..self.size) {
+            v.push((ENV_WORLD, format!("{}:{}", self.world.start, self.world.len()).into()));
+        }
+        if !self.host_ranks.iter().copied().eq(0..self.size) {
+            v.push((ENV_HOST_RANKS, format_rank_list(&self.host_ranks).into()));
+        }
+        if let Some(p) = &self.parent_port {
+            v.push((ENV_PARENT_PORT, p.into()));
+        }
+        if let Some(a) = self.appnum {
+            v.push((ENV_APPNUM, a.to_string().into()));
+        }
+        if let Some(d) = &self.sim_dir {
+            v.push((ENV_SIM_DIR, d.clone().into()));
+        }
+        v
     }
 
     /// The job directory, which this backend needs.
@@ -195,6 +271,24 @@ pub fn parse_rank_list(list: &str, size: Option<u32>) -> Result<Vec<u32>, RankLi
         return Err(RankListError::Twice { rank: w[0] });
     }
     Ok(out)
+}
+
+/// `ranks` written as [`parse_rank_list`] reads them: runs of consecutive
+/// ranks as `A-B`, in increasing order (`[5, 0, 1, 2]` is `0-2,5`).
+pub fn format_rank_list(ranks: &[u32]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// The error for a backend that needs a `dnrun` job and is not in one.
@@ -398,6 +492,60 @@ mod tests {
 
     use super::*;
 
+    /// The launcher's half: whatever job it describes, the rank reads the
+    /// same job back.
+    #[test]
+    fn a_job_written_by_the_launcher_is_read_back_by_the_rank() {
+        let mut jobs = vec![JobEnv::new(0, 1), JobEnv::new(6, 7)];
+        let mut full = JobEnv::new(5, 12);
+        full.job_id = u32::MAX;
+        full.dir = Some("/dev/shm/dnrun-1/job".into());
+        full.nodes = 3;
+        full.world = 4..9;
+        full.parent_port = Some("dn-port:2:17".into());
+        full.appnum = Some(1);
+        full.host_ranks = vec![0, 1, 2, 5, 7, 8, 11];
+        full.sim_dir = Some("/dev/shm/dnrun-1/sim".into());
+        jobs.push(full);
+        let mut lone = JobEnv::new(3, 4);
+        lone.host_ranks = vec![3];
+        jobs.push(lone);
+        for job in jobs {
+            let vars = job.vars();
+            for (k, _) in &vars {
+                assert!(JOB_VARS.contains(k), "{k} is written but not one of JOB_VARS");
+            }
+            let back = JobEnv::from_vars(|k| {
+                vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string_lossy().into_owned())
+            });
+            assert_eq!(back.unwrap(), Some(job));
+        }
+    }
+
+    /// Every variable of the contract is declared once, as set by the
+    /// launcher for the ranks, and every such declaration is in the
+    /// contract (or is PMI's, which the PMI server sets).
+    #[test]
+    fn the_job_variables_are_the_declared_ones() {
+        use crate::knobs::{Reader, KNOBS};
+        for k in JOB_VARS {
+            let declared = crate::knobs::knob(k).map(|d| d.reader);
+            assert_eq!(declared, Some(Reader::SetForRanks), "{k}");
+        }
+        for k in KNOBS.iter().filter(|k| k.reader == Reader::SetForRanks) {
+            assert!(JOB_VARS.contains(&k.name) || k.name == crate::pmi::SERVED_BY_DNRUN, "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn rank_lists_are_written_as_runs_and_read_back() {
+        assert_eq!(format_rank_list(&[5, 0, 1, 2, 7, 8]), "0-2,5,7-8");
+        assert_eq!(format_rank_list(&[3]), "3");
+        for ranks in [vec![0], vec![0, 2, 4], vec![1, 2, 3, 9, 10, 12]] {
+            assert_eq!(parse_rank_list(&format_rank_list(&ranks), None).unwrap(), ranks);
+        }
+    }
+
     fn parse(vars: &[(&str, &str)]) -> Result<Option<JobEnv>, TransportError> {
         JobEnv::from_vars(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
     }
@@ -406,20 +554,9 @@ mod tests {
     fn a_job_is_read_with_its_defaults() {
         assert_eq!(parse(&[]).unwrap(), None);
         let j = parse(&[("DN_RANK", "2"), ("DN_SIZE", " 5 ")]).unwrap().unwrap();
-        assert_eq!(
-            j,
-            JobEnv {
-                rank: 2,
-                size: 5,
-                job_id: 0,
-                dir: None,
-                nodes: 1,
-                world: 0..5,
-                parent_port: None,
-                appnum: None,
-                host_ranks: (0..5).collect(),
-            }
-        );
+        assert_eq!(j, JobEnv::new(2, 5));
+        assert_eq!(j.host_ranks, vec![0, 1, 2, 3, 4]);
+        assert_eq!((j.nodes, j.world.clone(), j.dir.clone(), j.sim_dir.clone()), (1, 0..5, None, None));
         assert!(j.dir().unwrap_err().to_string().contains("DN_JOB_DIR is not set"));
         let j =
             parse(&[("DN_RANK", "0"), ("DN_SIZE", "1"), ("DN_JOB_ID", "7"), ("DN_NODES", "3"), ("DN_JOB_DIR", "/x")])

@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use adi::job;
-
 mod supervise;
 use supervise::*;
 pub use supervise::{reap, run_dpdk_poller, POLLER_ARG, REAPER_ARG};
@@ -226,24 +224,6 @@ pub enum LaunchError {
     /// The job breaks a rule or limit of its backend.
     #[error(transparent)]
     Refused(#[from] adi::job::LaunchRefusal),
-}
-
-/// `ranks` as `DN_HOST_RANKS` writes them: `A,B-C,...`, in increasing
-/// order, runs of consecutive ranks as ranges.
-pub fn rank_list(ranks: &[u32]) -> String {
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// Ranks per node: `ceil(np / nodes)`.
@@ -567,26 +547,32 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         (t as u32) ^ std::process::id().rotate_left(16)
     });
-    let host_ranks = rank_list(&local);
-    // What each rank finds in its environment on top of dnrun's: the job as
-    // adi::JobEnv reads it, the backend's settings, then the user's (-x).
-    let rank_env = |rank: u32| -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-        let mut v: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
-            (adi::ENV_BACKEND.into(), opts.backend.name().into()),
-            (job::ENV_RANK.into(), rank.to_string().into()),
-            (job::ENV_SIZE.into(), universe.to_string().into()),
-            (job::ENV_NODES.into(), opts.nodes.to_string().into()),
-            (job::ENV_JOB_DIR.into(), dir.join("job").into()),
-            (job::ENV_JOB_ID.into(), job_id.to_string().into()),
-            ("DN_SIM_DIR".into(), sim_dir.clone().into()),
-        ];
-        if spawning {
-            v.push((job::ENV_WORLD.into(), format!("0:{}", opts.np).into()));
+    let host_ranks: Vec<u32> = match opts.ranks {
+        Some(_) => {
+            let mut here = local.clone();
+            here.sort_unstable();
+            here
         }
+        None => (0..universe).collect(),
+    };
+    // The job as each rank reads it (adi::JobEnv), written by adi's own
+    // half of the contract.
+    let job_of = |rank: u32| adi::JobEnv {
+        job_id,
+        dir: Some(dir.join("job")),
+        nodes: opts.nodes,
+        world: 0..opts.np,
+        host_ranks: host_ranks.clone(),
+        sim_dir: Some(sim_dir.clone()),
+        ..adi::JobEnv::new(rank, universe)
+    };
+    // What each rank finds in its environment on top of dnrun's: the job,
+    // the backend's settings, then the user's (-x).
+    let env_of_job = |job: &adi::JobEnv| -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut v: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+            job.vars().into_iter().map(|(k, val)| (k.into(), val)).collect();
+        v.push((adi::ENV_BACKEND.into(), opts.backend.name().into()));
         v.extend(opts.hostfile.iter().map(|h| ("DN_UDP_HOSTFILE".into(), h.clone().into())));
-        if opts.ranks.is_some() {
-            v.push((job::ENV_HOST_RANKS.into(), host_ranks.clone().into()));
-        }
         v.extend(opts.dpdk_vdev.iter().map(|d| (adi::backend::dpdk::DN_DPDK_VDEV.into(), d.into())));
         if polling == DpdkPolling::Node {
             v.push((adi::backend::dpdk::DN_DPDK_POLLER.into(), "node".into()));
@@ -594,6 +580,7 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
         v.extend(opts.env.iter().map(|(k, val)| (k.into(), val.into())));
         v
     };
+    let rank_env = |rank: u32| env_of_job(&job_of(rank));
     if let Some(loadable) = &contexts {
         return crate::contexts::run_job(crate::contexts::ContextJob {
             opts,
@@ -801,14 +788,17 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
                     }
                 };
                 let first = planned.first().map_or(0, |p| p.rank);
-                let world = format!("{first}:{}", planned.len());
+                let world = first..first + planned.len() as u32;
                 for p in &planned {
+                    let job = adi::JobEnv {
+                        world: world.clone(),
+                        parent_port: Some(req.port.clone()),
+                        appnum: Some(p.appnum),
+                        ..job_of(p.rank)
+                    };
                     let mut cmd = Command::new(&p.program);
                     cmd.args(&p.args)
-                        .envs(rank_env(p.rank))
-                        .env(job::ENV_WORLD, &world)
-                        .env(job::ENV_PARENT_PORT, &req.port)
-                        .env(job::ENV_APPNUM, p.appnum.to_string())
+                        .envs(env_of_job(&job))
                         .stdin(Stdio::null())
                         .stdout(Stdio::piped())
                         .stderr(Stdio::piped());
@@ -961,15 +951,6 @@ pub fn launch(opts: &LaunchOptions, interrupted: &Arc<AtomicBool>) -> Result<Job
 #[cfg(test)]
 mod registry_tests {
     use super::*;
-
-    #[test]
-    fn host_ranks_are_written_as_runs_that_adi_reads_back() {
-        assert_eq!(rank_list(&[5, 0, 1, 2, 7, 8]), "0-2,5,7-8");
-        assert_eq!(rank_list(&[3]), "3");
-        for ranks in [vec![0, 1, 2, 5, 7, 8], vec![3], vec![0, 2, 4]] {
-            assert_eq!(adi::job::parse_rank_list(&rank_list(&ranks), Some(9)).unwrap(), ranks);
-        }
-    }
 
     /// One registry: every backend a launcher can run is there by name,
     /// the in-process one is not, and every option a backend takes is one

@@ -515,7 +515,7 @@ impl DimmnetTransport {
 
     /// Open for `job` ([`crate::JobEnv`]: rank, size, nodes), with this
     /// backend's own settings from the environment `dnrun` sets:
-    /// `DN_SIM_DIR` (or `DN_DEVICE`, the mapped device file, for a real
+    /// the job's `sim_dir` (or `DN_DEVICE`, the mapped device file, for a real
     /// card; the slot is the rank's in `DN_RANKMAP`),
     /// optionally `DN_RANKMAP` (else ranks fill the job's nodes in blocks),
     /// `DN_RING_KIB`, `DN_ZONE_KIB`, `DN_ZONES`.
@@ -532,8 +532,12 @@ impl DimmnetTransport {
         let me = map.peer(rank);
         let path: PathBuf = match knobs::path("DN_DEVICE") {
             Some(d) => d,
-            None => knobs::path("DN_SIM_DIR")
-                .ok_or_else(|| TransportError::Config("DN_SIM_DIR is not set; start the job with dnrun".into()))?
+            None => job
+                .sim_dir
+                .as_deref()
+                .ok_or_else(|| {
+                    TransportError::Config(format!("{} is not set; start the job with dnrun", crate::job::ENV_SIM_DIR))
+                })?
                 .join(simlink::simctl::node_file_name(me.node)),
         };
         let d = DimmnetConfig::default();

@@ -673,17 +673,7 @@ mod tests {
     }
 
     fn job(dir: &Path, rank: u32, size: u32) -> crate::JobEnv {
-        crate::JobEnv {
-            rank,
-            size,
-            job_id: 1,
-            dir: Some(dir.to_path_buf()),
-            nodes: 1,
-            world: 0..size,
-            parent_port: None,
-            appnum: None,
-            host_ranks: (0..size).collect(),
-        }
+        crate::JobEnv { job_id: 1, dir: Some(dir.to_path_buf()), ..crate::JobEnv::new(rank, size) }
     }
 
     /// Three ranks as threads of this process, each with its own
