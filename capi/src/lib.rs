@@ -120,6 +120,12 @@ pub(crate) unsafe fn put_outcome(out: *mut MpiStatus, r: R<MpiStatus>) -> R<()> 
     r.map(drop)
 }
 
+impl From<mpi::PartitionError> for Fail {
+    fn from(e: mpi::PartitionError) -> Fail {
+        Fail::from(MpiError::from(e))
+    }
+}
+
 impl From<MpiError> for Fail {
     fn from(e: MpiError) -> Fail {
         use adi::AdiError;
@@ -139,6 +145,8 @@ impl From<MpiError> for Fail {
             MpiError::Buffer(_) => MPI_ERR_BUFFER,
             MpiError::Ranks(_) => MPI_ERR_RANK,
             MpiError::Request(_) => MPI_ERR_REQUEST,
+            MpiError::Partition(p) if p.is_argument() => MPI_ERR_ARG,
+            MpiError::Partition(_) => MPI_ERR_REQUEST,
             MpiError::Root { .. } => MPI_ERR_ROOT,
             MpiError::InfoKey { .. } => MPI_ERR_INFO_KEY,
             MpiError::InfoValue { .. } => MPI_ERR_INFO_VALUE,

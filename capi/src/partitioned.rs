@@ -19,29 +19,31 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi::partitioned::SendPartitions;
 use mpi::request::{Need, Part};
 use mpi::slot::Started;
 
 use crate::abi::*;
 use crate::*;
 
-/// Where a partitioned request stands.
-pub(crate) struct Partitioned {
-    /// A send (else a receive).
-    send: bool,
-    partitions: usize,
-    /// A send's partitions marked ready since its start.
-    ready: Vec<bool>,
-    /// How many of them are not.
-    left: usize,
-    /// A send started and waiting for its partitions.
-    waiting: bool,
+/// A partitioned request's partitions: a send's in its current start
+/// (`mpi::partitioned::SendPartitions`, which keeps the rules), or how
+/// many a receive has.
+pub(crate) enum Partitioned {
+    Send(SendPartitions),
+    Recv { partitions: usize },
+}
+
+impl Partitioned {
+    fn waiting(&self) -> bool {
+        matches!(self, Partitioned::Send(p) if p.waiting())
+    }
 }
 
 /// Whether `h` is a started partitioned send whose partitions are not all
 /// ready: no wait can end it.
 pub(crate) fn waiting(st: &State, h: Handle) -> bool {
-    st.partitioned.get(&h).is_some_and(|p| p.waiting)
+    st.partitioned.get(&h).is_some_and(Partitioned::waiting)
 }
 
 /// The error of a wait that only marking partitions ready could end.
@@ -62,16 +64,11 @@ pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
 pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
     let idle = matches!(st.requests.get(&h).map(Req::part), Some(Part::Idle));
     let Some(p) = st.partitioned.get_mut(&h) else { return Ok(None) };
-    if p.waiting || !idle {
-        return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of a partitioned request still active (complete it first)"));
+    if !idle {
+        return Err(mpi::PartitionError::StillActive.into());
     }
-    if !p.send {
-        return Ok(Some(false));
-    }
-    p.ready = vec![false; p.partitions];
-    p.left = p.partitions;
-    p.waiting = true;
-    if p.partitions == 0 {
+    let Partitioned::Send(p) = p else { return Ok(Some(false)) };
+    if p.start()? {
         launch(st, h)?;
     }
     Ok(Some(true))
@@ -79,9 +76,6 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
 
 /// Every partition of send `h` is ready: send the whole buffer.
 fn launch(st: &mut State, h: Handle) -> R<()> {
-    if let Some(p) = st.partitioned.get_mut(&h) {
-        p.waiting = false;
-    }
     let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a partitioned request")));
     };
@@ -99,42 +93,13 @@ fn launch(st: &mut State, h: Handle) -> R<()> {
     started.map_err(Fail::from)
 }
 
-/// Mark `parts` of send `request` ready: all of them, or none when any is
-/// refused (a partition that does not exist, or is marked a second time),
-/// so that a failed `MPI_Pready_list` or `_range` can be retried as it was.
-fn ready(st: &mut State, request: Handle, parts: impl IntoIterator<Item = i64>) -> R<()> {
-    let p = st.partitioned.get_mut(&request).filter(|p| p.send).ok_or_else(|| {
-        Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned send (MPI_Psend_init)"))
-    })?;
-    if !p.waiting {
-        return Err(Fail::new(
-            MPI_ERR_REQUEST,
-            "MPI_Pready on a partitioned send that is not started, or whose partitions are all ready",
-        ));
-    }
-    let n = p.partitions;
-    let mut marked: Vec<usize> = Vec::new();
-    let mut refused = None;
-    for i in parts {
-        let Some(slot) = usize::try_from(i).ok().filter(|&i| i < n) else {
-            refused = Some(format!("partition {i} does not exist: the send has {n} (0 to {})", n as i64 - 1));
-            break;
-        };
-        if p.ready[slot] {
-            refused = Some(format!("partition {i} is marked ready a second time in this start"));
-            break;
-        }
-        p.ready[slot] = true;
-        marked.push(slot);
-    }
-    if let Some(why) = refused {
-        for slot in marked {
-            p.ready[slot] = false;
-        }
-        return Err(Fail::new(MPI_ERR_ARG, format!("{why}; no partition of this call was marked ready")));
-    }
-    p.left -= marked.len();
-    if p.left == 0 {
+/// Mark `parts` of send `request` ready (all or none:
+/// `SendPartitions::mark`), and send it once they all are.
+fn ready(st: &mut State, request: Handle, mark: impl FnOnce(&mut SendPartitions) -> mpi::Result<bool>) -> R<()> {
+    let Some(Partitioned::Send(p)) = st.partitioned.get_mut(&request) else {
+        return Err(Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned send (MPI_Psend_init)")));
+    };
+    if mark(p)? {
         launch(st, request)?;
     }
     Ok(())
@@ -143,17 +108,14 @@ fn ready(st: &mut State, request: Handle, parts: impl IntoIterator<Item = i64>) 
 /// How many started partitioned sends still wait for partitions: their
 /// messages never went. `MPI_Finalize` names them.
 pub(crate) fn never_sent(st: &State) -> usize {
-    st.partitioned.values().filter(|p| p.waiting).count()
+    st.partitioned.values().filter(|p| p.waiting()).count()
 }
 
 /// `MPI_Request_free` of partitioned request `h`: refused while a send
 /// waits for its partitions (its message would never go).
 pub(crate) fn free(st: &mut State, h: Handle) -> R<()> {
     if waiting(st, h) {
-        return Err(Fail::new(
-            MPI_ERR_REQUEST,
-            "a started partitioned send cannot be freed before its partitions are all ready: mark them with MPI_Pready",
-        ));
+        return Err(mpi::PartitionError::FreeWhileWaiting.into());
     }
     st.partitioned.remove(&h);
     Ok(())
@@ -179,8 +141,8 @@ unsafe fn init(
 ) -> R<()> {
     crate::inter::refuse_inter(st, comm, if send { "MPI_Psend_init" } else { "MPI_Precv_init" })?;
     st.info_or_null(info)?;
-    let parts = usize::try_from(partitions)
-        .map_err(|_| Fail::new(MPI_ERR_ARG, format!("partitions {partitions} is negative")))?;
+    let parts =
+        usize::try_from(partitions).map_err(|_| mpi::PartitionError::Negative { partitions: i64::from(partitions) })?;
     let total =
         count.checked_mul(partitions as i64).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "partitions × count overflows"))?;
     let span = st.span(total, datatype)?;
@@ -209,7 +171,8 @@ unsafe fn init(
     unsafe { crate::p2p::new_request(st, Req::persistent(Recipe { comm: comm_c, handle: comm, op }), request)? };
     // SAFETY: written just above.
     let h = unsafe { request.read() };
-    st.partitioned.insert(h, Partitioned { send, partitions: parts, ready: Vec::new(), left: 0, waiting: false });
+    let p = if send { Partitioned::Send(SendPartitions::new(parts)) } else { Partitioned::Recv { partitions: parts } };
+    st.partitioned.insert(h, p);
     Ok(())
 }
 
@@ -256,19 +219,13 @@ pub unsafe extern "C" fn MPI_Precv_init(
 
 #[no_mangle]
 pub extern "C" fn MPI_Pready(partition: c_int, request: Handle) -> c_int {
-    with_state("MPI_Pready", MPI_COMM_WORLD, |st| ready(st, request, [i64::from(partition)]))
+    with_state("MPI_Pready", MPI_COMM_WORLD, |st| ready(st, request, |p| Ok(p.mark([i64::from(partition)])?)))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Pready_range(partition_low: c_int, partition_high: c_int, request: Handle) -> c_int {
     with_state("MPI_Pready_range", MPI_COMM_WORLD, |st| {
-        if partition_low > partition_high {
-            return Err(Fail::new(
-                MPI_ERR_ARG,
-                format!("partition_low {partition_low} > partition_high {partition_high}"),
-            ));
-        }
-        ready(st, request, i64::from(partition_low)..=i64::from(partition_high))
+        ready(st, request, |p| Ok(p.mark_range(i64::from(partition_low), i64::from(partition_high))?))
     })
 }
 
@@ -278,20 +235,20 @@ pub unsafe extern "C" fn MPI_Pready_list(length: c_int, array_of_partitions: *co
         // SAFETY: `array_of_partitions` holds `length` ints, readable for this call, as MPI 4.1 §4.3 requires of
         // MPI_Pready_list's caller: what `array_arg` requires (it checks `length` and null).
         let list = unsafe { array_arg(array_of_partitions, length, "array_of_partitions")? };
-        ready(st, request, list.iter().map(|&i| i64::from(i)))
+        ready(st, request, |p| Ok(p.mark(list.iter().map(|&i| i64::from(i)))?))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Parrived(request: Handle, partition: c_int, flag: *mut c_int) -> c_int {
     with_state("MPI_Parrived", MPI_COMM_WORLD, |st| {
-        let p = st.partitioned.get(&request).filter(|p| !p.send).ok_or_else(|| {
-            Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a partitioned receive (MPI_Precv_init)"))
-        })?;
-        if !(0..p.partitions as i64).contains(&i64::from(partition)) {
-            let n = p.partitions;
-            return Err(Fail::new(MPI_ERR_ARG, format!("partition {partition} does not exist: the receive has {n}")));
-        }
+        let Some(&Partitioned::Recv { partitions }) = st.partitioned.get(&request) else {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                format!("{request:#x} is not a partitioned receive (MPI_Precv_init)"),
+            ));
+        };
+        mpi::partitioned::check_partition(i64::from(partition), partitions).map_err(mpi::MpiError::from)?;
         let part = st.requests.get(&request).map_or(Part::Idle, Req::part);
         // An inactive request's partitions have all arrived (or none was
         // asked for); an active one's when its receive has ended.

@@ -43,6 +43,7 @@ mod keepalive;
 mod locked;
 mod members;
 mod outside;
+pub mod partitioned;
 pub mod port;
 pub mod request;
 pub mod rma;
@@ -60,8 +61,8 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
-    AttachError, BufferError, ConversionError, DimsError, MpiError, OpError, Overflow, RankError, RequestMisuse,
-    Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
+    AttachError, BufferError, ConversionError, DimsError, MpiError, OpError, Overflow, PartitionError, RankError,
+    RequestMisuse, Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

@@ -57,6 +57,9 @@ macro_rules! suite_matrix {
             persistent_2r_2n: "persistent", 2, 2, [sim udp];
             persistent_5r_3n: "persistent", 5, 3, [sim udp];
             persistent_8r_4n: "persistent", 8, 4, [sim];
+            partitioned_1r_1n: "partitioned", 1, 1, [sim udp];
+            partitioned_3r_2n: "partitioned", 3, 2, [sim udp dpdk];
+            partitioned_8r_4n: "partitioned", 8, 4, [sim];
             rma_1r_1n: "rma", 1, 1, [sim udp];
             rma_2r_2n: "rma", 2, 2, [sim udp dpdk];
             rma_3r_2n: "rma", 3, 2, [sim udp dpdk];

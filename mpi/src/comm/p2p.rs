@@ -152,6 +152,29 @@ pub(super) fn isend_impl<'a, Sc: Scope<'a>>(
     Ok(Request::new(comm.shared.clone(), id, target, comm.peers().clone(), scope.core()))
 }
 
+/// A non-blocking standard send of `bytes` with `tag` taken as given (no
+/// check against the program's tag range): the layers that send on
+/// channels of their own, such as partitioned communication.
+pub(crate) fn isend_on<'a, Sc: Scope<'a>>(
+    to: &Process<'_>,
+    scope: Sc,
+    bytes: &'a [u8],
+    tag: Tag,
+) -> Result<Request<'a>> {
+    isend_impl(to.comm, scope, to.rank, bytes, tag, false)
+}
+
+/// A non-blocking receive into `bytes` with `tag` taken as given: the
+/// receive half of [`isend_on`].
+pub(crate) fn irecv_on<'a, Sc: Scope<'a>>(
+    from: &Process<'_>,
+    scope: Sc,
+    bytes: &'a mut [u8],
+    tag: Tag,
+) -> Result<Request<'a>> {
+    irecv_impl(from, scope, bytes, TagSel::Tag(tag))
+}
+
 /// Receiving operations and probes.
 pub trait Source {
     #[doc(hidden)]

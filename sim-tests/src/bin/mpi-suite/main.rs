@@ -28,7 +28,8 @@ macro_rules! check {
     };
 }
 
-// After `check!`, which it uses.
+// After `check!`, which they use.
+mod partitioned;
 mod waiting;
 use waiting::*;
 
@@ -109,6 +110,7 @@ fn main() -> ExitCode {
             "spawn-child" => spawn::child(&u, &w)?,
             "nbc" => collectives::nbc(&u, &w)?,
             "persistent" => collectives::persistent(&w)?,
+            "partitioned" => partitioned::partitioned(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,
