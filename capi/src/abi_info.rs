@@ -6,20 +6,11 @@
 //! `MPI_INFO_NULL` and "not set", and each may be set once (a second
 //! setting is `MPI_ERR_ABI`, as it could contradict the first).
 
-use std::collections::BTreeMap;
+
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;
 use crate::*;
-
-/// What a Fortran layer told the library (the process's:
-/// `process::Process::fortran`).
-#[derive(Default)]
-pub(crate) struct Fortran {
-    info: Option<info::Pairs>,
-    /// The literal `.TRUE.` and `.FALSE.` of each LOGICAL size, in bytes.
-    booleans: BTreeMap<c_int, (Vec<u8>, Vec<u8>)>,
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {

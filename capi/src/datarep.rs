@@ -87,7 +87,7 @@ impl Functions {
         // (`Functions::new`), given a predefined datatype and a place to
         // write the extent.
         let rc =
-            crate::op::as_user_fn(dt, Some(layout), || unsafe { (self.extent)(dt, &mut x, self.extra as *mut c_void) });
+            crate::process::as_user_fn(dt, Some(layout), || unsafe { (self.extent)(dt, &mut x, self.extra as *mut c_void) });
         if rc != MPI_SUCCESS {
             return Err(Fail::new(
                 MPI_ERR_CONVERSION,
@@ -223,7 +223,7 @@ impl Converting {
             // MPI call's contract, kept by `access`), and `file + at` has
             // room for the `n` items from `at` on: `File::access_converted`
             // sized it for all of them.
-            let rc = crate::op::as_user_fn(self.dt, Some(&self.layout), || unsafe {
+            let rc = crate::process::as_user_fn(self.dt, Some(&self.layout), || unsafe {
                 let file = file.add(at as usize).cast();
                 let extra = self.extra as *mut c_void;
                 match self.func {

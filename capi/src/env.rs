@@ -9,6 +9,7 @@ use mpi::{Color, Communicator};
 
 use crate::abi::*;
 use crate::*;
+use crate::strings::{c_name, host_name, put_name, put_string};
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
@@ -269,7 +270,7 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
 pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
     // Inside a user-defined operation the running reduction holds the
     // state (§6.9.5 allows MPI_Abort there): no rank in the message then.
-    let guard = (!crate::op::in_user_fn()).then(lock);
+    let guard = (!crate::process::in_user_fn()).then(lock);
     let rank =
         guard.as_ref().and_then(|g| g.as_ref()).and_then(|s| s.comms.get(&MPI_COMM_WORLD)).map(|e| e.comm.rank());
     let on = if comm == MPI_COMM_WORLD { String::new() } else { format!(" (communicator {comm:#x})") };
@@ -296,38 +297,6 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         // refuses null.
         unsafe { put(flag, main, "flag") }
     })
-}
-
-/// Copy `s` into a C buffer of `max` bytes (NUL included) and its length into `len`.
-///
-/// # Safety
-/// `out` is null or has room for `max` bytes; `len` is null or writable.
-pub(crate) unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max: c_int) -> R<()> {
-    if out.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "the string buffer is a null pointer"));
-    }
-    let b = s.as_bytes();
-    let n = b.len().min(max as usize - 1);
-    // SAFETY: `out` is not null (checked above) and has room for `max` bytes, and `len` is null or writable for one
-    // `int` (`put_string`'s `# Safety`); n + 1 <= `max`, so the copy and the NUL stay inside `out`; `put` refuses a
-    // null `len`.
-    unsafe {
-        std::ptr::copy_nonoverlapping(b.as_ptr(), out.cast::<u8>(), n);
-        out.add(n).write(0);
-        put(len, n as c_int, "resultlen")
-    }
-}
-
-/// This host's name (`localhost` when it has none).
-pub(crate) fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    }
 }
 
 #[no_mangle]
@@ -534,7 +503,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
 pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Comm_set_errhandler", comm, |st| {
         st.comm_handle(comm)?;
-        crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
+        crate::errh::check(errhandler, crate::process::Kind::Comm)?;
         st.comm_handle_mut(comm)?.errhandler = errhandler;
         Ok(())
     })
@@ -849,35 +818,6 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
     unsafe { MPI_Comm_free(comm) }
 }
 
-/// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
-/// hands out pointers to them (§7.7.2), so they live as long as the
-/// process's state (`process::Process::attrs`). `AtomicI32` has `int`'s
-/// layout.
-pub(crate) struct Attrs {
-    tag_ub: std::sync::atomic::AtomicI32,
-    host: std::sync::atomic::AtomicI32,
-    io: std::sync::atomic::AtomicI32,
-    wtime_is_global: std::sync::atomic::AtomicI32,
-    universe_size: std::sync::atomic::AtomicI32,
-    appnum: std::sync::atomic::AtomicI32,
-    lastusedcode: std::sync::atomic::AtomicI32,
-}
-
-impl Default for Attrs {
-    fn default() -> Attrs {
-        use std::sync::atomic::AtomicI32;
-        Attrs {
-            tag_ub: AtomicI32::new(mpi::TAG_UB),
-            host: AtomicI32::new(MPI_PROC_NULL),
-            io: AtomicI32::new(MPI_ANY_SOURCE),
-            wtime_is_global: AtomicI32::new(0),
-            universe_size: AtomicI32::new(0),
-            appnum: AtomicI32::new(0),
-            lastusedcode: AtomicI32::new(MPI_ERR_LASTCODE),
-        }
-    }
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_attr(
     comm: Handle,
@@ -928,31 +868,6 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             put(flag, 1, "flag")
         }
     })
-}
-
-/// An object name argument (`MPI_Comm_set_name`, ...), cut to
-/// `MPI_MAX_OBJECT_NAME - 1` characters.
-///
-/// # Safety
-/// `name` is null or a NUL-terminated string.
-pub(crate) unsafe fn c_name(name: *const c_char) -> R<String> {
-    if name.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "the name is a null pointer"));
-    }
-    // SAFETY: `name` is not null (checked above) and points at a NUL-terminated string (§7.8: the
-    // caller's name argument).
-    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-    Ok(name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect())
-}
-
-/// Write an object's name (`MPI_MAX_OBJECT_NAME` bytes at most).
-///
-/// # Safety
-/// `out` has room for `MPI_MAX_OBJECT_NAME` bytes; `len` is writable.
-pub(crate) unsafe fn put_name(name: &str, out: *mut c_char, len: *mut c_int) -> R<()> {
-    // SAFETY: `out` has room for MPI_MAX_OBJECT_NAME bytes and `len` is writable (§7.8);
-    // `put_string` refuses null pointers.
-    unsafe { put_string(out, len, name, MPI_MAX_OBJECT_NAME) }
 }
 
 #[no_mangle]

@@ -18,52 +18,11 @@
 //! kept apart from the library's state, since `MPI_Error_class` and
 //! `MPI_Error_string` may be called at any time.
 
-use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
 use crate::*;
-
-/// A user error-handler function, as C declares it (variadic).
-pub(crate) type ErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
-
-/// What kind of object a handler serves (§9.3.1-9.3.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Comm,
-    Win,
-    File,
-    Session,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Comm => "communicator",
-            Kind::Win => "window",
-            Kind::File => "file",
-            Kind::Session => "session",
-        }
-    }
-}
-
-/// A handler made by `MPI_Comm_create_errhandler` and its siblings.
-pub(crate) struct UserErrhandler {
-    pub(crate) kind: Kind,
-    pub(crate) func: ErrFn,
-    /// The handles the program holds: the one its creation gave, and one
-    /// per `MPI_*_get_errhandler` that returned it (§9.3: each must be
-    /// freed). At 0 it cannot be set any more, and stays in force where it
-    /// is set.
-    refs: u32,
-}
-
-/// User handlers, apart from the library's state (the process's:
-/// `process::Process::handlers`).
-pub(crate) struct Handlers {
-    table: Table<UserErrhandler>,
-    made: Handle,
-}
+use crate::process::{ErrFn, Handlers, Kind, UserErrhandler};
 
 /// User handler handles: `FIRST_HANDLE + 16 k + 10`: the low bits tell
 /// them from the state's handles (0), communicators (5) and info objects
@@ -228,22 +187,6 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
 }
 
 // ---- user error classes, codes and strings (§9.5) ---------------------------
-
-/// The classes and codes a program added (the process's:
-/// `process::Process::added`).
-pub(crate) struct Added {
-    /// The largest value handed out (`MPI_LASTUSEDCODE`).
-    last: c_int,
-    /// Each added code's class (an added class is its own).
-    class_of: BTreeMap<c_int, c_int>,
-    strings: BTreeMap<c_int, String>,
-}
-
-impl Default for Added {
-    fn default() -> Added {
-        Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() }
-    }
-}
 
 /// The class of `code`: a predefined class is its own, an added code
 /// has the class it was added to; `None` for a value that is neither.

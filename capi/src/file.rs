@@ -328,7 +328,7 @@ pub extern "C" fn MPI_File_set_info(fh: Handle, info: Handle) -> c_int {
 #[no_mangle]
 pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_File_set_errhandler", file, |st| {
-        crate::errh::check(errhandler, crate::errh::Kind::File)?;
+        crate::errh::check(errhandler, crate::process::Kind::File)?;
         if file == MPI_FILE_NULL {
             st.file_errhandler = errhandler;
         } else {

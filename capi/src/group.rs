@@ -474,7 +474,7 @@ pub(crate) unsafe fn from_group_args(
     // SAFETY: `stringtag` is not null (checked above) and is a NUL-terminated string, readable for this call
     // (`from_group_args`' `# Safety`); the bytes are used before the call returns.
     let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
-    crate::errh::check(errhandler, crate::errh::Kind::Comm)?;
+    crate::errh::check(errhandler, crate::process::Kind::Comm)?;
     st.info_or_null(info)?;
     let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
     Ok((hash % (mpi::TAG_UB as u32)) as c_int)
@@ -552,7 +552,7 @@ fn shared_domain(st: &State) -> R<c_int> {
     if let Some(node) = st.universe.node()? {
         return Ok((node & 0x7fff_ffff) as c_int);
     }
-    let host = crate::env::host_name();
+    let host = crate::strings::host_name();
     let h = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
     Ok((h & 0x7fff_ffff) as c_int)
 }

@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
 use crate::*;
+use crate::process::Infos;
 
 pub(crate) use mpi::info::Info as Pairs;
 
@@ -22,15 +23,6 @@ unsafe fn text(s: *const c_char, what: &str, class: c_int) -> R<String> {
     // SAFETY: `s` is not null (checked above) and points at a NUL-terminated string (§10: info keys
     // and values are C strings).
     Ok(unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned())
-}
-
-/// Info objects, apart from the library's state: the standard lets a
-/// program make and use them before `MPI_Init` and after `MPI_Finalize`
-/// (MPI 4.1 §11.4.1), and a handle made before lives on after.
-/// They are the process's (`process::Process::infos`).
-pub(crate) struct Infos {
-    pairs: Table<Pairs>,
-    made: Handle,
 }
 
 /// Info handles: `FIRST_HANDLE + 16 k + 9`. The low bits tell them from
@@ -123,7 +115,7 @@ fn env_pairs() -> Pairs {
     if let Some(n) = adi::knobs::raw(adi::job::ENV_SIZE).or_else(|| std::env::var("PMI_SIZE").ok()) {
         add("maxprocs", n.trim());
     }
-    add("host", &crate::env::host_name());
+    add("host", &crate::strings::host_name());
     p
 }
 
@@ -298,7 +290,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
         let mut len = 0;
         // SAFETY: `key` has room for MPI_MAX_INFO_KEY characters, writable for this call, as MPI 4.1 §10 requires of
         // MPI_Info_get_nthkey's caller, and `len` is a local: `put_string`'s `# Safety` (it refuses a null `key`).
-        unsafe { crate::env::put_string(key, &mut len, &k, MPI_MAX_INFO_KEY) }
+        unsafe { crate::strings::put_string(key, &mut len, &k, MPI_MAX_INFO_KEY) }
     })
 }
 

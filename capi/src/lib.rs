@@ -66,6 +66,7 @@ mod process;
 mod session;
 mod spawn;
 mod status;
+mod strings;
 mod threads;
 mod tool;
 mod topo;
@@ -481,7 +482,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     // Held by another thread (wait for it), or by this one, running a
     // user-defined operation inside a reduction, where waiting would never
     // end.
-    if op::in_user_fn() {
+    if process::in_user_fn() {
         eprintln!(
             "MPI error: an MPI function was called from inside a user function the library was running (a user-defined reduction operation, §6.9.5, or a data representation's conversion, §14.5.3); only the datatype size and extent queries and MPI_Abort may be; ending the job"
         );
@@ -507,7 +508,7 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
 
 /// What an error handler does with a failed call on object `obj`: a
 /// user's handler (`user`) runs, then the call returns the code (§9.3).
-fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<errh::ErrFn>, rank: Option<i32>, f: Fail) -> c_int {
+fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<process::ErrFn>, rank: Option<i32>, f: Fail) -> c_int {
     process::with_thread(|t| *t.last_error.borrow_mut() = Some((f.class, f.msg.clone())));
     if errhandler == MPI_ERRORS_RETURN {
         return f.class;

@@ -40,35 +40,6 @@ pub(crate) struct UserOp {
     commute: bool,
 }
 
-/// The layout of the derived datatype the running user function was given
-/// (it may query it, §6.9.5, while the reduction holds the state).
-pub(crate) fn user_fn_type(dt: Handle) -> Option<Layout> {
-    crate::process::with_thread(|t| {
-        t.user_fn_type.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Layout::clone(l))
-    })
-}
-
-/// A user function is running on this thread, holding the state's lock:
-/// only the calls that need no state answer (the predefined datatypes'
-/// queries, `MPI_Abort`).
-pub(crate) fn in_user_fn() -> bool {
-    crate::process::with_thread(|t| t.in_user_fn.get())
-}
-
-/// Run `f`, a user function the library calls while it holds the state
-/// (a reduction's operation, a data representation's conversion): inside
-/// it the datatype queries answer for the predefined types and for `dt`
-/// (laid out as `layout`), and any other MPI call ends the job, saying
-/// why, instead of waiting for ever on the lock this thread holds.
-pub(crate) fn as_user_fn<T>(dt: Handle, layout: Option<&Arc<Layout>>, f: impl FnOnce() -> T) -> T {
-    crate::process::with_thread(|t| t.in_user_fn.set(true));
-    crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = layout.map(|l| (dt, l.clone())));
-    let out = f();
-    crate::process::with_thread(|t| t.in_user_fn.set(false));
-    crate::process::with_thread(|t| *t.user_fn_type.borrow_mut() = None);
-    out
-}
-
 /// The alignment every predefined type's elements need.
 const ALIGN: usize = 16;
 
@@ -79,7 +50,7 @@ impl UserOp {
     /// Both point to `n` elements of `dt`, aligned for it.
     unsafe fn call(&self, src: *mut c_void, acc: *mut c_void, n: usize, dt: Handle, layout: Option<&Arc<Layout>>) {
         let mut dt = dt;
-        as_user_fn(dt, layout, || {
+        crate::process::as_user_fn(dt, layout, || {
             // SAFETY: `src` and `acc` each point to `n` elements of `dt`, aligned for it, readable and writable for
             // this call (`call`'s `# Safety`), and `len` and `dt` are locals; `f` is the function MPI_Op_create(_c)
             // registered, of the MPI_User_function(_c) type MPI 4.1 §6.9.5 gives that argument, and is called with that

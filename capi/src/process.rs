@@ -20,8 +20,14 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Once};
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
+use std::sync::OnceLock;
+
+use mpi::datatype::Typemap;
 use parking_lot::Mutex;
 
+use crate::abi::*;
 use crate::{Handle, State};
 
 /// The library's state for one process (one rank).
@@ -31,20 +37,22 @@ pub(crate) struct Process {
     /// Where the process is in the library's life.
     pub(crate) life: crate::Life,
     /// Info objects, which live apart from the state (§11.4.1).
-    pub(crate) infos: Mutex<Option<crate::info::Infos>>,
-    /// What a Fortran layer told the library (`MPI_Abi_set_fortran_*`).
-    pub(crate) fortran: Mutex<crate::abi_info::Fortran>,
+    pub(crate) infos: Mutex<Option<Infos>>,
+    // ---- the parts of a process, each used by its module ----
+
+/// What a Fortran layer told the library (`MPI_Abi_set_fortran_*`).
+    pub(crate) fortran: Mutex<Fortran>,
     /// User error handlers, which live apart from the state.
-    pub(crate) handlers: Mutex<Option<crate::errh::Handlers>>,
+    pub(crate) handlers: Mutex<Option<Handlers>>,
     /// Error classes, codes and strings the program added (§9.5).
-    pub(crate) added: Mutex<crate::errh::Added>,
+    pub(crate) added: Mutex<Added>,
     /// `MPI_THREAD_MULTIPLE`'s hand-over between threads.
-    pub(crate) threads: crate::threads::Shared,
+    pub(crate) threads: Shared,
     /// The predefined attributes' values (`MPI_Comm_get_attr` hands out
     /// pointers to them).
-    pub(crate) attrs: crate::env::Attrs,
+    pub(crate) attrs: Attrs,
     /// The tool interface's sessions (§15.3).
-    pub(crate) tool: crate::tool::Tool,
+    pub(crate) tool: Tool,
     /// The exit handler that ends sessions is registered (once).
     pub(crate) at_exit: Once,
 }
@@ -55,12 +63,12 @@ impl Process {
             state: Mutex::new(None),
             life: crate::Life::default(),
             infos: Mutex::new(None),
-            fortran: Mutex::new(crate::abi_info::Fortran::default()),
+            fortran: Mutex::new(Fortran::default()),
             handlers: Mutex::new(None),
-            added: Mutex::new(crate::errh::Added::default()),
-            threads: crate::threads::Shared::default(),
-            attrs: crate::env::Attrs::default(),
-            tool: crate::tool::Tool::default(),
+            added: Mutex::new(Added::default()),
+            threads: Shared::default(),
+            attrs: Attrs::default(),
+            tool: Tool::default(),
             at_exit: Once::new(),
         }
     }
@@ -119,7 +127,7 @@ pub(crate) struct PerThread {
     /// A user reduction function runs on this thread (under the state's lock).
     pub(crate) in_user_fn: Cell<bool>,
     /// The derived datatype it runs on, and its layout, for its queries.
-    pub(crate) user_fn_type: RefCell<Option<(Handle, Arc<crate::datatype::Layout>)>>,
+    pub(crate) user_fn_type: RefCell<Option<(Handle, Arc<Typemap>)>>,
     /// This thread is coming back to its blocking call (`threads::blocking_call`).
     pub(crate) coming_back: Cell<bool>,
     /// This thread's blocking call is giving the lock up.
@@ -168,4 +176,176 @@ pub(crate) fn with_thread<T>(f: impl FnOnce(&PerThread) -> T) -> T {
         // thread reaches it, and no reference outlives `f`.
         f(unsafe { &*p })
     })
+}
+
+/// What a Fortran layer told the library (the process's:
+/// `process::Process::fortran`).
+#[derive(Default)]
+pub(crate) struct Fortran {
+    pub(crate) info: Option<mpi::info::Info>,
+    /// The literal `.TRUE.` and `.FALSE.` of each LOGICAL size, in bytes.
+    pub(crate) booleans: BTreeMap<c_int, (Vec<u8>, Vec<u8>)>,
+}
+
+/// A user error-handler function, as C declares it (variadic).
+pub(crate) type ErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+
+/// What kind of object a handler serves (§9.3.1-9.3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Comm,
+    Win,
+    File,
+    Session,
+}
+
+/// A handler made by `MPI_Comm_create_errhandler` and its siblings.
+pub(crate) struct UserErrhandler {
+    pub(crate) kind: Kind,
+    pub(crate) func: ErrFn,
+    /// The handles the program holds: the one its creation gave, and one
+    /// per `MPI_*_get_errhandler` that returned it (§9.3: each must be
+    /// freed). At 0 it cannot be set any more, and stays in force where it
+    /// is set.
+    pub(crate) refs: u32,
+}
+
+/// User handlers, apart from the library's state (the process's:
+/// `process::Process::handlers`).
+pub(crate) struct Handlers {
+    pub(crate) table: crate::Table<UserErrhandler>,
+    pub(crate) made: Handle,
+}
+
+/// The classes and codes a program added (the process's:
+/// `process::Process::added`).
+pub(crate) struct Added {
+    /// The largest value handed out (`MPI_LASTUSEDCODE`).
+    pub(crate) last: c_int,
+    /// Each added code's class (an added class is its own).
+    pub(crate) class_of: BTreeMap<c_int, c_int>,
+    pub(crate) strings: BTreeMap<c_int, String>,
+}
+
+/// Info objects, apart from the library's state: the standard lets a
+/// program make and use them before `MPI_Init` and after `MPI_Finalize`
+/// (MPI 4.1 §11.4.1), and a handle made before lives on after.
+/// They are the process's (`process::Process::infos`).
+pub(crate) struct Infos {
+    pub(crate) pairs: crate::Table<mpi::info::Info>,
+    pub(crate) made: Handle,
+}
+
+/// The process's side of the hand-over between its threads
+/// (`process::Process::threads`; each thread's own flags are in
+/// `process::PerThread`).
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// `MPI_THREAD_MULTIPLE` was granted.
+    pub(crate) multiple: AtomicBool,
+    /// Threads waiting for the library's lock.
+    pub(crate) wanted: AtomicUsize,
+    /// Of those, threads coming back to a blocking call that let another in
+    /// (they have nothing new to do: they look again whether their wait is
+    /// over); counted from before they let the lock go.
+    pub(crate) returning: AtomicUsize,
+    /// How a thread arriving at the lock wakes the one idling inside.
+    pub(crate) waker: OnceLock<Option<Arc<dyn adi::Waker>>>,
+    /// Counts what may have changed the state of a request: a call that ended,
+    /// a progress pass that moved something.
+    pub(crate) epoch: AtomicU64,
+    /// The [`Shared::epoch`] each thread coming back for the lock saw when it last
+    /// looked at its wait: while one is older than `epoch`, that thread may
+    /// find its wait over, and a holder about to idle lets it look first.
+    pub(crate) seen: std::sync::Mutex<Vec<(std::thread::ThreadId, u64)>>,
+}
+
+/// Storage for the predefined attributes' values: `MPI_Comm_get_attr`
+/// hands out pointers to them (§7.7.2), so they live as long as the
+/// process's state (`process::Process::attrs`). `AtomicI32` has `int`'s
+/// layout.
+pub(crate) struct Attrs {
+    pub(crate) tag_ub: std::sync::atomic::AtomicI32,
+    pub(crate) host: std::sync::atomic::AtomicI32,
+    pub(crate) io: std::sync::atomic::AtomicI32,
+    pub(crate) wtime_is_global: std::sync::atomic::AtomicI32,
+    pub(crate) universe_size: std::sync::atomic::AtomicI32,
+    pub(crate) appnum: std::sync::atomic::AtomicI32,
+    pub(crate) lastusedcode: std::sync::atomic::AtomicI32,
+}
+
+/// The tool interface's state (the process's: `process::Process::tool`).
+pub(crate) struct Tool {
+    /// How many `MPI_T_init_thread` calls are not yet finalized (§15.3.4:
+    /// they nest).
+    pub(crate) open: AtomicI32,
+    /// The next performance-variable session handle.
+    pub(crate) next_session: AtomicUsize,
+}
+
+/// The layout of the derived datatype the running user function was given
+/// (it may query it, §6.9.5, while the reduction holds the state).
+pub(crate) fn user_fn_type(dt: Handle) -> Option<Typemap> {
+    with_thread(|t| {
+        t.user_fn_type.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Typemap::clone(l))
+    })
+}
+
+/// A user function is running on this thread, holding the state's lock:
+/// only the calls that need no state answer (the predefined datatypes'
+/// queries, `MPI_Abort`).
+pub(crate) fn in_user_fn() -> bool {
+    with_thread(|t| t.in_user_fn.get())
+}
+
+/// Run `f`, a user function the library calls while it holds the state
+/// (a reduction's operation, a data representation's conversion): inside
+/// it the datatype queries answer for the predefined types and for `dt`
+/// (laid out as `layout`), and any other MPI call ends the job, saying
+/// why, instead of waiting for ever on the lock this thread holds.
+pub(crate) fn as_user_fn<T>(dt: Handle, layout: Option<&Arc<Typemap>>, f: impl FnOnce() -> T) -> T {
+    with_thread(|t| t.in_user_fn.set(true));
+    with_thread(|t| *t.user_fn_type.borrow_mut() = layout.map(|l| (dt, l.clone())));
+    let out = f();
+    with_thread(|t| t.in_user_fn.set(false));
+    with_thread(|t| *t.user_fn_type.borrow_mut() = None);
+    out
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Comm => "communicator",
+            Kind::Win => "window",
+            Kind::File => "file",
+            Kind::Session => "session",
+        }
+    }
+}
+
+impl Default for Added {
+    fn default() -> Added {
+        Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() }
+    }
+}
+
+impl Default for Attrs {
+    fn default() -> Attrs {
+        use std::sync::atomic::AtomicI32;
+        Attrs {
+            tag_ub: AtomicI32::new(mpi::TAG_UB),
+            host: AtomicI32::new(MPI_PROC_NULL),
+            io: AtomicI32::new(MPI_ANY_SOURCE),
+            wtime_is_global: AtomicI32::new(0),
+            universe_size: AtomicI32::new(0),
+            appnum: AtomicI32::new(0),
+            lastusedcode: AtomicI32::new(MPI_ERR_LASTCODE),
+        }
+    }
+}
+
+impl Default for Tool {
+    fn default() -> Tool {
+        Tool { open: AtomicI32::new(0), next_session: AtomicUsize::new(1) }
+    }
 }

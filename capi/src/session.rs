@@ -24,7 +24,7 @@ use std::ffi::{c_char, c_int, CStr};
 use mpi::Communicator;
 
 use crate::abi::*;
-use crate::errh::Kind;
+use crate::process::Kind;
 use crate::*;
 
 /// The process sets a session offers.
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
             // SAFETY: `pset_name` has room for `room` (> 0) characters, writable for this call, as MPI 4.1 §11.3.2
             // requires of MPI_Session_get_nth_pset's caller when `*pset_len` is not 0, and `written` is a local:
             // `put_string`'s `# Safety` (it refuses a null `pset_name`).
-            unsafe { crate::env::put_string(pset_name, &mut written, name, room)? };
+            unsafe { crate::strings::put_string(pset_name, &mut written, name, room)? };
         }
         // SAFETY: readable above, and writable (INOUT).
         unsafe { pset_len.write(need) };

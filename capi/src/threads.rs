@@ -48,34 +48,11 @@
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::{Fail, R};
-
-/// The process's side of the hand-over between its threads
-/// (`process::Process::threads`; each thread's own flags are in
-/// `process::PerThread`).
-#[derive(Default)]
-pub(crate) struct Shared {
-    /// `MPI_THREAD_MULTIPLE` was granted.
-    multiple: AtomicBool,
-    /// Threads waiting for the library's lock.
-    wanted: AtomicUsize,
-    /// Of those, threads coming back to a blocking call that let another in
-    /// (they have nothing new to do: they look again whether their wait is
-    /// over); counted from before they let the lock go.
-    returning: AtomicUsize,
-    /// How a thread arriving at the lock wakes the one idling inside.
-    waker: OnceLock<Option<Arc<dyn adi::Waker>>>,
-    /// Counts what may have changed the state of a request: a call that ended,
-    /// a progress pass that moved something.
-    epoch: AtomicU64,
-    /// The [`Shared::epoch`] each thread coming back for the lock saw when it last
-    /// looked at its wait: while one is older than `epoch`, that thread may
-    /// find its wait over, and a holder about to idle lets it look first.
-    seen: Mutex<Vec<(std::thread::ThreadId, u64)>>,
-}
+use crate::process::Shared;
 
 /// The process's [`Shared`].
 #[inline(always)]

@@ -13,25 +13,11 @@
 //! variables, and are work left.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::abi::*;
 use crate::Handle;
-
-/// The tool interface's state (the process's: `process::Process::tool`).
-pub(crate) struct Tool {
-    /// How many `MPI_T_init_thread` calls are not yet finalized (§15.3.4:
-    /// they nest).
-    open: AtomicI32,
-    /// The next performance-variable session handle.
-    next_session: AtomicUsize,
-}
-
-impl Default for Tool {
-    fn default() -> Tool {
-        Tool { open: AtomicI32::new(0), next_session: AtomicUsize::new(1) }
-    }
-}
+use crate::process::Tool;
 
 fn tool() -> &'static Tool {
     &crate::process::process().tool

@@ -450,7 +450,7 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) 
     with_state("MPI_Win_set_name", win, |st| {
         // SAFETY: `win_name` is MPI_Win_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
         // this call, or null, which `c_name` refuses.
-        let name = unsafe { crate::env::c_name(win_name)? };
+        let name = unsafe { crate::strings::c_name(win_name)? };
         st.win_mut(win)?.name = name;
         Ok(())
     })
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
         let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { st.win(win)?.name.clone() };
         // SAFETY: `win_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
         // as MPI 4.1 §7.8 requires of MPI_Win_get_name's out-arguments: `put_name`'s `# Safety` (null is refused).
-        unsafe { crate::env::put_name(&name, win_name, resultlen) }
+        unsafe { crate::strings::put_name(&name, win_name, resultlen) }
     })
 }
 
@@ -471,7 +471,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
 pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
     with_state("MPI_Win_set_errhandler", win, |st| {
         st.win(win)?;
-        crate::errh::check(errhandler, crate::errh::Kind::Win)?;
+        crate::errh::check(errhandler, crate::process::Kind::Win)?;
         st.win_mut(win)?.errhandler = errhandler;
         Ok(())
     })

@@ -534,10 +534,10 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: Handle, size: *mut i64) -> c_
 /// function was given, when a user-defined operation is running on this
 /// thread (and so holds the state).
 fn user_fn_layout(dt: Handle) -> Option<Layout> {
-    if !crate::op::in_user_fn() {
+    if !crate::process::in_user_fn() {
         return None;
     }
-    predefined(dt).or_else(|| crate::op::user_fn_type(dt))
+    predefined(dt).or_else(|| crate::process::user_fn_type(dt))
 }
 
 /// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`
@@ -705,7 +705,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(datatype: Handle, type_name: *const c
     with_state("MPI_Type_set_name", MPI_COMM_WORLD, |st| {
         // SAFETY: `type_name` is MPI_Type_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
         // this call, or null, which `c_name` refuses.
-        let name = unsafe { crate::env::c_name(type_name)? };
+        let name = unsafe { crate::strings::c_name(type_name)? };
         // A predefined type may be renamed too (§7.8), for this process.
         if predefined_name(datatype).is_some() && datatype != MPI_DATATYPE_NULL {
             st.predefined_names.insert(datatype, name);
@@ -729,7 +729,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_c
         };
         // SAFETY: `type_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
         // as MPI 4.1 §7.8 requires of MPI_Type_get_name's caller: `put_name`'s `# Safety` (null is refused).
-        unsafe { crate::env::put_name(&name, type_name, resultlen) }
+        unsafe { crate::strings::put_name(&name, type_name, resultlen) }
     })
 }
 
