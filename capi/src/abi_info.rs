@@ -6,7 +6,6 @@
 //! `MPI_INFO_NULL` and "not set", and each may be set once (a second
 //! setting is `MPI_ERR_ABI`, as it could contradict the first).
 
-
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;

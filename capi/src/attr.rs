@@ -9,6 +9,7 @@
 //! callbacks have run.
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
 
 use crate::abi::*;
 use crate::*;
@@ -30,7 +31,7 @@ pub(crate) struct Keyval {
     delete: usize,
     extra: *mut c_void,
     /// `MPI_Comm_free_keyval` has run: no new attributes; those set stay.
-    freed: bool,
+    pub(crate) freed: bool,
 }
 
 /// Work a call leaves for after its lock is released: user callbacks, and
@@ -55,10 +56,14 @@ pub(crate) enum Deferred {
         on_type: bool,
         out: *mut Handle,
     },
-    /// Free the communicator, its delete callbacks done.
-    FreeComm(Handle),
-    /// A generalized request's callback (`crate::greq`).
-    Greq(crate::greq::Callback),
+    /// A change to the state once the callbacks before it have run (the
+    /// communicator `MPI_Comm_free` frees, its delete callbacks done:
+    /// `crate::comm_table::free`).
+    Then(Box<dyn FnOnce(&mut State)>),
+    /// A program's callback that needs nothing of the state but to run
+    /// without the lock (a generalized request's, `crate::greq`), and its
+    /// error.
+    Callback(Box<dyn FnOnce() -> R<()>>),
     /// `DN_COMPUTE=measured` or `MPI_THREAD_MULTIPLE`: a standing mark
     /// that every call ends with (`finish_call` runs it after the others
     /// and keeps it): the end of a computed burst, the news for threads
@@ -120,15 +125,15 @@ impl Deferred {
                 }
             }
             Deferred::CallEnds => {}
-            Deferred::Greq(c) => c.run()?,
-            Deferred::FreeComm(h) => relock(&mut |st| {
-                st.comms.remove(&h);
-                // A parent freed is gone for good (§11.8.2): the handle may be reused.
-                if st.parent == crate::env::ParentHandle::Registered(h) {
-                    st.parent = crate::env::ParentHandle::Freed;
-                }
-                st.sweep_keyvals();
-            }),
+            Deferred::Callback(c) => c()?,
+            Deferred::Then(f) => {
+                let mut f = Some(f);
+                relock(&mut |st| {
+                    if let Some(f) = f.take() {
+                        f(st)
+                    }
+                })
+            }
         }
         Ok(())
     }
@@ -367,7 +372,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
     flag: *mut c_int,
 ) -> c_int {
     // SAFETY: the same arguments as the MPI-2 form's.
-    unsafe { crate::env::MPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
+    unsafe { MPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
 }
 
 /// `MPI_Attr_delete`: `MPI_Comm_delete_attr`.
@@ -417,61 +422,53 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    with_state("MPI_Type_set_attr", MPI_COMM_WORLD, |st| {
-        st.layout(datatype)?;
-        if st.keyval_of(type_keyval)?.freed {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {type_keyval} was freed")));
-        }
-        let attrs = st.type_attrs.entry(datatype).or_default();
-        // A value already set is deleted first (§5.1.15, as §7.7.2).
-        let old = attrs.iter().position(|a| a.0 == type_keyval).map(|i| attrs.remove(i));
-        attrs.push((type_keyval, attribute_val));
-        if let Some((k, v)) = old {
-            delete_attr(st, datatype, k, v)?;
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_attr(
-    datatype: Handle,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
+pub unsafe extern "C" fn MPI_Comm_get_attr(
+    comm: Handle,
+    comm_keyval: c_int,
+    attribute_val: *mut std::ffi::c_void,
     flag: *mut c_int,
 ) -> c_int {
-    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
-        st.layout(datatype)?;
-        st.keyval_of(type_keyval)?;
-        let v = st.type_attrs.get(&datatype).and_then(|a| a.iter().find(|a| a.0 == type_keyval)).map(|a| a.1);
-        // SAFETY: `attribute_val` is MPI_Type_get_attr's out-argument, declared `void *` but defined by MPI 4.1 §7.7.4
-        // as the address of one writable `void *`, and `flag` points to one writable `int`, both for this call; `put`
-        // refuses null.
-        unsafe {
-            if let Some(v) = v {
-                put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+    with_state("MPI_Comm_get_attr", comm, |st| {
+        st.comm(comm)?;
+        let a = &crate::process::process().attrs;
+        a.universe_size.store(c_int::try_from(st.universe.universe_size()).unwrap_or(c_int::MAX), Ordering::Relaxed);
+        let appnum = st.universe.appnum();
+        // Simulated time is one clock for every rank.
+        a.wtime_is_global.store(st.universe.is_simulated() as c_int, Ordering::Relaxed);
+        a.lastusedcode.store(crate::errh::last_used(), Ordering::Relaxed);
+        let v: &'static std::sync::atomic::AtomicI32 = match comm_keyval {
+            MPI_TAG_UB => &a.tag_ub,
+            MPI_HOST => &a.host,
+            MPI_IO => &a.io,
+            MPI_WTIME_IS_GLOBAL => &a.wtime_is_global,
+            MPI_UNIVERSE_SIZE => &a.universe_size,
+            // The command's index in a spawned process; 0, the one
+            // command dnrun runs, in the others (as hydra has it, §11.10.3).
+            MPI_APPNUM => {
+                a.appnum.store(appnum.map_or(0, |n| n as c_int), Ordering::Relaxed);
+                &a.appnum
             }
-            put(flag, v.is_some() as c_int, "flag")
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int {
-    with_state("MPI_Type_delete_attr", MPI_COMM_WORLD, |st| {
-        st.layout(datatype)?;
-        st.keyval_of(type_keyval)?;
-        let attrs = st.type_attrs.entry(datatype).or_default();
-        let Some(i) = attrs.iter().position(|a| a.0 == type_keyval) else {
-            return Err(Fail::new(
-                MPI_ERR_KEYVAL,
-                format!("keyval {type_keyval} is not set on datatype {datatype:#x}"),
-            ));
+            MPI_LASTUSEDCODE => &a.lastusedcode,
+            k => {
+                let v = crate::attr::get(st, comm, k)?;
+                // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, declared `void *` but defined by MPI 4.1
+                // §7.7.2 as the address of one writable `void *`, and `flag` points to one writable `int`, both for
+                // this call; `put` refuses null.
+                return unsafe {
+                    if let Some(v) = v {
+                        put(attribute_val.cast::<*mut std::ffi::c_void>(), v, "attribute_val")?;
+                    }
+                    put(flag, v.is_some() as c_int, "flag")
+                };
+            }
         };
-        let (k, v) = attrs.remove(i);
-        delete_attr(st, datatype, k, v)?;
-        st.sweep_keyvals();
-        Ok(())
+        // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, the address of one writable `void *` (MPI 4.1
+        // §7.7.2), and `flag` points to one writable `int`, both for this call; `put` refuses null. The address written
+        // is of a field of the process's static `Attrs`, which stays valid for the rest of the process, so the program
+        // may read the value through it later.
+        unsafe {
+            put(attribute_val.cast::<*const std::sync::atomic::AtomicI32>(), v as *const _, "attribute_val")?;
+            put(flag, 1, "flag")
+        }
     })
 }

@@ -22,7 +22,7 @@ const BUFFER_AUTOMATIC: usize = 2;
 /// that a caller may hold another field meanwhile.)
 pub(crate) fn buffer_for<'a>(
     comms: &'a mut crate::comm_table::CommTable,
-    sessions: &'a mut Table<crate::session::SessionEntry>,
+    sessions: &'a mut Table<SessionEntry>,
     process: &'a mut Buffered,
     comm: Handle,
 ) -> &'a mut Buffered {
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
         let sent = unsafe { bsend(st, buf, count, datatype, dest, tag, comm)? };
         // SAFETY: `request` is not null (checked above) and is MPI_Ibsend's out-argument, valid for writing one handle
         // for this call: what `new_request` requires.
-        unsafe { crate::p2p::new_request(st, Req::Done(Ok(mpi::Status::empty())), request)? };
+        unsafe { crate::new_request(st, Req::Done(Ok(mpi::Status::empty())), request)? };
         if let Some(sent) = sent {
             // SAFETY: written just above.
             note_sent(st, unsafe { request.read() }, comm, sent);
@@ -297,7 +297,7 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
         let r = st.slot(Owner::Process)?.iflush();
         // SAFETY: `request` is MPI_Buffer_iflush's out-argument, valid for writing one handle for this call;
         // `new_request` refuses null.
-        unsafe { crate::p2p::new_request(st, r, request) }
+        unsafe { crate::new_request(st, r, request) }
     })
 }
 
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Hand
         let r = st.slot(Owner::Comm(comm))?.iflush();
         // SAFETY: `request` is MPI_Comm_iflush_buffer's out-argument, valid for writing one handle for this call;
         // `new_request` refuses null.
-        unsafe { crate::p2p::new_request(st, r, request) }
+        unsafe { crate::new_request(st, r, request) }
     })
 }
 
@@ -360,6 +360,6 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(session: Handle, request: *mu
         let r = st.slot(Owner::Session(session))?.iflush();
         // SAFETY: `request` is MPI_Session_iflush_buffer's out-argument, valid for writing one handle for this call;
         // `new_request` refuses null.
-        unsafe { crate::p2p::new_request(st, r, request) }
+        unsafe { crate::new_request(st, r, request) }
     })
 }

@@ -18,7 +18,6 @@ use mpi::{Communicator, CommunicatorCollectives};
 
 use crate::abi::*;
 use crate::datatype::Blocks;
-use crate::p2p::new_request;
 use crate::*;
 use mpi::staged::coll::{self as sc, Recv, Send, WBlock, Wblocks};
 use mpi::staged::reduce::{self as red, Elem, Everyone, Input};

@@ -16,7 +16,8 @@
 //! freed.
 
 use crate::abi::*;
-use crate::{CommEntry, Handle, FIRST_HANDLE};
+use crate::{CommEntry, Handle, State, FIRST_HANDLE, R};
+use mpi::SimpleCommunicator;
 
 /// The low bits of a communicator handle the library made.
 const COMM_MARK: Handle = 0x5;
@@ -86,6 +87,69 @@ impl CommTable {
     pub(crate) fn values(&self) -> impl Iterator<Item = &CommEntry> {
         self.slots.iter().filter_map(|s| s.as_deref())
     }
+}
+
+/// The handle `MPI_Comm_get_parent` gives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ParentHandle {
+    /// Not asked for yet.
+    #[default]
+    Unasked,
+    /// This handle (while the program has not freed it).
+    Registered(Handle),
+    /// None: not spawned, or freed.
+    Freed,
+}
+
+/// Register `c` under a new handle with `parent`'s error handler (§7.4.2).
+pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Handle) -> R<Handle> {
+    let Some(c) = c else { return Ok(MPI_COMM_NULL) };
+    let (errhandler, session) = (st.comm(parent)?.errhandler, st.comm(parent)?.session);
+    let e = CommEntry {
+        comm: c,
+        errhandler,
+        name: String::new(),
+        attrs: Vec::new(),
+        info: Default::default(),
+        buffered: Default::default(),
+        pending: None,
+        session,
+    };
+    Ok(st.comms.add(e))
+}
+
+/// Request `req` has completed with `outcome`: if it is an idup's, its
+/// duplicate takes the place of the placeholder, or, when it could not be
+/// made, the placeholder goes and the request reports why.
+pub(crate) fn settle_idup(st: &mut State, req: Handle, outcome: &mut mpi::Result<mpi::Status>) {
+    let Some(at) = st.idups.iter().position(|&(r, _)| r == req) else { return };
+    let (_, h) = st.idups.swap_remove(at);
+    let made = st.comms.get_mut(&h).and_then(|e| e.pending.take()).and_then(|cell| cell.take());
+    match made {
+        Some(Ok(c)) if outcome.is_ok() => {
+            if let Some(e) = st.comms.get_mut(&h) {
+                e.comm = c;
+            }
+        }
+        made => {
+            let _ = crate::attr::delete_all(st, h);
+            st.comms.remove(&h);
+            if let (Some(Err(e)), true) = (made, outcome.is_ok()) {
+                *outcome = Err(e);
+            }
+        }
+    }
+}
+
+/// Free communicator `h` for good, its attributes' delete callbacks done
+/// (`MPI_Comm_free`, deferred until they have run): the handle may be
+/// reused, and a parent freed is gone (§11.8.2).
+pub(crate) fn free(st: &mut State, h: Handle) {
+    st.comms.remove(&h);
+    if st.parent == ParentHandle::Registered(h) {
+        st.parent = ParentHandle::Freed;
+    }
+    st.sweep_keyvals();
 }
 
 #[cfg(test)]

@@ -86,8 +86,9 @@ impl Functions {
         // SAFETY: `extent` is the user's function of the standard's type
         // (`Functions::new`), given a predefined datatype and a place to
         // write the extent.
-        let rc =
-            crate::process::as_user_fn(dt, Some(layout), || unsafe { (self.extent)(dt, &mut x, self.extra as *mut c_void) });
+        let rc = crate::process::as_user_fn(dt, Some(layout), || unsafe {
+            (self.extent)(dt, &mut x, self.extra as *mut c_void)
+        });
         if rc != MPI_SUCCESS {
             return Err(Fail::new(
                 MPI_ERR_CONVERSION,

@@ -21,8 +21,8 @@
 use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
-use crate::*;
 use crate::process::{ErrFn, Handlers, Kind, UserErrhandler};
+use crate::*;
 
 /// User handler handles: `FIRST_HANDLE + 16 k + 10`: the low bits tell
 /// them from the state's handles (0), communicators (5) and info objects

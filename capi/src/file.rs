@@ -17,7 +17,6 @@ use mpi::io::{Access, AccessMode, Calling, DataRep, Direction, File, Position, V
 use crate::abi::*;
 use crate::count::Int;
 use crate::datatype::TypeDef;
-use crate::p2p::new_request;
 use crate::*;
 
 /// The low bits that mark a file handle, so that the error handler of a

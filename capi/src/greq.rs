@@ -160,7 +160,8 @@ pub(crate) fn report(
         h
     };
     let free = free.then_some(free_fn);
-    st.deferred.push(attr::Deferred::Greq(Callback::Report { query, free, extra, out, in_array }));
+    st.deferred
+        .push(attr::Deferred::Callback(Box::new(move || Callback::Report { query, free, extra, out, in_array }.run())));
     Some((Ok(MpiStatus::empty()), nh))
 }
 
@@ -171,7 +172,7 @@ pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
     if g.complete {
         let (free, extra) = (g.free, g.extra);
         st.greqs.remove(&h);
-        st.deferred.push(attr::Deferred::Greq(Callback::Free { free, extra }));
+        st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Free { free, extra }.run())));
     } else {
         g.freed = true;
     }
@@ -183,7 +184,7 @@ pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
 pub(crate) fn cancel(st: &mut State, h: Handle) -> Option<()> {
     let g = st.greqs.get(&h).filter(|g| !g.freed)?;
     let (cancel, extra, complete) = (g.cancel, g.extra, g.complete);
-    st.deferred.push(attr::Deferred::Greq(Callback::Cancel { cancel, extra, complete }));
+    st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Cancel { cancel, extra, complete }.run())));
     Some(())
 }
 
@@ -230,7 +231,7 @@ pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
         if g.freed {
             let (free, extra) = (g.free, g.extra);
             st.greqs.remove(&request);
-            st.deferred.push(attr::Deferred::Greq(Callback::Free { free, extra }));
+            st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Free { free, extra }.run())));
         }
         Ok(())
     })

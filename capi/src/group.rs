@@ -301,7 +301,7 @@ unsafe fn create_multiple(
         }
         match start(st)? {
             Making::Now(c) => {
-                let h = crate::env::register(st, c, comm)?;
+                let h = crate::comm_table::register(st, c, comm)?;
                 finish(st, h)?;
                 // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call
                 // (`create_multiple`'s `# Safety`).
@@ -311,7 +311,7 @@ unsafe fn create_multiple(
                 let (op, made) = c.into_parts();
                 *cell.borrow_mut() = Some(made);
                 // SAFETY: `r` is a local.
-                unsafe { crate::p2p::new_request(st, Req::Op(op), &mut r) }
+                unsafe { crate::new_request(st, Req::Op(op), &mut r) }
             }
         }
     });
@@ -328,7 +328,7 @@ unsafe fn create_multiple(
         let c = made.unwrap_or_else(|| {
             Err(mpi::MpiError::Invalid("internal: the new communicator's operation completed without it".into()))
         })?;
-        let h = crate::env::register(st, c, comm)?;
+        let h = crate::comm_table::register(st, c, comm)?;
         finish(st, h)?;
         // SAFETY: `newcomm` is not null (checked in the first locked section; it is the same pointer) and valid for
         // writing one handle for this call (`create_multiple`'s `# Safety`).
@@ -356,7 +356,7 @@ pub(crate) unsafe fn split_multiple(comm: Handle, color: mpi::Color, key: c_int,
         let c = &st.comm(comm)?.comm;
         if c.is_inter() {
             let made = c.split_by_color_with_key(color, key)?;
-            let h = crate::env::register(st, made, comm)?;
+            let h = crate::comm_table::register(st, made, comm)?;
             // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call
             // (`split_multiple`'s `# Safety`).
             return unsafe { put(newcomm, h, "newcomm") };
@@ -364,7 +364,7 @@ pub(crate) unsafe fn split_multiple(comm: Handle, color: mpi::Color, key: c_int,
         let (op, cell) = c.immediate_split(color, key)?.into_parts();
         *votes.borrow_mut() = Some(cell);
         // SAFETY: `r` is a local.
-        unsafe { crate::p2p::new_request(st, Req::Op(op), &mut r) }
+        unsafe { crate::new_request(st, Req::Op(op), &mut r) }
     });
     if rc != MPI_SUCCESS || votes.borrow().is_none() {
         return rc;
@@ -404,7 +404,7 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
     with_state("MPI_Comm_create", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = split_create(&st.comm(comm)?.comm, &ranks)?;
-        let h = crate::env::register(st, c, comm)?;
+        let h = crate::comm_table::register(st, c, comm)?;
         // SAFETY: `newcomm` is MPI_Comm_create's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
         // for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
@@ -449,7 +449,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag:
     with_state("MPI_Comm_create_group", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
         let c = st.comm(comm)?.comm.create_from_ranks(&ranks, tag)?;
-        let h = crate::env::register(st, c, comm)?;
+        let h = crate::comm_table::register(st, c, comm)?;
         // SAFETY: `newcomm` is MPI_Comm_create_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
         // handle for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
@@ -523,7 +523,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         let tag = unsafe { from_group_args(st, stringtag, info, errhandler)? };
         let ranks = ranks_in(st, MPI_COMM_WORLD, group)?;
         let c = st.comm(MPI_COMM_WORLD)?.comm.create_from_ranks(&ranks, tag)?;
-        let h = crate::env::register(st, c, MPI_COMM_WORLD)?;
+        let h = crate::comm_table::register(st, c, MPI_COMM_WORLD)?;
         finish(st, h)?;
         // SAFETY: `newcomm` is MPI_Comm_create_from_group's out-argument (MPI 4.1 §7.4.2), null or valid for writing
         // one handle for this call; `put` refuses null.
@@ -586,7 +586,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         if split_type == MPI_COMM_TYPE_HW_UNGUIDED && c.as_ref().is_some_and(|n| n.size() == parent.size()) {
             c = None;
         }
-        let h = crate::env::register(st, c, comm)?;
+        let h = crate::comm_table::register(st, c, comm)?;
         // SAFETY: `newcomm` is MPI_Comm_split_type's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
         // handle for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
@@ -600,5 +600,38 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> 
         // SAFETY: `flag` is MPI_Comm_test_inter's out-argument (MPI 4.1 §7.6.1), null or valid for writing one `int`
         // for this call; `put` refuses null.
         unsafe { put(flag, c_int::from(inter), "flag") }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {
+    let color = match color {
+        MPI_UNDEFINED => Color::Undefined,
+        c if c >= 0 => Color::With(c),
+        c => {
+            // This rank still takes part, as MPI_UNDEFINED, so that the
+            // others do not wait for it; then it reports its error.
+            let mut none = MPI_COMM_NULL;
+            // SAFETY: `none` is a local.
+            let rc = unsafe { MPI_Comm_split(comm, MPI_UNDEFINED, key, &mut none) };
+            return with_state("MPI_Comm_split", comm, |_| {
+                Err(Fail::new(
+                    if rc == MPI_SUCCESS { MPI_ERR_ARG } else { rc },
+                    format!("split color {c} must be non-negative or MPI_UNDEFINED"),
+                ))
+            });
+        }
+    };
+    if crate::threads::multiple() {
+        // SAFETY: `newcomm` is MPI_Comm_split's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for
+        // this call: `split_multiple`'s `# Safety`.
+        return unsafe { crate::group::split_multiple(comm, color, key, newcomm) };
+    }
+    with_state("MPI_Comm_split", comm, |st| {
+        let c = st.comm(comm)?.comm.split_by_color_with_key(color, key)?;
+        let h = crate::comm_table::register(st, c, comm)?;
+        // SAFETY: `newcomm` is MPI_Comm_split's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for
+        // this call; `put` refuses null.
+        unsafe { put(newcomm, h, "newcomm") }
     })
 }

@@ -7,8 +7,8 @@
 use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
-use crate::*;
 use crate::process::Infos;
+use crate::*;
 
 pub(crate) use mpi::info::Info as Pairs;
 
@@ -311,11 +311,4 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info_used: *mut Handle)
         // handle for this call; `hand_out` refuses null.
         unsafe { hand_out(pairs, info_used, "info_used") }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: `newcomm` is MPI_Comm_dup_with_info's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
-    // for this call: `dup_by_idup`'s `# Safety`.
-    unsafe { crate::env::dup_by_idup("MPI_Comm_dup_with_info", comm, Some(info), newcomm) }
 }

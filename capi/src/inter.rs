@@ -253,7 +253,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // The peer communicator matters only at the leaders (§7.6.2).
         let peer = if local.rank() == local_leader { &st.comm(peer_comm)?.comm } else { local };
         let c = local.create_intercomm(local_leader, peer, remote_leader, tag)?;
-        let h = crate::env::register(st, Some(c), local_comm)?;
+        let h = crate::comm_table::register(st, Some(c), local_comm)?;
         // SAFETY: `newintercomm` is not null (checked above) and is MPI_Intercomm_create's out-argument (MPI 4.1
         // §7.6.2), valid for writing one handle for this call.
         unsafe { newintercomm.write(h) };
@@ -301,7 +301,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             Fail::new(MPI_ERR_GROUP, "this process is not in local_group; only the groups' members call this")
         })?;
         let c = local.create_intercomm(local_leader, world, them, tag)?;
-        let h = crate::env::register(st, Some(c), MPI_COMM_WORLD)?;
+        let h = crate::comm_table::register(st, Some(c), MPI_COMM_WORLD)?;
         let session = st.session_groups.get(&local_group).copied();
         if let Some(e) = st.comms.get_mut(&h) {
             e.errhandler = errhandler;
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(intercomm: Handle, high: c_int, new
             return Err(Fail::new(MPI_ERR_ARG, "newintracomm is a null pointer"));
         }
         let c = inter_comm(st, intercomm)?.merge(high != 0)?;
-        let h = crate::env::register(st, Some(c), intercomm)?;
+        let h = crate::comm_table::register(st, Some(c), intercomm)?;
         // SAFETY: `newintracomm` is not null (checked above) and is MPI_Intercomm_merge's out-argument (MPI 4.1
         // §7.6.2), valid for writing one handle for this call.
         unsafe { newintracomm.write(h) };

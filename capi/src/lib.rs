@@ -42,6 +42,7 @@ mod attr;
 mod bsend;
 mod coll;
 mod comm_table;
+mod communicator;
 mod count;
 mod datarep;
 mod datatype;
@@ -308,7 +309,7 @@ pub(crate) enum PersistentOp {
 pub(crate) struct State {
     pub(crate) universe: Universe,
     /// `MPI_Comm_get_parent`'s handle (§11.8.2).
-    pub(crate) parent: env::ParentHandle,
+    pub(crate) parent: comm_table::ParentHandle,
     pub(crate) comms: comm_table::CommTable,
     pub(crate) requests: Table<Req>,
     /// Derived datatypes.
@@ -352,19 +353,19 @@ pub(crate) struct State {
     /// their own; `MPI_Finalize` waits for them.
     pub(crate) detached: Vec<Req>,
     /// `MPI_Comm_idup`s under way: their request, and the communicator
-    /// handle whose entry the completion fills in (`env::settle_idup`).
+    /// handle whose entry the completion fills in (`comm_table::settle_idup`).
     pub(crate) idups: Vec<(Handle, Handle)>,
     /// Generalized requests (§13.2), on handles of the requests' kind.
     pub(crate) greqs: Table<greq::Greq>,
     /// Partitioned requests (§4) and where each stands.
-    pub(crate) partitioned: Table<partitioned::Partitioned>,
+    pub(crate) partitioned: Table<p2p::partitions::Partitioned>,
     pub(crate) next_handle: Handle,
     pub(crate) thread_level: c_int,
     /// `MPI_Init` has run and `MPI_Finalize` not yet: the world model is
     /// in use (sessions may be too, §11.3).
     pub(crate) world_model: bool,
     /// Sessions open (`MPI_Session_init`).
-    pub(crate) sessions: Table<session::SessionEntry>,
+    pub(crate) sessions: Table<SessionEntry>,
     /// Groups made from a session's process sets, and the session.
     pub(crate) session_groups: Table<Handle>,
     pub(crate) main_thread: std::thread::ThreadId,
@@ -508,7 +509,14 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
 
 /// What an error handler does with a failed call on object `obj`: a
 /// user's handler (`user`) runs, then the call returns the code (§9.3).
-fn report(call: &str, errhandler: Handle, obj: Handle, user: Option<process::ErrFn>, rank: Option<i32>, f: Fail) -> c_int {
+fn report(
+    call: &str,
+    errhandler: Handle,
+    obj: Handle,
+    user: Option<process::ErrFn>,
+    rank: Option<i32>,
+    f: Fail,
+) -> c_int {
     process::with_thread(|t| *t.last_error.borrow_mut() = Some((f.class, f.msg.clone())));
     if errhandler == MPI_ERRORS_RETURN {
         return f.class;
@@ -792,6 +800,45 @@ pub(crate) fn outcome(r: mpi::Result<mpi::Status>) -> R<MpiStatus> {
 /// A status for the C caller from the mpi crate's.
 pub(crate) fn c_status(s: &mpi::Status) -> MpiStatus {
     MpiStatus::new(s.source_rank(), s.tag(), s.bytes(), s.is_cancelled())
+}
+
+/// Register `r` as a new request handle and write it to `out`.
+///
+/// # Safety
+/// `out` is writable.
+pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
+    }
+    let h = st.new_handle();
+    st.requests.insert(h, r);
+    // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `new_request`'s
+    // `# Safety` requires of its callers.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+/// An open session.
+pub(crate) struct SessionEntry {
+    pub(crate) errhandler: Handle,
+    pub(crate) info: mpi::info::Info,
+    /// `MPI_Session_attach_buffer`'s buffer.
+    pub(crate) buffered: mpi::bsend::Buffered,
+}
+
+impl State {
+    pub(crate) fn session(&self, h: Handle) -> R<&SessionEntry> {
+        self.sessions.get(&h).ok_or_else(|| not_session(h))
+    }
+
+    pub(crate) fn session_mut(&mut self, h: Handle) -> R<&mut SessionEntry> {
+        self.sessions.get_mut(&h).ok_or_else(|| not_session(h))
+    }
+}
+
+fn not_session(h: Handle) -> Fail {
+    let what = if h == MPI_SESSION_NULL { "MPI_SESSION_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_SESSION, format!("{what} is not an open session (never opened, or finalized)"))
 }
 
 #[cfg(test)]

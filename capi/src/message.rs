@@ -9,7 +9,7 @@ use mpi::{raw, Communicator};
 
 use crate::abi::*;
 use crate::datatype::incoming;
-use crate::p2p::{new_request, recv_tag};
+use crate::p2p::recv_tag;
 use crate::*;
 
 /// Probe for a message and take it (`None`: nothing yet, when not `block`).

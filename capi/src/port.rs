@@ -98,7 +98,7 @@ unsafe fn meet(
         if newcomm.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "newcomm is a null pointer"));
         }
-        let h = crate::env::register(st, Some(made), comm)?;
+        let h = crate::comm_table::register(st, Some(made), comm)?;
         // SAFETY: `newcomm` is not null (checked above) and valid for writing one handle for this call (`meet`'s
         // `# Safety`, the MPI call's out-argument).
         unsafe { put(newcomm, h, "newcomm") }
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_i
             return Err(Fail::new(MPI_ERR_ARG, "intercomm is a null pointer"));
         }
         let made = st.comm(MPI_COMM_WORLD)?.comm.join(fd)?;
-        let h = crate::env::register(st, Some(made), MPI_COMM_WORLD)?;
+        let h = crate::comm_table::register(st, Some(made), MPI_COMM_WORLD)?;
         // SAFETY: `intercomm` is not null (checked above) and is MPI_Comm_join's out-argument, valid for writing one
         // handle for this call.
         unsafe { put(intercomm, h, "intercomm") }

@@ -39,8 +39,7 @@ pub(crate) struct Process {
     /// Info objects, which live apart from the state (§11.4.1).
     pub(crate) infos: Mutex<Option<Infos>>,
     // ---- the parts of a process, each used by its module ----
-
-/// What a Fortran layer told the library (`MPI_Abi_set_fortran_*`).
+    /// What a Fortran layer told the library (`MPI_Abi_set_fortran_*`).
     pub(crate) fortran: Mutex<Fortran>,
     /// User error handlers, which live apart from the state.
     pub(crate) handlers: Mutex<Option<Handlers>>,
@@ -286,9 +285,7 @@ pub(crate) struct Tool {
 /// The layout of the derived datatype the running user function was given
 /// (it may query it, §6.9.5, while the reduction holds the state).
 pub(crate) fn user_fn_type(dt: Handle) -> Option<Typemap> {
-    with_thread(|t| {
-        t.user_fn_type.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Typemap::clone(l))
-    })
+    with_thread(|t| t.user_fn_type.borrow().as_ref().filter(|(h, _)| *h == dt).map(|(_, l)| Typemap::clone(l)))
 }
 
 /// A user function is running on this thread, holding the state's lock:

@@ -30,29 +30,6 @@ use crate::*;
 /// The process sets a session offers.
 const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
 
-/// An open session.
-pub(crate) struct SessionEntry {
-    pub(crate) errhandler: Handle,
-    info: mpi::info::Info,
-    /// `MPI_Session_attach_buffer`'s buffer.
-    pub(crate) buffered: mpi::bsend::Buffered,
-}
-
-impl State {
-    pub(crate) fn session(&self, h: Handle) -> R<&SessionEntry> {
-        self.sessions.get(&h).ok_or_else(|| not_session(h))
-    }
-
-    pub(crate) fn session_mut(&mut self, h: Handle) -> R<&mut SessionEntry> {
-        self.sessions.get_mut(&h).ok_or_else(|| not_session(h))
-    }
-}
-
-fn not_session(h: Handle) -> Fail {
-    let what = if h == MPI_SESSION_NULL { "MPI_SESSION_NULL".to_string() } else { format!("{h:#x}") };
-    Fail::new(MPI_ERR_SESSION, format!("{what} is not an open session (never opened, or finalized)"))
-}
-
 /// The thread level a session's info asks for (`"thread_level"`,
 /// §11.3.1), `MPI_THREAD_SINGLE` when it asks none.
 fn thread_level(info: &mpi::info::Info) -> R<c_int> {

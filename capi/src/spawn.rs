@@ -103,7 +103,7 @@ unsafe fn spawn(
         if intercomm.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "intercomm is a null pointer"));
         }
-        let h = crate::env::register(st, Some(made.intercomm), comm)?;
+        let h = crate::comm_table::register(st, Some(made.intercomm), comm)?;
         // SAFETY: `intercomm` is not null (checked above) and valid for writing one handle for this call (`spawn`'s
         // `# Safety`, the MPI call's out-argument).
         unsafe { put(intercomm, h, "intercomm") }

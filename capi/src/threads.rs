@@ -51,8 +51,8 @@ use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::{Fail, R};
 use crate::process::Shared;
+use crate::{Fail, R};
 
 /// The process's [`Shared`].
 #[inline(always)]

@@ -16,8 +16,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
 
 use crate::abi::*;
-use crate::Handle;
 use crate::process::Tool;
+use crate::Handle;
 
 fn tool() -> &'static Tool {
     &crate::process::process().tool

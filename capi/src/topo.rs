@@ -15,7 +15,7 @@ use mpi::Communicator;
 
 use crate::abi::*;
 use crate::arrays::ndims_arg;
-use crate::env::register;
+use crate::comm_table::register;
 use crate::*;
 
 /// `comm`'s topology, if it has one.

@@ -15,7 +15,6 @@ use mpi::staged::reduce::Elem;
 use mpi::staged::Span;
 
 use crate::abi::*;
-use crate::p2p::new_request;
 use crate::*;
 
 mod attr;

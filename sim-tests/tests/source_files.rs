@@ -289,3 +289,85 @@ fn mpi_has_no_module_cycle() {
         panic!("mpi's modules import each other in a cycle: {}", cycle.join(" -> "));
     }
 }
+
+/// Issue 49, item 2: the modules of `capi` form no cycle either. capi's
+/// modules see each other by bare name (`use crate::*` brings the module
+/// names in), and add methods to the crate root's `State` (`impl State` in
+/// `datatype` gives `st.layout(..)`), so on top of `crate::` paths the
+/// check counts bare `module::` paths and calls of the `State` methods a
+/// module defines. The crate root itself (`State`, `with_state`, `Fail`,
+/// the handle tables' entries) is the layer every module stands on, and is
+/// left out.
+#[test]
+fn capi_has_no_module_cycle() {
+    let src = repo().join("capi/src");
+    let mut graph = module_graph(&src);
+    let is_module = |n: &str| !n.is_empty() && (src.join(format!("{n}.rs")).is_file() || src.join(n).is_dir());
+    assert_eq!(bare_modules_named("x = env::f(); y::env::g(); a(datatype::X)", is_module), ["env", "datatype"]);
+    let texts: std::collections::BTreeMap<String, String> = graph
+        .keys()
+        .map(|m| {
+            let mut files = Vec::new();
+            if src.join(format!("{m}.rs")).is_file() {
+                files.push(src.join(format!("{m}.rs")));
+            }
+            sources(&src.join(m), &mut files);
+            let text: String = files
+                .iter()
+                .map(|f| {
+                    let t = std::fs::read_to_string(f).unwrap_or_default();
+                    let t = t.split("#[cfg(test)]").next().unwrap_or("").to_string();
+                    t.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+                })
+                .collect();
+            (m.clone(), text)
+        })
+        .collect();
+    let methods: Vec<(String, String)> =
+        texts.iter().flat_map(|(m, t)| state_methods(t).into_iter().map(move |f| (f, m.clone()))).collect();
+    assert!(methods.iter().any(|(f, m)| f == "layout" && m == "datatype"), "{methods:?}");
+    for (m, text) in &texts {
+        let deps = graph.entry(m.clone()).or_default();
+        deps.extend(bare_modules_named(text, is_module).into_iter().filter(|n| n != m));
+        for (f, owner) in &methods {
+            if owner != m && [format!("st.{f}("), format!("self.{f}(")].iter().any(|call| text.contains(call.as_str()))
+            {
+                deps.insert(owner.clone());
+            }
+        }
+    }
+    assert!(graph.len() > 30 && graph["p2p"].contains("bsend") && graph["win"].contains("datatype"), "{graph:?}");
+    if let Some(cycle) = a_cycle(&graph) {
+        panic!("capi's modules reach each other in a cycle: {}", cycle.join(" -> "));
+    }
+}
+
+/// The modules `text` names by bare paths (`env::f`, not `x::env::f`).
+fn bare_modules_named(text: &str, is_module: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("::") {
+        let before = &text[..at];
+        let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let name = &before[start..];
+        let qualified = before[..start].ends_with("::");
+        if !qualified && is_module(name) && !out.iter().any(|o: &String| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The `pub(crate)` methods `text` adds to the crate root's `State`.
+fn state_methods(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for block in text.split("\nimpl State {").skip(1) {
+        let body = block.split("\n}").next().unwrap_or("");
+        for part in body.split("pub(crate) ").skip(1) {
+            let part = part.strip_prefix("unsafe ").unwrap_or(part);
+            if let Some(name) = part.strip_prefix("fn ") {
+                out.push(name.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string());
+            }
+        }
+    }
+    out
+}

@@ -79,13 +79,13 @@ pub(crate) fn completion(call: &str, comm: Handle, block: bool, body: impl FnMut
 /// a generalized request not yet complete, or a partitioned send whose
 /// partitions are not all ready.
 pub(crate) fn held(st: &State, h: Handle) -> bool {
-    crate::greq::pending(st, h) || crate::partitioned::waiting(st, h)
+    crate::greq::pending(st, h) || crate::p2p::partitions::waiting(st, h)
 }
 
 /// The error of a wait that only request `h`, [`held`], could end.
 pub(crate) fn wait_for_ever(st: &State, call: &str, h: Handle) -> Fail {
-    if crate::partitioned::waiting(st, h) {
-        crate::partitioned::would_wait_for_ever(call, h)
+    if crate::p2p::partitions::waiting(st, h) {
+        crate::p2p::partitions::would_wait_for_ever(call, h)
     } else {
         crate::greq::would_wait_for_ever(call, h)
     }
@@ -126,7 +126,7 @@ pub(crate) fn take(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: boo
     };
     let (mut s, left) = slot.complete();
     if !st.idups.is_empty() {
-        crate::env::settle_idup(st, h, &mut s);
+        crate::comm_table::settle_idup(st, h, &mut s);
     }
     let nh = match left {
         Some(slot) => {
@@ -685,7 +685,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         // every later call, and waited for at MPI_Finalize at the latest.
         // MPI_REQUEST_NULL is no request to free (§3.7.3).
         if !st.partitioned.is_empty() {
-            crate::partitioned::free(st, h)?;
+            crate::p2p::partitions::free(st, h)?;
         }
         if !st.requests.contains_key(&h) && crate::greq::free(st, h).is_some() {
             // SAFETY: `request` is not null (`read_arg` accepted it above) and, as MPI_Request_free's in/out argument

@@ -293,22 +293,6 @@ pub unsafe extern "C" fn MPI_Recv(
     })
 }
 
-/// Register `r` as a new request handle and write it to `out`.
-///
-/// # Safety
-/// `out` is writable.
-pub(crate) unsafe fn new_request(st: &mut State, r: Req, out: *mut Handle) -> R<()> {
-    if out.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
-    }
-    let h = st.new_handle();
-    st.requests.insert(h, r);
-    // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `new_request`'s
-    // `# Safety` requires of its callers.
-    unsafe { out.write(h) };
-    Ok(())
-}
-
 /// A blocking call under `MPI_THREAD_MULTIPLE` (`crate::threads`): its
 /// non-blocking form, whose operation `start` makes under the lock and the
 /// state keeps as a request, then a wait for it as `MPI_Wait` does, which
@@ -812,6 +796,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
 
 // After the macros above, which both use.
 mod completion;
+pub(crate) mod partitions;
 mod persistent;
 
 pub(crate) use self::completion::*;

@@ -139,7 +139,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
 
 /// Start persistent request `h` (§3.9.2).
 pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
-    if !st.partitioned.is_empty() && crate::partitioned::start(st, h)? == Some(true) {
+    if !st.partitioned.is_empty() && crate::p2p::partitions::start(st, h)? == Some(true) {
         return Ok(());
     }
     // A persistent collective starts with the whole state in hand (its

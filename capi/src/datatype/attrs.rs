@@ -1,0 +1,69 @@
+//! Attributes on datatypes (MPI 4.1 §5.1.15): set, get and delete, with
+//! the keyvals and callbacks of `crate::attr` (one space of keyvals for
+//! every kind of object).
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::*;
+use crate::attr::delete_attr;
+use crate::*;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    with_state("MPI_Type_set_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        if st.keyval_of(type_keyval)?.freed {
+            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {type_keyval} was freed")));
+        }
+        let attrs = st.type_attrs.entry(datatype).or_default();
+        // A value already set is deleted first (§5.1.15, as §7.7.2).
+        let old = attrs.iter().position(|a| a.0 == type_keyval).map(|i| attrs.remove(i));
+        attrs.push((type_keyval, attribute_val));
+        if let Some((k, v)) = old {
+            delete_attr(st, datatype, k, v)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_attr(
+    datatype: Handle,
+    type_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        st.keyval_of(type_keyval)?;
+        let v = st.type_attrs.get(&datatype).and_then(|a| a.iter().find(|a| a.0 == type_keyval)).map(|a| a.1);
+        // SAFETY: `attribute_val` is MPI_Type_get_attr's out-argument, declared `void *` but defined by MPI 4.1 §7.7.4
+        // as the address of one writable `void *`, and `flag` points to one writable `int`, both for this call; `put`
+        // refuses null.
+        unsafe {
+            if let Some(v) = v {
+                put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+            }
+            put(flag, v.is_some() as c_int, "flag")
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int {
+    with_state("MPI_Type_delete_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        st.keyval_of(type_keyval)?;
+        let attrs = st.type_attrs.entry(datatype).or_default();
+        let Some(i) = attrs.iter().position(|a| a.0 == type_keyval) else {
+            return Err(Fail::new(
+                MPI_ERR_KEYVAL,
+                format!("keyval {type_keyval} is not set on datatype {datatype:#x}"),
+            ));
+        };
+        let (k, v) = attrs.remove(i);
+        delete_attr(st, datatype, k, v)?;
+        st.sweep_keyvals();
+        Ok(())
+    })
+}
