@@ -25,14 +25,16 @@ type DeleteFn = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) ->
 /// `MPI_COMM_DUP_FN`: the ABI's value for "copy the value as it is".
 const DUP_FN: usize = 1;
 
-/// A keyval: its callbacks (null: none) and extra state.
+/// A keyval's callbacks (null: none) and extra state; which keyvals exist,
+/// and which are freed, is `mpi::attr::Keyvals`'s.
 pub(crate) struct Keyval {
     copy: usize,
     delete: usize,
     extra: *mut c_void,
-    /// `MPI_Comm_free_keyval` has run: no new attributes; those set stay.
-    pub(crate) freed: bool,
 }
+
+/// The values set on one object (a communicator, window or datatype).
+pub(crate) type Values = mpi::attr::Attrs<*mut c_void>;
 
 /// Work a call leaves for after its lock is released: user callbacks, and
 /// what must wait for them.
@@ -116,10 +118,10 @@ impl Deferred {
                     relock(&mut |st| {
                         if on_type {
                             if st.types.contains_key(&to) {
-                                st.type_attrs.entry(to).or_default().push((k, out));
+                                st.type_attrs.entry(to).or_default().set(k, out);
                             }
                         } else if let Some(e) = st.comms.get_mut(&to) {
-                            e.attrs.push((k, out));
+                            e.attrs.set(k, out);
                         }
                     });
                 }
@@ -141,9 +143,12 @@ impl Deferred {
 
 impl State {
     pub(crate) fn keyval_of(&self, k: c_int) -> R<&Keyval> {
-        self.keyvals
-            .get(&k)
-            .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("{k} is not a keyval (never created, or freed)")))
+        Ok(self.keyvals.get(k).map_err(MpiError::from)?)
+    }
+
+    /// `k`'s callbacks, to set a value under it: refused once freed.
+    pub(crate) fn settable_keyval(&self, k: c_int) -> R<&Keyval> {
+        Ok(self.keyvals.settable(k).map_err(MpiError::from)?)
     }
 
     /// Set `k`'s value `v` on `obj` again, after its delete callback
@@ -156,8 +161,7 @@ impl State {
         } else {
             self.type_attrs.entry(obj).or_default()
         };
-        attrs.retain(|a| a.0 != k);
-        attrs.push((k, v));
+        attrs.set(k, v);
     }
 
     /// Forget the freed keyvals no attribute uses any more: their records
@@ -165,11 +169,10 @@ impl State {
     /// so a program creating and freeing keyvals in a loop holds none.
     pub(crate) fn sweep_keyvals(&mut self) {
         let (comms, types, wins) = (&self.comms, &self.type_attrs, &self.wins);
-        self.keyvals.retain(|k, kv| {
-            !kv.freed
-                || comms.values().any(|e| e.attrs.iter().any(|a| a.0 == *k))
-                || types.values().any(|a| a.iter().any(|a| a.0 == *k))
-                || wins.values().any(|w| w.attrs.iter().any(|a| a.0 == *k))
+        self.keyvals.sweep(|k| {
+            comms.values().any(|e| e.attrs.uses(k))
+                || types.values().any(|a| a.uses(k))
+                || wins.values().any(|w| w.attrs.uses(k))
         });
     }
 }
@@ -204,7 +207,7 @@ fn delete_or_keep(st: &mut State, comm: Handle, k: c_int, v: *mut c_void, keep: 
 /// The value of user attribute `k` on `comm`, if set.
 pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> {
     st.keyval_of(k)?;
-    Ok(st.comm(comm)?.attrs.iter().find(|a| a.0 == k).map(|a| a.1))
+    Ok(st.comm(comm)?.attrs.get(k).copied())
 }
 
 /// Copy `from`'s attributes to its duplicate `to`, through their copy
@@ -220,20 +223,15 @@ pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle, out: *mut Handl
 
 /// The attributes `attrs` of `from` that its duplicate `to` gets at once
 /// (`MPI_*_DUP_FN`); the copy callbacks of the others are deferred.
-fn copies(
-    st: &mut State,
-    attrs: Vec<(c_int, *mut c_void)>,
-    from: Handle,
-    to: Handle,
-    on_type: bool,
-    out: *mut Handle,
-) -> R<Vec<(c_int, *mut c_void)>> {
-    let mut copied = Vec::new();
-    for (k, v) in attrs {
+fn copies(st: &mut State, attrs: Values, from: Handle, to: Handle, on_type: bool, out: *mut Handle) -> R<Values> {
+    let mut copied = Values::default();
+    for (k, &v) in attrs.iter() {
         let kv = st.keyval_of(k)?;
         match kv.copy {
             0 => {}
-            DUP_FN => copied.push((k, v)),
+            DUP_FN => {
+                copied.set(k, v);
+            }
             f => {
                 // SAFETY: `f` is neither 0 nor MPI_*_DUP_FN (matched above) and is the copy callback the program passed
                 // when it created keyval `k`, a function of the MPI_*_copy_attr_function type MPI 4.1 §7.7 gives that
@@ -250,8 +248,8 @@ fn copies(
 /// Delete every attribute of `comm` (`MPI_Comm_free`, and `MPI_Finalize`
 /// on `MPI_COMM_SELF`, §11.2.2), last set first.
 pub(crate) fn delete_all(st: &mut State, comm: Handle) -> R<()> {
-    let attrs = st.comms.get_mut(&comm).map(|e| std::mem::take(&mut e.attrs)).unwrap_or_default();
-    for (k, v) in attrs.into_iter().rev() {
+    let attrs = st.comms.get_mut(&comm).map(|e| e.attrs.take_all()).unwrap_or_default();
+    for (k, v) in attrs {
         delete_value(st, comm, k, v)?;
     }
     Ok(())
@@ -265,13 +263,14 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     extra_state: *mut c_void,
 ) -> c_int {
     with_state("MPI_Comm_create_keyval", MPI_COMM_WORLD, |st| {
-        let k = st.next_keyval;
-        // SAFETY: `comm_keyval` is MPI_Comm_create_keyval's out-argument (MPI 4.1 §7.7.2), null or valid for writing
-        // one `int` for this call; `put` refuses null.
-        unsafe { put(comm_keyval, k, "comm_keyval")? };
-        st.next_keyval += 1;
-        let kv = Keyval { copy: comm_copy_attr_fn, delete: comm_delete_attr_fn, extra: extra_state, freed: false };
-        st.keyvals.insert(k, kv);
+        if comm_keyval.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "comm_keyval is a null pointer"));
+        }
+        let kv = Keyval { copy: comm_copy_attr_fn, delete: comm_delete_attr_fn, extra: extra_state };
+        let k = st.keyvals.create(kv).map_err(MpiError::from)?;
+        // SAFETY: `comm_keyval` is MPI_Comm_create_keyval's out-argument (MPI 4.1 §7.7.2), not null (checked above),
+        // valid for writing one `int` for this call.
+        unsafe { comm_keyval.write(k) };
         Ok(())
     })
 }
@@ -282,17 +281,11 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
         // SAFETY: `comm_keyval` is MPI_Comm_free_keyval's in/out argument (MPI 4.1 §7.7.2), null or readable and
         // writable for one `int` for this call; `read_arg` refuses null.
         let k = unsafe { read_arg(comm_keyval, "comm_keyval")? };
-        if k < FIRST_KEYVAL {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {k} is predefined or invalid: it cannot be freed")));
-        }
         // A keyval freed already but still in use by attributes (so still
         // extant, §7.7.2) may be freed again, as a delete callback freeing
         // its own keyval does: nothing changes. Once the last attribute
-        // goes, it is gone, and a free is `MPI_ERR_KEYVAL` (`keyval_of`).
-        st.keyval_of(k)?;
-        if let Some(kv) = st.keyvals.get_mut(&k) {
-            kv.freed = true;
-        }
+        // goes, it is gone, and a free is `MPI_ERR_KEYVAL`.
+        st.keyvals.free(k, |_| true).map_err(MpiError::from)?;
         st.sweep_keyvals();
         // SAFETY: `comm_keyval` was read above, so it is not null; the standard makes it writable
         // (MPI 4.1 §7.7.2).
@@ -305,16 +298,10 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
 pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
     with_state("MPI_Comm_set_attr", comm, |st| {
         st.comm(comm)?;
-        if st.keyval_of(comm_keyval)?.freed {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {comm_keyval} was freed")));
-        }
+        st.settable_keyval(comm_keyval)?;
         // A value already set is deleted first (§7.7.2).
-        if let Some(old) = get(st, comm, comm_keyval)? {
+        if let Some(old) = st.comm_mut(comm)?.attrs.set(comm_keyval, attribute_val) {
             delete_attr(st, comm, comm_keyval, old)?;
-        }
-        if let Some(e) = st.comms.get_mut(&comm) {
-            e.attrs.retain(|a| a.0 != comm_keyval);
-            e.attrs.push((comm_keyval, attribute_val));
         }
         Ok(())
     })
@@ -323,12 +310,10 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, att
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) -> c_int {
     with_state("MPI_Comm_delete_attr", comm, |st| {
-        let v = get(st, comm, comm_keyval)?
-            .ok_or_else(|| Fail::new(MPI_ERR_KEYVAL, format!("no attribute of keyval {comm_keyval} is set")))?;
+        get(st, comm, comm_keyval)?;
+        let v = st.comm_mut(comm)?.attrs.remove(comm_keyval);
+        let v = v.ok_or(mpi::KeyvalError::NotSet { keyval: comm_keyval }).map_err(MpiError::from)?;
         delete_attr(st, comm, comm_keyval, v)?;
-        if let Some(e) = st.comms.get_mut(&comm) {
-            e.attrs.retain(|a| a.0 != comm_keyval);
-        }
         st.sweep_keyvals();
         Ok(())
     })
@@ -396,7 +381,7 @@ pub(crate) fn copy_type_attrs(st: &mut State, from: Handle, to: Handle, out: *mu
 
 /// Delete every attribute of datatype `dt` (`MPI_Type_free`), last set first.
 pub(crate) fn delete_type_attrs(st: &mut State, dt: Handle) -> R<()> {
-    for (k, v) in st.type_attrs.remove(&dt).unwrap_or_default().into_iter().rev() {
+    for (k, v) in st.type_attrs.remove(&dt).unwrap_or_default().take_all() {
         delete_value(st, dt, k, v)?;
     }
     Ok(())

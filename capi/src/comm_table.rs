@@ -109,7 +109,7 @@ pub(crate) fn register(st: &mut State, c: Option<SimpleCommunicator>, parent: Ha
         comm: c,
         errhandler,
         name: String::new(),
-        attrs: Vec::new(),
+        attrs: Default::default(),
         info: Default::default(),
         buffered: Default::default(),
         pending: None,

@@ -62,7 +62,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         comm,
         errhandler: MPI_ERRORS_ARE_FATAL,
         name: name.into(),
-        attrs: Vec::new(),
+        attrs: Default::default(),
         info: Default::default(),
         buffered: Default::default(),
         pending: None,
@@ -87,8 +87,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         datareps: mpi::io::Registry::default(),
         datarep_fns: Default::default(),
         groups: Table::default(),
-        keyvals: std::collections::HashMap::new(),
-        next_keyval: crate::attr::FIRST_KEYVAL,
+        keyvals: mpi::attr::Keyvals::new(crate::attr::FIRST_KEYVAL),
         // The end-of-call mark of DN_COMPUTE=measured (see finish_call).
         // A standing mark every call ends with, when something must happen
         // at each call's end (`finish_call`).

@@ -149,6 +149,7 @@ impl From<MpiError> for Fail {
             MpiError::Request(_) => MPI_ERR_REQUEST,
             MpiError::Partition(p) if p.is_argument() => MPI_ERR_ARG,
             MpiError::Partition(_) => MPI_ERR_REQUEST,
+            MpiError::Keyval(_) => MPI_ERR_KEYVAL,
             MpiError::Root { .. } => MPI_ERR_ROOT,
             MpiError::InfoKey { .. } => MPI_ERR_INFO_KEY,
             MpiError::InfoValue { .. } => MPI_ERR_INFO_VALUE,
@@ -243,7 +244,7 @@ pub(crate) struct CommEntry {
     /// `MPI_Comm_set_name`'s name.
     pub(crate) name: String,
     /// User attributes: keyval and value, in the order they were set.
-    pub(crate) attrs: Vec<(c_int, *mut std::ffi::c_void)>,
+    pub(crate) attrs: attr::Values,
     /// Info hints (`MPI_Comm_set_info`), kept as given: none is acted on.
     pub(crate) info: info::Pairs,
     /// The buffer attached to it (`MPI_Comm_attach_buffer`), if any.
@@ -329,9 +330,8 @@ pub(crate) struct State {
     pub(crate) predefined_names: Table<String>,
     /// Groups: the `MPI_COMM_WORLD` ranks of their members.
     pub(crate) groups: Table<mpi::group::Group>,
-    /// User keyvals (§7.7.2) and the next one to hand out.
-    pub(crate) keyvals: HashMap<c_int, attr::Keyval>,
-    pub(crate) next_keyval: c_int,
+    /// User keyvals (§7.7.2).
+    pub(crate) keyvals: mpi::attr::Keyvals<attr::Keyval>,
     /// Callbacks the current call runs once it releases the lock.
     pub(crate) deferred: Vec<attr::Deferred>,
     /// Messages matched by `MPI_Mprobe`/`MPI_Improbe`, not yet received.
@@ -341,7 +341,7 @@ pub(crate) struct State {
     /// User-defined reduction operations (§6.9.5).
     pub(crate) ops: Table<op::UserOp>,
     /// Attributes set on datatypes, predefined or not (§5.1.15).
-    pub(crate) type_attrs: Table<Vec<(c_int, *mut std::ffi::c_void)>>,
+    pub(crate) type_attrs: Table<attr::Values>,
     /// User error handlers (§9.3).
     /// Buffered mode: the attached buffer and the sends in flight.
     pub(crate) buffered: mpi::bsend::Buffered,

@@ -27,7 +27,7 @@ pub(crate) struct WinEntry {
     pub(crate) errhandler: Handle,
     name: String,
     /// User attributes: keyval and value, in the order they were set.
-    pub(crate) attrs: Vec<(c_int, *mut c_void)>,
+    pub(crate) attrs: crate::attr::Values,
     info: info::Pairs,
     base: *mut c_void,
     /// The predefined attributes' values, which `MPI_Win_get_attr` hands
@@ -150,7 +150,7 @@ unsafe fn new_win(st: &mut State, win: RawWindow, info: Handle, out: *mut Handle
         win,
         errhandler: MPI_ERRORS_ARE_FATAL,
         name: String::new(),
-        attrs: Vec::new(),
+        attrs: Default::default(),
         info,
     };
     st.wins.insert(h, entry);
@@ -405,9 +405,9 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         // Refused while an epoch is open: the handle stays valid.
         st.win_mut(h)?.win.check_free()?;
         let e = st.wins.remove(&h).ok_or_else(|| unknown_win(h))?;
-        let (w, attrs) = (e.win, e.attrs);
+        let (w, mut attrs) = (e.win, e.attrs);
         w.free()?;
-        for (k, v) in attrs.into_iter().rev() {
+        for (k, v) in attrs.take_all() {
             crate::attr::delete_value(st, h, k, v)?;
         }
         // SAFETY: `win` was read above, so it is not null; the standard makes it writable.

@@ -93,6 +93,29 @@ pub trait Communicator {
     fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>>;
 }
 
+/// Attribute caching on a communicator (MPI 4.1 §7.7.2): values of any
+/// `Clone` type under typed keyvals ([`crate::attr::Keyval`]). A duplicate
+/// gets clones of the values whose keyvals say so; the values go when the
+/// communicator (all its handles) does.
+impl SimpleCommunicator {
+    /// Cache `value` under `keyval` (`MPI_Comm_set_attr`): the value it
+    /// replaces, if any.
+    pub fn set_attr<T: Clone + 'static>(&self, keyval: &crate::attr::Keyval<T>, value: T) -> Option<T> {
+        self.group.attrs.set(keyval, value)
+    }
+
+    /// A clone of the value cached under `keyval` (`MPI_Comm_get_attr`).
+    pub fn attr<T: Clone + 'static>(&self, keyval: &crate::attr::Keyval<T>) -> Option<T> {
+        self.group.attrs.get(keyval)
+    }
+
+    /// Take the value cached under `keyval` off the communicator
+    /// (`MPI_Comm_delete_attr`).
+    pub fn delete_attr<T: Clone + 'static>(&self, keyval: &crate::attr::Keyval<T>) -> Option<T> {
+        self.group.attrs.delete(keyval)
+    }
+}
+
 impl SimpleCommunicator {
     /// `MPI_COMM_WORLD`: the job ranks `members` (all of the job, or the
     /// processes of one spawn, §11.8.2), this process job rank `me`.

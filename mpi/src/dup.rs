@@ -397,14 +397,16 @@ impl SimpleCommunicator {
 
     /// The duplicate on context `ctx`.
     fn dup_on(&self, ctx: u32) -> SimpleCommunicator {
-        match &self.inter {
+        let c = match &self.inter {
             None => {
                 let mut c = self.make_child(self.group.members.clone(), ctx);
                 c.topo = self.topo.clone();
                 c
             }
             Some(i) => self.inter_from(ctx, self.group.members.clone(), i.remote.members.clone(), i.low),
-        }
+        };
+        self.group.attrs.copy_into(&c.group.attrs);
+        c
     }
 }
 

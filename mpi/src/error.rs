@@ -128,6 +128,10 @@ pub enum MpiError {
     /// the call (`MPI_ERR_REQUEST`; MPI 4.1 §4.2, §4.3).
     #[error(transparent)]
     Partition(#[from] PartitionError),
+    /// A keyval that does not exist, is predefined where a user's is
+    /// needed, or is freed (`MPI_ERR_KEYVAL`, §7.7.2).
+    #[error(transparent)]
+    Keyval(#[from] KeyvalError),
     /// Ranks of a group that are out of range or listed twice
     /// (`MPI_ERR_RANK`, §7.3.2).
     #[error("{0}")]
@@ -706,6 +710,38 @@ pub enum RequestMisuse {
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,
+}
+
+/// What is wrong with a keyval (MPI 4.1 §7.7.2, `MpiError::Keyval`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyvalError {
+    /// Never made, or freed with no value left under it.
+    #[error("{keyval} is not a keyval (never created, or freed)")]
+    Unknown {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// A predefined keyval where only a program's may be used (freeing it).
+    #[error("keyval {keyval} is predefined or invalid: it cannot be freed")]
+    Predefined {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// A freed keyval takes no new value.
+    #[error("keyval {keyval} was freed")]
+    Freed {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// No value is set under the keyval on this object.
+    #[error("no attribute of keyval {keyval} is set")]
+    NotSet {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// Every keyval number is taken.
+    #[error("no keyval is left to hand out")]
+    Exhausted,
 }
 
 /// What a partitioned request refuses (MPI 4.1 chapter 4,

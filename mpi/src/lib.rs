@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
+pub mod attr;
 pub mod bsend;
 pub mod coll;
 mod comm;
@@ -61,8 +62,8 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
-    AttachError, BufferError, ConversionError, DimsError, MpiError, OpError, Overflow, PartitionError, RankError,
-    RequestMisuse, Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
+    AttachError, BufferError, ConversionError, DimsError, KeyvalError, MpiError, OpError, Overflow, PartitionError,
+    RankError, RequestMisuse, Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

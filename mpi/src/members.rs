@@ -28,8 +28,10 @@ pub(crate) struct Group {
     pub(crate) starting: std::cell::Cell<Option<u32>>,
     /// Partitioned requests initialized per (peer, tag, send), which pairs
     /// them in the order of their initializations
-    /// (`crate::staged::partitioned`).
+    /// (`crate::partitioned`).
     pub(crate) partitioned_seq: std::cell::RefCell<std::collections::HashMap<(Rank, crate::Tag, bool), u32>>,
+    /// The values a Rust program caches on the communicator (§7.7).
+    pub(crate) attrs: crate::attr::CommAttrs,
 }
 
 impl Group {
@@ -46,6 +48,7 @@ impl Group {
             persistent_seq: std::cell::Cell::new(0),
             starting: std::cell::Cell::new(None),
             partitioned_seq: Default::default(),
+            attrs: Default::default(),
         }
     }
 

@@ -142,6 +142,7 @@ const MPI_CORE: &[&str] = &[
     "keepalive",
     "outside",
     "context",
+    "attr",
     "members",
     "request",
 ];

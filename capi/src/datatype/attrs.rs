@@ -12,15 +12,10 @@ use crate::*;
 pub unsafe extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
     with_state("MPI_Type_set_attr", MPI_COMM_WORLD, |st| {
         st.layout(datatype)?;
-        if st.keyval_of(type_keyval)?.freed {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {type_keyval} was freed")));
-        }
-        let attrs = st.type_attrs.entry(datatype).or_default();
+        st.settable_keyval(type_keyval)?;
         // A value already set is deleted first (§5.1.15, as §7.7.2).
-        let old = attrs.iter().position(|a| a.0 == type_keyval).map(|i| attrs.remove(i));
-        attrs.push((type_keyval, attribute_val));
-        if let Some((k, v)) = old {
-            delete_attr(st, datatype, k, v)?;
+        if let Some(old) = st.type_attrs.entry(datatype).or_default().set(type_keyval, attribute_val) {
+            delete_attr(st, datatype, type_keyval, old)?;
         }
         Ok(())
     })
@@ -36,7 +31,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
         st.layout(datatype)?;
         st.keyval_of(type_keyval)?;
-        let v = st.type_attrs.get(&datatype).and_then(|a| a.iter().find(|a| a.0 == type_keyval)).map(|a| a.1);
+        let v = st.type_attrs.get(&datatype).and_then(|a| a.get(type_keyval)).copied();
         // SAFETY: `attribute_val` is MPI_Type_get_attr's out-argument, declared `void *` but defined by MPI 4.1 §7.7.4
         // as the address of one writable `void *`, and `flag` points to one writable `int`, both for this call; `put`
         // refuses null.
@@ -54,15 +49,13 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_i
     with_state("MPI_Type_delete_attr", MPI_COMM_WORLD, |st| {
         st.layout(datatype)?;
         st.keyval_of(type_keyval)?;
-        let attrs = st.type_attrs.entry(datatype).or_default();
-        let Some(i) = attrs.iter().position(|a| a.0 == type_keyval) else {
+        let Some(v) = st.type_attrs.get_mut(&datatype).and_then(|a| a.remove(type_keyval)) else {
             return Err(Fail::new(
                 MPI_ERR_KEYVAL,
                 format!("keyval {type_keyval} is not set on datatype {datatype:#x}"),
             ));
         };
-        let (k, v) = attrs.remove(i);
-        delete_attr(st, datatype, k, v)?;
+        delete_attr(st, datatype, type_keyval, v)?;
         st.sweep_keyvals();
         Ok(())
     })

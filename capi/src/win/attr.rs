@@ -30,7 +30,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             MPI_WIN_MODEL => (&e.predefined.model as *const c_int).cast(),
             k => {
                 st.keyval_of(k)?;
-                let v = e.attrs.iter().find(|a| a.0 == k).map(|a| a.1);
+                let v = e.attrs.get(k).copied();
                 // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, the address of one writable `void *` (MPI
                 // 4.1 §7.7.3), and `flag` points to one writable `int`, both for this call; `put` refuses null.
                 return unsafe {
@@ -58,13 +58,11 @@ pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attrib
         if (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&win_keyval) {
             return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
         }
-        st.keyval_of(win_keyval)?;
-        let old = st.win(win)?.attrs.iter().position(|a| a.0 == win_keyval);
-        if let Some(i) = old {
-            let (k, v) = st.win_mut(win)?.attrs.remove(i);
-            crate::attr::delete_attr(st, win, k, v)?;
+        st.settable_keyval(win_keyval)?;
+        // A value already set is deleted first (§7.7.2).
+        if let Some(old) = st.win_mut(win)?.attrs.set(win_keyval, attribute_val) {
+            crate::attr::delete_attr(st, win, win_keyval, old)?;
         }
-        st.win_mut(win)?.attrs.push((win_keyval, attribute_val));
         Ok(())
     })
 }
@@ -73,12 +71,10 @@ pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attrib
 pub unsafe extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> c_int {
     with_state("MPI_Win_delete_attr", win, |st| {
         st.keyval_of(win_keyval)?;
-        let i = st.win(win)?.attrs.iter().position(|a| a.0 == win_keyval);
-        let Some(i) = i else {
+        let Some(v) = st.win_mut(win)?.attrs.remove(win_keyval) else {
             return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {win_keyval} is not set on this window")));
         };
-        let (k, v) = st.win_mut(win)?.attrs.remove(i);
-        crate::attr::delete_attr(st, win, k, v)
+        crate::attr::delete_attr(st, win, win_keyval, v)
     })
 }
 

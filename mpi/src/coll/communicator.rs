@@ -35,12 +35,17 @@ impl Communicator for SimpleCommunicator {
     }
 
     fn duplicate(&self) -> Result<SimpleCommunicator> {
-        if self.inter.is_some() {
-            return self.inter_duplicate();
-        }
-        // The duplicate keeps the topology (§7.4.2).
-        let mut c = self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone());
-        c.topo = self.topo.clone();
+        // The duplicate keeps the topology and gets copies of the cached
+        // values (§7.4.2).
+        let c = match self.inter.is_some() {
+            true => self.inter_duplicate()?,
+            false => {
+                let mut c = self.split_by_color_with_key(Color::With(0), self.rank)?.unwrap_or_else(|| self.clone());
+                c.topo = self.topo.clone();
+                c
+            }
+        };
+        self.group.attrs.copy_into(&c.group.attrs);
         Ok(c)
     }
 

@@ -29,6 +29,7 @@ macro_rules! check {
 }
 
 // After `check!`, which they use.
+mod attrs;
 mod partitioned;
 mod waiting;
 use waiting::*;
@@ -111,6 +112,7 @@ fn main() -> ExitCode {
             "nbc" => collectives::nbc(&u, &w)?,
             "persistent" => collectives::persistent(&w)?,
             "partitioned" => partitioned::partitioned(&w)?,
+            "attrs" => attrs::attrs(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,
