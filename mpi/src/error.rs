@@ -10,7 +10,7 @@ pub enum MpiError {
     Engine(#[from] AdiError),
     /// The process could not join the job.
     #[error("MPI initialisation failed: {0}")]
-    Init(String),
+    Init(#[from] InitError),
     /// A rank outside the communicator.
     #[error("rank {rank} is not in this communicator of {size} processes")]
     InvalidRank {
@@ -154,12 +154,12 @@ pub enum MpiError {
     RmaSync(#[from] RmaSyncError),
     /// An access outside the target's window (`MPI_ERR_RMA_RANGE`): nothing
     /// was written.
-    #[error("{0}")]
-    RmaRange(String),
+    #[error(transparent)]
+    RmaRange(#[from] RmaRangeError),
     /// A window that is freed, or a call the window cannot serve
     /// (`MPI_ERR_WIN`).
-    #[error("{0}")]
-    Win(String),
+    #[error(transparent)]
+    Win(#[from] WinError),
     /// A call that needs another kind of window (`MPI_ERR_RMA_FLAVOR`):
     /// attaching memory to a window not made by `MPI_Win_create_dynamic`.
     #[error("{call} needs {wants}")]
@@ -218,8 +218,8 @@ pub enum MpiError {
     #[error(transparent)]
     Conversion(#[from] ConversionError),
     /// A port name that is not one, or not open (`MPI_ERR_PORT`, §11.10).
-    #[error("{0}")]
-    Port(String),
+    #[error(transparent)]
+    Port(#[from] PortError),
     /// A service name that is not published (`MPI_ERR_NAME`, §11.10.5).
     #[error("MPI_Lookup_name: no service {service:?} is published")]
     Name {
@@ -232,8 +232,8 @@ pub enum MpiError {
     Service(ServiceError),
     /// Processes that could not be spawned (`MPI_ERR_SPAWN`, §11.8.2):
     /// none was started, and the job goes on.
-    #[error("{0}")]
-    Spawn(String),
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
     /// A file operation that failed (MPI 4.1 §14.7): which of the
     /// standard's I/O error classes, and what went wrong.
     #[error("{msg}")]
@@ -710,6 +710,173 @@ pub enum RequestMisuse {
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,
+}
+
+/// Why a process could not join its job (`MpiError::Init`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InitError {
+    /// A thread the library needs could not be made.
+    #[error("cannot start {what}: {why}")]
+    Thread {
+        /// The thread.
+        what: String,
+        /// The system's reason.
+        why: String,
+    },
+    /// A `DN_*` setting that is wrong (its variable and allowed values).
+    #[error(transparent)]
+    Setting(#[from] adi::knobs::KnobError),
+    /// The transport could not be opened.
+    #[error(transparent)]
+    Engine(#[from] AdiError),
+    /// The PMI service of a standard launcher failed.
+    #[error("PMI: {0}")]
+    Pmi(adi::TransportError),
+    /// A spawned process could not connect to its parents (§11.8.2).
+    #[error("a spawned process could not reach the processes that spawned it: {0}")]
+    Parent(Box<MpiError>),
+}
+
+/// An access outside the target's window (`MpiError::RmaRange`, MPI 4.1
+/// §12.3): nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RmaRangeError {
+    /// Bytes past the target's window, seen at the origin.
+    #[error(
+        "bytes {lo}..{hi} of rank {rank}'s window of {size} bytes: outside it (MPI_ERR_RMA_RANGE; nothing was written)"
+    )]
+    Outside {
+        /// The target.
+        rank: i32,
+        /// The first byte asked for.
+        lo: i64,
+        /// One past the last.
+        hi: i64,
+        /// The window's size.
+        size: u64,
+    },
+    /// The target refused the access (a dynamic window's memory, which
+    /// only the target knows): its reason.
+    #[error("{why}")]
+    AtTarget {
+        /// The target's reason.
+        why: String,
+    },
+}
+
+/// A window that cannot serve the call (`MpiError::Win`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WinError {
+    /// The window was freed.
+    #[error("the window has been freed")]
+    Freed,
+    /// The transport cannot do one-sided operations any more.
+    #[error("the transport lost its one-sided access")]
+    LostOneSided,
+    /// A peer sent something malformed for this window: it is not usable
+    /// after it.
+    #[error("{why}")]
+    Fault {
+        /// What was wrong.
+        why: String,
+    },
+    /// The target refused the operation: its reason.
+    #[error("{why}")]
+    AtTarget {
+        /// The target's reason.
+        why: String,
+    },
+}
+
+/// A port that is not one, not open, or could not be used
+/// (`MpiError::Port`, MPI 4.1 §11.10).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// Not a name `MPI_Open_port` gives.
+    #[error("{name:?} is not a port name of this library (they look like \"{prefix}:JOB:RANK:N\", as MPI_Open_port gives them)")]
+    NotAName {
+        /// The name given.
+        name: String,
+        /// The names' prefix.
+        prefix: &'static str,
+    },
+    /// Every port number is taken.
+    #[error("this process has opened {max} ports, all it may: close ports with MPI_Close_port and reuse them")]
+    TooMany {
+        /// How many a process may have open.
+        max: u64,
+    },
+    /// A port the process does not have open.
+    #[error("{call}: {name:?} is not a port this process (rank {rank} of the job) has open: open it with MPI_Open_port on the process that accepts on it")]
+    NotOpenHere {
+        /// The call.
+        call: &'static str,
+        /// The port.
+        name: String,
+        /// This process's job rank.
+        rank: u32,
+    },
+    /// A port of another job.
+    #[error("MPI_Comm_connect: port {name:?} is not of this job (job {job}, {size} processes): this library connects groups of one job")]
+    OtherJob {
+        /// The port.
+        name: String,
+        /// This job's number.
+        job: u32,
+        /// Its processes.
+        size: u32,
+    },
+    /// A port opened by a process of the connecting group.
+    #[error(
+        "MPI_Comm_connect: port {name:?} was opened by a process of the connecting group; the groups must be disjoint"
+    )]
+    SameGroup {
+        /// The port.
+        name: String,
+    },
+    /// A connection message that does not parse.
+    #[error("corrupt connection message")]
+    Corrupt,
+    /// The root's own arguments were refused before the call could start;
+    /// its error names them.
+    #[error("the call: the root's arguments were refused")]
+    RootRefused,
+    /// The connection failed at the group's leader, whose error names the
+    /// cause.
+    #[error("{call} failed at the local leader (its error names the cause)")]
+    AtLeader {
+        /// The call.
+        call: String,
+    },
+}
+
+/// Processes that could not be spawned (`MpiError::Spawn`, §11.8.2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// No command to start.
+    #[error("MPI_Comm_spawn: no command to start")]
+    NoCommand,
+    /// A command asked for no process.
+    #[error("MPI_Comm_spawn: maxprocs of {program:?} is 0; ask for at least one process")]
+    NoProcesses {
+        /// The command.
+        program: String,
+    },
+    /// The job has no room for more processes.
+    #[error("MPI_Comm_spawn: this job has no room for more processes: start it with `dnrun --universe-size N` (N above -n), on the simulator (docs/guide/spawn.md)")]
+    NoRoom,
+    /// The launcher refused, or could not be reached: its reason.
+    #[error("MPI_Comm_spawn: {why}")]
+    Launcher {
+        /// Why.
+        why: String,
+    },
+    /// The spawn failed at the parents' root, whose error names the cause.
+    #[error("{call} failed at the local leader (its error names the cause)")]
+    AtLeader {
+        /// The call.
+        call: String,
+    },
 }
 
 /// What is wrong with a keyval (MPI 4.1 §7.7.2, `MpiError::Keyval`).

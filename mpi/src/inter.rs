@@ -194,11 +194,13 @@ impl SimpleCommunicator {
             let got = unwords(&self.coll_recv(local_leader, t)?)?;
             match got[..] {
                 [FAILED, kind] => {
-                    let msg = format!("{call} failed at the local leader (its error names the cause)");
+                    let call = call.to_string();
                     return Err(match kind {
-                        FAILED_PORT => MpiError::Port(msg),
-                        FAILED_SPAWN => MpiError::Spawn(msg),
-                        _ => MpiError::Invalid(msg),
+                        FAILED_PORT => crate::error::PortError::AtLeader { call }.into(),
+                        FAILED_SPAWN => crate::error::SpawnError::AtLeader { call }.into(),
+                        _ => {
+                            MpiError::Invalid(format!("{call} failed at the local leader (its error names the cause)"))
+                        }
                     });
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),

@@ -62,8 +62,9 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
-    AttachError, BufferError, ConversionError, DimsError, KeyvalError, MpiError, OpError, Overflow, PartitionError,
-    RankError, RequestMisuse, Result, RmaSharedError, RmaSyncError, ServiceError, WinSizeError,
+    AttachError, BufferError, ConversionError, DimsError, InitError, KeyvalError, MpiError, OpError, Overflow,
+    PartitionError, PortError, RankError, RequestMisuse, Result, RmaRangeError, RmaSharedError, RmaSyncError,
+    ServiceError, SpawnError, WinError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use adi::{Source as AdiSource, TagSel};
 
 use crate::comm::SimpleCommunicator;
+use crate::error::PortError;
 use crate::{MpiError, Rank, Result, ServiceError};
 
 /// The prefix of this library's port names.
@@ -62,12 +63,7 @@ impl Port {
     }
 
     fn parse(name: &str) -> Result<Port> {
-        let bad = || {
-            MpiError::Port(format!(
-                "{name:?} is not a port name of this library (they look like \"{PREFIX}:JOB:RANK:N\", as \
-                 MPI_Open_port gives them)"
-            ))
-        };
+        let bad = || MpiError::Port(PortError::NotAName { name: name.into(), prefix: PREFIX });
         let mut parts = name.trim_end_matches('\0').split(':');
         if parts.next() != Some(PREFIX) {
             return Err(bad());
@@ -99,7 +95,7 @@ fn words(v: &[u32]) -> Vec<u8> {
 
 fn unwords(b: &[u8]) -> Result<Vec<u32>> {
     if b.len() % 4 != 0 || b.len() < 8 {
-        return Err(MpiError::Port("corrupt connection message".into()));
+        return Err(MpiError::Port(PortError::Corrupt));
     }
     Ok(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
@@ -114,10 +110,7 @@ impl SimpleCommunicator {
     pub fn open_port(&self) -> Result<String> {
         let mut sh = self.shared.borrow_mut();
         let Some(n) = sh.ports.open(MAX_PORTS) else {
-            return Err(MpiError::Port(format!(
-                "this process has opened {} ports, all it may: close ports with MPI_Close_port and reuse them",
-                u64::from(MAX_PORTS) + 1
-            )));
+            return Err(PortError::TooMany { max: u64::from(MAX_PORTS) + 1 }.into());
         };
         Ok(Port { job: job().0, owner: self.job_me(), n }.name())
     }
@@ -131,14 +124,11 @@ impl SimpleCommunicator {
     }
 
     /// Port `name`, which this process opened and has not closed.
-    fn own_port(&self, name: &str, call: &str) -> Result<Port> {
+    fn own_port(&self, name: &str, call: &'static str) -> Result<Port> {
         let p = Port::parse(name)?;
         let me = self.job_me();
         if p.job != job().0 || p.owner != me || !self.shared.borrow().ports.is_open(p.n) {
-            return Err(MpiError::Port(format!(
-                "{call}: {name:?} is not a port this process (rank {me} of the job) has open: open it with \
-                 MPI_Open_port on the process that accepts on it"
-            )));
+            return Err(PortError::NotOpenHere { call, name: name.into(), rank: me }.into());
         }
         Ok(p)
     }
@@ -155,13 +145,13 @@ impl SimpleCommunicator {
     /// The root's part of an accept on `port`, which it opened: take the
     /// next connect, answer with this group and the larger of the two
     /// free context ids (`ctx` is this group's).
-    pub(crate) fn accept_on(&self, port: &str, ctx: u32, call: &str) -> Result<(u32, bool, Vec<u32>)> {
+    pub(crate) fn accept_on(&self, port: &str, ctx: u32, call: &'static str) -> Result<(u32, bool, Vec<u32>)> {
         let p = self.own_port(port, call)?;
         let mut sh = self.shared.borrow_mut();
         let e = sh.engine()?;
         let (st, got) = e.recv(AdiSource::Any, TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
         let got = unwords(&got)?;
-        let (&rctx, remote) = got.split_first().ok_or_else(|| MpiError::Port("corrupt connection message".into()))?;
+        let (&rctx, remote) = got.split_first().ok_or(MpiError::Port(PortError::Corrupt))?;
         let ctx = ctx.max(rctx);
         let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
         e.send(st.source, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
@@ -174,11 +164,10 @@ impl SimpleCommunicator {
     /// `MPI_ERR_PORT`), instead of waiting for it. Collective as the call.
     pub fn meet_refused(&self, root: Rank, port_error: bool) -> Result<()> {
         let refused = |call: &str| -> MpiError {
-            let msg = format!("{call}: the root's arguments were refused");
             if port_error {
-                MpiError::Port(msg)
+                MpiError::Port(PortError::RootRefused)
             } else {
-                MpiError::Invalid(msg)
+                MpiError::Invalid(format!("{call}: the root's arguments were refused"))
             }
         };
         match self.intercomm_with(root, MEMBERS_TAG, "MPI_Comm_accept/connect", |_| Err(refused("the call"))) {
@@ -197,17 +186,10 @@ impl SimpleCommunicator {
             let p = Port::parse(port)?;
             let n = self.shared.borrow_mut().engine()?.size();
             if p.job != job().0 || p.owner >= n {
-                return Err(MpiError::Port(format!(
-                    "MPI_Comm_connect: port {port:?} is not of this job (job {}, {n} processes): this library \
-                     connects groups of one job",
-                    job().0
-                )));
+                return Err(PortError::OtherJob { name: port.into(), job: job().0, size: n }.into());
             }
             if self.group.members.contains(&p.owner) {
-                return Err(MpiError::Port(format!(
-                    "MPI_Comm_connect: port {port:?} was opened by a process of the connecting group; the groups \
-                     must be disjoint"
-                )));
+                return Err(PortError::SameGroup { name: port.into() }.into());
             }
             let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
             let mut sh = self.shared.borrow_mut();
@@ -215,8 +197,7 @@ impl SimpleCommunicator {
             e.send(p.owner, p.tag(), WORLD_COLL_CTX, &words(&mine), false)?;
             let (_, got) = e.recv(AdiSource::Rank(p.owner), TagSel::Tag(p.tag()), WORLD_COLL_CTX, u64::MAX)?;
             let got = unwords(&got)?;
-            let (&ctx, remote) =
-                got.split_first().ok_or_else(|| MpiError::Port("corrupt connection message".into()))?;
+            let (&ctx, remote) = got.split_first().ok_or(MpiError::Port(PortError::Corrupt))?;
             Ok((ctx, false, remote.to_vec()))
         })
     }
@@ -399,7 +380,7 @@ mod tests {
             "dnmpi-port:a:2:3",
             "dnmpi-port:1:2:268435456",
         ] {
-            assert!(matches!(Port::parse(bad), Err(MpiError::Port(_))), "{bad:?}");
+            assert!(matches!(Port::parse(bad), Err(MpiError::Port(PortError::NotAName { .. }))), "{bad:?}");
         }
     }
 

@@ -30,6 +30,7 @@ pub use adi::spawn::SpawnCommand;
 use adi::spawn::{SpawnReply, SpawnRequest};
 
 use crate::comm::SimpleCommunicator;
+use crate::error::SpawnError;
 use crate::{MpiError, Rank, Result};
 
 /// How long a spawning root waits for the launcher to start the
@@ -53,21 +54,15 @@ pub struct Spawned {
 /// Ask the launcher for the processes of `commands`, which will connect to
 /// `port`: the first new job rank and how many, or why none was started.
 fn ask_launcher(port: &str, commands: &[SpawnCommand]) -> Result<(u32, u32)> {
-    let refuse = |m: String| MpiError::Spawn(format!("MPI_Comm_spawn: {m}"));
+    let refuse = |why: String| MpiError::Spawn(SpawnError::Launcher { why });
     if commands.is_empty() {
-        return Err(refuse("no command to start".into()));
+        return Err(SpawnError::NoCommand.into());
     }
     if let Some(c) = commands.iter().find(|c| c.maxprocs == 0) {
-        return Err(refuse(format!("maxprocs of {:?} is 0; ask for at least one process", c.program)));
+        return Err(SpawnError::NoProcesses { program: c.program.clone() }.into());
     }
     let job = adi::JobEnv::from_env().map_err(|e| refuse(e.to_string()))?;
-    let no_launcher = || {
-        refuse(
-            "this job has no room for more processes: start it with `dnrun --universe-size N` (N above -n), \
-             on the simulator (docs/guide/spawn.md)"
-                .into(),
-        )
-    };
+    let no_launcher = || MpiError::Spawn(SpawnError::NoRoom);
     let Some(job) = job else { return Err(no_launcher()) };
     let Some(dir) = job.dir.clone() else { return Err(no_launcher()) };
     if !dir.join(adi::spawn::DIR).is_dir() {

@@ -11,7 +11,7 @@ use crate::comm::{Communicator, SimpleCommunicator};
 pub use crate::config::ProgressMode;
 pub use crate::context::THREAD_POLL_NS;
 use crate::context::{charge_call, Context, Locked, LockedInner, Shared};
-use crate::error::{MpiError, Result};
+use crate::error::{InitError, MpiError, Result};
 use crate::keepalive::KeepAlive;
 
 /// The job directory `dnrun` gives each rank ([`adi::JobEnv`]), where a
@@ -61,7 +61,7 @@ impl ProgressThread {
         let handle = std::thread::Builder::new()
             .name("dnmpi-progress".into())
             .spawn(move || ProgressThread::run(&weak, &flag))
-            .map_err(|e| MpiError::Init(format!("cannot start the progress thread: {e}")))?;
+            .map_err(|e| InitError::Thread { what: "the progress thread".into(), why: e.to_string() })?;
         shared.borrow_mut().thread = Some(handle.thread().clone());
         Ok(ProgressThread { stop, handle: Some(handle) })
     }
@@ -186,10 +186,10 @@ pub fn initialize() -> Result<Universe> {
     // Asking for a mode that is not built must not silently give another.
     // Every DN_* variable, checked once here (the engine checks again, for
     // programs that use it alone).
-    adi::knobs::check_environment().map_err(|e| MpiError::Init(e.to_string()))?;
-    let config = crate::config::MpiConfig::from_env().map_err(|e| MpiError::Init(e.to_string()))?;
+    adi::knobs::check_environment().map_err(InitError::from)?;
+    let config = crate::config::MpiConfig::from_env().map_err(InitError::from)?;
     let wanted = config.progress;
-    let mut engine = adi::engine_from_env().map_err(|e| MpiError::Init(e.to_string()))?;
+    let mut engine = adi::engine_from_env().map_err(InitError::from)?;
     let (rank, size) = (engine.rank(), engine.size());
     let simulated = engine.now_ps().is_some();
     let progress = match wanted {
@@ -230,9 +230,7 @@ pub fn initialize() -> Result<Universe> {
     let world = SimpleCommunicator::world(shared.clone(), rank, members);
     // Its MPI_Init is collective with the parents' spawn: connect to them.
     let parent = match job.as_ref().and_then(|j| j.parent_port.as_deref()) {
-        Some(port) => Some(world.connect(port, 0).map_err(|e| {
-            MpiError::Init(format!("a spawned process could not reach the processes that spawned it: {e}"))
-        })?),
+        Some(port) => Some(world.connect(port, 0).map_err(|e| InitError::Parent(Box::new(e)))?),
         None => None,
     };
     Ok(Universe {
@@ -502,7 +500,7 @@ impl Universe {
         let rank = engine.rank();
         engine.finalize()?;
         // A standard launcher (PMI-1) is told this process is done.
-        adi::pmi::finalize().map_err(|e| MpiError::Init(e.to_string()))?;
+        adi::pmi::finalize().map_err(InitError::Pmi)?;
         if let Some(dir) = adi::JobEnv::from_env().ok().flatten().and_then(|j| j.dir) {
             let _ = adi::job::write_private(&dir.join(format!("finalized.{rank}")), b"");
         }

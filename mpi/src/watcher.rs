@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::error::{MpiError, Result};
+use crate::error::Result;
 
 /// A running watcher thread; stopped and joined when dropped.
 pub(crate) struct Watcher {
@@ -24,7 +24,7 @@ impl Watcher {
         let handle = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || body(&flag))
-            .map_err(|e| MpiError::Init(format!("cannot start {what}: {e}")))?;
+            .map_err(|e| crate::error::InitError::Thread { what: what.into(), why: e.to_string() })?;
         Ok(Watcher { stop, handle: Some(handle) })
     }
 }

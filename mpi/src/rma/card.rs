@@ -60,7 +60,7 @@ const VISITS: u64 = !EXCLUSIVE & !(VISIT - 1);
 const HOLDERS: u64 = EXCLUSIVE | (VISIT - 1);
 
 fn one_sided(e: &mut Engine) -> Result<&mut dyn adi::OneSided> {
-    e.one_sided().ok_or_else(|| MpiError::Win("the transport lost its one-sided access".into()))
+    e.one_sided().ok_or(MpiError::Win(crate::error::WinError::LostOneSided))
 }
 
 /// A window's card-side state at this process.

@@ -511,10 +511,13 @@ impl RawWindow {
         let p = &self.peers[t.rank as usize];
         let dynamic = self.flavor == Flavor::Dynamic;
         let range = |lo: i128, hi: i128| {
-            MpiError::RmaRange(format!(
-                "bytes {lo}..{hi} of rank {}'s window of {} bytes: outside it (MPI_ERR_RMA_RANGE; nothing was written)",
-                t.rank, p.size
-            ))
+            let wide = |v: i128| i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
+            MpiError::from(crate::error::RmaRangeError::Outside {
+                rank: t.rank,
+                lo: wide(lo),
+                hi: wide(hi),
+                size: p.size,
+            })
         };
         let start = i128::from(t.disp) * i128::from(if dynamic { 1 } else { p.disp_unit });
         let ext = t.layout.extent() as i128;

@@ -114,9 +114,9 @@ impl Failure {
 
     fn into_error(self) -> crate::MpiError {
         if self.range {
-            crate::MpiError::RmaRange(self.why)
+            crate::error::RmaRangeError::AtTarget { why: self.why }.into()
         } else {
-            crate::MpiError::Win(self.why)
+            crate::error::WinError::AtTarget { why: self.why }.into()
         }
     }
 }
@@ -297,7 +297,7 @@ impl Rma {
 
     fn win(&mut self, ctx: u32) -> crate::Result<&mut Win> {
         self.attention.insert(ctx);
-        self.wins.get_mut(&ctx).ok_or_else(|| crate::MpiError::Win("the window has been freed".into()))
+        self.wins.get_mut(&ctx).ok_or(crate::MpiError::Win(crate::error::WinError::Freed))
     }
 
     /// Attach or detach a region of a dynamic window.
@@ -367,7 +367,7 @@ impl Rma {
         self.attention.insert(ctx);
         let w = self.wins.get_mut(&ctx)?;
         if let Some(f) = w.fault.clone() {
-            return Some(crate::MpiError::Win(f));
+            return Some(crate::error::WinError::Fault { why: f }.into());
         }
         let id = w.failed.keys().min().copied()?;
         w.failed.remove(&id).map(Failure::into_error)
