@@ -755,12 +755,26 @@ pub enum RmaRangeError {
         /// The window's size.
         size: u64,
     },
-    /// The target refused the access (a dynamic window's memory, which
-    /// only the target knows): its reason.
-    #[error("{why}")]
-    AtTarget {
-        /// The target's reason.
-        why: String,
+    /// Bytes past the target's window, seen at the target.
+    #[error("bytes {lo}..{hi} lie outside the target's window of {size} bytes (MPI_ERR_RMA_RANGE)")]
+    TargetWindow {
+        /// The first byte asked for.
+        lo: u64,
+        /// One past the last.
+        hi: u64,
+        /// The window's size.
+        size: u64,
+    },
+    /// Addresses in no region attached to the target's dynamic window
+    /// (which only the target knows).
+    #[error(
+        "bytes {lo:#x}..{hi:#x} are not inside a region attached to the target's dynamic window (MPI_ERR_RMA_RANGE)"
+    )]
+    NotAttached {
+        /// The first address asked for.
+        lo: u64,
+        /// One past the last.
+        hi: u64,
     },
 }
 

@@ -81,42 +81,62 @@ pub(crate) struct Reply(pub(crate) Incoming);
 // its buffer stays valid until the reply is placed or forgotten (`Rma::expect`'s `# Safety`).
 unsafe impl Send for Reply {}
 
-/// Why a target could not do what an origin asked.
+/// Why a target could not do what an origin asked. It travels in the
+/// reply: the range errors with their figures, the others as text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Failure {
-    /// Outside the window (`MPI_ERR_RMA_RANGE`), else another error.
-    range: bool,
-    why: String,
+pub(crate) enum Failure {
+    /// Bytes outside the target's window (`MPI_ERR_RMA_RANGE`).
+    Outside { lo: u64, hi: u64, size: u64 },
+    /// Bytes in no region attached to a dynamic window (`MPI_ERR_RMA_RANGE`).
+    NotAttached { lo: u64, hi: u64 },
+    /// Another error: its text.
+    Other(String),
 }
 
 impl Failure {
-    fn range(why: String) -> Failure {
-        Failure { range: true, why }
-    }
-
     fn other(why: impl Into<String>) -> Failure {
-        Failure { range: false, why: why.into() }
+        Failure::Other(why.into())
     }
 
-    /// As a reply's data: a byte saying which, then the reason.
+    /// As a reply's data: a byte saying which, then its figures (little
+    /// endian) or its text.
     fn encode(&self) -> Vec<u8> {
-        let mut v = vec![u8::from(self.range)];
-        v.extend_from_slice(self.why.as_bytes());
-        v
-    }
-
-    fn decode(b: &[u8]) -> Failure {
-        Failure {
-            range: b.first() == Some(&1),
-            why: String::from_utf8_lossy(b.get(1..).unwrap_or_default()).into_owned(),
+        match self {
+            Failure::Other(why) => [&[0u8][..], why.as_bytes()].concat(),
+            Failure::Outside { lo, hi, size } => {
+                [&[1u8][..], &lo.to_le_bytes(), &hi.to_le_bytes(), &size.to_le_bytes()].concat()
+            }
+            Failure::NotAttached { lo, hi } => [&[2u8][..], &lo.to_le_bytes(), &hi.to_le_bytes()].concat(),
         }
     }
 
+    /// A reply's data back: anything that is not one of the encodings is
+    /// reported as a malformed reply, never trusted.
+    fn decode(b: &[u8]) -> Failure {
+        let word = |i: usize| b.get(1 + 8 * i..9 + 8 * i).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes);
+        match (b.first(), b.len()) {
+            (Some(0), _) => Failure::Other(String::from_utf8_lossy(&b[1..]).into_owned()),
+            (Some(1), 25) => match (word(0), word(1), word(2)) {
+                (Some(lo), Some(hi), Some(size)) => Failure::Outside { lo, hi, size },
+                _ => Failure::malformed(b),
+            },
+            (Some(2), 17) => match (word(0), word(1)) {
+                (Some(lo), Some(hi)) => Failure::NotAttached { lo, hi },
+                _ => Failure::malformed(b),
+            },
+            _ => Failure::malformed(b),
+        }
+    }
+
+    fn malformed(b: &[u8]) -> Failure {
+        Failure::Other(format!("the target's failure reply is malformed ({} bytes)", b.len()))
+    }
+
     fn into_error(self) -> crate::MpiError {
-        if self.range {
-            crate::error::RmaRangeError::AtTarget { why: self.why }.into()
-        } else {
-            crate::error::WinError::AtTarget { why: self.why }.into()
+        match self {
+            Failure::Outside { lo, hi, size } => crate::error::RmaRangeError::TargetWindow { lo, hi, size }.into(),
+            Failure::NotAttached { lo, hi } => crate::error::RmaRangeError::NotAttached { lo, hi }.into(),
+            Failure::Other(why) => crate::error::WinError::AtTarget { why }.into(),
         }
     }
 }
@@ -435,16 +455,13 @@ impl Win {
         blocks
             .iter()
             .map(|&(off, len)| {
-                self.memory.find(off, len).map(|p| (p, len as usize)).ok_or_else(|| Failure::range(match &self.memory {
-                    Memory::Fixed { len: size, .. } => format!(
-                        "bytes {off}..{} lie outside the target's window of {size} bytes (MPI_ERR_RMA_RANGE)",
-                        off.saturating_add(len)
-                    ),
-                    Memory::Dynamic(_) => format!(
-                        "bytes {off:#x}..{:#x} are not inside a region attached to the target's dynamic window (MPI_ERR_RMA_RANGE)",
-                        off.saturating_add(len)
-                    ),
-                }))
+                self.memory.find(off, len).map(|p| (p, len as usize)).ok_or_else(|| {
+                    let (lo, hi) = (off, off.saturating_add(len));
+                    match &self.memory {
+                        Memory::Fixed { len: size, .. } => Failure::Outside { lo, hi, size: *size },
+                        Memory::Dynamic(_) => Failure::NotAttached { lo, hi },
+                    }
+                })
             })
             .collect()
     }
@@ -725,6 +742,29 @@ impl crate::request::Pending for AwaitedReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A target's refusal reaches the origin with its figures, and a reply
+    /// that is none of the encodings is reported, not trusted.
+    #[test]
+    fn failures_travel_with_their_figures() {
+        for f in [
+            Failure::Outside { lo: 8, hi: 4104, size: 4096 },
+            Failure::NotAttached { lo: 0x1000, hi: 0x1010 },
+            Failure::other("an unlock from an origin that holds no lock here"),
+        ] {
+            assert_eq!(Failure::decode(&f.encode()), f);
+        }
+        let e = Failure::Outside { lo: 8, hi: 4104, size: 4096 }.into_error();
+        assert_eq!(
+            e,
+            crate::MpiError::RmaRange(crate::error::RmaRangeError::TargetWindow { lo: 8, hi: 4104, size: 4096 })
+        );
+        assert!(e.to_string().contains("bytes 8..4104 lie outside the target's window of 4096 bytes"));
+        for bad in [&[][..], &[1, 2, 3][..], &[2; 30][..], &[9, 0][..]] {
+            let Failure::Other(why) = Failure::decode(bad) else { panic!("{bad:?} decoded as a range error") };
+            assert!(why.contains("malformed"), "{why}");
+        }
+    }
 
     #[test]
     fn locks_are_granted_in_arrival_order_and_shared_ones_together() {
