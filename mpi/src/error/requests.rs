@@ -1,0 +1,139 @@
+//! The errors of requests (§3.7, §3.9), partitioned requests (§4) and
+//! keyvals (§7.7).
+
+/// A request used against its rules (`MpiError::Request`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestMisuse {
+    /// `MPI_Start` of a persistent request still active.
+    #[error("MPI_Start of a persistent request that is still active (complete it first, §3.9.2)")]
+    StillActive,
+    /// A split collective file access begun and not ended.
+    #[error("a split collective access on this file has begun and not ended: call its _end first (MPI 4.1 §14.4.5)")]
+    SplitBegun,
+    /// The end of a split collective file access not begun.
+    #[error("no split collective access of this kind has begun on this file: call its _begin first (MPI 4.1 §14.4.5)")]
+    SplitNotBegun,
+    /// A partitioned call on a request of another kind.
+    #[error("not a partitioned send")]
+    NotPartitionedSend,
+    /// A partitioned send started as a plain persistent one.
+    #[error("a partitioned send starts when its partitions are ready")]
+    PartitionedStart,
+    /// A persistent collective started as a point-to-point one.
+    #[error("a persistent collective is started by its own path")]
+    CollectiveStart,
+}
+
+/// What is wrong with a keyval (MPI 4.1 §7.7.2, `MpiError::Keyval`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyvalError {
+    /// Never made, or freed with no value left under it.
+    #[error("{keyval} is not a keyval (never created, or freed)")]
+    Unknown {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// A predefined keyval where only a program's may be used (freeing it).
+    #[error("keyval {keyval} is predefined or invalid: it cannot be freed")]
+    Predefined {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// A freed keyval takes no new value.
+    #[error("keyval {keyval} was freed")]
+    Freed {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// No value is set under the keyval on this object.
+    #[error("no attribute of keyval {keyval} is set")]
+    NotSet {
+        /// The keyval given.
+        keyval: i32,
+    },
+    /// Every keyval number is taken.
+    #[error("no keyval is left to hand out")]
+    Exhausted,
+}
+
+/// What a partitioned request refuses (MPI 4.1 chapter 4,
+/// `MpiError::Partition`). [`PartitionError::is_argument`] tells the
+/// partition arguments' errors (`MPI_ERR_ARG`) from the request's state
+/// (`MPI_ERR_REQUEST`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionError {
+    /// A partition number outside the request's (§4.3). Nothing of the
+    /// call was marked ready.
+    #[error("partition {partition} does not exist: the request has {partitions} (0 to {}); no partition of this call was marked ready", *partitions as i64 - 1)]
+    NoSuchPartition {
+        /// The partition given.
+        partition: i64,
+        /// The request's partitions.
+        partitions: usize,
+    },
+    /// A partition marked ready twice in one start (§4.3: erroneous).
+    /// Nothing of the call was marked ready.
+    #[error(
+        "partition {partition} is marked ready a second time in this start; no partition of this call was marked ready"
+    )]
+    MarkedTwice {
+        /// The partition.
+        partition: i64,
+    },
+    /// `MPI_Pready_range` with its bounds the wrong way round.
+    #[error("partition_low {low} > partition_high {high}")]
+    Range {
+        /// The low bound.
+        low: i64,
+        /// The high bound.
+        high: i64,
+    },
+    /// A negative number of partitions.
+    #[error("partitions {partitions} is negative")]
+    Negative {
+        /// The number given.
+        partitions: i64,
+    },
+    /// Partitions marked ready on a send that is not started, or all of
+    /// whose partitions are ready already.
+    #[error("MPI_Pready on a partitioned send that is not started, or whose partitions are all ready")]
+    NotStarted,
+    /// A start of a partitioned request still active.
+    #[error("MPI_Start of a partitioned request still active (complete it first)")]
+    StillActive,
+    /// A wait that only marking partitions ready could end, with nobody
+    /// able to mark them while it waits (no other thread, or a Rust
+    /// request borrowed by the wait).
+    #[error("{call} would wait for ever: the partitioned send has partitions not marked ready, and nothing can mark them while this thread waits; mark every partition ready first")]
+    NeverReady {
+        /// The wait.
+        call: &'static str,
+    },
+    /// A started send freed before its partitions are ready: its message
+    /// would never go.
+    #[error("a started partitioned send cannot be freed before its partitions are all ready: mark them ready first")]
+    FreeWhileWaiting,
+    /// A partitioned call on a request of the other direction (or of
+    /// another kind).
+    #[error("not a partitioned {wants} ({init})")]
+    Direction {
+        /// The kind the call needs: `send` or `receive`.
+        wants: &'static str,
+        /// The call that makes one.
+        init: &'static str,
+    },
+}
+
+impl PartitionError {
+    /// Whether an argument of the call is wrong (`MPI_ERR_ARG`), rather
+    /// than the request's state (`MPI_ERR_REQUEST`).
+    pub fn is_argument(&self) -> bool {
+        matches!(
+            self,
+            PartitionError::NoSuchPartition { .. }
+                | PartitionError::MarkedTwice { .. }
+                | PartitionError::Range { .. }
+                | PartitionError::Negative { .. }
+        )
+    }
+}
