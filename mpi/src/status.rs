@@ -36,6 +36,14 @@ impl Status {
         Status::new(crate::ANY_SOURCE, crate::ANY_TAG, 0)
     }
 
+    /// The status a generalized request reports (MPI 4.1 §13.2: its
+    /// `query_fn` sets the fields, as `MPI_Status_set_elements` and
+    /// `MPI_Status_set_cancelled` do): `bytes` from `source` with `tag`,
+    /// cancelled or not.
+    pub fn reported(source: Rank, tag: Tag, bytes: u64, cancelled: bool) -> Status {
+        Status { source, tag, bytes, cancelled }
+    }
+
     /// Whether the request was cancelled (`MPI_Test_cancelled`).
     pub fn is_cancelled(&self) -> bool {
         self.cancelled

@@ -19,6 +19,10 @@ pub enum RequestMisuse {
     /// A partitioned send started as a plain persistent one.
     #[error("a partitioned send starts when its partitions are ready")]
     PartitionedStart,
+    /// A wait for a generalized request the program has not completed,
+    /// which nothing can complete while the thread waits (MPI 4.1 §13.2).
+    #[error("the wait would never end: a generalized request the program has not completed (complete it first, or test instead of waiting)")]
+    NeverCompleted,
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,

@@ -180,6 +180,16 @@ pub(crate) trait Pending {
     fn abandon(self: Box<Self>, _c: &mut Context) {}
     /// Why `MPI_Cancel` refuses it (MPI 4.1 §3.8.4).
     fn cannot_cancel(&self) -> MpiError;
+    /// `MPI_Cancel` of it: refused unless the layer says otherwise.
+    fn cancel(&self) -> Result<()> {
+        Err(self.cannot_cancel())
+    }
+    /// Only the program ends it (a generalized request, §13.2), never
+    /// progress: a wait that nothing else could end is refused rather than
+    /// waiting for ever, and dropping it unfinished just lets it go.
+    fn ended_by_program(&self) -> bool {
+        false
+    }
     /// It is completed inside the blocking call that started it (no
     /// request to charge for).
     fn in_blocking_call(&mut self) {}
@@ -309,6 +319,9 @@ impl<'b> Request<'b> {
         if charge {
             charge_call(c.engine()?);
         }
+        if matches!(&self.state, State::Other(op) if op.ended_by_program()) && !self.is_done(&mut c)? {
+            return Err(MpiError::Request(crate::error::RequestMisuse::NeverCompleted));
+        }
         let waited = c.wait_until(|c| self.is_done(c));
         if let Err(e) = waited {
             self.abandon(&mut c);
@@ -358,7 +371,7 @@ impl<'b> Request<'b> {
                 e.cancel_send(*id)?;
                 Ok(())
             }
-            State::Other(op) => Err(op.cannot_cancel()),
+            State::Other(op) => op.cancel(),
             State::Finished => Err(MpiError::Invalid("cancel on a completed request".into())),
         }
     }
@@ -469,6 +482,12 @@ impl Drop for Request<'_> {
             return;
         }
         let shared = self.shared.clone();
+        if matches!(&self.state, State::Other(op) if op.ended_by_program()) {
+            // Let go, as `MPI_Request_free` does: the program's value goes
+            // once the program has completed it too.
+            self.state = State::Finished;
+            return;
+        }
         if !std::thread::panicking() {
             match self.wait_mut(true) {
                 Ok(_) => return,
@@ -630,6 +649,9 @@ fn settle_with(
     if met(&ended) {
         return Ok(ended);
     }
+    if block.is_some() {
+        only_the_program_could_end(parts, &ended, need)?;
+    }
     let Some(stop) = block else {
         let waiting: Vec<&Request<'_>> =
             parts.iter().zip(&ended).filter(|(_, &e)| !e).flat_map(|(p, _)| p.requests()).collect();
@@ -645,6 +667,24 @@ fn settle_with(
         stop,
     )?;
     Ok(last)
+}
+
+/// Refuse a wait that only the program could end: a generalized request
+/// not yet complete that `need` waits for (all of them, or the only ones
+/// left), which nothing can complete while this thread waits.
+fn only_the_program_could_end(parts: &[Part<'_, '_>], ended: &[bool], need: Need) -> Result<()> {
+    let by_program = |r: &&Request<'_>| matches!(&r.state, State::Other(op) if op.ended_by_program());
+    let open: Vec<&Part<'_, '_>> =
+        parts.iter().zip(ended).filter(|(p, e)| !**e && !matches!(p, Part::Idle)).map(|(p, _)| p).collect();
+    let stuck = |p: &&Part<'_, '_>| p.requests().any(|r| by_program(&r));
+    let never = match need {
+        Need::All => open.iter().any(stuck),
+        Need::One => !open.is_empty() && open.iter().all(stuck),
+    };
+    match never {
+        true => Err(MpiError::Request(crate::error::RequestMisuse::NeverCompleted)),
+        false => Ok(()),
+    }
 }
 
 /// The parts of a list of Rust requests, all taking part.

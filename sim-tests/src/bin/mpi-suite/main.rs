@@ -30,6 +30,7 @@ macro_rules! check {
 
 // After `check!`, which they use.
 mod attrs;
+mod greq;
 mod partitioned;
 mod waiting;
 use waiting::*;
@@ -113,6 +114,7 @@ fn main() -> ExitCode {
             "persistent" => collectives::persistent(&w)?,
             "partitioned" => partitioned::partitioned(&w)?,
             "attrs" => attrs::attrs(&w)?,
+            "greq" => greq::greq(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,
