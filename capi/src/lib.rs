@@ -150,6 +150,8 @@ impl From<MpiError> for Fail {
             MpiError::Partition(p) if p.is_argument() => MPI_ERR_ARG,
             MpiError::Partition(_) => MPI_ERR_REQUEST,
             MpiError::Keyval(_) => MPI_ERR_KEYVAL,
+            MpiError::Internal { .. } => MPI_ERR_INTERN,
+            MpiError::Corrupt { .. } => MPI_ERR_OTHER,
             MpiError::Root { .. } => MPI_ERR_ROOT,
             MpiError::InfoKey { .. } => MPI_ERR_INFO_KEY,
             MpiError::InfoValue { .. } => MPI_ERR_INFO_VALUE,
@@ -863,5 +865,23 @@ mod tests {
         assert_eq!(fail(adi::DeviceFault::Atomic).class, MPI_ERR_OP);
         assert_eq!(fail(adi::DeviceFault::Malformed).class, MPI_ERR_INTERN);
         assert_eq!(fail(adi::DeviceFault::PeerNotReady).class, MPI_ERR_OTHER);
+    }
+
+    /// The variants of this stop reach C with the standard's classes: a
+    /// partition argument is the caller's (`MPI_ERR_ARG`), a partitioned
+    /// request's state is `MPI_ERR_REQUEST`, a keyval `MPI_ERR_KEYVAL`, and
+    /// a peer's malformed message is not an argument error.
+    #[test]
+    fn typed_errors_have_their_classes() {
+        let class = |e: MpiError| Fail::from(e).class;
+        assert_eq!(class(mpi::PartitionError::MarkedTwice { partition: 1 }.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::PartitionError::StillActive.into()), MPI_ERR_REQUEST);
+        assert_eq!(class(mpi::KeyvalError::Freed { keyval: 1000 }.into()), MPI_ERR_KEYVAL);
+        assert_eq!(class(MpiError::Corrupt { what: "corrupt split table" }), MPI_ERR_OTHER);
+        assert_eq!(class(MpiError::Internal { what: "x".into() }), MPI_ERR_INTERN);
+        assert_eq!(class(mpi::RmaRangeError::TargetWindow { lo: 0, hi: 9, size: 8 }.into()), MPI_ERR_RMA_RANGE);
+        assert_eq!(class(mpi::WinError::Freed.into()), MPI_ERR_WIN);
+        assert_eq!(class(mpi::SpawnError::NoRoom.into()), MPI_ERR_SPAWN);
+        assert_eq!(class(mpi::PortError::Corrupt.into()), MPI_ERR_PORT);
     }
 }

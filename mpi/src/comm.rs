@@ -212,16 +212,14 @@ impl SimpleCommunicator {
             while at + 4 <= flat.len() {
                 let l = u32::from_le_bytes([flat[at], flat[at + 1], flat[at + 2], flat[at + 3]]) as usize;
                 t.push(
-                    flat.get(at + 4..at + 4 + l)
-                        .ok_or_else(|| MpiError::Invalid("corrupt gather table".into()))?
-                        .to_vec(),
+                    flat.get(at + 4..at + 4 + l).ok_or(MpiError::Corrupt { what: "corrupt gather table" })?.to_vec(),
                 );
                 at += 4 + l;
             }
             t
         };
         if table.len() != n as usize {
-            return Err(MpiError::Invalid("gather table has the wrong number of entries".into()));
+            return Err(MpiError::Corrupt { what: "gather table has the wrong number of entries" });
         }
         Ok(table)
     }
@@ -253,7 +251,7 @@ impl SimpleCommunicator {
         let t = (1 << 29) | (tag & 0x0FFF_FFFF);
         let next = self.shared.borrow().next_ctx;
         let word = |d: Vec<u8>| -> Result<u32> {
-            let b: [u8; 4] = d.try_into().map_err(|_| MpiError::Invalid("corrupt context agreement".into()))?;
+            let b: [u8; 4] = d.try_into().map_err(|_| MpiError::Corrupt { what: "corrupt context agreement" })?;
             Ok(u32::from_le_bytes(b))
         };
         let ctx = if me == 0 {

@@ -139,7 +139,7 @@ impl SplitCell {
 
 fn take<T>(made: &Made<T>) -> Result<T> {
     made.borrow_mut().take().unwrap_or_else(|| {
-        Err(MpiError::Invalid("internal: a communicator's broadcast completed without its communicator".into()))
+        Err(MpiError::Internal { what: "a communicator's broadcast completed without its communicator".into() })
     })
 }
 

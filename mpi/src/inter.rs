@@ -66,7 +66,7 @@ fn words(v: &[u32]) -> Vec<u8> {
 
 fn unwords(b: &[u8]) -> Result<Vec<u32>> {
     if b.len() % 4 != 0 {
-        return Err(MpiError::Invalid("corrupt intercommunicator agreement".into()));
+        return Err(MpiError::Corrupt { what: "corrupt intercommunicator agreement" });
     }
     Ok(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
@@ -144,7 +144,7 @@ impl SimpleCommunicator {
                 theirs
             };
             let (&rctx, remote) =
-                theirs.split_first().ok_or_else(|| MpiError::Invalid("corrupt intercommunicator agreement".into()))?;
+                theirs.split_first().ok_or(MpiError::Corrupt { what: "corrupt intercommunicator agreement" })?;
             Ok((ctx.max(rctx), low, remote.to_vec()))
         })
     }
@@ -204,7 +204,7 @@ impl SimpleCommunicator {
                     });
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
-                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+                _ => return Err(MpiError::Corrupt { what: "corrupt intercommunicator agreement" }),
             }
         };
         self.check_agreed(ctx, &remote)?;
@@ -263,7 +263,7 @@ impl SimpleCommunicator {
             let got = self.leaders_swap(&words(&[ctx, extra]), tag::AGREE)?;
             let (rctx, rextra) = match unwords(&got)?[..] {
                 [c, e] => (c, e),
-                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+                _ => return Err(MpiError::Corrupt { what: "corrupt intercommunicator agreement" }),
             };
             let ctx = ctx.max(rctx);
             for r in 1..local.size() {
@@ -274,7 +274,7 @@ impl SimpleCommunicator {
             local.coll_send(0, tag::AGREE, &words(&[next]))?;
             match unwords(&local.coll_recv(0, tag::AGREE)?)?[..] {
                 [c, e] => (c, e),
-                _ => return Err(MpiError::Invalid("corrupt intercommunicator agreement".into())),
+                _ => return Err(MpiError::Corrupt { what: "corrupt intercommunicator agreement" }),
             }
         };
         self.check_agreed(ctx, &[])?;
@@ -327,7 +327,7 @@ impl SimpleCommunicator {
             i.local.coll_recv(0, tag::SPLIT)?
         };
         if table.len() != 8 * self.group.members.len() || theirs.len() != 8 * i.remote.members.len() {
-            return Err(MpiError::Invalid("corrupt intercommunicator split table".into()));
+            return Err(MpiError::Corrupt { what: "corrupt intercommunicator split table" });
         }
         if color < 0 {
             return Ok(None);

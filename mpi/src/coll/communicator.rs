@@ -73,7 +73,7 @@ impl Communicator for SimpleCommunicator {
         let mut group: Vec<(i32, Rank, u32)> = Vec::new();
         for (r, e) in table.iter().enumerate() {
             if e.len() != 12 {
-                return Err(MpiError::Invalid("corrupt split table".into()));
+                return Err(MpiError::Corrupt { what: "corrupt split table" });
             }
             ctx = ctx.max(le_i32(e, 8) as u32);
             if le_i32(e, 0) == c && c >= 0 {

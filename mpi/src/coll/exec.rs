@@ -240,7 +240,7 @@ impl Exec {
     ) -> Result<Exec> {
         sched
             .validate(send.len() as u64, recv.len() as u64, members.len() as u32)
-            .map_err(|e| MpiError::Invalid(format!("internal: bad collective schedule: {e}")))?;
+            .map_err(|e| MpiError::Internal { what: format!("bad collective schedule: {e}") })?;
         let n = sched.nodes.len();
         let mut bufs = vec![send, recv];
         bufs.extend(sched.tmp.iter().map(|&l| vec![0u8; l as usize]));
@@ -423,7 +423,7 @@ impl Exec {
 
     /// Progress of a schedule on the device: collect the result once it ended.
     fn device_progress(&mut self, e: &mut Engine, id: OffloadId) -> Result<bool> {
-        let dev = e.offload().ok_or_else(|| MpiError::Invalid("internal: the offload device went away".into()))?;
+        let dev = e.offload().ok_or_else(|| MpiError::Internal { what: "the offload device went away".into() })?;
         if !dev.offload_test(id).map_err(adi::AdiError::from)? {
             return Ok(false);
         }
@@ -482,8 +482,8 @@ impl Exec {
             Kind::Copy | Kind::Calc => {
                 e.charge(HostCost::CopyByte, n.src.len);
                 let op = match n.kind {
-                    Kind::Calc => Some(self.op.clone().ok_or_else(|| {
-                        MpiError::Invalid("internal: a reduction schedule without an operation".into())
+                    Kind::Calc => Some(self.op.clone().ok_or_else(|| MpiError::Internal {
+                        what: "a reduction schedule without an operation".into(),
                     })?),
                     _ => None,
                 };
@@ -553,7 +553,7 @@ impl Exec {
                         finished = true;
                     }
                     Some(Done::Placed { .. } | Done::Cancelled) => {
-                        return Err(MpiError::Invalid("internal: a collective's receive completed unlike one".into()))
+                        return Err(MpiError::Internal { what: "a collective's receive completed unlike one".into() })
                     }
                     None => k += 1,
                 }

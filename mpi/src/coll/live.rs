@@ -60,7 +60,7 @@ impl Context {
     pub(crate) fn live_collectives(&mut self) -> Result<&mut LiveCollectives> {
         self.engine()?
             .hook_mut::<LiveCollectives>()
-            .ok_or_else(|| MpiError::Invalid("internal: the collectives' progress hook is missing".into()))
+            .ok_or_else(|| MpiError::Internal { what: "the collectives' progress hook is missing".into() })
     }
 
     /// Hand `x` to the device if the mode says so and its operation can run

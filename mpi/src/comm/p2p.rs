@@ -325,7 +325,7 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
     let mut c = comm.shared.borrow_mut();
     charge_call(c.engine()?);
     let msg = matched_probe(&mut c, src, tag, comm.ctx, true)?
-        .ok_or_else(|| MpiError::Invalid("internal: probe ended without a message".into()))?;
+        .ok_or_else(|| MpiError::Internal { what: "probe ended without a message".into() })?;
     let st = msg.status();
     let size = std::mem::size_of::<T>();
     let e = c.engine()?;

@@ -18,6 +18,20 @@ pub enum MpiError {
     /// The protocol engine or transport failed.
     #[error(transparent)]
     Engine(#[from] AdiError),
+    /// A message from another process of the job that breaks the library's
+    /// protocol (a corrupt agreement, table or exchange): the peer, or the
+    /// network, is at fault, not the call's arguments (`MPI_ERR_OTHER`).
+    #[error("{what}")]
+    Corrupt {
+        /// What was malformed.
+        what: &'static str,
+    },
+    /// A state the library itself should never reach (`MPI_ERR_INTERN`).
+    #[error("internal: {what}")]
+    Internal {
+        /// What went wrong.
+        what: String,
+    },
     /// The process could not join the job.
     #[error("MPI initialisation failed: {0}")]
     Init(#[from] InitError),

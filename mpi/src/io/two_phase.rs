@@ -121,7 +121,7 @@ fn request(wanted: &[(u64, u64, usize)]) -> Vec<u8> {
 }
 
 fn parse_request(msg: &[u8]) -> Result<Vec<(u64, u64)>> {
-    let bad = || MpiError::Invalid("a corrupt request of a collective read's exchange".into());
+    let bad = || MpiError::Corrupt { what: "a corrupt request of a collective read's exchange" };
     let words: Vec<u64> =
         msg.chunks(8).map(|c| c.try_into().map(u64::from_le_bytes).map_err(|_| bad())).collect::<Result<_>>()?;
     let (&count, pairs) = words.split_first().ok_or_else(bad)?;
@@ -146,7 +146,7 @@ fn reply_of(parts: &[Vec<u8>]) -> Vec<u8> {
 /// The `count` parts of a reply, each the bytes of the part asked (fewer
 /// at the end of the file).
 fn parse_reply(msg: &[u8], count: usize) -> Result<Vec<&[u8]>> {
-    let bad = || MpiError::Invalid("a corrupt reply of a collective read's exchange".into());
+    let bad = || MpiError::Corrupt { what: "a corrupt reply of a collective read's exchange" };
     let mut body = count.checked_mul(8).ok_or_else(bad)?;
     let mut out = Vec::with_capacity(count);
     for i in 0..count {
@@ -164,7 +164,7 @@ fn parse_reply(msg: &[u8], count: usize) -> Result<Vec<&[u8]>> {
 
 /// The pieces of a message, each `(offset, bytes)`, or why it is corrupt.
 fn parse(msg: &[u8]) -> Result<Vec<(u64, &[u8])>> {
-    let bad = || MpiError::Invalid("a corrupt message of a collective write's exchange".into());
+    let bad = || MpiError::Corrupt { what: "a corrupt message of a collective write's exchange" };
     let word = |at: usize| -> Result<u64> {
         let b: [u8; 8] = msg.get(at..at + 8).and_then(|s| s.try_into().ok()).ok_or_else(bad)?;
         Ok(u64::from_le_bytes(b))

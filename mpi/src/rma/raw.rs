@@ -105,7 +105,7 @@ struct Fencing {
 }
 
 fn engine_missing() -> MpiError {
-    MpiError::Invalid("internal: the one-sided progress hook is missing".into())
+    MpiError::Internal { what: "the one-sided progress hook is missing".into() }
 }
 
 impl RawWindow {
@@ -255,8 +255,7 @@ impl RawWindow {
         let peers = table
             .iter()
             .map(|b| {
-                let f =
-                    |r: std::ops::Range<usize>| b.get(r).ok_or_else(|| MpiError::Invalid("short window table".into()));
+                let f = |r: std::ops::Range<usize>| b.get(r).ok_or(MpiError::Corrupt { what: "short window table" });
                 Ok(Peer {
                     size: u64::from_le_bytes(f(0..8)?.try_into().unwrap_or_default()),
                     disp_unit: u32::from_le_bytes(f(8..12)?.try_into().unwrap_or_default()),
