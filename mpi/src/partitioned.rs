@@ -28,7 +28,7 @@
 use std::marker::PhantomData;
 
 use crate::comm::{Communicator, Process, SimpleCommunicator};
-use crate::datatype::{Buffer, Equivalence};
+use crate::datatype::Equivalence;
 use crate::error::{MpiError, PartitionError, Result};
 use crate::request::{Request, Scope};
 use crate::status::Status;
@@ -121,6 +121,11 @@ impl SendPartitions {
         self.waiting
     }
 
+    /// Whether `partition` is marked ready in the current start.
+    pub fn is_ready(&self, partition: usize) -> bool {
+        self.waiting && self.ready.get(partition).copied().unwrap_or(false)
+    }
+
     /// A start (`MPI_Start`): no partition is ready. `Ok(true)`: there are
     /// none, so the message goes now. Refused while the last start waits
     /// for partitions.
@@ -195,32 +200,38 @@ fn partition_count(len: usize, partitions: usize) -> Result<()> {
 }
 
 /// A partitioned send (`MPI_Psend_init`, MPI 4.1 §4.2) of a buffer lent to
-/// the library for `'a`: [`PartitionedSend::start`] it, mark each partition
-/// ready, and [`PartitionedSend::wait`]. It may be started again once
-/// waited for. Dropping it while its message is under way waits for it,
-/// and forgetting it leaves the message to its scope's end, as for any
+/// the library for `'a`: [`PartitionedSend::start`] it, fill each
+/// partition ([`PartitionedSend::partition_mut`]) and mark it ready, and
+/// [`PartitionedSend::wait`]. It may be started again once waited for.
+/// Dropping it while its message is under way waits for it, and
+/// forgetting it leaves the message to its scope's end, as for any
 /// [`Request`].
-pub struct PartitionedSend<'a, Sc: Scope<'a> + Copy> {
+pub struct PartitionedSend<'a, Sc: Scope<'a> + Copy, T: Equivalence> {
     comm: SimpleCommunicator,
     channel: Channel,
     scope: Sc,
-    buf: &'a [u8],
+    /// The caller's buffer, borrowed mutably for `'a`: written only through
+    /// `partition_mut`, which lends no partition marked ready, and none
+    /// while the message is under way.
+    buf: *mut T,
+    len: usize,
     parts: SendPartitions,
     active: Option<Request<'a>>,
+    _buf: PhantomData<&'a mut [T]>,
 }
 
-impl<'a, Sc: Scope<'a> + Copy> PartitionedSend<'a, Sc> {
+impl<'a, Sc: Scope<'a> + Copy, T: Equivalence> PartitionedSend<'a, Sc, T> {
     /// A send of `buf`, cut into `partitions` partitions of the same
     /// number of elements, to `to` with `tag` (at most
     /// [`PARTITIONED_TAG_UB`]). It matches the partitioned receive of the
     /// same rank and tag initialized in the same order (§4.2.2).
-    pub fn init<T: Equivalence>(
+    pub fn init(
         scope: Sc,
         to: &Process<'_>,
-        buf: &'a [T],
+        buf: &'a mut [T],
         partitions: usize,
         tag: Tag,
-    ) -> Result<PartitionedSend<'a, Sc>> {
+    ) -> Result<PartitionedSend<'a, Sc, T>> {
         partition_count(buf.len(), partitions)?;
         let comm = to.comm;
         comm.job_rank(to.rank)?;
@@ -229,10 +240,31 @@ impl<'a, Sc: Scope<'a> + Copy> PartitionedSend<'a, Sc> {
             comm: Channel::comm(comm),
             channel,
             scope,
-            buf: buf.as_bytes(),
+            len: buf.len(),
+            buf: buf.as_mut_ptr(),
             parts: SendPartitions::new(partitions),
             active: None,
+            _buf: PhantomData,
         })
+    }
+
+    /// Partition `partition`'s elements, to fill: any partition while the
+    /// send is not started or is waited for, and in a start those not yet
+    /// marked ready (a ready one may be sent at any time, §4.3).
+    pub fn partition_mut(&mut self, partition: usize) -> Result<&mut [T]> {
+        let n = self.parts.partitions();
+        check_partition(i64::try_from(partition).unwrap_or(i64::MAX), n)?;
+        if self.active.is_some() || self.parts.is_ready(partition) {
+            return Err(PartitionError::Ready { partition }.into());
+        }
+        let each = self.len / n;
+        // SAFETY: `buf` is the caller's `len` elements, borrowed mutably for
+        // 'a by `self`. No message is under way (checked above: the engine
+        // reads the buffer only once every partition is ready, and then
+        // `active` is set until it is waited for), and this partition is
+        // not marked ready, so nothing reads these elements while the
+        // returned borrow (of `self`) lives; partitions do not overlap.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.buf.add(partition * each), each) })
     }
 
     /// Its partitions.
@@ -278,7 +310,14 @@ impl<'a, Sc: Scope<'a> + Copy> PartitionedSend<'a, Sc> {
     /// Every partition is ready: send the whole buffer.
     fn launch(&mut self) -> Result<()> {
         let dest = self.channel.peer();
-        let bytes: &'a [u8] = self.buf;
+        // SAFETY: `buf` is the caller's `len` elements of `T`, borrowed
+        // mutably for 'a (held through `_buf`). Every partition is ready, so
+        // `partition_mut` lends none of them until the request this makes
+        // is waited for (`active`); if `self` is forgotten, the request is
+        // registered with `scope`, whose end waits for it before 'a ends.
+        // So the engine's reads never meet a write, nor outlive the borrow.
+        let bytes: &'a [u8] =
+            unsafe { std::slice::from_raw_parts(self.buf.cast::<u8>(), self.len * std::mem::size_of::<T>()) };
         let process = self.comm.process_at_rank(dest);
         let r = crate::comm::isend_on(&process, self.scope, bytes, self.channel.wire())?;
         self.active = Some(r);

@@ -98,6 +98,13 @@ pub enum PartitionError {
         /// The number given.
         partitions: i64,
     },
+    /// A partition marked ready (or a message under way): its elements
+    /// may be read by the send at any time, so they are not lent to write.
+    #[error("partition {partition} is marked ready (or the message is under way): it can no longer be written in this start")]
+    Ready {
+        /// The partition.
+        partition: usize,
+    },
     /// Partitions marked ready on a send that is not started, or all of
     /// whose partitions are ready already.
     #[error("MPI_Pready on a partitioned send that is not started, or whose partitions are all ready")]

@@ -22,22 +22,40 @@ fn is<T>(r: mpi::Result<T>, what: &str, want: impl Fn(&PartitionError) -> bool) 
     }
 }
 
+/// Fill partition `p` (of 8 elements) of the first send, as a program
+/// computes it between the start and the partition's `ready`.
+fn fill<'a, Sc: mpi::request::Scope<'a> + Copy>(
+    s: &mut PartitionedSend<'a, Sc, u32>,
+    me: i32,
+    round: u32,
+    p: usize,
+) -> R {
+    let part = s.partition_mut(p).map_err(e)?;
+    check!(part.len() == 8, "partition {p} has {} elements", part.len());
+    for (k, v) in part.iter_mut().enumerate() {
+        *v = value(me, 0, round, p * 8 + k);
+    }
+    Ok(())
+}
+
 pub fn partitioned(w: &SimpleCommunicator) -> R {
     let (n, me) = (w.size(), w.rank());
     let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
     let mut first_in = [0u32; 32];
     let mut second_in = [0u32; 6];
     for round in 0..3u32 {
-        let first_out: Vec<u32> = (0..32).map(|i| value(me, 0, round, i)).collect();
-        let second_out: Vec<u32> = (0..6).map(|i| value(me, 1, round, i)).collect();
+        // The first buffer is filled partition by partition after the
+        // start, as a program computes it; the second before.
+        let mut first_out = vec![0u32; 32];
+        let mut second_out: Vec<u32> = (0..6).map(|i| value(me, 1, round, i)).collect();
         mpi::request::scope(|sc| -> R {
             // Two sends with one tag to one peer: they match the receives
             // in the order of their initializations, whatever the order of
             // their starts (§4.2.2).
             let to = w.process_at_rank(next);
             let from = w.process_at_rank(prev);
-            let mut s0 = PartitionedSend::init(sc, &to, &first_out, 4, TAG).map_err(e)?;
-            let mut s1 = PartitionedSend::init(sc, &to, &second_out, 2, TAG).map_err(e)?;
+            let mut s0 = PartitionedSend::init(sc, &to, &mut first_out, 4, TAG).map_err(e)?;
+            let mut s1 = PartitionedSend::init(sc, &to, &mut second_out, 2, TAG).map_err(e)?;
             let mut r0 = PartitionedRecv::init(sc, &from, &mut first_in[..], 4, TAG).map_err(e)?;
             let mut r1 = PartitionedRecv::init(sc, &from, &mut second_in[..], 3, TAG).map_err(e)?;
             check!(s0.partitions() == 4 && r1.partitions() == 3, "partitions as given");
@@ -63,11 +81,21 @@ pub fn partitioned(w: &SimpleCommunicator) -> R {
             is(r0.arrived(4), "a partition the receive lacks", |p| {
                 matches!(p, PartitionError::NoSuchPartition { .. })
             })?;
+            fill(&mut s0, me, round, 3)?;
             s0.ready(3).map_err(e)?;
             is(s0.ready(3), "a partition marked twice", |p| *p == PartitionError::MarkedTwice { partition: 3 })?;
+            is(s0.partition_mut(3), "a ready partition lent to write", |p| {
+                *p == PartitionError::Ready { partition: 3 }
+            })?;
+            fill(&mut s0, me, round, 1)?;
+            fill(&mut s0, me, round, 0)?;
             s0.ready_list(&[1, 0]).map_err(e)?;
             check!(s0.test().map_err(e)?.is_none(), "a send with a partition not ready is not done");
+            fill(&mut s0, me, round, 2)?;
             s0.ready(2).map_err(e)?;
+            is(s0.partition_mut(0), "a partition of a message under way", |p| {
+                *p == PartitionError::Ready { partition: 0 }
+            })?;
             s1.ready_range(0, 1).map_err(e)?;
             // Poll one partition until the message is in.
             let mut polls = 0u64;
@@ -92,12 +120,12 @@ pub fn partitioned(w: &SimpleCommunicator) -> R {
     // A receive forgotten while under way: its scope's end waits for it,
     // and the buffer holds the message after the scope.
     let mut lost = vec![0u64; 4];
-    let out: Vec<u64> = (0..4).map(|i| (me as u64) << 8 | i).collect();
+    let mut out: Vec<u64> = (0..4).map(|i| (me as u64) << 8 | i).collect();
     mpi::request::scope(|sc| -> R {
         let mut r = PartitionedRecv::init(sc, &w.process_at_rank(prev), &mut lost[..], 2, TAG + 1).map_err(e)?;
         r.start().map_err(e)?;
         std::mem::forget(r);
-        let mut s = PartitionedSend::init(sc, &w.process_at_rank(next), &out, 2, TAG + 1).map_err(e)?;
+        let mut s = PartitionedSend::init(sc, &w.process_at_rank(next), &mut out, 2, TAG + 1).map_err(e)?;
         s.start().map_err(e)?;
         s.ready_range(0, 1).map_err(e)?;
         s.wait().map_err(e)?;
@@ -106,8 +134,8 @@ pub fn partitioned(w: &SimpleCommunicator) -> R {
     let want: Vec<u64> = (0..4).map(|i| (prev as u64) << 8 | i).collect();
     check!(lost == want, "the forgotten receive's buffer after its scope: {lost:?}");
     // A buffer that does not cut into its partitions, and a tag too large.
-    let five: &'static [u8] = &[1u8; 5];
-    let none: &'static [u8] = &[];
+    let five: &'static mut [u8] = Box::leak(vec![1u8; 5].into_boxed_slice());
+    let none: &'static mut [u8] = Box::leak(Vec::new().into_boxed_slice());
     let uneven = PartitionedSend::init(mpi::request::StaticScope, &w.process_at_rank(next), five, 2, 0);
     check!(matches!(uneven, Err(MpiError::Invalid(_))), "5 elements into 2 partitions refused");
     let big = mpi::partitioned::PARTITIONED_TAG_UB + 1;
