@@ -161,6 +161,12 @@ int main(int argc, char **argv)
     CHECK(rv[0] == prev && st.MPI_SOURCE == prev, "other half-null isendrecv %d", rv[0]);
     rc = MPI_Isendrecv(sv, 1, MPI_INT, next, -3, rv, 1, MPI_INT, prev, 0, MPI_COMM_WORLD, &q);
     CHECK(rc == MPI_ERR_TAG, "a negative send tag gave %d", rc);
+    /* A receive refuses a negative tag before it waits: a predefined type
+     * (the fast path), and from MPI_PROC_NULL. */
+    rc = MPI_Recv(rv, 1, MPI_INT, prev, -3, MPI_COMM_WORLD, &st);
+    CHECK(rc == MPI_ERR_TAG, "a negative receive tag gave %d", rc);
+    rc = MPI_Recv(rv, 1, MPI_INT, MPI_PROC_NULL, -3, MPI_COMM_WORLD, &st);
+    CHECK(rc == MPI_ERR_TAG, "a negative receive tag from MPI_PROC_NULL gave %d", rc);
 
     /* MPI_Request_get_status* observe completion without freeing: the
      * wait after them reports the same status. Then null requests. */

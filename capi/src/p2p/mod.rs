@@ -206,17 +206,18 @@ unsafe fn recv(
     status: *mut MpiStatus,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
-    let tag = recv_tag(tag)?;
     // The fast path: a predefined type, received into the caller's bytes.
     if let (Some(len), true) = (direct_bytes(count, dt), source != MPI_PROC_NULL) {
-        let p = if len == 0 { std::ptr::null_mut() } else { buf.cast::<u8>() };
+        // A negative tag other than MPI_ANY_TAG is `raw::recv`'s to refuse
+        // (`MpiError::InvalidTag`, MPI_ERR_TAG), before it waits for anything.
+        let tag = (tag != MPI_ANY_TAG).then_some(tag);
         if len > 0 && near_null(buf.cast(), 0) {
             return Err(Fail::new(MPI_ERR_BUFFER, "the receive buffer is a null pointer"));
         }
         // SAFETY: `buf` has room for `len` bytes (`count` elements of the predefined `dt`), writable for this call
         // (`recv`'s `# Safety`, from MPI_Recv's caller, MPI 4.1 §3.2.4), and is not null (checked above) when `len` >
-        // 0; a 0-byte receive gets a null `p` and writes nothing. That is `raw::recv`'s requirement.
-        let s = unsafe { from_source!(c, source, from => raw::recv(from, p, len, tag)) }?;
+        // 0. That is `raw::recv`'s requirement, which touches no byte of a 0-byte receive, whatever its pointer.
+        let s = unsafe { from_source!(c, source, from => raw::recv(from, buf.cast(), len, tag)) }?;
         // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call (`recv`'s
         // `# Safety`, MPI 4.1 §3.2.5), which is `put_status`'s requirement.
         unsafe { put_status(status, c_status(&s)) };
@@ -241,11 +242,12 @@ unsafe fn recv_derived(
     count: c_int,
     dt: Handle,
     source: c_int,
-    tag: Option<c_int>,
+    tag: c_int,
     comm: Handle,
     status: *mut MpiStatus,
 ) -> R<()> {
     let c = &st.comm(comm)?.comm;
+    let tag = recv_tag(tag)?;
     let span = st.span(count, dt)?;
     if source == MPI_PROC_NULL {
         // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call
