@@ -372,12 +372,23 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// Awake again (after [`ShmTransport::going_to_sleep`]); an error if
-    /// nothing waits and a peer of this host died without leaving.
+    /// Awake again, after a wait elsewhere that may have called
+    /// [`ShmTransport::going_to_sleep`]. If it did (its spin ran out), an
+    /// error if nothing waits and a peer of this host died without
+    /// leaving, as [`Transport::idle`] checks after its own spin.
+    ///
+    /// A wait that ended while spinning asks nothing: the check is a
+    /// system call per peer (`kill(pid, 0)`), and a rank whose messages
+    /// come over the socket would pay it on every one (0.25–0.3 us of a
+    /// 3.4 us message between hosts, docs/BENCHMARKS.md).
     pub fn awake(&mut self) -> Result<(), TransportError> {
-        self.me.word32(H_ASLEEP).store(0, Ordering::SeqCst);
+        let slept = self.me.word32(H_ASLEEP).swap(0, Ordering::SeqCst) != 0;
         self.woken.flag.store(false, Ordering::SeqCst);
-        self.check_peers_alive()
+        if slept {
+            self.check_peers_alive()
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -727,6 +738,45 @@ mod tests {
         for t in threads {
             t.join().expect("a rank");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A peer of this host whose process ended without leaving is found
+    /// once a wait has gone to sleep (its spin ran out), not by a wait
+    /// that ended while spinning: that look is a system call per peer,
+    /// and a rank whose messages come over the socket (`PerPeer`) would
+    /// pay it on every message.
+    #[test]
+    fn a_dead_peer_is_found_after_a_sleep_not_at_every_wake() {
+        let dir = std::env::temp_dir().join(format!("adi-shm-dead-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let j = job(&dir, 1, 2);
+        let other = std::thread::spawn(move || {
+            let t = ShmTransport::open(&j).expect("open rank 1");
+            // Held open (not finalized, so not "left") until rank 0 is done.
+            std::thread::park();
+            drop(t);
+        });
+        let mut t = ShmTransport::open(&job(&dir, 0, 2)).expect("open rank 0");
+        assert!(t.awake().is_ok() && !t.going_to_sleep() && t.awake().is_ok(), "rank 1 is alive");
+        // Rank 1's process, as far as rank 0 knows, is one that has ended.
+        let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
+        t.pids[1] = gone.id() as i32;
+        gone.wait().expect("reap true");
+        assert!(t.awake().is_ok(), "a wait that never went to sleep looked for dead peers");
+        assert!(!t.going_to_sleep());
+        match t.awake() {
+            Err(TransportError::PeerLost { rank: 1, reason }) => {
+                assert!(reason.contains("ended without leaving"), "{reason}")
+            }
+            other => panic!("a dead peer after a sleep gave {other:?}"),
+        }
+        // Its own wait, alone: the spin runs out, the sleep is one slice.
+        let e = t.idle().expect_err("idle with a dead peer");
+        assert!(matches!(e, TransportError::PeerLost { rank: 1, .. }), "{e}");
+        other.thread().unpark();
+        other.join().expect("rank 1");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
