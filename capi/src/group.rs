@@ -326,7 +326,7 @@ unsafe fn create_multiple(
     with_state(call, comm, |st| {
         let made = cell.borrow_mut().take().and_then(|m| m.take());
         let c = made.unwrap_or_else(|| {
-            Err(mpi::MpiError::Invalid("internal: the new communicator's operation completed without it".into()))
+            Err(mpi::MpiError::Internal { what: "the new communicator's operation completed without it".into() })
         })?;
         let h = crate::comm_table::register(st, c, comm)?;
         finish(st, h)?;

@@ -139,7 +139,22 @@ impl From<MpiError> for Fail {
             | MpiError::Truncated { .. }
             | MpiError::Engine(AdiError::Truncated { .. }) => MPI_ERR_TRUNCATE,
             MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
-            MpiError::Invalid(_) | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
+            MpiError::Arg(_)
+            | MpiError::Signature(_)
+            | MpiError::TopologyArg(_)
+            | MpiError::Join(_)
+            | MpiError::View(_)
+            | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
+            MpiError::Collective(c) => match c {
+                mpi::CollectiveError::BlockSize { .. }
+                | mpi::CollectiveError::InterBlock { .. }
+                | mpi::CollectiveError::GroupsDiffer { .. } => MPI_ERR_TRUNCATE,
+                mpi::CollectiveError::DifferentCalls { .. } | mpi::CollectiveError::FailedAt { .. } => MPI_ERR_OTHER,
+                _ => MPI_ERR_ARG,
+            },
+            MpiError::Inter(i) if i.is_wrong_kind() => MPI_ERR_COMM,
+            MpiError::Inter(_) => MPI_ERR_ARG,
+            MpiError::Context(_) | MpiError::Malformed { .. } => MPI_ERR_OTHER,
             MpiError::Topology { .. } => MPI_ERR_TOPOLOGY,
             MpiError::Dims(_) => MPI_ERR_DIMS,
             MpiError::TooLarge(_) => MPI_ERR_COUNT,
@@ -883,5 +898,24 @@ mod tests {
         assert_eq!(class(mpi::WinError::Freed.into()), MPI_ERR_WIN);
         assert_eq!(class(mpi::SpawnError::NoRoom.into()), MPI_ERR_SPAWN);
         assert_eq!(class(mpi::PortError::Corrupt.into()), MPI_ERR_PORT);
+        // What was `MpiError::Invalid(String)`, all MPI_ERR_ARG: the
+        // argument errors keep that class, the others have their own.
+        assert_eq!(class(mpi::ArgError::SplitColor { color: -3 }.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::SignatureError::OriginTarget { origin: 8, target: 4 }.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::TopologyArgError::Nodes { nnodes: 0 }.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::io::ViewError::EmptyEtype.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::JoinError::Closed { fd: 3 }.into()), MPI_ERR_ARG);
+        let e = mpi::CollectiveError::BlockSize { rank: 2, got: 8, want: 4 };
+        assert_eq!(class(e.into()), MPI_ERR_TRUNCATE);
+        let e = mpi::CollectiveError::DifferentCalls { rank: 1, theirs: "a".into(), mine: "b".into(), seq: 3 };
+        assert_eq!(class(e.into()), MPI_ERR_OTHER);
+        let e = mpi::CollectiveError::Arrays { call: "x".into(), counts: 1, displs: 2, size: 3 };
+        assert_eq!(class(e.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::InterError::NotInter.into()), MPI_ERR_COMM);
+        assert_eq!(class(mpi::InterError::LeaderIsSelf.into()), MPI_ERR_ARG);
+        assert_eq!(class(mpi::ContextError::Exhausted { agreed: 1, total: 2 }.into()), MPI_ERR_OTHER);
+        assert_eq!(class(MpiError::Malformed { from: 1, what: "x".into() }), MPI_ERR_OTHER);
+        assert_eq!(class(MpiError::Request(mpi::RequestMisuse::Completed { call: "wait".into() })), MPI_ERR_REQUEST);
+        assert_eq!(class(MpiError::Ranks(mpi::RankError::Twice { rank: 1 })), MPI_ERR_RANK);
     }
 }

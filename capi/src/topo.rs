@@ -477,7 +477,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         let c = match args {
             Ok((s, deg, d, w)) => comm.create_dist_graph(s, deg, d, w, reorder != 0)?,
             Err(f) => {
-                comm.create_dist_graph_failed(mpi::MpiError::Invalid(f.msg.clone()));
+                let why = mpi::ArgError::Missing("this process's arguments to MPI_Dist_graph_create could not be read");
+                comm.create_dist_graph_failed(why.into());
                 return Err(f);
             }
         };

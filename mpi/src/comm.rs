@@ -239,7 +239,7 @@ impl SimpleCommunicator {
         for &r in ranks {
             self.job_rank(r)?;
             if !seen.insert(r) {
-                return Err(MpiError::Invalid(format!("rank {r} is in the group twice")));
+                return Err(MpiError::Ranks(crate::error::RankError::Twice { rank: r }));
             }
         }
         let Some(me) = ranks.iter().position(|&r| r == self.rank) else {

@@ -25,10 +25,7 @@ pub(crate) const DUP_BASE: u32 = 1 << 30;
 /// for the `ids` it takes below [`DUP_BASE`].
 pub(crate) fn check_agreed(ctx: u32, ids: u32) -> Result<()> {
     if ctx.checked_add(ids).is_none_or(|end| end > DUP_BASE) {
-        return Err(MpiError::Invalid(format!(
-            "no context id is left for a new communicator (agreed on {ctx}; {DUP_BASE} ids in all): \
-             free communicators the program no longer uses"
-        )));
+        return Err(crate::error::ContextError::Exhausted { agreed: ctx, total: DUP_BASE }.into());
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ use std::rc::Rc;
 
 use crate::coll::exec::CollKind;
 use crate::comm::{SimpleCommunicator, SELF_CTX};
+use crate::error::ContextError;
 use crate::staged::Staged;
 use crate::{MpiError, Rank, Result, Tag};
 
@@ -259,7 +260,7 @@ impl SimpleCommunicator {
         self.intra_only("immediate_split")?;
         let color = match color {
             crate::comm::Color::With(v) if v < 0 => {
-                return Err(MpiError::Invalid(format!("split color {v} must be non-negative")));
+                return Err(crate::error::ArgError::SplitColor { color: v }.into());
             }
             crate::comm::Color::With(v) => v,
             crate::comm::Color::Undefined => -1,
@@ -294,7 +295,7 @@ impl SimpleCommunicator {
         for &r in ranks {
             members.push(self.job_rank(r)?);
             if !seen.insert(r) {
-                return Err(MpiError::Invalid(format!("rank {r} is in the group twice")));
+                return Err(MpiError::Ranks(crate::error::RankError::Twice { rank: r }));
             }
         }
         Ok(members)
@@ -326,13 +327,7 @@ impl SimpleCommunicator {
             let k = sh.next_dup;
             let ctx = u64::from(DUP_BASE) + 4 * (u64::from(leader) + u64::from(job) * u64::from(k));
             if ctx + 8 > u64::from(SELF_CTX) {
-                return Err(MpiError::Invalid(format!(
-                    "{}: process {leader} has handed out all its {k} context ids for communicators it \
-                     leads (every MPI_Comm_dup and MPI_Comm_idup of the C API takes one, and so do, \
-                     under MPI_THREAD_MULTIPLE, communicators made from groups); they are not reused: \
-                     duplicate once and keep the duplicate instead of duplicating in a loop",
-                    b.call
-                )));
+                return Err(ContextError::LeaderExhausted { call: b.call.to_string(), leader, given: k }.into());
             }
             sh.next_dup = k + 1;
             recv[..4].copy_from_slice(&(ctx as u32).to_le_bytes());
@@ -355,11 +350,9 @@ impl SimpleCommunicator {
             let ctx = u32::from_le_bytes(word(0));
             let sent = i32::from_le_bytes(word(4));
             check_handed(call, ctx, leader, job).and_then(|()| match tag {
-                Some(t) if t != sent => Err(MpiError::Invalid(format!(
-                    "{call}: the context id from process {leader} was for the call with tag {sent}, \
-                     not this one's {t}: calls under way at once on overlapping groups must have \
-                     tags that differ in their low 14 bits"
-                ))),
+                Some(t) if t != sent => {
+                    Err(ContextError::OtherCall { call: call.to_string(), leader, sent, tag: t }.into())
+                }
                 _ => make(ctx),
             })
         }))
@@ -415,9 +408,7 @@ impl SimpleCommunicator {
 fn check_handed(call: &str, ctx: u32, leader: u32, job: u32) -> Result<()> {
     let block = ctx.checked_sub(DUP_BASE).map(|d| (d % 4, d / 4));
     if !matches!(block, Some((0, b)) if b % job == leader) || ctx > SELF_CTX - 8 {
-        return Err(MpiError::Invalid(format!(
-            "{call}: context id {ctx} from its leader (process {leader}) is not one it may hand out"
-        )));
+        return Err(ContextError::NotTheLeaders { call: call.to_string(), ctx, leader }.into());
     }
     Ok(())
 }

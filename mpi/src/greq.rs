@@ -71,7 +71,9 @@ impl<G: Generalized> Pending for Operation<G> {
     }
 
     fn cannot_cancel(&self) -> MpiError {
-        MpiError::Invalid("a generalized request is cancelled by its cancel callback".into())
+        MpiError::Request(crate::error::RequestMisuse::NotCancellable {
+            what: "a generalized request but by its cancel callback",
+        })
     }
 
     fn cancel(&self) -> Result<()> {

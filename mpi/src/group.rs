@@ -107,7 +107,7 @@ impl Group {
         let mut out = Vec::new();
         for &[first, last, stride] in ranges {
             if stride == 0 {
-                return Err(MpiError::Invalid("a range has stride 0".into()));
+                return Err(crate::error::ArgError::ZeroStride.into());
             }
             let mut r = first;
             while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(a.include(&[5]).unwrap_err().to_string(), "rank 5 is not in a group of 5 processes");
         assert!(matches!(a.exclude(&[1, 1]), Err(MpiError::Ranks(RankError::Twice { rank: 1 }))));
         assert_eq!(a.ranges(&[[4, 0, -2]]).expect("ranges"), [4, 2, 0]);
-        assert!(matches!(a.ranges(&[[0, 4, 0]]), Err(MpiError::Invalid(_))));
+        assert!(matches!(a.ranges(&[[0, 4, 0]]), Err(MpiError::Arg(crate::error::ArgError::ZeroStride))));
         assert!(matches!(a.ranges(&[[0, 4, 1], [0, 0, 1]]), Err(MpiError::Ranks(RankError::TooMany { size: 5 }))));
     }
 

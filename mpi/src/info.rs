@@ -83,7 +83,7 @@ impl Info {
         self.pairs
             .get(n)
             .map(|p| p.0.as_str())
-            .ok_or_else(|| MpiError::Invalid(format!("key number {n} of an info with {} keys", self.pairs.len())))
+            .ok_or_else(|| crate::error::ArgError::InfoKeyNumber { n, keys: self.pairs.len() }.into())
     }
 
     /// Whether `key` is set to `value` (a hint test).

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use crate::coll::{IntoOperation, Root};
 use crate::comm::{Communicator, Group, Inter, SimpleCommunicator};
 use crate::datatype::Equivalence;
-use crate::error::{MpiError, Result};
+use crate::error::{CollectiveError, InterError, MpiError, Result};
 use crate::{Rank, Tag};
 
 /// The root argument of a rooted intercommunicator collective (§6.2.2).
@@ -75,11 +75,7 @@ fn unwords(b: &[u8]) -> Result<Vec<u32>> {
 /// of data sent must equal the amount received).
 fn place(into: &mut [u8], got: &[u8], call: &str) -> Result<()> {
     if got.len() != into.len() {
-        return Err(MpiError::Invalid(format!(
-            "{call} on an intercommunicator: {} bytes arrived for a block of {}",
-            got.len(),
-            into.len()
-        )));
+        return Err(CollectiveError::InterBlock { call: call.to_string(), got: got.len(), want: into.len() }.into());
     }
     into.copy_from_slice(got);
     Ok(())
@@ -100,13 +96,13 @@ impl SimpleCommunicator {
     /// An error naming `what` on an intercommunicator.
     pub(crate) fn intra_only(&self, what: &str) -> Result<()> {
         if self.is_inter() {
-            return Err(MpiError::Invalid(format!("{what} is not available on an intercommunicator in this library")));
+            return Err(InterError::IntraOnly { what: what.to_string() }.into());
         }
         Ok(())
     }
 
     fn inter_parts(&self) -> Result<&Inter> {
-        self.inter.as_deref().ok_or_else(|| MpiError::Invalid("not an intercommunicator".into()))
+        self.inter.as_deref().ok_or(MpiError::Inter(InterError::NotInter))
     }
 
     /// Make an intercommunicator between this communicator's group and
@@ -128,10 +124,7 @@ impl SimpleCommunicator {
             let them = peer.job_rank(remote_leader)?;
             let me = self.group.members[self.rank as usize];
             if them == me {
-                return Err(MpiError::Invalid(
-                    "MPI_Intercomm_create: the remote leader is this process; the groups must be disjoint (§7.6.2)"
-                        .into(),
-                ));
+                return Err(InterError::LeaderIsSelf.into());
             }
             let mine: Vec<u32> = [ctx].into_iter().chain(self.group.members.iter().copied()).collect();
             let low = me < them;
@@ -198,9 +191,7 @@ impl SimpleCommunicator {
                     return Err(match kind {
                         FAILED_PORT => crate::error::PortError::AtLeader { call }.into(),
                         FAILED_SPAWN => crate::error::SpawnError::AtLeader { call }.into(),
-                        _ => {
-                            MpiError::Invalid(format!("{call} failed at the local leader (its error names the cause)"))
-                        }
+                        _ => InterError::AtLeader { call }.into(),
                     });
                 }
                 [ctx, low, ref remote @ ..] => (ctx, low != 0, remote.to_vec()),
@@ -209,9 +200,7 @@ impl SimpleCommunicator {
         };
         self.check_agreed(ctx, &remote)?;
         if let Some(m) = remote.iter().find(|&&m| self.group.comm_rank(m) >= 0) {
-            return Err(MpiError::Invalid(format!(
-                "{call}: process {m} is in both groups; the groups must be disjoint (§7.6.2)"
-            )));
+            return Err(InterError::NotDisjoint { call: call.to_string(), process: *m }.into());
         }
         Ok(self.inter_from(ctx, self.group.members.clone(), remote, low))
     }
@@ -225,9 +214,7 @@ impl SimpleCommunicator {
         let n = self.shared.borrow_mut().engine()?.size();
         let mut seen = std::collections::HashSet::new();
         if let Some(m) = remote.iter().find(|&&m| m >= n || !seen.insert(m)) {
-            return Err(MpiError::Invalid(format!(
-                "intercommunicator agreement: remote member {m} is repeated or not one of the job's {n} processes"
-            )));
+            return Err(crate::error::ContextError::RemoteMember { member: *m, size: n }.into());
         }
         Ok(())
     }
@@ -432,7 +419,13 @@ impl SimpleCommunicator {
         let i = self.inter_parts()?;
         let n = i.remote.members.len();
         if send.len() != n || recv.len() != n {
-            return Err(MpiError::Invalid(format!("{call}: one block per remote process ({n}) is needed")));
+            return Err(CollectiveError::RemoteBlocks {
+                call: call.to_string(),
+                send: send.len(),
+                recv: recv.len(),
+                remote: n,
+            }
+            .into());
         }
         let sends = |c: &Self| send.iter().enumerate().try_for_each(|(r, b)| c.coll_send(r as Rank, t, b));
         if i.low {
@@ -531,13 +524,13 @@ impl SimpleCommunicator {
         let i = self.inter_parts()?;
         let size = std::mem::size_of::<T>();
         if counts.len() != self.group.members.len() || send.len() != counts.iter().sum::<usize>() {
-            return Err(MpiError::Invalid(format!(
-                "MPI_Reduce_scatter on an intercommunicator: {} counts for {} processes, {} elements to send for {}",
-                counts.len(),
-                self.group.members.len(),
-                send.len(),
-                counts.iter().sum::<usize>()
-            )));
+            return Err(CollectiveError::ReduceScatterCounts {
+                counts: counts.len(),
+                size: self.group.members.len(),
+                send: send.len(),
+                total: counts.iter().sum::<usize>(),
+            }
+            .into());
         }
         let acc = self.local_reduce(send, op)?;
         if i.local.rank != 0 {
@@ -556,11 +549,7 @@ impl SimpleCommunicator {
             at += k * size;
         }
         if !agreed {
-            return Err(MpiError::Invalid(format!(
-                "MPI_Reduce_scatter on an intercommunicator: the other group reduced {} bytes, this one {}; both groups must send the same number of elements",
-                theirs.len(),
-                acc.len() * size
-            )));
+            return Err(CollectiveError::GroupsDiffer { theirs: theirs.len(), ours: acc.len() * size }.into());
         }
         place(bytemuck::cast_slice_mut(recv), &theirs[..counts[0] * size], "MPI_Reduce_scatter")
     }

@@ -63,9 +63,10 @@ pub use comm::{
     raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
-    AttachError, BufferError, ConversionError, DimsError, InitError, KeyvalError, MpiError, OpError, Overflow,
-    PartitionError, PortError, RankError, RequestMisuse, Result, RmaRangeError, RmaSharedError, RmaSyncError,
-    ServiceError, SpawnError, WinError, WinSizeError,
+    ArgError, AttachError, BufferError, CollectiveError, ContextError, ConversionError, DarrayProblem, DimsError,
+    InitError, InterError, JoinError, KeyvalError, MpiError, OpError, Overflow, PartitionError, PortError, RankError,
+    RequestMisuse, Result, RmaRangeError, RmaSharedError, RmaSyncError, ServiceError, SignatureError, SpawnError,
+    TopologyArgError, WinError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

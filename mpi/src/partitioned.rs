@@ -193,9 +193,7 @@ fn partition_count(len: usize, partitions: usize) -> Result<()> {
     };
     match even {
         true => Ok(()),
-        false => Err(MpiError::Invalid(format!(
-            "a buffer of {len} elements does not cut into {partitions} partitions of the same number of elements"
-        ))),
+        false => Err(PartitionError::Uneven { len, partitions }.into()),
     }
 }
 
@@ -465,7 +463,7 @@ impl<'a, Sc: Scope<'a> + Copy, T: Equivalence> PartitionedRecv<'a, Sc, T> {
     /// The buffer, between a completed receive and the next start.
     pub fn data(&self) -> Result<&[T]> {
         if self.active.is_some() || self.arrived.is_some() {
-            return Err(MpiError::Invalid("the partitioned receive is under way: wait for it first".into()));
+            return Err(PartitionError::UnderWay.into());
         }
         // SAFETY: `buf` is the caller's `len` elements, borrowed mutably
         // for 'a by `self`, and no receive is under way (checked above): the

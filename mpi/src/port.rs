@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use adi::{Source as AdiSource, TagSel};
 
 use crate::comm::SimpleCommunicator;
-use crate::error::PortError;
+use crate::error::{JoinError, PortError};
 use crate::{MpiError, Rank, Result, ServiceError};
 
 /// The prefix of this library's port names.
@@ -167,7 +167,7 @@ impl SimpleCommunicator {
             if port_error {
                 MpiError::Port(PortError::RootRefused)
             } else {
-                MpiError::Invalid(format!("{call}: the root's arguments were refused"))
+                MpiError::Inter(crate::error::InterError::RootRefused { call: call.to_string() })
             }
         };
         match self.intercomm_with(root, MEMBERS_TAG, "MPI_Comm_accept/connect", |_| Err(refused("the call"))) {
@@ -221,11 +221,7 @@ impl SimpleCommunicator {
         })?;
         let [their_job, them, their_next] = theirs;
         if their_job != job || them == me || them >= self.shared.borrow_mut().engine()?.size() {
-            return Err(MpiError::Invalid(format!(
-                "MPI_Comm_join: the process at the other end of the socket is not another process of this job \
-                 (it said job {their_job}, rank {them}; this is job {job}, rank {me}): this library joins \
-                 processes of one job"
-            )));
+            return Err(JoinError::NotThisJob { their_job, them, job, me }.into());
         }
         let ctx = next.max(their_next);
         crate::context::check_agreed(ctx, 4)?;
@@ -236,11 +232,8 @@ impl SimpleCommunicator {
 /// Send `mine` over socket `fd` and read the peer's three words, calling
 /// `pass` (simulated: 0-timeout polls) while none has come.
 fn exchange_over(fd: i32, mine: &[u32; 3], simulated: bool, pass: &mut dyn FnMut() -> Result<()>) -> Result<[u32; 3]> {
-    let os = |what: &str| {
-        MpiError::Invalid(format!(
-            "MPI_Comm_join: {what} socket descriptor {fd} failed: {} (it must be a connected stream socket)",
-            std::io::Error::last_os_error()
-        ))
+    let os = |what: &'static str| -> MpiError {
+        JoinError::Socket { what, fd, os: std::io::Error::last_os_error().to_string() }.into()
     };
     let out = words(mine);
     let mut at = 0;
@@ -276,11 +269,7 @@ fn exchange_over(fd: i32, mine: &[u32; 3], simulated: bool, pass: &mut dyn FnMut
         let n = unsafe { libc::read(fd, got[at..].as_mut_ptr().cast(), got.len() - at) };
         match n {
             n if n > 0 => at += n as usize,
-            0 => {
-                return Err(MpiError::Invalid(format!(
-                    "MPI_Comm_join: the other end of socket {fd} closed it before saying who it is"
-                )))
-            }
+            0 => return Err(JoinError::Closed { fd }.into()),
             _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
             _ => return Err(os("reading from")),
         }

@@ -28,12 +28,12 @@ use std::rc::Rc;
 use crate::coll::schedule::{Builder, Slice, BUF_RECV, BUF_SEND};
 use crate::comm::{Color, Communicator, SimpleCommunicator};
 use crate::datatype::Equivalence;
-use crate::error::{MpiError, Result};
+use crate::error::{MpiError, Result, TopologyArgError};
 use crate::request::Request;
 use crate::{Count, Rank};
 
 pub use crate::topology::*;
-use crate::topology::{edge_list, invalid, triples};
+use crate::topology::{edge_list, triples};
 
 impl SimpleCommunicator {
     /// The communicator's topology, if it has one (`MPI_Topo_test`).
@@ -51,7 +51,7 @@ impl SimpleCommunicator {
     fn first(&self, size: Count, what: &str) -> Result<Option<SimpleCommunicator>> {
         self.intra_only(what)?;
         if size > self.size() {
-            return Err(invalid(format!("{what} has {size} processes, but the communicator {}", self.size())));
+            return Err(TopologyArgError::TooLarge { what: what.to_string(), size, comm: self.size() }.into());
         }
         let color = if self.rank() < size { Color::With(0) } else { Color::Undefined };
         self.split_by_color_with_key(color, self.rank())
@@ -122,7 +122,7 @@ impl SimpleCommunicator {
     pub fn create_dist_graph_failed(&self, why: MpiError) -> MpiError {
         match self.agree_dist_graph(Err(why)) {
             Err(e) => e,
-            Ok(_) => invalid("internal: a failed dist_graph_create succeeded".into()),
+            Ok(_) => MpiError::Internal { what: "a failed dist_graph_create succeeded".into() },
         }
     }
 
@@ -140,12 +140,13 @@ impl SimpleCommunicator {
         let table = self.allgather_bytes(&entry)?;
         mine?;
         if let Some(r) = table.iter().position(|e| e.first() != Some(&0)) {
-            return Err(invalid(format!("process {r} gave dist_graph_create invalid edges")));
+            return Err(TopologyArgError::AtProcess { rank: r as i32 }.into());
         }
         let (me, size) = (self.rank(), self.size());
         let (mut src, mut sw, mut dst, mut dw, mut weighted) = (vec![], vec![], vec![], vec![], false);
         for e in &table {
-            let (flag, edges) = e[1..].split_last().ok_or_else(|| invalid("internal: an empty edge list".into()))?;
+            let (flag, edges) =
+                e[1..].split_last().ok_or(MpiError::Corrupt { what: "an empty edge list in dist_graph_create" })?;
             weighted |= *flag != 0;
             for (s, t, w) in triples(edges)? {
                 if t == me {
@@ -174,7 +175,7 @@ impl SimpleCommunicator {
         };
         let (color, key, sub) = cart.sub(self.rank(), remain)?;
         let c = self.split_by_color_with_key(Color::With(color), key)?;
-        let c = c.ok_or_else(|| invalid("internal: a Cartesian sub-grid without this process".into()))?;
+        let c = c.ok_or_else(|| MpiError::Internal { what: "a Cartesian sub-grid without this process".into() })?;
         Ok(c.with_topology(Topology::Cartesian(sub)))
     }
 
@@ -215,13 +216,12 @@ impl SimpleCommunicator {
         for (what, blocks, cap) in [("send", sends, send.len()), ("receive", recvs, recv.len())] {
             for (i, blk) in blocks.iter().enumerate() {
                 if blk.off.checked_add(blk.len).is_none_or(|e| e > cap) {
-                    return Err(invalid(format!(
-                        "{what} block {i} ({} bytes at {}) ends beyond the {cap}-byte buffer",
-                        blk.len, blk.off
-                    )));
+                    return Err(
+                        TopologyArgError::Block { which: what, block: i, len: blk.len, off: blk.off, cap }.into()
+                    );
                 }
                 if blk.edge.round >= MAX_PARALLEL_EDGES {
-                    return Err(invalid(format!("{what} block {i}: round {} is too large", blk.edge.round)));
+                    return Err(TopologyArgError::Round { which: what, block: i, round: blk.edge.round }.into());
                 }
                 match blk.edge.peer {
                     Some(p) if !(0..size).contains(&p) => return Err(MpiError::InvalidRank { rank: p, size }),
@@ -270,11 +270,12 @@ impl SimpleCommunicator {
         let (inc, out) = self.edges_here("neighbor_all_to_all_into")?;
         let k = if out.is_empty() { 0 } else { std::mem::size_of_val(send) / out.len() };
         if k * out.len() != std::mem::size_of_val(send) {
-            return Err(invalid(format!(
-                "neighbor_all_to_all_into: {} send elements do not split into {} blocks",
-                send.len(),
-                out.len()
-            )));
+            return Err(crate::error::CollectiveError::Unequal {
+                call: "neighbor_all_to_all_into".into(),
+                bytes: std::mem::size_of_val(send),
+                size: out.len(),
+            }
+            .into());
         }
         let sends: Vec<Block> = out.iter().enumerate().map(|(j, &edge)| Block { edge, off: j * k, len: k }).collect();
         self.typed_exchange(send, &sends, recv, &inc, k, "neighbor_all_to_all_into")
@@ -291,11 +292,13 @@ impl SimpleCommunicator {
     ) -> Result<()> {
         let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
         if k * inc.len() != out.len() {
-            return Err(invalid(format!(
-                "{what}: the receive buffer has {} bytes, not {} neighbors × {k}",
-                out.len(),
-                inc.len()
-            )));
+            return Err(TopologyArgError::NeighborBuffer {
+                call: what.to_string(),
+                bytes: out.len(),
+                neighbors: inc.len(),
+                block: k,
+            }
+            .into());
         }
         let recvs: Vec<Block> = inc.iter().enumerate().map(|(i, &edge)| Block { edge, off: i * k, len: k }).collect();
         self.neighbor_exchange(bytemuck::cast_slice(send), sends, out, &recvs)

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::error::{DimsError, MpiError, Result};
+use crate::error::{DimsError, MpiError, Result, TopologyArgError};
 use crate::{Count, Rank};
 
 /// The most edges between the same two processes in one direction that a
@@ -75,17 +75,13 @@ pub struct Block {
     pub len: usize,
 }
 
-pub(crate) fn invalid(msg: String) -> MpiError {
-    MpiError::Invalid(msg)
-}
-
 /// Fill the zero entries of `dims` with a balanced factorization (§8.5.2,
 /// `MPI_Dims_create`): their product with the given entries is `nnodes`,
 /// the filled values as close to each other as possible and in
 /// non-increasing order.
 pub fn dims_create(nnodes: Count, dims: &mut [Count]) -> Result<()> {
     if nnodes < 1 {
-        return Err(invalid(format!("dims_create: nnodes {nnodes} is not positive")));
+        return Err(TopologyArgError::Nodes { nnodes }.into());
     }
     if let Some(&d) = dims.iter().find(|&&d| d < 0) {
         return Err(MpiError::Dims(DimsError::Negative { value: d }));
@@ -223,10 +219,7 @@ pub(crate) fn numbered(peers: &[Rank]) -> Result<Vec<Edge>> {
         .map(|&p| {
             let k = seen.entry(p).or_insert(0);
             if *k >= MAX_PARALLEL_EDGES {
-                return Err(invalid(format!(
-                    "more than {MAX_PARALLEL_EDGES} edges between this process and {p}: \
-                     a neighborhood collective cannot tell them apart"
-                )));
+                return Err(TopologyArgError::ParallelEdges { peer: p, max: MAX_PARALLEL_EDGES }.into());
             }
             *k += 1;
             Ok(Edge { peer: Some(p), round: *k - 1 })
@@ -240,7 +233,13 @@ impl Cartesian {
     /// at most `i32::MAX` processes.
     pub fn new(dims: &[Count], periods: &[bool]) -> Result<Cartesian> {
         if dims.len() != periods.len() {
-            return Err(invalid(format!("{} dimensions but {} periods", dims.len(), periods.len())));
+            return Err(TopologyArgError::Lengths {
+                a: dims.len(),
+                a_what: "dimensions",
+                b: periods.len(),
+                b_what: "periods",
+            }
+            .into());
         }
         if let Some((d, &e)) = dims.iter().enumerate().find(|(_, &e)| e <= 0) {
             return Err(MpiError::Dims(DimsError::Extent { dim: d, extent: e }));
@@ -271,7 +270,13 @@ impl Cartesian {
     /// periodic dimension wraps around; outside another one it is an error.
     pub fn rank_of(&self, coords: &[Count]) -> Result<Rank> {
         if coords.len() != self.dims.len() {
-            return Err(invalid(format!("{} coordinates for a {}-dimensional grid", coords.len(), self.dims.len())));
+            return Err(TopologyArgError::Lengths {
+                a: coords.len(),
+                a_what: "coordinates",
+                b: self.dims.len(),
+                b_what: "dimensions",
+            }
+            .into());
         }
         let mut r: i64 = 0;
         for (d, ((&c, &e), &p)) in coords.iter().zip(&self.dims).zip(&self.periods).enumerate() {
@@ -280,9 +285,7 @@ impl Cartesian {
             } else if (0..e).contains(&c) {
                 c
             } else {
-                return Err(invalid(format!(
-                    "coordinate {c} of dimension {d} is outside 0..{e}, and the dimension is not periodic"
-                )));
+                return Err(TopologyArgError::Coordinate { coord: c, dim: d, extent: e }.into());
             };
             r = r * i64::from(e) + i64::from(c);
         }
@@ -329,7 +332,13 @@ impl Cartesian {
     /// `rank`, and the sub-grid.
     pub fn sub(&self, rank: Rank, remain: &[bool]) -> Result<(Count, Count, Cartesian)> {
         if remain.len() != self.dims.len() {
-            return Err(invalid(format!("{} remain_dims for a {}-dimensional grid", remain.len(), self.dims.len())));
+            return Err(TopologyArgError::Lengths {
+                a: remain.len(),
+                a_what: "remain_dims",
+                b: self.dims.len(),
+                b_what: "dimensions",
+            }
+            .into());
         }
         let coords = self.coords_of(rank)?;
         let (mut color, mut key) = (0i64, 0i64);
@@ -354,10 +363,7 @@ impl Cartesian {
     /// same process, each block still lands in its own place.
     fn edges(&self, rank: Rank) -> Result<(Vec<Edge>, Vec<Edge>)> {
         if self.dims.len() * 2 > MAX_PARALLEL_EDGES as usize {
-            return Err(invalid(format!(
-                "neighborhood collectives take at most {} dimensions",
-                MAX_PARALLEL_EDGES / 2
-            )));
+            return Err(TopologyArgError::TooManyDims { max: MAX_PARALLEL_EDGES / 2 }.into());
         }
         let (mut inc, mut out) = (Vec::new(), Vec::new());
         for d in 0..self.dims.len() {
@@ -379,15 +385,15 @@ impl Graph {
         let mut last = 0;
         for (i, &x) in index.iter().enumerate() {
             if x < last {
-                return Err(invalid(format!("index[{i}] = {x} is less than the entry before it ({last})")));
+                return Err(TopologyArgError::IndexDecreases { at: i, value: x, before: last }.into());
             }
             last = x;
         }
         if last as usize != edges.len() {
-            return Err(invalid(format!("index ends at {last}, but there are {} edges", edges.len())));
+            return Err(TopologyArgError::IndexEnd { last, edges: edges.len() }.into());
         }
         if let Some((i, &e)) = edges.iter().enumerate().find(|(_, &e)| !(0..nnodes).contains(&e)) {
-            return Err(invalid(format!("edges[{i}] = {e} is not a node of the {nnodes}-node graph")));
+            return Err(TopologyArgError::Edge { at: i, node: e, nodes: nnodes }.into());
         }
         Ok(Graph { index: index.to_vec(), edges: edges.to_vec() })
     }
@@ -437,10 +443,15 @@ impl DistGraph {
             }
             if let Some(w) = weights {
                 if w.len() != ranks.len() {
-                    return Err(invalid(format!("{} {what} weights for {} {what}s", w.len(), ranks.len())));
+                    let (a_what, b_what) = match what {
+                        "source" => ("source weights", "sources"),
+                        _ => ("destination weights", "destinations"),
+                    };
+                    return Err(TopologyArgError::Lengths { a: w.len(), a_what, b: ranks.len(), b_what }.into());
                 }
                 if let Some(&x) = w.iter().find(|&&x| x < 0) {
-                    return Err(invalid(format!("{what} weight {x} is negative")));
+                    let what = if what == "source" { "source weight" } else { "destination weight" };
+                    return Err(TopologyArgError::Negative { what, value: x }.into());
                 }
             }
         }
@@ -499,7 +510,7 @@ impl Topology {
 /// destination, weight)` triples as 12 little-endian bytes each.
 pub(crate) fn triples(bytes: &[u8]) -> Result<Vec<(Rank, Rank, Count)>> {
     if bytes.len() % 12 != 0 {
-        return Err(invalid("internal: a corrupt edge list in dist_graph_create".into()));
+        return Err(MpiError::Corrupt { what: "a corrupt edge list in dist_graph_create" });
     }
     let word = |c: &[u8], at: usize| i32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
     Ok(bytes.chunks_exact(12).map(|c| (word(c, 0), word(c, 4), word(c, 8))).collect())
@@ -516,7 +527,13 @@ pub(crate) fn edge_list(
     weights: Option<&[Count]>,
 ) -> Result<Vec<u8>> {
     if sources.len() != degrees.len() {
-        return Err(invalid(format!("{} sources but {} degrees", sources.len(), degrees.len())));
+        return Err(TopologyArgError::Lengths {
+            a: sources.len(),
+            a_what: "sources",
+            b: degrees.len(),
+            b_what: "degrees",
+        }
+        .into());
     }
     let mut mine = Vec::new();
     let mut at = 0usize;
@@ -524,20 +541,26 @@ pub(crate) fn edge_list(
         if !(0..size).contains(&s) {
             return Err(MpiError::InvalidRank { rank: s, size });
         }
-        let d = usize::try_from(d).map_err(|_| invalid(format!("degree {d} is negative")))?;
-        let end = at.checked_add(d).filter(|&e| e <= destinations.len()).ok_or_else(|| {
-            invalid(format!("the degrees add up to more than the {} destinations", destinations.len()))
-        })?;
+        let d = usize::try_from(d).map_err(|_| TopologyArgError::Negative { what: "degree", value: d })?;
+        let end = at
+            .checked_add(d)
+            .filter(|&e| e <= destinations.len())
+            .ok_or(TopologyArgError::Degrees { destinations: destinations.len() })?;
         for (k, &t) in destinations.iter().enumerate().take(end).skip(at) {
             if !(0..size).contains(&t) {
                 return Err(MpiError::InvalidRank { rank: t, size });
             }
             let w = match weights {
-                Some(w) => *w.get(k).ok_or_else(|| invalid(format!("{} weights for more edges", w.len())))?,
+                Some(w) => *w.get(k).ok_or(TopologyArgError::Lengths {
+                    a: w.len(),
+                    a_what: "weights",
+                    b: destinations.len(),
+                    b_what: "destinations",
+                })?,
                 None => 0,
             };
             if w < 0 {
-                return Err(invalid(format!("weight {w} is negative")));
+                return Err(TopologyArgError::Negative { what: "weight", value: w }.into());
             }
             for v in [s, t, w] {
                 mine.extend(v.to_le_bytes());

@@ -167,7 +167,7 @@ struct Args {
     #[arg(long)]
     breakdown: bool,
     /// `poll`: how long rank 1 computes before it sends (microseconds).
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = 1000.0, value_parser = non_negative_us)]
     delay_us: f64,
     /// `kacc`: the side of the square matrices multiplied during the broadcast.
     #[arg(long, default_value_t = 4)]
@@ -397,7 +397,8 @@ fn collectives(u: &Universe, args: &Args, sizes: &[usize]) -> mpi::Result<()> {
     }
     if world.rank() == 0 {
         if args.json {
-            println!("{}", serde_json::to_string(&rows).map_err(|e| mpi::MpiError::Invalid(e.to_string()))?);
+            let text = serde_json::to_string(&rows).map_err(|e| mpi::MpiError::Internal { what: e.to_string() })?;
+            println!("{text}");
         } else {
             let clock = if u.is_simulated() { "simulated" } else { "wall" };
             println!(
@@ -565,11 +566,16 @@ fn test_name(t: Test) -> &'static str {
 }
 
 /// The `poll` benchmark: rank 0 iprobes until rank 1's late message is there.
+/// `--delay-us`: a finite number of microseconds, not negative.
+fn non_negative_us(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s} is not a non-negative number of microseconds")),
+    }
+}
+
 fn poll(u: &Universe, delay_us: f64, json: bool) -> mpi::Result<()> {
     let world = u.world();
-    if !(delay_us.is_finite() && delay_us >= 0.0) {
-        return Err(mpi::MpiError::Invalid(format!("--delay-us {delay_us} must be a non-negative number")));
-    }
     world.barrier()?;
     let (wall0, sim0) = (std::time::Instant::now(), u.wtime());
     match world.rank() {

@@ -5,7 +5,7 @@
 
 use crate::comm::{le_i32, AnyProcess, Color, Communicator, Process, SimpleCommunicator};
 use crate::context::charge_call;
-use crate::error::{MpiError, Result};
+use crate::error::{ArgError, MpiError, Result};
 use crate::Rank;
 
 impl Communicator for SimpleCommunicator {
@@ -56,7 +56,7 @@ impl Communicator for SimpleCommunicator {
     fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
         charge_call(self.shared.borrow_mut().engine()?);
         let c = match color {
-            Color::With(v) if v < 0 => return Err(MpiError::Invalid(format!("split color {v} must be non-negative"))),
+            Color::With(v) if v < 0 => return Err(ArgError::SplitColor { color: v }.into()),
             Color::With(v) => v,
             Color::Undefined => -1,
         };

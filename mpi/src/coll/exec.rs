@@ -18,7 +18,7 @@ use adi::{Done, Engine, HostCost, ReqId, Source, TagSel};
 
 use super::op::Operation;
 use super::schedule::{Kind, Schedule, Slice, BUF_RECV, NOTICE_ROUND};
-use crate::error::{MpiError, Result};
+use crate::error::{CollectiveError, MpiError, Result};
 
 /// Which collective a schedule carries out, as the MPI operation the
 /// program called (a blocking call and its non-blocking form are one
@@ -534,13 +534,12 @@ impl Exec {
                         self.running.swap_remove(k);
                         let n = self.sched.nodes[i as usize];
                         if data.len() as u64 != n.dst.len {
-                            return Err(MpiError::Invalid(format!(
-                                "a collective received {} bytes from rank {} where {} were expected \
-                                 (do all processes pass matching counts?)",
-                                data.len(),
-                                status.source,
-                                n.dst.len
-                            )));
+                            return Err(CollectiveError::BlockSize {
+                                rank: status.source as i32,
+                                got: data.len() as u64,
+                                want: n.dst.len,
+                            }
+                            .into());
                         }
                         self.bufs[n.dst.buf as usize][n.dst.off as usize..(n.dst.off + n.dst.len) as usize]
                             .copy_from_slice(&data);
@@ -669,11 +668,13 @@ impl Exec {
         if st.tag != notice {
             let theirs = Stamp::of_tag(st.tag).kind().map_or("an unknown collective", CollKind::name);
             let mine = me.kind().map_or("an unknown collective", CollKind::name);
-            return Err(MpiError::Invalid(format!(
-                "the processes called different collectives: rank {rank} called {theirs} where this process called {mine} \
-                 (collective {} on this communicator; MPI 4.1 §6.1)",
-                me.seq()
-            )));
+            return Err(CollectiveError::DifferentCalls {
+                rank: rank as i32,
+                theirs: theirs.to_string(),
+                mine: mine.to_string(),
+                seq: u64::from(me.seq()),
+            }
+            .into());
         }
         let sel = TagSel::Tag(notice);
         let id = e.irecv(Source::Rank(st.source), sel, self.ctx, st.len)?;
@@ -682,7 +683,7 @@ impl Exec {
             _ => String::new(),
         };
         self.notified = true;
-        Err(MpiError::Invalid(format!("rank {rank} of the communicator could not complete this collective: {text}")))
+        Err(CollectiveError::FailedAt { rank: rank as i32, reason: text }.into())
     }
 
     /// Nodes done so far (to tell whether a pass did anything).

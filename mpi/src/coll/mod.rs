@@ -35,7 +35,7 @@ pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
 use crate::comm::{Communicator, Process, SimpleCommunicator};
 use crate::context::{charge_call, Locked};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
-use crate::error::{MpiError, Result};
+use crate::error::{CollectiveError, MpiError, RequestMisuse, Result};
 use crate::request::Request;
 use crate::{Count, Rank};
 use exec::{CollKind, Exec, Seq, Stamp};
@@ -75,11 +75,7 @@ pub(crate) fn launch(
     op: Option<Operation>,
 ) -> Result<Locked<Exec>> {
     if let Some(o) = op.as_ref().filter(|o| o.elem > 0 && send.len() % o.elem != 0) {
-        return Err(MpiError::Invalid(format!(
-            "{} bytes to reduce are not whole {}-byte elements of the operation",
-            send.len(),
-            o.elem
-        )));
+        return Err(CollectiveError::NotElements { bytes: send.len(), elem: o.elem }.into());
     }
     let mut c = comm.shared().borrow_mut();
     charge_call(c.engine()?);
@@ -148,7 +144,7 @@ impl crate::request::Pending for Collective<'_> {
     }
 
     fn cannot_cancel(&self) -> MpiError {
-        MpiError::Invalid("cancel of a collective is not allowed (MPI 4.1 §3.8.4)".into())
+        MpiError::Request(RequestMisuse::NotCancellable { what: "a collective (MPI 4.1 §3.8.4)" })
     }
 
     fn in_blocking_call(&mut self) {
@@ -175,11 +171,7 @@ pub trait IntoOperation<T> {
 /// with no communication (`MPI_Reduce_local`, MPI 4.1 §6.9.7).
 pub fn reduce_local_into<T: Equivalence, O: IntoOperation<T>>(inbuf: &[T], inoutbuf: &mut [T], op: O) -> Result<()> {
     if inbuf.len() != inoutbuf.len() {
-        return Err(MpiError::Invalid(format!(
-            "reduce_local: {} input elements but {} in the result buffer",
-            inbuf.len(),
-            inoutbuf.len()
-        )));
+        return Err(CollectiveError::LocalLengths { input: inbuf.len(), result: inoutbuf.len() }.into());
     }
     let op = op.into_operation()?;
     (op.f)(bytemuck::cast_slice(inbuf), bytemuck::cast_slice_mut(inoutbuf));
@@ -198,12 +190,9 @@ impl<T: Equivalence> IntoOperation<T> for &Operation {
         // reduced packed, §6.9.2) is one on runs of that many.
         let t = std::mem::size_of::<T>();
         if self.elem == 0 || t == 0 || self.elem % t != 0 {
-            return Err(MpiError::Invalid(format!(
-                "the operation was made for {}-byte elements but the buffers hold {} ({} bytes)",
-                self.elem,
-                std::any::type_name::<T>(),
-                std::mem::size_of::<T>()
-            )));
+            return Err(
+                CollectiveError::ElementType { elem: self.elem, ty: std::any::type_name::<T>(), size: t }.into()
+            );
         }
         Ok(self.clone())
     }
@@ -215,7 +204,7 @@ fn bytes<T: Equivalence>(v: &[T]) -> &[u8] {
 
 fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
     if a != b {
-        return Err(MpiError::Invalid(format!("{what}: the send buffer has {a} bytes and the receive buffer {b}")));
+        return Err(CollectiveError::Buffers { call: what.to_string(), send: a, recv: b }.into());
     }
     Ok(())
 }
@@ -224,11 +213,13 @@ fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
 /// each checked against a buffer of `cap` bytes.
 fn blocks<T>(what: &str, n: usize, counts: &[Count], displs: &[Count], cap: usize) -> Result<Vec<(u64, u64)>> {
     if counts.len() != n || displs.len() != n {
-        return Err(MpiError::Invalid(format!(
-            "{what}: {} counts and {} displacements for a {n}-process communicator",
-            counts.len(),
-            displs.len()
-        )));
+        return Err(CollectiveError::Arrays {
+            call: what.to_string(),
+            counts: counts.len(),
+            displs: displs.len(),
+            size: n,
+        }
+        .into());
     }
     let sz = std::mem::size_of::<T>() as u64;
     counts
@@ -242,16 +233,24 @@ fn blocks<T>(what: &str, n: usize, counts: &[Count], displs: &[Count], cap: usiz
                 return Ok((0, 0));
             }
             if c < 0 || d < 0 {
-                return Err(MpiError::Invalid(format!(
-                    "{what}: count {c} or displacement {d} of rank {i} is negative"
-                )));
+                return Err(CollectiveError::Negative {
+                    call: what.to_string(),
+                    rank: i,
+                    count: c.into(),
+                    displ: d.into(),
+                }
+                .into());
             }
             let (off, len) = (d as u64 * sz, c as u64 * sz);
             if off + len > cap as u64 {
-                return Err(MpiError::Invalid(format!(
-                    "{what}: the block of rank {i} ({c} elements at {d}) ends beyond the {}-element buffer",
-                    cap as u64 / sz.max(1)
-                )));
+                return Err(CollectiveError::Outside {
+                    call: what.to_string(),
+                    rank: i,
+                    count: c.into(),
+                    displ: d.into(),
+                    elements: cap as u64 / sz.max(1),
+                }
+                .into());
             }
             Ok((off, len))
         })
@@ -489,10 +488,12 @@ impl CommunicatorCollectives for SimpleCommunicator {
         let (s, out) = (send.as_bytes(), recv.as_bytes_mut());
         same_len("immediate_all_to_all_into", s.len(), out.len())?;
         if s.len() % n as usize != 0 {
-            return Err(MpiError::Invalid(format!(
-                "immediate_all_to_all_into: {} bytes do not split into {n} equal blocks",
-                s.len()
-            )));
+            return Err(CollectiveError::Unequal {
+                call: "immediate_all_to_all_into".into(),
+                bytes: s.len(),
+                size: n as usize,
+            }
+            .into());
         }
         let sched = alltoall_schedule(algorithms(self).alltoall, n, r, (s.len() / n as usize) as u64);
         let len = out.len();
@@ -544,7 +545,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         op: Option<&Operation>,
     ) -> Result<Request<'b>> {
         if op.is_none() && schedule.nodes.iter().any(|n| n.kind == schedule::Kind::Calc) {
-            return Err(MpiError::Invalid("the schedule has CALC nodes but no operation was given".into()));
+            return Err(CollectiveError::NoOperation.into());
         }
         let init = recv.to_vec();
         immediate(self, CollKind::Schedule, schedule, send.to_vec(), init, op.cloned(), Some(recv))
@@ -766,8 +767,9 @@ impl Process<'_> {
         }
         let root = self.rank as u32;
         if want_root != (r == root) {
-            let hint = if want_root { "the root calls the `_root` variant" } else { "only the root calls this" };
-            return Err(MpiError::Invalid(format!("{call} on rank {r} with root {root}: {hint}")));
+            return Err(
+                CollectiveError::RootVariant { call: call.to_string(), rank: r, root, root_call: want_root }.into()
+            );
         }
         Ok((n, r, root))
     }

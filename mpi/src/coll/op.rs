@@ -386,10 +386,9 @@ impl Operation {
     /// does not define it (MPI 4.1 §6.9.2).
     pub fn system<T: Reducible>(op: SystemOperation) -> crate::Result<Operation> {
         if T::apply(op, T::zeroed(), T::zeroed()).is_none() {
-            return Err(crate::MpiError::Invalid(format!(
-                "{op:?} is not defined on {} (MPI 4.1 §6.9.2)",
-                std::any::type_name::<T>()
-            )));
+            return Err(
+                crate::error::ArgError::OpOnType { op: format!("{op:?}"), ty: std::any::type_name::<T>() }.into()
+            );
         }
         // One loop per operation, with the operation a constant inside it,
         // so that the compiler can vectorise it: matching `op` per element

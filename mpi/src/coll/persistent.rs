@@ -31,7 +31,7 @@ use super::{
 };
 use crate::comm::{Process, SimpleCommunicator};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
-use crate::error::{MpiError, Result};
+use crate::error::{CollectiveError, MpiError, Result};
 use crate::request::Request;
 use crate::Rank;
 
@@ -65,19 +65,23 @@ impl Core {
     /// `recv` is the schedule's receive buffer as it starts.
     fn start<'a>(&self, what: &str, send: &[u8], recv: Vec<u8>, out: Option<&'a mut [u8]>) -> Result<Request<'a>> {
         if send.len() != self.send_len {
-            return Err(MpiError::Invalid(format!(
-                "{what}: {} bytes to send; its initialization gave {}",
-                send.len(),
-                self.send_len
-            )));
+            return Err(CollectiveError::Persistent {
+                call: what.to_string(),
+                which: "send",
+                now: send.len(),
+                then: self.send_len,
+            }
+            .into());
         }
         if let Some(o) = &out {
             if o.len() != self.recv_len {
-                return Err(MpiError::Invalid(format!(
-                    "{what}: a receive buffer of {} bytes; its initialization gave {}",
-                    o.len(),
-                    self.recv_len
-                )));
+                return Err(CollectiveError::Persistent {
+                    call: what.to_string(),
+                    which: "receive",
+                    now: o.len(),
+                    then: self.recv_len,
+                }
+                .into());
             }
         }
         let sched = self.sched.clone();

@@ -337,7 +337,7 @@ fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
         return Err(MpiError::Count { bytes: st.len, elem: size });
     }
     let n = usize::try_from(st.len / size as u64)
-        .map_err(|_| MpiError::Invalid(format!("a {} B message does not fit in memory", st.len)))?;
+        .map_err(|_| MpiError::NoMemory { what: "a received message".into(), bytes: st.len })?;
     let mut v = vec![T::zeroed(); n];
     // SAFETY: the engine is the only user of `v`'s bytes until `wait_borrowed`, which completes the
     // request or abandons it before returning; `v` is not touched meanwhile and lives past it.

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::{Typemap, TypemapBuilder};
+use crate::error::{ArgError, DarrayProblem};
 use crate::{MpiError, Result};
 
 /// The storage order of an array (`MPI_ORDER_C`, `MPI_ORDER_FORTRAN`).
@@ -54,15 +55,12 @@ type Runs = Vec<(i64, i64)>;
 /// `subsizes` at `starts` of an array of `sizes` elements of `old`.
 pub fn subarray(old: &Arc<Typemap>, sizes: &[i64], subsizes: &[i64], starts: &[i64], order: Order) -> Result<Typemap> {
     if subsizes.len() != sizes.len() || starts.len() != sizes.len() {
-        return Err(MpiError::Invalid("sizes, subsizes and starts differ in length".into()));
+        return Err(ArgError::SubarrayLengths.into());
     }
     let mut runs = Vec::with_capacity(sizes.len());
     for (d, ((&size, &sub), &start)) in sizes.iter().zip(subsizes).zip(starts).enumerate() {
         if size < 1 || !(0..=size).contains(&sub) || start < 0 || start > size - sub {
-            return Err(MpiError::Invalid(format!(
-                "dimension {d}: size {size}, subsize {sub} and start {start} do not satisfy \
-                 size >= 1, 0 <= subsize <= size, 0 <= start <= size - subsize"
-            )));
+            return Err(ArgError::Subarray { dim: d, size, subsize: sub, start }.into());
         }
         runs.push(vec![(start, sub)]);
     }
@@ -74,11 +72,11 @@ pub fn subarray(old: &Arc<Typemap>, sizes: &[i64], subsizes: &[i64], starts: &[i
 pub fn darray(old: &Arc<Typemap>, size: i32, rank: i32, dims: &[DarrayDim], order: Order) -> Result<Typemap> {
     let psizes: Vec<i32> = dims.iter().map(|d| d.psize).collect();
     if psizes.iter().any(|&p| p < 1) {
-        return Err(MpiError::Invalid(format!("process grid sizes {psizes:?} are not all positive")));
+        return Err(ArgError::GridNotPositive { psizes: psizes.to_vec() }.into());
     }
     let grid: i64 = psizes.iter().map(|&p| i64::from(p)).product();
     if grid != i64::from(size) {
-        return Err(MpiError::Invalid(format!("process grid {psizes:?} has {grid} processes, but size is {size}")));
+        return Err(ArgError::GridSize { psizes: psizes.to_vec(), grid, size }.into());
     }
     if !(0..size).contains(&rank) {
         return Err(MpiError::Ranks(crate::error::RankError::NotIn { rank, what: "the process grid", size }));
@@ -124,10 +122,10 @@ fn array_layout(old: &Arc<Typemap>, sizes: &[i64], runs: &[Runs], order: Order) 
 
 /// The indices of dimension `d` that grid coordinate `coord` owns (§5.1.4).
 fn owned(d: usize, dim: &DarrayDim, coord: i64) -> Result<Runs> {
-    let bad = |msg: String| Err(MpiError::Invalid(format!("dimension {d}: {msg}")));
+    let bad = |problem: DarrayProblem| Err(ArgError::Darray { dim: d, problem }.into());
     let DarrayDim { gsize, distribution, psize } = *dim;
     if gsize < 1 {
-        return bad(format!("global size {gsize} is not positive"));
+        return bad(DarrayProblem::GlobalSize(gsize));
     }
     let p = i64::from(psize);
     let darg = match distribution {
@@ -135,21 +133,19 @@ fn owned(d: usize, dim: &DarrayDim, coord: i64) -> Result<Runs> {
         _ => None,
     };
     if darg.is_some_and(|b| b < 1) {
-        return bad(format!("distribution argument {} is neither positive nor the default", darg.unwrap_or(0)));
+        return bad(DarrayProblem::Argument(darg.unwrap_or(0)));
     }
     match distribution {
         Distribution::None => {
             if psize != 1 {
-                return bad(format!(
-                    "an undistributed dimension (MPI_DISTRIBUTE_NONE) needs a process grid size of 1, not {psize}"
-                ));
+                return bad(DarrayProblem::Undistributed(psize));
             }
             Ok(vec![(0, gsize)])
         }
         Distribution::Block(darg) => {
             let b = darg.unwrap_or((gsize + p - 1) / p);
             if b * p < gsize {
-                return bad(format!("blocks of {b} over {psize} processes do not cover {gsize} elements"));
+                return bad(DarrayProblem::Uncovered { block: b, procs: psize, size: gsize });
             }
             let first = (coord * b).min(gsize);
             Ok(vec![(first, (gsize - first).min(b))])
@@ -209,7 +205,10 @@ mod tests {
     fn a_darray_checks_its_grid_and_rank() {
         let int = Arc::new(Typemap::basic(4, 4, 1));
         let dim = DarrayDim { gsize: 8, distribution: Distribution::Block(None), psize: 2 };
-        assert!(matches!(darray(&int, 3, 0, &[dim], Order::C), Err(MpiError::Invalid(_))));
+        assert!(matches!(
+            darray(&int, 3, 0, &[dim], Order::C),
+            Err(MpiError::Arg(ArgError::GridSize { grid: 2, size: 3, .. }))
+        ));
         assert!(matches!(darray(&int, 2, 2, &[dim], Order::C), Err(MpiError::Ranks(_))));
         let l = darray(&int, 2, 1, &[dim], Order::C).expect("darray");
         assert_eq!(l.blocks().collect::<Vec<_>>(), vec![(16, 16)]);

@@ -236,9 +236,7 @@ impl Signature {
     fn check(&self, have: usize, each: u64, count: usize) -> Result<()> {
         let need = self.len(each, count)?;
         if have != need {
-            return Err(MpiError::Invalid(format!(
-                "{have} bytes are not {count} elements of {each} bytes (the datatype's signature)"
-            )));
+            return Err(crate::error::SignatureError::Packed { have, count, each: each as usize }.into());
         }
         Ok(())
     }

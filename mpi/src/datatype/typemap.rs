@@ -191,9 +191,7 @@ impl Typemap {
     pub fn check_fits(&self, count: usize, len: usize) -> Result<()> {
         if let Some((lo, hi)) = self.data_span(count)? {
             if lo < 0 || hi > len as isize {
-                return Err(MpiError::Invalid(format!(
-                    "{count} elements of this datatype reach bytes {lo}..{hi} of a {len}-byte buffer"
-                )));
+                return Err(crate::error::ArgError::Outside { count, lo: lo as i64, hi: hi as i64, len }.into());
             }
         }
         Ok(())

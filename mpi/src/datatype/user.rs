@@ -33,7 +33,7 @@ pub struct UserDatatype {
 }
 
 fn times(a: isize, b: isize) -> Result<isize> {
-    a.checked_mul(b).ok_or_else(|| MpiError::Invalid("a displacement overflows an address".into()))
+    a.checked_mul(b).ok_or(MpiError::TooLarge(crate::error::Overflow::Datatype))
 }
 
 impl UserDatatype {
@@ -139,7 +139,7 @@ impl UserDatatype {
 
 fn same_len(a: usize, b: usize) -> Result<()> {
     if a != b {
-        return Err(MpiError::Invalid(format!("the argument arrays differ in length ({a} and {b})")));
+        return Err(crate::error::ArgError::ArrayLengths { a, b }.into());
     }
     Ok(())
 }
@@ -170,7 +170,8 @@ impl<'a> View<'a> {
         match (m.dense(), m.one_block) {
             (true, Some((off, _))) => {
                 let len = m.packed_len(self.count)?;
-                let off = usize::try_from(off).map_err(|_| MpiError::Invalid("a negative offset".into()))?;
+                let off = usize::try_from(off)
+                    .map_err(|_| crate::error::ArgError::NegativeDisplacement { displ: off as i64 })?;
                 Ok(std::borrow::Cow::Borrowed(&self.buf[off..off + len]))
             }
             _ => Ok(std::borrow::Cow::Owned(m.pack(self.buf, self.count)?)),

@@ -282,3 +282,200 @@ pub enum BufferError {
         bytes: u64,
     },
 }
+
+/// An argument the call cannot take, of no more particular class
+/// (`MpiError::Arg`, `MPI_ERR_ARG`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgError {
+    /// A negative split color that is not `MPI_UNDEFINED` (§7.4.2).
+    #[error("split color {color} must be non-negative (or MPI_UNDEFINED)")]
+    SplitColor {
+        /// The color given.
+        color: i32,
+    },
+    /// A group's ranges with a stride of 0 (§7.3.2).
+    #[error("a range has stride 0")]
+    ZeroStride,
+    /// An info key's number outside the info's keys (§10.2).
+    #[error("key number {n} of an info with {keys} keys")]
+    InfoKeyNumber {
+        /// The number given.
+        n: usize,
+        /// The info's keys.
+        keys: usize,
+    },
+    /// Argument arrays of a datatype constructor that must be of one
+    /// length and are not.
+    #[error("the argument arrays differ in length ({a} and {b})")]
+    ArrayLengths {
+        /// One length.
+        a: usize,
+        /// The other.
+        b: usize,
+    },
+    /// A subarray's sizes, subsizes and starts of different lengths (§5.1.3).
+    #[error("sizes, subsizes and starts differ in length")]
+    SubarrayLengths,
+    /// A subarray dimension out of range (§5.1.3).
+    #[error(
+        "dimension {dim}: size {size}, subsize {subsize} and start {start} do not satisfy size >= 1, \
+         0 <= subsize <= size, 0 <= start <= size - subsize"
+    )]
+    Subarray {
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: i64,
+        /// Its subsize.
+        subsize: i64,
+        /// Its start.
+        start: i64,
+    },
+    /// A distributed array's process grid with a size that is not
+    /// positive (§5.1.4).
+    #[error("process grid sizes {psizes:?} are not all positive")]
+    GridNotPositive {
+        /// The grid.
+        psizes: Vec<i32>,
+    },
+    /// A process grid of another number of processes than the size given.
+    #[error("process grid {psizes:?} has {grid} processes, but size is {size}")]
+    GridSize {
+        /// The grid.
+        psizes: Vec<i32>,
+        /// Its processes.
+        grid: i64,
+        /// The size given.
+        size: i32,
+    },
+    /// A distributed array's dimension that cannot be distributed so.
+    #[error("dimension {dim}: {problem}")]
+    Darray {
+        /// The dimension.
+        dim: usize,
+        /// What is wrong with it.
+        problem: DarrayProblem,
+    },
+    /// A negative displacement where blocks are laid out from a base.
+    #[error("displacement {displ} is negative")]
+    NegativeDisplacement {
+        /// The displacement.
+        displ: i64,
+    },
+    /// Elements of a datatype that reach outside the buffer given.
+    #[error("{count} elements of this datatype reach bytes {lo}..{hi} of a {len}-byte buffer")]
+    Outside {
+        /// Elements.
+        count: usize,
+        /// The lowest byte reached.
+        lo: i64,
+        /// One past the highest.
+        hi: i64,
+        /// The buffer's bytes.
+        len: usize,
+    },
+    /// An element type aligned to more than window memory is.
+    #[error(
+        "a window of {ty} cannot be allocated: the type is aligned to {align} bytes, and window memory to {most}; \
+         use a type aligned to at most {most}"
+    )]
+    WindowAlign {
+        /// The element type.
+        ty: &'static str,
+        /// Its alignment.
+        align: usize,
+        /// Window memory's.
+        most: usize,
+    },
+    /// A predefined reduction not defined on the element type (§6.9.2).
+    #[error("{op} is not defined on {ty} (MPI 4.1 §6.9.2)")]
+    OpOnType {
+        /// The operation.
+        op: String,
+        /// The element type.
+        ty: &'static str,
+    },
+    /// A part of a call that the call needs and was not given.
+    #[error("{0}")]
+    Missing(&'static str),
+}
+
+/// Why a dimension of a distributed array cannot be distributed so
+/// (§5.1.4, [`ArgError::Darray`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DarrayProblem {
+    /// A global size that is not positive.
+    #[error("global size {0} is not positive")]
+    GlobalSize(i64),
+    /// A distribution argument that is neither positive nor the default.
+    #[error("distribution argument {0} is neither positive nor the default")]
+    Argument(i64),
+    /// An undistributed dimension over more than one process.
+    #[error("an undistributed dimension (MPI_DISTRIBUTE_NONE) needs a process grid size of 1, not {0}")]
+    Undistributed(i32),
+    /// Blocks that do not cover the dimension.
+    #[error("blocks of {block} over {procs} processes do not cover {size} elements")]
+    Uncovered {
+        /// The block size.
+        block: i64,
+        /// The processes of the dimension.
+        procs: i32,
+        /// The global size.
+        size: i64,
+    },
+}
+
+/// Data of two sides of an operation whose type signatures must match
+/// and do not (`MpiError::Signature`, `MPI_ERR_ARG`; MPI 4.1 §3.3.1,
+/// §12.3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    /// A one-sided operation's origin and target data.
+    #[error("the origin has {origin} bytes of data and the target {target}: their type signatures must match (MPI 4.1 §12.3)")]
+    OriginTarget {
+        /// Bytes at the origin.
+        origin: u64,
+        /// Bytes at the target.
+        target: u64,
+    },
+    /// A fetching operation's result buffer and target data.
+    #[error(
+        "the result buffer has room for {result} bytes and the target has {target}: their type signatures must match"
+    )]
+    ResultTarget {
+        /// Bytes of the result buffer.
+        result: u64,
+        /// Bytes at the target.
+        target: u64,
+    },
+    /// Two operands of a reduction that are not equal runs of elements.
+    #[error("{a} and {b} bytes are not equal runs of {elem}-byte{} elements", if *packed { " (packed)" } else { "" })]
+    Runs {
+        /// One operand's bytes.
+        a: usize,
+        /// The other's.
+        b: usize,
+        /// The element's bytes.
+        elem: usize,
+        /// Whether the elements are packed (a derived datatype's).
+        packed: bool,
+    },
+    /// `MPI_REPLACE` with data of another length than the target's.
+    #[error("replace with data of another length ({origin} bytes for {target})")]
+    Replace {
+        /// Bytes given.
+        origin: usize,
+        /// Bytes at the target.
+        target: usize,
+    },
+    /// Packed data that is not whole elements of the datatype.
+    #[error("{have} bytes are not {count} elements of {each} bytes (the datatype's signature)")]
+    Packed {
+        /// Bytes given.
+        have: usize,
+        /// Elements.
+        count: usize,
+        /// Bytes of each.
+        each: usize,
+    },
+}

@@ -3,11 +3,13 @@
 use adi::AdiError;
 
 mod arguments;
+mod collectives;
 mod one_sided;
 mod processes;
 mod requests;
 
 pub use arguments::*;
+pub use collectives::*;
 pub use one_sided::*;
 pub use processes::*;
 pub use requests::*;
@@ -65,9 +67,42 @@ pub enum MpiError {
     /// MPI was already finalised.
     #[error("MPI has been finalised")]
     Finalized,
-    /// Invalid argument.
+    /// An argument the call cannot take (`MPI_ERR_ARG`).
     #[error("invalid argument: {0}")]
-    Invalid(String),
+    Arg(#[from] ArgError),
+    /// Data of two sides whose type signatures must match and do not
+    /// (`MPI_ERR_ARG`).
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
+    /// A collective's arguments, or the processes' disagreement on the
+    /// collective (see [`CollectiveError::is_disagreement`]).
+    #[error(transparent)]
+    Collective(#[from] CollectiveError),
+    /// Arguments that describe no valid process topology (`MPI_ERR_ARG`).
+    #[error("invalid topology: {0}")]
+    TopologyArg(#[from] TopologyArgError),
+    /// An intercommunicator where an intracommunicator is needed, or the
+    /// reverse (`MPI_ERR_COMM`).
+    #[error(transparent)]
+    Inter(#[from] InterError),
+    /// No context id for a new communicator (`MPI_ERR_OTHER`).
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    /// `MPI_Comm_join`'s socket (`MPI_ERR_ARG`).
+    #[error(transparent)]
+    Join(#[from] JoinError),
+    /// A file view that cannot be (`MPI_ERR_ARG`).
+    #[error(transparent)]
+    View(#[from] ViewError),
+    /// A message from another process that breaks the library's protocol,
+    /// with what was wrong in it (`MPI_ERR_OTHER`).
+    #[error("a message from rank {from}: {what}")]
+    Malformed {
+        /// The sender, by its rank in the job.
+        from: u32,
+        /// What was malformed.
+        what: String,
+    },
     /// A call that needs a process topology on a communicator without one,
     /// or with another kind (MPI 4.1 §8: `MPI_ERR_TOPOLOGY`).
     #[error("{call} needs a communicator with {wants}")]
@@ -279,6 +314,67 @@ impl From<adi::knobs::KnobError> for MpiError {
     fn from(e: adi::knobs::KnobError) -> MpiError {
         adi::TransportError::from(e).into()
     }
+}
+
+/// A file view, or an access through it, that cannot be
+/// (`MpiError::View`, `MPI_ERR_ARG`; MPI 4.1 §14.3, §14.4).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    /// A data representation's name of no or too many characters.
+    #[error("a data representation's name has 1 to {max} characters, not {len}")]
+    DatarepName {
+        /// Its characters.
+        len: usize,
+        /// The most.
+        max: usize,
+    },
+    /// An etype of no data.
+    #[error("the etype of a file view holds no data (MPI 4.1 §14.3)")]
+    EmptyEtype,
+    /// A filetype that is not whole etypes.
+    #[error(
+        "the filetype holds {filetype} bytes of data, which is not a whole number of {etype}-byte etypes: build \
+         the filetype from the etype (MPI 4.1 §14.3)"
+    )]
+    NotEtypes {
+        /// The filetype's bytes of data.
+        filetype: u64,
+        /// The etype's.
+        etype: u64,
+    },
+    /// A filetype whose tiles would not advance through the file.
+    #[error(
+        "the filetype's extent is {extent}: tiles of it would not advance through the file (resize it, MPI 4.1 §14.3)"
+    )]
+    Extent {
+        /// Its extent.
+        extent: i64,
+    },
+    /// A filetype of no data, through which nothing can be accessed.
+    #[error("the file view's filetype holds no data: nothing can be accessed through it")]
+    EmptyFiletype,
+    /// A seek to before the view's start.
+    #[error("seeking {offset} etypes from {base} goes before the start of the view (MPI 4.1 §14.4.3)")]
+    BeforeStart {
+        /// The offset, in etypes.
+        offset: i64,
+        /// Where from.
+        base: i64,
+    },
+    /// Data that is not whole etypes of the view.
+    #[error("{len} bytes of data are not a whole number of the view's {etype}-byte etypes (MPI 4.1 §14.4.1)")]
+    PartialEtype {
+        /// Bytes of data.
+        len: u64,
+        /// The etype's bytes.
+        etype: u64,
+    },
+    /// Data that ends inside an item of the memory datatype.
+    #[error("{len} bytes of data end inside a data item of the memory datatype")]
+    PartialItem {
+        /// Bytes of data.
+        len: usize,
+    },
 }
 
 /// One of the I/O error classes of MPI 4.1 §14.7.

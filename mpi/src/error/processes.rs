@@ -161,3 +161,156 @@ pub enum ServiceError {
         service: String,
     },
 }
+
+/// A call that needs an intercommunicator, or an intracommunicator, and
+/// got the other (`MPI_ERR_COMM`: [`InterError::is_wrong_kind`]); or
+/// groups that must be disjoint and are not, which are the arguments'
+/// fault (`MPI_ERR_ARG`) (`MpiError::Inter`, MPI 4.1 §7.6).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterError {
+    /// A call of intercommunicators on an intracommunicator.
+    #[error("not an intercommunicator")]
+    NotInter,
+    /// A call this library provides on intracommunicators only.
+    #[error("{what} is not available on an intercommunicator in this library")]
+    IntraOnly {
+        /// The call, or the argument.
+        what: String,
+    },
+    /// `MPI_Intercomm_create` whose remote leader is this process.
+    #[error("MPI_Intercomm_create: the remote leader is this process; the groups must be disjoint (§7.6.2)")]
+    LeaderIsSelf,
+    /// A process in both groups of a new intercommunicator.
+    #[error("{call}: process {process} is in both groups; the groups must be disjoint (§7.6.2)")]
+    NotDisjoint {
+        /// The call.
+        call: String,
+        /// The process, by its rank in the job.
+        process: u32,
+    },
+    /// The call failed at the group's leader, whose error names the cause.
+    #[error("{call} failed at the local leader (its error names the cause)")]
+    AtLeader {
+        /// The call.
+        call: String,
+    },
+    /// The root of a connection refused its own arguments.
+    #[error("{call}: the root's arguments were refused")]
+    RootRefused {
+        /// The call.
+        call: String,
+    },
+}
+
+impl InterError {
+    /// Whether the communicator is of the wrong kind for the call (rather
+    /// than the groups or the arguments that make one).
+    pub fn is_wrong_kind(&self) -> bool {
+        matches!(self, InterError::NotInter | InterError::IntraOnly { .. })
+    }
+}
+
+/// A communicator that cannot be made because no context id is left for
+/// it, or whose id another process handed out wrongly (`MpiError::Context`,
+/// `MPI_ERR_OTHER`; MPI 4.1 §7.1.2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ContextError {
+    /// Every context id of the blocking agreements is taken.
+    #[error(
+        "no context id is left for a new communicator (agreed on {agreed}; {total} ids in all): free communicators \
+         the program no longer uses"
+    )]
+    Exhausted {
+        /// The id agreed on.
+        agreed: u32,
+        /// Ids in all.
+        total: u32,
+    },
+    /// A leader that handed out every id it may give.
+    #[error(
+        "{call}: process {leader} has handed out all its {given} context ids for communicators it leads (every \
+         MPI_Comm_dup and MPI_Comm_idup of the C API takes one, and so do, under MPI_THREAD_MULTIPLE, communicators \
+         made from groups); they are not reused: duplicate once and keep the duplicate instead of duplicating in a loop"
+    )]
+    LeaderExhausted {
+        /// The call.
+        call: String,
+        /// The leader, by its rank in the job.
+        leader: u32,
+        /// Ids it handed out.
+        given: u32,
+    },
+    /// Calls under way at once on overlapping groups whose tags do not
+    /// tell them apart.
+    #[error(
+        "{call}: the context id from process {leader} was for the call with tag {sent}, not this one's {tag}: calls \
+         under way at once on overlapping groups must have tags that differ in their low 14 bits"
+    )]
+    OtherCall {
+        /// The call.
+        call: String,
+        /// The leader, by its rank in the job.
+        leader: u32,
+        /// The tag of the call the id was for.
+        sent: i32,
+        /// This call's tag.
+        tag: i32,
+    },
+    /// An id the leader may not hand out: a corrupt or forged message.
+    #[error("{call}: context id {ctx} from its leader (process {leader}) is not one it may hand out")]
+    NotTheLeaders {
+        /// The call.
+        call: String,
+        /// The id.
+        ctx: u32,
+        /// The leader, by its rank in the job.
+        leader: u32,
+    },
+    /// Members of a remote group that are repeated or not of the job.
+    #[error(
+        "intercommunicator agreement: remote member {member} is repeated or not one of the job's {size} processes"
+    )]
+    RemoteMember {
+        /// The member.
+        member: u32,
+        /// Processes of the job.
+        size: u32,
+    },
+}
+
+/// What `MPI_Comm_join` could not do with its socket (`MpiError::Join`,
+/// `MPI_ERR_ARG`; MPI 4.1 §11.10.4).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    /// The socket failed.
+    #[error("MPI_Comm_join: {what} socket descriptor {fd} failed: {os} (it must be a connected stream socket)")]
+    Socket {
+        /// "writing to", "waiting on", "reading from".
+        what: &'static str,
+        /// The descriptor.
+        fd: i32,
+        /// The system's error.
+        os: String,
+    },
+    /// The other end closed the socket before saying who it is.
+    #[error("MPI_Comm_join: the other end of socket {fd} closed it before saying who it is")]
+    Closed {
+        /// The descriptor.
+        fd: i32,
+    },
+    /// The other end is not another process of this job.
+    #[error(
+        "MPI_Comm_join: the process at the other end of the socket is not another process of this job (it said job \
+         {their_job}, rank {them}; this is job {job}, rank {me}): this library joins processes of one job"
+    )]
+    NotThisJob {
+        /// The job it named.
+        their_job: u32,
+        /// The rank it named.
+        them: u32,
+        /// This job.
+        job: u32,
+        /// This process's rank in the job.
+        me: u32,
+    },
+}

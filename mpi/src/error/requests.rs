@@ -2,7 +2,7 @@
 //! keyvals (§7.7).
 
 /// A request used against its rules (`MpiError::Request`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RequestMisuse {
     /// `MPI_Start` of a persistent request still active.
     #[error("MPI_Start of a persistent request that is still active (complete it first, §3.9.2)")]
@@ -26,6 +26,24 @@ pub enum RequestMisuse {
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,
+    /// A call on a request that has completed already.
+    #[error("{call} on a completed request")]
+    Completed {
+        /// The call.
+        call: String,
+    },
+    /// A cancel of a request that cannot be cancelled (MPI 4.1 §3.8.4).
+    #[error("cancel of {what} is not allowed")]
+    NotCancellable {
+        /// What the request is.
+        what: &'static str,
+    },
+    /// A wait for any of no requests.
+    #[error("{call} on an empty list of requests")]
+    Empty {
+        /// The call.
+        call: &'static str,
+    },
 }
 
 /// What is wrong with a keyval (MPI 4.1 §7.7.2, `MpiError::Keyval`).
@@ -124,6 +142,17 @@ pub enum PartitionError {
     /// would never go.
     #[error("a started partitioned send cannot be freed before its partitions are all ready: mark them ready first")]
     FreeWhileWaiting,
+    /// A buffer that does not cut into partitions of one size (§4.2).
+    #[error("a buffer of {len} elements does not cut into {partitions} partitions of the same number of elements")]
+    Uneven {
+        /// Elements of the buffer.
+        len: usize,
+        /// Partitions asked for.
+        partitions: usize,
+    },
+    /// The data of a partitioned receive asked for while it is under way.
+    #[error("the partitioned receive is under way: wait for it first")]
+    UnderWay,
     /// A partitioned call on a request of the other direction (or of
     /// another kind).
     #[error("not a partitioned {wants} ({init})")]
@@ -145,6 +174,7 @@ impl PartitionError {
                 | PartitionError::MarkedTwice { .. }
                 | PartitionError::Range { .. }
                 | PartitionError::Negative { .. }
+                | PartitionError::Uneven { .. }
         )
     }
 }

@@ -68,9 +68,7 @@ impl File {
         // item, or (writing) a failed conversion. A collective access still
         // takes part, with no data, so that the others finish.
         let refused = match (used == len as u64, direction) {
-            (false, _) => {
-                Err(MpiError::Invalid(format!("{len} bytes of data end inside a data item of the memory datatype")))
-            }
+            (false, _) => Err(super::ViewError::PartialItem { len }.into()),
             (true, Direction::Write) => conv.encode(&mut file, items, 0),
             (true, Direction::Read) => Ok(()),
         };

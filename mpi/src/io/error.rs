@@ -3,7 +3,7 @@
 
 use crate::MpiError;
 
-pub use crate::error::FileErrorClass;
+pub use crate::error::{FileErrorClass, ViewError};
 
 /// A file error of `class`, saying `msg`.
 pub(crate) fn fail(class: FileErrorClass, msg: impl Into<String>) -> MpiError {

@@ -28,7 +28,7 @@ mod two_phase;
 mod view;
 
 pub use convert::{Calling, Conversion};
-pub use error::FileErrorClass;
+pub use error::{FileErrorClass, ViewError};
 pub use mode::{Access, AccessMode};
 pub use view::{DataRep, Registry, View};
 
@@ -45,6 +45,7 @@ use adi::HostCost;
 use crate::comm::Status;
 use crate::datatype::external32::Signature;
 use crate::datatype::Equivalence;
+use crate::error::Overflow;
 use crate::info::Info;
 use crate::staged::{incoming, outgoing, Span};
 use crate::{Communicator, MpiError, Result, SimpleCommunicator};
@@ -433,11 +434,7 @@ impl File {
             Whence::Current => current,
             Whence::End => self.view.data_before(self.size()?).div_ceil(self.view.etype_size()),
         };
-        base.checked_add_signed(offset).ok_or_else(|| {
-            MpiError::Invalid(format!(
-                "seeking {offset} etypes from {base} goes before the start of the view (MPI 4.1 §14.4.3)"
-            ))
-        })
+        base.checked_add_signed(offset).ok_or(MpiError::View(ViewError::BeforeStart { offset, base: base as i64 }))
     }
 
     /// Move the individual file pointer (`MPI_File_seek`).
@@ -465,8 +462,7 @@ impl File {
     /// The absolute byte position in the file of etype offset `offset` of
     /// the view (`MPI_File_get_byte_offset`).
     pub fn byte_offset(&self, offset: u64) -> Result<u64> {
-        let pos =
-            offset.checked_mul(self.view.etype_size()).ok_or_else(|| MpiError::Invalid("offset too large".into()))?;
+        let pos = offset.checked_mul(self.view.etype_size()).ok_or(Overflow::Offset { value: offset })?;
         if self.view.filetype().size == 0 {
             return Ok(self.view.disp());
         }
@@ -531,7 +527,7 @@ impl File {
             Position::Ordered => ordered_at,
         };
         let esize = self.view.etype_size();
-        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let pos = start.checked_mul(esize).ok_or(Overflow::Offset { value: start })?;
         let len = etypes * esize;
         let segments = self.view.segments(pos, len)?;
         let external = match *self.view.rep() {
@@ -661,9 +657,7 @@ impl File {
         let len = span.len() as u64;
         let esize = self.view.etype_size();
         if len % esize != 0 {
-            return Err(MpiError::Invalid(format!(
-                "{len} bytes of data are not a whole number of the view's {esize}-byte etypes (MPI 4.1 §14.4.1)"
-            )));
+            return Err(ViewError::PartialEtype { len, etype: esize }.into());
         }
         Ok(len / esize)
     }

@@ -318,7 +318,9 @@ impl File {
             Err(e) => (Err(e), None),
         };
         let (start, mine, plan) = self.agree_on_plan(local)?;
-        let Some((inc, out)) = rest else { return Err(MpiError::Invalid("a read without its buffer".into())) };
+        let Some((inc, out)) = rest else {
+            return Err(MpiError::Internal { what: "a collective read without its buffer".into() });
+        };
         let mut got = vec![0u64; mine.pieces.len()];
         if let Some(plan) = plan {
             let failure = self.exchange_and_read(&plan, &mine, out, &mut got)?;
@@ -408,11 +410,11 @@ impl File {
                 for (&(s, n, piece), data) in asked[k].iter().zip(pieces) {
                     let (at, off, _) = mine.pieces[piece];
                     if data.len() as u64 > n {
-                        return Err(MpiError::Invalid("a collective read's reply is longer than asked".into()));
+                        return Err(MpiError::Corrupt { what: "a collective read's reply is longer than asked" });
                     }
                     let to = (off + (s - at)) as usize;
                     out.get_mut(to..to + data.len())
-                        .ok_or_else(|| MpiError::Invalid("a collective read's reply lands past the buffer".into()))?
+                        .ok_or(MpiError::Corrupt { what: "a collective read's reply lands past the buffer" })?
                         .copy_from_slice(data);
                     got[piece] += data.len() as u64;
                 }
@@ -541,7 +543,7 @@ impl File {
             _ => self.pointer,
         };
         let esize = self.view.etype_size();
-        let pos = start.checked_mul(esize).ok_or_else(|| MpiError::Invalid(format!("offset {start} is too large")))?;
+        let pos = start.checked_mul(esize).ok_or(crate::error::Overflow::Offset { value: start })?;
         let segments = self.view.segments(pos, etypes * esize)?;
         let mut pieces = Vec::with_capacity(segments.len());
         let mut off = 0u64;

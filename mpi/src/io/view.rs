@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use super::error::{fail, FileErrorClass};
+use super::error::{fail, FileErrorClass, ViewError};
 use crate::datatype::Typemap;
-use crate::{MpiError, Result};
+use crate::Result;
 
 /// A data representation (§14.5).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,10 +42,7 @@ impl Registry {
     /// predefined representation or an earlier registration).
     pub fn register(&mut self, name: &str) -> Result<()> {
         if name.is_empty() || name.len() > MAX_DATAREP {
-            return Err(MpiError::Invalid(format!(
-                "a data representation's name has 1 to {MAX_DATAREP} characters, not {}",
-                name.len()
-            )));
+            return Err(ViewError::DatarepName { len: name.len(), max: MAX_DATAREP }.into());
         }
         if ["native", "internal", "external32"].contains(&name) || self.names.iter().any(|n| n == name) {
             return Err(fail(
@@ -151,19 +148,13 @@ impl View {
     /// non-negative, non-decreasing displacements (§14.3).
     pub fn new(disp: u64, etype: Arc<Typemap>, filetype: Arc<Typemap>, rep: DataRep) -> Result<View> {
         if etype.size == 0 {
-            return Err(MpiError::Invalid("the etype of a file view holds no data (MPI 4.1 §14.3)".into()));
+            return Err(ViewError::EmptyEtype.into());
         }
         if filetype.size % etype.size != 0 {
-            return Err(MpiError::Invalid(format!(
-                "the filetype holds {} bytes of data, which is not a whole number of {}-byte etypes: build the filetype from the etype (MPI 4.1 §14.3)",
-                filetype.size, etype.size
-            )));
+            return Err(ViewError::NotEtypes { filetype: filetype.size as u64, etype: etype.size as u64 }.into());
         }
         if filetype.size > 0 && filetype.extent() <= 0 {
-            return Err(MpiError::Invalid(format!(
-                "the filetype's extent is {}: tiles of it would not advance through the file (resize it, MPI 4.1 §14.3)",
-                filetype.extent()
-            )));
+            return Err(ViewError::Extent { extent: filetype.extent() as i64 }.into());
         }
         let (_, etype_overlaps) = ordered_blocks(&etype, "etype")?;
         let (blocks, filetype_overlaps) = ordered_blocks(&filetype, "filetype")?;
@@ -217,9 +208,7 @@ impl View {
         }
         let size = self.filetype.size as u64;
         if size == 0 {
-            return Err(MpiError::Invalid(
-                "the file view's filetype holds no data: nothing can be accessed through it".into(),
-            ));
+            return Err(ViewError::EmptyFiletype.into());
         }
         let extent = self.filetype.extent() as u64;
         let overflow = || fail(FileErrorClass::Io, "the access reaches past the largest file offset");
@@ -271,6 +260,7 @@ impl View {
 mod tests {
     use super::*;
     use crate::datatype::TypemapBuilder;
+    use crate::MpiError;
 
     fn ints() -> Arc<Typemap> {
         Arc::new(Typemap::basic(4, 4, 1))

@@ -30,7 +30,7 @@ use std::rc::Rc;
 use adi::{Done, ReqId};
 
 use crate::context::{charge_call, charge_request, Context, Shared};
-use crate::error::{MpiError, Result};
+use crate::error::{MpiError, RequestMisuse, Result};
 use crate::members::Group;
 use crate::status::Status;
 use crate::{Rank, Tag};
@@ -266,7 +266,7 @@ impl<'b> Request<'b> {
 
     fn still_pending(&self, call: &str) -> Result<()> {
         match self.state {
-            State::Finished => Err(MpiError::Invalid(format!("{call} on a completed request"))),
+            State::Finished => Err(MpiError::Request(RequestMisuse::Completed { call: call.to_string() })),
             _ => Ok(()),
         }
     }
@@ -301,7 +301,7 @@ impl<'b> Request<'b> {
                 })
             }
             State::Other(op) => op.complete(c),
-            State::Finished => Err(MpiError::Invalid("request already completed".into())),
+            State::Finished => Err(MpiError::Request(RequestMisuse::Completed { call: "complete".into() })),
         }
     }
 
@@ -372,7 +372,7 @@ impl<'b> Request<'b> {
                 Ok(())
             }
             State::Other(op) => op.cancel(),
-            State::Finished => Err(MpiError::Invalid("cancel on a completed request".into())),
+            State::Finished => Err(MpiError::Request(RequestMisuse::Completed { call: "cancel".into() })),
         }
     }
 
@@ -718,10 +718,13 @@ pub fn wait_all(requests: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// returns its former index and status.
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
     if requests.is_empty() {
-        return Err(MpiError::Invalid("wait_any on an empty list".into()));
+        return Err(MpiError::Request(RequestMisuse::Empty { call: "wait_any" }));
     }
     let ended = settle(&parts_of(requests), Need::One, true, "wait_any")?;
-    let i = ended.iter().position(|&e| e).ok_or_else(|| MpiError::Invalid("wait_any found nothing".into()))?;
+    let i = ended
+        .iter()
+        .position(|&e| e)
+        .ok_or_else(|| MpiError::Internal { what: "wait_any returned with no request ended".into() })?;
     Ok((i, requests.remove(i).finish()?))
 }
 

@@ -93,7 +93,9 @@ impl AccOp {
                 acc.copy_from_slice(src);
                 Ok(())
             }
-            AccOp::Replace => Err(MpiError::Invalid("replace with data of another length".into())),
+            AccOp::Replace => {
+                Err(crate::error::SignatureError::Replace { origin: src.len(), target: acc.len() }.into())
+            }
             AccOp::System(op) => match elem {
                 Some(e) => e.combine_packed(op, src, acc),
                 None => Err(MpiError::Op(crate::error::OpError::NeedsElement { op: format!("{op:?}") })),

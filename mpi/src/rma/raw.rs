@@ -16,7 +16,7 @@ use super::wire::{Kind, Msg, EXCLUSIVE};
 use super::{AccOp, Assert, Flavor, LockType, Model};
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::typemap::Typemap;
-use crate::error::{BufferError, Overflow};
+use crate::error::{BufferError, Overflow, SignatureError};
 use crate::request::Request;
 use crate::staged::reduce::Elem;
 use crate::staged::{incoming, outgoing, Span};
@@ -215,7 +215,7 @@ impl RawWindow {
         model: Option<Model>,
     ) -> Result<RawWindow> {
         if comm.is_inter() {
-            return Err(MpiError::Invalid("windows are made on intracommunicators (MPI 4.1 §12.2)".into()));
+            return Err(crate::error::InterError::IntraOnly { what: "a window (MPI 4.1 §12.2)".into() }.into());
         }
         if disp_unit == 0 {
             return Err(MpiError::Disp { unit: 0 });
@@ -559,9 +559,7 @@ impl RawWindow {
         self.check_rank(t.rank)?;
         let bytes = t.layout.size.checked_mul(t.count).ok_or(MpiError::TooLarge(Overflow::TargetCount))?;
         if let Some(n) = origin_len.filter(|n| *n != bytes) {
-            return Err(MpiError::Invalid(format!(
-                "the origin has {n} bytes of data and the target {bytes}: their type signatures must match (MPI 4.1 §12.3)"
-            )));
+            return Err(SignatureError::OriginTarget { origin: n as u64, target: bytes as u64 }.into());
         }
         let blocks = self.blocks(t)?;
         self.epochs.operation(t.rank)?;
@@ -687,11 +685,11 @@ impl RawWindow {
         let origin_len = (op != AccOp::NoOp).then_some(span.len());
         let Some(blocks) = self.prepare(t, origin_len)? else { return Ok(Issued(0)) };
         if result_span.len() != t.layout.size * t.count {
-            return Err(MpiError::Invalid(format!(
-                "the result buffer has room for {} bytes and the target has {}: their type signatures must match",
-                result_span.len(),
-                t.layout.size * t.count
-            )));
+            return Err(SignatureError::ResultTarget {
+                result: result_span.len() as u64,
+                target: (t.layout.size * t.count) as u64,
+            }
+            .into());
         }
         check_elems(&blocks, elem)?;
         // SAFETY: for an operation other than `NoOp`, the span's elements at `origin` are readable and

@@ -29,7 +29,8 @@ fn create_segment(len: usize) -> Result<Vec<u8>> {
         }
         let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("/dnmpi-win-{hex}");
-        let c = std::ffi::CString::new(name.clone()).map_err(|_| MpiError::Invalid("shared segment name".into()))?;
+        let c = std::ffi::CString::new(name.clone())
+            .map_err(|_| MpiError::Internal { what: format!("the shared segment name {name:?} holds a NUL") })?;
         // SAFETY: `c` is a valid C string; the flags create a new segment
         // readable and writable by this user only, never an existing one.
         let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };

@@ -735,7 +735,9 @@ impl crate::request::Pending for AwaitedReply {
     }
 
     fn cannot_cancel(&self) -> crate::MpiError {
-        crate::MpiError::Invalid("cancel of a one-sided operation's request is not allowed".into())
+        crate::MpiError::Request(crate::error::RequestMisuse::NotCancellable {
+            what: "a one-sided operation's request",
+        })
     }
 }
 

@@ -85,11 +85,9 @@ const WINDOW_ALIGN: usize = 64;
 fn aligned_enough<T>() -> Result<()> {
     let align = std::mem::align_of::<T>();
     if align > WINDOW_ALIGN {
-        return Err(MpiError::Invalid(format!(
-            "a window of {} cannot be allocated: the type is aligned to {align} bytes, and window memory to \
-             {WINDOW_ALIGN}; use a type aligned to at most {WINDOW_ALIGN}",
-            std::any::type_name::<T>()
-        )));
+        return Err(
+            crate::error::ArgError::WindowAlign { ty: std::any::type_name::<T>(), align, most: WINDOW_ALIGN }.into()
+        );
     }
     Ok(())
 }

@@ -128,7 +128,7 @@ impl Msg<'_> {
     /// the error); anything malformed is an error naming the sender, never
     /// a panic.
     pub fn decode(src: u32, tag: i32, b: &[u8]) -> Result<Msg<'_>> {
-        let bad = |what: &str| MpiError::Invalid(format!("one-sided message from rank {src}: {what}"));
+        let bad = |what: &str| MpiError::Malformed { from: src, what: format!("a one-sided message: {what}") };
         let kind = Kind::from_tag(tag).ok_or_else(|| bad(&format!("unknown kind {tag}")))?;
         if b.len() < HEAD {
             return Err(bad("shorter than its header"));

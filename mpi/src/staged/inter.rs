@@ -6,9 +6,9 @@
 
 use super::{incoming, outgoing, Blocks, Span};
 use crate::comm::SimpleCommunicator;
-use crate::error::BufferError;
+use crate::error::{ArgError, BufferError};
 use crate::inter::InterRoot;
-use crate::{MpiError, Result};
+use crate::Result;
 
 /// Split `bytes` into the blocks at byte `(displs[i], counts[i])`, which
 /// must not overlap (they are written).
@@ -126,7 +126,7 @@ pub unsafe fn gather(
         // SAFETY: at the root, `b`'s blocks are writable and untouched for this call (`# Safety`), as
         // `into_blocks` asks.
         (InterRoot::Here, Some(b)) => unsafe { into_blocks(b, |b| c.inter_gather(InterRoot::Here, &[], b)) },
-        (InterRoot::Here, None) => Err(MpiError::Invalid("the root of a gather needs its receive blocks".into())),
+        (InterRoot::Here, None) => Err(ArgError::Missing("the root of a gather needs its receive blocks").into()),
         (r, _) => {
             // SAFETY: in the sending group, the send span's elements are readable and unmodified for
             // this call (`# Safety`), and `data` does not outlive it.
@@ -158,7 +158,7 @@ pub unsafe fn scatter(
             let blocks: Vec<&[u8]> = parts.iter().map(|&(d, l)| &bytes[d..d + l]).collect();
             c.inter_scatter(InterRoot::Here, &blocks, &mut [])
         }
-        (InterRoot::Here, None) => Err(MpiError::Invalid("the root of a scatter needs its send blocks".into())),
+        (InterRoot::Here, None) => Err(ArgError::Missing("the root of a scatter needs its send blocks").into()),
         // SAFETY: in the receiving group, the receive span's elements are writable and untouched for
         // this call (`# Safety`), as `into_one` asks.
         (r, _) => unsafe { into_one(recv.0, recv.1, |b| c.inter_scatter(r, &[], b)) },

@@ -340,7 +340,7 @@ pub unsafe fn blocks(
         let (mut cb, mut db) = (Vec::new(), Vec::new());
         for (&c, &d) in counts.iter().zip(displs) {
             if d < 0 && c > 0 {
-                return Err(MpiError::Invalid(format!("displacement {d} is negative")));
+                return Err(crate::error::ArgError::NegativeDisplacement { displ: d.into() }.into());
             }
             let (off, len) = (d.max(0) as usize * l.size, len_of(c)?);
             if len > 0 {

@@ -14,9 +14,9 @@ use crate::coll::{
 };
 use crate::comm::{Communicator, SimpleCommunicator};
 use crate::datatype::{Equivalence, Typemap};
-use crate::error::BufferError;
+use crate::error::{BufferError, SignatureError};
 use crate::inter::InterRoot;
-use crate::{MpiError, Rank, Result};
+use crate::{Rank, Result};
 
 /// The element type of a reduction: the predefined datatypes this library
 /// reduces, by their Rust type.
@@ -124,11 +124,7 @@ impl Elem {
         let Some((v, pad)) = self.padded_pair() else { return self.combine(op, src, acc) };
         let (p, n) = (v + 4, self.size());
         if src.len() != acc.len() || src.len() % p != 0 {
-            return Err(MpiError::Invalid(format!(
-                "{} and {} bytes are not equal runs of {p}-byte (packed) elements",
-                src.len(),
-                acc.len()
-            )));
+            return Err(SignatureError::Runs { a: src.len(), b: acc.len(), elem: p, packed: true }.into());
         }
         let widen = |packed: &[u8]| {
             let mut out = vec![0u8; packed.len() / p * n];
@@ -154,12 +150,7 @@ impl Elem {
     /// pair if MPI does not define the operation on the type.
     pub fn combine(self, op: SystemOperation, src: &[u8], acc: &mut [u8]) -> Result<()> {
         if src.len() != acc.len() || src.len() % self.size() != 0 {
-            return Err(MpiError::Invalid(format!(
-                "{} and {} bytes are not equal runs of {}-byte elements",
-                src.len(),
-                acc.len(),
-                self.size()
-            )));
+            return Err(SignatureError::Runs { a: src.len(), b: acc.len(), elem: self.size(), packed: false }.into());
         }
         with_elem!(self, T => {
             let o = Operation::system::<T>(op)?;
@@ -610,6 +601,7 @@ pub unsafe fn inter_reduce_scatter(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MpiError;
 
     #[test]
     fn a_local_reduction_combines_and_refuses_overlap() {

@@ -294,7 +294,7 @@ pub(crate) fn convert(w: &SimpleCommunicator, dir: &str) -> R {
     let len = if last { EACH * 4 - 2 } else { EACH * 4 };
     let conv = BigEndian { data: std::cell::RefCell::new(&mut back), fail: false };
     match (f.access_converted(at, Direction::Read, len, &conv, Calling::Together), last) {
-        (Err(mpi::MpiError::Invalid(_)), true) | (Ok(_), false) => {}
+        (Err(mpi::MpiError::View(mpi::io::ViewError::PartialItem { .. })), true) | (Ok(_), false) => {}
         (other, _) => return Err(format!("rank {me}: a read beside the last rank's ragged length gave {other:?}")),
     }
     f.close().map_err(e)?;
