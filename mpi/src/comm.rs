@@ -10,7 +10,7 @@ use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{MpiError, Result};
 use crate::request::sealed::Sealed as _;
 use crate::request::{Request, Scope, Target};
-use crate::{Rank, Tag, TAG_UB};
+use crate::{Rank, Tag, PROC_NULL, TAG_UB};
 
 mod p2p;
 pub use p2p::*;
@@ -80,6 +80,11 @@ pub trait Communicator {
     /// Number of processes.
     fn size(&self) -> Rank;
     /// A process of this communicator, for sends and receives.
+    /// [`crate::PROC_NULL`] is the null process (MPI 4.1 §3.10): a send
+    /// to it or a receive from it completes at once and moves nothing
+    /// (a receive reports source `PROC_NULL`, any tag, no bytes), a probe
+    /// finds that status, and nothing is charged to simulated time. Its
+    /// matched probe (`raw::mprobe`) is refused.
     fn process_at_rank(&self, r: Rank) -> Process<'_>;
     /// Any process, for wildcard receives and probes.
     fn any_process(&self) -> AnyProcess<'_>;
@@ -417,6 +422,9 @@ pub mod raw {
     ) -> Result<Request<'static>> {
         check_tag(tag)?;
         let comm = to.comm;
+        if to.rank == crate::PROC_NULL {
+            return Ok(Request::proc_null(comm.shared.clone(), comm.peers().clone()));
+        }
         let dest = comm.job_rank(to.rank)?;
         let elems = Elements::new(ptr.cast_mut(), layout, count)?;
         let bytes = elems.len;
@@ -447,6 +455,9 @@ pub mod raw {
     ) -> Result<Request<'static>> {
         let tag = tag_sel(tag)?;
         let comm = from.comm();
+        if from.is_proc_null() {
+            return Ok(Request::proc_null(comm.shared.clone(), comm.peers().clone()));
+        }
         let src = from.adi_source()?;
         let elems = Elements::new(ptr, layout, count)?;
         let id = {
@@ -532,6 +543,9 @@ pub mod raw {
         stop: &dyn Fn(bool) -> bool,
     ) -> Result<Option<Status>> {
         let tag = tag_sel(tag)?;
+        if from.is_proc_null() {
+            return Ok(Some(Status::proc_null()));
+        }
         let comm = from.comm();
         let src = from.adi_source()?;
         let mut c = comm.shared.borrow_mut();

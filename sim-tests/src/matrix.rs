@@ -64,6 +64,8 @@ macro_rules! suite_matrix {
             attrs_5r_3n: "attrs", 5, 3, [sim udp];
             greq_1r_1n: "greq", 1, 1, [sim];
             greq_3r_2n: "greq", 3, 2, [sim udp];
+            proc_null_1r_1n: "proc-null", 1, 1, [sim];
+            proc_null_5r_3n: "proc-null", 5, 3, [sim udp];
             rma_1r_1n: "rma", 1, 1, [sim udp];
             rma_2r_2n: "rma", 2, 2, [sim udp dpdk];
             rma_3r_2n: "rma", 3, 2, [sim udp dpdk];

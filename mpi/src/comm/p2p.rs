@@ -111,6 +111,9 @@ pub trait Destination {
 /// Blocking send straight from `bytes` (no copy by the engine).
 pub(super) fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: bool) -> Result<()> {
     check_tag(tag)?;
+    if to == PROC_NULL {
+        return Ok(());
+    }
     let dest = comm.job_rank(to)?;
     let mut c = comm.shared.borrow_mut();
     let e = c.engine()?;
@@ -134,6 +137,9 @@ pub(super) fn isend_impl<'a, Sc: Scope<'a>>(
     sync: bool,
 ) -> Result<Request<'a>> {
     check_tag(tag)?;
+    if to == PROC_NULL {
+        return Ok(Request::proc_null(comm.shared.clone(), comm.peers().clone()));
+    }
     let dest = comm.job_rank(to)?;
     let id = {
         let mut c = comm.shared.borrow_mut();
@@ -181,6 +187,12 @@ pub trait Source {
     fn comm(&self) -> &SimpleCommunicator;
     #[doc(hidden)]
     fn adi_source(&self) -> Result<AdiSource>;
+    /// Whether this is the null process ([`crate::PROC_NULL`], MPI 4.1
+    /// §3.10): a receive from it completes at once with no data and the
+    /// null process's status, and a probe finds that status.
+    fn is_proc_null(&self) -> bool {
+        false
+    }
 
     /// Blocking receive of one value, any tag (`MPI_Recv`).
     fn receive<T: Equivalence>(&self) -> Result<(T, Status)> {
@@ -277,6 +289,9 @@ pub trait Source {
 /// Blocking receive into `out`: the engine writes the message there and
 /// nowhere else (no copy after it).
 pub(super) fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Result<Status> {
+    if s.is_proc_null() {
+        return Ok(Status::proc_null());
+    }
     let comm = s.comm();
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
@@ -292,6 +307,10 @@ pub(super) fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u
 
 fn receive_one<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(T, Status)> {
     let mut v = T::zeroed();
+    if s.is_proc_null() {
+        // Nothing arrives: the value stays zeroed (MPI 4.1 §3.10).
+        return Ok((v, Status::proc_null()));
+    }
     let st = recv_into_raw(s, tag, bytemuck::bytes_of_mut(&mut v))?;
     let want = std::mem::size_of::<T>();
     if st.bytes() != want as u64 {
@@ -320,6 +339,9 @@ pub(super) fn matched_probe(
 /// size: a matched probe (MPI 4.1 §3.8.2) sizes it, then the message is
 /// received straight into it.
 fn receive_vec<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<(Vec<T>, Status)> {
+    if s.is_proc_null() {
+        return Ok((Vec::new(), Status::proc_null()));
+    }
     let comm = s.comm();
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
@@ -358,6 +380,9 @@ pub(super) fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?
     tag: TagSel,
 ) -> Result<Request<'a>> {
     let comm = s.comm();
+    if s.is_proc_null() {
+        return Ok(Request::proc_null(comm.shared.clone(), comm.peers().clone()));
+    }
     let src = s.adi_source()?;
     let out = buf.as_bytes_mut();
     let id = {
@@ -376,6 +401,9 @@ pub(super) fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?
 }
 
 fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
+    if s.is_proc_null() {
+        return Ok(Status::proc_null());
+    }
     let comm = s.comm();
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
@@ -385,6 +413,9 @@ fn probe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Status> {
 }
 
 fn iprobe_impl<S: Source + ?Sized>(s: &S, tag: TagSel) -> Result<Option<Status>> {
+    if s.is_proc_null() {
+        return Ok(Some(Status::proc_null()));
+    }
     let comm = s.comm();
     let src = s.adi_source()?;
     let mut c = comm.shared.borrow_mut();
@@ -408,6 +439,9 @@ impl Source for Process<'_> {
     }
     fn adi_source(&self) -> Result<AdiSource> {
         Ok(AdiSource::Rank(self.comm.job_rank(self.rank)?))
+    }
+    fn is_proc_null(&self) -> bool {
+        self.rank == PROC_NULL
     }
 }
 

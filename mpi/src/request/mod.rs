@@ -547,6 +547,37 @@ impl Request<'_> {
     }
 }
 
+/// The request of an operation on `MPI_PROC_NULL` (MPI 4.1 §3.10): it
+/// is complete from its start, with the null process's status (source
+/// `PROC_NULL`, any tag, no bytes), and a cancel of it changes nothing.
+struct NullProcess;
+
+impl Pending for NullProcess {
+    fn is_done(&self, _c: &mut Context) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn complete(self: Box<Self>, _c: &mut Context) -> Result<Status> {
+        Ok(Status::proc_null())
+    }
+
+    fn cannot_cancel(&self) -> MpiError {
+        MpiError::Internal { what: "a cancel of an operation on MPI_PROC_NULL was refused".into() }
+    }
+
+    fn cancel(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<'b> Request<'b> {
+    /// The request of a non-blocking operation on `MPI_PROC_NULL`:
+    /// complete at once (MPI 4.1 §3.10).
+    pub(crate) fn proc_null(shared: Shared, group: Rc<Group>) -> Request<'b> {
+        Request::pending(shared, Box::new(NullProcess), group)
+    }
+}
+
 /// A request's part in a call that completes several (MPI 4.1 §3.7.5).
 pub enum Part<'r, 'b> {
     /// Takes no part: a null request, or an inactive persistent one.

@@ -32,6 +32,7 @@ macro_rules! check {
 mod attrs;
 mod greq;
 mod partitioned;
+mod proc_null;
 mod waiting;
 use waiting::*;
 
@@ -115,6 +116,7 @@ fn main() -> ExitCode {
             "partitioned" => partitioned::partitioned(&w)?,
             "attrs" => attrs::attrs(&w)?,
             "greq" => greq::greq(&w)?,
+            "proc-null" => proc_null::proc_null(&u, &w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,
