@@ -102,7 +102,25 @@ pub enum AdiError {
         /// What was wrong.
         what: String,
     },
-    /// Invalid argument.
-    #[error("invalid argument: {0}")]
-    Invalid(String),
+    /// A call for one kind of request on another: a cancel of a receive
+    /// given a send, or the reverse.
+    #[error("request {id:#x} is not a {wants}")]
+    WrongKind {
+        /// The request.
+        id: u32,
+        /// The kind the call is for: "receive", "send".
+        wants: &'static str,
+    },
+    /// Every request number is in use.
+    #[error("more than {most} requests are outstanding: complete some first")]
+    TooManyRequests {
+        /// The most that can be outstanding.
+        most: u32,
+    },
+    /// A message longer than this host's address space.
+    #[error("a message of {bytes} bytes is more than this host can address")]
+    TooLarge {
+        /// Its length.
+        bytes: u64,
+    },
 }

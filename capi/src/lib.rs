@@ -143,8 +143,9 @@ impl From<MpiError> for Fail {
             | MpiError::Signature(_)
             | MpiError::TopologyArg(_)
             | MpiError::Join(_)
-            | MpiError::View(_)
-            | MpiError::Engine(AdiError::Invalid(_)) => MPI_ERR_ARG,
+            | MpiError::View(_) => MPI_ERR_ARG,
+            MpiError::Engine(AdiError::WrongKind { .. }) => MPI_ERR_REQUEST,
+            MpiError::Engine(AdiError::TooLarge { .. }) => MPI_ERR_COUNT,
             MpiError::Collective(c) => match c {
                 mpi::CollectiveError::BlockSize { .. }
                 | mpi::CollectiveError::InterBlock { .. }
@@ -917,5 +918,8 @@ mod tests {
         assert_eq!(class(MpiError::Malformed { from: 1, what: "x".into() }), MPI_ERR_OTHER);
         assert_eq!(class(MpiError::Request(mpi::RequestMisuse::Completed { call: "wait".into() })), MPI_ERR_REQUEST);
         assert_eq!(class(MpiError::Ranks(mpi::RankError::Twice { rank: 1 })), MPI_ERR_RANK);
+        assert_eq!(class(adi::AdiError::WrongKind { id: 9, wants: "send" }.into()), MPI_ERR_REQUEST);
+        assert_eq!(class(adi::AdiError::TooLarge { bytes: u64::MAX }.into()), MPI_ERR_COUNT);
+        assert_eq!(class(adi::AdiError::TooManyRequests { most: 3 }.into()), MPI_ERR_OTHER);
     }
 }

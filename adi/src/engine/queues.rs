@@ -9,7 +9,7 @@ impl Slab {
             Some(i) => i,
             None => {
                 if self.slots.len() >= (1 << 24) - 1 {
-                    return Err(AdiError::Invalid("more than 16 million outstanding requests".into()));
+                    return Err(AdiError::TooManyRequests { most: (1 << 24) - 1 });
                 }
                 self.slots.push((0, None));
                 (self.slots.len() - 1) as u32

@@ -221,7 +221,7 @@ impl Engine {
                 Ok(true)
             }
             Some(Req::Recv(_)) => Ok(false),
-            Some(Req::Send(_)) => Err(AdiError::Invalid("only receives can be cancelled".into())),
+            Some(Req::Send(_)) => Err(AdiError::WrongKind { id, wants: "receive" }),
             None => Err(AdiError::BadRequest(id)),
         }
     }
@@ -237,7 +237,7 @@ impl Engine {
                 s.dest
             }
             Some(Req::Send(_)) => return Ok(()),
-            Some(Req::Recv(_)) => return Err(AdiError::Invalid("cancel_send on a receive".into())),
+            Some(Req::Recv(_)) => return Err(AdiError::WrongKind { id, wants: "send" }),
             None => return Err(AdiError::BadRequest(id)),
         };
         self.charge(HostCost::AdiOp, 1);

@@ -48,10 +48,7 @@ impl Engine {
         sync: bool,
     ) -> Result<ReqId, AdiError> {
         if usize::try_from(src.len()).is_err() {
-            return Err(AdiError::Invalid(format!(
-                "a message of {} bytes is more than this host can address",
-                src.len()
-            )));
+            return Err(AdiError::TooLarge { bytes: src.len() });
         }
         self.start_send(dest, tag, ctx, SendData::Packed(src), sync)
     }
