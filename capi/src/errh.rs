@@ -191,30 +191,27 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
 /// The class of `code`: a predefined class is its own, an added code
 /// has the class it was added to; `None` for a value that is neither.
 pub(crate) fn class_of(code: c_int) -> Option<c_int> {
-    if (0..=MPI_ERR_LASTCODE).contains(&code) {
-        return Some(code);
-    }
-    crate::process::process().added.lock().class_of.get(&code).copied()
+    added().class_of(code)
 }
 
 /// The string an added code or class was given (empty when none was).
 pub(crate) fn added_string(code: c_int) -> Option<String> {
-    let a = crate::process::process().added.lock();
-    a.class_of.contains_key(&code).then(|| a.strings.get(&code).cloned().unwrap_or_default())
+    added().string(code).map(str::to_string)
 }
 
 /// The largest error code in use (the `MPI_LASTUSEDCODE` attribute).
 pub(crate) fn last_used() -> c_int {
-    crate::process::process().added.lock().last
+    added().last_used()
 }
 
-/// Hand out the next value, as a class (`class` `None`) or a code of `class`.
-fn add(class: Option<c_int>) -> R<c_int> {
-    let mut a = crate::process::process().added.lock();
-    let v = a.last.checked_add(1).ok_or_else(|| Fail::new(MPI_ERR_OTHER, "no error code is left"))?;
-    a.last = v;
-    a.class_of.insert(v, class.unwrap_or(v));
-    Ok(v)
+fn added() -> parking_lot::MappedMutexGuard<'static, mpi::error_codes::ErrorCodes> {
+    parking_lot::MutexGuard::map(crate::process::process().added.lock(), |a| &mut a.0)
+}
+
+impl From<mpi::error_codes::ErrorCodeError> for Fail {
+    fn from(e: mpi::error_codes::ErrorCodeError) -> Fail {
+        Fail::new(MPI_ERR_ARG, e.to_string())
+    }
 }
 
 #[no_mangle]
@@ -223,7 +220,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         if errorclass.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "errorclass is a null pointer"));
         }
-        let v = add(None)?;
+        let v = added().add_class()?;
         // SAFETY: `errorclass` is not null (checked above) and is MPI_Add_error_class's out-argument (MPI 4.1 §9.5),
         // valid for writing one `int` for this call.
         unsafe { errorclass.write(v) };
@@ -234,13 +231,10 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
     with_state("MPI_Add_error_code", MPI_COMM_WORLD, |_| {
-        if class_of(errorclass) != Some(errorclass) {
-            return Err(Fail::new(MPI_ERR_ARG, format!("{errorclass} is not an error class")));
-        }
         if errorcode.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "errorcode is a null pointer"));
         }
-        let v = add(Some(errorclass))?;
+        let v = added().add_code(errorclass)?;
         // SAFETY: `errorcode` is not null (checked above) and is MPI_Add_error_code's out-argument (MPI 4.1 §9.5),
         // valid for writing one `int` for this call.
         unsafe { errorcode.write(v) };
@@ -256,68 +250,22 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
         }
         // SAFETY: `string` is not null (checked above) and is MPI_Add_error_string's string (MPI 4.1 §9.5),
         // NUL-terminated and readable for this call; it is copied out at once.
-        let s = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy().into_owned();
-        if s.len() >= MPI_MAX_ERROR_STRING as usize {
-            return Err(Fail::new(
-                MPI_ERR_ARG,
-                format!("the string has {} characters; at most MPI_MAX_ERROR_STRING - 1 fit", s.len()),
-            ));
-        }
-        let mut a = crate::process::process().added.lock();
-        if !a.class_of.contains_key(&errorcode) {
-            return Err(Fail::new(
-                MPI_ERR_ARG,
-                format!("{errorcode} is not an added error code or class (a predefined one's string cannot change)"),
-            ));
-        }
-        a.strings.insert(errorcode, s);
-        Ok(())
-    })
-}
-
-/// Remove added `value` (a class when `class`), refusing a class that
-/// still has codes, and a value that still has a string (MPI 4.1 §9.5).
-fn remove(call: &str, value: c_int, class: bool) -> c_int {
-    with_state(call, MPI_COMM_WORLD, |_| {
-        let mut a = crate::process::process().added.lock();
-        let is_class = a.class_of.get(&value) == Some(&value);
-        if !a.class_of.contains_key(&value) || is_class != class {
-            let what = if class { "an added error class" } else { "an added error code" };
-            return Err(Fail::new(MPI_ERR_ARG, format!("{value} is not {what}")));
-        }
-        if class && a.class_of.iter().any(|(&c, &k)| k == value && c != value) {
-            return Err(Fail::new(MPI_ERR_ARG, format!("error class {value} still has codes: remove them first")));
-        }
-        if a.strings.contains_key(&value) {
-            return Err(Fail::new(
-                MPI_ERR_ARG,
-                format!("{value} still has a string: MPI_Remove_error_string first (MPI 4.1 §9.5)"),
-            ));
-        }
-        a.class_of.remove(&value);
-        a.strings.remove(&value);
-        Ok(())
+        let s = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy();
+        Ok(added().set_string(errorcode, &s)?)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
-    remove("MPI_Remove_error_class", errorclass, true)
+    with_state("MPI_Remove_error_class", MPI_COMM_WORLD, |_| Ok(added().remove(errorclass, true)?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
-    remove("MPI_Remove_error_code", errorcode, false)
+    with_state("MPI_Remove_error_code", MPI_COMM_WORLD, |_| Ok(added().remove(errorcode, false)?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
-    with_state("MPI_Remove_error_string", MPI_COMM_WORLD, |_| {
-        let mut a = crate::process::process().added.lock();
-        if !a.class_of.contains_key(&errorcode) {
-            return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an added error code or class")));
-        }
-        a.strings.remove(&errorcode);
-        Ok(())
-    })
+    with_state("MPI_Remove_error_string", MPI_COMM_WORLD, |_| Ok(added().remove_string(errorcode)?))
 }

@@ -217,14 +217,9 @@ pub(crate) struct Handlers {
 }
 
 /// The classes and codes a program added (the process's:
-/// `process::Process::added`).
-pub(crate) struct Added {
-    /// The largest value handed out (`MPI_LASTUSEDCODE`).
-    pub(crate) last: c_int,
-    /// Each added code's class (an added class is its own).
-    pub(crate) class_of: BTreeMap<c_int, c_int>,
-    pub(crate) strings: BTreeMap<c_int, String>,
-}
+/// `process::Process::added`): `mpi::error_codes`' table, with the ABI's
+/// last predefined code and longest string.
+pub(crate) struct Added(pub(crate) mpi::error_codes::ErrorCodes);
 
 /// Info objects, apart from the library's state: the standard lets a
 /// program make and use them before `MPI_Init` and after `MPI_Finalize`
@@ -322,7 +317,7 @@ impl Kind {
 
 impl Default for Added {
     fn default() -> Added {
-        Added { last: MPI_ERR_LASTCODE, class_of: BTreeMap::new(), strings: BTreeMap::new() }
+        Added(mpi::error_codes::ErrorCodes::new(MPI_ERR_LASTCODE, MPI_MAX_ERROR_STRING as usize - 1))
     }
 }
 

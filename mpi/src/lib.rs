@@ -36,6 +36,7 @@ mod context;
 pub mod datatype;
 pub mod dup;
 mod error;
+pub mod error_codes;
 pub mod greq;
 pub mod group;
 pub mod info;
