@@ -84,7 +84,9 @@ pub trait Communicator {
     /// to it or a receive from it completes at once and moves nothing
     /// (a receive reports source `PROC_NULL`, any tag, no bytes), a probe
     /// finds that status, and nothing is charged to simulated time. Its
-    /// matched probe (`raw::mprobe`) is refused.
+    /// matched probe (`raw::mprobe`) and partitioned requests
+    /// (`crate::partitioned`) are refused, as an invalid rank (the C
+    /// library's `MPI_PROC_NULL` takes both).
     fn process_at_rank(&self, r: Rank) -> Process<'_>;
     /// Any process, for wildcard receives and probes.
     fn any_process(&self) -> AnyProcess<'_>;

@@ -55,6 +55,13 @@ pub fn proc_null(u: &Universe, w: &SimpleCommunicator) -> R {
         Err(MpiError::InvalidTag(-5)) => {}
         other => return Err(format!("a negative tag to the null process gave {other:?}")),
     }
+    // Partitioned communication with it is refused from Rust (documented).
+    let part: &'static mut [u8] = Box::leak(vec![0u8; 4].into_boxed_slice());
+    match mpi::partitioned::PartitionedSend::init(mpi::request::StaticScope, &null, part, 2, 0) {
+        Err(MpiError::InvalidRank { rank: PROC_NULL, .. }) => {}
+        Err(other) => return Err(format!("a partitioned send to the null process gave {other}")),
+        Ok(_) => return Err("a partitioned send to the null process was accepted".into()),
+    }
     // Non-blocking: complete at once, beside real requests.
     let to = w.process_at_rank((me + 1) % w.size());
     let from = w.process_at_rank((me + w.size() - 1) % w.size());
