@@ -221,145 +221,71 @@ unsafe fn detach<T: TryFrom<usize>>(call: &str, owner: Owner, buffer_addr: *mut 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Buffer_attach hands the library until it
-    // is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size; it never reads
-    // or writes the bytes.
-    unsafe { attach("MPI_Buffer_attach", Owner::Process, buffer, i64::from(size)) }
+/// Start flushing the buffer of `owner` (`MPI_Buffer_iflush`, ...): its
+/// request.
+///
+/// # Safety
+/// `request` is null or valid for writing one handle for the call.
+unsafe fn iflush(call: &str, owner: Owner, request: *mut Handle) -> c_int {
+    with_state(call, owner.handle(), |st| {
+        let r = st.slot(owner)?.iflush();
+        // SAFETY: `request` is null or valid for writing one handle for this call (`iflush`'s `# Safety`);
+        // `new_request` refuses null.
+        unsafe { crate::new_request(st, r, request) }
+    })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Buffer_attach_c hands the library until
-    // it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size; it never
-    // reads or writes the bytes.
-    unsafe { attach("MPI_Buffer_attach_c", Owner::Process, buffer, size) }
+/// The buffer calls of the process, a communicator and a session (§3.6)
+/// that take pointers, each the helper it calls with its arguments.
+macro_rules! buffer_calls {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: MPI 4.1 §3.6 defines these pointers, passed on unchanged: an attached `buffer` (or
+            // MPI_BUFFER_AUTOMATIC) of `size` bytes is the program's gift to the library until it is detached (the
+            // library records its address and size and never touches the bytes); a detach's `buffer_addr` is the
+            // address of one writable `void *` and its `size` of one writable `int` or `MPI_Count`; an iflush's
+            // `request` is null or valid for writing one handle; for this call. That is the `# Safety` of `attach`,
+            // `detach` and `iflush`.
+            unsafe { $helper(stringify!($name), $($call),*) }
+        }
+    )*};
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
-    // call, as MPI 4.1 §3.6 defines MPI_Buffer_detach's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Buffer_detach", Owner::Process, buffer_addr, size) }
+buffer_calls! {
+    pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int = attach(Owner::Process, buffer, size.into());
+    pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int = attach(Owner::Process, buffer, size);
+    pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int = detach(Owner::Process, buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> c_int = detach(Owner::Process, buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int = iflush(Owner::Process, request);
+    pub unsafe extern "C" fn MPI_Comm_attach_buffer(comm: Handle, buffer: *mut c_void, size: c_int) -> c_int = attach(Owner::Comm(comm), buffer, size.into());
+    pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(comm: Handle, buffer: *mut c_void, size: i64) -> c_int = attach(Owner::Comm(comm), buffer, size);
+    pub unsafe extern "C" fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int = detach(Owner::Comm(comm), buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int = detach(Owner::Comm(comm), buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int = iflush(Owner::Comm(comm), request);
+    pub unsafe extern "C" fn MPI_Session_attach_buffer(session: Handle, buffer: *mut c_void, size: c_int) -> c_int = attach(Owner::Session(session), buffer, size.into());
+    pub unsafe extern "C" fn MPI_Session_attach_buffer_c(session: Handle, buffer: *mut c_void, size: i64) -> c_int = attach(Owner::Session(session), buffer, size);
+    pub unsafe extern "C" fn MPI_Session_detach_buffer(session: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int = detach(Owner::Session(session), buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Session_detach_buffer_c(session: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int = detach(Owner::Session(session), buffer_addr, size);
+    pub unsafe extern "C" fn MPI_Session_iflush_buffer(session: Handle, request: *mut Handle) -> c_int = iflush(Owner::Session(session), request);
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
-    // this call, as MPI 4.1 §3.6 defines MPI_Buffer_detach_c's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Buffer_detach_c", Owner::Process, buffer_addr, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_attach_buffer(comm: Handle, buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Comm_attach_buffer hands the library for
-    // `comm` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and size;
-    // it never reads or writes the bytes.
-    unsafe { attach("MPI_Comm_attach_buffer", Owner::Comm(comm), buffer, i64::from(size)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(comm: Handle, buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Comm_attach_buffer_c hands the library
-    // for `comm` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address and
-    // size; it never reads or writes the bytes.
-    unsafe { attach("MPI_Comm_attach_buffer_c", Owner::Comm(comm), buffer, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_detach_buffer(comm: Handle, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
-    // call, as MPI 4.1 §3.6 defines MPI_Comm_detach_buffer's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Comm_detach_buffer", Owner::Comm(comm), buffer_addr, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(comm: Handle, buffer_addr: *mut c_void, size: *mut i64) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
-    // this call, as MPI 4.1 §3.6 defines MPI_Comm_detach_buffer_c's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Comm_detach_buffer_c", Owner::Comm(comm), buffer_addr, size) }
+/// Flush the buffer of `owner` (`MPI_Buffer_flush`, ...).
+fn flush(call: &str, owner: Owner) -> c_int {
+    with_state(call, owner.handle(), |st| Ok(st.slot(owner)?.flush()?))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Buffer_flush() -> c_int {
-    with_state("MPI_Buffer_flush", MPI_COMM_WORLD, |st| Ok(st.slot(Owner::Process)?.flush()?))
+    flush("MPI_Buffer_flush", Owner::Process)
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
-    with_state("MPI_Comm_flush_buffer", comm, |st| Ok(st.slot(Owner::Comm(comm))?.flush()?))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut Handle) -> c_int {
-    with_state("MPI_Buffer_iflush", MPI_COMM_WORLD, |st| {
-        let r = st.slot(Owner::Process)?.iflush();
-        // SAFETY: `request` is MPI_Buffer_iflush's out-argument, valid for writing one handle for this call;
-        // `new_request` refuses null.
-        unsafe { crate::new_request(st, r, request) }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) -> c_int {
-    with_state("MPI_Comm_iflush_buffer", comm, |st| {
-        let r = st.slot(Owner::Comm(comm))?.iflush();
-        // SAFETY: `request` is MPI_Comm_iflush_buffer's out-argument, valid for writing one handle for this call;
-        // `new_request` refuses null.
-        unsafe { crate::new_request(st, r, request) }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_attach_buffer(session: Handle, buffer: *mut c_void, size: c_int) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Session_attach_buffer hands the library
-    // for `session` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the address
-    // and size; it never reads or writes the bytes.
-    unsafe { attach("MPI_Session_attach_buffer", Owner::Session(session), buffer, i64::from(size)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_attach_buffer_c(session: Handle, buffer: *mut c_void, size: i64) -> c_int {
-    // SAFETY: `buffer` (or MPI_BUFFER_AUTOMATIC) and `size` are the memory MPI_Session_attach_buffer_c hands the
-    // library for `session` until it is detached (MPI 4.1 §3.6): `attach`'s `# Safety`. The library only records the
-    // address and size; it never reads or writes the bytes.
-    unsafe { attach("MPI_Session_attach_buffer_c", Owner::Session(session), buffer, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_detach_buffer(
-    session: Handle,
-    buffer_addr: *mut c_void,
-    size: *mut c_int,
-) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `int`, for this
-    // call, as MPI 4.1 §3.6 defines MPI_Session_detach_buffer's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Session_detach_buffer", Owner::Session(session), buffer_addr, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
-    session: Handle,
-    buffer_addr: *mut c_void,
-    size: *mut i64,
-) -> c_int {
-    // SAFETY: `buffer_addr` is the address of one writable `void *` and `size` points to one writable `MPI_Count`, for
-    // this call, as MPI 4.1 §3.6 defines MPI_Session_detach_buffer_c's out-arguments: `detach`'s `# Safety`.
-    unsafe { detach("MPI_Session_detach_buffer_c", Owner::Session(session), buffer_addr, size) }
+    flush("MPI_Comm_flush_buffer", Owner::Comm(comm))
 }
 
 #[no_mangle]
 pub extern "C" fn MPI_Session_flush_buffer(session: Handle) -> c_int {
-    with_state("MPI_Session_flush_buffer", session, |st| Ok(st.slot(Owner::Session(session))?.flush()?))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_iflush_buffer(session: Handle, request: *mut Handle) -> c_int {
-    with_state("MPI_Session_iflush_buffer", session, |st| {
-        let r = st.slot(Owner::Session(session))?.iflush();
-        // SAFETY: `request` is MPI_Session_iflush_buffer's out-argument, valid for writing one handle for this call;
-        // `new_request` refuses null.
-        unsafe { crate::new_request(st, r, request) }
-    })
+    flush("MPI_Session_flush_buffer", Owner::Session(session))
 }

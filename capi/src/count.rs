@@ -19,12 +19,19 @@ pub(crate) trait Int: Copy + std::fmt::Display {
     /// The value as the library's `int`, or `MPI_ERR_COUNT` when it does
     /// not fit (`what` names the argument).
     fn int(self, what: &str) -> R<c_int>;
+
+    /// The value as an `MPI_Count` (every form fits).
+    fn wide(self) -> i64;
 }
 
 impl Int for c_int {
     #[inline(always)]
     fn int(self, _: &str) -> R<c_int> {
         Ok(self)
+    }
+
+    fn wide(self) -> i64 {
+        self.into()
     }
 }
 
@@ -41,11 +48,19 @@ impl Int for i64 {
     fn int(self, what: &str) -> R<c_int> {
         c_int::try_from(self).map_err(|_| too_large(self, what))
     }
+
+    fn wide(self) -> i64 {
+        self
+    }
 }
 
 impl Int for isize {
     fn int(self, what: &str) -> R<c_int> {
         c_int::try_from(self).map_err(|_| too_large(self, what))
+    }
+
+    fn wide(self) -> i64 {
+        self as i64
     }
 }
 

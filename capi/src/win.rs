@@ -15,6 +15,7 @@ use mpi::staged::reduce::Elem;
 use mpi::staged::Span;
 
 use crate::abi::*;
+use crate::count::Int;
 use crate::*;
 
 mod attr;
@@ -637,287 +638,46 @@ unsafe fn call(
 
 const NO_RESULT: (*mut c_void, i64, Handle) = (std::ptr::null_mut(), 0, MPI_DATATYPE_NULL);
 
-/// Defines the `int` and large-count forms of a put or get, with and
-/// without a request.
-macro_rules! put_get {
-    ($op:expr, $plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
+/// The one-sided communication calls (§12.3), each [`call`] with its
+/// operation, buffers, target and window, and its request out-argument in
+/// the request-based forms (`MPI_Rput`, ..., §12.3.5).
+macro_rules! rma_calls {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = call($($call:expr),*);)*) => {$(
         #[no_mangle]
-        pub unsafe extern "C" fn $plain(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Put's origin, MPI 4.1 §12.3.1), or
-            // for MPI_Get has room for them and is not accessed by the program until the get completes (§12.3.2); there
-            // is no result buffer and no request: `call`'s `# Safety`.
-            unsafe { call(stringify!($plain), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: MPI 4.1 §12.3 defines the buffers, passed on unchanged: the origin `o` holds `oc` elements of
+            // `ot`, readable for this call (a put's or an accumulate's), or has room for them and is not accessed by
+            // the program until the operation completes (a get's); a get-accumulate's result `r` has room for `rc`
+            // elements of `rt`, likewise left to the operation; a `request` is valid for writing one handle for this
+            // call. That is `call`'s `# Safety`.
+            unsafe { call(stringify!($name), $($call),*) }
         }
-        #[no_mangle]
-        pub unsafe extern "C" fn $plain_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Put_c's origin, MPI 4.1 §12.3.1), or
-            // for MPI_Get_c has room for them and is not accessed by the program until the get completes (§12.3.2);
-            // there is no result buffer and no request: `call`'s `# Safety`.
-            unsafe { call(stringify!($plain_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Rput's origin), or for MPI_Rget has
-            // room for them and is not accessed by the program until the request completes (MPI 4.1 §12.3.5); `request`
-            // is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe { call(stringify!($req), $op, o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request)) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Rput_c's origin), or for MPI_Rget_c
-            // has room for them and is not accessed by the program until the request completes (MPI 4.1 §12.3.5);
-            // `request` is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe { call(stringify!($req_c), $op, o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
-        }
-    };
+    )*};
 }
 
-put_get!(Op::Put, MPI_Put, MPI_Put_c, MPI_Rput, MPI_Rput_c);
-put_get!(Op::Get, MPI_Get, MPI_Get_c, MPI_Rget, MPI_Rget_c);
-
-/// Defines the `int` and large-count forms of an accumulate, with and
-/// without a request.
-macro_rules! accumulate {
-    ($plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $plain(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, as MPI 4.1 §12.3.4 requires of
-            // MPI_Accumulate's origin buffer; there is no result buffer and no request: `call`'s `# Safety`.
-            unsafe { call(stringify!($plain), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, None) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $plain_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, as MPI 4.1 §12.3.4 requires of
-            // MPI_Accumulate_c's origin buffer; there is no result buffer and no request: `call`'s `# Safety`.
-            unsafe { call(stringify!($plain_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, None) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Raccumulate's origin, MPI 4.1
-            // §12.3.5), and `request` is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe {
-                call(stringify!($req), Op::Acc(op), o as *mut c_void, oc.into(), ot, NO_RESULT, t, win, Some(request))
-            }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call (MPI_Raccumulate_c's origin, MPI 4.1
-            // §12.3.5), and `request` is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe { call(stringify!($req_c), Op::Acc(op), o as *mut c_void, oc, ot, NO_RESULT, t, win, Some(request)) }
-        }
-    };
+/// A target's arguments.
+fn at(rank: c_int, disp: isize, count: impl Int, dt: Handle) -> TargetArgs {
+    TargetArgs { rank, disp, count: count.wide(), dt }
 }
 
-accumulate!(MPI_Accumulate, MPI_Accumulate_c, MPI_Raccumulate, MPI_Raccumulate_c);
-
-/// Defines the `int` and large-count forms of a get-accumulate, with and
-/// without a request.
-macro_rules! get_accumulate {
-    ($plain:ident, $plain_c:ident, $req:ident, $req_c:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $plain(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            r: *mut c_void,
-            rc: c_int,
-            rt: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
-            // `rt`, which the program does not access until the operation completes, as MPI 4.1 §12.3.4 requires of
-            // MPI_Get_accumulate's buffers; no request: `call`'s `# Safety`.
-            unsafe {
-                call(
-                    stringify!($plain),
-                    Op::GetAcc(op),
-                    o as *mut c_void,
-                    oc.into(),
-                    ot,
-                    (r, rc.into(), rt),
-                    t,
-                    win,
-                    None,
-                )
-            }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $plain_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            r: *mut c_void,
-            rc: i64,
-            rt: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
-            // `rt`, which the program does not access until the operation completes, as MPI 4.1 §12.3.4 requires of
-            // MPI_Get_accumulate_c's buffers; no request: `call`'s `# Safety`.
-            unsafe { call(stringify!($plain_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, None) }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req(
-            o: *const c_void,
-            oc: c_int,
-            ot: Handle,
-            r: *mut c_void,
-            rc: c_int,
-            rt: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: c_int,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc.into(), dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
-            // `rt`, which the program does not access until the request completes (MPI_Rget_accumulate, MPI 4.1
-            // §12.3.5); `request` is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe {
-                call(
-                    stringify!($req),
-                    Op::GetAcc(op),
-                    o as *mut c_void,
-                    oc.into(),
-                    ot,
-                    (r, rc.into(), rt),
-                    t,
-                    win,
-                    Some(request),
-                )
-            }
-        }
-        #[no_mangle]
-        pub unsafe extern "C" fn $req_c(
-            o: *const c_void,
-            oc: i64,
-            ot: Handle,
-            r: *mut c_void,
-            rc: i64,
-            rt: Handle,
-            rank: c_int,
-            disp: isize,
-            tc: i64,
-            tt: Handle,
-            op: Handle,
-            win: Handle,
-            request: *mut Handle,
-        ) -> c_int {
-            let t = TargetArgs { rank, disp, count: tc, dt: tt };
-            // SAFETY: `o` holds `oc` elements of `ot`, readable for this call, and `r` has room for `rc` elements of
-            // `rt`, which the program does not access until the request completes (MPI_Rget_accumulate_c, MPI 4.1
-            // §12.3.5); `request` is valid for writing one handle for this call: `call`'s `# Safety`.
-            unsafe {
-                call(stringify!($req_c), Op::GetAcc(op), o as *mut c_void, oc, ot, (r, rc, rt), t, win, Some(request))
-            }
-        }
-    };
+rma_calls! {
+    pub unsafe extern "C" fn MPI_Put(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle) -> c_int = call(Op::Put, o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Put_c(o: *const c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, win: Handle) -> c_int = call(Op::Put, o.cast_mut(), oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Rput(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Put, o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Rput_c(o: *const c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Put, o.cast_mut(), oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Get(o: *mut c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle) -> c_int = call(Op::Get, o, oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Get_c(o: *mut c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, win: Handle) -> c_int = call(Op::Get, o, oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Rget(o: *mut c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Get, o, oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Rget_c(o: *mut c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Get, o, oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Accumulate(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, op: Handle, win: Handle) -> c_int = call(Op::Acc(op), o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Accumulate_c(o: *const c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, op: Handle, win: Handle) -> c_int = call(Op::Acc(op), o.cast_mut(), oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Raccumulate(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Acc(op), o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Raccumulate_c(o: *const c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Acc(op), o.cast_mut(), oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Get_accumulate(o: *const c_void, oc: c_int, ot: Handle, r: *mut c_void, rc: c_int, rt: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, op: Handle, win: Handle) -> c_int = call(Op::GetAcc(op), o.cast_mut(), oc.wide(), ot, (r, rc.wide(), rt), at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Get_accumulate_c(o: *const c_void, oc: i64, ot: Handle, r: *mut c_void, rc: i64, rt: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, op: Handle, win: Handle) -> c_int = call(Op::GetAcc(op), o.cast_mut(), oc, ot, (r, rc, rt), at(rank, disp, tc, tt), win, None);
+    pub unsafe extern "C" fn MPI_Rget_accumulate(o: *const c_void, oc: c_int, ot: Handle, r: *mut c_void, rc: c_int, rt: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::GetAcc(op), o.cast_mut(), oc.wide(), ot, (r, rc.wide(), rt), at(rank, disp, tc, tt), win, Some(request));
+    pub unsafe extern "C" fn MPI_Rget_accumulate_c(o: *const c_void, oc: i64, ot: Handle, r: *mut c_void, rc: i64, rt: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, op: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::GetAcc(op), o.cast_mut(), oc, ot, (r, rc, rt), at(rank, disp, tc, tt), win, Some(request));
 }
-
-get_accumulate!(MPI_Get_accumulate, MPI_Get_accumulate_c, MPI_Rget_accumulate, MPI_Rget_accumulate_c);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Fetch_and_op(

@@ -1,35 +1,51 @@
 //! The type constructors (MPI 4.1 §5.1.2-5.1.7): contiguous, vector,
 //! indexed, struct, resized, in their `_c` forms too; and the Fortran 90
 //! parameterized types (§19.1.9).
+//!
+//! Each constructor is written once, generic over its count type: `int`
+//! in the classic form, `MPI_Count` in the `_c` form ([`Count`]), which
+//! `MPI_Type_get_contents` tells apart (§5.1.13).
+
+use crate::count::Int;
 
 use super::*;
+
+/// A constructor's count type, and the form it makes (§5.1.13).
+pub(crate) trait Count: Int {
+    const FORM: Form;
+}
+
+impl Count for c_int {
+    const FORM: Form = Form::Int;
+}
+
+impl Count for i64 {
+    const FORM: Form = Form::Large;
+}
+
+/// `n` values of an array argument (counts, block lengths or
+/// displacements, in either form), widened.
+///
+/// # Safety
+/// `p` holds `n` values, readable for the call.
+unsafe fn wides<T: Int>(p: *const T, n: usize, what: &str) -> R<Vec<i64>> {
+    // SAFETY: `array`'s requirement is this function's: `p` holds `n` values of `T`.
+    Ok(unsafe { array(p, n, what)? }.iter().map(|v| v.wide()).collect())
+}
 
 /// `MPI_Type_contiguous(_c)` (§5.1.2).
 ///
 /// # Safety
 /// `newtype` is null or writable.
-pub(crate) unsafe fn contiguous(call: &str, form: Form, count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
+unsafe fn contiguous<C: Count>(call: &str, count: C, oldtype: Handle, newtype: *mut Handle) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
+        let count = count.wide();
         count_arg(count, "count")?;
-        let args = Args::new(form, MPI_COMBINER_CONTIGUOUS, vec![count], vec![]);
+        let args = Args::new(C::FORM, MPI_COMBINER_CONTIGUOUS, vec![count], vec![]);
         // SAFETY: `newtype` is null or valid for writing one handle for this call (`contiguous`' `# Safety`), which is
         // what `blocks_of` requires.
         unsafe { blocks_of(st, oldtype, &[count], &[0], true, args, newtype) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: `newtype` is MPI_Type_contiguous's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
-    // for this call: `contiguous`' `# Safety`.
-    unsafe { contiguous("MPI_Type_contiguous", Form::Int, count.into(), oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: `newtype` is MPI_Type_contiguous_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
-    // for this call: `contiguous`' `# Safety`.
-    unsafe { contiguous("MPI_Type_contiguous_c", Form::Large, count, oldtype, newtype) }
 }
 
 /// `MPI_Type_vector` and `MPI_Type_create_hvector`, in both forms
@@ -38,24 +54,23 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newt
 ///
 /// # Safety
 /// `newtype` is null or writable.
-#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
-pub(crate) unsafe fn vector(
+unsafe fn vector<C: Count>(
     call: &str,
-    form: Form,
-    count: i64,
-    blocklength: i64,
+    count: C,
+    blocklength: C,
     stride: i64,
     bytes: bool,
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
+        let (count, blocklength) = (count.wide(), blocklength.wide());
         let n = count_arg(count, "count")?;
         let len = count_arg(blocklength, "blocklength")?;
         let args = if bytes {
-            Args::new(form, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
+            Args::new(C::FORM, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
         } else {
-            Args::new(form, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![])
+            Args::new(C::FORM, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![])
         };
         let old = st.layout(oldtype)?;
         let unit = if bytes { 1 } else { old.extent() };
@@ -68,95 +83,52 @@ pub(crate) unsafe fn vector(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    let (c, b, s) = (count.into(), blocklength.into(), stride.into());
-    // SAFETY: `newtype` is MPI_Type_vector's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
-    // this call: `vector`'s `# Safety`.
-    unsafe { vector("MPI_Type_vector", Form::Int, c, b, s, false, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector_c(
-    count: i64,
-    blocklength: i64,
-    stride: i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `newtype` is MPI_Type_vector_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
-    // this call: `vector`'s `# Safety`.
-    unsafe { vector("MPI_Type_vector_c", Form::Large, count, blocklength, stride, false, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: isize,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    let (c, b, s) = (count.into(), blocklength.into(), stride as i64);
-    // SAFETY: `newtype` is MPI_Type_create_hvector's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call: `vector`'s `# Safety`.
-    unsafe { vector("MPI_Type_create_hvector", Form::Int, c, b, s, true, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector_c(
-    count: i64,
-    blocklength: i64,
-    stride: i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    let call = "MPI_Type_create_hvector_c";
-    // SAFETY: `newtype` is MPI_Type_create_hvector_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call: `vector`'s `# Safety`.
-    unsafe { vector(call, Form::Large, count, blocklength, stride, true, oldtype, newtype) }
-}
-
-/// The arrays of an indexed constructor, read by its entry point.
-pub(crate) struct Indexed {
-    count: i64,
-    /// One length per block, or the one length of every block (`*_block`).
-    lens: Vec<i64>,
-    disps: Vec<i64>,
+/// The block lengths of an indexed constructor: one per block, or the one
+/// length of every block (`*_block`).
+#[derive(Clone, Copy)]
+enum Lengths<C> {
+    Each(*const C),
+    Same(C),
 }
 
 /// `MPI_Type_indexed`, `create_hindexed`, `create_indexed_block` and
-/// `create_hindexed_block`, in both forms (§5.1.2): blocks at
-/// displacements in extents of `oldtype`, or in bytes when `bytes`.
+/// `create_hindexed_block`, in both forms (§5.1.2): `count` blocks at
+/// displacements `disps` in extents of `oldtype`, or in bytes when
+/// `bytes`.
 ///
 /// # Safety
-/// `newtype` is null or writable; `read` reads the caller's arrays.
-pub(crate) unsafe fn indexed(
+/// `newtype` is null or writable; `lens` (when `Each`) and `disps` hold
+/// `count` values, readable for the call.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+unsafe fn indexed<C: Count, D: Int>(
     call: &str,
-    form: Form,
     combiner: c_int,
     bytes: bool,
-    read: impl FnOnce() -> R<Indexed>,
+    count: C,
+    lens: Lengths<C>,
+    disps: *const D,
     oldtype: Handle,
     newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let Indexed { count, lens, disps } = read()?;
-        let n = disps.len();
-        let all = if lens.len() == n { lens.clone() } else { vec![lens.first().copied().unwrap_or(0); n] };
-        let mut counts = vec![count];
-        counts.extend_from_slice(&lens);
+        let n = count_arg(count.wide(), "count")?;
+        // SAFETY: `lens` (when `Each`) and `disps` hold `count` values, readable for this call (`indexed`'s
+        // `# Safety`): `wides`' requirement; `count_arg` refused a negative count.
+        let (given, disps) = unsafe {
+            let given = match lens {
+                Lengths::Each(p) => wides(p, n, "array_of_blocklengths")?,
+                Lengths::Same(len) => vec![len.wide()],
+            };
+            (given, wides(disps, n, "array_of_displacements")?)
+        };
+        let all = if given.len() == n { given.clone() } else { vec![given.first().copied().unwrap_or(0); n] };
+        let mut counts = vec![count.wide()];
+        counts.extend_from_slice(&given);
         let args = if bytes {
-            Args::new(form, combiner, counts, disps.clone())
+            Args::new(C::FORM, combiner, counts, disps.clone())
         } else {
             counts.extend_from_slice(&disps);
-            Args::new(form, combiner, counts, vec![])
+            Args::new(C::FORM, combiner, counts, vec![])
         };
         // SAFETY: `newtype` is null or valid for writing one handle for this call (`indexed`'s `# Safety`), which is
         // what `blocks_of` requires.
@@ -164,271 +136,53 @@ pub(crate) unsafe fn indexed(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
-    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_indexed's caller
-    // to provide: `ints_arg`'s requirement (`array` refuses null when `count` > 0).
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        Ok(Indexed { count: count.into(), lens, disps: ints_arg(array_of_displacements, n, "array_of_displacements")? })
-    };
-    // SAFETY: `newtype` is MPI_Type_indexed's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
-    // this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
-    unsafe { indexed("MPI_Type_indexed", Form::Int, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed_c(
-    count: i64,
-    array_of_blocklengths: *const i64,
-    array_of_displacements: *const i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
-    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_indexed_c's
-    // caller to provide: `counts_arg`'s requirement (`array` refuses null when `count` > 0).
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
-    };
-    // SAFETY: `newtype` is MPI_Type_indexed_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle for
-    // this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
-    unsafe { indexed("MPI_Type_indexed_c", Form::Large, MPI_COMBINER_INDEXED, false, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const isize,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
-    // of `array_of_blocklengths` (`int`s) and `array_of_displacements` (`MPI_Aint`s), which MPI 4.1 §5.1.2 requires
-    // MPI_Type_create_hindexed's caller to provide: `ints_arg`'s and `aints_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        Ok(Indexed {
-            count: count.into(),
-            lens,
-            disps: aints_arg(array_of_displacements, n, "array_of_displacements")?,
-        })
-    };
-    let (call, c) = ("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED);
-    // SAFETY: `newtype` is MPI_Type_create_hindexed's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
-    count: i64,
-    array_of_blocklengths: *const i64,
-    array_of_displacements: *const i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from each
-    // of `array_of_blocklengths` and `array_of_displacements`, which MPI 4.1 §5.1.2 requires
-    // MPI_Type_create_hindexed_c's caller to provide: `counts_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        Ok(Indexed { count, lens, disps: counts_arg(array_of_displacements, n, "array_of_displacements")? })
-    };
-    let (call, c) = ("MPI_Type_create_hindexed_c", MPI_COMBINER_HINDEXED);
-    // SAFETY: `newtype` is MPI_Type_create_hindexed_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call, and `read` reads only the caller's arrays: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
-    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_indexed_block's caller to provide:
-    // `ints_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let disps = ints_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
-    };
-    let (call, c) = ("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK);
-    // SAFETY: `newtype` is MPI_Type_create_indexed_block's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Int, c, false, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
-    count: i64,
-    blocklength: i64,
-    array_of_displacements: *const i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
-    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_indexed_block_c's caller to provide:
-    // `counts_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok(Indexed { count, lens: vec![blocklength], disps })
-    };
-    let (call, c) = ("MPI_Type_create_indexed_block_c", MPI_COMBINER_INDEXED_BLOCK);
-    // SAFETY: `newtype` is MPI_Type_create_indexed_block_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing
-    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Large, c, false, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const isize,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
-    // `array_of_displacements` (`MPI_Aint`s), which MPI 4.1 §5.1.2 requires MPI_Type_create_hindexed_block's caller to
-    // provide: `aints_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok(Indexed { count: count.into(), lens: vec![blocklength.into()], disps })
-    };
-    let (call, c) = ("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK);
-    // SAFETY: `newtype` is MPI_Type_create_hindexed_block's out-argument (MPI 4.1 §5.1.2), null or valid for writing
-    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Int, c, true, read, oldtype, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
-    count: i64,
-    blocklength: i64,
-    array_of_displacements: *const i64,
-    oldtype: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `indexed`, during this call, and reads `count` values (checked not negative) from
-    // `array_of_displacements`, which MPI 4.1 §5.1.2 requires MPI_Type_create_hindexed_block_c's caller to provide:
-    // `counts_arg`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok(Indexed { count, lens: vec![blocklength], disps })
-    };
-    let (call, c) = ("MPI_Type_create_hindexed_block_c", MPI_COMBINER_HINDEXED_BLOCK);
-    // SAFETY: `newtype` is MPI_Type_create_hindexed_block_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing
-    // one handle for this call, and `read` reads only the caller's array: `indexed`'s `# Safety`.
-    unsafe { indexed(call, Form::Large, c, true, read, oldtype, newtype) }
-}
-
 /// `MPI_Type_create_struct(_c)` (§5.1.2): block `i` is `lens[i]`
 /// elements of `types[i]` at byte `disps[i]`.
 ///
 /// # Safety
-/// `newtype` is null or writable; `read` reads the caller's arrays.
-pub(crate) unsafe fn structure(
+/// `newtype` is null or writable; `lens`, `disps` and `types` hold `count`
+/// values, readable for the call.
+unsafe fn structure<C: Count, D: Int>(
     call: &str,
-    form: Form,
-    read: impl FnOnce() -> R<(Indexed, Vec<Handle>)>,
+    count: C,
+    lens: *const C,
+    disps: *const D,
+    types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let (Indexed { count, lens, disps }, types) = read()?;
+        let n = count_arg(count.wide(), "count")?;
+        // SAFETY: `lens`, `disps` and `types` hold `count` values, readable for this call (`structure`'s
+        // `# Safety`): what `wides` and `array` require; `count_arg` refused a negative count.
+        let (lens, disps, types) = unsafe {
+            (
+                wides(lens, n, "array_of_blocklengths")?,
+                wides(disps, n, "array_of_displacements")?,
+                array(types, n, "array_of_types")?,
+            )
+        };
         let mut b = Builder::new();
         let mut parts = Vec::with_capacity(types.len());
-        for ((&len, &d), &t) in lens.iter().zip(&disps).zip(&types) {
+        for ((&len, &d), &t) in lens.iter().zip(&disps).zip(types) {
             b.place(&st.layout(t)?, disp_arg(d)?, count_arg(len, "a block length")?)?;
             parts.push(st.part(t)?);
         }
         // The extent is padded as a C compiler pads a struct (§5.1.6).
         let l = b.finish_struct()?;
-        let mut counts = vec![count];
+        let mut counts = vec![count.wide()];
         counts.extend_from_slice(&lens);
-        let contents = Args::new(form, MPI_COMBINER_STRUCT, counts, disps).contents(parts);
+        let contents = Args::new(C::FORM, MPI_COMBINER_STRUCT, counts, disps).contents(parts);
         // SAFETY: `newtype` is null or valid for writing one handle for this call (`structure`'s `# Safety`), which is
         // what `define` requires; it refuses null.
         unsafe { define(st, l, contents, newtype) }
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const isize,
-    array_of_types: *const Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `structure`, during this call, and reads `count` values (checked not negative) from
-    // each of `array_of_blocklengths` (`int`s), `array_of_displacements` (`MPI_Aint`s) and `array_of_types` (handles),
-    // which MPI 4.1 §5.1.2 requires MPI_Type_create_struct's caller to provide: `ints_arg`'s, `aints_arg`'s and
-    // `array`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = ints_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        let disps = aints_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok((Indexed { count: count.into(), lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
-    };
-    // SAFETY: `newtype` is MPI_Type_create_struct's out-argument (MPI 4.1 §5.1.2), null or valid for writing one handle
-    // for this call, and `read` reads only the caller's arrays: `structure`'s `# Safety`.
-    unsafe { structure("MPI_Type_create_struct", Form::Int, read, newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct_c(
-    count: i64,
-    array_of_blocklengths: *const i64,
-    array_of_displacements: *const i64,
-    array_of_types: *const Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `read` runs inside `structure`, during this call, and reads `count` values (checked not negative) from
-    // each of `array_of_blocklengths`, `array_of_displacements` (`MPI_Count`s) and `array_of_types` (handles), which
-    // MPI 4.1 §5.1.2 requires MPI_Type_create_struct_c's caller to provide: `counts_arg`'s and `array`'s requirement.
-    let read = || unsafe {
-        let n = count_arg(count, "count")?;
-        let lens = counts_arg(array_of_blocklengths, n, "array_of_blocklengths")?;
-        let disps = counts_arg(array_of_displacements, n, "array_of_displacements")?;
-        Ok((Indexed { count, lens, disps }, array(array_of_types, n, "array_of_types")?.to_vec()))
-    };
-    // SAFETY: `newtype` is MPI_Type_create_struct_c's out-argument (MPI 4.1 §5.1.2), null or valid for writing one
-    // handle for this call, and `read` reads only the caller's arrays: `structure`'s `# Safety`.
-    unsafe { structure("MPI_Type_create_struct_c", Form::Large, read, newtype) }
-}
-
 /// `MPI_Type_create_resized(_c)` (§5.1.7): `oldtype` with new bounds.
 ///
 /// # Safety
 /// `newtype` is null or writable.
-pub(crate) unsafe fn resized(
-    call: &str,
-    form: Form,
-    oldtype: Handle,
-    lb: i64,
-    extent: i64,
-    newtype: *mut Handle,
-) -> c_int {
+unsafe fn resized(call: &str, form: Form, oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
         let mut l = (*st.layout(oldtype)?).clone();
         let (lo, ext) = (disp_arg(lb)?, disp_arg(extent)?);
@@ -442,28 +196,42 @@ pub(crate) unsafe fn resized(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    oldtype: Handle,
-    lb: isize,
-    extent: isize,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `newtype` is MPI_Type_create_resized's out-argument (MPI 4.1 §5.1.7), null or valid for writing one
-    // handle for this call: `resized`'s `# Safety`.
-    unsafe { resized("MPI_Type_create_resized", Form::Int, oldtype, lb as i64, extent as i64, newtype) }
+/// The constructors' entry points, each the helper it calls with its
+/// arguments.
+macro_rules! constructors {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: MPI 4.1 §5.1.2 and §5.1.7 oblige the caller of every constructor to pass arrays that hold
+            // `count` values each and a `newtype` that is null or valid for writing one handle, for the call; the
+            // helper gets those pointers unchanged, which is the `# Safety` of `contiguous`, `vector`, `indexed`,
+            // `structure` and `resized`.
+            unsafe { $helper(stringify!($name), $($call),*) }
+        }
+    )*};
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized_c(
-    oldtype: Handle,
-    lb: i64,
-    extent: i64,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: `newtype` is MPI_Type_create_resized_c's out-argument (MPI 4.1 §5.1.7), null or valid for writing one
-    // handle for this call: `resized`'s `# Safety`.
-    unsafe { resized("MPI_Type_create_resized_c", Form::Large, oldtype, lb, extent, newtype) }
+use Lengths::{Each, Same};
+
+constructors! {
+    pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = contiguous(count, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int = contiguous(count, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = vector(count, blocklength, stride.wide(), false, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_vector_c(count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int = vector(count, blocklength, stride, false, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: isize, oldtype: Handle, newtype: *mut Handle) -> c_int = vector(count, blocklength, stride.wide(), true, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hvector_c(count: i64, blocklength: i64, stride: i64, oldtype: Handle, newtype: *mut Handle) -> c_int = vector(count, blocklength, stride, true, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_INDEXED, false, count, Each(array_of_blocklengths), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_indexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_INDEXED, false, count, Each(array_of_blocklengths), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_HINDEXED, true, count, Each(array_of_blocklengths), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hindexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_HINDEXED, true, count, Each(array_of_blocklengths), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_indexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_INDEXED_BLOCK, false, count, Same(blocklength), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_INDEXED_BLOCK, false, count, Same(blocklength), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hindexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const isize, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_HINDEXED_BLOCK, true, count, Same(blocklength), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: Handle, newtype: *mut Handle) -> c_int = indexed(MPI_COMBINER_HINDEXED_BLOCK, true, count, Same(blocklength), array_of_displacements, oldtype, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, array_of_types: *const Handle, newtype: *mut Handle) -> c_int = structure(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_struct_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, array_of_types: *const Handle, newtype: *mut Handle) -> c_int = structure(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype);
+    pub unsafe extern "C" fn MPI_Type_create_resized(oldtype: Handle, lb: isize, extent: isize, newtype: *mut Handle) -> c_int = resized(Form::Int, oldtype, lb.wide(), extent.wide(), newtype);
+    pub unsafe extern "C" fn MPI_Type_create_resized_c(oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int = resized(Form::Large, oldtype, lb, extent, newtype);
 }
 
 /// `MPI_Type_match_size` (§19.2.5): the Fortran-sized predefined type of
@@ -502,7 +270,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(typeclass: c_int, size: c_int, data
 /// handle whose combiner records the call (`MPI_COMBINER_F90_*`). The same
 /// arguments return the same handle; like a predefined type, it is
 /// committed and cannot be freed.
-pub(crate) fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>, out: *mut Handle) -> R<()> {
+fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>) -> R<Handle> {
     let undefined = |v: c_int| v == MPI_UNDEFINED;
     let (p, r) = match ints[..] {
         [r] => (MPI_UNDEFINED, r),
@@ -539,10 +307,7 @@ pub(crate) fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>, out: *
             h
         }
     };
-    // SAFETY: `out` is the `newtype` out-argument of the MPI_Type_create_f90_* call that called this function (the only
-    // callers), null or valid for writing one handle for this call; `put` refuses null. Note: `f90_type` is a safe
-    // function, so nothing in its signature obliges a caller to pass such a pointer.
-    unsafe { put(out, h, "newtype") }
+    Ok(h)
 }
 
 /// A type `MPI_Type_create_f90_*` returned: predefined, never freed.
@@ -550,23 +315,34 @@ pub(crate) fn is_f90(e: &TypeEntry) -> bool {
     matches!(e.def.contents.combiner, MPI_COMBINER_F90_INTEGER | MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX)
 }
 
+/// An `MPI_Type_create_f90_*` call (§19.2.5): the type [`f90_type`]
+/// picks, written to `newtype`.
+///
+/// # Safety
+/// `newtype` is null or valid for writing one handle for the call.
+unsafe fn f90(call: &str, combiner: c_int, ints: Vec<c_int>, newtype: *mut Handle) -> c_int {
+    with_state(call, MPI_COMM_WORLD, |st| {
+        let h = f90_type(st, combiner, ints)?;
+        // SAFETY: `newtype` is null or valid for writing one handle for this call (`f90`'s `# Safety`); `put` refuses
+        // null.
+        unsafe { put(newtype, h, "newtype") }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut Handle) -> c_int {
-    with_state("MPI_Type_create_f90_integer", MPI_COMM_WORLD, |st| {
-        f90_type(st, MPI_COMBINER_F90_INTEGER, vec![r], newtype)
-    })
+    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
+    unsafe { f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, vec![r], newtype) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
-    with_state("MPI_Type_create_f90_real", MPI_COMM_WORLD, |st| {
-        f90_type(st, MPI_COMBINER_F90_REAL, vec![p, r], newtype)
-    })
+    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
+    unsafe { f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, vec![p, r], newtype) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
-    with_state("MPI_Type_create_f90_complex", MPI_COMM_WORLD, |st| {
-        f90_type(st, MPI_COMBINER_F90_COMPLEX, vec![p, r], newtype)
-    })
+    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
+    unsafe { f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, vec![p, r], newtype) }
 }

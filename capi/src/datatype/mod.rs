@@ -357,33 +357,6 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-/// An `int` array argument, widened to the large-count form.
-///
-/// # Safety
-/// `p` holds `n` values.
-unsafe fn ints_arg(p: *const c_int, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: `array`'s contract is this function's: `p` holds `n` ints.
-    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| i64::from(v)).collect())
-}
-
-/// An `MPI_Aint` array argument, in the large-count form.
-///
-/// # Safety
-/// `p` holds `n` values.
-unsafe fn aints_arg(p: *const isize, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Aints.
-    Ok(unsafe { array(p, n, what)? }.iter().map(|&v| v as i64).collect())
-}
-
-/// An `MPI_Count` array argument.
-///
-/// # Safety
-/// `p` holds `n` values.
-unsafe fn counts_arg(p: *const i64, n: usize, what: &str) -> R<Vec<i64>> {
-    // SAFETY: `array`'s contract is this function's: `p` holds `n` MPI_Counts.
-    Ok(unsafe { array(p, n, what)? }.to_vec())
-}
-
 /// A displacement or bound in bytes or extents: an address-sized value.
 fn disp_arg(v: i64) -> R<isize> {
     isize::try_from(v).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {v} overflows an address")))
