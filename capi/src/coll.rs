@@ -12,7 +12,6 @@
 //! collectives do the same), so the two forms cannot drift apart.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
 use mpi::{Communicator, CommunicatorCollectives};
 
@@ -20,7 +19,8 @@ use crate::abi::*;
 use crate::datatype::Blocks;
 use crate::*;
 use mpi::staged::coll::{self as sc, Recv, Send, WBlock, Wblocks};
-use mpi::staged::reduce::{self as red, Elem, Everyone, Input};
+use mpi::staged::reduce::{self as red, Everyone, Input};
+use mpi::staged::reduction::{ReduceType, Reduction};
 
 use crate::count::{Int, Ints};
 use crate::op::OpChoice;
@@ -200,212 +200,17 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
-/// The element type of a reduction on datatype `dt`.
-pub(crate) fn elem_of(dt: Handle) -> R<Elem> {
-    Ok(match dt {
-        MPI_SIGNED_CHAR | MPI_CHAR | MPI_INT8_T | MPI_INTEGER1 => Elem::I8,
-        MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE | MPI_C_BOOL | MPI_CXX_BOOL => Elem::U8,
-        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => Elem::I16,
-        MPI_UNSIGNED_SHORT | MPI_UINT16_T => Elem::U16,
-        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL => Elem::I32,
-        MPI_UNSIGNED | MPI_UINT32_T => Elem::U32,
-        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_COUNT | MPI_OFFSET => Elem::I64,
-        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => Elem::U64,
-        MPI_FLOAT | MPI_REAL | MPI_REAL4 => Elem::F32,
-        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Elem::F64,
-        MPI_2INT | MPI_2INTEGER => Elem::Int2,
-        MPI_FLOAT_INT => Elem::FloatInt,
-        MPI_DOUBLE_INT => Elem::DoubleInt,
-        MPI_LONG_INT => Elem::LongInt,
-        MPI_SHORT_INT => Elem::ShortInt,
-        MPI_2REAL => Elem::Real2,
-        MPI_2DOUBLE_PRECISION => Elem::Double2,
-        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => Elem::C32,
-        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => Elem::C64,
-        MPI_LONG_DOUBLE => Elem::LongDouble,
-        MPI_LONG_DOUBLE_INT => Elem::LongDoubleInt,
-        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => Elem::C80,
-        other => {
-            return Err(Fail::new(
-                MPI_ERR_TYPE,
-                format!(
-                "no reduction on datatype {other:#x}: not a predefined number, pair or complex type, nor a derived datatype"
-            ),
-            ))
-        }
-    })
-}
-
-/// A reduction's arguments as the mpi crate takes them (§6.9.2): the
-/// element type, the operation, the send argument, how many elements one
-/// datatype element holds, and, for a derived datatype, its layout: its
-/// elements are then reduced packed ([`red::packed`]), as elements of the
-/// one predefined type it is built from, or whole with a user operation.
-pub(crate) struct Reduction {
-    elem: Elem,
-    op: OpChoice,
-    send: Input,
-    per: usize,
-    layout: Option<Arc<crate::datatype::Layout>>,
-}
-
-impl Reduction {
-    /// Refuse a send buffer that overlaps the receive buffer (MPI 4.1 §2.9
-    /// forbids aliased arguments; `MPI_IN_PLACE` is the way to reduce in
-    /// place). The library reads one while writing the other, so an
-    /// overlap would be a wrong answer, not only a broken rule. A derived
-    /// datatype is reduced from packed copies and needs no check.
-    fn disjoint(&self, send_n: usize, recv: *mut c_void, recv_n: usize) -> R<()> {
-        let Input::At(send) = self.send else { return Ok(()) };
-        let size = self.elem.size();
-        let (s0, r0) = (send as usize, recv as usize);
-        let (s1, r1) = (s0.saturating_add(send_n.saturating_mul(size)), r0.saturating_add(recv_n.saturating_mul(size)));
-        if s0 < s1 && r0 < r1 && s0 < r1 && r0 < s1 {
-            return Err(Fail::new(
-                MPI_ERR_BUFFER,
-                "the send and receive buffers overlap (MPI 4.1 §2.9); pass MPI_IN_PLACE as the send buffer to \
-                 reduce in place",
-            ));
-        }
-        Ok(())
-    }
-
-    /// `n` datatype elements, in the mpi crate's elements.
-    fn n(&self, n: usize) -> usize {
-        n * self.per
-    }
-
-    /// Run `f` on the operands: the caller's buffers for a predefined
-    /// datatype; packed copies for a derived one, `send_n` elements read
-    /// from the send argument and `recv_n` from (and at completion back
-    /// into) `recv`.
-    ///
-    /// # Safety
-    /// `recv` holds `recv_n` elements, the send argument `send_n`, as the
-    /// reduction's contract says.
-    unsafe fn run(
-        &self,
-        send_n: usize,
-        recv: *mut c_void,
-        recv_n: usize,
-        f: impl FnOnce(Input, *mut u8) -> mpi::Result<Staged>,
-    ) -> R<Staged> {
-        match &self.layout {
-            None => {
-                self.disjoint(send_n, recv, recv_n)?;
-                Ok(f(self.send, recv.cast())?)
-            }
-            // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable now and writable
-            // until the operation completes (`run`'s `# Safety`): what `red::packed` requires.
-            Some(l) => Ok(unsafe { red::packed(l, self.send, send_n, recv.cast(), recv_n, f) }?),
-        }
-    }
-
-    /// [`Reduction::run`] for a reduction that completes in the call.
-    ///
-    /// # Safety
-    /// As [`Reduction::run`].
-    unsafe fn run_now(
-        &self,
-        send_n: usize,
-        recv: *mut c_void,
-        recv_n: usize,
-        f: impl FnOnce(Input, *mut u8) -> mpi::Result<()>,
-    ) -> R<()> {
-        match &self.layout {
-            None => {
-                self.disjoint(send_n, recv, recv_n)?;
-                Ok(f(self.send, recv.cast())?)
-            }
-            // SAFETY: the send argument holds `send_n` elements and `recv` holds `recv_n`, readable and writable for
-            // this call (`run_now`'s `# Safety`): what `red::packed_now` requires.
-            Some(l) => Ok(unsafe { red::packed_now(l, self.send, send_n, recv.cast(), recv_n, f) }?),
-        }
-    }
-}
-
-/// The layout of a derived datatype whose elements a reduction packs:
-/// none for one dense block at the buffer's address, which the engine
-/// reads and writes as it is (it copies what it sends anyway).
-fn packing(layout: &Arc<crate::datatype::Layout>) -> Option<Arc<crate::datatype::Layout>> {
-    (!(layout.dense() && layout.true_lb == 0)).then(|| layout.clone())
-}
-
-/// The predefined datatypes a derived datatype is built from, recursively.
-fn bases(def: &crate::datatype::TypeDef, out: &mut Vec<Handle>) {
-    for (h, d) in &def.contents().types {
-        match d {
-            Some(d) => bases(d, out),
-            None => out.push(*h),
-        }
-    }
-}
-
-/// The element of a parameterized Fortran type (`MPI_Type_create_f90_*`,
-/// §19.2.5), which is predefined: the kind of its size.
-fn f90_elem(def: &crate::datatype::TypeDef, size: usize) -> Option<Elem> {
-    Some(match (def.contents().combiner, size) {
-        (MPI_COMBINER_F90_INTEGER, 1) => Elem::I8,
-        (MPI_COMBINER_F90_INTEGER, 2) => Elem::I16,
-        (MPI_COMBINER_F90_INTEGER, 4) => Elem::I32,
-        (MPI_COMBINER_F90_INTEGER, 8) => Elem::I64,
-        (MPI_COMBINER_F90_REAL, 4) => Elem::F32,
-        (MPI_COMBINER_F90_REAL, 8) => Elem::F64,
-        (MPI_COMBINER_F90_COMPLEX, 8) => Elem::C32,
-        (MPI_COMBINER_F90_COMPLEX, 16) => Elem::C64,
-        _ => return None,
-    })
-}
-
-fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Reduction> {
+/// A reduction's arguments (§6.9.2), as the mpi crate takes them
+/// (`mpi::staged::reduction`): the datatype's element type, or its layout
+/// and what it is built from; the operation; the send argument.
+fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Reduction<OpChoice>> {
     let send = if in_place(sendbuf) { Input::InPlace } else { Input::At(sendbuf.cast()) };
     let op = crate::op::op_of(st, op, dt)?;
     let Some(entry) = st.types.get(&dt) else {
-        return Ok(Reduction { elem: elem_of(dt)?, op, send, per: 1, layout: None });
+        return Ok(Reduction::new(ReduceType::Predefined(crate::datatype::elem_of(dt)?), op, send)?);
     };
     let layout = st.committed(dt)?;
-    if layout.size == 0 {
-        // No data: nothing to combine, whatever the operation.
-        return Ok(Reduction { elem: Elem::U8, op, send, per: 0, layout: None });
-    }
-    match op {
-        OpChoice::User(u, dt, _) => {
-            if layout.extent() <= 0 {
-                return Err(Fail::new(
-                    MPI_ERR_TYPE,
-                    format!("datatype {dt:#x} has an extent of {}: a user operation needs elements that follow one another (a positive extent)", layout.extent()),
-                ));
-            }
-            let per = layout.size;
-            Ok(Reduction {
-                elem: Elem::U8,
-                op: OpChoice::User(u, dt, Some(layout.clone())),
-                send,
-                per,
-                layout: packing(&layout),
-            })
-        }
-        OpChoice::System(_) => {
-            let elems: Vec<Elem> = match f90_elem(&entry.def, layout.size) {
-                Some(e) => vec![e],
-                None => {
-                    let mut bs = Vec::new();
-                    bases(&entry.def, &mut bs);
-                    bs.iter().map(|&b| elem_of(b)).collect::<R<_>>()?
-                }
-            };
-            let elem = match elems.split_first() {
-                Some((&e, rest)) if rest.iter().all(|&r| r == e) && layout.size % e.size() == 0 => e,
-                _ => {
-                    return Err(Fail::new(
-                        MPI_ERR_TYPE,
-                        format!("datatype {dt:#x} mixes predefined types: a predefined operation reduces a derived datatype built from one predefined type only (use a user operation)"),
-                    ))
-                }
-            };
-            Ok(Reduction { elem, op, send, per: layout.size / elem.size(), layout: packing(&layout) })
-        }
-    }
+    Ok(Reduction::new(ReduceType::Derived(&layout, entry.def.basis.reduces()), op, send)?)
 }
 
 pub(crate) fn count_of(count: impl Int) -> R<usize> {
@@ -633,11 +438,11 @@ unsafe fn reduce(
     // for `count` (read too under MPI_IN_PLACE); off the root `recvbuf` is not significant and `recv_n` is 0 (MPI 4.1
     // §6.9.1). They stay valid until the operation completes (the blocking form waits; §6.12, §6.13 otherwise): what
     // `Reduction::run` and `red::ireduce` require.
-    unsafe {
-        r.run(n, recvbuf, if at_root { n } else { 0 }, |send, recv| {
-            red::ireduce(c, root, r.elem, send, recv, r.n(n), &r.op)
+    Ok(unsafe {
+        r.run(n, recvbuf.cast(), if at_root { n } else { 0 }, |send, recv| {
+            red::ireduce(c, root, r.elem(), send, recv, r.n(n), r.op())
         })
-    }
+    }?)
 }
 collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
 collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c = reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, root: c_int, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, Some(root), comm));
@@ -657,14 +462,14 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         // SAFETY: `inbuf` holds `count` elements of `datatype`, and `inoutbuf` holds `count` elements, readable and
         // writable, for this call, as MPI 4.1 §6.9.7 requires of MPI_Reduce_local's caller: what `Reduction::run_now`
         // and `red::reduce_local` require.
-        unsafe {
-            r.run_now(n, inoutbuf, n, |input, inout| {
+        Ok(unsafe {
+            r.run_now(n, inoutbuf.cast(), n, |input, inout| {
                 let Input::At(input) = input else {
                     return Err(mpi::BufferError::InPlace { place: "as MPI_Reduce_local's inbuf" }.into());
                 };
-                red::reduce_local(r.elem, input, inout, r.n(n), &r.op)
+                red::reduce_local(r.elem(), input, inout, r.n(n), r.op())
             })
-        }
+        }?)
     })
 }
 
@@ -700,17 +505,17 @@ unsafe fn inter_reduce(
     // for `recv_n` at the root, or everywhere for MPI_Allreduce) hold them for this call (`inter_reduce`'s `# Safety`,
     // MPI 4.1 §6.9.1, §6.9.6), and the operation completes within it: what `Reduction::run_now` and `red::inter_reduce`
     // require.
-    unsafe {
-        r.run_now(send_n, recvbuf, recv_n, |send, recv| {
+    Ok(unsafe {
+        r.run_now(send_n, recvbuf.cast(), recv_n, |send, recv| {
             let send = match send {
                 Input::At(p) => p,
                 Input::InPlace => {
                     return Err(mpi::BufferError::InPlace { place: "on an intercommunicator (§6.9.1)" }.into())
                 }
             };
-            red::inter_reduce(c, root, r.elem, send, recv, r.n(n), &r.op)
+            red::inter_reduce(c, root, r.elem(), send, recv, r.n(n), r.op())
         })
-    }
+    }?)
 }
 
 /// `MPI_Iallreduce`, `MPI_Iscan` and `MPI_Iexscan`.
@@ -732,7 +537,9 @@ unsafe fn everyone(
     let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
     // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
     // completes (`everyone`'s `# Safety`): what `Reduction::run` and `red::ieveryone` require.
-    unsafe { r.run(n, recvbuf, n, |send, recv| red::ieveryone(c, kind, r.elem, send, recv, r.n(n), &r.op)) }
+    Ok(unsafe {
+        r.run(n, recvbuf.cast(), n, |send, recv| red::ieveryone(c, kind, r.elem(), send, recv, r.n(n), r.op()))
+    }?)
 }
 
 unsafe fn allreduce(
@@ -803,9 +610,11 @@ unsafe fn reduce_scatter_block(
     // `recvcount`, or under MPI_IN_PLACE `recvbuf` holds the `total` (MPI 4.1 §6.10.1); they stay valid until the
     // operation completes (the blocking form waits; §6.12, §6.13 otherwise): what `Reduction::run` and
     // `red::ireduce_scatter_block` require.
-    unsafe {
-        r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter_block(c, r.elem, send, recv, r.n(n), &r.op))
-    }
+    Ok(unsafe {
+        r.run(total, recvbuf.cast(), recv_n, |send, recv| {
+            red::ireduce_scatter_block(c, r.elem(), send, recv, r.n(n), r.op())
+        })
+    }?)
 }
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block / MPI_Reduce_scatter_block_init = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
 collective!(MPI_Reduce_scatter_block_c / MPI_Ireduce_scatter_block_c / MPI_Reduce_scatter_block_init_c = reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, None, recvcount, datatype, op, comm));
@@ -846,7 +655,11 @@ unsafe fn reduce_scatter(
     // count, or under MPI_IN_PLACE `recvbuf` holds the sum (MPI 4.1 §6.10.2); they stay valid until the operation
     // completes (the blocking form waits; §6.12, §6.13 otherwise): what `Reduction::run` and `red::ireduce_scatter`
     // require.
-    unsafe { r.run(total, recvbuf, recv_n, |send, recv| red::ireduce_scatter(c, r.elem, send, recv, &scaled, &r.op)) }
+    Ok(unsafe {
+        r.run(total, recvbuf.cast(), recv_n, |send, recv| {
+            red::ireduce_scatter(c, r.elem(), send, recv, &scaled, r.op())
+        })
+    }?)
 }
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
 collective!(MPI_Reduce_scatter_c / MPI_Ireduce_scatter_c / MPI_Reduce_scatter_init_c = reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce_scatter(st, sendbuf, recvbuf, Some(recvcounts.into()), 0, datatype, op, comm));
@@ -882,10 +695,10 @@ unsafe fn inter_reduce_scatter(
     // SAFETY: `sendbuf` holds `total` elements of `datatype` and `recvbuf` has room for this process's count, for this
     // call (`inter_reduce_scatter`'s `# Safety`, MPI 4.1 §6.10), and the operation completes within it: what
     // `Reduction::run_now` and `red::inter_reduce_scatter` require.
-    unsafe {
-        r.run_now(total, recvbuf, mine, |send, recv| {
+    Ok(unsafe {
+        r.run_now(total, recvbuf.cast(), mine, |send, recv| {
             let Input::At(send) = send else { return Ok(()) };
-            red::inter_reduce_scatter(c, r.elem, send, recv, &scaled, &r.op)
+            red::inter_reduce_scatter(c, r.elem(), send, recv, &scaled, r.op())
         })
-    }
+    }?)
 }

@@ -12,116 +12,14 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
-use mpi::datatype::external32::{Basic, Signature};
+use mpi::datatype::external32::Signature;
 
 use crate::abi::*;
-use crate::datatype::{Contents, TypeDef};
 use crate::*;
 
-/// The basic elements of predefined datatype `dt` (x86-64 Linux sizes
-/// here; the standard's table there).
-fn basics(dt: Handle) -> Option<&'static [Basic]> {
-    use Basic::*;
-    const LONG: Basic = Int { native: 8, ext: 4, signed: true };
-    const ULONG: Basic = Int { native: 8, ext: 4, signed: false };
-    const WCHAR: Basic = Int { native: 4, ext: 2, signed: true };
-    Some(match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_PACKED | MPI_INT8_T | MPI_UINT8_T
-        | MPI_C_BOOL | MPI_CXX_BOOL | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => &[Swap(1)],
-        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => {
-            &[Swap(2)]
-        }
-        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_LOGICAL | MPI_INTEGER | MPI_REAL
-        | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 => &[Swap(4)],
-        MPI_WCHAR => &[WCHAR],
-        MPI_LONG => &[LONG],
-        MPI_UNSIGNED_LONG => &[ULONG],
-        MPI_LONG_LONG
-        | MPI_UNSIGNED_LONG_LONG
-        | MPI_INT64_T
-        | MPI_UINT64_T
-        | MPI_DOUBLE
-        | MPI_AINT
-        | MPI_COUNT
-        | MPI_OFFSET
-        | MPI_DOUBLE_PRECISION
-        | MPI_LOGICAL8
-        | MPI_INTEGER8
-        | MPI_REAL8 => &[Swap(8)],
-        MPI_LONG_DOUBLE => &[X87],
-        MPI_LOGICAL16 | MPI_INTEGER16 | MPI_REAL16 => &[Swap(16)],
-        MPI_COMPLEX4 => &[Swap(2), Swap(2)],
-        MPI_C_FLOAT_COMPLEX
-        | MPI_CXX_FLOAT_COMPLEX
-        | MPI_COMPLEX
-        | MPI_COMPLEX8
-        | MPI_2INT
-        | MPI_2REAL
-        | MPI_2INTEGER => &[Swap(4), Swap(4)],
-        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 | MPI_2DOUBLE_PRECISION => {
-            &[Swap(8), Swap(8)]
-        }
-        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => &[X87, X87],
-        MPI_COMPLEX32 => &[Swap(16), Swap(16)],
-        MPI_FLOAT_INT => &[Swap(4), Swap(4)],
-        MPI_DOUBLE_INT => &[Swap(8), Swap(4)],
-        MPI_LONG_INT => &[LONG, Swap(4)],
-        MPI_SHORT_INT => &[Swap(2), Swap(4)],
-        MPI_LONG_DOUBLE_INT => &[X87, Swap(4)],
-        _ => return None,
-    })
-}
-
-/// The signature of datatype `dt`, whose definition is `def` if derived
-/// (kept by the types built from it, so this works after a free).
-pub(crate) fn signature_of(st: &State, dt: Handle, def: Option<&TypeDef>) -> R<Arc<Signature>> {
-    let def = match def {
-        Some(d) => d,
-        None => match st.types.get(&dt) {
-            Some(e) => &e.def,
-            None => {
-                let b = basics(dt).ok_or_else(|| {
-                    Fail::new(MPI_ERR_TYPE, format!("{dt:#x} is not a datatype (never created, or freed)"))
-                })?;
-                return Ok(Arc::new(Signature::of(b)));
-            }
-        },
-    };
-    let c: &Contents = def.contents();
-    let conversion = |what: &str| Fail::new(MPI_ERR_CONVERSION, format!("{what}: no external32 form"));
-    let mut sig = Signature::default();
-    match c.combiner {
-        MPI_COMBINER_STRUCT => {
-            // Counts: `count, blocklengths...` (ints, or large counts).
-            let lens: Vec<i64> = if c.counts.is_empty() {
-                c.ints.iter().skip(1).map(|&v| i64::from(v)).collect()
-            } else {
-                c.counts.iter().skip(1).copied().collect()
-            };
-            for ((h, d), n) in c.types.iter().zip(lens) {
-                sig.push(signature_of(st, *h, d.as_deref())?, n.max(0) as u64)?;
-            }
-        }
-        MPI_COMBINER_F90_INTEGER | MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX => {
-            let n = def.layout.size;
-            let b = match c.combiner {
-                MPI_COMBINER_F90_COMPLEX => [Basic::Swap(n / 2), Basic::Swap(n / 2)].to_vec(),
-                _ => vec![Basic::Swap(n)],
-            };
-            return Ok(Arc::new(Signature::of(&b)));
-        }
-        _ => {
-            // One old type: as many of its elements as this type holds.
-            let Some((h, d)) = c.types.first() else { return Err(conversion("a datatype with no old type")) };
-            let old = signature_of(st, *h, d.as_deref())?;
-            let n = match old.native_size() {
-                0 => 0,
-                each => def.layout.size as u64 / each,
-            };
-            sig.push(old, n)?;
-        }
-    }
-    Ok(Arc::new(sig))
+/// The signature of datatype `dt` (its basic elements, §5.1.11).
+pub(crate) fn signature_of(st: &State, dt: Handle) -> R<Arc<Signature>> {
+    Ok(st.basis(dt, None)?.signature().clone())
 }
 
 /// Check the representation the program names: only `"external32"`.
@@ -165,7 +63,7 @@ unsafe fn pack_size<T: TryFrom<u64>>(
         // is `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(incount, "incount")? as u64;
-        let bytes = signature_of(st, dt, None)?.external_size().checked_mul(n);
+        let bytes = signature_of(st, dt)?.external_size().checked_mul(n);
         let bytes = bytes.and_then(|b| T::try_from(b).ok());
         let bytes = bytes.ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the packed size does not fit the size argument"))?;
         // SAFETY: `size` is null or valid for writing one `T` for this call (`pack_size`'s `# Safety`, the MPI call's
@@ -195,7 +93,7 @@ unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
         // `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(incount, "incount")?;
-        let sig = signature_of(st, dt, None)?;
+        let sig = signature_of(st, dt)?;
         let span = st.span(incount, dt)?;
         // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
         // (`pack`'s `# Safety`); `read_arg` refuses null.
@@ -247,7 +145,7 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
         // `external32`'s requirement.
         unsafe { external32(datarep)? };
         let n = nonneg(outcount, "outcount")?;
-        let sig = signature_of(st, dt, None)?;
+        let sig = signature_of(st, dt)?;
         let span = st.span(outcount, dt)?;
         // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
         // (`unpack`'s `# Safety`); `read_arg` refuses null.

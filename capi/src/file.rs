@@ -381,7 +381,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let (et, ft) = (st.view_type(etype)?, st.view_type(filetype)?);
         if rep == DataRep::External32 {
             for t in [etype, filetype] {
-                let sig = crate::external::signature_of(st, t, None)?;
+                let sig = crate::external::signature_of(st, t)?;
                 if sig.external_size() != sig.native_size() {
                     return Err(Fail::new(
                         MPI_ERR_UNSUPPORTED_DATAREP,
@@ -620,7 +620,7 @@ fn prepare(
     let span = st.span(count, datatype)?;
     let position = at.position()?;
     let sig = match *st.file(fh)?.file.view().rep() {
-        DataRep::External32 => Some(crate::external::signature_of(st, datatype, None)?),
+        DataRep::External32 => Some(crate::external::signature_of(st, datatype)?),
         _ => None,
     };
     Ok((span, position, sig))

@@ -134,6 +134,7 @@ impl From<MpiError> for Fail {
         let class = match &e {
             MpiError::InvalidRank { .. } | MpiError::Engine(AdiError::BadRank { .. }) => MPI_ERR_RANK,
             MpiError::InvalidTag(_) => MPI_ERR_TAG,
+            MpiError::Type(_) => MPI_ERR_TYPE,
             MpiError::Count { .. }
             | MpiError::Size { .. }
             | MpiError::Truncated { .. }
@@ -897,6 +898,8 @@ mod tests {
         assert_eq!(class(MpiError::Internal { what: "x".into() }), MPI_ERR_INTERN);
         assert_eq!(class(mpi::RmaRangeError::TargetWindow { lo: 0, hi: 9, size: 8 }.into()), MPI_ERR_RMA_RANGE);
         assert_eq!(class(mpi::WinError::Freed.into()), MPI_ERR_WIN);
+        assert_eq!(class(mpi::TypeError::Mixed.into()), MPI_ERR_TYPE);
+        assert_eq!(class(mpi::BufferError::Aliased.into()), MPI_ERR_BUFFER);
         assert_eq!(class(mpi::SpawnError::NoRoom.into()), MPI_ERR_SPAWN);
         assert_eq!(class(mpi::PortError::Corrupt.into()), MPI_ERR_PORT);
         // What was `MpiError::Invalid(String)`, all MPI_ERR_ARG: the

@@ -140,6 +140,22 @@ pub(crate) enum OpChoice {
     User(UserOp, Handle, Option<Arc<Layout>>),
 }
 
+impl mpi::staged::reduction::ReduceOp for OpChoice {
+    fn predefined(&self) -> Option<SystemOperation> {
+        match self {
+            OpChoice::System(o) => Some(*o),
+            OpChoice::User(..) => None,
+        }
+    }
+
+    fn on_elements(self, layout: Arc<Layout>) -> Self {
+        match self {
+            OpChoice::User(u, dt, _) => OpChoice::User(u, dt, Some(layout)),
+            system => system,
+        }
+    }
+}
+
 impl AnyOperation for OpChoice {
     fn on<T: Reducible>(&self) -> mpi::Result<Operation> {
         match self {

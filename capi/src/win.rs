@@ -99,19 +99,15 @@ impl State {
     /// The basic element type every block of `dt` is made of (§12.3.4:
     /// accumulates take predefined types, or derived ones of one of them).
     fn base_elem(&self, dt: Handle) -> R<Elem> {
-        let Some(e) = self.types.get(&dt) else { return crate::coll::elem_of(dt) };
-        let mut found: Option<Elem> = None;
-        for (h, _) in e.def.contents().types.iter() {
-            let x = self.base_elem(*h)?;
-            if found.is_some_and(|f| f != x) {
-                return Err(Fail::new(
-                    MPI_ERR_TYPE,
-                    format!("datatype {dt:#x} mixes basic types: an accumulate needs one (MPI 4.1 §12.3.4)"),
-                ));
-            }
-            found = Some(x);
+        match self.types.get(&dt) {
+            None => crate::datatype::elem_of(dt),
+            Some(e) => Ok(e
+                .def
+                .basis
+                .reduces()
+                .elem(e.def.basis.signature().native_size() as usize)
+                .map_err(MpiError::from)?),
         }
-        found.ok_or_else(|| Fail::new(MPI_ERR_TYPE, format!("datatype {dt:#x} has no basic type to accumulate")))
     }
 }
 
@@ -707,7 +703,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     win: Handle,
 ) -> c_int {
     with_state("MPI_Compare_and_swap", win, |st| {
-        let e = crate::coll::elem_of(dt)?;
+        let e = crate::datatype::elem_of(dt)?;
         let w = &mut st.win_mut(win)?.win;
         // SAFETY: `o` and `c` each hold one element of `dt`, readable for this call, and `r` has room for one, which
         // the program does not access until the operation completes (MPI_Compare_and_swap, MPI 4.1 §12.3.4): what

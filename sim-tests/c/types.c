@@ -88,6 +88,45 @@ static void external32(int next, int prev) {
     MPI_Type_free(&every_other);
 }
 
+/* Predefined reductions on derived datatypes (§6.9.2): a type built from
+ * one predefined type reduces as that type, including the padded pairs of
+ * MPI_MINLOC/MAXLOC, whose data holds the value and the int without the
+ * C struct's padding; a type mixing predefined types is MPI_ERR_TYPE. */
+static void derived_reductions(void) {
+    struct { double v; int i; } in[4], out[4];
+    MPI_Datatype four;
+    MPI_Type_contiguous(4, MPI_DOUBLE_INT, &four);
+    MPI_Type_commit(&four);
+    for (int k = 0; k < 4; k++) {
+        in[k].v = rank == k % size ? -1.0 - k : rank + k;
+        in[k].i = rank;
+    }
+    CHECK(MPI_Allreduce(in, out, 1, four, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS, "minloc on 4 double_int");
+    for (int k = 0; k < 4; k++)
+        CHECK(out[k].v == -1.0 - k && out[k].i == k % size, "minloc pair %d: (%g, %d)", k, out[k].v, out[k].i);
+    MPI_Type_free(&four);
+
+    struct { short v; int i; } s_in[2] = {{3, 7}, {-2, 8}}, s_io[2] = {{5, 1}, {-9, 2}};
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_SHORT_INT, &two);
+    MPI_Type_commit(&two);
+    CHECK(MPI_Reduce_local(s_in, s_io, 1, two, MPI_MAXLOC) == MPI_SUCCESS, "maxloc on 2 short_int");
+    CHECK(s_io[0].v == 5 && s_io[0].i == 1 && s_io[1].v == -2 && s_io[1].i == 8, "maxloc pairs (%d,%d) (%d,%d)",
+          s_io[0].v, s_io[0].i, s_io[1].v, s_io[1].i);
+    MPI_Type_free(&two);
+
+    int lens[2] = {1, 1};
+    MPI_Aint disps[2] = {0, 8};
+    MPI_Datatype kinds[2] = {MPI_INT, MPI_DOUBLE}, mixed;
+    MPI_Type_create_struct(2, lens, disps, kinds, &mixed);
+    MPI_Type_commit(&mixed);
+    double m_in[2] = {0, 1}, m_io[2] = {0, 2};
+    int rc = MPI_Reduce_local(m_in, m_io, 1, mixed, MPI_SUM), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE, "a struct of int and double reduced by MPI_SUM: class %d", cls);
+    MPI_Type_free(&mixed);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -435,6 +474,7 @@ int main(int argc, char **argv)
     CHECK(MPI_Reduce_local(iio, iio, 2, MPI_INT, MPI_SUM) == MPI_ERR_BUFFER, "overlapping reduce_local accepted");
 
     external32(next, prev);
+    derived_reductions();
 
     int sum = 0;
     MPI_Allreduce(&errors, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

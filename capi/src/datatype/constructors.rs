@@ -302,7 +302,8 @@ fn f90_type(st: &mut State, combiner: c_int, ints: Vec<c_int>) -> R<Handle> {
         None => {
             let h = st.new_handle();
             let contents = Contents { combiner, ints, aints: vec![], counts: vec![], types: vec![] };
-            let def = Arc::new(TypeDef { layout: Arc::new(st.layout(base)?.as_ref().clone()), contents });
+            let (layout, basis) = (Arc::new(st.layout(base)?.as_ref().clone()), st.basis(base, None)?);
+            let def = Arc::new(TypeDef { layout, contents, basis });
             st.types.insert(h, TypeEntry { def, committed: true, name: String::new() });
             h
         }

@@ -19,6 +19,7 @@ use crate::*;
 /// A datatype's typemap (MPI 4.1 §5.1.1): the mpi crate's datatype engine.
 pub(crate) use mpi::datatype::typemap::addr;
 pub(crate) use mpi::datatype::{Typemap as Layout, TypemapBuilder as Builder};
+pub(crate) use mpi::staged::basis::Basis;
 pub(crate) use mpi::staged::{incoming, near_null, outgoing, Blocks, Span};
 
 /// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
@@ -83,6 +84,9 @@ impl Args {
 pub(crate) struct TypeDef {
     pub(crate) layout: Arc<Layout>,
     contents: Contents,
+    /// What it is made of: its signature and the element it reduces as
+    /// (the mpi crate's rules, `mpi::staged::basis`).
+    pub(crate) basis: Basis,
 }
 
 impl TypeDef {
@@ -370,8 +374,23 @@ pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, 
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "newtype is a null pointer"));
     }
+    let basis = match &contents.types[..] {
+        [(old, d)] if contents.combiner != MPI_COMBINER_STRUCT => {
+            Basis::repeat(&st.basis(*old, d.as_deref())?, layout.size)?
+        }
+        parts => {
+            // A struct's counts: `count, blocklengths...` (ints, or large counts).
+            let lens: Vec<i64> = if contents.counts.is_empty() {
+                contents.ints.iter().skip(1).map(|&v| i64::from(v)).collect()
+            } else {
+                contents.counts.iter().skip(1).copied().collect()
+            };
+            let bases = parts.iter().map(|(h, d)| st.basis(*h, d.as_deref())).collect::<R<Vec<_>>>()?;
+            Basis::structure(bases.iter().zip(lens).map(|(b, n)| (b, n.max(0) as u64)))?
+        }
+    };
     let h = st.new_handle();
-    let def = Arc::new(TypeDef { layout: Arc::new(layout), contents });
+    let def = Arc::new(TypeDef { layout: Arc::new(layout), contents, basis });
     st.types.insert(h, TypeEntry { def, committed: false, name: String::new() });
     // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call, as `define`'s
     // `# Safety` requires of its callers (each passes its MPI call's `newtype`).
@@ -380,6 +399,16 @@ pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, 
 }
 
 impl State {
+    /// What datatype `dt` is made of, whose definition is `def` if derived
+    /// (kept by the types built from it, so this works after a free).
+    pub(crate) fn basis(&self, dt: Handle, def: Option<&TypeDef>) -> R<Basis> {
+        if let Some(d) = def.or_else(|| self.types.get(&dt).map(|e| &*e.def)) {
+            return Ok(d.basis.clone());
+        }
+        let basics = basics(dt).ok_or_else(|| unknown_type(dt))?;
+        Ok(Basis::predefined(basics, elem_of(dt).ok()))
+    }
+
     /// The constructor argument `dt`, with its definition when derived.
     pub(crate) fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
         match self.types.get(&dt) {
@@ -710,9 +739,11 @@ mod attrs; // MPI_Type_set_attr and its siblings: exported by name
 mod constructors;
 mod decoding; // MPI_Type_get_envelope and MPI_Type_get_contents: exported by name
 mod packing;
+mod predefined;
 
 pub(crate) use self::constructors::*;
 pub(crate) use self::packing::*;
+pub(crate) use self::predefined::{basics, elem_of};
 
 #[cfg(test)]
 mod tests {

@@ -217,6 +217,44 @@ pub enum OpError {
     },
 }
 
+/// A datatype that cannot serve the call (`MpiError::Type`,
+/// `MPI_ERR_TYPE`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TypeError {
+    /// A predefined reduction (MPI 4.1 §6.9.2) or an accumulate (§12.3.4)
+    /// on a datatype that is not a predefined number, pair or complex
+    /// type, nor built from one.
+    #[error(
+        "no predefined reduction is defined on this datatype: it is not a predefined number, pair or complex type, \
+         nor built from one (MPI 4.1 §6.9.2)"
+    )]
+    NotReducible,
+    /// A derived datatype built from more than one predefined type, which
+    /// a predefined operation or an accumulate cannot combine.
+    #[error(
+        "the datatype mixes predefined types: a predefined operation or an accumulate combines a derived datatype \
+         built from one predefined type only (MPI 4.1 §6.9.2, §12.3.4); reduce it with a user operation"
+    )]
+    Mixed,
+    /// A derived datatype whose size is not whole elements of the
+    /// predefined type it is built from (a resized or struct type cut
+    /// through an element).
+    #[error("the datatype's {size} bytes are not whole {elem}-byte elements of the predefined type it is built from")]
+    PartElement {
+        /// The datatype's size.
+        size: usize,
+        /// The predefined type's size.
+        elem: usize,
+    },
+    /// A user operation on a datatype whose extent is not positive: its
+    /// elements do not follow one another (§6.9.5).
+    #[error("a user operation needs a datatype whose elements follow one another (a positive extent), not {extent}")]
+    Extent {
+        /// The datatype's extent.
+        extent: isize,
+    },
+}
+
 /// What is wrong with a buffer argument (`MpiError::Buffer`,
 /// `MPI_ERR_BUFFER`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -239,6 +277,12 @@ pub enum BufferError {
         /// Where (`here`, `on an intercommunicator (§6.9.1)`, ...).
         place: &'static str,
     },
+    /// A reduction's send and receive buffers overlap (MPI 4.1 §2.9
+    /// forbids aliased arguments).
+    #[error(
+        "the send and receive buffers overlap (MPI 4.1 §2.9); pass MPI_IN_PLACE as the send buffer to reduce in place"
+    )]
+    Aliased,
     /// `MPI_Reduce_local`'s two buffers overlap (§6.9.7).
     #[error("inbuf and inoutbuf overlap (§6.9.7 forbids it)")]
     ReduceLocalOverlap,

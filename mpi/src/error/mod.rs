@@ -67,6 +67,9 @@ pub enum MpiError {
     /// MPI was already finalised.
     #[error("MPI has been finalised")]
     Finalized,
+    /// A datatype that cannot serve the call (`MPI_ERR_TYPE`).
+    #[error(transparent)]
+    Type(#[from] TypeError),
     /// An argument the call cannot take (`MPI_ERR_ARG`).
     #[error("invalid argument: {0}")]
     Arg(#[from] ArgError),

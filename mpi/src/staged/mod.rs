@@ -17,10 +17,12 @@
 //! operation's until it completes); what holds the pointers afterwards
 //! ([`Unpack`], [`Staged`]) can only be made by those functions.
 
+pub mod basis;
 pub mod coll;
 pub mod inter;
 pub mod partitioned;
 pub mod reduce;
+pub mod reduction;
 
 use std::borrow::Cow;
 use std::sync::Arc;
