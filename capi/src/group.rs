@@ -392,7 +392,7 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
             let c = &st.comm(comm)?.comm;
             Ok(if c.is_inter() {
                 // An intercommunicator's stays whole (docs/guide/threads.md).
-                Making::Now(split_create(c, &ranks)?)
+                Making::Now(c.create(&ranks)?)
             } else {
                 Making::Later(c.immediate_create(&ranks)?)
             })
@@ -403,27 +403,12 @@ pub unsafe extern "C" fn MPI_Comm_create(comm: Handle, group: Handle, newcomm: *
     }
     with_state("MPI_Comm_create", comm, |st| {
         let ranks = ranks_in(st, comm, group)?;
-        let c = split_create(&st.comm(comm)?.comm, &ranks)?;
+        let c = st.comm(comm)?.comm.create(&ranks)?;
         let h = crate::comm_table::register(st, c, comm)?;
         // SAFETY: `newcomm` is MPI_Comm_create's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
         // for this call; `put` refuses null.
         unsafe { put(newcomm, h, "newcomm") }
     })
-}
-
-/// `MPI_Comm_create` as a split, collective over `c`: each group's members
-/// share a color, ordered by their rank in the group. The groups may
-/// differ between processes if they are disjoint (§7.4.2, since MPI 2.2):
-/// a group's lowest rank in `comm` tells it apart. On an
-/// intercommunicator each group passes a subset of its own, and the two
-/// subsets make the new intercommunicator: one color.
-fn split_create(c: &mpi::SimpleCommunicator, ranks: &[c_int]) -> R<Option<mpi::SimpleCommunicator>> {
-    let (color, key) = match ranks.iter().position(|&r| r == c.rank()) {
-        Some(i) if c.is_inter() => (Color::With(0), i as c_int),
-        Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as c_int),
-        None => (Color::Undefined, 0),
-    };
-    Ok(c.split_by_color_with_key(color, key)?)
 }
 
 #[no_mangle]
@@ -457,8 +442,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(comm: Handle, group: Handle, tag:
 }
 
 /// The checks of the `*_from_group(s)` calls' `stringtag`, `info` and
-/// `errhandler` (MPI 4.0), and the tag the string stands for: its FNV-1a
-/// hash, folded into the tags every process may use.
+/// `errhandler` (MPI 4.0), and the tag the string stands for
+/// (`mpi::group::string_tag`).
 ///
 /// # Safety
 /// `stringtag` is null or a NUL-terminated string.
@@ -476,8 +461,7 @@ pub(crate) unsafe fn from_group_args(
     let text = unsafe { std::ffi::CStr::from_ptr(stringtag) }.to_bytes();
     crate::errh::check(errhandler, crate::process::Kind::Comm)?;
     st.info_or_null(info)?;
-    let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
-    Ok((hash % (mpi::TAG_UB as u32)) as c_int)
+    Ok(mpi::group::string_tag(text))
 }
 
 /// `MPI_Comm_create_from_group` (§7.4.2, MPI 4.0): a communicator of a
@@ -534,10 +518,11 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) -> c_int {
     with_state("MPI_Comm_compare", comm1, |st| {
-        let r = match relation(st.comm(comm1)?.comm.compare_groups(&st.comm(comm2)?.comm)) {
-            _ if comm1 == comm2 => MPI_IDENT,
-            MPI_IDENT => MPI_CONGRUENT,
-            r => r,
+        let r = match st.comm(comm1)?.comm.compare(&st.comm(comm2)?.comm) {
+            mpi::group::CommRelation::Identical => MPI_IDENT,
+            mpi::group::CommRelation::Congruent => MPI_CONGRUENT,
+            mpi::group::CommRelation::Similar => MPI_SIMILAR,
+            mpi::group::CommRelation::Unequal => MPI_UNEQUAL,
         };
         // SAFETY: `result` is MPI_Comm_compare's out-argument (MPI 4.1 §7.4.1), null or valid for writing one `int` for
         // this call; `put` refuses null.

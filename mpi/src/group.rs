@@ -180,11 +180,62 @@ pub(crate) fn relation(a: &[u32], b: &[u32]) -> GroupRelation {
     }
 }
 
+/// How two communicators relate (`MPI_Comm_compare`, §7.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommRelation {
+    /// The same communicator (`MPI_IDENT`).
+    Identical,
+    /// Another communicator of the same group in the same order
+    /// (`MPI_CONGRUENT`).
+    Congruent,
+    /// The same members in another order (`MPI_SIMILAR`).
+    Similar,
+    /// Other members (`MPI_UNEQUAL`).
+    Unequal,
+}
+
+/// The tag a `*_from_group` call's string tag stands for (§7.4.2, MPI
+/// 4.0): its FNV-1a hash, folded into the tags every process may use, so
+/// that calls with the same string meet and calls with others (almost
+/// always) do not.
+pub fn string_tag(text: &[u8]) -> crate::Tag {
+    let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+    (hash % crate::TAG_UB as u32) as crate::Tag
+}
+
 impl SimpleCommunicator {
     /// How this communicator's group relates to `other`'s
     /// (`MPI_Comm_compare` without the identity of handles, §7.4.1).
     pub fn compare_groups(&self, other: &SimpleCommunicator) -> GroupRelation {
         relation(self.members(), other.members())
+    }
+
+    /// How this communicator relates to `other` (`MPI_Comm_compare`,
+    /// §7.4.1): the same one, or by their (local) groups.
+    pub fn compare(&self, other: &SimpleCommunicator) -> CommRelation {
+        match self.compare_groups(other) {
+            _ if self.ctx() == other.ctx() && self.is_inter() == other.is_inter() => CommRelation::Identical,
+            GroupRelation::Identical => CommRelation::Congruent,
+            GroupRelation::Similar => CommRelation::Similar,
+            GroupRelation::Unequal => CommRelation::Unequal,
+        }
+    }
+
+    /// `MPI_Comm_create` (§7.4.2), collective over this communicator: the
+    /// communicator of the processes `ranks` (this process's group, by
+    /// their ranks here, in the new order), `None` where this process is
+    /// not in it. Made as a split: the groups may differ between processes
+    /// if they are disjoint (since MPI 2.2), a group's lowest rank telling
+    /// it apart. On an intercommunicator each side gives a subset of its
+    /// own group, and the two subsets make the new intercommunicator.
+    pub fn create(&self, ranks: &[Rank]) -> Result<Option<SimpleCommunicator>> {
+        use crate::comm::{Color, Communicator};
+        let (color, key) = match ranks.iter().position(|&r| r == self.rank()) {
+            Some(i) if self.is_inter() => (Color::With(0), i as i32),
+            Some(i) => (Color::With(ranks.iter().copied().min().unwrap_or(0)), i as i32),
+            None => (Color::Undefined, 0),
+        };
+        self.split_by_color_with_key(color, key)
     }
 }
 
@@ -217,6 +268,14 @@ mod tests {
         assert_eq!(a.ranges(&[[4, 0, -2]]).expect("ranges"), [4, 2, 0]);
         assert!(matches!(a.ranges(&[[0, 4, 0]]), Err(MpiError::Arg(crate::error::ArgError::ZeroStride))));
         assert!(matches!(a.ranges(&[[0, 4, 1], [0, 0, 1]]), Err(MpiError::Ranks(RankError::TooMany { size: 5 }))));
+    }
+
+    #[test]
+    fn a_string_tag_is_a_valid_tag_and_tells_strings_apart() {
+        let (a, b) = (string_tag(b"solver"), string_tag(b"halo"));
+        assert!((0..=crate::TAG_UB).contains(&a) && (0..=crate::TAG_UB).contains(&b));
+        assert_ne!(a, b);
+        assert_eq!(a, string_tag(b"solver"));
     }
 
     #[test]

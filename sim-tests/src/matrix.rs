@@ -66,6 +66,9 @@ macro_rules! suite_matrix {
             greq_3r_2n: "greq", 3, 2, [sim udp];
             proc_null_1r_1n: "proc-null", 1, 1, [sim];
             proc_null_5r_3n: "proc-null", 5, 3, [sim udp];
+            groups_1r_1n: "groups", 1, 1, [sim];
+            groups_2r_2n: "groups", 2, 2, [sim];
+            groups_5r_3n: "groups", 5, 3, [sim udp];
             rma_1r_1n: "rma", 1, 1, [sim udp];
             rma_2r_2n: "rma", 2, 2, [sim udp dpdk];
             rma_3r_2n: "rma", 3, 2, [sim udp dpdk];

@@ -31,6 +31,7 @@ macro_rules! check {
 // After `check!`, which they use.
 mod attrs;
 mod greq;
+mod groups;
 mod partitioned;
 mod proc_null;
 mod waiting;
@@ -117,6 +118,7 @@ fn main() -> ExitCode {
             "attrs" => attrs::attrs(&w)?,
             "greq" => greq::greq(&w)?,
             "proc-null" => proc_null::proc_null(&u, &w)?,
+            "groups" => groups::groups(&w)?,
             "coll-mismatch" => collectives::mismatch(&w)?,
             "coll-mismatch-all" => collectives::mismatch_all(&w)?,
             "coll-kind-mismatch" => collectives::kind_mismatch(&w)?,

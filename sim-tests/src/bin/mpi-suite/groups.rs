@@ -1,0 +1,39 @@
+//! Communicators from groups through the Rust API (MPI 4.1 §7.4): how two
+//! communicators compare (`SimpleCommunicator::compare`), and
+//! `MPI_Comm_create` as `SimpleCommunicator::create`, with groups that
+//! differ between processes when they are disjoint (since MPI 2.2).
+
+use mpi::group::{string_tag, CommRelation};
+use mpi::traits::*;
+use mpi::{Color, SimpleCommunicator};
+
+use crate::{e, R};
+
+pub fn groups(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    check!(w.compare(w) == CommRelation::Identical, "a communicator is not identical to itself");
+    let dup = w.duplicate().map_err(e)?;
+    check!(w.compare(&dup) == CommRelation::Congruent, "a duplicate: {:?}", w.compare(&dup));
+    let reversed = w.split_by_color_with_key(Color::With(0), n - me).map_err(e)?.ok_or("no reversed split")?;
+    let want = if n > 1 { CommRelation::Similar } else { CommRelation::Congruent };
+    check!(w.compare(&reversed) == want, "reversed order: {:?}", w.compare(&reversed));
+
+    // Evens and odds each make their own communicator, in reverse order.
+    let mine: Vec<i32> = (0..n).rev().filter(|r| r % 2 == me % 2).collect();
+    let c = w.create(&mine).map_err(e)?.ok_or("not in the group it named")?;
+    check!(c.size() as usize == mine.len(), "created {} of {}", c.size(), mine.len());
+    let at = mine.iter().position(|&r| r == me).ok_or("not in its own group")?;
+    check!(c.rank() as usize == at, "rank {} in the created communicator, not {at}", c.rank());
+    let want = if n > 1 { CommRelation::Unequal } else { CommRelation::Congruent };
+    check!(w.compare(&c) == want, "the halves against the world: {:?}", w.compare(&c));
+    let mut sum = [0i32];
+    c.all_reduce_into(&[me][..], &mut sum[..], mpi::SystemOperation::Sum).map_err(e)?;
+    let sum = sum[0];
+    check!(sum == mine.iter().sum::<i32>(), "the created communicator's sum {sum}");
+    // A group that leaves this process out: no communicator here.
+    let others: Vec<i32> = (0..n).filter(|&r| r != 0).collect();
+    let made = w.create(if me == 0 { &[] } else { &others }).map_err(e)?;
+    check!(made.is_some() == (me != 0), "rank {me}: the communicator of the others: {}", made.is_some());
+    check!(string_tag(b"a") != string_tag(b"b"), "two strings, one tag");
+    Ok(())
+}
