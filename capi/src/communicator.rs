@@ -12,32 +12,6 @@ use crate::strings::{c_name, put_name};
 use crate::*;
 
 #[no_mangle]
-pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
-    with_state("MPI_Comm_set_errhandler", comm, |st| {
-        st.comm_handle(comm)?;
-        crate::errh::check(errhandler, crate::process::Kind::Comm)?;
-        st.comm_handle_mut(comm)?.errhandler = errhandler;
-        Ok(())
-    })
-}
-
-/// `MPI_Comm_call_errhandler` (§9.3.1): `errh::call_errhandler`.
-#[no_mangle]
-pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
-    crate::errh::call_errhandler("MPI_Comm_call_errhandler", comm, errorcode, |st| Ok(st.comm(comm)?.errhandler))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
-    with_state("MPI_Comm_get_errhandler", comm, |st| {
-        let e = crate::errh::handed_out(st.comm_handle(comm)?.errhandler);
-        // SAFETY: `errhandler` is MPI_Comm_get_errhandler's out-argument (MPI 4.1 §9.3.1), null or valid for writing
-        // one handle for this call; `put` refuses null.
-        unsafe { put(errhandler, e, "errhandler") }
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
     with_state("MPI_Comm_rank", comm, |st| {
         let r = st.comm(comm)?.comm.rank();

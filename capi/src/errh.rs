@@ -77,21 +77,15 @@ pub(crate) fn user_fn(h: Handle) -> Option<ErrFn> {
     handlers(|t| t.table.get(&h).map(|u| u.func))
 }
 
-/// `MPI_Comm_call_errhandler` and `MPI_Win_call_errhandler` (§9.3.1,
-/// §9.3.2): run the handler of `obj` (`handler_of` finds it) on
-/// `errorcode`. Under `MPI_ERRORS_ARE_FATAL` or `MPI_ERRORS_ABORT` the job
-/// ends; once `MPI_ERRORS_RETURN` or a user's handler has run, the call
-/// returns `MPI_SUCCESS` (the handler was called); an invalid `obj` is
-/// its own error.
-pub(crate) fn call_errhandler(
-    call: &str,
-    obj: Handle,
-    errorcode: c_int,
-    handler_of: impl FnOnce(&State) -> R<Handle>,
-) -> c_int {
+/// `MPI_*_call_errhandler` (§9.3): run the handler of `obj`, an object of
+/// `kind`, on `errorcode`. Under `MPI_ERRORS_ARE_FATAL` or
+/// `MPI_ERRORS_ABORT` the job ends; once `MPI_ERRORS_RETURN` or a user's
+/// handler has run, the call returns `MPI_SUCCESS` (the handler was
+/// called); an invalid `obj` is its own error.
+fn call_errhandler(call: &str, kind: Kind, obj: Handle, errorcode: c_int) -> c_int {
     let mut handled = false;
     let rc = with_state(call, obj, |st| {
-        let h = handler_of(st)?;
+        let h = *st.errhandler_slot(kind, obj)?;
         handled = h == MPI_ERRORS_RETURN || !predefined(h);
         Err(Fail::new(errorcode, format!("the program raised error code {errorcode}")))
     });
@@ -100,6 +94,94 @@ pub(crate) fn call_errhandler(
     } else {
         rc
     }
+}
+
+impl State {
+    /// The error handler set on `obj`, an object of `kind` (§9.3): a
+    /// communicator's (also while an `MPI_Comm_idup` makes it), a
+    /// window's, a file's (`MPI_FILE_NULL`'s: the one new files get,
+    /// §14.7), a session's.
+    fn errhandler_slot(&mut self, kind: Kind, obj: Handle) -> R<&mut Handle> {
+        Ok(match kind {
+            Kind::Comm => &mut self.comm_handle_mut(obj)?.errhandler,
+            Kind::Win => &mut self.win_mut(obj)?.errhandler,
+            Kind::File if obj == MPI_FILE_NULL => &mut self.file_errhandler,
+            Kind::File => &mut self.file_mut(obj)?.errhandler,
+            Kind::Session => &mut self.session_mut(obj)?.errhandler,
+        })
+    }
+}
+
+/// `MPI_*_set_errhandler` (§9.3): `errhandler`, which must be predefined
+/// or made for `kind`, on `obj`.
+fn set_errhandler(call: &str, kind: Kind, obj: Handle, errhandler: Handle) -> c_int {
+    with_state(call, obj, |st| {
+        st.errhandler_slot(kind, obj)?;
+        check(errhandler, kind)?;
+        *st.errhandler_slot(kind, obj)? = errhandler;
+        Ok(())
+    })
+}
+
+/// `MPI_*_get_errhandler` (§9.3): the handler of `obj`, one more handle
+/// for the program to free if it is a user's ([`handed_out`]).
+///
+/// # Safety
+/// `out` is null or valid for writing one handle for the call.
+unsafe fn get_errhandler(call: &str, kind: Kind, obj: Handle, out: *mut Handle) -> c_int {
+    with_state(call, obj, |st| {
+        let h = handed_out(*st.errhandler_slot(kind, obj)?);
+        // SAFETY: `out` is null or valid for writing one handle for this call (`get_errhandler`'s `# Safety`); `put`
+        // refuses null.
+        unsafe { put(out, h, "errhandler") }
+    })
+}
+
+/// The handler calls of each kind of object that take no pointer, each
+/// the helper it calls with its arguments.
+macro_rules! errhandler_calls {
+    ($(pub extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) -> c_int {
+            $helper(stringify!($name), $($call),*)
+        }
+    )*};
+}
+
+errhandler_calls! {
+    pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::Comm, comm, errhandler);
+    pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::Win, win, errhandler);
+    pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::File, file, errhandler);
+    pub extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::Session, session, errhandler);
+    pub extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int = call_errhandler(Kind::Comm, comm, errorcode);
+    pub extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int = call_errhandler(Kind::Win, win, errorcode);
+    pub extern "C" fn MPI_File_call_errhandler(fh: Handle, errorcode: c_int) -> c_int = call_errhandler(Kind::File, fh, errorcode);
+    pub extern "C" fn MPI_Session_call_errhandler(session: Handle, errorcode: c_int) -> c_int = call_errhandler(Kind::Session, session, errorcode);
+}
+
+/// The handler calls of each kind of object that take pointers, each the
+/// helper it calls with its arguments.
+macro_rules! errhandler_pointer_calls {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: MPI 4.1 §9.3 defines these pointers, passed on unchanged: `errhandler` is null or valid for
+            // writing one handle, for this call; a creation's function is null or a handler function of the C type
+            // of its kind. That is the `# Safety` of `get_errhandler` and `create`.
+            unsafe { $helper(stringify!($name), $($call),*) }
+        }
+    )*};
+}
+
+errhandler_pointer_calls! {
+    pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::Comm, comm, errhandler);
+    pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::Win, win, errhandler);
+    pub unsafe extern "C" fn MPI_File_get_errhandler(file: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::File, file, errhandler);
+    pub unsafe extern "C" fn MPI_Session_get_errhandler(session: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::Session, session, errhandler);
+    pub unsafe extern "C" fn MPI_Comm_create_errhandler(comm_errhandler_fn: usize, errhandler: *mut Handle) -> c_int = create(Kind::Comm, comm_errhandler_fn, errhandler);
+    pub unsafe extern "C" fn MPI_Win_create_errhandler(win_errhandler_fn: usize, errhandler: *mut Handle) -> c_int = create(Kind::Win, win_errhandler_fn, errhandler);
+    pub unsafe extern "C" fn MPI_File_create_errhandler(file_errhandler_fn: usize, errhandler: *mut Handle) -> c_int = create(Kind::File, file_errhandler_fn, errhandler);
+    pub unsafe extern "C" fn MPI_Session_create_errhandler(session_errhandler_fn: usize, errhandler: *mut Handle) -> c_int = create(Kind::Session, session_errhandler_fn, errhandler);
 }
 
 /// Register a user handler of `kind` for `func` and hand out its handle.
@@ -130,38 +212,6 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
         unsafe { out.write(h) };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_errhandler(comm_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: `comm_errhandler_fn` is a function of C type MPI_Comm_errhandler_function (or 0, refused) and
-    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.1 requires of
-    // MPI_Comm_create_errhandler's caller: `create`'s `# Safety`.
-    unsafe { create("MPI_Comm_create_errhandler", Kind::Comm, comm_errhandler_fn, errhandler) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_errhandler(win_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: `win_errhandler_fn` is a function of C type MPI_Win_errhandler_function (or 0, refused) and `errhandler`
-    // is null or points to one writable handle for this call, as MPI 4.1 §9.3.2 requires of MPI_Win_create_errhandler's
-    // caller: `create`'s `# Safety`.
-    unsafe { create("MPI_Win_create_errhandler", Kind::Win, win_errhandler_fn, errhandler) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_create_errhandler(file_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: `file_errhandler_fn` is a function of C type MPI_File_errhandler_function (or 0, refused) and
-    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.3 requires of
-    // MPI_File_create_errhandler's caller: `create`'s `# Safety`.
-    unsafe { create("MPI_File_create_errhandler", Kind::File, file_errhandler_fn, errhandler) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_create_errhandler(session_errhandler_fn: usize, errhandler: *mut Handle) -> c_int {
-    // SAFETY: `session_errhandler_fn` is a function of C type MPI_Session_errhandler_function (or 0, refused) and
-    // `errhandler` is null or points to one writable handle for this call, as MPI 4.1 §9.3.4 requires of
-    // MPI_Session_create_errhandler's caller: `create`'s `# Safety`.
-    unsafe { create("MPI_Session_create_errhandler", Kind::Session, session_errhandler_fn, errhandler) }
 }
 
 #[no_mangle]

@@ -53,7 +53,7 @@ impl State {
         self.files.get(&h).ok_or_else(|| bad_file(h))
     }
 
-    fn file_mut(&mut self, h: Handle) -> R<&mut FileEntry> {
+    pub(crate) fn file_mut(&mut self, h: Handle) -> R<&mut FileEntry> {
         self.files.get_mut(&h).ok_or_else(|| bad_file(h))
     }
 
@@ -321,40 +321,6 @@ pub extern "C" fn MPI_File_set_info(fh: Handle, info: Handle) -> c_int {
     with_state("MPI_File_set_info", fh, |st| {
         let p = st.info_or_null(info)?;
         Ok(st.file_mut(fh)?.file.set_info(&p)?)
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c_int {
-    with_state("MPI_File_set_errhandler", file, |st| {
-        crate::errh::check(errhandler, crate::process::Kind::File)?;
-        if file == MPI_FILE_NULL {
-            st.file_errhandler = errhandler;
-        } else {
-            st.file_mut(file)?.errhandler = errhandler;
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_errhandler(file: Handle, errhandler: *mut Handle) -> c_int {
-    with_state("MPI_File_get_errhandler", file, |st| {
-        let h = if file == MPI_FILE_NULL { st.file_errhandler } else { st.file(file)?.errhandler };
-        // SAFETY: `errhandler` is MPI_File_get_errhandler's out-argument (MPI 4.1 §9.3.3), null or valid for writing
-        // one handle for this call; `put` refuses null.
-        unsafe { put(errhandler, crate::errh::handed_out(h), "errhandler") }
-    })
-}
-
-/// `MPI_File_call_errhandler` (§9.3.3): `errh::call_errhandler`.
-#[no_mangle]
-pub extern "C" fn MPI_File_call_errhandler(fh: Handle, errorcode: c_int) -> c_int {
-    crate::errh::call_errhandler("MPI_File_call_errhandler", fh, errorcode, |st| {
-        if fh == MPI_FILE_NULL {
-            return Ok(st.file_errhandler);
-        }
-        Ok(st.file(fh)?.errhandler)
     })
 }
 

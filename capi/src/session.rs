@@ -265,29 +265,3 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         Ok(())
     })
 }
-
-#[no_mangle]
-pub extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle) -> c_int {
-    with_state("MPI_Session_set_errhandler", session, |st| {
-        crate::errh::check(errhandler, Kind::Session)?;
-        st.session_mut(session)?.errhandler = errhandler;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_errhandler(session: Handle, errhandler: *mut Handle) -> c_int {
-    with_state("MPI_Session_get_errhandler", session, |st| {
-        let h = crate::errh::handed_out(st.session(session)?.errhandler);
-        // SAFETY: `errhandler` is MPI_Session_get_errhandler's out-argument (MPI 4.1 §9.3.4), null or valid for writing
-        // one handle for this call; `put` refuses null.
-        unsafe { put(errhandler, h, "errhandler") }
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_Session_call_errhandler(session: Handle, errorcode: c_int) -> c_int {
-    crate::errh::call_errhandler("MPI_Session_call_errhandler", session, errorcode, |st| {
-        Ok(st.session(session)?.errhandler)
-    })
-}

@@ -463,32 +463,6 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, re
     })
 }
 
-#[no_mangle]
-pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
-    with_state("MPI_Win_set_errhandler", win, |st| {
-        st.win(win)?;
-        crate::errh::check(errhandler, crate::process::Kind::Win)?;
-        st.win_mut(win)?.errhandler = errhandler;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
-    with_state("MPI_Win_get_errhandler", win, |st| {
-        let e = crate::errh::handed_out(st.win(win)?.errhandler);
-        // SAFETY: `errhandler` is MPI_Win_get_errhandler's out-argument (MPI 4.1 §9.3.2), null or valid for writing one
-        // handle for this call; `put` refuses null.
-        unsafe { put(errhandler, e, "errhandler") }
-    })
-}
-
-/// `MPI_Win_call_errhandler` (§9.3.2): `errh::call_errhandler`.
-#[no_mangle]
-pub extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int {
-    crate::errh::call_errhandler("MPI_Win_call_errhandler", win, errorcode, |st| Ok(st.win(win)?.errhandler))
-}
-
 // ---- communication (§12.3) ------------------------------------------------------
 
 /// An operation's target as the mpi crate takes it.
