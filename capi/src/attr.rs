@@ -204,12 +204,6 @@ fn delete_or_keep(st: &mut State, comm: Handle, k: c_int, v: *mut c_void, keep: 
     Ok(())
 }
 
-/// The value of user attribute `k` on `comm`, if set.
-pub(crate) fn get(st: &State, comm: Handle, k: c_int) -> R<Option<*mut c_void>> {
-    st.keyval_of(k)?;
-    Ok(st.comm(comm)?.attrs.get(k).copied())
-}
-
 /// Copy `from`'s attributes to its duplicate `to`, through their copy
 /// callbacks (§7.4.2, `MPI_Comm_dup`), which run once the lock is released.
 pub(crate) fn copy_all(st: &mut State, from: Handle, to: Handle, out: *mut Handle) -> R<()> {
@@ -294,28 +288,126 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    with_state("MPI_Comm_set_attr", comm, |st| {
-        st.comm(comm)?;
-        st.settable_keyval(comm_keyval)?;
-        // A value already set is deleted first (§7.7.2).
-        if let Some(old) = st.comm_mut(comm)?.attrs.set(comm_keyval, attribute_val) {
-            delete_attr(st, comm, comm_keyval, old)?;
+/// The kinds of object attributes are set on: communicators (§7.7.2),
+/// windows (§12.2.6) and datatypes (§5.1.15), with one space of keyvals.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum On {
+    Comm,
+    Win,
+    Type,
+}
+
+impl State {
+    /// The attributes set on `h`, an object of kind `on`.
+    pub(crate) fn attrs_mut(&mut self, on: On, h: Handle) -> R<&mut Values> {
+        Ok(match on {
+            On::Comm => &mut self.comm_mut(h)?.attrs,
+            On::Win => &mut self.win_mut(h)?.attrs,
+            On::Type => {
+                self.layout(h)?;
+                self.type_attrs.entry(h).or_default()
+            }
+        })
+    }
+}
+
+/// The handle whose error handler a call on `h`, of kind `on`, reports to.
+fn reported_to(on: On, h: Handle) -> Handle {
+    if on == On::Type {
+        MPI_COMM_WORLD
+    } else {
+        h
+    }
+}
+
+/// `MPI_*_set_attr`: `v` under keyval `k` on `h`; a value already set is
+/// deleted first (§7.7.2), and set again if its delete callback fails.
+fn set_attr(call: &str, on: On, h: Handle, k: c_int, v: *mut c_void) -> c_int {
+    with_state(call, reported_to(on, h), |st| {
+        if on == On::Win && (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&k) {
+            return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
+        }
+        st.attrs_mut(on, h)?;
+        st.settable_keyval(k)?;
+        if let Some(old) = st.attrs_mut(on, h)?.set(k, v) {
+            delete_attr(st, h, k, old)?;
         }
         Ok(())
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) -> c_int {
-    with_state("MPI_Comm_delete_attr", comm, |st| {
-        get(st, comm, comm_keyval)?;
-        let v = st.comm_mut(comm)?.attrs.remove(comm_keyval);
-        let v = v.ok_or(mpi::KeyvalError::NotSet { keyval: comm_keyval }).map_err(MpiError::from)?;
-        delete_attr(st, comm, comm_keyval, v)?;
+/// `MPI_*_delete_attr`: the value under keyval `k` on `h` goes, through
+/// the keyval's delete callback (§7.7.2: kept if it fails).
+fn delete_attr_call(call: &str, on: On, h: Handle, k: c_int) -> c_int {
+    with_state(call, reported_to(on, h), |st| {
+        st.attrs_mut(on, h)?;
+        st.keyval_of(k)?;
+        let v = st.attrs_mut(on, h)?.remove(k);
+        let v = v.ok_or(mpi::KeyvalError::NotSet { keyval: k }).map_err(MpiError::from)?;
+        delete_attr(st, h, k, v)?;
         st.sweep_keyvals();
         Ok(())
+    })
+}
+
+/// `MPI_*_get_attr` of user keyval `k` on `h`: its value, if set, to
+/// `attribute_val`, and whether it is to `flag`.
+///
+/// # Safety
+/// `attribute_val` is null or the address of one writable `void *`, and
+/// `flag` null or writable, for the call.
+pub(crate) unsafe fn get_user_attr(
+    st: &mut State,
+    on: On,
+    h: Handle,
+    k: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> R<()> {
+    st.attrs_mut(on, h)?;
+    st.keyval_of(k)?;
+    let v = st.attrs_mut(on, h)?.get(k).copied();
+    // SAFETY: `attribute_val`, declared `void *` but defined by MPI 4.1 §7.7.2 as the address of one writable
+    // `void *`, and `flag` are null or writable for this call (`get_user_attr`'s `# Safety`); `put` refuses null.
+    unsafe {
+        if let Some(v) = v {
+            put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
+        }
+        put(flag, v.is_some() as c_int, "flag")
+    }
+}
+
+/// The attribute calls that take no pointer, each the helper it calls
+/// with its arguments.
+macro_rules! attr_calls {
+    ($(pub extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) -> c_int {
+            $helper(stringify!($name), $($call),*)
+        }
+    )*};
+}
+
+attr_calls! {
+    pub extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Comm, comm, comm_keyval, attribute_val);
+    pub extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Win, win, win_keyval, attribute_val);
+    pub extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Type, datatype, type_keyval, attribute_val);
+    pub extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) -> c_int = delete_attr_call(On::Comm, comm, comm_keyval);
+    pub extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> c_int = delete_attr_call(On::Win, win, win_keyval);
+    pub extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int = delete_attr_call(On::Type, datatype, type_keyval);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_attr(
+    datatype: Handle,
+    type_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
+        // SAFETY: `attribute_val` is the address of one writable `void *` and `flag` of one `int`, for this call (MPI
+        // 4.1 §5.1.15, as §7.7.2): `get_user_attr`'s `# Safety`.
+        unsafe { get_user_attr(st, On::Type, datatype, type_keyval, attribute_val, flag) }
     })
 }
 
@@ -343,9 +435,8 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
 
 /// `MPI_Attr_put`: `MPI_Comm_set_attr`.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    // SAFETY: the same arguments as the MPI-2 form's.
-    unsafe { MPI_Comm_set_attr(comm, keyval, attribute_val) }
+pub extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    MPI_Comm_set_attr(comm, keyval, attribute_val)
 }
 
 /// `MPI_Attr_get`: `MPI_Comm_get_attr`.
@@ -362,9 +453,8 @@ pub unsafe extern "C" fn MPI_Attr_get(
 
 /// `MPI_Attr_delete`: `MPI_Comm_delete_attr`.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
-    // SAFETY: the same arguments as the MPI-2 form's.
-    unsafe { MPI_Comm_delete_attr(comm, keyval) }
+pub extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
+    MPI_Comm_delete_attr(comm, keyval)
 }
 
 // ---- attributes on datatypes (§5.1.15) ----------------------------------------
@@ -434,18 +524,9 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
                 &a.appnum
             }
             MPI_LASTUSEDCODE => &a.lastusedcode,
-            k => {
-                let v = crate::attr::get(st, comm, k)?;
-                // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, declared `void *` but defined by MPI 4.1
-                // §7.7.2 as the address of one writable `void *`, and `flag` points to one writable `int`, both for
-                // this call; `put` refuses null.
-                return unsafe {
-                    if let Some(v) = v {
-                        put(attribute_val.cast::<*mut std::ffi::c_void>(), v, "attribute_val")?;
-                    }
-                    put(flag, v.is_some() as c_int, "flag")
-                };
-            }
+            // SAFETY: `attribute_val` is the address of one writable `void *` and `flag` of one `int`, for this call
+            // (MPI 4.1 §7.7.2): `get_user_attr`'s `# Safety`.
+            k => return unsafe { get_user_attr(st, On::Comm, comm, k, attribute_val, flag) },
         };
         // SAFETY: `attribute_val` is MPI_Comm_get_attr's out-argument, the address of one writable `void *` (MPI 4.1
         // §7.7.2), and `flag` points to one writable `int`, both for this call; `put` refuses null. The address written

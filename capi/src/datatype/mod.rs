@@ -735,7 +735,6 @@ pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_c
     })
 }
 
-mod attrs; // MPI_Type_set_attr and its siblings: exported by name
 mod constructors;
 mod decoding; // MPI_Type_get_envelope and MPI_Type_get_contents: exported by name
 mod packing;

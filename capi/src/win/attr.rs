@@ -28,18 +28,9 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             MPI_WIN_DISP_UNIT => (&e.predefined.disp_unit as *const c_int).cast(),
             MPI_WIN_CREATE_FLAVOR => (&e.predefined.flavor as *const c_int).cast(),
             MPI_WIN_MODEL => (&e.predefined.model as *const c_int).cast(),
-            k => {
-                st.keyval_of(k)?;
-                let v = e.attrs.get(k).copied();
-                // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, the address of one writable `void *` (MPI
-                // 4.1 §7.7.3), and `flag` points to one writable `int`, both for this call; `put` refuses null.
-                return unsafe {
-                    if let Some(v) = v {
-                        put(attribute_val.cast::<*mut c_void>(), v, "attribute_val")?;
-                    }
-                    put(flag, v.is_some() as c_int, "flag")
-                };
-            }
+            // SAFETY: `attribute_val` is the address of one writable `void *` and `flag` of one `int`, for this call
+            // (MPI 4.1 §7.7.3): `get_user_attr`'s `# Safety`.
+            k => return unsafe { crate::attr::get_user_attr(st, crate::attr::On::Win, win, k, attribute_val, flag) },
         };
         // SAFETY: `attribute_val` is MPI_Win_get_attr's out-argument, the address of one writable `void *` (MPI 4.1
         // §7.7.3), and `flag` points to one writable `int`, both for this call; `put` refuses null. The pointer written
@@ -49,32 +40,6 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             put(attribute_val.cast::<*const c_void>(), p, "attribute_val")?;
             put(flag, 1, "flag")
         }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    with_state("MPI_Win_set_attr", win, |st| {
-        if (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&win_keyval) {
-            return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
-        }
-        st.settable_keyval(win_keyval)?;
-        // A value already set is deleted first (§7.7.2).
-        if let Some(old) = st.win_mut(win)?.attrs.set(win_keyval, attribute_val) {
-            crate::attr::delete_attr(st, win, win_keyval, old)?;
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> c_int {
-    with_state("MPI_Win_delete_attr", win, |st| {
-        st.keyval_of(win_keyval)?;
-        let Some(v) = st.win_mut(win)?.attrs.remove(win_keyval) else {
-            return Err(Fail::new(MPI_ERR_KEYVAL, format!("keyval {win_keyval} is not set on this window")));
-        };
-        crate::attr::delete_attr(st, win, win_keyval, v)
     })
 }
 
