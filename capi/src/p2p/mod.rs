@@ -132,61 +132,60 @@ unsafe fn send_derived(
     Ok(unsafe { mpi::staged::send(&c.process_at_rank(dest), buf.cast(), &span, tag, sync) }?)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Send(
+/// A blocking send (`MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, §3.4): under
+/// `MPI_THREAD_MULTIPLE` started and waited for, letting other threads in
+/// ([`send_multiple`]), else whole ([`send`]).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, readable until the call returns.
+#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
+#[inline(always)] // MPI_Send's fast path
+unsafe fn blocking_send(
+    call: &str,
     buf: *const c_void,
     count: c_int,
     datatype: Handle,
     dest: c_int,
     tag: c_int,
     comm: Handle,
+    sync: bool,
 ) -> c_int {
     if crate::threads::multiple() {
-        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Send returns (MPI 4.1 §3.2.1), which
-        // is what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
-        return unsafe { send_multiple("MPI_Send", buf, count, datatype, dest, tag, comm, false) };
+        // SAFETY: `buf` holds `count` elements of `datatype`, readable until this call returns (`blocking_send`'s
+        // `# Safety`), which is what `send_multiple`'s asks: it waits for the send to complete before returning.
+        return unsafe { send_multiple(call, buf, count, datatype, dest, tag, comm, sync) };
     }
-    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Send returns (MPI 4.1 §3.2.1): `send`'s
-    // `# Safety`.
-    unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm, false) }
+    // SAFETY: as above: `send`'s `# Safety`.
+    unsafe { send(call, buf, count, datatype, dest, tag, comm, sync) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ssend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    if crate::threads::multiple() {
-        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Ssend returns (MPI 4.1 §3.4), which is
-        // what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
-        return unsafe { send_multiple("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) };
-    }
-    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Ssend returns (MPI 4.1 §3.4): `send`'s
-    // `# Safety`.
-    unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm, true) }
+/// The send entry points of each mode (§3.4), blocking, non-blocking and
+/// persistent, each the helper it calls with its arguments.
+macro_rules! sends {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: MPI 4.1 §3.2.1, §3.4, §3.7.2 and §3.9 define the pointers, passed on unchanged: `buf` holds
+            // `count` elements of `datatype`, readable until the send completes (before a blocking call returns, at
+            // a request's completion, and from each start of a persistent request until that operation completes);
+            // `request` is valid for writing one handle for this call. That is the `# Safety` of `blocking_send`,
+            // `isend` and `send_init`.
+            unsafe { $helper(stringify!($name), $($call),*) }
+        }
+    )*};
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    if crate::threads::multiple() {
-        // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Rsend returns (MPI 4.1 §3.4), which is
-        // what `send_multiple`'s `# Safety` asks: it waits for the send to complete before returning.
-        return unsafe { send_multiple("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) };
-    }
-    // SAFETY: `buf` holds `count` elements of `datatype`, readable until MPI_Rsend returns (MPI 4.1 §3.4): `send`'s
-    // `# Safety`.
-    unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm, false) }
+sends! {
+    pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, false);
+    pub unsafe extern "C" fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, true);
+    pub unsafe extern "C" fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, false);
+    pub unsafe extern "C" fn MPI_Isend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, false);
+    pub unsafe extern "C" fn MPI_Issend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, true);
+    pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, false);
+    pub unsafe extern "C" fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Standard);
+    pub unsafe extern "C" fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Synchronous);
+    pub unsafe extern "C" fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Standard);
+    pub unsafe extern "C" fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Buffered);
 }
 
 /// Blocking receive.
@@ -453,51 +452,6 @@ unsafe fn isend(
         // refuses null.
         unsafe { new_request(st, r, request) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
-    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Isend's caller: `isend`'s `# Safety`.
-    unsafe { isend("MPI_Isend", buf, count, datatype, dest, tag, comm, request, false) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Issend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
-    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Issend's caller: `isend`'s `# Safety`.
-    unsafe { isend("MPI_Issend", buf, count, datatype, dest, tag, comm, request, true) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    // SAFETY: `buf` holds `count` elements of `datatype` and is not modified until the request completes, and `request`
-    // points to one writable handle, as MPI 4.1 §3.7.2 requires of MPI_Irsend's caller: `isend`'s `# Safety`.
-    unsafe { isend("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, false) }
 }
 
 #[no_mangle]
