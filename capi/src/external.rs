@@ -13,6 +13,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
 use mpi::datatype::external32::Signature;
+use mpi::staged::pack::Representation;
 
 use crate::abi::*;
 use crate::*;
@@ -72,10 +73,11 @@ unsafe fn pack_size<T: TryFrom<u64>>(
     })
 }
 
-/// `MPI_Pack_external(_c)`.
+/// `MPI_Pack_external(_c)` (§5.2.3): [`crate::datatype::pack`] in
+/// `external32`.
 ///
 /// # Safety
-/// As the MPI call: `inbuf` holds `incount` elements, `outbuf` `outsize`
+/// As the MPI call: `datarep` a C string, `inbuf` holds `incount` elements, `outbuf` `outsize`
 /// bytes, `position` readable and writable.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
@@ -92,42 +94,20 @@ unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
         // SAFETY: `datarep` is null or a NUL-terminated string readable for this call (`pack`'s `# Safety`), which is
         // `external32`'s requirement.
         unsafe { external32(datarep)? };
-        let n = nonneg(incount, "incount")?;
-        let sig = signature_of(st, dt)?;
+        let (signature, count) = (signature_of(st, dt)?, nonneg(incount, "incount")?);
         let span = st.span(incount, dt)?;
-        // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
-        // (`pack`'s `# Safety`); `read_arg` refuses null.
-        let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
-        let size = nonneg(outsize, "outsize")?;
-        // SAFETY: `inbuf` holds `incount` elements of `dt` (`span`), readable for this call (`pack`'s `# Safety`, MPI
-        // 4.1 §5.2.3), and the bytes borrowed are used before the call returns: what `outgoing` requires.
-        let native = unsafe { crate::datatype::outgoing(inbuf.cast(), &span, "inbuf")? };
-        let ext = sig.to_external(&native, n)?;
-        if at.checked_add(ext.len()).is_none_or(|end| end > size) {
-            return Err(Fail::new(
-                MPI_ERR_TRUNCATE,
-                format!("{call}: {} bytes from position {at} do not fit outbuf's {size} bytes", ext.len()),
-            ));
-        }
-        if !ext.is_empty() {
-            if outbuf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "outbuf is a null pointer"));
-            }
-            // SAFETY: `outbuf` holds `outsize` bytes, and `at + len <= outsize` (checked).
-            unsafe { std::ptr::copy_nonoverlapping(ext.as_ptr(), outbuf.cast::<u8>().add(at), ext.len()) };
-        }
-        let end = T::try_from(at + ext.len()).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
-        // SAFETY: `position` is not null (`read_arg` accepted it above) and writable for one `T` for this call
-        // (`pack`'s `# Safety`: the MPI call's in/out argument).
-        unsafe { position.write(end) };
-        Ok(())
+        let rep = Representation::External32 { signature: &signature, count };
+        // SAFETY: `inbuf` holds `incount` elements of `dt` (`span`), `outbuf` `outsize` bytes and `position` one `T`,
+        // for this call (`pack`'s `# Safety`, MPI 4.1 §5.2.3): `datatype::pack`'s `# Safety`.
+        unsafe { crate::datatype::pack(inbuf, &span, rep, outbuf, outsize, position) }
     })
 }
 
-/// `MPI_Unpack_external(_c)`.
+/// `MPI_Unpack_external(_c)` (§5.2.3): [`crate::datatype::unpack`] from
+/// `external32`.
 ///
 /// # Safety
-/// As the MPI call: `inbuf` holds `insize` bytes, `outbuf` has room for
+/// As the MPI call: `datarep` a C string, `inbuf` holds `insize` bytes, `outbuf` has room for
 /// `outcount` elements, `position` readable and writable.
 #[allow(clippy::too_many_arguments)] // the MPI call's own arguments
 unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
@@ -144,43 +124,13 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
         // SAFETY: `datarep` is null or a NUL-terminated string readable for this call (`unpack`'s `# Safety`), which is
         // `external32`'s requirement.
         unsafe { external32(datarep)? };
-        let n = nonneg(outcount, "outcount")?;
-        let sig = signature_of(st, dt)?;
+        let (signature, count) = (signature_of(st, dt)?, nonneg(outcount, "outcount")?);
         let span = st.span(outcount, dt)?;
-        // SAFETY: `position` is the MPI call's in/out argument, null or readable and writable for one `T` for this call
-        // (`unpack`'s `# Safety`); `read_arg` refuses null.
-        let at = nonneg(unsafe { read_arg(position, "position")? }.into(), "position")?;
-        let size = nonneg(insize, "insize")?;
-        let len = usize::try_from(sig.external_size().saturating_mul(n as u64)).unwrap_or(usize::MAX);
-        if at.checked_add(len).is_none_or(|end| end > size) {
-            return Err(Fail::new(
-                MPI_ERR_TRUNCATE,
-                format!("{call}: {len} bytes from position {at} are more than inbuf's {size} bytes"),
-            ));
-        }
-        let ext: &[u8] = if len == 0 {
-            &[]
-        } else if inbuf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "inbuf is a null pointer"));
-        } else {
-            // SAFETY: `inbuf` holds `insize` bytes and `at + len <= insize` (checked).
-            unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>().add(at), len) }
-        };
-        let native = sig.from_external(ext, n)?;
-        // SAFETY: `outbuf` has room for `outcount` elements of `dt` (`span`), writable for this call (`unpack`'s
-        // `# Safety`, MPI 4.1 §5.2.3), and `into` is finished below, within the call: what `incoming` requires.
-        let mut into = unsafe { crate::datatype::incoming(outbuf.cast(), &span, "outbuf", false)? };
-        // SAFETY: `into` is the output's bytes or a staging buffer of
-        // `into.len` bytes, which the native form fills exactly.
-        unsafe {
-            into.bytes()[..native.len()].copy_from_slice(&native);
-            into.finish(native.len() as u64);
-        }
-        let end = T::try_from(at + len).map_err(|_| Fail::new(MPI_ERR_COUNT, "position overflows"))?;
-        // SAFETY: `position` is not null (`read_arg` accepted it above) and writable for one `T` for this call
-        // (`unpack`'s `# Safety`: the MPI call's in/out argument).
-        unsafe { position.write(end) };
-        Ok(())
+        let rep = Representation::External32 { signature: &signature, count };
+        // SAFETY: `inbuf` holds `insize` bytes, `outbuf` has room for `outcount` elements of `dt` (`span`) and
+        // `position` is one `T`, for this call (`unpack`'s `# Safety`, MPI 4.1 §5.2.3): `datatype::unpack`'s
+        // `# Safety`.
+        unsafe { crate::datatype::unpack(inbuf, insize, position, outbuf, &span, rep) }
     })
 }
 

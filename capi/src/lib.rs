@@ -135,6 +135,7 @@ impl From<MpiError> for Fail {
             MpiError::InvalidRank { .. } | MpiError::Engine(AdiError::BadRank { .. }) => MPI_ERR_RANK,
             MpiError::InvalidTag(_) => MPI_ERR_TAG,
             MpiError::Type(_) => MPI_ERR_TYPE,
+            MpiError::PackSpace { .. } => MPI_ERR_TRUNCATE,
             MpiError::Count { .. }
             | MpiError::Size { .. }
             | MpiError::Truncated { .. }

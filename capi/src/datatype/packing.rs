@@ -1,5 +1,7 @@
 //! Packing and unpacking (MPI 4.1 §5.2).
 
+use mpi::staged::pack::Representation;
+
 use super::*;
 
 #[no_mangle]
@@ -15,23 +17,95 @@ pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: Handle, comm: H
     })
 }
 
-/// The position argument of `MPI_Pack`/`MPI_Unpack`, checked against the
-/// buffer's size and the bytes to move.
+/// A packed-data buffer argument of `size` bytes, to write.
 ///
 /// # Safety
-/// `position` is null or readable.
-pub(crate) unsafe fn position(position: *const c_int, size: c_int, need: usize, call: &str) -> R<usize> {
-    // SAFETY: `position` is null or readable for one `int` for this call (`position`'s `# Safety`, from the in/out
-    // argument of MPI_Pack or MPI_Unpack); `read_arg` refuses null.
-    let at = unsafe { read_arg(position, "position")? };
-    let (at, size) = (count_arg(at, "position")?, count_arg(size, "the buffer size")?);
-    if at.checked_add(need).is_none_or(|end| end > size) {
-        return Err(Fail::new(
-            MPI_ERR_TRUNCATE,
-            format!("{call}: {need} bytes from position {at} do not fit a buffer of {size} bytes"),
-        ));
+/// `p` is null or holds `size` bytes, writable and not otherwise accessed for the call.
+pub(crate) unsafe fn bytes_out<'a>(p: *mut c_void, size: usize, what: &str) -> R<&'a mut [u8]> {
+    if size == 0 {
+        return Ok(&mut []);
     }
-    Ok(at)
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is a null pointer")));
+    }
+    // SAFETY: `p` is not null (checked) and holds `size` bytes, writable and reached only through
+    // this slice for the call (`bytes_out`'s `# Safety`).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), size) })
+}
+
+/// A packed-data buffer argument of `size` bytes, to read.
+///
+/// # Safety
+/// `p` is null or holds `size` bytes, readable and not written for the call.
+pub(crate) unsafe fn bytes_in<'a>(p: *const c_void, size: usize, what: &str) -> R<&'a [u8]> {
+    if size == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is a null pointer")));
+    }
+    // SAFETY: `p` is not null (checked) and holds `size` readable bytes, not written for the call
+    // (`bytes_in`'s `# Safety`).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast(), size) })
+}
+
+/// `MPI_Pack` and `MPI_Pack_external(_c)` (§5.2.1, §5.2.3): the mpi
+/// crate's `pack_into`, the position read from and written back to the
+/// program's `int`, `MPI_Aint` or `MPI_Count`.
+///
+/// # Safety
+/// `inbuf` holds the span's elements, readable; `outbuf` holds `outsize` bytes, writable;
+/// `position` is null or readable and writable; all for the call.
+pub(crate) unsafe fn pack<T: Copy + TryFrom<usize> + Into<i64>>(
+    inbuf: *const c_void,
+    span: &Span,
+    rep: Representation<'_>,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position: *mut T,
+) -> R<()> {
+    // SAFETY: `position` is null or readable for one `T` for this call (`pack`'s `# Safety`); `read_arg` refuses
+    // null.
+    let mut at = count_arg(unsafe { read_arg(position, "position")? }.into(), "position")?;
+    // SAFETY: `outbuf` is null or holds `outsize` writable bytes, and `inbuf` the span's readable elements, for this
+    // call (`pack`'s `# Safety`): what `bytes_out` and `pack_into` require.
+    unsafe {
+        let out = bytes_out(outbuf, count_arg(outsize, "outsize")?, "outbuf")?;
+        mpi::staged::pack::pack_into(inbuf.cast(), span, rep, out, &mut at)?;
+    }
+    let end = T::try_from(at).map_err(|_| Fail::new(MPI_ERR_COUNT, "the position overflows its argument"))?;
+    // SAFETY: `position` is not null (`read_arg` accepted it) and writable for one `T` for this call.
+    unsafe { position.write(end) };
+    Ok(())
+}
+
+/// `MPI_Unpack` and `MPI_Unpack_external(_c)` (§5.2.1, §5.2.3): the mpi
+/// crate's `unpack_from`, the position as for [`pack`].
+///
+/// # Safety
+/// `inbuf` holds `insize` bytes, readable; `outbuf` has room for the span's elements, writable;
+/// `position` is null or readable and writable; all for the call.
+pub(crate) unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
+    inbuf: *const c_void,
+    insize: i64,
+    position: *mut T,
+    outbuf: *mut c_void,
+    span: &Span,
+    rep: Representation<'_>,
+) -> R<()> {
+    // SAFETY: `position` is null or readable for one `T` for this call (`unpack`'s `# Safety`); `read_arg` refuses
+    // null.
+    let mut at = count_arg(unsafe { read_arg(position, "position")? }.into(), "position")?;
+    // SAFETY: `inbuf` is null or holds `insize` readable bytes, and `outbuf` room for the span's elements, writable,
+    // for this call (`unpack`'s `# Safety`): what `bytes_in` and `unpack_from` require.
+    unsafe {
+        let input = bytes_in(inbuf, count_arg(insize, "insize")?, "inbuf")?;
+        mpi::staged::pack::unpack_from(input, &mut at, outbuf.cast(), span, rep)?;
+    }
+    let end = T::try_from(at).map_err(|_| Fail::new(MPI_ERR_COUNT, "the position overflows its argument"))?;
+    // SAFETY: `position` is not null (`read_arg` accepted it) and writable for one `T` for this call.
+    unsafe { position.write(end) };
+    Ok(())
 }
 
 #[no_mangle]
@@ -41,29 +115,15 @@ pub unsafe extern "C" fn MPI_Pack(
     datatype: Handle,
     outbuf: *mut c_void,
     outsize: c_int,
-    position_: *mut c_int,
+    position: *mut c_int,
     comm: Handle,
 ) -> c_int {
     with_state("MPI_Pack", comm, |st| {
         st.comm(comm)?;
         let span = st.span(incount, datatype)?;
-        // SAFETY: `position_` is MPI_Pack's in/out argument (MPI 4.1 §5.2.1), null or readable and writable for one
-        // `int` for this call: `position`'s `# Safety` (it refuses null).
-        let at = unsafe { position(position_, outsize, span.len(), "MPI_Pack")? };
-        // SAFETY: `inbuf` holds `incount` elements of `datatype` (`span`), readable for this call, as MPI 4.1 §5.2.1
-        // requires of MPI_Pack's caller, and the bytes borrowed are used before the call returns: what `outgoing`
-        // requires.
-        let data = unsafe { outgoing(inbuf.cast(), &span, "input")? };
-        if !data.is_empty() {
-            if outbuf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "outbuf is a null pointer"));
-            }
-            // SAFETY: `outbuf` holds `outsize` bytes, and `at + len <= outsize` (checked).
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), outbuf.cast::<u8>().add(at), data.len()) };
-        }
-        // SAFETY: checked non-null above.
-        unsafe { position_.write((at + data.len()) as c_int) };
-        Ok(())
+        // SAFETY: `inbuf` holds `incount` elements of `datatype` (`span`), `outbuf` `outsize` bytes and `position` one
+        // `int`, for this call, as MPI 4.1 §5.2.1 requires of MPI_Pack's caller: `pack`'s `# Safety`.
+        unsafe { pack(inbuf, &span, Representation::Native, outbuf, outsize.into(), position) }
     })
 }
 
@@ -71,7 +131,7 @@ pub unsafe extern "C" fn MPI_Pack(
 pub unsafe extern "C" fn MPI_Unpack(
     inbuf: *const c_void,
     insize: c_int,
-    position_: *mut c_int,
+    position: *mut c_int,
     outbuf: *mut c_void,
     outcount: c_int,
     datatype: Handle,
@@ -80,30 +140,10 @@ pub unsafe extern "C" fn MPI_Unpack(
     with_state("MPI_Unpack", comm, |st| {
         st.comm(comm)?;
         let span = st.span(outcount, datatype)?;
-        // SAFETY: `position_` is MPI_Unpack's in/out argument (MPI 4.1 §5.2.1), null or readable and writable for one
-        // `int` for this call: `position`'s `# Safety` (it refuses null).
-        let at = unsafe { position(position_, insize, span.len(), "MPI_Unpack")? };
-        // SAFETY: `outbuf` has room for `outcount` elements of `datatype` (`span`), writable for this call, as MPI 4.1
-        // §5.2.1 requires of MPI_Unpack's caller, and `into` is finished below, within the call: what `incoming`
-        // requires.
-        let mut into = unsafe { incoming(outbuf.cast(), &span, "output", false)? };
-        if into.len > 0 {
-            if inbuf.is_null() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "inbuf is a null pointer"));
-            }
-            // SAFETY: `inbuf` holds `insize` bytes and `at + len <= insize`
-            // (checked); `into` is the output's bytes or a staging buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(inbuf.cast::<u8>().add(at), into.bytes().as_mut_ptr(), into.len);
-            }
-        }
-        let n = into.len;
-        // SAFETY: `outbuf` is still MPI_Unpack's output buffer, writable for this call (MPI 4.1 §5.2.1), and `into` was
-        // made from it in this call: what `Incoming::finish` requires. `n` is the number of bytes copied into `into`.
-        unsafe { into.finish(n as u64) };
-        // SAFETY: checked non-null above.
-        unsafe { position_.write((at + n) as c_int) };
-        Ok(())
+        // SAFETY: `inbuf` holds `insize` bytes, `outbuf` has room for `outcount` elements of `datatype` (`span`) and
+        // `position` is one `int`, for this call, as MPI 4.1 §5.2.1 requires of MPI_Unpack's caller: `unpack`'s
+        // `# Safety`.
+        unsafe { unpack(inbuf, insize.into(), position, outbuf, &span, Representation::Native) }
     })
 }
 

@@ -67,6 +67,18 @@ pub enum MpiError {
     /// MPI was already finalised.
     #[error("MPI has been finalised")]
     Finalized,
+    /// Packed data that does not fit its buffer from the position given
+    /// (`MPI_Pack`, `MPI_Unpack` and their `external32` forms, MPI 4.1
+    /// §5.2: `MPI_ERR_TRUNCATE`).
+    #[error("{need} bytes from position {at} do not fit a buffer of {size} bytes")]
+    PackSpace {
+        /// Bytes to pack or unpack.
+        need: usize,
+        /// The position.
+        at: usize,
+        /// The buffer's size.
+        size: usize,
+    },
     /// A datatype that cannot serve the call (`MPI_ERR_TYPE`).
     #[error(transparent)]
     Type(#[from] TypeError),

@@ -20,6 +20,7 @@
 pub mod basis;
 pub mod coll;
 pub mod inter;
+pub mod pack;
 pub mod partitioned;
 pub mod reduce;
 pub mod reduction;
