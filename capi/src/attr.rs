@@ -377,18 +377,7 @@ pub(crate) unsafe fn get_user_attr(
     }
 }
 
-/// The attribute calls that take no pointer, each the helper it calls
-/// with its arguments.
-macro_rules! attr_calls {
-    ($(pub extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub extern "C" fn $name($($arg: $ty),*) -> c_int {
-            $helper(stringify!($name), $($call),*)
-        }
-    )*};
-}
-
-attr_calls! {
+forward! {
     pub extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Comm, comm, comm_keyval, attribute_val);
     pub extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Win, win, win_keyval, attribute_val);
     pub extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Type, datatype, type_keyval, attribute_val);

@@ -235,24 +235,7 @@ unsafe fn iflush(call: &str, owner: Owner, request: *mut Handle) -> c_int {
     })
 }
 
-/// The buffer calls of the process, a communicator and a session (§3.6)
-/// that take pointers, each the helper it calls with its arguments.
-macro_rules! buffer_calls {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: MPI 4.1 §3.6 defines these pointers, passed on unchanged: an attached `buffer` (or
-            // MPI_BUFFER_AUTOMATIC) of `size` bytes is the program's gift to the library until it is detached (the
-            // library records its address and size and never touches the bytes); a detach's `buffer_addr` is the
-            // address of one writable `void *` and its `size` of one writable `int` or `MPI_Count`; an iflush's
-            // `request` is null or valid for writing one handle; for this call. That is the `# Safety` of `attach`,
-            // `detach` and `iflush`.
-            unsafe { $helper(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
-buffer_calls! {
+forward! {
     pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int = attach(Owner::Process, buffer, size.into());
     pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: i64) -> c_int = attach(Owner::Process, buffer, size);
     pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int = detach(Owner::Process, buffer_addr, size);

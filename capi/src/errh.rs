@@ -137,18 +137,7 @@ unsafe fn get_errhandler(call: &str, kind: Kind, obj: Handle, out: *mut Handle) 
     })
 }
 
-/// The handler calls of each kind of object that take no pointer, each
-/// the helper it calls with its arguments.
-macro_rules! errhandler_calls {
-    ($(pub extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub extern "C" fn $name($($arg: $ty),*) -> c_int {
-            $helper(stringify!($name), $($call),*)
-        }
-    )*};
-}
-
-errhandler_calls! {
+forward! {
     pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::Comm, comm, errhandler);
     pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::Win, win, errhandler);
     pub extern "C" fn MPI_File_set_errhandler(file: Handle, errhandler: Handle) -> c_int = set_errhandler(Kind::File, file, errhandler);
@@ -159,21 +148,7 @@ errhandler_calls! {
     pub extern "C" fn MPI_Session_call_errhandler(session: Handle, errorcode: c_int) -> c_int = call_errhandler(Kind::Session, session, errorcode);
 }
 
-/// The handler calls of each kind of object that take pointers, each the
-/// helper it calls with its arguments.
-macro_rules! errhandler_pointer_calls {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: MPI 4.1 §9.3 defines these pointers, passed on unchanged: `errhandler` is null or valid for
-            // writing one handle, for this call; a creation's function is null or a handler function of the C type
-            // of its kind. That is the `# Safety` of `get_errhandler` and `create`.
-            unsafe { $helper(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
-errhandler_pointer_calls! {
+forward! {
     pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::Comm, comm, errhandler);
     pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::Win, win, errhandler);
     pub unsafe extern "C" fn MPI_File_get_errhandler(file: Handle, errhandler: *mut Handle) -> c_int = get_errhandler(Kind::File, file, errhandler);

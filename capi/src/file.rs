@@ -730,24 +730,7 @@ unsafe fn end(
     })
 }
 
-/// The data-access entry points, each the helper it calls with its
-/// arguments (§14.4): `blocking`, `immediate` (non-blocking), `begin` and
-/// `end` (split collective).
-macro_rules! file_access {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $form:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: the buffer holds `count` elements of `datatype`, readable for a write and writable for a read,
-            // for at least this call: MPI 4.1 §14.4 keeps it the operation's until the operation completes (before a
-            // blocking call returns, at a non-blocking one's completion, at a split collective's `_end`); `status` is
-            // null or writable for one MPI_Status and `request` for one handle. That covers the `# Safety` of
-            // `blocking`, `immediate`, `begin` and `end`.
-            unsafe { $form(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
-file_access! {
+forward! {
     pub unsafe extern "C" fn MPI_File_read_at(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
     pub unsafe extern "C" fn MPI_File_read_at_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);
     pub unsafe extern "C" fn MPI_File_read_at_all(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, datatype: Handle, status: *mut MpiStatus) -> c_int = blocking(fh, At::Offset(offset), Direction::Read, Elements { buf, count, datatype }, status);

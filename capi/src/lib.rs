@@ -35,6 +35,26 @@
 #![allow(clippy::missing_safety_doc)] // each function's safety is the MPI standard's contract on its arguments
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)] // every unsafe operation says which rule it relies on
 
+/// Entry points that are each a helper called with their own arguments,
+/// the call's name first: written out in the invocation as C declares
+/// them (capi/tests/signatures.rs checks them against `mpi.h`).
+macro_rules! forward {
+    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: every pointer argument goes unchanged to the helper, whose `# Safety` asks of it what the MPI
+            // standard asks of this call's caller for that argument: the caller's contract is the helper's.
+            unsafe { $helper(stringify!($name), $($call),*) }
+        }
+    )*};
+    ($(pub extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) -> c_int {
+            $helper(stringify!($name), $($call),*)
+        }
+    )*};
+}
+
 pub mod abi;
 mod abi_info;
 mod arrays;

@@ -608,29 +608,12 @@ unsafe fn call(
 
 const NO_RESULT: (*mut c_void, i64, Handle) = (std::ptr::null_mut(), 0, MPI_DATATYPE_NULL);
 
-/// The one-sided communication calls (§12.3), each [`call`] with its
-/// operation, buffers, target and window, and its request out-argument in
-/// the request-based forms (`MPI_Rput`, ..., §12.3.5).
-macro_rules! rma_calls {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = call($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: MPI 4.1 §12.3 defines the buffers, passed on unchanged: the origin `o` holds `oc` elements of
-            // `ot`, readable for this call (a put's or an accumulate's), or has room for them and is not accessed by
-            // the program until the operation completes (a get's); a get-accumulate's result `r` has room for `rc`
-            // elements of `rt`, likewise left to the operation; a `request` is valid for writing one handle for this
-            // call. That is `call`'s `# Safety`.
-            unsafe { call(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
 /// A target's arguments.
 fn at(rank: c_int, disp: isize, count: impl Int, dt: Handle) -> TargetArgs {
     TargetArgs { rank, disp, count: count.wide(), dt }
 }
 
-rma_calls! {
+forward! {
     pub unsafe extern "C" fn MPI_Put(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle) -> c_int = call(Op::Put, o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
     pub unsafe extern "C" fn MPI_Put_c(o: *const c_void, oc: i64, ot: Handle, rank: c_int, disp: isize, tc: i64, tt: Handle, win: Handle) -> c_int = call(Op::Put, o.cast_mut(), oc, ot, NO_RESULT, at(rank, disp, tc, tt), win, None);
     pub unsafe extern "C" fn MPI_Rput(o: *const c_void, oc: c_int, ot: Handle, rank: c_int, disp: isize, tc: c_int, tt: Handle, win: Handle, request: *mut Handle) -> c_int = call(Op::Put, o.cast_mut(), oc.wide(), ot, NO_RESULT, at(rank, disp, tc, tt), win, Some(request));

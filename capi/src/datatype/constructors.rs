@@ -196,24 +196,9 @@ unsafe fn resized(call: &str, form: Form, oldtype: Handle, lb: i64, extent: i64,
     })
 }
 
-/// The constructors' entry points, each the helper it calls with its
-/// arguments.
-macro_rules! constructors {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: MPI 4.1 §5.1.2 and §5.1.7 oblige the caller of every constructor to pass arrays that hold
-            // `count` values each and a `newtype` that is null or valid for writing one handle, for the call; the
-            // helper gets those pointers unchanged, which is the `# Safety` of `contiguous`, `vector`, `indexed`,
-            // `structure` and `resized`.
-            unsafe { $helper(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
 use Lengths::{Each, Same};
 
-constructors! {
+forward! {
     pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = contiguous(count, oldtype, newtype);
     pub unsafe extern "C" fn MPI_Type_contiguous_c(count: i64, oldtype: Handle, newtype: *mut Handle) -> c_int = contiguous(count, oldtype, newtype);
     pub unsafe extern "C" fn MPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int = vector(count, blocklength, stride.wide(), false, oldtype, newtype);

@@ -159,23 +159,7 @@ unsafe fn blocking_send(
     unsafe { send(call, buf, count, datatype, dest, tag, comm, sync) }
 }
 
-/// The send entry points of each mode (§3.4), blocking, non-blocking and
-/// persistent, each the helper it calls with its arguments.
-macro_rules! sends {
-    ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: MPI 4.1 §3.2.1, §3.4, §3.7.2 and §3.9 define the pointers, passed on unchanged: `buf` holds
-            // `count` elements of `datatype`, readable until the send completes (before a blocking call returns, at
-            // a request's completion, and from each start of a persistent request until that operation completes);
-            // `request` is valid for writing one handle for this call. That is the `# Safety` of `blocking_send`,
-            // `isend` and `send_init`.
-            unsafe { $helper(stringify!($name), $($call),*) }
-        }
-    )*};
-}
-
-sends! {
+forward! {
     pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, false);
     pub unsafe extern "C" fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, true);
     pub unsafe extern "C" fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle) -> c_int = blocking_send(buf, count, datatype, dest, tag, comm, false);
