@@ -238,7 +238,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(typeclass: c_int, size: c_int, data
             }
         };
         let want = usize::try_from(size).ok();
-        let found = candidates.iter().copied().find(|&h| predefined(h).is_some_and(|l| Some(l.size) == want));
+        let found = candidates.iter().copied().find(|&h| layout_of(h).is_some_and(|l| Some(l.size) == want));
         let h = found.ok_or_else(|| {
             Fail::new(MPI_ERR_ARG, format!("no predefined type of class {typeclass} has {size} bytes in this library"))
         })?;

@@ -124,97 +124,17 @@ fn contiguous_size(dt: Handle) -> Option<usize> {
 /// The ABI's predefined datatype handles are `0x200..0x300`.
 const FIRST_DATATYPE: Handle = 0x200;
 
-/// [`contiguous_sizes`] of every handle from [`FIRST_DATATYPE`] (0: not
+/// [`contiguous_size_of`] every handle from [`FIRST_DATATYPE`] (0: not
 /// a contiguous predefined type), built at compile time.
 static CONTIGUOUS_SIZES: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
     while i < 256 {
-        t[i] = contiguous_sizes(FIRST_DATATYPE + i) as u8;
+        t[i] = contiguous_size_of(FIRST_DATATYPE + i) as u8;
         i += 1;
     }
     t
 };
-
-/// The size of a predefined datatype with a contiguous layout, 0 for any
-/// other handle.
-const fn contiguous_sizes(dt: Handle) -> usize {
-    match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_INT8_T | MPI_UINT8_T | MPI_C_BOOL
-        | MPI_CXX_BOOL | MPI_PACKED | MPI_CHARACTER | MPI_LOGICAL1 | MPI_INTEGER1 => 1,
-        MPI_SHORT | MPI_UNSIGNED_SHORT | MPI_INT16_T | MPI_UINT16_T | MPI_LOGICAL2 | MPI_INTEGER2 | MPI_REAL2 => 2,
-        MPI_INT | MPI_UNSIGNED | MPI_INT32_T | MPI_UINT32_T | MPI_FLOAT | MPI_WCHAR | MPI_LOGICAL | MPI_INTEGER
-        | MPI_REAL | MPI_LOGICAL4 | MPI_INTEGER4 | MPI_REAL4 | MPI_COMPLEX4 => 4,
-        MPI_LONG
-        | MPI_UNSIGNED_LONG
-        | MPI_LONG_LONG
-        | MPI_UNSIGNED_LONG_LONG
-        | MPI_INT64_T
-        | MPI_UINT64_T
-        | MPI_DOUBLE
-        | MPI_AINT
-        | MPI_COUNT
-        | MPI_OFFSET
-        | MPI_DOUBLE_PRECISION
-        | MPI_LOGICAL8
-        | MPI_INTEGER8
-        | MPI_REAL8
-        | MPI_C_FLOAT_COMPLEX
-        | MPI_CXX_FLOAT_COMPLEX
-        | MPI_COMPLEX
-        | MPI_COMPLEX8
-        | MPI_2INT
-        | MPI_FLOAT_INT
-        | MPI_2REAL
-        | MPI_2INTEGER => 8,
-        MPI_LONG_DOUBLE
-        | MPI_C_DOUBLE_COMPLEX
-        | MPI_CXX_DOUBLE_COMPLEX
-        | MPI_DOUBLE_COMPLEX
-        | MPI_2DOUBLE_PRECISION
-        | MPI_LOGICAL16
-        | MPI_INTEGER16
-        | MPI_REAL16
-        | MPI_COMPLEX16 => 16,
-        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX | MPI_COMPLEX32 => 32,
-        _ => 0,
-    }
-}
-
-/// The layout of a predefined datatype.
-fn predefined(dt: Handle) -> Option<Layout> {
-    let two_part = matches!(
-        dt,
-        MPI_2INT
-            | MPI_FLOAT_INT
-            | MPI_2REAL
-            | MPI_2INTEGER
-            | MPI_2DOUBLE_PRECISION
-            | MPI_C_FLOAT_COMPLEX
-            | MPI_CXX_FLOAT_COMPLEX
-            | MPI_COMPLEX
-            | MPI_COMPLEX4
-            | MPI_COMPLEX8
-            | MPI_C_DOUBLE_COMPLEX
-            | MPI_CXX_DOUBLE_COMPLEX
-            | MPI_DOUBLE_COMPLEX
-            | MPI_COMPLEX16
-            | MPI_C_LONG_DOUBLE_COMPLEX
-            | MPI_CXX_LONG_DOUBLE_COMPLEX
-            | MPI_COMPLEX32
-    );
-    if let Some(n) = contiguous_size(dt) {
-        let parts = if two_part { 2 } else { 1 };
-        return Some(Layout::basic(n, (n / parts).min(16), parts));
-    }
-    Some(match dt {
-        MPI_DOUBLE_INT | MPI_LONG_INT => Layout::pair(8, 8),
-        MPI_LONG_DOUBLE_INT => Layout::pair(16, 16),
-        // { short; int; }: the int at offset 4.
-        MPI_SHORT_INT => Layout::pair(2, 2),
-        _ => return None,
-    })
-}
 
 /// The name of a predefined datatype, from the ABI tables.
 fn predefined_name(dt: Handle) -> Option<&'static str> {
@@ -232,7 +152,7 @@ impl State {
         if let Some(e) = self.types.get(&dt) {
             return Ok(e.def.layout.clone());
         }
-        predefined(dt).map(Arc::new).ok_or_else(|| unknown_type(dt))
+        layout_of(dt).map(Arc::new).ok_or_else(|| unknown_type(dt))
     }
 
     /// `count` elements of `dt`, which must be committed (§5.1.9).
@@ -274,7 +194,7 @@ impl State {
                 format!("datatype {dt:#x} is not committed: call MPI_Type_commit before using it to communicate"),
             )),
             Some(e) => Ok(e.def.layout.clone()),
-            None => Ok(Arc::new(predefined(dt).ok_or_else(|| unknown_type(dt))?)),
+            None => Ok(Arc::new(layout_of(dt).ok_or_else(|| unknown_type(dt))?)),
         }
     }
 
@@ -307,7 +227,7 @@ fn too_many(count: usize) -> Fail {
 impl State {
     fn type_entry(&self, dt: Handle) -> R<&TypeEntry> {
         self.types.get(&dt).ok_or_else(|| {
-            if predefined(dt).is_some() {
+            if layout_of(dt).is_some() {
                 Fail::new(MPI_ERR_TYPE, format!("{} is predefined: it cannot be freed or renamed", name_of(dt)))
             } else {
                 unknown_type(dt)
@@ -413,7 +333,7 @@ impl State {
     pub(crate) fn part(&self, dt: Handle) -> R<(Handle, Option<Arc<TypeDef>>)> {
         match self.types.get(&dt) {
             Some(e) => Ok((dt, Some(e.def.clone()))),
-            None => predefined(dt).map(|_| (dt, None)).ok_or_else(|| unknown_type(dt)),
+            None => layout_of(dt).map(|_| (dt, None)).ok_or_else(|| unknown_type(dt)),
         }
     }
 }
@@ -539,7 +459,7 @@ fn user_fn_layout(dt: Handle) -> Option<Layout> {
     if !crate::process::in_user_fn() {
         return None;
     }
-    predefined(dt).or_else(|| crate::process::user_fn_type(dt))
+    layout_of(dt).or_else(|| crate::process::user_fn_type(dt))
 }
 
 /// The bounds of a datatype (`true_`: of its data). `T` is `MPI_Aint`
@@ -743,6 +663,7 @@ mod predefined;
 pub(crate) use self::constructors::*;
 pub(crate) use self::packing::*;
 pub(crate) use self::predefined::{basics, elem_of};
+use self::predefined::{contiguous_size_of, layout_of};
 
 #[cfg(test)]
 mod tests {
@@ -753,7 +674,7 @@ mod tests {
         let datatypes = &HANDLES.iter().find(|h| h.0 == "MPI_Datatype").unwrap().2;
         let mut contiguous = 0;
         for &(name, dt) in datatypes.iter() {
-            let want = contiguous_sizes(dt);
+            let want = contiguous_size_of(dt);
             assert_eq!(contiguous_size(dt), (want != 0).then_some(want), "{name}");
             contiguous += usize::from(want != 0);
         }
@@ -766,11 +687,11 @@ mod tests {
 
     #[test]
     fn predefined_pair_types_are_c_structs() {
-        let si = predefined(MPI_SHORT_INT).unwrap();
+        let si = layout_of(MPI_SHORT_INT).unwrap();
         assert_eq!((si.size, si.extent()), (6, 8));
         assert_eq!(si.blocks().collect::<Vec<_>>(), vec![(0, 2), (4, 4)]);
-        assert_eq!(predefined(MPI_2INT).unwrap().basics, 2);
-        let di = predefined(MPI_LONG_DOUBLE_INT).unwrap();
+        assert_eq!(layout_of(MPI_2INT).unwrap().basics, 2);
+        let di = layout_of(MPI_LONG_DOUBLE_INT).unwrap();
         assert_eq!((di.size, di.extent()), (20, 32));
     }
 }

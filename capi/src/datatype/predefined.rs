@@ -8,11 +8,48 @@ use mpi::datatype::external32::Basic;
 use mpi::staged::reduce::Elem;
 
 use crate::abi::*;
+use crate::datatype::Layout;
 use crate::{Fail, Handle, R};
+
+/// The size of predefined datatype `dt` when its data is one block (its
+/// basic elements follow one another, each aligned, with no padding after
+/// the last: every predefined type but the pairs `MPI_DOUBLE_INT`,
+/// `MPI_LONG_INT`, `MPI_SHORT_INT` and `MPI_LONG_DOUBLE_INT`), else 0.
+pub(crate) const fn contiguous_size_of(dt: Handle) -> usize {
+    let Some(b) = basics(dt) else { return 0 };
+    let (mut at, mut align, mut i) = (0, 1, 0);
+    while i < b.len() {
+        let n = b[i].native();
+        let a = if n > 16 { 16 } else { n };
+        if at % a != 0 {
+            return 0;
+        }
+        at += n;
+        if a > align {
+            align = a;
+        }
+        i += 1;
+    }
+    if at % align == 0 {
+        at
+    } else {
+        0
+    }
+}
+
+/// The layout of predefined datatype `dt`: one block of its basic
+/// elements, or a pair laid out as its C struct (§6.9.4).
+pub(crate) fn layout_of(dt: Handle) -> Option<Layout> {
+    let b = basics(dt)?;
+    match contiguous_size_of(dt) {
+        0 => Some(Layout::pair(b[0].native(), b[0].native())),
+        n => Some(Layout::basic(n, (n / b.len()).min(16), b.len())),
+    }
+}
 
 /// The basic elements of predefined datatype `dt` (x86-64 Linux sizes
 /// here; the standard's table there).
-pub(crate) fn basics(dt: Handle) -> Option<&'static [Basic]> {
+pub(crate) const fn basics(dt: Handle) -> Option<&'static [Basic]> {
     use Basic::*;
     const LONG: Basic = Int { native: 8, ext: 4, signed: true };
     const ULONG: Basic = Int { native: 8, ext: 4, signed: false };

@@ -41,7 +41,7 @@ pub enum Basic {
 
 impl Basic {
     /// Bytes here.
-    pub fn native(self) -> usize {
+    pub const fn native(self) -> usize {
         match self {
             Basic::Swap(n) => n,
             Basic::Int { native, .. } => native,
