@@ -302,52 +302,52 @@ impl State {
     pub(crate) fn attrs_mut(&mut self, on: On, h: Handle) -> R<&mut Values> {
         Ok(match on {
             On::Comm => &mut self.comm_mut(h)?.attrs,
-            On::Win => &mut self.win_mut(h)?.attrs,
-            On::Type => {
-                self.layout(h)?;
-                self.type_attrs.entry(h).or_default()
-            }
+            On::Win => match self.wins.get_mut(&h) {
+                Some(w) => &mut w.attrs,
+                None => {
+                    return Err(Fail::new(MPI_ERR_WIN, format!("{h:#x} is not a window (never created, or freed)")))
+                }
+            },
+            // The datatype calls check the handle (`crate::datatype`).
+            On::Type => self.type_attrs.entry(h).or_default(),
         })
-    }
-}
-
-/// The handle whose error handler a call on `h`, of kind `on`, reports to.
-fn reported_to(on: On, h: Handle) -> Handle {
-    if on == On::Type {
-        MPI_COMM_WORLD
-    } else {
-        h
     }
 }
 
 /// `MPI_*_set_attr`: `v` under keyval `k` on `h`; a value already set is
 /// deleted first (§7.7.2), and set again if its delete callback fails.
-fn set_attr(call: &str, on: On, h: Handle, k: c_int, v: *mut c_void) -> c_int {
-    with_state(call, reported_to(on, h), |st| {
-        if on == On::Win && (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&k) {
-            return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
-        }
-        st.attrs_mut(on, h)?;
-        st.settable_keyval(k)?;
-        if let Some(old) = st.attrs_mut(on, h)?.set(k, v) {
-            delete_attr(st, h, k, old)?;
-        }
-        Ok(())
-    })
+pub(crate) fn set_in(st: &mut State, on: On, h: Handle, k: c_int, v: *mut c_void) -> R<()> {
+    if on == On::Win && (MPI_WIN_BASE..=MPI_WIN_MODEL).contains(&k) {
+        return Err(Fail::new(MPI_ERR_KEYVAL, "the predefined window attributes cannot be set"));
+    }
+    st.attrs_mut(on, h)?;
+    st.settable_keyval(k)?;
+    if let Some(old) = st.attrs_mut(on, h)?.set(k, v) {
+        delete_attr(st, h, k, old)?;
+    }
+    Ok(())
 }
 
 /// `MPI_*_delete_attr`: the value under keyval `k` on `h` goes, through
 /// the keyval's delete callback (§7.7.2: kept if it fails).
+pub(crate) fn delete_in(st: &mut State, on: On, h: Handle, k: c_int) -> R<()> {
+    st.attrs_mut(on, h)?;
+    st.keyval_of(k)?;
+    let v = st.attrs_mut(on, h)?.remove(k);
+    let v = v.ok_or(mpi::KeyvalError::NotSet { keyval: k }).map_err(MpiError::from)?;
+    delete_attr(st, h, k, v)?;
+    st.sweep_keyvals();
+    Ok(())
+}
+
+/// [`set_in`] as a call on a communicator or window.
+fn set_attr(call: &str, on: On, h: Handle, k: c_int, v: *mut c_void) -> c_int {
+    with_state(call, h, |st| set_in(st, on, h, k, v))
+}
+
+/// [`delete_in`] as a call on a communicator or window.
 fn delete_attr_call(call: &str, on: On, h: Handle, k: c_int) -> c_int {
-    with_state(call, reported_to(on, h), |st| {
-        st.attrs_mut(on, h)?;
-        st.keyval_of(k)?;
-        let v = st.attrs_mut(on, h)?.remove(k);
-        let v = v.ok_or(mpi::KeyvalError::NotSet { keyval: k }).map_err(MpiError::from)?;
-        delete_attr(st, h, k, v)?;
-        st.sweep_keyvals();
-        Ok(())
-    })
+    with_state(call, h, |st| delete_in(st, on, h, k))
 }
 
 /// `MPI_*_get_attr` of user keyval `k` on `h`: its value, if set, to
@@ -380,24 +380,8 @@ pub(crate) unsafe fn get_user_attr(
 forward! {
     pub extern "C" fn MPI_Comm_set_attr(comm: Handle, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Comm, comm, comm_keyval, attribute_val);
     pub extern "C" fn MPI_Win_set_attr(win: Handle, win_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Win, win, win_keyval, attribute_val);
-    pub extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int = set_attr(On::Type, datatype, type_keyval, attribute_val);
     pub extern "C" fn MPI_Comm_delete_attr(comm: Handle, comm_keyval: c_int) -> c_int = delete_attr_call(On::Comm, comm, comm_keyval);
     pub extern "C" fn MPI_Win_delete_attr(win: Handle, win_keyval: c_int) -> c_int = delete_attr_call(On::Win, win, win_keyval);
-    pub extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int = delete_attr_call(On::Type, datatype, type_keyval);
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_attr(
-    datatype: Handle,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
-        // SAFETY: `attribute_val` is the address of one writable `void *` and `flag` of one `int`, for this call (MPI
-        // 4.1 §5.1.15, as §7.7.2): `get_user_attr`'s `# Safety`.
-        unsafe { get_user_attr(st, On::Type, datatype, type_keyval, attribute_val, flag) }
-    })
 }
 
 // ---- the MPI-1 names the 5.0 ABI keeps (deprecated since MPI 2.0, §19.3) ----

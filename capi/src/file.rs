@@ -53,7 +53,7 @@ impl State {
         self.files.get(&h).ok_or_else(|| bad_file(h))
     }
 
-    pub(crate) fn file_mut(&mut self, h: Handle) -> R<&mut FileEntry> {
+    fn file_mut(&mut self, h: Handle) -> R<&mut FileEntry> {
         self.files.get_mut(&h).ok_or_else(|| bad_file(h))
     }
 

@@ -655,6 +655,39 @@ pub unsafe extern "C" fn MPI_Type_get_name(datatype: Handle, type_name: *mut c_c
     })
 }
 
+// ---- attributes on datatypes (§5.1.15): `crate::attr`'s, on a datatype handle ----
+
+#[no_mangle]
+pub extern "C" fn MPI_Type_set_attr(datatype: Handle, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    with_state("MPI_Type_set_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        crate::attr::set_in(st, crate::attr::On::Type, datatype, type_keyval, attribute_val)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Type_delete_attr(datatype: Handle, type_keyval: c_int) -> c_int {
+    with_state("MPI_Type_delete_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        crate::attr::delete_in(st, crate::attr::On::Type, datatype, type_keyval)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_attr(
+    datatype: Handle,
+    type_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    with_state("MPI_Type_get_attr", MPI_COMM_WORLD, |st| {
+        st.layout(datatype)?;
+        // SAFETY: `attribute_val` is the address of one writable `void *` and `flag` of one `int`, for this call (MPI
+        // 4.1 §5.1.15, as §7.7.2): `get_user_attr`'s `# Safety`.
+        unsafe { crate::attr::get_user_attr(st, crate::attr::On::Type, datatype, type_keyval, attribute_val, flag) }
+    })
+}
+
 mod constructors;
 mod decoding; // MPI_Type_get_envelope and MPI_Type_get_contents: exported by name
 mod packing;
