@@ -497,34 +497,6 @@ unsafe fn bounds<T>(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
-    // SAFETY: `lb` and `extent` are MPI_Type_get_extent's out-arguments (MPI 4.1 §5.1.7), each null or valid for
-    // writing one `MPI_Aint` for this call: `bounds`' `# Safety`.
-    unsafe { bounds("MPI_Type_get_extent", datatype, false, lb, extent, |v| v) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
-    // SAFETY: `lb` and `extent` are MPI_Type_get_extent_c's out-arguments (MPI 4.1 §5.1.7), each null or valid for
-    // writing one `MPI_Count` for this call: `bounds`' `# Safety`.
-    unsafe { bounds("MPI_Type_get_extent_c", datatype, false, lb, extent, |v| v as i64) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int {
-    // SAFETY: `lb` and `extent` are MPI_Type_get_true_extent's out-arguments (MPI 4.1 §5.1.8), each null or valid for
-    // writing one `MPI_Aint` for this call: `bounds`' `# Safety`.
-    unsafe { bounds("MPI_Type_get_true_extent", datatype, true, lb, extent, |v| v) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int {
-    // SAFETY: `lb` and `extent` are MPI_Type_get_true_extent_c's out-arguments (MPI 4.1 §5.1.8), each null or valid for
-    // writing one `MPI_Count` for this call: `bounds`' `# Safety`.
-    unsafe { bounds("MPI_Type_get_true_extent_c", datatype, true, lb, extent, |v| v as i64) }
-}
-
 /// Whole elements (`basic`: basic elements, §5.1.11) of `datatype` in a
 /// status's byte count, or `MPI_UNDEFINED` when the bytes end inside one
 /// (§3.2.5).
@@ -573,32 +545,15 @@ unsafe fn count_call<T>(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: `status` is MPI_Get_count's status (MPI 4.1 §3.2.5), null or readable for one MPI_Status, and `count` its
-    // out-argument, null or valid for writing one `int`, for this call: `count_call`'s `# Safety`.
-    unsafe { count_call("MPI_Get_count", status, datatype, false, count, as_int) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: `status` is MPI_Get_count_c's status (MPI 4.1 §3.2.5), null or readable for one MPI_Status, and `count`
-    // its out-argument, null or valid for writing one `MPI_Count`, for this call: `count_call`'s `# Safety`.
-    unsafe { count_call("MPI_Get_count_c", status, datatype, false, count, |n| n) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int {
-    // SAFETY: `status` is MPI_Get_elements' status, null or readable for one MPI_Status, and `count` its out-argument,
-    // null or valid for writing one `int`, for this call: `count_call`'s `# Safety`.
-    unsafe { count_call("MPI_Get_elements", status, datatype, true, count, as_int) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int {
-    // SAFETY: `status` is MPI_Get_elements_c's status, null or readable for one MPI_Status, and `count` its
-    // out-argument, null or valid for writing one `MPI_Count`, for this call: `count_call`'s `# Safety`.
-    unsafe { count_call("MPI_Get_elements_c", status, datatype, true, count, |n| n) }
+forward! {
+    pub unsafe extern "C" fn MPI_Type_get_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int = bounds(datatype, false, lb, extent, |v| v);
+    pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int = bounds(datatype, false, lb, extent, |v| v as i64);
+    pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: Handle, lb: *mut isize, extent: *mut isize) -> c_int = bounds(datatype, true, lb, extent, |v| v);
+    pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: Handle, lb: *mut i64, extent: *mut i64) -> c_int = bounds(datatype, true, lb, extent, |v| v as i64);
+    pub unsafe extern "C" fn MPI_Get_count(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int = count_call(status, datatype, false, count, as_int);
+    pub unsafe extern "C" fn MPI_Get_count_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int = count_call(status, datatype, false, count, |n| n);
+    pub unsafe extern "C" fn MPI_Get_elements(status: *const MpiStatus, datatype: Handle, count: *mut c_int) -> c_int = count_call(status, datatype, true, count, as_int);
+    pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MpiStatus, datatype: Handle, count: *mut i64) -> c_int = count_call(status, datatype, true, count, |n| n);
 }
 
 #[no_mangle]
