@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Once};
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::sync::OnceLock;
 
 use mpi::datatype::Typemap;
@@ -237,21 +237,11 @@ pub(crate) struct Infos {
 pub(crate) struct Shared {
     /// `MPI_THREAD_MULTIPLE` was granted.
     pub(crate) multiple: AtomicBool,
-    /// Threads waiting for the library's lock.
-    pub(crate) wanted: AtomicUsize,
-    /// Of those, threads coming back to a blocking call that let another in
-    /// (they have nothing new to do: they look again whether their wait is
-    /// over); counted from before they let the lock go.
-    pub(crate) returning: AtomicUsize,
     /// How a thread arriving at the lock wakes the one idling inside.
     pub(crate) waker: OnceLock<Option<Arc<dyn adi::Waker>>>,
-    /// Counts what may have changed the state of a request: a call that ended,
-    /// a progress pass that moved something.
-    pub(crate) epoch: AtomicU64,
-    /// The [`Shared::epoch`] each thread coming back for the lock saw when it last
-    /// looked at its wait: while one is older than `epoch`, that thread may
-    /// find its wait over, and a holder about to idle lets it look first.
-    pub(crate) seen: std::sync::Mutex<Vec<(std::thread::ThreadId, u64)>>,
+    /// The counts that decide when a waiting holder gives the lock up
+    /// (the mpi crate's rules, `mpi::turns`).
+    pub(crate) turns: mpi::turns::Turns,
 }
 
 /// Storage for the predefined attributes' values: `MPI_Comm_get_attr`

@@ -22,7 +22,8 @@
 //! - **Threads that wait take turns.** Two threads that both wait hand
 //!   the lock to each other only when something may have changed since the
 //!   other last looked at its wait (a new call ran, a progress pass moved
-//!   something: [`stop`]); otherwise the holder idles for both.
+//!   something: [`stop`]); otherwise the holder idles for both. The counts
+//!   that decide it, and their rules, are the mpi crate's (`mpi::turns`).
 //! - **What it costs.** Below `MPI_THREAD_MULTIPLE`, one check per call.
 //!   With it and without contention, a blocking point-to-point call becomes
 //!   the non-blocking one plus a wait (docs/BENCHMARKS.md has the figures).
@@ -83,7 +84,7 @@ pub(crate) fn grant(waker: Option<Arc<dyn adi::Waker>>) {
 
 /// Whether a thread with a new call waits for the lock.
 fn newcomers() -> bool {
-    shared().wanted.load(Ordering::Acquire) > shared().returning.load(Ordering::Acquire)
+    shared().turns.newcomers()
 }
 
 /// Whether a thread waiting inside the library gives the lock up, asked
@@ -95,20 +96,13 @@ fn newcomers() -> bool {
 /// than at spinning, and none misses the end of its wait.
 pub(crate) fn stop(moved: bool) -> bool {
     arm();
-    if moved {
-        shared().epoch.fetch_add(1, Ordering::AcqRel);
-    }
-    newcomers() || stale()
+    shared().turns.should_yield(moved)
 }
 
 /// Whether a thread coming back for the lock has not looked at its wait
-/// since the last change ([`EPOCH`]).
+/// since the last change (`mpi::turns::Turns::stale`).
 fn stale() -> bool {
-    if shared().returning.load(Ordering::Acquire) == 0 {
-        return false;
-    }
-    let now = shared().epoch.load(Ordering::Acquire);
-    shared().seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|&(_, e)| e < now)
+    shared().turns.stale()
 }
 
 /// A call ends (in MPI_THREAD_MULTIPLE, through the standing mark every
@@ -117,7 +111,7 @@ fn stale() -> bool {
 /// nothing done but a look at its own wait.
 pub(crate) fn ended() {
     if !crate::process::with_thread(|t| t.yielding.get()) {
-        shared().epoch.fetch_add(1, Ordering::AcqRel);
+        shared().turns.changed();
     }
 }
 
@@ -137,7 +131,7 @@ pub(crate) fn arriving() -> bool {
     if crate::process::with_thread(|t| t.coming_back.get()) {
         return false;
     }
-    shared().wanted.fetch_add(1, Ordering::AcqRel);
+    shared().turns.arriving();
     if let Some(Some(w)) = shared().waker.get() {
         w.wake();
     }
@@ -147,7 +141,7 @@ pub(crate) fn arriving() -> bool {
 /// The thread counted by [`arriving`] has the lock.
 pub(crate) fn arrived(counted: bool) {
     if counted {
-        shared().wanted.fetch_sub(1, Ordering::AcqRel);
+        shared().turns.arrived();
     }
 }
 
@@ -157,23 +151,13 @@ pub(crate) fn arrived(counted: bool) {
 /// taken could be missed by a holder that looked in between, and would
 /// then wait for that holder's next event, perhaps for ever).
 fn coming_back() {
-    let me = std::thread::current().id();
-    shared()
-        .seen
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push((me, shared().epoch.load(Ordering::Acquire)));
-    shared().returning.fetch_add(1, Ordering::AcqRel);
-    shared().wanted.fetch_add(1, Ordering::AcqRel);
+    shared().turns.coming_back(std::thread::current().id());
 }
 
 /// The thread [`coming_back`] counted has the lock again (and looks at
 /// its wait now).
 fn came_back() {
-    shared().wanted.fetch_sub(1, Ordering::AcqRel);
-    shared().returning.fetch_sub(1, Ordering::AcqRel);
-    let me = std::thread::current().id();
-    shared().seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|&(t, _)| t != me);
+    shared().turns.came_back(std::thread::current().id());
 }
 
 /// The failure a blocking call's body returns when it gave the lock up.
@@ -206,7 +190,7 @@ pub(crate) fn again(st: &crate::State, idle: bool) -> Fail {
             return e.into();
         }
         // Something may have moved for another waiting thread.
-        shared().epoch.fetch_add(1, Ordering::AcqRel);
+        shared().turns.changed();
     }
     yielded()
 }

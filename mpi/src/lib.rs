@@ -56,6 +56,7 @@ pub mod staged;
 mod status;
 pub mod topo;
 mod topology;
+pub mod turns;
 mod universe;
 mod watcher;
 
