@@ -302,12 +302,7 @@ impl State {
     pub(crate) fn attrs_mut(&mut self, on: On, h: Handle) -> R<&mut Values> {
         Ok(match on {
             On::Comm => &mut self.comm_mut(h)?.attrs,
-            On::Win => match self.wins.get_mut(&h) {
-                Some(w) => &mut w.attrs,
-                None => {
-                    return Err(Fail::new(MPI_ERR_WIN, format!("{h:#x} is not a window (never created, or freed)")))
-                }
-            },
+            On::Win => &mut self.win_mut(h)?.attrs,
             // The datatype calls check the handle (`crate::datatype`).
             On::Type => self.type_attrs.entry(h).or_default(),
         })

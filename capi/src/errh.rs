@@ -104,12 +104,7 @@ impl State {
     fn errhandler_slot(&mut self, kind: Kind, obj: Handle) -> R<&mut Handle> {
         Ok(match kind {
             Kind::Comm => &mut self.comm_handle_mut(obj)?.errhandler,
-            Kind::Win => match self.wins.get_mut(&obj) {
-                Some(w) => &mut w.errhandler,
-                None => {
-                    return Err(Fail::new(MPI_ERR_WIN, format!("{obj:#x} is not a window (never created, or freed)")))
-                }
-            },
+            Kind::Win => &mut self.win_mut(obj)?.errhandler,
             Kind::File if obj == MPI_FILE_NULL => &mut self.file_errhandler,
             Kind::File => match self.files.get_mut(&obj) {
                 Some(f) => &mut f.errhandler,

@@ -874,6 +874,18 @@ impl State {
     pub(crate) fn session_mut(&mut self, h: Handle) -> R<&mut SessionEntry> {
         self.sessions.get_mut(&h).ok_or_else(|| not_session(h))
     }
+
+    /// The entry of window `h` (here, below the modules, for the
+    /// attribute and error-handler calls of every kind of object).
+    pub(crate) fn win_mut(&mut self, h: Handle) -> R<&mut win::WinEntry> {
+        self.wins.get_mut(&h).ok_or_else(|| unknown_win(h))
+    }
+}
+
+/// The error for a handle that names no window.
+pub(crate) fn unknown_win(h: Handle) -> Fail {
+    let what = if h == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { format!("{h:#x}") };
+    Fail::new(MPI_ERR_WIN, format!("{what} is not a valid window (never created, or freed)"))
 }
 
 fn not_session(h: Handle) -> Fail {

@@ -46,18 +46,9 @@ struct Predefined {
 }
 
 impl State {
-    pub(crate) fn win_mut(&mut self, h: Handle) -> R<&mut WinEntry> {
-        self.wins.get_mut(&h).ok_or_else(|| unknown_win(h))
-    }
-
     fn win(&self, h: Handle) -> R<&WinEntry> {
         self.wins.get(&h).ok_or_else(|| unknown_win(h))
     }
-}
-
-fn unknown_win(h: Handle) -> Fail {
-    let what = if h == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { format!("{h:#x}") };
-    Fail::new(MPI_ERR_WIN, format!("{what} is not a valid window (never created, or freed)"))
 }
 
 fn assert_of(a: c_int) -> R<Assert> {
