@@ -334,6 +334,15 @@ static void flavours(void)
     CHECK(MPI_Get(NULL, 0, MPI_DOUBLE, right, 0, 1, none, w) == MPI_SUCCESS, "a 0-byte get refused");
     MPI_Win_fence(0, w);
     CHECK(mem[3] == 1000 + (rank + size - 1) % size && mem[0] == 0, "0-byte operations changed %ld %ld", (long)mem[3], (long)mem[0]);
+    /* A parameterized Fortran type (§19.2.5) is a predefined type: an
+     * accumulate adds its reals. */
+    MPI_Datatype real8;
+    MPI_Type_create_f90_real(15, MPI_UNDEFINED, &real8);
+    double half = 1.5, sum = -1;
+    CHECK(MPI_Accumulate(&half, 1, real8, right, 5, 1, real8, MPI_SUM, w) == MPI_SUCCESS, "an accumulate of a Fortran real(8) refused");
+    MPI_Win_fence(0, w);
+    memcpy(&sum, &mem[5], sizeof sum);
+    CHECK(sum == 1.5, "an accumulate of a Fortran real(8) left %g", sum);
     MPI_Type_free(&none);
     MPI_Win_free(&w);
 
