@@ -272,9 +272,16 @@ pub fn finalize() -> Result<(), TransportError> {
     }
 }
 
-/// A job id all ranks derive alike from the key-value space's name (FNV-1a).
+/// A job id all ranks derive alike from the key-value space's name.
 pub fn job_id(kvsname: &str) -> u32 {
-    kvsname.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    fnv1a(kvsname.as_bytes())
+}
+
+/// The 32-bit FNV-1a hash of `bytes`: the same on every process, for the
+/// identifiers ranks must derive alike without talking (job ids, string
+/// tags, host names).
+pub fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
 }
 
 #[cfg(test)]

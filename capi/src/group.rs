@@ -538,8 +538,7 @@ fn shared_domain(st: &State) -> R<c_int> {
         return Ok((node & 0x7fff_ffff) as c_int);
     }
     let host = crate::strings::host_name();
-    let h = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
-    Ok((h & 0x7fff_ffff) as c_int)
+    Ok((adi::pmi::fnv1a(host.as_bytes()) & 0x7fff_ffff) as c_int)
 }
 
 #[no_mangle]

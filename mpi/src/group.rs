@@ -199,8 +199,7 @@ pub enum CommRelation {
 /// that calls with the same string meet and calls with others (almost
 /// always) do not.
 pub fn string_tag(text: &[u8]) -> crate::Tag {
-    let hash = text.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
-    (hash % crate::TAG_UB as u32) as crate::Tag
+    (adi::pmi::fnv1a(text) % crate::TAG_UB as u32) as crate::Tag
 }
 
 impl SimpleCommunicator {

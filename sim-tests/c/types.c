@@ -104,6 +104,15 @@ static void derived_reductions(void) {
     CHECK(MPI_Allreduce(in, out, 1, four, MPI_MINLOC, MPI_COMM_WORLD) == MPI_SUCCESS, "minloc on 4 double_int");
     for (int k = 0; k < 4; k++)
         CHECK(out[k].v == -1.0 - k && out[k].i == k % size, "minloc pair %d: (%g, %d)", k, out[k].v, out[k].i);
+    /* The same, non-blocking, to the last rank, completed by polling. */
+    int root = size - 1, done = 0, polls = 0;
+    MPI_Request rq;
+    for (int k = 0; k < 4; k++) out[k].v = 99, out[k].i = -1;
+    CHECK(MPI_Ireduce(in, out, 1, four, MPI_MINLOC, root, MPI_COMM_WORLD, &rq) == MPI_SUCCESS, "ireduce minloc");
+    while (!done && polls++ < 100000000) MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+    CHECK(done, "ireduce minloc never completed");
+    for (int k = 0; rank == root && k < 4; k++)
+        CHECK(out[k].v == -1.0 - k && out[k].i == k % size, "ireduce minloc pair %d: (%g, %d)", k, out[k].v, out[k].i);
     MPI_Type_free(&four);
 
     struct { short v; int i; } s_in[2] = {{3, 7}, {-2, 8}}, s_io[2] = {{5, 1}, {-9, 2}};

@@ -33,20 +33,17 @@ pub(crate) unsafe fn bytes_out<'a>(p: *mut c_void, size: usize, what: &str) -> R
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast(), size) })
 }
 
-/// A packed-data buffer argument of `size` bytes, to read.
+/// A packed-data buffer argument of `size` bytes, to read: [`array`],
+/// with a null buffer an `MPI_ERR_BUFFER`.
 ///
 /// # Safety
 /// `p` is null or holds `size` bytes, readable and not written for the call.
 pub(crate) unsafe fn bytes_in<'a>(p: *const c_void, size: usize, what: &str) -> R<&'a [u8]> {
-    if size == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
+    if size > 0 && p.is_null() {
         return Err(Fail::new(MPI_ERR_BUFFER, format!("{what} is a null pointer")));
     }
-    // SAFETY: `p` is not null (checked) and holds `size` readable bytes, not written for the call
-    // (`bytes_in`'s `# Safety`).
-    Ok(unsafe { std::slice::from_raw_parts(p.cast(), size) })
+    // SAFETY: `p` holds `size` readable bytes for the call (`bytes_in`'s `# Safety`): `array`'s requirement.
+    unsafe { array(p.cast(), size, what) }
 }
 
 /// `MPI_Pack` and `MPI_Pack_external(_c)` (§5.2.1, §5.2.3): the mpi
