@@ -299,7 +299,7 @@ pub fn classify(func: &str, p: &Param) -> Result<Arg, Unbindable> {
 
 /// Whether `ty` is a handle type (`MPI_Comm`, ...): one of the ABI's.
 fn is_handle(ty: &str) -> bool {
-    mpi_abi::abi::HANDLES.iter().any(|(t, _, _)| *t == ty)
+    abi_def::HANDLES.iter().any(|(t, _, _)| *t == ty)
 }
 
 /// `MPI_Comm` → `MPI_Comm`, `MPI_Datatype` → `MPI_Type`: the prefix of

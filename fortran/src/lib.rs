@@ -6,7 +6,7 @@
 //! values with `MPI_Abi_set_fortran_info` and `MPI_Abi_set_fortran_booleans`.
 //!
 //! Nothing here keeps a list of MPI functions. The bindings are generated
-//! from `mpi_abi::abi::FUNCTIONS`, the table that also generates `mpi.h`:
+//! from `abi_def::FUNCTIONS`, the table that also generates `mpi.h`:
 //! each C prototype is classified parameter by parameter ([`arg`]), and a
 //! function the generator cannot bind is either written by hand in
 //! `fortran/glue/special.c` ([`HAND_WRITTEN`]) or listed with the reason it
@@ -351,7 +351,7 @@ pub enum GenError {
 pub fn bindings() -> Result<Vec<Binding>, GenError> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    for text in mpi_abi::abi::FUNCTIONS {
+    for text in abi_def::FUNCTIONS {
         let proto = proto::parse(text)?;
         if let Some(why) = not_bound(&proto.name) {
             out.push(Binding::NotBound { proto, why });
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn every_c_function_is_bound_or_explained() {
         let all = bindings().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(all.len(), mpi_abi::abi::FUNCTIONS.len());
+        assert_eq!(all.len(), abi_def::FUNCTIONS.len());
         let generated = all.iter().filter(|b| matches!(b, Binding::Generated { .. })).count();
         assert!(generated > 300, "only {generated} generated bindings");
     }
@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn hand_written_glue_exists_for_each_listed_function() {
         let special = include_str!("../glue/special.c");
-        let names: Vec<&str> = mpi_abi::abi::FUNCTIONS
+        let names: Vec<&str> = abi_def::FUNCTIONS
             .iter()
             .filter_map(|f| proto::parse(f).ok().map(|p| p.name))
             .map(|n| &*Box::leak(n.into_boxed_str()))

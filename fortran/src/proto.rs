@@ -1,4 +1,4 @@
-//! The C prototypes of `mpi.h` (`mpi_abi::abi::FUNCTIONS`), parsed into
+//! The C prototypes of `mpi.h` (`abi_def::FUNCTIONS`), parsed into
 //! what a binding needs: the return type, the name, and each parameter's
 //! type, pointer depth, array shape and name.
 

@@ -1,5 +1,5 @@
 //! Print `mpi.h` (the MPI standard ABI header) generated from
-//! `capi/src/abi.rs`: `cargo run -p capi --bin gen-mpi-h > capi/include/mpi.h`.
+//! `abi-def/src/lib.rs`: `cargo run -p capi --bin gen-mpi-h > capi/include/mpi.h`.
 
 fn main() {
     print!("{}", mpi_abi::abi::header());
