@@ -149,109 +149,18 @@ impl From<mpi::PartitionError> for Fail {
 }
 
 impl From<MpiError> for Fail {
+    /// The error's class (`MpiError::class`, §9.4) and message; a truncated
+    /// receive keeps its status.
     fn from(e: MpiError) -> Fail {
-        use adi::AdiError;
-        let class = match &e {
-            MpiError::InvalidRank { .. } | MpiError::Engine(AdiError::BadRank { .. }) => MPI_ERR_RANK,
-            MpiError::InvalidTag(_) => MPI_ERR_TAG,
-            MpiError::Type(_) => MPI_ERR_TYPE,
-            MpiError::PackSpace { .. } => MPI_ERR_TRUNCATE,
-            MpiError::Count { .. }
-            | MpiError::Size { .. }
-            | MpiError::Truncated { .. }
-            | MpiError::Engine(AdiError::Truncated { .. }) => MPI_ERR_TRUNCATE,
-            MpiError::Engine(AdiError::BadRequest(_)) => MPI_ERR_REQUEST,
-            MpiError::Arg(_)
-            | MpiError::Signature(_)
-            | MpiError::TopologyArg(_)
-            | MpiError::Join(_)
-            | MpiError::View(_) => MPI_ERR_ARG,
-            MpiError::Engine(AdiError::WrongKind { .. }) => MPI_ERR_REQUEST,
-            MpiError::Engine(AdiError::TooLarge { .. }) => MPI_ERR_COUNT,
-            MpiError::Collective(c) => match c {
-                mpi::CollectiveError::BlockSize { .. }
-                | mpi::CollectiveError::InterBlock { .. }
-                | mpi::CollectiveError::GroupsDiffer { .. } => MPI_ERR_TRUNCATE,
-                mpi::CollectiveError::DifferentCalls { .. } | mpi::CollectiveError::FailedAt { .. } => MPI_ERR_OTHER,
-                _ => MPI_ERR_ARG,
-            },
-            MpiError::Inter(i) if i.is_wrong_kind() => MPI_ERR_COMM,
-            MpiError::Inter(_) => MPI_ERR_ARG,
-            MpiError::Context(_) | MpiError::Malformed { .. } => MPI_ERR_OTHER,
-            MpiError::Topology { .. } => MPI_ERR_TOPOLOGY,
-            MpiError::Dims(_) => MPI_ERR_DIMS,
-            MpiError::TooLarge(_) => MPI_ERR_COUNT,
-            MpiError::NoMemory { .. } => MPI_ERR_NO_MEM,
-            MpiError::Buffer(_) => MPI_ERR_BUFFER,
-            MpiError::Ranks(_) => MPI_ERR_RANK,
-            MpiError::Request(_) => MPI_ERR_REQUEST,
-            MpiError::Partition(p) if p.is_argument() => MPI_ERR_ARG,
-            MpiError::Partition(_) => MPI_ERR_REQUEST,
-            MpiError::Keyval(_) => MPI_ERR_KEYVAL,
-            MpiError::Internal { .. } => MPI_ERR_INTERN,
-            MpiError::Corrupt { .. } => MPI_ERR_OTHER,
-            MpiError::Root { .. } => MPI_ERR_ROOT,
-            MpiError::InfoKey { .. } => MPI_ERR_INFO_KEY,
-            MpiError::InfoValue { .. } => MPI_ERR_INFO_VALUE,
-            MpiError::InfoNoKey { .. } => MPI_ERR_INFO_NOKEY,
-            MpiError::Mismatch { .. } => MPI_ERR_TRUNCATE,
-            MpiError::Group { .. } => MPI_ERR_GROUP,
-            MpiError::RmaSync(_) => MPI_ERR_RMA_SYNC,
-            MpiError::RmaRange(_) => MPI_ERR_RMA_RANGE,
-            MpiError::Engine(AdiError::Transport(adi::TransportError::Device { fault, .. })) => match fault {
-                adi::DeviceFault::Range => MPI_ERR_RMA_RANGE,
-                adi::DeviceFault::NoSuchPeer => MPI_ERR_RANK,
-                adi::DeviceFault::Atomic => MPI_ERR_OP,
-                adi::DeviceFault::Malformed => MPI_ERR_INTERN,
-                adi::DeviceFault::PeerNotReady => MPI_ERR_OTHER,
-            },
-            MpiError::Win(_) => MPI_ERR_WIN,
-            MpiError::RmaFlavor { .. } => MPI_ERR_RMA_FLAVOR,
-            MpiError::RmaAttach(_) => MPI_ERR_RMA_ATTACH,
-            MpiError::RmaShared(_) => MPI_ERR_RMA_SHARED,
-            MpiError::RmaConflict { .. } => MPI_ERR_RMA_CONFLICT,
-            MpiError::Disp { .. } => MPI_ERR_DISP,
-            MpiError::WinSize(_) => MPI_ERR_SIZE,
-            MpiError::Op(_) => MPI_ERR_OP,
-            MpiError::Conversion(_) => MPI_ERR_CONVERSION,
-            MpiError::Port(_) => MPI_ERR_PORT,
-            MpiError::Name { .. } => MPI_ERR_NAME,
-            MpiError::Service(_) => MPI_ERR_SERVICE,
-            MpiError::Spawn(_) => MPI_ERR_SPAWN,
-            MpiError::File { class, .. } => file_class(*class),
-            _ => MPI_ERR_OTHER,
-        };
         let status = match &e {
             MpiError::Truncated { status, .. } => Some(Box::new(c_status(status))),
             _ => None,
         };
-        Fail { class, msg: e.to_string(), status }
+        Fail { class: e.class().code(), msg: e.to_string(), status }
     }
 }
 
 pub(crate) type R<T> = Result<T, Fail>;
-
-/// The ABI's error class for an I/O error class (§14.7).
-fn file_class(c: mpi::io::FileErrorClass) -> c_int {
-    use mpi::io::FileErrorClass as C;
-    match c {
-        C::File => MPI_ERR_FILE,
-        C::NotSame => MPI_ERR_NOT_SAME,
-        C::Amode => MPI_ERR_AMODE,
-        C::UnsupportedDatarep => MPI_ERR_UNSUPPORTED_DATAREP,
-        C::UnsupportedOperation => MPI_ERR_UNSUPPORTED_OPERATION,
-        C::NoSuchFile => MPI_ERR_NO_SUCH_FILE,
-        C::FileExists => MPI_ERR_FILE_EXISTS,
-        C::BadFile => MPI_ERR_BAD_FILE,
-        C::Access => MPI_ERR_ACCESS,
-        C::NoSpace => MPI_ERR_NO_SPACE,
-        C::Quota => MPI_ERR_QUOTA,
-        C::ReadOnly => MPI_ERR_READ_ONLY,
-        C::FileInUse => MPI_ERR_FILE_IN_USE,
-        C::Io => MPI_ERR_IO,
-        C::DupDatarep => MPI_ERR_DUP_DATAREP,
-    }
-}
 
 /// Hashing for handle tables: our handles are distinct integers, so one
 /// multiplication (Fibonacci hashing) spreads them; the default SipHash
@@ -891,71 +800,4 @@ pub(crate) fn unknown_win(h: Handle) -> Fail {
 fn not_session(h: Handle) -> Fail {
     let what = if h == MPI_SESSION_NULL { "MPI_SESSION_NULL".to_string() } else { format!("{h:#x}") };
     Fail::new(MPI_ERR_SESSION, format!("{what} is not an open session (never opened, or finalized)"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A device's refusal reaches C with its class and the device's words
-    /// (issue 49, item 6): a protection fault is `MPI_ERR_RMA_RANGE`.
-    #[test]
-    fn device_faults_have_their_classes() {
-        let fail = |fault| {
-            Fail::from(MpiError::from(adi::TransportError::Device {
-                backend: "DIMMnet-2",
-                fault,
-                message: "RVS (command #3) refused by the device: NotExposed (8): ...".into(),
-            }))
-        };
-        let f = fail(adi::DeviceFault::Range);
-        assert_eq!(f.class, MPI_ERR_RMA_RANGE);
-        assert!(f.msg.contains("NotExposed"), "{}", f.msg);
-        assert_eq!(fail(adi::DeviceFault::NoSuchPeer).class, MPI_ERR_RANK);
-        assert_eq!(fail(adi::DeviceFault::Atomic).class, MPI_ERR_OP);
-        assert_eq!(fail(adi::DeviceFault::Malformed).class, MPI_ERR_INTERN);
-        assert_eq!(fail(adi::DeviceFault::PeerNotReady).class, MPI_ERR_OTHER);
-    }
-
-    /// The variants of this stop reach C with the standard's classes: a
-    /// partition argument is the caller's (`MPI_ERR_ARG`), a partitioned
-    /// request's state is `MPI_ERR_REQUEST`, a keyval `MPI_ERR_KEYVAL`, and
-    /// a peer's malformed message is not an argument error.
-    #[test]
-    fn typed_errors_have_their_classes() {
-        let class = |e: MpiError| Fail::from(e).class;
-        assert_eq!(class(mpi::PartitionError::MarkedTwice { partition: 1 }.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::PartitionError::StillActive.into()), MPI_ERR_REQUEST);
-        assert_eq!(class(mpi::KeyvalError::Freed { keyval: 1000 }.into()), MPI_ERR_KEYVAL);
-        assert_eq!(class(MpiError::Corrupt { what: "corrupt split table" }), MPI_ERR_OTHER);
-        assert_eq!(class(MpiError::Internal { what: "x".into() }), MPI_ERR_INTERN);
-        assert_eq!(class(mpi::RmaRangeError::TargetWindow { lo: 0, hi: 9, size: 8 }.into()), MPI_ERR_RMA_RANGE);
-        assert_eq!(class(mpi::WinError::Freed.into()), MPI_ERR_WIN);
-        assert_eq!(class(mpi::TypeError::Mixed.into()), MPI_ERR_TYPE);
-        assert_eq!(class(mpi::BufferError::Aliased.into()), MPI_ERR_BUFFER);
-        assert_eq!(class(mpi::SpawnError::NoRoom.into()), MPI_ERR_SPAWN);
-        assert_eq!(class(mpi::PortError::Corrupt.into()), MPI_ERR_PORT);
-        // What was `MpiError::Invalid(String)`, all MPI_ERR_ARG: the
-        // argument errors keep that class, the others have their own.
-        assert_eq!(class(mpi::ArgError::SplitColor { color: -3 }.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::SignatureError::OriginTarget { origin: 8, target: 4 }.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::TopologyArgError::Nodes { nnodes: 0 }.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::io::ViewError::EmptyEtype.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::JoinError::Closed { fd: 3 }.into()), MPI_ERR_ARG);
-        let e = mpi::CollectiveError::BlockSize { rank: 2, got: 8, want: 4 };
-        assert_eq!(class(e.into()), MPI_ERR_TRUNCATE);
-        let e = mpi::CollectiveError::DifferentCalls { rank: 1, theirs: "a".into(), mine: "b".into(), seq: 3 };
-        assert_eq!(class(e.into()), MPI_ERR_OTHER);
-        let e = mpi::CollectiveError::Arrays { call: "x".into(), counts: 1, displs: 2, size: 3 };
-        assert_eq!(class(e.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::InterError::NotInter.into()), MPI_ERR_COMM);
-        assert_eq!(class(mpi::InterError::LeaderIsSelf.into()), MPI_ERR_ARG);
-        assert_eq!(class(mpi::ContextError::Exhausted { agreed: 1, total: 2 }.into()), MPI_ERR_OTHER);
-        assert_eq!(class(MpiError::Malformed { from: 1, what: "x".into() }), MPI_ERR_OTHER);
-        assert_eq!(class(MpiError::Request(mpi::RequestMisuse::Completed { call: "wait".into() })), MPI_ERR_REQUEST);
-        assert_eq!(class(MpiError::Ranks(mpi::RankError::Twice { rank: 1 })), MPI_ERR_RANK);
-        assert_eq!(class(adi::AdiError::WrongKind { id: 9, wants: "send" }.into()), MPI_ERR_REQUEST);
-        assert_eq!(class(adi::AdiError::TooLarge { bytes: u64::MAX }.into()), MPI_ERR_COUNT);
-        assert_eq!(class(adi::AdiError::TooManyRequests { most: 3 }.into()), MPI_ERR_OTHER);
-    }
 }

@@ -66,9 +66,9 @@ pub use comm::{
 };
 pub use error::{
     ArgError, AttachError, BufferError, CollectiveError, ContextError, ConversionError, DarrayProblem, DimsError,
-    InitError, InterError, JoinError, KeyvalError, MpiError, OpError, Overflow, PartitionError, PortError, RankError,
-    RequestMisuse, Result, RmaRangeError, RmaSharedError, RmaSyncError, ServiceError, SignatureError, SpawnError,
-    TopologyArgError, TypeError, WinError, WinSizeError,
+    ErrorClass, InitError, InterError, JoinError, KeyvalError, MpiError, OpError, Overflow, PartitionError, PortError,
+    RankError, RequestMisuse, Result, RmaRangeError, RmaSharedError, RmaSyncError, ServiceError, SignatureError,
+    SpawnError, TopologyArgError, TypeError, WinError, WinSizeError,
 };
 pub use request::{CancelGuard, Request};
 pub use universe::{abort_status, initialize, ProgressMode, Universe, ENV_JOB_DIR, THREAD_IDLE, THREAD_POLL_NS};

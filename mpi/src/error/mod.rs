@@ -3,12 +3,14 @@
 use adi::AdiError;
 
 mod arguments;
+mod class;
 mod collectives;
 mod one_sided;
 mod processes;
 mod requests;
 
 pub use arguments::*;
+pub use class::ErrorClass;
 pub use collectives::*;
 pub use one_sided::*;
 pub use processes::*;
