@@ -589,23 +589,9 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) -> c_int {
-    let color = match color {
-        MPI_UNDEFINED => Color::Undefined,
-        c if c >= 0 => Color::With(c),
-        c => {
-            // This rank still takes part, as MPI_UNDEFINED, so that the
-            // others do not wait for it; then it reports its error.
-            let mut none = MPI_COMM_NULL;
-            // SAFETY: `none` is a local.
-            let rc = unsafe { MPI_Comm_split(comm, MPI_UNDEFINED, key, &mut none) };
-            return with_state("MPI_Comm_split", comm, |_| {
-                Err(Fail::new(
-                    if rc == MPI_SUCCESS { MPI_ERR_ARG } else { rc },
-                    format!("split color {c} must be non-negative or MPI_UNDEFINED"),
-                ))
-            });
-        }
-    };
+    // A negative color is refused after the split, in which this rank
+    // takes part as MPI_UNDEFINED (`mpi::Color`).
+    let color = if color == MPI_UNDEFINED { Color::Undefined } else { Color::With(color) };
     if crate::threads::multiple() {
         // SAFETY: `newcomm` is MPI_Comm_split's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for
         // this call: `split_multiple`'s `# Safety`.

@@ -71,6 +71,18 @@ impl Color {
     pub fn with_value(v: i32) -> Color {
         Color::With(v)
     }
+
+    /// What a split's member contributes (`-1` for no group), and the
+    /// negative color it was given, if any. A member with a negative color
+    /// still takes part, as `MPI_UNDEFINED`, and reports its error after:
+    /// the others would otherwise wait for it for ever (§7.4.2).
+    pub(crate) fn vote(self) -> (i32, Option<i32>) {
+        match self {
+            Color::With(v) if v < 0 => (-1, Some(v)),
+            Color::With(v) => (v, None),
+            Color::Undefined => (-1, None),
+        }
+    }
 }
 
 /// Operations every communicator offers.

@@ -255,16 +255,11 @@ impl SimpleCommunicator {
     /// this communicator's rank 0 (the groups are disjoint, so they may
     /// share it). Under `MPI_THREAD_MULTIPLE` threads splitting different
     /// communicators in different orders on different processes then
-    /// never wait for each other.
+    /// never wait for each other. A negative color takes part as no group
+    /// and is refused when the split completes.
     pub fn immediate_split(&self, color: crate::comm::Color, key: i32) -> Result<SplitVotes> {
         self.intra_only("immediate_split")?;
-        let color = match color {
-            crate::comm::Color::With(v) if v < 0 => {
-                return Err(crate::error::ArgError::SplitColor { color: v }.into());
-            }
-            crate::comm::Color::With(v) => v,
-            crate::comm::Color::Undefined => -1,
-        };
+        let (color, wrong) = color.vote();
         let (n, r) = (self.group.members.len() as u32, self.rank as u32);
         let mut mine = color.to_le_bytes().to_vec();
         mine.extend(key.to_le_bytes());
@@ -273,6 +268,9 @@ impl SimpleCommunicator {
         let x = crate::coll::start(self, CollKind::Allgather, sched, mine, vec![0; 8 * n as usize], None)?;
         let parent = self.clone();
         let (staged, made) = self.kept(x, 8 * n as usize, move |table| {
+            if let Some(color) = wrong {
+                return Err(crate::error::ArgError::SplitColor { color }.into());
+            }
             // The members of this color, by (key, rank).
             let mut group: Vec<(i32, Rank)> = Vec::new();
             for (at, e) in table.chunks_exact(8).enumerate() {

@@ -55,14 +55,22 @@ impl Communicator for SimpleCommunicator {
 
     fn split_by_color_with_key(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator>> {
         charge_call(self.shared.borrow_mut().engine()?);
-        let c = match color {
-            Color::With(v) if v < 0 => return Err(ArgError::SplitColor { color: v }.into()),
-            Color::With(v) => v,
-            Color::Undefined => -1,
+        let (c, wrong) = color.vote();
+        let made = match self.is_inter() {
+            true => self.inter_split(c, key)?,
+            false => self.intra_split(c, key)?,
         };
-        if self.is_inter() {
-            return self.inter_split(c, key);
+        match wrong {
+            Some(color) => Err(ArgError::SplitColor { color }.into()),
+            None => Ok(made),
         }
+    }
+}
+
+impl SimpleCommunicator {
+    /// The split of an intracommunicator, this member contributing color
+    /// `c` (`-1`: no group) and `key`.
+    fn intra_split(&self, c: i32, key: i32) -> Result<Option<SimpleCommunicator>> {
         // Everyone contributes (color, key, next free context id).
         let next = self.shared.borrow().next_ctx;
         let mut mine = c.to_le_bytes().to_vec();

@@ -1,7 +1,8 @@
 //! Communicators from groups through the Rust API (MPI 4.1 §7.4): how two
 //! communicators compare (`SimpleCommunicator::compare`), and
 //! `MPI_Comm_create` as `SimpleCommunicator::create`, with groups that
-//! differ between processes when they are disjoint (since MPI 2.2).
+//! differ between processes when they are disjoint (since MPI 2.2); a
+//! negative split color in one rank only.
 
 use mpi::group::{string_tag, CommRelation};
 use mpi::traits::*;
@@ -35,5 +36,28 @@ pub fn groups(w: &SimpleCommunicator) -> R {
     let made = w.create(if me == 0 { &[] } else { &others }).map_err(e)?;
     check!(made.is_some() == (me != 0), "rank {me}: the communicator of the others: {}", made.is_some());
     check!(string_tag(b"a") != string_tag(b"b"), "two strings, one tag");
+    negative_color(w)
+}
+
+/// A negative split color in the last rank only (§7.4.2): that rank gets
+/// its error, and the others, which gave valid colors, get their
+/// communicator instead of waiting for ever; then the world still works.
+fn negative_color(w: &SimpleCommunicator) -> R {
+    let (me, n) = (w.rank(), w.size());
+    let last = me == n - 1;
+    let got = w.split_by_color(Color::With(if last { -5 } else { 1 }));
+    match got {
+        Err(mpi::MpiError::Arg(mpi::ArgError::SplitColor { color: -5 })) if last => {}
+        Ok(Some(c)) if !last => {
+            check!(c.size() == n - 1, "{} in the split without the last rank", c.size());
+        }
+        other => {
+            let what = other.map(|c| c.map(|c| c.size()));
+            return Err(format!("rank {me}: a split with a negative color on rank {}: {what:?}", n - 1));
+        }
+    }
+    let mut sum = [0i32];
+    w.all_reduce_into(&[1][..], &mut sum[..], mpi::SystemOperation::Sum).map_err(e)?;
+    check!(sum[0] == n, "the world after a refused split sums {}", sum[0]);
     Ok(())
 }
