@@ -113,7 +113,7 @@ impl CreateCell {
 /// color and key.
 pub struct SplitVotes {
     staged: Staged,
-    made: Made<(SimpleCommunicator, Vec<Rank>)>,
+    made: Made<(SimpleCommunicator, Vec<Rank>, Option<i32>)>,
 }
 
 impl SplitVotes {
@@ -125,7 +125,7 @@ impl SplitVotes {
 }
 
 /// Where a split's gathered colors appear once the gather has completed.
-pub struct SplitCell(Made<(SimpleCommunicator, Vec<Rank>)>);
+pub struct SplitCell(Made<(SimpleCommunicator, Vec<Rank>, Option<i32>)>);
 
 impl SplitCell {
     /// The second half of the split, once the gather has completed: the
@@ -133,8 +133,8 @@ impl SplitCell {
     /// `MPI_UNDEFINED`). Every member of the parent calls it, in the same
     /// order as its other idup-like calls on the parent.
     pub fn create(&self) -> Result<Creating> {
-        let (parent, ranks) = take(&self.0)?;
-        parent.immediate_create(&ranks)
+        let (parent, ranks, wrong) = take(&self.0)?;
+        parent.immediate_create_or_refuse(&ranks, wrong)
     }
 }
 
@@ -199,6 +199,14 @@ impl SimpleCommunicator {
     /// (they then share the context, which no message can cross). A
     /// process not in `ranks` gets `None`.
     pub fn immediate_create(&self, ranks: &[Rank]) -> Result<Creating> {
+        self.immediate_create_or_refuse(ranks, None)
+    }
+
+    /// [`Self::immediate_create`], whose communicator is, once made, the
+    /// refusal of split color `wrong` if there is one: a member with a
+    /// negative color takes part as `MPI_UNDEFINED` to the end, so that the
+    /// others' parts are made, and fails then.
+    fn immediate_create_or_refuse(&self, ranks: &[Rank], wrong: Option<i32>) -> Result<Creating> {
         self.intra_only("immediate_create")?;
         let members = self.checked_members(ranks)?;
         let inside = ranks.contains(&self.rank);
@@ -212,8 +220,10 @@ impl SimpleCommunicator {
             call: "MPI_Comm_create",
             tag: None,
         };
-        let (staged, made) =
-            self.leader_broadcast(b, move |ctx| Ok(inside.then(|| parent.make_child(members, ctx))))?;
+        let (staged, made) = self.leader_broadcast(b, move |ctx| match wrong {
+            Some(color) => Err(crate::error::ArgError::SplitColor { color }.into()),
+            None => Ok(inside.then(|| parent.make_child(members, ctx))),
+        })?;
         Ok(Creating { staged, made })
     }
 
@@ -256,7 +266,7 @@ impl SimpleCommunicator {
     /// share it). Under `MPI_THREAD_MULTIPLE` threads splitting different
     /// communicators in different orders on different processes then
     /// never wait for each other. A negative color takes part as no group
-    /// and is refused when the split completes.
+    /// and is refused when the communicator would be made.
     pub fn immediate_split(&self, color: crate::comm::Color, key: i32) -> Result<SplitVotes> {
         self.intra_only("immediate_split")?;
         let (color, wrong) = color.vote();
@@ -268,9 +278,6 @@ impl SimpleCommunicator {
         let x = crate::coll::start(self, CollKind::Allgather, sched, mine, vec![0; 8 * n as usize], None)?;
         let parent = self.clone();
         let (staged, made) = self.kept(x, 8 * n as usize, move |table| {
-            if let Some(color) = wrong {
-                return Err(crate::error::ArgError::SplitColor { color }.into());
-            }
             // The members of this color, by (key, rank).
             let mut group: Vec<(i32, Rank)> = Vec::new();
             for (at, e) in table.chunks_exact(8).enumerate() {
@@ -280,7 +287,7 @@ impl SimpleCommunicator {
                 }
             }
             group.sort_unstable();
-            Ok((parent, group.into_iter().map(|g| g.1).collect()))
+            Ok((parent, group.into_iter().map(|g| g.1).collect(), wrong))
         });
         Ok(SplitVotes { staged, made })
     }
