@@ -9,8 +9,9 @@ use mpi::Communicator;
 
 use crate::abi::*;
 use crate::comm_table::ParentHandle;
-use crate::strings::{host_name, put_string};
+use crate::strings::put_string;
 use crate::*;
+use mpi::host::host_name;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {

@@ -530,17 +530,6 @@ pub unsafe extern "C" fn MPI_Comm_compare(comm1: Handle, comm2: Handle, result: 
     })
 }
 
-/// The shared-memory domain of this process (`MPI_COMM_TYPE_SHARED`): its
-/// node where the backend has nodes (the simulator, DIMMnet-2 cards: the
-/// rank map's, explicit or in blocks), else its host.
-fn shared_domain(st: &State) -> R<c_int> {
-    if let Some(node) = st.universe.node()? {
-        return Ok((node & 0x7fff_ffff) as c_int);
-    }
-    let host = crate::strings::host_name();
-    Ok((adi::pmi::fnv1a(host.as_bytes()) & 0x7fff_ffff) as c_int)
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: Handle,
@@ -550,26 +539,8 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut Handle,
 ) -> c_int {
     with_state("MPI_Comm_split_type", comm, |st| {
-        let hints = st.info_or_null(info)?;
-        // The one hardware resource this library knows (§7.4.2: every
-        // implementation recognizes it): the memory a node's ranks share.
-        let shared_memory = hints.says("mpi_hw_resource_type", "mpi_shared_memory");
-        let color = match split_type {
-            MPI_UNDEFINED => Color::Undefined,
-            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => Color::With(shared_domain(st)?),
-            // Guided by the info: a resource type this library does not
-            // know gives MPI_COMM_NULL, as the standard says.
-            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED if shared_memory => Color::With(shared_domain(st)?),
-            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => Color::Undefined,
-            t => return Err(Fail::new(MPI_ERR_ARG, format!("split_type {t} is not one this library knows"))),
-        };
-        let parent = &st.comm(comm)?.comm;
-        let mut c = parent.split_by_color_with_key(color, key)?;
-        // An unguided split yields strict subsets only: a level that would
-        // hold the whole communicator is MPI_COMM_NULL (§7.4.2).
-        if split_type == MPI_COMM_TYPE_HW_UNGUIDED && c.as_ref().is_some_and(|n| n.size() == parent.size()) {
-            c = None;
-        }
+        let kind = mpi::host::SplitType::from_code(split_type)?;
+        let c = st.comm(comm)?.comm.split_type(kind, key, &st.info_or_null(info)?)?;
         let h = crate::comm_table::register(st, c, comm)?;
         // SAFETY: `newcomm` is MPI_Comm_split_type's out-argument (MPI 4.1 §7.4.2), null or valid for writing one
         // handle for this call; `put` refuses null.

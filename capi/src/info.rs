@@ -115,7 +115,7 @@ fn env_pairs() -> Pairs {
     if let Some(n) = adi::knobs::raw(adi::job::ENV_SIZE).or_else(|| std::env::var("PMI_SIZE").ok()) {
         add("maxprocs", n.trim());
     }
-    add("host", &crate::strings::host_name());
+    add("host", &mpi::host::host_name());
     p
 }
 

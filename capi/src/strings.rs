@@ -27,18 +27,6 @@ pub(crate) unsafe fn put_string(out: *mut c_char, len: *mut c_int, s: &str, max:
     }
 }
 
-/// This host's name (`localhost` when it has none).
-pub(crate) fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    }
-}
-
 /// An object name argument (`MPI_Comm_set_name`, ...), cut to
 /// `MPI_MAX_OBJECT_NAME - 1` characters.
 ///

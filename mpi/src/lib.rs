@@ -39,6 +39,7 @@ mod error;
 pub mod error_codes;
 pub mod greq;
 pub mod group;
+pub mod host;
 pub mod info;
 pub mod inter;
 pub mod io;

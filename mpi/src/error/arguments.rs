@@ -337,6 +337,12 @@ pub enum ArgError {
         /// The color given.
         color: i32,
     },
+    /// A split type `MPI_Comm_split_type` does not define (§7.4.2).
+    #[error("split_type {split_type} is not one this library knows")]
+    SplitType {
+        /// The value given.
+        split_type: i32,
+    },
     /// A group's ranges with a stride of 0 (§7.3.2).
     #[error("a range has stride 0")]
     ZeroStride,

@@ -72,17 +72,6 @@ fn os(call: &'static str) -> MpiError {
     RmaSharedError::System { call, why: std::io::Error::last_os_error().to_string() }.into()
 }
 
-/// This host's name, to tell whether two processes share memory.
-fn hostname() -> Vec<u8> {
-    let mut b = [0u8; 256];
-    // SAFETY: `b` is writable for its length, which is what is passed.
-    let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
-    if r != 0 {
-        return Vec::new();
-    }
-    b.iter().take_while(|c| **c != 0).copied().collect()
-}
-
 impl Segment {
     /// Map a segment holding `size` bytes for this process and what each
     /// other process of `comm` asks; collective.
@@ -90,7 +79,7 @@ impl Segment {
         let node = comm.shared().borrow_mut().engine()?.node();
         let mut mine = size.to_le_bytes().to_vec();
         mine.extend_from_slice(&node.map_or(u64::MAX, u64::from).to_le_bytes());
-        mine.extend_from_slice(&hostname());
+        mine.extend_from_slice(crate::host::host_name().as_bytes());
         let table = comm.allgather_bytes(&mine)?;
         let field = |b: &[u8], i: usize| {
             b.get(8 * i..8 * i + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes).unwrap_or_default()

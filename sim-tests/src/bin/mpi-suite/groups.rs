@@ -2,7 +2,7 @@
 //! communicators compare (`SimpleCommunicator::compare`), and
 //! `MPI_Comm_create` as `SimpleCommunicator::create`, with groups that
 //! differ between processes when they are disjoint (since MPI 2.2); a
-//! negative split color in one rank only.
+//! negative split color in one rank only; `split_type`.
 
 use mpi::group::{string_tag, CommRelation};
 use mpi::traits::*;
@@ -36,7 +36,29 @@ pub fn groups(w: &SimpleCommunicator) -> R {
     let made = w.create(if me == 0 { &[] } else { &others }).map_err(e)?;
     check!(made.is_some() == (me != 0), "rank {me}: the communicator of the others: {}", made.is_some());
     check!(string_tag(b"a") != string_tag(b"b"), "two strings, one tag");
-    negative_color(w)
+    negative_color(w)?;
+    split_type(w)
+}
+
+/// `split_type` (§7.4.2): the processes that share memory are those of one
+/// shared-memory domain; an unguided split never gives the whole world; a
+/// guided split by a resource this library does not know gives nothing.
+fn split_type(w: &SimpleCommunicator) -> R {
+    use mpi::host::SplitType;
+    let none = mpi::info::Info::new();
+    let mine = w.shared_domain().map_err(e)?;
+    let mut all = vec![0i32; w.size() as usize];
+    w.all_gather_into(&[mine][..], &mut all[..]).map_err(e)?;
+    let near = all.iter().filter(|&&d| d == mine).count();
+    let shared = w.split_type(SplitType::Shared, 0, &none).map_err(e)?.ok_or("no shared-memory communicator")?;
+    check!(shared.size() as usize == near, "{} share memory, not {near}", shared.size());
+    let unguided = w.split_type(SplitType::HwUnguided, 0, &none).map_err(e)?;
+    let want = near < w.size() as usize;
+    check!(unguided.is_some() == want, "an unguided split of {near} of {}: {}", w.size(), unguided.is_some());
+    let mut gpu = mpi::info::Info::new();
+    gpu.set("mpi_hw_resource_type", "gpu").map_err(e)?;
+    check!(w.split_type(SplitType::HwGuided, 0, &gpu).map_err(e)?.is_none(), "a split by an unknown resource");
+    Ok(())
 }
 
 /// A negative split color in the last rank only (§7.4.2): that rank gets
