@@ -149,9 +149,8 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    if ![MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE].contains(&required) {
-        let f = Fail::new(MPI_ERR_ARG, format!("{required} is not a thread level (MPI_THREAD_SINGLE ...)"));
-        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
+    if let Err(e) = mpi::session::ThreadLevel::from_code(required) {
+        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, e.into());
     }
     init_call("MPI_Init_thread", required, provided)
 }
@@ -377,18 +376,11 @@ pub extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
 }
 
 /// `MPI_Get_hw_resource_info` (§11.4.1, MPI 4.1): what this process runs
-/// on, as an info object the caller frees: the one hardware resource type
-/// this library recognizes in `MPI_Comm_split_type` (shared memory), the
-/// host, and the backend the job runs over.
+/// on (`mpi::host::hw_resource_info`), as an info object the caller frees.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut Handle) -> c_int {
     with_state("MPI_Get_hw_resource_info", MPI_COMM_WORLD, |st| {
-        let mut pairs = mpi::info::Info::new();
-        pairs.set("mpi_hw_resource_type", "mpi_shared_memory")?;
-        pairs.set("host", &host_name())?;
-        if let Ok(b) = st.universe.backend() {
-            pairs.set("dn_backend", b)?;
-        }
+        let pairs = mpi::host::hw_resource_info(st.universe.backend().ok())?;
         // SAFETY: `hw_info` is MPI_Get_hw_resource_info's out-argument, null or valid for writing one info handle for
         // this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(pairs, hw_info, "hw_info") }

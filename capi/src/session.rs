@@ -21,55 +21,23 @@
 
 use std::ffi::{c_char, c_int, CStr};
 
-use mpi::Communicator;
+use mpi::session::{ProcessSet, ThreadLevel};
 
 use crate::abi::*;
 use crate::process::Kind;
 use crate::*;
 
-/// The process sets a session offers.
-const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
-
-/// The thread level a session's info asks for (`"thread_level"`,
-/// §11.3.1), `MPI_THREAD_SINGLE` when it asks none.
-fn thread_level(info: &mpi::info::Info) -> R<c_int> {
-    Ok(match info.get("thread_level")? {
-        None | Some("MPI_THREAD_SINGLE") => MPI_THREAD_SINGLE,
-        Some("MPI_THREAD_FUNNELED") => MPI_THREAD_FUNNELED,
-        Some("MPI_THREAD_SERIALIZED") => MPI_THREAD_SERIALIZED,
-        Some("MPI_THREAD_MULTIPLE") => MPI_THREAD_MULTIPLE,
-        Some(other) => {
-            return Err(Fail::new(
-                MPI_ERR_INFO_VALUE,
-                format!("thread_level \"{other}\" is not MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE"),
-            ))
-        }
-    })
-}
-
-fn level_name(level: c_int) -> &'static str {
-    match level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
-    }
-}
-
-/// The process set named `name` (case ignored), by its index in [`PSETS`].
+/// The process set named by C string `name` (`mpi::session::ProcessSet`).
 ///
 /// # Safety
 /// `name` is null or a C string.
-unsafe fn pset(name: *const c_char) -> R<usize> {
+unsafe fn pset(name: *const c_char) -> R<ProcessSet> {
     if name.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "pset_name is a null pointer"));
     }
     // SAFETY: `name` is not null (checked above) and is a NUL-terminated string readable for this call (`pset`'s
     // `# Safety`); it is copied out at once.
-    let n = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    PSETS.iter().position(|p| p.eq_ignore_ascii_case(&n)).ok_or_else(|| {
-        Fail::new(MPI_ERR_ARG, format!("\"{n}\" is not a process set here: there are {}", PSETS.join(" and ")))
-    })
+    Ok(ProcessSet::named(&unsafe { CStr::from_ptr(name) }.to_string_lossy())?)
 }
 
 #[no_mangle]
@@ -80,14 +48,14 @@ pub unsafe extern "C" fn MPI_Session_init(info: Handle, errhandler: Handle, sess
         if session.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "session is a null pointer"));
         }
-        crate::env::init(thread_level(&pairs)?, true)
+        crate::env::init(ThreadLevel::asked_by(&pairs)?.code(), true)
     })();
     if let Err(f) = opened {
         return report_without_state("MPI_Session_init", f);
     }
     with_state("MPI_Session_init", MPI_COMM_WORLD, |st| {
         let mut pairs = if info == MPI_INFO_NULL { mpi::info::Info::new() } else { crate::info::get(info)? };
-        pairs.set("thread_level", level_name(st.thread_level))?;
+        pairs.set("thread_level", ThreadLevel::from_code(st.thread_level)?.name())?;
         let h = st.new_handle();
         st.sessions.insert(h, SessionEntry { errhandler, info: pairs, buffered: Default::default() });
         // SAFETY: `session` is not null (checked before the state was made, the same pointer) and is MPI_Session_init's
@@ -168,7 +136,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(session: Handle, info: Handle
         st.info_or_null(info)?;
         // SAFETY: `npset_names` is MPI_Session_get_num_psets' out-argument (MPI 4.1 §11.3.2), null or valid for writing
         // one `int` for this call; `put` refuses null.
-        unsafe { put(npset_names, PSETS.len() as c_int, "npset_names") }
+        unsafe { put(npset_names, ProcessSet::ALL.len() as c_int, "npset_names") }
     })
 }
 
@@ -183,12 +151,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     with_state("MPI_Session_get_nth_pset", session, |st| {
         st.session(session)?;
         st.info_or_null(info)?;
-        let name = usize::try_from(n).ok().and_then(|i| PSETS.get(i)).ok_or_else(|| {
-            Fail::new(
-                MPI_ERR_ARG,
-                format!("process set {n} does not exist: there are {} (0 to {})", PSETS.len(), PSETS.len() - 1),
-            )
-        })?;
+        let name = ProcessSet::nth(n)?.name();
         // SAFETY: `pset_len` is MPI_Session_get_nth_pset's in/out argument (MPI 4.1 §11.3.2), null or readable and
         // writable for one `int` for this call; `read_arg` refuses null.
         let room = unsafe { read_arg(pset_len, "pset_len")? };
@@ -218,12 +181,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
         st.session(session)?;
         // SAFETY: `pset_name` is MPI_Session_get_pset_info's process set name (MPI 4.1 §11.3.2), a NUL-terminated
         // string readable for this call, or null, which `pset` refuses.
-        let size = match unsafe { pset(pset_name)? } {
-            0 => st.comm(MPI_COMM_WORLD)?.comm.size(),
-            _ => 1,
-        };
-        let mut pairs = mpi::info::Info::new();
-        pairs.set("mpi_size", &size.to_string())?;
+        let pairs = unsafe { pset(pset_name)? }.info(&st.comm(MPI_COMM_WORLD)?.comm)?;
         // SAFETY: `info` is MPI_Session_get_pset_info's out-argument, null or valid for writing one info handle for
         // this call; `hand_out` refuses null.
         unsafe { crate::info::hand_out(pairs, info, "info") }
@@ -250,12 +208,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         st.session(session)?;
         // SAFETY: `pset_name` is MPI_Group_from_session_pset's process set name (MPI 4.1 §11.3.2), a NUL-terminated
         // string readable for this call, or null, which `pset` refuses.
-        let which = unsafe { pset(pset_name)? };
-        let world = &st.comm(MPI_COMM_WORLD)?.comm;
-        let g = match which {
-            0 => mpi::group::Group::of(world),
-            _ => mpi::group::Group::from_job_ranks(vec![world.rank() as u32]),
-        };
+        let g = unsafe { pset(pset_name)? }.group(&st.comm(MPI_COMM_WORLD)?.comm);
         // SAFETY: `newgroup` is MPI_Group_from_session_pset's out-argument, null or valid for writing one group handle
         // for this call; `new_group` refuses null.
         unsafe { st.new_group(g, newgroup)? };

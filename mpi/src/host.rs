@@ -19,6 +19,19 @@ pub fn host_name() -> String {
     }
 }
 
+/// What `MPI_Get_hw_resource_info` says (§11.4.1, MPI 4.1): the one
+/// hardware resource type this library recognizes in `split_type` (shared
+/// memory), the host, and the `backend` the job runs over, if known.
+pub fn hw_resource_info(backend: Option<&str>) -> Result<Info> {
+    let mut pairs = Info::new();
+    pairs.set("mpi_hw_resource_type", "mpi_shared_memory")?;
+    pairs.set("host", &host_name())?;
+    if let Some(b) = backend {
+        pairs.set("dn_backend", b)?;
+    }
+    Ok(pairs)
+}
+
 /// How `MPI_Comm_split_type` groups processes (§7.4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitType {
@@ -104,5 +117,7 @@ mod tests {
     #[test]
     fn a_host_has_a_name() {
         assert!(!host_name().is_empty());
+        let info = hw_resource_info(Some("udp")).ok();
+        assert!(info.is_some_and(|i| i.says("dn_backend", "udp") && i.says("host", &host_name())));
     }
 }

@@ -51,6 +51,7 @@ pub mod partitioned;
 pub mod port;
 pub mod request;
 pub mod rma;
+pub mod session;
 pub mod slot;
 pub mod spawn;
 pub mod staged;

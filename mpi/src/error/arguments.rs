@@ -343,6 +343,26 @@ pub enum ArgError {
         /// The value given.
         split_type: i32,
     },
+    /// A thread level that is not one of the four (§11.2.3).
+    #[error("{level} is not a thread level (MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE)")]
+    ThreadLevel {
+        /// The value given.
+        level: i32,
+    },
+    /// A process set name no session offers (§11.3.2).
+    #[error("\"{name}\" is not a process set here: there are mpi://WORLD and mpi://SELF")]
+    ProcessSet {
+        /// The name given.
+        name: String,
+    },
+    /// A process set number outside those a session offers (§11.3.2).
+    #[error("process set {n} does not exist: there are {sets} (0 to {last})", last = sets - 1)]
+    ProcessSetNumber {
+        /// The number given.
+        n: i32,
+        /// How many there are.
+        sets: usize,
+    },
     /// A group's ranges with a stride of 0 (§7.3.2).
     #[error("a range has stride 0")]
     ZeroStride,

@@ -37,7 +37,21 @@ pub fn groups(w: &SimpleCommunicator) -> R {
     check!(made.is_some() == (me != 0), "rank {me}: the communicator of the others: {}", made.is_some());
     check!(string_tag(b"a") != string_tag(b"b"), "two strings, one tag");
     negative_color(w)?;
-    split_type(w)
+    split_type(w)?;
+    process_sets(w)
+}
+
+/// A session's process sets (§11.3.2): the world's members and this one.
+fn process_sets(w: &SimpleCommunicator) -> R {
+    use mpi::session::ProcessSet;
+    let world = ProcessSet::named("MPI://World").map_err(e)?.group(w);
+    check!(world == mpi::group::Group::of(w), "mpi://WORLD is not the world's group");
+    let me = ProcessSet::Myself.group(w);
+    let mine = me.ranks_in(w).map_err(e)?;
+    check!(mine == [w.rank()], "mpi://SELF is ranks {mine:?} of the world");
+    let info = ProcessSet::World.info(w).map_err(e)?;
+    check!(info.says("mpi_size", &w.size().to_string()), "mpi://WORLD's info: {:?}", info.pairs().collect::<Vec<_>>());
+    Ok(())
 }
 
 /// `split_type` (§7.4.2): the processes that share memory are those of one

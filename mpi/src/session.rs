@@ -1,0 +1,156 @@
+//! What a session offers before any communicator (MPI 4.1 §11.3): the
+//! process sets a process may make groups of, what each holds, and the
+//! thread level a session's info asks for. Opening and closing sessions,
+//! and their handles, are the C library's.
+
+use crate::comm::{Communicator, SimpleCommunicator};
+use crate::error::{ArgError, MpiError, Result};
+use crate::group::Group;
+use crate::info::Info;
+
+/// A thread support level (§11.2.3), ordered as the standard orders them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadLevel {
+    /// `MPI_THREAD_SINGLE`.
+    Single,
+    /// `MPI_THREAD_FUNNELED`.
+    Funneled,
+    /// `MPI_THREAD_SERIALIZED`.
+    Serialized,
+    /// `MPI_THREAD_MULTIPLE`.
+    Multiple,
+}
+
+impl ThreadLevel {
+    /// Every level, lowest first.
+    pub const ALL: [ThreadLevel; 4] =
+        [ThreadLevel::Single, ThreadLevel::Funneled, ThreadLevel::Serialized, ThreadLevel::Multiple];
+
+    /// The level's name, as an info value gives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ThreadLevel::Single => "MPI_THREAD_SINGLE",
+            ThreadLevel::Funneled => "MPI_THREAD_FUNNELED",
+            ThreadLevel::Serialized => "MPI_THREAD_SERIALIZED",
+            ThreadLevel::Multiple => "MPI_THREAD_MULTIPLE",
+        }
+    }
+
+    /// The level's value in the MPI 5.0 ABI.
+    pub const fn code(self) -> i32 {
+        match self {
+            ThreadLevel::Single => abi_def::MPI_THREAD_SINGLE,
+            ThreadLevel::Funneled => abi_def::MPI_THREAD_FUNNELED,
+            ThreadLevel::Serialized => abi_def::MPI_THREAD_SERIALIZED,
+            ThreadLevel::Multiple => abi_def::MPI_THREAD_MULTIPLE,
+        }
+    }
+
+    /// The level whose ABI value is `code`.
+    pub fn from_code(code: i32) -> Result<ThreadLevel> {
+        ThreadLevel::ALL
+            .into_iter()
+            .find(|l| l.code() == code)
+            .ok_or_else(|| ArgError::ThreadLevel { level: code }.into())
+    }
+
+    /// The level a session's info asks for (`"thread_level"`, §11.3.1):
+    /// `MPI_THREAD_SINGLE` when it asks none.
+    pub fn asked_by(info: &Info) -> Result<ThreadLevel> {
+        let Some(v) = info.get("thread_level")? else {
+            return Ok(ThreadLevel::Single);
+        };
+        ThreadLevel::ALL.into_iter().find(|l| l.name() == v).ok_or_else(|| MpiError::InfoValue {
+            key: "thread_level".into(),
+            value: v.into(),
+            takes: "MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE".into(),
+        })
+    }
+}
+
+/// A process set a session offers (§11.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessSet {
+    /// `mpi://WORLD`: every process of the job.
+    World,
+    /// `mpi://SELF`: this process.
+    Myself,
+}
+
+impl ProcessSet {
+    /// Every process set, in the order `MPI_Session_get_nth_pset` numbers them.
+    pub const ALL: [ProcessSet; 2] = [ProcessSet::World, ProcessSet::Myself];
+
+    /// The set's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProcessSet::World => "mpi://WORLD",
+            ProcessSet::Myself => "mpi://SELF",
+        }
+    }
+
+    /// The set named `name`; names compare without regard to case.
+    pub fn named(name: &str) -> Result<ProcessSet> {
+        ProcessSet::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| ArgError::ProcessSet { name: name.into() }.into())
+    }
+
+    /// The `n`th set (from 0).
+    pub fn nth(n: i32) -> Result<ProcessSet> {
+        usize::try_from(n)
+            .ok()
+            .and_then(|i| ProcessSet::ALL.get(i))
+            .copied()
+            .ok_or_else(|| ArgError::ProcessSetNumber { n, sets: ProcessSet::ALL.len() }.into())
+    }
+
+    /// Its members, in the job whose world communicator is `world`.
+    pub fn group(self, world: &SimpleCommunicator) -> Group {
+        match self {
+            ProcessSet::World => Group::of(world),
+            ProcessSet::Myself => Group::from_job_ranks(vec![world.rank() as u32]),
+        }
+    }
+
+    /// What `MPI_Session_get_pset_info` tells of it: its size (`mpi_size`).
+    pub fn info(self, world: &SimpleCommunicator) -> Result<Info> {
+        let size = match self {
+            ProcessSet::World => world.size(),
+            ProcessSet::Myself => 1,
+        };
+        let mut pairs = Info::new();
+        pairs.set("mpi_size", &size.to_string())?;
+        Ok(pairs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_sets_by_name_and_number() {
+        assert_eq!(ProcessSet::named("MPI://world").ok(), Some(ProcessSet::World));
+        assert_eq!(ProcessSet::named("mpi://self").ok(), Some(ProcessSet::Myself));
+        let e = ProcessSet::named("mpi://nodes").err().map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("mpi://WORLD and mpi://SELF")));
+        assert_eq!(ProcessSet::nth(1).ok(), Some(ProcessSet::Myself));
+        assert!(ProcessSet::nth(2).is_err() && ProcessSet::nth(-1).is_err());
+    }
+
+    #[test]
+    fn thread_levels_by_info_and_value() {
+        let mut info = Info::new();
+        assert_eq!(ThreadLevel::asked_by(&info).ok(), Some(ThreadLevel::Single));
+        info.set("thread_level", "MPI_THREAD_MULTIPLE").ok();
+        assert_eq!(ThreadLevel::asked_by(&info).ok(), Some(ThreadLevel::Multiple));
+        info.set("thread_level", "many").ok();
+        let e = ThreadLevel::asked_by(&info).err().map(|e| e.class());
+        assert_eq!(e, Some(crate::ErrorClass::InfoValue));
+        assert_eq!(ThreadLevel::from_code(abi_def::MPI_THREAD_SERIALIZED).ok(), Some(ThreadLevel::Serialized));
+        assert!(ThreadLevel::from_code(3).is_err());
+        assert!(ThreadLevel::Single < ThreadLevel::Multiple);
+    }
+}
