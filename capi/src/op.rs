@@ -14,7 +14,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use mpi::coll::{Operation, Reducible, SystemOperation};
+use mpi::coll::{Operation, RawUserFn, Reducible, SystemOperation};
 use mpi::staged::reduce::AnyOperation;
 
 use crate::abi::*;
@@ -39,9 +39,6 @@ pub(crate) struct UserOp {
     f: UserFunction,
     commute: bool,
 }
-
-/// The alignment every predefined type's elements need.
-const ALIGN: usize = 16;
 
 impl UserOp {
     /// Call the function on `n` elements of `dt` at `src` and `acc`.
@@ -71,64 +68,22 @@ impl UserOp {
             }
         })
     }
+}
 
-    /// The operation on packed elements of a derived datatype `dt` laid out
-    /// as `layout`: the function gets them laid out as `dt` says, unpacked
-    /// into scratch buffers unless the layout is one dense block at the
-    /// origin, and its result is packed back (§6.9.5: the function sees
-    /// `len` elements of the reduction's datatype).
-    fn derived(self, layout: Arc<Layout>, dt: Handle) -> Operation {
-        let size = layout.size;
-        if layout.dense() && layout.true_lb == 0 {
-            return self.operation(size, dt, Some(layout));
-        }
-        let extent = layout.extent();
-        Operation::from_bytes(size, self.commute, move |src: &[u8], acc: &mut [u8]| {
-            let n = src.len().min(acc.len()) / size.max(1);
-            if n == 0 {
-                return;
-            }
-            // The bytes `n` elements cover, from the first's true lower bound.
-            let span = (n as isize - 1).saturating_mul(extent.max(0)) + (layout.true_ub - layout.true_lb);
-            let words = (span.max(0) as usize).div_ceil(ALIGN);
-            let (mut s, mut a) = (vec![0u128; words], vec![0u128; words]);
-            // The elements' origin: the data starts `true_lb` after it.
-            let origin = |v: &mut Vec<u128>| v.as_mut_ptr().cast::<u8>().wrapping_offset(-layout.true_lb);
-            let (so, ao) = (origin(&mut s), origin(&mut a));
-            // SAFETY: `n` elements of `layout` at `so` and `ao` lie within
-            // `s` and `a` (`span` bytes from the true lower bound); the
-            // function reads and writes those elements only.
-            unsafe {
-                layout.unpack_raw(&src[..n * size], so);
-                layout.unpack_raw(&acc[..n * size], ao);
-                self.call(so.cast(), ao.cast(), n, dt, Some(&layout));
-                layout.pack_raw(ao, n, &mut acc[..n * size]);
-            }
-        })
-    }
+/// A user function on elements of datatype `dt` (laid out as `layout` when
+/// it is derived), as the mpi crate hands it raw elements
+/// (`Operation::from_raw`, `from_raw_typed`).
+struct OnType {
+    op: UserOp,
+    dt: Handle,
+    layout: Option<Arc<Layout>>,
+}
 
-    /// The operation on buffers of `elem`-byte elements of `dt`: the
-    /// buffers are copied to aligned memory when they are not aligned.
-    fn operation(self, elem: usize, dt: Handle, layout: Option<Arc<Layout>>) -> Operation {
-        Operation::from_bytes(elem, self.commute, move |src: &[u8], acc: &mut [u8]| {
-            let n = src.len().min(acc.len()) / elem.max(1);
-            let aligned = |p: *const u8| p as usize % ALIGN == 0;
-            if aligned(src.as_ptr()) && aligned(acc.as_ptr()) {
-                // SAFETY: `n` elements in each, aligned; `src` is only read
-                // (the C signature is not const).
-                unsafe { self.call(src.as_ptr().cast_mut().cast(), acc.as_mut_ptr().cast(), n, dt, layout.as_ref()) };
-                return;
-            }
-            let words = src.len().div_ceil(ALIGN);
-            let (mut s, mut a) = (vec![0u128; words], vec![0u128; words]);
-            let (sb, ab): (&mut [u8], &mut [u8]) = (bytemuck::cast_slice_mut(&mut s), bytemuck::cast_slice_mut(&mut a));
-            sb[..src.len()].copy_from_slice(src);
-            ab[..acc.len()].copy_from_slice(acc);
-            // SAFETY: `sb` and `ab` are the library's own copies, aligned (their storage is `u128`s) and holding at
-            // least `n` elements of `elem` bytes each, readable and writable for this call: `call`'s `# Safety`.
-            unsafe { self.call(sb.as_mut_ptr().cast(), ab.as_mut_ptr().cast(), n, dt, layout.as_ref()) };
-            acc.copy_from_slice(&ab[..acc.len()]);
-        })
+impl RawUserFn for OnType {
+    unsafe fn apply(&self, src: *mut u8, acc: *mut u8, n: usize) {
+        // SAFETY: `src` and `acc` are aligned to 16 bytes (every predefined type's alignment) and hold `n` elements
+        // of `dt` each, readable and writable for this call (`apply`'s `# Safety`): `call`'s `# Safety`.
+        unsafe { self.op.call(src.cast(), acc.cast(), n, self.dt, self.layout.as_ref()) }
     }
 }
 
@@ -160,8 +115,14 @@ impl AnyOperation for OpChoice {
     fn on<T: Reducible>(&self) -> mpi::Result<Operation> {
         match self {
             OpChoice::System(o) => Operation::system::<T>(*o),
-            OpChoice::User(u, dt, None) => Ok(u.operation(std::mem::size_of::<T>(), *dt, None)),
-            OpChoice::User(u, dt, Some(l)) => Ok(u.derived(l.clone(), *dt)),
+            OpChoice::User(u, dt, None) => {
+                let f = OnType { op: *u, dt: *dt, layout: None };
+                Ok(Operation::from_raw(std::mem::size_of::<T>(), u.commute, f))
+            }
+            OpChoice::User(u, dt, Some(l)) => {
+                let f = OnType { op: *u, dt: *dt, layout: Some(l.clone()) };
+                Ok(Operation::from_raw_typed(l.clone(), u.commute, f))
+            }
         }
     }
 }

@@ -28,9 +28,11 @@ pub(crate) mod live;
 pub mod long_double;
 pub mod op;
 pub mod persistent;
+mod raw_op;
 pub mod schedule;
 
 pub use op::{Operation, Reducible, SystemOperation, ValueIndex};
+pub use raw_op::RawUserFn;
 
 use crate::comm::{Communicator, Process, SimpleCommunicator};
 use crate::context::{charge_call, Locked};
