@@ -49,20 +49,7 @@ unsafe fn init(
     let total =
         count.checked_mul(partitions as i64).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "partitions × count overflows"))?;
     let span = st.span(total, datatype)?;
-    let c = &st.comm(comm)?.comm;
-    if peer != MPI_PROC_NULL && !(0..mpi::Communicator::size(c)).contains(&peer) {
-        let what = if send { "dest" } else { "source" };
-        return Err(Fail::new(
-            MPI_ERR_RANK,
-            format!("{what} {peer} is not a rank of the communicator (nor MPI_PROC_NULL)"),
-        ));
-    }
-    let ub = mpi::staged::partitioned::PARTITIONED_TAG_UB;
-    if !(0..=ub).contains(&tag) {
-        return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag}: a partitioned operation's tag is from 0 to {ub} here")));
-    }
-    // A peer that is MPI_PROC_NULL has no counterpart to pair with.
-    let channel = mpi::staged::partitioned::Channel::new(c, if peer == MPI_PROC_NULL { -1 } else { peer }, tag, send)?;
+    let channel = mpi::staged::partitioned::Channel::new(&st.comm(comm)?.comm, peer, tag, send)?;
     let op = if send {
         PersistentOp::Psend { buf, span, dest: peer, channel }
     } else {

@@ -240,17 +240,10 @@ fn intra(st: &State, comm: Handle) -> R<&mpi::SimpleCommunicator> {
     Ok(c)
 }
 
-/// This process's rank in a topology of `size` processes on `comm`, or
-/// `MPI_UNDEFINED` (the `_map` functions: no reordering).
+/// This process's rank in a topology of `size` processes on `comm`
+/// (`SimpleCommunicator::topology_rank`), or `MPI_UNDEFINED`.
 fn map_rank(st: &State, comm: Handle, size: c_int) -> R<c_int> {
-    let c = intra(st, comm)?;
-    if size > c.size() {
-        return Err(Fail::new(
-            MPI_ERR_DIMS,
-            format!("the topology has {size} processes, but the communicator {}", c.size()),
-        ));
-    }
-    Ok(if c.rank() < size { c.rank() } else { MPI_UNDEFINED })
+    Ok(st.comm(comm)?.comm.topology_rank(size)?.unwrap_or(MPI_UNDEFINED))
 }
 
 #[no_mangle]

@@ -26,7 +26,6 @@ mod sync;
 pub(crate) struct WinEntry {
     pub(crate) win: RawWindow,
     pub(crate) errhandler: Handle,
-    name: String,
     /// User attributes: keyval and value, in the order they were set.
     pub(crate) attrs: crate::attr::Values,
     info: info::Pairs,
@@ -137,7 +136,6 @@ unsafe fn new_win(st: &mut State, win: RawWindow, info: Handle, out: *mut Handle
         }),
         win,
         errhandler: MPI_ERRORS_ARE_FATAL,
-        name: String::new(),
         attrs: Default::default(),
         info,
     };
@@ -438,7 +436,7 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) 
         // SAFETY: `win_name` is MPI_Win_set_name's name argument (MPI 4.1 §7.8), a NUL-terminated string readable for
         // this call, or null, which `c_name` refuses.
         let name = unsafe { crate::strings::c_name(win_name)? };
-        st.win_mut(win)?.name = name;
+        st.win_mut(win)?.win.set_name(&name);
         Ok(())
     })
 }
@@ -447,7 +445,7 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, win_name: *const c_char) 
 pub unsafe extern "C" fn MPI_Win_get_name(win: Handle, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     with_state("MPI_Win_get_name", win, |st| {
         // The null handle has a name too, as the null communicator does.
-        let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { st.win(win)?.name.clone() };
+        let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { st.win(win)?.win.name().to_string() };
         // SAFETY: `win_name` has room for MPI_MAX_OBJECT_NAME characters and `resultlen` for one `int`, for this call,
         // as MPI 4.1 §7.8 requires of MPI_Win_get_name's out-arguments: `put_name`'s `# Safety` (null is refused).
         unsafe { crate::strings::put_name(&name, win_name, resultlen) }

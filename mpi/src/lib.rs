@@ -64,7 +64,7 @@ mod watcher;
 
 pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};
 pub use comm::{
-    raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
+    check_tag, raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
 };
 pub use error::{
     ArgError, AttachError, BufferError, CollectiveError, ContextError, ConversionError, DarrayProblem, DimsError,

@@ -48,9 +48,13 @@ pub struct Channel {
 
 impl Channel {
     /// The place of a partitioned send to `peer` (`send`) or receive from
-    /// it, with `tag`, on `comm`: taken at its initialization.
+    /// it, with `tag`, on `comm`: taken at its initialization. `peer` is a
+    /// rank of `comm` or [`crate::PROC_NULL`].
     pub fn new(comm: &SimpleCommunicator, peer: Rank, tag: Tag, send: bool) -> Result<Channel> {
         comm.intra_only("partitioned communication")?;
+        if peer != crate::PROC_NULL && !(0..comm.size()).contains(&peer) {
+            return Err(MpiError::InvalidRank { rank: peer, size: comm.size() });
+        }
         if !(0..=PARTITIONED_TAG_UB).contains(&tag) {
             return Err(MpiError::InvalidTag(tag));
         }

@@ -57,6 +57,18 @@ impl SimpleCommunicator {
         self.split_by_color_with_key(color, self.rank())
     }
 
+    /// This process's rank in a topology of `size` processes mapped onto
+    /// this communicator (`MPI_Cart_map`, `MPI_Graph_map`, §8.5.8): its own
+    /// (ranks are never reordered), or `None` beyond the topology's size.
+    pub fn topology_rank(&self, size: Count) -> Result<Option<Rank>> {
+        self.intra_only("a topology's mapping")?;
+        if size > self.size() {
+            let what = "the mapped topology".to_string();
+            return Err(TopologyArgError::TooLarge { what, size, comm: self.size() }.into());
+        }
+        Ok((self.rank() < size).then_some(self.rank()))
+    }
+
     /// A Cartesian grid on the first `dims`-product ranks (`MPI_Cart_create`,
     /// §8.5.1); the others get `None`. Collective. `reorder` is accepted and
     /// ignored: ranks keep their order.

@@ -511,13 +511,7 @@ unsafe fn elements(st: &State, status: *const MpiStatus, datatype: Handle, basic
     // `# Safety`: the status the program passes to MPI_Get_count or MPI_Get_elements).
     let bytes = unsafe { status.read() }.bytes();
     let l = st.layout(datatype)?;
-    let n = if basic {
-        l.elements_in(bytes)
-    } else if l.size == 0 {
-        Some(0)
-    } else {
-        (bytes % l.size as u64 == 0).then_some(bytes / l.size as u64)
-    };
+    let n = if basic { l.elements_in(bytes) } else { l.count_in(bytes) };
     Ok(n.and_then(|n| i64::try_from(n).ok()).unwrap_or(i64::from(MPI_UNDEFINED)))
 }
 

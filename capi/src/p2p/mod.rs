@@ -15,8 +15,7 @@ use crate::*;
 pub(crate) fn recv_tag(tag: c_int) -> R<Option<c_int>> {
     match tag {
         MPI_ANY_TAG => Ok(None),
-        t if t >= 0 => Ok(Some(t)),
-        t => Err(Fail::new(MPI_ERR_TAG, format!("tag {t} is negative (and not MPI_ANY_TAG)"))),
+        t => Ok(mpi::check_tag(t).map(|()| Some(t))?),
     }
 }
 
@@ -490,9 +489,7 @@ unsafe fn start_sendrecv(
     let c = &st.comm(comm)?.comm;
     let rspan = st.span(recvcount, recvtype)?;
     let tag = recv_tag(recvtag)?;
-    if sendtag < 0 {
-        return Err(Fail::new(MPI_ERR_TAG, format!("sendtag {sendtag} is negative")));
-    }
+    mpi::check_tag(sendtag)?;
     let sent = match send {
         _ if dest == MPI_PROC_NULL => None,
         SendPart::Buffer { buf, count, dt } => {

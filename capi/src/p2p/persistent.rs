@@ -44,9 +44,7 @@ pub(crate) unsafe fn send_init(
 ) -> c_int {
     with_state(call, comm, |st| {
         let span = st.span(count, datatype)?;
-        if tag < 0 {
-            return Err(Fail::new(MPI_ERR_TAG, format!("tag {tag} is negative")));
-        }
+        mpi::check_tag(tag)?;
         let op = PersistentOp::Send { buf, span, dest, tag, mode };
         // SAFETY: `request` is valid for writing one handle for this call (`send_init`'s `# Safety`); `buf` is only
         // stored here, and read at each start, while the request lives (also `send_init`'s `# Safety`).

@@ -30,7 +30,10 @@ pub struct AnyProcess<'a> {
     pub(crate) comm: &'a SimpleCommunicator,
 }
 
-pub(crate) fn check_tag(tag: Tag) -> Result<()> {
+/// A message's tag must be from 0 to [`crate::TAG_UB`] (§3.2.3); the
+/// wildcard is a receive's `None`, not a tag (`MpiError::InvalidTag`,
+/// `MPI_ERR_TAG`).
+pub fn check_tag(tag: Tag) -> Result<()> {
     if !(0..=TAG_UB).contains(&tag) {
         return Err(MpiError::InvalidTag(tag));
     }

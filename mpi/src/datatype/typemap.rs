@@ -346,6 +346,16 @@ impl Typemap {
         std::iter::from_fn(move || walk(&mut stack).map(|leaf| (leaf.basic, (leaf.len / leaf.basic.max(1)) as u64)))
     }
 
+    /// Whole elements in `bytes` bytes of packed data (`MPI_Get_count`,
+    /// §3.2.5), or `None` when they end inside one; a type of no data
+    /// counts 0.
+    pub fn count_in(&self, bytes: u64) -> Option<u64> {
+        match self.size as u64 {
+            0 => Some(0),
+            size => (bytes % size == 0).then_some(bytes / size),
+        }
+    }
+
     /// Basic elements in `bytes` bytes of packed data, or `None` when
     /// they end inside one (§5.1.11).
     pub fn elements_in(&self, bytes: u64) -> Option<u64> {
