@@ -85,20 +85,6 @@ impl State {
         let n = count(n)?;
         Ok(Span::of(self.committed(dt)?, n)?)
     }
-
-    /// The basic element type every block of `dt` is made of (§12.3.4:
-    /// accumulates take predefined types, or derived ones of one of them).
-    fn base_elem(&self, dt: Handle) -> R<Elem> {
-        match self.types.get(&dt) {
-            None => crate::datatype::elem_of(dt),
-            Some(e) => Ok(e
-                .def
-                .basis
-                .reduces()
-                .elem(e.def.basis.signature().native_size() as usize)
-                .map_err(MpiError::from)?),
-        }
-    }
 }
 
 fn acc_op(op: Handle) -> R<AccOp> {
@@ -505,15 +491,11 @@ unsafe fn communicate(
         let ob = count(ocount)? as u64 * st.committed(otype)?.size as u64;
         Ok(ob == 0 && target.count as u64 * layout.size as u64 == 0)
     };
-    let elem = |st: &State| -> R<Elem> {
-        let e = st.base_elem(t.dt)?;
-        if !moves_nothing(st)? && st.base_elem(otype)? != e {
-            return Err(Fail::new(
-                MPI_ERR_TYPE,
-                "the origin and target datatypes of an accumulate have different basic types",
-            ));
-        }
-        Ok(e)
+    // The element an accumulate combines (`Basis::accumulated`, §12.3.4).
+    let elem = |st: &State, a: AccOp| -> R<Elem> {
+        let (o, t) = (st.basis(otype, None)?, st.basis(t.dt, None)?);
+        Ok(mpi::staged::basis::Basis::accumulated(&o, &t, a != AccOp::NoOp, !moves_nothing(st)?)
+            .map_err(MpiError::from)?)
     };
     st.win(win)?;
     match op {
@@ -536,7 +518,8 @@ unsafe fn communicate(
             Ok(Some(unsafe { w.get(origin.cast(), &span, &target)? }))
         }
         Op::Acc(h) => {
-            let (a, e, span) = (acc_op(h)?, elem(st)?, st.span_c(ocount, otype)?);
+            let a = acc_op(h)?;
+            let (e, span) = (elem(st, a)?, st.span_c(ocount, otype)?);
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: `origin` holds `ocount` elements of `otype` (`span`), readable for this call, as MPI 4.1 §12.3.4
             // requires of MPI_Accumulate's origin buffer (`communicate`'s `# Safety`); `RawWindow::accumulate` copies
@@ -546,7 +529,7 @@ unsafe fn communicate(
         }
         Op::GetAcc(h) => {
             let a = acc_op(h)?;
-            let e = if a == AccOp::NoOp { st.base_elem(t.dt)? } else { elem(st)? };
+            let e = elem(st, a)?;
             let span = if a == AccOp::NoOp { Span::bytes(0) } else { st.span_c(ocount, otype)? };
             let rspan = st.span_c(result.1, result.2)?;
             let w = &mut st.win_mut(win)?.win;

@@ -246,6 +246,10 @@ pub enum TypeError {
         /// The predefined type's size.
         elem: usize,
     },
+    /// An accumulate whose origin and target datatypes are of different
+    /// basic types (§12.3.4).
+    #[error("the origin and target datatypes of an accumulate have different basic types (MPI 4.1 §12.3.4)")]
+    AccumulateBases,
     /// A user operation on a datatype whose extent is not positive: its
     /// elements do not follow one another (§6.9.5).
     #[error("a user operation needs a datatype whose elements follow one another (a positive extent), not {extent}")]

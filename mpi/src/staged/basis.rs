@@ -107,6 +107,30 @@ impl Basis {
     pub fn reduces(&self) -> Reduces {
         self.reduces
     }
+
+    /// The predefined element a reduction or an accumulate combines in
+    /// this datatype, whole elements of it.
+    pub fn element(&self) -> std::result::Result<Elem, TypeError> {
+        self.reduces.elem(self.signature.native_size() as usize)
+    }
+
+    /// The element an accumulate combines (§12.3.4): the target datatype's.
+    /// The origin's must be the same basic type, unless the operation does
+    /// not read it (`MPI_NO_OP`, `reads_origin` false) or the call moves
+    /// no data on either side (`moves_data` false: a count or a size of 0,
+    /// where any datatypes may meet).
+    pub fn accumulated(
+        origin: &Basis,
+        target: &Basis,
+        reads_origin: bool,
+        moves_data: bool,
+    ) -> std::result::Result<Elem, TypeError> {
+        let e = target.element()?;
+        if reads_origin && moves_data && origin.element()? != e {
+            return Err(TypeError::AccumulateBases);
+        }
+        Ok(e)
+    }
 }
 
 #[cfg(test)]
@@ -119,6 +143,19 @@ mod tests {
 
     fn double() -> Basis {
         Basis::predefined(&[Basic::Swap(8)], Some(Elem::F64))
+    }
+
+    /// An accumulate's origin and target agree on their element, unless
+    /// the origin is not read or nothing moves.
+    #[test]
+    fn an_accumulate_combines_the_targets_element() {
+        let (i, d) = (int(), double());
+        assert_eq!(Basis::accumulated(&i, &i, true, true), Ok(Elem::I32));
+        assert_eq!(Basis::accumulated(&d, &i, true, true), Err(TypeError::AccumulateBases));
+        assert_eq!(Basis::accumulated(&d, &i, false, true), Ok(Elem::I32));
+        assert_eq!(Basis::accumulated(&d, &i, true, false), Ok(Elem::I32));
+        let mixed = Basis::structure([(&i, 1), (&d, 1)]).map(|b| b.element());
+        assert_eq!(mixed.ok(), Some(Err(TypeError::Mixed)));
     }
 
     #[test]
