@@ -343,6 +343,16 @@ static void flavours(void)
     MPI_Win_fence(0, w);
     memcpy(&sum, &mem[5], sizeof sum);
     CHECK(sum == 1.5, "an accumulate of a Fortran real(8) left %g", sum);
+    /* Data of two basic types (§12.3.4): refused with MPI_ERR_TYPE, except
+     * under MPI_NO_OP, which does not read the origin. */
+    int one = 1;
+    double fetched = -1;
+    int arc = MPI_Accumulate(&one, 1, MPI_INT, right, 5, 1, MPI_DOUBLE, MPI_SUM, w);
+    CHECK(arc == MPI_ERR_TYPE, "an accumulate of an int into a double gave %d", arc);
+    arc = MPI_Get_accumulate(&one, 1, MPI_INT, &fetched, 1, MPI_DOUBLE, right, 5, 1, MPI_DOUBLE, MPI_NO_OP, w);
+    CHECK(arc == MPI_SUCCESS, "a fetch (MPI_NO_OP) with an int origin refused: %d", arc);
+    MPI_Win_fence(0, w);
+    CHECK(fetched == 1.5, "the fetch read %g", fetched);
     MPI_Type_free(&none);
     MPI_Win_free(&w);
 
