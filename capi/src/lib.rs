@@ -222,34 +222,8 @@ pub(crate) struct Recipe {
 
 /// The operation of a persistent request.
 pub(crate) enum PersistentOp {
-    Send {
-        buf: *const std::ffi::c_void,
-        span: mpi::staged::Span,
-        dest: c_int,
-        tag: c_int,
-        mode: p2p::Mode,
-    },
-    Recv {
-        buf: *mut std::ffi::c_void,
-        span: mpi::staged::Span,
-        source: c_int,
-        tag: Option<c_int>,
-    },
-    /// A partitioned send (§4.2): the whole buffer, sent when every
-    /// partition is ready (`crate::partitioned`).
-    Psend {
-        buf: *mut std::ffi::c_void,
-        span: mpi::staged::Span,
-        dest: c_int,
-        channel: mpi::staged::partitioned::Channel,
-    },
-    /// A partitioned receive (§4.2) of the whole buffer.
-    Precv {
-        buf: *mut std::ffi::c_void,
-        span: mpi::staged::Span,
-        source: c_int,
-        channel: mpi::staged::partitioned::Channel,
-    },
+    /// Point-to-point, partitioned included (§3.9, §4.2).
+    P2p(mpi::staged::persistent::P2p),
     /// A persistent collective (§6.13): the start it repeats, and its place
     /// in the communicator's matching order, taken at initialization.
     Coll(coll::CollStart, std::rc::Rc<mpi::staged::coll::Persistent>),

@@ -50,11 +50,11 @@ unsafe fn init(
         count.checked_mul(partitions as i64).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "partitions × count overflows"))?;
     let span = st.span(total, datatype)?;
     let channel = mpi::staged::partitioned::Channel::new(&st.comm(comm)?.comm, peer, tag, send)?;
-    let op = if send {
-        PersistentOp::Psend { buf, span, dest: peer, channel }
+    let op = PersistentOp::P2p(if send {
+        mpi::staged::persistent::P2p::Psend { buf: buf.cast(), span, channel }
     } else {
-        PersistentOp::Precv { buf, span, source: peer, channel }
-    };
+        mpi::staged::persistent::P2p::Precv { buf: buf.cast(), span, channel }
+    });
     let comm_c = st.comm(comm)?.comm.clone();
     // SAFETY: `request` is null or valid for writing one handle for this call (`init`'s `# Safety`, from
     // MPI_Psend_init's or MPI_Precv_init's out-argument); `new_request` refuses null.

@@ -5,6 +5,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi::staged::persistent::SendMode;
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
@@ -165,10 +166,10 @@ forward! {
     pub unsafe extern "C" fn MPI_Isend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, false);
     pub unsafe extern "C" fn MPI_Issend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, true);
     pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = isend(buf, count, datatype, dest, tag, comm, request, false);
-    pub unsafe extern "C" fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Standard);
-    pub unsafe extern "C" fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Synchronous);
-    pub unsafe extern "C" fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Standard);
-    pub unsafe extern "C" fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, Mode::Buffered);
+    pub unsafe extern "C" fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, SendMode::Standard);
+    pub unsafe extern "C" fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, SendMode::Synchronous);
+    pub unsafe extern "C" fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, SendMode::Standard);
+    pub unsafe extern "C" fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: Handle, dest: c_int, tag: c_int, comm: Handle, request: *mut Handle) -> c_int = send_init(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered);
 }
 
 /// Blocking receive.

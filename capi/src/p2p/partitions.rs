@@ -12,7 +12,6 @@
 
 use mpi::partitioned::SendPartitions;
 use mpi::request::Part;
-use mpi::slot::Started;
 
 use crate::abi::*;
 use crate::*;
@@ -70,16 +69,11 @@ fn launch(st: &mut State, h: Handle) -> R<()> {
     let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a partitioned request")));
     };
-    let started = p.start(|Recipe { comm, op, .. }| {
-        let PersistentOp::Psend { buf, span, dest, channel } = op else {
-            return Err(mpi::MpiError::Request(mpi::RequestMisuse::NotPartitionedSend));
-        };
-        if *dest == MPI_PROC_NULL {
-            return Ok(Started::Done(mpi::Status::proc_null()));
-        }
-        // SAFETY: the program keeps the buffer given to MPI_Psend_init
-        // valid until each started send completes (§4.2).
-        Ok(Started::Op(unsafe { mpi::staged::partitioned::isend(comm, channel, buf.cast(), span) }?))
+    let started = p.start(|Recipe { comm, op, .. }| match op {
+        // SAFETY: the program keeps the buffer given to MPI_Psend_init valid and unmodified until each started send
+        // completes (MPI 4.1 §4.2): `P2p::launch`'s contract.
+        PersistentOp::P2p(op) => unsafe { op.launch(comm) },
+        PersistentOp::Coll(..) => Err(mpi::MpiError::Request(mpi::RequestMisuse::NotPartitionedSend)),
     });
     started.map_err(Fail::from)
 }

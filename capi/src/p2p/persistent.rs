@@ -2,6 +2,7 @@
 //! cancel (§3.8.4).
 
 use mpi::slot::Started;
+use mpi::staged::persistent::P2p;
 
 use super::*;
 
@@ -15,15 +16,6 @@ pub(crate) unsafe fn persistent(st: &mut State, comm: Handle, op: PersistentOp, 
     // SAFETY: `request` is valid for writing one handle for this call (`persistent`'s `# Safety`, from the `*_init`
     // call's out-argument); `new_request` also refuses null.
     unsafe { new_request(st, Req::persistent(Recipe { comm, handle, op }), request) }
-}
-
-/// The mode of a persistent send (§3.4; a ready send is a standard one
-/// whose receive is known to be posted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Standard,
-    Synchronous,
-    Buffered,
 }
 
 /// A persistent send of any mode.
@@ -40,12 +32,12 @@ pub(crate) unsafe fn send_init(
     tag: c_int,
     comm: Handle,
     request: *mut Handle,
-    mode: Mode,
+    mode: SendMode,
 ) -> c_int {
     with_state(call, comm, |st| {
         let span = st.span(count, datatype)?;
         mpi::check_tag(tag)?;
-        let op = PersistentOp::Send { buf, span, dest, tag, mode };
+        let op = PersistentOp::P2p(P2p::Send { buf: buf.cast(), span, dest, tag, mode });
         // SAFETY: `request` is valid for writing one handle for this call (`send_init`'s `# Safety`); `buf` is only
         // stored here, and read at each start, while the request lives (also `send_init`'s `# Safety`).
         unsafe { persistent(st, comm, op, request) }
@@ -64,7 +56,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
 ) -> c_int {
     with_state("MPI_Recv_init", comm, |st| {
         let span = st.span(count, datatype)?;
-        let op = PersistentOp::Recv { buf, span, source, tag: recv_tag(tag)? };
+        let op = PersistentOp::P2p(P2p::Recv { buf: buf.cast(), span, source, tag: recv_tag(tag)? });
         // SAFETY: `request` is MPI_Recv_init's out-argument (MPI 4.1 §3.9), valid for writing one handle for this call:
         // `persistent`'s `# Safety`. `buf` is only stored here, to be written by each started receive.
         unsafe { persistent(st, comm, op, request) }
@@ -105,39 +97,15 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
     let (comms, sessions, buffered) = (&mut st.comms, &mut st.sessions, &mut st.buffered);
     let mut sent = None;
     let started = p.start(|Recipe { comm: c, handle, op }| {
-        Ok(match op {
-            PersistentOp::Send { dest: MPI_PROC_NULL, .. }
-            | PersistentOp::Recv { source: MPI_PROC_NULL, .. }
-            | PersistentOp::Precv { source: MPI_PROC_NULL, .. } => Started::Done(mpi::Status::proc_null()),
-            PersistentOp::Send { buf, span, dest, tag, mode: Mode::Buffered } => {
-                // The message is copied now: the started request is complete.
-                let b = crate::bsend::buffer_for(comms, sessions, buffered, *handle);
-                // SAFETY: the caller keeps the buffer given to MPI_Bsend_init
-                // valid while the request lives (§3.9).
-                sent = Some((*handle, unsafe { b.send(&c.process_at_rank(*dest), buf.cast(), span, *tag) }?));
-                Started::Done(mpi::Status::empty())
-            }
-            PersistentOp::Send { buf, span, dest, tag, mode } => {
-                let sync = *mode == Mode::Synchronous;
-                // SAFETY: the caller keeps the buffer given to MPI_Send_init
-                // until each started operation completes (§3.9).
-                Started::Op(unsafe { mpi::staged::isend(&c.process_at_rank(*dest), buf.cast(), span, *tag, sync) }?)
-            }
-            PersistentOp::Recv { buf, span, source, tag } => {
-                let (buf, tag) = (buf.cast(), *tag);
-                // SAFETY: `buf` is the pointer MPI_Recv_init stored, and at each MPI_Start MPI 4.1 §3.9 obliges the
-                // program to give the started receive room for `span`'s elements there and to leave it alone until the
-                // operation completes: what `mpi::staged::irecv` requires.
-                Started::Op(unsafe { from_source!(c, *source, from => mpi::staged::irecv(from, buf, span, tag)) }?)
-            }
-            PersistentOp::Precv { buf, span, channel, .. } => {
-                // SAFETY: the program keeps the buffer given to
-                // MPI_Precv_init until each started receive completes (§4.2).
-                Started::Op(unsafe { mpi::staged::partitioned::irecv(c, channel, buf.cast(), span) }?)
-            }
-            PersistentOp::Psend { .. } => return Err(mpi::MpiError::Request(mpi::RequestMisuse::PartitionedStart)),
-            PersistentOp::Coll(..) => return Err(mpi::MpiError::Request(mpi::RequestMisuse::CollectiveStart)),
-        })
+        let PersistentOp::P2p(op) = op else {
+            return Err(mpi::MpiError::Request(mpi::RequestMisuse::CollectiveStart));
+        };
+        // SAFETY: the buffer recorded at the `*_init` call is, at each MPI_Start, what MPI 4.1 §3.9 (and §4.2) obliges
+        // the program to keep: the elements to send, unmodified until the operation completes; room for those to
+        // receive, left alone until it completes. That is `P2p::start`'s contract.
+        let (started, s) = unsafe { op.start(c, || crate::bsend::buffer_for(comms, sessions, buffered, *handle)) }?;
+        sent = s.map(|s| (*handle, s));
+        Ok(started)
     });
     started.map_err(Fail::from)?;
     if let Some((comm, sent)) = sent {

@@ -22,6 +22,7 @@ pub mod coll;
 pub mod inter;
 pub mod pack;
 pub mod partitioned;
+pub mod persistent;
 pub mod reduce;
 pub mod reduction;
 
