@@ -138,14 +138,35 @@ fn sixteen_ranks_use_sixteen_sockets() {
     assert!(out.contains("sockets: 16 in total for 16 ranks"), "{out}");
 }
 
+/// `n` UDP ports free on loopback for a host file, below the kernel's
+/// ephemeral range (32768-60999 here): a port found free by binding port 0
+/// and released could be handed to any socket bound meanwhile, such as
+/// another test's rank (CI once failed so: "cannot bind 127.0.0.1:54337:
+/// Address already in use"). Each call of this process takes new
+/// candidates, from a start that differs between processes.
+fn quiet_ports(n: usize) -> Vec<u16> {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 400) as u16 * 25;
+    let mut found = Vec::new();
+    while found.len() < n {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(k < 2_000, "no free UDP port below the ephemeral range");
+        let port = 20_000 + (base - 20_000 + k) % 12_000;
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            found.push(port);
+        }
+    }
+    found
+}
+
 /// Two launchers, one per "host" (both on loopback here), starting the
 /// ranks `a` and `b` of an `np`-rank job of `case`, meeting through a host
 /// file; `env` for both. Their outputs (stdout and stderr together), after
 /// checking that both succeeded.
 fn two_hosts(np: u32, a: &str, b: &str, case: &str, env: &[(&str, &str)]) -> [String; 2] {
     sim_tests::ensure_binaries();
-    let ports: Vec<u16> =
-        (0..np).map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+    let ports = quiet_ports(np as usize);
     let hostfile = std::env::temp_dir().join(format!("dn-hosts-{}-{a}-{b}", std::process::id()));
     let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
     std::fs::write(&hostfile, format!("# {np} ranks on two 'hosts'\n{text}")).unwrap();
