@@ -6,6 +6,8 @@
 //! in the classic form, `MPI_Count` in the `_c` form ([`Count`]), which
 //! `MPI_Type_get_contents` tells apart (§5.1.13).
 
+use mpi::staged::recipe;
+
 use crate::count::Int;
 
 use super::*;
@@ -33,18 +35,27 @@ unsafe fn wides<T: Int>(p: *const T, n: usize, what: &str) -> R<Vec<i64>> {
     Ok(unsafe { array(p, n, what)? }.iter().map(|v| v.wide()).collect())
 }
 
+/// Register the datatype a constructor built, recording its old types
+/// `olds`.
+///
+/// # Safety
+/// `newtype` is null or writable.
+unsafe fn made(st: &mut State, built: (Layout, Args), olds: &[Handle], newtype: *mut Handle) -> R<()> {
+    let parts = olds.iter().map(|&t| st.part(t)).collect::<R<Vec<_>>>()?;
+    // SAFETY: `newtype` is null or valid for writing one handle for this call (`made`'s `# Safety`), which is what
+    // `define` requires; it refuses null.
+    unsafe { define(st, built.0, built.1.contents(parts), newtype) }
+}
+
 /// `MPI_Type_contiguous(_c)` (§5.1.2).
 ///
 /// # Safety
 /// `newtype` is null or writable.
 unsafe fn contiguous<C: Count>(call: &str, count: C, oldtype: Handle, newtype: *mut Handle) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let count = count.wide();
-        count_arg(count, "count")?;
-        let args = Args::new(C::FORM, MPI_COMBINER_CONTIGUOUS, vec![count], vec![]);
-        // SAFETY: `newtype` is null or valid for writing one handle for this call (`contiguous`' `# Safety`), which is
-        // what `blocks_of` requires.
-        unsafe { blocks_of(st, oldtype, &[count], &[0], true, args, newtype) }
+        let built = recipe::contiguous(C::FORM, count.wide(), &st.layout(oldtype)?)?;
+        // SAFETY: `newtype` is null or writable for this call (`contiguous`' `# Safety`): `made`'s requirement.
+        unsafe { made(st, built, &[oldtype], newtype) }
     })
 }
 
@@ -64,22 +75,9 @@ unsafe fn vector<C: Count>(
     newtype: *mut Handle,
 ) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let (count, blocklength) = (count.wide(), blocklength.wide());
-        let n = count_arg(count, "count")?;
-        let len = count_arg(blocklength, "blocklength")?;
-        let args = if bytes {
-            Args::new(C::FORM, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride])
-        } else {
-            Args::new(C::FORM, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![])
-        };
-        let old = st.layout(oldtype)?;
-        let unit = if bytes { 1 } else { old.extent() };
-        let step = disp_arg(stride)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "the stride overflows"))?;
-        let layout = Layout::vector(n, len, step, &old)?;
-        let contents = args.contents(vec![st.part(oldtype)?]);
-        // SAFETY: `newtype` is null or valid for writing one handle for this call (`vector`'s `# Safety`), which is
-        // what `define` requires; it refuses null.
-        unsafe { define(st, layout, contents, newtype) }
+        let built = recipe::vector(C::FORM, count.wide(), blocklength.wide(), stride, bytes, &st.layout(oldtype)?)?;
+        // SAFETY: `newtype` is null or writable for this call (`vector`'s `# Safety`): `made`'s requirement.
+        unsafe { made(st, built, &[oldtype], newtype) }
     })
 }
 
@@ -114,25 +112,16 @@ unsafe fn indexed<C: Count, D: Int>(
         let n = count_arg(count.wide(), "count")?;
         // SAFETY: `lens` (when `Each`) and `disps` hold `count` values, readable for this call (`indexed`'s
         // `# Safety`): `wides`' requirement; `count_arg` refused a negative count.
-        let (given, disps) = unsafe {
-            let given = match lens {
-                Lengths::Each(p) => wides(p, n, "array_of_blocklengths")?,
-                Lengths::Same(len) => vec![len.wide()],
+        let (lens, disps) = unsafe {
+            let lens = match lens {
+                Lengths::Each(p) => recipe::Lengths::Each(wides(p, n, "array_of_blocklengths")?),
+                Lengths::Same(len) => recipe::Lengths::Same(len.wide()),
             };
-            (given, wides(disps, n, "array_of_displacements")?)
+            (lens, wides(disps, n, "array_of_displacements")?)
         };
-        let all = if given.len() == n { given.clone() } else { vec![given.first().copied().unwrap_or(0); n] };
-        let mut counts = vec![count.wide()];
-        counts.extend_from_slice(&given);
-        let args = if bytes {
-            Args::new(C::FORM, combiner, counts, disps.clone())
-        } else {
-            counts.extend_from_slice(&disps);
-            Args::new(C::FORM, combiner, counts, vec![])
-        };
-        // SAFETY: `newtype` is null or valid for writing one handle for this call (`indexed`'s `# Safety`), which is
-        // what `blocks_of` requires.
-        unsafe { blocks_of(st, oldtype, &all, &disps, !bytes, args, newtype) }
+        let built = recipe::indexed(C::FORM, combiner, bytes, count.wide(), lens, disps, &st.layout(oldtype)?)?;
+        // SAFETY: `newtype` is null or writable for this call (`indexed`'s `# Safety`): `made`'s requirement.
+        unsafe { made(st, built, &[oldtype], newtype) }
     })
 }
 
@@ -161,20 +150,10 @@ unsafe fn structure<C: Count, D: Int>(
                 array(types, n, "array_of_types")?,
             )
         };
-        let mut b = Builder::new();
-        let mut parts = Vec::with_capacity(types.len());
-        for ((&len, &d), &t) in lens.iter().zip(&disps).zip(types) {
-            b.place(&st.layout(t)?, disp_arg(d)?, count_arg(len, "a block length")?)?;
-            parts.push(st.part(t)?);
-        }
-        // The extent is padded as a C compiler pads a struct (§5.1.6).
-        let l = b.finish_struct()?;
-        let mut counts = vec![count.wide()];
-        counts.extend_from_slice(&lens);
-        let contents = Args::new(C::FORM, MPI_COMBINER_STRUCT, counts, disps).contents(parts);
-        // SAFETY: `newtype` is null or valid for writing one handle for this call (`structure`'s `# Safety`), which is
-        // what `define` requires; it refuses null.
-        unsafe { define(st, l, contents, newtype) }
+        let olds = types.iter().map(|&t| st.layout(t)).collect::<R<Vec<_>>>()?;
+        let built = recipe::structure(C::FORM, lens, disps, &olds)?;
+        // SAFETY: `newtype` is null or writable for this call (`structure`'s `# Safety`): `made`'s requirement.
+        unsafe { made(st, built, types, newtype) }
     })
 }
 
@@ -184,15 +163,9 @@ unsafe fn structure<C: Count, D: Int>(
 /// `newtype` is null or writable.
 unsafe fn resized(call: &str, form: Form, oldtype: Handle, lb: i64, extent: i64, newtype: *mut Handle) -> c_int {
     with_state(call, MPI_COMM_WORLD, |st| {
-        let mut l = (*st.layout(oldtype)?).clone();
-        let (lo, ext) = (disp_arg(lb)?, disp_arg(extent)?);
-        l.lb = lo;
-        l.ub = lo.checked_add(ext).ok_or_else(|| Fail::new(MPI_ERR_ARG, "lb + extent overflows an address"))?;
-        let contents =
-            Args::new(form, MPI_COMBINER_RESIZED, vec![], vec![lb, extent]).contents(vec![st.part(oldtype)?]);
-        // SAFETY: `newtype` is null or valid for writing one handle for this call (`resized`'s `# Safety`), which is
-        // what `define` requires; it refuses null.
-        unsafe { define(st, l, contents, newtype) }
+        let built = recipe::resized(form, &*st.layout(oldtype)?, lb, extent)?;
+        // SAFETY: `newtype` is null or writable for this call (`resized`'s `# Safety`): `made`'s requirement.
+        unsafe { made(st, built, &[oldtype], newtype) }
     })
 }
 

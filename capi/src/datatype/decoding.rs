@@ -18,14 +18,7 @@ pub(crate) fn envelope(st: &State, datatype: Handle, form: Form) -> R<([usize; 4
     let Some(c) = st.contents_of(datatype)? else {
         return Ok(([0; 4], MPI_COMBINER_NAMED));
     };
-    if form == Form::Int && !c.counts.is_empty() {
-        return Err(Fail::new(
-            MPI_ERR_TYPE,
-            "this datatype was built by a large-count constructor: decode it with MPI_Type_get_envelope_c \
-             and MPI_Type_get_contents_c",
-        ));
-    }
-    Ok(([c.ints.len(), c.aints.len(), c.counts.len(), c.types.len()], c.combiner))
+    Ok((c.envelope(form)?, c.combiner))
 }
 
 #[no_mangle]

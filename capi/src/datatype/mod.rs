@@ -18,66 +18,15 @@ use crate::*;
 
 /// A datatype's typemap (MPI 4.1 §5.1.1): the mpi crate's datatype engine.
 pub(crate) use mpi::datatype::typemap::addr;
-pub(crate) use mpi::datatype::{Typemap as Layout, TypemapBuilder as Builder};
+pub(crate) use mpi::datatype::Typemap as Layout;
 pub(crate) use mpi::staged::basis::Basis;
 pub(crate) use mpi::staged::{incoming, near_null, outgoing, Blocks, Span};
 
-/// How a datatype was built (§5.1.13, `MPI_Type_get_envelope`).
-#[derive(Clone, Debug)]
-pub(crate) struct Contents {
-    pub(crate) combiner: c_int,
-    pub(crate) ints: Vec<c_int>,
-    pub(crate) aints: Vec<isize>,
-    /// Large counts: the arguments of a large-count (`_c`) constructor
-    /// that are `MPI_Count`s.
-    pub(crate) counts: Vec<i64>,
-    /// The datatypes it was built from, with their definitions (so that a
-    /// decode still works after the program freed them).
-    pub(crate) types: Vec<(Handle, Option<Arc<TypeDef>>)>,
-}
-
-/// Which form of a constructor was called (MPI 4.1 §5.1.13): the `int`
-/// form, or the large-count (`_c`) form, whose counts, block lengths,
-/// displacements and bounds `MPI_Type_get_contents_c` returns as large
-/// counts.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Form {
-    Int,
-    Large,
-}
-
-/// A constructor's arguments as §5.1.13 records them: its counts (and
-/// displacements in extents), then its byte displacements and bounds.
-struct Args {
-    form: Form,
-    combiner: c_int,
-    counts: Vec<i64>,
-    addrs: Vec<i64>,
-}
-
-impl Args {
-    /// `counts` came from `int` arguments in the `int` form, so they fit.
-    fn new(form: Form, combiner: c_int, counts: Vec<i64>, addrs: Vec<i64>) -> Args {
-        Args { form, combiner, counts, addrs }
-    }
-
-    fn contents(self, types: Vec<(Handle, Option<Arc<TypeDef>>)>) -> Contents {
-        let Args { form, combiner, mut counts, addrs } = self;
-        match form {
-            Form::Int => Contents {
-                combiner,
-                ints: counts.iter().map(|&v| v as c_int).collect(),
-                aints: addrs.iter().map(|&v| v as isize).collect(),
-                counts: vec![],
-                types,
-            },
-            Form::Large => {
-                counts.extend(addrs);
-                Contents { combiner, ints: vec![], aints: vec![], counts, types }
-            }
-        }
-    }
-}
+/// How a datatype was built (§5.1.13, `mpi::staged::recipe`), its old
+/// types with their definitions (so that a decode still works after the
+/// program freed them).
+pub(crate) type Contents = mpi::staged::recipe::Contents<(Handle, Option<Arc<TypeDef>>)>;
+pub(crate) use mpi::staged::recipe::{Args, Form};
 
 /// A derived datatype's definition.
 #[derive(Debug)]
@@ -259,9 +208,8 @@ pub(crate) fn direct_bytes(count: c_int, dt: Handle) -> Option<usize> {
 // ---- the calls -------------------------------------------------------------------
 
 /// A non-negative count argument (`int` or `MPI_Count`) as a `usize`.
-fn count_arg(n: impl Into<i64>, what: &str) -> R<usize> {
-    let n = n.into();
-    usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("{what} {n} is negative")))
+fn count_arg(n: impl Into<i64>, what: &'static str) -> R<usize> {
+    Ok(mpi::staged::recipe::count_arg(n.into(), what)?)
 }
 
 /// `n` values at `p` (an array argument).
@@ -281,11 +229,6 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-/// A displacement or bound in bytes or extents: an address-sized value.
-fn disp_arg(v: i64) -> R<isize> {
-    isize::try_from(v).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {v} overflows an address")))
-}
-
 /// Register a new derived datatype (uncommitted) and write its handle.
 ///
 /// # Safety
@@ -294,21 +237,8 @@ pub(crate) unsafe fn define(st: &mut State, layout: Layout, contents: Contents, 
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "newtype is a null pointer"));
     }
-    let basis = match &contents.types[..] {
-        [(old, d)] if contents.combiner != MPI_COMBINER_STRUCT => {
-            Basis::repeat(&st.basis(*old, d.as_deref())?, layout.size)?
-        }
-        parts => {
-            // A struct's counts: `count, blocklengths...` (ints, or large counts).
-            let lens: Vec<i64> = if contents.counts.is_empty() {
-                contents.ints.iter().skip(1).map(|&v| i64::from(v)).collect()
-            } else {
-                contents.counts.iter().skip(1).copied().collect()
-            };
-            let bases = parts.iter().map(|(h, d)| st.basis(*h, d.as_deref())).collect::<R<Vec<_>>>()?;
-            Basis::structure(bases.iter().zip(lens).map(|(b, n)| (b, n.max(0) as u64)))?
-        }
-    };
+    let olds = contents.types.iter().map(|(h, d)| st.basis(*h, d.as_deref())).collect::<R<Vec<_>>>()?;
+    let basis = contents.basis(layout.size, &olds)?;
     let h = st.new_handle();
     let def = Arc::new(TypeDef { layout: Arc::new(layout), contents, basis });
     st.types.insert(h, TypeEntry { def, committed: false, name: String::new() });
@@ -338,40 +268,12 @@ impl State {
     }
 }
 
-/// Build a datatype from blocks of one old type: block `i` has `lens[i]`
-/// elements at `disps[i]` (in bytes, or in extents of `old` when
-/// `in_extents`).
-///
-/// # Safety
-/// `out` is null or writable.
-unsafe fn blocks_of(
-    st: &mut State,
-    old: Handle,
-    lens: &[i64],
-    disps: &[i64],
-    in_extents: bool,
-    args: Args,
-    out: *mut Handle,
-) -> R<()> {
-    let child = st.layout(old)?;
-    let unit = if in_extents { child.extent() } else { 1 };
-    let mut b = Builder::new();
-    for (&len, &d) in lens.iter().zip(disps) {
-        let at = disp_arg(d)?.checked_mul(unit).ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
-        b.place(&child, at, count_arg(len, "a block length")?)?;
-    }
-    let contents = args.contents(vec![st.part(old)?]);
-    // SAFETY: `out` is null or valid for writing one handle for this call (`blocks_of`'s `# Safety`), which is what
-    // `define` requires; it refuses null.
-    unsafe { define(st, b.finish(), contents, out) }
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> c_int {
     with_state("MPI_Type_dup", MPI_COMM_WORLD, |st| {
-        let l = (*st.layout(oldtype)?).clone();
+        let (l, args) = mpi::staged::recipe::dup(&*st.layout(oldtype)?);
         let committed = st.types.get(&oldtype).is_none_or(|e| e.committed);
-        let contents = Args::new(Form::Int, MPI_COMBINER_DUP, vec![], vec![]).contents(vec![st.part(oldtype)?]);
+        let contents = args.contents(vec![st.part(oldtype)?]);
         // SAFETY: `newtype` is MPI_Type_dup's out-argument, null or valid for writing one handle for this call, which
         // is what `define` requires; it refuses null.
         unsafe { define(st, l, contents, newtype)? };

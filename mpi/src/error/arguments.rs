@@ -246,6 +246,13 @@ pub enum TypeError {
         /// The predefined type's size.
         elem: usize,
     },
+    /// `MPI_Type_get_envelope` or `_contents` (the `int` forms) of a
+    /// datatype a large-count constructor made (§5.1.13).
+    #[error(
+        "this datatype was built by a large-count constructor: decode it with MPI_Type_get_envelope_c and \
+         MPI_Type_get_contents_c"
+    )]
+    LargeCountConstructor,
     /// An accumulate whose origin and target datatypes are of different
     /// basic types (§12.3.4).
     #[error("the origin and target datatypes of an accumulate have different basic types (MPI 4.1 §12.3.4)")]
@@ -346,6 +353,12 @@ pub enum ArgError {
     SplitType {
         /// The value given.
         split_type: i32,
+    },
+    /// A displacement or bound no address can hold.
+    #[error("displacement {value} overflows an address")]
+    Displacement {
+        /// The value given.
+        value: i64,
     },
     /// A thread level that is not one of the four (§11.2.3).
     #[error("{level} is not a thread level (MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE)")]

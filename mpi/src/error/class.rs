@@ -190,7 +190,7 @@ impl MpiError {
             MpiError::Context(_) | MpiError::Malformed { .. } => C::Other,
             MpiError::Topology { .. } => C::Topology,
             MpiError::Dims(_) => C::Dims,
-            MpiError::TooLarge(_) => C::Count,
+            MpiError::TooLarge(_) | MpiError::NegativeCount { .. } => C::Count,
             MpiError::NoMemory { .. } => C::NoMem,
             MpiError::Buffer(_) => C::Buffer,
             MpiError::Ranks(_) => C::Rank,

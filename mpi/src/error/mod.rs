@@ -146,6 +146,14 @@ pub enum MpiError {
         /// The message's length.
         len: u64,
     },
+    /// A count argument that is negative (`MPI_ERR_COUNT`).
+    #[error("{what} {count} is negative")]
+    NegativeCount {
+        /// Which argument.
+        what: &'static str,
+        /// The value given.
+        count: i64,
+    },
     /// A size, extent or displacement no address or count can hold (a
     /// datatype whose bounds overflow; `MPI_ERR_COUNT`).
     #[error(transparent)]

@@ -23,6 +23,7 @@ pub mod inter;
 pub mod pack;
 pub mod partitioned;
 pub mod persistent;
+pub mod recipe;
 pub mod reduce;
 pub mod reduction;
 
