@@ -491,11 +491,16 @@ unsafe fn communicate(
         let ob = count(ocount)? as u64 * st.committed(otype)?.size as u64;
         Ok(ob == 0 && target.count as u64 * layout.size as u64 == 0)
     };
-    // The element an accumulate combines (`Basis::accumulated`, §12.3.4).
+    // The element an accumulate combines (`Basis::accumulated`, §12.3.4);
+    // under MPI_NO_OP the origin datatype is not looked at (it may be
+    // MPI_DATATYPE_NULL).
     let elem = |st: &State, a: AccOp| -> R<Elem> {
-        let (o, t) = (st.basis(otype, None)?, st.basis(t.dt, None)?);
-        Ok(mpi::staged::basis::Basis::accumulated(&o, &t, a != AccOp::NoOp, !moves_nothing(st)?)
-            .map_err(MpiError::from)?)
+        let target = st.basis(t.dt, None)?;
+        let (origin, moves) = match a {
+            AccOp::NoOp => (None, false),
+            _ => (Some(st.basis(otype, None)?), !moves_nothing(st)?),
+        };
+        Ok(mpi::staged::basis::Basis::accumulated(origin.as_ref(), &target, moves).map_err(MpiError::from)?)
     };
     st.win(win)?;
     match op {

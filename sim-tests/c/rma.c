@@ -351,8 +351,13 @@ static void flavours(void)
     CHECK(arc == MPI_ERR_TYPE, "an accumulate of an int into a double gave %d", arc);
     arc = MPI_Get_accumulate(&one, 1, MPI_INT, &fetched, 1, MPI_DOUBLE, right, 5, 1, MPI_DOUBLE, MPI_NO_OP, w);
     CHECK(arc == MPI_SUCCESS, "a fetch (MPI_NO_OP) with an int origin refused: %d", arc);
+    /* Its origin is not looked at: MPI_DATATYPE_NULL and a null buffer do
+     * (as MPICH's get_accumulate tests pass them). */
+    double fetched2 = -1;
+    arc = MPI_Get_accumulate(NULL, 0, MPI_DATATYPE_NULL, &fetched2, 1, MPI_DOUBLE, right, 5, 1, MPI_DOUBLE, MPI_NO_OP, w);
+    CHECK(arc == MPI_SUCCESS, "a fetch (MPI_NO_OP) with an MPI_DATATYPE_NULL origin refused: %d", arc);
     MPI_Win_fence(0, w);
-    CHECK(fetched == 1.5, "the fetch read %g", fetched);
+    CHECK(fetched == 1.5 && fetched2 == 1.5, "the fetches read %g and %g", fetched, fetched2);
     MPI_Type_free(&none);
     MPI_Win_free(&w);
 

@@ -115,21 +115,21 @@ impl Basis {
     }
 
     /// The element an accumulate combines (§12.3.4): the target datatype's.
-    /// The origin's must be the same basic type, unless the operation does
-    /// not read it (`MPI_NO_OP`, `reads_origin` false) or the call moves
-    /// no data on either side (`moves_data` false: a count or a size of 0,
-    /// where any datatypes may meet).
+    /// The origin's, when the operation reads it (`None` under `MPI_NO_OP`,
+    /// whose origin datatype may be anything, `MPI_DATATYPE_NULL` too),
+    /// must be the same basic type, unless the call moves no data on either
+    /// side (`moves_data` false: a count or a size of 0, where any
+    /// datatypes may meet).
     pub fn accumulated(
-        origin: &Basis,
+        origin: Option<&Basis>,
         target: &Basis,
-        reads_origin: bool,
         moves_data: bool,
     ) -> std::result::Result<Elem, TypeError> {
         let e = target.element()?;
-        if reads_origin && moves_data && origin.element()? != e {
-            return Err(TypeError::AccumulateBases);
+        match origin {
+            Some(o) if moves_data && o.element()? != e => Err(TypeError::AccumulateBases),
+            _ => Ok(e),
         }
-        Ok(e)
     }
 }
 
@@ -150,10 +150,10 @@ mod tests {
     #[test]
     fn an_accumulate_combines_the_targets_element() {
         let (i, d) = (int(), double());
-        assert_eq!(Basis::accumulated(&i, &i, true, true), Ok(Elem::I32));
-        assert_eq!(Basis::accumulated(&d, &i, true, true), Err(TypeError::AccumulateBases));
-        assert_eq!(Basis::accumulated(&d, &i, false, true), Ok(Elem::I32));
-        assert_eq!(Basis::accumulated(&d, &i, true, false), Ok(Elem::I32));
+        assert_eq!(Basis::accumulated(Some(&i), &i, true), Ok(Elem::I32));
+        assert_eq!(Basis::accumulated(Some(&d), &i, true), Err(TypeError::AccumulateBases));
+        assert_eq!(Basis::accumulated(None, &i, true), Ok(Elem::I32));
+        assert_eq!(Basis::accumulated(Some(&d), &i, false), Ok(Elem::I32));
         let mixed = Basis::structure([(&i, 1), (&d, 1)]).map(|b| b.element());
         assert_eq!(mixed.ok(), Some(Err(TypeError::Mixed)));
     }
