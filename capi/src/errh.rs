@@ -21,7 +21,7 @@
 use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
-use crate::process::{ErrFn, Handlers, Kind, UserErrhandler};
+use crate::process::{ErrFn, Handlers, Kind};
 use crate::*;
 
 /// User handler handles: `FIRST_HANDLE + 16 k + 10`: the low bits tell
@@ -32,18 +32,14 @@ const HANDLER_MARK: Handle = 0xA;
 /// Run `f` on the user handlers.
 fn handlers<T>(f: impl FnOnce(&mut Handlers) -> T) -> T {
     let mut g = crate::process::process().handlers.lock();
-    f(g.get_or_insert_with(|| Handlers { table: Table::default(), made: 0 }))
+    f(g.get_or_insert_with(Handlers::default))
 }
 
 /// `h` as `MPI_*_get_errhandler` hands it out: one more handle the
 /// program must free, if it is a user's handler (§9.3).
 pub(crate) fn handed_out(h: Handle) -> Handle {
     if !predefined(h) {
-        handlers(|t| {
-            if let Some(u) = t.table.get_mut(&h) {
-                u.refs = u.refs.saturating_add(1);
-            }
-        });
+        handlers(|t| t.handed_out(h));
     }
     h
 }
@@ -58,15 +54,7 @@ pub(crate) fn check(h: Handle, kind: Kind) -> R<()> {
     if predefined(h) {
         return Ok(());
     }
-    handlers(|t| match t.table.get(&h) {
-        Some(u) if u.refs == 0 => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("error handler {h:#x} was freed"))),
-        Some(u) if u.kind != kind => Err(Fail::new(
-            MPI_ERR_ERRHANDLER,
-            format!("error handler {h:#x} was made for a {}, not a {}", u.kind.name(), kind.name()),
-        )),
-        Some(_) => Ok(()),
-        None => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
-    })
+    Ok(handlers(|t| t.check(h, kind))?)
 }
 
 /// The user function behind handler `h`, if it is a user's.
@@ -74,7 +62,7 @@ pub(crate) fn user_fn(h: Handle) -> Option<ErrFn> {
     if predefined(h) {
         return None;
     }
-    handlers(|t| t.table.get(&h).map(|u| u.func))
+    handlers(|t| t.func(h))
 }
 
 /// `MPI_*_call_errhandler` (§9.3): run the handler of `obj`, an object of
@@ -179,12 +167,7 @@ unsafe fn create(call: &str, kind: Kind, func: usize, out: *mut Handle) -> c_int
         if out.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "errhandler is a null pointer"));
         }
-        let h = handlers(|t| {
-            let h = FIRST_HANDLE + (t.made << 4) + HANDLER_MARK;
-            t.made += 1;
-            t.table.insert(h, UserErrhandler { kind, func, refs: 1 });
-            h
-        });
+        let h = handlers(|t| t.create(kind, func, |made| FIRST_HANDLE + (made << 4) + HANDLER_MARK));
         // SAFETY: `out` is not null (checked above) and valid for writing one handle for this call (`create`'s
         // `# Safety`: the MPI call's `errhandler` out-argument).
         unsafe { out.write(h) };
@@ -201,13 +184,7 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
         // A predefined handler only resets the caller's handle; a user's
         // stays in force where it is set (§9.3.4).
         if !predefined(h) {
-            handlers(|t| match t.table.get_mut(&h) {
-                Some(u) if u.refs > 0 => {
-                    u.refs -= 1;
-                    Ok(())
-                }
-                _ => Err(Fail::new(MPI_ERR_ERRHANDLER, format!("{h:#x} is not an error handler"))),
-            })?;
+            handlers(|t| t.free(h))?;
         }
         // SAFETY: `errhandler` is writable (§9.3.4); `put` refuses null.
         unsafe { put(errhandler, MPI_ERRHANDLER_NULL, "errhandler") }
@@ -234,6 +211,12 @@ pub(crate) fn last_used() -> c_int {
 
 fn added() -> parking_lot::MappedMutexGuard<'static, mpi::error_codes::ErrorCodes> {
     parking_lot::MutexGuard::map(crate::process::process().added.lock(), |a| &mut a.0)
+}
+
+impl From<mpi::errhandler::ErrhandlerError> for Fail {
+    fn from(e: mpi::errhandler::ErrhandlerError) -> Fail {
+        Fail::new(MPI_ERR_ERRHANDLER, e.to_string())
+    }
 }
 
 impl From<mpi::error_codes::ErrorCodeError> for Fail {

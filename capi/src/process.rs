@@ -190,31 +190,11 @@ pub(crate) struct Fortran {
 pub(crate) type ErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
 
 /// What kind of object a handler serves (§9.3.1-9.3.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Comm,
-    Win,
-    File,
-    Session,
-}
-
-/// A handler made by `MPI_Comm_create_errhandler` and its siblings.
-pub(crate) struct UserErrhandler {
-    pub(crate) kind: Kind,
-    pub(crate) func: ErrFn,
-    /// The handles the program holds: the one its creation gave, and one
-    /// per `MPI_*_get_errhandler` that returned it (§9.3: each must be
-    /// freed). At 0 it cannot be set any more, and stays in force where it
-    /// is set.
-    pub(crate) refs: u32,
-}
+pub(crate) use mpi::errhandler::ObjectKind as Kind;
 
 /// User handlers, apart from the library's state (the process's:
-/// `process::Process::handlers`).
-pub(crate) struct Handlers {
-    pub(crate) table: crate::Table<UserErrhandler>,
-    pub(crate) made: Handle,
-}
+/// `process::Process::handlers`): the mpi crate's table and rules.
+pub(crate) type Handlers = mpi::errhandler::Handlers<ErrFn>;
 
 /// The classes and codes a program added (the process's:
 /// `process::Process::added`): `mpi::error_codes`' table, with the ABI's
@@ -292,17 +272,6 @@ pub(crate) fn as_user_fn<T>(dt: Handle, layout: Option<&Arc<Typemap>>, f: impl F
     with_thread(|t| t.in_user_fn.set(false));
     with_thread(|t| *t.user_fn_type.borrow_mut() = None);
     out
-}
-
-impl Kind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Comm => "communicator",
-            Kind::Win => "window",
-            Kind::File => "file",
-            Kind::Session => "session",
-        }
-    }
 }
 
 impl Default for Added {

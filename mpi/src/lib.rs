@@ -35,6 +35,7 @@ pub mod config;
 mod context;
 pub mod datatype;
 pub mod dup;
+pub mod errhandler;
 mod error;
 pub mod error_codes;
 pub mod greq;
