@@ -20,7 +20,7 @@ use crate::*;
 pub(crate) use mpi::datatype::typemap::addr;
 pub(crate) use mpi::datatype::Typemap as Layout;
 pub(crate) use mpi::staged::basis::Basis;
-pub(crate) use mpi::staged::{incoming, near_null, outgoing, Blocks, Span};
+pub(crate) use mpi::staged::{incoming, near_null, Blocks, Span};
 
 /// How a datatype was built (§5.1.13, `mpi::staged::recipe`), its old
 /// types with their definitions (so that a decode still works after the

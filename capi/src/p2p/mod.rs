@@ -5,11 +5,13 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi::slot::Started;
 use mpi::staged::persistent::SendMode;
+use mpi::staged::sendrecv::{isendrecv, Outgoing};
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
-use crate::datatype::{direct_bytes, near_null, outgoing, Span};
+use crate::datatype::{direct_bytes, near_null, Span};
 use crate::*;
 
 /// The tag selector of a receive or probe: `None` is any tag.
@@ -459,17 +461,13 @@ pub unsafe extern "C" fn MPI_Irecv(
 }
 
 /// What a send-receive sends: the caller's send buffer, or (the
-/// `_replace` forms) a copy of the receive buffer, taken before the
-/// receive may overwrite it.
+/// `_replace` forms) a copy of the receive buffer.
 enum SendPart {
     Buffer { buf: *const c_void, count: c_int, dt: Handle },
     Copy,
 }
 
-/// Start a send-receive (§3.10): the send starts first, so that two ranks
-/// exchanging with each other cannot deadlock however large the messages.
-/// One operation, which completes when both halves have and reports the
-/// receive's status.
+/// Start a send-receive (§3.10, `mpi::staged::sendrecv::isendrecv`).
 ///
 /// # Safety
 /// The buffers hold their elements and are left alone until the operation
@@ -489,40 +487,22 @@ unsafe fn start_sendrecv(
 ) -> R<Req> {
     let c = &st.comm(comm)?.comm;
     let rspan = st.span(recvcount, recvtype)?;
-    let tag = recv_tag(recvtag)?;
-    mpi::check_tag(sendtag)?;
-    let sent = match send {
-        _ if dest == MPI_PROC_NULL => None,
-        SendPart::Buffer { buf, count, dt } => {
-            let span = st.span(count, dt)?;
-            // SAFETY: `buf` holds `count` elements of `dt` (`span`) and is left alone until the operation completes
-            // (`start_sendrecv`'s `# Safety`): what `start_send` requires.
-            Some(unsafe { start_send(&c.process_at_rank(dest), buf, &span, sendtag, false) }?)
-        }
-        SendPart::Copy => {
-            // SAFETY: the receive buffer holds the elements to send.
-            let data = unsafe { outgoing(recvbuf.cast(), &rspan, "send")? }.into_owned();
-            Some(mpi::staged::isend_owned(&c.process_at_rank(dest), data, sendtag, false)?)
-        }
+    // The send's datatype is not looked at when it goes to MPI_PROC_NULL.
+    let span = match send {
+        SendPart::Buffer { count, dt, .. } if dest != MPI_PROC_NULL => Some(st.span(count, dt)?),
+        _ => None,
     };
-    let received = if source == MPI_PROC_NULL {
-        None
-    } else {
-        // SAFETY: `recvbuf` has room for `recvcount` elements of `recvtype` (`rspan`) and is left alone until the
-        // operation completes (`start_sendrecv`'s `# Safety`): what `start_recv` requires.
-        Some(unsafe { from_source!(c, source, from => start_recv(from, recvbuf, &rspan, tag)) }?)
+    let out = match (&send, &span) {
+        (SendPart::Buffer { buf, .. }, Some(span)) => Outgoing::Buffer(buf.cast(), span),
+        _ => Outgoing::Replace,
     };
-    Ok(match (sent, received) {
-        (None, None) => Req::Done(Ok(mpi::Status::proc_null())),
-        (None, Some(r)) => Req::Op(r),
-        (Some(mut s), None) => {
-            s.stage.status = Some(mpi::Status::proc_null());
-            Req::Op(s)
-        }
-        (Some(s), Some(mut r)) => {
-            r.stage.with.push(s);
-            Req::Op(r)
-        }
+    // SAFETY: the send buffer holds its elements and `recvbuf` has room for `recvcount` elements of `recvtype` (holds
+    // them under the `_replace` forms), left alone until the operation completes (`start_sendrecv`'s `# Safety`):
+    // what `isendrecv` requires.
+    let started = unsafe { isendrecv(c, out, dest, sendtag, recvbuf.cast(), &rspan, source, recv_tag(recvtag)?) }?;
+    Ok(match started {
+        Started::Op(op) => Req::Op(op),
+        Started::Done(s) => Req::Done(Ok(s)),
     })
 }
 

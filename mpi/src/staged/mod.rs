@@ -26,6 +26,7 @@ pub mod persistent;
 pub mod recipe;
 pub mod reduce;
 pub mod reduction;
+pub mod sendrecv;
 
 use std::borrow::Cow;
 use std::sync::Arc;
