@@ -180,11 +180,7 @@ pub unsafe extern "C" fn MPI_File_open(
         // call, or null, which `path_arg` refuses.
         let path = unsafe { path_arg(filename, "filename")? };
         let pairs = st.info_or_null(info)?;
-        let c = st.comm(comm)?;
-        if c.comm.is_inter() {
-            return Err(Fail::new(MPI_ERR_COMM, "MPI_File_open needs an intracommunicator (MPI 4.1 §14.2.1)"));
-        }
-        let file = File::open(&c.comm, path, mode, &pairs)?;
+        let file = File::open(&st.comm(comm)?.comm, path, mode, &pairs)?;
         let h = st.new_handle() + FILE_MARK;
         let byte = ViewType::Predefined(MPI_BYTE);
         let errhandler = st.file_errhandler;
@@ -361,17 +357,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         }
         let (el, fl) = (st.committed(etype)?, st.committed(filetype)?);
         let e = st.file_mut(fh)?;
-        let disp = if disp == MPI_DISPLACEMENT_CURRENT {
-            if !e.file.mode().sequential {
-                return Err(Fail::new(
-                    MPI_ERR_ARG,
-                    "MPI_DISPLACEMENT_CURRENT is only for files opened MPI_MODE_SEQUENTIAL (MPI 4.1 §14.3)",
-                ));
-            }
-            e.file.byte_offset(e.file.position_shared()?)?
-        } else {
-            u64::try_from(disp).map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {disp} is negative")))?
-        };
+        let disp = e.file.view_start((disp != MPI_DISPLACEMENT_CURRENT).then_some(disp))?;
         e.file.set_view(View::new(disp, el, fl, rep)?)?;
         (e.etype, e.filetype) = (et, ft);
         Ok(())

@@ -207,6 +207,12 @@ static void errors_are_classed(void) {
     CHECK(class_of(rc) == MPI_ERR_READ_ONLY, "writing a read-only file: class %d", class_of(rc));
     rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "external99", MPI_INFO_NULL);
     CHECK(class_of(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "unknown datarep: class %d", class_of(rc));
+    /* A view's start (§14.3): not negative, and MPI_DISPLACEMENT_CURRENT
+     * only on a file opened MPI_MODE_SEQUENTIAL. */
+    rc = MPI_File_set_view(fh, -8, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+    CHECK(class_of(rc) == MPI_ERR_ARG, "a negative displacement: class %d", class_of(rc));
+    rc = MPI_File_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+    CHECK(class_of(rc) == MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT on a file not sequential: class %d", class_of(rc));
     int amode;
     MPI_File_get_amode(fh, &amode);
     CHECK(amode == MPI_MODE_RDONLY, "amode %d", amode);

@@ -356,6 +356,15 @@ pub enum ViewError {
     /// An etype of no data.
     #[error("the etype of a file view holds no data (MPI 4.1 §14.3)")]
     EmptyEtype,
+    /// A view's displacement that is negative.
+    #[error("displacement {disp} is negative")]
+    NegativeDisp {
+        /// The displacement given.
+        disp: i64,
+    },
+    /// `MPI_DISPLACEMENT_CURRENT` on a file not opened `MPI_MODE_SEQUENTIAL`.
+    #[error("MPI_DISPLACEMENT_CURRENT is only for files opened MPI_MODE_SEQUENTIAL (MPI 4.1 §14.3)")]
+    CurrentNotSequential,
     /// A filetype that is not whole etypes.
     #[error(
         "the filetype holds {filetype} bytes of data, which is not a whole number of {etype}-byte etypes: build \

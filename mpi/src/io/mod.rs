@@ -171,6 +171,7 @@ impl File {
     /// then. If any process cannot open it, none has it open and every
     /// process gets the same error.
     pub fn open(comm: &SimpleCommunicator, path: impl AsRef<Path>, mode: AccessMode, info: &Info) -> Result<File> {
+        comm.intra_only("MPI_File_open (MPI 4.1 §14.2.1)")?;
         let comm = comm.duplicate()?;
         let path = path.as_ref().to_path_buf();
         let mut word = vec![mode.word()];
@@ -420,6 +421,17 @@ impl File {
     /// The individual file pointer, in etypes (`MPI_File_get_position`).
     pub fn position(&self) -> u64 {
         self.pointer
+    }
+
+    /// Where a new view starts, in bytes (§14.3): `disp`, not negative,
+    /// or for `None` (`MPI_DISPLACEMENT_CURRENT`, a sequential file's only)
+    /// the byte the shared file pointer is at in the current view.
+    pub fn view_start(&self, disp: Option<i64>) -> Result<u64> {
+        match disp {
+            None if !self.mode.sequential => Err(ViewError::CurrentNotSequential.into()),
+            None => self.byte_offset(self.position_shared()?),
+            Some(d) => u64::try_from(d).map_err(|_| ViewError::NegativeDisp { disp: d }.into()),
+        }
     }
 
     /// The shared file pointer, in etypes (`MPI_File_get_position_shared`).
