@@ -27,18 +27,10 @@ fn inter_comm(st: &State, comm: Handle) -> R<&mpi::SimpleCommunicator> {
     Ok(c)
 }
 
-/// The root argument of a rooted collective on intercommunicator `c`.
+/// The root argument of a rooted collective on intercommunicator `c`
+/// (`InterRoot::from_arg`).
 pub(crate) fn root_arg(c: &mpi::SimpleCommunicator, root: c_int) -> R<InterRoot> {
-    let remote = c.remote_members().map_or(0, |m| m.len()) as c_int;
-    match root {
-        MPI_ROOT => Ok(InterRoot::Here),
-        MPI_PROC_NULL => Ok(InterRoot::Idle),
-        r if (0..remote).contains(&r) => Ok(InterRoot::Remote(r)),
-        r => Err(Fail::new(
-            MPI_ERR_ROOT,
-            format!("root {r} is not MPI_ROOT, MPI_PROC_NULL or a rank of the remote group of {remote}"),
-        )),
-    }
+    Ok(InterRoot::from_arg(c, root)?)
 }
 
 /// The blocks of one process each: a v-collective's `(counts, displs)`

@@ -33,6 +33,22 @@ pub enum InterRoot {
     Remote(Rank),
 }
 
+impl InterRoot {
+    /// The root a C call's `root` argument names on intercommunicator `c`
+    /// (§6.2.2): `MPI_ROOT` (`-4`) in the root's group, `MPI_PROC_NULL`
+    /// for the others of that group, a rank of the remote group in the
+    /// other group.
+    pub fn from_arg(c: &SimpleCommunicator, root: Rank) -> Result<InterRoot> {
+        let remote = c.remote_members().map_or(0, |m| m.len()) as Rank;
+        match root {
+            abi_def::MPI_ROOT => Ok(InterRoot::Here),
+            crate::PROC_NULL => Ok(InterRoot::Idle),
+            r if (0..remote).contains(&r) => Ok(InterRoot::Remote(r)),
+            r => Err(MpiError::Root { root: r, size: remote }),
+        }
+    }
+}
+
 /// Tags of the intercommunicator's own messages, on its collective
 /// context (and its local communicator's): below the schedules' tags
 /// (`1 << 30` and up) and apart from the splits' (2, 3).
