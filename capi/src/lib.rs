@@ -223,7 +223,7 @@ pub(crate) struct Recipe {
 /// The operation of a persistent request.
 pub(crate) enum PersistentOp {
     /// Point-to-point, partitioned included (§3.9, §4.2).
-    P2p(mpi::staged::persistent::P2p),
+    P2p(mpi::persistent::P2p),
     /// A persistent collective (§6.13): the start it repeats, and its place
     /// in the communicator's matching order, taken at initialization.
     Coll(coll::CollStart, std::rc::Rc<mpi::staged::coll::Persistent>),

@@ -51,9 +51,9 @@ unsafe fn init(
     let span = st.span(total, datatype)?;
     let channel = mpi::staged::partitioned::Channel::new(&st.comm(comm)?.comm, peer, tag, send)?;
     let op = PersistentOp::P2p(if send {
-        mpi::staged::persistent::P2p::Psend { buf: buf.cast(), span, channel }
+        mpi::persistent::P2p::Psend { buf: buf.cast(), span, channel }
     } else {
-        mpi::staged::persistent::P2p::Precv { buf: buf.cast(), span, channel }
+        mpi::persistent::P2p::Precv { buf: buf.cast(), span, channel }
     });
     let comm_c = st.comm(comm)?.comm.clone();
     // SAFETY: `request` is null or valid for writing one handle for this call (`init`'s `# Safety`, from

@@ -5,9 +5,9 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpi::persistent::SendMode;
+use mpi::sendrecv::{isendrecv, Outgoing};
 use mpi::slot::Started;
-use mpi::staged::persistent::SendMode;
-use mpi::staged::sendrecv::{isendrecv, Outgoing};
 use mpi::{raw, Communicator, Process, Source};
 
 use crate::abi::*;
@@ -467,7 +467,7 @@ enum SendPart {
     Copy,
 }
 
-/// Start a send-receive (§3.10, `mpi::staged::sendrecv::isendrecv`).
+/// Start a send-receive (§3.10, `mpi::sendrecv::isendrecv`).
 ///
 /// # Safety
 /// The buffers hold their elements and are left alone until the operation

@@ -1,8 +1,8 @@
 //! Persistent requests (MPI 4.1 §3.9): the `*_init` calls, start, and
 //! cancel (§3.8.4).
 
+use mpi::persistent::P2p;
 use mpi::slot::Started;
-use mpi::staged::persistent::P2p;
 
 use super::*;
 

@@ -22,11 +22,9 @@ pub mod coll;
 pub mod inter;
 pub mod pack;
 pub mod partitioned;
-pub mod persistent;
 pub mod recipe;
 pub mod reduce;
 pub mod reduction;
-pub mod sendrecv;
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -3,12 +3,12 @@
 //! records, and what each `MPI_Start` of it begins. The handles, and the
 //! persistent collectives (§6.13), are the C library's.
 
-use super::partitioned::Channel;
-use super::Span;
 use crate::bsend::{Buffered, Sent};
 use crate::comm::{Communicator, SimpleCommunicator, Status};
 use crate::error::{MpiError, RequestMisuse, Result};
 use crate::slot::Started;
+use crate::staged::partitioned::Channel;
+use crate::staged::Span;
 use crate::{Rank, Tag, ANY_SOURCE, PROC_NULL};
 
 /// The mode of a persistent send (§3.4; a ready send is a standard one
@@ -105,21 +105,21 @@ impl P2p {
                 let sync = *mode == SendMode::Synchronous;
                 // SAFETY: the span's elements at `buf` stay readable and unmodified until the started operation
                 // completes (`# Safety`): what `isend` asks.
-                Started::Op(unsafe { super::isend(&comm.process_at_rank(*dest), *buf, span, *tag, sync) }?)
+                Started::Op(unsafe { crate::staged::isend(&comm.process_at_rank(*dest), *buf, span, *tag, sync) }?)
             }
             P2p::Recv { buf, span, source, tag } => {
                 // SAFETY: `buf` has room for the span's elements, untouched until the started operation completes or
                 // is dropped (`# Safety`): what `irecv` asks.
                 Started::Op(unsafe {
                     match *source {
-                        ANY_SOURCE => super::irecv(&comm.any_process(), *buf, span, *tag),
-                        s => super::irecv(&comm.process_at_rank(s), *buf, span, *tag),
+                        ANY_SOURCE => crate::staged::irecv(&comm.any_process(), *buf, span, *tag),
+                        s => crate::staged::irecv(&comm.process_at_rank(s), *buf, span, *tag),
                     }
                 }?)
             }
             P2p::Precv { buf, span, channel } => {
                 // SAFETY: as for a receive (`# Safety`): what `partitioned::irecv` asks.
-                Started::Op(unsafe { super::partitioned::irecv(comm, channel, *buf, span) }?)
+                Started::Op(unsafe { crate::staged::partitioned::irecv(comm, channel, *buf, span) }?)
             }
             P2p::Psend { .. } => return Err(MpiError::Request(RequestMisuse::PartitionedStart)),
         };
@@ -140,6 +140,6 @@ impl P2p {
         }
         // SAFETY: the span's elements at `buf` stay readable and unmodified until the started operation completes
         // (`# Safety`): what `partitioned::isend` asks.
-        Ok(Started::Op(unsafe { super::partitioned::isend(comm, channel, *buf, span) }?))
+        Ok(Started::Op(unsafe { crate::staged::partitioned::isend(comm, channel, *buf, span) }?))
     }
 }

@@ -3,10 +3,10 @@
 //! exchanging with each other cannot deadlock however large the messages;
 //! it completes when both halves have, and reports the receive's status.
 
-use super::{irecv, isend, isend_owned, outgoing, Span};
 use crate::comm::{Communicator, SimpleCommunicator, Status};
 use crate::error::Result;
 use crate::slot::Started;
+use crate::staged::{irecv, isend, isend_owned, outgoing, Span};
 use crate::{Rank, Tag, ANY_SOURCE, PROC_NULL};
 
 /// What a send-receive sends.
