@@ -151,14 +151,14 @@ macro_rules! collective {
         // of the collective's caller (and, for an I-form, until its request completes, later still).
         Some(|$st: &mut State| -> R<()> { unsafe { $e } })
     };
-    ($name:ident / $iname:ident / $pname:ident = $start:ident($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
+    ($name:ident / $iname:ident / $pname:ident = $start:ident $(::<$kind:ident>)? ($($arg:ident: $ty:ty),*) on $comm:ident $(, inter = |$st:ident| $inter:expr)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
             let inter = collective!(@inter $(|$st| $inter)?);
             // SAFETY: the buffers and arrays are this blocking collective's arguments, valid as MPI 4.1 §6 requires for
             // the duration of the call, and `blocking` waits for the operation `$start` starts to complete before it
             // returns, so they outlive it.
-            blocking(stringify!($name), $comm, |st| unsafe { $start(st, $($arg),*) }, inter)
+            blocking(stringify!($name), $comm, |st| unsafe { $start $(::<$kind>)? (st, $($arg),*) }, inter)
         }
 
         #[no_mangle]
@@ -170,7 +170,7 @@ macro_rules! collective {
             // completes, as MPI 4.1 §6.12 requires of a non-blocking collective's caller, which covers the operation
             // `$start` starts; `request` is null or valid for writing one handle for this call: `nonblocking`'s
             // `# Safety`.
-            unsafe { nonblocking(stringify!($iname), $comm, request, |st| $start(st, $($arg),*), inter) }
+            unsafe { nonblocking(stringify!($iname), $comm, request, |st| $start $(::<$kind>)? (st, $($arg),*), inter) }
         }
 
         #[no_mangle]
@@ -186,7 +186,7 @@ macro_rules! collective {
                 // SAFETY: the arrays are the copies `Keep` made, owned by this closure; the buffers are the request's:
                 // each start runs in MPI_Start(all), from which until the operation completes MPI 4.1 §6.13 (as §3.9)
                 // requires the program to keep them valid and leave them alone, which covers what `$start` needs.
-                Ok(std::rc::Rc::new(move |st: &mut State| unsafe { $start(st, $(Kept::arg(&$arg)),*) }))
+                Ok(std::rc::Rc::new(move |st: &mut State| unsafe { $start $(::<$kind>)? (st, $(Kept::arg(&$arg)),*) }))
             };
             // SAFETY: `request` is the MPI_*_init call's out-argument (MPI 4.1 §6.13), null or valid for writing one
             // handle for this call: `persistent`'s `# Safety`.
@@ -518,14 +518,14 @@ unsafe fn inter_reduce(
     }?)
 }
 
-/// `MPI_Iallreduce`, `MPI_Iscan` and `MPI_Iexscan`.
+/// `MPI_Allreduce`, `MPI_Scan` and `MPI_Exscan` (`KIND`: [`ALLREDUCE`],
+/// [`SCAN`], [`EXSCAN`]), in every form (§6.9.6, §6.11).
 ///
 /// # Safety
-/// The buffers hold `count` elements of `datatype` until completion.
-#[allow(clippy::too_many_arguments)] // the MPI call's own arguments
-unsafe fn everyone(
+/// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of
+/// `datatype` until the operation completes.
+unsafe fn everyone<const KIND: u8>(
     st: &mut State,
-    kind: Everyone,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: impl Int,
@@ -533,65 +533,31 @@ unsafe fn everyone(
     op: Handle,
     comm: Handle,
 ) -> R<Staged> {
+    let kind = match KIND {
+        ALLREDUCE => Everyone::Allreduce,
+        SCAN => Everyone::Scan,
+        _ => Everyone::Exscan,
+    };
     let r = reduction(st, sendbuf, datatype, op)?;
     let (n, c) = (count_of(count)?, &st.comm(comm)?.comm);
     // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
-    // completes (`everyone`'s `# Safety`): what `Reduction::run` and `red::ieveryone` require.
+    // completes (`everyone`'s `# Safety`, which the `collective!` entry points keep as MPI 4.1 §6.9.6 and §6.11
+    // require of the caller: the blocking form waits; §6.12, §6.13 otherwise): what `Reduction::run` and
+    // `red::ieveryone` require.
     Ok(unsafe {
         r.run(n, recvbuf.cast(), n, |send, recv| red::ieveryone(c, kind, r.elem(), send, recv, r.n(n), r.op()))
     }?)
 }
-
-unsafe fn allreduce(
-    st: &mut State,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: impl Int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> R<Staged> {
-    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
-    // completes, as MPI 4.1 §6.9.6 requires of MPI_Allreduce's caller and the `collective!` entry points keep (the
-    // blocking form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
-    unsafe { everyone(st, Everyone::Allreduce, sendbuf, recvbuf, count, datatype, op, comm) }
-}
-collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
-collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c = allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
-
-unsafe fn scan(
-    st: &mut State,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: impl Int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> R<Staged> {
-    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
-    // completes, as MPI 4.1 §6.11.1 requires of MPI_Scan's caller and the `collective!` entry points keep (the blocking
-    // form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
-    unsafe { everyone(st, Everyone::Scan, sendbuf, recvbuf, count, datatype, op, comm) }
-}
-collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
-collective!(MPI_Scan_c / MPI_Iscan_c / MPI_Scan_init_c = scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
-
-unsafe fn exscan(
-    st: &mut State,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: impl Int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> R<Staged> {
-    // SAFETY: `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements of `datatype` until the operation
-    // completes, as MPI 4.1 §6.11.2 requires of MPI_Exscan's caller and the `collective!` entry points keep (the
-    // blocking form waits; §6.12, §6.13 otherwise): `everyone`'s `# Safety`.
-    unsafe { everyone(st, Everyone::Exscan, sendbuf, recvbuf, count, datatype, op, comm) }
-}
-collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
-collective!(MPI_Exscan_c / MPI_Iexscan_c / MPI_Exscan_init_c = exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
+/// [`everyone`]'s kinds.
+const ALLREDUCE: u8 = 0;
+const SCAN: u8 = 1;
+const EXSCAN: u8 = 2;
+collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init = everyone::<ALLREDUCE>(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
+collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c = everyone::<ALLREDUCE>(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm, inter = |st| inter_reduce(st, sendbuf, recvbuf, count, datatype, op, None, comm));
+collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init = everyone::<SCAN>(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Scan_c / MPI_Iscan_c / MPI_Scan_init_c = everyone::<SCAN>(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init = everyone::<EXSCAN>(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) on comm);
+collective!(MPI_Exscan_c / MPI_Iexscan_c / MPI_Exscan_init_c = everyone::<EXSCAN>(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: Handle, op: Handle, comm: Handle) on comm);
 
 unsafe fn reduce_scatter_block(
     st: &mut State,
