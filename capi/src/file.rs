@@ -449,34 +449,9 @@ unsafe fn register_datarep(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Register_datarep(
-    datarep: *const c_char,
-    read_conversion_fn: usize,
-    write_conversion_fn: usize,
-    dtype_file_extent_fn: usize,
-    extra_state: *mut c_void,
-) -> c_int {
-    let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
-    // SAFETY: `datarep` is MPI_Register_datarep's name, a NUL-terminated string readable for this call, and each
-    // function address is 0 (MPI_CONVERSION_FN_NULL) or a function of the type MPI 4.1 §14.5.3 gives its argument:
-    // `register_datarep`'s `# Safety` with `large` false.
-    unsafe { register_datarep("MPI_Register_datarep", datarep, fns, extra_state, false) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Register_datarep_c(
-    datarep: *const c_char,
-    read_conversion_fn: usize,
-    write_conversion_fn: usize,
-    dtype_file_extent_fn: usize,
-    extra_state: *mut c_void,
-) -> c_int {
-    let fns = (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn);
-    // SAFETY: `datarep` is MPI_Register_datarep_c's name, a NUL-terminated string readable for this call, and each
-    // function address is 0 (MPI_CONVERSION_FN_NULL) or a function of the type MPI 4.1 §14.5.3 gives its `_c` form's
-    // argument: `register_datarep`'s `# Safety` with `large` true.
-    unsafe { register_datarep("MPI_Register_datarep_c", datarep, fns, extra_state, true) }
+forward! {
+    pub unsafe extern "C" fn MPI_Register_datarep(datarep: *const c_char, read_conversion_fn: usize, write_conversion_fn: usize, dtype_file_extent_fn: usize, extra_state: *mut c_void) -> c_int = register_datarep(datarep, (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn), extra_state, false);
+    pub unsafe extern "C" fn MPI_Register_datarep_c(datarep: *const c_char, read_conversion_fn: usize, write_conversion_fn: usize, dtype_file_extent_fn: usize, extra_state: *mut c_void) -> c_int = register_datarep(datarep, (read_conversion_fn, write_conversion_fn, dtype_file_extent_fn), extra_state, true);
 }
 
 // ---- pointers (§14.4.3, §14.4.4) --------------------------------------------------

@@ -30,7 +30,7 @@ impl Count for i64 {
 ///
 /// # Safety
 /// `p` holds `n` values, readable for the call.
-unsafe fn wides<T: Int>(p: *const T, n: usize, what: &str) -> R<Vec<i64>> {
+pub(crate) unsafe fn wides<T: Int>(p: *const T, n: usize, what: &str) -> R<Vec<i64>> {
     // SAFETY: `array`'s requirement is this function's: `p` holds `n` values of `T`.
     Ok(unsafe { array(p, n, what)? }.iter().map(|v| v.wide()).collect())
 }
