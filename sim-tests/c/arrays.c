@@ -91,6 +91,18 @@ int main(int argc, char **argv)
         int want = prev * 100 + (1 + k / 3) * 10 + 2 + k % 3;
         CHECK(got[k] == want, "subarray element %d = %d, want %d", k, got[k], want);
     }
+    /* The large-count form makes the same type, and records its sizes as
+     * large counts (§5.1.13). */
+    MPI_Count csizes[2] = {4, 5}, csubs[2] = {2, 3}, cstarts[2] = {1, 2};
+    MPI_Datatype subc;
+    MPI_Type_create_subarray_c(2, csizes, csubs, cstarts, MPI_ORDER_C, MPI_INT, &subc);
+    MPI_Count subsize = -1, cni, cna, cnc, cnd;
+    int ccomb;
+    MPI_Type_size_c(subc, &subsize);
+    MPI_Type_get_envelope_c(subc, &cni, &cna, &cnc, &cnd, &ccomb);
+    CHECK(subsize == 6 * (MPI_Count)sizeof(int) && ccomb == MPI_COMBINER_SUBARRAY && cni == 2 && cnc == 6 && cnd == 1,
+          "subarray_c: size %ld, envelope %ld %ld %ld %ld", (long)subsize, (long)cni, (long)cna, (long)cnc, (long)cnd);
+    MPI_Type_free(&subc);
     /* Fortran order: the same memory seen as a 5x4 column-major array,
      * block (2, 1) of 3x2: a[1..3][2..5] again. */
     int fsizes[2] = {5, 4}, fsubs[2] = {3, 2}, fstarts[2] = {2, 1}, back[4][5];
