@@ -236,22 +236,6 @@ pub(crate) unsafe fn one_on(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int {
-    // SAFETY: `request` points to one readable and writable handle (MPI_Wait's in/out argument, MPI 4.1 §3.7.3) and
-    // `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call; `flag` is null: `one`'s
-    // `# Safety`.
-    unsafe { one("MPI_Wait", true, request, std::ptr::null_mut(), status) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
-    // SAFETY: `request` points to one readable and writable handle, `flag` to one writable `int`, and `status` is null
-    // (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call, as MPI 4.1 §3.7.3 defines MPI_Test's
-    // arguments: `one`'s `# Safety`.
-    unsafe { one("MPI_Test", false, request, flag, status) }
-}
-
 /// The request handles of an array argument, read-only.
 ///
 /// # Safety
@@ -330,31 +314,6 @@ pub(crate) unsafe fn all(
         // outcome: what `put_outcomes` requires.
         unsafe { put_outcomes(outcomes, sts) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitall(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    // SAFETY: `array_of_requests` holds `count` readable and writable handles and `array_of_statuses` is null
-    // (MPI_STATUSES_IGNORE) or has room for `count` statuses, for this call (MPI_Waitall, MPI 4.1 §3.7.5); `flag` is
-    // null: `all`'s `# Safety`.
-    unsafe { all("MPI_Waitall", true, count, array_of_requests, std::ptr::null_mut(), array_of_statuses) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testall(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    flag: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `flag` points to one writable `int`, and
-    // `array_of_statuses` is null (MPI_STATUSES_IGNORE) or has room for `count` statuses, for this call (MPI_Testall,
-    // MPI 4.1 §3.7.5): `all`'s `# Safety`.
-    unsafe { all("MPI_Testall", false, count, array_of_requests, flag, array_of_statuses) }
 }
 
 #[no_mangle]
@@ -511,49 +470,6 @@ pub(crate) unsafe fn any(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitany(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    index: *mut c_int,
-    status: *mut MpiStatus,
-) -> c_int {
-    let f = std::ptr::null_mut();
-    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `index` points to one writable `int`,
-    // and `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call (MPI_Waitany, MPI
-    // 4.1 §3.7.5); `flag` is null: `any`'s `# Safety`.
-    unsafe { any("MPI_Waitany", true, true, count, array_of_requests, index, f, status) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testany(
-    count: c_int,
-    array_of_requests: *mut Handle,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MpiStatus,
-) -> c_int {
-    // SAFETY: `array_of_requests` holds `count` readable and writable handles, `index` and `flag` point to one writable
-    // `int` each, and `status` is null (MPI_STATUS_IGNORE) or points to one writable MPI_Status, for this call
-    // (MPI_Testany, MPI 4.1 §3.7.5): `any`'s `# Safety`.
-    unsafe { any("MPI_Testany", false, true, count, array_of_requests, index, flag, status) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status_any(
-    count: c_int,
-    array_of_requests: *const Handle,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MpiStatus,
-) -> c_int {
-    let reqs = array_of_requests.cast_mut();
-    // SAFETY: `array_of_requests` holds `count` readable handles (with `free` false, `any` never writes them, so the
-    // `const` array suffices), `index` and `flag` point to one writable `int` each, and `status` is null or points to
-    // one writable MPI_Status, for this call (MPI_Request_get_status_any, MPI 4.1 §3.7.6): `any`'s `# Safety`.
-    unsafe { any("MPI_Request_get_status_any", false, false, count, reqs, index, flag, status) }
-}
-
 /// `MPI_Waitsome`, `MPI_Testsome` and `MPI_Request_get_status_some`
 /// (`free`: complete the requests found, else keep their outcomes).
 ///
@@ -620,52 +536,6 @@ pub(crate) unsafe fn some(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status_some(
-    incount: c_int,
-    array_of_requests: *const Handle,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    let (r, o, i, s) = (array_of_requests.cast_mut(), outcount, array_of_indices, array_of_statuses);
-    // SAFETY: `array_of_requests` holds `incount` readable handles (with `free` false, `some` never writes them, so the
-    // `const` array suffices), `outcount` points to one writable `int`, and `array_of_indices` and `array_of_statuses`
-    // (or MPI_STATUSES_IGNORE) have `incount` entries, for this call (MPI_Request_get_status_some, MPI 4.1 §3.7.6):
-    // `some`'s `# Safety`.
-    unsafe { some("MPI_Request_get_status_some", false, false, incount, r, o, i, s) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitsome(
-    incount: c_int,
-    array_of_requests: *mut Handle,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
-    // SAFETY: `array_of_requests` holds `incount` readable and writable handles, `outcount` points to one writable
-    // `int`, and `array_of_indices` and `array_of_statuses` (or MPI_STATUSES_IGNORE) have `incount` entries, for this
-    // call (MPI_Waitsome, MPI 4.1 §3.7.5): `some`'s `# Safety`.
-    unsafe { some("MPI_Waitsome", true, true, incount, r, o, i, s) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testsome(
-    incount: c_int,
-    array_of_requests: *mut Handle,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MpiStatus,
-) -> c_int {
-    let (r, o, i, s) = (array_of_requests, outcount, array_of_indices, array_of_statuses);
-    // SAFETY: `array_of_requests` holds `incount` readable and writable handles, `outcount` points to one writable
-    // `int`, and `array_of_indices` and `array_of_statuses` (or MPI_STATUSES_IGNORE) have `incount` entries, for this
-    // call (MPI_Testsome, MPI 4.1 §3.7.5): `some`'s `# Safety`.
-    unsafe { some("MPI_Testsome", false, true, incount, r, o, i, s) }
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
     with_state("MPI_Request_free", MPI_COMM_WORLD, |st| {
         // SAFETY: `request` is MPI_Request_free's in/out argument (MPI 4.1 §3.7.3), null or readable for one handle for
@@ -703,4 +573,17 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         unsafe { request.write(MPI_REQUEST_NULL) };
         Ok(())
     })
+}
+
+forward! {
+    pub unsafe extern "C" fn MPI_Wait(request: *mut Handle, status: *mut MpiStatus) -> c_int = one(true, request, std::ptr::null_mut(), status);
+    pub unsafe extern "C" fn MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int = one(false, request, flag, status);
+    pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut Handle, array_of_statuses: *mut MpiStatus) -> c_int = all(true, count, array_of_requests, std::ptr::null_mut(), array_of_statuses);
+    pub unsafe extern "C" fn MPI_Testall(count: c_int, array_of_requests: *mut Handle, flag: *mut c_int, array_of_statuses: *mut MpiStatus) -> c_int = all(false, count, array_of_requests, flag, array_of_statuses);
+    pub unsafe extern "C" fn MPI_Waitany(count: c_int, array_of_requests: *mut Handle, index: *mut c_int, status: *mut MpiStatus) -> c_int = any(true, true, count, array_of_requests, index, std::ptr::null_mut(), status);
+    pub unsafe extern "C" fn MPI_Testany(count: c_int, array_of_requests: *mut Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) -> c_int = any(false, true, count, array_of_requests, index, flag, status);
+    pub unsafe extern "C" fn MPI_Request_get_status_any(count: c_int, array_of_requests: *const Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) -> c_int = any(false, false, count, array_of_requests.cast_mut(), index, flag, status);
+    pub unsafe extern "C" fn MPI_Waitsome(incount: c_int, array_of_requests: *mut Handle, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) -> c_int = some(true, true, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    pub unsafe extern "C" fn MPI_Testsome(incount: c_int, array_of_requests: *mut Handle, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) -> c_int = some(false, true, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    pub unsafe extern "C" fn MPI_Request_get_status_some(incount: c_int, array_of_requests: *const Handle, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) -> c_int = some(false, false, incount, array_of_requests.cast_mut(), outcount, array_of_indices, array_of_statuses);
 }
