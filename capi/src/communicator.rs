@@ -31,11 +31,11 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: `newcomm` is MPI_Comm_dup's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle for this
-    // call: `dup_by_idup`'s `# Safety`.
-    unsafe { dup_by_idup("MPI_Comm_dup", comm, None, newcomm) }
+forward! {
+    pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int = dup_by_idup(comm, None, newcomm);
+    pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int = idup(comm, None, newcomm, request);
+    pub unsafe extern "C" fn MPI_Comm_idup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int = idup(comm, Some(info), newcomm, request);
+    pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int = dup_by_idup(comm, Some(info), newcomm);
 }
 
 /// `MPI_Comm_dup` and `MPI_Comm_dup_with_info`, at every thread level: an
@@ -115,25 +115,6 @@ unsafe fn idup(call: &str, comm: Handle, info: Option<Handle>, newcomm: *mut Han
         st.idups.push((r, h));
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) -> c_int {
-    // SAFETY: `newcomm` and `request` are MPI_Comm_idup's out-arguments (MPI 4.1 §7.4.2), each null or valid for
-    // writing one handle for this call: `idup`'s `# Safety`.
-    unsafe { idup("MPI_Comm_idup", comm, None, newcomm, request) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup_with_info(
-    comm: Handle,
-    info: Handle,
-    newcomm: *mut Handle,
-    request: *mut Handle,
-) -> c_int {
-    // SAFETY: `newcomm` and `request` are MPI_Comm_idup_with_info's out-arguments (MPI 4.1 §7.4.2), each null or valid
-    // for writing one handle for this call: `idup`'s `# Safety`.
-    unsafe { idup("MPI_Comm_idup_with_info", comm, Some(info), newcomm, request) }
 }
 
 #[no_mangle]
@@ -239,11 +220,4 @@ pub unsafe extern "C" fn MPI_Comm_get_name(comm: Handle, comm_name: *mut c_char,
         // as MPI 4.1 §7.8 requires of MPI_Comm_get_name's caller: `put_name`'s `# Safety` (null is refused).
         unsafe { put_name(&name, comm_name, resultlen) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle) -> c_int {
-    // SAFETY: `newcomm` is MPI_Comm_dup_with_info's out-argument (MPI 4.1 §7.4.2), null or valid for writing one handle
-    // for this call: `dup_by_idup`'s `# Safety`.
-    unsafe { dup_by_idup("MPI_Comm_dup_with_info", comm, Some(info), newcomm) }
 }

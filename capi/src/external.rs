@@ -134,28 +134,9 @@ unsafe fn unpack<T: Copy + TryFrom<usize> + Into<i64>>(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_size(
-    datarep: *const c_char,
-    incount: c_int,
-    datatype: Handle,
-    size: *mut isize,
-) -> c_int {
-    // SAFETY: `datarep` is a NUL-terminated string readable for this call and `size` points to one writable `MPI_Aint`,
-    // as MPI 4.1 §5.2.3 requires of MPI_Pack_external_size's caller: `pack_size`'s `# Safety`.
-    unsafe { pack_size("MPI_Pack_external_size", datarep, incount.into(), datatype, size) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_size_c(
-    datarep: *const c_char,
-    incount: i64,
-    datatype: Handle,
-    size: *mut i64,
-) -> c_int {
-    // SAFETY: `datarep` is a NUL-terminated string readable for this call and `size` points to one writable
-    // `MPI_Count`, as MPI 4.1 §5.2.3 requires of MPI_Pack_external_size_c's caller: `pack_size`'s `# Safety`.
-    unsafe { pack_size("MPI_Pack_external_size_c", datarep, incount, datatype, size) }
+forward! {
+    pub unsafe extern "C" fn MPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: Handle, size: *mut isize) -> c_int = pack_size(datarep, incount.into(), datatype, size);
+    pub unsafe extern "C" fn MPI_Pack_external_size_c(datarep: *const c_char, incount: i64, datatype: Handle, size: *mut i64) -> c_int = pack_size(datarep, incount, datatype, size);
 }
 
 #[no_mangle]

@@ -245,30 +245,17 @@ fn to_offset(v: u64) -> mpi::Result<i64> {
     i64::try_from(v).map_err(|_| mpi::MpiError::TooLarge(mpi::Overflow::Offset { value: v }))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int {
-    // SAFETY: `amode` is MPI_File_get_amode's out-argument (MPI 4.1 §14.2.7), null or valid for writing one `int` for
-    // this call: `query`'s `# Safety`.
-    unsafe { query("MPI_File_get_amode", fh, amode, |f| Ok(amode_bits(f.mode()))) }
+forward! {
+    pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int = query(fh, amode, |f| Ok(amode_bits(f.mode())));
+    pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int = query(fh, flag, |f| Ok(c_int::from(f.atomicity())));
+    pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int = query(fh, size, |f| to_offset(f.size()?));
+    pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int = query(fh, offset, |f| to_offset(f.position()));
+    pub unsafe extern "C" fn MPI_File_get_position_shared(fh: Handle, offset: *mut i64) -> c_int = query(fh, offset, |f| to_offset(f.position_shared()?));
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int {
-    // SAFETY: `flag` is MPI_File_get_atomicity's out-argument (MPI 4.1 §14.6.1), null or valid for writing one `int`
-    // for this call: `query`'s `# Safety`.
-    unsafe { query("MPI_File_get_atomicity", fh, flag, |f| Ok(c_int::from(f.atomicity()))) }
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
-    on_file("MPI_File_set_atomicity", fh, |f| f.set_atomicity(flag != 0))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int {
-    // SAFETY: `size` is MPI_File_get_size's out-argument (MPI 4.1 §14.2.6), null or valid for writing one `MPI_Offset`
-    // for this call: `query`'s `# Safety`.
-    unsafe { query("MPI_File_get_size", fh, size, |f| to_offset(f.size()?)) }
+forward! {
+    pub extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int = on_file(fh, |f| f.set_atomicity(flag != 0));
+    pub extern "C" fn MPI_File_sync(fh: Handle) -> c_int = on_file(fh, File::sync);
 }
 
 #[no_mangle]
@@ -285,11 +272,6 @@ pub extern "C" fn MPI_File_preallocate(fh: Handle, size: i64) -> c_int {
         let size = u64::try_from(size).map_err(|_| Fail::new(MPI_ERR_ARG, format!("size {size} is negative")))?;
         Ok(st.file_mut(fh)?.file.preallocate(size)?)
     })
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
-    on_file("MPI_File_sync", fh, File::sync)
 }
 
 #[no_mangle]
@@ -479,20 +461,6 @@ pub extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c_int) -
         let w = whence_arg(whence)?;
         Ok(st.file_mut(fh)?.file.seek_shared(offset, w)?)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int {
-    // SAFETY: `offset` is MPI_File_get_position's out-argument (MPI 4.1 §14.4.3), null or valid for writing one
-    // `MPI_Offset` for this call: `query`'s `# Safety`.
-    unsafe { query("MPI_File_get_position", fh, offset, |f| to_offset(f.position())) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_position_shared(fh: Handle, offset: *mut i64) -> c_int {
-    // SAFETY: `offset` is MPI_File_get_position_shared's out-argument (MPI 4.1 §14.4.4), null or valid for writing one
-    // `MPI_Offset` for this call: `query`'s `# Safety`.
-    unsafe { query("MPI_File_get_position_shared", fh, offset, |f| to_offset(f.position_shared()?)) }
 }
 
 #[no_mangle]

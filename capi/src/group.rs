@@ -169,25 +169,14 @@ unsafe fn set_op(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_union(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: `newgroup` is MPI_Group_union's out-argument (MPI 4.1 §7.3.2), null or valid for writing one handle for
-    // this call: `set_op`'s `# Safety`.
-    unsafe { set_op("MPI_Group_union", group1, group2, newgroup, Group::union) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_intersection(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: `newgroup` is MPI_Group_intersection's out-argument (MPI 4.1 §7.3.2), null or valid for writing one
-    // handle for this call: `set_op`'s `# Safety`.
-    unsafe { set_op("MPI_Group_intersection", group1, group2, newgroup, Group::intersection) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_difference(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int {
-    // SAFETY: `newgroup` is MPI_Group_difference's out-argument (MPI 4.1 §7.3.2), null or valid for writing one handle
-    // for this call: `set_op`'s `# Safety`.
-    unsafe { set_op("MPI_Group_difference", group1, group2, newgroup, Group::difference) }
+forward! {
+    pub unsafe extern "C" fn MPI_Group_union(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int = set_op(group1, group2, newgroup, Group::union);
+    pub unsafe extern "C" fn MPI_Group_intersection(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int = set_op(group1, group2, newgroup, Group::intersection);
+    pub unsafe extern "C" fn MPI_Group_difference(group1: Handle, group2: Handle, newgroup: *mut Handle) -> c_int = set_op(group1, group2, newgroup, Group::difference);
+    pub unsafe extern "C" fn MPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int = subset(group, n, ranks, false, true, newgroup);
+    pub unsafe extern "C" fn MPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int = subset(group, n, ranks, false, false, newgroup);
+    pub unsafe extern "C" fn MPI_Group_range_incl(group: Handle, n: c_int, ranges: *const [c_int; 3], newgroup: *mut Handle) -> c_int = subset(group, n, ranges.cast(), true, true, newgroup);
+    pub unsafe extern "C" fn MPI_Group_range_excl(group: Handle, n: c_int, ranges: *const [c_int; 3], newgroup: *mut Handle) -> c_int = subset(group, n, ranges.cast(), true, false, newgroup);
 }
 
 /// `MPI_Group_incl`/`_excl` (`incl`) and their range forms (`ranges`):
@@ -222,44 +211,6 @@ unsafe fn subset(
         // `new_group` refuses null.
         unsafe { st.new_group(made, newgroup) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    // SAFETY: `ranks` holds `n` ranks, readable for this call, and `newgroup` is null or points to one writable handle,
-    // as MPI 4.1 §7.3.2 requires of MPI_Group_incl's caller: `subset`'s `# Safety` with `ranges` false.
-    unsafe { subset("MPI_Group_incl", group, n, ranks, false, true, newgroup) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
-    // SAFETY: `ranks` holds `n` ranks, readable for this call, and `newgroup` is null or points to one writable handle,
-    // as MPI 4.1 §7.3.2 requires of MPI_Group_excl's caller: `subset`'s `# Safety` with `ranges` false.
-    unsafe { subset("MPI_Group_excl", group, n, ranks, false, false, newgroup) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_range_incl(
-    group: Handle,
-    n: c_int,
-    ranges: *const [c_int; 3],
-    newgroup: *mut Handle,
-) -> c_int {
-    // SAFETY: `ranges` holds `n` triplets, readable for this call, and `newgroup` is null or points to one writable
-    // handle, as MPI 4.1 §7.3.2 requires of MPI_Group_range_incl's caller: `subset`'s `# Safety` with `ranges` true.
-    unsafe { subset("MPI_Group_range_incl", group, n, ranges.cast(), true, true, newgroup) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_range_excl(
-    group: Handle,
-    n: c_int,
-    ranges: *const [c_int; 3],
-    newgroup: *mut Handle,
-) -> c_int {
-    // SAFETY: `ranges` holds `n` triplets, readable for this call, and `newgroup` is null or points to one writable
-    // handle, as MPI 4.1 §7.3.2 requires of MPI_Group_range_excl's caller: `subset`'s `# Safety` with `ranges` true.
-    unsafe { subset("MPI_Group_range_excl", group, n, ranges.cast(), true, false, newgroup) }
 }
 
 /// The ranks in `comm` of `group`'s members, which must all belong to it.

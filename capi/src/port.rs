@@ -105,30 +105,11 @@ unsafe fn meet(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_accept(
-    port_name: *const c_char,
-    info: Handle,
-    root: c_int,
-    comm: Handle,
-    newcomm: *mut Handle,
-) -> c_int {
-    // SAFETY: at `root`, `port_name` is a NUL-terminated string readable for this call, and `newcomm` is null or points
-    // to one writable handle, as MPI_Comm_accept's caller must provide: `meet`'s `# Safety`.
-    unsafe { meet("MPI_Comm_accept", true, port_name, info, root, comm, newcomm) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_connect(
-    port_name: *const c_char,
-    info: Handle,
-    root: c_int,
-    comm: Handle,
-    newcomm: *mut Handle,
-) -> c_int {
-    // SAFETY: at `root`, `port_name` is a NUL-terminated string readable for this call, and `newcomm` is null or points
-    // to one writable handle, as MPI_Comm_connect's caller must provide: `meet`'s `# Safety`.
-    unsafe { meet("MPI_Comm_connect", false, port_name, info, root, comm, newcomm) }
+forward! {
+    pub unsafe extern "C" fn MPI_Comm_accept(port_name: *const c_char, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int = meet(true, port_name, info, root, comm, newcomm);
+    pub unsafe extern "C" fn MPI_Comm_connect(port_name: *const c_char, info: Handle, root: c_int, comm: Handle, newcomm: *mut Handle) -> c_int = meet(false, port_name, info, root, comm, newcomm);
+    pub unsafe extern "C" fn MPI_Publish_name(service_name: *const c_char, info: Handle, port_name: *const c_char) -> c_int = name_call(service_name, info, port_name, mpi::port::publish_name);
+    pub unsafe extern "C" fn MPI_Unpublish_name(service_name: *const c_char, info: Handle, port_name: *const c_char) -> c_int = name_call(service_name, info, port_name, mpi::port::unpublish_name);
 }
 
 #[no_mangle]
@@ -167,17 +148,6 @@ unsafe fn name_call(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Publish_name(
-    service_name: *const c_char,
-    info: Handle,
-    port_name: *const c_char,
-) -> c_int {
-    // SAFETY: `service_name` and `port_name` are MPI_Publish_name's strings, NUL-terminated and readable for this call,
-    // or null: `name_call`'s `# Safety`.
-    unsafe { name_call("MPI_Publish_name", service_name, info, port_name, mpi::port::publish_name) }
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn MPI_Lookup_name(service_name: *const c_char, info: Handle, port_name: *mut c_char) -> c_int {
     with_state("MPI_Lookup_name", MPI_COMM_WORLD, |st| {
         st.info_or_null(info)?;
@@ -189,15 +159,4 @@ pub unsafe extern "C" fn MPI_Lookup_name(service_name: *const c_char, info: Hand
         // caller must provide: `put_port`'s `# Safety` (it refuses null).
         unsafe { put_port(port_name, &port) }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpublish_name(
-    service_name: *const c_char,
-    info: Handle,
-    port_name: *const c_char,
-) -> c_int {
-    // SAFETY: `service_name` and `port_name` are MPI_Unpublish_name's strings, NUL-terminated and readable for this
-    // call, or null: `name_call`'s `# Safety`.
-    unsafe { name_call("MPI_Unpublish_name", service_name, info, port_name, mpi::port::unpublish_name) }
 }

@@ -63,18 +63,9 @@ unsafe fn set_elements(call: &str, status: *mut MpiStatus, datatype: Handle, cou
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_elements(status: *mut MpiStatus, datatype: Handle, count: c_int) -> c_int {
-    // SAFETY: `status` is MPI_Status_set_elements' in/out status (MPI 4.1 §13.3), null or readable and writable for one
-    // MPI_Status for this call: `set_elements`' `# Safety`.
-    unsafe { set_elements("MPI_Status_set_elements", status, datatype, i64::from(count)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_elements_c(status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int {
-    // SAFETY: `status` is MPI_Status_set_elements_c's in/out status (MPI 4.1 §13.3), null or readable and writable for
-    // one MPI_Status for this call: `set_elements`' `# Safety`.
-    unsafe { set_elements("MPI_Status_set_elements_c", status, datatype, count) }
+forward! {
+    pub unsafe extern "C" fn MPI_Status_set_elements(status: *mut MpiStatus, datatype: Handle, count: c_int) -> c_int = set_elements(status, datatype, i64::from(count));
+    pub unsafe extern "C" fn MPI_Status_set_elements_c(status: *mut MpiStatus, datatype: Handle, count: i64) -> c_int = set_elements(status, datatype, count);
 }
 
 #[no_mangle]

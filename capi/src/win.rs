@@ -159,32 +159,15 @@ unsafe fn create(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create(
-    base: *mut c_void,
-    size: isize,
-    disp_unit: c_int,
-    info: Handle,
-    comm: Handle,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `base` is the window memory of MPI_Win_create (MPI 4.1 §12.2.1), valid for `size` bytes until the window
-    // is freed, and `win` is null or points to one writable handle for this call: `create`'s `# Safety`.
-    unsafe { create("MPI_Win_create", base, size, disp_unit.into(), info, comm, win) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_c(
-    base: *mut c_void,
-    size: isize,
-    disp_unit: isize,
-    info: Handle,
-    comm: Handle,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `base` is the window memory of MPI_Win_create_c (MPI 4.1 §12.2.1), valid for `size` bytes until the
-    // window is freed, and `win` is null or points to one writable handle for this call: `create`'s `# Safety`.
-    unsafe { create("MPI_Win_create_c", base, size, disp_unit as i64, info, comm, win) }
+forward! {
+    pub unsafe extern "C" fn MPI_Win_create(base: *mut c_void, size: isize, disp_unit: c_int, info: Handle, comm: Handle, win: *mut Handle) -> c_int = create(base, size, disp_unit.into(), info, comm, win);
+    pub unsafe extern "C" fn MPI_Win_create_c(base: *mut c_void, size: isize, disp_unit: isize, info: Handle, comm: Handle, win: *mut Handle) -> c_int = create(base, size, disp_unit as i64, info, comm, win);
+    pub unsafe extern "C" fn MPI_Win_allocate(size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int = allocate(false, size, disp_unit.into(), info, comm, baseptr, win);
+    pub unsafe extern "C" fn MPI_Win_allocate_c(size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int = allocate(false, size, disp_unit as i64, info, comm, baseptr, win);
+    pub unsafe extern "C" fn MPI_Win_allocate_shared(size: isize, disp_unit: c_int, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int = allocate(true, size, disp_unit.into(), info, comm, baseptr, win);
+    pub unsafe extern "C" fn MPI_Win_allocate_shared_c(size: isize, disp_unit: isize, info: Handle, comm: Handle, baseptr: *mut c_void, win: *mut Handle) -> c_int = allocate(true, size, disp_unit as i64, info, comm, baseptr, win);
+    pub unsafe extern "C" fn MPI_Win_shared_query(win: Handle, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int = shared_query(win, rank, size, disp_unit.cast(), false, baseptr);
+    pub unsafe extern "C" fn MPI_Win_shared_query_c(win: Handle, rank: c_int, size: *mut isize, disp_unit: *mut isize, baseptr: *mut c_void) -> c_int = shared_query(win, rank, size, disp_unit.cast(), true, baseptr);
 }
 
 /// # Safety
@@ -224,62 +207,6 @@ unsafe fn allocate(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate(
-    size: isize,
-    disp_unit: c_int,
-    info: Handle,
-    comm: Handle,
-    baseptr: *mut c_void,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
-    // call, as MPI 4.1 §12.2.2 requires of MPI_Win_allocate's out-arguments: `allocate`'s `# Safety`.
-    unsafe { allocate("MPI_Win_allocate", false, size, disp_unit.into(), info, comm, baseptr, win) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_c(
-    size: isize,
-    disp_unit: isize,
-    info: Handle,
-    comm: Handle,
-    baseptr: *mut c_void,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
-    // call, as MPI 4.1 §12.2.2 requires of MPI_Win_allocate_c's out-arguments: `allocate`'s `# Safety`.
-    unsafe { allocate("MPI_Win_allocate_c", false, size, disp_unit as i64, info, comm, baseptr, win) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_shared(
-    size: isize,
-    disp_unit: c_int,
-    info: Handle,
-    comm: Handle,
-    baseptr: *mut c_void,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
-    // call, as MPI 4.1 §12.2.3 requires of MPI_Win_allocate_shared's out-arguments: `allocate`'s `# Safety`.
-    unsafe { allocate("MPI_Win_allocate_shared", true, size, disp_unit.into(), info, comm, baseptr, win) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
-    size: isize,
-    disp_unit: isize,
-    info: Handle,
-    comm: Handle,
-    baseptr: *mut c_void,
-    win: *mut Handle,
-) -> c_int {
-    // SAFETY: `baseptr` is the address of one writable `void *` and `win` null or of one writable handle, for this
-    // call, as MPI 4.1 §12.2.3 requires of MPI_Win_allocate_shared_c's out-arguments: `allocate`'s `# Safety`.
-    unsafe { allocate("MPI_Win_allocate_shared_c", true, size, disp_unit as i64, info, comm, baseptr, win) }
-}
-
 /// # Safety
 /// Each of `size` (an `MPI_Aint`), `unit` (an `MPI_Aint` if `large`, else an `int`) and `baseptr` (the
 /// address of a `void *`) is null or valid for writing one value for the call.
@@ -308,34 +235,6 @@ unsafe fn shared_query(
             put(baseptr.cast::<*mut u8>(), b, "baseptr")
         }
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_shared_query(
-    win: Handle,
-    rank: c_int,
-    size: *mut isize,
-    disp_unit: *mut c_int,
-    baseptr: *mut c_void,
-) -> c_int {
-    // SAFETY: `size` (one `MPI_Aint`), `disp_unit` (one `int`, so `large` is false) and `baseptr` (the address of one
-    // `void *`) are MPI_Win_shared_query's out-arguments, null or writable for this call (MPI 4.1 §12.2.3), as
-    // `shared_query`'s `# Safety` requires.
-    unsafe { shared_query("MPI_Win_shared_query", win, rank, size, disp_unit.cast(), false, baseptr) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_shared_query_c(
-    win: Handle,
-    rank: c_int,
-    size: *mut isize,
-    disp_unit: *mut isize,
-    baseptr: *mut c_void,
-) -> c_int {
-    // SAFETY: `size` (one `MPI_Aint`), `disp_unit` (one `MPI_Aint`, so `large` is true) and `baseptr` (the address of
-    // one `void *`) are MPI_Win_shared_query_c's out-arguments, null or writable for this call (MPI 4.1 §12.2.3), as
-    // `shared_query`'s `# Safety` requires.
-    unsafe { shared_query("MPI_Win_shared_query_c", win, rank, size, disp_unit.cast(), true, baseptr) }
 }
 
 #[no_mangle]
