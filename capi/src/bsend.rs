@@ -258,17 +258,8 @@ fn flush(call: &str, owner: Owner) -> c_int {
     with_state(call, owner.handle(), |st| Ok(st.slot(owner)?.flush()?))
 }
 
-#[no_mangle]
-pub extern "C" fn MPI_Buffer_flush() -> c_int {
-    flush("MPI_Buffer_flush", Owner::Process)
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int {
-    flush("MPI_Comm_flush_buffer", Owner::Comm(comm))
-}
-
-#[no_mangle]
-pub extern "C" fn MPI_Session_flush_buffer(session: Handle) -> c_int {
-    flush("MPI_Session_flush_buffer", Owner::Session(session))
+forward! {
+    pub extern "C" fn MPI_Buffer_flush() -> c_int = flush(Owner::Process);
+    pub extern "C" fn MPI_Comm_flush_buffer(comm: Handle) -> c_int = flush(Owner::Comm(comm));
+    pub extern "C" fn MPI_Session_flush_buffer(session: Handle) -> c_int = flush(Owner::Session(session));
 }

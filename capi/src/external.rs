@@ -157,20 +157,9 @@ pub unsafe extern "C" fn MPI_Pack_external(
     unsafe { pack(call, datarep, inbuf, incount.into(), datatype, outbuf, outsize as i64, position.cast::<i64>()) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_c(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    incount: i64,
-    datatype: Handle,
-    outbuf: *mut c_void,
-    outsize: i64,
-    position: *mut i64,
-) -> c_int {
-    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` holds `incount` elements of `datatype`, `outbuf` has
-    // `outsize` writable bytes, and `position` points to one readable and writable `MPI_Count`, all for this call, as
-    // MPI 4.1 §5.2.3 requires of MPI_Pack_external_c's caller: `pack`'s `# Safety`.
-    unsafe { pack("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position) }
+forward! {
+    pub unsafe extern "C" fn MPI_Pack_external_c(datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: Handle, outbuf: *mut c_void, outsize: i64, position: *mut i64) -> c_int = pack(datarep, inbuf, incount, datatype, outbuf, outsize, position);
+    pub unsafe extern "C" fn MPI_Unpack_external_c(datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: Handle) -> c_int = unpack(datarep, inbuf, insize, position, outbuf, outcount, datatype);
 }
 
 #[no_mangle]
@@ -189,20 +178,4 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     // `outcount` elements of `datatype`, all for this call, as MPI 4.1 §5.2.3 requires of MPI_Unpack_external's caller:
     // `unpack`'s `# Safety`.
     unsafe { unpack(call, datarep, inbuf, insize as i64, position.cast::<i64>(), outbuf, outcount.into(), datatype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpack_external_c(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    insize: i64,
-    position: *mut i64,
-    outbuf: *mut c_void,
-    outcount: i64,
-    datatype: Handle,
-) -> c_int {
-    // SAFETY: `datarep` is a NUL-terminated string, `inbuf` has `insize` readable bytes, `position` points to one
-    // readable and writable `MPI_Count`, and `outbuf` has room for `outcount` elements of `datatype`, all for this
-    // call, as MPI 4.1 §5.2.3 requires of MPI_Unpack_external_c's caller: `unpack`'s `# Safety`.
-    unsafe { unpack("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype) }
 }

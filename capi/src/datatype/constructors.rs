@@ -288,20 +288,8 @@ unsafe fn f90(call: &str, combiner: c_int, ints: Vec<c_int>, newtype: *mut Handl
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut Handle) -> c_int {
-    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
-    unsafe { f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, vec![r], newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
-    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
-    unsafe { f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, vec![p, r], newtype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut Handle) -> c_int {
-    // SAFETY: `newtype` is the call's out-argument (MPI 4.1 §19.2.5), null or writable: `f90`'s `# Safety`.
-    unsafe { f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, vec![p, r], newtype) }
+forward! {
+    pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut Handle) -> c_int = f90(MPI_COMBINER_F90_INTEGER, vec![r], newtype);
+    pub unsafe extern "C" fn MPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut Handle) -> c_int = f90(MPI_COMBINER_F90_REAL, vec![p, r], newtype);
+    pub unsafe extern "C" fn MPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut Handle) -> c_int = f90(MPI_COMBINER_F90_COMPLEX, vec![p, r], newtype);
 }
