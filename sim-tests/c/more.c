@@ -71,6 +71,13 @@ int main(int argc, char **argv)
     short sh[3] = {1, 2, 3}, sh2[3] = {0, 0, 0};
     MPI_Sendrecv(sh, 3, MPI_SHORT, rank, 8, sh2, 3, MPI_SHORT, rank, 8, MPI_COMM_WORLD, &st);
     CHECK(sh2[2] == 3, "sendrecv to self");
+    /* Halves to MPI_PROC_NULL (§3.10): their datatypes are not looked at;
+     * a receive from it reports MPI_PROC_NULL's status. */
+    int rc_null = MPI_Sendrecv(NULL, 1, MPI_DATATYPE_NULL, MPI_PROC_NULL, 8, sh2, 3, MPI_SHORT, MPI_PROC_NULL, 8,
+                               MPI_COMM_WORLD, &st);
+    CHECK(rc_null == MPI_SUCCESS && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG,
+          "sendrecv with MPI_PROC_NULL on both sides: %d, source %d", rc_null, st.MPI_SOURCE);
+    MPI_Sendrecv(sh, 3, MPI_SHORT, rank, 8, sh2, 3, MPI_SHORT, rank, 8, MPI_COMM_WORLD, &st);
     MPI_Count cc = -1;
     MPI_Get_count_c(&st, MPI_SHORT, &cc);
     int ec = -1, odd = -1;

@@ -487,14 +487,15 @@ unsafe fn start_sendrecv(
 ) -> R<Req> {
     let c = &st.comm(comm)?.comm;
     let rspan = st.span(recvcount, recvtype)?;
-    // The send's datatype is not looked at when it goes to MPI_PROC_NULL.
+    // The send's datatype is not looked at when it goes to MPI_PROC_NULL
+    // (nothing is sent then: an empty span stands for it).
     let span = match send {
-        SendPart::Buffer { count, dt, .. } if dest != MPI_PROC_NULL => Some(st.span(count, dt)?),
-        _ => None,
+        SendPart::Buffer { count, dt, .. } if dest != MPI_PROC_NULL => st.span(count, dt)?,
+        _ => Span::bytes(0),
     };
-    let out = match (&send, &span) {
-        (SendPart::Buffer { buf, .. }, Some(span)) => Outgoing::Buffer(buf.cast(), span),
-        _ => Outgoing::Replace,
+    let out = match send {
+        SendPart::Buffer { buf, .. } => Outgoing::Buffer(buf.cast(), &span),
+        SendPart::Copy => Outgoing::Replace,
     };
     // SAFETY: the send buffer holds its elements and `recvbuf` has room for `recvcount` elements of `recvtype` (holds
     // them under the `_replace` forms), left alone until the operation completes (`start_sendrecv`'s `# Safety`):
