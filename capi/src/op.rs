@@ -121,7 +121,7 @@ impl AnyOperation for OpChoice {
             }
             OpChoice::User(u, dt, Some(l)) => {
                 let f = OnType { op: *u, dt: *dt, layout: Some(l.clone()) };
-                Ok(Operation::from_raw_typed(l.clone(), u.commute, f))
+                Operation::from_raw_typed(l.clone(), u.commute, f)
             }
         }
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::Operation;
 use crate::datatype::Typemap;
+use crate::error::{Result, TypeError};
 
 /// The alignment every predefined type's elements need.
 const ALIGN: usize = 16;
@@ -63,39 +64,48 @@ impl Operation {
     /// aligned scratch memory unless the layout is one dense block at the
     /// origin, and its result is packed back (§6.9.5: the function sees
     /// `len` elements of the reduction's datatype).
-    pub fn from_raw_typed(layout: Arc<Typemap>, commutative: bool, f: impl RawUserFn) -> Operation {
+    /// Refused for a datatype whose extent is not positive: its elements
+    /// would not follow one another (`TypeError::Extent`).
+    pub fn from_raw_typed(layout: Arc<Typemap>, commutative: bool, f: impl RawUserFn) -> Result<Operation> {
         let size = layout.size;
         if layout.dense() && layout.true_lb == 0 {
-            return Operation::from_raw(size, commutative, f);
+            return Ok(Operation::from_raw(size, commutative, f));
         }
         let extent = layout.extent();
-        Operation::from_bytes(size, commutative, move |src: &[u8], acc: &mut [u8]| {
+        if extent <= 0 {
+            return Err(TypeError::Extent { extent }.into());
+        }
+        // The origin's place in the scratch memory: aligned, with room
+        // before it for data below the origin (a negative true lower bound).
+        let lead = (-layout.true_lb).max(0).unsigned_abs().next_multiple_of(ALIGN);
+        Ok(Operation::from_bytes(size, commutative, move |src: &[u8], acc: &mut [u8]| {
             let n = src.len().min(acc.len()) / size.max(1);
             if n == 0 {
                 return;
             }
-            // The bytes `n` elements cover, from the first's true lower bound.
-            let span = (n as isize - 1).saturating_mul(extent.max(0)) + (layout.true_ub - layout.true_lb);
-            let words = (span.max(0) as usize).div_ceil(ALIGN);
+            // Where the data of `n` elements ends, from the scratch's start.
+            let end = lead as isize + layout.true_ub + (n as isize - 1).saturating_mul(extent);
+            let words = (end.max(0) as usize).div_ceil(ALIGN);
             let (mut s, mut a) = (scratch(words), scratch(words));
-            // The elements' origin: the data starts `true_lb` after it.
-            let origin = |v: &mut Vec<u128>| v.as_mut_ptr().cast::<u8>().wrapping_offset(-layout.true_lb);
+            let origin = |v: &mut Vec<u128>| v.as_mut_ptr().cast::<u8>().wrapping_add(lead);
             let (so, ao) = (origin(&mut s), origin(&mut a));
-            // SAFETY: the data of `n` elements of `layout` from origins `so` and `ao` lies within `s` and `a`
-            // (`span` bytes from the true lower bound, which is where each origin puts the data's start), both alive
-            // and unshared for this block; `src` and `acc` hold `n * size` packed bytes (`n` is their length over
-            // `size`), which is what `unpack_raw` reads and `pack_raw` writes.
+            // SAFETY: the data of `n` elements of `layout` from origins `so` and `ao` lies within `s` and `a`: it
+            // starts `lead + true_lb` >= 0 bytes into them and ends `end` bytes in (the extent is positive, so the
+            // last element is the highest); both are alive and unshared for this block. `src` and `acc` hold
+            // `n * size` packed bytes (`n` is their length over `size`), which is what `unpack_raw` reads and
+            // `pack_raw` writes.
             unsafe {
                 layout.unpack_raw(&src[..n * size], so);
                 layout.unpack_raw(&acc[..n * size], ao);
             }
-            // SAFETY: `n` elements of `layout` from origins `so` and `ao`, within the scratch `s` and `a` (above),
-            // which are aligned (`u128`s; the origin is the data's start less `true_lb`, as the datatype lays it out).
+            // SAFETY: `n` elements of `layout` from origins `so` and `ao`, within the scratch `s` and `a` (above);
+            // each origin is `lead`, a multiple of 16, past the start of `u128` storage, so it is 16-byte aligned, and
+            // the datatype's elements sit where it lays them out from there.
             unsafe { f.apply(so, ao, n) };
             // SAFETY: as above: `n` elements of `layout` from `ao` lie within `a`, and `acc` has room for their
             // `n * size` packed bytes.
             unsafe { layout.pack_raw(ao, n, &mut acc[..n * size]) };
-        })
+        }))
     }
 }
 
@@ -152,11 +162,42 @@ mod tests {
                 }
             }
         }
-        let o = Operation::from_raw_typed(layout, true, SumAt8);
+        let o = Operation::from_raw_typed(layout, true, SumAt8).unwrap_or_else(|e| panic!("{e}"));
         let src: Vec<u8> = [1i32, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let mut acc: Vec<u8> = [5i32, 7].iter().flat_map(|v| v.to_ne_bytes()).collect();
         apply(&o, &src, &mut acc);
         let got: Vec<i32> = acc.chunks(4).map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
         assert_eq!(got, [6, 9]);
+    }
+
+    /// The origin the function gets is 16-byte aligned even when the data
+    /// starts below it (a negative lower bound), and a type whose elements
+    /// do not follow one another is refused.
+    #[test]
+    fn an_origin_below_the_data_is_aligned_and_in_bounds() {
+        struct Check;
+        impl RawUserFn for Check {
+            unsafe fn apply(&self, s: *mut u8, a: *mut u8, n: usize) {
+                assert_eq!((s as usize % ALIGN, a as usize % ALIGN), (0, 0));
+                for i in 0..n {
+                    // SAFETY: `n` elements of the 8-byte type from each origin, its i32 at -4 (`apply`'s contract).
+                    unsafe {
+                        *a.offset(8 * i as isize - 4).cast::<i32>() += *s.offset(8 * i as isize - 4).cast::<i32>()
+                    };
+                }
+            }
+        }
+        let mut b = TypemapBuilder::new();
+        b.place(&Arc::new(Typemap::of::<i32>()), -4, 1).ok();
+        let layout = b.finish().resized(-4, 8).map(Arc::new).unwrap_or_else(|e| panic!("{e}"));
+        let o = Operation::from_raw_typed(layout.clone(), true, Check).unwrap_or_else(|e| panic!("{e}"));
+        let src: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let mut acc: Vec<u8> = [10i32, 20, 30].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        apply(&o, &src, &mut acc);
+        let got: Vec<i32> = acc.chunks(4).map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!(got, [11, 22, 33]);
+        let back = layout.resized(0, -8).map(Arc::new).unwrap_or_else(|e| panic!("{e}"));
+        let e = Operation::from_raw_typed(back, true, Check).err().map(|e| e.class());
+        assert_eq!(e, Some(crate::ErrorClass::Type));
     }
 }
