@@ -214,8 +214,7 @@ fn reduction(st: &State, sendbuf: *const c_void, dt: Handle, op: Handle) -> R<Re
 }
 
 pub(crate) fn count_of(count: impl Int) -> R<usize> {
-    let count = count.int("count")?;
-    usize::try_from(count).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {count} is negative")))
+    Ok(mpi::staged::recipe::count_arg(count.int("count")?.into(), "count")?)
 }
 
 /// One `int` per process (`recvcounts`, `displs`, ...).

@@ -42,8 +42,9 @@ macro_rules! forward {
     ($(pub unsafe extern "C" fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $helper:ident($($call:expr),*);)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: every pointer argument goes unchanged to the helper, whose `# Safety` asks of it what the MPI
-            // standard asks of this call's caller for that argument: the caller's contract is the helper's.
+            // SAFETY: every pointer argument goes to the helper as the caller gave it (at most cast to the pointer
+            // type the helper takes, never offset), and the helper's `# Safety` asks of it what the MPI standard asks
+            // of this call's caller for that argument: the caller's contract is the helper's.
             unsafe { $helper(stringify!($name), $($call),*) }
         }
     )*};

@@ -65,7 +65,7 @@ fn assert_of(a: c_int) -> R<Assert> {
 }
 
 fn count(n: i64) -> R<usize> {
-    usize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("count {n} is negative")))
+    Ok(mpi::staged::recipe::count_arg(n, "count")?)
 }
 
 fn size_arg(n: isize) -> R<u64> {
@@ -391,13 +391,13 @@ unsafe fn communicate(
         Ok(ob == 0 && target.count as u64 * layout.size as u64 == 0)
     };
     // The element an accumulate combines (`Basis::accumulated`, §12.3.4);
-    // under MPI_NO_OP the origin datatype is not looked at (it may be
-    // MPI_DATATYPE_NULL).
-    let elem = |st: &State, a: AccOp| -> R<Elem> {
+    // a get-accumulate under MPI_NO_OP does not read its origin, whose
+    // datatype is then not looked at (it may be MPI_DATATYPE_NULL).
+    let elem = |st: &State, reads_origin: bool| -> R<Elem> {
         let target = st.basis(t.dt, None)?;
-        let (origin, moves) = match a {
-            AccOp::NoOp => (None, false),
-            _ => (Some(st.basis(otype, None)?), !moves_nothing(st)?),
+        let (origin, moves) = match reads_origin {
+            false => (None, false),
+            true => (Some(st.basis(otype, None)?), !moves_nothing(st)?),
         };
         Ok(mpi::staged::basis::Basis::accumulated(origin.as_ref(), &target, moves).map_err(MpiError::from)?)
     };
@@ -423,7 +423,7 @@ unsafe fn communicate(
         }
         Op::Acc(h) => {
             let a = acc_op(h)?;
-            let (e, span) = (elem(st, a)?, st.span_c(ocount, otype)?);
+            let (e, span) = (elem(st, true)?, st.span_c(ocount, otype)?);
             let w = &mut st.win_mut(win)?.win;
             // SAFETY: `origin` holds `ocount` elements of `otype` (`span`), readable for this call, as MPI 4.1 §12.3.4
             // requires of MPI_Accumulate's origin buffer (`communicate`'s `# Safety`); `RawWindow::accumulate` copies
@@ -433,7 +433,7 @@ unsafe fn communicate(
         }
         Op::GetAcc(h) => {
             let a = acc_op(h)?;
-            let e = elem(st, a)?;
+            let e = elem(st, a != AccOp::NoOp)?;
             let span = if a == AccOp::NoOp { Span::bytes(0) } else { st.span_c(ocount, otype)? };
             let rspan = st.span_c(result.1, result.2)?;
             let w = &mut st.win_mut(win)?.win;
