@@ -115,28 +115,11 @@ impl Callback {
 }
 
 /// The part generalized request `h` plays in a completion call, if it is
-/// one: ended once complete; until then none that progress could end.
+/// one: ended once complete; until then held (`Part::Held`): only the
+/// program ends it.
 pub(crate) fn part(st: &State, h: Handle) -> Option<Part<'static, 'static>> {
-    st.greqs.get(&h).filter(|g| !g.freed).map(|g| if g.complete { Part::Ended } else { Part::Idle })
-}
-
-/// Whether `h` is a generalized request not yet complete.
-pub(crate) fn pending(st: &State, h: Handle) -> bool {
-    st.greqs.get(&h).is_some_and(|g| !g.complete && !g.freed)
-}
-
-/// The error of a wait that only the completion of generalized request
-/// `h` could end.
-pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
-    Fail::new(
-        MPI_ERR_REQUEST,
-        format!(
-            "{call} would wait for ever: {h:#x} is a generalized request that MPI_Grequest_complete has not \
-             completed, and no other thread can call it while this one waits (the thread level is below \
-             MPI_THREAD_MULTIPLE, or the process has no other thread); call MPI_Grequest_complete first, or \
-             test instead of waiting"
-        ),
-    )
+    let g = st.greqs.get(&h).filter(|g| !g.freed)?;
+    Some(if g.complete { Part::Ended } else { Part::Held(mpi::request::HeldBy::Generalized) })
 }
 
 /// Report generalized request `h`, complete, as complete: a status for

@@ -1,7 +1,7 @@
 //! Completion of requests of every kind (MPI 4.1 §3.7.3-3.7.5): wait,
 //! test and their any/some/all forms, request status, free.
 
-use mpi::request::{Need, Part};
+use mpi::request::{Need, Part, Settled};
 
 use super::*;
 
@@ -17,52 +17,41 @@ pub(crate) fn not_active(h: Handle) -> Fail {
     Fail::new(MPI_ERR_REQUEST, format!("{what} is not an active request (completed and freed, or never started)"))
 }
 
-/// The part request `h` plays in a completion call (`Slot::part`).
+/// The part request `h` plays in a completion call (`Slot::part`): a
+/// generalized request not yet complete and a partitioned send waiting
+/// for its partitions are held (`Part::Held`).
 pub(crate) fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Part::Idle);
     }
     match st.requests.get(&h) {
+        Some(_) if !st.partitioned.is_empty() && crate::p2p::partitions::waiting(st, h) => {
+            Ok(Part::Held(mpi::request::HeldBy::Partitions))
+        }
         Some(r) => Ok(r.part()),
         None => crate::greq::part(st, h).ok_or_else(|| not_active(h)),
     }
 }
 
-/// Settle requests `hs` as one call (see `mpi::request::settle`): which
-/// have ended, and which take no part. A generalized request not yet
-/// complete takes part but cannot end here: a wait that only it could end
-/// fails (`crate::greq`).
+/// Settle requests `hs` as one call (`mpi::request::settle_shared`, with
+/// this process's threads under `MPI_THREAD_MULTIPLE`): which have
+/// ended, and which take no part.
 pub(crate) fn settle(st: &State, hs: &[Handle], need: Need, block: bool, call: &str) -> R<(Vec<bool>, Vec<bool>)> {
     let parts = hs.iter().map(|&h| part(st, h)).collect::<R<Vec<_>>>()?;
-    let pending: Vec<bool> = if st.greqs.is_empty() && st.partitioned.is_empty() {
-        Vec::new()
-    } else {
-        hs.iter().map(|&h| held(st, h)).collect()
-    };
-    let multiple = block && crate::threads::multiple();
-    if let (true, Some(i)) = (block, pending.iter().position(|&p| p)) {
-        let stuck = need == Need::All || parts.iter().all(|p| matches!(p, Part::Idle));
-        if stuck && !(multiple && crate::threads::others_exist()) {
-            return Err(wait_for_ever(st, call, hs[i]));
-        }
+    let ended = settled(st, &parts, need, block, call)?;
+    Ok((ended, parts.iter().map(|p| matches!(p, Part::Idle)).collect()))
+}
+
+/// `mpi::request::settle_shared` of `parts`, giving the lock up to
+/// another thread (`crate::threads::again`) when it says so.
+fn settled(st: &State, parts: &[Part<'_, '_>], need: Need, block: bool, call: &str) -> R<Vec<bool>> {
+    let others = crate::threads::others_exist;
+    let threads = mpi::request::Threads { others_exist: &others, stop: &crate::threads::stop };
+    let threads = crate::threads::multiple().then_some(&threads);
+    match mpi::request::settle_shared(parts, need, block, call, threads)? {
+        Settled::Ended(ended) => Ok(ended),
+        Settled::Again { held } => Err(crate::threads::again(st, held)),
     }
-    let ended = if multiple {
-        mpi::request::settle_until(&parts, need, call, &crate::threads::stop)?
-    } else {
-        mpi::request::settle(&parts, need, block, call)?
-    };
-    let idle: Vec<bool> =
-        parts.iter().enumerate().map(|(i, p)| matches!(p, Part::Idle) && !pending.get(i).is_some_and(|&x| x)).collect();
-    if multiple {
-        let done = match need {
-            Need::All => ended.iter().zip(&idle).all(|(e, i)| *e || *i),
-            Need::One => idle.iter().all(|&i| i) || ended.iter().any(|&e| e),
-        };
-        if !done {
-            return Err(crate::threads::again(st, pending.iter().any(|&p| p)));
-        }
-    }
-    Ok((ended, idle))
 }
 
 /// Run completion call `call`'s body: blocking under
@@ -75,41 +64,13 @@ pub(crate) fn completion(call: &str, comm: Handle, block: bool, body: impl FnMut
     with_state(call, comm, body)
 }
 
-/// Whether request `h` is active but cannot end while this process waits:
-/// a generalized request not yet complete, or a partitioned send whose
-/// partitions are not all ready.
-pub(crate) fn held(st: &State, h: Handle) -> bool {
-    crate::greq::pending(st, h) || crate::p2p::partitions::waiting(st, h)
-}
-
-/// The error of a wait that only request `h`, [`held`], could end.
-pub(crate) fn wait_for_ever(st: &State, call: &str, h: Handle) -> Fail {
-    if crate::p2p::partitions::waiting(st, h) {
-        crate::p2p::partitions::would_wait_for_ever(call, h)
-    } else {
-        crate::greq::would_wait_for_ever(call, h)
-    }
-}
-
 /// Settle one request (`MPI_Wait`, `MPI_Test`, `MPI_Request_get_status`):
 /// whether it has ended or takes no part (then it completes at once, with
 /// an empty status). The polling loop's call: one allocation, no more.
 pub(crate) fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bool> {
     let p = part(st, h)?;
-    let idle = matches!(p, Part::Idle);
-    let multiple = block && crate::threads::multiple();
-    if idle && !(st.greqs.is_empty() && st.partitioned.is_empty()) && held(st, h) {
-        return match block {
-            false => Ok(false),
-            true if multiple && crate::threads::others_exist() => Err(crate::threads::again(st, true)),
-            true => Err(wait_for_ever(st, call, h)),
-        };
-    }
-    if multiple {
-        let done = mpi::request::settle_until(std::slice::from_ref(&p), Need::All, call, &crate::threads::stop)?[0];
-        return if done || idle { Ok(true) } else { Err(crate::threads::again(st, false)) };
-    }
-    Ok(mpi::request::settle(std::slice::from_ref(&p), Need::All, block, call)?[0] || idle)
+    let ended = settled(st, std::slice::from_ref(&p), Need::All, block, call)?[0];
+    Ok(ended || matches!(p, Part::Idle))
 }
 
 /// Complete request `h`, which has ended or takes no part

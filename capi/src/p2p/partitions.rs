@@ -36,18 +36,6 @@ pub(crate) fn waiting(st: &State, h: Handle) -> bool {
     st.partitioned.get(&h).is_some_and(Partitioned::waiting)
 }
 
-/// The error of a wait that only marking partitions ready could end.
-pub(crate) fn would_wait_for_ever(call: &str, h: Handle) -> Fail {
-    Fail::new(
-        MPI_ERR_REQUEST,
-        format!(
-            "{call} would wait for ever: {h:#x} is a partitioned send with partitions not marked ready, and no \
-             other thread can mark them while this one waits (the thread level is below MPI_THREAD_MULTIPLE, or \
-             the process has no other thread); call MPI_Pready for each partition first"
-        ),
-    )
-}
-
 /// `MPI_Start` of partitioned request `h`, if it is one (`None`: it is
 /// not). A send waits for its partitions; a receive starts as any
 /// persistent receive does (`Some(false)`: the caller starts it).

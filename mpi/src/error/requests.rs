@@ -1,6 +1,28 @@
 //! The errors of requests (§3.7, §3.9), partitioned requests (§4) and
 //! keyvals (§7.7).
 
+/// What keeps an active request from ending while its process waits:
+/// only the program can end it ([`crate::request::Part::Held`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeldBy {
+    /// A generalized request the program has not completed (§13.2).
+    #[error("a generalized request is not complete")]
+    Generalized,
+    /// A started partitioned send with partitions not marked ready (§4.2).
+    #[error("a partitioned send has partitions not marked ready")]
+    Partitions,
+}
+
+impl HeldBy {
+    /// What the program must do first.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            HeldBy::Generalized => "complete it first (MPI_Grequest_complete, or the Completer)",
+            HeldBy::Partitions => "mark every partition ready first (MPI_Pready)",
+        }
+    }
+}
+
 /// A request used against its rules (`MpiError::Request`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RequestMisuse {
@@ -19,10 +41,19 @@ pub enum RequestMisuse {
     /// A partitioned send started as a plain persistent one.
     #[error("a partitioned send starts when its partitions are ready")]
     PartitionedStart,
-    /// A wait for a generalized request the program has not completed,
-    /// which nothing can complete while the thread waits (MPI 4.1 §13.2).
-    #[error("the wait would never end: a generalized request the program has not completed (complete it first, or test instead of waiting)")]
-    NeverCompleted,
+    /// A wait that only a request the program ends could end (MPI 4.1
+    /// §13.2, §4.2), and nothing can end it while this thread waits: the
+    /// thread level is below `MPI_THREAD_MULTIPLE`, or the process has no
+    /// other thread.
+    #[error("{call} would wait for ever: {by} (request {index} of the call), and no other thread can do it while this one waits (the thread level is below MPI_THREAD_MULTIPLE, or the process has no other thread); {}, or test instead of waiting", by.remedy())]
+    NeverCompleted {
+        /// The completion call.
+        call: String,
+        /// What holds the request.
+        by: HeldBy,
+        /// The request's place among the call's (0 for a call on one).
+        index: usize,
+    },
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,

@@ -30,6 +30,7 @@ use std::rc::Rc;
 use adi::{Done, ReqId};
 
 use crate::context::{charge_call, charge_request, Context, Shared};
+pub use crate::error::HeldBy;
 use crate::error::{MpiError, RequestMisuse, Result};
 use crate::members::Group;
 use crate::status::Status;
@@ -320,7 +321,7 @@ impl<'b> Request<'b> {
             charge_call(c.engine()?);
         }
         if matches!(&self.state, State::Other(op) if op.ended_by_program()) && !self.is_done(&mut c)? {
-            return Err(MpiError::Request(crate::error::RequestMisuse::NeverCompleted));
+            return Err(never_completed("wait", HeldBy::Generalized, 0));
         }
         let waited = c.wait_until(|c| self.is_done(c));
         if let Err(e) = waited {
@@ -589,6 +590,13 @@ pub enum Part<'r, 'b> {
     /// other half of `MPI_Isendrecv`; usually none, which allocates
     /// nothing: a polling loop's `MPI_Test` stays cheap).
     Waiting(&'r Request<'b>, Vec<&'r Request<'b>>),
+    /// Active, but only the program can end it, never progress: a C
+    /// generalized request not yet complete (§13.2), a started partitioned
+    /// send with partitions not yet ready (§4.2). It never ends inside the
+    /// call; a blocking call that only it could end fails
+    /// ([`RequestMisuse::NeverCompleted`]) unless another thread may end it
+    /// ([`settle_shared`]).
+    Held(HeldBy),
 }
 
 impl<'r, 'b> Part<'r, 'b> {
@@ -653,7 +661,7 @@ fn settle_with(
         let mut out = Vec::with_capacity(parts.len());
         for p in parts {
             out.push(match p {
-                Part::Idle => false,
+                Part::Idle | Part::Held(_) => false,
                 Part::Ended => true,
                 Part::Waiting(..) => {
                     let mut all = true;
@@ -667,7 +675,7 @@ fn settle_with(
         Ok(out)
     };
     let met = |ended: &[bool]| match need {
-        Need::All => parts.iter().zip(ended).all(|(p, &e)| e || matches!(p, Part::Idle)),
+        Need::All => parts.iter().zip(ended).all(|(p, &e)| e || matches!(p, Part::Idle | Part::Held(_))),
         Need::One => ended.iter().any(|&e| e),
     };
     let Some(shared) = shared else {
@@ -681,7 +689,7 @@ fn settle_with(
         return Ok(ended);
     }
     if block.is_some() {
-        only_the_program_could_end(parts, &ended, need)?;
+        only_the_program_could_end(parts, &ended, need, call)?;
     }
     let Some(stop) = block else {
         let waiting: Vec<&Request<'_>> =
@@ -703,18 +711,94 @@ fn settle_with(
 /// Refuse a wait that only the program could end: a generalized request
 /// not yet complete that `need` waits for (all of them, or the only ones
 /// left), which nothing can complete while this thread waits.
-fn only_the_program_could_end(parts: &[Part<'_, '_>], ended: &[bool], need: Need) -> Result<()> {
+fn only_the_program_could_end(parts: &[Part<'_, '_>], ended: &[bool], need: Need, call: &str) -> Result<()> {
     let by_program = |r: &&Request<'_>| matches!(&r.state, State::Other(op) if op.ended_by_program());
-    let open: Vec<&Part<'_, '_>> =
-        parts.iter().zip(ended).filter(|(p, e)| !**e && !matches!(p, Part::Idle)).map(|(p, _)| p).collect();
-    let stuck = |p: &&Part<'_, '_>| p.requests().any(|r| by_program(&r));
+    let open: Vec<(usize, &Part<'_, '_>)> = (parts.iter().enumerate().zip(ended))
+        .filter(|((_, p), e)| !**e && !matches!(p, Part::Idle | Part::Held(_)))
+        .map(|(p, _)| p)
+        .collect();
+    let stuck = |(_, p): &&(usize, &Part<'_, '_>)| p.requests().any(|r| by_program(&r));
     let never = match need {
-        Need::All => open.iter().any(stuck),
-        Need::One => !open.is_empty() && open.iter().all(stuck),
+        Need::All => open.iter().find(stuck),
+        Need::One => open.iter().find(stuck).filter(|_| open.iter().all(|p| stuck(&p))),
     };
     match never {
-        true => Err(MpiError::Request(crate::error::RequestMisuse::NeverCompleted)),
-        false => Ok(()),
+        Some(&(index, _)) => Err(never_completed(call, HeldBy::Generalized, index)),
+        None => Ok(()),
+    }
+}
+
+fn never_completed(call: &str, by: HeldBy, index: usize) -> MpiError {
+    MpiError::Request(RequestMisuse::NeverCompleted { call: call.into(), by, index })
+}
+
+/// The other threads of a process that waits under
+/// `MPI_THREAD_MULTIPLE` (MPI 4.1 §11.6.3): whether any exists that
+/// could end a [`Part::Held`] request, and when a blocking call gives the
+/// lock up to one ([`settle_until`]'s `stop`).
+pub struct Threads<'a> {
+    /// Whether the process has another thread (asked only when a held
+    /// request is all a wait could end).
+    pub others_exist: &'a dyn Fn() -> bool,
+    /// Whether to give the wait up where it would idle (see [`settle_until`]).
+    pub stop: &'a dyn Fn(bool) -> bool,
+}
+
+/// What a completion call found ([`settle_shared`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Which parts have ended (as [`settle`] returns them).
+    Ended(Vec<bool>),
+    /// A blocking call under `MPI_THREAD_MULTIPLE` did not meet its need
+    /// and gives the lock up to another thread, then calls again; `held`:
+    /// a held request is among what it waits for, so it may first wait for
+    /// something to happen.
+    Again {
+        /// A [`Part::Held`] request is among what the call waits for.
+        held: bool,
+    },
+}
+
+/// The completion of every call that completes requests, of the C ABI as
+/// of the Rust API (MPI 4.1 §3.7.3-3.7.5), with held requests
+/// ([`Part::Held`]) and other threads: [`settle`] when `threads` is
+/// `None` (one thread, or a test), else a blocking wait that gives the
+/// lock up as [`settle_until`] does and reports [`Settled::Again`] when
+/// its need is not met.
+///
+/// A blocking call whose need only held requests could meet (all of
+/// them for [`Need::All`]; every part taking part for [`Need::One`])
+/// fails with [`RequestMisuse::NeverCompleted`] unless another thread
+/// exists that could end them.
+pub fn settle_shared(
+    parts: &[Part<'_, '_>],
+    need: Need,
+    block: bool,
+    call: &str,
+    threads: Option<&Threads<'_>>,
+) -> Result<Settled> {
+    let threads = threads.filter(|_| block);
+    let held = |p: &Part<'_, '_>| match p {
+        Part::Held(by) => Some(*by),
+        _ => None,
+    };
+    if let (true, Some((index, by))) = (block, parts.iter().enumerate().find_map(|(i, p)| Some((i, held(p)?)))) {
+        let stuck = need == Need::All || parts.iter().all(|p| matches!(p, Part::Idle | Part::Held(_)));
+        if stuck && !threads.is_some_and(|t| (t.others_exist)()) {
+            return Err(never_completed(call, by, index));
+        }
+    }
+    let Some(threads) = threads else {
+        return settle(parts, need, block, call).map(Settled::Ended);
+    };
+    let ended = settle_until(parts, need, call, threads.stop)?;
+    let done = match need {
+        Need::All => parts.iter().zip(&ended).all(|(p, &e)| e || matches!(p, Part::Idle)),
+        Need::One => parts.iter().all(|p| matches!(p, Part::Idle)) || ended.iter().any(|&e| e),
+    };
+    match done {
+        true => Ok(Settled::Ended(ended)),
+        false => Ok(Settled::Again { held: parts.iter().any(|p| held(p).is_some()) }),
     }
 }
 
@@ -813,4 +897,70 @@ pub fn test_all(requests: Vec<Request<'_>>) -> Result<std::result::Result<Vec<St
         out.push(r.finish()?);
     }
     Ok(Ok(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    const ALL: Need = Need::All;
+    const ONE: Need = Need::One;
+    const GREQ: Part<'static, 'static> = Part::Held(HeldBy::Generalized);
+    const PARTS: Part<'static, 'static> = Part::Held(HeldBy::Partitions);
+
+    fn never(r: Result<Settled>) -> (String, HeldBy, usize) {
+        match r {
+            Err(MpiError::Request(RequestMisuse::NeverCompleted { call, by, index })) => (call, by, index),
+            other => panic!("not refused as a wait for ever: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_blocking_wait_only_held_requests_could_end_is_refused_and_names_it() {
+        let (call, by, index) = never(settle_shared(&[Part::Ended, PARTS], ALL, true, "MPI_Waitall", None));
+        assert_eq!((call.as_str(), by, index), ("MPI_Waitall", HeldBy::Partitions, 1));
+        // For one, only when nothing else takes part.
+        assert_eq!(never(settle_shared(&[Part::Idle, GREQ], ONE, true, "MPI_Waitany", None)).2, 1);
+        let any = settle_shared(&[Part::Ended, GREQ], ONE, true, "MPI_Waitany", None);
+        assert_eq!(any.ok(), Some(Settled::Ended(vec![true, false])));
+        let text = MpiError::Request(RequestMisuse::NeverCompleted { call: "MPI_Wait".into(), by: HeldBy::Generalized, index: 0 });
+        assert!(text.to_string().contains("MPI_Grequest_complete"), "{text}");
+    }
+
+    #[test]
+    fn a_test_of_held_requests_reports_them_not_ended() {
+        let r = settle_shared(&[GREQ, Part::Idle, Part::Ended], ALL, false, "MPI_Testall", None);
+        assert_eq!(r.ok(), Some(Settled::Ended(vec![false, false, true])));
+        // Threads play no part in a call that does not block.
+        let asked = Cell::new(0);
+        let others = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        let t = Threads { others_exist: &others, stop: &|_| true };
+        let r = settle_shared(&[GREQ], ALL, false, "MPI_Test", Some(&t));
+        assert_eq!((r.ok(), asked.get()), (Some(Settled::Ended(vec![false])), 0));
+    }
+
+    #[test]
+    fn with_other_threads_a_held_wait_gives_the_lock_up_instead() {
+        let asked = Cell::new(0);
+        let yes = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        let t = Threads { others_exist: &yes, stop: &|_| true };
+        let r = settle_shared(&[Part::Ended, PARTS], ALL, true, "MPI_Waitall", Some(&t));
+        assert_eq!((r.ok(), asked.get()), (Some(Settled::Again { held: true }), 1));
+        // A process whose only thread waits: refused as without threads.
+        let t = Threads { others_exist: &|| false, stop: &|_| true };
+        assert_eq!(never(settle_shared(&[PARTS], ALL, true, "MPI_Wait", Some(&t))).1, HeldBy::Partitions);
+        // Nothing held: the other threads are not asked, and a met need ends.
+        let t = Threads { others_exist: &yes, stop: &|_| true };
+        let r = settle_shared(&[Part::Idle, Part::Ended], ALL, true, "MPI_Waitall", Some(&t));
+        assert_eq!((r.ok(), asked.get()), (Some(Settled::Ended(vec![false, true])), 1));
+        let r = settle_shared(&[Part::Idle], ONE, true, "MPI_Waitany", Some(&t));
+        assert_eq!(r.ok(), Some(Settled::Ended(vec![false])));
+    }
 }
