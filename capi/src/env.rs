@@ -106,7 +106,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         bsent: Table::default(),
         detached: Vec::new(),
         idups: Vec::new(),
-        greqs: Table::default(),
+        greqs: Default::default(),
         partitioned: Table::default(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,

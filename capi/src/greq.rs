@@ -12,21 +12,22 @@
 //! - `cancel_fn(extra_state, complete)` runs on `MPI_Cancel`, with whether
 //!   `MPI_Grequest_complete` has run.
 //!
-//! The callbacks run once the call has released the library's lock
-//! ([`crate::attr::Deferred`]): they call MPI themselves
-//! (`MPI_Status_set_elements`, `MPI_Status_set_cancelled`).
+//! Where each request stands, and which callback is due when, is
+//! `mpi::greq::Table`'s; this module runs the callbacks, once the call
+//! has released the library's lock ([`crate::attr::Deferred`]): they call
+//! MPI themselves (`MPI_Status_set_elements`, `MPI_Status_set_cancelled`).
 //!
 //! A wait that only the completion of a generalized request not yet
 //! complete could end waits for another thread's `MPI_Grequest_complete`
 //! under `MPI_THREAD_MULTIPLE` (`crate::threads`). Below it, or when the
 //! process has no other thread, nobody can call it while this thread
-//! waits: the wait fails instead of waiting for ever, naming the request.
+//! waits: the wait fails instead of waiting for ever
+//! (`mpi::request::settle_shared`).
 
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;
 use crate::*;
-use mpi::request::Part;
 
 /// `MPI_Grequest_query_function`.
 type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
@@ -35,16 +36,14 @@ type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 /// `MPI_Grequest_cancel_function`.
 type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
-/// A generalized request's callbacks and where it stands.
+/// A generalized request's callbacks (`mpi::greq::Table` keeps where it
+/// stands).
+#[derive(Clone, Copy)]
 pub(crate) struct Greq {
     query: QueryFn,
     free: FreeFn,
     cancel: CancelFn,
     extra: *mut c_void,
-    /// `MPI_Grequest_complete` has run.
-    complete: bool,
-    /// `MPI_Request_free` has run before it completed: freed then.
-    freed: bool,
 }
 
 /// A callback to run once the call has released the lock.
@@ -114,12 +113,9 @@ impl Callback {
     }
 }
 
-/// The part generalized request `h` plays in a completion call, if it is
-/// one: ended once complete; until then held (`Part::Held`): only the
-/// program ends it.
-pub(crate) fn part(st: &State, h: Handle) -> Option<Part<'static, 'static>> {
-    let g = st.greqs.get(&h).filter(|g| !g.freed)?;
-    Some(if g.complete { Part::Ended } else { Part::Held(mpi::request::HeldBy::Generalized) })
+/// Run `callback` once the call has released the lock.
+fn defer(st: &mut State, callback: Callback) {
+    st.deferred.push(attr::Deferred::Callback(Box::new(move || callback.run())));
 }
 
 /// Report generalized request `h`, complete, as complete: a status for
@@ -134,30 +130,17 @@ pub(crate) fn report(
     in_array: bool,
     free: bool,
 ) -> Option<(R<MpiStatus>, Handle)> {
-    let g = st.greqs.get(&h).filter(|g| g.complete && !g.freed)?;
-    let (query, extra, free_fn) = (g.query, g.extra, g.free);
-    let nh = if free {
-        st.greqs.remove(&h);
-        MPI_REQUEST_NULL
-    } else {
-        h
-    };
-    let free = free.then_some(free_fn);
-    st.deferred
-        .push(attr::Deferred::Callback(Box::new(move || Callback::Report { query, free, extra, out, in_array }.run())));
-    Some((Ok(MpiStatus::empty()), nh))
+    let g = st.greqs.report(h, free)?;
+    let (query, extra) = (g.query, g.extra);
+    defer(st, Callback::Report { query, free: free.then_some(g.free), extra, out, in_array });
+    Some((Ok(MpiStatus::empty()), if free { MPI_REQUEST_NULL } else { h }))
 }
 
 /// `MPI_Request_free` of `h`, if it is a generalized request: `free_fn`
 /// runs now if it is complete, else at its completion.
 pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
-    let g = st.greqs.get_mut(&h).filter(|g| !g.freed)?;
-    if g.complete {
-        let (free, extra) = (g.free, g.extra);
-        st.greqs.remove(&h);
-        st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Free { free, extra }.run())));
-    } else {
-        g.freed = true;
+    if let Some(g) = st.greqs.free(h)? {
+        defer(st, Callback::Free { free: g.free, extra: g.extra });
     }
     Some(())
 }
@@ -165,9 +148,8 @@ pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
 /// `MPI_Cancel` of `h`, if it is a generalized request: `cancel_fn` runs.
 /// The request must still be completed (§13.2).
 pub(crate) fn cancel(st: &mut State, h: Handle) -> Option<()> {
-    let g = st.greqs.get(&h).filter(|g| !g.freed)?;
-    let (cancel, extra, complete) = (g.cancel, g.extra, g.complete);
-    st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Cancel { cancel, extra, complete }.run())));
+    let (g, complete) = st.greqs.cancel(h)?;
+    defer(st, Callback::Cancel { cancel: g.cancel, extra: g.extra, complete });
     Some(())
 }
 
@@ -187,7 +169,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
         let h = st.new_handle();
-        st.greqs.insert(h, Greq { query, free, cancel, extra: extra_state, complete: false, freed: false });
+        st.greqs.start(h, Greq { query, free, cancel, extra: extra_state });
         // SAFETY: `request` is not null (checked above) and is MPI_Grequest_start's out-argument (MPI 4.1 §13.2), valid
         // for writing one handle for this call.
         unsafe { request.write(h) };
@@ -198,23 +180,8 @@ pub unsafe extern "C" fn MPI_Grequest_start(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
     with_state("MPI_Grequest_complete", MPI_COMM_WORLD, |st| {
-        let Some(g) = st.greqs.get_mut(&request) else {
-            return Err(Fail::new(
-                MPI_ERR_REQUEST,
-                format!("{request:#x} is not a generalized request (never started, or reported and freed)"),
-            ));
-        };
-        if g.complete {
-            return Err(Fail::new(
-                MPI_ERR_REQUEST,
-                format!("MPI_Grequest_complete of {request:#x} a second time (MPI 4.1 §13.2: once only)"),
-            ));
-        }
-        g.complete = true;
-        if g.freed {
-            let (free, extra) = (g.free, g.extra);
-            st.greqs.remove(&request);
-            st.deferred.push(attr::Deferred::Callback(Box::new(move || Callback::Free { free, extra }.run())));
+        if let Some(g) = st.greqs.complete(request)? {
+            defer(st, Callback::Free { free: g.free, extra: g.extra });
         }
         Ok(())
     })

@@ -280,7 +280,7 @@ pub(crate) struct State {
     /// handle whose entry the completion fills in (`comm_table::settle_idup`).
     pub(crate) idups: Vec<(Handle, Handle)>,
     /// Generalized requests (§13.2), on handles of the requests' kind.
-    pub(crate) greqs: Table<greq::Greq>,
+    pub(crate) greqs: mpi::greq::Table<greq::Greq>,
     /// Partitioned requests (§4) and where each stands.
     pub(crate) partitioned: Table<p2p::partitions::Partitioned>,
     pub(crate) next_handle: Handle,

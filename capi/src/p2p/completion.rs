@@ -29,7 +29,7 @@ pub(crate) fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
             Ok(Part::Held(mpi::request::HeldBy::Partitions))
         }
         Some(r) => Ok(r.part()),
-        None => crate::greq::part(st, h).ok_or_else(|| not_active(h)),
+        None => st.greqs.part(h).ok_or_else(|| not_active(h)),
     }
 }
 

@@ -54,6 +54,18 @@ pub enum RequestMisuse {
         /// The request's place among the call's (0 for a call on one).
         index: usize,
     },
+    /// `MPI_Grequest_complete` of a handle that is no generalized request.
+    #[error("{handle:#x} is not a generalized request (never started, or reported and freed)")]
+    NotGeneralized {
+        /// The handle.
+        handle: usize,
+    },
+    /// `MPI_Grequest_complete` a second time (§13.2: once only).
+    #[error("MPI_Grequest_complete of {handle:#x} a second time (MPI 4.1 §13.2: once only)")]
+    CompletedTwice {
+        /// The handle.
+        handle: usize,
+    },
     /// A persistent collective started as a point-to-point one.
     #[error("a persistent collective is started by its own path")]
     CollectiveStart,

@@ -924,7 +924,11 @@ mod tests {
         assert_eq!(never(settle_shared(&[Part::Idle, GREQ], ONE, true, "MPI_Waitany", None)).2, 1);
         let any = settle_shared(&[Part::Ended, GREQ], ONE, true, "MPI_Waitany", None);
         assert_eq!(any.ok(), Some(Settled::Ended(vec![true, false])));
-        let text = MpiError::Request(RequestMisuse::NeverCompleted { call: "MPI_Wait".into(), by: HeldBy::Generalized, index: 0 });
+        let text = MpiError::Request(RequestMisuse::NeverCompleted {
+            call: "MPI_Wait".into(),
+            by: HeldBy::Generalized,
+            index: 0,
+        });
         assert!(text.to_string().contains("MPI_Grequest_complete"), "{text}");
     }
 
