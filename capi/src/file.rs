@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use mpi::datatype::external32::Signature;
-use mpi::io::{Access, AccessMode, Calling, DataRep, Direction, File, Position, View, Whence};
+use mpi::io::{AccessMode, Calling, DataRep, Direction, File, Position, View, Whence};
 
 use crate::abi::*;
 use crate::count::Int;
@@ -82,64 +82,6 @@ fn bad_file(h: Handle) -> Fail {
     Fail::new(MPI_ERR_FILE, format!("{what} is not an open file (never opened, or closed)"))
 }
 
-/// The access mode `amode` as the ABI gives it: exactly one of
-/// `MPI_MODE_RDONLY`, `_RDWR`, `_WRONLY`, and known flags.
-fn access_mode(amode: c_int) -> R<AccessMode> {
-    let known = MPI_MODE_RDONLY
-        | MPI_MODE_RDWR
-        | MPI_MODE_WRONLY
-        | MPI_MODE_CREATE
-        | MPI_MODE_EXCL
-        | MPI_MODE_DELETE_ON_CLOSE
-        | MPI_MODE_UNIQUE_OPEN
-        | MPI_MODE_SEQUENTIAL
-        | MPI_MODE_APPEND;
-    if amode & !known != 0 {
-        return Err(Fail::new(MPI_ERR_AMODE, format!("access mode {amode:#x} has bits that name no MPI_MODE_* flag")));
-    }
-    let access = match (amode & MPI_MODE_RDONLY != 0, amode & MPI_MODE_RDWR != 0, amode & MPI_MODE_WRONLY != 0) {
-        (true, false, false) => Access::ReadOnly,
-        (false, true, false) => Access::ReadWrite,
-        (false, false, true) => Access::WriteOnly,
-        _ => {
-            return Err(Fail::new(
-                MPI_ERR_AMODE,
-                format!("access mode {amode:#x} must have exactly one of MPI_MODE_RDONLY, MPI_MODE_RDWR and MPI_MODE_WRONLY (MPI 4.1 §14.2.1)"),
-            ))
-        }
-    };
-    let flag = |f: c_int| amode & f != 0;
-    Ok(AccessMode {
-        access,
-        create: flag(MPI_MODE_CREATE),
-        excl: flag(MPI_MODE_EXCL),
-        delete_on_close: flag(MPI_MODE_DELETE_ON_CLOSE),
-        unique_open: flag(MPI_MODE_UNIQUE_OPEN),
-        sequential: flag(MPI_MODE_SEQUENTIAL),
-        append: flag(MPI_MODE_APPEND),
-    })
-}
-
-/// `m` as the ABI's bits.
-fn amode_bits(m: AccessMode) -> c_int {
-    let access = match m.access {
-        Access::ReadOnly => MPI_MODE_RDONLY,
-        Access::ReadWrite => MPI_MODE_RDWR,
-        Access::WriteOnly => MPI_MODE_WRONLY,
-    };
-    [
-        (m.create, MPI_MODE_CREATE),
-        (m.excl, MPI_MODE_EXCL),
-        (m.delete_on_close, MPI_MODE_DELETE_ON_CLOSE),
-        (m.unique_open, MPI_MODE_UNIQUE_OPEN),
-        (m.sequential, MPI_MODE_SEQUENTIAL),
-        (m.append, MPI_MODE_APPEND),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .fold(access, |b, (_, f)| b | f)
-}
-
 /// A path argument.
 ///
 /// # Safety
@@ -175,7 +117,7 @@ pub unsafe extern "C" fn MPI_File_open(
         if fh.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "fh is a null pointer"));
         }
-        let mode = access_mode(amode)?;
+        let mode = AccessMode::from_bits(amode)?;
         // SAFETY: `filename` is MPI_File_open's file name (MPI 4.1 §14.2.1), a NUL-terminated string readable for this
         // call, or null, which `path_arg` refuses.
         let path = unsafe { path_arg(filename, "filename")? };
@@ -246,7 +188,7 @@ fn to_offset(v: u64) -> mpi::Result<i64> {
 }
 
 forward! {
-    pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int = query(fh, amode, |f| Ok(amode_bits(f.mode())));
+    pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int = query(fh, amode, |f| Ok(f.mode().bits()));
     pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int = query(fh, flag, |f| Ok(c_int::from(f.atomicity())));
     pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int = query(fh, size, |f| to_offset(f.size()?));
     pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int = query(fh, offset, |f| to_offset(f.position()));
@@ -727,21 +669,6 @@ forward! {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn access_modes_round_trip_and_bad_ones_are_refused() {
-        for bits in [
-            MPI_MODE_RDONLY,
-            MPI_MODE_RDWR | MPI_MODE_CREATE,
-            MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE,
-            MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND | MPI_MODE_UNIQUE_OPEN,
-        ] {
-            assert_eq!(amode_bits(access_mode(bits).unwrap()), bits);
-        }
-        for bad in [0, MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_MODE_CREATE, MPI_MODE_RDWR | 0x10000] {
-            assert_eq!(access_mode(bad).err().map(|f| f.class), Some(MPI_ERR_AMODE));
-        }
-    }
 
     #[test]
     fn file_handles_are_recognised_by_shape() {

@@ -2,8 +2,17 @@
 //! only, read-write and write only — a choice, so a mode with none or two
 //! of them cannot be made — and the flags.
 
+use abi_def::{
+    MPI_MODE_APPEND, MPI_MODE_CREATE, MPI_MODE_DELETE_ON_CLOSE, MPI_MODE_EXCL, MPI_MODE_RDONLY, MPI_MODE_RDWR,
+    MPI_MODE_SEQUENTIAL, MPI_MODE_UNIQUE_OPEN, MPI_MODE_WRONLY,
+};
+
 use super::error::{fail, FileErrorClass};
 use crate::Result;
+
+/// Each access with its bit.
+const ACCESS: [(Access, i32); 3] =
+    [(Access::ReadOnly, MPI_MODE_RDONLY), (Access::ReadWrite, MPI_MODE_RDWR), (Access::WriteOnly, MPI_MODE_WRONLY)];
 
 /// How the file may be accessed (`MPI_MODE_RDONLY`, `_RDWR`, `_WRONLY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +83,55 @@ impl AccessMode {
         Ok(())
     }
 
+    /// The mode of the ABI's bits (`MPI_MODE_*`, §14.2.1): exactly one
+    /// of `MPI_MODE_RDONLY`, `_RDWR` and `_WRONLY`, and no bit that names
+    /// no flag, else `MPI_ERR_AMODE`. The combinations [`check`](Self::check)
+    /// refuses are not refused here.
+    pub fn from_bits(bits: i32) -> Result<AccessMode> {
+        let known = ACCESS.iter().map(|&(_, b)| b).chain(AccessMode::new(Access::ReadOnly).flags().map(|(_, b)| b));
+        if bits & !known.fold(0, |all, b| all | b) != 0 {
+            return Err(fail(
+                FileErrorClass::Amode,
+                format!("access mode {bits:#x} has bits that name no MPI_MODE_* flag"),
+            ));
+        }
+        let mut chosen = ACCESS.iter().filter(|&&(_, b)| bits & b != 0);
+        let (Some(&(access, _)), None) = (chosen.next(), chosen.next()) else {
+            return Err(fail(
+                FileErrorClass::Amode,
+                format!("access mode {bits:#x} must have exactly one of MPI_MODE_RDONLY, MPI_MODE_RDWR and MPI_MODE_WRONLY (MPI 4.1 §14.2.1)"),
+            ));
+        };
+        let on = |b: i32| bits & b != 0;
+        Ok(AccessMode {
+            access,
+            create: on(MPI_MODE_CREATE),
+            excl: on(MPI_MODE_EXCL),
+            delete_on_close: on(MPI_MODE_DELETE_ON_CLOSE),
+            unique_open: on(MPI_MODE_UNIQUE_OPEN),
+            sequential: on(MPI_MODE_SEQUENTIAL),
+            append: on(MPI_MODE_APPEND),
+        })
+    }
+
+    /// The mode as the ABI's bits (`MPI_File_get_amode`).
+    pub fn bits(&self) -> i32 {
+        let access = ACCESS.iter().find(|(a, _)| *a == self.access).map_or(0, |&(_, b)| b);
+        self.flags().iter().filter(|(on, _)| *on).fold(access, |all, (_, b)| all | b)
+    }
+
+    /// Each flag, with its bit.
+    fn flags(&self) -> [(bool, i32); 6] {
+        [
+            (self.create, MPI_MODE_CREATE),
+            (self.excl, MPI_MODE_EXCL),
+            (self.delete_on_close, MPI_MODE_DELETE_ON_CLOSE),
+            (self.unique_open, MPI_MODE_UNIQUE_OPEN),
+            (self.sequential, MPI_MODE_SEQUENTIAL),
+            (self.append, MPI_MODE_APPEND),
+        ]
+    }
+
     /// Reading is allowed.
     pub fn readable(&self) -> bool {
         self.access != Access::WriteOnly
@@ -111,6 +169,21 @@ mod tests {
         assert!(AccessMode { sequential: true, ..AccessMode::new(Access::ReadWrite) }.check().is_err());
         assert!(AccessMode { sequential: true, ..AccessMode::new(Access::WriteOnly) }.check().is_ok());
         assert!(AccessMode::new(Access::WriteOnly).create().check().is_ok());
+    }
+
+    #[test]
+    fn bits_name_one_access_and_known_flags() {
+        let m = AccessMode::from_bits(MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_APPEND).ok();
+        assert_eq!(m, Some(AccessMode { append: true, ..AccessMode::new(Access::WriteOnly).create() }));
+        for bad in [0, MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_MODE_CREATE, MPI_MODE_RDWR | 1 << 20, -1] {
+            let e = AccessMode::from_bits(bad).err().map(|e| e.class());
+            assert_eq!(e, Some(crate::ErrorClass::Amode), "{bad:#x}");
+        }
+        for bits in 0..1024 {
+            if let Ok(m) = AccessMode::from_bits(bits) {
+                assert_eq!(m.bits(), bits, "a round trip keeps every flag");
+            }
+        }
     }
 
     #[test]
