@@ -108,7 +108,7 @@ unsafe fn bsend(
 pub(crate) fn note_sent(st: &mut State, h: Handle, comm: Handle, sent: Sent) {
     if st.bsent.len() > 64 + 2 * st.requests.len() {
         let requests = &st.requests;
-        st.bsent.retain(|r, _| requests.contains_key(r));
+        st.bsent.retain(|r, _| requests.contains(*r));
     }
     st.bsent.insert(h, (comm, sent));
 }
@@ -130,7 +130,7 @@ pub(crate) fn cancel(st: &mut State, h: Handle) -> R<()> {
         op = st.buffered.cancel(sent)?;
     }
     st.bsent.remove(&h);
-    if let (Some(op), Some(slot)) = (op, st.requests.get_mut(&h)) {
+    if let (Some(op), Some(slot)) = (op, st.requests.get_mut(h)) {
         slot.reopen(op);
     }
     Ok(())

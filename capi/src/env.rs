@@ -80,7 +80,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         universe,
         parent: ParentHandle::Unasked,
         comms,
-        requests: Table::default(),
+        requests: Default::default(),
         types: Table::default(),
         wins: Table::default(),
         files: Table::default(),
@@ -104,9 +104,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         type_attrs: Table::default(),
         buffered: Default::default(),
         bsent: Table::default(),
-        detached: Vec::new(),
         idups: Vec::new(),
-        greqs: Default::default(),
         partitioned: Table::default(),
         next_handle: FIRST_HANDLE,
         thread_level: provided,
@@ -214,18 +212,11 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
     crate::process::process().life.torn_down.store(true, Ordering::SeqCst);
     crate::process::process().life.live.store(false, Ordering::SeqCst);
     let rank = st.universe.world().rank();
-    // Requests still active are the program's error (§11.2.2). A receive
-    // nothing will match is cancelled, so that finalize cannot hang on it;
-    // the rest are waited for (dropping a request waits), so that no
-    // buffer is read or written after we return.
-    // An inactive persistent request (made and never started, or
-    // completed) is not active: it is only freed here, silently.
-    let left = st.requests.values().filter(|r| r.active().is_some()).count();
-    for r in st.requests.values().chain(st.detached.iter()) {
-        if let Some(a) = r.active() {
-            let _ = a.request.cancel_receive();
-        }
-    }
+    // Requests still active are the program's error (§11.2.2): receives
+    // are cancelled, the rest waited for (dropping a request waits), so
+    // that no buffer is used after we return. An inactive persistent
+    // request is not active: it is only freed here, silently.
+    let left = st.requests.cancel_receives();
     if left > 0 {
         eprintln!(
             "{call} on rank {rank}: {left} requests still active (never waited for); receives among them cancelled"
@@ -255,8 +246,7 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
     // every rank is in finalize and has drained what it never received, so
     // that a rendezvous send nobody received ends too (it waits for its
     // receiver, which would otherwise wait in finalize's barrier for it).
-    let pending =
-        (std::mem::take(&mut st.requests), std::mem::take(&mut st.detached), std::mem::take(&mut st.buffered));
+    let pending = (std::mem::take(&mut st.requests), std::mem::take(&mut st.buffered));
     let comms = std::mem::take(&mut st.comms);
     // Windows still alive (the program's error, §11.2.2) stop being served.
     drop(std::mem::take(&mut st.wins));

@@ -118,37 +118,27 @@ fn defer(st: &mut State, callback: Callback) {
     st.deferred.push(attr::Deferred::Callback(Box::new(move || callback.run())));
 }
 
-/// Report generalized request `h`, complete, as complete: a status for
-/// the call to write at `out` (which `query_fn` then fills in) and the
-/// handle's new value. `free`: the call frees it (`MPI_Wait`, ...), else
-/// it stays (`MPI_Request_get_status`). `None` if `h` is no generalized
-/// request.
-pub(crate) fn report(
-    st: &mut State,
-    h: Handle,
-    out: *mut MpiStatus,
-    in_array: bool,
-    free: bool,
-) -> Option<(R<MpiStatus>, Handle)> {
-    let g = st.greqs.report(h, free)?;
+/// Report generalized request `g`, complete, as complete: `query_fn`
+/// fills in the status at `out` (null: `MPI_STATUS_IGNORE`), then
+/// `free_fn` runs if the call `frees` it (`MPI_Wait`, ..., not
+/// `MPI_Request_get_status`). `in_array`: the call reports on an array
+/// of requests. Until then, the call writes an empty status.
+pub(crate) fn report(st: &mut State, g: Greq, out: *mut MpiStatus, in_array: bool, frees: bool) -> R<MpiStatus> {
     let (query, extra) = (g.query, g.extra);
-    defer(st, Callback::Report { query, free: free.then_some(g.free), extra, out, in_array });
-    Some((Ok(MpiStatus::empty()), if free { MPI_REQUEST_NULL } else { h }))
+    defer(st, Callback::Report { query, free: frees.then_some(g.free), extra, out, in_array });
+    Ok(MpiStatus::empty())
 }
 
-/// `MPI_Request_free` of `h`, if it is a generalized request: `free_fn`
-/// runs now if it is complete, else at its completion.
-pub(crate) fn free(st: &mut State, h: Handle) -> Option<()> {
-    if let Some(g) = st.greqs.free(h)? {
-        defer(st, Callback::Free { free: g.free, extra: g.extra });
-    }
-    Some(())
+/// Run generalized request `g`'s `free_fn` (`MPI_Request_free` of it,
+/// complete, or its completion after `MPI_Request_free`).
+pub(crate) fn free(st: &mut State, g: Greq) {
+    defer(st, Callback::Free { free: g.free, extra: g.extra });
 }
 
 /// `MPI_Cancel` of `h`, if it is a generalized request: `cancel_fn` runs.
 /// The request must still be completed (§13.2).
 pub(crate) fn cancel(st: &mut State, h: Handle) -> Option<()> {
-    let (g, complete) = st.greqs.cancel(h)?;
+    let (g, complete) = st.requests.generalized().cancel(h)?;
     defer(st, Callback::Cancel { cancel: g.cancel, extra: g.extra, complete });
     Some(())
 }
@@ -169,7 +159,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
             return Err(Fail::new(MPI_ERR_ARG, "request is a null pointer"));
         }
         let h = st.new_handle();
-        st.greqs.start(h, Greq { query, free, cancel, extra: extra_state });
+        st.requests.generalized().start(h, Greq { query, free, cancel, extra: extra_state });
         // SAFETY: `request` is not null (checked above) and is MPI_Grequest_start's out-argument (MPI 4.1 §13.2), valid
         // for writing one handle for this call.
         unsafe { request.write(h) };
@@ -180,8 +170,8 @@ pub unsafe extern "C" fn MPI_Grequest_start(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
     with_state("MPI_Grequest_complete", MPI_COMM_WORLD, |st| {
-        if let Some(g) = st.greqs.complete(request)? {
-            defer(st, Callback::Free { free: g.free, extra: g.extra });
+        if let Some(g) = st.requests.generalized().complete(request)? {
+            free(st, g);
         }
         Ok(())
     })

@@ -211,6 +211,9 @@ pub(crate) struct CommEntry {
 /// A request handle's state: the mpi crate's (`mpi::slot`),
 /// with a persistent request's recipe.
 pub(crate) type Req = mpi::slot::Slot<Recipe>;
+/// The table of requests: persistent ones with their C arguments, and
+/// generalized ones with their C callbacks.
+pub(crate) type Requests = mpi::slot::Requests<Recipe, greq::Greq, std::hash::BuildHasherDefault<HandleHasher>>;
 
 /// What a persistent request (`MPI_Send_init`, `MPI_Recv_init`, §3.9;
 /// `MPI_Bcast_init`, ..., §6.13) does each time it is started.
@@ -236,7 +239,8 @@ pub(crate) struct State {
     /// `MPI_Comm_get_parent`'s handle (§11.8.2).
     pub(crate) parent: comm_table::ParentHandle,
     pub(crate) comms: comm_table::CommTable,
-    pub(crate) requests: Table<Req>,
+    /// Requests of every kind (`mpi::slot::Requests`).
+    pub(crate) requests: Requests,
     /// Derived datatypes.
     pub(crate) types: Table<datatype::TypeEntry>,
     /// Windows (§12).
@@ -273,14 +277,9 @@ pub(crate) struct State {
     /// `MPI_Bsend_init`'s request, and its communicator, for
     /// `MPI_Cancel` (`crate::bsend::cancel`).
     pub(crate) bsent: Table<(Handle, mpi::bsend::Sent)>,
-    /// Requests freed by `MPI_Request_free` while active: they complete on
-    /// their own; `MPI_Finalize` waits for them.
-    pub(crate) detached: Vec<Req>,
     /// `MPI_Comm_idup`s under way: their request, and the communicator
     /// handle whose entry the completion fills in (`comm_table::settle_idup`).
     pub(crate) idups: Vec<(Handle, Handle)>,
-    /// Generalized requests (§13.2), on handles of the requests' kind.
-    pub(crate) greqs: mpi::greq::Table<greq::Greq>,
     /// Partitioned requests (§4) and where each stands.
     pub(crate) partitioned: Table<p2p::partitions::Partitioned>,
     pub(crate) next_handle: Handle,

@@ -139,7 +139,7 @@ pub unsafe extern "C" fn MPI_Parrived(request: Handle, partition: c_int, flag: *
             ));
         };
         mpi::partitioned::check_partition(i64::from(partition), partitions).map_err(mpi::MpiError::from)?;
-        let part = st.requests.get(&request).map_or(Part::Idle, Req::part);
+        let part = st.requests.get(request).map_or(Part::Idle, Req::part);
         // An inactive request's partitions have all arrived (or none was
         // asked for); an active one's when its receive has ended.
         let (arrived, under_way) = match part {

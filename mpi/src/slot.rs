@@ -166,6 +166,129 @@ impl<P> Slot<P> {
     }
 }
 
+/// What completing or keeping a request's outcome found
+/// ([`Requests::take`], [`Requests::keep`]).
+pub enum Taken<G> {
+    /// Its outcome; `stays`: the handle still names the request (a
+    /// persistent one, inactive again, or one whose outcome is kept).
+    Outcome(Result<Status>, bool),
+    /// A generalized request, complete: its callbacks, whose `query_fn`
+    /// gives the outcome (and whose `free_fn` runs too when it was taken).
+    Generalized(G),
+}
+
+/// Every request of a program that names its requests by handle (the C
+/// ABI's `MPI_Request`): operations and persistent requests ([`Slot`],
+/// with recipes `P`), generalized requests (with callbacks `G`,
+/// [`crate::greq::Table`]), and the operations freed while active, which
+/// still complete (§3.7.3) and go at finalize at the latest. `S` hashes
+/// the handles.
+pub struct Requests<P, G, S = std::collections::hash_map::RandomState> {
+    slots: std::collections::HashMap<usize, Slot<P>, S>,
+    generalized: crate::greq::Table<G>,
+    detached: Vec<Staged>,
+}
+
+impl<P, G, S: Default> Default for Requests<P, G, S> {
+    fn default() -> Self {
+        Requests { slots: Default::default(), generalized: Default::default(), detached: Vec::new() }
+    }
+}
+
+impl<P, G: Copy, S: std::hash::BuildHasher> Requests<P, G, S> {
+    /// Name `slot` `handle`.
+    pub fn insert(&mut self, handle: usize, slot: Slot<P>) {
+        self.slots.insert(handle, slot);
+    }
+
+    /// The operation or persistent request `handle` names.
+    pub fn get(&self, handle: usize) -> Option<&Slot<P>> {
+        self.slots.get(&handle)
+    }
+
+    /// The operation or persistent request `handle` names, to start or
+    /// change it.
+    pub fn get_mut(&mut self, handle: usize) -> Option<&mut Slot<P>> {
+        self.slots.get_mut(&handle)
+    }
+
+    /// Whether `handle` names an operation or a persistent request.
+    pub fn contains(&self, handle: usize) -> bool {
+        self.slots.contains_key(&handle)
+    }
+
+    /// How many operations and persistent requests have handles.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no operation or persistent request has a handle.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The generalized requests (§13.2).
+    pub fn generalized(&mut self) -> &mut crate::greq::Table<G> {
+        &mut self.generalized
+    }
+
+    /// The part `handle` plays in a completion call; `None`: it names no
+    /// request (never made, or freed).
+    pub fn part(&self, handle: usize) -> Option<Part<'_, 'static>> {
+        match self.slots.get(&handle) {
+            Some(slot) => Some(slot.part()),
+            None => self.generalized.part(handle),
+        }
+    }
+
+    /// Complete the request `handle` names, ended or taking no part
+    /// ([`Slot::complete`]; a generalized request is freed, §13.2);
+    /// `None`: it names no request.
+    pub fn take(&mut self, handle: usize) -> Option<Taken<G>> {
+        let Some(slot) = self.slots.remove(&handle) else {
+            return self.generalized.report(handle, true).map(Taken::Generalized);
+        };
+        let (s, left) = slot.complete();
+        let stays = left.map(|slot| self.slots.insert(handle, slot)).is_some();
+        Some(Taken::Outcome(s, stays))
+    }
+
+    /// Keep the outcome of the request `handle` names, found ended,
+    /// without freeing or deactivating it ([`Slot::keep`],
+    /// `MPI_Request_get_status`); `None`: it names no request.
+    pub fn keep(&mut self, handle: usize) -> Option<Taken<G>> {
+        let Some(slot) = self.slots.remove(&handle) else {
+            return self.generalized.report(handle, false).map(Taken::Generalized);
+        };
+        let (s, slot) = slot.keep();
+        self.slots.insert(handle, slot);
+        Some(Taken::Outcome(s, true))
+    }
+
+    /// `MPI_Request_free` of `handle` (§3.7.3): an operation still under
+    /// way goes on, and completes by itself; a generalized request's
+    /// `free_fn` is due now (`Some(Some(callbacks))`) or at its completion
+    /// (`Some(None)`). `None`: it names no request.
+    pub fn free(&mut self, handle: usize) -> Option<Option<G>> {
+        let Some(slot) = self.slots.remove(&handle) else {
+            return self.generalized.free(handle);
+        };
+        self.detached.extend(slot.detach());
+        Some(None)
+    }
+
+    /// At finalize: cancel every receive still under way, with a handle
+    /// or freed, so that finalize cannot hang on one nothing will match;
+    /// the number of requests still active with a handle (the program's
+    /// error, §11.2.2).
+    pub fn cancel_receives(&self) -> usize {
+        for a in self.slots.values().filter_map(Slot::active).chain(&self.detached) {
+            let _ = a.request.cancel_receive();
+        }
+        self.slots.values().filter(|s| s.active().is_some()).count()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +321,32 @@ mod tests {
         let (s, left) = slot.complete();
         assert_eq!(s.expect("done").source_rank(), crate::PROC_NULL);
         assert!(left.is_none());
+    }
+
+    #[test]
+    fn a_table_of_requests_completes_keeps_and_frees_by_handle() {
+        let mut t: Requests<u8, char> = Requests::default();
+        t.insert(1, Slot::Done(Ok(Status::proc_null())));
+        t.insert(2, Slot::persistent(5));
+        t.generalized().start(3, 'g');
+        assert!(matches!(t.part(1), Some(Part::Ended)) && matches!(t.part(2), Some(Part::Idle)));
+        assert!(matches!(t.part(3), Some(Part::Held(crate::request::HeldBy::Generalized))));
+        assert!(t.part(4).is_none() && t.take(4).is_none() && t.keep(4).is_none() && t.free(4).is_none());
+        // Kept, then taken: the handle goes, the persistent one stays.
+        assert!(matches!(t.keep(1), Some(Taken::Outcome(Ok(_), true))));
+        assert!(matches!(t.take(1), Some(Taken::Outcome(Ok(_), false))));
+        assert!(t.part(1).is_none());
+        assert!(matches!(t.take(2), Some(Taken::Outcome(Ok(s), true)) if s == Status::empty()));
+        assert!(t.part(2).is_some());
+        // A generalized request is reported once complete, by its callbacks.
+        assert!(t.take(3).is_none(), "not complete");
+        assert!(matches!(t.generalized().complete(3), Ok(None)));
+        assert!(matches!(t.keep(3), Some(Taken::Generalized('g'))));
+        assert!(matches!(t.take(3), Some(Taken::Generalized('g'))));
+        assert!(t.part(3).is_none());
+        // Freed: gone at once; an inactive persistent request leaves nothing behind.
+        assert!(matches!(t.free(2), Some(None)));
+        assert!(t.part(2).is_none() && t.is_empty() && t.cancel_receives() == 0);
+        assert!(t.detached.is_empty());
     }
 }

@@ -2,6 +2,7 @@
 //! test and their any/some/all forms, request status, free.
 
 use mpi::request::{Need, Part, Settled};
+use mpi::slot::Taken;
 
 use super::*;
 
@@ -24,12 +25,12 @@ pub(crate) fn part(st: &State, h: Handle) -> R<Part<'_, 'static>> {
     if h == MPI_REQUEST_NULL {
         return Ok(Part::Idle);
     }
-    match st.requests.get(&h) {
+    match st.requests.part(h) {
         Some(_) if !st.partitioned.is_empty() && crate::p2p::partitions::waiting(st, h) => {
             Ok(Part::Held(mpi::request::HeldBy::Partitions))
         }
-        Some(r) => Ok(r.part()),
-        None => st.greqs.part(h).ok_or_else(|| not_active(h)),
+        Some(p) => Ok(p),
+        None => Err(not_active(h)),
     }
 }
 
@@ -74,7 +75,7 @@ pub(crate) fn settle_one(st: &State, h: Handle, block: bool, call: &str) -> R<bo
 }
 
 /// Complete request `h`, which has ended or takes no part
-/// (`Slot::complete`): its outcome, and what its handle becomes. `out`
+/// (`Requests::take`): its outcome, and what its handle becomes. `out`
 /// is where the call writes the status (a generalized request's
 /// `query_fn` fills it in after), `in_array` whether the call reports on
 /// an array of requests.
@@ -82,36 +83,30 @@ pub(crate) fn take(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: boo
     if h == MPI_REQUEST_NULL {
         return (Ok(MpiStatus::empty()), h);
     }
-    let Some(slot) = st.requests.remove(&h) else {
-        return crate::greq::report(st, h, out, in_array, true).unwrap_or_else(|| (Err(not_active(h)), h));
-    };
-    let (mut s, left) = slot.complete();
-    if !st.idups.is_empty() {
-        crate::comm_table::settle_idup(st, h, &mut s);
-    }
-    let nh = match left {
-        Some(slot) => {
-            st.requests.insert(h, slot);
-            h
+    match st.requests.take(h) {
+        None => (Err(not_active(h)), h),
+        Some(Taken::Generalized(g)) => (crate::greq::report(st, g, out, in_array, true), MPI_REQUEST_NULL),
+        Some(Taken::Outcome(mut s, stays)) => {
+            if !st.idups.is_empty() {
+                crate::comm_table::settle_idup(st, h, &mut s);
+            }
+            (outcome(s), if stays { h } else { MPI_REQUEST_NULL })
         }
-        None => MPI_REQUEST_NULL,
-    };
-    (outcome(s), nh)
+    }
 }
 
 /// Keep the outcome of request `h`, found ended, without freeing or
-/// deactivating it (`Slot::keep`, `MPI_Request_get_status`); `out` and
-/// `in_array` as for [`take`].
+/// deactivating it (`Requests::keep`, `MPI_Request_get_status`); `out`
+/// and `in_array` as for [`take`].
 pub(crate) fn keep(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: bool) -> R<MpiStatus> {
     if h == MPI_REQUEST_NULL {
         return Ok(MpiStatus::empty());
     }
-    let Some(slot) = st.requests.remove(&h) else {
-        return crate::greq::report(st, h, out, in_array, false).map_or_else(|| Err(not_active(h)), |(s, _)| s);
-    };
-    let (s, slot) = slot.keep();
-    st.requests.insert(h, slot);
-    outcome(s)
+    match st.requests.keep(h) {
+        None => Err(not_active(h)),
+        Some(Taken::Generalized(g)) => crate::greq::report(st, g, out, in_array, false),
+        Some(Taken::Outcome(s, _)) => outcome(s),
+    }
 }
 
 /// A status array's entry for a request that failed, in a call that
@@ -518,17 +513,16 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut Handle) -> c_int {
         if !st.partitioned.is_empty() {
             crate::p2p::partitions::free(st, h)?;
         }
-        if !st.requests.contains_key(&h) && crate::greq::free(st, h).is_some() {
-            // SAFETY: `request` is not null (`read_arg` accepted it above) and, as MPI_Request_free's in/out argument
-            // (MPI 4.1 §3.7.3), writable for one handle for this call.
-            unsafe { request.write(MPI_REQUEST_NULL) };
-            return Ok(());
-        }
-        let r = st.requests.remove(&h).ok_or_else(|| {
+        let Some(due) = st.requests.free(h) else {
             let what = if h == MPI_REQUEST_NULL { "MPI_REQUEST_NULL".to_string() } else { format!("{h:#x}") };
-            Fail::new(MPI_ERR_REQUEST, format!("{what} is not a request (completed and freed, or never started)"))
-        })?;
-        st.detached.extend(r.detach().map(Req::Op));
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                format!("{what} is not a request (completed and freed, or never started)"),
+            ));
+        };
+        if let Some(g) = due {
+            crate::greq::free(st, g);
+        }
         // SAFETY: `request` is not null (`read_arg` accepted it above) and, as MPI_Request_free's in/out argument (MPI
         // 4.1 §3.7.3), writable for one handle for this call.
         unsafe { request.write(MPI_REQUEST_NULL) };

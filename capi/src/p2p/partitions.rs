@@ -40,7 +40,7 @@ pub(crate) fn waiting(st: &State, h: Handle) -> bool {
 /// not). A send waits for its partitions; a receive starts as any
 /// persistent receive does (`Some(false)`: the caller starts it).
 pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
-    let idle = matches!(st.requests.get(&h).map(Req::part), Some(Part::Idle));
+    let idle = matches!(st.requests.get(h).map(Req::part), Some(Part::Idle));
     let Some(p) = st.partitioned.get_mut(&h) else { return Ok(None) };
     if !idle {
         return Err(mpi::PartitionError::StillActive.into());
@@ -54,7 +54,7 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<Option<bool>> {
 
 /// Every partition of send `h` is ready: send the whole buffer.
 fn launch(st: &mut State, h: Handle) -> R<()> {
-    let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+    let Some(Req::Persistent(p)) = st.requests.get_mut(h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a partitioned request")));
     };
     let started = p.start(|Recipe { comm, op, .. }| match op {

@@ -71,7 +71,7 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
     // A persistent collective starts with the whole state in hand (its
     // communicator's schedule, its datatypes), then becomes the request's
     // active operation.
-    let coll = match st.requests.get(&h) {
+    let coll = match st.requests.get(h) {
         Some(Req::Persistent(p)) => match &p.recipe.op {
             PersistentOp::Coll(start, place) => Some((start.clone(), place.clone(), p.recipe.comm.clone())),
             _ => None,
@@ -79,19 +79,19 @@ pub(crate) fn start(st: &mut State, h: Handle) -> R<()> {
         _ => None,
     };
     if let Some((coll, place, comm)) = coll {
-        if !matches!(st.requests.get(&h).map(Req::part), Some(mpi::request::Part::Idle)) {
+        if !matches!(st.requests.get(h).map(Req::part), Some(mpi::request::Part::Idle)) {
             return Err(Fail::new(
                 MPI_ERR_REQUEST,
                 "MPI_Start of a persistent collective that is still active (complete it first, §6.13)",
             ));
         }
         let op = place.start(&comm, || coll(st))?;
-        let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+        let Some(Req::Persistent(p)) = st.requests.get_mut(h) else {
             return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} was freed while it started")));
         };
         return p.start(|_| Ok(Started::Op(op))).map_err(Fail::from);
     }
-    let Some(Req::Persistent(p)) = st.requests.get_mut(&h) else {
+    let Some(Req::Persistent(p)) = st.requests.get_mut(h) else {
         return Err(Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a persistent request")));
     };
     let (comms, sessions, buffered) = (&mut st.comms, &mut st.sessions, &mut st.buffered);
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut Handle) -> c_int {
         // SAFETY: `request` is MPI_Cancel's handle argument (MPI 4.1 §3.8.4), null or readable for one handle for this
         // call; `read_arg` refuses null.
         let h = unsafe { read_arg(request, "request")? };
-        let Some(slot) = st.requests.get(&h) else {
+        let Some(slot) = st.requests.get(h) else {
             if crate::greq::cancel(st, h).is_some() {
                 return Ok(());
             }
