@@ -2,8 +2,8 @@
 //! error classes and strings (§9.4-9.5), and the ABI chapter's
 //! `MPI_Abi_get_version`. Communicators are `crate::communicator`.
 
+use mpi::session::{Begin, Model};
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::Ordering;
 
 use mpi::Communicator;
 
@@ -32,27 +32,10 @@ pub unsafe extern "C" fn MPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *
 /// of them and shared by the others; the world model starts once.
 pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
     let mut guard = lock();
-    if let Some(st) = guard.as_mut() {
-        if by_session {
-            return Ok(st.thread_level);
-        }
-        if st.world_model || crate::process::process().life.initialized.load(Ordering::SeqCst) {
-            return Err(Fail::new(MPI_ERR_OTHER, "MPI is initialised once per process: MPI_Init was already called"));
-        }
-        st.world_model = true;
-        crate::process::process().life.initialized.store(true, Ordering::SeqCst);
-        return Ok(st.thread_level);
-    }
-    if crate::process::process().life.torn_down.load(Ordering::SeqCst) {
-        let why = if crate::process::process().life.finalized.load(Ordering::SeqCst) {
-            "MPI_Finalize"
-        } else {
-            "the last MPI_Session_finalize"
-        };
-        return Err(Fail::new(
-            MPI_ERR_OTHER,
-            format!("the library ended at {why} and cannot start again in this process (MPI 4.1 would allow it through sessions; this library does not)"),
-        ));
+    let life = &crate::process::process().life;
+    let model = if by_session { Model::Session } else { Model::World };
+    if life.begin(model).map_err(mpi::MpiError::from)? == Begin::Join {
+        return guard.as_ref().map(|st| st.thread_level).ok_or_else(|| Fail::new(MPI_ERR_INTERN, "no state"));
     }
     let universe = mpi::initialize()?;
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
@@ -109,14 +92,10 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         next_handle: FIRST_HANDLE,
         thread_level: provided,
         main_thread: std::thread::current().id(),
-        world_model: !by_session,
         sessions: Table::default(),
         session_groups: Table::default(),
     });
-    crate::process::process().life.live.store(true, Ordering::SeqCst);
-    if !by_session {
-        crate::process::process().life.initialized.store(true, Ordering::SeqCst);
-    }
+    life.made(model);
     Ok(provided)
 }
 
@@ -157,7 +136,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     // Without the lock: MPI_Initialized may be called from any thread at
     // any time (MPI 4.1 §11.2.1), even while another thread is in MPI.
-    let v = crate::process::process().life.initialized.load(Ordering::SeqCst);
+    let v = crate::process::process().life.initialized();
     // SAFETY: `flag` is MPI_Initialized's out-argument, null or valid for writing one `int` for this call; `put`
     // refuses null.
     match unsafe { put(flag, v as c_int, "flag") } {
@@ -168,7 +147,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    let v = crate::process::process().life.finalized.load(Ordering::SeqCst);
+    let v = crate::process::process().life.finalized();
     // SAFETY: `flag` is MPI_Finalized's out-argument, null or valid for writing one `int` for this call; `put` refuses
     // null.
     match unsafe { put(flag, v as c_int, "flag") } {
@@ -188,18 +167,23 @@ pub extern "C" fn MPI_Finalize() -> c_int {
         }
     }
     let mut guard = lock();
-    let world = guard.as_ref().is_some_and(|st| st.world_model);
-    if !world {
-        drop(guard);
-        let f = Fail::new(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init, or twice");
-        return report("MPI_Finalize", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f);
-    }
-    crate::process::process().life.finalized.store(true, Ordering::SeqCst);
+    let sessions_open = guard.as_ref().is_some_and(|st| !st.sessions.is_empty());
     // Sessions still open keep the library going; the last one's
     // MPI_Session_finalize ends it (MPI 4.1 §11.3.1).
-    if let Some(st) = guard.as_mut().filter(|st| !st.sessions.is_empty()) {
-        st.world_model = false;
-        return MPI_SUCCESS;
+    match crate::process::process().life.finalize(sessions_open) {
+        Ok(true) => {}
+        Ok(false) => return MPI_SUCCESS,
+        Err(e) => {
+            drop(guard);
+            return report(
+                "MPI_Finalize",
+                MPI_ERRORS_ARE_FATAL,
+                MPI_COMM_WORLD,
+                None,
+                None,
+                mpi::MpiError::from(e).into(),
+            );
+        }
     }
     let Some(st) = guard.take() else { return MPI_SUCCESS };
     drop(guard);
@@ -209,8 +193,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 /// End the library: what `MPI_Finalize` (or the last
 /// `MPI_Session_finalize`) does once no model uses it.
 pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
-    crate::process::process().life.torn_down.store(true, Ordering::SeqCst);
-    crate::process::process().life.live.store(false, Ordering::SeqCst);
+    crate::process::process().life.end();
     let rank = st.universe.world().rank();
     // Requests still active are the program's error (§11.2.2): receives
     // are cancelled, the rest waited for (dropping a request waits), so

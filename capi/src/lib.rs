@@ -284,9 +284,6 @@ pub(crate) struct State {
     pub(crate) partitioned: Table<p2p::partitions::Partitioned>,
     pub(crate) next_handle: Handle,
     pub(crate) thread_level: c_int,
-    /// `MPI_Init` has run and `MPI_Finalize` not yet: the world model is
-    /// in use (sessions may be too, §11.3).
-    pub(crate) world_model: bool,
     /// Sessions open (`MPI_Session_init`).
     pub(crate) sessions: Table<SessionEntry>,
     /// Groups made from a session's process sets, and the session.
@@ -309,21 +306,6 @@ pub(crate) struct State {
 // (sim-tests/c/threads.c is that case; its "serial" form, threads taking
 // turns, is the one the mutex orders).
 unsafe impl Send for State {}
-
-/// Where a process is in the library's life (its state itself is
-/// [`process::Process::state`]: `None` before `MPI_Init` and after
-/// `MPI_Finalize`).
-#[derive(Default)]
-pub(crate) struct Life {
-    /// `MPI_Finalize` has run.
-    pub(crate) finalized: std::sync::atomic::AtomicBool,
-    /// `MPI_Init` has run (and stays so after `MPI_Finalize`).
-    pub(crate) initialized: std::sync::atomic::AtomicBool,
-    /// The state exists (made by `MPI_Init` or `MPI_Session_init`).
-    pub(crate) live: std::sync::atomic::AtomicBool,
-    /// The state was made and has ended: it is never made again.
-    pub(crate) torn_down: std::sync::atomic::AtomicBool,
-}
 
 /// Handles the library makes start here, above every predefined value.
 pub(crate) const FIRST_HANDLE: Handle = 0x1_0000;
@@ -462,7 +444,7 @@ fn report(
 
 /// Whether the library is between `MPI_Init` and `MPI_Finalize`.
 pub(crate) fn live() -> bool {
-    process::process().life.live.load(std::sync::atomic::Ordering::SeqCst)
+    process::process().life.live()
 }
 
 /// Report `f` from a call made before `MPI_Init` or after `MPI_Finalize`
@@ -509,11 +491,7 @@ pub(crate) fn with_state_then(
 ) -> c_int {
     let mut guard = lock();
     let Some(st) = guard.as_mut() else {
-        let when = if process::process().life.torn_down.load(std::sync::atomic::Ordering::SeqCst) {
-            "after MPI_Finalize"
-        } else {
-            "before MPI_Init"
-        };
+        let when = if process::process().life.ended() { "after MPI_Finalize" } else { "before MPI_Init" };
         drop(guard);
         return report(
             call,

@@ -35,7 +35,7 @@ pub(crate) struct Process {
     /// The MPI state proper: `None` before `MPI_Init` and after `MPI_Finalize`.
     pub(crate) state: Mutex<Option<State>>,
     /// Where the process is in the library's life.
-    pub(crate) life: crate::Life,
+    pub(crate) life: mpi::session::Life,
     /// Info objects, which live apart from the state (§11.4.1).
     pub(crate) infos: Mutex<Option<Infos>>,
     // ---- the parts of a process, each used by its module ----
@@ -60,7 +60,7 @@ impl Process {
     fn new() -> Process {
         Process {
             state: Mutex::new(None),
-            life: crate::Life::default(),
+            life: mpi::session::Life::default(),
             infos: Mutex::new(None),
             fortran: Mutex::new(Fortran::default()),
             handlers: Mutex::new(None),

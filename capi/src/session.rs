@@ -77,7 +77,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
         e.buffered.flush()?;
         // SAFETY: readable above, and writable (INOUT).
         unsafe { session.write(MPI_SESSION_NULL) };
-        last = Some(st.sessions.is_empty() && !st.world_model);
+        last = Some(crate::process::process().life.ends_without(!st.sessions.is_empty()));
         Ok(())
     });
     if rc != MPI_SUCCESS || last != Some(true) {
@@ -85,13 +85,13 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
     }
     // The last user of the library. Without the world model ever, a new
     // session may come: the state stays until the process exits.
-    if !crate::process::process().life.initialized.load(std::sync::atomic::Ordering::SeqCst) {
+    if !crate::process::process().life.initialized() {
         end_at_exit();
         return MPI_SUCCESS;
     }
     let taken = {
         let mut g = lock();
-        let ends = g.as_ref().is_some_and(|st| st.sessions.is_empty() && !st.world_model);
+        let ends = g.as_ref().is_some_and(|st| crate::process::process().life.ends_without(!st.sessions.is_empty()));
         if ends {
             g.take()
         } else {
@@ -110,7 +110,8 @@ fn end_at_exit() {
     extern "C" fn at_exit() {
         let taken = {
             let mut g = lock();
-            let idle = g.as_ref().is_some_and(|st| st.sessions.is_empty() && !st.world_model);
+            let idle =
+                g.as_ref().is_some_and(|st| crate::process::process().life.ends_without(!st.sessions.is_empty()));
             if idle {
                 g.take()
             } else {

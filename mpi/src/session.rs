@@ -4,7 +4,9 @@
 //! and their handles, are the C library's.
 
 use crate::comm::{Communicator, SimpleCommunicator};
-use crate::error::{ArgError, MpiError, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{ArgError, InitError, MpiError, Result};
 use crate::group::Group;
 use crate::info::Info;
 
@@ -126,8 +128,156 @@ impl ProcessSet {
     }
 }
 
+/// Which model asks for the library (MPI 4.1 §11.2, §11.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// `MPI_Init` or `MPI_Init_thread`, until `MPI_Finalize`.
+    World,
+    /// `MPI_Session_init`, until its `MPI_Session_finalize`.
+    Session,
+}
+
+/// What to do for a model that asks for the library ([`Life::begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Begin {
+    /// Make the library's state, then call [`Life::made`].
+    Make,
+    /// Use the state that exists (another model made it).
+    Join,
+}
+
+/// Where a process is in the library's life (MPI 4.1 §11.2-11.3): the
+/// world model and sessions each use the library; the first to ask makes
+/// its state, it ends when neither uses it, and it is never made again.
+/// Every query is lock-free: `MPI_Initialized` and `MPI_Finalized` may be
+/// called from any thread at any time (§11.2.1). A process keeps one.
+#[derive(Default)]
+pub struct Life {
+    /// `MPI_Init` has run (and stays so after `MPI_Finalize`).
+    initialized: AtomicBool,
+    /// `MPI_Finalize` has run.
+    finalized: AtomicBool,
+    /// The state exists.
+    live: AtomicBool,
+    /// The state was made and has ended.
+    ended: AtomicBool,
+    /// The world model uses the library now.
+    world: AtomicBool,
+}
+
+impl Life {
+    /// `MPI_Initialized` (§11.2.1).
+    pub fn initialized(&self) -> bool {
+        self.initialized.load(Ordering::SeqCst)
+    }
+
+    /// `MPI_Finalized` (§11.2.2).
+    pub fn finalized(&self) -> bool {
+        self.finalized.load(Ordering::SeqCst)
+    }
+
+    /// Whether the state exists (between its making and its end).
+    pub fn live(&self) -> bool {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// Whether the state was made and has ended.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Whether the world model uses the library now.
+    pub fn world(&self) -> bool {
+        self.world.load(Ordering::SeqCst)
+    }
+
+    /// `model` asks for the library: make its state, join the one
+    /// another model made, or the error (`MPI_Init` twice; any model
+    /// once the library has ended).
+    pub fn begin(&self, model: Model) -> std::result::Result<Begin, InitError> {
+        if self.live() {
+            if model == Model::World {
+                if self.world() || self.initialized() {
+                    return Err(InitError::Twice);
+                }
+                self.world.store(true, Ordering::SeqCst);
+                self.initialized.store(true, Ordering::SeqCst);
+            }
+            return Ok(Begin::Join);
+        }
+        if self.ended() {
+            let at = if self.finalized() { "MPI_Finalize" } else { "the last MPI_Session_finalize" };
+            return Err(InitError::Ended { at });
+        }
+        Ok(Begin::Make)
+    }
+
+    /// `model` made the state ([`Begin::Make`]).
+    pub fn made(&self, model: Model) {
+        self.live.store(true, Ordering::SeqCst);
+        if model == Model::World {
+            self.world.store(true, Ordering::SeqCst);
+            self.initialized.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// `MPI_Finalize`: the world model stops using the library; whether
+    /// the library ends now (`sessions_open`: sessions still use it).
+    pub fn finalize(&self, sessions_open: bool) -> std::result::Result<bool, InitError> {
+        if !self.world() {
+            return Err(InitError::NotInitialized);
+        }
+        self.finalized.store(true, Ordering::SeqCst);
+        self.world.store(false, Ordering::SeqCst);
+        Ok(!sessions_open)
+    }
+
+    /// Whether the library ends once the last session has ended
+    /// (`sessions_open` false): when the world model does not use it.
+    pub fn ends_without(&self, sessions_open: bool) -> bool {
+        !sessions_open && !self.world()
+    }
+
+    /// The state has ended, for good.
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        self.live.store(false, Ordering::SeqCst);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_library_is_made_once_and_ends_when_no_model_uses_it() {
+        let life = Life::default();
+        assert_eq!(life.begin(Model::Session).ok(), Some(Begin::Make));
+        life.made(Model::Session);
+        assert!(life.live() && !life.initialized());
+        // MPI_Init joins the session's state, once.
+        assert_eq!(life.begin(Model::World).ok(), Some(Begin::Join));
+        assert!(life.initialized() && life.world());
+        assert!(matches!(life.begin(Model::World), Err(InitError::Twice)));
+        assert_eq!(life.begin(Model::Session).ok(), Some(Begin::Join));
+        // The session ends first: the world model keeps the library.
+        assert!(!life.ends_without(false));
+        assert_eq!(life.finalize(false).ok(), Some(true));
+        assert!(life.finalized() && matches!(life.finalize(false), Err(InitError::NotInitialized)));
+        life.end();
+        assert!(!life.live() && life.initialized(), "MPI_Initialized stays true");
+        assert!(matches!(life.begin(Model::Session), Err(InitError::Ended { at: "MPI_Finalize" })));
+    }
+
+    #[test]
+    fn sessions_alone_end_at_the_last_and_never_start_again() {
+        let life = Life::default();
+        assert!(matches!(life.finalize(false), Err(InitError::NotInitialized)));
+        life.made(Model::Session);
+        assert!(life.ends_without(false) && !life.ends_without(true));
+        life.end();
+        assert!(matches!(life.begin(Model::World), Err(InitError::Ended { at: "the last MPI_Session_finalize" })));
+        assert!(!life.initialized() && !life.finalized());
+    }
+
     use super::*;
 
     #[test]

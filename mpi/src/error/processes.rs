@@ -25,6 +25,18 @@ pub enum InitError {
     /// The PMI service of a standard launcher failed.
     #[error("PMI: {0}")]
     Pmi(adi::TransportError),
+    /// `MPI_Init` a second time (§11.2.1: once per process).
+    #[error("MPI is initialised once per process: MPI_Init was already called")]
+    Twice,
+    /// The library was asked for again once it had ended (§11.2.2).
+    #[error("the library ended at {at} and cannot start again in this process (MPI 4.1 would allow it through sessions; this library does not)")]
+    Ended {
+        /// The call that ended it.
+        at: &'static str,
+    },
+    /// `MPI_Finalize` with the world model not in use.
+    #[error("MPI_Finalize without MPI_Init, or twice")]
+    NotInitialized,
     /// A spawned process could not connect to its parents (§11.8.2).
     #[error("a spawned process could not reach the processes that spawned it: {0}")]
     Parent(Box<MpiError>),
