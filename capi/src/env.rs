@@ -2,7 +2,7 @@
 //! error classes and strings (§9.4-9.5), and the ABI chapter's
 //! `MPI_Abi_get_version`. Communicators are `crate::communicator`.
 
-use mpi::session::{Begin, Model};
+use mpi::session::{Begin, Model, ThreadLevel};
 use std::ffi::{c_char, c_int};
 
 use mpi::Communicator;
@@ -35,11 +35,11 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
     let life = &crate::process::process().life;
     let model = if by_session { Model::Session } else { Model::World };
     if life.begin(model).map_err(mpi::MpiError::from)? == Begin::Join {
-        return guard.as_ref().map(|st| st.thread_level).ok_or_else(|| Fail::new(MPI_ERR_INTERN, "no state"));
+        return Ok(life.thread_level().unwrap_or(ThreadLevel::Single).code());
     }
     let universe = mpi::initialize()?;
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
-    if provided == MPI_THREAD_MULTIPLE {
+    let provided = ThreadLevel::granted(required);
+    if provided == ThreadLevel::Multiple {
         crate::threads::grant(universe.waker()?);
     }
     let entry = |comm, name: &str| CommEntry {
@@ -75,7 +75,7 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         // The end-of-call mark of DN_COMPUTE=measured (see finish_call).
         // A standing mark every call ends with, when something must happen
         // at each call's end (`finish_call`).
-        deferred: if measuring || provided == MPI_THREAD_MULTIPLE {
+        deferred: if measuring || provided == ThreadLevel::Multiple {
             vec![crate::attr::Deferred::CallEnds]
         } else {
             Vec::new()
@@ -90,13 +90,11 @@ pub(crate) fn init(required: c_int, by_session: bool) -> R<c_int> {
         idups: Vec::new(),
         partitioned: Table::default(),
         next_handle: FIRST_HANDLE,
-        thread_level: provided,
-        main_thread: std::thread::current().id(),
         sessions: Table::default(),
         session_groups: Table::default(),
     });
-    life.made(model);
-    Ok(provided)
+    life.made(model, provided);
+    Ok(provided.code())
 }
 
 fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
@@ -257,15 +255,18 @@ pub extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    // SAFETY: `provided` is MPI_Query_thread's out-argument, null or valid for writing one `int` for this call, and the
-    // closure runs within it; `put` refuses null.
-    with_state("MPI_Query_thread", MPI_COMM_WORLD, |st| unsafe { put(provided, st.thread_level, "provided") })
+    with_state("MPI_Query_thread", MPI_COMM_WORLD, |_| {
+        let level = crate::process::process().life.thread_level().unwrap_or(ThreadLevel::Single);
+        // SAFETY: `provided` is MPI_Query_thread's out-argument, null or valid for writing one `int` for this call;
+        // `put` refuses null.
+        unsafe { put(provided, level.code(), "provided") }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    with_state("MPI_Is_thread_main", MPI_COMM_WORLD, |st| {
-        let main = (std::thread::current().id() == st.main_thread) as c_int;
+    with_state("MPI_Is_thread_main", MPI_COMM_WORLD, |_| {
+        let main = crate::process::process().life.is_main_thread() as c_int;
         // SAFETY: `flag` is MPI_Is_thread_main's out-argument, null or valid for writing one `int` for this call; `put`
         // refuses null.
         unsafe { put(flag, main, "flag") }

@@ -283,12 +283,10 @@ pub(crate) struct State {
     /// Partitioned requests (§4) and where each stands.
     pub(crate) partitioned: Table<p2p::partitions::Partitioned>,
     pub(crate) next_handle: Handle,
-    pub(crate) thread_level: c_int,
     /// Sessions open (`MPI_Session_init`).
     pub(crate) sessions: Table<SessionEntry>,
     /// Groups made from a session's process sets, and the session.
     pub(crate) session_groups: Table<Handle>,
-    pub(crate) main_thread: std::thread::ThreadId,
     /// `DN_COMPUTE=measured`: each call charges the computation before it
     /// (`mpi::compute`; the charge is the mpi crate's, on the call's first
     /// reach of the engine, and this layer marks the calls' ends).

@@ -55,7 +55,8 @@ pub unsafe extern "C" fn MPI_Session_init(info: Handle, errhandler: Handle, sess
     }
     with_state("MPI_Session_init", MPI_COMM_WORLD, |st| {
         let mut pairs = if info == MPI_INFO_NULL { mpi::info::Info::new() } else { crate::info::get(info)? };
-        pairs.set("thread_level", ThreadLevel::from_code(st.thread_level)?.name())?;
+        pairs
+            .set("thread_level", crate::process::process().life.thread_level().unwrap_or(ThreadLevel::Single).name())?;
         let h = st.new_handle();
         st.sessions.insert(h, SessionEntry { errhandler, info: pairs, buffered: Default::default() });
         // SAFETY: `session` is not null (checked before the state was made, the same pointer) and is MPI_Session_init's

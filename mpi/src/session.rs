@@ -5,6 +5,8 @@
 
 use crate::comm::{Communicator, SimpleCommunicator};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::thread::ThreadId;
 
 use crate::error::{ArgError, InitError, MpiError, Result};
 use crate::group::Group;
@@ -54,6 +56,13 @@ impl ThreadLevel {
             .into_iter()
             .find(|l| l.code() == code)
             .ok_or_else(|| ArgError::ThreadLevel { level: code }.into())
+    }
+
+    /// The level granted to a program that asks for `required` (§11.2.3):
+    /// every level as asked; below `MPI_THREAD_SINGLE`, that; above
+    /// `MPI_THREAD_MULTIPLE`, that.
+    pub fn granted(required: i32) -> ThreadLevel {
+        ThreadLevel::ALL.into_iter().rev().find(|l| l.code() <= required).unwrap_or(ThreadLevel::Single)
     }
 
     /// The level a session's info asks for (`"thread_level"`, §11.3.1):
@@ -163,6 +172,9 @@ pub struct Life {
     ended: AtomicBool,
     /// The world model uses the library now.
     world: AtomicBool,
+    /// The thread level granted when the state was made, and the thread
+    /// that made it (the main thread, §11.2.3).
+    granted: OnceLock<(ThreadLevel, ThreadId)>,
 }
 
 impl Life {
@@ -191,6 +203,18 @@ impl Life {
         self.world.load(Ordering::SeqCst)
     }
 
+    /// The thread level granted (`MPI_Query_thread`), once the state was
+    /// made.
+    pub fn thread_level(&self) -> Option<ThreadLevel> {
+        self.granted.get().map(|&(l, _)| l)
+    }
+
+    /// Whether this is the thread that made the state
+    /// (`MPI_Is_thread_main`, §11.2.3).
+    pub fn is_main_thread(&self) -> bool {
+        self.granted.get().is_some_and(|&(_, t)| t == std::thread::current().id())
+    }
+
     /// `model` asks for the library: make its state, join the one
     /// another model made, or the error (`MPI_Init` twice; any model
     /// once the library has ended).
@@ -212,8 +236,10 @@ impl Life {
         Ok(Begin::Make)
     }
 
-    /// `model` made the state ([`Begin::Make`]).
-    pub fn made(&self, model: Model) {
+    /// `model` made the state ([`Begin::Make`]) on this thread, granting
+    /// `level`.
+    pub fn made(&self, model: Model, level: ThreadLevel) {
+        let _ = self.granted.set((level, std::thread::current().id()));
         self.live.store(true, Ordering::SeqCst);
         if model == Model::World {
             self.world.store(true, Ordering::SeqCst);
@@ -250,9 +276,12 @@ mod tests {
     #[test]
     fn the_library_is_made_once_and_ends_when_no_model_uses_it() {
         let life = Life::default();
-        assert_eq!(life.begin(Model::Session).ok(), Some(Begin::Make));
-        life.made(Model::Session);
+        assert_eq!((life.begin(Model::Session).ok(), life.thread_level()), (Some(Begin::Make), None));
+        life.made(Model::Session, ThreadLevel::Funneled);
         assert!(life.live() && !life.initialized());
+        assert_eq!(life.thread_level(), Some(ThreadLevel::Funneled));
+        assert!(life.is_main_thread());
+        assert!(!std::thread::scope(|s| s.spawn(|| life.is_main_thread()).join().unwrap_or(true)));
         // MPI_Init joins the session's state, once.
         assert_eq!(life.begin(Model::World).ok(), Some(Begin::Join));
         assert!(life.initialized() && life.world());
@@ -268,10 +297,19 @@ mod tests {
     }
 
     #[test]
+    fn every_level_is_granted_as_asked_and_others_clamped() {
+        for l in ThreadLevel::ALL {
+            assert_eq!(ThreadLevel::granted(l.code()), l);
+        }
+        assert_eq!(ThreadLevel::granted(i32::MIN), ThreadLevel::Single);
+        assert_eq!(ThreadLevel::granted(i32::MAX), ThreadLevel::Multiple);
+    }
+
+    #[test]
     fn sessions_alone_end_at_the_last_and_never_start_again() {
         let life = Life::default();
         assert!(matches!(life.finalize(false), Err(InitError::NotInitialized)));
-        life.made(Model::Session);
+        life.made(Model::Session, ThreadLevel::Single);
         assert!(life.ends_without(false) && !life.ends_without(true));
         life.end();
         assert!(matches!(life.begin(Model::World), Err(InitError::Ended { at: "the last MPI_Session_finalize" })));
