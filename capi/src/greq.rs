@@ -122,11 +122,11 @@ fn defer(st: &mut State, callback: Callback) {
 /// fills in the status at `out` (null: `MPI_STATUS_IGNORE`), then
 /// `free_fn` runs if the call `frees` it (`MPI_Wait`, ..., not
 /// `MPI_Request_get_status`). `in_array`: the call reports on an array
-/// of requests. Until then, the call writes an empty status.
-pub(crate) fn report(st: &mut State, g: Greq, out: *mut MpiStatus, in_array: bool, frees: bool) -> R<MpiStatus> {
+/// of requests. Until then, the call writes the empty status returned.
+pub(crate) fn report(st: &mut State, g: Greq, out: *mut MpiStatus, in_array: bool, frees: bool) -> MpiStatus {
     let (query, extra) = (g.query, g.extra);
     defer(st, Callback::Report { query, free: frees.then_some(g.free), extra, out, in_array });
-    Ok(MpiStatus::empty())
+    MpiStatus::empty()
 }
 
 /// Run generalized request `g`'s `free_fn` (`MPI_Request_free` of it,

@@ -249,7 +249,10 @@ impl<P, G: Copy, S: std::hash::BuildHasher> Requests<P, G, S> {
             return self.generalized.report(handle, true).map(Taken::Generalized);
         };
         let (s, left) = slot.complete();
-        let stays = left.map(|slot| self.slots.insert(handle, slot)).is_some();
+        let stays = left.is_some();
+        if let Some(slot) = left {
+            self.slots.insert(handle, slot);
+        }
         Some(Taken::Outcome(s, stays))
     }
 

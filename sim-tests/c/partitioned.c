@@ -54,6 +54,12 @@ int main(int argc, char **argv) {
         CHECK(MPI_Wait(&s[0], MPI_STATUS_IGNORE) == MPI_ERR_REQUEST && s[0] != MPI_REQUEST_NULL, "a wait on unready partitions was not refused");
         MPI_Test(&s[0], &flag, MPI_STATUS_IGNORE);
         CHECK(!flag, "a send with unready partitions tested complete");
+        /* Both sends wait for partitions: active, not complete, and no
+         * wait for any of them can end (not "no active request"). */
+        int idx = -2;
+        CHECK(MPI_Testany(2, s, &idx, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag && idx == MPI_UNDEFINED,
+              "Testany of sends with unready partitions: flag %d, index %d", flag, idx);
+        CHECK(MPI_Waitany(2, s, &idx, MPI_STATUS_IGNORE) == MPI_ERR_REQUEST, "a Waitany only unready partitions could end was not refused");
         CHECK(MPI_Request_free(&s[0]) == MPI_ERR_REQUEST, "a started send with unready partitions freed");
         CHECK(MPI_Pready(PARTS, s[1]) == MPI_ERR_ARG, "partition %d accepted", PARTS);
         MPI_Pready(3, s[1]);

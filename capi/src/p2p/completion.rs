@@ -85,7 +85,7 @@ pub(crate) fn take(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: boo
     }
     match st.requests.take(h) {
         None => (Err(not_active(h)), h),
-        Some(Taken::Generalized(g)) => (crate::greq::report(st, g, out, in_array, true), MPI_REQUEST_NULL),
+        Some(Taken::Generalized(g)) => (Ok(crate::greq::report(st, g, out, in_array, true)), MPI_REQUEST_NULL),
         Some(Taken::Outcome(mut s, stays)) => {
             if !st.idups.is_empty() {
                 crate::comm_table::settle_idup(st, h, &mut s);
@@ -104,7 +104,7 @@ pub(crate) fn keep(st: &mut State, h: Handle, out: *mut MpiStatus, in_array: boo
     }
     match st.requests.keep(h) {
         None => Err(not_active(h)),
-        Some(Taken::Generalized(g)) => crate::greq::report(st, g, out, in_array, false),
+        Some(Taken::Generalized(g)) => Ok(crate::greq::report(st, g, out, in_array, false)),
         Some(Taken::Outcome(s, _)) => outcome(s),
     }
 }

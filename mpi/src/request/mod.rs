@@ -720,7 +720,7 @@ fn only_the_program_could_end(parts: &[Part<'_, '_>], ended: &[bool], need: Need
     let stuck = |(_, p): &&(usize, &Part<'_, '_>)| p.requests().any(|r| by_program(&r));
     let never = match need {
         Need::All => open.iter().find(stuck),
-        Need::One => open.iter().find(stuck).filter(|_| open.iter().all(|p| stuck(&p))),
+        Need::One => open.first().filter(|_| open.iter().all(|p| stuck(&p))),
     };
     match never {
         Some(&(index, _)) => Err(never_completed(call, HeldBy::Generalized, index)),
