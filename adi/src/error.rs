@@ -117,6 +117,12 @@ pub enum AdiError {
         /// The most that can be outstanding.
         most: u32,
     },
+    /// A context given a second progress hook ([`crate::Engine::serve_context`]).
+    #[error("context {ctx} is served by a progress hook already: stop serving it first")]
+    ServedTwice {
+        /// The context.
+        ctx: u32,
+    },
     /// A message longer than this host's address space.
     #[error("a message of {bytes} bytes is more than this host can address")]
     TooLarge {

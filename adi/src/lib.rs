@@ -33,7 +33,7 @@ pub use config::Config;
 pub use counters::Counters;
 pub use engine::{Done, Engine, Matched, PackSource, ReqId, Source, Status, TagSel, UnpackSink};
 pub use error::{AdiError, DeviceFault, TransportError};
-pub use hooks::ProgressHook;
+pub use hooks::{ContextHook, Polled, ProgressHook};
 pub use job::JobEnv;
 pub use transport::{
     Atomic, Caps, FlagWaker, HostCost, Lent, OneSided, Region, RemoteMemory, SimClock, Transport, Waker,

@@ -171,7 +171,7 @@ impl Context {
         loop {
             // The thread's pass: its costs are the time it takes on its core.
             c.thread_last_ps = c.engine()?.now_ps().unwrap_or(0);
-            c.engine()?.progress()?;
+            c.progress()?;
             let now = c.engine()?.now_ps().unwrap_or(end);
             if now >= end {
                 c.thread_debt_ps += now - end;
@@ -218,6 +218,24 @@ impl Context {
         Some(e.keep_alive().map_err(Into::into))
     }
 
+    /// One progress pass: the engine's own work and every layer's, which
+    /// the layers registered with it as progress hooks (collectives in
+    /// progress, one-sided windows; [`adi::hooks`]). Every call of the
+    /// library that progresses comes here, or to [`Context::wait_until`];
+    /// whether anything moved.
+    pub(crate) fn progress(&mut self) -> Result<bool> {
+        Ok(self.engine()?.progress()?)
+    }
+
+    /// A progress pass, and if nothing moved, a wait for something to
+    /// change (the network, a device word, another thread's wake-up).
+    pub(crate) fn progress_or_idle(&mut self) -> Result<()> {
+        if !self.progress()? {
+            self.engine()?.idle()?;
+        }
+        Ok(())
+    }
+
     /// Progress (collectives included) until `done` holds, idling when a
     /// pass finds nothing to do.
     pub(crate) fn wait_until(&mut self, done: impl FnMut(&mut Context) -> Result<bool>) -> Result<()> {
@@ -241,7 +259,7 @@ impl Context {
                 return Ok(true);
             }
             // The engine's pass runs its hooks: the collectives move too.
-            let worked = self.engine()?.progress()?;
+            let worked = self.progress()?;
             if done(self)? {
                 return Ok(true);
             }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use adi::{Engine, HostCost};
 
-use crate::coll::live::LiveCollectives;
 use crate::comm::{Communicator, SimpleCommunicator};
 pub use crate::config::ProgressMode;
 pub use crate::context::THREAD_POLL_NS;
@@ -84,7 +83,7 @@ impl ProgressThread {
                 if idle {
                     None
                 } else {
-                    let r = (|| -> Result<bool> { Ok(c.engine()?.progress()?) })();
+                    let r = c.progress();
                     c.thread_passes += 1;
                     match &r {
                         Ok(true) => c.thread_useful += 1,
@@ -211,8 +210,6 @@ pub fn initialize() -> Result<Universe> {
         }
         m => m,
     };
-    engine.add_hook(Box::<LiveCollectives>::default());
-    engine.add_hook(Box::<crate::rma::target::Rma>::default());
     let every = engine.keepalive_interval();
     let shared = Locked::new(Context::new(engine, config, progress));
     let thread = match progress {
@@ -406,11 +403,7 @@ impl Universe {
     /// only another thread of the process can end (a generalized request,
     /// a partitioned send's partitions).
     pub fn idle(&self) -> Result<()> {
-        let mut c = self.shared.borrow_mut();
-        if !c.engine()?.progress()? {
-            c.engine()?.idle()?;
-        }
-        Ok(())
+        self.shared.borrow_mut().progress_or_idle()
     }
 
     /// Direct access to the protocol engine (for benchmarks of the ADI layer).

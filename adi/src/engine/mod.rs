@@ -532,6 +532,21 @@ pub struct Engine {
     /// Work of the layers above, run by every progress pass (see
     /// [`crate::hooks`]); taken out while it runs.
     hooks: Vec<Box<dyn crate::ProgressHook>>,
+    /// The work of communication contexts ([`Engine::serve_context`]).
+    served: Served,
+}
+
+/// The [`crate::ContextHook`]s, and which of them the next pass looks at.
+#[derive(Default)]
+struct Served {
+    by_ctx: std::collections::BTreeMap<u32, Box<dyn crate::ContextHook>>,
+    /// The contexts a pass polls: a message matched on them, a call
+    /// touched them, or they were not idle after their last poll.
+    attention: std::collections::BTreeSet<u32>,
+    /// The context whose hook is being polled (out of `by_ctx` meanwhile).
+    running: Option<u32>,
+    /// Whether the running hook was withdrawn during its own poll.
+    withdrawn: bool,
 }
 
 impl Engine {
@@ -572,60 +587,122 @@ impl Engine {
                 queued: 0,
             },
             hooks: Vec::new(),
+            served: Served::default(),
         }
     }
 
-    /// Register `hook`: from now on every progress pass advances it
-    /// ([`crate::hooks`]).
+    /// Register `hook`: from now on every progress pass advances it, until
+    /// it says it has ended ([`crate::hooks`]).
     pub fn add_hook(&mut self, hook: Box<dyn crate::ProgressHook>) {
         self.hooks.push(hook);
     }
 
-    /// The registered hook of type `T` (`None` while it runs, or if none is).
-    pub fn hook_mut<T: crate::ProgressHook + 'static>(&mut self) -> Option<&mut T> {
-        self.hooks.iter_mut().find_map(|h| h.as_any_mut().downcast_mut::<T>())
+    /// Serve context `ctx` with `hook` from now on: a progress pass polls
+    /// it when a message matched a receive posted on `ctx`, when a call
+    /// [attended](Engine::attend) to it, or while it is not idle. Refused
+    /// if `ctx` is served already.
+    pub fn serve_context(&mut self, ctx: u32, hook: Box<dyn crate::ContextHook>) -> Result<(), AdiError> {
+        if self.served.by_ctx.contains_key(&ctx) || self.served.running == Some(ctx) {
+            return Err(AdiError::ServedTwice { ctx });
+        }
+        self.watch_context(ctx, true);
+        self.served.by_ctx.insert(ctx, hook);
+        self.served.attention.insert(ctx);
+        Ok(())
     }
 
-    /// Run `f` with the registered hook of type `T` and the engine both
-    /// (`None` while it runs, or if none is): the hook is taken out of the
-    /// list meanwhile, so a progress pass inside `f` does not run it.
-    pub fn with_hook<T: crate::ProgressHook + 'static, R>(
-        &mut self,
-        f: impl FnOnce(&mut T, &mut Engine) -> R,
-    ) -> Option<R> {
-        let i = self.hooks.iter_mut().position(|h| h.as_any_mut().is::<T>())?;
-        let mut h = self.hooks.remove(i);
-        let r = h.as_any_mut().downcast_mut::<T>().map(|t| f(t, self));
-        let at = i.min(self.hooks.len());
-        self.hooks.insert(at, h);
-        r
+    /// Stop serving `ctx`: its hook is dropped (at the end of its poll if
+    /// this is called from inside it) and never polled again.
+    pub fn stop_serving(&mut self, ctx: u32) {
+        self.watch_context(ctx, false);
+        self.served.attention.remove(&ctx);
+        if self.served.by_ctx.remove(&ctx).is_none() && self.served.running == Some(ctx) {
+            self.served.withdrawn = true;
+        }
     }
 
-    /// Whether any registered hook has work.
+    /// A call touched the work of `ctx`: the next pass polls its hook.
+    pub fn attend(&mut self, ctx: u32) {
+        if self.served.by_ctx.contains_key(&ctx) || self.served.running == Some(ctx) {
+            self.served.attention.insert(ctx);
+        }
+    }
+
+    /// The contexts the next progress pass will poll (for tests of the
+    /// layers above: an idle context costs a pass nothing).
+    pub fn attended(&self) -> Vec<u32> {
+        self.served.attention.iter().copied().collect()
+    }
+
+    /// Whether any registered hook has work: a busy [`crate::ProgressHook`],
+    /// or any served context.
     pub fn hooks_busy(&self) -> bool {
-        self.hooks.iter().any(|h| h.busy())
+        !self.served.by_ctx.is_empty() || self.hooks.iter().any(|h| h.busy())
     }
 
-    /// Run every busy hook once; whether any moved something. Hooks run
-    /// with the list taken out, so a progress pass inside one runs none.
+    /// Run every busy hook once, then the served contexts that need it;
+    /// whether any moved something. Hooks run with their list taken out,
+    /// so a progress pass inside one runs none.
     fn run_hooks(&mut self) -> Result<bool, AdiError> {
         let mut hooks = std::mem::take(&mut self.hooks);
-        let mut result = Ok(false);
-        for h in hooks.iter_mut() {
-            if h.busy() {
-                match h.poll(self) {
-                    Ok(w) => result = result.map(|worked| worked | w),
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
+        let mut worked = false;
+        let mut failed = None;
+        hooks.retain_mut(|h| {
+            if failed.is_some() || !h.busy() {
+                return true;
+            }
+            match h.poll(self) {
+                Ok(p) => {
+                    worked |= p.moved;
+                    !p.ended
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    true
                 }
             }
-        }
+        });
         // Hooks registered while these ran go after them.
         hooks.append(&mut self.hooks);
         self.hooks = hooks;
-        result
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(self.run_served()? | worked)
+    }
+
+    /// Poll the served contexts that need it, in context order.
+    fn run_served(&mut self) -> Result<bool, AdiError> {
+        if self.served.running.is_some() {
+            return Ok(false);
+        }
+        let hits = self.take_watched();
+        self.served.attention.extend(hits.into_iter().filter(|c| self.served.by_ctx.contains_key(c)));
+        if self.served.attention.is_empty() {
+            return Ok(false);
+        }
+        let mut worked = false;
+        let due: Vec<u32> = self.served.attention.iter().copied().collect();
+        for ctx in due {
+            let Some(mut h) = self.served.by_ctx.remove(&ctx) else {
+                self.served.attention.remove(&ctx);
+                continue;
+            };
+            self.served.running = Some(ctx);
+            let r = h.poll(self);
+            self.served.running = None;
+            let idle = r.is_ok() && h.idle(self);
+            if std::mem::take(&mut self.served.withdrawn) {
+                drop(h);
+            } else {
+                self.served.by_ctx.insert(ctx, h);
+                if idle {
+                    self.served.attention.remove(&ctx);
+                }
+            }
+            worked |= r?;
+        }
+        Ok(worked)
     }
 
     /// This process's rank.

@@ -84,7 +84,7 @@ pub(crate) fn launch(
     let mut x = Exec::new(sched, send, recv, op, members, comm.coll_ctx(), Stamp::new(seq, kind))?;
     c.offload(&mut x)?;
     let x = Locked::new(x);
-    c.live_collectives()?.register(x.clone());
+    c.engine()?.add_hook(Box::new(live::Live(x.clone())));
     if let Some(t) = &c.thread {
         t.unpark();
     }

@@ -525,7 +525,7 @@ fn test_pass(c: &mut Context, waiting: &[&Request<'_>]) -> Result<()> {
     if only_collectives && c.progress == crate::ProgressMode::Thread && !c.thread_due()? {
         return Ok(());
     }
-    c.engine()?.progress()?;
+    c.progress()?;
     Ok(())
 }
 

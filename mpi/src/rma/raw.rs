@@ -11,7 +11,7 @@ use adi::Engine;
 use super::card::{self, Card};
 use super::epoch::Epochs;
 use super::shm::Segment;
-use super::target::{Addr, Memory, Reply, Rma};
+use super::target::{Addr, Memory, Reply, Served, Win};
 use super::wire::{Kind, Msg, EXCLUSIVE};
 use super::{AccOp, Assert, Flavor, LockType, Model};
 use crate::comm::{Communicator, SimpleCommunicator};
@@ -67,7 +67,9 @@ pub struct Target<'a> {
 /// others read and write with one-sided operations.
 pub struct RawWindow {
     comm: SimpleCommunicator,
-    ctx: u32,
+    /// The target side's state, which the engine's hook for the window's
+    /// context serves.
+    served: Served,
     flavor: Flavor,
     base: *mut u8,
     size: u64,
@@ -102,10 +104,6 @@ struct Fencing {
     confirmed: bool,
     /// The barrier, once started.
     barrier: Option<Request<'static>>,
-}
-
-fn engine_missing() -> MpiError {
-    MpiError::Internal { what: "the one-sided progress hook is missing".into() }
 }
 
 impl RawWindow {
@@ -281,12 +279,29 @@ impl RawWindow {
             }
             None
         };
-        let w = RawWindow {
+        let served = {
+            let mut c = wc.shared().borrow_mut();
+            let e = c.engine()?;
+            // SAFETY: `memory` is the `size` bytes at `base` (or a dynamic window's regions, none
+            // yet), valid for reads and writes until the window is deregistered, which `free` and
+            // `Drop` of the window made below both do before `storage` goes, and the program keeps
+            // to §12.7 (`# Safety`): what `Served::register` asks.
+            match unsafe { Served::register(e, ctx, members, memory, local.clone()) } {
+                Ok(s) => s,
+                Err(err) => {
+                    if let Some(card) = card {
+                        card.close(e);
+                    }
+                    return Err(err);
+                }
+            }
+        };
+        Ok(RawWindow {
             card,
             conflict: None,
             fencing: None,
             comm: wc,
-            ctx,
+            served,
             flavor,
             base,
             size,
@@ -294,16 +309,10 @@ impl RawWindow {
             peers,
             epochs: Epochs::default(),
             dirty: BTreeSet::new(),
-            local: local.clone(),
+            local,
             storage,
             name: String::new(),
-        };
-        // SAFETY: `memory` is the `size` bytes at `base` (or a dynamic window's regions, none yet),
-        // valid for reads and writes until the window is deregistered, which `free` and `Drop` both
-        // do before `storage` goes, and the program keeps to §12.7 (`# Safety`): what
-        // `Rma::register` asks.
-        w.rma(|r, e| unsafe { r.register(e, ctx, members, memory, local) })?;
-        Ok(w)
+        })
     }
 
     /// Run `f` with the window's card and the engine, when the card holds
@@ -358,22 +367,30 @@ impl RawWindow {
         self.conflict.take().map_or(Ok(()), Err)
     }
 
-    /// Run `f` with the hook and the engine.
-    fn rma<R>(&self, f: impl FnOnce(&mut Rma, &mut Engine) -> Result<R>) -> Result<R> {
+    /// Run `f` with the window's target-side state and the engine: a call
+    /// that touches the window (the next progress pass looks at it).
+    fn target<R>(&self, f: impl FnOnce(&mut Win, &mut Engine) -> Result<R>) -> Result<R> {
         let mut c = self.comm.shared().borrow_mut();
-        c.engine()?.with_hook::<Rma, _>(f).unwrap_or_else(|| Err(engine_missing()))
+        let e = c.engine()?;
+        let mut w = self.served.touch(e);
+        f(&mut w, e)
+    }
+
+    /// Whether `f` holds of the window's target-side state (a read).
+    fn looking(&self, c: &mut crate::context::Context, f: impl FnOnce(&Win) -> bool) -> Result<bool> {
+        Ok(f(&self.served.look(c.engine()?)))
     }
 
     /// Report a failure a target sent back, or a peer's fault.
     fn failures(&self) -> Result<()> {
-        match self.rma(|r, _| Ok(r.take_any_failure(self.ctx)))? {
+        match self.target(|w, _| Ok(w.take_any_failure()))? {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
     fn send(&self, to: Rank, m: &Msg<'_>) -> Result<()> {
-        self.rma(|r, e| r.send(e, self.ctx, to as u32, m))
+        self.target(|w, e| w.send(e, to as u32, m))
     }
 
     fn check_rank(&self, r: Rank) -> Result<()> {
@@ -475,13 +492,13 @@ impl RawWindow {
     /// freed (or dropped), and the program accesses them only as MPI 4.1 §12.7 allows (as for
     /// [`RawWindow::create`]).
     pub unsafe fn attach(&mut self, base: *mut u8, size: u64) -> Result<()> {
-        let (a, ctx) = (base as u64, self.ctx);
+        let a = base as u64;
         if size > 0 && base.is_null() {
             return Err(MpiError::RmaAttach(AttachError::Null));
         }
         let end = a.checked_add(size).ok_or(MpiError::RmaAttach(AttachError::Wraps { base: a, size }))?;
-        self.rma(|r, _| {
-            let regions = r.regions(ctx)?;
+        self.target(|w, _| {
+            let regions = w.regions()?;
             let before = regions.range(..end).next_back().filter(|(s, l)| **s + **l > a);
             if before.is_some() {
                 return Err(MpiError::RmaAttach(AttachError::Overlap { base: a, end }));
@@ -493,9 +510,8 @@ impl RawWindow {
 
     /// `MPI_Win_detach`: the region attached at `base` no longer is.
     pub fn detach(&mut self, base: *const u8) -> Result<()> {
-        let ctx = self.ctx;
-        self.rma(|r, _| {
-            r.regions(ctx)?
+        self.target(|w, _| {
+            w.regions()?
                 .remove(&(base as u64))
                 .map(|_| ())
                 .ok_or(MpiError::RmaAttach(AttachError::NotAttached { base: base as u64 }))
@@ -655,7 +671,7 @@ impl RawWindow {
         // reply's place, as `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(origin, span, "origin", false)?;
-            self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
+            self.target(|w, _| w.expect(t.rank as u32, Some(Reply(inc))))?
         };
         self.send(t.rank, &Msg { blocks, ..Msg::bare(Kind::Get, id) })?;
         Ok(Issued(id))
@@ -706,7 +722,7 @@ impl RawWindow {
         // reply's place, as `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(result, result_span, "result", false)?;
-            self.rma(|r, _| r.expect(self.ctx, t.rank as u32, Some(Reply(inc))))?
+            self.target(|w, _| w.expect(t.rank as u32, Some(Reply(inc))))?
         };
         let m = Msg { op: Some(op), elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::GetAcc, id) };
         self.send(t.rank, &m)?;
@@ -752,7 +768,7 @@ impl RawWindow {
         // `incoming` and `expect` ask (nothing is read now: no `fill`).
         let id = unsafe {
             let inc = incoming(result, &span, "result", false)?;
-            self.rma(|r, _| r.expect(self.ctx, rank as u32, Some(Reply(inc))))?
+            self.target(|w, _| w.expect(rank as u32, Some(Reply(inc))))?
         };
         self.send(rank, &Msg { elem: Some(elem), blocks, data: &data, ..Msg::bare(Kind::Cas, id) })?;
         Ok(Issued(id))
@@ -762,7 +778,7 @@ impl RawWindow {
     /// `MPI_Rget_accumulate` return (complete once the result is in
     /// place, §12.3.6).
     pub fn request(&self, op: Issued) -> Request<'static> {
-        crate::rma::target::reply_request(self.comm.shared().clone(), self.ctx, op.0, self.comm.group())
+        crate::rma::target::reply_request(self.comm.shared().clone(), self.served.clone(), op.0, self.comm.group())
     }
 
     /// A request complete already: what `MPI_Rput` and `MPI_Raccumulate`
@@ -774,7 +790,7 @@ impl RawWindow {
     /// `MPI_Win_sync` (§12.5.4): the public and private copies agree; in
     /// the unified model a memory barrier.
     pub fn sync(&mut self) -> Result<()> {
-        self.comm.shared().borrow_mut().engine()?.progress()?;
+        self.comm.shared().borrow_mut().progress()?;
         std::sync::atomic::fence(Ordering::SeqCst);
         self.merge()?;
         self.failures()?;
@@ -808,15 +824,11 @@ impl RawWindow {
     }
 
     fn deregister(&mut self) {
-        let ctx = self.ctx;
-        let _ = self.rma(|r, e| {
-            r.deregister(e, ctx);
-            Ok(())
-        });
+        let mut c = self.comm.shared().borrow_mut();
+        let Ok(e) = c.engine() else { return };
+        self.served.deregister(e);
         if let Some(card) = self.card.take() {
-            if let Ok(e) = self.comm.shared().borrow_mut().engine() {
-                card.close(e);
-            }
+            card.close(e);
         }
     }
 
@@ -829,8 +841,8 @@ impl RawWindow {
     /// when they come (a caller whose buffer was borrowed only for a call
     /// that failed).
     pub(crate) fn forget_reply_buffers(&self) {
-        let _ = self.rma(|r, _| {
-            r.forget_buffers(self.ctx);
+        let _ = self.target(|w, _| {
+            w.forget_buffers();
             Ok(())
         });
     }

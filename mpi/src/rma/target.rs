@@ -1,9 +1,11 @@
-//! The one-sided traffic of every window, as the engine's progress hook
-//! (DESIGN §5: "RMA target processing ... registers hooks with it"):
-//! each window keeps one receive posted on its context, and every progress
-//! pass of the engine — inside any MPI call, or the progress thread's —
+//! The one-sided traffic of a window, as the engine's progress hook for
+//! the window's context (DESIGN §5: "RMA target processing ... registers
+//! hooks with it"; [`adi::ContextHook`]): each window keeps one receive
+//! posted on its context, and every progress pass of the engine — inside
+//! any MPI call, or the progress thread's — that finds a message there
 //! applies what origins sent (puts, accumulates, lock requests, ...) and
-//! takes in the replies this process waits for as an origin.
+//! takes in the replies this process waits for as an origin. The window
+//! owns its state ([`Served`]); the engine's hook holds the same state.
 //!
 //! This is the active-message path of MPI 4.1 chapter 12, the same for
 //! every backend: the target's memory is the window (the unified model,
@@ -11,12 +13,11 @@
 //! order each origin issued them, which makes every accumulate atomic
 //! per element (§12.7.1).
 
-use std::any::Any;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use adi::{AdiError, Done, Engine, ProgressHook, ReqId, Source, TagSel};
+use adi::{AdiError, ContextHook, Done, Engine, ReqId, Source, TagSel};
 
 use super::wire::{Kind, Msg, EXCLUSIVE, FAILED};
 use super::AccOp;
@@ -27,10 +28,11 @@ use crate::staged::Incoming;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Addr(pub(crate) *mut u8);
 
-// SAFETY: the hook, and every `Addr` it holds, is only touched under the
-// library's lock (`context::Locked`), by one thread at a time; the
-// memory it points to is valid for as long as the registration that
-// handed it over says (see `Rma::register` and `Rma::expect`).
+// SAFETY: an `Addr` is only read or written through its window's `Win`, which
+// is only touched with the library's lock (`context::Locked`) held ([`Served`]
+// asks for the engine, which that lock guards), so by one thread at a time; the
+// memory it points to is valid for as long as the registration that handed it
+// over says (see `Served::register` and `Win::expect`).
 unsafe impl Send for Addr {}
 
 /// A window's memory at this process, as the target sees it.
@@ -78,7 +80,7 @@ pub(crate) struct Reply(pub(crate) Incoming);
 
 // SAFETY: a `Reply` holds an `Incoming` (raw pointers to an origin's buffer, and an owned staging
 // buffer); like `Addr`, it is only touched under the library's lock, by one thread at a time, and
-// its buffer stays valid until the reply is placed or forgotten (`Rma::expect`'s `# Safety`).
+// its buffer stays valid until the reply is placed or forgotten (`Win::expect`'s `# Safety`).
 unsafe impl Send for Reply {}
 
 /// Why a target could not do what an origin asked. It travels in the
@@ -233,96 +235,131 @@ pub(crate) struct Win {
     fault: Option<String>,
     /// Sends of replies and notices still in the engine.
     sends: Vec<ReqId>,
-}
-
-/// The one-sided state of every window of this process (the hook).
-#[derive(Default)]
-pub(crate) struct Rma {
-    wins: BTreeMap<u32, Win>,
-    /// The windows a progress pass looks at: those whose receive matched
-    /// a message (the engine notes it, [`Engine::watch_context`]), that
-    /// have sends in flight or messages held back, or that a call touched.
-    /// An idle window costs a pass nothing, so making the N-th window is
-    /// not N times slower than the first (issue 47, break 7: creating
-    /// 8,000 windows took 35 s).
-    attention: std::collections::BTreeSet<u32>,
     /// Numbers for replies (0: none wanted).
     next_id: u64,
+    /// Served until `MPI_Win_free`'s deregistration: after it nothing is
+    /// written to `memory`, and calls are refused.
+    open: bool,
 }
+
+/// A window's target-side state, held by the window (its calls) and by
+/// the engine's progress hook for the window's context, which polls it
+/// only when a message matched there, a call touched it or it has sends
+/// in flight or messages held back: an idle window costs a pass nothing,
+/// so making the N-th window is not N times slower than the first (issue
+/// 47, break 7: creating 8,000 windows took 35 s).
+///
+/// Both reach the state only with the library's lock held (the methods
+/// ask for the engine, which that lock guards), so the state's own lock is
+/// never waited for: the hook finds it taken only when a pass runs inside
+/// a call on the same window, and leaves the window to the next pass.
+#[derive(Clone)]
+pub(crate) struct Served {
+    ctx: u32,
+    win: Arc<Mutex<Win>>,
+}
+
+/// The engine's side of a [`Served`] window.
+struct Hook(Arc<Mutex<Win>>);
 
 fn engine_err(e: AdiError) -> crate::MpiError {
     e.into()
 }
 
-impl Rma {
+impl Served {
     /// Serve window `ctx` from now on: keep a receive posted on its
     /// context and apply what arrives to `memory`.
     ///
     /// # Safety
-    /// `memory` stays valid for reads and writes until [`Rma::deregister`],
+    /// `memory` stays valid for reads and writes until [`Served::deregister`],
     /// and is accessed by nothing else during MPI calls that are not about
     /// this window's local memory (MPI 4.1 §12.7's rules for the program).
     pub(crate) unsafe fn register(
-        &mut self,
         e: &mut Engine,
         ctx: u32,
         members: Vec<u32>,
         memory: Memory,
         local: Arc<AtomicBool>,
-    ) -> crate::Result<()> {
+    ) -> crate::Result<Served> {
         let n = members.len();
-        e.watch_context(ctx, true);
-        self.attention.insert(ctx);
         let recv = Some(e.irecv(Source::Any, TagSel::Any, ctx, u64::MAX).map_err(engine_err)?);
-        self.wins.insert(
+        let win = Arc::new(Mutex::new(Win {
             ctx,
-            Win {
-                ctx,
-                members,
-                recv,
-                memory,
-                local,
-                deferred: VecDeque::new(),
-                lock: LockTable::default(),
-                posts: vec![0; n],
-                completes: vec![0; n],
-                pending: HashMap::new(),
-                failed: HashMap::new(),
-                refused: HashMap::new(),
-                fault: None,
-                sends: Vec::new(),
-            },
-        );
-        Ok(())
+            members,
+            recv,
+            memory,
+            local,
+            deferred: VecDeque::new(),
+            lock: LockTable::default(),
+            posts: vec![0; n],
+            completes: vec![0; n],
+            pending: HashMap::new(),
+            failed: HashMap::new(),
+            refused: HashMap::new(),
+            fault: None,
+            sends: Vec::new(),
+            next_id: 0,
+            open: true,
+        }));
+        if let Err(err) = e.serve_context(ctx, Box::new(Hook(win.clone()))) {
+            if let Some(r) = recv {
+                e.abandon(r);
+            }
+            return Err(engine_err(err));
+        }
+        Ok(Served { ctx, win })
     }
 
-    /// Stop serving window `ctx` (after the barrier of `MPI_Win_free`):
-    /// nothing is written to its memory afterwards.
-    pub(crate) fn deregister(&mut self, e: &mut Engine, ctx: u32) {
-        e.watch_context(ctx, false);
-        self.attention.remove(&ctx);
-        if let Some(w) = self.wins.remove(&ctx) {
-            if let Some(r) = w.recv {
-                if e.cancel_recv(r).unwrap_or(false) {
-                    let _ = e.test(r);
-                } else {
-                    e.abandon(r);
-                }
+    /// Stop serving the window (after the barrier of `MPI_Win_free`):
+    /// nothing is written to its memory afterwards, replies still due are
+    /// dropped, and calls are refused.
+    pub(crate) fn deregister(&self, e: &mut Engine) {
+        e.stop_serving(self.ctx);
+        let mut w = self.look(e);
+        if !std::mem::take(&mut w.open) {
+            return;
+        }
+        if let Some(r) = w.recv.take() {
+            if e.cancel_recv(r).unwrap_or(false) {
+                let _ = e.test(r);
+            } else {
+                e.abandon(r);
             }
-            for s in w.sends {
-                e.abandon(s);
-            }
+        }
+        for s in std::mem::take(&mut w.sends) {
+            e.abandon(s);
+        }
+        w.pending.clear();
+        w.failed.clear();
+        w.deferred.clear();
+    }
+
+    /// The window's state, for a call that changes it: the next progress
+    /// pass looks at the window.
+    pub(crate) fn touch(&self, e: &mut Engine) -> MutexGuard<'_, Win> {
+        e.attend(self.ctx);
+        self.look(e)
+    }
+
+    /// The window's state, to read it (the engine stands for the library's
+    /// lock, under which alone the state is reached).
+    pub(crate) fn look(&self, _: &Engine) -> MutexGuard<'_, Win> {
+        self.win.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Win {
+    fn opened(&mut self) -> crate::Result<&mut Win> {
+        if self.open {
+            Ok(self)
+        } else {
+            Err(crate::MpiError::Win(crate::error::WinError::Freed))
         }
     }
 
-    fn win(&mut self, ctx: u32) -> crate::Result<&mut Win> {
-        self.attention.insert(ctx);
-        self.wins.get_mut(&ctx).ok_or(crate::MpiError::Win(crate::error::WinError::Freed))
-    }
-
     /// Attach or detach a region of a dynamic window.
-    pub(crate) fn regions(&mut self, ctx: u32) -> crate::Result<&mut BTreeMap<u64, u64>> {
-        match &mut self.win(ctx)?.memory {
+    pub(crate) fn regions(&mut self) -> crate::Result<&mut BTreeMap<u64, u64>> {
+        match &mut self.opened()?.memory {
             Memory::Dynamic(r) => Ok(r),
             Memory::Fixed { .. } => Err(crate::MpiError::RmaFlavor {
                 call: "MPI_Win_attach and MPI_Win_detach",
@@ -337,91 +374,83 @@ impl Rma {
     /// # Safety
     /// With `into`, every byte its `Incoming` writes (the `len` bytes at its `ptr`, and the
     /// elements its staging buffer is unpacked into) stays writable, and is not otherwise
-    /// accessed, until the reply arrived ([`Rma::outstanding`] no longer counts it), the buffer is
-    /// forgotten ([`Rma::forget`], [`Rma::forget_buffers`]) or the window is deregistered.
-    pub(crate) unsafe fn expect(&mut self, ctx: u32, target: u32, into: Option<Reply>) -> crate::Result<u64> {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.win(ctx)?.pending.insert(id, Pending { target, into });
+    /// accessed, until the reply arrived ([`Win::outstanding`] no longer counts it), the buffer is
+    /// forgotten ([`Win::forget`], [`Win::forget_buffers`]) or the window is deregistered.
+    pub(crate) unsafe fn expect(&mut self, target: u32, into: Option<Reply>) -> crate::Result<u64> {
+        let w = self.opened()?;
+        w.next_id += 1;
+        let id = w.next_id;
+        w.pending.insert(id, Pending { target, into });
         Ok(id)
     }
 
     /// Drop the buffers replies still due were to go to.
-    pub(crate) fn forget_buffers(&mut self, ctx: u32) {
-        self.attention.insert(ctx);
-        if let Some(w) = self.wins.get_mut(&ctx) {
-            for p in w.pending.values_mut() {
-                p.into = None;
-            }
+    pub(crate) fn forget_buffers(&mut self) {
+        for p in self.pending.values_mut() {
+            p.into = None;
         }
     }
 
     /// Drop the buffer the reply to `id` was to go to.
-    pub(crate) fn forget(&mut self, ctx: u32, id: u64) {
-        self.attention.insert(ctx);
-        if let Some(p) = self.wins.get_mut(&ctx).and_then(|w| w.pending.get_mut(&id)) {
+    pub(crate) fn forget(&mut self, id: u64) {
+        if let Some(p) = self.pending.get_mut(&id) {
             p.into = None;
         }
     }
 
     /// Requests to `target` (all targets: `None`) still without a reply.
-    pub(crate) fn outstanding(&self, ctx: u32, target: Option<u32>) -> usize {
-        self.wins.get(&ctx).map_or(0, |w| w.pending.values().filter(|p| target.is_none_or(|t| p.target == t)).count())
+    pub(crate) fn outstanding(&self, target: Option<u32>) -> usize {
+        self.pending.values().filter(|p| target.is_none_or(|t| p.target == t)).count()
     }
 
     /// Whether request `id` has its reply.
-    pub(crate) fn answered(&self, ctx: u32, id: u64) -> bool {
-        self.wins.get(&ctx).is_none_or(|w| !w.pending.contains_key(&id))
+    pub(crate) fn answered(&self, id: u64) -> bool {
+        !self.pending.contains_key(&id)
     }
 
     /// The failure the reply to `id` reported, once (taken).
-    pub(crate) fn take_failure(&mut self, ctx: u32, id: u64) -> Option<crate::MpiError> {
-        self.attention.insert(ctx);
-        self.wins.get_mut(&ctx)?.failed.remove(&id).map(Failure::into_error)
+    pub(crate) fn take_failure(&mut self, id: u64) -> Option<crate::MpiError> {
+        self.failed.remove(&id).map(Failure::into_error)
     }
 
     /// Any failure a reply reported that no one has taken (taken), or the
     /// fault of a peer that sent something malformed (kept: the window is
     /// not usable after it).
-    pub(crate) fn take_any_failure(&mut self, ctx: u32) -> Option<crate::MpiError> {
-        self.attention.insert(ctx);
-        let w = self.wins.get_mut(&ctx)?;
-        if let Some(f) = w.fault.clone() {
+    pub(crate) fn take_any_failure(&mut self) -> Option<crate::MpiError> {
+        if !self.open {
+            return None;
+        }
+        if let Some(f) = self.fault.clone() {
             return Some(crate::error::WinError::Fault { why: f }.into());
         }
-        let id = w.failed.keys().min().copied()?;
-        w.failed.remove(&id).map(Failure::into_error)
+        let id = self.failed.keys().min().copied()?;
+        self.failed.remove(&id).map(Failure::into_error)
     }
 
     /// Notices counted so far: `MPI_Win_post` (from targets) when `posts`,
     /// else `MPI_Win_complete` (from origins), of group rank `r`.
-    pub(crate) fn notices(&self, ctx: u32, r: u32, posts: bool) -> u32 {
-        self.wins.get(&ctx).map_or(0, |w| {
-            let v = if posts { &w.posts } else { &w.completes };
-            v.get(r as usize).copied().unwrap_or(0)
-        })
+    pub(crate) fn notices(&self, r: u32, posts: bool) -> u32 {
+        let v = if posts { &self.posts } else { &self.completes };
+        v.get(r as usize).copied().unwrap_or(0)
     }
 
-    /// Use up one notice of `r` (see [`Rma::notices`]).
-    pub(crate) fn consume_notice(&mut self, ctx: u32, r: u32, posts: bool) {
-        self.attention.insert(ctx);
-        if let Some(w) = self.wins.get_mut(&ctx) {
-            let v = if posts { &mut w.posts } else { &mut w.completes };
-            if let Some(n) = v.get_mut(r as usize) {
-                *n = n.saturating_sub(1);
-            }
+    /// Use up one notice of `r` (see [`Win::notices`]).
+    pub(crate) fn consume_notice(&mut self, r: u32, posts: bool) {
+        let v = if posts { &mut self.posts } else { &mut self.completes };
+        if let Some(n) = v.get_mut(r as usize) {
+            *n = n.saturating_sub(1);
         }
     }
 
-    /// Send `m` to group rank `to` of window `ctx`.
-    pub(crate) fn send(&mut self, e: &mut Engine, ctx: u32, to: u32, m: &Msg<'_>) -> crate::Result<()> {
-        let w = self.win(ctx)?;
+    /// Send `m` to group rank `to` of the window.
+    pub(crate) fn send(&mut self, e: &mut Engine, to: u32, m: &Msg<'_>) -> crate::Result<()> {
+        let w = self.opened()?;
         let dest = *w
             .members
             .get(to as usize)
             .ok_or(crate::MpiError::InvalidRank { rank: to as i32, size: w.members.len() as i32 })?;
         let (tag, bytes) = m.encode();
-        let id = e.isend(dest, tag, ctx, bytes, false).map_err(engine_err)?;
+        let id = e.isend(dest, tag, w.ctx, bytes, false).map_err(engine_err)?;
         w.sends.push(id);
         Ok(())
     }
@@ -471,7 +500,7 @@ impl Win {
         let mut out = Vec::with_capacity(places.iter().map(|p| p.1).sum());
         for &(p, n) in places {
             // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), which
-            // `Rma::register`'s `# Safety` keeps valid for reads, and free of the program's
+            // `Served::register`'s `# Safety` keeps valid for reads, and free of the program's
             // conflicting stores (§12.7), until the window is deregistered.
             out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
         }
@@ -495,7 +524,7 @@ impl Win {
             let mut at = 0;
             for &(p, n) in places {
                 // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), valid
-                // for writes by `Rma::register`'s `# Safety`; `acc` is `gather`'s copy of the blocks,
+                // for writes by `Served::register`'s `# Safety`; `acc` is `gather`'s copy of the blocks,
                 // a separate vector of `room` bytes, and `at + n <= room`.
                 unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().add(at), p, n) };
                 at += n;
@@ -505,7 +534,7 @@ impl Win {
         let mut at = 0;
         for &(p, n) in places {
             // SAFETY: `p..p + n` lies inside the registered memory (`places` checked it), valid for
-            // reads and writes and free of the program's accesses by `Rma::register`'s `# Safety`;
+            // reads and writes and free of the program's accesses by `Served::register`'s `# Safety`;
             // `data` is the message, not window memory, so the two do not overlap, and the slice
             // ends with this iteration.
             let acc = unsafe { std::slice::from_raw_parts_mut(p, n) };
@@ -560,7 +589,7 @@ impl Win {
                         let old = Win::gather(&p);
                         if old == m.data[..n] {
                             // SAFETY: `p[0].0` starts the one `n`-byte block `places` found inside the
-                            // registered memory, writable by `Rma::register`'s `# Safety`; the source
+                            // registered memory, writable by `Served::register`'s `# Safety`; the source
                             // is the message's last `n` bytes, a separate buffer.
                             unsafe { std::ptr::copy_nonoverlapping(m.data[n..].as_ptr(), p[0].0, n) };
                         }
@@ -604,7 +633,7 @@ impl Win {
                         self.failed.insert(m.id, Failure::decode(m.data));
                     } else if let Some(Reply(mut inc)) = p.into {
                         let n = inc.len.min(m.data.len());
-                        // SAFETY: `inc` went to `Rma::expect`, whose `# Safety` keeps its buffer
+                        // SAFETY: `inc` went to `Win::expect`, whose `# Safety` keeps its buffer
                         // (the origin's span, or its own staging buffer) writable and untouched
                         // until this reply is placed; `inc.bytes()` has `inc.len` bytes and `n` is
                         // at most that, and `finish` unpacks them into the origin's elements.
@@ -666,33 +695,23 @@ impl Win {
     }
 }
 
-impl ProgressHook for Rma {
-    fn busy(&self) -> bool {
-        !self.wins.is_empty()
-    }
-
+impl ContextHook for Hook {
+    /// Take what arrived for the window; a window a call on this thread
+    /// holds (a pass inside that call) waits for the next pass.
     fn poll(&mut self, e: &mut Engine) -> Result<bool, AdiError> {
-        self.attention.extend(e.take_watched());
-        let mut worked = false;
-        let mut settled = Vec::new();
-        for &ctx in &self.attention {
-            let Some(w) = self.wins.get_mut(&ctx) else {
-                settled.push(ctx);
-                continue;
-            };
-            worked |= w.poll(e)?;
-            if w.idle(e) {
-                settled.push(ctx);
-            }
+        match self.0.try_lock() {
+            Ok(mut w) => w.poll(e),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().poll(e),
+            Err(TryLockError::WouldBlock) => Ok(false),
         }
-        for ctx in settled {
-            self.attention.remove(&ctx);
-        }
-        Ok(worked)
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn idle(&self, e: &Engine) -> bool {
+        match self.0.try_lock() {
+            Ok(w) => w.idle(e),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().idle(e),
+            Err(TryLockError::WouldBlock) => false,
+        }
     }
 }
 
@@ -701,36 +720,36 @@ impl ProgressHook for Rma {
 /// §12.3.6).
 pub(crate) fn reply_request(
     shared: crate::context::Shared,
-    ctx: u32,
+    win: Served,
     id: u64,
     group: std::rc::Rc<crate::members::Group>,
 ) -> crate::Request<'static> {
-    crate::Request::pending(shared, Box::new(AwaitedReply { ctx, id }), group)
+    crate::Request::pending(shared, Box::new(AwaitedReply { win, id }), group)
 }
 
 /// A one-sided operation waiting for its target's reply.
 struct AwaitedReply {
-    ctx: u32,
+    win: Served,
     id: u64,
 }
 
 impl crate::request::Pending for AwaitedReply {
     fn is_done(&self, c: &mut crate::context::Context) -> crate::Result<bool> {
-        Ok(self.id == 0 || c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.answered(self.ctx, self.id)))
+        Ok(self.id == 0 || self.win.look(c.engine()?).answered(self.id))
     }
 
     fn complete(self: Box<Self>, c: &mut crate::context::Context) -> crate::Result<crate::Status> {
         let e = c.engine()?;
         crate::context::charge_request(e);
-        match e.hook_mut::<Rma>().and_then(|r| r.take_failure(self.ctx, self.id)) {
+        match self.win.touch(e).take_failure(self.id) {
             Some(err) => Err(err),
             None => Ok(crate::Status::empty()),
         }
     }
 
     fn abandon(self: Box<Self>, c: &mut crate::context::Context) {
-        if let Some(r) = c.engine().ok().and_then(|e| e.hook_mut::<Rma>()) {
-            r.forget(self.ctx, self.id);
+        if let Ok(e) = c.engine() {
+            self.win.touch(e).forget(self.id);
         }
     }
 
@@ -794,28 +813,36 @@ mod tests {
         let mut world = local_world(2, None, default_caps()).into_iter();
         let mut e0 = Engine::new(Box::new(world.next().unwrap())).unwrap();
         let mut e1 = Engine::new(Box::new(world.next().unwrap())).unwrap();
-        let mut rma = Rma::default();
         let mut mem = vec![0u8; 8];
+        let mut wins = Vec::new();
         for ctx in 100..1100 {
             let memory = Memory::Fixed { base: Addr(mem.as_mut_ptr()), len: 8 };
             // SAFETY: `mem`'s 8 bytes stay valid for reads and writes until every registration is
-            // deregistered below, and `rma` is dropped before `mem`.
-            unsafe { rma.register(&mut e0, ctx, vec![0, 1], memory, Arc::new(AtomicBool::new(false))).unwrap() };
+            // deregistered below, before `mem` drops.
+            let w = unsafe { Served::register(&mut e0, ctx, vec![0, 1], memory, Arc::new(AtomicBool::new(false))) };
+            wins.push(w.unwrap());
         }
-        assert_eq!(rma.attention.len(), 1000);
-        rma.poll(&mut e0).unwrap();
-        assert!(rma.attention.is_empty(), "{} idle windows still looked at", rma.attention.len());
+        assert_eq!(e0.attended().len(), 1000);
+        e0.progress().unwrap();
+        assert!(e0.attended().is_empty(), "{} idle windows still looked at", e0.attended().len());
         let (tag, data) = Msg::bare(Kind::Flush, 0).encode();
         e1.send(0, tag, 700, &data, false).unwrap();
         e0.progress().unwrap();
-        assert_eq!(e0.take_watched(), vec![700]);
-        rma.attention.insert(700);
-        rma.poll(&mut e0).unwrap();
-        assert!(rma.attention.iter().all(|&c| c == 700), "{:?}", rma.attention);
-        for ctx in 100..1100 {
-            rma.deregister(&mut e0, ctx);
+        // The flush's reply is in flight: window 700 alone stays in sight
+        // until it has gone.
+        assert!(e0.attended().iter().all(|&c| c == 700), "{:?}", e0.attended());
+        // ... and it was served: the flush is answered.
+        let mut reply = [0u8; 64];
+        let st = e1.recv_into(Source::Rank(0), TagSel::Any, 700, &mut reply).unwrap();
+        assert!(st.len > 0, "window 700 did not answer the flush");
+        for w in &wins {
+            w.deregister(&mut e0);
         }
-        drop(rma);
+        assert!(!e0.hooks_busy(), "a deregistered window is still served");
+        let mut w = wins[0].touch(&mut e0);
+        assert!(w.regions().is_err() && w.take_any_failure().is_none(), "a deregistered window took a call");
+        drop(w);
+        drop(wins);
         drop(mem);
     }
 

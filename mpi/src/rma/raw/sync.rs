@@ -13,7 +13,7 @@ impl RawWindow {
     fn ask_confirm(&mut self, targets: Vec<Rank>) -> Result<()> {
         for &t in &targets {
             // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
-            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            let id = self.target(|w, _| unsafe { w.expect(t as u32, None) })?;
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
         }
@@ -130,16 +130,15 @@ impl RawWindow {
     /// opened, taken once all have come; `false` where `stop` gave up.
     fn posts_or(&self, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
         let crate::rma::epoch::Access::Start(group) = &self.epochs.access else { return Ok(true) };
-        let ctx = self.ctx;
-        let posted = |r: &mut Rma| group.iter().all(|&t| r.notices(ctx, t as u32, true) > 0);
+        let posted = |w: &Win| group.iter().all(|&t| w.notices(t as u32, true) > 0);
         let mut c = self.comm.shared().borrow_mut();
-        if !c.wait_until_or(|c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(&posted)), stop)? {
+        if !c.wait_until_or(|c| self.looking(c, posted), stop)? {
             return Ok(false);
         }
         drop(c);
         for &t in group {
-            self.rma(|r, _| {
-                r.consume_notice(ctx, t as u32, true);
+            self.target(|w, _| {
+                w.consume_notice(t as u32, true);
                 Ok(())
             })?;
         }
@@ -187,18 +186,18 @@ impl RawWindow {
         self.conflicts()
     }
 
-    fn all_completed(&self, r: &Rma, origins: &[Rank]) -> bool {
+    fn all_completed(w: &Win, origins: &[Rank]) -> bool {
         let mut need = std::collections::BTreeMap::<u32, u32>::new();
         for &o in origins {
             *need.entry(o as u32).or_default() += 1;
         }
-        need.iter().all(|(o, n)| r.notices(self.ctx, *o, false) >= *n)
+        need.iter().all(|(o, n)| w.notices(*o, false) >= *n)
     }
 
     fn end_exposure(&mut self, origins: &[Rank]) -> Result<()> {
         for &o in origins {
-            self.rma(|r, _| {
-                r.consume_notice(self.ctx, o as u32, false);
+            self.target(|w, _| {
+                w.consume_notice(o as u32, false);
                 Ok(())
             })?;
         }
@@ -225,10 +224,11 @@ impl RawWindow {
     /// `false` where `stop` gave up.
     fn completions_or(&mut self, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
         let origins = self.epochs.posted()?.to_vec();
-        let done = self.comm.shared().borrow_mut().wait_until_or(
-            |c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| self.all_completed(r, &origins))),
-            stop,
-        )?;
+        let done = self
+            .comm
+            .shared()
+            .borrow_mut()
+            .wait_until_or(|c| self.looking(c, |w| Self::all_completed(w, &origins)), stop)?;
         if done {
             self.end_exposure(&origins)?;
         }
@@ -239,8 +239,8 @@ impl RawWindow {
     /// completed (`true`), else nothing (`false`).
     pub fn test_exposure(&mut self) -> Result<bool> {
         let origins = self.epochs.posted()?.to_vec();
-        self.comm.shared().borrow_mut().engine()?.progress()?;
-        let ready = self.rma(|r, _| Ok(self.all_completed(r, &origins)))?;
+        self.comm.shared().borrow_mut().progress()?;
+        let ready = self.target(|w, _| Ok(Self::all_completed(w, &origins)))?;
         if ready {
             self.end_exposure(&origins)?;
         }
@@ -293,7 +293,7 @@ impl RawWindow {
         let flags = if kind == LockType::Exclusive { EXCLUSIVE } else { 0 };
         for &t in ranks {
             // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
-            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            let id = self.target(|w, _| unsafe { w.expect(t as u32, None) })?;
             self.send(t, &Msg { flags, ..Msg::bare(Kind::Lock, id) })?;
         }
         Ok(())
@@ -314,7 +314,7 @@ impl RawWindow {
         }
         for &t in ranks {
             // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
-            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            let id = self.target(|w, _| unsafe { w.expect(t as u32, None) })?;
             self.send(t, &Msg::bare(if nocheck { Kind::Flush } else { Kind::Unlock }, id))?;
             self.dirty.remove(&t);
         }
@@ -399,7 +399,7 @@ impl RawWindow {
         let targets: Vec<Rank> = self.dirty.iter().copied().filter(|t| rank.is_none_or(|r| r == *t)).collect();
         for &t in &targets {
             // SAFETY: `into` is `None`: the reply places nothing, so `expect` has no buffer to keep valid.
-            let id = self.rma(|r, _| unsafe { r.expect(self.ctx, t as u32, None) })?;
+            let id = self.target(|w, _| unsafe { w.expect(t as u32, None) })?;
             self.send(t, &Msg::bare(Kind::Flush, id))?;
             self.dirty.remove(&t);
         }
@@ -429,16 +429,12 @@ impl RawWindow {
     /// The replies to every request to `target` (all: `None`), then any
     /// failure they reported; `false` where `stop` gave up.
     fn replies_or(&self, target: Option<Rank>, stop: &dyn Fn(bool) -> bool) -> Result<bool> {
-        let ctx = self.ctx;
         let mut c = self.comm.shared().borrow_mut();
         // One progress pass whatever is due: a program that spins on its
         // own window with flushes or syncs (mpi4py's `util.sync`) must see
         // what others sent it (MPI 4.1 §2.9: MPI calls make progress).
-        c.engine()?.progress()?;
-        let done = c.wait_until_or(
-            |c| Ok(c.engine()?.hook_mut::<Rma>().is_none_or(|r| r.outstanding(ctx, target.map(|t| t as u32)) == 0)),
-            stop,
-        )?;
+        c.progress()?;
+        let done = c.wait_until_or(|c| self.looking(c, |w| w.outstanding(target.map(|t| t as u32)) == 0), stop)?;
         drop(c);
         if done {
             self.failures()?;
