@@ -108,7 +108,7 @@ fn init_call(call: &str, required: c_int, provided: *mut c_int) -> c_int {
             }
             MPI_SUCCESS
         }
-        Err(f) => report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f),
+        Err(f) => report(call, errh::InForce::Fatal, MPI_COMM_WORLD, None, f),
     }
 }
 
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     if let Err(e) = mpi::session::ThreadLevel::from_code(required) {
-        return report("MPI_Init_thread", MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, e.into());
+        return report("MPI_Init_thread", errh::InForce::Fatal, MPI_COMM_WORLD, None, e.into());
     }
     init_call("MPI_Init_thread", required, provided)
 }
@@ -173,14 +173,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
         Ok(false) => return MPI_SUCCESS,
         Err(e) => {
             drop(guard);
-            return report(
-                "MPI_Finalize",
-                MPI_ERRORS_ARE_FATAL,
-                MPI_COMM_WORLD,
-                None,
-                None,
-                mpi::MpiError::from(e).into(),
-            );
+            return report("MPI_Finalize", errh::InForce::Fatal, MPI_COMM_WORLD, None, mpi::MpiError::from(e).into());
         }
     }
     let Some(st) = guard.take() else { return MPI_SUCCESS };
@@ -233,7 +226,7 @@ pub(crate) fn teardown(mut st: State, call: &str) -> c_int {
     drop(std::mem::take(&mut st.wins));
     match st.universe.finalize_with((pending, comms)) {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, Some(rank), e.into()),
+        Err(e) => report(call, errh::InForce::Fatal, MPI_COMM_WORLD, Some(rank), e.into()),
     }
 }
 

@@ -57,12 +57,31 @@ pub(crate) fn check(h: Handle, kind: Kind) -> R<()> {
     Ok(handlers(|t| t.check(h, kind))?)
 }
 
-/// The user function behind handler `h`, if it is a user's.
-pub(crate) fn user_fn(h: Handle) -> Option<ErrFn> {
-    if predefined(h) {
-        return None;
+/// A program's handler function, as `mpi::errhandler::raise` runs it.
+#[derive(Clone, Copy)]
+pub(crate) struct UserFn(ErrFn);
+
+impl mpi::errhandler::UserHandler for UserFn {
+    fn run(&self, object: &mut usize, code: &mut i32) {
+        // SAFETY: the function was registered by MPI_*_create_errhandler for the kind of object whose handler is
+        // in force (`check` refuses it on any other), so it is of the MPI_*_errhandler_function type MPI 4.1 §9.3
+        // gives that argument: a pointer to the object's handle, a pointer to the error code, then variadic
+        // arguments, none of which this call passes; both pointers are to `raise`'s locals, valid for reads and
+        // writes during the call.
+        unsafe { (self.0)(object, code) };
     }
-    handlers(|t| t.func(h))
+}
+
+/// The handler in force on an object, as a failed call meets it.
+pub(crate) type InForce = mpi::errhandler::InForce<UserFn>;
+
+/// What handler `h` does with a failed call (§9.3).
+pub(crate) fn in_force(h: Handle) -> InForce {
+    match h {
+        MPI_ERRORS_RETURN => InForce::Return,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => InForce::Fatal,
+        _ => handlers(|t| t.func(h)).map_or(InForce::Fatal, |f| InForce::User(UserFn(f))),
+    }
 }
 
 /// `MPI_*_call_errhandler` (§9.3): run the handler of `obj`, an object of

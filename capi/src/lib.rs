@@ -410,34 +410,18 @@ fn lock_slow() -> MutexGuard<'static, Option<State>> {
     std::process::exit(MPI_ERR_OTHER.min(125))
 }
 
-/// What an error handler does with a failed call on object `obj`: a
-/// user's handler (`user`) runs, then the call returns the code (§9.3).
-fn report(
-    call: &str,
-    errhandler: Handle,
-    obj: Handle,
-    user: Option<process::ErrFn>,
-    rank: Option<i32>,
-    f: Fail,
-) -> c_int {
+/// What the handler in force does with a failed call on object `obj`
+/// (`mpi::errhandler::raise`, MPI 4.1 §9.3): the call returns the code, or,
+/// under a fatal handler, the job ends here.
+fn report(call: &str, handler: errh::InForce, obj: Handle, rank: Option<i32>, f: Fail) -> c_int {
     process::with_thread(|t| *t.last_error.borrow_mut() = Some((f.class, f.msg.clone())));
-    if errhandler == MPI_ERRORS_RETURN {
-        return f.class;
+    match mpi::errhandler::raise(handler, call, obj, f.class, &f.msg, rank) {
+        mpi::errhandler::Outcome::Returns(code) => code,
+        mpi::errhandler::Outcome::EndsJob { message, exit } => {
+            eprintln!("{message}");
+            std::process::exit(exit)
+        }
     }
-    if let Some(func) = user {
-        let (mut obj, mut code) = (obj, f.class);
-        // SAFETY: `func` was registered by MPI_*_create_errhandler for this kind of object, a function of the
-        // MPI_*_errhandler_function type MPI 4.1 §9.3 gives that argument (a pointer to the object's handle, a pointer
-        // to the error code, then variadic arguments none of which this call passes); both arguments are locals it may
-        // read and write.
-        unsafe { func(&mut obj, &mut code) };
-        return f.class;
-    }
-    let who = rank.map_or_else(String::new, |r| format!(" on rank {r}"));
-    eprintln!("MPI error{who} in {call}: {} (error class {})", f.msg, f.class);
-    // MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT end the job; the launcher
-    // stops the other ranks and names this one.
-    std::process::exit(if f.class == 0 { 1 } else { f.class.min(125) })
 }
 
 /// Whether the library is between `MPI_Init` and `MPI_Finalize`.
@@ -450,7 +434,7 @@ pub(crate) fn live() -> bool {
 /// `MPI_ERRORS_ARE_FATAL` (MPI 4.1 §9.3).
 #[cold]
 pub(crate) fn report_without_state(call: &str, f: Fail) -> c_int {
-    report(call, MPI_ERRORS_ARE_FATAL, MPI_COMM_WORLD, None, None, f)
+    report(call, errh::InForce::Fatal, MPI_COMM_WORLD, None, f)
 }
 
 /// A call that works with or without the library's state (`MPI_Info_*`,
@@ -491,14 +475,7 @@ pub(crate) fn with_state_then(
     let Some(st) = guard.as_mut() else {
         let when = if process::process().life.ended() { "after MPI_Finalize" } else { "before MPI_Init" };
         drop(guard);
-        return report(
-            call,
-            MPI_ERRORS_ARE_FATAL,
-            comm,
-            None,
-            None,
-            Fail::new(MPI_ERR_OTHER, format!("called {when}")),
-        );
+        return report(call, errh::InForce::Fatal, comm, None, Fail::new(MPI_ERR_OTHER, format!("called {when}")));
     };
     // Under DN_COMPUTE=measured the mpi crate charges the computation
     // before this call when the call first reaches the engine; the end of
@@ -575,7 +552,7 @@ fn finish_call(
         release(guard, fair);
         return MPI_SUCCESS;
     };
-    let (errh, user, rank) = match guard.as_ref() {
+    let (errh, rank) = match guard.as_ref() {
         Some(st) => {
             // The handler of the object the call is about: a communicator,
             // a window (§9.3), a file (or MPI_FILE_NULL's, for a call
@@ -587,14 +564,14 @@ fn finish_call(
                 (None, None) if st.sessions.contains_key(&comm) => st.sessions[&comm].errhandler,
                 _ => st.comms.get(&MPI_COMM_WORLD).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errhandler),
             };
-            (errh, errh::user_fn(errh), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
+            (errh::in_force(errh), st.comms.get(&MPI_COMM_WORLD).map(|e| e.comm.rank()))
         }
-        None => (MPI_ERRORS_ARE_FATAL, None, None),
+        None => (errh::InForce::Fatal, None),
     };
     release(guard, fair);
     // A call about no communicator or window (comm's handler was
     // MPI_COMM_WORLD's) hands the handler MPI_COMM_WORLD.
-    report(call, errh, comm, user, rank, f)
+    report(call, errh, comm, rank, f)
 }
 
 /// Read the argument `p` points at, failing with `MPI_ERR_ARG` on a null
