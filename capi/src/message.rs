@@ -5,7 +5,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::{raw, Communicator};
+use mpi::staged::direct;
+use mpi::{probe, Communicator};
 
 use crate::abi::*;
 use crate::datatype::incoming;
@@ -24,10 +25,10 @@ fn mprobe(st: &mut State, source: c_int, tag: c_int, comm: Handle, block: bool) 
     let multiple = block && crate::threads::multiple();
     let stop = crate::threads::stop;
     let m = match (source == MPI_ANY_SOURCE, multiple) {
-        (true, false) => raw::mprobe(&c.any_process(), tag, block)?,
-        (false, false) => raw::mprobe(&c.process_at_rank(source), tag, block)?,
-        (true, true) => raw::mprobe_until(&c.any_process(), tag, &stop)?,
-        (false, true) => raw::mprobe_until(&c.process_at_rank(source), tag, &stop)?,
+        (true, false) => probe::mprobe(&c.any_process(), tag, block)?,
+        (false, false) => probe::mprobe(&c.process_at_rank(source), tag, block)?,
+        (true, true) => probe::mprobe_until(&c.any_process(), tag, &stop)?,
+        (false, true) => probe::mprobe_until(&c.process_at_rank(source), tag, &stop)?,
     };
     if multiple && m.is_none() {
         return Err(crate::threads::yielded());
@@ -126,7 +127,7 @@ unsafe fn mrecv(st: &mut State, buf: *mut c_void, count: c_int, dt: Handle, mess
     // it until then.
     let inc = unsafe { incoming(buf.cast(), &span, "receive", false)? };
     // SAFETY: `inc` is the caller's buffer or a staging buffer the request keeps.
-    let r = unsafe { raw::imrecv(m, inc.ptr, inc.len) }?;
+    let r = unsafe { direct::imrecv(m, inc.ptr, inc.len) }?;
     Ok(Some(Staged { request: r, stage: mpi::staged::Stage { unpack: inc.stage, ..Default::default() } }))
 }
 

@@ -67,7 +67,8 @@ mod watcher;
 
 pub use coll::{CommunicatorCollectives, Operation, Root, SystemOperation, ValueIndex};
 pub use comm::{
-    check_tag, raw, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source, Status,
+    check_tag, probe, AnyProcess, Color, Communicator, Destination, Message, Process, SimpleCommunicator, Source,
+    Status,
 };
 pub use error::{
     ArgError, AttachError, BufferError, CollectiveError, ContextError, ConversionError, DarrayProblem, DimsError,

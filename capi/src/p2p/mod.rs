@@ -1,5 +1,5 @@
 //! Point-to-point (MPI 4.1 §3): blocking and non-blocking sends and
-//! receives straight from and into the caller's buffer (`mpi::raw`: no
+//! receives straight from and into the caller's buffer (`mpi::staged::direct`: no
 //! copy), probes, and completion (§3.7.3-3.7.5), with `MPI_PROC_NULL`
 //! (§3.10), `MPI_ANY_SOURCE`/`MPI_ANY_TAG` and `MPI_STATUS(ES)_IGNORE`.
 
@@ -8,7 +8,8 @@ use std::ffi::{c_int, c_void};
 use mpi::persistent::SendMode;
 use mpi::sendrecv::{isendrecv, Outgoing};
 use mpi::slot::Started;
-use mpi::{raw, Communicator, Process, Source};
+use mpi::staged::direct;
+use mpi::{probe, Communicator, Process, Source};
 
 use crate::abi::*;
 use crate::datatype::{direct_bytes, near_null, Span};
@@ -96,7 +97,7 @@ unsafe fn send(
                 }
                 // SAFETY: `buf` holds `len` bytes for this call (the caller's
                 // contract), or `len` is 0 and `p` is never read.
-                return Ok(unsafe { raw::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
+                return Ok(unsafe { direct::send(&c.process_at_rank(dest), p, len, tag, sync) }?);
             }
             // SAFETY: `buf` holds `count` elements of `dt`, readable for this blocking call (`send`'s `# Safety`,
             // unchanged): the same as `send_derived`'s.
@@ -193,7 +194,7 @@ unsafe fn recv(
     let c = &st.comm(comm)?.comm;
     // The fast path: a predefined type, received into the caller's bytes.
     if let (Some(len), true) = (direct_bytes(count, dt), source != MPI_PROC_NULL) {
-        // A negative tag other than MPI_ANY_TAG is `raw::recv`'s to refuse
+        // A negative tag other than MPI_ANY_TAG is `direct::recv`'s to refuse
         // (`MpiError::InvalidTag`, MPI_ERR_TAG), before it waits for anything.
         let tag = (tag != MPI_ANY_TAG).then_some(tag);
         if len > 0 && near_null(buf.cast(), 0) {
@@ -201,8 +202,8 @@ unsafe fn recv(
         }
         // SAFETY: `buf` has room for `len` bytes (`count` elements of the predefined `dt`), writable for this call
         // (`recv`'s `# Safety`, from MPI_Recv's caller, MPI 4.1 §3.2.4), and is not null (checked above) when `len` >
-        // 0. That is `raw::recv`'s requirement, which touches no byte of a 0-byte receive, whatever its pointer.
-        let s = unsafe { from_source!(c, source, from => raw::recv(from, buf.cast(), len, tag)) }?;
+        // 0. That is `direct::recv`'s requirement, which touches no byte of a 0-byte receive, whatever its pointer.
+        let s = unsafe { from_source!(c, source, from => direct::recv(from, buf.cast(), len, tag)) }?;
         // SAFETY: `status` is null (MPI_STATUS_IGNORE) or valid for writing one MPI_Status for this call (`recv`'s
         // `# Safety`, MPI 4.1 §3.2.5), which is `put_status`'s requirement.
         unsafe { put_status(status, c_status(&s)) };
@@ -667,7 +668,7 @@ fn probe_multiple(st: &State, source: c_int, tag: c_int, comm: Handle) -> R<MpiS
     if source == MPI_PROC_NULL {
         return Ok(MpiStatus::proc_null());
     }
-    let s = from_source!(c, source, from => raw::probe_until(from, tag, &crate::threads::stop)?);
+    let s = from_source!(c, source, from => probe::probe_until(from, tag, &crate::threads::stop)?);
     s.as_ref().map(c_status).ok_or_else(crate::threads::yielded)
 }
 

@@ -6,10 +6,10 @@
 use super::*;
 
 /// A message a matched probe took out of matching (`MPI_Message`, MPI 4.1
-/// §3.8.2): only the receive it is handed to ([`raw::imrecv`]) gets it.
+/// §3.8.2): only the receive it is handed to ([`crate::staged::direct::imrecv`]) gets it.
 pub struct Message {
-    pub(super) msg: adi::Matched,
-    pub(super) comm: SimpleCommunicator,
+    pub(crate) msg: adi::Matched,
+    pub(crate) comm: SimpleCommunicator,
 }
 
 impl Message {
@@ -112,7 +112,7 @@ pub trait Destination {
 }
 
 /// Blocking send straight from `bytes` (no copy by the engine).
-pub(super) fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: bool) -> Result<()> {
+pub(crate) fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: Tag, sync: bool) -> Result<()> {
     check_tag(tag)?;
     if to == PROC_NULL {
         return Ok(());
@@ -131,7 +131,7 @@ pub(super) fn send_impl(comm: &SimpleCommunicator, to: Rank, bytes: &[u8], tag: 
     Ok(())
 }
 
-pub(super) fn isend_impl<'a, Sc: Scope<'a>>(
+pub(crate) fn isend_impl<'a, Sc: Scope<'a>>(
     comm: &SimpleCommunicator,
     scope: Sc,
     to: Rank,
@@ -291,7 +291,7 @@ pub trait Source {
 
 /// Blocking receive into `out`: the engine writes the message there and
 /// nowhere else (no copy after it).
-pub(super) fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Result<Status> {
+pub(crate) fn recv_into_raw<S: Source + ?Sized>(s: &S, tag: TagSel, out: &mut [u8]) -> Result<Status> {
     if s.is_proc_null() {
         return Ok(Status::proc_null());
     }
@@ -325,7 +325,7 @@ fn receive_one<T: Equivalence, S: Source + ?Sized>(s: &S, tag: TagSel) -> Result
 /// Take the first matching message out of matching (MPI 4.1 §3.8.2):
 /// waiting for one when `block`, while non-blocking collectives keep
 /// moving (as probe does); `None` when not `block` and there is none.
-pub(super) fn matched_probe(
+pub(crate) fn matched_probe(
     c: &mut crate::context::Context,
     src: AdiSource,
     tag: TagSel,
@@ -376,7 +376,7 @@ fn receive_into<B: BufferMut + ?Sized, S: Source + ?Sized>(s: &S, buf: &mut B, t
     recv_into_raw(s, tag, buf.as_bytes_mut())
 }
 
-pub(super) fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?Sized>(
+pub(crate) fn irecv_impl<'a, Sc: Scope<'a>, B: BufferMut + ?Sized, S: Source + ?Sized>(
     s: &S,
     scope: Sc,
     buf: &'a mut B,
@@ -461,5 +461,16 @@ impl Process<'_> {
     /// The rank of this process in its communicator.
     pub fn rank(&self) -> Rank {
         self.rank
+    }
+}
+
+/// A tag to match: `None` is any tag; a negative one is refused.
+pub(crate) fn tag_sel(tag: Option<Tag>) -> Result<TagSel> {
+    match tag {
+        None => Ok(TagSel::Any),
+        Some(t) => {
+            check_tag(t)?;
+            Ok(TagSel::Tag(t))
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! Data the datatype lays out contiguously moves from and into the
 //! caller's buffer as it is, with no copy. Scattered data of
 //! [`STREAM_FROM`] bytes or more is packed and unpacked by the engine a
-//! chunk at a time ([`crate::raw::isend_typed`]); shorter scattered data
+//! chunk at a time ([`crate::direct::isend_typed`]); shorter scattered data
 //! is packed or staged whole, one small copy.
 //!
 //! Everything here that takes a pointer is `unsafe`, with the standard's
@@ -19,6 +19,7 @@
 
 pub mod basis;
 pub mod coll;
+pub mod direct;
 pub mod inter;
 pub mod pack;
 pub mod partitioned;
@@ -29,7 +30,7 @@ pub mod reduction;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::comm::{raw, Process, Source, Status};
+use crate::comm::{Process, Source, Status};
 use crate::datatype::typemap::addr;
 use crate::datatype::{zeroed_buffer, Typemap};
 use crate::error::{BufferError, Overflow};
@@ -504,14 +505,14 @@ pub unsafe fn isend(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, syn
         // SAFETY: `isend_typed` packs from every block of the `count` elements at `buf` while its
         // request lives; that request is the operation returned, until whose completion or drop the
         // caller keeps them readable and unmodified (`# Safety`).
-        return Ok(Staged::plain(unsafe { raw::isend_typed(to, buf, layout, count, tag, sync) }?));
+        return Ok(Staged::plain(unsafe { direct::isend_typed(to, buf, layout, count, tag, sync) }?));
     }
     // SAFETY: the span's elements at `buf` are readable (`# Safety`); a direct span's bytes, borrowed
     // for `'a`, are used only by the send below and stay unmodified until it completes or is dropped.
     Ok(match unsafe { outgoing(buf, span, "send")? } {
         // SAFETY: `b` is the caller's `b.len()` contiguous bytes, readable and unmodified until this
-        // request completes or is dropped (`# Safety`), as `raw::isend` requires.
-        Cow::Borrowed(b) => Staged::plain(unsafe { raw::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
+        // request completes or is dropped (`# Safety`), as `direct::isend` requires.
+        Cow::Borrowed(b) => Staged::plain(unsafe { direct::isend(to, b.as_ptr(), b.len(), tag, sync) }?),
         Cow::Owned(v) => isend_owned(to, v, tag, sync)?,
     })
 }
@@ -522,7 +523,7 @@ pub fn isend_owned(to: &Process<'_>, v: Vec<u8>, tag: Tag, sync: bool) -> Result
     // SAFETY: `v`'s heap bytes do not move when `v` does, and the
     // operation keeps `v` (in its stage, dropped after the request) until
     // it completes.
-    let request = unsafe { raw::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
+    let request = unsafe { direct::isend(to, v.as_ptr(), v.len(), tag, sync) }?;
     Ok(Staged { request, stage: Stage { hold: vec![v], ..Stage::default() } })
 }
 
@@ -538,7 +539,7 @@ pub unsafe fn irecv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag
         // SAFETY: `irecv_typed` writes every block of the `count` elements at `buf` while its request
         // lives; that request is the operation returned, until whose completion or drop the caller
         // keeps them writable and untouched (`# Safety`).
-        return Ok(Staged::plain(unsafe { raw::irecv_typed(from, buf, layout, count, tag) }?));
+        return Ok(Staged::plain(unsafe { direct::irecv_typed(from, buf, layout, count, tag) }?));
     }
     // SAFETY: the caller leaves the span's elements at `buf` writable and untouched until the
     // operation completes or is dropped (`# Safety`), and `inc`'s stage goes into that operation:
@@ -547,7 +548,7 @@ pub unsafe fn irecv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag
     // SAFETY: `inc.len` bytes at `inc.ptr` are the caller's span, writable and untouched until
     // completion (`# Safety`), or the staging buffer in `inc.stage`, whose heap bytes the returned
     // `Staged` keeps until after its request has ended (dropped after it); nothing else touches them.
-    let request = unsafe { raw::irecv(from, inc.ptr, inc.len, tag) }?;
+    let request = unsafe { direct::irecv(from, inc.ptr, inc.len, tag) }?;
     Ok(Staged { request, stage: Stage { unpack: inc.stage, ..Stage::default() } })
 }
 
@@ -562,14 +563,14 @@ pub unsafe fn send(to: &Process<'_>, buf: *const u8, span: &Span, tag: Tag, sync
     if let Some((layout, count)) = span.streamed(buf, "send")? {
         // SAFETY: every block of the `count` elements at `buf` is readable and unmodified for this
         // call (`# Safety`), and the request `isend_typed` returns is waited on here, within it.
-        return unsafe { raw::isend_typed(to, buf, layout, count, tag, sync) }?.wait().map(drop);
+        return unsafe { direct::isend_typed(to, buf, layout, count, tag, sync) }?.wait().map(drop);
     }
     // SAFETY: the span's elements at `buf` are readable and unmodified for this call (`# Safety`),
     // and `data`, borrowed from them when direct, does not outlive it.
     let data = unsafe { outgoing(buf, span, "send")? };
     // SAFETY: `data.len()` bytes at `data.as_ptr()` are `data`'s (the caller's, unmodified for this
-    // call, or a packed copy), alive until this function returns, after `raw::send` has.
-    unsafe { raw::send(to, data.as_ptr(), data.len(), tag, sync) }
+    // call, or a packed copy), alive until this function returns, after `direct::send` has.
+    unsafe { direct::send(to, data.as_ptr(), data.len(), tag, sync) }
 }
 
 /// Receive into `span` of `buf` and wait (`MPI_Recv` of a derived
@@ -583,15 +584,15 @@ pub unsafe fn recv<S: Source + ?Sized>(from: &S, buf: *mut u8, span: &Span, tag:
     if let Some((layout, count)) = span.streamed(buf, "receive")? {
         // SAFETY: every block of the `count` elements at `buf` is writable and untouched for this call
         // (`# Safety`), and the request `irecv_typed` returns is waited on here, within it.
-        return unsafe { raw::irecv_typed(from, buf, layout, count, tag) }?.wait();
+        return unsafe { direct::irecv_typed(from, buf, layout, count, tag) }?.wait();
     }
     // SAFETY: the span's elements at `buf` are writable and untouched for this call (`# Safety`),
     // and `inc` is finished or dropped before it returns.
     let inc = unsafe { incoming(buf, span, "receive", false)? };
     // SAFETY: `inc.len` bytes at `inc.ptr` are the caller's span, writable and untouched for this
     // call (`# Safety`), or the staging buffer `inc` owns, alive until `inc.finish` below; nothing
-    // else accesses them during `raw::recv`.
-    let r = unsafe { raw::recv(from, inc.ptr, inc.len, tag) };
+    // else accesses them during `direct::recv`.
+    let r = unsafe { direct::recv(from, inc.ptr, inc.len, tag) };
     if let Some(n) = received(&r) {
         // SAFETY: the staged bytes unpack into the span's elements at `buf`, still writable and
         // untouched within this call (`# Safety`). A truncated message's first bytes are unpacked
