@@ -835,9 +835,16 @@ mod tests {
         let mut reply = [0u8; 64];
         let st = e1.recv_into(Source::Rank(0), TagSel::Any, 700, &mut reply).unwrap();
         assert!(st.len > 0, "window 700 did not answer the flush");
+        // A reply still due when the window is freed: its request (which
+        // holds the state) completes, with nothing to report.
+        // SAFETY: no buffer (`into` is `None`): the reply places nothing.
+        let id = unsafe { wins[0].touch(&mut e0).expect(1, None) }.unwrap();
+        assert!(!wins[0].look(&e0).answered(id));
         for w in &wins {
             w.deregister(&mut e0);
         }
+        assert!(wins[0].look(&e0).answered(id), "a freed window's request waits for ever");
+        assert!(wins[0].touch(&mut e0).take_failure(id).is_none());
         assert!(!e0.hooks_busy(), "a deregistered window is still served");
         let mut w = wins[0].touch(&mut e0);
         assert!(w.regions().is_err() && w.take_any_failure().is_none(), "a deregistered window took a call");
