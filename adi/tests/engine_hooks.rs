@@ -186,3 +186,45 @@ fn a_served_context_is_polled_only_when_it_has_work() {
     }
     assert!(!e0.hooks_busy());
 }
+
+/// Runs a pass of its own inside its poll, and notes how often the
+/// served context was polled across that inner pass.
+struct Nests {
+    context_polls: Arc<AtomicU32>,
+    inner_polls: Arc<AtomicU32>,
+}
+
+impl ProgressHook for Nests {
+    fn busy(&self) -> bool {
+        true
+    }
+
+    fn poll(&mut self, e: &mut Engine) -> Result<Polled, AdiError> {
+        e.attend(500);
+        let before = self.context_polls.load(Ordering::SeqCst);
+        e.progress()?;
+        let during = self.context_polls.load(Ordering::SeqCst) - before;
+        self.inner_polls.fetch_add(during, Ordering::SeqCst);
+        Ok(Polled { moved: false, ended: true })
+    }
+}
+
+/// A pass inside any hook runs no hook, of either kind: a served context
+/// is polled by the outer pass only.
+#[test]
+fn a_pass_inside_a_hook_runs_no_served_context() {
+    let mut ts = local_world(1, None, default_caps()).into_iter();
+    let mut e = Engine::new(Box::new(ts.next().unwrap())).unwrap();
+    let context_polls = Arc::new(AtomicU32::new(0));
+    let counter =
+        Counter { ctx: 500, recv: None, got: Default::default(), polls: context_polls.clone(), withdraw_on: None };
+    e.serve_context(500, Box::new(counter)).unwrap();
+    e.progress().unwrap();
+    let inner_polls = Arc::new(AtomicU32::new(0));
+    e.add_hook(Box::new(Nests { context_polls: context_polls.clone(), inner_polls: inner_polls.clone() }));
+    let before = context_polls.load(Ordering::SeqCst);
+    e.progress().unwrap();
+    assert_eq!(inner_polls.load(Ordering::SeqCst), 0, "a pass inside a hook polled a served context");
+    assert!(context_polls.load(Ordering::SeqCst) > before, "the outer pass did not poll the attended context");
+    e.stop_serving(500);
+}

@@ -547,6 +547,10 @@ struct Served {
     running: Option<u32>,
     /// Whether the running hook was withdrawn during its own poll.
     withdrawn: bool,
+    /// The contexts being polled in this pass (kept to reuse its memory).
+    due: Vec<u32>,
+    /// A pass is running the hooks: a pass inside one of them runs none.
+    in_hooks: bool,
 }
 
 impl Engine {
@@ -644,6 +648,17 @@ impl Engine {
     /// whether any moved something. Hooks run with their list taken out,
     /// so a progress pass inside one runs none.
     fn run_hooks(&mut self) -> Result<bool, AdiError> {
+        if self.served.in_hooks {
+            return Ok(false);
+        }
+        self.served.in_hooks = true;
+        let r = self.run_hooks_once();
+        self.served.in_hooks = false;
+        r
+    }
+
+    /// [`Engine::run_hooks`], outside any other hook.
+    fn run_hooks_once(&mut self) -> Result<bool, AdiError> {
         let mut hooks = std::mem::take(&mut self.hooks);
         let mut worked = false;
         let mut failed = None;
@@ -673,17 +688,17 @@ impl Engine {
 
     /// Poll the served contexts that need it, in context order.
     fn run_served(&mut self) -> Result<bool, AdiError> {
-        if self.served.running.is_some() {
-            return Ok(false);
-        }
-        let hits = self.take_watched();
-        self.served.attention.extend(hits.into_iter().filter(|c| self.served.by_ctx.contains_key(c)));
-        if self.served.attention.is_empty() {
+        let Served { by_ctx, attention, .. } = &mut self.served;
+        attention.extend(self.st.posted.hits.drain(..).filter(|c| by_ctx.contains_key(c)));
+        if attention.is_empty() {
             return Ok(false);
         }
         let mut worked = false;
-        let due: Vec<u32> = self.served.attention.iter().copied().collect();
-        for ctx in due {
+        let mut due = std::mem::take(&mut self.served.due);
+        due.clear();
+        due.extend(self.served.attention.iter().copied());
+        let mut failed = None;
+        for &ctx in &due {
             let Some(mut h) = self.served.by_ctx.remove(&ctx) else {
                 self.served.attention.remove(&ctx);
                 continue;
@@ -700,9 +715,16 @@ impl Engine {
                     self.served.attention.remove(&ctx);
                 }
             }
-            worked |= r?;
+            match r {
+                Ok(w) => worked |= w,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
-        Ok(worked)
+        self.served.due = due;
+        failed.map_or(Ok(worked), Err)
     }
 
     /// This process's rank.

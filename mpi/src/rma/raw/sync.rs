@@ -240,7 +240,7 @@ impl RawWindow {
     pub fn test_exposure(&mut self) -> Result<bool> {
         let origins = self.epochs.posted()?.to_vec();
         self.comm.shared().borrow_mut().progress()?;
-        let ready = self.target(|w, _| Ok(Self::all_completed(w, &origins)))?;
+        let ready = self.looking(&mut self.comm.shared().borrow_mut(), |w| Self::all_completed(w, &origins))?;
         if ready {
             self.end_exposure(&origins)?;
         }
