@@ -645,8 +645,9 @@ impl Engine {
     }
 
     /// Run every busy hook once, then the served contexts that need it;
-    /// whether any moved something. Hooks run with their list taken out,
-    /// so a progress pass inside one runs none.
+    /// whether any moved something. A progress pass made inside a hook
+    /// (a collective's blocking step, a window's reply) runs no hook of
+    /// either kind: `in_hooks` says one is running.
     fn run_hooks(&mut self) -> Result<bool, AdiError> {
         if self.served.in_hooks {
             return Ok(false);

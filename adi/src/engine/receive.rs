@@ -189,22 +189,15 @@ impl Engine {
     }
 
     /// Note (`on`) or stop noting the contexts of messages that match a
-    /// posted receive on context `ctx`, for [`Engine::take_watched`]: a
-    /// progress hook that keeps receives posted on many contexts (one per
-    /// window) then looks only at those that matched, not at every one on
-    /// every pass.
-    pub fn watch_context(&mut self, ctx: u32, on: bool) {
+    /// posted receive on context `ctx`: what [`Engine::serve_context`] and
+    /// [`Engine::stop_serving`] keep in step with the served contexts, so a
+    /// pass polls only the served contexts that matched, not every one.
+    pub(super) fn watch_context(&mut self, ctx: u32, on: bool) {
         if on {
             self.st.posted.watched.insert(ctx);
         } else {
             self.st.posted.watched.remove(&ctx);
         }
-    }
-
-    /// The watched contexts on which a posted receive matched a message
-    /// since the last call (a context once per match).
-    pub fn take_watched(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.st.posted.hits)
     }
 
     /// Cancel a receive (MPI 4.1 §3.8.4): `true` if it had not matched a
